@@ -1,0 +1,1 @@
+// The Notebook example domain.
