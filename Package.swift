@@ -1,0 +1,44 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Dependency arrows go one way: rewind → RewindCLI → {Notebook, Rewind} → RewindJournal → CLZ4.
+let strict: [SwiftSetting] = [
+  .enableUpcomingFeature("InternalImportsByDefault"),
+  .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+  name: "Rewind",
+  platforms: [.macOS(.v15)],
+  products: [
+    .library(name: "RewindJournal", targets: ["RewindJournal"]),
+    .executable(name: "rewind", targets: ["rewind"]),
+  ],
+  targets: [
+    .systemLibrary(
+      name: "CLZ4",
+      pkgConfig: "liblz4",
+      providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+    ),
+    .target(name: "RewindJournal", dependencies: ["CLZ4"], swiftSettings: strict),
+    .target(name: "RewindCLI", dependencies: ["RewindJournal"], swiftSettings: strict),
+    .executableTarget(name: "rewind", dependencies: ["RewindCLI"], swiftSettings: strict),
+    .target(
+      name: "RewindTestSupport",
+      dependencies: ["RewindJournal"],
+      swiftSettings: strict
+    ),
+    // A child process for the crash tests: appends and reports each acknowledgement on stdout.
+    .executableTarget(
+      name: "journal-crash-child",
+      dependencies: ["RewindJournal"],
+      path: "Tests/JournalCrashChild",
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "RewindJournalTests",
+      dependencies: ["RewindJournal", "RewindTestSupport", "journal-crash-child"],
+      swiftSettings: strict
+    ),
+  ]
+)
