@@ -1,6 +1,7 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// Dependency arrows go one way: rewind → RewindCLI → {Notebook, Rewind} → RewindJournal → CLZ4.
 let strict: [SwiftSetting] = [
   .enableUpcomingFeature("InternalImportsByDefault"),
   .enableUpcomingFeature("ExistentialAny"),
@@ -10,12 +11,44 @@ let package = Package(
   name: "Rewind",
   platforms: [.macOS(.v15)],
   products: [
+    .library(name: "RewindJournal", targets: ["RewindJournal"]),
     .library(name: "Rewind", targets: ["Rewind"]),
     .library(name: "Notebook", targets: ["Notebook"]),
+    .executable(name: "rewind", targets: ["rewind"]),
   ],
   targets: [
-    .target(name: "Rewind", swiftSettings: strict),
+    .systemLibrary(
+      name: "CLZ4",
+      pkgConfig: "liblz4",
+      providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+    ),
+    .target(name: "RewindJournal", dependencies: ["CLZ4"], swiftSettings: strict),
+    .target(name: "Rewind", dependencies: ["RewindJournal"], swiftSettings: strict),
     .target(name: "Notebook", dependencies: ["Rewind"], swiftSettings: strict),
-    .testTarget(name: "RewindTests", dependencies: ["Rewind"], swiftSettings: strict),
+    .target(name: "RewindCLI", dependencies: ["RewindJournal"], swiftSettings: strict),
+    .executableTarget(name: "rewind", dependencies: ["RewindCLI"], swiftSettings: strict),
+    .target(
+      name: "RewindTestSupport",
+      dependencies: ["RewindJournal"],
+      swiftSettings: strict
+    ),
+    // A child process for the crash tests: appends and reports each acknowledgement on stdout.
+    .executableTarget(
+      name: "journal-crash-child",
+      dependencies: ["RewindJournal"],
+      path: "Tests/JournalCrashChild",
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "RewindJournalTests",
+      dependencies: ["RewindJournal", "RewindTestSupport", "journal-crash-child"],
+      swiftSettings: strict
+    ),
+    .testTarget(name: "RewindTests", dependencies: ["Rewind", "RewindTestSupport"], swiftSettings: strict),
+    .testTarget(
+      name: "NotebookTests",
+      dependencies: ["Notebook", "Rewind", "RewindTestSupport"],
+      swiftSettings: strict
+    ),
   ]
 )

@@ -1,0 +1,1 @@
+// Notebook: the example domain (filled in below).

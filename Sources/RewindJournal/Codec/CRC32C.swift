@@ -1,0 +1,60 @@
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of batch headers, frames,
+/// segment headers and index entries.
+///
+/// liblz4 does not export its xxHash, so the journal's own checksums are computed here, by
+/// slicing-by-8 over a table built once. Check value: `CRC32C.checksum("123456789") == 0xE306_9283`.
+package enum CRC32C {
+  private static let table: [UInt32] = {
+    var table = [UInt32](repeating: 0, count: 8 * 256)
+    for byte in 0..<256 {
+      var crc = UInt32(byte)
+      for _ in 0..<8 { crc = (crc & 1) != 0 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+      table[byte] = crc
+    }
+    for byte in 0..<256 {
+      var crc = table[byte]
+      for slice in 1..<8 {
+        crc = table[Int(crc & 0xFF)] ^ (crc >> 8)
+        table[slice * 256 + byte] = crc
+      }
+    }
+    return table
+  }()
+
+  /// The CRC-32C of `bytes`, continuing from `previous` (the checksum of the bytes before them).
+  package static func checksum(_ bytes: UnsafeRawBufferPointer, continuing previous: UInt32 = 0) -> UInt32 {
+    var crc = ~previous
+    table.withUnsafeBufferPointer { t in
+      var index = 0
+      let count = bytes.count
+      while count - index >= 8 {
+        let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+        let low = UInt32(truncatingIfNeeded: word) ^ crc
+        let high = UInt32(truncatingIfNeeded: word >> 32)
+        crc =
+          t[7 * 256 + Int(low & 0xFF)] ^ t[6 * 256 + Int((low >> 8) & 0xFF)]
+          ^ t[5 * 256 + Int((low >> 16) & 0xFF)] ^ t[4 * 256 + Int(low >> 24)]
+          ^ t[3 * 256 + Int(high & 0xFF)] ^ t[2 * 256 + Int((high >> 8) & 0xFF)]
+          ^ t[1 * 256 + Int((high >> 16) & 0xFF)] ^ t[Int(high >> 24)]
+        index += 8
+      }
+      while index < count {
+        crc = t[Int((crc ^ UInt32(bytes[index])) & 0xFF)] ^ (crc >> 8)
+        index += 1
+      }
+    }
+    return ~crc
+  }
+
+  package static func checksum(_ bytes: [UInt8]) -> UInt32 {
+    bytes.withUnsafeBytes { checksum($0) }
+  }
+
+  package static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+    bytes.withUnsafeBytes { checksum($0) }
+  }
+
+  package static func checksum(_ string: String) -> UInt32 {
+    checksum(Array(string.utf8))
+  }
+}

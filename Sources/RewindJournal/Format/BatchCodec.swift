@@ -1,0 +1,94 @@
+/// Turns batches of records into frames (header + LZ4 frame) and back.
+package enum BatchCodec {
+  /// Appends the batch header and LZ4 frame for `records`, numbered from `firstSequence`, to `output`.
+  package static func encode(
+    _ records: some Collection<NewRecord>, firstSequence: UInt64, encoder: LZ4FrameEncoder, scratch: inout [UInt8],
+    into output: inout [UInt8]
+  ) throws -> BatchHeader {
+    scratch.removeAll(keepingCapacity: true)
+    var minTimestamp = Int64.max
+    var maxTimestamp = Int64.min
+    var sequence = firstSequence
+    for record in records {
+      appendLE(sequence, to: &scratch)
+      appendLE(record.timestamp, to: &scratch)
+      appendLE(UInt32(record.payload.count), to: &scratch)
+      scratch.append(contentsOf: record.payload)
+      minTimestamp = min(minTimestamp, record.timestamp)
+      maxTimestamp = max(maxTimestamp, record.timestamp)
+      sequence += 1
+    }
+    let headerStart = output.count
+    output.append(contentsOf: repeatElement(0, count: Layout.batchHeaderSize))
+    let frameStart = output.count
+    let frameLength = try scratch.withUnsafeBytes { (content) throws in
+      try encoder.compress(content, appendingTo: &output)
+    }
+    let header = BatchHeader(
+      firstSequence: firstSequence, recordCount: UInt32(records.count), contentLength: UInt32(scratch.count),
+      frameLength: UInt32(frameLength), minTimestamp: minTimestamp, maxTimestamp: maxTimestamp,
+      frameChecksum: CRC32C.checksum(output[frameStart...]))
+    var writer = ByteWriter(capacity: Layout.batchHeaderSize)
+    header.encode(into: &writer)
+    output.replaceSubrange(headerStart..<frameStart, with: writer.bytes)
+    return header
+  }
+
+  /// The decoded size of `records` in a frame.
+  package static func contentSize(of record: NewRecord) -> Int {
+    Layout.recordHeaderSize + record.payload.count
+  }
+
+  /// Decodes and checks the records of one frame whose header has been checked.
+  /// Throws a phrase saying what is wrong.
+  package static func decode(
+    _ frame: ArraySlice<UInt8>, header: BatchHeader, decoder: LZ4FrameDecoder, limits: JournalLimits
+  ) throws -> [JournalRecord] {
+    let content: [UInt8]
+    do {
+      content = try frame.withUnsafeBytes { (bytes) throws in
+        try decoder.decompress(bytes, expectedLength: Int(header.contentLength))
+      }
+    } catch {
+      throw BatchDecodingFailure(reason: "LZ4 frame does not decode: \(error)")
+    }
+    var records: [JournalRecord] = []
+    records.reserveCapacity(Int(header.recordCount))
+    var position = 0
+    var expected = header.firstSequence
+    while position < content.count {
+      guard content.count - position >= Layout.recordHeaderSize else {
+        throw BatchDecodingFailure(reason: "record header cut short at content offset \(position)")
+      }
+      let sequence = content.loadLE(UInt64.self, at: position)
+      let timestamp = content.loadLE(Int64.self, at: position + 8)
+      let length = Int(content.loadLE(UInt32.self, at: position + 16))
+      position += Layout.recordHeaderSize
+      guard sequence == expected else {
+        throw BatchDecodingFailure(reason: "record \(records.count) has sequence \(sequence), expected \(expected)")
+      }
+      guard length <= limits.maxRecordBytes, length <= content.count - position else {
+        throw BatchDecodingFailure(reason: "record \(sequence) declares \(length) payload bytes, beyond the frame or the limit")
+      }
+      guard timestamp >= header.minTimestamp, timestamp <= header.maxTimestamp else {
+        throw BatchDecodingFailure(reason: "record \(sequence) timestamp outside the batch header's range")
+      }
+      records.append(JournalRecord(sequence: sequence, timestamp: timestamp, payload: Array(content[position..<(position + length)])))
+      position += length
+      expected += 1
+    }
+    guard records.count == Int(header.recordCount) else {
+      throw BatchDecodingFailure(reason: "frame holds \(records.count) records, header says \(header.recordCount)")
+    }
+    return records
+  }
+}
+
+package struct BatchDecodingFailure: Error {
+  package var reason: String
+}
+
+@inline(__always)
+private func appendLE<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
+  withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+}

@@ -1,0 +1,91 @@
+/// The skippable frame in front of every data frame (see FORMAT.md, "Batch header"). It says
+/// which records the following LZ4 frame holds and how long it is, so readers can check it with
+/// CRC-32C and skip it without decompressing.
+package struct BatchHeader: Equatable {
+  package var firstSequence: UInt64
+  package var recordCount: UInt32
+  /// Bytes of the decoded frame content.
+  package var contentLength: UInt32
+  /// Bytes of the LZ4 frame that follows this header.
+  package var frameLength: UInt32
+  package var minTimestamp: Int64
+  package var maxTimestamp: Int64
+  /// CRC-32C of the LZ4 frame's bytes.
+  package var frameChecksum: UInt32
+
+  package var lastSequence: UInt64 { firstSequence + UInt64(recordCount) - 1 }
+  package var sequences: ClosedRange<UInt64> { firstSequence...lastSequence }
+  /// Bytes of header and frame together.
+  package var totalLength: Int64 { Int64(Layout.batchHeaderSize) + Int64(frameLength) }
+
+  package func encode(into writer: inout ByteWriter) {
+    let start = writer.bytes.count
+    writer.write(Layout.batchHeaderMagic)
+    writer.write(UInt32(Layout.batchHeaderPayloadSize))
+    writer.write(firstSequence)
+    writer.write(recordCount)
+    writer.write(contentLength)
+    writer.write(frameLength)
+    writer.write(minTimestamp)
+    writer.write(maxTimestamp)
+    writer.write(frameChecksum)
+    writer.write(CRC32C.checksum(writer.bytes[(start + Layout.skippableHeaderSize)...]))
+  }
+
+  /// Why bytes are not a valid batch header.
+  package enum Problem: Error, Equatable, CustomStringConvertible {
+    case truncated
+    case badMagic(UInt32)
+    case badSize(UInt32)
+    case checksumMismatch
+    case implausible(String)
+
+    package var description: String {
+      switch self {
+      case .truncated: "batch header cut short"
+      case .badMagic(let magic): "no batch header here (found magic 0x\(String(magic, radix: 16)))"
+      case .badSize(let size): "batch header declares payload size \(size), expected \(Layout.batchHeaderPayloadSize)"
+      case .checksumMismatch: "batch header checksum mismatch"
+      case .implausible(let why): "batch header is implausible: \(why)"
+      }
+    }
+  }
+
+  /// Decodes the header at the start of `bytes`, checking its checksum and the limits.
+  package static func decode(_ bytes: ArraySlice<UInt8>, limits: JournalLimits) -> Result<BatchHeader, Problem> {
+    var reader = ByteReader(bytes)
+    guard let magic = reader.read(UInt32.self) else { return .failure(.truncated) }
+    guard magic == Layout.batchHeaderMagic else { return .failure(.badMagic(magic)) }
+    guard let size = reader.read(UInt32.self) else { return .failure(.truncated) }
+    guard size == UInt32(Layout.batchHeaderPayloadSize) else { return .failure(.badSize(size)) }
+    guard reader.remaining >= Layout.batchHeaderPayloadSize else { return .failure(.truncated) }
+    let payloadStart = reader.position
+    let header = BatchHeader(
+      firstSequence: reader.read()!, recordCount: reader.read()!, contentLength: reader.read()!,
+      frameLength: reader.read()!, minTimestamp: reader.read()!, maxTimestamp: reader.read()!,
+      frameChecksum: reader.read()!)
+    let crcPosition = reader.position
+    let stored: UInt32 = reader.read()!
+    guard CRC32C.checksum(bytes[payloadStart..<crcPosition]) == stored else { return .failure(.checksumMismatch) }
+    if let why = header.implausibility(limits: limits) { return .failure(.implausible(why)) }
+    return .success(header)
+  }
+
+  /// A reason the header cannot describe a frame this journal would accept, or nil.
+  func implausibility(limits: JournalLimits) -> String? {
+    if recordCount == 0 { return "no records" }
+    if firstSequence == 0 { return "sequence numbers start at 1" }
+    if firstSequence > UInt64.max - UInt64(recordCount) { return "sequence numbers overflow" }
+    if Int(contentLength) > limits.maxBatchBytes {
+      return "decoded size \(contentLength) exceeds the limit \(limits.maxBatchBytes)"
+    }
+    if Int(contentLength) < Int(recordCount) * Layout.recordHeaderSize {
+      return "decoded size \(contentLength) too small for \(recordCount) records"
+    }
+    if Int(frameLength) > limits.maxBatchBytes + limits.maxBatchBytes / 128 + 4096 {
+      return "frame size \(frameLength) exceeds the limit"
+    }
+    if minTimestamp > maxTimestamp { return "timestamps out of order" }
+    return nil
+  }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// The journal's manifest: `manifest.json`, written once when the journal is created.
+package struct Manifest: Codable, Equatable {
+  package var format: Int
+  package var journalID: String
+
+  package init(journalID: JournalID) {
+    self.format = Int(Layout.formatVersion)
+    self.journalID = journalID.description
+  }
+
+  package func encoded() -> [UInt8] {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+    // Encoding two plain fields cannot fail.
+    return Array((try? encoder.encode(self)) ?? Data()) + [0x0A]
+  }
+
+  /// Reads and checks the manifest of `directory`.
+  package static func load(directory: String, io: any FileIO) throws -> (Manifest, JournalID) {
+    let path = directory + "/" + Layout.manifestName
+    let bytes: [UInt8]
+    do {
+      let fd = try io.open(path, flags: O_RDONLY, mode: 0)
+      defer { io.close(fd) }
+      bytes = try io.read(fd, count: 64 << 10, at: 0, path: path)
+    } catch {
+      if let error = error as? SystemCallError, error.errno == ENOENT {
+        throw JournalError(
+          .notAJournal, "no \(Layout.manifestName): this directory is not a Rewind journal", directory: directory)
+      }
+      throw JournalError(error, directory: directory, file: Layout.manifestName)
+    }
+    guard let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(bytes)),
+      let id = JournalID(hex: manifest.journalID)
+    else {
+      throw JournalError(.badManifest, "the manifest is not valid JSON with a format and a journalID", directory: directory, file: Layout.manifestName)
+    }
+    guard manifest.format == Int(Layout.formatVersion) else {
+      throw JournalError(
+        .badManifest, "journal format \(manifest.format) is not supported (this code reads format \(Layout.formatVersion))",
+        directory: directory, file: Layout.manifestName)
+    }
+    return (manifest, id)
+  }
+}

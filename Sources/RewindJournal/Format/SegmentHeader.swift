@@ -1,0 +1,52 @@
+/// The skippable frame that opens every segment file (see FORMAT.md, "Segment header").
+package struct SegmentHeader: Equatable {
+  package var journalID: JournalID
+  package var firstSequence: UInt64
+  package var version: UInt16 = Layout.formatVersion
+
+  package init(journalID: JournalID, firstSequence: UInt64) {
+    self.journalID = journalID
+    self.firstSequence = firstSequence
+  }
+
+  package func encoded() -> [UInt8] {
+    var writer = ByteWriter(capacity: Layout.segmentHeaderSize)
+    writer.write(Layout.segmentHeaderMagic)
+    writer.write(UInt32(Layout.segmentHeaderPayloadSize))
+    writer.write(Layout.segmentTag)
+    writer.write(version)
+    writer.write(UInt16(0))
+    writer.write(journalID.bytes)
+    writer.write(firstSequence)
+    writer.write(CRC32C.checksum(writer.bytes[Layout.skippableHeaderSize...]))
+    return writer.bytes
+  }
+
+  /// Why the first bytes of a file are not a valid segment header.
+  package enum Problem: Error, Equatable {
+    case truncated
+    case notASegment
+    case checksumMismatch
+    case unsupportedVersion(UInt16)
+  }
+
+  package static func decode(_ bytes: [UInt8]) -> Result<SegmentHeader, Problem> {
+    guard bytes.count >= Layout.segmentHeaderSize else { return .failure(.truncated) }
+    var reader = ByteReader(bytes[0..<Layout.segmentHeaderSize])
+    guard reader.read(UInt32.self) == Layout.segmentHeaderMagic,
+      reader.read(UInt32.self) == UInt32(Layout.segmentHeaderPayloadSize),
+      reader.read(UInt32.self) == Layout.segmentTag
+    else { return .failure(.notASegment) }
+    let crcEnd = Layout.segmentHeaderSize - 4
+    guard CRC32C.checksum(bytes[Layout.skippableHeaderSize..<crcEnd]) == bytes.loadLE(UInt32.self, at: crcEnd) else {
+      return .failure(.checksumMismatch)
+    }
+    let version = reader.read(UInt16.self)!
+    guard version == Layout.formatVersion else { return .failure(.unsupportedVersion(version)) }
+    _ = reader.read(UInt16.self)
+    let id = JournalID(bytes: Array(reader.read(count: 16)!))
+    var header = SegmentHeader(journalID: id, firstSequence: reader.read(UInt64.self)!)
+    header.version = version
+    return .success(header)
+  }
+}

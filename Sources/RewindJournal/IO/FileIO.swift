@@ -1,0 +1,191 @@
+
+import Glibc
+
+/// A failed system call: which one, on what, and the `errno` it returned.
+package struct SystemCallError: Error, Equatable, CustomStringConvertible {
+  package var operation: String
+  package var path: String
+  package var errno: Int32
+
+  package init(_ operation: String, path: String, errno: Int32) {
+    self.operation = operation
+    self.path = path
+    self.errno = errno
+  }
+
+  package var description: String {
+    "\(operation) \(path): \(String(cString: strerror(errno))) (errno \(errno))"
+  }
+}
+
+/// The one seam every system call of the journal goes through. `PosixFileIO` is the real one;
+/// tests substitute a wrapper that injects short writes, EIO, ENOSPC, failed fsyncs or torn tails.
+///
+/// Descriptors are plain `Int32`s; paths are plain strings.
+package protocol FileIO: Sendable {
+  func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32
+  func close(_ fd: Int32)
+  /// Writes some prefix of `bytes` at `offset`; returns how many bytes were written (maybe fewer).
+  func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int
+  /// Reads up to `buffer.count` bytes at `offset`; returns how many (0 at end of file).
+  func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws
+    -> Int
+  /// Makes the file's data (and, for `metadata`, its attributes) durable.
+  func sync(_ fd: Int32, metadata: Bool, path: String) throws
+  func truncate(_ fd: Int32, to length: Int64, path: String) throws
+  func size(_ fd: Int32, path: String) throws -> Int64
+  func rename(_ from: String, to: String) throws
+  func makeDirectory(_ path: String) throws
+  func contentsOfDirectory(_ path: String) throws -> [String]
+  func fileExists(_ path: String) -> Bool
+  /// Takes an exclusive, non-blocking advisory lock (flock). Returns false if another holder has it.
+  func tryLock(_ fd: Int32, path: String) throws -> Bool
+}
+
+/// The real file system, through POSIX calls.
+package struct PosixFileIO: FileIO {
+  package init() {}
+
+  package func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+    let fd = path.withCString { Glibc.open($0, flags | O_CLOEXEC, mode_t(mode)) }
+    if fd < 0 { throw SystemCallError("open", path: path, errno: Glibc.errno) }
+    return fd
+  }
+
+  package func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+  package func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws
+    -> Int
+  {
+    while true {
+      let n = Glibc.pwrite(fd, bytes.baseAddress, bytes.count, off_t(offset))
+      if n >= 0 { return n }
+      if Glibc.errno == EINTR { continue }
+      throw SystemCallError("write", path: path, errno: Glibc.errno)
+    }
+  }
+
+  package func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String)
+    throws -> Int
+  {
+    while true {
+      let n = Glibc.pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+      if n >= 0 { return n }
+      if Glibc.errno == EINTR { continue }
+      throw SystemCallError("read", path: path, errno: Glibc.errno)
+    }
+  }
+
+  package func sync(_ fd: Int32, metadata: Bool, path: String) throws {
+    let result = metadata ? Glibc.fsync(fd) : Glibc.fdatasync(fd)
+    if result != 0 { throw SystemCallError(metadata ? "fsync" : "fdatasync", path: path, errno: Glibc.errno) }
+  }
+
+  package func truncate(_ fd: Int32, to length: Int64, path: String) throws {
+    if Glibc.ftruncate(fd, off_t(length)) != 0 { throw SystemCallError("ftruncate", path: path, errno: Glibc.errno) }
+  }
+
+  package func size(_ fd: Int32, path: String) throws -> Int64 {
+    var info = stat()
+    if Glibc.fstat(fd, &info) != 0 { throw SystemCallError("fstat", path: path, errno: Glibc.errno) }
+    return Int64(info.st_size)
+  }
+
+  package func rename(_ from: String, to: String) throws {
+    if Glibc.rename(from, to) != 0 { throw SystemCallError("rename", path: "\(from) -> \(to)", errno: Glibc.errno) }
+  }
+
+  package func makeDirectory(_ path: String) throws {
+    if Glibc.mkdir(path, 0o700) != 0 && Glibc.errno != EEXIST {
+      throw SystemCallError("mkdir", path: path, errno: Glibc.errno)
+    }
+  }
+
+  package func contentsOfDirectory(_ path: String) throws -> [String] {
+    guard let dir = opendir(path) else { throw SystemCallError("opendir", path: path, errno: Glibc.errno) }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+      let name = withUnsafePointer(to: entry.pointee.d_name) {
+        $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+      }
+      if name != "." && name != ".." { names.append(name) }
+    }
+    return names.sorted()
+  }
+
+  package func fileExists(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0
+  }
+
+  package func tryLock(_ fd: Int32, path: String) throws -> Bool {
+    while true {
+      if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+      switch Glibc.errno {
+      case EINTR: continue
+      case EWOULDBLOCK: return false
+      default: throw SystemCallError("flock", path: path, errno: Glibc.errno)
+      }
+    }
+  }
+}
+
+extension FileIO {
+  /// Writes all of `bytes` at `offset`, continuing after short writes. Throws on the first error;
+  /// a prefix may then have been written, which the caller truncates away.
+  package func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws {
+    var done = 0
+    while done < bytes.count {
+      let n = try pwrite(fd, UnsafeRawBufferPointer(rebasing: bytes[done...]), at: offset + Int64(done), path: path)
+      if n == 0 { throw SystemCallError("write", path: path, errno: EIO) }
+      done += n
+    }
+  }
+
+  /// Reads up to `count` bytes at `offset`; fewer only at end of file. `count` must already be
+  /// bounded by the caller's limits.
+  package func read(_ fd: Int32, count: Int, at offset: Int64, path: String) throws -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: count)
+    var done = 0
+    var failure: (any Error)?
+    bytes.withUnsafeMutableBytes { buffer in
+      while done < count {
+        do {
+          let n = try pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done), path: path)
+          if n == 0 { break }
+          done += n
+        } catch {
+          failure = error
+          return
+        }
+      }
+    }
+    if let failure { throw failure }
+    if done < count { bytes.removeLast(count - done) }
+    return bytes
+  }
+
+  /// Writes a whole new file durably and atomically: temporary file, fsync, rename, directory fsync.
+  package func writeFileAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
+    let temporary = path + ".tmp"
+    let fd = try open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+    do {
+      try bytes.withUnsafeBytes { (buffer) throws in try writeAll(fd, buffer, at: 0, path: temporary) }
+      try sync(fd, metadata: true, path: temporary)
+    } catch {
+      close(fd)
+      throw error
+    }
+    close(fd)
+    try rename(temporary, to: path)
+    try syncDirectory(directory)
+  }
+
+  /// Makes a directory's entries (new files, renames) durable.
+  package func syncDirectory(_ path: String) throws {
+    let fd = try open(path, flags: O_RDONLY | O_DIRECTORY, mode: 0)
+    defer { close(fd) }
+    try sync(fd, metadata: true, path: path)
+  }
+}

@@ -1,0 +1,130 @@
+import Glibc
+
+/// One entry of the sparse index: where the batch starting at `firstSequence` lies, and the
+/// latest timestamp of any record before it.
+package struct IndexEntry: Equatable {
+  package var firstSequence: UInt64
+  package var segment: UInt64
+  package var offset: Int64
+  /// The largest timestamp of all records before this batch (`Int64.min` if none).
+  package var maxTimestampBefore: Int64
+
+  package static let size = 40
+
+  package func encode(into writer: inout ByteWriter) {
+    let start = writer.bytes.count
+    writer.write(firstSequence)
+    writer.write(segment)
+    writer.write(UInt64(bitPattern: offset))
+    writer.write(maxTimestampBefore)
+    writer.write(UInt32(0))
+    writer.write(CRC32C.checksum(writer.bytes[start...]))
+  }
+
+  package static func decode(_ bytes: ArraySlice<UInt8>) -> IndexEntry? {
+    guard bytes.count == size else { return nil }
+    var reader = ByteReader(bytes)
+    let entry = IndexEntry(
+      firstSequence: reader.read()!, segment: reader.read()!, offset: Int64(bitPattern: reader.read()!),
+      maxTimestampBefore: reader.read()!)
+    _ = reader.read(UInt32.self)
+    let crc: UInt32 = reader.read()!
+    guard CRC32C.checksum(bytes.prefix(size - 4)) == crc else { return nil }
+    return entry
+  }
+}
+
+/// The sparse index (`index` in the journal directory): derived data mapping sequence numbers and
+/// times to (segment, offset). It holds an entry for the first batch of every segment and then one
+/// whenever at least `indexIntervalBytes` of the segment have passed since the last entry.
+///
+/// Nothing depends on it being present or right: every entry is checked before use, and the
+/// writer rebuilds whatever part is missing, stale or damaged when it opens the journal.
+package struct SparseIndex {
+  package var entries: [IndexEntry] = []
+
+  package static let headerSize = 32
+  private static let tag: UInt32 = 0x5849_5752  // "RWIX"
+
+  package init(entries: [IndexEntry] = []) { self.entries = entries }
+
+  package static func header(journalID: JournalID) -> [UInt8] {
+    var writer = ByteWriter(capacity: headerSize)
+    writer.write(tag)
+    writer.write(Layout.formatVersion)
+    writer.write(UInt16(0))
+    writer.write(journalID.bytes)
+    writer.write(UInt32(0))
+    writer.write(CRC32C.checksum(writer.bytes))
+    return writer.bytes
+  }
+
+  /// Loads the longest prefix of entries that is well-formed and consistent with `segments`
+  /// (first sequence → file size). Returns how many bytes of the file that prefix spans, so the
+  /// writer can cut the rest.
+  package static func load(
+    directory: String, journalID: JournalID, segments: [UInt64: Int64], io: any FileIO
+  ) -> (SparseIndex, validBytes: Int64) {
+    let path = directory + "/" + Layout.indexName
+    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return (SparseIndex(), 0) }
+    defer { io.close(fd) }
+    guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
+      return (SparseIndex(), 0)
+    }
+    var index = SparseIndex()
+    var offset = Int64(headerSize)
+    let chunkEntries = 4096
+    while true {
+      guard let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty
+      else { break }
+      var position = 0
+      while position + IndexEntry.size <= chunk.count {
+        guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]),
+          index.accepts(entry, segments: segments)
+        else { return (index, offset + Int64(position)) }
+        index.entries.append(entry)
+        position += IndexEntry.size
+      }
+      offset += Int64(position)
+      if chunk.count < chunkEntries * IndexEntry.size { break }
+    }
+    return (index, offset)
+  }
+
+  /// Whether `entry` can follow the current entries, given the segments that exist.
+  func accepts(_ entry: IndexEntry, segments: [UInt64: Int64]) -> Bool {
+    guard let segmentSize = segments[entry.segment], entry.offset >= Int64(Layout.segmentHeaderSize),
+      entry.offset + Int64(Layout.batchHeaderSize) <= segmentSize, entry.firstSequence >= entry.segment
+    else { return false }
+    guard let last = entries.last else { return true }
+    return entry.firstSequence > last.firstSequence && entry.maxTimestampBefore >= last.maxTimestampBefore
+      && (entry.segment > last.segment || (entry.segment == last.segment && entry.offset > last.offset))
+  }
+
+  /// The last entry at or before `sequence`.
+  package func entry(atOrBefore sequence: UInt64) -> IndexEntry? {
+    var low = 0
+    var high = entries.count
+    while low < high {
+      let mid = (low + high) / 2
+      if entries[mid].firstSequence <= sequence { low = mid + 1 } else { high = mid }
+    }
+    return low == 0 ? nil : entries[low - 1]
+  }
+
+  /// The last entry before which every record is stamped earlier than `timestamp`.
+  package func entry(before timestamp: Int64) -> IndexEntry? {
+    var low = 0
+    var high = entries.count
+    while low < high {
+      let mid = (low + high) / 2
+      if entries[mid].maxTimestampBefore < timestamp { low = mid + 1 } else { high = mid }
+    }
+    return low == 0 ? nil : entries[low - 1]
+  }
+
+  /// Drops every entry from the first one that points at or past `segment`/`offset`.
+  package mutating func removeEntries(from segment: UInt64, offset: Int64) {
+    entries.removeAll { $0.segment > segment || ($0.segment == segment && $0.offset >= offset) }
+  }
+}

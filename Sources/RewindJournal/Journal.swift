@@ -1,0 +1,115 @@
+import Glibc
+import Synchronization
+
+/// A journal opened for writing: the only way records get into a journal directory.
+///
+/// Opening takes the directory's lock (a second writer, in this process or another, is refused
+/// with `.locked`), checks the segments, moves a torn tail left by a crash aside into
+/// `quarantine/` and says so in `recovery`, and brings the sparse index up to date.
+///
+/// Appends from any number of tasks or threads are gathered by one writer thread into frames
+/// (group commit). Each append is atomic: after a crash its records are all present or all absent,
+/// numbered contiguously. An append is acknowledged (its call returns) only when the durability
+/// policy is satisfied. A failed append consumed nothing and can be retried, except after
+/// `.durabilityLost`, when the journal refuses all further appends until it is reopened.
+public final class Journal: Sendable {
+  /// The journal directory.
+  public let directory: String
+  /// What opening found and did.
+  public let recovery: RecoveryReport
+  /// The journal's identity, from its manifest.
+  public let id: JournalID
+  private let writer: JournalWriter
+  private let lockFD: Int32
+  private let lockReleased = Atomic<Bool>(false)
+  private let io: any FileIO
+
+  /// Opens (and with `options.createIfMissing`, creates) the journal in `directory` for writing.
+  /// - Throws: `JournalError`: `.locked`, `.notAJournal`, `.badManifest`, `.corrupt` or
+  ///   `.sequenceBreak` (damage before the tail, located), `.io`.
+  public init(directory: String, options: JournalOptions = JournalOptions()) throws {
+    let io = options.io
+    if options.createIfMissing {
+      do { try io.makeDirectory(directory) } catch { throw JournalError(error, directory: directory) }
+    } else if !io.fileExists(directory) {
+      throw JournalError(.notAJournal, "the directory does not exist", directory: directory)
+    }
+    let lockPath = directory + "/" + Layout.lockName
+    let lockFD: Int32
+    do {
+      lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
+      guard try io.tryLock(lockFD, path: lockPath) else {
+        io.close(lockFD)
+        throw JournalError(.locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+      }
+    } catch let error as SystemCallError {
+      throw JournalError(error, directory: directory, file: Layout.lockName)
+    }
+    do {
+      let manifestPath = directory + "/" + Layout.manifestName
+      if !io.fileExists(manifestPath) {
+        let segments = try JournalDirectory.listSegments(directory, io: io)
+        guard segments.isEmpty, options.createIfMissing else {
+          throw JournalError(
+            .notAJournal, segments.isEmpty ? "no manifest.json: not a journal" : "segments but no manifest.json",
+            directory: directory, file: Layout.manifestName)
+        }
+        let manifest = Manifest(journalID: options.newJournalID ?? .random())
+        do {
+          try io.writeFileAtomically(manifest.encoded(), to: manifestPath, directory: directory)
+        } catch {
+          throw JournalError(error, directory: directory, file: Layout.manifestName)
+        }
+      }
+      let layout = try JournalDirectory(path: directory, io: io)
+      let start = try JournalRecovery(directory: layout, options: options).run()
+      self.writer = try JournalWriter(directory: layout, options: options, start: start)
+      self.recovery = start.report
+      self.id = layout.journalID
+    } catch {
+      io.close(lockFD)
+      throw error
+    }
+    self.directory = directory
+    self.lockFD = lockFD
+    self.io = io
+  }
+
+  deinit { close() }
+
+  /// The last acknowledged sequence number; 0 when the journal is empty.
+  public var lastSequence: UInt64 { writer.lastSequence.load(ordering: .acquiring) }
+
+  /// Appends `records` as one atomic batch and returns the sequence numbers they received,
+  /// once the durability policy is met. Cancelling the calling task does not withdraw an append
+  /// that was already handed to the writer.
+  /// - Throws: `JournalError` (`.limitExceeded`, `.io`, `.durabilityLost`, `.closed`, ...). Nothing of
+  ///   a failed append was acknowledged; unless the code is `.durabilityLost`, it can be retried.
+  @discardableResult
+  public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
+    try await withCheckedThrowingContinuation { continuation in
+      writer.enqueue(records) { continuation.resume(with: $0) }
+    }
+  }
+
+  /// `append(_:)` for callers outside Swift concurrency: blocks the calling thread until acknowledged.
+  @discardableResult
+  public func appendAndWait(_ records: [NewRecord]) throws -> ClosedRange<UInt64> {
+    let done = DispatchSemaphoreBox()
+    writer.enqueue(records) { done.finish($0) }
+    return try done.wait().get()
+  }
+
+  /// The error that stopped the journal accepting appends, if one did.
+  public var failure: JournalError? { writer.currentFailure }
+
+  /// Finishes queued appends, closes the files and releases the lock; later appends fail with
+  /// `.closed`. Called by `deinit` too.
+  public func close() {
+    writer.close()
+    if !lockReleased.exchange(true, ordering: .acquiringAndReleasing) { io.close(lockFD) }
+  }
+
+  /// A reader of this journal's directory.
+  public func reader() throws -> JournalReader { try JournalReader(directory: directory) }
+}

@@ -1,0 +1,105 @@
+/// Everything the journal can report as failing, with where it happened.
+///
+/// `code` says what kind of failure it is (an extensible set: compare with the static members);
+/// the other fields locate it. The `description` is a sentence meant for people: what happened,
+/// where, and what to do about it.
+///
+/// After a throw, nothing that was acknowledged before is lost, and nothing that failed was
+/// acknowledged: a failed append consumed no sequence numbers unless `code` is `.durabilityLost`.
+public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// The kind of failure.
+  public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public let name: String
+    public init(_ name: String) { self.name = name }
+    public var description: String { name }
+
+    /// The directory is missing, or is not a journal (no manifest).
+    public static let notAJournal = Code("notAJournal")
+    /// The manifest is unreadable, or names a format version this code cannot read.
+    public static let badManifest = Code("badManifest")
+    /// Another writer (in this or another process) holds the journal's lock.
+    public static let locked = Code("locked")
+    /// Bytes that should form a valid frame do not: bad checksum, bad header, undecodable frame.
+    public static let corrupt = Code("corrupt")
+    /// Sequence numbers are not gapless: a gap or a repeat between batches or segments.
+    public static let sequenceBreak = Code("sequenceBreak")
+    /// A size in the input exceeds the configured limits (record, batch, frame).
+    public static let limitExceeded = Code("limitExceeded")
+    /// A system call failed (EIO, ENOSPC, permission...). `errno` says which.
+    public static let io = Code("io")
+    /// An fsync failed: what was written may not be durable, so the journal accepts no more
+    /// appends. Reopen it (a new process, or a new `Journal`) once the cause is fixed.
+    public static let durabilityLost = Code("durabilityLost")
+    /// The journal was closed.
+    public static let closed = Code("closed")
+    /// A caller asked for something out of range (a sequence number past the end, an empty batch).
+    public static let invalidArgument = Code("invalidArgument")
+  }
+
+  public var code: Code
+  /// What happened, in a phrase ("batch header checksum mismatch").
+  public var message: String
+  /// The journal directory.
+  public var directory: String?
+  /// The file concerned, relative to the directory (a segment, the index, the manifest).
+  public var file: String?
+  /// Byte offset inside `file`.
+  public var offset: Int64?
+  /// The sequence numbers concerned.
+  public var sequences: ClosedRange<UInt64>?
+  /// The `errno` of a failed system call.
+  public var errno: Int32?
+
+  public init(
+    _ code: Code, _ message: String, directory: String? = nil, file: String? = nil, offset: Int64? = nil,
+    sequences: ClosedRange<UInt64>? = nil, errno: Int32? = nil
+  ) {
+    self.code = code
+    self.message = message
+    self.directory = directory
+    self.file = file
+    self.offset = offset
+    self.sequences = sequences
+    self.errno = errno
+  }
+
+  public var description: String {
+    var text = message
+    var place: [String] = []
+    if let file { place.append(file) }
+    if let offset { place.append("byte offset \(offset)") }
+    if let sequences {
+      place.append(
+        sequences.count == 1 ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)")
+    }
+    if !place.isEmpty { text += " (" + place.joined(separator: ", ") + ")" }
+    if let directory { text += " in journal \(directory)" }
+    if let advice { text += ". " + advice }
+    return text
+  }
+
+  /// What a user can do about it.
+  var advice: String? {
+    switch code {
+    case .locked: "Another process is writing to this journal; close it first, or open a reader instead"
+    case .corrupt, .sequenceBreak:
+      "Committed data is damaged. Run `rewind verify` for a full report; `rewind repair` moves the damaged part aside"
+    case .durabilityLost: "Writes may not have reached the disk; check the disk, then reopen the journal"
+    case .notAJournal: "Check the path, or create the journal by opening it for writing"
+    default: nil
+    }
+  }
+}
+
+extension JournalError {
+  /// Wraps a failure of the layers below (a system call, liblz4) with where it happened;
+  /// a `JournalError` passes through unchanged.
+  init(_ error: any Error, directory: String, file: String? = nil) {
+    switch error {
+    case let error as JournalError: self = error
+    case let error as SystemCallError:
+      self.init(.io, error.description, directory: directory, file: file, errno: error.errno)
+    default: self.init(.io, "\(error)", directory: directory, file: file)
+    }
+  }
+}

@@ -1,0 +1,62 @@
+/// When an append is acknowledged, relative to the disk.
+public enum Durability: Sendable, Equatable, CustomStringConvertible {
+  /// Each group of appends is written and fsynced before any of them is acknowledged. Groups form
+  /// from whatever is waiting while the previous group is being synced. Survives power loss.
+  case always
+  /// Appends wait up to `maxDelay` (or until a frame is full) to be written and fsynced as one
+  /// group, then are acknowledged. Survives power loss; trades latency for larger, better
+  /// compressed frames and fewer syncs.
+  case batched(maxDelay: Duration)
+  /// Acknowledged once written to the operating system; never fsynced. Survives the process being
+  /// killed, not a power loss or kernel crash.
+  case none
+
+  /// `batched` with a 2 ms delay.
+  public static let batched = Durability.batched(maxDelay: .milliseconds(2))
+
+  public var description: String {
+    switch self {
+    case .always: "always"
+    case .batched(let delay): "batched(\(delay))"
+    case .none: "none"
+    }
+  }
+}
+
+/// Sizes a reader accepts and a writer produces. They protect readers from hostile or damaged
+/// input: no declared size beyond these makes a reader allocate.
+public struct JournalLimits: Sendable, Equatable {
+  /// The largest payload of one record.
+  public var maxRecordBytes: Int
+  /// The largest decoded content of one frame, and so of one appended batch.
+  public var maxBatchBytes: Int
+
+  public init(maxRecordBytes: Int = 4 << 20, maxBatchBytes: Int = 16 << 20) {
+    self.maxRecordBytes = maxRecordBytes
+    self.maxBatchBytes = maxBatchBytes
+  }
+}
+
+/// How a journal is opened for writing.
+public struct JournalOptions: Sendable {
+  /// When appends are acknowledged. Default: `.always`.
+  public var durability: Durability = .always
+  /// A segment is rolled when the next frame would take it past this size. Default 64 MiB.
+  public var segmentTargetBytes: Int = 64 << 20
+  /// Group commit gathers waiting appends into one frame up to about this many decoded bytes.
+  /// Default 1 MiB.
+  public var frameTargetBytes: Int = 1 << 20
+  /// A sparse index entry is written at least every this many segment bytes. Default 64 KiB.
+  public var indexIntervalBytes: Int = 64 << 10
+  /// Create the directory and an empty journal if there is none. Default true.
+  public var createIfMissing: Bool = true
+  public var limits = JournalLimits()
+  /// The id for a journal created by this open; random by default. Tests fix it for golden files.
+  public var newJournalID: JournalID?
+  /// The system-call seam (tests inject faults through it).
+  package var io: any FileIO = PosixFileIO()
+
+  public init(durability: Durability = .always) {
+    self.durability = durability
+  }
+}

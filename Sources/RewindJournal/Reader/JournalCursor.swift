@@ -1,0 +1,186 @@
+/// Reads records in order from a starting point. Call `next()` until it returns nil; calling it
+/// again later picks up records committed since. Not thread-safe: one cursor, one consumer.
+public final class JournalCursor {
+  enum Start {
+    case sequence(UInt64)
+    case time(Int64)
+  }
+
+  private let reader: JournalReader
+  private var layout: JournalDirectory
+  private var file: SegmentFile?
+  private var offset: Int64 = 0
+  /// The first sequence number of the next batch.
+  private var expected: UInt64 = 1
+  /// Records before the start are skipped; nil once the start is reached.
+  private var start: Start?
+  /// Whether the current position came from the index (and may be stale).
+  private var positionedByIndex = false
+  private var buffer: [JournalRecord] = []
+  private var bufferPosition = 0
+  private let decoder = LZ4FrameDecoder()
+
+  init(reader: JournalReader, start: Start) throws {
+    self.reader = reader
+    self.layout = try JournalDirectory(path: reader.directory, io: reader.io)
+    self.start = start
+    let index = reader.loadIndex(layout)
+    let entry: IndexEntry? =
+      switch start {
+      case .sequence(let sequence): index.entry(atOrBefore: sequence)
+      case .time(let timestamp): index.entry(before: timestamp)
+      }
+    if let entry, layout.segments.contains(entry.segment) {
+      try position(segment: entry.segment, offset: entry.offset, expected: entry.firstSequence)
+      positionedByIndex = true
+    } else {
+      try positionAtSegmentStart(for: start)
+    }
+  }
+
+  private func position(segment: UInt64, offset: Int64, expected: UInt64) throws {
+    file = try layout.openChecked(segment: segment)
+    self.offset = offset
+    self.expected = expected
+  }
+
+  /// Without the index: the start of the segment that holds the start (or of the journal).
+  private func positionAtSegmentStart(for start: Start) throws {
+    positionedByIndex = false
+    let segment: UInt64?
+    switch start {
+    case .sequence(let sequence): segment = layout.segments.last(where: { $0 <= sequence }) ?? layout.segments.first
+    case .time: segment = layout.segments.first
+    }
+    guard let segment else {
+      file = nil
+      return
+    }
+    try position(segment: segment, offset: Int64(Layout.segmentHeaderSize), expected: segment)
+  }
+
+  /// The next record, or nil when the journal (as written so far) has no more.
+  /// - Throws: `JournalError` locating damage, or `.io`.
+  public func next() throws -> JournalRecord? {
+    while bufferPosition == buffer.count {
+      buffer.removeAll(keepingCapacity: true)
+      bufferPosition = 0
+      guard try loadBatch() else { return nil }
+    }
+    defer { bufferPosition += 1 }
+    return buffer[bufferPosition]
+  }
+
+  /// Reads records on until the end; the last sequence number seen (or skipped over).
+  func lastSequenceReached() throws -> UInt64 {
+    while try next() != nil {}
+    return expected - 1
+  }
+
+  private func skips(_ header: BatchHeader) -> Bool {
+    switch start {
+    case .sequence(let sequence): header.lastSequence < sequence
+    case .time(let timestamp): header.maxTimestamp < timestamp
+    case nil: false
+    }
+  }
+
+  /// Loads the next batch into `buffer`. Returns false at the end of what is written.
+  private func loadBatch() throws -> Bool {
+    var refreshed = false
+    while let file {
+      let read: BatchRead
+      do {
+        // While skipping to the start, frames are passed over by their headers alone.
+        let peek = try file.batch(at: offset, expecting: expected, checkFrame: false, limits: reader.limits)
+        if case .batch(let header, _) = peek, skips(header) {
+          read = peek
+        } else {
+          read = try file.batch(at: offset, expecting: expected, checkFrame: true, limits: reader.limits)
+        }
+      } catch {
+        throw JournalError(error, directory: reader.directory, file: file.name)
+      }
+      switch read {
+      case .batch(let header, let frame):
+        positionedByIndex = false
+        offset += header.totalLength
+        expected = header.lastSequence + 1
+        if skips(header) { continue }
+        do {
+          buffer = try BatchCodec.decode(frame, header: header, decoder: decoder, limits: reader.limits)
+        } catch {
+          offset -= header.totalLength
+          expected = header.firstSequence
+          throw JournalError(
+            .corrupt, (error as? BatchDecodingFailure)?.reason ?? "\(error)", directory: reader.directory, file: file.name, offset: offset, sequences: header.sequences)
+        }
+        trimToStart()
+        if buffer.isEmpty { continue }
+        return true
+      case .end:
+        if try advanceSegment() { continue }
+        if !refreshed {
+          refreshed = true
+          try refreshSize(file)
+          continue
+        }
+        return false
+      case .damaged(let damage):
+        if positionedByIndex, let start {
+          // A stale index entry: find the place again without the index.
+          try positionAtSegmentStart(for: start)
+          continue
+        }
+        if !refreshed {
+          refreshed = true
+          try refreshSize(file)
+          continue
+        }
+        if try isUnfinishedTail(damage, in: file) { return false }
+        throw layout.error(damage, in: file, expecting: expected)
+      }
+    }
+    return false
+  }
+
+  /// Drops records before the start from the first batch that reaches it.
+  private func trimToStart() {
+    switch start {
+    case .sequence(let sequence):
+      if let first = buffer.firstIndex(where: { $0.sequence >= sequence }) { bufferPosition = first }
+    case .time(let timestamp):
+      if let first = buffer.firstIndex(where: { $0.timestamp >= timestamp }) { bufferPosition = first }
+    case nil: break
+    }
+    start = nil
+  }
+
+  /// At the end of a segment: moves to the next one if it exists (its name is the next sequence number).
+  private func advanceSegment() throws -> Bool {
+    let name = Layout.segmentName(firstSequence: expected)
+    guard let file, file.firstSequence != expected, reader.io.fileExists(reader.directory + "/" + name) else {
+      return false
+    }
+    try layout.refresh()
+    try position(segment: expected, offset: Int64(Layout.segmentHeaderSize), expected: expected)
+    return true
+  }
+
+  private func refreshSize(_ file: SegmentFile) throws {
+    do { try file.refreshSize() } catch { throw JournalError(error, directory: reader.directory, file: file.name) }
+  }
+
+  /// Damage that ends the last segment with nothing valid after it is a frame still being
+  /// written (or a torn tail the next writer will move aside): the end, for a reader.
+  private func isUnfinishedTail(_ damage: BatchDamage, in file: SegmentFile) throws -> Bool {
+    if case .sequenceBreak = damage.kind { return false }
+    try layout.refresh()
+    guard layout.segments.last == file.firstSequence else { return false }
+    do {
+      return try !file.hasValidBatchHeader(after: damage.offset, limits: reader.limits)
+    } catch {
+      throw JournalError(error, directory: reader.directory, file: file.name)
+    }
+  }
+}

@@ -1,0 +1,156 @@
+import Glibc
+
+/// One segment file opened for reading, with a read-ahead window so that walking many small
+/// frames costs few system calls. Not thread-safe: each cursor or scan owns its own.
+package final class SegmentFile {
+  package let name: String
+  package let path: String
+  package let firstSequence: UInt64
+  package private(set) var size: Int64
+  private let io: any FileIO
+  private let fd: Int32
+  private var window: [UInt8] = []
+  private var windowOffset: Int64 = 0
+  private static let readAhead = 1 << 20
+
+  package init(directory: String, firstSequence: UInt64, io: any FileIO) throws {
+    self.name = Layout.segmentName(firstSequence: firstSequence)
+    self.path = directory + "/" + name
+    self.firstSequence = firstSequence
+    self.io = io
+    self.fd = try io.open(path, flags: O_RDONLY, mode: 0)
+    do {
+      self.size = try io.size(fd, path: path)
+    } catch {
+      io.close(fd)
+      throw error
+    }
+  }
+
+  deinit { io.close(fd) }
+
+  /// Looks again at the file's size (a writer may have appended).
+  package func refreshSize() throws {
+    size = try io.size(fd, path: path)
+  }
+
+  /// Up to `count` bytes at `offset`, fewer only where the file ends. `count` must be bounded
+  /// by the caller (by the journal's limits), never taken unchecked from the file.
+  package func bytes(at offset: Int64, count: Int) throws -> ArraySlice<UInt8> {
+    let end = offset + Int64(count)
+    if offset >= windowOffset, end <= windowOffset + Int64(window.count) {
+      let start = Int(offset - windowOffset)
+      return window[start..<(start + count)]
+    }
+    if count >= Self.readAhead {
+      return try io.read(fd, count: count, at: offset, path: path)[...]
+    }
+    // Refill the window from `offset`; near the end of the file it holds fewer bytes.
+    window = try io.read(fd, count: Self.readAhead, at: offset, path: path)
+    windowOffset = offset
+    return window.prefix(count)
+  }
+
+  /// The segment header at the start of the file.
+  package func header() throws -> Result<SegmentHeader, SegmentHeader.Problem> {
+    SegmentHeader.decode(Array(try bytes(at: 0, count: Layout.segmentHeaderSize)))
+  }
+
+  /// What lies at `offset`: a whole, checked batch, the clean end of the file, or damage.
+  ///
+  /// - Parameters:
+  ///   - expecting: the sequence number the batch must start with.
+  ///   - checkFrame: also read the frame and check its CRC-32C (otherwise only the header is read,
+  ///     and the frame is only known to be complete).
+  package func batch(at offset: Int64, expecting: UInt64, checkFrame: Bool, limits: JournalLimits) throws
+    -> BatchRead
+  {
+    if offset == size { return .end }
+    let headerBytes = try bytes(at: offset, count: Layout.batchHeaderSize)
+    if headerBytes.count < Layout.batchHeaderSize { return .damaged(BatchDamage(offset: offset, kind: .truncatedHeader)) }
+    let header: BatchHeader
+    switch BatchHeader.decode(headerBytes, limits: limits) {
+    case .success(let decoded): header = decoded
+    case .failure(let problem): return .damaged(BatchDamage(offset: offset, kind: .badHeader(problem)))
+    }
+    guard header.firstSequence == expecting else {
+      return .damaged(BatchDamage(offset: offset, kind: .sequenceBreak(expected: expecting), header: header))
+    }
+    let frameOffset = offset + Int64(Layout.batchHeaderSize)
+    guard frameOffset + Int64(header.frameLength) <= size else {
+      return .damaged(BatchDamage(offset: offset, kind: .truncatedFrame, header: header))
+    }
+    guard checkFrame else { return .batch(header, frame: [][...]) }
+    let frame = try bytes(at: frameOffset, count: Int(header.frameLength))
+    guard frame.count == Int(header.frameLength) else {
+      return .damaged(BatchDamage(offset: offset, kind: .truncatedFrame, header: header))
+    }
+    guard CRC32C.checksum(frame) == header.frameChecksum else {
+      return .damaged(BatchDamage(offset: offset, kind: .frameChecksumMismatch, header: header))
+    }
+    return .batch(header, frame: frame)
+  }
+
+  /// Whether a checksum-valid batch header starts anywhere after `offset`: if one does, damage at
+  /// `offset` is in the middle of committed data, not a torn tail.
+  package func hasValidBatchHeader(after offset: Int64, limits: JournalLimits) throws -> Bool {
+    let magic: [UInt8] = [0x51, 0x2A, 0x4D, 0x18]
+    var position = offset + 1
+    let chunk = 1 << 20
+    while position + Int64(Layout.batchHeaderSize) <= size {
+      let bytes = try io.read(fd, count: chunk + Layout.batchHeaderSize, at: position, path: path)
+      if bytes.count < Layout.batchHeaderSize { return false }
+      var i = 0
+      while i + Layout.batchHeaderSize <= bytes.count, i < chunk {
+        if bytes[i] == magic[0], bytes[i + 1] == magic[1], bytes[i + 2] == magic[2], bytes[i + 3] == magic[3],
+          case .success = BatchHeader.decode(bytes[i..<(i + Layout.batchHeaderSize)], limits: limits)
+        {
+          return true
+        }
+        i += 1
+      }
+      position += Int64(chunk)
+    }
+    return false
+  }
+}
+
+/// The result of reading at one offset of a segment.
+package enum BatchRead {
+  case batch(BatchHeader, frame: ArraySlice<UInt8>)
+  case end
+  case damaged(BatchDamage)
+}
+
+/// Where and how a segment stops being valid.
+package struct BatchDamage: Equatable {
+  package enum Kind: Equatable, CustomStringConvertible {
+    case truncatedHeader
+    case badHeader(BatchHeader.Problem)
+    case truncatedFrame
+    case frameChecksumMismatch
+    case sequenceBreak(expected: UInt64)
+    case undecodable(String)
+
+    package var description: String {
+      switch self {
+      case .truncatedHeader: "batch header cut short by the end of the file"
+      case .badHeader(let problem): problem.description
+      case .truncatedFrame: "frame cut short by the end of the file"
+      case .frameChecksumMismatch: "frame checksum mismatch"
+      case .sequenceBreak(let expected): "sequence break: expected a batch starting at \(expected)"
+      case .undecodable(let why): why
+      }
+    }
+  }
+
+  package var offset: Int64
+  package var kind: Kind
+  package var header: BatchHeader?
+
+  package init(offset: Int64, kind: Kind, header: BatchHeader? = nil) {
+    self.offset = offset
+    self.kind = kind
+    self.header = header
+  }
+}

@@ -1,0 +1,78 @@
+import Glibc
+
+/// What a journal directory holds, as found by listing it.
+package struct JournalDirectory {
+  package let path: String
+  package let io: any FileIO
+  package let journalID: JournalID
+  /// First sequence numbers of the segment files, ascending.
+  package var segments: [UInt64]
+
+  /// Lists and checks `path`: it must hold a readable manifest.
+  package init(path: String, io: any FileIO) throws {
+    self.path = path
+    self.io = io
+    self.journalID = try Manifest.load(directory: path, io: io).1
+    self.segments = try Self.listSegments(path, io: io)
+  }
+
+  package static func listSegments(_ path: String, io: any FileIO) throws -> [UInt64] {
+    do {
+      return try io.contentsOfDirectory(path).compactMap(Layout.firstSequence(ofSegmentNamed:)).sorted()
+    } catch {
+      throw JournalError(error, directory: path)
+    }
+  }
+
+  package mutating func refresh() throws {
+    segments = try Self.listSegments(path, io: io)
+  }
+
+  package func open(segment firstSequence: UInt64) throws -> SegmentFile {
+    do {
+      return try SegmentFile(directory: path, firstSequence: firstSequence, io: io)
+    } catch {
+      throw JournalError(error, directory: path, file: Layout.segmentName(firstSequence: firstSequence))
+    }
+  }
+
+  /// Opens a segment and checks its header: right journal, right first sequence number.
+  package func openChecked(segment firstSequence: UInt64) throws -> SegmentFile {
+    let file = try open(segment: firstSequence)
+    let header: Result<SegmentHeader, SegmentHeader.Problem>
+    do {
+      header = try file.header()
+    } catch {
+      throw JournalError(error, directory: path, file: file.name)
+    }
+    if let problem = Self.problem(with: header, expecting: firstSequence, journalID: journalID) {
+      throw JournalError(.corrupt, problem, directory: path, file: file.name, offset: 0)
+    }
+    return file
+  }
+
+  /// What is wrong with a decoded segment header, or nil.
+  package static func problem(
+    with header: Result<SegmentHeader, SegmentHeader.Problem>, expecting firstSequence: UInt64, journalID: JournalID
+  ) -> String? {
+    switch header {
+    case .failure(.truncated): "segment header cut short"
+    case .failure(.notASegment): "not a Rewind segment (no segment header)"
+    case .failure(.checksumMismatch): "segment header checksum mismatch"
+    case .failure(.unsupportedVersion(let v)): "segment format \(v) is not supported"
+    case .success(let h) where h.journalID != journalID: "segment belongs to another journal (\(h.journalID))"
+    case .success(let h) where h.firstSequence != firstSequence:
+      "segment header says it starts at \(h.firstSequence), its name says \(firstSequence)"
+    case .success: nil
+    }
+  }
+
+  /// Builds a `JournalError` for damage found in a segment.
+  package func error(_ damage: BatchDamage, in file: SegmentFile, expecting: UInt64) -> JournalError {
+    let code: JournalError.Code =
+      if case .sequenceBreak = damage.kind { .sequenceBreak } else { .corrupt }
+    let sequences = damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) } ?? expecting...expecting
+    return JournalError(
+      code, damage.kind.description, directory: path, file: file.name, offset: damage.offset, sequences: sequences)
+  }
+}

@@ -1,0 +1,221 @@
+import Glibc
+
+/// Where the writer continues after opening: the end of the last segment, and the index built so far.
+package struct WriterStart {
+  package var segments: [UInt64]
+  package var endOffset: Int64
+  package var nextSequence: UInt64
+  package var maxTimestamp: Int64
+  package var index: SparseIndex
+  /// Offset of the last index entry in the active segment (for the interval rule).
+  package var lastIndexedOffset: Int64
+  package var report: RecoveryReport
+  /// Whether the index file on disk already holds exactly `index`.
+  package var indexIsCurrent: Bool
+}
+
+/// Opening for writing: checks every segment header, checks every frame of the last segment,
+/// moves a torn tail aside, and brings the sparse index up to date.
+package struct JournalRecovery {
+  let directory: JournalDirectory
+  let options: JournalOptions
+  var io: any FileIO { directory.io }
+  var path: String { directory.path }
+
+  package init(directory: JournalDirectory, options: JournalOptions) {
+    self.directory = directory
+    self.options = options
+  }
+
+  package func run() throws -> WriterStart {
+    var report = RecoveryReport()
+    var segments = directory.segments
+    let quarantine = Quarantine(directory: path, io: io)
+
+    // Leftovers of an interrupted segment creation hold no committed records; keep them aside.
+    for name in (try? io.contentsOfDirectory(path)) ?? [] where name.hasSuffix(Layout.segmentSuffix + ".tmp") {
+      let moved = try wrap { () throws in try quarantine.moveFile(name) }
+      report.movedAside.append(
+        QuarantinedBytes(
+          segment: name, offset: 0, length: 0, movedTo: moved, reason: "unfinished segment creation", sequences: nil))
+    }
+
+    if segments.isEmpty {
+      try createSegment(firstSequence: 1)
+      segments = [1]
+    }
+    guard segments[0] == 1 else {
+      throw JournalError(
+        .sequenceBreak, "the first segment starts at sequence \(segments[0]); earlier segments are missing",
+        directory: path, file: Layout.segmentName(firstSequence: segments[0]), offset: 0, sequences: 1...segments[0])
+    }
+
+    // Every segment but the last must have a valid header; a last segment whose header is torn
+    // (and which holds nothing valid) is the trace of a crash while it was being made.
+    var sizes: [UInt64: Int64] = [:]
+    for (position, first) in segments.enumerated() {
+      let file = try directory.open(segment: first)
+      let header = try wrap(file.name) { () throws in try file.header() }
+      if let problem = JournalDirectory.problem(with: header, expecting: first, journalID: directory.journalID) {
+        let isLast = position == segments.count - 1
+        let holdsData = try wrap(file.name) { () throws in
+          try file.hasValidBatchHeader(after: 0, limits: options.limits)
+        }
+        guard isLast, !holdsData, segments.count > 1 || file.size < Int64(Layout.segmentHeaderSize) else {
+          throw JournalError(.corrupt, problem, directory: path, file: file.name, offset: 0)
+        }
+        let moved = try wrap(file.name) { () throws in try quarantine.moveFile(file.name) }
+        report.movedAside.append(
+          QuarantinedBytes(segment: file.name, offset: 0, length: file.size, movedTo: moved, reason: problem, sequences: nil))
+        segments.removeLast()
+        if segments.isEmpty {
+          try createSegment(firstSequence: 1)
+          segments = [1]
+          sizes[1] = Int64(Layout.segmentHeaderSize)
+        }
+        break
+      }
+      sizes[first] = file.size
+    }
+
+    // The index: keep the valid prefix, but always re-derive the last segment's entries, since
+    // that segment is scanned in full anyway.
+    let last = segments[segments.count - 1]
+    let (loaded, validBytes) = SparseIndex.load(directory: path, journalID: directory.journalID, segments: sizes, io: io)
+    var index = try deepChecked(loaded)
+    let kept = index.entries
+    let indexFileSize = fileSize(Layout.indexName)
+    index.removeEntries(from: last, offset: 0)
+
+    // Resume scanning where the kept index ends.
+    var segmentPosition: Int
+    var offset: Int64
+    var nextSequence: UInt64
+    var maxTimestamp: Int64
+    if let resume = index.entries.last {
+      index.entries.removeLast()
+      segmentPosition = segments.firstIndex(of: resume.segment)!
+      offset = resume.offset
+      nextSequence = resume.firstSequence
+      maxTimestamp = resume.maxTimestampBefore
+    } else {
+      segmentPosition = 0
+      offset = Int64(Layout.segmentHeaderSize)
+      nextSequence = 1
+      maxTimestamp = .min
+    }
+    var lastIndexedOffset: Int64 = 0
+
+    while true {
+      let first = segments[segmentPosition]
+      let isLast = segmentPosition == segments.count - 1
+      let file = try directory.open(segment: first)
+      if offset == Int64(Layout.segmentHeaderSize), first != nextSequence {
+        throw JournalError(
+          .sequenceBreak, "segment starts at sequence \(first), but the previous one ends at \(nextSequence - 1)",
+          directory: path, file: file.name, offset: 0, sequences: min(first, nextSequence)...max(first, nextSequence))
+      }
+      if isLast && offset > Int64(Layout.segmentHeaderSize) {
+        // Entries of the last segment were dropped above; scan it from its start.
+        offset = Int64(Layout.segmentHeaderSize)
+      }
+      lastIndexedOffset = 0
+      scan: while true {
+        let read = try wrap(file.name) { () throws in
+          try file.batch(at: offset, expecting: nextSequence, checkFrame: isLast, limits: options.limits)
+        }
+        switch read {
+        case .batch(let header, _):
+          if lastIndexedOffset == 0 || offset - lastIndexedOffset >= Int64(options.indexIntervalBytes) {
+            index.entries.append(
+              IndexEntry(firstSequence: header.firstSequence, segment: first, offset: offset, maxTimestampBefore: maxTimestamp))
+            lastIndexedOffset = offset
+          }
+          maxTimestamp = max(maxTimestamp, header.maxTimestamp)
+          nextSequence = header.lastSequence + 1
+          offset += header.totalLength
+        case .end:
+          break scan
+        case .damaged(let damage):
+          let followed = try wrap(file.name) { () throws in
+            try file.hasValidBatchHeader(after: damage.offset, limits: options.limits)
+          }
+          if !isLast || followed || { if case .sequenceBreak = damage.kind { true } else { false } }() {
+            throw directory.error(damage, in: file, expecting: nextSequence)
+          }
+          let (moved, length) = try wrap(file.name) { () throws in
+            try quarantine.moveTail(of: file.name, from: damage.offset)
+          }
+          report.movedAside.append(
+            QuarantinedBytes(
+              segment: file.name, offset: damage.offset, length: length, movedTo: moved,
+              reason: "torn tail: " + damage.kind.description, sequences: damage.header?.sequences))
+          break scan
+        }
+      }
+      if isLast { break }
+      segmentPosition += 1
+      offset = Int64(Layout.segmentHeaderSize)
+    }
+
+    // The index file is rewritten unless it was whole and already said all of this.
+    let common = zip(kept, index.entries).prefix(while: { $0 == $1 }).count
+    let indexIsCurrent =
+      indexFileSize == validBytes && kept.count == loaded.entries.count && common == kept.count
+      && common == index.entries.count
+    if !indexIsCurrent {
+      report.indexEntriesRebuilt = index.entries.count - common
+      report.indexRepairReason =
+        indexFileSize == nil ? "missing"
+        : (indexFileSize != validBytes || kept.count < loaded.entries.count || common < kept.count) ? "damaged" : "stale"
+    }
+    report.lastSequence = nextSequence - 1
+    return WriterStart(
+      segments: segments, endOffset: offset, nextSequence: nextSequence, maxTimestamp: maxTimestamp, index: index,
+      lastIndexedOffset: lastIndexedOffset, report: report, indexIsCurrent: indexIsCurrent)
+  }
+
+  private func fileSize(_ name: String) -> Int64? {
+    guard let fd = try? io.open(path + "/" + name, flags: O_RDONLY, mode: 0) else { return nil }
+    defer { io.close(fd) }
+    return try? io.size(fd, path: name)
+  }
+
+  /// Keeps the prefix of index entries that really point at a batch header with their sequence.
+  private func deepChecked(_ index: SparseIndex) throws -> SparseIndex {
+    var kept = SparseIndex()
+    var files: [UInt64: SegmentFile] = [:]
+    for entry in index.entries {
+      let file: SegmentFile
+      if let open = files[entry.segment] {
+        file = open
+      } else {
+        file = try directory.open(segment: entry.segment)
+        files = [entry.segment: file]
+      }
+      guard let bytes = try? file.bytes(at: entry.offset, count: Layout.batchHeaderSize),
+        case .success(let header) = BatchHeader.decode(bytes, limits: options.limits),
+        header.firstSequence == entry.firstSequence
+      else { break }
+      kept.entries.append(entry)
+    }
+    return kept
+  }
+
+  /// Creates an empty segment durably: header into a temporary file, fsync, rename, directory fsync.
+  package func createSegment(firstSequence: UInt64) throws {
+    let header = SegmentHeader(journalID: directory.journalID, firstSequence: firstSequence).encoded()
+    let name = Layout.segmentName(firstSequence: firstSequence)
+    try wrap(name) { () throws in
+      try io.writeFileAtomically(header, to: path + "/" + name, directory: path)
+    }
+  }
+
+  private func wrap<T>(_ file: String? = nil, _ body: () throws -> T) throws -> T {
+    do {
+      return try body()
+    } catch {
+      throw JournalError(error, directory: path, file: file)
+    }
+  }
+}

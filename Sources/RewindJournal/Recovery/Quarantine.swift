@@ -1,0 +1,65 @@
+import Glibc
+
+/// Moves bytes out of the way into `quarantine/`, durably, before anything else changes: first the
+/// copy is made and synced, then the source is cut. A crash in between leaves the bytes in both
+/// places, never in neither.
+package struct Quarantine {
+  let directory: String
+  let io: any FileIO
+
+  var folder: String { directory + "/" + Layout.quarantineName }
+
+  private func uniqueName(_ stem: String) -> String {
+    var name = stem
+    var counter = 1
+    while io.fileExists(folder + "/" + name) {
+      counter += 1
+      name = "\(stem).\(counter)"
+    }
+    return name
+  }
+
+  /// Moves the bytes of `segment` from `offset` to its end into a new quarantine file, then
+  /// truncates the segment at `offset`. Returns the quarantine file's path relative to the journal.
+  package func moveTail(of segment: String, from offset: Int64) throws -> (String, Int64) {
+    try io.makeDirectory(folder)
+    let source = directory + "/" + segment
+    let fd = try io.open(source, flags: O_RDWR, mode: 0)
+    defer { io.close(fd) }
+    let size = try io.size(fd, path: source)
+    let name = uniqueName("\(segment).from-\(offset).tail")
+    let target = folder + "/" + name
+    let out = try io.open(target, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+    do {
+      var position = offset
+      while position < size {
+        let chunk = try io.read(fd, count: Int(min(Int64(1 << 20), size - position)), at: position, path: source)
+        if chunk.isEmpty { break }
+        try chunk.withUnsafeBytes { (bytes) throws in
+          try io.writeAll(out, bytes, at: position - offset, path: target)
+        }
+        position += Int64(chunk.count)
+      }
+      try io.sync(out, metadata: true, path: target)
+    } catch {
+      io.close(out)
+      throw error
+    }
+    io.close(out)
+    try io.syncDirectory(folder)
+    try io.syncDirectory(directory)
+    try io.truncate(fd, to: offset, path: source)
+    try io.sync(fd, metadata: true, path: source)
+    return (Layout.quarantineName + "/" + name, size - offset)
+  }
+
+  /// Moves a whole file of the journal into quarantine. Returns its new relative path.
+  package func moveFile(_ file: String) throws -> String {
+    try io.makeDirectory(folder)
+    let name = uniqueName(file)
+    try io.rename(directory + "/" + file, to: folder + "/" + name)
+    try io.syncDirectory(folder)
+    try io.syncDirectory(directory)
+    return Layout.quarantineName + "/" + name
+  }
+}

@@ -1,0 +1,301 @@
+import Foundation
+import Synchronization
+
+/// One append waiting for the writer thread.
+struct PendingAppend {
+  var records: [NewRecord]
+  var contentBytes: Int
+  var completion: @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
+}
+
+/// The single writer of a journal: a dedicated thread that gathers waiting appends into groups,
+/// writes each group as one or more frames with one system call, syncs it as the durability
+/// policy says, and only then acknowledges every append of the group.
+///
+/// `@unchecked Sendable`: `queue`, `closing` and `failure` are guarded by `condition`; `file`
+/// state (`start`, descriptors, encoders) is touched only by the writer thread, and by `init`
+/// and `finish` before the thread starts and after it has stopped.
+final class JournalWriter: @unchecked Sendable {
+  let directory: JournalDirectory
+  let options: JournalOptions
+  private var io: any FileIO { directory.io }
+  private var path: String { directory.path }
+
+  // Guarded by `condition`.
+  private let condition = NSCondition()
+  private var queue: [PendingAppend] = []
+  private var queuedBytes = 0
+  private var closing = false
+  private var stopped = false
+  /// Set when the journal can no longer accept appends (a failed fsync, a write that could not be undone).
+  private var failure: JournalError?
+
+  /// The last acknowledged sequence number, readable from any thread.
+  let lastSequence: Atomic<UInt64>
+
+  // Writer-thread state.
+  private var state: WriterStart
+  private var segmentFD: Int32 = -1
+  private var indexFD: Int32 = -1
+  private var indexEnd: Int64 = 0
+  private let encoder = LZ4FrameEncoder()
+  private var scratch: [UInt8] = []
+  private var output: [UInt8] = []
+  private let finished = DispatchSemaphore(value: 0)
+
+  init(directory: JournalDirectory, options: JournalOptions, start: WriterStart) throws {
+    self.directory = directory
+    self.options = options
+    self.state = start
+    self.lastSequence = Atomic(start.nextSequence - 1)
+    try openActiveSegment()
+    writeIndexFile(rewrite: !start.indexIsCurrent)
+    let thread = Thread { [self] in run() }
+    thread.name = "rewind-journal-writer"
+    thread.start()
+  }
+
+  private var activeName: String { Layout.segmentName(firstSequence: state.segments.last!) }
+
+  private func openActiveSegment() throws {
+    let name = activeName
+    do {
+      segmentFD = try io.open(path + "/" + name, flags: O_WRONLY, mode: 0)
+    } catch {
+      throw JournalError(error, directory: path, file: name)
+    }
+  }
+
+  // MARK: Appending (any thread)
+
+  func enqueue(_ records: [NewRecord], completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void) {
+    var bytes = 0
+    for record in records {
+      guard record.payload.count <= options.limits.maxRecordBytes else {
+        return completion(
+          .failure(
+            JournalError(
+              .limitExceeded, "a record of \(record.payload.count) bytes exceeds the limit of \(options.limits.maxRecordBytes)",
+              directory: path)))
+      }
+      bytes += BatchCodec.contentSize(of: record)
+    }
+    guard !records.isEmpty else {
+      return completion(.failure(JournalError(.invalidArgument, "an append needs at least one record", directory: path)))
+    }
+    guard bytes <= options.limits.maxBatchBytes else {
+      return completion(
+        .failure(
+          JournalError(
+            .limitExceeded, "a batch of \(bytes) bytes exceeds the limit of \(options.limits.maxBatchBytes)", directory: path)))
+    }
+    condition.lock()
+    if let failure {
+      condition.unlock()
+      return completion(.failure(failure))
+    }
+    if closing {
+      condition.unlock()
+      return completion(.failure(JournalError(.closed, "the journal is closed", directory: path)))
+    }
+    queue.append(PendingAppend(records: records, contentBytes: bytes, completion: completion))
+    queuedBytes += bytes
+    condition.signal()
+    condition.unlock()
+  }
+
+  /// Stops accepting appends, lets the writer finish what is queued, and closes the files.
+  func close() {
+    condition.lock()
+    let wasClosing = closing
+    closing = true
+    condition.signal()
+    condition.unlock()
+    if !wasClosing { finished.wait() }
+  }
+
+  var currentFailure: JournalError? {
+    condition.lock()
+    defer { condition.unlock() }
+    return failure
+  }
+
+  // MARK: The writer thread
+
+  private func run() {
+    while let group = nextGroup() {
+      write(group)
+    }
+    io.close(segmentFD)
+    if indexFD >= 0 { io.close(indexFD) }
+    finished.signal()
+  }
+
+  /// Waits for appends; under `batched`, lingers up to the delay for more to gather.
+  private func nextGroup() -> [PendingAppend]? {
+    condition.lock()
+    defer { condition.unlock() }
+    while queue.isEmpty && !closing { condition.wait() }
+    if queue.isEmpty { return nil }
+    if case .batched(let delay) = options.durability, !closing {
+      let (seconds, attoseconds) = delay.components
+      let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+      while queuedBytes < options.frameTargetBytes && !closing && condition.wait(until: deadline) {}
+    }
+    let group = queue
+    queue.removeAll(keepingCapacity: true)
+    queuedBytes = 0
+    if failure != nil {
+      let failure = failure!
+      for append in group { append.completion(.failure(failure)) }
+      return []
+    }
+    return group
+  }
+
+  private func write(_ group: [PendingAppend]) {
+    guard !group.isEmpty else { return }
+    let groupBytes = group.reduce(0) { $0 + $1.contentBytes }
+    do {
+      if state.endOffset > Int64(Layout.segmentHeaderSize),
+        state.endOffset + Int64(groupBytes) > Int64(options.segmentTargetBytes)
+      {
+        try roll()
+      }
+    } catch {
+      // A half-made roll leaves the files consistent only if nothing more is written: stop here.
+      return fail(group, JournalError(error, directory: path), fatal: true)
+    }
+
+    // Frames: as many whole appends as fit in the frame target; an append larger than it alone.
+    output.removeAll(keepingCapacity: true)
+    var ranges: [ClosedRange<UInt64>] = []
+    var newEntries: [IndexEntry] = []
+    var sequence = state.nextSequence
+    var maxTimestamp = state.maxTimestamp
+    var lastIndexed = state.lastIndexedOffset
+    var start = 0
+    do {
+      while start < group.count {
+        var end = start + 1
+        var frameBytes = group[start].contentBytes
+        while end < group.count, frameBytes + group[end].contentBytes <= options.frameTargetBytes {
+          frameBytes += group[end].contentBytes
+          end += 1
+        }
+        let frameOffset = state.endOffset + Int64(output.count)
+        if lastIndexed == 0 || frameOffset - lastIndexed >= Int64(options.indexIntervalBytes) {
+          newEntries.append(
+            IndexEntry(
+              firstSequence: sequence, segment: state.segments.last!, offset: frameOffset, maxTimestampBefore: maxTimestamp))
+          lastIndexed = frameOffset
+        }
+        let header = try BatchCodec.encode(
+          group[start..<end].lazy.flatMap(\.records), firstSequence: sequence, encoder: encoder, scratch: &scratch,
+          into: &output)
+        for append in group[start..<end] {
+          ranges.append(sequence...(sequence + UInt64(append.records.count) - 1))
+          sequence += UInt64(append.records.count)
+        }
+        maxTimestamp = max(maxTimestamp, header.maxTimestamp)
+        start = end
+      }
+    } catch {
+      return fail(group, JournalError(.io, "LZ4 compression failed: \(error)", directory: path), fatal: false)
+    }
+
+    let name = activeName
+    do {
+      try output.withUnsafeBytes { (bytes) throws in
+        try io.writeAll(segmentFD, bytes, at: state.endOffset, path: path + "/" + name)
+      }
+    } catch {
+      // Undo whatever part reached the file, so nothing unacknowledged stays behind.
+      let undone = (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil
+      return fail(group, JournalError(error, directory: path, file: name), fatal: !undone)
+    }
+    if options.durability != .none {
+      do {
+        try io.sync(segmentFD, metadata: false, path: path + "/" + name)
+      } catch {
+        _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
+        var lost = JournalError(error, directory: path, file: name)
+        lost.code = .durabilityLost
+        lost.message = "fsync failed, so earlier writes may not be on disk (\(error))"
+        return fail(group, lost, fatal: true)
+      }
+    }
+
+    state.endOffset += Int64(output.count)
+    state.nextSequence = sequence
+    state.maxTimestamp = maxTimestamp
+    state.lastIndexedOffset = lastIndexed
+    lastSequence.store(sequence - 1, ordering: .releasing)
+    appendIndexEntries(newEntries)
+    for (append, range) in zip(group, ranges) { append.completion(.success(range)) }
+  }
+
+  private func fail(_ group: [PendingAppend], _ error: JournalError, fatal: Bool) {
+    if fatal {
+      condition.lock()
+      failure = failure ?? error
+      condition.unlock()
+    }
+    for append in group { append.completion(.failure(error)) }
+  }
+
+  /// Seals the active segment (fsync, whatever the policy, so a later segment never outlives an
+  /// earlier one's tail) and starts a new one.
+  private func roll() throws {
+    let name = activeName
+    do {
+      try io.sync(segmentFD, metadata: true, path: path + "/" + name)
+    } catch {
+      throw JournalError(error, directory: path, file: name)
+    }
+    try JournalRecovery(directory: directory, options: options).createSegment(firstSequence: state.nextSequence)
+    io.close(segmentFD)
+    state.segments.append(state.nextSequence)
+    state.endOffset = Int64(Layout.segmentHeaderSize)
+    state.lastIndexedOffset = 0
+    try openActiveSegment()
+  }
+
+  // MARK: The index (derived data: failures here only make it stale)
+
+  private func writeIndexFile(rewrite: Bool) {
+    let indexPath = path + "/" + Layout.indexName
+    if rewrite {
+      var writer = ByteWriter(capacity: SparseIndex.headerSize + state.index.entries.count * IndexEntry.size)
+      writer.write(SparseIndex.header(journalID: directory.journalID))
+      for entry in state.index.entries { entry.encode(into: &writer) }
+      let temporary = indexPath + ".tmp"
+      if let fd = try? io.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
+        let written = (try? writer.bytes.withUnsafeBytes { (b) throws in
+          try io.writeAll(fd, b, at: 0, path: temporary)
+        }) != nil
+        io.close(fd)
+        if written { try? io.rename(temporary, to: indexPath) }
+      }
+    }
+    indexFD = (try? io.open(indexPath, flags: O_WRONLY, mode: 0)) ?? -1
+    if indexFD >= 0 { indexEnd = (try? io.size(indexFD, path: indexPath)) ?? 0 }
+  }
+
+  private func appendIndexEntries(_ entries: [IndexEntry]) {
+    guard !entries.isEmpty, indexFD >= 0 else { return }
+    var writer = ByteWriter(capacity: entries.count * IndexEntry.size)
+    for entry in entries { entry.encode(into: &writer) }
+    let ok = (try? writer.bytes.withUnsafeBytes { (b) throws in
+      try io.writeAll(indexFD, b, at: indexEnd, path: Layout.indexName)
+    }) != nil
+    if ok {
+      indexEnd += Int64(writer.bytes.count)
+    } else {
+      // Leave the index as it was; the next open finds it stale and extends it.
+      _ = try? io.truncate(indexFD, to: indexEnd, path: Layout.indexName)
+      io.close(indexFD)
+      indexFD = -1
+    }
+  }
+}

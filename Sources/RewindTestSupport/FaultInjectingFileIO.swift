@@ -1,0 +1,109 @@
+import Glibc
+import RewindJournal
+import Synchronization
+
+/// A `FileIO` that passes calls to the real file system until a test arms a fault, which then
+/// strikes the next matching call (or the Nth one). Faults strike once, then disarm.
+///
+/// Thread-safe: the armed faults and counters live in a `Mutex`.
+package final class FaultInjectingFileIO: FileIO {
+  /// What goes wrong.
+  package enum Fault: Sendable, Equatable {
+    /// The write fails with this errno (EIO, ENOSPC...) before writing anything.
+    case writeError(Int32)
+    /// The write writes only the first `bytes` bytes (at most), then the next write call fails with `errno`.
+    case shortWrite(bytes: Int, thenErrno: Int32)
+    /// The fsync/fdatasync fails with this errno.
+    case syncError(Int32)
+    /// The rename fails with this errno.
+    case renameError(Int32)
+  }
+
+  private struct State {
+    var armed: [(fault: Fault, pathContains: String, skip: Int)] = []
+    var failNextWrite: Int32?
+    var writes = 0
+    var syncs = 0
+    var struck = 0
+  }
+
+  private let base = PosixFileIO()
+  private let state = Mutex(State())
+
+  package init() {}
+
+  /// Arms `fault` for the call after `skip` matching calls on a path containing `pathContains`
+  /// (segment files end in ".lz4"; "" matches every file).
+  package func arm(_ fault: Fault, pathContains: String = ".lz4", skip: Int = 0) {
+    state.withLock { $0.armed.append((fault, pathContains, skip)) }
+  }
+
+  package func disarm() { state.withLock { $0.armed.removeAll(); $0.failNextWrite = nil } }
+
+  /// How many faults have struck so far.
+  package var struck: Int { state.withLock { $0.struck } }
+  /// Write and sync calls seen so far (whether or not they failed).
+  package var counts: (writes: Int, syncs: Int) { state.withLock { ($0.writes, $0.syncs) } }
+
+  private func take(_ path: String, where matches: (Fault) -> Bool) -> Fault? {
+    state.withLock { state in
+      guard let i = state.armed.firstIndex(where: { matches($0.fault) && (path.contains($0.pathContains) || $0.pathContains.isEmpty) })
+      else { return nil }
+      if state.armed[i].skip > 0 {
+        state.armed[i].skip -= 1
+        return nil
+      }
+      state.struck += 1
+      return state.armed.remove(at: i).fault
+    }
+  }
+
+  package func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+    try base.open(path, flags: flags, mode: mode)
+  }
+  package func close(_ fd: Int32) { base.close(fd) }
+
+  package func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+    state.withLock { $0.writes += 1 }
+    if let errno = state.withLock({ s -> Int32? in defer { s.failNextWrite = nil }; return s.failNextWrite }) {
+      throw SystemCallError("write", path: path, errno: errno)
+    }
+    switch take(path, where: { if case .writeError = $0 { true } else if case .shortWrite = $0 { true } else { false } }) {
+    case .writeError(let errno):
+      throw SystemCallError("write", path: path, errno: errno)
+    case .shortWrite(let count, let errno):
+      state.withLock { $0.failNextWrite = errno }
+      let n = min(count, bytes.count)
+      return try base.pwrite(fd, UnsafeRawBufferPointer(rebasing: bytes[0..<n]), at: offset, path: path)
+    default:
+      return try base.pwrite(fd, bytes, at: offset, path: path)
+    }
+  }
+
+  package func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+    try base.pread(fd, into: buffer, at: offset, path: path)
+  }
+
+  package func sync(_ fd: Int32, metadata: Bool, path: String) throws {
+    state.withLock { $0.syncs += 1 }
+    if case .syncError(let errno) = take(path, where: { if case .syncError = $0 { true } else { false } }) {
+      throw SystemCallError("fsync", path: path, errno: errno)
+    }
+    try base.sync(fd, metadata: metadata, path: path)
+  }
+
+  package func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
+  package func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
+
+  package func rename(_ from: String, to: String) throws {
+    if case .renameError(let errno) = take(to, where: { if case .renameError = $0 { true } else { false } }) {
+      throw SystemCallError("rename", path: to, errno: errno)
+    }
+    try base.rename(from, to: to)
+  }
+
+  package func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
+  package func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
+  package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
+  package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
+}

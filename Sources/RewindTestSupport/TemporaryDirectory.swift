@@ -1,0 +1,42 @@
+import Foundation
+
+/// A fresh directory under the system's temporary folder, removed when the value is deinitialized.
+public final class TemporaryDirectory: Sendable {
+  public let path: String
+
+  public init(_ label: String = "rewind") {
+    let base = NSTemporaryDirectory() + "\(label)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))"
+    try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+    path = base
+  }
+
+  /// A path inside the directory (not created).
+  public func appending(_ component: String) -> String { path + "/" + component }
+
+  deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Small file helpers for tests that damage journals on purpose.
+public enum Files {
+  public static func read(_ path: String) throws -> [UInt8] {
+    Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+  }
+
+  public static func write(_ bytes: [UInt8], to path: String) throws {
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+  }
+
+  public static func list(_ path: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+  }
+
+  public static func size(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? -1
+  }
+
+  /// Copies a directory tree (for tests that damage a copy of a journal).
+  public static func copyDirectory(_ source: String, to destination: String) throws {
+    try? FileManager.default.removeItem(atPath: destination)
+    try FileManager.default.copyItem(atPath: source, toPath: destination)
+  }
+}
