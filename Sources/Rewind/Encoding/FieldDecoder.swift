@@ -12,7 +12,7 @@ public struct FieldDecoder {
 
   /// Decodes the one value that starts at `offset`; the bytes must end exactly where it ends.
   func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], at offset: Int) throws -> T {
-    var reader = ByteReader(bytes, position: offset)
+    var reader = FieldBytesReader(bytes, position: offset)
     try wrap { try reader.skipValue() }
     guard reader.isAtEnd else { throw corrupt(FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position)) }
     return try T(from: FieldValueDecoder(bytes: bytes, position: offset, depth: 0))
@@ -30,7 +30,7 @@ func wrap<T>(_ body: () throws -> T) throws -> T {
 
 /// Reads one value's primitives, checking its tag.
 struct FieldValueReader {
-  var reader: ByteReader
+  var reader: FieldBytesReader
 
   func mismatch<T>(_ type: T.Type, _ tag: FieldTag) -> DecodingError {
     DecodingError.typeMismatch(
@@ -110,7 +110,7 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   init(bytes: [UInt8], position: Int, depth: Int) throws {
     self.bytes = bytes
     self.depth = depth
-    var reader = ByteReader(bytes, position: position)
+    var reader = FieldBytesReader(bytes, position: position)
     let tag = try wrap { try reader.readTag() }
     guard tag == .object else {
       throw DecodingError.typeMismatch(
@@ -141,7 +141,7 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     guard let found = index(of: key) else {
       throw DecodingError.keyNotFound(key, DecodingError.Context(codingPath: [], debugDescription: "no field \"\(key.stringValue)\""))
     }
-    return FieldValueReader(reader: ByteReader(bytes, position: entries[found].value))
+    return FieldValueReader(reader: FieldBytesReader(bytes, position: entries[found].value))
   }
 
   func decodeNil(forKey key: Key) throws -> Bool {
@@ -196,7 +196,7 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   init(bytes: [UInt8], position: Int, depth: Int) throws {
     self.bytes = bytes
     self.depth = depth
-    var reader = ByteReader(bytes, position: position)
+    var reader = FieldBytesReader(bytes, position: position)
     let tag = try wrap { try reader.readTag() }
     guard tag == .array else {
       throw DecodingError.typeMismatch(
@@ -214,13 +214,13 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
     guard !isAtEnd else {
       throw DecodingError.valueNotFound(Any.self, DecodingError.Context(codingPath: [], debugDescription: "array has no more elements"))
     }
-    var reader = ByteReader(bytes, position: next)
+    var reader = FieldBytesReader(bytes, position: next)
     try wrap { try reader.skipValue(depth: depth + 1) }
     defer {
       next = reader.position
       currentIndex += 1
     }
-    return FieldValueReader(reader: ByteReader(bytes, position: next))
+    return FieldValueReader(reader: FieldBytesReader(bytes, position: next))
   }
 
   mutating func decodeNil() throws -> Bool {
@@ -266,7 +266,7 @@ struct FieldSingleValueDecoder: SingleValueDecodingContainer {
   let depth: Int
   var codingPath: [any CodingKey] { [] }
 
-  private var value: FieldValueReader { FieldValueReader(reader: ByteReader(bytes, position: position)) }
+  private var value: FieldValueReader { FieldValueReader(reader: FieldBytesReader(bytes, position: position)) }
 
   func decodeNil() -> Bool { position < bytes.count && bytes[position] == FieldTag.null.rawValue }
   func decode(_ type: Bool.Type) throws -> Bool { var v = value; return try v.bool() }

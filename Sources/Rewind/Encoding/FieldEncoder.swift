@@ -13,14 +13,14 @@ public struct FieldEncoder {
 
   /// The encoded bytes of `value`.
   public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-    let state = FieldEncoderState(writer: ByteWriter())
+    let state = FieldEncoderState(writer: FieldBytesWriter())
     try state.encodeValue(value, depth: 0)
     return state.writer.bytes
   }
 
   /// Appends the encoding of `value` to `bytes`.
   func encode<T: Encodable>(_ value: T, appendingTo bytes: inout [UInt8]) throws {
-    let state = FieldEncoderState(writer: ByteWriter(capacity: 0))
+    let state = FieldEncoderState(writer: FieldBytesWriter(capacity: 0))
     swap(&state.writer.bytes, &bytes)
     defer { swap(&state.writer.bytes, &bytes) }
     try state.encodeValue(value, depth: 0)
@@ -38,11 +38,11 @@ final class FieldEncoderState {
     var token: Int
   }
 
-  var writer: ByteWriter
+  var writer: FieldBytesWriter
   var open: [OpenContainer] = []
   private var nextID = 0
 
-  init(writer: ByteWriter) { self.writer = writer }
+  init(writer: FieldBytesWriter) { self.writer = writer }
 
   func makeID() -> Int {
     nextID += 1

@@ -9,14 +9,14 @@ public enum FieldRenderer {
   }
 
   static func json(_ bytes: [UInt8], from offset: Int) throws(FieldFormatError) -> String {
-    var reader = ByteReader(bytes, position: offset)
+    var reader = FieldBytesReader(bytes, position: offset)
     var output = ""
     try render(&reader, into: &output, depth: 0)
     guard reader.isAtEnd else { throw FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position) }
     return output
   }
 
-  private static func render(_ reader: inout ByteReader, into output: inout String, depth: Int) throws(FieldFormatError) {
+  private static func render(_ reader: inout FieldBytesReader, into output: inout String, depth: Int) throws(FieldFormatError) {
     guard depth < FieldLimits.maximumDepth else { throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: reader.position) }
     switch try reader.readTag() {
     case .null: output += "null"

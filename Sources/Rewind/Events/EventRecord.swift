@@ -28,7 +28,7 @@ public enum EventRecord {
 
   /// The payload bytes of `event`.
   static func encode<E: Event>(_ event: E, origin: Origin, commandID: Identifier) throws -> [UInt8] {
-    var writer = ByteWriter(capacity: 96)
+    var writer = FieldBytesWriter(capacity: 96)
     writer.append(layoutVersion)
     writer.appendString(E.name)
     writer.appendVarint(UInt64(E.version))
@@ -42,7 +42,7 @@ public enum EventRecord {
   /// Reads the envelope fields of a record payload.
   /// - Throws: `FieldFormatError` if the payload does not follow the layout.
   public static func header(of payload: [UInt8]) throws(FieldFormatError) -> Header {
-    var reader = ByteReader(payload)
+    var reader = FieldBytesReader(payload)
     let layout = try reader.readByte()
     guard layout == layoutVersion else { throw FieldFormatError("unknown record layout \(layout)", at: 0) }
     let name = try reader.readString()

@@ -1,6 +1,6 @@
 /// A bounds-checked cursor over encoded bytes. Every read throws `FieldFormatError` instead of
 /// reading past the end, so arbitrary input never traps.
-struct ByteReader {
+struct FieldBytesReader {
   let bytes: [UInt8]
   var position: Int
 
@@ -56,7 +56,7 @@ struct ByteReader {
     return value
   }
 
-  /// Reads a length-prefixed UTF-8 string; `lengthBias` as in `ByteWriter.appendString`.
+  /// Reads a length-prefixed UTF-8 string; `lengthBias` as in `FieldBytesWriter.appendString`.
   mutating func readString(lengthBias: UInt64 = 0) throws(FieldFormatError) -> String {
     let (start, count) = try readStringBounds(lengthBias: lengthBias)
     return String(decoding: bytes[start..<start + count], as: UTF8.self)

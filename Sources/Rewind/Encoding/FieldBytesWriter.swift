@@ -1,5 +1,5 @@
 /// An append-only byte buffer with the primitive writes of the field encoding.
-struct ByteWriter {
+struct FieldBytesWriter {
   var bytes: [UInt8]
 
   init(capacity: Int = 128) {

@@ -1,1 +1,0 @@
-// The Notebook example domain.
