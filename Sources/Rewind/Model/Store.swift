@@ -62,10 +62,12 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
 
   // MARK: Changing (apply path only)
 
-  /// Inserts `record`, replacing the one with the same id; returns the replaced one.
+  /// Inserts `record`, replacing the one with the same id; returns the replaced one. Replacing a
+  /// record with an equal one touches nothing.
   @discardableResult
   public mutating func insert(_ record: Record, context: inout ApplyContext) -> Record? {
     let old = records.updateValue(record, forKey: record.id)
+    if old == record { return old }  // no change, nothing touched
     refile(record.id, from: old.map { Set($0.groupKeys) } ?? [], to: Set(record.groupKeys), context: &context)
     context.touched.insert(.record(name, record.id))
     return old

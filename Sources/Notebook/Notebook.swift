@@ -1,1 +1,0 @@
-// Notebook: the example domain (filled in below).
