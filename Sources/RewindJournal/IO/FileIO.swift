@@ -38,6 +38,8 @@ package protocol FileIO: Sendable {
   func makeDirectory(_ path: String) throws
   func contentsOfDirectory(_ path: String) throws -> [String]
   func fileExists(_ path: String) -> Bool
+  /// Removes a file (only derived data is ever removed: the index, temporary files).
+  func removeFile(_ path: String) throws
   /// Takes an exclusive, non-blocking advisory lock (flock). Returns false if another holder has it.
   func tryLock(_ fd: Int32, path: String) throws -> Bool
 }
@@ -117,6 +119,10 @@ package struct PosixFileIO: FileIO {
   package func fileExists(_ path: String) -> Bool {
     var info = stat()
     return lstat(path, &info) == 0
+  }
+
+  package func removeFile(_ path: String) throws {
+    if unlink(path) != 0 && Glibc.errno != ENOENT { throw SystemCallError("unlink", path: path, errno: Glibc.errno) }
   }
 
   package func tryLock(_ fd: Int32, path: String) throws -> Bool {
