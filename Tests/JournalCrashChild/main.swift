@@ -62,7 +62,8 @@ case "append":
         let tag = "t\(thread)b\(batch)"
         let count = Int.random(in: 1...8, using: &generator)
         let records = (0..<count).map { i in
-          NewRecord(timestamp: Int64(batch), payload: Array("\(tag)/\(i)".utf8) + [UInt8](repeating: 0x2E, count: i * 7))
+          NewRecord(
+            timestamp: Int64(batch), payload: Array("\(tag)/\(i)".utf8) + [UInt8](repeating: 0x2E, count: i * 7))
         }
         do {
           let range = try journal.appendAndWait(records)

@@ -45,13 +45,18 @@ import Testing
       #expect(expected - 1 == last)
       for ack in acks {
         for (i, sequence) in (ack.first...ack.last).enumerated() {
-          let payload = bySequence[sequence].map { String(decoding: $0.payload.prefix(while: { $0 != 0x2E }), as: UTF8.self) }
-          #expect(payload == "\(ack.tag)/\(i)", "acknowledged record \(sequence) lost or wrong in trial \(trial) (\(policy))")
+          let payload = bySequence[sequence].map {
+            String(decoding: $0.payload.prefix(while: { $0 != 0x2E }), as: UTF8.self)
+          }
+          #expect(
+            payload == "\(ack.tag)/\(i)", "acknowledged record \(sequence) lost or wrong in trial \(trial) (\(policy))")
         }
       }
       #expect(try reader.verify().isSound)
     }
-    print("crash trials (\(policy)): \(Self.trials), acknowledged appends checked: \(totalAcknowledged), lost: 0 unless reported above")
+    print(
+      "crash trials (\(policy)): \(Self.trials), acknowledged appends checked: \(totalAcknowledged), lost: 0 unless reported above"
+    )
     #expect(totalAcknowledged > 0, "the child never acknowledged anything: the test checked nothing")
   }
 
@@ -78,7 +83,9 @@ private struct Ack {
 
   init?(_ line: String) {
     let parts = line.split(separator: " ")
-    guard parts.count == 4, parts[0] == "ack", let first = UInt64(parts[1]), let last = UInt64(parts[2]) else { return nil }
+    guard parts.count == 4, parts[0] == "ack", let first = UInt64(parts[1]), let last = UInt64(parts[2]) else {
+      return nil
+    }
     self.first = first
     self.last = last
     self.tag = String(parts[3])

@@ -1,4 +1,3 @@
-
 import Glibc
 
 /// A failed system call: which one, on what, and the `errno` it returned.
@@ -158,7 +157,8 @@ extension FileIO {
     bytes.withUnsafeMutableBytes { buffer in
       while done < count {
         do {
-          let n = try pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done), path: path)
+          let n = try pread(
+            fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done), path: path)
           if n == 0 { break }
           done += n
         } catch {

@@ -67,7 +67,9 @@ package final class SegmentFile {
   {
     if offset == size { return .end }
     let headerBytes = try bytes(at: offset, count: Layout.batchHeaderSize)
-    if headerBytes.count < Layout.batchHeaderSize { return .damaged(BatchDamage(offset: offset, kind: .truncatedHeader)) }
+    if headerBytes.count < Layout.batchHeaderSize {
+      return .damaged(BatchDamage(offset: offset, kind: .truncatedHeader))
+    }
     let header: BatchHeader
     switch BatchHeader.decode(headerBytes, limits: limits) {
     case .success(let decoded): header = decoded

@@ -33,7 +33,8 @@ extension Journal {
     }
     defer { io.close(lockFD) }
     guard (try? io.tryLock(lockFD, path: lockPath)) == true else {
-      throw JournalError(.locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+      throw JournalError(
+        .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
     }
     let reader = try JournalReader(directory: directory, limits: options.limits, io: io)
     let verification = try reader.verify()

@@ -12,7 +12,9 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   public var description: String {
     var text = "\(file) at byte offset \(offset)"
     if let sequences {
-      text += sequences.count == 1 ? ", sequence \(sequences.lowerBound)" : ", sequences \(sequences.lowerBound)-\(sequences.upperBound)"
+      text +=
+        sequences.count == 1
+        ? ", sequence \(sequences.lowerBound)" : ", sequences \(sequences.lowerBound)-\(sequences.upperBound)"
     }
     return text + ": " + message
   }
@@ -69,7 +71,8 @@ extension JournalReader {
         intact = false
       }
       expected = first
-      if let problem = JournalDirectory.problem(with: try file.header(), expecting: first, journalID: layout.journalID) {
+      if let problem = JournalDirectory.problem(with: try file.header(), expecting: first, journalID: layout.journalID)
+      {
         report.problems.append(JournalProblem(file: file.name, offset: 0, sequences: nil, message: problem))
         intact = false
         continue
@@ -95,7 +98,8 @@ extension JournalReader {
             continue walk
           } catch {
             damage = BatchDamage(
-              offset: offset, kind: .undecodable((error as? BatchDecodingFailure)?.reason ?? "\(error)"), header: header)
+              offset: offset, kind: .undecodable((error as? BatchDecodingFailure)?.reason ?? "\(error)"), header: header
+            )
           }
         }
         guard let damage else { continue }
