@@ -105,6 +105,35 @@ package struct JournalRecovery {
     }
     var lastIndexedOffset: Int64 = 0
 
+    // Sealed segments the scan below does not reach: check that each ends cleanly, one before
+    // the next segment's first sequence, walking headers from its last index entry (cheap).
+    for position in 0..<segmentPosition {
+      guard let entry = index.entries.last(where: { $0.segment == segments[position] }) else { continue }
+      let file = try directory.open(segment: segments[position])
+      var at = entry.offset
+      var expected = entry.firstSequence
+      walk: while true {
+        switch try wrap(
+          file.name, { try file.batch(at: at, expecting: expected, checkFrame: false, limits: options.limits) })
+        {
+        case .batch(let header, _):
+          at += header.totalLength
+          expected = header.lastSequence + 1
+        case .end:
+          break walk
+        case .damaged(let damage):
+          throw directory.error(damage, in: file, expecting: expected)
+        }
+      }
+      if segments[position + 1] != expected {
+        throw JournalError(
+          .sequenceBreak,
+          "segment ends at sequence \(expected - 1), but the next one starts at \(segments[position + 1])",
+          directory: path, file: file.name, offset: at,
+          sequences: min(expected, segments[position + 1])...max(expected, segments[position + 1]))
+      }
+    }
+
     while true {
       let first = segments[segmentPosition]
       let isLast = segmentPosition == segments.count - 1
