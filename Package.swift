@@ -40,6 +40,11 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(
+      name: "RewindCLITests",
+      dependencies: ["RewindCLI", "RewindJournal", "RewindTestSupport", "rewind"],
+      swiftSettings: strict
+    ),
+    .testTarget(
       name: "RewindJournalTests",
       dependencies: ["RewindJournal", "RewindTestSupport", "journal-crash-child"],
       swiftSettings: strict

@@ -40,7 +40,8 @@ public final class Journal: Sendable {
       lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
       guard try io.tryLock(lockFD, path: lockPath) else {
         io.close(lockFD)
-        throw JournalError(.locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+        throw JournalError(
+          .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
       }
     } catch let error as SystemCallError {
       throw JournalError(error, directory: directory, file: Layout.lockName)

@@ -70,7 +70,8 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     if let offset { place.append("byte offset \(offset)") }
     if let sequences {
       place.append(
-        sequences.count == 1 ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)")
+        sequences.count == 1
+          ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)")
     }
     if !place.isEmpty { text += " (" + place.joined(separator: ", ") + ")" }
     if let directory { text += " in journal \(directory)" }

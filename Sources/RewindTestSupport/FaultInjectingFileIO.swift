@@ -38,7 +38,12 @@ package final class FaultInjectingFileIO: FileIO {
     state.withLock { $0.armed.append((fault, pathContains, skip)) }
   }
 
-  package func disarm() { state.withLock { $0.armed.removeAll(); $0.failNextWrite = nil } }
+  package func disarm() {
+    state.withLock {
+      $0.armed.removeAll()
+      $0.failNextWrite = nil
+    }
+  }
 
   /// How many faults have struck so far.
   package var struck: Int { state.withLock { $0.struck } }
@@ -47,7 +52,10 @@ package final class FaultInjectingFileIO: FileIO {
 
   private func take(_ path: String, where matches: (Fault) -> Bool) -> Fault? {
     state.withLock { state in
-      guard let i = state.armed.firstIndex(where: { matches($0.fault) && (path.contains($0.pathContains) || $0.pathContains.isEmpty) })
+      guard
+        let i = state.armed.firstIndex(where: {
+          matches($0.fault) && (path.contains($0.pathContains) || $0.pathContains.isEmpty)
+        })
       else { return nil }
       if state.armed[i].skip > 0 {
         state.armed[i].skip -= 1
@@ -65,10 +73,15 @@ package final class FaultInjectingFileIO: FileIO {
 
   package func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
     state.withLock { $0.writes += 1 }
-    if let errno = state.withLock({ s -> Int32? in defer { s.failNextWrite = nil }; return s.failNextWrite }) {
+    if let errno = state.withLock({ s -> Int32? in
+      defer { s.failNextWrite = nil }
+      return s.failNextWrite
+    }) {
       throw SystemCallError("write", path: path, errno: errno)
     }
-    switch take(path, where: { if case .writeError = $0 { true } else if case .shortWrite = $0 { true } else { false } }) {
+    switch take(
+      path, where: { if case .writeError = $0 { true } else if case .shortWrite = $0 { true } else { false } })
+    {
     case .writeError(let errno):
       throw SystemCallError("write", path: path, errno: errno)
     case .shortWrite(let count, let errno):
@@ -80,7 +93,9 @@ package final class FaultInjectingFileIO: FileIO {
     }
   }
 
-  package func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+  package func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws
+    -> Int
+  {
     try base.pread(fd, into: buffer, at: offset, path: path)
   }
 
@@ -92,7 +107,9 @@ package final class FaultInjectingFileIO: FileIO {
     try base.sync(fd, metadata: metadata, path: path)
   }
 
-  package func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
+  package func truncate(_ fd: Int32, to length: Int64, path: String) throws {
+    try base.truncate(fd, to: length, path: path)
+  }
   package func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
 
   package func rename(_ from: String, to: String) throws {
@@ -105,5 +122,6 @@ package final class FaultInjectingFileIO: FileIO {
   package func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
   package func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
   package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
+  package func removeFile(_ path: String) throws { try base.removeFile(path) }
   package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
 }

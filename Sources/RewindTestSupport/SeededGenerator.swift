@@ -28,7 +28,9 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
     var out: [UInt8] = []
     while out.count < approximateSize {
       out.append(contentsOf: Array(words[Int.random(in: 0..<words.count, using: &self)].utf8))
-      if Bool.random(using: &self) { out.append(contentsOf: Array(String(UInt16.random(in: 0...999, using: &self)).utf8)) }
+      if Bool.random(using: &self) {
+        out.append(contentsOf: Array(String(UInt16.random(in: 0...999, using: &self)).utf8))
+      }
     }
     return out
   }

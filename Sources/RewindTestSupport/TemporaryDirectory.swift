@@ -5,7 +5,8 @@ public final class TemporaryDirectory: Sendable {
   public let path: String
 
   public init(_ label: String = "rewind") {
-    let base = NSTemporaryDirectory() + "\(label)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))"
+    let base =
+      NSTemporaryDirectory() + "\(label)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))"
     try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
     path = base
   }

@@ -1,1 +1,81 @@
+// A child process for the journal's crash and lock tests.
+//
+//   journal-crash-child append DIR always|batched|none THREADS
+//     Appends batches from THREADS threads until killed. After each acknowledgement it prints
+//     "ack FIRST LAST TAG" on stdout and flushes, so the parent knows exactly what was acknowledged.
+//     Record i of a batch has payload "TAG/i" (TAG = "t<thread>b<batch>").
+//   journal-crash-child hold DIR
+//     Opens the journal for writing, prints "locked", and waits to be killed.
+import Foundation
 import RewindJournal
+
+let arguments = CommandLine.arguments
+func fail(_ message: String) -> Never {
+  FileHandle.standardError.write(Data((message + "\n").utf8))
+  exit(2)
+}
+guard arguments.count >= 3 else { fail("usage: journal-crash-child append DIR POLICY THREADS | hold DIR") }
+let directory = arguments[2]
+enum Output {
+  static let lock = NSLock()
+
+  /// One whole line on stdout, written with one call, so lines from threads never interleave.
+  @Sendable static func say(_ line: String) {
+    lock.lock()
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    lock.unlock()
+  }
+}
+
+switch arguments[1] {
+case "hold":
+  do {
+    let journal = try Journal(directory: directory)
+    Output.say("locked")
+    while true { sleep(60) }
+    _ = journal
+  } catch {
+    fail("\(error)")
+  }
+case "append":
+  guard arguments.count == 5, let threads = Int(arguments[4]) else { fail("append needs DIR POLICY THREADS") }
+  var options = JournalOptions()
+  switch arguments[3] {
+  case "always": options.durability = .always
+  case "batched": options.durability = .batched(maxDelay: .milliseconds(1))
+  case "none": options.durability = .none
+  default: fail("unknown policy \(arguments[3])")
+  }
+  options.segmentTargetBytes = 64 << 10
+  let journal: Journal
+  do {
+    journal = try Journal(directory: directory, options: options)
+  } catch {
+    fail("\(error)")
+  }
+  Output.say("open \(journal.lastSequence)")
+  for thread in 0..<threads {
+    Thread.detachNewThread {
+      var generator = SystemRandomNumberGenerator()
+      var batch = 0
+      while true {
+        let tag = "t\(thread)b\(batch)"
+        let count = Int.random(in: 1...8, using: &generator)
+        let records = (0..<count).map { i in
+          NewRecord(
+            timestamp: Int64(batch), payload: Array("\(tag)/\(i)".utf8) + [UInt8](repeating: 0x2E, count: i * 7))
+        }
+        do {
+          let range = try journal.appendAndWait(records)
+          Output.say("ack \(range.lowerBound) \(range.upperBound) \(tag)")
+        } catch {
+          fail("append failed: \(error)")
+        }
+        batch += 1
+      }
+    }
+  }
+  while true { sleep(60) }
+default:
+  fail("unknown mode \(arguments[1])")
+}

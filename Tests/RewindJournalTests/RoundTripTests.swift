@@ -23,7 +23,8 @@ import Testing
       var batch: [NewRecord] = []
       for _ in 0..<count {
         clock += Int64.random(in: 0...5_000_000, using: &random)
-        batch.append(NewRecord(timestamp: clock, payload: random.eventLikePayload(Int.random(in: 0...300, using: &random))))
+        batch.append(
+          NewRecord(timestamp: clock, payload: random.eventLikePayload(Int.random(in: 0...300, using: &random))))
       }
       let range = try await journal.append(batch)
       #expect(range.count == count)
@@ -74,7 +75,9 @@ import Testing
     let reader = try JournalReader(directory: dir.path)
     var random = SeededGenerator(seed: 33)
     for _ in 0..<100 {
-      let pick = expected[Int.random(in: 0..<expected.count, using: &random)].timestamp + Int64.random(in: -1...1, using: &random)
+      let pick =
+        expected[Int.random(in: 0..<expected.count, using: &random)].timestamp
+        + Int64.random(in: -1...1, using: &random)
       let naive = expected.firstIndex { $0.timestamp >= pick }.map { Array(expected[$0...]) } ?? []
       #expect(try Self.readAll(reader.records(since: pick)) == naive, "since \(pick)")
     }

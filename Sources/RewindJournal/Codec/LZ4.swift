@@ -59,7 +59,8 @@ package final class LZ4FrameEncoder {
       if content.count > 0 {
         guard
           check(
-            LZ4F_compressUpdate(context, destination + position, bound - position, content.baseAddress, content.count, nil)
+            LZ4F_compressUpdate(
+              context, destination + position, bound - position, content.baseAddress, content.count, nil)
           )
         else { return }
       }

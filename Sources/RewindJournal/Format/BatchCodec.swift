@@ -68,12 +68,15 @@ package enum BatchCodec {
         throw BatchDecodingFailure(reason: "record \(records.count) has sequence \(sequence), expected \(expected)")
       }
       guard length <= limits.maxRecordBytes, length <= content.count - position else {
-        throw BatchDecodingFailure(reason: "record \(sequence) declares \(length) payload bytes, beyond the frame or the limit")
+        throw BatchDecodingFailure(
+          reason: "record \(sequence) declares \(length) payload bytes, beyond the frame or the limit")
       }
       guard timestamp >= header.minTimestamp, timestamp <= header.maxTimestamp else {
         throw BatchDecodingFailure(reason: "record \(sequence) timestamp outside the batch header's range")
       }
-      records.append(JournalRecord(sequence: sequence, timestamp: timestamp, payload: Array(content[position..<(position + length)])))
+      records.append(
+        JournalRecord(sequence: sequence, timestamp: timestamp, payload: Array(content[position..<(position + length)]))
+      )
       position += length
       expected += 1
     }

@@ -35,11 +35,14 @@ package struct Manifest: Codable, Equatable {
     guard let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(bytes)),
       let id = JournalID(hex: manifest.journalID)
     else {
-      throw JournalError(.badManifest, "the manifest is not valid JSON with a format and a journalID", directory: directory, file: Layout.manifestName)
+      throw JournalError(
+        .badManifest, "the manifest is not valid JSON with a format and a journalID", directory: directory,
+        file: Layout.manifestName)
     }
     guard manifest.format == Int(Layout.formatVersion) else {
       throw JournalError(
-        .badManifest, "journal format \(manifest.format) is not supported (this code reads format \(Layout.formatVersion))",
+        .badManifest,
+        "journal format \(manifest.format) is not supported (this code reads format \(Layout.formatVersion))",
         directory: directory, file: Layout.manifestName)
     }
     return (manifest, id)

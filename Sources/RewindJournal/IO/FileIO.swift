@@ -1,4 +1,3 @@
-
 import Glibc
 
 /// A failed system call: which one, on what, and the `errno` it returned.
@@ -38,6 +37,8 @@ package protocol FileIO: Sendable {
   func makeDirectory(_ path: String) throws
   func contentsOfDirectory(_ path: String) throws -> [String]
   func fileExists(_ path: String) -> Bool
+  /// Removes a file (only derived data is ever removed: the index, temporary files).
+  func removeFile(_ path: String) throws
   /// Takes an exclusive, non-blocking advisory lock (flock). Returns false if another holder has it.
   func tryLock(_ fd: Int32, path: String) throws -> Bool
 }
@@ -119,6 +120,10 @@ package struct PosixFileIO: FileIO {
     return lstat(path, &info) == 0
   }
 
+  package func removeFile(_ path: String) throws {
+    if unlink(path) != 0 && Glibc.errno != ENOENT { throw SystemCallError("unlink", path: path, errno: Glibc.errno) }
+  }
+
   package func tryLock(_ fd: Int32, path: String) throws -> Bool {
     while true {
       if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
@@ -152,7 +157,8 @@ extension FileIO {
     bytes.withUnsafeMutableBytes { buffer in
       while done < count {
         do {
-          let n = try pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done), path: path)
+          let n = try pread(
+            fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done), path: path)
           if n == 0 { break }
           done += n
         } catch {

@@ -113,7 +113,8 @@ public final class JournalCursor {
           offset -= header.totalLength
           expected = header.firstSequence
           throw JournalError(
-            .corrupt, (error as? BatchDecodingFailure)?.reason ?? "\(error)", directory: reader.directory, file: file.name, offset: offset, sequences: header.sequences)
+            .corrupt, (error as? BatchDecodingFailure)?.reason ?? "\(error)", directory: reader.directory,
+            file: file.name, offset: offset, sequences: header.sequences)
         }
         trimToStart()
         if buffer.isEmpty { continue }

@@ -67,7 +67,9 @@ package final class SegmentFile {
   {
     if offset == size { return .end }
     let headerBytes = try bytes(at: offset, count: Layout.batchHeaderSize)
-    if headerBytes.count < Layout.batchHeaderSize { return .damaged(BatchDamage(offset: offset, kind: .truncatedHeader)) }
+    if headerBytes.count < Layout.batchHeaderSize {
+      return .damaged(BatchDamage(offset: offset, kind: .truncatedHeader))
+    }
     let header: BatchHeader
     switch BatchHeader.decode(headerBytes, limits: limits) {
     case .success(let decoded): header = decoded
@@ -94,24 +96,30 @@ package final class SegmentFile {
   /// Whether a checksum-valid batch header starts anywhere after `offset`: if one does, damage at
   /// `offset` is in the middle of committed data, not a torn tail.
   package func hasValidBatchHeader(after offset: Int64, limits: JournalLimits) throws -> Bool {
+    try nextValidBatchHeader(after: offset, limits: limits) != nil
+  }
+
+  /// The first checksum-valid batch header after `offset`, and where it starts. Scans the bytes
+  /// in bounded chunks, so a damaged file of any size costs time, not memory.
+  package func nextValidBatchHeader(after offset: Int64, limits: JournalLimits) throws -> (Int64, BatchHeader)? {
     let magic: [UInt8] = [0x51, 0x2A, 0x4D, 0x18]
     var position = offset + 1
     let chunk = 1 << 20
     while position + Int64(Layout.batchHeaderSize) <= size {
       let bytes = try io.read(fd, count: chunk + Layout.batchHeaderSize, at: position, path: path)
-      if bytes.count < Layout.batchHeaderSize { return false }
+      if bytes.count < Layout.batchHeaderSize { return nil }
       var i = 0
       while i + Layout.batchHeaderSize <= bytes.count, i < chunk {
         if bytes[i] == magic[0], bytes[i + 1] == magic[1], bytes[i + 2] == magic[2], bytes[i + 3] == magic[3],
-          case .success = BatchHeader.decode(bytes[i..<(i + Layout.batchHeaderSize)], limits: limits)
+          case .success(let header) = BatchHeader.decode(bytes[i..<(i + Layout.batchHeaderSize)], limits: limits)
         {
-          return true
+          return (position + Int64(i), header)
         }
         i += 1
       }
       position += Int64(chunk)
     }
-    return false
+    return nil
   }
 }
 

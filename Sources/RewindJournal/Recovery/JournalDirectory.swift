@@ -71,7 +71,8 @@ package struct JournalDirectory {
   package func error(_ damage: BatchDamage, in file: SegmentFile, expecting: UInt64) -> JournalError {
     let code: JournalError.Code =
       if case .sequenceBreak = damage.kind { .sequenceBreak } else { .corrupt }
-    let sequences = damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) } ?? expecting...expecting
+    let sequences =
+      damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) } ?? expecting...expecting
     return JournalError(
       code, damage.kind.description, directory: path, file: file.name, offset: damage.offset, sequences: sequences)
   }

@@ -66,7 +66,8 @@ package struct JournalRecovery {
         }
         let moved = try wrap(file.name) { () throws in try quarantine.moveFile(file.name) }
         report.movedAside.append(
-          QuarantinedBytes(segment: file.name, offset: 0, length: file.size, movedTo: moved, reason: problem, sequences: nil))
+          QuarantinedBytes(
+            segment: file.name, offset: 0, length: file.size, movedTo: moved, reason: problem, sequences: nil))
         segments.removeLast()
         if segments.isEmpty {
           try createSegment(firstSequence: 1)
@@ -78,33 +79,60 @@ package struct JournalRecovery {
       sizes[first] = file.size
     }
 
-    // The index: keep the valid prefix, but always re-derive the last segment's entries, since
-    // that segment is scanned in full anyway.
+    // The index: keep the valid prefix. Scanning resumes at the last segment's first entry (the
+    // last segment is always checked in full) or, if it has none, at the last entry before it.
     let last = segments[segments.count - 1]
-    let (loaded, validBytes) = SparseIndex.load(directory: path, journalID: directory.journalID, segments: sizes, io: io)
+    let (loaded, validBytes) = SparseIndex.load(
+      directory: path, journalID: directory.journalID, segments: sizes, io: io)
     var index = try deepChecked(loaded)
     let kept = index.entries
     let indexFileSize = fileSize(Layout.indexName)
-    index.removeEntries(from: last, offset: 0)
+    if let firstInLast = index.entries.firstIndex(where: { $0.segment == last }),
+      index.entries[firstInLast].offset != Int64(Layout.segmentHeaderSize)
+    {
+      index.entries.removeSubrange(firstInLast...)
+    }
 
-    // Resume scanning where the kept index ends.
-    var segmentPosition: Int
-    var offset: Int64
-    var nextSequence: UInt64
-    var maxTimestamp: Int64
-    if let resume = index.entries.last {
-      index.entries.removeLast()
+    var segmentPosition = 0
+    var offset = Int64(Layout.segmentHeaderSize)
+    var nextSequence: UInt64 = 1
+    var maxTimestamp = Int64.min
+    if let resume = index.entries.first(where: { $0.segment == last }) ?? index.entries.last {
       segmentPosition = segments.firstIndex(of: resume.segment)!
       offset = resume.offset
       nextSequence = resume.firstSequence
       maxTimestamp = resume.maxTimestampBefore
-    } else {
-      segmentPosition = 0
-      offset = Int64(Layout.segmentHeaderSize)
-      nextSequence = 1
-      maxTimestamp = .min
     }
     var lastIndexedOffset: Int64 = 0
+
+    // Sealed segments the scan below does not reach: check that each ends cleanly, one before
+    // the next segment's first sequence, walking headers from its last index entry (cheap).
+    for position in 0..<segmentPosition {
+      guard let entry = index.entries.last(where: { $0.segment == segments[position] }) else { continue }
+      let file = try directory.open(segment: segments[position])
+      var at = entry.offset
+      var expected = entry.firstSequence
+      walk: while true {
+        switch try wrap(
+          file.name, { try file.batch(at: at, expecting: expected, checkFrame: false, limits: options.limits) })
+        {
+        case .batch(let header, _):
+          at += header.totalLength
+          expected = header.lastSequence + 1
+        case .end:
+          break walk
+        case .damaged(let damage):
+          throw directory.error(damage, in: file, expecting: expected)
+        }
+      }
+      if segments[position + 1] != expected {
+        throw JournalError(
+          .sequenceBreak,
+          "segment ends at sequence \(expected - 1), but the next one starts at \(segments[position + 1])",
+          directory: path, file: file.name, offset: at,
+          sequences: min(expected, segments[position + 1])...max(expected, segments[position + 1]))
+      }
+    }
 
     while true {
       let first = segments[segmentPosition]
@@ -115,20 +143,21 @@ package struct JournalRecovery {
           .sequenceBreak, "segment starts at sequence \(first), but the previous one ends at \(nextSequence - 1)",
           directory: path, file: file.name, offset: 0, sequences: min(first, nextSequence)...max(first, nextSequence))
       }
-      if isLast && offset > Int64(Layout.segmentHeaderSize) {
-        // Entries of the last segment were dropped above; scan it from its start.
-        offset = Int64(Layout.segmentHeaderSize)
-      }
-      lastIndexedOffset = 0
+      // Entries the index already has for this segment stay; new ones follow the interval rule.
+      let existing = index.entries.last(where: { $0.segment == first })?.offset ?? 0
+      lastIndexedOffset = existing
       scan: while true {
         let read = try wrap(file.name) { () throws in
           try file.batch(at: offset, expecting: nextSequence, checkFrame: isLast, limits: options.limits)
         }
         switch read {
         case .batch(let header, _):
-          if lastIndexedOffset == 0 || offset - lastIndexedOffset >= Int64(options.indexIntervalBytes) {
+          if offset > existing,
+            lastIndexedOffset == 0 || offset - lastIndexedOffset >= Int64(options.indexIntervalBytes)
+          {
             index.entries.append(
-              IndexEntry(firstSequence: header.firstSequence, segment: first, offset: offset, maxTimestampBefore: maxTimestamp))
+              IndexEntry(
+                firstSequence: header.firstSequence, segment: first, offset: offset, maxTimestampBefore: maxTimestamp))
             lastIndexedOffset = offset
           }
           maxTimestamp = max(maxTimestamp, header.maxTimestamp)
@@ -150,6 +179,8 @@ package struct JournalRecovery {
             QuarantinedBytes(
               segment: file.name, offset: damage.offset, length: length, movedTo: moved,
               reason: "torn tail: " + damage.kind.description, sequences: damage.header?.sequences))
+          index.removeEntries(from: first, offset: damage.offset)
+          lastIndexedOffset = index.entries.last(where: { $0.segment == first })?.offset ?? 0
           break scan
         }
       }
@@ -159,15 +190,12 @@ package struct JournalRecovery {
     }
 
     // The index file is rewritten unless it was whole and already said all of this.
-    let common = zip(kept, index.entries).prefix(while: { $0 == $1 }).count
-    let indexIsCurrent =
-      indexFileSize == validBytes && kept.count == loaded.entries.count && common == kept.count
-      && common == index.entries.count
+    let damaged = indexFileSize != validBytes || kept.count < loaded.entries.count
+    let indexIsCurrent = !damaged && index.entries == kept
     if !indexIsCurrent {
+      let common = zip(kept, index.entries).prefix(while: { $0 == $1 }).count
       report.indexEntriesRebuilt = index.entries.count - common
-      report.indexRepairReason =
-        indexFileSize == nil ? "missing"
-        : (indexFileSize != validBytes || kept.count < loaded.entries.count || common < kept.count) ? "damaged" : "stale"
+      report.indexRepairReason = indexFileSize == nil ? "missing" : damaged ? "damaged" : "stale"
     }
     report.lastSequence = nextSequence - 1
     return WriterStart(

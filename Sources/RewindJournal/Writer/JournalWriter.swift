@@ -68,26 +68,31 @@ final class JournalWriter: @unchecked Sendable {
 
   // MARK: Appending (any thread)
 
-  func enqueue(_ records: [NewRecord], completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void) {
+  func enqueue(
+    _ records: [NewRecord], completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
+  ) {
     var bytes = 0
     for record in records {
       guard record.payload.count <= options.limits.maxRecordBytes else {
         return completion(
           .failure(
             JournalError(
-              .limitExceeded, "a record of \(record.payload.count) bytes exceeds the limit of \(options.limits.maxRecordBytes)",
+              .limitExceeded,
+              "a record of \(record.payload.count) bytes exceeds the limit of \(options.limits.maxRecordBytes)",
               directory: path)))
       }
       bytes += BatchCodec.contentSize(of: record)
     }
     guard !records.isEmpty else {
-      return completion(.failure(JournalError(.invalidArgument, "an append needs at least one record", directory: path)))
+      return completion(
+        .failure(JournalError(.invalidArgument, "an append needs at least one record", directory: path)))
     }
     guard bytes <= options.limits.maxBatchBytes else {
       return completion(
         .failure(
           JournalError(
-            .limitExceeded, "a batch of \(bytes) bytes exceeds the limit of \(options.limits.maxBatchBytes)", directory: path)))
+            .limitExceeded, "a batch of \(bytes) bytes exceeds the limit of \(options.limits.maxBatchBytes)",
+            directory: path)))
     }
     condition.lock()
     if let failure {
@@ -187,7 +192,8 @@ final class JournalWriter: @unchecked Sendable {
         if lastIndexed == 0 || frameOffset - lastIndexed >= Int64(options.indexIntervalBytes) {
           newEntries.append(
             IndexEntry(
-              firstSequence: sequence, segment: state.segments.last!, offset: frameOffset, maxTimestampBefore: maxTimestamp))
+              firstSequence: sequence, segment: state.segments.last!, offset: frameOffset,
+              maxTimestampBefore: maxTimestamp))
           lastIndexed = frameOffset
         }
         let header = try BatchCodec.encode(
@@ -271,9 +277,10 @@ final class JournalWriter: @unchecked Sendable {
       for entry in state.index.entries { entry.encode(into: &writer) }
       let temporary = indexPath + ".tmp"
       if let fd = try? io.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
-        let written = (try? writer.bytes.withUnsafeBytes { (b) throws in
-          try io.writeAll(fd, b, at: 0, path: temporary)
-        }) != nil
+        let written =
+          (try? writer.bytes.withUnsafeBytes { (b) throws in
+            try io.writeAll(fd, b, at: 0, path: temporary)
+          }) != nil
         io.close(fd)
         if written { try? io.rename(temporary, to: indexPath) }
       }
@@ -286,9 +293,10 @@ final class JournalWriter: @unchecked Sendable {
     guard !entries.isEmpty, indexFD >= 0 else { return }
     var writer = ByteWriter(capacity: entries.count * IndexEntry.size)
     for entry in entries { entry.encode(into: &writer) }
-    let ok = (try? writer.bytes.withUnsafeBytes { (b) throws in
-      try io.writeAll(indexFD, b, at: indexEnd, path: Layout.indexName)
-    }) != nil
+    let ok =
+      (try? writer.bytes.withUnsafeBytes { (b) throws in
+        try io.writeAll(indexFD, b, at: indexEnd, path: Layout.indexName)
+      }) != nil
     if ok {
       indexEnd += Int64(writer.bytes.count)
     } else {

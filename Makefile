@@ -1,0 +1,33 @@
+# The two commands of the README:
+#   make demo   runs the main job: a demo workload, then an audit of the journal it wrote
+#   make test   runs the whole test suite (what CI runs)
+# Both install what is missing first (scripts/install-deps).
+
+SWIFT ?= swift
+DEMO_DIR ?= rewind-demo
+DEMO_RECORDS ?= 200000
+
+.PHONY: deps demo test lint format clean-demo
+
+deps:
+	@scripts/install-deps
+
+demo: deps
+	$(SWIFT) build -c release --product rewind
+	.build/release/rewind demo $(DEMO_DIR) --records $(DEMO_RECORDS) --durability always --producers 64
+	.build/release/rewind verify $(DEMO_DIR)
+	.build/release/rewind stats $(DEMO_DIR)
+	.build/release/rewind log $(DEMO_DIR) --limit 5
+
+test: deps lint
+	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
+	$(SWIFT) test -Xswiftc -warnings-as-errors
+
+lint:
+	@scripts/lint
+
+format:
+	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks
+
+clean-demo:
+	rm -rf $(DEMO_DIR)

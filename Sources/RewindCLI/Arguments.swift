@@ -1,0 +1,65 @@
+/// A usage error: exit code 2, with the message shown to the user.
+public struct UsageError: Error, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
+}
+
+/// The arguments of one command: positionals, `--name value` options and `--flag`s. Knows which
+/// names each command accepts, so an unknown flag is a usage error rather than silently ignored.
+struct Arguments {
+  private(set) var positionals: [String] = []
+  private var values: [String: String] = [:]
+  private var flags: Set<String> = []
+
+  /// - Parameters:
+  ///   - options: names that take a value (`--events 100`, `--events=100`).
+  ///   - flags: names that take none (`--json`).
+  init(_ arguments: some Sequence<String>, options: Set<String>, flags allowedFlags: Set<String>) throws(UsageError) {
+    var iterator = arguments.makeIterator()
+    var onlyPositionals = false
+    while let argument = iterator.next() {
+      if onlyPositionals || !argument.hasPrefix("-") || argument == "-" {
+        positionals.append(argument)
+        continue
+      }
+      if argument == "--" {
+        onlyPositionals = true
+        continue
+      }
+      var name = String(argument.drop(while: { $0 == "-" }))
+      var inline: String?
+      if let equals = name.firstIndex(of: "=") {
+        inline = String(name[name.index(after: equals)...])
+        name = String(name[..<equals])
+      }
+      if allowedFlags.contains(name) {
+        guard inline == nil else { throw UsageError("--\(name) takes no value") }
+        flags.insert(name)
+      } else if options.contains(name) {
+        guard let value = inline ?? iterator.next() else { throw UsageError("--\(name) needs a value") }
+        values[name] = value
+      } else {
+        throw UsageError("unknown option \(argument)")
+      }
+    }
+  }
+
+  func flag(_ name: String) -> Bool { flags.contains(name) }
+
+  func value(_ name: String) -> String? { values[name] }
+
+  func integer(_ name: String, default fallback: Int, range: ClosedRange<Int> = 0...Int.max) throws(UsageError) -> Int {
+    guard let text = values[name] else { return fallback }
+    guard let value = Int(text), range.contains(value) else {
+      throw UsageError("--\(name) needs a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
+    }
+    return value
+  }
+
+  /// The single positional naming a journal directory.
+  func directory(default fallback: String? = nil) throws(UsageError) -> String {
+    guard positionals.count <= 1 else { throw UsageError("unexpected argument '\(positionals[1])'") }
+    guard let directory = positionals.first ?? fallback else { throw UsageError("missing the journal directory") }
+    return directory
+  }
+}

@@ -1,0 +1,77 @@
+import Glibc
+
+/// What `Journal.repair` moved (or, for a dry run, would move) into quarantine.
+public struct RepairReport: Sendable, Equatable {
+  /// Everything moved, in order: the damaged segment's bytes from the first damage on, then
+  /// every later segment whole.
+  public var moved: [QuarantinedBytes] = []
+  /// The journal's last sequence number after the repair.
+  public var lastSequence: UInt64 = 0
+  /// The verification that found the damage.
+  public var verification: VerificationReport
+  /// True when this was only a plan.
+  public var dryRun: Bool
+}
+
+extension Journal {
+  /// Quarantines everything from the first damaged frame on, so the intact prefix can be
+  /// opened and appended to again. Nothing is deleted: moved bytes go to `quarantine/`, and the
+  /// report says exactly what moved. Takes the writer's lock, so it refuses to run while a writer
+  /// has the journal open.
+  ///
+  /// - Parameter dryRun: only report what would be moved.
+  public static func repair(directory: String, dryRun: Bool = false, options: JournalOptions = JournalOptions()) throws
+    -> RepairReport
+  {
+    let io = options.io
+    let lockPath = directory + "/" + Layout.lockName
+    let lockFD: Int32
+    do {
+      lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
+    } catch {
+      throw JournalError(error, directory: directory, file: Layout.lockName)
+    }
+    defer { io.close(lockFD) }
+    guard (try? io.tryLock(lockFD, path: lockPath)) == true else {
+      throw JournalError(
+        .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+    }
+    let reader = try JournalReader(directory: directory, limits: options.limits, io: io)
+    let verification = try reader.verify()
+    var report = RepairReport(verification: verification, dryRun: dryRun)
+    report.lastSequence = verification.lastSequence
+    guard let first = verification.problems.first ?? verification.unfinishedTail else { return report }
+
+    let layout = try JournalDirectory(path: directory, io: io)
+    let quarantine = Quarantine(directory: directory, io: io)
+    let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
+    for segment in layout.segments where segment >= damagedSegment {
+      let name = Layout.segmentName(firstSequence: segment)
+      let file = try layout.open(segment: segment)
+      // A segment whose header is damaged, or whose first frame is, goes whole.
+      let from = segment > damagedSegment || first.offset <= Int64(Layout.segmentHeaderSize) ? 0 : first.offset
+      var entry = QuarantinedBytes(
+        segment: name, offset: from, length: file.size - from, movedTo: "", reason: first.message, sequences: nil)
+      if segment > damagedSegment { entry.reason = "follows the damaged segment \(first.file)" }
+      if dryRun {
+        entry.movedTo = Layout.quarantineName + "/"
+      } else {
+        do {
+          if from == 0 {
+            entry.movedTo = try quarantine.moveFile(name)
+          } else {
+            (entry.movedTo, entry.length) = try quarantine.moveTail(of: name, from: from)
+          }
+        } catch {
+          throw JournalError(error, directory: directory, file: name)
+        }
+      }
+      report.moved.append(entry)
+    }
+    if !dryRun {
+      // The index is derived; the next writer rebuilds it for what remains.
+      try? io.removeFile(directory + "/" + Layout.indexName)
+    }
+    return report
+  }
+}

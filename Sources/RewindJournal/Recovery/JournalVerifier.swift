@@ -1,0 +1,130 @@
+/// One place where a journal is damaged.
+public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
+  /// The segment file (or other file) concerned, relative to the journal directory.
+  public var file: String
+  /// Byte offset in `file` where the damage starts.
+  public var offset: Int64
+  /// The sequence numbers affected, as far as they can be known.
+  public var sequences: ClosedRange<UInt64>?
+  /// What is wrong.
+  public var message: String
+
+  public var description: String {
+    var text = "\(file) at byte offset \(offset)"
+    if let sequences {
+      text +=
+        sequences.count == 1
+        ? ", sequence \(sequences.lowerBound)" : ", sequences \(sequences.lowerBound)-\(sequences.upperBound)"
+    }
+    return text + ": " + message
+  }
+}
+
+/// What a full check of a journal found.
+public struct VerificationReport: Sendable, Equatable {
+  /// Damage to committed data, each located. Empty when the journal is sound.
+  public var problems: [JournalProblem] = []
+  /// An incomplete last frame: a write in progress, or a crash's torn tail that the next writer
+  /// will move aside. Not a problem of committed data.
+  public var unfinishedTail: JournalProblem?
+  /// Notes about derived data (the index) that the next writer rebuilds by itself.
+  public var notes: [String] = []
+  public var segments = 0
+  public var batches = 0
+  public var records: UInt64 = 0
+  /// The last sequence number of the intact prefix of the journal.
+  public var lastSequence: UInt64 = 0
+  public var bytesOnDisk: Int64 = 0
+  public var bytesDecoded: Int64 = 0
+
+  public var isSound: Bool { problems.isEmpty }
+}
+
+extension JournalReader {
+  /// Checks every byte of the journal: segment headers, batch header and frame checksums,
+  /// LZ4 decoding with its own checksums, record framing, sequence continuity within and across
+  /// segments. Keeps going after damage (resynchronising on the next valid batch header), so
+  /// every damaged place is reported, not just the first. Reads only; safe while a writer appends.
+  public func verify(progress: ((UInt64) -> Void)? = nil) throws -> VerificationReport {
+    let layout = try JournalDirectory(path: directory, io: io)
+    var report = VerificationReport()
+    let decoder = LZ4FrameDecoder()
+    var expected: UInt64 = 1
+    var intact = true
+    if let first = layout.segments.first, first != 1 {
+      report.problems.append(
+        JournalProblem(
+          file: Layout.segmentName(firstSequence: first), offset: 0, sequences: 1...(first - 1),
+          message: "segments before this one are missing"))
+      intact = false
+    }
+    for (position, first) in layout.segments.enumerated() {
+      let isLast = position == layout.segments.count - 1
+      let file = try layout.open(segment: first)
+      report.segments += 1
+      report.bytesOnDisk += file.size
+      if first != expected && !(position == 0 && first != 1) {
+        report.problems.append(
+          JournalProblem(
+            file: file.name, offset: 0, sequences: min(first, expected)...max(first, expected),
+            message: "segment starts at sequence \(first), but the previous one ends at \(expected - 1)"))
+        intact = false
+      }
+      expected = first
+      if let problem = JournalDirectory.problem(with: try file.header(), expecting: first, journalID: layout.journalID)
+      {
+        report.problems.append(JournalProblem(file: file.name, offset: 0, sequences: nil, message: problem))
+        intact = false
+        continue
+      }
+      var offset = Int64(Layout.segmentHeaderSize)
+      walk: while true {
+        var damage: BatchDamage?
+        switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
+        case .end:
+          break walk
+        case .damaged(let found):
+          damage = found
+        case .batch(let header, let frame):
+          do {
+            _ = try BatchCodec.decode(frame, header: header, decoder: decoder, limits: limits)
+            report.batches += 1
+            report.records += UInt64(header.recordCount)
+            report.bytesDecoded += Int64(header.contentLength)
+            if intact { report.lastSequence = header.lastSequence }
+            expected = header.lastSequence + 1
+            offset += header.totalLength
+            progress?(header.lastSequence)
+            continue walk
+          } catch {
+            damage = BatchDamage(
+              offset: offset, kind: .undecodable((error as? BatchDecodingFailure)?.reason ?? "\(error)"), header: header
+            )
+          }
+        }
+        guard let damage else { continue }
+        let resume = try file.nextValidBatchHeader(after: damage.offset, limits: limits)
+        let sequences = damage.header.map { min($0.firstSequence, expected)...max($0.lastSequence, expected) }
+        let problem = JournalProblem(
+          file: file.name, offset: damage.offset, sequences: sequences ?? (expected...expected),
+          message: damage.kind.description)
+        if resume == nil, isLast, damage.kind == .truncatedHeader || damage.kind == .truncatedFrame {
+          report.unfinishedTail = problem
+          break walk
+        }
+        report.problems.append(problem)
+        intact = false
+        guard let (next, header) = resume else { break walk }
+        offset = next
+        expected = header.firstSequence
+      }
+    }
+    let index = loadIndex(layout)
+    if !io.fileExists(directory + "/" + Layout.indexName) {
+      report.notes.append("the index is missing; the next writer rebuilds it")
+    } else if index.entries.isEmpty && report.batches > 0 {
+      report.notes.append("the index is damaged or empty; the next writer rebuilds it")
+    }
+    return report
+  }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// Runs the built `rewind` binary and checks its output and exit codes.
+@Suite struct RewindCommandTests {
+  struct Run {
+    var status: Int32
+    var out: String
+    var err: String
+  }
+
+  static func rewind(_ arguments: [String]) throws -> Run {
+    let executable = try #require(
+      ChildProcess.builtProduct("rewind"), "the rewind product must be built with the tests")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Run(
+      status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self),
+      err: String(decoding: errData, as: UTF8.self))
+  }
+
+  /// A small journal with a few segments, written through the library.
+  static func journal(records: Int = 300) throws -> TemporaryDirectory {
+    let dir = TemporaryDirectory("cli")
+    var options = JournalOptions(durability: .none)
+    options.segmentTargetBytes = 4096
+    let journal = try Journal(directory: dir.path, options: options)
+    for i in 0..<records {
+      try journal.appendAndWait([NewRecord(timestamp: Int64(i) * 1_000_000_000, payload: Array("record \(i)".utf8))])
+    }
+    journal.close()
+    return dir
+  }
+
+  @Test func demoThenVerifyStatsAndLog() throws {
+    let dir = TemporaryDirectory("cli-demo")
+    let demo = try Self.rewind(["demo", dir.path, "--records", "2000", "--producers", "4", "--durability", "none"])
+    #expect(demo.status == 0, "\(demo.err)")
+    #expect(demo.out.contains("appended      2000 records"))
+    let verify = try Self.rewind(["verify", dir.path])
+    #expect(verify.status == 0)
+    #expect(verify.out.contains("sound: 2000 records"))
+    let stats = try Self.rewind(["stats", dir.path])
+    #expect(stats.status == 0)
+    #expect(stats.out.contains("records     2000"))
+    let log = try Self.rewind(["log", dir.path, "--from", "1999", "--json"])
+    let lines = log.out.split(separator: "\n")
+    #expect(lines.count == 2)
+    let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
+    #expect(first?["seq"] as? Int == 1999)
+  }
+
+  @Test func logShowsTimesInISO8601() throws {
+    let dir = try Self.journal(records: 3)
+    let log = try Self.rewind(["log", dir.path])
+    #expect(log.status == 0)
+    #expect(
+      log.out.split(separator: "\n") == [
+        "1\t1970-01-01T00:00:00.000000000Z\t8 B\trecord 0",
+        "2\t1970-01-01T00:00:01.000000000Z\t8 B\trecord 1",
+        "3\t1970-01-01T00:00:02.000000000Z\t8 B\trecord 2",
+      ])
+  }
+
+  @Test func verifyLocatesDamageAndRepairMovesItAside() throws {
+    let dir = try Self.journal()
+    let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }
+    try #require(segments.count >= 3)
+    // Flip a byte inside the first data frame of the second segment.
+    let victim = dir.appending(segments[1])
+    var bytes = try Files.read(victim)
+    let offset = 44 + 52 + 10
+    bytes[offset] ^= 0xFF
+    try Files.write(bytes, to: victim)
+
+    let verify = try Self.rewind(["verify", dir.path])
+    #expect(verify.status == 1)
+    #expect(verify.out.contains("problem: \(segments[1]) at byte offset 44"), "\(verify.out)")
+
+    let plan = try Self.rewind(["repair", dir.path])
+    #expect(plan.status == 1, "without --yes, repair only shows its plan")
+    #expect(plan.out.contains("will move"))
+    #expect(Files.list(dir.path).filter { $0.hasSuffix(".lz4") } == segments, "a plan moves nothing")
+
+    let repair = try Self.rewind(["repair", dir.path, "--yes"])
+    #expect(repair.status == 0, "\(repair.err)")
+    #expect(Files.list(dir.appending("quarantine")).count == segments.count - 1)
+    #expect(try Self.rewind(["verify", dir.path]).status == 0)
+    // The intact prefix reopens and continues.
+    let journal = try Journal(directory: dir.path)
+    let first = UInt64(SegmentName.firstSequence(segments[1]))
+    #expect(journal.lastSequence == first - 1)
+  }
+
+  @Test func badInputGetsClearErrorsAndExitCodes() throws {
+    let missing = try Self.rewind(["verify", "/nonexistent/journal"])
+    #expect(missing.status == 3)
+    #expect(missing.err.contains("not a Rewind journal"))
+
+    let dir = TemporaryDirectory("cli-bad")
+    try Files.write(Array(repeating: 7, count: 100), to: dir.appending("manifest.json"))
+    let garbage = try Self.rewind(["log", dir.path])
+    #expect(garbage.status == 3)
+    #expect(garbage.err.contains("manifest"))
+
+    let flag = try Self.rewind(["log", dir.path, "--frobnicate"])
+    #expect(flag.status == 2)
+    #expect(flag.err.contains("unknown option --frobnicate"))
+
+    let command = try Self.rewind(["explode"])
+    #expect(command.status == 2)
+
+    let number = try Self.rewind(["log", dir.path, "--limit", "many"])
+    #expect(number.status == 2)
+  }
+
+  @Test(arguments: ["demo", "log", "stats", "verify", "repair"])
+  func everyCommandHasHelp(command: String) throws {
+    let help = try Self.rewind([command, "--help"])
+    #expect(help.status == 0)
+    #expect(help.out.hasPrefix("Usage: rewind \(command)"))
+  }
+}
+
+enum SegmentName {
+  static func firstSequence(_ name: String) -> Int { Int(name.prefix(20)) ?? 0 }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// A child process appends under a durable policy and is killed with SIGKILL at a random moment;
+/// every append it had acknowledged (printed after acknowledgement) must be there on reopening.
+///
+/// `REWIND_CRASH_TRIALS` sets the number of trials per policy (default 8; try 200 on demand).
+@Suite(.serialized) struct CrashTests {
+  static var trials: Int { Int(ProcessInfo.processInfo.environment["REWIND_CRASH_TRIALS"] ?? "") ?? 8 }
+
+  static func child() throws -> String {
+    try #require(ChildProcess.builtProduct("journal-crash-child"), "journal-crash-child must be built with the tests")
+  }
+
+  @Test(arguments: ["always", "batched", "none"])
+  func acknowledgedAppendsSurviveSIGKILL(policy: String) throws {
+    let executable = try Self.child()
+    var random = SeededGenerator(seed: UInt64(policy.count) &* 7919 &+ 1)
+    var totalAcknowledged = 0
+    let dir = TemporaryDirectory("crash")
+    for trial in 0..<Self.trials {
+      // Each trial continues the same journal: recovery after one crash is the start of the next.
+      let process = try ChildProcess(executable: executable, arguments: ["append", dir.path, policy, "4"])
+      #expect(process.waitForLine { $0.hasPrefix("open") }, "child did not open the journal")
+      usleep(UInt32.random(in: 1_000...80_000, using: &random))
+      process.kill()
+      let acks = process.lines.compactMap(Ack.init)
+      totalAcknowledged += acks.count
+
+      let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+      let last = journal.lastSequence
+      journal.close()
+      let reader = try JournalReader(directory: dir.path)
+      var bySequence: [UInt64: JournalRecord] = [:]
+      let cursor = try reader.records()
+      var expected: UInt64 = 1
+      while let record = try cursor.next() {
+        #expect(record.sequence == expected, "gap in trial \(trial) (\(policy))")
+        expected = record.sequence + 1
+        bySequence[record.sequence] = record
+      }
+      #expect(expected - 1 == last)
+      for ack in acks {
+        for (i, sequence) in (ack.first...ack.last).enumerated() {
+          let payload = bySequence[sequence].map {
+            String(decoding: $0.payload.prefix(while: { $0 != 0x2E }), as: UTF8.self)
+          }
+          #expect(
+            payload == "\(ack.tag)/\(i)", "acknowledged record \(sequence) lost or wrong in trial \(trial) (\(policy))")
+        }
+      }
+      #expect(try reader.verify().isSound)
+    }
+    print(
+      "crash trials (\(policy)): \(Self.trials), acknowledged appends checked: \(totalAcknowledged), lost: 0 unless reported above"
+    )
+    #expect(totalAcknowledged > 0, "the child never acknowledged anything: the test checked nothing")
+  }
+
+  @Test func secondWriterInAnotherProcessIsRefused() throws {
+    let dir = TemporaryDirectory("lock")
+    let holder = try ChildProcess(executable: try Self.child(), arguments: ["hold", dir.path])
+    #expect(holder.waitForLine { $0 == "locked" })
+    #expect {
+      try Journal(directory: dir.path)
+    } throws: { ($0 as? JournalError)?.code == .locked }
+    // Readers are never refused.
+    #expect(try JournalReader(directory: dir.path).lastSequence() == 0)
+    holder.kill()
+    // The OS releases the lock when its holder dies.
+    let journal = try Journal(directory: dir.path)
+    #expect(journal.lastSequence == 0)
+  }
+}
+
+private struct Ack {
+  var first: UInt64
+  var last: UInt64
+  var tag: String
+
+  init?(_ line: String) {
+    let parts = line.split(separator: " ")
+    guard parts.count == 4, parts[0] == "ack", let first = UInt64(parts[1]), let last = UInt64(parts[2]) else {
+      return nil
+    }
+    self.first = first
+    self.last = last
+    self.tag = String(parts[3])
+  }
+}
