@@ -4,7 +4,9 @@ import RewindTestSupport
 import Testing
 
 private let tagPool: [NoteTag] = ["swift", "rust", "todo", "idea", "work", "home"]
-private let tagger = AutoTagger(rules: [(keyword: "bug", tag: "todo"), (keyword: "swift", tag: "swift"), (keyword: "plan", tag: "idea")])
+private let tagger = AutoTagger(rules: [
+  (keyword: "bug", tag: "todo"), (keyword: "swift", tag: "swift"), (keyword: "plan", tag: "idea"),
+])
 private let words = ["bug", "swift", "plan", "lunch", "notes", "draft"]
 
 /// Long seeded random command sequences from users, sync and automation; after every command the
@@ -24,8 +26,12 @@ func cachesStayCoherentUnderRandomCommands(seed: UInt64) async throws {
   var reference = ReferenceNotebook()
   var origins: Set<Origin> = []
 
-  func text() -> String { (0..<Int.random(in: 1...3, using: &random)).map { _ in words.randomElement(using: &random)! }.joined(separator: " ") }
-  func tags() -> [NoteTag] { (0..<Int.random(in: 0...3, using: &random)).map { _ in tagPool.randomElement(using: &random)! } }
+  func text() -> String {
+    (0..<Int.random(in: 1...3, using: &random)).map { _ in words.randomElement(using: &random)! }.joined(separator: " ")
+  }
+  func tags() -> [NoteTag] {
+    (0..<Int.random(in: 0...3, using: &random)).map { _ in tagPool.randomElement(using: &random)! }
+  }
   func someNote() -> NoteID? { reference.notes.keys.sorted().randomElement(using: &random) }
 
   for step in 0..<150 {
@@ -74,25 +80,34 @@ func cachesStayCoherentUnderRandomCommands(seed: UInt64) async throws {
       var remote: [RemoteNote] = []
       let local = reference.notes.values.filter { $0.notebook == notebook }.sorted { $0.id < $1.id }
       for note in local where Bool.random(using: &random) {
-        remote.append(RemoteNote(id: note.id, title: Bool.random(using: &random) ? note.title : text(), body: note.body, tags: tags()))
+        remote.append(
+          RemoteNote(
+            id: note.id, title: Bool.random(using: &random) ? note.title : text(), body: note.body, tags: tags()))
       }
       for _ in 0..<Int.random(in: 0...2, using: &random) {
-        remote.append(RemoteNote(id: NoteID(Identifier(high: 0xFEED, low: random.next())), title: text(), body: text(), tags: tags()))
+        remote.append(
+          RemoteNote(
+            id: NoteID(Identifier(high: 0xFEED, low: random.next())), title: text(), body: text(), tags: tags()))
       }
       try await manager.applySyncedNotes(remote, into: notebook)
       for incoming in remote {
-        reference.notes[incoming.id] = Note(id: incoming.id, notebook: notebook, title: incoming.title, body: incoming.body, tags: incoming.tags)
+        reference.notes[incoming.id] = Note(
+          id: incoming.id, notebook: notebook, title: incoming.title, body: incoming.body, tags: incoming.tags)
       }
     case 86..<95:
       origin = .automation
       try await manager.runAutoTagger(tagger)
-      for (id, note) in reference.notes { reference.notes[id]?.tags = Array(Set(note.tags + tagger.missingTags(for: note))).sorted() }
+      for (id, note) in reference.notes {
+        reference.notes[id]?.tags = Array(Set(note.tags + tagger.missingTags(for: note))).sorted()
+      }
     default:
       origin = .import
       let notebook = notebooks[1]
       let kept = reference.notes.values.filter { $0.notebook == notebook && Bool.random(using: &random) }
       let fresh = (0..<Int.random(in: 0...2, using: &random)).map { _ in
-        Note(id: NoteID(Identifier(high: 0xBEEF, low: random.next())), notebook: notebook, title: text(), body: text(), tags: tags())
+        Note(
+          id: NoteID(Identifier(high: 0xBEEF, low: random.next())), notebook: notebook, title: text(), body: text(),
+          tags: tags())
       }
       try await manager.importNotes(kept + fresh, into: notebook)
       for note in reference.notes.values where note.notebook == notebook { reference.notes[note.id] = nil }
@@ -127,9 +142,12 @@ func cachesStayCoherentUnderRandomCommands(seed: UInt64) async throws {
 private func touchedKeys(from before: Workspace, to after: Workspace) -> Set<ChangeKey> {
   var keys: Set<ChangeKey> = []
   let ids = Set(Note.all(in: before).map(\.id)).union(Note.all(in: after).map(\.id))
-  for id in ids where Note.note(id: id, in: before) != Note.note(id: id, in: after) { keys.insert(.record("notes", id)) }
+  for id in ids where Note.note(id: id, in: before) != Note.note(id: id, in: after) {
+    keys.insert(.record("notes", id))
+  }
   let tags = Set(Note.all(in: before).flatMap(\.tags)).union(Note.all(in: after).flatMap(\.tags))
-  for tag in tags where Note.notes(taggedWith: tag, in: before).map(\.id) != Note.notes(taggedWith: tag, in: after).map(\.id) {
+  for tag in tags
+  where Note.notes(taggedWith: tag, in: before).map(\.id) != Note.notes(taggedWith: tag, in: after).map(\.id) {
     keys.insert(.group("notes", tag))
   }
   return keys

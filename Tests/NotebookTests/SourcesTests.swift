@@ -40,7 +40,8 @@ private final class StalledServer: NoteServer {
   #expect(change.origin == .sync)
 
   // Pulling an edited feed records only what differs, as record-level events.
-  await server.publish([RemoteNote(id: remoteID, title: "Remote", body: "edited", tags: ["work", "todo"])], in: notebook)
+  await server.publish(
+    [RemoteNote(id: remoteID, title: "Remote", body: "edited", tags: ["work", "todo"])], in: notebook)
   #expect(try await manager.pullNotes(from: server, into: notebook) == 2)
   let edit = try #require(await changes.next())
   #expect(edit.events.map(\.envelope.name) == ["note.bodyEdited", "note.tagged"])
@@ -115,12 +116,15 @@ private final class StalledServer: NoteServer {
       NewRecord(timestamp: 1, payload: first.bytes),
       NewRecord(
         timestamp: 2,
-        payload: try EventRecord.encode(NoteCreatedV1(id: note, notebook: notebook, title: "Old note", body: "b"), origin: .user, commandID: command)),
+        payload: try EventRecord.encode(
+          NoteCreatedV1(id: note, notebook: notebook, title: "Old note", body: "b"), origin: .user, commandID: command)),
     ])
     journal.close()
   }
   let manager = try makeNotebookManager(directory)
-  #expect(Note.note(id: note, in: manager.state) == Note(id: note, notebook: notebook, title: "Old note", body: "b", tags: []))
+  #expect(
+    Note.note(id: note, in: manager.state) == Note(id: note, notebook: notebook, title: "Old note", body: "b", tags: [])
+  )
   // New events after old ones keep working.
   try await manager.tagNote(note, with: "legacy")
   #expect(Note.notes(taggedWith: "legacy", in: manager.state).map(\.id) == [note])
@@ -163,7 +167,9 @@ private final class StalledServer: NoteServer {
   var changes = manager.changes().makeAsyncIterator()
 
   io.arm(.writeError(ENOSPC))
-  await #expect(throws: ManagerError.self) { try await manager.runAutoTagger(AutoTagger(rules: [(keyword: "t", tag: "b")])) }
+  await #expect(throws: ManagerError.self) {
+    try await manager.runAutoTagger(AutoTagger(rules: [(keyword: "t", tag: "b")]))
+  }
   #expect(manager.state == before)
   #expect(Note.notes(taggedWith: "b", in: manager.state).isEmpty)
   #expect(NoteTag.index(in: manager.state) == [TagCount(tag: "a", count: 1)])

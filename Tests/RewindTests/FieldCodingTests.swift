@@ -41,7 +41,13 @@ private func sample() -> Sample {
 }
 
 @Test func rendersAsJSONWithoutTheTypes() throws {
-  struct Small: Codable { var id: Int; var title: String; var tags: [String]; var ok: Bool; var gone: String? }
+  struct Small: Codable {
+    var id: Int
+    var title: String
+    var tags: [String]
+    var ok: Bool
+    var gone: String?
+  }
   let bytes = try FieldEncoder().encode(Small(id: -3, title: "a\"b", tags: ["x"], ok: false, gone: nil))
   #expect(try FieldRenderer.json(bytes) == #"{"id":-3,"title":"a\"b","tags":["x"],"ok":false}"#)
 }
@@ -63,7 +69,10 @@ private func sample() -> Sample {
 
 @Test func missingFieldIsAnError() throws {
   struct Old: Codable { var a: Int }
-  struct New: Codable { var a: Int; var b: Int }
+  struct New: Codable {
+    var a: Int
+    var b: Int
+  }
   let bytes = try FieldEncoder().encode(Old(a: 1))
   #expect(throws: DecodingError.self) { try FieldDecoder().decode(New.self, from: bytes) }
 }

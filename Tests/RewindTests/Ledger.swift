@@ -61,7 +61,9 @@ struct Ledger: Model {
     registry.register(Deposited.self) { $0.apply($1, context: &$2) }
     registry.register(BalanceSet.self) { $0.apply($1, context: &$2) }
     registry.register(AccountClosed.self) { $0.apply($1, context: &$2) }
-    registry.registerUpcaster(from: DepositedV1.self, to: DepositedV2.self) { DepositedV2(account: $0.account, amount: $0.cents) }
+    registry.registerUpcaster(from: DepositedV1.self, to: DepositedV2.self) {
+      DepositedV2(account: $0.account, amount: $0.cents)
+    }
     registry.registerUpcaster(from: DepositedV2.self, to: Deposited.self) {
       Deposited(account: $0.account, amount: $0.amount, memo: "")
     }

@@ -8,7 +8,8 @@ import Testing
 private func makeManager(_ directory: String, io: FaultInjectingFileIO? = nil) throws -> Manager<Ledger> {
   var options = JournalOptions(durability: .always)
   if let io { options.io = io }
-  return try Manager<Ledger>(directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+  return try Manager<Ledger>(
+    directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
 }
 
 @Test func commandIsJournaledAppliedAndAnnounced() async throws {

@@ -14,7 +14,8 @@ private func writeJournal(_ directory: String, _ payloads: [[UInt8]]) throws {
 private let account = Identifier(high: 0, low: 1)
 
 private func opened() throws -> [UInt8] {
-  try EventRecord.encode(AccountOpened(id: account, owner: "ada", labels: []), origin: .user, commandID: Identifier(high: 1, low: 1))
+  try EventRecord.encode(
+    AccountOpened(id: account, owner: "ada", labels: []), origin: .user, commandID: Identifier(high: 1, low: 1))
 }
 
 @Test func oldVersionsDecodeThroughUpcasterChains() async throws {

@@ -56,7 +56,8 @@ public final class NotebookManager: Sendable {
       guard workspace.notebooks.contains(id: notebook) else { throw notFound("notebook", notebook) }
       let id = NoteID(command.newID())
       guard !workspace.notes.contains(id: id) else { throw idInUse(id) }
-      command.record(NoteCreated(id: id, notebook: notebook, title: title.trimmed, body: body, tags: Note.normalized(tags)))
+      command.record(
+        NoteCreated(id: id, notebook: notebook, title: title.trimmed, body: body, tags: Note.normalized(tags)))
       return id
     }
   }
@@ -157,7 +158,8 @@ public final class NotebookManager: Sendable {
     try await manager.perform(origin) { _, command in
       try rejectDuplicates(items.map(\.id))
       for item in items { _ = try nonblank(item.title) }
-      command.record(ReadingListImported(items: items.map { ReadingItem(id: $0.id, title: $0.title.trimmed, isRead: $0.isRead) }))
+      command.record(
+        ReadingListImported(items: items.map { ReadingItem(id: $0.id, title: $0.title.trimmed, isRead: $0.isRead) }))
     }
   }
 
@@ -176,18 +178,26 @@ public final class NotebookManager: Sendable {
   /// The dedicated command a sync result lands through: record-level events for each remote note
   /// that is new or differs (notes absent from the feed are left alone). Returns how many events.
   @discardableResult
-  public func applySyncedNotes(_ remote: [RemoteNote], into notebook: NotebookID, origin: Origin = .sync) async throws -> Int {
+  public func applySyncedNotes(_ remote: [RemoteNote], into notebook: NotebookID, origin: Origin = .sync) async throws
+    -> Int
+  {
     try await manager.perform(origin) { workspace, command in
       guard workspace.notebooks.contains(id: notebook) else { throw notFound("notebook", notebook) }
       try rejectDuplicates(remote.map(\.id))
       for incoming in remote {
         let tags = Note.normalized(incoming.tags)
         guard let local = workspace.notes.find(id: incoming.id) else {
-          command.record(NoteCreated(id: incoming.id, notebook: notebook, title: incoming.title.trimmed, body: incoming.body, tags: tags))
+          command.record(
+            NoteCreated(
+              id: incoming.id, notebook: notebook, title: incoming.title.trimmed, body: incoming.body, tags: tags))
           continue
         }
-        guard local.notebook == notebook else { throw NotebookError(.identifierInUse, "note \(incoming.id) belongs to another notebook") }
-        if local.title != incoming.title.trimmed { command.record(NoteRetitled(id: local.id, title: incoming.title.trimmed)) }
+        guard local.notebook == notebook else {
+          throw NotebookError(.identifierInUse, "note \(incoming.id) belongs to another notebook")
+        }
+        if local.title != incoming.title.trimmed {
+          command.record(NoteRetitled(id: local.id, title: incoming.title.trimmed))
+        }
         if local.body != incoming.body { command.record(NoteBodyEdited(id: local.id, body: incoming.body)) }
         for tag in tags where !local.tags.contains(tag) { command.record(NoteTagged(id: local.id, tag: tag)) }
         for tag in local.tags where !tags.contains(tag) { command.record(NoteUntagged(id: local.id, tag: tag)) }

@@ -41,7 +41,9 @@ public struct Workspace: Model {
   }
 
   mutating func apply(_ event: NoteCreated, _ context: inout ApplyContext) {
-    notes.insert(Note(id: event.id, notebook: event.notebook, title: event.title, body: event.body, tags: event.tags), context: &context)
+    notes.insert(
+      Note(id: event.id, notebook: event.notebook, title: event.title, body: event.body, tags: event.tags),
+      context: &context)
   }
 
   mutating func apply(_ event: NoteRetitled, _ context: inout ApplyContext) {
@@ -95,7 +97,9 @@ public struct Workspace: Model {
 
   mutating func apply(_ event: ReadingListImported, _ context: inout ApplyContext) {
     let incoming = Set(event.items.map(\.id))
-    for item in readingList.all() where !incoming.contains(item.id) { readingList.remove(id: item.id, context: &context) }
+    for item in readingList.all() where !incoming.contains(item.id) {
+      readingList.remove(id: item.id, context: &context)
+    }
     for item in event.items { readingList.insert(item, context: &context) }
   }
 }

@@ -9,7 +9,9 @@ extension Note {
   public static func all(in workspace: Workspace) -> [Note] { workspace.notes.all() }
 
   /// The notes tagged `tag`, in id order; answered from the notes store's tag cache.
-  public static func notes(taggedWith tag: NoteTag, in workspace: Workspace) -> [Note] { workspace.notes.records(inGroup: tag) }
+  public static func notes(taggedWith tag: NoteTag, in workspace: Workspace) -> [Note] {
+    workspace.notes.records(inGroup: tag)
+  }
 
   /// The notes of one notebook, in id order.
   public static func notes(inNotebook notebook: NotebookID, in workspace: Workspace) -> [Note] {
@@ -36,7 +38,9 @@ extension NoteTag {
 }
 
 extension ReadingItem {
-  public static func item(id: ReadingItemID, in workspace: Workspace) -> ReadingItem? { workspace.readingList.find(id: id) }
+  public static func item(id: ReadingItemID, in workspace: Workspace) -> ReadingItem? {
+    workspace.readingList.find(id: id)
+  }
   public static func all(in workspace: Workspace) -> [ReadingItem] { workspace.readingList.all() }
   public static func items(titled title: String, in workspace: Workspace) -> [ReadingItem] {
     workspace.readingList.all().filter { $0.title == title }

@@ -77,7 +77,9 @@ struct FieldBytesReader {
 
   /// Moves past one whole value without building it.
   mutating func skipValue(depth: Int = 0) throws(FieldFormatError) {
-    guard depth < FieldLimits.maximumDepth else { throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: position) }
+    guard depth < FieldLimits.maximumDepth else {
+      throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: position)
+    }
     switch try readTag() {
     case .null, .false, .true: return
     case .int, .uint: _ = try readVarint()

@@ -14,13 +14,16 @@ public struct FieldDecoder {
   func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], at offset: Int) throws -> T {
     var reader = FieldBytesReader(bytes, position: offset)
     try wrap { try reader.skipValue() }
-    guard reader.isAtEnd else { throw corrupt(FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position)) }
+    guard reader.isAtEnd else {
+      throw corrupt(FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position))
+    }
     return try T(from: FieldValueDecoder(bytes: bytes, position: offset, depth: 0))
   }
 }
 
 func corrupt(_ error: FieldFormatError) -> DecodingError {
-  DecodingError.dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: error.description, underlyingError: error))
+  DecodingError.dataCorrupted(
+    DecodingError.Context(codingPath: [], debugDescription: error.description, underlyingError: error))
 }
 
 @inline(__always)
@@ -34,7 +37,9 @@ struct FieldValueReader {
 
   func mismatch<T>(_ type: T.Type, _ tag: FieldTag) -> DecodingError {
     DecodingError.typeMismatch(
-      type, DecodingError.Context(codingPath: [], debugDescription: "expected \(type), found a \(tag) at byte \(reader.position)"))
+      type,
+      DecodingError.Context(
+        codingPath: [], debugDescription: "expected \(type), found a \(tag) at byte \(reader.position)"))
   }
 
   mutating func isNil() throws -> Bool { try wrap { try reader.peekByte() } == FieldTag.null.rawValue }
@@ -114,7 +119,9 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let tag = try wrap { try reader.readTag() }
     guard tag == .object else {
       throw DecodingError.typeMismatch(
-        [String: Any].self, DecodingError.Context(codingPath: [], debugDescription: "expected an object, found a \(tag) at byte \(position)"))
+        [String: Any].self,
+        DecodingError.Context(
+          codingPath: [], debugDescription: "expected an object, found a \(tag) at byte \(position)"))
     }
     var entries: [(key: String, value: Int)] = []
     try wrap {
@@ -139,7 +146,8 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
   private func reader(for key: Key) throws -> FieldValueReader {
     guard let found = index(of: key) else {
-      throw DecodingError.keyNotFound(key, DecodingError.Context(codingPath: [], debugDescription: "no field \"\(key.stringValue)\""))
+      throw DecodingError.keyNotFound(
+        key, DecodingError.Context(codingPath: [], debugDescription: "no field \"\(key.stringValue)\""))
     }
     return FieldValueReader(reader: FieldBytesReader(bytes, position: entries[found].value))
   }
@@ -148,20 +156,62 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     var value = try reader(for: key)
     return try value.isNil()
   }
-  func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { var v = try reader(for: key); return try v.bool() }
-  func decode(_ type: String.Type, forKey key: Key) throws -> String { var v = try reader(for: key); return try v.string() }
-  func decode(_ type: Double.Type, forKey key: Key) throws -> Double { var v = try reader(for: key); return try v.double() }
-  func decode(_ type: Float.Type, forKey key: Key) throws -> Float { var v = try reader(for: key); return Float(try v.double()) }
-  func decode(_ type: Int.Type, forKey key: Key) throws -> Int { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { var v = try reader(for: key); return try v.integer(type) }
-  func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { var v = try reader(for: key); return try v.integer(type) }
+  func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+    var v = try reader(for: key)
+    return try v.bool()
+  }
+  func decode(_ type: String.Type, forKey key: Key) throws -> String {
+    var v = try reader(for: key)
+    return try v.string()
+  }
+  func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+    var v = try reader(for: key)
+    return try v.double()
+  }
+  func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+    var v = try reader(for: key)
+    return Float(try v.double())
+  }
+  func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
   func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
     let value = try reader(for: key)
     return try T(from: FieldValueDecoder(bytes: bytes, position: value.reader.position, depth: depth + 1))
@@ -171,7 +221,8 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     -> KeyedDecodingContainer<NestedKey>
   {
     let value = try reader(for: key)
-    return KeyedDecodingContainer(try FieldKeyedDecoder<NestedKey>(bytes: bytes, position: value.reader.position, depth: depth + 1))
+    return KeyedDecodingContainer(
+      try FieldKeyedDecoder<NestedKey>(bytes: bytes, position: value.reader.position, depth: depth + 1))
   }
 
   func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
@@ -184,7 +235,8 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 }
 
 func unsupportedSuper() -> DecodingError {
-  DecodingError.dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: "FieldDecoder does not support superDecoder"))
+  DecodingError.dataCorrupted(
+    DecodingError.Context(codingPath: [], debugDescription: "FieldDecoder does not support superDecoder"))
 }
 
 struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
@@ -200,7 +252,9 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
     let tag = try wrap { try reader.readTag() }
     guard tag == .array else {
       throw DecodingError.typeMismatch(
-        [Any].self, DecodingError.Context(codingPath: [], debugDescription: "expected an array, found a \(tag) at byte \(position)"))
+        [Any].self,
+        DecodingError.Context(codingPath: [], debugDescription: "expected an array, found a \(tag) at byte \(position)")
+      )
     }
     next = reader.position
   }
@@ -212,7 +266,8 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   /// A reader at the next element; moves past it.
   private mutating func advance() throws -> FieldValueReader {
     guard !isAtEnd else {
-      throw DecodingError.valueNotFound(Any.self, DecodingError.Context(codingPath: [], debugDescription: "array has no more elements"))
+      throw DecodingError.valueNotFound(
+        Any.self, DecodingError.Context(codingPath: [], debugDescription: "array has no more elements"))
     }
     var reader = FieldBytesReader(bytes, position: next)
     try wrap { try reader.skipValue(depth: depth + 1) }
@@ -228,28 +283,73 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
     _ = try advance()
     return true
   }
-  mutating func decode(_ type: Bool.Type) throws -> Bool { var v = try advance(); return try v.bool() }
-  mutating func decode(_ type: String.Type) throws -> String { var v = try advance(); return try v.string() }
-  mutating func decode(_ type: Double.Type) throws -> Double { var v = try advance(); return try v.double() }
-  mutating func decode(_ type: Float.Type) throws -> Float { var v = try advance(); return Float(try v.double()) }
-  mutating func decode(_ type: Int.Type) throws -> Int { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: Int8.Type) throws -> Int8 { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: Int16.Type) throws -> Int16 { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: Int32.Type) throws -> Int32 { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: Int64.Type) throws -> Int64 { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: UInt.Type) throws -> UInt { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: UInt8.Type) throws -> UInt8 { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: UInt16.Type) throws -> UInt16 { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: UInt32.Type) throws -> UInt32 { var v = try advance(); return try v.integer(type) }
-  mutating func decode(_ type: UInt64.Type) throws -> UInt64 { var v = try advance(); return try v.integer(type) }
+  mutating func decode(_ type: Bool.Type) throws -> Bool {
+    var v = try advance()
+    return try v.bool()
+  }
+  mutating func decode(_ type: String.Type) throws -> String {
+    var v = try advance()
+    return try v.string()
+  }
+  mutating func decode(_ type: Double.Type) throws -> Double {
+    var v = try advance()
+    return try v.double()
+  }
+  mutating func decode(_ type: Float.Type) throws -> Float {
+    var v = try advance()
+    return Float(try v.double())
+  }
+  mutating func decode(_ type: Int.Type) throws -> Int {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: Int8.Type) throws -> Int8 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: Int16.Type) throws -> Int16 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: Int32.Type) throws -> Int32 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: Int64.Type) throws -> Int64 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt.Type) throws -> UInt {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt8.Type) throws -> UInt8 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt16.Type) throws -> UInt16 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt32.Type) throws -> UInt32 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt64.Type) throws -> UInt64 {
+    var v = try advance()
+    return try v.integer(type)
+  }
   mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
     let value = try advance()
     return try T(from: FieldValueDecoder(bytes: bytes, position: value.reader.position, depth: depth + 1))
   }
 
-  mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+  mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+    NestedKey
+  > {
     let value = try advance()
-    return KeyedDecodingContainer(try FieldKeyedDecoder<NestedKey>(bytes: bytes, position: value.reader.position, depth: depth + 1))
+    return KeyedDecodingContainer(
+      try FieldKeyedDecoder<NestedKey>(bytes: bytes, position: value.reader.position, depth: depth + 1))
   }
 
   mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -269,20 +369,62 @@ struct FieldSingleValueDecoder: SingleValueDecodingContainer {
   private var value: FieldValueReader { FieldValueReader(reader: FieldBytesReader(bytes, position: position)) }
 
   func decodeNil() -> Bool { position < bytes.count && bytes[position] == FieldTag.null.rawValue }
-  func decode(_ type: Bool.Type) throws -> Bool { var v = value; return try v.bool() }
-  func decode(_ type: String.Type) throws -> String { var v = value; return try v.string() }
-  func decode(_ type: Double.Type) throws -> Double { var v = value; return try v.double() }
-  func decode(_ type: Float.Type) throws -> Float { var v = value; return Float(try v.double()) }
-  func decode(_ type: Int.Type) throws -> Int { var v = value; return try v.integer(type) }
-  func decode(_ type: Int8.Type) throws -> Int8 { var v = value; return try v.integer(type) }
-  func decode(_ type: Int16.Type) throws -> Int16 { var v = value; return try v.integer(type) }
-  func decode(_ type: Int32.Type) throws -> Int32 { var v = value; return try v.integer(type) }
-  func decode(_ type: Int64.Type) throws -> Int64 { var v = value; return try v.integer(type) }
-  func decode(_ type: UInt.Type) throws -> UInt { var v = value; return try v.integer(type) }
-  func decode(_ type: UInt8.Type) throws -> UInt8 { var v = value; return try v.integer(type) }
-  func decode(_ type: UInt16.Type) throws -> UInt16 { var v = value; return try v.integer(type) }
-  func decode(_ type: UInt32.Type) throws -> UInt32 { var v = value; return try v.integer(type) }
-  func decode(_ type: UInt64.Type) throws -> UInt64 { var v = value; return try v.integer(type) }
+  func decode(_ type: Bool.Type) throws -> Bool {
+    var v = value
+    return try v.bool()
+  }
+  func decode(_ type: String.Type) throws -> String {
+    var v = value
+    return try v.string()
+  }
+  func decode(_ type: Double.Type) throws -> Double {
+    var v = value
+    return try v.double()
+  }
+  func decode(_ type: Float.Type) throws -> Float {
+    var v = value
+    return Float(try v.double())
+  }
+  func decode(_ type: Int.Type) throws -> Int {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: Int8.Type) throws -> Int8 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: Int16.Type) throws -> Int16 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: Int32.Type) throws -> Int32 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: Int64.Type) throws -> Int64 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt.Type) throws -> UInt {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt8.Type) throws -> UInt8 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt16.Type) throws -> UInt16 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt32.Type) throws -> UInt32 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt64.Type) throws -> UInt64 {
+    var v = value
+    return try v.integer(type)
+  }
   func decode<T: Decodable>(_ type: T.Type) throws -> T {
     guard depth < FieldLimits.maximumDepth else { throw corrupt(FieldFormatError("nesting too deep", at: position)) }
     return try T(from: FieldValueDecoder(bytes: bytes, position: position, depth: depth + 1))

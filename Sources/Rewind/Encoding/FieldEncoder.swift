@@ -60,7 +60,8 @@ final class FieldEncoderState {
   func prepare(token: Int, depth: Int) throws {
     guard depth < open.count, open[depth].token == token else {
       throw EncodingError.invalidValue(
-        token, EncodingError.Context(codingPath: [], debugDescription: "a container was written to after it was finished"))
+        token,
+        EncodingError.Context(codingPath: [], debugDescription: "a container was written to after it was finished"))
     }
     close(downTo: depth + 1)
   }
@@ -68,7 +69,8 @@ final class FieldEncoderState {
   func encodeValue<T: Encodable>(_ value: T, depth: Int) throws {
     guard depth < FieldLimits.maximumDepth else {
       throw EncodingError.invalidValue(
-        value, EncodingError.Context(codingPath: [], debugDescription: "nesting deeper than \(FieldLimits.maximumDepth)"))
+        value,
+        EncodingError.Context(codingPath: [], debugDescription: "nesting deeper than \(FieldLimits.maximumDepth)"))
     }
     let start = writer.count
     try value.encode(to: FieldValueEncoder(state: self, depth: depth, owner: makeID()))
@@ -150,20 +152,62 @@ struct FieldKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     try begin(key)
     state.writer.append(.null)
   }
-  mutating func encode(_ value: Bool, forKey key: Key) throws { try begin(key); state.write(value) }
-  mutating func encode(_ value: String, forKey key: Key) throws { try begin(key); state.write(value) }
-  mutating func encode(_ value: Double, forKey key: Key) throws { try begin(key); state.write(value) }
-  mutating func encode(_ value: Float, forKey key: Key) throws { try begin(key); state.write(Double(value)) }
-  mutating func encode(_ value: Int, forKey key: Key) throws { try begin(key); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int8, forKey key: Key) throws { try begin(key); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int16, forKey key: Key) throws { try begin(key); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int32, forKey key: Key) throws { try begin(key); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int64, forKey key: Key) throws { try begin(key); state.writeSigned(value) }
-  mutating func encode(_ value: UInt, forKey key: Key) throws { try begin(key); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt8, forKey key: Key) throws { try begin(key); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt16, forKey key: Key) throws { try begin(key); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt32, forKey key: Key) throws { try begin(key); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt64, forKey key: Key) throws { try begin(key); state.writeUnsigned(value) }
+  mutating func encode(_ value: Bool, forKey key: Key) throws {
+    try begin(key)
+    state.write(value)
+  }
+  mutating func encode(_ value: String, forKey key: Key) throws {
+    try begin(key)
+    state.write(value)
+  }
+  mutating func encode(_ value: Double, forKey key: Key) throws {
+    try begin(key)
+    state.write(value)
+  }
+  mutating func encode(_ value: Float, forKey key: Key) throws {
+    try begin(key)
+    state.write(Double(value))
+  }
+  mutating func encode(_ value: Int, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int8, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int16, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int32, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int64, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(value)
+  }
+  mutating func encode(_ value: UInt, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt8, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt16, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt32, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt64, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(value)
+  }
   mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
     try begin(key)
     try state.encodeValue(value, depth: depth + 1)
@@ -208,27 +252,74 @@ struct FieldUnkeyedEncoder: UnkeyedEncodingContainer {
     count += 1
   }
 
-  mutating func encodeNil() throws { try begin(); state.writer.append(.null) }
-  mutating func encode(_ value: Bool) throws { try begin(); state.write(value) }
-  mutating func encode(_ value: String) throws { try begin(); state.write(value) }
-  mutating func encode(_ value: Double) throws { try begin(); state.write(value) }
-  mutating func encode(_ value: Float) throws { try begin(); state.write(Double(value)) }
-  mutating func encode(_ value: Int) throws { try begin(); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int8) throws { try begin(); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int16) throws { try begin(); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int32) throws { try begin(); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int64) throws { try begin(); state.writeSigned(value) }
-  mutating func encode(_ value: UInt) throws { try begin(); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt8) throws { try begin(); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt16) throws { try begin(); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt32) throws { try begin(); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt64) throws { try begin(); state.writeUnsigned(value) }
+  mutating func encodeNil() throws {
+    try begin()
+    state.writer.append(.null)
+  }
+  mutating func encode(_ value: Bool) throws {
+    try begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: String) throws {
+    try begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: Double) throws {
+    try begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: Float) throws {
+    try begin()
+    state.write(Double(value))
+  }
+  mutating func encode(_ value: Int) throws {
+    try begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int8) throws {
+    try begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int16) throws {
+    try begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int32) throws {
+    try begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int64) throws {
+    try begin()
+    state.writeSigned(value)
+  }
+  mutating func encode(_ value: UInt) throws {
+    try begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt8) throws {
+    try begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt16) throws {
+    try begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt32) throws {
+    try begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt64) throws {
+    try begin()
+    state.writeUnsigned(value)
+  }
   mutating func encode<T: Encodable>(_ value: T) throws {
     try begin()
     try state.encodeValue(value, depth: depth + 1)
   }
 
-  mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+  mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+    NestedKey
+  > {
     try? begin()
     let token = state.openContainer(isObject: true, depth: depth + 1, owner: state.makeID())
     return KeyedEncodingContainer(FieldKeyedEncoder<NestedKey>(state: state, depth: depth + 1, token: token))
@@ -250,21 +341,66 @@ struct FieldSingleValueEncoder: SingleValueEncodingContainer {
 
   private func begin() { state.close(downTo: depth) }
 
-  mutating func encodeNil() throws { begin(); state.writer.append(.null) }
-  mutating func encode(_ value: Bool) throws { begin(); state.write(value) }
-  mutating func encode(_ value: String) throws { begin(); state.write(value) }
-  mutating func encode(_ value: Double) throws { begin(); state.write(value) }
-  mutating func encode(_ value: Float) throws { begin(); state.write(Double(value)) }
-  mutating func encode(_ value: Int) throws { begin(); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int8) throws { begin(); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int16) throws { begin(); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int32) throws { begin(); state.writeSigned(Int64(value)) }
-  mutating func encode(_ value: Int64) throws { begin(); state.writeSigned(value) }
-  mutating func encode(_ value: UInt) throws { begin(); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt8) throws { begin(); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt16) throws { begin(); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt32) throws { begin(); state.writeUnsigned(UInt64(value)) }
-  mutating func encode(_ value: UInt64) throws { begin(); state.writeUnsigned(value) }
+  mutating func encodeNil() throws {
+    begin()
+    state.writer.append(.null)
+  }
+  mutating func encode(_ value: Bool) throws {
+    begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: String) throws {
+    begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: Double) throws {
+    begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: Float) throws {
+    begin()
+    state.write(Double(value))
+  }
+  mutating func encode(_ value: Int) throws {
+    begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int8) throws {
+    begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int16) throws {
+    begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int32) throws {
+    begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int64) throws {
+    begin()
+    state.writeSigned(value)
+  }
+  mutating func encode(_ value: UInt) throws {
+    begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt8) throws {
+    begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt16) throws {
+    begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt32) throws {
+    begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt64) throws {
+    begin()
+    state.writeUnsigned(value)
+  }
   mutating func encode<T: Encodable>(_ value: T) throws {
     begin()
     try state.encodeValue(value, depth: depth)

@@ -12,12 +12,18 @@ public enum FieldRenderer {
     var reader = FieldBytesReader(bytes, position: offset)
     var output = ""
     try render(&reader, into: &output, depth: 0)
-    guard reader.isAtEnd else { throw FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position) }
+    guard reader.isAtEnd else {
+      throw FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position)
+    }
     return output
   }
 
-  private static func render(_ reader: inout FieldBytesReader, into output: inout String, depth: Int) throws(FieldFormatError) {
-    guard depth < FieldLimits.maximumDepth else { throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: reader.position) }
+  private static func render(_ reader: inout FieldBytesReader, into output: inout String, depth: Int)
+    throws(FieldFormatError)
+  {
+    guard depth < FieldLimits.maximumDepth else {
+      throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: reader.position)
+    }
     switch try reader.readTag() {
     case .null: output += "null"
     case .false: output += "false"

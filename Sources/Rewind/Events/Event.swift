@@ -41,7 +41,8 @@ public struct Envelope: Sendable, Equatable, Hashable {
   /// The command that produced it; every event of one command shares it.
   public var commandID: Identifier
 
-  public init(sequence: UInt64, timestamp: Int64, name: String, version: UInt32, origin: Origin, commandID: Identifier) {
+  public init(sequence: UInt64, timestamp: Int64, name: String, version: UInt32, origin: Origin, commandID: Identifier)
+  {
     self.sequence = sequence
     self.timestamp = timestamp
     self.name = name
@@ -61,5 +62,7 @@ public struct RecordedEvent: Sendable, CustomStringConvertible {
     self.event = event
   }
 
-  public var description: String { "#\(envelope.sequence) \(envelope.name) v\(envelope.version) (\(envelope.origin)): \(event)" }
+  public var description: String {
+    "#\(envelope.sequence) \(envelope.name) v\(envelope.version) (\(envelope.origin)): \(event)"
+  }
 }

@@ -48,12 +48,15 @@ public enum EventRecord {
     let name = try reader.readString()
     let versionAt = reader.position
     let version = try reader.readVarint()
-    guard let version = UInt32(exactly: version) else { throw FieldFormatError("schema version out of range", at: versionAt) }
+    guard let version = UInt32(exactly: version) else {
+      throw FieldFormatError("schema version out of range", at: versionAt)
+    }
     let origin = try reader.readString()
     let high = try reader.readFixed64()
     let low = try reader.readFixed64()
     return Header(
-      name: name, version: version, origin: Origin(origin), commandID: Identifier(high: high, low: low), bodyOffset: reader.position)
+      name: name, version: version, origin: Origin(origin), commandID: Identifier(high: high, low: low),
+      bodyOffset: reader.position)
   }
 
   /// Renders a record as one JSON object, field by field, without the app's event types:

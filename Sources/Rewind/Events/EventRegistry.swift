@@ -45,11 +45,14 @@ public struct EventRegistry<M: Model>: Sendable {
   public mutating func registerUpcaster<Old: EventVersion, New: EventVersion>(
     from old: Old.Type, to new: New.Type, _ convert: @escaping @Sendable (Old) -> New
   ) {
-    precondition(Old.name == New.name && New.version == Old.version + 1, "upcaster must go from one version to the next")
+    precondition(
+      Old.name == New.name && New.version == Old.version + 1, "upcaster must go from one version to the next")
     upcasters[VersionKey(name: Old.name, version: Old.version)] = Upcaster(
       decode: { bytes, offset in try FieldDecoder().decode(Old.self, from: bytes, at: offset) },
       step: { value in
-        guard let value = value as? Old else { preconditionFailure("upcaster of \(Old.name) v\(Old.version) fed a \(type(of: value))") }
+        guard let value = value as? Old else {
+          preconditionFailure("upcaster of \(Old.name) v\(Old.version) fed a \(type(of: value))")
+        }
         return convert(value)
       })
   }
@@ -90,7 +93,8 @@ public struct EventRegistry<M: Model>: Sendable {
       throw error
     } catch {
       throw ReplayError(
-        .undecodableEvent, sequence: sequence, name: header.name, version: header.version, underlying: String(describing: error))
+        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
+        underlying: String(describing: error))
     }
   }
 
@@ -102,5 +106,7 @@ public struct EventRegistry<M: Model>: Sendable {
   }
 
   /// Whether `eventType` is registered as the current version of its name.
-  func isRegistered(_ eventType: any Event.Type) -> Bool { current[eventType.name]?.type == ObjectIdentifier(eventType) }
+  func isRegistered(_ eventType: any Event.Type) -> Bool {
+    current[eventType.name]?.type == ObjectIdentifier(eventType)
+  }
 }

@@ -102,7 +102,8 @@ public final class Manager<M: Model>: Sendable {
     await gate.enter()
     defer { gate.leave() }
     if let stopped = guarded.withLock({ $0.stopped }) {
-      throw stopped.code == .closed ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
+      throw stopped.code == .closed
+        ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
     try Task.checkCancellation()
 
@@ -115,10 +116,14 @@ public final class Manager<M: Model>: Sendable {
     records.reserveCapacity(command.events.count)
     for event in command.events {
       guard registry.isRegistered(type(of: event)) else {
-        throw ManagerError(.unregisteredEvent, "\(type(of: event)) (\(type(of: event).name)) is not registered with \(M.self)")
+        throw ManagerError(
+          .unregisteredEvent, "\(type(of: event)) (\(type(of: event).name)) is not registered with \(M.self)")
       }
       do {
-        records.append(NewRecord(timestamp: command.timestamp, payload: try EventRecord.encode(event, origin: origin, commandID: command.id)))
+        records.append(
+          NewRecord(
+            timestamp: command.timestamp, payload: try EventRecord.encode(event, origin: origin, commandID: command.id))
+        )
       } catch {
         throw ManagerError(.encodingFailed, "\(type(of: event).name) could not be encoded: \(error)")
       }
@@ -148,7 +153,8 @@ public final class Manager<M: Model>: Sendable {
           version: type(of: event).version, origin: origin, commandID: command.id)
         recorded.append(RecordedEvent(envelope: envelope, event: event))
       }
-      let change = CommittedChange(commandID: command.id, origin: origin, sequences: sequences, events: recorded, keys: keys)
+      let change = CommittedChange(
+        commandID: command.id, origin: origin, sequences: sequences, events: recorded, keys: keys)
       for observer in observers { observer.yield(change) }
     }
     return result
@@ -159,14 +165,17 @@ public final class Manager<M: Model>: Sendable {
     switch error.code {
     case .durabilityLost:
       let failure = ManagerError(
-        .durabilityLost, "the journal can no longer guarantee durability; the command may or may not be on disk, and no more commands are accepted",
+        .durabilityLost,
+        "the journal can no longer guarantee durability; the command may or may not be on disk, and no more commands are accepted",
         journalError: error)
       guarded.withLock { $0.stopped = failure }
       return failure
     case .closed:
       return ManagerError(.closed, "the manager is closed", journalError: error)
     default:
-      return ManagerError(.appendFailed, "the command's events could not be journaled; nothing changed, and it can be retried", journalError: error)
+      return ManagerError(
+        .appendFailed, "the command's events could not be journaled; nothing changed, and it can be retried",
+        journalError: error)
     }
   }
 

@@ -1,4 +1,5 @@
 internal import Synchronization
+
 #if canImport(Glibc)
   internal import Glibc
 #elseif canImport(Darwin)

@@ -12,7 +12,9 @@ public enum Replay {
   /// Rebuilds `M` from the journal in `directory`, through `sequence` (or to the end).
   /// - Throws: `ReplayError` locating the first record that is not a known event;
   ///   `JournalError` if the journal cannot be read.
-  public static func rebuild<M: Model>(_ type: M.Type, directory: String, through sequence: UInt64 = .max) throws -> Result<M> {
+  public static func rebuild<M: Model>(_ type: M.Type, directory: String, through sequence: UInt64 = .max) throws
+    -> Result<M>
+  {
     try rebuild(registry: M.makeRegistry(), reader: JournalReader(directory: directory), through: sequence)
   }
 
@@ -27,7 +29,9 @@ public enum Replay {
     return events
   }
 
-  static func rebuild<M: Model>(registry: EventRegistry<M>, reader: JournalReader, through sequence: UInt64 = .max) throws -> Result<M> {
+  static func rebuild<M: Model>(registry: EventRegistry<M>, reader: JournalReader, through sequence: UInt64 = .max)
+    throws -> Result<M>
+  {
     var state = M()
     var last: UInt64 = 0
     let cursor = try reader.records(from: 1)
@@ -50,7 +54,8 @@ public enum Replay {
     }
     let event = try registry.decode(header, payload: record.payload, sequence: record.sequence)
     let envelope = Envelope(
-      sequence: record.sequence, timestamp: record.timestamp, name: header.name, version: header.version, origin: header.origin,
+      sequence: record.sequence, timestamp: record.timestamp, name: header.name, version: header.version,
+      origin: header.origin,
       commandID: header.commandID)
     return RecordedEvent(envelope: envelope, event: event)
   }
