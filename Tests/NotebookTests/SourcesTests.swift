@@ -8,15 +8,38 @@ import Testing
 
 @testable import Rewind
 
-/// A server whose fetch waits until its task is cancelled, and says whether it saw that.
+/// A server whose fetch waits (without spinning) until its task is cancelled, and says whether
+/// it saw that.
 private final class StalledServer: NoteServer {
-  let started = Mutex(false)
-  let sawCancellation = Mutex(false)
+  private struct State {
+    var started = false
+    var cancelled = false
+    var waiter: CheckedContinuation<Void, Never>?
+  }
+  private let state = Mutex(State())
+
+  var started: Bool { state.withLock { $0.started } }
+  var sawCancellation: Bool { state.withLock { $0.cancelled } }
 
   func fetchNotes(in notebook: NotebookID) async throws -> [RemoteNote] {
-    started.withLock { $0 = true }
-    while !Task.isCancelled { await Task.yield() }
-    sawCancellation.withLock { $0 = true }
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let resumeNow = state.withLock { state in
+          state.started = true
+          if state.cancelled { return true }
+          state.waiter = continuation
+          return false
+        }
+        if resumeNow { continuation.resume() }
+      }
+    } onCancel: {
+      let waiter = state.withLock { state in
+        state.cancelled = true
+        defer { state.waiter = nil }
+        return state.waiter
+      }
+      waiter?.resume()
+    }
     throw CancellationError()
   }
 }
@@ -56,12 +79,12 @@ private final class StalledServer: NoteServer {
   let written = manager.lastSequence
   let server = StalledServer()
   let pull = Task { try await manager.pullNotes(from: server, into: notebook) }
-  while !server.started.withLock({ $0 }) { await Task.yield() }
+  while !server.started { await Task.yield() }
   // The funnel stays open while the job runs off it.
   let other = try await manager.createNote(in: notebook, title: "meanwhile")
   pull.cancel()
   await #expect(throws: CancellationError.self) { try await pull.value }
-  #expect(server.sawCancellation.withLock { $0 })
+  #expect(server.sawCancellation)
   #expect(manager.lastSequence == written + 1)
   #expect(Note.all(in: manager.state).map(\.id) == [other])
   manager.close()

@@ -1,3 +1,4 @@
+import RewindTestSupport
 import Testing
 
 @testable import Rewind
@@ -99,4 +100,22 @@ private func sample() -> Sample {
   let bytes = [UInt8](repeating: FieldTag.array.rawValue, count: 10_000)
   #expect(throws: FieldFormatError.self) { try FieldRenderer.json(bytes) }
   #expect(throws: DecodingError.self) { try FieldDecoder().decode([[Int]].self, from: bytes) }
+}
+
+@Test func identifiersPrintAndParseAsThirtyTwoHexDigits() throws {
+  let id = Identifier(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)
+  #expect(id.description == "0123456789abcdeffedcba9876543210")
+  #expect(Identifier("0123456789ABCDEFfedcba9876543210") == id)
+  #expect(Identifier(high: 0, low: 1).description == "00000000000000000000000000000001")
+  for bad in ["", "0123", "0123456789abcdeffedcba98765432100", "g123456789abcdeffedcba9876543210"] {
+    #expect(Identifier(bad) == nil, "\(bad)")
+  }
+  let seed: UInt64 = 0x1D5
+  print("identifiersPrintAndParseAsThirtyTwoHexDigits seed \(seed)")
+  var random = SeededGenerator(seed: seed)
+  for _ in 0..<100 {
+    let id = Identifier(high: random.next(), low: random.next())
+    #expect(Identifier(id.description) == id)
+    #expect(try FieldDecoder().decode(Identifier.self, from: FieldEncoder().encode(id)) == id)
+  }
 }

@@ -175,3 +175,32 @@ private func makeManager(_ directory: String, io: FaultInjectingFileIO? = nil) t
   let error = await #expect(throws: ManagerError.self) { try await manager.openAccount(owner: "late") }
   #expect(error?.code == .closed)
 }
+
+/// Readers polling the state, and observers, never see part of a multi-event command.
+@Test func readersAndObserversNeverSeeHalfACommand() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  let changes = manager.changes()
+  let commands = 60
+  let writer = Task {
+    for _ in 0..<commands {
+      try await manager.perform(.user) { _, command in
+        for _ in 0..<3 { command.record(AccountOpened(id: command.newID(), owner: "o", labels: ["bulk"])) }
+      }
+    }
+  }
+  var observed = 0
+  var partial = 0
+  while observed < commands * 3 {
+    let state = manager.state
+    observed = state.accounts.count
+    if observed % 3 != 0 || state.accounts.count(inGroup: "bulk") != observed { partial += 1 }
+    await Task.yield()
+  }
+  try await writer.value
+  #expect(partial == 0)
+  manager.close()
+  var sizes: [Int] = []
+  for await change in changes { sizes.append(change.events.count) }
+  #expect(sizes == Array(repeating: 3, count: commands))
+}

@@ -11,27 +11,36 @@ public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringC
 
   /// Parses 32 hex digits (either case); nil for anything else.
   public init?(_ text: String) {
-    let digits = Array(text.utf8)
-    guard digits.count == 32 else { return nil }
-    var halves: [UInt64] = [0, 0]
-    for (index, digit) in digits.enumerated() {
+    var high: UInt64 = 0
+    var low: UInt64 = 0
+    var count = 0
+    for digit in text.utf8 {
       let value: UInt8
       switch digit {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): value = digit - UInt8(ascii: "0")
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): value = digit - UInt8(ascii: "a") + 10
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): value = digit - UInt8(ascii: "A") + 10
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): value = digit &- UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): value = digit &- UInt8(ascii: "a") &+ 10
+      case UInt8(ascii: "A")...UInt8(ascii: "F"): value = digit &- UInt8(ascii: "A") &+ 10
       default: return nil
       }
-      halves[index / 16] = halves[index / 16] << 4 | UInt64(value)
+      if count < 16 { high = high << 4 | UInt64(value) } else { low = low << 4 | UInt64(value) }
+      count += 1
+      if count > 32 { return nil }
     }
-    self.init(high: halves[0], low: halves[1])
+    guard count == 32 else { return nil }
+    self.init(high: high, low: low)
   }
 
-  public var description: String { Self.hex(high) + Self.hex(low) }
-
-  private static func hex(_ value: UInt64) -> String {
-    let text = String(value, radix: 16)
-    return String(repeating: "0", count: 16 - text.count) + text
+  /// 32 lowercase hex digits, high half first.
+  public var description: String {
+    String(unsafeUninitializedCapacity: 32) { buffer in
+      let digits: StaticString = "0123456789abcdef"
+      for index in 0..<32 {
+        let half = index < 16 ? high : low
+        let shift = UInt64(60 - (index % 16) * 4)
+        buffer[index] = digits.utf8Start[Int((half >> shift) & 0xF)]
+      }
+      return 32
+    }
   }
 
   public static func < (a: Identifier, b: Identifier) -> Bool { (a.high, a.low) < (b.high, b.low) }

@@ -60,7 +60,11 @@ public final class Manager<M: Model>: Sendable {
     self.guarded = Mutex(Guarded(model: replayed.state, lastSequence: replayed.lastSequence))
   }
 
-  deinit { journal.close() }
+  deinit {
+    let observers = guarded.withLock { Array($0.observers.values) }
+    journal.close()
+    for observer in observers { observer.finish() }
+  }
 
   /// The current model. A value: later commands do not change the copy you hold.
   public var state: M { guarded.withLock { $0.model } }
