@@ -119,3 +119,42 @@ private func sample() -> Sample {
     #expect(try FieldDecoder().decode(Identifier.self, from: FieldEncoder().encode(id)) == id)
   }
 }
+
+/// Synthesized Codable for enums with payloads uses nested keyed containers, the one path where
+/// the encoder must close containers it cannot see finish.
+@Test func enumsWithPayloadsAndOptionalElementsRoundTrip() throws {
+  enum Shape: Codable, Equatable {
+    case circle(radius: Double)
+    case polygon(points: [[Int]], name: String?)
+    case empty
+  }
+  struct Drawing: Codable, Equatable {
+    var shapes: [Shape]
+    var maybe: [String?]
+    var after: Int
+  }
+  let drawing = Drawing(
+    shapes: [
+      .circle(radius: 2), .polygon(points: [[0, 0], [1, 2]], name: nil), .empty, .polygon(points: [], name: "p"),
+    ],
+    maybe: ["a", nil, "c"], after: 42)
+  let bytes = try FieldEncoder().encode(drawing)
+  #expect(try FieldDecoder().decode(Drawing.self, from: bytes) == drawing)
+  #expect(try FieldRenderer.json(bytes).contains(#""maybe":["a",null,"c"],"after":42"#))
+}
+
+/// Writing into a nested container after its parent moved on is a Codable misuse the encoder
+/// reports instead of writing garbled bytes.
+@Test func writingIntoAFinishedContainerThrows() {
+  struct Misuse: Encodable {
+    enum Keys: String, CodingKey { case inner, later, value }
+    func encode(to encoder: any Encoder) throws {
+      var outer = encoder.container(keyedBy: Keys.self)
+      var inner = outer.nestedContainer(keyedBy: Keys.self, forKey: .inner)
+      try inner.encode(1, forKey: .value)
+      try outer.encode(2, forKey: .later)
+      try inner.encode(3, forKey: .value)
+    }
+  }
+  #expect(throws: EncodingError.self) { try FieldEncoder().encode(Misuse()) }
+}
