@@ -28,6 +28,13 @@ final class SerialGate: Sendable {
     }
   }
 
+  /// Whether any task is waiting to enter. Only meaningful to the holder, as a hint: a task may
+  /// start waiting right after this returns false.
+  var hasWaiters: Bool { state.withLock { !$0.waiters.isEmpty } }
+
+  /// How many tasks are waiting to enter.
+  var waiterCount: Int { state.withLock { $0.waiters.count } }
+
   /// Hands the gate to the longest waiter, or frees it.
   func leave() {
     let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
