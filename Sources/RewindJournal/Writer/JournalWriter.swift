@@ -143,9 +143,19 @@ final class JournalWriter: @unchecked Sendable {
     while queue.isEmpty && !closing { condition.wait() }
     if queue.isEmpty { return nil }
     if case .batched(let delay) = options.durability, !closing {
+      // Linger for more appends, up to the delay; stop early once the queue has stopped
+      // growing for an eighth of it (everyone who was going to append soon has), or a frame is full.
       let (seconds, attoseconds) = delay.components
-      let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
-      while queuedBytes < options.frameTargetBytes && !closing && condition.wait(until: deadline) {}
+      let linger = Double(seconds) + Double(attoseconds) / 1e18
+      let deadline = Date(timeIntervalSinceNow: linger)
+      var seen = queue.count
+      while queuedBytes < options.frameTargetBytes && !closing {
+        let now = Date()
+        if now >= deadline { break }
+        let signalled = condition.wait(until: min(deadline, now.addingTimeInterval(linger / 8)))
+        if !signalled && queue.count == seen { break }
+        seen = queue.count
+      }
     }
     let group = queue
     queue.removeAll(keepingCapacity: true)
