@@ -112,16 +112,16 @@ enum JournalFixtures {
 /// Catches the error of `body` as a `JournalError`; records an issue when it throws something
 /// else or nothing.
 func journalError(
-  _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+  _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
 ) -> JournalError? {
   do {
     try body()
-    Issue.record("expected a JournalError, nothing was thrown. \(comment?.rawValue ?? "")", sourceLocation: sourceLocation)
+    Issue.record("expected a JournalError, nothing was thrown. \(context)", sourceLocation: sourceLocation)
     return nil
   } catch let error as JournalError {
     return error
   } catch {
-    Issue.record("expected a JournalError, got \(error). \(comment?.rawValue ?? "")", sourceLocation: sourceLocation)
+    Issue.record("expected a JournalError, got \(error). \(context)", sourceLocation: sourceLocation)
     return nil
   }
 }
