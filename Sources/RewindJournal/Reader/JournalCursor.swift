@@ -168,7 +168,8 @@ public final class JournalCursor {
     start = nil
   }
 
-  /// At the end of a segment: moves to the next one if it exists (its name is the next sequence number).
+  /// At the end of a segment: moves to the next one if it exists (its name is the next sequence
+  /// number). Returns true to read on (also when the current segment turned out to have grown).
   private func advanceSegment() throws -> Bool {
     let name = Layout.segmentName(firstSequence: expected)
     guard let file, file.firstSequence != expected else { return false }
@@ -176,6 +177,10 @@ public final class JournalCursor {
       // No segment continues this one; if a later one exists, segments in between are missing.
       try layout.refresh()
       if let later = layout.segments.first(where: { $0 > expected }) {
+        // The writer completes a segment before it creates the next, so look at this one's
+        // size again (after listing): if it grew, read on in it.
+        try refreshSize(file)
+        if offset < file.size { return true }
         throw JournalError(
           .sequenceBreak, "segment starts at sequence \(later), but the previous one ends at \(expected - 1)",
           directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0, sequences: expected...later)
