@@ -106,4 +106,5 @@ package final class FaultInjectingFileIO: FileIO {
   package func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
   package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
   package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
+  package func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
 }
