@@ -45,4 +45,28 @@ import Testing
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
     journal.close()
   }
+
+  @Test func closingReleasesTheLockEvenWhileOtherThreadsSpawnProcesses() async throws {
+    // A child forked by any thread shares the lock file's open description until it execs; the
+    // lock must still be released by close(), so that reopening at once succeeds.
+    let dir = TemporaryDirectory("lock-fork")
+    let spawning = Task.detached {
+      while !Task.isCancelled {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/true")
+        try? process.run()
+        process.waitUntilExit()
+      }
+    }
+    defer { spawning.cancel() }
+    for round in 0..<300 {
+      do {
+        let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+        journal.close()
+      } catch {
+        Issue.record("round \(round): \(error)")
+        break
+      }
+    }
+  }
 }
