@@ -72,4 +72,28 @@ import Testing
     #expect(seen.map { $0.payload.first } == (0..<30).map { UInt8($0) })
     journal.close()
   }
+
+  @Test func aFollowerNeverSeesPartOfAGroupWrittenInOneCall() async throws {
+    // Big records from concurrent appenders: one write call holds several frames, and a
+    // follower polling meanwhile may see any prefix of it.
+    let dir = TemporaryDirectory("follow-big")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 256 << 10, frameBytes: 8 << 10))
+    let total = 8 * 40
+    let follower = try Self.follow(dir.path, from: 1, count: total)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for lane in 0..<8 {
+        group.addTask {
+          var random = SeededGenerator(seed: UInt64(lane))
+          for index in 0..<40 {
+            try await journal.append([NewRecord(timestamp: Int64(index), payload: [UInt8(lane)] + random.bytes(3_000 + lane * 500))])
+          }
+        }
+      }
+      try await group.waitForAll()
+    }
+    let written = try JournalFixtures.readAll(dir.path)
+    #expect(written.count == total)
+    #expect(try await follower.value == written)
+    journal.close()
+  }
 }
