@@ -20,7 +20,9 @@ import Testing
 
   static func batch(task: Int, batch: Int) -> [NewRecord] {
     let count = 1 + (task * 13 + batch * 5) % 17
-    return (0..<count).map { NewRecord(timestamp: Int64(task * 1000 + batch), payload: payload(task: task, batch: batch, index: $0)) }
+    return (0..<count).map {
+      NewRecord(timestamp: Int64(task * 1000 + batch), payload: payload(task: task, batch: batch, index: $0))
+    }
   }
 
   struct Acknowledged: Hashable {
@@ -43,7 +45,9 @@ import Testing
         continue
       }
       let stored = records[Int(ack.range.lowerBound - 1)...Int(ack.range.upperBound - 1)]
-      #expect(stored.map(\.payload) == expected.map(\.payload), "\(context): task \(ack.task) batch \(ack.batch) at \(ack.range)")
+      #expect(
+        stored.map(\.payload) == expected.map(\.payload),
+        "\(context): task \(ack.task) batch \(ack.batch) at \(ack.range)")
     }
     // Each appender awaited each append, so its batches are in its order.
     for task in Set(acknowledged.map(\.task)) {
@@ -57,7 +61,8 @@ import Testing
   @Test(arguments: policies)
   func manyTasksAppendingConcurrently(durability: Durability) async throws {
     let dir = TemporaryDirectory("concurrent")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(durability, segmentBytes: 32 << 10, frameBytes: 2 << 10))
+    let journal = try Journal(
+      directory: dir.path, options: JournalFixtures.options(durability, segmentBytes: 32 << 10, frameBytes: 2 << 10))
     let tasks = 40
     let batches = durability == .always ? 6 : 15
     let acknowledged = try await withThrowingTaskGroup(of: [Acknowledged].self) { group in
@@ -90,7 +95,8 @@ import Testing
   @Test(arguments: [Durability.none, .always, .batched])
   func manyThreadsUsingAppendAndWait(durability: Durability) throws {
     let dir = TemporaryDirectory("threads")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(durability, segmentBytes: 32 << 10, frameBytes: 2 << 10))
+    let journal = try Journal(
+      directory: dir.path, options: JournalFixtures.options(durability, segmentBytes: 32 << 10, frameBytes: 2 << 10))
     let threads = 24
     let batches = 8
     let acknowledged = Mutex<[Acknowledged]>([])

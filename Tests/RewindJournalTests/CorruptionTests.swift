@@ -47,12 +47,17 @@ import Testing
       try Files.copyDirectory(original.path, to: path)
       try JournalFixtures.flip(path + "/" + segment, at: offset)
       let context = "flip at \(offset)"
-      Self.checkLocated(journalError(context) { _ = try JournalFixtures.readAll(path) }, segment: segment, frame: target, context: "reader, " + context)
       Self.checkLocated(
-        journalError(context) { _ = try Journal(directory: path, options: JournalFixtures.options()) }, segment: segment, frame: target,
+        journalError(context) { _ = try JournalFixtures.readAll(path) }, segment: segment, frame: target,
+        context: "reader, " + context)
+      Self.checkLocated(
+        journalError(context) { _ = try Journal(directory: path, options: JournalFixtures.options()) },
+        segment: segment, frame: target,
         context: "writer, " + context)
       // Nothing was moved or changed by the refused open.
-      #expect(!FileManager.default.fileExists(atPath: path + "/quarantine") || Files.list(path + "/quarantine").isEmpty, "\(context)")
+      #expect(
+        !FileManager.default.fileExists(atPath: path + "/quarantine") || Files.list(path + "/quarantine").isEmpty,
+        "\(context)")
       #expect(Files.size(path + "/" + segment) == Files.size(original.appending(segment)), "\(context)")
     }
   }
@@ -76,7 +81,9 @@ import Testing
       try Files.copyDirectory(original.path, to: path)
       try JournalFixtures.flip(path + "/" + segment, at: offset)
       let context = "flip at \(offset) of \(segment)"
-      Self.checkLocated(journalError(context) { _ = try JournalFixtures.readAll(path) }, segment: segment, frame: target, context: "reader, " + context)
+      Self.checkLocated(
+        journalError(context) { _ = try JournalFixtures.readAll(path) }, segment: segment, frame: target,
+        context: "reader, " + context)
       // Records before the damage still read.
       let before = Int(target.header.firstSequence) - 1
       let cursor = try JournalReader(directory: path).records()
@@ -169,14 +176,18 @@ import Testing
 
     let readerError = journalError { _ = try JournalFixtures.readAll(dir.path) }
     #expect(readerError?.code == .sequenceBreak, "\(String(describing: readerError))")
-    #expect(readerError?.sequences?.contains(Layout.firstSequence(ofSegmentNamed: segments[1])!) == true, "\(String(describing: readerError))")
+    #expect(
+      readerError?.sequences?.contains(Layout.firstSequence(ofSegmentNamed: segments[1])!) == true,
+      "\(String(describing: readerError))")
     #expect(readerError?.file == segments[2], "\(String(describing: readerError))")
     // Reading from before the gap runs into it too.
     let fromTwo = journalError { _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: 2)) }
     #expect(fromTwo?.code == .sequenceBreak, "\(String(describing: fromTwo))")
     // A reader starting after the gap still reads what is there.
     let after = Layout.firstSequence(ofSegmentNamed: segments[2])!
-    #expect(try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: after)) == Array(records[Int(after - 1)...]))
+    #expect(
+      try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: after))
+        == Array(records[Int(after - 1)...]))
   }
 
   @Test func aMissingFirstSegmentIsASequenceBreak() async throws {
@@ -190,11 +201,15 @@ import Testing
     let writerError = journalError { _ = try Journal(directory: dir.path, options: options) }
     #expect(writerError?.code == .sequenceBreak, "\(String(describing: writerError))")
     for start in [UInt64(1), 2] {
-      let readerError = journalError { _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: start)) }
+      let readerError = journalError {
+        _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: start))
+      }
       #expect(readerError?.code == .sequenceBreak, "from \(start): \(String(describing: readerError))")
       #expect(readerError?.file == segments[1], "from \(start): \(String(describing: readerError))")
     }
-    let sinceError = journalError { _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(since: 0)) }
+    let sinceError = journalError {
+      _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(since: 0))
+    }
     #expect(sinceError?.code == .sequenceBreak, "\(String(describing: sinceError))")
     // What is there can still be read from where it starts.
     let second = Layout.firstSequence(ofSegmentNamed: segments[1])!

@@ -7,22 +7,29 @@ import Testing
 /// Injected I/O faults through the one system-call seam: a failed append is a typed error,
 /// nothing half-written stays or is acknowledged, and the journal reopens cleanly.
 @Suite struct FaultInjectionTests {
-  static func options(_ faults: FaultInjectingFileIO, _ durability: Durability = .none, segmentBytes: Int = 64 << 20) -> JournalOptions {
+  static func options(_ faults: FaultInjectingFileIO, _ durability: Durability = .none, segmentBytes: Int = 64 << 20)
+    -> JournalOptions
+  {
     var options = JournalFixtures.options(durability, segmentBytes: segmentBytes)
     options.io = faults
     return options
   }
 
   static func records(_ tag: Int, count: Int = 3) -> [NewRecord] {
-    (0..<count).map { NewRecord(timestamp: Int64(tag), payload: Array("record \(tag).\($0) ".utf8) + [UInt8](repeating: 7, count: tag % 90)) }
+    (0..<count).map {
+      NewRecord(
+        timestamp: Int64(tag), payload: Array("record \(tag).\($0) ".utf8) + [UInt8](repeating: 7, count: tag % 90))
+    }
   }
 
   static let writeFaults: [FaultInjectingFileIO.Fault] = [
-    .writeError(ENOSPC), .writeError(EIO), .shortWrite(bytes: 10, thenErrno: ENOSPC), .shortWrite(bytes: 0, thenErrno: EIO),
+    .writeError(ENOSPC), .writeError(EIO), .shortWrite(bytes: 10, thenErrno: ENOSPC),
+    .shortWrite(bytes: 0, thenErrno: EIO),
   ]
 
   @Test(arguments: writeFaults, [Durability.none, .always])
-  func aFailedWriteLeavesNothingAndCanBeRetried(fault: FaultInjectingFileIO.Fault, durability: Durability) async throws {
+  func aFailedWriteLeavesNothingAndCanBeRetried(fault: FaultInjectingFileIO.Fault, durability: Durability) async throws
+  {
     let dir = TemporaryDirectory("faults")
     let faults = FaultInjectingFileIO()
     let journal = try Journal(directory: dir.path, options: Self.options(faults, durability))
@@ -152,7 +159,9 @@ import Testing
     return counts
   }
 
-  @Test(arguments: [FaultInjectingFileIO.Fault.writeError(EIO), .writeError(ENOSPC), .shortWrite(bytes: 10, thenErrno: ENOSPC)])
+  @Test(arguments: [
+    FaultInjectingFileIO.Fault.writeError(EIO), .writeError(ENOSPC), .shortWrite(bytes: 10, thenErrno: ENOSPC),
+  ])
   func failingEveryWriteCallOfAWorkloadInTurn(fault: FaultInjectingFileIO.Fault) async throws {
     let clean = try await Self.sweepRun(nil, skip: 0)
     #expect(clean.writes > 24, "the workload should make more write calls than appends (rolls, index)")

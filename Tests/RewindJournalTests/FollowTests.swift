@@ -65,7 +65,9 @@ import Testing
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 1 << 10))
     let follower = try Self.follow(dir.path, from: 1, count: 30)
     for index in 0..<30 {
-      try await journal.append([NewRecord(timestamp: Int64(index), payload: [UInt8](repeating: UInt8(index), count: 60))])
+      try await journal.append([
+        NewRecord(timestamp: Int64(index), payload: [UInt8](repeating: UInt8(index), count: 60))
+      ])
     }
     let seen = try await follower.value
     #expect(seen.map(\.sequence) == Array(1...30))
@@ -77,7 +79,8 @@ import Testing
     // Big records from concurrent appenders: one write call holds several frames, and a
     // follower polling meanwhile may see any prefix of it.
     let dir = TemporaryDirectory("follow-big")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 256 << 10, frameBytes: 8 << 10))
+    let journal = try Journal(
+      directory: dir.path, options: JournalFixtures.options(segmentBytes: 256 << 10, frameBytes: 8 << 10))
     let total = 8 * 40
     let follower = try Self.follow(dir.path, from: 1, count: total)
     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -85,7 +88,9 @@ import Testing
         group.addTask {
           var random = SeededGenerator(seed: UInt64(lane))
           for index in 0..<40 {
-            try await journal.append([NewRecord(timestamp: Int64(index), payload: [UInt8(lane)] + random.bytes(3_000 + lane * 500))])
+            try await journal.append([
+              NewRecord(timestamp: Int64(index), payload: [UInt8(lane)] + random.bytes(3_000 + lane * 500))
+            ])
           }
         }
       }

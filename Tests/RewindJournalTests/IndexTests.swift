@@ -14,7 +14,9 @@ import Testing
     let journal = try Journal(directory: dir.path, options: options)
     let records = try await JournalFixtures.write(journal, batches: batches, maxRecords: 5, maxPayload: 80, seed: seed)
     journal.close()
-    #expect(Files.size(dir.appending("index")) > SparseIndex.headerSize + 10 * IndexEntry.size, "the index should have many entries")
+    #expect(
+      Files.size(dir.appending("index")) > SparseIndex.headerSize + 10 * IndexEntry.size,
+      "the index should have many entries")
     return (dir, records)
   }
 
@@ -25,10 +27,14 @@ import Testing
     #expect(try JournalFixtures.readAll(reader.records()) == records, "\(context)")
     for _ in 0..<40 {
       let start = UInt64.random(in: 1...UInt64(records.count + 1), using: &random)
-      #expect(try JournalFixtures.readAll(reader.records(from: start)) == Array(records[Int(start - 1)...]), "\(context), from \(start), seed \(seed)")
-      let pick = records[Int.random(in: 0..<records.count, using: &random)].timestamp + Int64.random(in: -1...1, using: &random)
+      #expect(
+        try JournalFixtures.readAll(reader.records(from: start)) == Array(records[Int(start - 1)...]),
+        "\(context), from \(start), seed \(seed)")
+      let pick =
+        records[Int.random(in: 0..<records.count, using: &random)].timestamp + Int64.random(in: -1...1, using: &random)
       let naive = records.firstIndex { $0.timestamp >= pick }.map { Array(records[$0...]) } ?? []
-      #expect(try JournalFixtures.readAll(reader.records(since: pick)) == naive, "\(context), since \(pick), seed \(seed)")
+      #expect(
+        try JournalFixtures.readAll(reader.records(since: pick)) == naive, "\(context), since \(pick), seed \(seed)")
     }
     #expect(try reader.lastSequence() == UInt64(records.count), "\(context)")
   }
@@ -46,7 +52,8 @@ import Testing
     case .cutMidEntry: try JournalFixtures.truncate(path, at: SparseIndex.headerSize + 5 * IndexEntry.size + 17)
     case .garbage: try Files.write(random.bytes(bytes.count), to: path)
     case .garbageAfterHeader:
-      try Files.write(Array(bytes.prefix(SparseIndex.headerSize + 3 * IndexEntry.size)) + random.bytes(bytes.count), to: path)
+      try Files.write(
+        Array(bytes.prefix(SparseIndex.headerSize + 3 * IndexEntry.size)) + random.bytes(bytes.count), to: path)
     case .stale: try Files.write(staleCopy, to: path)
     }
   }
@@ -64,7 +71,8 @@ import Testing
     let (dir, firstHalf) = try await makeJournal(batches: 60, seed: seed)
     let stale = try Files.read(dir.appending("index"))
     let journal = try Journal(directory: dir.path, options: options)
-    let records = try await JournalFixtures.write(journal, batches: 60, maxRecords: 5, maxPayload: 80, seed: seed + 1, after: firstHalf)
+    let records = try await JournalFixtures.write(
+      journal, batches: 60, maxRecords: 5, maxPayload: 80, seed: seed + 1, after: firstHalf)
     journal.close()
     #expect(Files.size(dir.appending("index")) > stale.count)
     return (dir, records, stale)

@@ -21,7 +21,8 @@ enum JournalFixtures {
   /// Appends `batches` batches of 1...`maxRecords` records with small payloads, one at a time
   /// (so each batch is its own frame). Returns the records as they must read back.
   static func write(
-    _ journal: Journal, batches: Int, maxRecords: Int = 3, maxPayload: Int = 40, seed: UInt64, after: [JournalRecord] = []
+    _ journal: Journal, batches: Int, maxRecords: Int = 3, maxPayload: Int = 40, seed: UInt64,
+    after: [JournalRecord] = []
   ) async throws -> [JournalRecord] {
     var random = SeededGenerator(seed: seed)
     var expected = after
@@ -31,7 +32,8 @@ enum JournalFixtures {
       var batch: [NewRecord] = []
       for _ in 0..<count {
         clock += Int64.random(in: 0...3_000_000, using: &random)
-        batch.append(NewRecord(timestamp: clock, payload: random.eventLikePayload(Int.random(in: 0...maxPayload, using: &random))))
+        batch.append(
+          NewRecord(timestamp: clock, payload: random.eventLikePayload(Int.random(in: 0...maxPayload, using: &random))))
       }
       let range = try await journal.append(batch)
       #expect(range.lowerBound == UInt64(expected.count + 1), "seed \(seed)")

@@ -55,7 +55,8 @@ import Testing
           break
         }
         #expect(Array(decoded.output[position..<(position + 20)]) == Array(header), "\(name) record \(record.sequence)")
-        #expect(Array(decoded.output[(position + 20)..<endOfRecord]) == record.payload, "\(name) record \(record.sequence)")
+        #expect(
+          Array(decoded.output[(position + 20)..<endOfRecord]) == record.payload, "\(name) record \(record.sequence)")
         position = endOfRecord
       }
       #expect(decoded.output == inSegment.flatMap(JournalFixtures.encoded), "\(name)")
@@ -78,8 +79,10 @@ import Testing
     var random = SeededGenerator(seed: 12)
     var records: [JournalRecord] = []
     for size in [70_000, 200_000, 1, 0, 150_000] {
-      let batch = [NewRecord(timestamp: Int64(size), payload: random.bytes(size)),
-                   NewRecord(timestamp: Int64(size) + 1, payload: random.eventLikePayload(size / 2))]
+      let batch = [
+        NewRecord(timestamp: Int64(size), payload: random.bytes(size)),
+        NewRecord(timestamp: Int64(size) + 1, payload: random.eventLikePayload(size / 2)),
+      ]
       let range = try await journal.append(batch)
       for (sequence, record) in zip(range, batch) {
         records.append(JournalRecord(sequence: sequence, timestamp: record.timestamp, payload: record.payload))

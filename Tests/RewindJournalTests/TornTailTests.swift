@@ -27,7 +27,8 @@ import Testing
   static func makeOriginal(batches: Int = 12, seed: UInt64) async throws -> Original {
     var original = Original()
     let journal = try Journal(directory: original.dir.path, options: JournalFixtures.options())
-    original.records = try await JournalFixtures.write(journal, batches: batches, maxRecords: 3, maxPayload: 24, seed: seed)
+    original.records = try await JournalFixtures.write(
+      journal, batches: batches, maxRecords: 3, maxPayload: 24, seed: seed)
     journal.close()
     original.segment = try #require(JournalFixtures.segments(original.dir.path).last)
     original.bytes = try Files.read(original.segmentPath)
@@ -86,7 +87,8 @@ import Testing
       try JournalFixtures.truncate(path + "/" + original.segment, at: cut)
       let kept = original.frames.last(where: { $0.end <= cut })?.end ?? Layout.segmentHeaderSize
       try await Self.checkRecovery(
-        at: path, original: original, keptUpTo: kept, removed: Array(original.bytes[kept..<cut]), context: "cut at \(cut)")
+        at: path, original: original, keptUpTo: kept, removed: Array(original.bytes[kept..<cut]),
+        context: "cut at \(cut)")
       cuts += 1
     }
     #expect(cuts == original.bytes.count - from + 1)
@@ -123,7 +125,8 @@ import Testing
     try Files.copyDirectory(original.dir.path, to: path)
     try Files.write(original.bytes + garbage, to: path + "/" + original.segment)
     try await checkRecovery(
-      at: path, original: original, keptUpTo: original.bytes.count, removed: garbage, context: "\(garbage.count) bytes of garbage")
+      at: path, original: original, keptUpTo: original.bytes.count, removed: garbage,
+      context: "\(garbage.count) bytes of garbage")
   }
 
   @Test func aTornTailInANewSegmentAfterARollIsMovedAside() async throws {

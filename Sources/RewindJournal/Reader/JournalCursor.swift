@@ -184,7 +184,8 @@ public final class JournalCursor {
         if offset < file.size { return true }
         throw JournalError(
           .sequenceBreak, "segment starts at sequence \(later), but the previous one ends at \(expected - 1)",
-          directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0, sequences: expected...later)
+          directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0,
+          sequences: expected...later)
       }
       return false
     }
