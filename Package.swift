@@ -12,6 +12,8 @@ let package = Package(
   platforms: [.macOS(.v15)],
   products: [
     .library(name: "RewindJournal", targets: ["RewindJournal"]),
+    .library(name: "Rewind", targets: ["Rewind"]),
+    .library(name: "Notebook", targets: ["Notebook"]),
     .executable(name: "rewind", targets: ["rewind"]),
   ],
   targets: [
@@ -21,6 +23,8 @@ let package = Package(
       providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
     ),
     .target(name: "RewindJournal", dependencies: ["CLZ4"], swiftSettings: strict),
+    .target(name: "Rewind", dependencies: ["RewindJournal"], swiftSettings: strict),
+    .target(name: "Notebook", dependencies: ["Rewind"], swiftSettings: strict),
     .target(name: "RewindCLI", dependencies: ["RewindJournal"], swiftSettings: strict),
     .executableTarget(name: "rewind", dependencies: ["RewindCLI"], swiftSettings: strict),
     .target(
@@ -43,6 +47,12 @@ let package = Package(
     .testTarget(
       name: "RewindJournalTests",
       dependencies: ["RewindJournal", "RewindTestSupport", "journal-crash-child"],
+      swiftSettings: strict
+    ),
+    .testTarget(name: "RewindTests", dependencies: ["Rewind", "RewindTestSupport"], swiftSettings: strict),
+    .testTarget(
+      name: "NotebookTests",
+      dependencies: ["Notebook", "Rewind", "RewindTestSupport"],
       swiftSettings: strict
     ),
   ]

@@ -1,0 +1,241 @@
+public import Rewind
+public import RewindJournal
+
+/// The one place the Notebook model changes. Every source (the user's commands, the sync job, the
+/// auto-tagger, imports) converges here; each command records its origin.
+///
+/// Commands validate against the current state and throw `NotebookError` without writing anything
+/// when they are rejected; a journal failure throws `ManagerError` and changes nothing. Reads skip
+/// the manager: query `state` with the static queries (`Note.notes(taggedWith:in:)`, …).
+public final class NotebookManager: Sendable {
+  private let manager: Manager<Workspace>
+
+  /// Opens (or creates) the journal in `directory` and rebuilds the workspace from it.
+  public init(
+    directory: String, options: JournalOptions = JournalOptions(), clock: TimeSource = .system,
+    ids: IdentifierSource = .random
+  ) throws {
+    manager = try Manager(directory: directory, options: options, clock: clock, ids: ids)
+  }
+
+  /// The current workspace, a value.
+  public var state: Workspace { manager.state }
+  public var lastSequence: UInt64 { manager.lastSequence }
+  /// One settled change per committed command.
+  public func changes() -> AsyncStream<CommittedChange> { manager.changes() }
+  public func close() { manager.close() }
+
+  // MARK: Notebooks
+
+  @discardableResult
+  public func createNotebook(title: String, origin: Origin = .user) async throws -> NotebookID {
+    try await manager.perform(origin) { workspace, command in
+      let title = try nonblank(title)
+      let id = NotebookID(command.newID())
+      guard !workspace.notebooks.contains(id: id) else { throw idInUse(id) }
+      command.record(NotebookCreated(id: id, title: title))
+      return id
+    }
+  }
+
+  public func renameNotebook(_ id: NotebookID, to title: String, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      let title = try nonblank(title)
+      guard let notebook = workspace.notebooks.find(id: id) else { throw notFound("notebook", id) }
+      if notebook.title != title { command.record(NotebookRenamed(id: id, title: title)) }
+    }
+  }
+
+  // MARK: Notes
+
+  @discardableResult
+  public func createNote(
+    in notebook: NotebookID, title: String, body: String = "", tags: [NoteTag] = [], origin: Origin = .user
+  ) async throws -> NoteID {
+    try await manager.perform(origin) { workspace, command in
+      guard workspace.notebooks.contains(id: notebook) else { throw notFound("notebook", notebook) }
+      let id = NoteID(command.newID())
+      guard !workspace.notes.contains(id: id) else { throw idInUse(id) }
+      command.record(
+        NoteCreated(id: id, notebook: notebook, title: title.trimmed, body: body, tags: Note.normalized(tags)))
+      return id
+    }
+  }
+
+  public func retitleNote(_ id: NoteID, to title: String, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      guard let note = workspace.notes.find(id: id) else { throw notFound("note", id) }
+      if note.title != title.trimmed { command.record(NoteRetitled(id: id, title: title.trimmed)) }
+    }
+  }
+
+  public func editBody(of id: NoteID, to body: String, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      guard let note = workspace.notes.find(id: id) else { throw notFound("note", id) }
+      if note.body != body { command.record(NoteBodyEdited(id: id, body: body)) }
+    }
+  }
+
+  public func tagNote(_ id: NoteID, with tag: NoteTag, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      guard let note = workspace.notes.find(id: id) else { throw notFound("note", id) }
+      guard !tag.isEmpty else { throw NotebookError(.blankTitle, "a tag needs a name") }
+      if !note.tags.contains(tag) { command.record(NoteTagged(id: id, tag: tag)) }
+    }
+  }
+
+  public func untagNote(_ id: NoteID, removing tag: NoteTag, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      guard let note = workspace.notes.find(id: id) else { throw notFound("note", id) }
+      if note.tags.contains(tag) { command.record(NoteUntagged(id: id, tag: tag)) }
+    }
+  }
+
+  public func deleteNote(_ id: NoteID, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      guard workspace.notes.contains(id: id) else { throw notFound("note", id) }
+      command.record(NoteDeleted(id: id))
+    }
+  }
+
+  /// Replaces a notebook's notes with `notes`: the one command that replaces a whole collection,
+  /// recorded as an explicit import event.
+  public func importNotes(_ notes: [Note], into notebook: NotebookID, origin: Origin = .import) async throws {
+    try await manager.perform(origin) { workspace, command in
+      guard workspace.notebooks.contains(id: notebook) else { throw notFound("notebook", notebook) }
+      try rejectDuplicates(notes.map(\.id))
+      for note in notes {
+        if let existing = workspace.notes.find(id: note.id), existing.notebook != notebook {
+          throw NotebookError(.identifierInUse, "note \(note.id) belongs to another notebook")
+        }
+      }
+      command.record(NotesImported(notebook: notebook, notes: notes))
+    }
+  }
+
+  // MARK: Settings
+
+  public func updateSettings(_ settings: EditorSettings, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      if workspace.settings.value != settings { command.record(EditorSettingsChanged(settings: settings)) }
+    }
+  }
+
+  // MARK: Reading list
+
+  /// Adds an item with a trimmed, nonblank title. On any error nothing is written, and the
+  /// caller's input is untouched for another attempt.
+  @discardableResult
+  public func addReadingItem(title: String, origin: Origin = .user) async throws -> ReadingItemID {
+    try await manager.perform(origin) { workspace, command in
+      let title = try nonblank(title)
+      let id = ReadingItemID(command.newID())
+      guard !workspace.readingList.contains(id: id) else { throw idInUse(id) }
+      command.record(ReadingItemAdded(id: id, title: title))
+      return id
+    }
+  }
+
+  /// Flips one item's read status; no other item changes.
+  public func toggleReadingItem(_ id: ReadingItemID, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      guard let item = workspace.readingList.find(id: id) else { throw notFound("reading item", id) }
+      command.record(ReadingItemToggled(id: id, isRead: !item.isRead))
+    }
+  }
+
+  /// Removes exactly the item with `id`; an unknown id throws `.notFound` and writes nothing.
+  public func removeReadingItem(_ id: ReadingItemID, origin: Origin = .user) async throws {
+    try await manager.perform(origin) { workspace, command in
+      guard workspace.readingList.contains(id: id) else { throw notFound("reading item", id) }
+      command.record(ReadingItemRemoved(id: id))
+    }
+  }
+
+  /// Replaces the reading list with stored data, which is rejected before anything is written if
+  /// it names an identifier twice or has a blank title.
+  public func importReadingList(_ items: [ReadingItem], origin: Origin = .import) async throws {
+    try await manager.perform(origin) { _, command in
+      try rejectDuplicates(items.map(\.id))
+      for item in items { _ = try nonblank(item.title) }
+      command.record(
+        ReadingListImported(items: items.map { ReadingItem(id: $0.id, title: $0.title.trimmed, isRead: $0.isRead) }))
+    }
+  }
+
+  // MARK: Sync and automation
+
+  /// Pulls a notebook's notes from `server` and lands them through `applySyncedNotes`. The fetch
+  /// runs off the funnel (other commands proceed meanwhile) as part of the caller's task, so
+  /// cancelling the caller cancels the fetch; a cancelled pull writes nothing.
+  @discardableResult
+  public func pullNotes(from server: some NoteServer, into notebook: NotebookID) async throws -> Int {
+    let notes = try await PullNotesJob(notebook: notebook).perform(server: server)
+    try Task.checkCancellation()
+    return try await applySyncedNotes(notes, into: notebook)
+  }
+
+  /// The dedicated command a sync result lands through: record-level events for each remote note
+  /// that is new or differs (notes absent from the feed are left alone). Returns how many events.
+  @discardableResult
+  public func applySyncedNotes(_ remote: [RemoteNote], into notebook: NotebookID, origin: Origin = .sync) async throws
+    -> Int
+  {
+    try await manager.perform(origin) { workspace, command in
+      guard workspace.notebooks.contains(id: notebook) else { throw notFound("notebook", notebook) }
+      try rejectDuplicates(remote.map(\.id))
+      for incoming in remote {
+        let tags = Note.normalized(incoming.tags)
+        guard let local = workspace.notes.find(id: incoming.id) else {
+          command.record(
+            NoteCreated(
+              id: incoming.id, notebook: notebook, title: incoming.title.trimmed, body: incoming.body, tags: tags))
+          continue
+        }
+        guard local.notebook == notebook else {
+          throw NotebookError(.identifierInUse, "note \(incoming.id) belongs to another notebook")
+        }
+        if local.title != incoming.title.trimmed {
+          command.record(NoteRetitled(id: local.id, title: incoming.title.trimmed))
+        }
+        if local.body != incoming.body { command.record(NoteBodyEdited(id: local.id, body: incoming.body)) }
+        for tag in tags where !local.tags.contains(tag) { command.record(NoteTagged(id: local.id, tag: tag)) }
+        for tag in local.tags where !tags.contains(tag) { command.record(NoteUntagged(id: local.id, tag: tag)) }
+      }
+      return command.recorded.count
+    }
+  }
+
+  /// Runs the auto-tagger over every note, as one command with origin `.automation`. Returns how
+  /// many tags it added.
+  @discardableResult
+  public func runAutoTagger(_ tagger: AutoTagger, origin: Origin = .automation) async throws -> Int {
+    try await manager.perform(origin) { workspace, command in
+      for note in workspace.notes.all() {
+        for tag in tagger.missingTags(for: note) { command.record(NoteTagged(id: note.id, tag: tag)) }
+      }
+      return command.recorded.count
+    }
+  }
+}
+
+private func nonblank(_ title: String) throws -> String {
+  let trimmed = title.trimmed
+  guard !trimmed.isEmpty else { throw NotebookError(.blankTitle, "enter a title: it cannot be blank") }
+  return trimmed
+}
+
+private func notFound(_ kind: String, _ id: some CustomStringConvertible) -> NotebookError {
+  NotebookError(.notFound, "no \(kind) \(id): it may have been removed")
+}
+
+private func idInUse(_ id: some CustomStringConvertible) -> NotebookError {
+  NotebookError(.identifierInUse, "the identifier source produced \(id), which is already in use")
+}
+
+private func rejectDuplicates<ID: Hashable & CustomStringConvertible>(_ ids: [ID]) throws {
+  var seen = Set<ID>()
+  for id in ids where !seen.insert(id).inserted {
+    throw NotebookError(.duplicateIdentifiers, "the data names \(id) more than once; it was not accepted")
+  }
+}

@@ -1,0 +1,59 @@
+public import Rewind
+
+/// Identifies a notebook, for ever; never derived from its title.
+public struct NotebookID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  public var raw: Identifier
+  public init(_ raw: Identifier) { self.raw = raw }
+  public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
+  public var description: String { raw.description }
+  public init(from decoder: any Decoder) throws { raw = try Identifier(from: decoder) }
+  public func encode(to encoder: any Encoder) throws { try raw.encode(to: encoder) }
+}
+
+/// Identifies a note, for ever; never derived from its title.
+public struct NoteID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  public var raw: Identifier
+  public init(_ raw: Identifier) { self.raw = raw }
+  public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
+  public var description: String { raw.description }
+  public init(from decoder: any Decoder) throws { raw = try Identifier(from: decoder) }
+  public func encode(to encoder: any Encoder) throws { try raw.encode(to: encoder) }
+}
+
+/// Identifies a reading-list item, for ever; two items may share a title.
+public struct ReadingItemID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  public var raw: Identifier
+  public init(_ raw: Identifier) { self.raw = raw }
+  public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
+  public var description: String { raw.description }
+  public init(from decoder: any Decoder) throws { raw = try Identifier(from: decoder) }
+  public func encode(to encoder: any Encoder) throws { try raw.encode(to: encoder) }
+}
+
+/// A tag: trimmed and lowercased, so `" Swift"` and `"swift"` are one tag.
+public struct NoteTag: Hashable, Comparable, Sendable, Codable, CustomStringConvertible, ExpressibleByStringLiteral {
+  public let name: String
+
+  public init(_ name: String) { self.name = name.trimmed.lowercased() }
+  public init(stringLiteral value: String) { self.init(value) }
+
+  public var isEmpty: Bool { name.isEmpty }
+  public static func < (a: NoteTag, b: NoteTag) -> Bool { a.name < b.name }
+  public var description: String { name }
+  public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(name)
+  }
+}
+
+extension String {
+  /// Without leading and trailing white space (Unicode's definition).
+  var trimmed: String {
+    let scalars = unicodeScalars
+    guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+      let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+    else { return "" }
+    return String(scalars[first...last])
+  }
+}

@@ -1,0 +1,113 @@
+/// A bounds-checked cursor over encoded bytes. Every read throws `FieldFormatError` instead of
+/// reading past the end, so arbitrary input never traps.
+struct FieldBytesReader {
+  let bytes: [UInt8]
+  var position: Int
+
+  init(_ bytes: [UInt8], position: Int = 0) {
+    self.bytes = bytes
+    self.position = position
+  }
+
+  var isAtEnd: Bool { position >= bytes.count }
+
+  mutating func readByte() throws(FieldFormatError) -> UInt8 {
+    guard position < bytes.count else { throw FieldFormatError("unexpected end of data", at: position) }
+    defer { position += 1 }
+    return bytes[position]
+  }
+
+  func peekByte() throws(FieldFormatError) -> UInt8 {
+    guard position < bytes.count else { throw FieldFormatError("unexpected end of data", at: position) }
+    return bytes[position]
+  }
+
+  mutating func readTag() throws(FieldFormatError) -> FieldTag {
+    let start = position
+    let byte = try readByte()
+    guard let tag = FieldTag(rawValue: byte) else { throw FieldFormatError("unknown type tag \(byte)", at: start) }
+    return tag
+  }
+
+  mutating func readVarint() throws(FieldFormatError) -> UInt64 {
+    let start = position
+    var result: UInt64 = 0
+    var shift: UInt64 = 0
+    while true {
+      let byte = try readByte()
+      if shift == 63 && byte > 1 { throw FieldFormatError("varint overflows 64 bits", at: start) }
+      result |= UInt64(byte & 0x7F) << shift
+      if byte < 0x80 { return result }
+      shift += 7
+      if shift > 63 { throw FieldFormatError("varint longer than 10 bytes", at: start) }
+    }
+  }
+
+  mutating func readZigZag() throws(FieldFormatError) -> Int64 {
+    let raw = try readVarint()
+    return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+  }
+
+  mutating func readFixed64() throws(FieldFormatError) -> UInt64 {
+    guard bytes.count - position >= 8 else { throw FieldFormatError("unexpected end of data", at: position) }
+    var value: UInt64 = 0
+    for index in 0..<8 { value |= UInt64(bytes[position + index]) << UInt64(index * 8) }
+    position += 8
+    return value
+  }
+
+  /// Reads a length-prefixed UTF-8 string; `lengthBias` as in `FieldBytesWriter.appendString`.
+  mutating func readString(lengthBias: UInt64 = 0) throws(FieldFormatError) -> String {
+    let (start, count) = try readStringBounds(lengthBias: lengthBias)
+    return String(decoding: bytes[start..<start + count], as: UTF8.self)
+  }
+
+  mutating func readStringBounds(lengthBias: UInt64 = 0) throws(FieldFormatError) -> (start: Int, count: Int) {
+    let lengthAt = position
+    let stored = try readVarint()
+    guard stored >= lengthBias else { throw FieldFormatError("bad string length", at: lengthAt) }
+    let length = stored - lengthBias
+    guard length <= UInt64(bytes.count - position) else {
+      throw FieldFormatError("string of \(length) bytes runs past the end", at: lengthAt)
+    }
+    let start = position
+    position += Int(length)
+    return (start, Int(length))
+  }
+
+  /// Moves past one whole value without building it.
+  mutating func skipValue(depth: Int = 0) throws(FieldFormatError) {
+    guard depth < FieldLimits.maximumDepth else {
+      throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: position)
+    }
+    switch try readTag() {
+    case .null, .false, .true: return
+    case .int, .uint: _ = try readVarint()
+    case .double: _ = try readFixed64()
+    case .string: _ = try readStringBounds()
+    case .array:
+      while try peekByte() != FieldTag.end.rawValue { try skipValue(depth: depth + 1) }
+      position += 1
+    case .object:
+      while try peekByte() != 0 {
+        _ = try readStringBounds(lengthBias: 1)
+        try skipValue(depth: depth + 1)
+      }
+      position += 1
+    case .end: throw FieldFormatError("array end where a value was expected", at: position - 1)
+    }
+  }
+}
+
+/// Encoded field data that does not follow the format, with the byte offset where it went wrong.
+public struct FieldFormatError: Error, Sendable, Equatable, CustomStringConvertible {
+  public var message: String
+  public var offset: Int
+
+  init(_ message: String, at offset: Int) {
+    self.message = message
+    self.offset = offset
+  }
+
+  public var description: String { "malformed field data: \(message) at byte \(offset)" }
+}

@@ -1,0 +1,432 @@
+/// Decodes `Decodable` values from the field encoding (see `FieldTag`).
+///
+/// Every read is bounds-checked: malformed bytes throw `DecodingError.dataCorrupted` (wrapping a
+/// `FieldFormatError` with the byte offset), never trap. Missing keys throw `keyNotFound`, so a
+/// field added to a type needs an upcaster or an optional.
+public struct FieldDecoder {
+  public init() {}
+
+  public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+    try decode(type, from: bytes, at: 0)
+  }
+
+  /// Decodes the one value that starts at `offset`; the bytes must end exactly where it ends.
+  func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], at offset: Int) throws -> T {
+    var reader = FieldBytesReader(bytes, position: offset)
+    try wrap { try reader.skipValue() }
+    guard reader.isAtEnd else {
+      throw corrupt(FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position))
+    }
+    return try T(from: FieldValueDecoder(bytes: bytes, position: offset, depth: 0))
+  }
+}
+
+func corrupt(_ error: FieldFormatError) -> DecodingError {
+  DecodingError.dataCorrupted(
+    DecodingError.Context(codingPath: [], debugDescription: error.description, underlyingError: error))
+}
+
+@inline(__always)
+func wrap<T>(_ body: () throws -> T) throws -> T {
+  do { return try body() } catch let error as FieldFormatError { throw corrupt(error) }
+}
+
+/// Reads one value's primitives, checking its tag.
+struct FieldValueReader {
+  var reader: FieldBytesReader
+
+  func mismatch<T>(_ type: T.Type, _ tag: FieldTag) -> DecodingError {
+    DecodingError.typeMismatch(
+      type,
+      DecodingError.Context(
+        codingPath: [], debugDescription: "expected \(type), found a \(tag) at byte \(reader.position)"))
+  }
+
+  mutating func isNil() throws -> Bool { try wrap { try reader.peekByte() } == FieldTag.null.rawValue }
+
+  mutating func bool() throws -> Bool {
+    switch try wrap({ try reader.readTag() }) {
+    case .true: return true
+    case .false: return false
+    case let tag: throw mismatch(Bool.self, tag)
+    }
+  }
+
+  mutating func string() throws -> String {
+    let tag = try wrap { try reader.readTag() }
+    guard tag == .string else { throw mismatch(String.self, tag) }
+    return try wrap { try reader.readString() }
+  }
+
+  mutating func double() throws -> Double {
+    let tag = try wrap { try reader.readTag() }
+    switch tag {
+    case .double: return Double(bitPattern: try wrap { try reader.readFixed64() })
+    case .int: return Double(try wrap { try reader.readZigZag() })
+    case .uint: return Double(try wrap { try reader.readVarint() })
+    default: throw mismatch(Double.self, tag)
+    }
+  }
+
+  mutating func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+    let start = reader.position
+    let tag = try wrap { try reader.readTag() }
+    let value: T?
+    switch tag {
+    case .int: value = T(exactly: try wrap { try reader.readZigZag() })
+    case .uint: value = T(exactly: try wrap { try reader.readVarint() })
+    default: throw mismatch(type, tag)
+    }
+    guard let value else {
+      throw DecodingError.dataCorrupted(
+        DecodingError.Context(codingPath: [], debugDescription: "integer at byte \(start) does not fit in \(type)"))
+    }
+    return value
+  }
+}
+
+struct FieldValueDecoder: Decoder {
+  let bytes: [UInt8]
+  let position: Int
+  let depth: Int
+
+  var codingPath: [any CodingKey] { [] }
+  var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+  func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+    KeyedDecodingContainer(try FieldKeyedDecoder<Key>(bytes: bytes, position: position, depth: depth))
+  }
+
+  func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+    try FieldUnkeyedDecoder(bytes: bytes, position: position, depth: depth)
+  }
+
+  func singleValueContainer() throws -> any SingleValueDecodingContainer {
+    FieldSingleValueDecoder(bytes: bytes, position: position, depth: depth)
+  }
+}
+
+struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
+  let bytes: [UInt8]
+  let depth: Int
+  /// The object's entries in stored order: key and where its value starts.
+  private let entries: [(key: String, value: Int)]
+
+  init(bytes: [UInt8], position: Int, depth: Int) throws {
+    self.bytes = bytes
+    self.depth = depth
+    var reader = FieldBytesReader(bytes, position: position)
+    let tag = try wrap { try reader.readTag() }
+    guard tag == .object else {
+      throw DecodingError.typeMismatch(
+        [String: Any].self,
+        DecodingError.Context(
+          codingPath: [], debugDescription: "expected an object, found a \(tag) at byte \(position)"))
+    }
+    var entries: [(key: String, value: Int)] = []
+    try wrap {
+      while try reader.peekByte() != 0 {
+        let key = try reader.readString(lengthBias: 1)
+        entries.append((key, reader.position))
+        try reader.skipValue(depth: depth + 1)
+      }
+    }
+    self.entries = entries
+  }
+
+  var codingPath: [any CodingKey] { [] }
+  var allKeys: [Key] { entries.compactMap { Key(stringValue: $0.key) } }
+
+  private func index(of key: Key) -> Int? {
+    let name = key.stringValue
+    return entries.firstIndex { $0.key == name }
+  }
+
+  func contains(_ key: Key) -> Bool { index(of: key) != nil }
+
+  private func reader(for key: Key) throws -> FieldValueReader {
+    guard let found = index(of: key) else {
+      throw DecodingError.keyNotFound(
+        key, DecodingError.Context(codingPath: [], debugDescription: "no field \"\(key.stringValue)\""))
+    }
+    return FieldValueReader(reader: FieldBytesReader(bytes, position: entries[found].value))
+  }
+
+  func decodeNil(forKey key: Key) throws -> Bool {
+    var value = try reader(for: key)
+    return try value.isNil()
+  }
+  func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+    var v = try reader(for: key)
+    return try v.bool()
+  }
+  func decode(_ type: String.Type, forKey key: Key) throws -> String {
+    var v = try reader(for: key)
+    return try v.string()
+  }
+  func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+    var v = try reader(for: key)
+    return try v.double()
+  }
+  func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+    var v = try reader(for: key)
+    return Float(try v.double())
+  }
+  func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+    var v = try reader(for: key)
+    return try v.integer(type)
+  }
+  func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+    let value = try reader(for: key)
+    return try T(from: FieldValueDecoder(bytes: bytes, position: value.reader.position, depth: depth + 1))
+  }
+
+  func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+    -> KeyedDecodingContainer<NestedKey>
+  {
+    let value = try reader(for: key)
+    return KeyedDecodingContainer(
+      try FieldKeyedDecoder<NestedKey>(bytes: bytes, position: value.reader.position, depth: depth + 1))
+  }
+
+  func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+    let value = try reader(for: key)
+    return try FieldUnkeyedDecoder(bytes: bytes, position: value.reader.position, depth: depth + 1)
+  }
+
+  func superDecoder() throws -> any Decoder { throw unsupportedSuper() }
+  func superDecoder(forKey key: Key) throws -> any Decoder { throw unsupportedSuper() }
+}
+
+func unsupportedSuper() -> DecodingError {
+  DecodingError.dataCorrupted(
+    DecodingError.Context(codingPath: [], debugDescription: "FieldDecoder does not support superDecoder"))
+}
+
+struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
+  let bytes: [UInt8]
+  let depth: Int
+  private var next: Int
+  private(set) var currentIndex = 0
+
+  init(bytes: [UInt8], position: Int, depth: Int) throws {
+    self.bytes = bytes
+    self.depth = depth
+    var reader = FieldBytesReader(bytes, position: position)
+    let tag = try wrap { try reader.readTag() }
+    guard tag == .array else {
+      throw DecodingError.typeMismatch(
+        [Any].self,
+        DecodingError.Context(codingPath: [], debugDescription: "expected an array, found a \(tag) at byte \(position)")
+      )
+    }
+    next = reader.position
+  }
+
+  var codingPath: [any CodingKey] { [] }
+  var count: Int? { nil }
+  var isAtEnd: Bool { next >= bytes.count || bytes[next] == FieldTag.end.rawValue }
+
+  /// A reader at the next element; moves past it.
+  private mutating func advance() throws -> FieldValueReader {
+    guard !isAtEnd else {
+      throw DecodingError.valueNotFound(
+        Any.self, DecodingError.Context(codingPath: [], debugDescription: "array has no more elements"))
+    }
+    var reader = FieldBytesReader(bytes, position: next)
+    try wrap { try reader.skipValue(depth: depth + 1) }
+    defer {
+      next = reader.position
+      currentIndex += 1
+    }
+    return FieldValueReader(reader: FieldBytesReader(bytes, position: next))
+  }
+
+  mutating func decodeNil() throws -> Bool {
+    guard !isAtEnd, bytes[next] == FieldTag.null.rawValue else { return false }
+    _ = try advance()
+    return true
+  }
+  mutating func decode(_ type: Bool.Type) throws -> Bool {
+    var v = try advance()
+    return try v.bool()
+  }
+  mutating func decode(_ type: String.Type) throws -> String {
+    var v = try advance()
+    return try v.string()
+  }
+  mutating func decode(_ type: Double.Type) throws -> Double {
+    var v = try advance()
+    return try v.double()
+  }
+  mutating func decode(_ type: Float.Type) throws -> Float {
+    var v = try advance()
+    return Float(try v.double())
+  }
+  mutating func decode(_ type: Int.Type) throws -> Int {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: Int8.Type) throws -> Int8 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: Int16.Type) throws -> Int16 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: Int32.Type) throws -> Int32 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: Int64.Type) throws -> Int64 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt.Type) throws -> UInt {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt8.Type) throws -> UInt8 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt16.Type) throws -> UInt16 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt32.Type) throws -> UInt32 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode(_ type: UInt64.Type) throws -> UInt64 {
+    var v = try advance()
+    return try v.integer(type)
+  }
+  mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+    let value = try advance()
+    return try T(from: FieldValueDecoder(bytes: bytes, position: value.reader.position, depth: depth + 1))
+  }
+
+  mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+    NestedKey
+  > {
+    let value = try advance()
+    return KeyedDecodingContainer(
+      try FieldKeyedDecoder<NestedKey>(bytes: bytes, position: value.reader.position, depth: depth + 1))
+  }
+
+  mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+    let value = try advance()
+    return try FieldUnkeyedDecoder(bytes: bytes, position: value.reader.position, depth: depth + 1)
+  }
+
+  mutating func superDecoder() throws -> any Decoder { throw unsupportedSuper() }
+}
+
+struct FieldSingleValueDecoder: SingleValueDecodingContainer {
+  let bytes: [UInt8]
+  let position: Int
+  let depth: Int
+  var codingPath: [any CodingKey] { [] }
+
+  private var value: FieldValueReader { FieldValueReader(reader: FieldBytesReader(bytes, position: position)) }
+
+  func decodeNil() -> Bool { position < bytes.count && bytes[position] == FieldTag.null.rawValue }
+  func decode(_ type: Bool.Type) throws -> Bool {
+    var v = value
+    return try v.bool()
+  }
+  func decode(_ type: String.Type) throws -> String {
+    var v = value
+    return try v.string()
+  }
+  func decode(_ type: Double.Type) throws -> Double {
+    var v = value
+    return try v.double()
+  }
+  func decode(_ type: Float.Type) throws -> Float {
+    var v = value
+    return Float(try v.double())
+  }
+  func decode(_ type: Int.Type) throws -> Int {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: Int8.Type) throws -> Int8 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: Int16.Type) throws -> Int16 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: Int32.Type) throws -> Int32 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: Int64.Type) throws -> Int64 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt.Type) throws -> UInt {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt8.Type) throws -> UInt8 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt16.Type) throws -> UInt16 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt32.Type) throws -> UInt32 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode(_ type: UInt64.Type) throws -> UInt64 {
+    var v = value
+    return try v.integer(type)
+  }
+  func decode<T: Decodable>(_ type: T.Type) throws -> T {
+    guard depth < FieldLimits.maximumDepth else { throw corrupt(FieldFormatError("nesting too deep", at: position)) }
+    return try T(from: FieldValueDecoder(bytes: bytes, position: position, depth: depth + 1))
+  }
+}

@@ -1,0 +1,408 @@
+/// Encodes `Encodable` values into the field encoding (see `FieldTag`) in one pass, with no
+/// intermediate tree.
+///
+/// Containers are written as they are filled. Codable never says when a container is finished, so
+/// the encoder keeps a stack of open containers: writing into a container first closes every
+/// container nested deeper, and finishing a value closes what that value opened. Writing into a
+/// container after one of its ancestors has moved on is a misuse of Codable and throws.
+///
+/// `codingPath` is always empty (keeping it costs time on every field); `superEncoder` is not
+/// supported and traps, as no event type needs it.
+public struct FieldEncoder {
+  public init() {}
+
+  /// The encoded bytes of `value`.
+  public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+    let state = FieldEncoderState(writer: FieldBytesWriter())
+    try state.encodeValue(value, depth: 0)
+    return state.writer.bytes
+  }
+
+  /// Appends the encoding of `value` to `bytes`.
+  func encode<T: Encodable>(_ value: T, appendingTo bytes: inout [UInt8]) throws {
+    let state = FieldEncoderState(writer: FieldBytesWriter(capacity: 0))
+    swap(&state.writer.bytes, &bytes)
+    defer { swap(&state.writer.bytes, &bytes) }
+    try state.encodeValue(value, depth: 0)
+  }
+}
+
+/// The shared state of one encoding run.
+///
+/// Not `Sendable`: one run lives on one task, inside `FieldEncoder.encode`.
+final class FieldEncoderState {
+  struct OpenContainer {
+    var isObject: Bool
+    /// Which value opened it (a second `container(keyedBy:)` on the same value reuses it).
+    var owner: Int
+    var token: Int
+  }
+
+  var writer: FieldBytesWriter
+  var open: [OpenContainer] = []
+  private var nextID = 0
+
+  init(writer: FieldBytesWriter) { self.writer = writer }
+
+  func makeID() -> Int {
+    nextID += 1
+    return nextID
+  }
+
+  /// Writes the terminators of every open container at index `depth` or deeper.
+  func close(downTo depth: Int) {
+    while open.count > depth {
+      writer.append(open.removeLast().isObject ? 0 : FieldTag.end.rawValue)
+    }
+  }
+
+  /// Checks that the container `token` at `depth` is still open, and closes anything nested in it.
+  func prepare(token: Int, depth: Int) throws {
+    guard depth < open.count, open[depth].token == token else {
+      throw EncodingError.invalidValue(
+        token,
+        EncodingError.Context(codingPath: [], debugDescription: "a container was written to after it was finished"))
+    }
+    close(downTo: depth + 1)
+  }
+
+  func encodeValue<T: Encodable>(_ value: T, depth: Int) throws {
+    guard depth < FieldLimits.maximumDepth else {
+      throw EncodingError.invalidValue(
+        value,
+        EncodingError.Context(codingPath: [], debugDescription: "nesting deeper than \(FieldLimits.maximumDepth)"))
+    }
+    let start = writer.count
+    try value.encode(to: FieldValueEncoder(state: self, depth: depth, owner: makeID()))
+    close(downTo: depth)
+    if writer.count == start {  // the value wrote nothing: an empty object, as JSONEncoder does
+      writer.append(.object)
+      writer.append(0)
+    }
+  }
+
+  func openContainer(isObject: Bool, depth: Int, owner: Int) -> Int {
+    if depth < open.count, open[depth].owner == owner, open[depth].isObject == isObject {
+      close(downTo: depth + 1)
+      return open[depth].token
+    }
+    close(downTo: depth)
+    writer.append(isObject ? .object : .array)
+    let token = makeID()
+    open.append(OpenContainer(isObject: isObject, owner: owner, token: token))
+    return token
+  }
+
+  @inline(__always) func writeKey(_ key: some CodingKey) { writer.appendString(key.stringValue, lengthBias: 1) }
+
+  @inline(__always) func write(_ value: Bool) { writer.append(value ? .true : .false) }
+  @inline(__always) func write(_ value: String) {
+    writer.append(.string)
+    writer.appendString(value)
+  }
+  @inline(__always) func write(_ value: Double) {
+    writer.append(.double)
+    writer.appendFixed64(value.bitPattern)
+  }
+  @inline(__always) func writeSigned(_ value: Int64) {
+    writer.append(.int)
+    writer.appendZigZag(value)
+  }
+  @inline(__always) func writeUnsigned(_ value: UInt64) {
+    writer.append(.uint)
+    writer.appendVarint(value)
+  }
+}
+
+struct FieldValueEncoder: Encoder {
+  let state: FieldEncoderState
+  let depth: Int
+  let owner: Int
+
+  var codingPath: [any CodingKey] { [] }
+  var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+  func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+    let token = state.openContainer(isObject: true, depth: depth, owner: owner)
+    return KeyedEncodingContainer(FieldKeyedEncoder<Key>(state: state, depth: depth, token: token))
+  }
+
+  func unkeyedContainer() -> any UnkeyedEncodingContainer {
+    let token = state.openContainer(isObject: false, depth: depth, owner: owner)
+    return FieldUnkeyedEncoder(state: state, depth: depth, token: token)
+  }
+
+  func singleValueContainer() -> any SingleValueEncodingContainer {
+    FieldSingleValueEncoder(state: state, depth: depth)
+  }
+}
+
+struct FieldKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
+  let state: FieldEncoderState
+  let depth: Int
+  let token: Int
+  var codingPath: [any CodingKey] { [] }
+
+  private func begin(_ key: Key) throws {
+    try state.prepare(token: token, depth: depth)
+    state.writeKey(key)
+  }
+
+  mutating func encodeNil(forKey key: Key) throws {
+    try begin(key)
+    state.writer.append(.null)
+  }
+  mutating func encode(_ value: Bool, forKey key: Key) throws {
+    try begin(key)
+    state.write(value)
+  }
+  mutating func encode(_ value: String, forKey key: Key) throws {
+    try begin(key)
+    state.write(value)
+  }
+  mutating func encode(_ value: Double, forKey key: Key) throws {
+    try begin(key)
+    state.write(value)
+  }
+  mutating func encode(_ value: Float, forKey key: Key) throws {
+    try begin(key)
+    state.write(Double(value))
+  }
+  mutating func encode(_ value: Int, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int8, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int16, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int32, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int64, forKey key: Key) throws {
+    try begin(key)
+    state.writeSigned(value)
+  }
+  mutating func encode(_ value: UInt, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt8, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt16, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt32, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt64, forKey key: Key) throws {
+    try begin(key)
+    state.writeUnsigned(value)
+  }
+  mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+    try begin(key)
+    try state.encodeValue(value, depth: depth + 1)
+  }
+
+  mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+    -> KeyedEncodingContainer<NestedKey>
+  {
+    // Codable gives no way to throw here; a misuse is reported by the next write instead.
+    try? begin(key)
+    let token = state.openContainer(isObject: true, depth: depth + 1, owner: state.makeID())
+    return KeyedEncodingContainer(FieldKeyedEncoder<NestedKey>(state: state, depth: depth + 1, token: token))
+  }
+
+  mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+    try? begin(key)
+    let token = state.openContainer(isObject: false, depth: depth + 1, owner: state.makeID())
+    return FieldUnkeyedEncoder(state: state, depth: depth + 1, token: token)
+  }
+
+  mutating func superEncoder() -> any Encoder { preconditionFailure("FieldEncoder does not support superEncoder") }
+  mutating func superEncoder(forKey key: Key) -> any Encoder {
+    preconditionFailure("FieldEncoder does not support superEncoder")
+  }
+}
+
+struct FieldUnkeyedEncoder: UnkeyedEncodingContainer {
+  let state: FieldEncoderState
+  let depth: Int
+  let token: Int
+  private(set) var count = 0
+  var codingPath: [any CodingKey] { [] }
+
+  init(state: FieldEncoderState, depth: Int, token: Int) {
+    self.state = state
+    self.depth = depth
+    self.token = token
+  }
+
+  private mutating func begin() throws {
+    try state.prepare(token: token, depth: depth)
+    count += 1
+  }
+
+  mutating func encodeNil() throws {
+    try begin()
+    state.writer.append(.null)
+  }
+  mutating func encode(_ value: Bool) throws {
+    try begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: String) throws {
+    try begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: Double) throws {
+    try begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: Float) throws {
+    try begin()
+    state.write(Double(value))
+  }
+  mutating func encode(_ value: Int) throws {
+    try begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int8) throws {
+    try begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int16) throws {
+    try begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int32) throws {
+    try begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int64) throws {
+    try begin()
+    state.writeSigned(value)
+  }
+  mutating func encode(_ value: UInt) throws {
+    try begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt8) throws {
+    try begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt16) throws {
+    try begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt32) throws {
+    try begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt64) throws {
+    try begin()
+    state.writeUnsigned(value)
+  }
+  mutating func encode<T: Encodable>(_ value: T) throws {
+    try begin()
+    try state.encodeValue(value, depth: depth + 1)
+  }
+
+  mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+    NestedKey
+  > {
+    try? begin()
+    let token = state.openContainer(isObject: true, depth: depth + 1, owner: state.makeID())
+    return KeyedEncodingContainer(FieldKeyedEncoder<NestedKey>(state: state, depth: depth + 1, token: token))
+  }
+
+  mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+    try? begin()
+    let token = state.openContainer(isObject: false, depth: depth + 1, owner: state.makeID())
+    return FieldUnkeyedEncoder(state: state, depth: depth + 1, token: token)
+  }
+
+  mutating func superEncoder() -> any Encoder { preconditionFailure("FieldEncoder does not support superEncoder") }
+}
+
+struct FieldSingleValueEncoder: SingleValueEncodingContainer {
+  let state: FieldEncoderState
+  let depth: Int
+  var codingPath: [any CodingKey] { [] }
+
+  private func begin() { state.close(downTo: depth) }
+
+  mutating func encodeNil() throws {
+    begin()
+    state.writer.append(.null)
+  }
+  mutating func encode(_ value: Bool) throws {
+    begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: String) throws {
+    begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: Double) throws {
+    begin()
+    state.write(value)
+  }
+  mutating func encode(_ value: Float) throws {
+    begin()
+    state.write(Double(value))
+  }
+  mutating func encode(_ value: Int) throws {
+    begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int8) throws {
+    begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int16) throws {
+    begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int32) throws {
+    begin()
+    state.writeSigned(Int64(value))
+  }
+  mutating func encode(_ value: Int64) throws {
+    begin()
+    state.writeSigned(value)
+  }
+  mutating func encode(_ value: UInt) throws {
+    begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt8) throws {
+    begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt16) throws {
+    begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt32) throws {
+    begin()
+    state.writeUnsigned(UInt64(value))
+  }
+  mutating func encode(_ value: UInt64) throws {
+    begin()
+    state.writeUnsigned(value)
+  }
+  mutating func encode<T: Encodable>(_ value: T) throws {
+    begin()
+    try state.encodeValue(value, depth: depth)
+  }
+}

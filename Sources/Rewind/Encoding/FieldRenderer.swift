@@ -1,0 +1,87 @@
+/// Renders field-encoded bytes as JSON text without knowing the types that wrote them: the audit
+/// view of an event payload. Objects keep their stored field order; non-finite doubles render as
+/// strings (`"nan"`, `"inf"`, `"-inf"`), which JSON cannot express as numbers.
+public enum FieldRenderer {
+  /// The JSON rendering of the one value in `bytes`.
+  /// - Throws: `FieldFormatError` locating the first malformed byte.
+  public static func json(_ bytes: [UInt8]) throws(FieldFormatError) -> String {
+    try json(bytes, from: 0)
+  }
+
+  static func json(_ bytes: [UInt8], from offset: Int) throws(FieldFormatError) -> String {
+    var reader = FieldBytesReader(bytes, position: offset)
+    var output = ""
+    try render(&reader, into: &output, depth: 0)
+    guard reader.isAtEnd else {
+      throw FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position)
+    }
+    return output
+  }
+
+  private static func render(_ reader: inout FieldBytesReader, into output: inout String, depth: Int)
+    throws(FieldFormatError)
+  {
+    guard depth < FieldLimits.maximumDepth else {
+      throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: reader.position)
+    }
+    switch try reader.readTag() {
+    case .null: output += "null"
+    case .false: output += "false"
+    case .true: output += "true"
+    case .int: output += String(try reader.readZigZag())
+    case .uint: output += String(try reader.readVarint())
+    case .double:
+      let value = Double(bitPattern: try reader.readFixed64())
+      if value.isNaN {
+        output += "\"nan\""
+      } else if value.isInfinite {
+        output += value < 0 ? "\"-inf\"" : "\"inf\""
+      } else {
+        output += String(describing: value)
+      }
+    case .string: appendQuoted(try reader.readString(), to: &output)
+    case .array:
+      output += "["
+      var first = true
+      while try reader.peekByte() != FieldTag.end.rawValue {
+        if !first { output += "," }
+        first = false
+        try render(&reader, into: &output, depth: depth + 1)
+      }
+      reader.position += 1
+      output += "]"
+    case .object:
+      output += "{"
+      var first = true
+      while try reader.peekByte() != 0 {
+        if !first { output += "," }
+        first = false
+        appendQuoted(try reader.readString(lengthBias: 1), to: &output)
+        output += ":"
+        try render(&reader, into: &output, depth: depth + 1)
+      }
+      reader.position += 1
+      output += "}"
+    case .end: throw FieldFormatError("array end where a value was expected", at: reader.position - 1)
+    }
+  }
+
+  /// Appends `string` as a JSON string literal.
+  static func appendQuoted(_ string: String, to output: inout String) {
+    output += "\""
+    for scalar in string.unicodeScalars {
+      switch scalar {
+      case "\"": output += "\\\""
+      case "\\": output += "\\\\"
+      case "\n": output += "\\n"
+      case "\r": output += "\\r"
+      case "\t": output += "\\t"
+      case let control where control.value < 0x20:
+        let hex = String(control.value, radix: 16)
+        output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      default: output.unicodeScalars.append(scalar)
+      }
+    }
+    output += "\""
+  }
+}

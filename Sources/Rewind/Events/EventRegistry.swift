@@ -1,0 +1,112 @@
+/// What a model knows about events: for each name, the current version's type and how to apply it,
+/// and upcasters that turn each older version into the next, forever.
+public struct EventRegistry<M: Model>: Sendable {
+  struct Current: Sendable {
+    var type: ObjectIdentifier
+    var version: UInt32
+    var decode: @Sendable ([UInt8], Int) throws -> any Event
+    var apply: @Sendable (inout M, any Event, inout ApplyContext) -> Void
+  }
+
+  struct Upcaster: Sendable {
+    var decode: @Sendable ([UInt8], Int) throws -> any Sendable
+    /// Turns the decoded old value into the value of the next version.
+    var step: @Sendable (any Sendable) -> any Sendable
+  }
+
+  struct VersionKey: Hashable {
+    var name: String
+    var version: UInt32
+  }
+
+  private var current: [String: Current] = [:]
+  private var upcasters: [VersionKey: Upcaster] = [:]
+
+  init() {}
+
+  /// Registers `E` as the current version of its name, applied by `apply`.
+  /// - Precondition: no other type is registered under `E.name`.
+  public mutating func register<E: Event>(
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void
+  ) {
+    precondition(current[E.name] == nil, "event \(E.name) registered twice")
+    current[E.name] = Current(
+      type: ObjectIdentifier(E.self), version: E.version,
+      decode: { bytes, offset in try FieldDecoder().decode(E.self, from: bytes, at: offset) },
+      apply: { model, event, context in
+        guard let event = event as? E else { preconditionFailure("\(E.name) applied with a \(type(of: event))") }
+        apply(&model, event, &context)
+      })
+  }
+
+  /// Registers how version `Old.version` of an event becomes version `Old.version + 1` (`New`).
+  /// Chains of upcasters take any old version to the current one.
+  /// - Precondition: same name, consecutive versions.
+  public mutating func registerUpcaster<Old: EventVersion, New: EventVersion>(
+    from old: Old.Type, to new: New.Type, _ convert: @escaping @Sendable (Old) -> New
+  ) {
+    precondition(
+      Old.name == New.name && New.version == Old.version + 1, "upcaster must go from one version to the next")
+    upcasters[VersionKey(name: Old.name, version: Old.version)] = Upcaster(
+      decode: { bytes, offset in try FieldDecoder().decode(Old.self, from: bytes, at: offset) },
+      step: { value in
+        guard let value = value as? Old else {
+          preconditionFailure("upcaster of \(Old.name) v\(Old.version) fed a \(type(of: value))")
+        }
+        return convert(value)
+      })
+  }
+
+  /// Whether events named `name` at `version` can be decoded (directly or by upcasting).
+  public func canDecode(name: String, version: UInt32) -> Bool {
+    guard let current = current[name] else { return false }
+    if version == current.version { return true }
+    var version = version
+    while version < current.version {
+      guard upcasters[VersionKey(name: name, version: version)] != nil else { return false }
+      version += 1
+    }
+    return version == current.version
+  }
+
+  /// Decodes the event in a record payload, upcast to the current version.
+  func decode(_ header: EventRecord.Header, payload: [UInt8], sequence: UInt64) throws -> any Event {
+    guard let current = current[header.name], canDecode(name: header.name, version: header.version) else {
+      throw ReplayError(.unknownEvent, sequence: sequence, name: header.name, version: header.version)
+    }
+    do {
+      if header.version == current.version { return try current.decode(payload, header.bodyOffset) }
+      var version = header.version
+      guard let first = upcasters[VersionKey(name: header.name, version: version)] else {
+        throw ReplayError(.unknownEvent, sequence: sequence, name: header.name, version: header.version)
+      }
+      var value = try first.decode(payload, header.bodyOffset)
+      while version < current.version, let upcaster = upcasters[VersionKey(name: header.name, version: version)] {
+        value = upcaster.step(value)
+        version += 1
+      }
+      guard let event = value as? any Event else {
+        throw ReplayError(.unknownEvent, sequence: sequence, name: header.name, version: header.version)
+      }
+      return event
+    } catch let error as ReplayError {
+      throw error
+    } catch {
+      throw ReplayError(
+        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
+        underlying: String(describing: error))
+    }
+  }
+
+  /// Applies a decoded event (of a registered current type) to `model`.
+  func apply(_ event: any Event, to model: inout M, context: inout ApplyContext) {
+    let name = type(of: event).name
+    guard let current = current[name] else { preconditionFailure("event \(name) is not registered with \(M.self)") }
+    current.apply(&model, event, &context)
+  }
+
+  /// Whether `eventType` is registered as the current version of its name.
+  func isRegistered(_ eventType: any Event.Type) -> Bool {
+    current[eventType.name]?.type == ObjectIdentifier(eventType)
+  }
+}

@@ -1,0 +1,61 @@
+/// A 128-bit identifier for commands and records, made by an injected `IdentifierSource` so that
+/// replay never has to invent one. Encoded as 32 lowercase hex digits.
+public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  public var high: UInt64
+  public var low: UInt64
+
+  public init(high: UInt64, low: UInt64) {
+    self.high = high
+    self.low = low
+  }
+
+  /// Parses 32 hex digits (either case); nil for anything else.
+  public init?(_ text: String) {
+    var high: UInt64 = 0
+    var low: UInt64 = 0
+    var count = 0
+    for digit in text.utf8 {
+      let value: UInt8
+      switch digit {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): value = digit &- UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): value = digit &- UInt8(ascii: "a") &+ 10
+      case UInt8(ascii: "A")...UInt8(ascii: "F"): value = digit &- UInt8(ascii: "A") &+ 10
+      default: return nil
+      }
+      if count < 16 { high = high << 4 | UInt64(value) } else { low = low << 4 | UInt64(value) }
+      count += 1
+      if count > 32 { return nil }
+    }
+    guard count == 32 else { return nil }
+    self.init(high: high, low: low)
+  }
+
+  /// 32 lowercase hex digits, high half first.
+  public var description: String {
+    String(unsafeUninitializedCapacity: 32) { buffer in
+      let digits: StaticString = "0123456789abcdef"
+      for index in 0..<32 {
+        let half = index < 16 ? high : low
+        let shift = UInt64(60 - (index % 16) * 4)
+        buffer[index] = digits.utf8Start[Int((half >> shift) & 0xF)]
+      }
+      return 32
+    }
+  }
+
+  public static func < (a: Identifier, b: Identifier) -> Bool { (a.high, a.low) < (b.high, b.low) }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    let text = try container.decode(String.self)
+    guard let parsed = Identifier(text) else {
+      throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not 32 hex digits")
+    }
+    self = parsed
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(description)
+  }
+}

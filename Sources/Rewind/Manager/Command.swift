@@ -1,0 +1,43 @@
+/// What a command body sees and produces: its id, time and origin (recorded in every event), new
+/// identifiers from the manager's source, and the events it records.
+///
+/// Recording nothing makes the command a no-op that writes nothing.
+public struct Command: Sendable {
+  public let id: Identifier
+  /// When the command ran, from the manager's clock; every event of the command carries it.
+  public let timestamp: Int64
+  public let origin: Origin
+  private let ids: IdentifierSource
+  var events: [any Event] = []
+
+  init(id: Identifier, timestamp: Int64, origin: Origin, ids: IdentifierSource) {
+    self.id = id
+    self.timestamp = timestamp
+    self.origin = origin
+    self.ids = ids
+  }
+
+  /// A new identifier from the manager's source. Record it in an event; never derive it in apply.
+  public func newID() -> Identifier { ids.next() }
+
+  /// Adds `event` to the command. All of a command's events are appended in one atomic batch.
+  public mutating func record<E: Event>(_ event: E) { events.append(event) }
+
+  /// The events recorded so far.
+  public var recorded: [any Event] { events }
+}
+
+/// One committed command, as observers see it: its events and every key they touched. Sent once,
+/// after the whole command is journaled and applied; never for a part of a command.
+public struct CommittedChange: Sendable, CustomStringConvertible {
+  public var commandID: Identifier
+  public var origin: Origin
+  public var sequences: ClosedRange<UInt64>
+  public var events: [RecordedEvent]
+  /// Sorted, without duplicates.
+  public var keys: [ChangeKey]
+
+  public var description: String {
+    "command \(commandID) (\(origin)) #\(sequences.lowerBound)-\(sequences.upperBound): \(events.map(\.envelope.name)) touching \(keys)"
+  }
+}

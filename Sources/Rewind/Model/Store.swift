@@ -1,0 +1,123 @@
+/// A record a `Store` can hold: identified by a stable, ordered id; optionally filed under group
+/// keys (a note under its tags), which the store's grouping cache indexes.
+public protocol StoreRecord: Identifiable, Sendable, Equatable
+where ID: Comparable & Sendable & CustomStringConvertible {
+  associatedtype GroupKey: Hashable & Comparable & Sendable & CustomStringConvertible = NoGroupKey
+  /// The groups this record belongs to (duplicates are ignored).
+  var groupKeys: [GroupKey] { get }
+}
+
+/// The group key of records that are not grouped.
+public enum NoGroupKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public var description: String { switch self {} }
+}
+
+extension StoreRecord where GroupKey == NoGroupKey {
+  public var groupKeys: [NoGroupKey] { [] }
+}
+
+/// A generic collection of records by id: `all()`, `find(id:)`, `insert`, `remove`; the small set
+/// every query builds on. Filtering lives in static queries on the record type.
+///
+/// The store keeps one cache: which records are in each group, and how many. It is updated on every
+/// insert and remove from exactly the groups the change entered or left, so it always equals the
+/// same answer computed from `all()` (the coherence tests check this after every command).
+///
+/// Reading is free for anyone holding the value; changing it needs the `ApplyContext` that only the
+/// apply path has. Every change records the keys it touched: the record's key and each group it
+/// entered or left.
+public struct Store<Record: StoreRecord>: Sendable, Equatable {
+  /// Names this store in `ChangeKey`s.
+  public let name: String
+  private var records: [Record.ID: Record] = [:]
+  private var groups: [Record.GroupKey: Set<Record.ID>] = [:]
+
+  public init(name: String) { self.name = name }
+
+  public var count: Int { records.count }
+  public var isEmpty: Bool { records.isEmpty }
+
+  /// Every record, in id order.
+  public func all() -> [Record] { records.values.sorted { $0.id < $1.id } }
+
+  public func find(id: Record.ID) -> Record? { records[id] }
+
+  public func contains(id: Record.ID) -> Bool { records[id] != nil }
+
+  // MARK: The grouping cache
+
+  /// The records filed under `key`, in id order. Answered from the cache.
+  public func records(inGroup key: Record.GroupKey) -> [Record] {
+    guard let ids = groups[key] else { return [] }
+    return ids.sorted().compactMap { records[$0] }
+  }
+
+  /// Every group with its number of records, in key order. Answered from the cache.
+  public func groupCounts() -> [(key: Record.GroupKey, count: Int)] {
+    groups.map { (key: $0.key, count: $0.value.count) }.sorted { $0.key < $1.key }
+  }
+
+  /// How many records are filed under `key`. Answered from the cache.
+  public func count(inGroup key: Record.GroupKey) -> Int { groups[key]?.count ?? 0 }
+
+  // MARK: Changing (apply path only)
+
+  /// Inserts `record`, replacing the one with the same id; returns the replaced one. Replacing a
+  /// record with an equal one touches nothing.
+  @discardableResult
+  public mutating func insert(_ record: Record, context: inout ApplyContext) -> Record? {
+    let old = records.updateValue(record, forKey: record.id)
+    if old == record { return old }  // no change, nothing touched
+    refile(record.id, from: old.map { Set($0.groupKeys) } ?? [], to: Set(record.groupKeys), context: &context)
+    context.touched.insert(.record(name, record.id))
+    return old
+  }
+
+  /// Removes the record with `id`; returns it, or nil (touching nothing) if there was none.
+  @discardableResult
+  public mutating func remove(id: Record.ID, context: inout ApplyContext) -> Record? {
+    guard let old = records.removeValue(forKey: id) else { return nil }
+    refile(id, from: Set(old.groupKeys), to: [], context: &context)
+    context.touched.insert(.record(name, id))
+    return old
+  }
+
+  /// Changes the record with `id` in place; returns false (touching nothing) if there is none.
+  @discardableResult
+  public mutating func update(id: Record.ID, context: inout ApplyContext, _ change: (inout Record) -> Void) -> Bool {
+    guard var record = records[id] else { return false }
+    change(&record)
+    insert(record, context: &context)
+    return true
+  }
+
+  private mutating func refile(
+    _ id: Record.ID, from old: Set<Record.GroupKey>, to new: Set<Record.GroupKey>, context: inout ApplyContext
+  ) {
+    for key in old.subtracting(new) {
+      groups[key]?.remove(id)
+      if groups[key]?.isEmpty == true { groups[key] = nil }
+      context.touched.insert(.group(name, key))
+    }
+    for key in new.subtracting(old) {
+      groups[key, default: []].insert(id)
+      context.touched.insert(.group(name, key))
+    }
+  }
+}
+
+/// A store holding one value (settings, say). Changing it needs the apply path's `ApplyContext`.
+public struct ValueStore<Value: Sendable & Equatable>: Sendable, Equatable {
+  public let name: String
+  public private(set) var value: Value
+
+  public init(name: String, initial: Value) {
+    self.name = name
+    self.value = initial
+  }
+
+  public mutating func set(_ value: Value, context: inout ApplyContext) {
+    self.value = value
+    context.touched.insert(.value(name))
+  }
+}

@@ -1,0 +1,205 @@
+import Glibc
+import Notebook
+import Rewind
+import RewindJournal
+import RewindTestSupport
+import Synchronization
+import Testing
+
+@testable import Rewind
+
+/// A server whose fetch waits (without spinning) until its task is cancelled, and says whether
+/// it saw that.
+private final class StalledServer: NoteServer {
+  private struct State {
+    var started = false
+    var cancelled = false
+    var waiter: CheckedContinuation<Void, Never>?
+  }
+  private let state = Mutex(State())
+
+  var started: Bool { state.withLock { $0.started } }
+  var sawCancellation: Bool { state.withLock { $0.cancelled } }
+
+  func fetchNotes(in notebook: NotebookID) async throws -> [RemoteNote] {
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let resumeNow = state.withLock { state in
+          state.started = true
+          if state.cancelled { return true }
+          state.waiter = continuation
+          return false
+        }
+        if resumeNow { continuation.resume() }
+      }
+    } onCancel: {
+      let waiter = state.withLock { state in
+        state.cancelled = true
+        defer { state.waiter = nil }
+        return state.waiter
+      }
+      waiter?.resume()
+    }
+    throw CancellationError()
+  }
+}
+
+@Test func syncPullLandsThroughItsCommandWithSyncOrigin() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeNotebookManager(directory)
+  let notebook = try await manager.createNotebook(title: "Synced")
+  let local = try await manager.createNote(in: notebook, title: "Local", body: "kept", tags: ["home"])
+  let server = InMemoryNoteServer()
+  let remoteID = NoteID(Identifier(high: 5, low: 5))
+  await server.publish([RemoteNote(id: remoteID, title: "Remote", body: "from server", tags: ["work"])], in: notebook)
+  var changes = manager.changes().makeAsyncIterator()
+
+  #expect(try await manager.pullNotes(from: server, into: notebook) == 1)
+  #expect(Note.note(id: remoteID, in: manager.state)?.tags == ["work"])
+  // A narrow sync change leaves the unrelated local note alone.
+  #expect(Note.note(id: local, in: manager.state)?.body == "kept")
+  let change = try #require(await changes.next())
+  #expect(change.origin == .sync)
+
+  // Pulling an edited feed records only what differs, as record-level events.
+  await server.publish(
+    [RemoteNote(id: remoteID, title: "Remote", body: "edited", tags: ["work", "todo"])], in: notebook)
+  #expect(try await manager.pullNotes(from: server, into: notebook) == 2)
+  let edit = try #require(await changes.next())
+  #expect(edit.events.map(\.envelope.name) == ["note.bodyEdited", "note.tagged"])
+  #expect(Note.all(in: manager.state).count == 2)
+  manager.close()
+}
+
+@Test func cancellingAPullCancelsTheJobAndWritesNothing() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeNotebookManager(temporary.appending("journal"))
+  let notebook = try await manager.createNotebook(title: "Synced")
+  let written = manager.lastSequence
+  let server = StalledServer()
+  let pull = Task { try await manager.pullNotes(from: server, into: notebook) }
+  while !server.started { await Task.yield() }
+  // The funnel stays open while the job runs off it.
+  let other = try await manager.createNote(in: notebook, title: "meanwhile")
+  pull.cancel()
+  await #expect(throws: CancellationError.self) { try await pull.value }
+  #expect(server.sawCancellation)
+  #expect(manager.lastSequence == written + 1)
+  #expect(Note.all(in: manager.state).map(\.id) == [other])
+  manager.close()
+}
+
+@Test func autoTaggerLandsWithAutomationOriginInOneChange() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeNotebookManager(directory)
+  let notebook = try await manager.createNotebook(title: "N")
+  let a = try await manager.createNote(in: notebook, title: "Fix the bug", body: "")
+  let b = try await manager.createNote(in: notebook, title: "Swift plan", body: "bug too")
+  var changes = manager.changes().makeAsyncIterator()
+  let tagger = AutoTagger(rules: [(keyword: "bug", tag: "todo"), (keyword: "swift", tag: "swift")])
+
+  #expect(try await manager.runAutoTagger(tagger) == 3)
+  let change = try #require(await changes.next())
+  #expect(change.origin == .automation)
+  #expect(change.events.count == 3)
+  #expect(Set(change.events.map(\.envelope.commandID)).count == 1)
+  #expect(Note.notes(taggedWith: "todo", in: manager.state).map(\.id) == [a, b])
+  #expect(NoteTag.index(in: manager.state) == [TagCount(tag: "swift", count: 1), TagCount(tag: "todo", count: 2)])
+  // Running it again finds nothing to do and writes nothing.
+  let written = manager.lastSequence
+  #expect(try await manager.runAutoTagger(tagger) == 0)
+  #expect(manager.lastSequence == written)
+  manager.close()
+
+  let origins = try Replay.events(of: Workspace.self, directory: directory).map(\.envelope.origin)
+  #expect(origins == [.user, .user, .user, .automation, .automation, .automation])
+}
+
+@Test func noteCreatedVersion1UpcastsToVersion2() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let notebook = NotebookID(Identifier(high: 0, low: 1))
+  let note = NoteID(Identifier(high: 0, low: 2))
+  do {
+    let journal = try Journal(directory: directory)
+    let command = Identifier(high: 9, low: 9)
+    // What an old build wrote: a notebook (through a current manager's encoding) and a v1 note.
+    let created = try FieldEncoder().encode(["id": notebook.description, "title": "Old"])
+    var first = FieldBytesWriter()
+    first.append(EventRecord.layoutVersion)
+    first.appendString("notebook.created")
+    first.appendVarint(1)
+    first.appendString("user")
+    first.appendFixed64(command.high)
+    first.appendFixed64(command.low)
+    first.bytes += created
+    try journal.appendAndWait([
+      NewRecord(timestamp: 1, payload: first.bytes),
+      NewRecord(
+        timestamp: 2,
+        payload: try EventRecord.encode(
+          NoteCreatedV1(id: note, notebook: notebook, title: "Old note", body: "b"), origin: .user, commandID: command)),
+    ])
+    journal.close()
+  }
+  let manager = try makeNotebookManager(directory)
+  #expect(
+    Note.note(id: note, in: manager.state) == Note(id: note, notebook: notebook, title: "Old note", body: "b", tags: [])
+  )
+  // New events after old ones keep working.
+  try await manager.tagNote(note, with: "legacy")
+  #expect(Note.notes(taggedWith: "legacy", in: manager.state).map(\.id) == [note])
+  manager.close()
+}
+
+@Test func importIsTheOnlyWholeCollectionReplacement() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeNotebookManager(temporary.appending("journal"))
+  let one = try await manager.createNotebook(title: "One")
+  let two = try await manager.createNotebook(title: "Two")
+  let stale = try await manager.createNote(in: one, title: "stale")
+  let other = try await manager.createNote(in: two, title: "other notebook")
+  let snapshot = manager.state  // a caller holding an older snapshot…
+  let added = try await manager.createNote(in: one, title: "added later")
+  // …makes a narrow edit from it: only that note changes; the later note survives.
+  let target = try #require(Note.note(id: stale, in: snapshot))
+  try await manager.retitleNote(target.id, to: "renamed")
+  #expect(Note.notes(inNotebook: one, in: manager.state).map(\.title) == ["renamed", "added later"])
+
+  var changes = manager.changes().makeAsyncIterator()
+  let imported = Note(id: NoteID(Identifier(high: 3, low: 3)), notebook: one, title: "imported", body: "", tags: ["x"])
+  try await manager.importNotes([imported], into: one)
+  let change = try #require(await changes.next())
+  #expect(change.origin == .import)
+  #expect(change.events.map(\.envelope.name) == ["notes.imported"])
+  #expect(Note.notes(inNotebook: one, in: manager.state) == [imported])
+  #expect(Note.note(id: added, in: manager.state) == nil)
+  #expect(Note.note(id: other, in: manager.state)?.title == "other notebook")
+  manager.close()
+}
+
+@Test func aFailedAppendLeavesNotesQueriesAndObserversUnchanged() async throws {
+  let temporary = TemporaryDirectory()
+  let io = FaultInjectingFileIO()
+  let manager = try makeNotebookManager(temporary.appending("journal"), io: io)
+  let notebook = try await manager.createNotebook(title: "N")
+  let note = try await manager.createNote(in: notebook, title: "t", tags: ["a"])
+  let before = manager.state
+  var changes = manager.changes().makeAsyncIterator()
+
+  io.arm(.writeError(ENOSPC))
+  await #expect(throws: ManagerError.self) {
+    try await manager.runAutoTagger(AutoTagger(rules: [(keyword: "t", tag: "b")]))
+  }
+  #expect(manager.state == before)
+  #expect(Note.notes(taggedWith: "b", in: manager.state).isEmpty)
+  #expect(NoteTag.index(in: manager.state) == [TagCount(tag: "a", count: 1)])
+
+  try await manager.tagNote(note, with: "c")
+  let change = try #require(await changes.next())
+  #expect(change.events.map(\.envelope.name) == ["note.tagged"])
+  #expect(change.origin == .user)
+  manager.close()
+}

@@ -1,0 +1,160 @@
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+private struct Sample: Codable, Equatable {
+  enum Mood: String, Codable { case calm, busy }
+  struct Inner: Codable, Equatable {
+    var label: String
+    var weights: [Double]
+  }
+  var id: UInt64
+  var delta: Int
+  var small: Int8
+  var title: String
+  var tags: [String]
+  var done: Bool
+  var score: Double
+  var ratio: Float
+  var note: String?
+  var missing: Int?
+  var mood: Mood
+  var inner: Inner
+  var inners: [Inner]
+  var nested: [[Int]]
+  var table: [String: Int]
+}
+
+private func sample() -> Sample {
+  Sample(
+    id: .max, delta: -123_456_789, small: -8, title: "Héllo \"world\"\n", tags: ["a", "", "ünï"], done: true,
+    score: -0.5, ratio: 1.25, note: "n", missing: nil, mood: .busy,
+    inner: Sample.Inner(label: "x", weights: [1, 2.5]),
+    inners: [Sample.Inner(label: "p", weights: []), Sample.Inner(label: "q", weights: [3])],
+    nested: [[1, 2], [], [3]], table: ["k": 1])
+}
+
+@Test func roundTripsEveryKindOfField() throws {
+  let value = sample()
+  let bytes = try FieldEncoder().encode(value)
+  #expect(try FieldDecoder().decode(Sample.self, from: bytes) == value)
+}
+
+@Test func rendersAsJSONWithoutTheTypes() throws {
+  struct Small: Codable {
+    var id: Int
+    var title: String
+    var tags: [String]
+    var ok: Bool
+    var gone: String?
+  }
+  let bytes = try FieldEncoder().encode(Small(id: -3, title: "a\"b", tags: ["x"], ok: false, gone: nil))
+  #expect(try FieldRenderer.json(bytes) == #"{"id":-3,"title":"a\"b","tags":["x"],"ok":false}"#)
+}
+
+@Test func emptyValuesAndTopLevelPrimitives() throws {
+  struct Empty: Codable, Equatable {}
+  #expect(try FieldDecoder().decode(Empty.self, from: FieldEncoder().encode(Empty())) == Empty())
+  #expect(try FieldDecoder().decode(String.self, from: FieldEncoder().encode("solo")) == "solo")
+  #expect(try FieldDecoder().decode([Int].self, from: FieldEncoder().encode([Int]())) == [])
+  #expect(try FieldDecoder().decode(Int64.self, from: FieldEncoder().encode(Int64.min)) == .min)
+}
+
+@Test func integerOutOfRangeIsAnError() throws {
+  struct Wide: Codable { var value: Int }
+  struct Narrow: Codable { var value: UInt8 }
+  let bytes = try FieldEncoder().encode(Wide(value: 300))
+  #expect(throws: DecodingError.self) { try FieldDecoder().decode(Narrow.self, from: bytes) }
+}
+
+@Test func missingFieldIsAnError() throws {
+  struct Old: Codable { var a: Int }
+  struct New: Codable {
+    var a: Int
+    var b: Int
+  }
+  let bytes = try FieldEncoder().encode(Old(a: 1))
+  #expect(throws: DecodingError.self) { try FieldDecoder().decode(New.self, from: bytes) }
+}
+
+/// Every truncation and every single-byte corruption must throw or decode, never trap or hang.
+@Test func truncatedAndCorruptedInputNeverTraps() throws {
+  let bytes = try FieldEncoder().encode(sample())
+  for cut in 0..<bytes.count {
+    let prefix = Array(bytes[..<cut])
+    #expect(throws: (any Error).self) { try FieldDecoder().decode(Sample.self, from: prefix) }
+    #expect(throws: FieldFormatError.self) { try FieldRenderer.json(prefix) }
+  }
+  for index in bytes.indices {
+    for flip: UInt8 in [0x01, 0x80, 0xFF] {
+      var damaged = bytes
+      damaged[index] ^= flip
+      _ = try? FieldDecoder().decode(Sample.self, from: damaged)
+      _ = try? FieldRenderer.json(damaged)
+    }
+  }
+}
+
+@Test func deepNestingIsRejected() {
+  let bytes = [UInt8](repeating: FieldTag.array.rawValue, count: 10_000)
+  #expect(throws: FieldFormatError.self) { try FieldRenderer.json(bytes) }
+  #expect(throws: DecodingError.self) { try FieldDecoder().decode([[Int]].self, from: bytes) }
+}
+
+@Test func identifiersPrintAndParseAsThirtyTwoHexDigits() throws {
+  let id = Identifier(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)
+  #expect(id.description == "0123456789abcdeffedcba9876543210")
+  #expect(Identifier("0123456789ABCDEFfedcba9876543210") == id)
+  #expect(Identifier(high: 0, low: 1).description == "00000000000000000000000000000001")
+  for bad in ["", "0123", "0123456789abcdeffedcba98765432100", "g123456789abcdeffedcba9876543210"] {
+    #expect(Identifier(bad) == nil, "\(bad)")
+  }
+  let seed: UInt64 = 0x1D5
+  print("identifiersPrintAndParseAsThirtyTwoHexDigits seed \(seed)")
+  var random = SeededGenerator(seed: seed)
+  for _ in 0..<100 {
+    let id = Identifier(high: random.next(), low: random.next())
+    #expect(Identifier(id.description) == id)
+    #expect(try FieldDecoder().decode(Identifier.self, from: FieldEncoder().encode(id)) == id)
+  }
+}
+
+/// Synthesized Codable for enums with payloads uses nested keyed containers, the one path where
+/// the encoder must close containers it cannot see finish.
+@Test func enumsWithPayloadsAndOptionalElementsRoundTrip() throws {
+  enum Shape: Codable, Equatable {
+    case circle(radius: Double)
+    case polygon(points: [[Int]], name: String?)
+    case empty
+  }
+  struct Drawing: Codable, Equatable {
+    var shapes: [Shape]
+    var maybe: [String?]
+    var after: Int
+  }
+  let drawing = Drawing(
+    shapes: [
+      .circle(radius: 2), .polygon(points: [[0, 0], [1, 2]], name: nil), .empty, .polygon(points: [], name: "p"),
+    ],
+    maybe: ["a", nil, "c"], after: 42)
+  let bytes = try FieldEncoder().encode(drawing)
+  #expect(try FieldDecoder().decode(Drawing.self, from: bytes) == drawing)
+  #expect(try FieldRenderer.json(bytes).contains(#""maybe":["a",null,"c"],"after":42"#))
+}
+
+/// Writing into a nested container after its parent moved on is a Codable misuse the encoder
+/// reports instead of writing garbled bytes.
+@Test func writingIntoAFinishedContainerThrows() {
+  struct Misuse: Encodable {
+    enum Keys: String, CodingKey { case inner, later, value }
+    func encode(to encoder: any Encoder) throws {
+      var outer = encoder.container(keyedBy: Keys.self)
+      var inner = outer.nestedContainer(keyedBy: Keys.self, forKey: .inner)
+      try inner.encode(1, forKey: .value)
+      try outer.encode(2, forKey: .later)
+      try inner.encode(3, forKey: .value)
+    }
+  }
+  #expect(throws: EncodingError.self) { try FieldEncoder().encode(Misuse()) }
+}

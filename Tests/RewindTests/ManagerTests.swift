@@ -1,0 +1,206 @@
+import Glibc
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+private func makeManager(_ directory: String, io: FaultInjectingFileIO? = nil) throws -> Manager<Ledger> {
+  var options = JournalOptions(durability: .always)
+  if let io { options.io = io }
+  return try Manager<Ledger>(
+    directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+}
+
+@Test func commandIsJournaledAppliedAndAnnounced() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  var changes = manager.changes().makeAsyncIterator()
+
+  let id = try await manager.openAccount(owner: "ada", labels: ["savings"])
+  try await manager.deposit(5, into: id)
+
+  #expect(manager.state.accounts.find(id: id)?.balance == 5)
+  #expect(manager.lastSequence == 2)
+  let opened = try #require(await changes.next())
+  #expect(opened.sequences == 1...1)
+  #expect(opened.origin == .user)
+  #expect(opened.keys == [.record("accounts", id), .group("accounts", "savings")])
+  let deposited = try #require(await changes.next())
+  #expect(deposited.events.map(\.envelope.name) == ["account.deposited"])
+  #expect(deposited.keys == [.record("accounts", id)])
+  #expect(deposited.events[0].event.isEqual(to: Deposited(account: id, amount: 5, memo: "deposit")))
+  manager.close()
+
+  let replayed = try Replay.rebuild(Ledger.self, directory: temporary.appending("journal"))
+  #expect(replayed.state == manager.state)
+  #expect(replayed.lastSequence == 2)
+}
+
+@Test func rejectedCommandWritesNothing() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  await #expect(throws: LedgerError.self) { try await manager.deposit(1, into: Identifier(high: 9, low: 9)) }
+  // A body that records events and then throws writes none of them.
+  await #expect(throws: LedgerError.self) {
+    try await manager.perform(.user) { _, command in
+      command.record(AccountOpened(id: command.newID(), owner: "x", labels: []))
+      throw LedgerError(reason: "changed my mind")
+    }
+  }
+  #expect(manager.lastSequence == 0)
+  #expect(manager.state == Ledger())
+  manager.close()
+  #expect(try Replay.events(of: Ledger.self, directory: temporary.appending("journal")).isEmpty)
+}
+
+@Test func failedAppendChangesNothingAndRetrySucceeds() async throws {
+  let temporary = TemporaryDirectory()
+  let io = FaultInjectingFileIO()
+  let manager = try makeManager(temporary.appending("journal"), io: io)
+  let id = try await manager.openAccount(owner: "ada", labels: ["a"])
+  let before = manager.state
+  var changes = manager.changes().makeAsyncIterator()
+
+  io.arm(.writeError(ENOSPC))
+  let error = await #expect(throws: ManagerError.self) { try await manager.deposit(7, into: id) }
+  #expect(error?.code == .appendFailed)
+  #expect(error?.journalError?.errno == ENOSPC)
+  #expect(io.struck == 1)
+  #expect(manager.state == before)
+  #expect(manager.state.accounts.find(id: id)?.balance == 0)
+  #expect(manager.lastSequence == 1)
+
+  try await manager.deposit(7, into: id)  // the retry
+  #expect(manager.state.accounts.find(id: id)?.balance == 7)
+  // The first change observers see is the retry's: the failed attempt announced nothing.
+  let first = try #require(await changes.next())
+  #expect(first.sequences == 2...2)
+  manager.close()
+  let replayed = try Replay.rebuild(Ledger.self, directory: temporary.appending("journal"))
+  #expect(replayed.state == manager.state)
+}
+
+@Test func lostDurabilityStopsTheManager() async throws {
+  let temporary = TemporaryDirectory()
+  let io = FaultInjectingFileIO()
+  let manager = try makeManager(temporary.appending("journal"), io: io)
+  let id = try await manager.openAccount(owner: "ada")
+  let before = manager.state
+
+  io.arm(.syncError(EIO))
+  let error = await #expect(throws: ManagerError.self) { try await manager.deposit(1, into: id) }
+  #expect(error?.code == .durabilityLost)
+  #expect(manager.state == before)
+  #expect(manager.stopReason?.code == .durabilityLost)
+  let refused = await #expect(throws: ManagerError.self) { try await manager.deposit(1, into: id) }
+  #expect(refused?.code == .stopped)
+  #expect(refused.map { String(describing: $0) }?.contains("durability") == true)
+  #expect(manager.state == before)
+  manager.close()
+}
+
+@Test func aCommandsEventsAreOneBatchWithOneCommandID() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  var changes = manager.changes().makeAsyncIterator()
+  let ids = try await manager.perform(.automation) { _, command in
+    let ids = [command.newID(), command.newID(), command.newID()]
+    for (index, id) in ids.enumerated() { command.record(AccountOpened(id: id, owner: "o\(index)", labels: ["bulk"])) }
+    return ids
+  }
+  let change = try #require(await changes.next())
+  #expect(change.sequences == 1...3)
+  #expect(change.events.count == 3)
+  #expect(manager.state.accounts.count(inGroup: "bulk") == 3)
+  manager.close()
+
+  let events = try Replay.events(of: Ledger.self, directory: temporary.appending("journal"))
+  #expect(events.map(\.envelope.sequence) == [1, 2, 3])
+  #expect(Set(events.map(\.envelope.commandID)) == [change.commandID])
+  #expect(Set(events.map(\.envelope.origin)) == [.automation])
+  #expect(Set(events.map(\.envelope.timestamp)).count == 1)
+  #expect(events.compactMap { ($0.event as? AccountOpened)?.id } == ids)
+}
+
+/// Each command reads the balance and records the new one. If two commands ever interleaved
+/// across the append's suspension, both would record the same balance and one update would be lost.
+@Test func concurrentCommandsFormOneSerialGaplessHistory() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  let id = try await manager.openAccount(owner: "shared")
+  let tasks = 8
+  let perTask = 25
+  try await withThrowingTaskGroup(of: Void.self) { group in
+    for _ in 0..<tasks {
+      group.addTask {
+        for _ in 0..<perTask {
+          try await manager.perform(.user) { ledger, command in
+            let balance = ledger.accounts.find(id: id)?.balance ?? 0
+            command.record(BalanceSet(account: id, balance: balance + 1))
+          }
+        }
+      }
+    }
+    try await group.waitForAll()
+  }
+  #expect(manager.state.accounts.find(id: id)?.balance == tasks * perTask)
+  #expect(manager.lastSequence == UInt64(tasks * perTask + 1))
+  manager.close()
+
+  let events = try Replay.events(of: Ledger.self, directory: temporary.appending("journal"))
+  #expect(events.map(\.envelope.sequence) == Array(1...UInt64(tasks * perTask + 1)))
+  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == Array(1...(tasks * perTask)))
+  #expect(try Replay.rebuild(Ledger.self, directory: temporary.appending("journal")).state == manager.state)
+}
+
+@Test func managerReopensWithTheReplayedState() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  var manager = try makeManager(directory)
+  let id = try await manager.openAccount(owner: "ada", labels: ["x", "y"])
+  try await manager.deposit(3, into: id)
+  let live = manager.state
+  manager.close()
+  manager = try makeManager(directory)
+  #expect(manager.state == live)
+  #expect(manager.lastSequence == 2)
+  manager.close()
+}
+
+@Test func commandsAfterCloseAreRefused() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  manager.close()
+  let error = await #expect(throws: ManagerError.self) { try await manager.openAccount(owner: "late") }
+  #expect(error?.code == .closed)
+}
+
+/// Readers polling the state, and observers, never see part of a multi-event command.
+@Test func readersAndObserversNeverSeeHalfACommand() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  let changes = manager.changes()
+  let commands = 60
+  let writer = Task {
+    for _ in 0..<commands {
+      try await manager.perform(.user) { _, command in
+        for _ in 0..<3 { command.record(AccountOpened(id: command.newID(), owner: "o", labels: ["bulk"])) }
+      }
+    }
+  }
+  var observed = 0
+  var partial = 0
+  while observed < commands * 3 {
+    let state = manager.state
+    observed = state.accounts.count
+    if observed % 3 != 0 || state.accounts.count(inGroup: "bulk") != observed { partial += 1 }
+    await Task.yield()
+  }
+  try await writer.value
+  #expect(partial == 0)
+  manager.close()
+  var sizes: [Int] = []
+  for await change in changes { sizes.append(change.events.count) }
+  #expect(sizes == Array(repeating: 3, count: commands))
+}

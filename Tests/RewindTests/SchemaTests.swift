@@ -1,0 +1,91 @@
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+/// Writes records as an older build of the app would have: raw events, by hand.
+private func writeJournal(_ directory: String, _ payloads: [[UInt8]]) throws {
+  let journal = try Journal(directory: directory)
+  defer { journal.close() }
+  try journal.appendAndWait(payloads.map { NewRecord(timestamp: 1, payload: $0) })
+}
+
+private let account = Identifier(high: 0, low: 1)
+
+private func opened() throws -> [UInt8] {
+  try EventRecord.encode(
+    AccountOpened(id: account, owner: "ada", labels: []), origin: .user, commandID: Identifier(high: 1, low: 1))
+}
+
+@Test func oldVersionsDecodeThroughUpcasterChains() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let command = Identifier(high: 1, low: 2)
+  try writeJournal(
+    directory,
+    [
+      try opened(),
+      try EventRecord.encode(DepositedV1(account: account, cents: 100), origin: .sync, commandID: command),
+      try EventRecord.encode(DepositedV2(account: account, amount: 20), origin: .sync, commandID: command),
+      try EventRecord.encode(Deposited(account: account, amount: 3, memo: "m"), origin: .sync, commandID: command),
+    ])
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.map(\.envelope.version) == [1, 1, 2, 3])
+  #expect(events[1].event.isEqual(to: Deposited(account: account, amount: 100, memo: "")))
+  #expect(events[2].event.isEqual(to: Deposited(account: account, amount: 20, memo: "")))
+  let manager = try Manager<Ledger>(directory: directory)
+  #expect(manager.state.accounts.find(id: account)?.balance == 123)
+  manager.close()
+}
+
+@Test(arguments: [("account.mystery", UInt32(1)), ("account.deposited", UInt32(9)), ("account.opened", UInt32(0))])
+func unknownEventIsALocatedError(name: String, version: UInt32) throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  var unknown = FieldBytesWriter()
+  unknown.append(EventRecord.layoutVersion)
+  unknown.appendString(name)
+  unknown.appendVarint(UInt64(version))
+  unknown.appendString("user")
+  unknown.appendFixed64(0)
+  unknown.appendFixed64(7)
+  unknown.bytes += try FieldEncoder().encode(["anything": 1])
+  try writeJournal(directory, [try opened(), unknown.bytes])
+
+  let error = #expect(throws: ReplayError.self) { try Replay.rebuild(Ledger.self, directory: directory) }
+  #expect(error?.code == .unknownEvent)
+  #expect(error?.sequence == 2)
+  #expect(error?.name == name)
+  #expect(error?.version == version)
+  #expect(error?.description.contains("sequence 2") == true)
+  #expect(error?.description.contains(name) == true)
+  // Opening a manager on it fails the same way, and releases the journal's lock.
+  #expect(throws: ReplayError.self) { try Manager<Ledger>(directory: directory) }
+  #expect(throws: ReplayError.self) { try Manager<Ledger>(directory: directory) }
+  // An audit still renders it field by field.
+  let record = try #require(try JournalReader(directory: directory).record(2))
+  let json = try EventRecord.json(sequence: record.sequence, timestamp: record.timestamp, payload: record.payload)
+  #expect(json.contains("\"name\":\"\(name)\""))
+  #expect(json.hasSuffix("\"event\":{\"anything\":1}}"))
+}
+
+@Test func malformedRecordIsALocatedError() throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  try writeJournal(directory, [try opened(), [1, 200]])
+  let error = #expect(throws: ReplayError.self) { try Replay.rebuild(Ledger.self, directory: directory) }
+  #expect(error?.code == .malformedRecord)
+  #expect(error?.sequence == 2)
+}
+
+@Test func recordRendersAsJSON() throws {
+  let payload = try EventRecord.encode(
+    Deposited(account: account, amount: -5, memo: "a \"quoted\" memo"), origin: Origin("webhook"),
+    commandID: Identifier(high: 0xAB, low: 0xCD))
+  let json = try EventRecord.json(sequence: 4, timestamp: 99, payload: payload)
+  #expect(
+    json
+      == #"{"sequence":4,"timestamp":99,"name":"account.deposited","version":3,"origin":"webhook","command":"00000000000000ab00000000000000cd","event":{"account":"00000000000000000000000000000001","amount":-5,"memo":"a \"quoted\" memo"}}"#
+  )
+}
