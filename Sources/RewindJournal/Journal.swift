@@ -68,6 +68,7 @@ public final class Journal: Sendable {
       self.recovery = start.report
       self.id = layout.journalID
     } catch {
+      io.unlock(lockFD, path: lockPath)
       io.close(lockFD)
       throw error
     }
@@ -108,7 +109,10 @@ public final class Journal: Sendable {
   /// `.closed`. Called by `deinit` too.
   public func close() {
     writer.close()
-    if !lockReleased.exchange(true, ordering: .acquiringAndReleasing) { io.close(lockFD) }
+    if !lockReleased.exchange(true, ordering: .acquiringAndReleasing) {
+      io.unlock(lockFD, path: directory + "/" + Layout.lockName)
+      io.close(lockFD)
+    }
   }
 
   /// A reader of this journal's directory.

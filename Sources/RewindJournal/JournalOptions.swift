@@ -3,9 +3,10 @@ public enum Durability: Sendable, Equatable, CustomStringConvertible {
   /// Each group of appends is written and fsynced before any of them is acknowledged. Groups form
   /// from whatever is waiting while the previous group is being synced. Survives power loss.
   case always
-  /// Appends wait up to `maxDelay` (or until a frame is full) to be written and fsynced as one
-  /// group, then are acknowledged. Survives power loss; trades latency for larger, better
-  /// compressed frames and fewer syncs.
+  /// Appends wait up to `maxDelay` to be written and fsynced as one group, then are
+  /// acknowledged. The wait ends early when a frame is full, or when no append has arrived for
+  /// an eighth of `maxDelay`. Survives power loss; trades latency for larger, better compressed
+  /// frames and fewer syncs.
   case batched(maxDelay: Duration)
   /// Acknowledged once written to the operating system; never fsynced. Survives the process being
   /// killed, not a power loss or kernel crash.

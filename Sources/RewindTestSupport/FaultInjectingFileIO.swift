@@ -124,4 +124,5 @@ package final class FaultInjectingFileIO: FileIO {
   package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
   package func removeFile(_ path: String) throws { try base.removeFile(path) }
   package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
+  package func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
 }

@@ -41,6 +41,9 @@ package protocol FileIO: Sendable {
   func removeFile(_ path: String) throws
   /// Takes an exclusive, non-blocking advisory lock (flock). Returns false if another holder has it.
   func tryLock(_ fd: Int32, path: String) throws -> Bool
+  /// Releases the lock taken by `tryLock`. Closing the descriptor is not enough: a child forked
+  /// by any thread shares the open file description (and so the lock) until it execs.
+  func unlock(_ fd: Int32, path: String)
 }
 
 /// The real file system, through POSIX calls.
@@ -133,6 +136,10 @@ package struct PosixFileIO: FileIO {
       default: throw SystemCallError("flock", path: path, errno: Glibc.errno)
       }
     }
+  }
+
+  package func unlock(_ fd: Int32, path: String) {
+    while flock(fd, LOCK_UN) != 0 && Glibc.errno == EINTR {}
   }
 }
 

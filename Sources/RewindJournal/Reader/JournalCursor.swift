@@ -30,7 +30,11 @@ public final class JournalCursor {
       case .sequence(let sequence): index.entry(atOrBefore: sequence)
       case .time(let timestamp): index.entry(before: timestamp)
       }
-    if let entry, layout.segments.contains(entry.segment) {
+    // An entry in an earlier segment than the one that holds the start is no help (the index
+    // may stop short, at a gap or where it went stale): start from that segment instead.
+    let holdingSegment: UInt64? =
+      if case .sequence(let sequence) = start { layout.segments.last(where: { $0 <= sequence }) } else { nil }
+    if let entry, layout.segments.contains(entry.segment), entry.segment >= (holdingSegment ?? 0) {
       try position(segment: entry.segment, offset: entry.offset, expected: entry.firstSequence)
       positionedByIndex = true
     } else {
@@ -55,6 +59,14 @@ public final class JournalCursor {
     guard let segment else {
       file = nil
       return
+    }
+    let wanted: UInt64 = if case .sequence(let sequence) = start { sequence } else { 1 }
+    if segment > wanted {
+      // The segment that would hold the start is missing: the journal starts at 1.
+      let name = Layout.segmentName(firstSequence: segment)
+      throw JournalError(
+        .sequenceBreak, "the first segment starts at sequence \(segment); earlier segments are missing",
+        directory: reader.directory, file: name, offset: 0, sequences: 1...segment)
     }
     try position(segment: segment, offset: Int64(Layout.segmentHeaderSize), expected: segment)
   }
@@ -157,10 +169,24 @@ public final class JournalCursor {
     start = nil
   }
 
-  /// At the end of a segment: moves to the next one if it exists (its name is the next sequence number).
+  /// At the end of a segment: moves to the next one if it exists (its name is the next sequence
+  /// number). Returns true to read on (also when the current segment turned out to have grown).
   private func advanceSegment() throws -> Bool {
     let name = Layout.segmentName(firstSequence: expected)
-    guard let file, file.firstSequence != expected, reader.io.fileExists(reader.directory + "/" + name) else {
+    guard let file, file.firstSequence != expected else { return false }
+    guard reader.io.fileExists(reader.directory + "/" + name) else {
+      // No segment continues this one; if a later one exists, segments in between are missing.
+      try layout.refresh()
+      if let later = layout.segments.first(where: { $0 > expected }) {
+        // The writer completes a segment before it creates the next, so look at this one's
+        // size again (after listing): if it grew, read on in it.
+        try refreshSize(file)
+        if offset < file.size { return true }
+        throw JournalError(
+          .sequenceBreak, "segment starts at sequence \(later), but the previous one ends at \(expected - 1)",
+          directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0,
+          sequences: expected...later)
+      }
       return false
     }
     try layout.refresh()

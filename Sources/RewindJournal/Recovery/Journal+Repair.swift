@@ -31,7 +31,12 @@ extension Journal {
     } catch {
       throw JournalError(error, directory: directory, file: Layout.lockName)
     }
-    defer { io.close(lockFD) }
+    // Unlock explicitly (harmless when not locked): a child process forked meanwhile shares the
+    // descriptor until it execs, and would otherwise keep the lock.
+    defer {
+      io.unlock(lockFD, path: lockPath)
+      io.close(lockFD)
+    }
     guard (try? io.tryLock(lockFD, path: lockPath)) == true else {
       throw JournalError(
         .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)

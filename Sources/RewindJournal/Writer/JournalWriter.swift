@@ -143,9 +143,19 @@ final class JournalWriter: @unchecked Sendable {
     while queue.isEmpty && !closing { condition.wait() }
     if queue.isEmpty { return nil }
     if case .batched(let delay) = options.durability, !closing {
+      // Linger for more appends, up to the delay; stop early once the queue has stopped
+      // growing for an eighth of it (everyone who was going to append soon has), or a frame is full.
       let (seconds, attoseconds) = delay.components
-      let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
-      while queuedBytes < options.frameTargetBytes && !closing && condition.wait(until: deadline) {}
+      let linger = Double(seconds) + Double(attoseconds) / 1e18
+      let deadline = Date(timeIntervalSinceNow: linger)
+      var seen = queue.count
+      while queuedBytes < options.frameTargetBytes && !closing {
+        let now = Date()
+        if now >= deadline { break }
+        let signalled = condition.wait(until: min(deadline, now.addingTimeInterval(linger / 8)))
+        if !signalled && queue.count == seen { break }
+        seen = queue.count
+      }
     }
     let group = queue
     queue.removeAll(keepingCapacity: true)
@@ -168,8 +178,7 @@ final class JournalWriter: @unchecked Sendable {
         try roll()
       }
     } catch {
-      // A half-made roll leaves the files consistent only if nothing more is written: stop here.
-      return fail(group, JournalError(error, directory: path), fatal: true)
+      return fail(group, error.error, fatal: error.fatal)
     }
 
     // Frames: as many whole appends as fit in the frame target; an append larger than it alone.
@@ -225,10 +234,7 @@ final class JournalWriter: @unchecked Sendable {
         try io.sync(segmentFD, metadata: false, path: path + "/" + name)
       } catch {
         _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
-        var lost = JournalError(error, directory: path, file: name)
-        lost.code = .durabilityLost
-        lost.message = "fsync failed, so earlier writes may not be on disk (\(error))"
-        return fail(group, lost, fatal: true)
+        return fail(group, durabilityLost(error, file: name), fatal: true)
       }
     }
 
@@ -250,21 +256,50 @@ final class JournalWriter: @unchecked Sendable {
     for append in group { append.completion(.failure(error)) }
   }
 
+  /// Why a roll failed, and whether the journal can go on.
+  private struct RollFailure: Error {
+    var error: JournalError
+    var fatal: Bool
+  }
+
   /// Seals the active segment (fsync, whatever the policy, so a later segment never outlives an
   /// earlier one's tail) and starts a new one.
-  private func roll() throws {
+  ///
+  /// A failure before the new segment's name exists changes nothing and is not fatal: the next
+  /// group tries again. A failed fsync, or one after the new segment appeared (a failed directory
+  /// fsync), leaves durability unknown: fatal, as `.durabilityLost`.
+  private func roll() throws(RollFailure) {
     let name = activeName
     do {
       try io.sync(segmentFD, metadata: true, path: path + "/" + name)
     } catch {
-      throw JournalError(error, directory: path, file: name)
+      throw RollFailure(error: durabilityLost(error, file: name), fatal: true)
     }
-    try JournalRecovery(directory: directory, options: options).createSegment(firstSequence: state.nextSequence)
+    let newName = Layout.segmentName(firstSequence: state.nextSequence)
+    do {
+      try JournalRecovery(directory: directory, options: options).createSegment(firstSequence: state.nextSequence)
+    } catch {
+      if io.fileExists(path + "/" + newName) {
+        throw RollFailure(error: durabilityLost(error, file: newName), fatal: true)
+      }
+      throw RollFailure(error: JournalError(error, directory: path, file: newName), fatal: false)
+    }
     io.close(segmentFD)
     state.segments.append(state.nextSequence)
     state.endOffset = Int64(Layout.segmentHeaderSize)
     state.lastIndexedOffset = 0
-    try openActiveSegment()
+    do {
+      try openActiveSegment()
+    } catch {
+      throw RollFailure(error: JournalError(error, directory: path, file: newName), fatal: true)
+    }
+  }
+
+  private func durabilityLost(_ error: any Error, file: String) -> JournalError {
+    var lost = JournalError(error, directory: path, file: file)
+    lost.code = .durabilityLost
+    lost.message = "fsync failed, so earlier writes may not be on disk (\(error))"
+    return lost
   }
 
   // MARK: The index (derived data: failures here only make it stale)

@@ -1,0 +1,176 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Injected I/O faults through the one system-call seam: a failed append is a typed error,
+/// nothing half-written stays or is acknowledged, and the journal reopens cleanly.
+@Suite struct FaultInjectionTests {
+  static func options(_ faults: FaultInjectingFileIO, _ durability: Durability = .none, segmentBytes: Int = 64 << 20)
+    -> JournalOptions
+  {
+    var options = JournalFixtures.options(durability, segmentBytes: segmentBytes)
+    options.io = faults
+    return options
+  }
+
+  static func records(_ tag: Int, count: Int = 3) -> [NewRecord] {
+    (0..<count).map {
+      NewRecord(
+        timestamp: Int64(tag), payload: Array("record \(tag).\($0) ".utf8) + [UInt8](repeating: 7, count: tag % 90))
+    }
+  }
+
+  static let writeFaults: [FaultInjectingFileIO.Fault] = [
+    .writeError(ENOSPC), .writeError(EIO), .shortWrite(bytes: 10, thenErrno: ENOSPC),
+    .shortWrite(bytes: 0, thenErrno: EIO),
+  ]
+
+  @Test(arguments: writeFaults, [Durability.none, .always])
+  func aFailedWriteLeavesNothingAndCanBeRetried(fault: FaultInjectingFileIO.Fault, durability: Durability) async throws
+  {
+    let dir = TemporaryDirectory("faults")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, durability))
+    var acknowledged: [NewRecord] = []
+    for tag in 0..<5 {
+      try await journal.append(Self.records(tag))
+      acknowledged += Self.records(tag)
+    }
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let sizeBefore = Files.size(dir.appending(segment))
+    let lastBefore = journal.lastSequence
+
+    faults.arm(fault)
+    let failing = Self.records(100, count: 4)
+    do {
+      try await journal.append(failing)
+      Issue.record("the append should have failed under \(fault)")
+    } catch let error as JournalError {
+      #expect(error.code == .io, "\(error)")
+      #expect(error.errno != nil, "\(error)")
+    }
+    #expect(faults.struck == 1)
+    #expect(journal.lastSequence == lastBefore)
+    #expect(Files.size(dir.appending(segment)) == sizeBefore, "the partial write is undone")
+    #expect(journal.failure == nil, "a failed write that was undone does not stop the journal")
+
+    faults.disarm()
+    let range = try await journal.append(failing)
+    #expect(range == (lastBefore + 1)...(lastBefore + 4), "the retry gets the numbers the failed append would have had")
+    acknowledged += failing
+    journal.close()
+
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean)
+    #expect(reopened.lastSequence == UInt64(acknowledged.count))
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+  }
+
+  @Test(arguments: [Durability.always, .batched])
+  func aFailedSyncLosesDurabilityForGood(durability: Durability) async throws {
+    let dir = TemporaryDirectory("sync-fault")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, durability))
+    var acknowledged: [NewRecord] = []
+    for tag in 0..<5 {
+      try await journal.append(Self.records(tag))
+      acknowledged += Self.records(tag)
+    }
+    faults.arm(.syncError(EIO))
+    do {
+      try await journal.append(Self.records(50))
+      Issue.record("the append should have failed")
+    } catch let error as JournalError {
+      #expect(error.code == .durabilityLost, "\(error)")
+    }
+    #expect(journal.lastSequence == UInt64(acknowledged.count))
+    #expect(journal.failure?.code == .durabilityLost)
+    faults.disarm()
+    for tag in 51..<54 {
+      do {
+        try await journal.append(Self.records(tag))
+        Issue.record("appends after a failed fsync must be refused")
+      } catch let error as JournalError {
+        #expect(error.code == .durabilityLost, "\(error)")
+      }
+    }
+    #expect(journal.lastSequence == UInt64(acknowledged.count))
+    journal.close()
+
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options(durability))
+    #expect(reopened.lastSequence == UInt64(acknowledged.count))
+    let range = try await reopened.append(Self.records(60))
+    #expect(range.lowerBound == UInt64(acknowledged.count + 1))
+    acknowledged += Self.records(60)
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+  }
+
+  /// A workload with segment rolls under `.always`, run with its Nth write or sync call failing
+  /// (on any file of the journal). A failed append is retried once; unless durability was lost,
+  /// the retry succeeds. What was acknowledged must all be there after reopening, once, in order.
+  static func sweepRun(_ fault: FaultInjectingFileIO.Fault?, skip n: Int) async throws -> (writes: Int, syncs: Int) {
+    let dir = TemporaryDirectory("sweep")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, .always, segmentBytes: 1 << 10))
+    let context = "\(fault.map { "\($0)" } ?? "no fault") after \(n) calls"
+    let atStart = faults.counts
+    if let fault { faults.arm(fault, pathContains: "", skip: n) }
+    var acknowledged: [NewRecord] = []
+    var lost = false
+    workload: for tag in 0..<24 {
+      let batch = Self.records(tag, count: 1 + tag % 3)
+      for attempt in 0..<2 {
+        do {
+          let range = try await journal.append(batch)
+          #expect(range.lowerBound == UInt64(acknowledged.count + 1), "\(context)")
+          acknowledged += batch
+          break
+        } catch let error as JournalError {
+          #expect(journal.lastSequence == UInt64(acknowledged.count), "\(context)")
+          if error.code == .durabilityLost {
+            #expect(journal.failure?.code == .durabilityLost, "\(context)")
+            lost = true
+            break workload
+          }
+          #expect(error.code == .io, "\(context): \(error)")
+          #expect(attempt == 0, "\(context): a fault strikes once, so the retry must not fail: \(error)")
+          #expect(journal.failure == nil, "\(context): only lost durability stops the journal: \(error)")
+        }
+      }
+    }
+    if lost {
+      await #expect(throws: JournalError.self, "\(context)") { try await journal.append(Self.records(99)) }
+      #expect(journal.failure?.code == .durabilityLost, "\(context)")
+    }
+    let counts = (writes: faults.counts.writes - atStart.writes, syncs: faults.counts.syncs - atStart.syncs)
+    if fault != nil { #expect(faults.struck == 1, "\(context): the fault should have struck") }
+    journal.close()
+    faults.disarm()
+
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options(.always, segmentBytes: 1 << 10))
+    if !lost { #expect(reopened.recovery.isClean, "\(context): \(reopened.recovery.movedAside)") }
+    #expect(reopened.lastSequence == UInt64(acknowledged.count), "\(context)")
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload), "\(context)")
+    return counts
+  }
+
+  @Test(arguments: [
+    FaultInjectingFileIO.Fault.writeError(EIO), .writeError(ENOSPC), .shortWrite(bytes: 10, thenErrno: ENOSPC),
+  ])
+  func failingEveryWriteCallOfAWorkloadInTurn(fault: FaultInjectingFileIO.Fault) async throws {
+    let clean = try await Self.sweepRun(nil, skip: 0)
+    #expect(clean.writes > 24, "the workload should make more write calls than appends (rolls, index)")
+    for n in 0..<clean.writes { _ = try await Self.sweepRun(fault, skip: n) }
+  }
+
+  @Test func failingEverySyncCallOfAWorkloadInTurn() async throws {
+    let clean = try await Self.sweepRun(nil, skip: 0)
+    #expect(clean.syncs > 24, "under .always every append and every roll syncs")
+    for n in 0..<clean.syncs { _ = try await Self.sweepRun(.syncError(EIO), skip: n) }
+  }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import RewindTestSupport
+import Synchronization
+import Testing
+
+@testable import RewindJournal
+
+/// Readers following the tail see every committed record exactly once, in order, also across
+/// segment rolls.
+@Suite struct FollowTests {
+  /// Follows `directory` from `start` until `count` records were seen, then cancels itself.
+  /// A watchdog cancels it after a generous limit so a lost record fails the test instead of
+  /// hanging it.
+  static func follow(_ directory: String, from start: UInt64, count: Int) throws -> Task<[JournalRecord], any Error> {
+    let reader = try JournalReader(directory: directory)
+    let task = Task {
+      var seen: [JournalRecord] = []
+      for try await record in reader.follow(from: start, pollInterval: .milliseconds(1)) {
+        seen.append(record)
+        if seen.count == count { withUnsafeCurrentTask { $0?.cancel() } }
+      }
+      return seen
+    }
+    Task {
+      try await Task.sleep(for: .seconds(120))
+      task.cancel()
+    }
+    return task
+  }
+
+  @Test(arguments: [Durability.none, .batched])
+  func aFollowerSeesEveryRecordOnceWhileAWriterAppends(durability: Durability) async throws {
+    let dir = TemporaryDirectory("follow")
+    let options = JournalFixtures.options(durability, segmentBytes: 2 << 10, frameBytes: 512)
+    let journal = try Journal(directory: dir.path, options: options)
+    let batches = 150
+    // Concurrent appenders, so frames hold several batches; the follower starts first.
+    var random = SeededGenerator(seed: 61)
+    let plan = (0..<batches).map { _ in Int.random(in: 1...6, using: &random) }
+    let total = plan.reduce(0, +)
+    let follower = try Self.follow(dir.path, from: 1, count: total)
+    let lateFollower = try Self.follow(dir.path, from: UInt64(total / 2), count: total - total / 2 + 1)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for lane in 0..<4 {
+        group.addTask {
+          for (index, count) in plan.enumerated() where index % 4 == lane {
+            let batch = (0..<count).map { NewRecord(timestamp: Int64(index), payload: Array("b\(index)r\($0)".utf8)) }
+            try await journal.append(batch)
+            await Task.yield()
+          }
+        }
+      }
+      try await group.waitForAll()
+    }
+    #expect(journal.lastSequence == UInt64(total))
+    #expect(JournalFixtures.segments(dir.path).count > 3, "the follower should cross segment rolls")
+    let written = try JournalFixtures.readAll(dir.path)
+    #expect(try await follower.value == written)
+    #expect(try await lateFollower.value == Array(written[(total / 2 - 1)...]))
+    journal.close()
+  }
+
+  @Test func aFollowerStartedOnAnEmptyJournalSeesTheFirstRecords() async throws {
+    let dir = TemporaryDirectory("follow-empty")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 1 << 10))
+    let follower = try Self.follow(dir.path, from: 1, count: 30)
+    for index in 0..<30 {
+      try await journal.append([
+        NewRecord(timestamp: Int64(index), payload: [UInt8](repeating: UInt8(index), count: 60))
+      ])
+    }
+    let seen = try await follower.value
+    #expect(seen.map(\.sequence) == Array(1...30))
+    #expect(seen.map { $0.payload.first } == (0..<30).map { UInt8($0) })
+    journal.close()
+  }
+
+  @Test func aFollowerNeverSeesPartOfAGroupWrittenInOneCall() async throws {
+    // Big records from concurrent appenders: one write call holds several frames, and a
+    // follower polling meanwhile may see any prefix of it.
+    let dir = TemporaryDirectory("follow-big")
+    let journal = try Journal(
+      directory: dir.path, options: JournalFixtures.options(segmentBytes: 256 << 10, frameBytes: 8 << 10))
+    let total = 8 * 40
+    let follower = try Self.follow(dir.path, from: 1, count: total)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for lane in 0..<8 {
+        group.addTask {
+          var random = SeededGenerator(seed: UInt64(lane))
+          for index in 0..<40 {
+            try await journal.append([
+              NewRecord(timestamp: Int64(index), payload: [UInt8(lane)] + random.bytes(3_000 + lane * 500))
+            ])
+          }
+        }
+      }
+      try await group.waitForAll()
+    }
+    let written = try JournalFixtures.readAll(dir.path)
+    #expect(written.count == total)
+    #expect(try await follower.value == written)
+    journal.close()
+  }
+}

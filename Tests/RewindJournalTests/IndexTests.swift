@@ -1,0 +1,136 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// The sparse index is derived data: missing, cut, garbage or stale, it is rebuilt on open and
+/// never makes a read wrong.
+@Suite struct IndexTests {
+  static let options = JournalFixtures.options(segmentBytes: 4 << 10, indexBytes: 512)
+
+  static func makeJournal(batches: Int = 120, seed: UInt64) async throws -> (TemporaryDirectory, [JournalRecord]) {
+    let dir = TemporaryDirectory("index")
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: batches, maxRecords: 5, maxPayload: 80, seed: seed)
+    journal.close()
+    #expect(
+      Files.size(dir.appending("index")) > SparseIndex.headerSize + 10 * IndexEntry.size,
+      "the index should have many entries")
+    return (dir, records)
+  }
+
+  /// Reads from many sequence numbers and times and compares with the naive answer.
+  static func checkReads(_ directory: String, _ records: [JournalRecord], seed: UInt64, context: String) throws {
+    let reader = try JournalReader(directory: directory)
+    var random = SeededGenerator(seed: seed)
+    #expect(try JournalFixtures.readAll(reader.records()) == records, "\(context)")
+    for _ in 0..<40 {
+      let start = UInt64.random(in: 1...UInt64(records.count + 1), using: &random)
+      #expect(
+        try JournalFixtures.readAll(reader.records(from: start)) == Array(records[Int(start - 1)...]),
+        "\(context), from \(start), seed \(seed)")
+      let pick =
+        records[Int.random(in: 0..<records.count, using: &random)].timestamp + Int64.random(in: -1...1, using: &random)
+      let naive = records.firstIndex { $0.timestamp >= pick }.map { Array(records[$0...]) } ?? []
+      #expect(
+        try JournalFixtures.readAll(reader.records(since: pick)) == naive, "\(context), since \(pick), seed \(seed)")
+    }
+    #expect(try reader.lastSequence() == UInt64(records.count), "\(context)")
+  }
+
+  enum Damage: String, CaseIterable, Sendable {
+    case deleted, cutMidEntry, garbage, garbageAfterHeader, stale
+  }
+
+  static func damage(_ damage: Damage, _ dir: TemporaryDirectory, staleCopy: [UInt8]) throws {
+    let path = dir.appending("index")
+    let bytes = try Files.read(path)
+    var random = SeededGenerator(seed: 71)
+    switch damage {
+    case .deleted: try FileManager.default.removeItem(atPath: path)
+    case .cutMidEntry: try JournalFixtures.truncate(path, at: SparseIndex.headerSize + 5 * IndexEntry.size + 17)
+    case .garbage: try Files.write(random.bytes(bytes.count), to: path)
+    case .garbageAfterHeader:
+      try Files.write(
+        Array(bytes.prefix(SparseIndex.headerSize + 3 * IndexEntry.size)) + random.bytes(bytes.count), to: path)
+    case .stale: try Files.write(staleCopy, to: path)
+    }
+  }
+
+  static func expectedReason(_ damage: Damage) -> String {
+    switch damage {
+    case .deleted: "missing"
+    case .cutMidEntry, .garbage, .garbageAfterHeader: "damaged"
+    case .stale: "stale"
+    }
+  }
+
+  /// A journal whose first half's index is kept aside (for the stale case) before the rest is written.
+  static func journalWithStaleIndex(seed: UInt64) async throws -> (TemporaryDirectory, [JournalRecord], [UInt8]) {
+    let (dir, firstHalf) = try await makeJournal(batches: 60, seed: seed)
+    let stale = try Files.read(dir.appending("index"))
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(
+      journal, batches: 60, maxRecords: 5, maxPayload: 80, seed: seed + 1, after: firstHalf)
+    journal.close()
+    #expect(Files.size(dir.appending("index")) > stale.count)
+    return (dir, records, stale)
+  }
+
+  @Test(arguments: Damage.allCases)
+  func aReopenedWriterRebuildsTheIndex(damage: Damage) async throws {
+    let (dir, records, stale) = try await Self.journalWithStaleIndex(seed: 72)
+    let good = try Files.read(dir.appending("index"))
+    try Self.damage(damage, dir, staleCopy: stale)
+
+    // Readers are right with the damaged index, before any writer repairs it.
+    try Self.checkReads(dir.path, records, seed: 73, context: "\(damage), before repair")
+
+    let journal = try Journal(directory: dir.path, options: Self.options)
+    #expect(journal.recovery.indexRepairReason == Self.expectedReason(damage), "\(damage)")
+    #expect(journal.recovery.indexEntriesRebuilt > 0, "\(damage)")
+    #expect(journal.recovery.isClean, "the index is not journal data: nothing is moved aside")
+    #expect(journal.lastSequence == UInt64(records.count))
+    journal.close()
+    #expect(try Files.read(dir.appending("index")) == good, "\(damage): the rebuilt index equals the one written live")
+    try Self.checkReads(dir.path, records, seed: 74, context: "\(damage), after repair")
+
+    let again = try Journal(directory: dir.path, options: Self.options)
+    #expect(again.recovery.indexRepairReason == nil, "\(damage): a rebuilt index is current")
+    again.close()
+  }
+
+  @Test func anIndexFromAnotherJournalIsIgnored() async throws {
+    let (mine, records) = try await Self.makeJournal(seed: 75)
+    let (theirs, _) = try await Self.makeJournal(seed: 76)
+    try Files.write(Files.read(theirs.appending("index")), to: mine.appending("index"))
+    try Self.checkReads(mine.path, records, seed: 77, context: "foreign index")
+    let journal = try Journal(directory: mine.path, options: Self.options)
+    #expect(journal.recovery.indexRepairReason == "damaged")
+    journal.close()
+  }
+
+  @Test func anIndexThatPointsAtTheWrongBatchesIsNotBelieved() async throws {
+    // Same journal id, different batch boundaries: every entry has a valid checksum, and points
+    // into existing segments, but not at the batches it names.
+    var options = Self.options
+    options.newJournalID = JournalID(bytes: Array(repeating: 7, count: 16))
+    let mine = TemporaryDirectory("index-mine")
+    let theirs = TemporaryDirectory("index-theirs")
+    var records: [JournalRecord] = []
+    for (dir, seed) in [(mine, UInt64(78)), (theirs, 79)] {
+      let journal = try Journal(directory: dir.path, options: options)
+      let written = try await JournalFixtures.write(journal, batches: 120, maxRecords: 5, maxPayload: 80, seed: seed)
+      if dir === mine { records = written }
+      journal.close()
+    }
+    try Files.write(Files.read(theirs.appending("index")), to: mine.appending("index"))
+    try Self.checkReads(mine.path, records, seed: 80, context: "misleading index")
+    let journal = try Journal(directory: mine.path, options: options)
+    #expect(journal.recovery.indexRepairReason == "damaged")
+    #expect(journal.lastSequence == UInt64(records.count))
+    journal.close()
+    try Self.checkReads(mine.path, records, seed: 81, context: "misleading index, after repair")
+  }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Contract 8: every segment is a valid stream of LZ4 frames that the standard `lz4` tool checks
+/// and decodes, and what it decodes is exactly the records' content.
+@Suite struct LZ4ToolTests {
+  static let tool = "/usr/bin/lz4"
+
+  /// Runs the `lz4` tool; returns its exit status and standard output.
+  static func lz4(_ arguments: [String]) throws -> (status: Int32, output: [UInt8], errors: String) {
+    guard FileManager.default.isExecutableFile(atPath: tool) else {
+      Issue.record("the lz4 tool is missing at \(tool): install it (apt-get install lz4); CI does")
+      return (-1, [], "")
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    // Read the output before waiting, so a large output cannot block the tool (its messages are short).
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let errorText = errors.fileHandleForReading.readDataToEndOfFile()
+    return (process.terminationStatus, Array(data), String(decoding: errorText, as: UTF8.self))
+  }
+
+  /// Checks every segment of `directory` with the tool against `records` (all the journal holds).
+  static func checkSegments(_ directory: String, records: [JournalRecord]) throws {
+    let names = JournalFixtures.segments(directory)
+    #expect(!names.isEmpty)
+    for (position, name) in names.enumerated() {
+      let path = directory + "/" + name
+      let first = try #require(Layout.firstSequence(ofSegmentNamed: name))
+      let end = position + 1 < names.count ? Layout.firstSequence(ofSegmentNamed: names[position + 1])! : UInt64.max
+      let inSegment = records.filter { $0.sequence >= first && $0.sequence < end }
+
+      let test = try lz4(["-t", path])
+      #expect(test.status == 0, "lz4 -t \(name): \(test.errors)")
+      let decoded = try lz4(["-dc", path])
+      #expect(decoded.status == 0, "lz4 -dc \(name): \(decoded.errors)")
+      #expect(decoded.output.count == inSegment.reduce(0) { $0 + 20 + $1.payload.count }, "\(name)")
+      // Payloads appear in order, each behind its 20-byte record header.
+      var position = 0
+      for record in inSegment {
+        let header = JournalFixtures.encoded(record).prefix(20)
+        let endOfRecord = position + 20 + record.payload.count
+        guard endOfRecord <= decoded.output.count else {
+          Issue.record("\(name): decoded output ends before record \(record.sequence)")
+          break
+        }
+        #expect(Array(decoded.output[position..<(position + 20)]) == Array(header), "\(name) record \(record.sequence)")
+        #expect(
+          Array(decoded.output[(position + 20)..<endOfRecord]) == record.payload, "\(name) record \(record.sequence)")
+        position = endOfRecord
+      }
+      #expect(decoded.output == inSegment.flatMap(JournalFixtures.encoded), "\(name)")
+    }
+  }
+
+  @Test func segmentsAcrossRollsDecodeWithTheTool() async throws {
+    let dir = TemporaryDirectory()
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 8 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 200, maxRecords: 8, maxPayload: 200, seed: 11)
+    journal.close()
+    #expect(JournalFixtures.segments(dir.path).count > 3, "the test should cross segment rolls")
+    try Self.checkSegments(dir.path, records: records)
+  }
+
+  @Test func framesLargerThanOneLZ4BlockDecodeWithTheTool() async throws {
+    // Frames over 64 KiB hold several linked blocks; random payloads do not compress.
+    let dir = TemporaryDirectory()
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(frameBytes: 1 << 20))
+    var random = SeededGenerator(seed: 12)
+    var records: [JournalRecord] = []
+    for size in [70_000, 200_000, 1, 0, 150_000] {
+      let batch = [
+        NewRecord(timestamp: Int64(size), payload: random.bytes(size)),
+        NewRecord(timestamp: Int64(size) + 1, payload: random.eventLikePayload(size / 2)),
+      ]
+      let range = try await journal.append(batch)
+      for (sequence, record) in zip(range, batch) {
+        records.append(JournalRecord(sequence: sequence, timestamp: record.timestamp, payload: record.payload))
+      }
+    }
+    journal.close()
+    try Self.checkSegments(dir.path, records: records)
+  }
+
+  @Test func anEmptyJournalsSegmentIsValidForTheTool() throws {
+    let dir = TemporaryDirectory()
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    journal.close()
+    try Self.checkSegments(dir.path, records: [])
+  }
+
+  @Test func segmentsWrittenByConcurrentGroupCommitDecodeWithTheTool() async throws {
+    let dir = TemporaryDirectory()
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(.batched, segmentBytes: 16 << 10))
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for task in 0..<16 {
+        group.addTask {
+          for index in 0..<20 {
+            let payload = Array("task \(task) batch \(index)".utf8)
+            try await journal.append([NewRecord(timestamp: Int64(index), payload: payload)])
+          }
+        }
+      }
+      try await group.waitForAll()
+    }
+    journal.close()
+    let records = try JournalFixtures.readAll(dir.path)
+    #expect(records.count == 16 * 20)
+    try Self.checkSegments(dir.path, records: records)
+  }
+}

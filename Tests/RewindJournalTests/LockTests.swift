@@ -1,0 +1,72 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Contract 11: at most one writer per journal directory.
+@Suite struct LockTests {
+  @Test func aSecondWriterIsRefusedWhileTheFirstIsOpen() async throws {
+    let dir = TemporaryDirectory("lock")
+    let first = try Journal(directory: dir.path, options: JournalFixtures.options())
+    try await first.append([NewRecord(timestamp: 1, payload: [1])])
+
+    let error = journalError { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) }
+    #expect(error?.code == .locked, "\(String(describing: error))")
+    #expect(error?.directory == dir.path)
+    #expect(error?.file == "LOCK")
+
+    // The refused open changed nothing: the first writer goes on, readers read.
+    #expect(try await first.append([NewRecord(timestamp: 2, payload: [2])]) == 2...2)
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == [[1], [2]])
+
+    first.close()
+    let second = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(second.recovery.isClean)
+    #expect(try await second.append([NewRecord(timestamp: 3, payload: [3])]) == 3...3)
+    // And now the first cannot come back while the second is open.
+    #expect(journalError { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) }?.code == .locked)
+    second.close()
+  }
+
+  @Test func closingTwiceAndDeinitReleaseTheLockOnce() async throws {
+    let dir = TemporaryDirectory("lock-twice")
+    do {
+      let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+      journal.close()
+      journal.close()
+      // Appending after close is refused.
+      await #expect(throws: JournalError.self) { try await journal.append([NewRecord(timestamp: 1, payload: [])]) }
+    }
+    do {
+      _ = try Journal(directory: dir.path, options: JournalFixtures.options())
+      // Released by deinit at the end of this scope.
+    }
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    journal.close()
+  }
+
+  @Test func closingReleasesTheLockEvenWhileOtherThreadsSpawnProcesses() async throws {
+    // A child forked by any thread shares the lock file's open description until it execs; the
+    // lock must still be released by close(), so that reopening at once succeeds.
+    let dir = TemporaryDirectory("lock-fork")
+    let spawning = Task.detached {
+      while !Task.isCancelled {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/true")
+        try? process.run()
+        process.waitUntilExit()
+      }
+    }
+    defer { spawning.cancel() }
+    for round in 0..<300 {
+      do {
+        let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+        journal.close()
+      } catch {
+        Issue.record("round \(round): \(error)")
+        break
+      }
+    }
+  }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Contract 6: opening after a crash keeps every complete frame, moves a torn tail aside into
+/// `quarantine/` (never deletes it) and reports exactly what it moved.
+@Suite struct TornTailTests {
+  /// A closed journal of one segment with small frames, and what it holds.
+  struct Original {
+    let dir = TemporaryDirectory("torn")
+    var records: [JournalRecord] = []
+    var segment = ""
+    var bytes: [UInt8] = []
+    var frames: [JournalFixtures.Frame] = []
+
+    var segmentPath: String { dir.appending(segment) }
+
+    /// The records of the frames that end at or before `offset`.
+    func records(before offset: Int) -> [JournalRecord] {
+      let last = frames.last(where: { $0.end <= offset })?.header.lastSequence ?? 0
+      return Array(records.prefix(Int(last)))
+    }
+  }
+
+  static func makeOriginal(batches: Int = 12, seed: UInt64) async throws -> Original {
+    var original = Original()
+    let journal = try Journal(directory: original.dir.path, options: JournalFixtures.options())
+    original.records = try await JournalFixtures.write(
+      journal, batches: batches, maxRecords: 3, maxPayload: 24, seed: seed)
+    journal.close()
+    original.segment = try #require(JournalFixtures.segments(original.dir.path).last)
+    original.bytes = try Files.read(original.segmentPath)
+    original.frames = try JournalFixtures.frames(of: original.bytes)
+    try #require(original.frames.count == batches)
+    return original
+  }
+
+  /// Opens the damaged copy in `path` and checks recovery against the original: the frames that
+  /// end by `boundary` are kept, and `removed` (the bytes from `boundary` on) is moved aside exactly.
+  static func checkRecovery(
+    at path: String, original: Original, keptUpTo boundary: Int, removed: [UInt8], context: String
+  ) async throws {
+    // A reader (no lock, no repair) sees the complete frames and treats the rest as unwritten.
+    let expected = original.records(before: boundary)
+    #expect(try JournalFixtures.readAll(path) == expected, "reader, \(context)")
+
+    let journal = try Journal(directory: path, options: JournalFixtures.options())
+    let report = journal.recovery
+    if removed.isEmpty {
+      #expect(report.movedAside.isEmpty, "\(context): nothing to move on a frame boundary")
+    } else {
+      #expect(report.movedAside.count == 1, "\(context)")
+      if let moved = report.movedAside.first {
+        #expect(moved.segment == original.segment, "\(context)")
+        #expect(moved.offset == Int64(boundary), "\(context)")
+        #expect(moved.length == Int64(removed.count), "\(context)")
+        #expect(try Files.read(path + "/" + moved.movedTo) == removed, "\(context): quarantine holds the removed bytes")
+      }
+    }
+    #expect(report.lastSequence == UInt64(expected.count), "\(context)")
+    #expect(journal.lastSequence == UInt64(expected.count), "\(context)")
+    #expect(Files.size(path + "/" + original.segment) == boundary, "\(context)")
+    #expect(try JournalFixtures.readAll(path) == expected, "after recovery, \(context)")
+
+    // Appending continues the sequence without a gap.
+    let record = NewRecord(timestamp: 9, payload: Array("after \(context)".utf8))
+    let range = try await journal.append([record, record])
+    #expect(range == UInt64(expected.count + 1)...UInt64(expected.count + 2), "\(context)")
+    journal.close()
+    let appended = range.map { JournalRecord(sequence: $0, timestamp: record.timestamp, payload: record.payload) }
+    #expect(try JournalFixtures.readAll(path) == expected + appended, "after appending, \(context)")
+    let reopened = try Journal(directory: path, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean, "\(context): a second open finds nothing to do")
+    reopened.close()
+  }
+
+  @Test func truncatingAtEveryOffsetOfTheLastTwoFramesRecovers() async throws {
+    let original = try await Self.makeOriginal(seed: 21)
+    let from = original.frames[original.frames.count - 2].offset
+    let copy = TemporaryDirectory("torn-copy")
+    var cuts = 0
+    for cut in from...original.bytes.count {
+      let path = copy.appending("j")
+      try Files.copyDirectory(original.dir.path, to: path)
+      try JournalFixtures.truncate(path + "/" + original.segment, at: cut)
+      let kept = original.frames.last(where: { $0.end <= cut })?.end ?? Layout.segmentHeaderSize
+      try await Self.checkRecovery(
+        at: path, original: original, keptUpTo: kept, removed: Array(original.bytes[kept..<cut]),
+        context: "cut at \(cut)")
+      cuts += 1
+    }
+    #expect(cuts == original.bytes.count - from + 1)
+  }
+
+  @Test(arguments: [1, 7, 47, 48, 49, 300, 4096])
+  func zerosAfterTheLastFrameAreMovedAside(count: Int) async throws {
+    let original = try await Self.makeOriginal(batches: 4, seed: 22)
+    try await Self.checkGarbage([UInt8](repeating: 0, count: count), after: original)
+  }
+
+  @Test(arguments: [1, 7, 47, 48, 49, 300, 4096])
+  func randomBytesAfterTheLastFrameAreMovedAside(count: Int) async throws {
+    let original = try await Self.makeOriginal(batches: 4, seed: 23)
+    var random = SeededGenerator(seed: UInt64(count))
+    try await Self.checkGarbage(random.bytes(count), after: original)
+  }
+
+  @Test func aValidHeaderWithoutItsFrameIsMovedAside() async throws {
+    // A crash after the header of a new batch reached the disk but before its frame did.
+    let original = try await Self.makeOriginal(batches: 4, seed: 24)
+    let last = original.frames.last!
+    let header = Array(original.bytes[last.offset..<(last.offset + Layout.batchHeaderSize)])
+    var copyOfHeader = try BatchHeader.decode(header[...], limits: JournalLimits()).get()
+    copyOfHeader.firstSequence = last.header.lastSequence + 1
+    var writer = ByteWriter()
+    copyOfHeader.encode(into: &writer)
+    try await Self.checkGarbage(writer.bytes, after: original)
+  }
+
+  static func checkGarbage(_ garbage: [UInt8], after original: Original) async throws {
+    let copy = TemporaryDirectory("torn-garbage")
+    let path = copy.appending("j")
+    try Files.copyDirectory(original.dir.path, to: path)
+    try Files.write(original.bytes + garbage, to: path + "/" + original.segment)
+    try await checkRecovery(
+      at: path, original: original, keptUpTo: original.bytes.count, removed: garbage,
+      context: "\(garbage.count) bytes of garbage")
+  }
+
+  @Test func aTornTailInANewSegmentAfterARollIsMovedAside() async throws {
+    // The last segment is not the first: recovery must look at the right file.
+    let dir = TemporaryDirectory("torn-roll")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 60, seed: 25)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let lastPath = dir.appending(segments.last!)
+    let bytes = try Files.read(lastPath)
+    let frames = try JournalFixtures.frames(of: bytes)
+    let cut = frames.last!.offset + 5
+    try JournalFixtures.truncate(lastPath, at: cut)
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    #expect(reopened.recovery.movedAside.map(\.segment) == [segments.last!])
+    #expect(reopened.recovery.movedAside.first?.offset == Int64(frames.last!.offset))
+    let kept = Int(frames.last!.header.firstSequence) - 1
+    #expect(reopened.lastSequence == UInt64(kept))
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == Array(records.prefix(kept)))
+  }
+}
