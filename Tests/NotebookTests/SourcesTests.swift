@@ -203,3 +203,29 @@ private final class StalledServer: NoteServer {
   #expect(change.origin == .user)
   manager.close()
 }
+
+@Test func settingsAndNotebookRenamesAreRecordLevelChanges() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeNotebookManager(directory)
+  let notebook = try await manager.createNotebook(title: "Draft")
+  var changes = manager.changes().makeAsyncIterator()
+
+  let settings = EditorSettings(fontSize: 16, theme: "dark", spellCheck: false)
+  try await manager.updateSettings(settings)
+  #expect(EditorSettings.current(in: manager.state) == settings)
+  #expect(try #require(await changes.next()).keys == [.value("settings")])
+  try await manager.renameNotebook(notebook, to: "  Final ")
+  #expect(Notebook.notebook(id: notebook, in: manager.state)?.title == "Final")
+  #expect(try #require(await changes.next()).keys == [.record("notebooks", notebook)])
+
+  // Setting the same values again is not a change: nothing is written.
+  let written = manager.lastSequence
+  try await manager.updateSettings(settings)
+  try await manager.renameNotebook(notebook, to: "Final")
+  #expect(manager.lastSequence == written)
+  let blank = await #expect(throws: NotebookError.self) { try await manager.renameNotebook(notebook, to: "   ") }
+  #expect(blank?.code == .blankTitle)
+  manager.close()
+  #expect(try Replay.rebuild(Workspace.self, directory: directory).state == manager.state)
+}

@@ -48,6 +48,18 @@ struct BalanceSet: Event {
   var balance: Int
 }
 
+extension BalanceSet: FieldCodable {
+  func encodeFields(into writer: inout FieldWriter) {
+    writer.write(account, for: "account")
+    writer.write(balance, for: "balance")
+  }
+
+  init(fields reader: inout FieldReader) throws {
+    account = try reader.read(Identifier.self, for: "account")
+    balance = try reader.read(Int.self, for: "balance")
+  }
+}
+
 struct AccountClosed: Event {
   static let name = "account.closed"
   var id: Identifier

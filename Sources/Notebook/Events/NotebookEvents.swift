@@ -104,3 +104,77 @@ public struct ReadingListImported: Event {
   public static let name = "reading.listImported"
   public var items: [ReadingItem]
 }
+
+// MARK: Hand-written field coding for the frequent note events (same bytes as their Codable form)
+
+extension NoteCreated: FieldCodable {
+  public func encodeFields(into writer: inout FieldWriter) {
+    writer.write(id.raw, for: "id")
+    writer.write(notebook.raw, for: "notebook")
+    writer.write(title, for: "title")
+    writer.write(body, for: "body")
+    writer.write(tags.map(\.name), for: "tags")
+  }
+
+  public init(fields reader: inout FieldReader) throws {
+    id = NoteID(try reader.read(Identifier.self, for: "id"))
+    notebook = NotebookID(try reader.read(Identifier.self, for: "notebook"))
+    title = try reader.read(String.self, for: "title")
+    body = try reader.read(String.self, for: "body")
+    tags = try reader.read([String].self, for: "tags").map { NoteTag($0) }
+  }
+}
+
+extension NoteRetitled: FieldCodable {
+  public func encodeFields(into writer: inout FieldWriter) {
+    writer.write(id.raw, for: "id")
+    writer.write(title, for: "title")
+  }
+
+  public init(fields reader: inout FieldReader) throws {
+    id = NoteID(try reader.read(Identifier.self, for: "id"))
+    title = try reader.read(String.self, for: "title")
+  }
+}
+
+extension NoteBodyEdited: FieldCodable {
+  public func encodeFields(into writer: inout FieldWriter) {
+    writer.write(id.raw, for: "id")
+    writer.write(body, for: "body")
+  }
+
+  public init(fields reader: inout FieldReader) throws {
+    id = NoteID(try reader.read(Identifier.self, for: "id"))
+    body = try reader.read(String.self, for: "body")
+  }
+}
+
+extension NoteTagged: FieldCodable {
+  public func encodeFields(into writer: inout FieldWriter) {
+    writer.write(id.raw, for: "id")
+    writer.write(tag.name, for: "tag")
+  }
+
+  public init(fields reader: inout FieldReader) throws {
+    id = NoteID(try reader.read(Identifier.self, for: "id"))
+    tag = NoteTag(try reader.read(String.self, for: "tag"))
+  }
+}
+
+extension NoteUntagged: FieldCodable {
+  public func encodeFields(into writer: inout FieldWriter) {
+    writer.write(id.raw, for: "id")
+    writer.write(tag.name, for: "tag")
+  }
+
+  public init(fields reader: inout FieldReader) throws {
+    id = NoteID(try reader.read(Identifier.self, for: "id"))
+    tag = NoteTag(try reader.read(String.self, for: "tag"))
+  }
+}
+
+extension NoteDeleted: FieldCodable {
+  public func encodeFields(into writer: inout FieldWriter) { writer.write(id.raw, for: "id") }
+
+  public init(fields reader: inout FieldReader) throws { id = NoteID(try reader.read(Identifier.self, for: "id")) }
+}

@@ -6,8 +6,11 @@ public struct NotebookID: Hashable, Comparable, Sendable, Codable, CustomStringC
   public init(_ raw: Identifier) { self.raw = raw }
   public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
   public var description: String { raw.description }
-  public init(from decoder: any Decoder) throws { raw = try Identifier(from: decoder) }
-  public func encode(to encoder: any Encoder) throws { try raw.encode(to: encoder) }
+  public init(from decoder: any Decoder) throws { raw = try decoder.singleValueContainer().decode(Identifier.self) }
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(raw)
+  }
 }
 
 /// Identifies a note, for ever; never derived from its title.
@@ -16,8 +19,11 @@ public struct NoteID: Hashable, Comparable, Sendable, Codable, CustomStringConve
   public init(_ raw: Identifier) { self.raw = raw }
   public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
   public var description: String { raw.description }
-  public init(from decoder: any Decoder) throws { raw = try Identifier(from: decoder) }
-  public func encode(to encoder: any Encoder) throws { try raw.encode(to: encoder) }
+  public init(from decoder: any Decoder) throws { raw = try decoder.singleValueContainer().decode(Identifier.self) }
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(raw)
+  }
 }
 
 /// Identifies a reading-list item, for ever; two items may share a title.
@@ -26,8 +32,11 @@ public struct ReadingItemID: Hashable, Comparable, Sendable, Codable, CustomStri
   public init(_ raw: Identifier) { self.raw = raw }
   public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
   public var description: String { raw.description }
-  public init(from decoder: any Decoder) throws { raw = try Identifier(from: decoder) }
-  public func encode(to encoder: any Encoder) throws { try raw.encode(to: encoder) }
+  public init(from decoder: any Decoder) throws { raw = try decoder.singleValueContainer().decode(Identifier.self) }
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(raw)
+  }
 }
 
 /// A tag: trimmed and lowercased, so `" Swift"` and `"swift"` are one tag.

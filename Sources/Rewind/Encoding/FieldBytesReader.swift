@@ -56,10 +56,25 @@ struct FieldBytesReader {
     return value
   }
 
+  mutating func readIdentifier() throws(FieldFormatError) -> Identifier {
+    let high = try readFixed64()
+    return Identifier(high: high, low: try readFixed64())
+  }
+
   /// Reads a length-prefixed UTF-8 string; `lengthBias` as in `FieldBytesWriter.appendString`.
   mutating func readString(lengthBias: UInt64 = 0) throws(FieldFormatError) -> String {
     let (start, count) = try readStringBounds(lengthBias: lengthBias)
-    return String(decoding: bytes[start..<start + count], as: UTF8.self)
+    return bytes.withUnsafeBufferPointer {
+      String(decoding: UnsafeBufferPointer(rebasing: $0[start..<start + count]), as: UTF8.self)
+    }
+  }
+
+  /// Whether the `count` bytes at `start` equal `other`. The range must be in bounds.
+  func bytesEqual(start: Int, count: Int, _ other: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard count == other.count else { return false }
+    return bytes.withUnsafeBufferPointer { buffer in
+      UnsafeBufferPointer(rebasing: buffer[start..<start + count]).elementsEqual(other)
+    }
   }
 
   mutating func readStringBounds(lengthBias: UInt64 = 0) throws(FieldFormatError) -> (start: Int, count: Int) {
@@ -84,6 +99,7 @@ struct FieldBytesReader {
     case .null, .false, .true: return
     case .int, .uint: _ = try readVarint()
     case .double: _ = try readFixed64()
+    case .identifier: _ = try readIdentifier()
     case .string: _ = try readStringBounds()
     case .array:
       while try peekByte() != FieldTag.end.rawValue { try skipValue(depth: depth + 1) }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+  internal import Glibc
+#elseif canImport(Darwin)
+  internal import Darwin
+#endif
+
 /// Decodes `Decodable` values from the field encoding (see `FieldTag`).
 ///
 /// Every read is bounds-checked: malformed bytes throw `DecodingError.dataCorrupted` (wrapping a
@@ -10,15 +16,20 @@ public struct FieldDecoder {
     try decode(type, from: bytes, at: 0)
   }
 
-  /// Decodes the one value that starts at `offset`; the bytes must end exactly where it ends.
+  /// Decodes the one value that starts at `offset`. Bytes after it are not read.
   func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], at offset: Int) throws -> T {
-    var reader = FieldBytesReader(bytes, position: offset)
-    try wrap { try reader.skipValue() }
-    guard reader.isAtEnd else {
-      throw corrupt(FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position))
-    }
-    return try T(from: FieldValueDecoder(bytes: bytes, position: offset, depth: 0))
+    try decodeValue(T.self, bytes: bytes, at: offset, depth: 0)
   }
+}
+
+/// Decodes the value at `position`: identifiers directly, anything else through its `Decodable` init.
+func decodeValue<T: Decodable>(_ type: T.Type, bytes: [UInt8], at position: Int, depth: Int) throws -> T {
+  if T.self == Identifier.self {  // a metadata comparison, not a dynamic cast
+    var value = FieldValueReader(reader: FieldBytesReader(bytes, position: position))
+    return unsafeBitCast(try value.identifier(), to: T.self)
+  }
+  guard depth < FieldLimits.maximumDepth else { throw corrupt(FieldFormatError("nesting too deep", at: position)) }
+  return try T(from: FieldValueDecoder(bytes: bytes, position: position, depth: depth))
 }
 
 func corrupt(_ error: FieldFormatError) -> DecodingError {
@@ -68,6 +79,21 @@ struct FieldValueReader {
     }
   }
 
+  mutating func identifier() throws -> Identifier {
+    let tag = try wrap { try reader.readTag() }
+    switch tag {
+    case .identifier: return try wrap { try reader.readIdentifier() }
+    case .string:
+      let start = reader.position
+      guard let parsed = Identifier(try wrap { try reader.readString() }) else {
+        throw corrupt(
+          FieldFormatError("a string that is not 32 hex digits where an identifier was expected", at: start))
+      }
+      return parsed
+    default: throw mismatch(Identifier.self, tag)
+    }
+  }
+
   mutating func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
     let start = reader.position
     let tag = try wrap { try reader.readTag() }
@@ -109,8 +135,9 @@ struct FieldValueDecoder: Decoder {
 struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   let bytes: [UInt8]
   let depth: Int
-  /// The object's entries in stored order: key and where its value starts.
-  private let entries: [(key: String, value: Int)]
+  /// The object's entries in stored order: where each key's UTF-8 starts, its length, and where
+  /// its value starts.
+  private let entries: [(keyStart: Int, keyCount: Int, value: Int)]
 
   init(bytes: [UInt8], position: Int, depth: Int) throws {
     self.bytes = bytes
@@ -123,11 +150,12 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         DecodingError.Context(
           codingPath: [], debugDescription: "expected an object, found a \(tag) at byte \(position)"))
     }
-    var entries: [(key: String, value: Int)] = []
+    var entries: [(keyStart: Int, keyCount: Int, value: Int)] = []
+    entries.reserveCapacity(8)
     try wrap {
       while try reader.peekByte() != 0 {
-        let key = try reader.readString(lengthBias: 1)
-        entries.append((key, reader.position))
+        let (start, count) = try reader.readStringBounds(lengthBias: 1)
+        entries.append((start, count, reader.position))
         try reader.skipValue(depth: depth + 1)
       }
     }
@@ -135,11 +163,23 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   }
 
   var codingPath: [any CodingKey] { [] }
-  var allKeys: [Key] { entries.compactMap { Key(stringValue: $0.key) } }
+  var allKeys: [Key] {
+    entries.compactMap {
+      Key(stringValue: String(decoding: bytes[$0.keyStart..<$0.keyStart + $0.keyCount], as: UTF8.self))
+    }
+  }
 
   private func index(of key: Key) -> Int? {
-    let name = key.stringValue
-    return entries.firstIndex { $0.key == name }
+    var name = key.stringValue
+    return name.withUTF8 { name in
+      bytes.withUnsafeBufferPointer { bytes in
+        entries.firstIndex { entry in
+          entry.keyCount == name.count
+            && (name.count == 0
+              || memcmp(bytes.baseAddress! + entry.keyStart, name.baseAddress!, name.count) == 0)
+        }
+      }
+    }
   }
 
   func contains(_ key: Key) -> Bool { index(of: key) != nil }
@@ -214,7 +254,7 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   }
   func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
     let value = try reader(for: key)
-    return try T(from: FieldValueDecoder(bytes: bytes, position: value.reader.position, depth: depth + 1))
+    return try decodeValue(T.self, bytes: bytes, at: value.reader.position, depth: depth + 1)
   }
 
   func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -341,7 +381,7 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   }
   mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
     let value = try advance()
-    return try T(from: FieldValueDecoder(bytes: bytes, position: value.reader.position, depth: depth + 1))
+    return try decodeValue(T.self, bytes: bytes, at: value.reader.position, depth: depth + 1)
   }
 
   mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
@@ -426,7 +466,6 @@ struct FieldSingleValueDecoder: SingleValueDecodingContainer {
     return try v.integer(type)
   }
   func decode<T: Decodable>(_ type: T.Type) throws -> T {
-    guard depth < FieldLimits.maximumDepth else { throw corrupt(FieldFormatError("nesting too deep", at: position)) }
-    return try T(from: FieldValueDecoder(bytes: bytes, position: position, depth: depth + 1))
+    try decodeValue(T.self, bytes: bytes, at: position, depth: depth + 1)
   }
 }

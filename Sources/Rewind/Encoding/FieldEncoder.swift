@@ -72,6 +72,11 @@ final class FieldEncoderState {
         value,
         EncodingError.Context(codingPath: [], debugDescription: "nesting deeper than \(FieldLimits.maximumDepth)"))
     }
+    if T.self == Identifier.self {  // a metadata comparison, not a dynamic cast
+      close(downTo: depth)
+      write(unsafeBitCast(value, to: Identifier.self))
+      return
+    }
     let start = writer.count
     try value.encode(to: FieldValueEncoder(state: self, depth: depth, owner: makeID()))
     close(downTo: depth)
@@ -103,6 +108,11 @@ final class FieldEncoderState {
   @inline(__always) func write(_ value: Double) {
     writer.append(.double)
     writer.appendFixed64(value.bitPattern)
+  }
+  @inline(__always) func write(_ value: Identifier) {
+    writer.append(.identifier)
+    writer.appendFixed64(value.high)
+    writer.appendFixed64(value.low)
   }
   @inline(__always) func writeSigned(_ value: Int64) {
     writer.append(.int)

@@ -40,6 +40,7 @@ public enum FieldRenderer {
         output += String(describing: value)
       }
     case .string: appendQuoted(try reader.readString(), to: &output)
+    case .identifier: output += "\"\(try reader.readIdentifier())\""
     case .array:
       output += "["
       var first = true

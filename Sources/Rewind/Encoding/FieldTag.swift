@@ -12,6 +12,7 @@
 /// | `string` | varint byte count, then UTF-8 |
 /// | `array` | values, then the `end` tag |
 /// | `object` | entries `varint(keyByteCount + 1), key UTF-8, value`, then a single `0` byte |
+/// | `identifier` | 16 bytes: an `Identifier`'s high then low half, each little-endian |
 ///
 /// Because every value names its type and every field its name, a tool without the app's types can
 /// render any payload field by field (see `FieldRenderer`).
@@ -27,6 +28,8 @@ enum FieldTag: UInt8 {
   case object = 8
   /// Closes an array.
   case end = 9
+  /// A 128-bit `Identifier`; rendered as its 32 hex digits.
+  case identifier = 10
 }
 
 /// Bounds that protect decoders from hostile or corrupt input.

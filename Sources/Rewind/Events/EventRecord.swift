@@ -26,17 +26,29 @@ public enum EventRecord {
     public var bodyOffset: Int
   }
 
-  /// The payload bytes of `event`.
+  /// The payload bytes of `event`, through `Codable`.
   static func encode<E: Event>(_ event: E, origin: Origin, commandID: Identifier) throws -> [UInt8] {
-    var writer = FieldBytesWriter(capacity: 96)
+    var writer = header(E.self, origin: origin, commandID: commandID)
+    try FieldEncoder().encode(event, appendingTo: &writer.bytes)
+    return writer.bytes
+  }
+
+  /// The payload bytes of `event`, through its hand-written field coding.
+  static func encodeFields<E: Event & FieldCodable>(_ event: E, origin: Origin, commandID: Identifier) -> [UInt8] {
+    var writer = header(E.self, origin: origin, commandID: commandID)
+    FieldEncoder().encodeFields(event, appendingTo: &writer.bytes)
+    return writer.bytes
+  }
+
+  private static func header<E: Event>(_ type: E.Type, origin: Origin, commandID: Identifier) -> FieldBytesWriter {
+    var writer = FieldBytesWriter(capacity: 128)
     writer.append(layoutVersion)
     writer.appendString(E.name)
     writer.appendVarint(UInt64(E.version))
     writer.appendString(origin.name)
     writer.appendFixed64(commandID.high)
     writer.appendFixed64(commandID.low)
-    try FieldEncoder().encode(event, appendingTo: &writer.bytes)
-    return writer.bytes
+    return writer
   }
 
   /// Reads the envelope fields of a record payload.

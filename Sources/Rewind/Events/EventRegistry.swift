@@ -4,6 +4,7 @@ public struct EventRegistry<M: Model>: Sendable {
   struct Current: Sendable {
     var type: ObjectIdentifier
     var version: UInt32
+    var encode: @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
     var decode: @Sendable ([UInt8], Int) throws -> any Event
     var apply: @Sendable (inout M, any Event, inout ApplyContext) -> Void
   }
@@ -24,15 +25,42 @@ public struct EventRegistry<M: Model>: Sendable {
 
   init() {}
 
-  /// Registers `E` as the current version of its name, applied by `apply`.
+  /// Registers `E` as the current version of its name, applied by `apply`, coded through `Codable`.
   /// - Precondition: no other type is registered under `E.name`.
   public mutating func register<E: Event>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void
   ) {
+    add(
+      E.self, apply: apply,
+      encode: { event, origin, command in try EventRecord.encode(event, origin: origin, commandID: command) },
+      decode: { bytes, offset in try FieldDecoder().decode(E.self, from: bytes, at: offset) })
+  }
+
+  /// Registers `E` as the current version of its name, applied by `apply`, coded through its
+  /// hand-written `FieldCodable` conformance (the fast path).
+  /// - Precondition: no other type is registered under `E.name`.
+  public mutating func register<E: Event & FieldCodable>(
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void
+  ) {
+    add(
+      E.self, apply: apply,
+      encode: { event, origin, command in EventRecord.encodeFields(event, origin: origin, commandID: command) },
+      decode: { bytes, offset in try FieldDecoder().decodeFields(E.self, from: bytes, at: offset) })
+  }
+
+  private mutating func add<E: Event>(
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void,
+    encode: @escaping @Sendable (E, Origin, Identifier) throws -> [UInt8],
+    decode: @escaping @Sendable ([UInt8], Int) throws -> E
+  ) {
     precondition(current[E.name] == nil, "event \(E.name) registered twice")
     current[E.name] = Current(
       type: ObjectIdentifier(E.self), version: E.version,
-      decode: { bytes, offset in try FieldDecoder().decode(E.self, from: bytes, at: offset) },
+      encode: { event, origin, command in
+        guard let event = event as? E else { preconditionFailure("\(E.name) encoded from a \(type(of: event))") }
+        return try encode(event, origin, command)
+      },
+      decode: { bytes, offset in try decode(bytes, offset) },
       apply: { model, event, context in
         guard let event = event as? E else { preconditionFailure("\(E.name) applied with a \(type(of: event))") }
         apply(&model, event, &context)
@@ -103,6 +131,13 @@ public struct EventRegistry<M: Model>: Sendable {
     let name = type(of: event).name
     guard let current = current[name] else { preconditionFailure("event \(name) is not registered with \(M.self)") }
     current.apply(&model, event, &context)
+  }
+
+  /// The record payload of `event`, or nil if its type is not registered as current.
+  func encode(_ event: any Event, origin: Origin, commandID: Identifier) throws -> [UInt8]? {
+    let eventType = type(of: event)
+    guard let current = current[eventType.name], current.type == ObjectIdentifier(eventType) else { return nil }
+    return try current.encode(event, origin, commandID)
   }
 
   /// Whether `eventType` is registered as the current version of its name.

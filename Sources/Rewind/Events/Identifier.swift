@@ -45,7 +45,13 @@ public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringC
 
   public static func < (a: Identifier, b: Identifier) -> Bool { (a.high, a.low) < (b.high, b.low) }
 
+  /// Field coders store the 16 bytes (tag `identifier`); other coders a 32-hex-digit string.
   public init(from decoder: any Decoder) throws {
+    if let field = decoder as? FieldValueDecoder {
+      var value = FieldValueReader(reader: FieldBytesReader(field.bytes, position: field.position))
+      self = try value.identifier()
+      return
+    }
     let container = try decoder.singleValueContainer()
     let text = try container.decode(String.self)
     guard let parsed = Identifier(text) else {
@@ -55,6 +61,11 @@ public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringC
   }
 
   public func encode(to encoder: any Encoder) throws {
+    if let field = encoder as? FieldValueEncoder {
+      field.state.close(downTo: field.depth)
+      field.state.write(self)
+      return
+    }
     var container = encoder.singleValueContainer()
     try container.encode(description)
   }

@@ -189,15 +189,15 @@ public final class Manager<M: Model>: Sendable {
     records.reserveCapacity(command.events.count)
     var bytes = 0
     for event in command.events {
-      guard registry.isRegistered(type(of: event)) else {
-        throw ManagerError(
-          .unregisteredEvent, "\(type(of: event)) (\(type(of: event).name)) is not registered with \(M.self)")
-      }
-      let payload: [UInt8]
+      let encoded: [UInt8]?
       do {
-        payload = try EventRecord.encode(event, origin: origin, commandID: command.id)
+        encoded = try registry.encode(event, origin: origin, commandID: command.id)
       } catch {
         throw ManagerError(.encodingFailed, "\(type(of: event).name) could not be encoded: \(error)")
+      }
+      guard let payload = encoded else {
+        throw ManagerError(
+          .unregisteredEvent, "\(type(of: event)) (\(type(of: event).name)) is not registered with \(M.self)")
       }
       bytes += payload.count + 32
       records.append(NewRecord(timestamp: command.timestamp, payload: payload))

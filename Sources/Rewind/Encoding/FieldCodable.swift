@@ -1,0 +1,264 @@
+/// Hand-written field coding for hot event types: the same bytes `FieldEncoder` writes for the
+/// type's `Codable` form (an object of named, typed fields), without Codable's dispatch and
+/// allocations. A registered event that conforms is encoded and decoded this way.
+///
+/// Write fields in a fixed order and read them back in the same order (the reader then finds each
+/// at once; out of order still works, by scanning). Keep `Codable` conformance consistent with it:
+/// the field names and types must match, so either form decodes the other's bytes.
+public protocol FieldCodable {
+  func encodeFields(into writer: inout FieldWriter)
+  init(fields reader: inout FieldReader) throws
+}
+
+/// Writes the fields of one object. See `FieldCodable`.
+public struct FieldWriter {
+  var output: FieldBytesWriter
+
+  init(output: FieldBytesWriter) { self.output = output }
+
+  private mutating func key(_ name: StaticString) {
+    output.appendVarint(UInt64(name.utf8CodeUnitCount) + 1)
+    output.bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+  }
+
+  public mutating func write(_ value: String, for name: StaticString) {
+    key(name)
+    output.append(.string)
+    output.appendString(value)
+  }
+
+  public mutating func write(_ value: Int, for name: StaticString) {
+    key(name)
+    output.append(.int)
+    output.appendZigZag(Int64(value))
+  }
+
+  public mutating func write(_ value: UInt64, for name: StaticString) {
+    key(name)
+    output.append(.uint)
+    output.appendVarint(value)
+  }
+
+  public mutating func write(_ value: Bool, for name: StaticString) {
+    key(name)
+    output.append(value ? .true : .false)
+  }
+
+  public mutating func write(_ value: Double, for name: StaticString) {
+    key(name)
+    output.append(.double)
+    output.appendFixed64(value.bitPattern)
+  }
+
+  public mutating func write(_ value: Identifier, for name: StaticString) {
+    key(name)
+    output.append(.identifier)
+    output.appendFixed64(value.high)
+    output.appendFixed64(value.low)
+  }
+
+  public mutating func write(_ values: [String], for name: StaticString) {
+    key(name)
+    output.append(.array)
+    for value in values {
+      output.append(.string)
+      output.appendString(value)
+    }
+    output.append(.end)
+  }
+
+  /// A nested object.
+  public mutating func write(_ value: some FieldCodable, for name: StaticString) {
+    key(name)
+    output.append(.object)
+    value.encodeFields(into: &self)
+    output.append(0)
+  }
+
+  /// An array of nested objects.
+  public mutating func write(_ values: [some FieldCodable], for name: StaticString) {
+    key(name)
+    output.append(.array)
+    for value in values {
+      output.append(.object)
+      value.encodeFields(into: &self)
+      output.append(0)
+    }
+    output.append(.end)
+  }
+
+  /// Anything else, through its `Encodable` form.
+  public mutating func write(encoding value: some Encodable, for name: StaticString) throws {
+    key(name)
+    try FieldEncoder().encode(value, appendingTo: &output.bytes)
+  }
+}
+
+/// Reads the fields of one object. See `FieldCodable`. Every read is bounds-checked and throws
+/// `DecodingError` for malformed or missing fields.
+public struct FieldReader {
+  let bytes: [UInt8]
+  /// The first entry of the object.
+  private let first: Int
+  /// The entry after the last one read.
+  private var next: Int
+  private let depth: Int
+
+  /// A reader of the object whose tag is at `position`.
+  init(bytes: [UInt8], position: Int, depth: Int) throws {
+    var reader = FieldBytesReader(bytes, position: position)
+    let tag = try wrap { try reader.readTag() }
+    guard tag == .object else {
+      throw DecodingError.typeMismatch(
+        [String: Any].self,
+        DecodingError.Context(
+          codingPath: [], debugDescription: "expected an object, found a \(tag) at byte \(position)"))
+    }
+    guard depth < FieldLimits.maximumDepth else { throw corrupt(FieldFormatError("nesting too deep", at: position)) }
+    self.bytes = bytes
+    self.first = reader.position
+    self.next = reader.position
+    self.depth = depth
+  }
+
+  /// A reader positioned at the value of field `name`.
+  private mutating func value(for name: StaticString) throws -> FieldValueReader {
+    let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+    if let found = try find(wanted, from: next) ?? find(wanted, from: first) { return found }
+    throw DecodingError.keyNotFound(
+      AnyFieldKey(name.description), DecodingError.Context(codingPath: [], debugDescription: "no field \"\(name)\""))
+  }
+
+  /// Scans the entries from `start` to the end of the object for the key `wanted`.
+  private mutating func find(_ wanted: UnsafeBufferPointer<UInt8>, from start: Int) throws -> FieldValueReader? {
+    var reader = FieldBytesReader(bytes, position: start)
+    return try wrap { () -> FieldValueReader? in
+      while try reader.peekByte() != 0 {
+        let (keyStart, keyCount) = try reader.readStringBounds(lengthBias: 1)
+        let valueStart = reader.position
+        try reader.skipValue(depth: depth + 1)
+        if reader.bytesEqual(start: keyStart, count: keyCount, wanted) {
+          next = reader.position
+          return FieldValueReader(reader: FieldBytesReader(bytes, position: valueStart))
+        }
+      }
+      return nil
+    }
+  }
+
+  public mutating func contains(_ name: StaticString) -> Bool {
+    let saved = next
+    defer { next = saved }
+    return (try? value(for: name)) != nil
+  }
+
+  public mutating func read(_ type: String.Type, for name: StaticString) throws -> String {
+    var value = try value(for: name)
+    return try value.string()
+  }
+
+  public mutating func read(_ type: Int.Type, for name: StaticString) throws -> Int {
+    var value = try value(for: name)
+    return try value.integer(Int.self)
+  }
+
+  public mutating func read(_ type: UInt64.Type, for name: StaticString) throws -> UInt64 {
+    var value = try value(for: name)
+    return try value.integer(UInt64.self)
+  }
+
+  public mutating func read(_ type: Bool.Type, for name: StaticString) throws -> Bool {
+    var value = try value(for: name)
+    return try value.bool()
+  }
+
+  public mutating func read(_ type: Double.Type, for name: StaticString) throws -> Double {
+    var value = try value(for: name)
+    return try value.double()
+  }
+
+  public mutating func read(_ type: Identifier.Type, for name: StaticString) throws -> Identifier {
+    var value = try value(for: name)
+    return try value.identifier()
+  }
+
+  public mutating func read(_ type: [String].Type, for name: StaticString) throws -> [String] {
+    let value = try value(for: name)
+    var reader = value.reader
+    let tag = try wrap { try reader.readTag() }
+    guard tag == .array else { throw value.mismatch([String].self, tag) }
+    var strings: [String] = []
+    while try wrap({ try reader.peekByte() }) != FieldTag.end.rawValue {
+      var element = FieldValueReader(reader: reader)
+      strings.append(try element.string())
+      reader = element.reader
+    }
+    return strings
+  }
+
+  /// A nested object.
+  public mutating func read<T: FieldCodable>(_ type: T.Type, for name: StaticString) throws -> T {
+    let value = try value(for: name)
+    var nested = try FieldReader(bytes: bytes, position: value.reader.position, depth: depth + 1)
+    return try T(fields: &nested)
+  }
+
+  /// An array of nested objects.
+  public mutating func read<T: FieldCodable>(_ type: [T].Type, for name: StaticString) throws -> [T] {
+    let value = try value(for: name)
+    var reader = value.reader
+    let tag = try wrap { try reader.readTag() }
+    guard tag == .array else { throw value.mismatch([T].self, tag) }
+    var elements: [T] = []
+    while try wrap({ try reader.peekByte() }) != FieldTag.end.rawValue {
+      var nested = try FieldReader(bytes: bytes, position: reader.position, depth: depth + 1)
+      elements.append(try T(fields: &nested))
+      try wrap { try reader.skipValue(depth: depth + 1) }
+    }
+    return elements
+  }
+
+  /// Anything else, through its `Decodable` form.
+  public mutating func read<T: Decodable>(decoding type: T.Type, for name: StaticString) throws -> T {
+    let value = try value(for: name)
+    return try decodeValue(T.self, bytes: bytes, at: value.reader.position, depth: depth + 1)
+  }
+}
+
+/// A coding key made from a field name, for `keyNotFound` errors.
+struct AnyFieldKey: CodingKey {
+  var stringValue: String
+  var intValue: Int? { nil }
+  init(_ name: String) { stringValue = name }
+  init?(stringValue: String) { self.stringValue = stringValue }
+  init?(intValue: Int) { nil }
+}
+
+extension FieldEncoder {
+  /// The bytes of a `FieldCodable` value: its fields as one object.
+  public func encodeFields(_ value: some FieldCodable) -> [UInt8] {
+    var writer = FieldWriter(output: FieldBytesWriter(capacity: 64))
+    writer.output.append(.object)
+    value.encodeFields(into: &writer)
+    writer.output.append(0)
+    return writer.output.bytes
+  }
+
+  /// Appends the fields of `value` as one object to `bytes`.
+  func encodeFields(_ value: some FieldCodable, appendingTo bytes: inout [UInt8]) {
+    var writer = FieldWriter(output: FieldBytesWriter(capacity: 0))
+    swap(&writer.output.bytes, &bytes)
+    writer.output.append(.object)
+    value.encodeFields(into: &writer)
+    writer.output.append(0)
+    swap(&writer.output.bytes, &bytes)
+  }
+}
+
+extension FieldDecoder {
+  /// Decodes a `FieldCodable` value from the object at `offset`.
+  public func decodeFields<T: FieldCodable>(_ type: T.Type, from bytes: [UInt8], at offset: Int = 0) throws -> T {
+    var reader = try FieldReader(bytes: bytes, position: offset, depth: 0)
+    return try T(fields: &reader)
+  }
+}
