@@ -204,3 +204,27 @@ private func makeManager(_ directory: String, io: FaultInjectingFileIO? = nil) t
   for await change in changes { sizes.append(change.events.count) }
   #expect(sizes == Array(repeating: 3, count: commands))
 }
+
+@Test func aSecondManagerOnTheSameJournalIsRefused() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeManager(directory)
+  let error = #expect(throws: JournalError.self) { try makeManager(directory) }
+  #expect(error?.code == .locked)
+  manager.close()
+  let reopened = try makeManager(directory)  // the lock is released on close
+  reopened.close()
+}
+
+@Test func aCancelledCommandWritesNothing() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  let task = Task {
+    withUnsafeCurrentTask { $0?.cancel() }
+    return try await manager.openAccount(owner: "never")
+  }
+  await #expect(throws: CancellationError.self) { try await task.value }
+  #expect(manager.lastSequence == 0)
+  #expect(manager.state == Ledger())
+  manager.close()
+}
