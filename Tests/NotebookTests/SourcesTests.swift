@@ -229,3 +229,34 @@ private final class StalledServer: NoteServer {
   manager.close()
   #expect(try Replay.rebuild(Workspace.self, directory: directory).state == manager.state)
 }
+
+@Test func theRunningAutoTaggerReactsToOtherSourcesThroughTheFunnel() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeNotebookManager(directory)
+  let notebook = try await manager.createNotebook(title: "N")
+  var changes = manager.changes().makeAsyncIterator()
+  let automation = manager.startAutoTagger(AutoTagger(rules: [(keyword: "bug", tag: "todo")]))
+
+  let note = try await manager.createNote(in: notebook, title: "A bug")
+  let created = try #require(await changes.next())
+  #expect(created.origin == .user)
+  let tagged = try #require(await changes.next())  // the automation's answer, through the funnel
+  #expect(tagged.origin == .automation)
+  #expect(tagged.events.map(\.envelope.name) == ["note.tagged"])
+  let quiet = try await manager.createNote(in: notebook, title: "Lunch")  // nothing to tag
+  #expect(try #require(await changes.next()).origin == .user)
+
+  // A sync change that mentions a bug is tagged too.
+  try await manager.applySyncedNotes([RemoteNote(id: quiet, title: "Lunch", body: "bug in the soup")], into: notebook)
+  #expect(try #require(await changes.next()).origin == .sync)
+  let retagged = try #require(await changes.next())
+  #expect(retagged.origin == .automation)
+  #expect(Note.notes(taggedWith: "todo", in: manager.state).map(\.id) == [note, quiet])
+
+  automation.cancel()
+  _ = await automation.result
+  manager.close()
+  let origins = try Replay.events(of: Workspace.self, directory: directory).map(\.envelope.origin)
+  #expect(origins == [.user, .user, .automation, .user, .sync, .automation])
+}

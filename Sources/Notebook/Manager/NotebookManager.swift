@@ -206,15 +206,37 @@ public final class NotebookManager: Sendable {
     }
   }
 
-  /// Runs the auto-tagger over every note, as one command with origin `.automation`. Returns how
-  /// many tags it added.
+  /// Runs the auto-tagger over every note (or only `notes`), as one command with origin
+  /// `.automation`. Returns how many tags it added.
   @discardableResult
-  public func runAutoTagger(_ tagger: AutoTagger, origin: Origin = .automation) async throws -> Int {
+  public func runAutoTagger(_ tagger: AutoTagger, on notes: Set<NoteID>? = nil, origin: Origin = .automation)
+    async throws -> Int
+  {
     try await manager.perform(origin) { workspace, command in
-      for note in workspace.notes.all() {
+      let candidates =
+        notes.map { ids in ids.sorted().compactMap { workspace.notes.find(id: $0) } } ?? workspace.notes.all()
+      for note in candidates {
         for tag in tagger.missingTags(for: note) { command.record(NoteTagged(id: note.id, tag: tag)) }
       }
       return command.recorded.count
+    }
+  }
+
+  /// Starts the auto-tagger as a background automation: after every committed change that touched
+  /// notes (other than its own), it tags those notes through `runAutoTagger`. Subscribed before
+  /// this returns; runs until the returned task is cancelled or the manager closes.
+  public func startAutoTagger(_ tagger: AutoTagger) -> Task<Void, any Error> {
+    let changes = manager.changes()
+    return Task { [self] in
+      for await change in changes where change.origin != .automation {
+        let touched = Set(
+          change.keys.compactMap { key in
+            key.store == "notes" && key.kind == .record ? Identifier(key.key).map(NoteID.init) : nil
+          })
+        guard !touched.isEmpty else { continue }
+        try Task.checkCancellation()
+        try await runAutoTagger(tagger, on: touched)
+      }
     }
   }
 }
