@@ -113,8 +113,10 @@ public struct EventRegistry<M: Model>: Sendable {
         value = upcaster.step(value)
         version += 1
       }
-      guard let event = value as? any Event else {
-        throw ReplayError(.unknownEvent, sequence: sequence, name: header.name, version: header.version)
+      guard let event = value as? any Event, ObjectIdentifier(type(of: event)) == current.type else {
+        throw ReplayError(
+          .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
+          underlying: "its upcasters end in \(type(of: value)), not the registered current type")
       }
       return event
     } catch let error as ReplayError {
