@@ -5,8 +5,10 @@ import Testing
 
 @testable import Rewind
 
-private func makeManager(_ directory: String, io: FaultInjectingFileIO? = nil) throws -> Manager<Ledger> {
-  var options = JournalOptions(durability: .always)
+private func makeManager(
+  _ directory: String, io: FaultInjectingFileIO? = nil, durability: Durability = .always
+) throws -> Manager<Ledger> {
+  var options = JournalOptions(durability: durability)
   if let io { options.io = io }
   return try Manager<Ledger>(
     directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
@@ -125,9 +127,10 @@ private func makeManager(_ directory: String, io: FaultInjectingFileIO? = nil) t
 
 /// Each command reads the balance and records the new one. If two commands ever interleaved
 /// across the append's suspension, both would record the same balance and one update would be lost.
-@Test func concurrentCommandsFormOneSerialGaplessHistory() async throws {
+@Test(arguments: [Durability.always, .batched, .none])
+func concurrentCommandsFormOneSerialGaplessHistory(durability: Durability) async throws {
   let temporary = TemporaryDirectory()
-  let manager = try makeManager(temporary.appending("journal"))
+  let manager = try makeManager(temporary.appending("journal"), durability: durability)
   let id = try await manager.openAccount(owner: "shared")
   let tasks = 8
   let perTask = 25
