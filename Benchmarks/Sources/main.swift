@@ -23,7 +23,6 @@ if let given = options.workDirectory {
   }
   work = String(cString: made)
 }
-defer { try? FileManager.default.removeItem(atPath: work) }
 
 let context = BenchContext(options: options, work: work)
 let started = monotonicNanos()
@@ -60,4 +59,6 @@ do {
   printError("cannot write \(options.jsonPath): \(error)")
   failed = true
 }
+// A scratch directory the caller named is kept for a look (or a profiler); a temporary one is not.
+if options.workDirectory == nil { try? FileManager.default.removeItem(atPath: work) }
 exit(failed ? 1 : 0)

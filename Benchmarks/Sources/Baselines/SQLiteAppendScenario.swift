@@ -2,9 +2,10 @@ internal import RewindJournal
 
 /// The corpus records inserted into SQLite from the same producer counts, compared with the
 /// journal's appends:
-/// - grouped commits, synchronous=OFF, against the journal without fsync (`none`);
-/// - grouped commits, synchronous=FULL, against the journal's group commit with fsync (`always`);
-/// - a durable commit per append (synchronous=FULL), against the journal's `always`.
+/// - grouped commits by a writer thread, synchronous=OFF, against the journal without fsync (`none`);
+/// - the same with synchronous=FULL, against the journal's group commit with fsync (`always`);
+/// - a commit per append by the caller under a lock, synchronous=OFF (`none`) and FULL (`always`);
+/// - bulk: 1,000 records per transaction from one producer.
 struct SQLiteAppendScenario: Scenario {
   let name = "sqlite.append"
   let summary = "SQLite (WAL, prepared INSERT, one writer) on the same records and producers"
@@ -14,13 +15,14 @@ struct SQLiteAppendScenario: Scenario {
     let variants: [(label: String, synchronous: String, commit: SQLiteAppender.Commit, rewind: String)] = [
       ("grouped, synchronous=OFF", "OFF", .grouped, "none"),
       ("grouped, synchronous=FULL", "FULL", .grouped, "always"),
-      ("commit per append, synchronous=FULL", "FULL", .eachAppend, "always"),
+      ("commit per append under a lock, synchronous=OFF", "OFF", .eachAppend, "none"),
+      ("commit per append under a lock, synchronous=FULL", "FULL", .eachAppend, "always"),
     ]
     for variant in variants {
       for producers in [1, 64] {
         let count: Int
         switch (variant.commit, variant.rewind) {
-        case (.grouped, "none"):
+        case (_, "none"):
           count = appendCount(durability: .none, producers: producers, options: context.options)
         case (.grouped, _):
           count = appendCount(durability: .always, producers: producers, options: context.options)

@@ -5,11 +5,13 @@ internal import RewindJournal
 /// `events(seq INTEGER PRIMARY KEY, ts, payload BLOB)`, WAL, a prepared INSERT, one connection
 /// owned by one writer thread (SQLite has one writer).
 ///
-/// `grouped` commits everything waiting in one transaction, as the journal's group commit does;
-/// `eachAppend` commits every append in a transaction of its own.
+/// `grouped` hands appends to a writer thread that commits everything waiting in one transaction,
+/// as the journal's group commit does. `eachAppend` is the plain way: the caller takes a lock and
+/// commits its append in a transaction of its own, on its own thread.
 ///
-/// `@unchecked Sendable`: `pending` and `closed` are guarded by `condition`; the connection and its
-/// statements are touched only by the writer thread after `init`.
+/// `@unchecked Sendable`: `pending` and `closed` are guarded by `condition`. The connection and its
+/// statements are touched only by the writer thread (`grouped`) or under `condition` held by the
+/// caller (`eachAppend`).
 final class SQLiteAppender: @unchecked Sendable {
   enum Commit { case grouped, eachAppend }
 
@@ -37,6 +39,7 @@ final class SQLiteAppender: @unchecked Sendable {
       """)
     insert = try database.prepare("INSERT INTO events(ts, payload) VALUES (?, ?)")
     self.commit = commit
+    guard commit == .grouped else { return }
     let thread = Thread { [unowned self] in self.writeLoop() }
     thread.name = "sqlite-writer"
     self.thread = thread
@@ -46,6 +49,10 @@ final class SQLiteAppender: @unchecked Sendable {
   /// Inserts `records` in one transaction (with whatever else is waiting, when grouped) and
   /// returns once it is committed.
   func append(_ records: [NewRecord]) async throws {
+    if commit == .eachAppend {
+      try condition.withLock { try insertInTransaction(records) }
+      return
+    }
     try await withCheckedThrowingContinuation { continuation in
       condition.lock()
       pending.append(Pending(records: records, done: continuation))
@@ -56,6 +63,10 @@ final class SQLiteAppender: @unchecked Sendable {
 
   /// Commits what is waiting, stops the writer thread and checkpoints the WAL.
   func close() {
+    if commit == .eachAppend {
+      try? database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+      return
+    }
     condition.lock()
     closed = true
     condition.signal()
@@ -71,33 +82,34 @@ final class SQLiteAppender: @unchecked Sendable {
         condition.unlock()
         break
       }
-      let batch: [Pending]
-      switch commit {
-      case .grouped:
-        batch = pending
-        pending.removeAll(keepingCapacity: true)
-      case .eachAppend:
-        batch = [pending.removeFirst()]
-      }
+      let batch = pending
+      pending.removeAll(keepingCapacity: true)
       condition.unlock()
       do {
-        try database.execute("BEGIN")
-        for item in batch {
-          for record in item.records {
-            insert.bind(record.timestamp, at: 1)
-            insert.bind(record.payload, at: 2)
-            _ = try insert.step()
-            insert.reset()
-          }
-        }
-        try database.execute("COMMIT")
+        try insertInTransaction(batch.flatMap(\.records))
         for item in batch { item.done.resume() }
       } catch {
-        try? database.execute("ROLLBACK")
         for item in batch { item.done.resume(throwing: error) }
       }
     }
     try? database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finished.signal()
+  }
+
+  /// BEGIN, the prepared INSERT per record, COMMIT; ROLLBACK on failure.
+  private func insertInTransaction(_ records: [NewRecord]) throws {
+    do {
+      try database.execute("BEGIN")
+      for record in records {
+        insert.bind(record.timestamp, at: 1)
+        insert.bind(record.payload, at: 2)
+        _ = try insert.step()
+        insert.reset()
+      }
+      try database.execute("COMMIT")
+    } catch {
+      try? database.execute("ROLLBACK")
+      throw error
+    }
   }
 }

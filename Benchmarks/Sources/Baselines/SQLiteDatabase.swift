@@ -17,7 +17,7 @@ final class SQLiteDatabase {
     }
   }
 
-  deinit { sqlite3_close(handle) }
+  deinit { sqlite3_close_v2(handle) }  // _v2: closes once the statements are finalized too
 
   /// Runs one or more statements that return no rows.
   func execute(_ sql: String) throws {

@@ -19,6 +19,8 @@ struct BenchOptions: Sendable {
   var syncedAppends: Int { mode == .full ? 20_000 : 500 }
   /// Appends per run for 64 producers with a durable policy.
   var concurrentSyncedAppends: Int { mode == .full ? 500_000 : 5_000 }
+  /// How many times the corpus is repeated for the long read (10M events in full mode).
+  var readRepeats: Int { mode == .full ? 10 : 2 }
   /// Random seeks in the corpus journal.
   var seeks: Int { mode == .full ? 2_000 : 100 }
   /// Commands through the managers per configuration.
@@ -30,7 +32,8 @@ struct BenchOptions: Sendable {
       --small      CI-sized (the default): 20k events, a smoke test that the harness works
       --full       1M events; build with -c release (make bench)
       --json PATH  where to write the results (default Benchmarks/results/latest.json)
-      --work DIR   scratch directory for journals and baselines (default: a new one in /tmp)
+      --work DIR   scratch directory for journals and baselines, kept afterwards (default: a
+                   new one in /tmp, removed afterwards)
       --only NAME  run only scenarios whose name contains NAME (repeatable)
       --seed N     workload seed (default 0x5EED2026)
       --events N   corpus size instead of the mode's (the other sizes follow the mode)

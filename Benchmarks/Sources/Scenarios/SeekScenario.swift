@@ -1,4 +1,6 @@
 internal import Foundation
+internal import Notebook
+internal import Rewind
 internal import RewindJournal
 
 /// Random seeks in the corpus journal: `records(from:)` and the first `next()`, through one open
@@ -26,6 +28,21 @@ struct SeekScenario: Scenario {
     }
     context.record(name, configuration, "seek p50", latencies.percentileMilliseconds(0.5), "ms")
     context.record(name, configuration, "seek p99", latencies.percentileMilliseconds(0.99), "ms")
+
+    // Time travel to a state, as it can be done today: replay from sequence 1 through the target
+    // (no snapshots yet). A few targets only: each costs a replay of everything before it.
+    var states = Latencies()
+    for target in targets.prefix(min(targets.count, context.options.mode == .full ? 5 : 3)) {
+      let start = monotonicNanos()
+      let rebuilt = try Replay.rebuild(Workspace.self, directory: context.corpusDirectory, through: target)
+      states.add(monotonicNanos() - start)
+      guard rebuilt.lastSequence == target else {
+        throw BenchError("state at \(target) stopped at \(rebuilt.lastSequence)")
+      }
+    }
+    let stateConfiguration = "\(total)-event journal, \(states.samples.count) targets, no snapshots"
+    context.record("timetravel.state", stateConfiguration, "state(at:) p50", states.percentileMilliseconds(0.5), "ms")
+    context.record("timetravel.state", stateConfiguration, "state(at:) max", states.percentileMilliseconds(1), "ms")
 
     let path = context.path("sqlite-corpus.db")
     if !FileManager.default.fileExists(atPath: path) { try SQLiteReadScenario.load(context.corpus, into: path) }
