@@ -27,6 +27,7 @@ enum ScenarioRegistry {
     LZ4ToolScenario(),
     SeekScenario(),
     QueryScenario(),
+    InvalidationScenario(),
   ]
 }
 
