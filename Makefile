@@ -1,13 +1,14 @@
 # The two commands of the README:
 #   make demo   runs the main job: a demo workload, then an audit of the journal it wrote
-#   make test   runs the whole test suite (what CI runs)
+#   make test   runs the whole test suite (what CI runs), with the benchmark's small mode as a smoke test
+#   make bench  builds the benchmark in release mode and runs it in full (Benchmarks/RESULTS.md)
 # Both install what is missing first (scripts/install-deps).
 
 SWIFT ?= swift
 DEMO_DIR ?= rewind-demo
 DEMO_RECORDS ?= 200000
 
-.PHONY: deps demo test lint format clean-demo
+.PHONY: deps demo test bench lint format clean-demo
 
 deps:
 	@scripts/install-deps
@@ -22,6 +23,11 @@ demo: deps
 test: deps lint
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test -Xswiftc -warnings-as-errors
+	$(SWIFT) run -Xswiftc -warnings-as-errors rewind-bench --small --json .build/bench-small.json
+
+bench: deps
+	$(SWIFT) build -c release --product rewind-bench
+	.build/release/rewind-bench --full --json Benchmarks/results/latest.json
 
 lint:
 	@scripts/lint

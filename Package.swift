@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "Rewind", targets: ["Rewind"]),
     .library(name: "Notebook", targets: ["Notebook"]),
     .executable(name: "rewind", targets: ["rewind"]),
+    .executable(name: "rewind-bench", targets: ["rewind-bench"]),
   ],
   targets: [
     .systemLibrary(
@@ -23,6 +24,13 @@ let package = Package(
       providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
     ),
     .target(name: "RewindJournal", dependencies: ["CLZ4"], swiftSettings: strict),
+    // libsqlite3, for the benchmark's SQLite baseline only.
+    .systemLibrary(
+      name: "CSQLite",
+      path: "Benchmarks/CSQLite",
+      pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+    ),
     .target(name: "Rewind", dependencies: ["RewindJournal"], swiftSettings: strict),
     .target(name: "Notebook", dependencies: ["Rewind"], swiftSettings: strict),
     .target(name: "RewindCLI", dependencies: ["RewindJournal"], swiftSettings: strict),
@@ -30,6 +38,13 @@ let package = Package(
     .target(
       name: "RewindTestSupport",
       dependencies: ["RewindJournal"],
+      swiftSettings: strict
+    ),
+    // Throughput of append, replay and seek, side by side with SQLite, JSON lines and the lz4 tool.
+    .executableTarget(
+      name: "rewind-bench",
+      dependencies: ["RewindJournal", "Rewind", "Notebook", "CSQLite"],
+      path: "Benchmarks/Sources",
       swiftSettings: strict
     ),
     // A child process for the crash tests: appends and reports each acknowledgement on stdout.

@@ -1,0 +1,62 @@
+internal import Notebook
+internal import RewindJournal
+internal import Synchronization
+
+/// What scenarios share during one run.
+///
+/// `@unchecked Sendable`: scenarios run one after another on one task. `figures`, `corpus`,
+/// `events` and `corpusDirectory` are written only between scenarios' awaits by the scenario
+/// that owns the moment; the `Mutex` around `figures` keeps recording safe from producer tasks.
+final class BenchContext: @unchecked Sendable {
+  let options: BenchOptions
+  /// The scratch directory for this run.
+  let work: String
+  /// The Notebook history as journal records, in sequence order (set by `CorpusScenario`).
+  var corpus: [NewRecord] = []
+  /// The journal the corpus was written to through `NotebookManager`: a replayable history.
+  var corpusDirectory = ""
+  private let recorded = Mutex<[Figure]>([])
+
+  init(options: BenchOptions, work: String) {
+    self.options = options
+    self.work = work
+  }
+
+  var figures: [Figure] { recorded.withLock { $0 } }
+
+  /// A fresh, not yet existing path in the scratch directory.
+  func path(_ name: String) -> String { work + "/" + name }
+
+  /// Records a Rewind figure.
+  func record(
+    _ scenario: String, _ configuration: String, _ metric: String, _ value: Double, _ unit: String,
+    system: String = "rewind"
+  ) {
+    let figure = Figure(
+      scenario: scenario, system: system, configuration: configuration, metric: metric, value: value, unit: unit)
+    recorded.withLock { $0.append(figure) }
+  }
+
+  /// Records a baseline's figure and its ratio to the Rewind figure `rewindKey` names
+  /// (scenario|rewind|configuration|metric).
+  func record(
+    baseline system: String, _ scenario: String, _ configuration: String, _ metric: String, _ value: Double,
+    _ unit: String, comparedWith rewind: (scenario: String, configuration: String, metric: String)
+  ) {
+    let key = "\(rewind.scenario)|rewind|\(rewind.configuration)|\(rewind.metric)"
+    recorded.withLock { figures in
+      let reference = figures.first { $0.key == key }?.value
+      figures.append(
+        Figure(
+          scenario: scenario, system: system, configuration: configuration, metric: metric, value: value, unit: unit,
+          comparedWith: reference == nil ? nil : key,
+          ratio: reference.flatMap { $0 > 0 ? value / $0 : nil }))
+    }
+  }
+
+  /// The value of a recorded figure, if it was measured.
+  func value(_ scenario: String, _ configuration: String, _ metric: String, system: String = "rewind") -> Double? {
+    let key = "\(scenario)|\(system)|\(configuration)|\(metric)"
+    return recorded.withLock { $0.first { $0.key == key }?.value }
+  }
+}

@@ -1,0 +1,83 @@
+/// What one run of `rewind-bench` measures and how big it is.
+struct BenchOptions: Sendable {
+  enum Mode: String, Sendable { case small, full }
+
+  var mode: Mode = .small
+  var jsonPath = "Benchmarks/results/latest.json"
+  /// Where the journals, databases and JSON files of the run are written; removed at the end.
+  var workDirectory: String?
+  /// Runs only the scenarios whose name contains one of these (all when empty).
+  var only: [String] = []
+  var seed: UInt64 = 0x5EED_2026
+  /// Overrides the corpus size of the mode.
+  var events: Int?
+
+  /// Events in the corpus: the Notebook history every scenario and baseline works on.
+  var corpusEvents: Int { events ?? (mode == .full ? 1_000_000 : 20_000) }
+  /// Appends per run where each append waits for an fsync of its own (one producer), or where a
+  /// baseline commits each append durably: enough for a steady rate, few enough to finish.
+  var syncedAppends: Int { mode == .full ? 20_000 : 500 }
+  /// Appends per run for 64 producers with a durable policy.
+  var concurrentSyncedAppends: Int { mode == .full ? 500_000 : 5_000 }
+  /// How many times the corpus is repeated for the long read (10M events in full mode).
+  var readRepeats: Int { mode == .full ? 10 : 2 }
+  /// Random seeks in the corpus journal.
+  var seeks: Int { mode == .full ? 2_000 : 100 }
+  /// Commands through the managers per configuration.
+  var managerCommands: Int { mode == .full ? 20_000 : 500 }
+
+  static let usage = """
+    usage: rewind-bench [--small|--full] [--json PATH] [--work DIR] [--only NAME]... [--seed N] [--events N]
+
+      --small      CI-sized (the default): 20k events, a smoke test that the harness works
+      --full       1M events; build with -c release (make bench)
+      --json PATH  where to write the results (default Benchmarks/results/latest.json)
+      --work DIR   scratch directory for journals and baselines, kept afterwards (default: a
+                   new one in /tmp, removed afterwards)
+      --only NAME  run only scenarios whose name contains NAME (repeatable)
+      --seed N     workload seed (default 0x5EED2026)
+      --events N   corpus size instead of the mode's (the other sizes follow the mode)
+    """
+
+  /// Parses the command line; returns nil (after printing why) on a usage error.
+  static func parse(_ arguments: [String]) -> BenchOptions? {
+    var options = BenchOptions()
+    var rest = arguments[...]
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "--small": options.mode = .small
+      case "--full": options.mode = .full
+      case "--json", "--work", "--only", "--seed", "--events":
+        guard let value = rest.popFirst() else {
+          printError("\(argument) needs a value\n\(usage)")
+          return nil
+        }
+        switch argument {
+        case "--json": options.jsonPath = value
+        case "--work": options.workDirectory = value
+        case "--only": options.only.append(value)
+        case "--events":
+          guard let events = Int(value), events >= 10 else {
+            printError("--events: a number ≥ 10, not \(value)")
+            return nil
+          }
+          options.events = events
+        default:
+          let digits = value.hasPrefix("0x") ? String(value.dropFirst(2)) : value
+          guard let seed = UInt64(digits, radix: value.hasPrefix("0x") ? 16 : 10) else {
+            printError("--seed: not a number: \(value)")
+            return nil
+          }
+          options.seed = seed
+        }
+      case "--help", "-h":
+        print(usage)
+        return nil
+      default:
+        printError("unknown argument: \(argument)\n\(usage)")
+        return nil
+      }
+    }
+    return options
+  }
+}

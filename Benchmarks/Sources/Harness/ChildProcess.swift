@@ -1,0 +1,104 @@
+internal import Foundation
+internal import Glibc
+internal import Notebook
+internal import Rewind
+internal import RewindJournal
+
+/// Runs a measurement in a fresh child process (`rewind-bench --child KIND DIR LIMIT OUT`), so
+/// nothing of the parent is warm in it and its peak memory is its own.
+///
+/// The peak is the child's own VmHWM from /proc/self/status, not wait4's ru_maxrss: on Linux, a
+/// child made by posix_spawn (vfork-like, sharing the parent's memory until exec) carries the
+/// parent's peak RSS into its ru_maxrss.
+enum ChildProcess {
+  /// What a child measured.
+  struct Result: Codable {
+    var events: Int
+    var seconds: Double
+    var payloadBytes: Int
+    /// VmHWM: the peak resident set of the child's own address space.
+    var peakBytes: Int
+  }
+
+  /// Kinds of work a child does.
+  enum Kind: String {
+    /// Every record from sequence 1 through LIMIT with `JournalReader.records(from:)`.
+    case read
+    /// `Replay.rebuild` of the Notebook workspace through sequence LIMIT.
+    case replay
+  }
+
+  /// Runs `kind` over `directory` in a child; returns its figures and peak resident bytes.
+  static func run(_ kind: Kind, directory: String, limit: Int, resultPath: String) throws -> Result {
+    let executable = try selfExecutable()
+    let arguments = [executable, "--child", kind.rawValue, directory, String(limit), resultPath]
+    var argv = arguments.map { strdup($0) }
+    argv.append(nil)
+    defer { for argument in argv { free(argument) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, executable, nil, nil, argv, environ)
+    guard spawned == 0 else { throw BenchError("posix_spawn \(executable): \(String(cString: strerror(spawned)))") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 {
+      guard errno == EINTR else { throw BenchError("wait4: \(String(cString: strerror(errno)))") }
+    }
+    guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else {
+      throw BenchError(
+        "the \(kind) child failed (wait status \(status)); run it alone: \(arguments.joined(separator: " "))")
+    }
+    let data = try Data(contentsOf: URL(fileURLWithPath: resultPath))
+    return try JSONDecoder().decode(Result.self, from: data)
+  }
+
+  /// The child's side: measures and writes its `Result` as JSON. Returns the exit status.
+  static func main(_ arguments: [String]) -> Int32 {
+    guard arguments.count == 4, let kind = Kind(rawValue: arguments[0]), let limit = Int(arguments[2]) else {
+      printError("usage: rewind-bench --child read|replay DIR LIMIT OUT")
+      return 2
+    }
+    let directory = arguments[1]
+    do {
+      let result: Result
+      switch kind {
+      case .read:
+        var events = 0
+        var bytes = 0
+        let (seconds, _) = try timed {
+          let cursor = try JournalReader(directory: directory).records(from: 1)
+          while events < limit, let record = try cursor.next() {
+            events += 1
+            bytes += record.payload.count
+          }
+        }
+        result = Result(events: events, seconds: seconds, payloadBytes: bytes, peakBytes: peakResidentBytes())
+      case .replay:
+        let (seconds, rebuilt) = try timed {
+          try Replay.rebuild(Workspace.self, directory: directory, through: UInt64(limit))
+        }
+        result = Result(
+          events: Int(rebuilt.lastSequence), seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
+      }
+      try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
+      return 0
+    } catch {
+      printError("child \(kind): \(error)")
+      return 1
+    }
+  }
+
+  /// VmHWM of this process, in bytes; 0 if /proc does not say.
+  private static func peakResidentBytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+      let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
+    else { return 0 }
+    return kilobytes * 1024
+  }
+
+  private static func selfExecutable() throws -> String {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else { throw BenchError("readlink /proc/self/exe: \(String(cString: strerror(errno)))") }
+    return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+}

@@ -1,0 +1,117 @@
+import Glibc
+
+/// Monotonic time in nanoseconds.
+func monotonicNanos() -> UInt64 {
+  var now = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &now)
+  return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// Seconds taken by `body`, with its result.
+func timed<R>(_ body: () throws -> R) rethrows -> (seconds: Double, result: R) {
+  let start = monotonicNanos()
+  let result = try body()
+  return (Double(monotonicNanos() - start) / 1e9, result)
+}
+
+/// Seconds taken by the asynchronous `body`, with its result.
+func timedAsync<R>(_ body: () async throws -> R) async rethrows -> (seconds: Double, result: R) {
+  let start = monotonicNanos()
+  let result = try await body()
+  return (Double(monotonicNanos() - start) / 1e9, result)
+}
+
+/// Latency samples in nanoseconds, summarized as nearest-rank percentiles.
+struct Latencies: Sendable {
+  private(set) var samples: [UInt64] = []
+  private var sorted = true
+
+  mutating func reserve(_ count: Int) { samples.reserveCapacity(count) }
+
+  mutating func add(_ nanos: UInt64) {
+    if let last = samples.last, last > nanos { sorted = false }
+    samples.append(nanos)
+  }
+
+  mutating func add(contentsOf other: Latencies) {
+    samples.append(contentsOf: other.samples)
+    sorted = false
+  }
+
+  /// The `fraction` percentile (0.5, 0.99) in milliseconds; 0 without samples.
+  mutating func percentileMilliseconds(_ fraction: Double) -> Double {
+    guard !samples.isEmpty else { return 0 }
+    if !sorted {
+      samples.sort()
+      sorted = true
+    }
+    let rank = Int((fraction * Double(samples.count)).rounded(.up)) - 1
+    return Double(samples[min(max(rank, 0), samples.count - 1)]) / 1e6
+  }
+}
+
+/// The bytes of every regular file under `directory`.
+func bytesOnDisk(_ directory: String) -> Int {
+  guard let dir = opendir(directory) else { return 0 }
+  defer { closedir(dir) }
+  var total = 0
+  while let entry = readdir(dir) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    if name == "." || name == ".." { continue }
+    let path = directory + "/" + name
+    var info = stat()
+    guard stat(path, &info) == 0 else { continue }
+    if (info.st_mode & S_IFMT) == S_IFDIR {
+      total += bytesOnDisk(path)
+    } else {
+      total += Int(info.st_size)
+    }
+  }
+  return total
+}
+
+/// The bytes of the files in `directory` whose path starts with `prefix` (a database and its
+/// -wal and -shm files).
+func bytesOnDisk(_ directory: String, prefix: String) -> Int {
+  guard let dir = opendir(directory) else { return 0 }
+  defer { closedir(dir) }
+  var total = 0
+  while let entry = readdir(dir) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    let path = directory + "/" + name
+    guard path.hasPrefix(prefix) else { continue }
+    var info = stat()
+    if stat(path, &info) == 0 { total += Int(info.st_size) }
+  }
+  return total
+}
+
+/// Asks the kernel to drop its cached pages of every file under `directory`, so the next read
+/// comes from the device (or at least from outside this guest's page cache).
+func evictFromPageCache(_ directory: String, prefix: String = "") {
+  guard let dir = opendir(directory) else { return }
+  defer { closedir(dir) }
+  while let entry = readdir(dir) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    if name == "." || name == ".." { continue }
+    let path = directory + "/" + name
+    guard path.hasPrefix(prefix) else { continue }
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { continue }
+    fdatasync(fd)
+    posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_DONTNEED))
+    close(fd)
+  }
+}
+
+/// Writes `message` and a newline to standard error.
+func printError(_ message: String) {
+  let line = Array((message + "\n").utf8)
+  _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}

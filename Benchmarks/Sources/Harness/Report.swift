@@ -1,0 +1,100 @@
+internal import Foundation
+
+/// The results of one run: the table on standard output and the JSON file.
+struct Report: Codable {
+  struct Machine: Codable {
+    var cpus: Int
+    var memoryBytes: Int
+    var cpuModel: String
+  }
+
+  var command: String
+  var mode: String
+  var seed: UInt64
+  var machine: Machine
+  var totalSeconds: Double
+  var figures: [Figure]
+  var targets: [TargetCheck]
+
+  /// The run's table, one section per scenario.
+  func table() -> String {
+    var rows: [[String]] = [["scenario", "system", "configuration", "metric", "value", "unit", "vs Rewind"]]
+    for figure in figures {
+      rows.append([
+        figure.scenario, figure.system, figure.configuration, figure.metric, Self.format(figure.value), figure.unit,
+        figure.ratio.map { Self.format($0) + "×" } ?? "",
+      ])
+    }
+    let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+    var lines: [String] = []
+    for (index, row) in rows.enumerated() {
+      let cells = row.enumerated().map { column, cell in
+        let pad = String(repeating: " ", count: widths[column] - cell.count)
+        return column == 4 || column == 6 ? pad + cell : cell + pad
+      }
+      lines.append(cells.joined(separator: "  "))
+      if index == 0 { lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+    }
+    lines.append("")
+    lines.append("targets (issue 6):")
+    for target in targets {
+      let verdict = target.met.map { $0 ? "met   " : "MISSED" } ?? "n/a   "
+      lines.append("  \(verdict)  \(target.target): \(target.measured)")
+    }
+    return lines.joined(separator: "\n")
+  }
+
+  func write(to path: String) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    let directory = (path as NSString).deletingLastPathComponent
+    if !directory.isEmpty {
+      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+    try encoder.encode(self).write(to: URL(fileURLWithPath: path))
+  }
+
+  /// What is wrong with the results file at `path`: it must decode as a `Report`, hold at least
+  /// one finite figure for each of `scenarios`, and no figure that is not finite.
+  static func problems(in path: String, scenarios: [String]) throws -> [String] {
+    let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    var problems: [String] = []
+    for figure in report.figures where !figure.value.isFinite || figure.ratio?.isFinite == false {
+      problems.append("\(figure.key) is \(figure.value) (ratio \(String(describing: figure.ratio)))")
+    }
+    let measured = Set(report.figures.map(\.scenario))
+    for scenario in scenarios where !measured.contains(scenario) {
+      problems.append("scenario \(scenario) recorded no figure")
+    }
+    return problems
+  }
+
+  /// Three significant digits below 1000, grouped thousands above.
+  static func format(_ value: Double) -> String {
+    guard value.isFinite else { return "\(value)" }
+    if abs(value) >= 1000 {
+      let digits = String(Int(value.rounded()))
+      var grouped = ""
+      for (offset, character) in digits.reversed().enumerated() {
+        if offset > 0 && offset % 3 == 0 && character != "-" { grouped.append(",") }
+        grouped.append(character)
+      }
+      return String(grouped.reversed())
+    }
+    if value == 0 { return "0" }
+    let decimals = max(0, 2 - Int(floor(log10(abs(value)))))
+    return String(format: "%.\(decimals)f", value)
+  }
+
+  static func machine() -> Machine {
+    let memory =
+      (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8))?
+      .split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
+      .flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+    let model =
+      (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+      .split(separator: "\n").first { $0.hasPrefix("model name") }
+      .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? "unknown"
+    return Machine(cpus: ProcessInfo.processInfo.activeProcessorCount, memoryBytes: memory * 1024, cpuModel: model)
+  }
+}

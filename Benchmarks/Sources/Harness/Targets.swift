@@ -1,0 +1,137 @@
+/// The targets of issue 6, judged on this run's figures. A target whose figures were not measured
+/// (a scenario left out with `--only`) is reported as not applicable.
+enum Targets {
+  static func check(_ context: BenchContext) -> [TargetCheck] {
+    let n = context.corpus.count
+    func value(_ scenario: String, _ configuration: String, _ metric: String, _ system: String = "rewind") -> Double? {
+      context.value(scenario, configuration, metric, system: system)
+    }
+    func journal(_ durability: String, _ producers: Int) -> String {
+      JournalAppendScenario.configuration(durability, producers)
+    }
+    func sqlite(_ variant: String, _ producers: Int) -> String {
+      "\(variant), \(producers) producer\(producers == 1 ? "" : "s")"
+    }
+    func rate(_ value: Double) -> String { Report.format(value) + " ev/s" }
+    var checks: [TargetCheck] = []
+
+    if let one = value("journal.append", journal("none", 1), "events/s"),
+      let many = value("journal.append", journal("none", 64), "events/s")
+    {
+      let bulk = value("journal.append", JournalAppendScenario.bulkConfiguration("none"), "events/s") ?? 0
+      checks.append(
+        TargetCheck(
+          target: "journal append without fsync ≥ 1.5M events/s (one record per append)",
+          measured: "\(rate(one)) (1 producer), \(rate(many)) (64 producers); \(rate(bulk)) with 1,000 per append",
+          met: max(one, many) >= 1_500_000))
+    }
+    if let rewind = value("journal.append", journal("none", 64), "events/s"),
+      let base = value("sqlite.append", sqlite("grouped, synchronous=OFF", 64), "events/s", "sqlite")
+    {
+      checks.append(
+        TargetCheck(
+          target: "append without fsync ≥ 5× SQLite (grouped transactions, synchronous=OFF, 64 producers)",
+          measured: Report.format(rewind / base) + "×", met: rewind / base >= 5))
+    }
+    if let rewind = value("journal.append", journal("none", 1), "events/s"),
+      let base = value(
+        "sqlite.append", sqlite("commit per append under a lock, synchronous=OFF", 1), "events/s", "sqlite")
+    {
+      checks.append(
+        TargetCheck(
+          target: "append without fsync ≥ 5× SQLite committing each append on the caller's thread, 1 producer",
+          measured: Report.format(rewind / base) + "×", met: rewind / base >= 5))
+    }
+    if let rewind = value("journal.append", JournalAppendScenario.bulkConfiguration("none"), "events/s"),
+      let base = value(
+        "sqlite.append", "synchronous=OFF, 1 producer, \(JournalAppendScenario.bulkSize) records per transaction",
+        "events/s", "sqlite")
+    {
+      checks.append(
+        TargetCheck(
+          target: "append without fsync ≥ 5× SQLite, both 1,000 records per append/transaction",
+          measured: Report.format(rewind / base) + "×", met: rewind / base >= 5))
+    }
+    if let rewind = value("journal.append", journal("always", 64), "events/s") {
+      checks.append(
+        TargetCheck(
+          target: "durable append (always), 64 producers ≥ 200k events/s", measured: rate(rewind),
+          met: rewind >= 200_000))
+      if let base = value(
+        "sqlite.append", sqlite("commit per append under a lock, synchronous=FULL", 64), "events/s", "sqlite")
+      {
+        checks.append(
+          TargetCheck(
+            target: "durable append ≥ 10× SQLite committing each append under a lock (WAL, FULL), 64 producers",
+            measured: Report.format(rewind / base) + "×", met: rewind / base >= 10))
+      }
+    }
+    if let manager = value("manager.append", journal("none", 64), "events/s"),
+      let durable = value("manager.append", journal("always", 64), "events/s")
+    {
+      checks.append(
+        TargetCheck(
+          target: "the same through the managers (issue scenario 1): ≥ 1.5M without fsync, ≥ 200k durable",
+          measured: "\(rate(manager)) (none, 64), \(rate(durable)) (always, 64)",
+          met: manager >= 1_500_000 && durable >= 200_000))
+    }
+    if let replay = value("replay", "\(n) events, cold", "events/s") {
+      checks.append(
+        TargetCheck(target: "replay into the stores ≥ 4M events/s", measured: rate(replay), met: replay >= 4_000_000))
+      if let lz4 = value("lz4.tool", "\(n) events", "decompress events/s", "lz4") {
+        checks.append(
+          TargetCheck(
+            target: "replay ≥ 25% of lz4 -dc of the same segments",
+            measured: Report.format(replay / lz4 * 100) + "%", met: replay / lz4 >= 0.25))
+      }
+    }
+    if let p99 = value("journal.seek", "\(n)-event journal, \(context.options.seeks) seeks", "seek p99") {
+      checks.append(
+        TargetCheck(
+          target: "seek p99 ≤ 20 ms (journal level; time travel to a state needs snapshots, not built yet)",
+          measured: Report.format(p99) + " ms", met: p99 <= 20))
+    }
+    let stateTargets = min(context.options.seeks, context.options.mode == .full ? 5 : 3)
+    if let state = value(
+      "timetravel.state", "\(n)-event journal, \(stateTargets) targets, no snapshots", "state(at:) max")
+    {
+      checks.append(
+        TargetCheck(
+          target: "time travel to a state (issue scenario 3) p99 ≤ 20 ms: today by replay from 1, no snapshots yet",
+          measured: Report.format(state) + " ms (max of \(stateTargets))", met: state <= 20))
+    }
+    if let json = value("json.lines", "\(n) events", "bytes/event on disk", "json"),
+      let single = value("corpus", "\(n) events", "journal bytes/event"),
+      let grouped = value("journal.append", journal("none", 64), "bytes/event on disk")
+    {
+      checks.append(
+        TargetCheck(
+          target: "journal ≤ 1/3 of the JSON lines' size",
+          measured: "JSON \(Report.format(json)) B/event; journal \(Report.format(single)) (one command per frame, "
+            + "\(Report.format(json / single))× smaller), \(Report.format(grouped)) (64 producers' groups, "
+            + "\(Report.format(json / grouped))× smaller)",
+          met: min(single, grouped) * 3 <= json))
+    }
+    if let small = value("journal.read", "\(max(n / 10, 1)) events, cold", "peak memory"),
+      let large = value("journal.read", "\(n) events, cold", "peak memory")
+    {
+      let repeats = context.options.readRepeats
+      let long = value(
+        "journal.read", "\(n * repeats) events (corpus ×\(repeats)), \(JournalAppendScenario.bulkSize) per frame, cold",
+        "peak memory")
+      let longText = long.map { " → \(Report.format($0)) MB at \(n * repeats) events" } ?? ""
+      let replaySmall = value("replay", "\(max(n / 10, 1)) events, cold", "peak memory")
+      let replayLarge = value("replay", "\(n) events, cold", "peak memory")
+      let replayText =
+        replaySmall.flatMap { a in replayLarge.map { b in "; replay \(Report.format(a)) → \(Report.format(b)) MB" } }
+        ?? ""
+      checks.append(
+        TargetCheck(
+          target: "reading memory bounded whatever the length (peak RSS at n/10 vs n events)",
+          measured:
+            "read \(Report.format(small)) → \(Report.format(large)) MB\(longText)\(replayText) (replay includes the state)",
+          met: max(large, long ?? 0) <= small * 1.5 + 8))
+    }
+    return checks
+  }
+}

@@ -1,0 +1,50 @@
+internal import Notebook
+internal import RewindJournal
+
+/// Writes the Notebook history through `NotebookManager` (one producer, durability `.none`), which
+/// is also the first "append through the manager" figure, then loads its records: the corpus every
+/// later scenario appends, stores, encodes or reads.
+struct CorpusScenario: Scenario {
+  let name = "corpus"
+  let summary = "Notebook history written through the manager; the events every scenario shares"
+
+  func run(in context: BenchContext) async throws {
+    let target = context.options.corpusEvents
+    let directory = context.path("corpus-journal")
+    let seed = context.options.seed
+    let manager = try NotebookManager(
+      directory: directory, options: JournalOptions(durability: .none),
+      clock: NotebookWorkload.clock(seed: seed), ids: NotebookWorkload.identifiers(seed: seed))
+    var workload = NotebookWorkload(seed: seed)
+    var commands = 0
+    let (seconds, _) = try await timedAsync {
+      while manager.lastSequence < UInt64(target) {
+        try await workload.step(manager)
+        commands += 1
+      }
+    }
+    let events = Int(manager.lastSequence)
+    manager.close()
+    let disk = bytesOnDisk(directory)
+    let configuration = "mixed commands, none, 1 producer"
+    context.record("manager.append", configuration, "events/s", Double(events) / seconds, "ev/s")
+    context.record("manager.append", configuration, "commands/s", Double(commands) / seconds, "cmd/s")
+    context.record("manager.append", configuration, "bytes/event on disk", Double(disk) / Double(events), "B")
+
+    let cursor = try JournalReader(directory: directory).records(from: 1)
+    var corpus: [NewRecord] = []
+    corpus.reserveCapacity(events)
+    var payloadBytes = 0
+    while let record = try cursor.next() {
+      payloadBytes += record.payload.count
+      corpus.append(NewRecord(timestamp: record.timestamp, payload: record.payload))
+    }
+    guard corpus.count == events else {
+      throw BenchError("the corpus journal holds \(corpus.count) records, the manager acknowledged \(events)")
+    }
+    context.corpus = corpus
+    context.corpusDirectory = directory
+    context.record("corpus", "\(events) events", "mean payload", Double(payloadBytes) / Double(events), "B")
+    context.record("corpus", "\(events) events", "journal bytes/event", Double(disk) / Double(events), "B")
+  }
+}

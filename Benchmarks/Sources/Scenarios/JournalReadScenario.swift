@@ -1,0 +1,88 @@
+internal import Foundation
+internal import RewindJournal
+
+/// Reads the corpus journal from sequence 1 in a fresh process after dropping its pages from
+/// the page cache: events/s, MB/s of payload, and the child's peak memory at a tenth of the
+/// journal and at all of it (bounded reading keeps the two close); then the same records as the
+/// bulk appends wrote them, 1,000 per frame, to show what frame size costs a reader.
+struct JournalReadScenario: Scenario {
+  let name = "journal.read"
+  let summary = "cold sequential read of the corpus journal in a child process"
+
+  func run(in context: BenchContext) async throws {
+    let total = context.corpus.count
+    for limit in [max(total / 10, 1), total] {
+      evictFromPageCache(context.corpusDirectory)
+      let result = try ChildProcess.run(
+        .read, directory: context.corpusDirectory, limit: limit, resultPath: context.path("read-\(limit).json"))
+      guard result.events == limit else {
+        throw BenchError("the read child saw \(result.events) records, expected \(limit)")
+      }
+      let configuration = "\(limit) events, cold"
+      context.record(name, configuration, "events/s", Double(result.events) / result.seconds, "ev/s")
+      context.record(name, configuration, "payload MB/s", Double(result.payloadBytes) / result.seconds / 1e6, "MB/s")
+      context.record(name, configuration, "peak memory", Double(result.peakBytes) / 1e6, "MB")
+    }
+    // The same records in frames of 1,000 (the bulk appends' journal): what frame size costs a reader.
+    let bulk = context.path("journal-none-bulk")
+    guard FileManager.default.fileExists(atPath: bulk) else { return }
+    evictFromPageCache(bulk)
+    let result = try ChildProcess.run(.read, directory: bulk, limit: total, resultPath: context.path("read-bulk.json"))
+    guard result.events == total else {
+      throw BenchError("the read child saw \(result.events) records, expected \(total)")
+    }
+    let configuration = "\(total) events, \(JournalAppendScenario.bulkSize) per frame, cold"
+    context.record(name, configuration, "events/s", Double(result.events) / result.seconds, "ev/s")
+    context.record(name, configuration, "payload MB/s", Double(result.payloadBytes) / result.seconds / 1e6, "MB/s")
+    context.record(name, configuration, "peak memory", Double(result.peakBytes) / 1e6, "MB")
+    try await readRepeated(in: context)
+  }
+
+  /// A long journal, for memory that must not grow with length: the corpus appended
+  /// `readRepeats` times in bulk, then read cold in a child. Removed afterwards (it is large).
+  private func readRepeated(in context: BenchContext) async throws {
+    let repeats = context.options.readRepeats
+    let directory = context.path("journal-repeated")
+    let journal = try Journal(directory: directory, options: JournalOptions(durability: .none))
+    let batches = JournalAppendScenario.batches(of: context.corpus)
+    for _ in 0..<repeats {
+      for batch in batches { try await journal.append(batch) }
+    }
+    journal.close()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let total = context.corpus.count * repeats
+    evictFromPageCache(directory)
+    let result = try ChildProcess.run(
+      .read, directory: directory, limit: total, resultPath: context.path("read-long.json"))
+    guard result.events == total else {
+      throw BenchError("the read child saw \(result.events) records, expected \(total)")
+    }
+    let configuration = "\(total) events (corpus ×\(repeats)), \(JournalAppendScenario.bulkSize) per frame, cold"
+    context.record(name, configuration, "events/s", Double(result.events) / result.seconds, "ev/s")
+    context.record(name, configuration, "journal bytes/event", Double(bytesOnDisk(directory)) / Double(total), "B")
+    context.record(name, configuration, "peak memory", Double(result.peakBytes) / 1e6, "MB")
+  }
+}
+
+/// Replays the corpus journal into the Notebook stores (`Replay.rebuild`) in a fresh process:
+/// events/s and peak memory, at a tenth of the journal and at all of it. The peak includes the
+/// rebuilt state, which grows with the number of live notes.
+struct ReplayScenario: Scenario {
+  let name = "replay"
+  let summary = "cold Replay.rebuild of the Notebook workspace in a child process"
+
+  func run(in context: BenchContext) async throws {
+    let total = context.corpus.count
+    for limit in [max(total / 10, 1), total] {
+      evictFromPageCache(context.corpusDirectory)
+      let result = try ChildProcess.run(
+        .replay, directory: context.corpusDirectory, limit: limit, resultPath: context.path("replay-\(limit).json"))
+      guard result.events == limit else {
+        throw BenchError("the replay child applied \(result.events) events, expected \(limit)")
+      }
+      let configuration = "\(limit) events, cold"
+      context.record(name, configuration, "events/s", Double(result.events) / result.seconds, "ev/s")
+      context.record(name, configuration, "peak memory", Double(result.peakBytes) / 1e6, "MB")
+    }
+  }
+}

@@ -1,0 +1,65 @@
+internal import Notebook
+internal import RewindJournal
+
+/// New notes through `NotebookManager` under each durability policy, from 1 and 64 concurrent
+/// producers: the whole funnel (validate, encode, journal, apply) per command.
+struct ManagerAppendScenario: Scenario {
+  let name = "manager.append"
+  let summary = "createNote through NotebookManager: events/s and acknowledgement latency"
+
+  func run(in context: BenchContext) async throws {
+    let count = context.options.managerCommands
+    for (label, durability) in durabilities {
+      for producers in [1, 64] {
+        let directory = context.path("manager-\(label)-\(producers)")
+        let manager = try NotebookManager(
+          directory: directory, options: JournalOptions(durability: durability),
+          ids: NotebookWorkload.identifiers(seed: context.options.seed &+ UInt64(producers)))
+        let notebook = try await manager.createNotebook(title: "Benchmark")
+        var texts = NotebookWorkload(seed: context.options.seed)
+        let inputs = (0..<count).map { _ in (texts.words(2...7), texts.words(8...30)) }
+        let (seconds, latencies) = try await timedAsync {
+          try await runProducers(producers, count: count) { index in
+            _ = try await manager.createNote(in: notebook, title: inputs[index].0, body: inputs[index].1)
+          }
+        }
+        manager.close()
+        var all = latencies
+        let configuration = "\(label), \(producers) producer\(producers == 1 ? "" : "s")"
+        context.record(name, configuration, "events/s", Double(count) / seconds, "ev/s")
+        context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
+        context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
+      }
+    }
+  }
+}
+
+/// The durability policies, labelled as in the tables.
+let durabilities: [(String, Durability)] = [("none", .none), ("batched", .batched), ("always", .always)]
+
+/// Runs `count` operations, spread round-robin over `producers` concurrent tasks, and returns
+/// every operation's latency.
+func runProducers(
+  _ producers: Int, count: Int, _ operation: @escaping @Sendable (Int) async throws -> Void
+) async throws -> Latencies {
+  try await withThrowingTaskGroup(of: Latencies.self) { group in
+    for producer in 0..<producers {
+      group.addTask {
+        var latencies = Latencies()
+        latencies.reserve(count / producers + 1)
+        var index = producer
+        while index < count {
+          let start = monotonicNanos()
+          try await operation(index)
+          latencies.add(monotonicNanos() - start)
+          index += producers
+        }
+        return latencies
+      }
+    }
+    var all = Latencies()
+    all.reserve(count)
+    for try await latencies in group { all.add(contentsOf: latencies) }
+    return all
+  }
+}

@@ -1,0 +1,70 @@
+internal import Foundation
+internal import Notebook
+internal import Rewind
+internal import RewindJournal
+
+/// Random seeks in the corpus journal: `records(from:)` and the first `next()`, through one open
+/// reader, against SQLite's `WHERE seq >= ? LIMIT 1` on the same records.
+struct SeekScenario: Scenario {
+  let name = "journal.seek"
+  let summary = "seek to random sequence numbers: records(from:) + next()"
+
+  func run(in context: BenchContext) async throws {
+    let total = context.corpus.count
+    var random = SeededGenerator(seed: context.options.seed ^ 0x5EE4)
+    let targets = (0..<context.options.seeks).map { _ in 1 + random.next() % UInt64(total) }
+    let configuration = "\(total)-event journal, \(targets.count) seeks"
+
+    let reader = try JournalReader(directory: context.corpusDirectory)
+    var latencies = Latencies()
+    for target in targets {
+      let start = monotonicNanos()
+      let cursor = try reader.records(from: target)
+      let record = try cursor.next()
+      latencies.add(monotonicNanos() - start)
+      guard record?.sequence == target else {
+        throw BenchError("seek to \(target) read \(String(describing: record?.sequence))")
+      }
+    }
+    context.record(name, configuration, "seek p50", latencies.percentileMilliseconds(0.5), "ms")
+    context.record(name, configuration, "seek p99", latencies.percentileMilliseconds(0.99), "ms")
+
+    // Time travel to a state, as it can be done today: replay from sequence 1 through the target
+    // (no snapshots yet). A few targets only: each costs a replay of everything before it.
+    var states = Latencies()
+    for target in targets.prefix(min(targets.count, context.options.mode == .full ? 5 : 3)) {
+      let start = monotonicNanos()
+      let rebuilt = try Replay.rebuild(Workspace.self, directory: context.corpusDirectory, through: target)
+      states.add(monotonicNanos() - start)
+      guard rebuilt.lastSequence == target else {
+        throw BenchError("state at \(target) stopped at \(rebuilt.lastSequence)")
+      }
+    }
+    let stateConfiguration = "\(total)-event journal, \(states.samples.count) targets, no snapshots"
+    context.record("timetravel.state", stateConfiguration, "state(at:) p50", states.percentileMilliseconds(0.5), "ms")
+    context.record("timetravel.state", stateConfiguration, "state(at:) max", states.percentileMilliseconds(1), "ms")
+
+    let path = context.path("sqlite-corpus.db")
+    if !FileManager.default.fileExists(atPath: path) { try SQLiteReadScenario.load(context.corpus, into: path) }
+    let database = try SQLiteDatabase(path: path)
+    let select = try database.prepare("SELECT seq, ts, payload FROM events WHERE seq >= ? ORDER BY seq LIMIT 1")
+    var baseline = Latencies()
+    for target in targets {
+      let start = monotonicNanos()
+      select.bind(Int64(target), at: 1)
+      let found = try select.step()
+      let payload = select.bytes(at: 2)
+      let sequence = select.int64(at: 0)
+      select.reset()
+      baseline.add(monotonicNanos() - start)
+      guard found, sequence == Int64(target), !payload.isEmpty else {
+        throw BenchError("SQLite seek to \(target) failed")
+      }
+    }
+    for (metric, fraction) in [("seek p50", 0.5), ("seek p99", 0.99)] {
+      context.record(
+        baseline: "sqlite", "sqlite.seek", configuration, metric, baseline.percentileMilliseconds(fraction), "ms",
+        comparedWith: (name, configuration, metric))
+    }
+  }
+}

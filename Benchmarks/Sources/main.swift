@@ -1,0 +1,64 @@
+internal import Foundation
+internal import Glibc
+
+// rewind-bench: throughput of append, replay and seek, side by side with SQLite, JSON lines and the
+// lz4 tool, on one seeded Notebook history. See Benchmarks/RESULTS.md.
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--child" {
+  exit(ChildProcess.main(Array(arguments.dropFirst())))
+}
+guard let options = BenchOptions.parse(arguments) else { exit(arguments.contains("--help") ? 0 : 2) }
+
+let work: String
+if let given = options.workDirectory {
+  work = given
+  try? FileManager.default.removeItem(atPath: work)
+  try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+} else {
+  var template = Array("/tmp/rewind-bench.XXXXXX".utf8CString)
+  guard let made = mkdtemp(&template) else {
+    printError("mkdtemp: \(String(cString: strerror(errno)))")
+    exit(1)
+  }
+  work = String(cString: made)
+}
+
+let context = BenchContext(options: options, work: work)
+let started = monotonicNanos()
+var failed = false
+var ran: [String] = []
+for scenario in ScenarioRegistry.all {
+  let dependsOnly = scenario is CorpusScenario
+  if !options.only.isEmpty && !dependsOnly && !options.only.contains(where: { scenario.name.contains($0) }) {
+    continue
+  }
+  printError("[\(Report.format(Double(monotonicNanos() - started) / 1e9))s] \(scenario.name): \(scenario.summary)")
+  ran.append(scenario.name)
+  do {
+    try await scenario.run(in: context)
+  } catch {
+    printError("\(scenario.name) failed: \(error)")
+    failed = true
+  }
+}
+
+let report = Report(
+  command: (["rewind-bench"] + arguments).joined(separator: " "), mode: options.mode.rawValue, seed: options.seed,
+  machine: Report.machine(), totalSeconds: Double(monotonicNanos() - started) / 1e9, figures: context.figures,
+  targets: Targets.check(context))
+print(report.table())
+do {
+  try report.write(to: options.jsonPath)
+  // The smoke test's check: what was written reads back, and every scenario that ran left figures.
+  let problems = try Report.problems(in: options.jsonPath, scenarios: ran)
+  for problem in problems { printError("malformed results: \(problem)") }
+  failed = failed || !problems.isEmpty
+  printError("results written to \(options.jsonPath) in \(Report.format(report.totalSeconds)) s")
+} catch {
+  printError("cannot write \(options.jsonPath): \(error)")
+  failed = true
+}
+// A scratch directory the caller named is kept for a look (or a profiler); a temporary one is not.
+if options.workDirectory == nil { try? FileManager.default.removeItem(atPath: work) }
+exit(failed ? 1 : 0)
