@@ -54,6 +54,13 @@ let package = Package(
       path: "Tests/JournalCrashChild",
       swiftSettings: strict
     ),
+    // A child process for the replay tests: replays in a second process, measures peak memory.
+    .executableTarget(
+      name: "replay-child",
+      dependencies: ["Notebook", "Rewind"],
+      path: "Tests/ReplayChild",
+      swiftSettings: strict
+    ),
     .testTarget(
       name: "RewindCLITests",
       dependencies: ["RewindCLI", "RewindJournal", "RewindTestSupport", "rewind"],
@@ -67,7 +74,7 @@ let package = Package(
     .testTarget(name: "RewindTests", dependencies: ["Rewind", "RewindTestSupport"], swiftSettings: strict),
     .testTarget(
       name: "NotebookTests",
-      dependencies: ["Notebook", "Rewind", "RewindTestSupport"],
+      dependencies: ["Notebook", "Rewind", "RewindTestSupport", "replay-child"],
       swiftSettings: strict
     ),
   ]

@@ -142,6 +142,15 @@ public struct EventRegistry<M: Model>: Sendable {
     return try current.encode(event, origin, commandID)
   }
 
+  /// What the registry reads, one sorted line per event: `name@version<-old,older` (the versions
+  /// its upcasters read). Part of a `SnapshotModel`'s fingerprint.
+  var schema: [String] {
+    current.map { name, current in
+      let old = upcasters.keys.filter { $0.name == name }.map(\.version).sorted()
+      return "\(name)@\(current.version)<-" + old.map(String.init).joined(separator: ",")
+    }.sorted()
+  }
+
   /// Whether `eventType` is registered as the current version of its name.
   func isRegistered(_ eventType: any Event.Type) -> Bool {
     current[eventType.name]?.type == ObjectIdentifier(eventType)

@@ -14,6 +14,8 @@ extension Model {
   /// The model's registry, built from `registerEvents(in:)`.
   static func makeRegistry() -> EventRegistry<Self> {
     var registry = EventRegistry<Self>()
+    // Checkpoints ride in every model's journal; applying one changes nothing.
+    registry.register(Checkpoint.self) { _, _, _ in }
     registerEvents(in: &registry)
     return registry
   }

@@ -1,7 +1,12 @@
 internal import RewindJournal
 
 /// Rebuilding a model from its journal: read every record, decode it (upcasting old versions),
-/// apply it. Applying is pure, so the same journal always rebuilds the same state.
+/// apply it. Applying is pure, so the same journal always rebuilds the same state, whatever the
+/// batch sizes, segment boundaries, snapshots, process or machine.
+///
+/// Replay streams: records are read, decompressed and decoded on a second thread into a bounded
+/// queue (see `ReplayOptions`) while the calling thread applies them, so memory is the state plus
+/// a fixed buffer whatever the journal's length.
 public enum Replay {
   /// A rebuilt state and the last sequence number applied to it.
   public struct Result<M: Model>: Sendable {
@@ -9,7 +14,14 @@ public enum Replay {
     public var lastSequence: UInt64
   }
 
-  /// Rebuilds `M` from the journal in `directory`, through `sequence` (or to the end).
+  /// A rebuilt state and what replay did to get it.
+  public struct Outcome<M: Model>: Sendable {
+    public var state: M
+    public var report: ReplayReport
+  }
+
+  /// Rebuilds `M` from the journal in `directory`, through `sequence` (or to the end), without
+  /// snapshots.
   /// - Throws: `ReplayError` locating the first record that is not a known event;
   ///   `JournalError` if the journal cannot be read.
   public static func rebuild<M: Model>(_ type: M.Type, directory: String, through sequence: UInt64 = .max) throws
@@ -18,45 +30,142 @@ public enum Replay {
     try rebuild(registry: M.makeRegistry(), reader: JournalReader(directory: directory), through: sequence)
   }
 
-  /// Every event in the journal in `directory`, decoded and upcast, with its envelope.
+  /// Rebuilds `M` from the journal in `directory` up to `target`, starting from the newest usable
+  /// snapshot (skipped snapshots are listed in the report), verifying checkpoints on the way and
+  /// calling `progress` every `options.progressInterval` records.
+  /// - Throws: `ReplayError`, `JournalError`.
+  public static func run<M: SnapshotModel>(
+    _ type: M.Type, directory: String, to target: ReplayTarget = .end, options: ReplayOptions = ReplayOptions(),
+    progress: ((ReplayProgress) -> Void)? = nil
+  ) throws -> Outcome<M> {
+    let reader = try JournalReader(directory: directory)
+    let registry = M.makeRegistry()
+    let last = try resolve(target, reader: reader)
+    var report = ReplayReport()
+    var state = M()
+    var start: UInt64 = 0
+    if options.useSnapshots {
+      let found = SnapshotStore(journal: directory).latest(M.self, atOrBefore: last, lastSequence: last)
+      report.skippedSnapshots = found.problems
+      if let snapshot = found.snapshot {
+        state = snapshot.state
+        start = snapshot.sequence
+        report.snapshotSequence = start
+      }
+    }
+    report.lastSequence = start
+    let fingerprint = M.fingerprint.description
+    try apply(
+      registry: registry, reader: reader, to: &state, after: start, through: last, options: options,
+      progress: progress
+    ) { record, state in
+      guard options.verifyCheckpoints, case .checkpoint(let sequence, let checkpoint) = record else { return }
+      guard checkpoint.fingerprint == fingerprint else {
+        report.checkpointsSkipped += 1
+        return
+      }
+      report.checkpointsVerified += 1
+      let digest = try StateDigest.of(state)
+      if digest.description != checkpoint.digest, report.firstDivergence == nil {
+        report.firstDivergence = CheckpointDivergence(
+          sequence: sequence, recorded: checkpoint.digest, replayed: digest)
+      }
+    } applied: { sequence in
+      report.lastSequence = sequence
+      report.recordsApplied += 1
+    }
+    return Outcome(state: state, report: report)
+  }
+
+  /// Replays the whole journal from the empty state (no snapshots) and compares every checkpoint
+  /// written by this model code with the rebuilt state. `report.firstDivergence` names the first
+  /// checkpoint that disagrees.
+  public static func verify<M: SnapshotModel>(
+    _ type: M.Type, directory: String, progress: ((ReplayProgress) -> Void)? = nil
+  ) throws -> ReplayReport {
+    var options = ReplayOptions()
+    options.useSnapshots = false
+    options.verifyCheckpoints = true
+    return try run(M.self, directory: directory, options: options, progress: progress).report
+  }
+
+  /// Every event in the journal in `directory`, decoded and upcast, with its envelope (checkpoints
+  /// left out).
   public static func events<M: Model>(of type: M.Type, directory: String) throws -> [RecordedEvent] {
     let registry = M.makeRegistry()
     let cursor = try JournalReader(directory: directory).records(from: 1)
     var events: [RecordedEvent] = []
     while let record = try cursor.next() {
-      events.append(try decode(record, registry: registry))
+      if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) {
+        events.append(recorded)
+      }
     }
     return events
   }
 
+  /// Full replay for a manager's start-up. Starts from a snapshot when `M` is a `SnapshotModel`
+  /// and a usable one exists.
   static func rebuild<M: Model>(registry: EventRegistry<M>, reader: JournalReader, through sequence: UInt64 = .max)
     throws -> Result<M>
   {
+    if sequence == .max, let snapshotType = M.self as? any SnapshotModel.Type {
+      func open<S: SnapshotModel>(_: S.Type) throws -> Result<M>? {
+        var options = ReplayOptions()
+        options.verifyCheckpoints = false  // `verify` checks them; start-up stays fast
+        let outcome = try run(S.self, directory: reader.directory, options: options)
+        guard let state = outcome.state as? M else { return nil }
+        return Result(state: state, lastSequence: outcome.report.lastSequence)
+      }
+      if let result = try open(snapshotType) { return result }
+    }
     var state = M()
     var last: UInt64 = 0
-    let cursor = try reader.records(from: 1)
-    var context = ApplyContext()
-    while let record = try cursor.next(), record.sequence <= sequence {
-      let recorded = try decode(record, registry: registry)
-      registry.apply(recorded.event, to: &state, context: &context)
-      context.touched.removeAll(keepingCapacity: true)
-      last = record.sequence
-    }
+    try apply(
+      registry: registry, reader: reader, to: &state, after: 0, through: sequence, options: ReplayOptions(),
+      progress: nil, observe: nil
+    ) { last = $0 }
     return Result(state: state, lastSequence: last)
   }
 
-  static func decode<M: Model>(_ record: JournalRecord, registry: EventRegistry<M>) throws -> RecordedEvent {
-    let header: EventRecord.Header
-    do {
-      header = try EventRecord.header(of: record.payload)
-    } catch {
-      throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
+  /// The last sequence number `target` includes.
+  static func resolve(_ target: ReplayTarget, reader: JournalReader) throws -> UInt64 {
+    let last = try reader.lastSequence()
+    switch target {
+    case .end: return last
+    case .sequence(let sequence): return min(sequence, last)
+    case .time(let timestamp):
+      if timestamp == .max { return last }
+      guard let first = try reader.records(since: timestamp + 1).next() else { return last }
+      return min(first.sequence - 1, last)
     }
-    let event = try registry.decode(header, payload: record.payload, sequence: record.sequence)
-    let envelope = Envelope(
-      sequence: record.sequence, timestamp: record.timestamp, name: header.name, version: header.version,
-      origin: header.origin,
-      commandID: header.commandID)
-    return RecordedEvent(envelope: envelope, event: event)
+  }
+
+  /// Applies records `start+1 ... last` to `state`. `observe` sees each record with the state
+  /// after it; `applied` gets each sequence number applied.
+  static func apply<M: Model>(
+    registry: EventRegistry<M>, reader: JournalReader, to state: inout M, after start: UInt64, through last: UInt64,
+    options: ReplayOptions, progress: ((ReplayProgress) -> Void)?,
+    observe: ((DecodedRecord, M) throws -> Void)?, applied: (UInt64) -> Void
+  ) throws {
+    guard last > start else { return }
+    let records = try DecodedRecords(
+      registry: registry, reader: reader, first: start + 1, last: last, options: options)
+    var context = ApplyContext()
+    var count = 0
+    var sequence = start
+    while let record = try records.next() {
+      if case .event(let recorded) = record {
+        registry.apply(recorded.event, to: &state, context: &context)
+        context.touched.removeAll(keepingCapacity: true)
+      }
+      sequence = record.sequence
+      try observe?(record, state)
+      applied(sequence)
+      count += 1
+      if let progress, count % max(1, options.progressInterval) == 0 {
+        progress(ReplayProgress(sequence: sequence, target: last, recordsApplied: count))
+      }
+    }
+    progress?(ReplayProgress(sequence: sequence, target: last, recordsApplied: count))
   }
 }

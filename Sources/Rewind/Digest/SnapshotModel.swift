@@ -1,0 +1,31 @@
+/// A model whose state can be written down: what digests, snapshots, checkpoints and the time
+/// machine need on top of `Model`.
+///
+/// The `Codable` form must be deterministic (see `CanonicalEncoding`): `Store` and `ValueStore`
+/// already are, so a model made of stores can write `encode(to:)` and `init(from:)` field by field.
+public protocol SnapshotModel: Model, Codable {
+  /// Bump this whenever the meaning of the state or of an apply function changes without a new
+  /// event version: it is part of the fingerprint, so snapshots written by older code are skipped
+  /// as stale instead of being trusted. Default 1.
+  static var stateVersion: UInt32 { get }
+}
+
+extension SnapshotModel {
+  public static var stateVersion: UInt32 { 1 }
+
+  /// Identifies the code that wrote a snapshot or checkpoint: a SHA-256 over the model's type
+  /// name, `stateVersion`, every registered event name and version with the versions its
+  /// upcasters read, and the canonical encoding of the empty state (which names its stores and
+  /// fields). Code that changes any of these gets a different fingerprint.
+  public static var fingerprint: StateDigest {
+    var writer = FieldBytesWriter()
+    writer.appendString("rewind.fingerprint.v1")
+    writer.appendString(String(reflecting: Self.self))
+    writer.appendVarint(UInt64(stateVersion))
+    let schema = makeRegistry().schema
+    writer.appendVarint(UInt64(schema.count))
+    for line in schema { writer.appendString(line) }
+    if let empty = try? CanonicalEncoding.encode(Self()) { writer.bytes.append(contentsOf: empty) }
+    return StateDigest(bytes: SHA256.hash(writer.bytes))
+  }
+}

@@ -1,0 +1,198 @@
+internal import Foundation
+internal import RewindJournal
+
+/// One journal record, decoded: an event of the model, or a checkpoint.
+enum DecodedRecord: Sendable {
+  case event(RecordedEvent)
+  case checkpoint(sequence: UInt64, Checkpoint)
+
+  var sequence: UInt64 {
+    switch self {
+    case .event(let recorded): recorded.envelope.sequence
+    case .checkpoint(let sequence, _): sequence
+    }
+  }
+}
+
+/// The records `first...last` of a journal, decoded in order.
+///
+/// For long ranges a producer thread reads, decompresses and decodes batches of records into a
+/// bounded queue while the consumer applies the previous ones, so both cores work and memory
+/// holds at most `batchesInFlight` batches. Short ranges are decoded on the calling thread.
+/// Not thread-safe: one consumer calls `next()`.
+final class DecodedRecords<M: Model> {
+  private let registry: EventRegistry<M>
+  private let queue: RecordQueue?
+  private var inline: JournalCursor?
+  private let last: UInt64
+  private var batch: [DecodedRecord] = []
+  private var position = 0
+
+  init(registry: EventRegistry<M>, reader: JournalReader, first: UInt64, last: UInt64, options: ReplayOptions) throws {
+    self.registry = registry
+    self.last = last
+    if last < first {
+      queue = nil
+    } else if last - first < UInt64(options.recordsPerBatch * 2) || options.batchesInFlight == 0 {
+      inline = try reader.records(from: first)
+      queue = nil
+    } else {
+      let cursor = SendableBox(try reader.records(from: first))
+      let queue = RecordQueue(capacity: options.batchesInFlight)
+      self.queue = queue
+      let size = options.recordsPerBatch
+      let thread = Thread { [registry] in
+        queue.produce { () throws -> [DecodedRecord]? in
+          try DecodedRecords.readBatch(cursor.value, registry: registry, last: last, size: size)
+        }
+      }
+      thread.name = "rewind.replay.decode"
+      thread.start()
+    }
+  }
+
+  deinit { queue?.cancel() }
+
+  /// The next record, or nil after `last` (or the end of the journal).
+  func next() throws -> DecodedRecord? {
+    if position == batch.count {
+      position = 0
+      if let queue {
+        guard let next = try queue.take() else {
+          batch = []
+          return nil
+        }
+        batch = next
+      } else if let cursor = inline {
+        guard let next = try DecodedRecords.readBatch(cursor, registry: registry, last: last, size: 64) else {
+          batch = []
+          inline = nil
+          return nil
+        }
+        batch = next
+      } else {
+        return nil
+      }
+    }
+    defer { position += 1 }
+    return batch[position]
+  }
+
+  /// Up to `size` decoded records, or nil at the end.
+  static func readBatch(_ cursor: JournalCursor, registry: EventRegistry<M>, last: UInt64, size: Int) throws
+    -> [DecodedRecord]?
+  {
+    var batch: [DecodedRecord] = []
+    batch.reserveCapacity(size)
+    while batch.count < size, let record = try cursor.next() {
+      if record.sequence > last { break }
+      batch.append(try decode(record, registry: registry))
+      if record.sequence == last { break }
+    }
+    return batch.isEmpty ? nil : batch
+  }
+
+  static func decode(_ record: JournalRecord, registry: EventRegistry<M>) throws -> DecodedRecord {
+    let header: EventRecord.Header
+    do {
+      header = try EventRecord.header(of: record.payload)
+    } catch {
+      throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
+    }
+    if header.name == Checkpoint.name {
+      do {
+        let checkpoint = try FieldDecoder().decode(Checkpoint.self, from: record.payload, at: header.bodyOffset)
+        return .checkpoint(sequence: record.sequence, checkpoint)
+      } catch {
+        throw ReplayError(
+          .undecodableEvent, sequence: record.sequence, name: header.name, version: header.version,
+          underlying: String(describing: error))
+      }
+    }
+    let event = try registry.decode(header, payload: record.payload, sequence: record.sequence)
+    let envelope = Envelope(
+      sequence: record.sequence, timestamp: record.timestamp, name: header.name, version: header.version,
+      origin: header.origin, commandID: header.commandID)
+    return .event(RecordedEvent(envelope: envelope, event: event))
+  }
+}
+
+/// Moves a non-`Sendable` value into the one thread that uses it from then on.
+struct SendableBox<Value>: @unchecked Sendable {
+  let value: Value
+  init(_ value: Value) { self.value = value }
+}
+
+/// A bounded queue of decoded batches between one producer thread and one consumer.
+///
+/// `@unchecked Sendable`: `batches`, `finished`, `cancelled` and `producerDone` are read and written
+/// only while holding `condition`.
+final class RecordQueue: @unchecked Sendable {
+  private let condition = NSCondition()
+  private let capacity: Int
+  private var batches: [Result<[DecodedRecord], any Error>] = []
+  private var head = 0
+  private var finished = false
+  private var cancelled = false
+  private var producerDone = false
+
+  init(capacity: Int) { self.capacity = max(1, capacity) }
+
+  /// Runs on the producer thread: calls `read` until it returns nil, throws, or the consumer cancels.
+  func produce(_ read: () throws -> [DecodedRecord]?) {
+    defer {
+      condition.lock()
+      finished = true
+      producerDone = true
+      condition.broadcast()
+      condition.unlock()
+    }
+    while true {
+      let item: Result<[DecodedRecord], any Error>
+      do {
+        guard let batch = try read() else { return }
+        item = .success(batch)
+      } catch {
+        item = .failure(error)
+      }
+      condition.lock()
+      while batches.count - head >= capacity && !cancelled { condition.wait() }
+      if cancelled {
+        condition.unlock()
+        return
+      }
+      batches.append(item)
+      condition.signal()
+      condition.unlock()
+      if case .failure = item { return }
+    }
+  }
+
+  /// The next batch, nil when the producer finished; rethrows the producer's error in order.
+  func take() throws -> [DecodedRecord]? {
+    condition.lock()
+    while head == batches.count && !finished { condition.wait() }
+    guard head < batches.count else {
+      condition.unlock()
+      return nil
+    }
+    let item = batches[head]
+    head += 1
+    if head > 64 {
+      batches.removeFirst(head)
+      head = 0
+    }
+    condition.signal()
+    condition.unlock()
+    return try item.get()
+  }
+
+  /// Stops the producer and waits for its thread to leave the queue.
+  func cancel() {
+    condition.lock()
+    cancelled = true
+    condition.broadcast()
+    while !producerDone { condition.wait() }
+    condition.unlock()
+  }
+}

@@ -1,0 +1,56 @@
+/// How far a replay goes.
+public enum ReplayTarget: Sendable, Equatable {
+  /// Every record written so far.
+  case end
+  /// Through this sequence number (or the end, if the journal is shorter).
+  case sequence(UInt64)
+  /// Through the last record before the first one stamped later than this (ns since 1970).
+  /// With timestamps that never decrease (a manager's clock), that is every record stamped at or
+  /// before it.
+  case time(Int64)
+}
+
+/// How replay runs.
+public struct ReplayOptions: Sendable {
+  /// Records decoded per batch handed from the decoding thread to the applying one. Default 256.
+  public var recordsPerBatch = 256
+  /// Decoded batches that may wait to be applied; with `recordsPerBatch` this bounds replay's
+  /// memory beyond the state. 0 decodes on the applying thread. Default 8.
+  public var batchesInFlight = 8
+  /// Start from the newest usable snapshot at or before the target. Default true.
+  public var useSnapshots = true
+  /// Compare the digests of checkpoint records written by the same model code with the rebuilt
+  /// state. Default true.
+  public var verifyCheckpoints = true
+  /// Call the progress callback after this many records (and once at the end). Default 10 000.
+  public var progressInterval = 10_000
+
+  public init() {}
+}
+
+/// Where a replay is, for a progress callback.
+public struct ReplayProgress: Sendable, Equatable {
+  /// The last sequence number applied.
+  public var sequence: UInt64
+  /// The sequence number replay goes to.
+  public var target: UInt64
+  /// Records applied so far by this replay (not counting what a snapshot covered).
+  public var recordsApplied: Int
+}
+
+/// What a replay did.
+public struct ReplayReport: Sendable {
+  /// The last sequence number applied; the state is the one after it.
+  public var lastSequence: UInt64 = 0
+  /// The snapshot replay started from, or nil for the empty state.
+  public var snapshotSequence: UInt64?
+  /// Snapshots that were skipped, with why (none of them changed the result).
+  public var skippedSnapshots: [SnapshotProblem] = []
+  public var recordsApplied = 0
+  /// Checkpoints whose digest was compared with the rebuilt state.
+  public var checkpointsVerified = 0
+  /// Checkpoints written by other model code (another fingerprint), not compared.
+  public var checkpointsSkipped = 0
+  /// The first checkpoint whose digest differs from the rebuilt state, if any.
+  public var firstDivergence: CheckpointDivergence?
+}

@@ -1,0 +1,129 @@
+internal import RewindJournal
+
+/// The `snapshots/` folder of a journal directory: shortcuts for replay, never a source of truth.
+///
+/// Files are named `NNNNNNNNNNNNNNNNNNNN.snapshot` (20 decimal digits: the sequence number of the
+/// last record the state includes), are owner-only (`0600`) and are written atomically (temporary
+/// file, fsync, rename, directory fsync), so a crash leaves either the whole file or none.
+/// Reading never trusts a file: see `latest(_:atOrBefore:lastSequence:)`.
+public struct SnapshotStore: Sendable {
+  /// The journal directory.
+  public let directory: String
+  let io: any FileIO
+
+  public init(journal directory: String) {
+    self.init(journal: directory, io: PosixFileIO())
+  }
+
+  init(journal directory: String, io: any FileIO) {
+    self.directory = directory
+    self.io = io
+  }
+
+  var folder: String { directory + "/snapshots" }
+
+  static func fileName(_ sequence: UInt64) -> String {
+    let digits = String(sequence)
+    return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".snapshot"
+  }
+
+  /// The sequence numbers of the snapshot files present, ascending (whatever their contents).
+  public func sequences() -> [UInt64] {
+    guard let names = try? io.contentsOfDirectory(folder) else { return [] }
+    return names.compactMap { name -> UInt64? in
+      guard name.hasSuffix(".snapshot"), name.utf8.count == 29 else { return nil }
+      return UInt64(name.prefix(20))
+    }.sorted()
+  }
+
+  /// Writes the snapshot of `state` after record `sequence`, replacing one with the same number.
+  /// - Throws: `EncodingError` if the state does not encode; `SystemCallError` from the disk.
+  @discardableResult
+  public func write<M: SnapshotModel>(_ state: M, at sequence: UInt64) throws -> StateDigest {
+    let journalID = try JournalReader(directory: directory).id
+    let bytes = try CanonicalEncoding.encode(state)
+    let digest = StateDigest(bytes: SHA256.hash(bytes))
+    let file = SnapshotFile(
+      sequence: sequence, journalID: journalID.bytes, fingerprint: M.fingerprint, digest: digest, state: bytes)
+    try io.makeDirectory(folder)
+    try io.writeFileAtomically(file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder)
+    return digest
+  }
+
+  /// The newest usable snapshot at or before `limit`, and every file skipped on the way (newer
+  /// ones up to `limit`, and any beyond `lastSequence`), with the reason. A file is usable when it parses, has a good checksum,
+  /// this journal's id, this code's fingerprint, a sequence number the journal reaches, and a state
+  /// that decodes to the digest it records.
+  public func latest<M: SnapshotModel>(_ type: M.Type, atOrBefore limit: UInt64, lastSequence: UInt64) -> (
+    snapshot: (state: M, sequence: UInt64)?, problems: [SnapshotProblem]
+  ) {
+    var problems: [SnapshotProblem] = []
+    let journalID = try? JournalReader(directory: directory).id
+    let fingerprint = M.fingerprint
+    for sequence in sequences().reversed() where sequence <= limit || sequence > lastSequence {
+      let name = SnapshotStore.fileName(sequence)
+      if sequence > lastSequence {
+        problems.append(
+          SnapshotProblem(file: name, sequence: sequence, reason: .beyondJournal(lastSequence: lastSequence)))
+        continue
+      }
+      do throws(SnapshotProblem.Reason) {
+        let state: M = try load(
+          name, sequence: sequence, journalID: journalID, fingerprint: fingerprint, lastSequence: lastSequence)
+        return ((state, sequence), problems)
+      } catch {
+        problems.append(SnapshotProblem(file: name, sequence: sequence, reason: error))
+      }
+    }
+    return (nil, problems)
+  }
+
+  private func load<M: SnapshotModel>(
+    _ name: String, sequence: UInt64, journalID: JournalID?, fingerprint: StateDigest, lastSequence: UInt64
+  ) throws(SnapshotProblem.Reason) -> M {
+    let bytes: [UInt8]
+    do {
+      let fd = try io.open(folder + "/" + name, flags: 0, mode: 0)
+      defer { io.close(fd) }
+      let size = try io.size(fd, path: name)
+      bytes = try io.read(fd, count: Int(size), at: 0, path: name)
+    } catch {
+      throw .unreadable(String(describing: error))
+    }
+    let file = try SnapshotFile.decode(bytes)
+    guard file.sequence == sequence else {
+      throw .corrupt("holds sequence \(file.sequence) under the name of \(sequence)")
+    }
+    if let journalID, file.journalID != journalID.bytes {
+      throw .foreign(journalID: JournalID(bytes: file.journalID).description)
+    }
+    guard file.fingerprint == fingerprint else { throw .stale(fingerprint: file.fingerprint.description) }
+    guard file.sequence <= lastSequence else { throw .beyondJournal(lastSequence: lastSequence) }
+    guard StateDigest(bytes: SHA256.hash(file.state)) == file.digest else {
+      throw .inconsistent("the state bytes do not hash to the recorded digest")
+    }
+    let state: M
+    do {
+      state = try FieldDecoder().decode(M.self, from: file.state)
+    } catch {
+      throw .inconsistent("the state does not decode: \(error)")
+    }
+    guard (try? StateDigest.of(state)) == file.digest else {
+      throw .inconsistent("the decoded state does not encode back to the recorded digest")
+    }
+    return state
+  }
+
+  /// Removes all but the newest `count` snapshot files (and leftover temporary files).
+  /// - Returns: the sequence numbers removed.
+  @discardableResult
+  public func prune(keeping count: Int) throws -> [UInt64] {
+    let all = sequences()
+    let doomed = Array(all.dropLast(max(0, count)))
+    for sequence in doomed { try io.removeFile(folder + "/" + SnapshotStore.fileName(sequence)) }
+    for name in (try? io.contentsOfDirectory(folder)) ?? [] where name.hasSuffix(".tmp") {
+      try? io.removeFile(folder + "/" + name)
+    }
+    return doomed
+  }
+}

@@ -1,0 +1,56 @@
+internal import RewindJournal
+
+/// Writing snapshots: on demand, or following a policy of every N records.
+///
+/// Snapshots are written from a replay of the journal (from the newest usable snapshot), never
+/// from a live model, so each one is the state after exactly the records it names, and writing
+/// one never holds up a manager's commands.
+public enum Snapshots {
+  /// Writes a snapshot of the state after the journal's last record.
+  /// - Returns: its sequence number and digest (nil for an empty journal).
+  @discardableResult
+  public static func take<M: SnapshotModel>(_ type: M.Type, directory: String) throws -> (
+    sequence: UInt64, digest: StateDigest
+  )? {
+    let outcome = try Replay.run(M.self, directory: directory)
+    guard outcome.report.lastSequence > 0 else { return nil }
+    let digest = try SnapshotStore(journal: directory).write(outcome.state, at: outcome.report.lastSequence)
+    return (outcome.report.lastSequence, digest)
+  }
+
+  /// Brings snapshots up to date with the policy: a snapshot at every multiple of `interval` the
+  /// journal has reached beyond the newest usable snapshot, then all but the newest `keep` removed.
+  /// - Returns: the sequence numbers written.
+  @discardableResult
+  public static func update<M: SnapshotModel>(_ type: M.Type, directory: String, every interval: UInt64, keep: Int = 4)
+    throws -> [UInt64]
+  {
+    precondition(interval > 0, "a snapshot interval is at least 1")
+    let store = SnapshotStore(journal: directory)
+    var written: [UInt64] = []
+    var options = ReplayOptions()
+    options.verifyCheckpoints = false
+    var failure: (any Error)?
+    let reader = try JournalReader(directory: directory)
+    let last = try reader.lastSequence()
+    let found = store.latest(M.self, atOrBefore: last, lastSequence: last)
+    var state = found.snapshot?.state ?? M()
+    let start = found.snapshot?.sequence ?? 0
+    guard last / interval > start / interval else { return [] }
+    try Replay.apply(
+      registry: M.makeRegistry(), reader: reader, to: &state, after: start, through: last, options: options,
+      progress: nil,
+      observe: { record, state in
+        guard record.sequence % interval == 0, failure == nil else { return }
+        do {
+          try store.write(state, at: record.sequence)
+          written.append(record.sequence)
+        } catch {
+          failure = error
+        }
+      }, applied: { _ in })
+    if let failure { throw failure }
+    try store.prune(keeping: keep)
+    return written
+  }
+}

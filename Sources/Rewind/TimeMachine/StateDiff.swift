@@ -1,0 +1,103 @@
+/// One record that differs between two states: inserted (`before` nil), removed (`after` nil) or
+/// updated (both). Values are the store's record type (or a value store's value).
+public struct RecordChange: Sendable, CustomStringConvertible {
+  public enum Kind: Sendable, Equatable { case inserted, updated, removed }
+
+  /// The record's id (its `description`); empty for a value store.
+  public var id: String
+  public var before: (any Sendable)?
+  public var after: (any Sendable)?
+
+  public var kind: Kind { before == nil ? .inserted : after == nil ? .removed : .updated }
+
+  /// `before` as `R`, if it is one.
+  public func before<R>(as type: R.Type) -> R? { before as? R }
+  /// `after` as `R`, if it is one.
+  public func after<R>(as type: R.Type) -> R? { after as? R }
+
+  public var description: String {
+    switch kind {
+    case .inserted: "+ \(id): \(after.map { "\($0)" } ?? "")"
+    case .removed: "- \(id): \(before.map { "\($0)" } ?? "")"
+    case .updated: "~ \(id): \(before.map { "\($0)" } ?? "") -> \(after.map { "\($0)" } ?? "")"
+    }
+  }
+}
+
+/// The record-level changes of one store between two states, each list in id order.
+public struct CollectionChanges: Sendable {
+  public var name: String
+  public var inserted: [RecordChange] = []
+  public var updated: [RecordChange] = []
+  public var removed: [RecordChange] = []
+
+  public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && removed.isEmpty }
+}
+
+/// The changes between two states, per store (in the order the model declares its stores),
+/// leaving out stores that did not change.
+public struct StateDiff: Sendable {
+  public var from: UInt64
+  public var to: UInt64
+  public var collections: [CollectionChanges]
+
+  /// The changes of the store named `name`, or nil if it did not change.
+  public func changes(in name: String) -> CollectionChanges? { collections.first { $0.name == name } }
+}
+
+/// A store the time machine can compare record by record. `Store` and `ValueStore` are.
+protocol ComparableCollection {
+  var name: String { get }
+  /// The changes from `older` (a value of the same type) to `self`.
+  func changes(since older: Any) -> CollectionChanges
+}
+
+extension Store: ComparableCollection {
+  func changes(since older: Any) -> CollectionChanges {
+    var result = CollectionChanges(name: name)
+    let old = (older as? Store<Record>)?.all() ?? []
+    let new = all()
+    var i = 0
+    var j = 0
+    while i < old.count || j < new.count {
+      if j == new.count || (i < old.count && old[i].id < new[j].id) {
+        result.removed.append(RecordChange(id: old[i].id.description, before: old[i], after: nil))
+        i += 1
+      } else if i == old.count || new[j].id < old[i].id {
+        result.inserted.append(RecordChange(id: new[j].id.description, before: nil, after: new[j]))
+        j += 1
+      } else {
+        if old[i] != new[j] {
+          result.updated.append(RecordChange(id: new[j].id.description, before: old[i], after: new[j]))
+        }
+        i += 1
+        j += 1
+      }
+    }
+    return result
+  }
+}
+
+extension ValueStore: ComparableCollection {
+  func changes(since older: Any) -> CollectionChanges {
+    var result = CollectionChanges(name: name)
+    if let older = older as? ValueStore<Value>, older.value != value {
+      result.updated.append(RecordChange(id: "", before: older.value, after: value))
+    }
+    return result
+  }
+}
+
+extension StateDiff {
+  /// Compares the stores of two states of a model, found by reflection over its stored properties.
+  static func between<M: Model>(_ old: M, _ new: M, from: UInt64, to: UInt64) -> StateDiff {
+    let olds = Mirror(reflecting: old).children.map(\.value)
+    var collections: [CollectionChanges] = []
+    for (index, child) in Mirror(reflecting: new).children.enumerated() {
+      guard let store = child.value as? any ComparableCollection, index < olds.count else { continue }
+      let changes = store.changes(since: olds[index])
+      if !changes.isEmpty { collections.append(changes) }
+    }
+    return StateDiff(from: from, to: to, collections: collections)
+  }
+}

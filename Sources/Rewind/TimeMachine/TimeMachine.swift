@@ -1,0 +1,224 @@
+internal import RewindJournal
+
+/// A read-only view of a journal's past: the state at any sequence number or time, stepping,
+/// jumping, `diff`, `blame` and `bisect`.
+///
+/// Side effects are impossible by construction: a time machine holds a `JournalReader` (which
+/// takes no lock and writes nothing) and plain model values. It has no journal writer, no manager,
+/// no observers and no jobs; applying an event to a value is a pure function.
+///
+/// Seeking costs O(keyframe interval) applied events: on the way through the journal the time
+/// machine keeps the state at every `keyframeInterval`-th sequence number (at most `maxKeyframes`
+/// of them; when full, it keeps every other one and doubles the interval), and starts from the
+/// newest usable snapshot on disk when no keyframe is closer. Not thread-safe: one user at a time.
+public final class TimeMachine<M: SnapshotModel> {
+  private let reader: JournalReader
+  private let registry: EventRegistry<M>
+  private let snapshots: SnapshotStore?
+  private var options = ReplayOptions()
+  private var keyframes: [UInt64: M] = [:]
+  private var interval: UInt64
+  private let maxKeyframes: Int
+
+  /// The last sequence number of the journal as last read (see `refresh()`).
+  public private(set) var lastSequence: UInt64
+  /// Where the time machine stands: `state` is the state after this record (0: the empty state).
+  public private(set) var position: UInt64 = 0
+  /// The state at `position`.
+  public private(set) var state = M()
+  /// Snapshots skipped while seeking, with why.
+  public private(set) var skippedSnapshots: [SnapshotProblem] = []
+
+  /// Opens the journal in `directory` for reading, standing at the empty state.
+  /// - Parameters:
+  ///   - keyframeInterval: records between kept states; seeking replays at most about this many.
+  ///   - useSnapshots: start seeks from snapshot files when they are closer than any keyframe.
+  public init(
+    directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 256, useSnapshots: Bool = true
+  ) throws {
+    reader = try JournalReader(directory: directory)
+    registry = M.makeRegistry()
+    snapshots = useSnapshots ? SnapshotStore(journal: directory) : nil
+    interval = max(1, keyframeInterval)
+    self.maxKeyframes = max(2, maxKeyframes)
+    lastSequence = try reader.lastSequence()
+    options.verifyCheckpoints = false
+  }
+
+  /// Sees records written since the journal was last read.
+  public func refresh() throws { lastSequence = try reader.lastSequence() }
+
+  // MARK: Moving
+
+  /// Moves to the state after record `sequence` (clamped to the journal) and returns it.
+  @discardableResult
+  public func jump(to sequence: UInt64) throws -> M {
+    let target = min(sequence, lastSequence)
+    state = try state(at: target)
+    position = target
+    return state
+  }
+
+  /// Moves `count` records forward (or back, when negative), stopping at either end.
+  @discardableResult
+  public func step(by count: Int = 1) throws -> M {
+    let target =
+      count >= 0
+      ? position.addingReportingOverflow(UInt64(count)).partialValue
+      : position - min(position, UInt64(count.magnitude))
+    return try jump(to: target)
+  }
+
+  /// Moves to the state at `timestamp` (see `ReplayTarget.time`).
+  @discardableResult
+  public func jump(toTime timestamp: Int64) throws -> M {
+    try jump(to: Replay.resolve(.time(timestamp), reader: reader))
+  }
+
+  // MARK: Looking
+
+  /// The state after record `sequence` (clamped to the journal), without moving.
+  public func state(at sequence: UInt64) throws -> M {
+    let target = min(sequence, lastSequence)
+    var (base, start) = nearestKeyframe(atOrBefore: target)
+    if position <= target && position >= start {
+      base = state
+      start = position
+    }
+    if let snapshots, target - start > interval {
+      let found = snapshots.latest(M.self, atOrBefore: target, lastSequence: lastSequence)
+      skippedSnapshots = found.problems
+      if let snapshot = found.snapshot, snapshot.sequence > start {
+        (base, start) = (snapshot.state, snapshot.sequence)
+        keep(base, at: start)
+      }
+    }
+    var result = base
+    try Replay.apply(
+      registry: registry, reader: reader, to: &result, after: start, through: target, options: options,
+      progress: nil,
+      observe: { [self] record, state in
+        if record.sequence % interval == 0 { keep(state, at: record.sequence) }
+      }, applied: { _ in })
+    return result
+  }
+
+  /// The state at `timestamp` (see `ReplayTarget.time`), without moving.
+  public func state(atTime timestamp: Int64) throws -> M {
+    try state(at: Replay.resolve(.time(timestamp), reader: reader))
+  }
+
+  /// The event recorded at `sequence`, or nil if the journal does not reach it or it is a checkpoint.
+  public func event(at sequence: UInt64) throws -> RecordedEvent? {
+    guard let record = try reader.record(sequence) else { return nil }
+    if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) { return recorded }
+    return nil
+  }
+
+  /// The record-level changes from the state after `from` to the state after `to`.
+  public func diff(from: UInt64, to: UInt64) throws -> StateDiff {
+    StateDiff.between(try state(at: from), try state(at: to), from: from, to: to)
+  }
+
+  // MARK: Blame and bisect
+
+  /// Every event that touched the record `id` of `store` (through `lastSequence`), with the record
+  /// after each (nil once removed). Replays the whole journal.
+  public func blame<R>(_ store: KeyPath<M, Store<R>>, id: R.ID) throws -> [Blame<R>] {
+    let key = ChangeKey.record(M()[keyPath: store].name, id)
+    return try blame(key) { state in state[keyPath: store].find(id: id) }
+  }
+
+  /// Every event that changed the value store, with the value after each.
+  public func blame<V>(_ store: KeyPath<M, ValueStore<V>>) throws -> [Blame<V>] {
+    try blame(ChangeKey.value(M()[keyPath: store].name)) { state in state[keyPath: store].value }
+  }
+
+  private func blame<V>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
+    var entries: [Blame<V>] = []
+    guard lastSequence > 0 else { return entries }
+    let records = try DecodedRecords(registry: registry, reader: reader, first: 1, last: lastSequence, options: options)
+    var state = M()
+    var context = ApplyContext()
+    while let record = try records.next() {
+      guard case .event(let recorded) = record else { continue }
+      registry.apply(recorded.event, to: &state, context: &context)
+      if context.touched.contains(key) { entries.append(Blame(event: recorded, after: read(state))) }
+      context.touched.removeAll(keepingCapacity: true)
+    }
+    return entries
+  }
+
+  /// The first sequence number whose state breaks `invariant`, found by bisection: like
+  /// `git bisect`, it assumes that once broken the invariant stays broken. Nil if it holds at
+  /// `lastSequence`. Costs O(log(history)) seeks after one pass to lay down keyframes.
+  public func bisect(_ invariant: Invariant<M>) throws -> UInt64? {
+    guard try !invariant.holds(state(at: lastSequence)) else { return nil }
+    if try !invariant.holds(state(at: 0)) { return 0 }
+    var good: UInt64 = 0
+    var bad = lastSequence
+    while bad - good > 1 {
+      let middle = good + (bad - good) / 2
+      if try invariant.holds(state(at: middle)) { good = middle } else { bad = middle }
+    }
+    return bad
+  }
+
+  /// The first sequence number whose state breaks `invariant`, checking after every record (no
+  /// assumption about later states). Nil if it always holds. Replays the whole journal.
+  public func firstFailure(of invariant: Invariant<M>) throws -> UInt64? {
+    var state = M()
+    if !invariant.holds(state) { return 0 }
+    var found: UInt64?
+    do {
+      try Replay.apply(
+        registry: registry, reader: reader, to: &state, after: 0, through: lastSequence, options: options,
+        progress: nil,
+        observe: { record, state in
+          if !invariant.holds(state) {
+            found = record.sequence
+            throw FoundFailure()
+          }
+        }, applied: { _ in })
+    } catch is FoundFailure {}
+    return found
+  }
+
+  // MARK: Keyframes
+
+  private func nearestKeyframe(atOrBefore sequence: UInt64) -> (M, UInt64) {
+    guard let best = keyframes.keys.filter({ $0 <= sequence }).max(), let state = keyframes[best] else {
+      return (M(), 0)
+    }
+    return (state, best)
+  }
+
+  private func keep(_ state: M, at sequence: UInt64) {
+    keyframes[sequence] = state
+    while keyframes.count > maxKeyframes {
+      interval *= 2
+      keyframes = keyframes.filter { $0.key % interval == 0 }
+    }
+  }
+}
+
+/// One event that touched a record, and the record after it (nil when the event removed it).
+public struct Blame<Value>: @unchecked Sendable {
+  // `@unchecked`: `Value` is a store's record or value, which are `Sendable` by their protocols.
+  public var event: RecordedEvent
+  public var after: Value?
+}
+
+/// A named predicate over a model's state, for `TimeMachine.bisect(_:)`.
+public struct Invariant<M: Model>: Sendable {
+  public var name: String
+  public var holds: @Sendable (M) -> Bool
+
+  public init(_ name: String, holds: @escaping @Sendable (M) -> Bool) {
+    self.name = name
+    self.holds = holds
+  }
+}
+
+/// Ends `firstFailure(of:)`'s replay early.
+private struct FoundFailure: Error {}

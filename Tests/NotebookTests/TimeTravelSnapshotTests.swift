@@ -1,0 +1,129 @@
+import Glibc
+import Notebook
+import Rewind
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Notebook
+@testable import Rewind
+
+@Suite struct TimeTravelSnapshotTests {
+  /// A journal of a few hundred records with snapshots at 100 and 200 (and 300 if reached).
+  private func journalWithSnapshots() async throws -> (TemporaryDirectory, Workspace, UInt64) {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 61, commands: 320)
+    let state = manager.state
+    let last = manager.lastSequence
+    manager.close()
+    try Snapshots.update(Workspace.self, directory: directory.path, every: 100, keep: 10)
+    return (directory, state, last)
+  }
+
+  private func snapshotPath(_ directory: TemporaryDirectory, _ sequence: UInt64) -> String {
+    directory.appending("snapshots/" + SnapshotStore.fileName(sequence))
+  }
+
+  @Test func snapshotsAreOwnerOnlyAndUsed() async throws {
+    let (directory, state, last) = try await journalWithSnapshots()
+    #expect(SnapshotStore(journal: directory.path).sequences() == [100, 200, 300])
+    var info = stat()
+    #expect(stat(snapshotPath(directory, 200), &info) == 0 && info.st_mode & 0o777 == 0o600)
+    let outcome = try Replay.run(Workspace.self, directory: directory.path)
+    #expect(outcome.report.snapshotSequence == 300)
+    #expect(outcome.report.recordsApplied == Int(last - 300))
+    #expect(outcome.state == state)
+    #expect(try SnapshotStore(journal: directory.path).prune(keeping: 1) == [100, 200])
+  }
+
+  /// Damages the newest snapshot in one way; replay must report it, fall back to 200, and be right.
+  @Test(arguments: ["corrupt", "truncated", "foreign", "stale", "unknownFormat", "beyond", "empty"])
+  func badSnapshotsAreSkippedWithAReport(damage: String) async throws {
+    let (directory, state, _) = try await journalWithSnapshots()
+    let path = snapshotPath(directory, 300)
+    var bytes = try Files.read(path)
+    var file = try SnapshotFile.decode(bytes)
+    switch damage {
+    case "corrupt": bytes[SnapshotFile.headerSize + 10] ^= 0x40
+    case "truncated": bytes.removeLast(bytes.count / 3)
+    case "empty": bytes = []
+    case "foreign":
+      file.journalID = JournalID.random().bytes
+      bytes = file.encoded()
+    case "stale":
+      file.fingerprint = StateDigest(bytes: SHA256.hash(Array("other code".utf8)))
+      bytes = file.encoded()
+    case "unknownFormat":
+      bytes[8] = 9
+    default:  // claims a sequence number beyond the journal, under a matching name
+      file.sequence = 900
+      bytes = file.encoded()
+      try Files.write(bytes, to: snapshotPath(directory, 900))
+    }
+    if damage != "beyond" { try Files.write(bytes, to: path) }
+    let outcome = try Replay.run(Workspace.self, directory: directory.path)
+    #expect(outcome.state == state, "\(damage)")
+    #expect(outcome.report.snapshotSequence == (damage == "beyond" ? 300 : 200))
+    let problem = try #require(outcome.report.skippedSnapshots.first)
+    switch (damage, problem.reason) {
+    case ("corrupt", .corrupt), ("truncated", .corrupt), ("empty", .corrupt), ("foreign", .foreign),
+      ("stale", .stale), ("unknownFormat", .unknownFormat(9)), ("beyond", .beyondJournal):
+      break
+    default: Issue.record("\(damage) reported as \(problem)")
+    }
+    // The time machine falls back the same way.
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 10)
+    #expect(try machine.state(at: 310) == Replay.rebuild(Workspace.self, directory: directory.path, through: 310).state)
+    #expect(!machine.skippedSnapshots.isEmpty)
+  }
+
+  @Test func allSnapshotsBadFallsBackToTheJournal() async throws {
+    let (directory, state, last) = try await journalWithSnapshots()
+    for sequence in [100, 200, 300] as [UInt64] {
+      try Files.write(Array("garbage".utf8), to: snapshotPath(directory, sequence))
+    }
+    let outcome = try Replay.run(Workspace.self, directory: directory.path)
+    #expect(outcome.state == state)
+    #expect(outcome.report.snapshotSequence == nil)
+    #expect(outcome.report.recordsApplied == Int(last))
+    #expect(outcome.report.skippedSnapshots.map(\.sequence) == [300, 200, 100])
+  }
+
+  @Test func checkpointsVerifyAndNameTheFirstDivergence() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 71, commands: 100)
+    manager.close()
+    // Checkpoints go through a plain manager on the same journal.
+    let checkpointing = try Manager<Workspace>(directory: directory.path, options: JournalOptions(durability: .none))
+    let digest = try await checkpointing.recordCheckpoint()
+    #expect(digest == (try StateDigest.of(checkpointing.state)))
+    let good = checkpointing.lastSequence
+    try await checkpointing.perform(.user) { _, command in
+      command.record(EditorSettingsChanged(settings: EditorSettings(fontSize: 30)))
+    }
+    try await checkpointing.recordCheckpoint()
+    // A checkpoint that lies about the state, as a changed apply function would look.
+    try await checkpointing.perform(.rewind) { _, command in
+      command.record(Checkpoint(digest: StateDigest(bytes: SHA256.hash([1])), fingerprint: Workspace.fingerprint))
+    }
+    let bad = checkpointing.lastSequence
+    try await checkpointing.recordCheckpoint()
+    // Another model version's checkpoint is not compared.
+    try await checkpointing.perform(.rewind) { state, command in
+      command.record(
+        Checkpoint(digest: try StateDigest.of(state), fingerprint: StateDigest(bytes: SHA256.hash([2]))))
+    }
+    let live = checkpointing.state
+    checkpointing.close()
+
+    let report = try Replay.verify(Workspace.self, directory: directory.path)
+    #expect(report.checkpointsVerified == 4)
+    #expect(report.checkpointsSkipped == 1)
+    #expect(report.firstDivergence?.sequence == bad)
+    #expect(good < bad)
+    // Checkpoints apply nothing: the state is the live one, and events() leaves them out.
+    #expect(try Replay.rebuild(Workspace.self, directory: directory.path).state == live)
+    #expect(
+      try Replay.events(of: Workspace.self, directory: directory.path).allSatisfy { $0.envelope.origin != .rewind })
+  }
+}

@@ -1,0 +1,185 @@
+import Notebook
+import Rewind
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+@Suite struct TimeTravelTests {
+  @Test(arguments: [11 as UInt64, 12])
+  func replayEqualsTheLiveStateAfterALongRandomWorkload(seed: UInt64) async throws {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: seed, commands: 1500)
+    defer { manager.close() }
+    var options = ReplayOptions()
+    var progress: [ReplayProgress] = []
+    options.progressInterval = 100
+    let streamed = try Replay.run(Workspace.self, directory: directory.path, options: options) { progress.append($0) }
+    #expect(streamed.state == manager.state, "seed \(seed)")
+    #expect(streamed.report.lastSequence == manager.lastSequence)
+    #expect(try StateDigest.of(streamed.state) == StateDigest.of(manager.state))
+    #expect(progress.last?.sequence == manager.lastSequence)
+    #expect(progress.count >= Int(manager.lastSequence / 100))
+    // Decoding on the applying thread gives the same state as the two-thread pipeline.
+    options.batchesInFlight = 0
+    options.recordsPerBatch = 7
+    #expect(try Replay.run(Workspace.self, directory: directory.path, options: options).state == manager.state)
+    // A manager reopened on the journal rebuilds the same state.
+    manager.close()
+    let reopened = try NotebookManager(directory: directory.path)
+    #expect(reopened.state == streamed.state)
+    reopened.close()
+  }
+
+  @Test(arguments: [false, true])
+  func stateAtNEqualsAFreshReplayOfTheFirstNRecords(withSnapshots: Bool) async throws {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 21, commands: 600)
+    let last = manager.lastSequence
+    manager.close()
+    if withSnapshots {
+      let written = try Snapshots.update(Workspace.self, directory: directory.path, every: 97, keep: 100)
+      #expect(written == Array(stride(from: 97, through: last, by: 97)))
+    }
+    let machine = try TimeMachine<Workspace>(
+      directory: directory.path, keyframeInterval: 40, useSnapshots: withSnapshots)
+    var random = SeededGenerator(seed: 5)
+    var points: [UInt64] = [0, 1, last, last - 1, 97, 96, 98]
+    for _ in 0..<40 { points.append(UInt64.random(in: 0...last, using: &random)) }
+    for n in points {
+      let fresh = try Replay.rebuild(Workspace.self, directory: directory.path, through: n).state
+      #expect(try machine.state(at: n) == fresh, "n = \(n)")
+    }
+    // Stepping back and forth lands on the same states.
+    try machine.jump(to: 300)
+    try machine.step(by: -1)
+    #expect(machine.position == 299)
+    #expect(machine.state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: 299).state))
+    try machine.step(by: 2)
+    #expect(machine.state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: 301).state))
+    try machine.step(by: -1_000_000)
+    #expect(machine.position == 0 && machine.state == Workspace())
+    #expect(machine.skippedSnapshots.isEmpty)
+  }
+
+  @Test func stateAtATimeIsTheStateThroughTheLastRecordStampedBeforeIt() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 3, commands: 200)
+    manager.close()
+    let events = try Replay.events(of: Workspace.self, directory: directory.path)
+    let machine = try TimeMachine<Workspace>(directory: directory.path)
+    for index in stride(from: 0, to: events.count, by: 17) {
+      let stamp = events[index].envelope.timestamp
+      let through = events.last { $0.envelope.timestamp <= stamp }!.envelope.sequence
+      #expect(
+        try machine.state(atTime: stamp)
+          == Replay.rebuild(Workspace.self, directory: directory.path, through: through).state)
+    }
+    #expect(try machine.state(atTime: 0) == Workspace())
+  }
+
+  @Test func digestsDoNotDependOnFrameOrSegmentSizesOrTheProcess() async throws {
+    let large = TemporaryDirectory()
+    let small = TemporaryDirectory()
+    var tiny = JournalOptions(durability: .none)
+    tiny.segmentTargetBytes = 2048
+    tiny.frameTargetBytes = 128
+    tiny.indexIntervalBytes = 256
+    try await writeWorkload(large.path, seed: 8, commands: 400).close()
+    try await writeWorkload(small.path, seed: 8, commands: 400, options: tiny).close()
+    #expect(Files.list(small.path).filter { $0.hasSuffix(".lz4") }.count > 3)
+    let last = try JournalReader(directory: large.path).lastSequence()
+    #expect(try JournalReader(directory: small.path).lastSequence() == last)
+    let child = try #require(ChildProcess.builtProduct("replay-child"))
+    for n in stride(from: 0, through: last, by: 37) + [last] {
+      let a = try StateDigest.of(Replay.rebuild(Workspace.self, directory: large.path, through: n).state)
+      let b = try StateDigest.of(Replay.rebuild(Workspace.self, directory: small.path, through: n).state)
+      #expect(a == b, "n = \(n)")
+      if n % 111 == 0 || n == last {
+        let process = try ChildProcess(executable: child, arguments: ["digest", small.path, String(n)])
+        #expect(process.waitForLine { $0.hasPrefix("digest ") })
+        #expect(process.lines.first == "digest \(a)", "n = \(n)")
+      }
+    }
+  }
+
+  @Test func diffAgreesWithANaiveComparison() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 31, commands: 300).close()
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 25)
+    var random = SeededGenerator(seed: 9)
+    for _ in 0..<25 {
+      let a = UInt64.random(in: 0...machine.lastSequence, using: &random)
+      let b = UInt64.random(in: 0...machine.lastSequence, using: &random)
+      let diff = try machine.diff(from: a, to: b)
+      let old = try Replay.rebuild(Workspace.self, directory: directory.path, through: a).state
+      let new = try Replay.rebuild(Workspace.self, directory: directory.path, through: b).state
+      let before = Dictionary(uniqueKeysWithValues: old.notes.all().map { ($0.id.description, $0) })
+      let after = Dictionary(uniqueKeysWithValues: new.notes.all().map { ($0.id.description, $0) })
+      let changes = diff.changes(in: "notes") ?? CollectionChanges(name: "notes")
+      #expect(Set(changes.inserted.map(\.id)) == Set(after.keys).subtracting(before.keys))
+      #expect(Set(changes.removed.map(\.id)) == Set(before.keys).subtracting(after.keys))
+      let updated = Set(before.keys).intersection(after.keys).filter { before[$0] != after[$0] }
+      #expect(Set(changes.updated.map(\.id)) == updated)
+      for change in changes.updated {
+        #expect(change.before(as: Note.self) == before[change.id] && change.after(as: Note.self) == after[change.id])
+      }
+      let settingsChanged = old.settings.value != new.settings.value
+      #expect((diff.changes(in: "settings") != nil) == settingsChanged)
+    }
+  }
+
+  @Test func blameAgreesWithANaiveWalkOverEveryPrefix() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 41, commands: 150).close()
+    let machine = try TimeMachine<Workspace>(directory: directory.path)
+    let final = try machine.state(at: machine.lastSequence)
+    var states = [Workspace()]
+    for n in 1...machine.lastSequence {
+      states.append(try Replay.rebuild(Workspace.self, directory: directory.path, through: n).state)
+    }
+    let everNotes = Set(states.flatMap { $0.notes.all().map(\.id) })
+    #expect(everNotes.count > final.notes.count)  // some notes were deleted: blame must see removals
+    for id in everNotes {
+      let blamed = try machine.blame(\.notes, id: id)
+      var expected: [(UInt64, Note?)] = []
+      for n in 1..<states.count where states[n].notes.find(id: id) != states[n - 1].notes.find(id: id) {
+        expected.append((UInt64(n), states[n].notes.find(id: id)))
+      }
+      #expect(blamed.map(\.event.envelope.sequence) == expected.map(\.0), "note \(id)")
+      #expect(blamed.map(\.after) == expected.map(\.1), "note \(id)")
+    }
+    let settings = try machine.blame(\.settings)
+    #expect(settings.allSatisfy { $0.event.envelope.name == EditorSettingsChanged.name })
+  }
+
+  @Test func bisectFindsAPlantedBreak() async throws {
+    let directory = TemporaryDirectory()
+    let planted = SequenceBox()
+    let manager = try await writeWorkload(
+      directory.path, seed: 51, commands: 700,
+      plant: (
+        at: 417,
+        action: { manager in
+          try await manager.createNotebook(title: "forbidden")
+          planted.value = manager.lastSequence
+        }
+      ))
+    manager.close()
+    let invariant = Invariant<Workspace>("no notebook is titled forbidden") { state in
+      !state.notebooks.all().contains { $0.title == "forbidden" }
+    }
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 64)
+    #expect(planted.value > 0)
+    #expect(try machine.bisect(invariant) == planted.value)
+    #expect(try machine.firstFailure(of: invariant) == planted.value)
+    #expect(try machine.bisect(Invariant("always") { _ in true }) == nil)
+  }
+}
+
+/// A sequence number set from inside a workload's planted action.
+final class SequenceBox: @unchecked Sendable {
+  // `value` is written once by the workload's task and read after it finished.
+  var value: UInt64 = 0
+}
