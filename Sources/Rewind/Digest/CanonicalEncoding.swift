@@ -61,6 +61,11 @@ enum CanonicalEncoding {
         writer.bytes.append(contentsOf: entry.value)
       }
       writer.append(0)
+    case .identifier:
+      // 16 fixed bytes: already canonical.
+      let start = reader.position
+      _ = try reader.readIdentifier()
+      writer.bytes.append(contentsOf: reader.bytes[start..<reader.position])
     case .end: throw FieldFormatError("array end where a value was expected", at: reader.position - 1)
     }
   }
