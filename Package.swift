@@ -32,7 +32,8 @@ let package = Package(
       providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
     ),
     .target(name: "Rewind", dependencies: ["RewindJournal"], swiftSettings: strict),
-    .target(name: "Notebook", dependencies: ["Rewind"], swiftSettings: strict),
+    // Notebook is "any app": it uses Rewind and the journal's public options, nothing more.
+    .target(name: "Notebook", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),
     .target(name: "RewindCLI", dependencies: ["RewindJournal"], swiftSettings: strict),
     .executableTarget(name: "rewind", dependencies: ["RewindCLI"], swiftSettings: strict),
     .target(
