@@ -34,11 +34,11 @@ let package = Package(
     .target(name: "Rewind", dependencies: ["RewindJournal"], swiftSettings: strict),
     // Notebook is "any app": it uses Rewind and the journal's public options, nothing more.
     .target(name: "Notebook", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),
-    .target(name: "RewindCLI", dependencies: ["RewindJournal"], swiftSettings: strict),
+    .target(name: "RewindCLI", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),
     .executableTarget(name: "rewind", dependencies: ["RewindCLI"], swiftSettings: strict),
     .target(
       name: "RewindTestSupport",
-      dependencies: ["RewindJournal"],
+      dependencies: ["Rewind", "RewindJournal"],
       swiftSettings: strict
     ),
     // Throughput of append, replay and seek, side by side with SQLite, JSON lines and the lz4 tool.

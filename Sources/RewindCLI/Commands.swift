@@ -1,4 +1,5 @@
 import Foundation
+import Rewind
 import RewindJournal
 
 enum DemoCommand: Command {
@@ -74,16 +75,10 @@ enum DemoCommand: Command {
 
 /// Payloads for the demo: event-like JSON text, reproducible from the seed.
 struct DemoRandom {
-  private var state: UInt64
-  init(seed: UInt64) { state = seed }
+  private var random: SeededRandom
+  init(seed: UInt64) { random = SeededRandom(seed: seed) }
 
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
+  mutating func next() -> UInt64 { random.next() }
 
   mutating func payload(producer: Int, index: Int) -> [UInt8] {
     let kinds = ["note.created", "note.retitled", "note.tagged", "tag.removed", "reading.item.added"]

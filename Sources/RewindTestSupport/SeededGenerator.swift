@@ -1,21 +1,15 @@
-/// A deterministic random number generator (SplitMix64) for reproducible randomized tests.
+import Rewind
+
+/// Rewind's `SeededRandom` with helpers for tests: random bytes and event-like payloads.
 /// Print `seed` when a test fails so the run can be repeated.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
-  public let seed: UInt64
-  private var state: UInt64
+  private var base: SeededRandom
 
-  public init(seed: UInt64) {
-    self.seed = seed
-    self.state = seed
-  }
+  public init(seed: UInt64) { base = SeededRandom(seed: seed) }
 
-  public mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
+  public var seed: UInt64 { base.seed }
+
+  public mutating func next() -> UInt64 { base.next() }
 
   /// `count` random bytes.
   public mutating func bytes(_ count: Int) -> [UInt8] {

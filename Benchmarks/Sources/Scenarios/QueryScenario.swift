@@ -1,4 +1,5 @@
 internal import Notebook
+internal import Rewind
 internal import RewindJournal
 
 /// Queries on a notebook of many notes: answered from the notes store's tag cache, against the
@@ -14,7 +15,7 @@ struct QueryScenario: Scenario {
       ids: NotebookWorkload.identifiers(seed: context.options.seed ^ 0x0E))
     let notebook = try await manager.createNotebook(title: "Everything")
     var texts = NotebookWorkload(seed: context.options.seed ^ 0x0E)
-    var random = SeededGenerator(seed: context.options.seed ^ 0x0F)
+    var random = SeededRandom(seed: context.options.seed ^ 0x0F)
     for _ in 0..<count {
       let tags = (0..<Int(random.next() % 3)).map { _ in
         NoteTag(NotebookWorkload.tags[Int(random.next() % UInt64(NotebookWorkload.tags.count))])

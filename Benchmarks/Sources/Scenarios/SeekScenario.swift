@@ -11,7 +11,7 @@ struct SeekScenario: Scenario {
 
   func run(in context: BenchContext) async throws {
     let total = context.corpus.count
-    var random = SeededGenerator(seed: context.options.seed ^ 0x5EE4)
+    var random = SeededRandom(seed: context.options.seed ^ 0x5EE4)
     let targets = (0..<context.options.seeks).map { _ in 1 + random.next() % UInt64(total) }
     let configuration = "\(total)-event journal, \(targets.count) seeks"
 

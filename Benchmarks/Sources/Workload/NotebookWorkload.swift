@@ -6,16 +6,16 @@ internal import Synchronization
 /// edits and new notes, some retitling and tagging, a few deletions, a new notebook now and then.
 /// Texts are drawn from a word list, so events are 100–300 bytes and compress like prose.
 struct NotebookWorkload {
-  private var random: SeededGenerator
+  private var random: SeededRandom
   private var notebooks: [NotebookID] = []
   private var notes: [NoteID] = []
   private var tagsByNote: [NoteID: [NoteTag]] = [:]
 
-  init(seed: UInt64) { random = SeededGenerator(seed: seed) }
+  init(seed: UInt64) { random = SeededRandom(seed: seed) }
 
   /// Identifiers as an app would make them (random 128 bits), but from the seed.
   static func identifiers(seed: UInt64) -> IdentifierSource {
-    let generator = Mutex(SeededGenerator(seed: seed ^ 0x1D5))
+    let generator = Mutex(SeededRandom(seed: seed ^ 0x1D5))
     return IdentifierSource {
       generator.withLock { Identifier(high: $0.next(), low: $0.next()) }
     }
@@ -23,7 +23,7 @@ struct NotebookWorkload {
 
   /// A clock that advances a few seconds per command from a fixed start.
   static func clock(seed: UInt64) -> TimeSource {
-    let generator = Mutex(SeededGenerator(seed: seed ^ 0xC10C))
+    let generator = Mutex(SeededRandom(seed: seed ^ 0xC10C))
     let now = Mutex<Int64>(1_767_225_600_000_000_000)  // 2026-01-01T00:00:00Z
     return TimeSource {
       let step = generator.withLock { Int64($0.next() % 5_000_000_000) }
