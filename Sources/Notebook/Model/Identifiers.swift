@@ -1,42 +1,21 @@
 public import Rewind
 
 /// Identifies a notebook, for ever; never derived from its title.
-public struct NotebookID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct NotebookID: EntityIdentifier {
   public var raw: Identifier
   public init(_ raw: Identifier) { self.raw = raw }
-  public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
-  public var description: String { raw.description }
-  public init(from decoder: any Decoder) throws { raw = try decoder.singleValueContainer().decode(Identifier.self) }
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.singleValueContainer()
-    try container.encode(raw)
-  }
 }
 
 /// Identifies a note, for ever; never derived from its title.
-public struct NoteID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct NoteID: EntityIdentifier {
   public var raw: Identifier
   public init(_ raw: Identifier) { self.raw = raw }
-  public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
-  public var description: String { raw.description }
-  public init(from decoder: any Decoder) throws { raw = try decoder.singleValueContainer().decode(Identifier.self) }
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.singleValueContainer()
-    try container.encode(raw)
-  }
 }
 
 /// Identifies a reading-list item, for ever; two items may share a title.
-public struct ReadingItemID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct ReadingItemID: EntityIdentifier {
   public var raw: Identifier
   public init(_ raw: Identifier) { self.raw = raw }
-  public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
-  public var description: String { raw.description }
-  public init(from decoder: any Decoder) throws { raw = try decoder.singleValueContainer().decode(Identifier.self) }
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.singleValueContainer()
-    try container.encode(raw)
-  }
 }
 
 /// A tag: trimmed and lowercased, so `" Swift"` and `"swift"` are one tag.

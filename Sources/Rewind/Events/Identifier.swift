@@ -70,3 +70,23 @@ public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringC
     try container.encode(description)
   }
 }
+
+/// A typed identity for one kind of record (`NoteID`, `NotebookID`, …): an `Identifier` that the
+/// type system keeps apart from the others. Conforming types declare `raw` and `init(_:)`; ordering,
+/// text and coding (as the bare identifier) come from here.
+public protocol EntityIdentifier: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  var raw: Identifier { get }
+  init(_ raw: Identifier)
+}
+
+extension EntityIdentifier {
+  public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
+  public var description: String { raw.description }
+  public init(from decoder: any Decoder) throws {
+    self.init(try decoder.singleValueContainer().decode(Identifier.self))
+  }
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(raw)
+  }
+}
