@@ -45,8 +45,10 @@ package final class SegmentFile {
     if count >= Self.readAhead {
       return try io.read(fd, count: count, at: offset, path: path)[...]
     }
-    // Refill the window from `offset`; near the end of the file it holds fewer bytes.
-    window = try io.read(fd, count: Self.readAhead, at: offset, path: path)
+    // Refill the window from `offset`; near the (last known) end of the file, read no more than
+    // is there, so polling a live tail does not allocate a whole window each time.
+    let wanted = Int(max(Int64(count), min(Int64(Self.readAhead), size - offset)))
+    window = try io.read(fd, count: wanted, at: offset, path: path)
     windowOffset = offset
     return window.prefix(count)
   }
