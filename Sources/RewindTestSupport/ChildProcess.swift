@@ -3,11 +3,11 @@ import Foundation
 /// A helper executable built alongside the tests, run as a child process whose stdout lines are
 /// collected as they come, and which can be killed with SIGKILL at any moment.
 public final class ChildProcess: @unchecked Sendable {
-  // `lines` and `partial` are guarded by `lock`; `process` is set once in init.
+  // `process`, `output` and `drained` are set once in init; `output` locks itself. The reader
+  // thread alone touches the pipe's read end, and does not keep `self` alive.
   private let process = Process()
-  private let lock = NSLock()
-  private var collected: [String] = []
-  private var partial = Data()
+  private let output = LineBuffer()
+  private let drained = DispatchSemaphore(value: 0)
 
   /// Finds an executable product built next to the running test bundle.
   public static func builtProduct(_ name: String) -> String? {
@@ -28,26 +28,34 @@ public final class ChildProcess: @unchecked Sendable {
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = FileHandle.standardError
-    pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-      let data = handle.availableData
-      guard let self, !data.isEmpty else { return }
-      self.lock.lock()
-      self.partial.append(data)
-      while let newline = self.partial.firstIndex(of: 0x0A) {
-        self.collected.append(String(decoding: self.partial[self.partial.startIndex..<newline], as: UTF8.self))
-        self.partial.removeSubrange(self.partial.startIndex...newline)
-      }
-      self.lock.unlock()
-    }
     try process.run()
+    // Our copy of the write end must go, or the reader would never see the end of the output.
+    try? pipe.fileHandleForWriting.close()
+    // A plain thread with blocking reads, not `readabilityHandler`: a dispatch source left on the
+    // pipe's descriptor outlived it and crashed libdispatch once the number was reused.
+    let reading = pipe.fileHandleForReading
+    let output = output
+    let drained = drained
+    Thread.detachNewThread {
+      var partial = Data()
+      while true {
+        let data = reading.availableData
+        if data.isEmpty { break }
+        partial.append(data)
+        var lines: [String] = []
+        while let newline = partial.firstIndex(of: 0x0A) {
+          lines.append(String(decoding: partial[partial.startIndex..<newline], as: UTF8.self))
+          partial.removeSubrange(partial.startIndex...newline)
+        }
+        output.append(lines)
+      }
+      try? reading.close()
+      drained.signal()
+    }
   }
 
   /// The complete lines printed so far.
-  public var lines: [String] {
-    lock.lock()
-    defer { lock.unlock() }
-    return collected
-  }
+  public var lines: [String] { output.lines }
 
   /// Waits (polling) until a line satisfies `condition` or `timeout` passes.
   public func waitForLine(timeout: Double = 30, where condition: (String) -> Bool) -> Bool {
@@ -60,15 +68,35 @@ public final class ChildProcess: @unchecked Sendable {
     return false
   }
 
-  /// SIGKILL, then waits for the process to end. Lines already printed stay in `lines`.
+  /// SIGKILL, then waits for the process to end and for everything it printed to be read.
+  /// Lines already printed stay in `lines`.
   public func kill() {
     if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
     process.waitUntilExit()
-    // Let the pipe's handler drain what the child wrote before it died.
-    usleep(20_000)
+    drained.wait()
+    drained.signal()
   }
 
   public var isRunning: Bool { process.isRunning }
 
   deinit { if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// Lines read from a child, shared between its reader thread and the test.
+private final class LineBuffer: @unchecked Sendable {
+  // `collected` is guarded by `lock`.
+  private let lock = NSLock()
+  private var collected: [String] = []
+
+  func append(_ lines: [String]) {
+    lock.lock()
+    collected += lines
+    lock.unlock()
+  }
+
+  var lines: [String] {
+    lock.lock()
+    defer { lock.unlock() }
+    return collected
+  }
 }
