@@ -1,0 +1,49 @@
+public import Rewind
+
+/// The words, tags and auto-tagger rules of the workload: prose drawn from a fixed vocabulary, so
+/// events are 100–300 bytes (some notes much longer) and compress like text.
+public enum WorkloadText {
+  /// Between `range` words of prose, capitalized.
+  public static func words(_ range: ClosedRange<Int>, using random: inout SeededRandom) -> String {
+    let count = range.lowerBound + Int(random.next() % UInt64(range.count))
+    var text = ""
+    for index in 0..<count {
+      if index > 0 { text += " " }
+      text += vocabulary[Int(random.next() % UInt64(vocabulary.count))]
+    }
+    return text.prefix(1).uppercased() + text.dropFirst()
+  }
+
+  /// A few popular tags and a long tail, as people tag.
+  public static func tag(using random: inout SeededRandom) -> NoteTag {
+    let skew = random.next() % 100
+    let pool = skew < 70 ? tags.prefix(8) : tags[...]
+    return NoteTag(pool[pool.startIndex + Int(random.next() % UInt64(pool.count))])
+  }
+
+  public static let tags = [
+    "work", "home", "ideas", "todo", "reading", "travel", "recipes", "meeting", "draft", "urgent", "later",
+    "project-atlas", "project-birch", "books", "health", "finance", "garden", "music", "family", "review",
+    "archive", "questions", "people", "swift", "design",
+  ]
+
+  /// The automation's rules: a keyword in a note's title or body earns it a tag.
+  public static let autoTagger = AutoTagger(rules: [
+    ("meeting", "meeting"), ("budget", "finance"), ("invoice", "finance"), ("recipe", "recipes"),
+    ("flight", "travel"), ("hotel", "travel"), ("bug", "swift"), ("replay", "swift"), ("chapter", "books"),
+    ("doctor", "health"), ("deadline", "urgent"), ("garden", "garden"),
+  ])
+
+  public static let vocabulary: [String] = """
+    the a of and to in is for on with that this it as at by from be are was or an not we you they
+    note meeting plan call email draft list idea review follow up next week today tomorrow morning
+    project budget design team client report notes summary action item owner deadline friday monday
+    book chapter read page quote author library coffee lunch dinner recipe garden water trip flight
+    hotel train ticket museum city weekend family birthday gift doctor appointment gym run walk
+    swift code bug fix release build test branch merge journal event replay model store query cache
+    apple orange bread milk eggs butter cheese pasta rice tomato onion garlic pepper salt olive oil
+    remember ask check send write update finish start move cancel confirm share print sign pay
+    quarterly numbers slides agenda minutes decision risk issue question answer feedback priority
+    house rent car insurance tax bank invoice receipt phone charger laptop screen keyboard backup
+    """.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+}
