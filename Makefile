@@ -6,7 +6,8 @@
 
 SWIFT ?= swift
 DEMO_DIR ?= rewind-demo
-DEMO_RECORDS ?= 200000
+DEMO_EVENTS ?= 200000
+DEMO_SEED ?= 1
 
 .PHONY: deps demo test bench lint format clean-demo
 
@@ -15,7 +16,8 @@ deps:
 
 demo: deps
 	$(SWIFT) build -c release --product rewind
-	.build/release/rewind demo $(DEMO_DIR) --records $(DEMO_RECORDS) --durability always --producers 64
+	rm -rf $(DEMO_DIR)
+	.build/release/rewind demo $(DEMO_DIR) --events $(DEMO_EVENTS) --seed $(DEMO_SEED) --durability always
 	.build/release/rewind verify $(DEMO_DIR)
 	.build/release/rewind stats $(DEMO_DIR)
 	.build/release/rewind log $(DEMO_DIR) --limit 5

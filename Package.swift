@@ -1,7 +1,8 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Dependency arrows go one way: rewind → RewindCLI → {Notebook, Rewind} → RewindJournal → CLZ4.
+// Dependency arrows go one way: rewind → NotebookTool → {RewindCLI, Notebook} → Rewind → RewindJournal → CLZ4.
+// RewindCLI knows no app: NotebookTool registers Notebook's model and adds its demo.
 let strict: [SwiftSetting] = [
   .enableUpcomingFeature("InternalImportsByDefault"),
   .enableUpcomingFeature("ExistentialAny"),
@@ -14,6 +15,7 @@ let package = Package(
     .library(name: "RewindJournal", targets: ["RewindJournal"]),
     .library(name: "Rewind", targets: ["Rewind"]),
     .library(name: "Notebook", targets: ["Notebook"]),
+    .library(name: "RewindCLI", targets: ["RewindCLI"]),
     .executable(name: "rewind", targets: ["rewind"]),
     .executable(name: "rewind-bench", targets: ["rewind-bench"]),
   ],
@@ -35,7 +37,12 @@ let package = Package(
     // Notebook is "any app": it uses Rewind and the journal's public options, nothing more.
     .target(name: "Notebook", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),
     .target(name: "RewindCLI", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),
-    .executableTarget(name: "rewind", dependencies: ["RewindCLI"], swiftSettings: strict),
+    .target(
+      name: "NotebookTool",
+      dependencies: ["Notebook", "RewindCLI", "Rewind", "RewindJournal"],
+      swiftSettings: strict
+    ),
+    .executableTarget(name: "rewind", dependencies: ["NotebookTool"], swiftSettings: strict),
     .target(
       name: "RewindTestSupport",
       dependencies: ["Rewind", "RewindJournal"],

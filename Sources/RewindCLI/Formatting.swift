@@ -1,14 +1,14 @@
 import Foundation
 import Rewind
-import RewindJournal
+package import RewindJournal
 
-func ratio(_ report: VerificationReport) -> String {
+/// Bytes decoded per byte on disk, two decimals; "-" for an empty journal.
+package func ratio(_ report: VerificationReport) -> String {
   report.bytesOnDisk == 0 ? "-" : String(format: "%.2f", Double(report.bytesDecoded) / Double(report.bytesOnDisk))
 }
 
 /// ISO 8601 with nanoseconds, UTC.
-
-func isoTime(_ nanoseconds: Int64) -> String {
+package func isoTime(_ nanoseconds: Int64) -> String {
   let seconds = nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000
   let fraction = nanoseconds - seconds * 1_000_000_000
   var time = time_t(seconds)
@@ -18,4 +18,21 @@ func isoTime(_ nanoseconds: Int64) -> String {
     format: "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
     parts.tm_hour,
     parts.tm_min, parts.tm_sec, fraction)
+}
+
+/// `text` as a JSON string literal.
+package func jsonString(_ text: String) -> String {
+  var out = "\""
+  for scalar in text.unicodeScalars {
+    switch scalar {
+    case "\"": out += "\\\""
+    case "\\": out += "\\\\"
+    case "\n": out += "\\n"
+    case "\r": out += "\\r"
+    case "\t": out += "\\t"
+    case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+    default: out.unicodeScalars.append(scalar)
+    }
+  }
+  return out + "\""
 }

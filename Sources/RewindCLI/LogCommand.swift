@@ -4,59 +4,76 @@ import RewindJournal
 
 enum LogCommand: RewindCommand {
   static let name = "log"
-  static let summary = "list records"
+  static let summary = "what happened, event by event, like git log"
   static let help = """
-    Usage: rewind log DIR [--from SEQ] [--limit N] [--json]
+    Usage: rewind log DIR [--from SEQ] [--to SEQ] [--since TIME] [--until TIME] [--type NAME]
+                          [--origin ORIGIN] [--entity ID] [--limit N] [--full] [--json]
 
-    Lists records in order: sequence number, time (ISO 8601, UTC), size and the payload (as text
-    when it is UTF-8, otherwise hexadecimal). With --json, one object per line.
+    Lists events in order: sequence number, time (ISO 8601, UTC), event name and schema
+    version, origin, and the event's fields rendered as JSON without the app's types (cut at
+    160 characters; --full shows them whole). Works on any journal, also while it is written.
 
-    Example: rewind log /tmp/j --from 100 --limit 10
+      --from, --to       sequence numbers, inclusive
+      --since, --until   ISO 8601 times, inclusive (2026-01-01, 2026-01-01T09:30:00Z,
+                         2026-01-01T09:30:00.5+02:00; UTC when no zone is given)
+      --type NAME        events with this name (note.created), or a prefix ending in * (note.*)
+      --origin ORIGIN    events from this origin (user, sync, automation, import, ...)
+      --entity ID        events whose fields mention this identifier (32 hex digits)
+      --limit N          at most N events
+      --json             one object per event per line:
+                         {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
+
+    Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
+    --since after its last event, an entity no event mentions); 3 when the journal cannot be read.
+
+    Examples:
+      rewind log /tmp/notes --limit 5
+      rewind log /tmp/notes --type 'note.*' --origin sync --since 2026-01-02 --json
+      rewind log /tmp/notes --entity 5f0c9d2e8a7b41c3b6e1d0f9a8c7b6e5
 
     """
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
-    let output = context.output
-    let args = try Arguments(arguments, options: ["from", "limit"], flags: ["json"])
+    let args = try Arguments(arguments, options: EventFilter.options.union(["limit"]), flags: ["json", "full"])
     let directory = try args.directory()
-    let from = try args.integer("from", default: 1, range: 1...Int.max)
-    let limit = try args.integer("limit", default: Int.max)
-    let cursor = try JournalReader(directory: directory).records(from: UInt64(from))
+    let filter = try EventFilter(args)
+    let limit = try args.integer("limit", default: Int.max, range: 1...Int.max)
+    let json = args.flag("json")
+    let width = args.flag("full") ? nil : 160
+    let reader = try JournalReader(directory: directory)
+    let cursor = try filter.cursor(reader)
+    let output = BufferedOutput(context.output)
     var shown = 0
     while shown < limit, let record = try cursor.next() {
-      let text = String(validating: record.payload, as: UTF8.self)
-      if args.flag("json") {
-        let payload = text.map(jsonString) ?? "\"\(hex(record.payload))\""
-        output.out(
-          #"{"seq":\#(record.sequence),"time":"\#(isoTime(record.timestamp))","bytes":\#(record.payload.count),"payload":\#(payload)}"#
-            + "\n")
-      } else {
-        output.out(
-          "\(record.sequence)\t\(isoTime(record.timestamp))\t\(record.payload.count) B\t\(text ?? hex(record.payload))\n"
-        )
-      }
+      if filter.isPast(record) { break }
+      let event = AuditedEvent(record)
+      guard filter.matches(record, event) else { continue }
+      output.write((json ? event.json : event.line(width: width)) + "\n")
       shown += 1
+    }
+    output.flush()
+    if shown == 0 && filter.isNarrowed {
+      throw UsageError("no event in \(directory) matches: \(filter.summary)")
     }
     return .success
   }
+}
 
-  static func hex(_ bytes: [UInt8]) -> String {
-    bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+/// Collects output and writes it in large pieces: one system call per 64 KiB, not per line.
+final class BufferedOutput {
+  private let output: RewindTool.Output
+  private var buffer = ""
+
+  init(_ output: RewindTool.Output) { self.output = output }
+
+  func write(_ text: String) {
+    buffer += text
+    if buffer.utf8.count >= 65_536 { flush() }
   }
 
-  static func jsonString(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "\"": out += "\\\""
-      case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-      default: out.unicodeScalars.append(scalar)
-      }
-    }
-    return out + "\""
+  func flush() {
+    guard !buffer.isEmpty else { return }
+    output.out(buffer)
+    buffer = ""
   }
 }

@@ -28,9 +28,6 @@ public struct RewindTool {
       err: { text in FileHandle.standardError.write(Data(text.utf8)) })
   }
 
-  /// The directory `rewind demo` uses when none is given.
-  public static let defaultDemoDirectory = "rewind-demo"
-
   /// The models whose journals the replay-level commands can rebuild.
   public var models: [ModelRegistration]
   /// Commands an app adds to the built-in ones (the Notebook demo, for instance).
@@ -55,7 +52,8 @@ public struct RewindTool {
 
   static var builtIn: [any RewindCommand.Type] {
     [
-      LogCommand.self, StatsCommand.self, VerifyCommand.self, RepairCommand.self, DemoCommand.self,
+      LogCommand.self, ShowCommand.self, StatsCommand.self, ExportCommand.self, TailCommand.self,
+      VerifyCommand.self, RepairCommand.self,
     ]
   }
 
@@ -78,9 +76,9 @@ public struct RewindTool {
     Exit codes: 0 success, 1 findings (verify), 2 usage error, 3 journal cannot be opened or read.
 
     Examples:
-      rewind demo /tmp/j --records 100000 --durability batched
       rewind verify /tmp/j
-      rewind log /tmp/j --from 10 --limit 5 --json
+      rewind stats /tmp/j
+      rewind log /tmp/j --since 2026-01-01T00:00:00Z --limit 5 --json
 
     """
   }

@@ -1,5 +1,5 @@
 import Foundation
-import RewindCLI
+import NotebookTool
 
-let code = await RewindTool().run(Array(CommandLine.arguments.dropFirst()))
+let code = await NotebookTool.tool.run(Array(CommandLine.arguments.dropFirst()))
 exit(code)

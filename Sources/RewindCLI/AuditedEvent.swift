@@ -1,0 +1,90 @@
+import Rewind
+import RewindJournal
+
+/// A journal record as the audit commands show it, without the app's types: the envelope Rewind
+/// writes at the front of every payload (name, schema version, origin, command) and the event's
+/// fields rendered as JSON. A record that is not a Rewind event shows its bytes instead.
+struct AuditedEvent {
+  var sequence: UInt64
+  var timestamp: Int64
+  var header: EventRecord.Header?
+  /// The event's fields as a JSON object, or the raw payload as a JSON string (UTF-8 text, or
+  /// hexadecimal) when it is not a Rewind event.
+  var payload: String
+  /// Why the payload could not be read as a Rewind event, if it could not.
+  var problem: String?
+  var bytes: Int
+
+  init(_ record: JournalRecord) {
+    sequence = record.sequence
+    timestamp = record.timestamp
+    bytes = record.payload.count
+    do {
+      let header = try EventRecord.header(of: record.payload)
+      payload = try FieldRenderer.json(Array(record.payload[header.bodyOffset...]))
+      self.header = header
+    } catch {
+      header = nil
+      problem = "not a Rewind event (\(error))"
+      payload = jsonString(String(validating: record.payload, as: UTF8.self) ?? hex(record.payload))
+    }
+  }
+
+  /// One JSON object: `seq`, `time` (ISO 8601), `name`, `version`, `origin`, `command`, `payload`
+  /// (and `problem` for a record that is not a Rewind event, whose envelope fields are null).
+  var json: String {
+    var line = #"{"seq":\#(sequence),"time":"\#(isoTime(timestamp))","#
+    if let header {
+      line += #""name":\#(jsonString(header.name)),"version":\#(header.version),"#
+      line += #""origin":\#(jsonString(header.origin.name)),"command":"\#(header.commandID)","#
+    } else {
+      line += #""name":null,"version":null,"origin":null,"command":null,"#
+    }
+    line += #""payload":\#(payload)"#
+    if let problem { line += #","problem":\#(jsonString(problem))"# }
+    return line + "}"
+  }
+
+  /// One line for people: sequence, time, name and version, origin, and the fields (cut after
+  /// `width` characters unless `width` is nil).
+  func line(width: Int?) -> String {
+    var fields = payload
+    if let width, fields.count > width { fields = String(fields.prefix(width)) + "…" }
+    let name = header.map { "\($0.name) v\($0.version)" } ?? "(not a Rewind event, \(bytes) B)"
+    let origin = header.map { " \($0.origin.name)" } ?? ""
+    return "\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  \(fields)"
+  }
+
+  /// Every identifier (32 hex digits) in the payload's fields, in order of first appearance.
+  var identifiers: [String] {
+    var found: [String] = []
+    var seen = Set<String>()
+    let characters = Array(payload.utf8)
+    var index = 0
+    while index + 34 <= characters.count {
+      if characters[index] == UInt8(ascii: "\""), characters[index + 33] == UInt8(ascii: "\"") {
+        let digits = characters[(index + 1)...(index + 32)]
+        if digits.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) {
+          let id = String(decoding: digits, as: UTF8.self)
+          if seen.insert(id).inserted { found.append(id) }
+          index += 34
+          continue
+        }
+      }
+      index += 1
+    }
+    return found
+  }
+}
+
+/// Bytes as lowercase hexadecimal.
+func hex(_ bytes: [UInt8]) -> String {
+  let digits = Array("0123456789abcdef".utf8)
+  var out: [UInt8] = []
+  out.reserveCapacity(bytes.count * 2)
+  for byte in bytes {
+    out.append(digits[Int(byte >> 4)])
+    out.append(digits[Int(byte & 0xF)])
+  }
+  return String(decoding: out, as: UTF8.self)
+}

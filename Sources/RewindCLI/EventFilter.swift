@@ -1,0 +1,175 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+/// The selection options `log`, `export` and `tail` share: a sequence range, a time range, an
+/// event name, an origin and an entity. Parsed and checked against the journal before anything
+/// is printed, so a selection outside the journal is a clear error rather than empty output.
+struct EventFilter {
+  static let options: Set<String> = ["from", "to", "since", "until", "type", "origin", "entity"]
+
+  var from: UInt64 = 1
+  var to: UInt64 = .max
+  var since: Int64?
+  var until: Int64?
+  var name: String?
+  var origin: String?
+  var entity: String?
+
+  init(_ args: Arguments) throws(UsageError) {
+    from = UInt64(try args.integer("from", default: 1, range: 1...Int.max))
+    to = args.value("to") == nil ? .max : UInt64(try args.integer("to", default: 1, range: 1...Int.max))
+    guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
+    since = try args.value("since").map { text throws(UsageError) in try ISO8601.parse(text, option: "since") }
+    until = try args.value("until").map { text throws(UsageError) in try ISO8601.parse(text, option: "until") }
+    if let since, let until, since > until {
+      throw UsageError("--since \(isoTime(since)) is after --until \(isoTime(until))")
+    }
+    name = args.value("type")
+    origin = args.value("origin")
+    if let text = args.value("entity") {
+      guard let id = Identifier(text) else {
+        throw UsageError("--entity needs an identifier of 32 hexadecimal digits (as log shows them), not '\(text)'")
+      }
+      entity = id.description
+    }
+  }
+
+  var isNarrowed: Bool { name != nil || origin != nil || entity != nil || since != nil || until != nil }
+
+  /// A cursor at the first record the range may include.
+  /// - Throws: `UsageError` when the range starts past the end of the journal.
+  func cursor(_ reader: JournalReader) throws -> JournalCursor {
+    let last = try reader.lastSequence()
+    if from > 1 && from > last {
+      throw UsageError(
+        last == 0
+          ? "--from \(from) is out of range: the journal is empty"
+          : "--from \(from) is out of range: the journal ends at sequence \(last)")
+    }
+    if let since {
+      guard let lastRecord = try reader.record(last) else {
+        throw UsageError("--since \(isoTime(since)) is out of range: the journal is empty")
+      }
+      if since > lastRecord.timestamp {
+        throw UsageError(
+          "--since \(isoTime(since)) is out of range: the last event (\(last)) is at \(isoTime(lastRecord.timestamp))"
+        )
+      }
+      if from <= 1 { return try reader.records(since: since) }
+    }
+    return try reader.records(from: from)
+  }
+
+  /// Whether the record's place and time are past the range, so no later record can match
+  /// (by sequence only: times need not be monotonic).
+  func isPast(_ record: JournalRecord) -> Bool { record.sequence > to }
+
+  func matches(_ record: JournalRecord, _ event: AuditedEvent) -> Bool {
+    guard record.sequence >= from, record.sequence <= to else { return false }
+    if let since, record.timestamp < since { return false }
+    if let until, record.timestamp > until { return false }
+    if let name {
+      guard let actual = event.header?.name else { return false }
+      if name.hasSuffix("*") {
+        guard actual.hasPrefix(name.dropLast()) else { return false }
+      } else if actual != name {
+        return false
+      }
+    }
+    if let origin, event.header?.origin.name != origin { return false }
+    if let entity, !event.payload.contains("\"" + entity + "\"") { return false }
+    return true
+  }
+
+  /// What the selection was, for the message when nothing matched.
+  var summary: String {
+    var parts: [String] = []
+    if let name { parts.append("named \(name)") }
+    if let origin { parts.append("from origin \(origin)") }
+    if let entity { parts.append("mentioning entity \(entity)") }
+    if let since { parts.append("since \(isoTime(since))") }
+    if let until { parts.append("until \(isoTime(until))") }
+    if from > 1 || to != .max { parts.append("in sequences \(from)-\(to == .max ? "end" : String(to))") }
+    return parts.joined(separator: ", ")
+  }
+}
+
+/// ISO 8601 times as users type them.
+enum ISO8601 {
+  /// Parses `2026-01-01`, `2026-01-01T10:00`, `2026-01-01T10:00:00`, with optional fractional
+  /// seconds (up to nanoseconds) and a zone (`Z`, `+02:00`, `-0500`; UTC when absent), into
+  /// nanoseconds since 1970-01-01T00:00:00Z.
+  static func parse(_ text: String, option: String) throws(UsageError) -> Int64 {
+    guard let value = parse(text) else {
+      throw UsageError(
+        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01, not '\(text)'")
+    }
+    return value
+  }
+
+  static func parse(_ text: String) -> Int64? {
+    var chars = Array(text.utf8)[...]
+    func number(_ digits: Int) -> Int? {
+      guard chars.count >= digits else { return nil }
+      var value = 0
+      for _ in 0..<digits {
+        let c = chars.removeFirst()
+        guard (0x30...0x39).contains(c) else { return nil }
+        value = value * 10 + Int(c - 0x30)
+      }
+      return value
+    }
+    func take(_ c: Character) -> Bool {
+      guard chars.first == c.asciiValue else { return false }
+      chars.removeFirst()
+      return true
+    }
+    guard let year = number(4), take("-"), let month = number(2), take("-"), let day = number(2) else { return nil }
+    var hour = 0
+    var minute = 0
+    var second = 0
+    var nanos: Int64 = 0
+    if take("T") || take(" ") {
+      guard let h = number(2), take(":"), let m = number(2) else { return nil }
+      hour = h
+      minute = m
+      if take(":") {
+        guard let s = number(2) else { return nil }
+        second = s
+        if take(".") || take(",") {
+          var digits = 0
+          while let c = chars.first, (0x30...0x39).contains(c) {
+            chars.removeFirst()
+            if digits < 9 { nanos = nanos * 10 + Int64(c - 0x30) }
+            digits += 1
+          }
+          guard digits > 0 else { return nil }
+          for _ in digits..<max(digits, 9) { nanos *= 10 }
+        }
+      }
+    }
+    var offset = 0
+    if take("Z") || take("z") {
+    } else if let sign = chars.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+      chars.removeFirst()
+      guard let h = number(2) else { return nil }
+      _ = take(":")
+      guard let m = number(2) else { return nil }
+      offset = (h * 3600 + m * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
+    }
+    guard chars.isEmpty, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+    else { return nil }
+    var parts = tm()
+    parts.tm_year = Int32(year - 1900)
+    parts.tm_mon = Int32(month - 1)
+    parts.tm_mday = Int32(day)
+    parts.tm_hour = Int32(hour)
+    parts.tm_min = Int32(minute)
+    parts.tm_sec = Int32(second)
+    let seconds = Int64(timegm(&parts)) - Int64(offset)
+    let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    guard !overflow else { return nil }
+    return product + nanos
+  }
+}

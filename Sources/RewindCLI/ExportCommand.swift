@@ -1,0 +1,67 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+enum ExportCommand: RewindCommand {
+  static let name = "export"
+  static let summary = "every event as JSON lines, for jq and other tools"
+  static let help = """
+    Usage: rewind export DIR --jsonl [--from SEQ] [--to SEQ]
+
+    Writes every event (or those in the sequence range) to standard output, one JSON object per
+    line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
+    with the event's fields rendered without the app's types, as `rewind log --json` does. Shows
+    progress on standard error when it is a terminal.
+
+    Examples:
+      rewind export /tmp/notes --jsonl > events.jsonl
+      rewind export /tmp/notes --jsonl | jq -c 'select(.origin == "sync") | .payload.id'
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let args = try Arguments(arguments, options: ["from", "to"], flags: ["jsonl"])
+    let directory = try args.directory()
+    guard args.flag("jsonl") else { throw UsageError("name the format: --jsonl (JSON lines) is the one there is") }
+    let filter = try EventFilter(args)
+    let reader = try JournalReader(directory: directory)
+    let last = try reader.lastSequence()
+    let cursor = try filter.cursor(reader)
+    let output = BufferedOutput(context.output)
+    let progress = Progress(context, label: "export", total: min(last, filter.to))
+    while let record = try cursor.next() {
+      if filter.isPast(record) { break }
+      output.write(AuditedEvent(record).json + "\n")
+      progress.update(record.sequence)
+    }
+    output.flush()
+    progress.finish()
+    return .success
+  }
+}
+
+/// "label: N of M" on standard error, rewritten in place, only when standard error is a terminal.
+final class Progress {
+  private let output: RewindTool.Output
+  private let label: String
+  private let total: UInt64
+  private let enabled: Bool
+  private var shown: UInt64 = 0
+
+  init(_ context: RewindTool.Context, label: String, total: UInt64) {
+    output = context.output
+    self.label = label
+    self.total = total
+    enabled = context.stderrIsTerminal
+  }
+
+  func update(_ done: UInt64) {
+    guard enabled, done - shown >= 20_000 || done == total else { return }
+    shown = done
+    output.err("\r\(label): \(done) of \(total) events")
+  }
+
+  func finish() {
+    if enabled && shown > 0 { output.err("\r\u{1B}[K") }
+  }
+}

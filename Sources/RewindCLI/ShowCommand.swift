@@ -1,0 +1,185 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+enum ShowCommand: RewindCommand {
+  static let name = "show"
+  static let summary = "one event in full: envelope, fields, the command it belongs to, the records it names"
+  static let help = """
+    Usage: rewind show DIR SEQ [--json]
+
+    Shows the event with sequence number SEQ: its time, name and schema version, origin, the
+    command that recorded it (and that command's other events), every field rendered without the
+    app's types, and the records it touched as far as its fields name them (the identifiers in
+    its fields, with the field that holds each).
+
+    Exit 0; 2 when SEQ is not a number or is outside the journal; 3 when the journal cannot be read.
+
+    Examples:
+      rewind show /tmp/notes 42
+      rewind show /tmp/notes 42 --json | jq .payload
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let args = try Arguments(arguments, options: [], flags: ["json"])
+    guard args.positionals.count == 2 else {
+      throw UsageError(
+        args.positionals.count < 2
+          ? "needs the journal directory and a sequence number: rewind show DIR SEQ"
+          : "unexpected argument '\(args.positionals[2])'")
+    }
+    let directory = args.positionals[0]
+    let text = args.positionals[1]
+    guard let sequence = UInt64(text), sequence > 0 else {
+      throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
+    }
+    let reader = try JournalReader(directory: directory)
+    guard let record = try reader.record(sequence) else {
+      let last = try reader.lastSequence()
+      throw UsageError(
+        last == 0
+          ? "sequence \(sequence) is out of range: the journal is empty"
+          : "sequence \(sequence) is out of range: the journal holds sequences 1-\(last)")
+    }
+    let event = AuditedEvent(record)
+    let command = try event.header.map { try commandRange(of: $0.commandID, around: sequence, in: reader) }
+    let touched = event.namedIdentifiers
+    let output = context.output
+    if args.flag("json") {
+      var line = String(event.json.dropLast())
+      if let command { line += #","commandEvents":[\#(command.lowerBound),\#(command.upperBound)]"# }
+      line += #","touched":["#
+      line += touched.map { #"{"field":\#(jsonString($0.field)),"id":"\#($0.id)"}"# }.joined(separator: ",")
+      output.out(line + "]}\n")
+      return .success
+    }
+    var lines = ["event \(sequence) in \(directory)", "  time      \(isoTime(record.timestamp))"]
+    if let header = event.header {
+      lines.append("  name      \(header.name) (schema version \(header.version))")
+      lines.append("  origin    \(header.origin.name)")
+      if let command {
+        let others =
+          command.count == 1
+          ? "its only event" : "events \(command.lowerBound)-\(command.upperBound), \(command.count) in all"
+        lines.append("  command   \(header.commandID) (\(others))")
+      }
+    } else if let problem = event.problem {
+      lines.append("  note      \(problem)")
+    }
+    lines.append("  bytes     \(event.bytes) (payload, decoded)")
+    lines.append("  fields    " + prettyJSON(event.payload, indent: "            "))
+    if touched.isEmpty {
+      lines.append("  touched   (its fields name no record)")
+    } else {
+      for (index, item) in touched.enumerated() {
+        lines.append((index == 0 ? "  touched   " : "            ") + "\(item.id) (field \(item.field))")
+      }
+    }
+    output.out(lines.joined(separator: "\n") + "\n")
+    return .success
+  }
+
+  /// The sequence numbers of the command's events: contiguous, around `sequence`.
+  static func commandRange(of command: Identifier, around sequence: UInt64, in reader: JournalReader) throws
+    -> ClosedRange<UInt64>
+  {
+    var first = sequence
+    let lookBack: UInt64 = 4096
+    let back = try reader.records(from: sequence > lookBack ? sequence - lookBack : 1)
+    var run: UInt64?
+    while let record = try back.next(), record.sequence < sequence {
+      let same = (try? EventRecord.header(of: record.payload))?.commandID == command
+      run = same ? (run ?? record.sequence) : nil
+    }
+    if let run { first = run }
+    var last = sequence
+    let forward = try reader.records(from: sequence + 1)
+    while let record = try forward.next(), (try? EventRecord.header(of: record.payload))?.commandID == command {
+      last = record.sequence
+    }
+    return first...last
+  }
+
+  /// Compact JSON, indented two spaces per level, continuation lines starting with `indent`.
+  static func prettyJSON(_ json: String, indent: String) -> String {
+    var out = ""
+    var depth = 0
+    var inString = false
+    var escaped = false
+    var previous: Character = " "
+    for character in json {
+      if inString {
+        out.append(character)
+        if escaped {
+          escaped = false
+        } else if character == "\\" {
+          escaped = true
+        } else if character == "\"" {
+          inString = false
+        }
+        previous = character
+        continue
+      }
+      switch character {
+      case "\"":
+        inString = true
+        out.append(character)
+      case "{", "[":
+        depth += 1
+        out.append(character)
+        out += "\n" + indent + String(repeating: "  ", count: depth)
+      case "}", "]":
+        depth -= 1
+        if previous == "{" || previous == "[" {
+          // Empty: undo the line break.
+          while out.last == " " || out.last == "\n" { out.removeLast() }
+        } else {
+          out += "\n" + indent + String(repeating: "  ", count: depth)
+        }
+        out.append(character)
+      case ",":
+        out += ",\n" + indent + String(repeating: "  ", count: depth)
+      case ":":
+        out += ": "
+      default:
+        out.append(character)
+      }
+      previous = character
+    }
+    return out
+  }
+}
+
+extension AuditedEvent {
+  /// The identifiers in the event's fields, each with the name of the field that holds it (for an
+  /// identifier in an array, the array's field), in order of first appearance.
+  var namedIdentifiers: [(field: String, id: String)] {
+    var found: [(field: String, id: String)] = []
+    var seen = Set<String>()
+    let bytes = Array(payload.utf8)
+    var lastKey = ""
+    var index = 0
+    while index < bytes.count {
+      guard bytes[index] == UInt8(ascii: "\"") else {
+        index += 1
+        continue
+      }
+      // A string literal: find its end.
+      var end = index + 1
+      while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+      guard end < bytes.count else { break }
+      let content = bytes[(index + 1)..<end]
+      if end + 1 < bytes.count, bytes[end + 1] == UInt8(ascii: ":") {
+        lastKey = String(decoding: content, as: UTF8.self)
+      } else if content.count == 32,
+        content.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+      {
+        let id = String(decoding: content, as: UTF8.self)
+        if seen.insert(id).inserted { found.append((lastKey, id)) }
+      }
+      index = end + 1
+    }
+    return found
+  }
+}

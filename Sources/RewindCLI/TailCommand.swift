@@ -1,0 +1,63 @@
+import Dispatch
+import Foundation
+import Rewind
+import RewindJournal
+
+enum TailCommand: RewindCommand {
+  static let name = "tail"
+  static let summary = "the last events; with -f, each new one as it is committed"
+  static let help = """
+    Usage: rewind tail DIR [-n N] [-f] [--json]
+
+    Shows the last N events (default 10) as `rewind log` does, oldest first. With -f (--follow),
+    then waits and shows each new event as a writer commits it, one line at a time, until
+    interrupted (Ctrl-C ends it with exit 0) or its output is closed. Takes no lock: a writer
+    may be appending meanwhile.
+
+    Examples:
+      rewind tail /tmp/notes -n 3
+      rewind tail /tmp/notes -f --json | jq -c .name
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let args = try Arguments(arguments, options: ["n", "lines"], flags: ["f", "follow", "json", "full"])
+    let directory = try args.directory()
+    let count = try args.integer(args.value("lines") == nil ? "n" : "lines", default: 10, range: 0...Int.max)
+    let follow = args.flag("f") || args.flag("follow")
+    let json = args.flag("json")
+    let width = args.flag("full") ? nil : 160
+    let reader = try JournalReader(directory: directory)
+    let last = try reader.lastSequence()
+    let start = last >= UInt64(count) ? last - UInt64(count) + 1 : 1
+    let render = { (record: JournalRecord) -> String in
+      let event = AuditedEvent(record)
+      return (json ? event.json : event.line(width: width)) + "\n"
+    }
+    if count > 0 {
+      let cursor = try reader.records(from: start)
+      let output = BufferedOutput(context.output)
+      while let record = try cursor.next(), record.sequence <= last { output.write(render(record)) }
+      output.flush()
+    }
+    guard follow else { return .success }
+
+    let output = context.output
+    let following = Task {
+      for try await record in reader.follow(from: last + 1, pollInterval: .milliseconds(50)) {
+        output.out(render(record))
+      }
+    }
+    // Ctrl-C ends the follow loop, and the command, cleanly.
+    signal(SIGINT, SIG_IGN)
+    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
+    interrupt.setEventHandler { following.cancel() }
+    interrupt.resume()
+    defer {
+      interrupt.cancel()
+      signal(SIGINT, SIG_DFL)
+    }
+    try await following.value
+    return .success
+  }
+}

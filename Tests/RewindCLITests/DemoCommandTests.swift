@@ -1,0 +1,124 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+/// `rewind demo`, the Notebook workload, run as the built binary: determinism across durability
+/// policies, the prefix property, and the `--json` acknowledgement lines.
+@Suite struct DemoCommandTests {
+  static func rewind(_ arguments: [String]) throws -> RewindCommandTests.Run {
+    try RewindCommandTests.rewind(arguments)
+  }
+
+  /// A seeded demo journal and its export.
+  static func demo(events: Int, seed: Int, durability: String, json: Bool = false) throws -> (
+    TemporaryDirectory, RewindCommandTests.Run, [Substring]
+  ) {
+    let dir = TemporaryDirectory("cli-demo")
+    let journal = dir.appending("journal")
+    let run = try rewind(
+      ["demo", journal, "--events", "\(events)", "--seed", "\(seed)", "--durability", durability]
+        + (json ? ["--json"] : []))
+    #expect(run.status == 0, "\(run.err)")
+    let export = try rewind(["export", journal, "--jsonl"])
+    #expect(export.status == 0, "\(export.err)")
+    return (dir, run, export.out.split(separator: "\n"))
+  }
+
+  @Test func aSeedWritesTheSameEventsWhateverTheDurability() throws {
+    let (_, always, reference) = try Self.demo(events: 3_000, seed: 5, durability: "always")
+    #expect(reference.count >= 3_000 && reference.count < 3_100, "\(reference.count) events")
+    #expect(always.out.contains("events        \(reference.count) from"), "\(always.out)")
+    for durability in ["batched", "none"] {
+      let (_, _, lines) = try Self.demo(events: 3_000, seed: 5, durability: durability)
+      #expect(lines.count == reference.count, "\(durability)")
+      let firstDifference = lines.indices.first { $0 < reference.count && lines[$0] != reference[$0] }
+      #expect(firstDifference == nil, "\(durability) differs at line \(firstDifference.map { $0 + 1 } ?? 0)")
+    }
+    // Another seed, another history.
+    let (_, _, other) = try Self.demo(events: 300, seed: 6, durability: "none")
+    #expect(other.first != reference.first)
+  }
+
+  @Test func aShorterRunIsAPrefixOfALongerOne() throws {
+    let (_, _, long) = try Self.demo(events: 2_500, seed: 11, durability: "none")
+    let (_, _, short) = try Self.demo(events: 900, seed: 11, durability: "batched")
+    #expect(short.count >= 900 && short.count < long.count)
+    #expect(Array(long.prefix(short.count)) == short)
+  }
+
+  @Test func jsonLinesAcknowledgeEveryCommandInOrder() throws {
+    let (_, run, exported) = try Self.demo(events: 1_500, seed: 3, durability: "batched", json: true)
+    let lines = run.out.split(separator: "\n")
+    #expect(lines.count > 100)
+    var events: [Int: [String: Any]] = [:]
+    for line in exported {
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+      events[try #require(object["seq"] as? Int)] = object
+    }
+    var previous = 0
+    var origins = Set<String>()
+    for line in lines {
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+      let seq = try #require(object["seq"] as? Int)
+      let first = try #require(object["first"] as? Int)
+      let names = try #require(object["names"] as? [String])
+      let origin = try #require(object["origin"] as? String)
+      origins.insert(origin)
+      #expect(first == previous + 1, "commands are contiguous and in order")
+      #expect(object["events"] as? Int == seq - first + 1)
+      #expect(names.count == seq - first + 1)
+      // The journal holds exactly these events, from this command and origin.
+      for (offset, sequence) in (first...seq).enumerated() {
+        let event = try #require(events[sequence])
+        #expect(event["name"] as? String == names[offset])
+        #expect(event["command"] as? String == object["command"] as? String)
+        #expect(event["origin"] as? String == origin)
+        #expect(event["time"] as? String == object["time"] as? String)
+      }
+      previous = seq
+    }
+    #expect(previous == exported.count, "the last line names the journal's last event")
+    #expect(origins == ["user", "sync", "automation"])
+  }
+
+  @Test func theSummarySaysWhatWasWritten() throws {
+    let (dir, run, exported) = try Self.demo(events: 1_000, seed: 2, durability: "none")
+    #expect(run.out.contains("notebook demo: \(dir.appending("journal")) (seed 2, durability none)"))
+    #expect(run.out.contains("events        \(exported.count) from"))
+    #expect(run.out.contains("by origin     automation "))
+    #expect(run.out.contains("integrity     sound"))
+    let names = Set(
+      try exported.map { line in
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["name"] as? String
+      })
+    for name in ["notebook.created", "note.created", "note.bodyEdited", "note.tagged", "reading.itemAdded"] {
+      #expect(names.contains(name), "\(name)")
+    }
+  }
+
+  @Test func aSeededRunRefusesAJournalThatHoldsEvents() throws {
+    let (dir, _, _) = try Self.demo(events: 50, seed: 1, durability: "none")
+    let again = try Self.rewind(["demo", dir.appending("journal"), "--events", "50", "--seed", "1"])
+    #expect(again.status == 2)
+    #expect(again.err.contains("already holds"), "\(again.err)")
+    #expect(try Self.rewind(["export", dir.appending("journal"), "--jsonl"]).out.split(separator: "\n").count >= 50)
+    // Unseeded runs append.
+    let unseeded = try Self.rewind(["demo", dir.appending("journal"), "--events", "20", "--durability", "none"])
+    #expect(unseeded.status == 0, "\(unseeded.err)")
+    #expect(unseeded.out.contains("unseeded"))
+  }
+
+  @Test(arguments: [
+    (["--durability", "sometimes"], "--durability must be always, batched or none"),
+    (["--events", "0"], "--events needs a whole number"),
+    (["--seed", "-1"], "--seed needs a whole number"),
+    (["--records", "5"], "unknown option --records"),
+  ])
+  func badOptionsAreUsageErrors(arguments: [String], message: String) throws {
+    let dir = TemporaryDirectory("cli-demo-bad")
+    let run = try Self.rewind(["demo", dir.appending("journal")] + arguments)
+    #expect(run.status == 2)
+    #expect(run.err.contains(message), "\(run.err)")
+    #expect(!FileManager.default.fileExists(atPath: dir.appending("journal")), "nothing is written")
+  }
+}
