@@ -24,10 +24,11 @@ enum ExportCommand: RewindCommand {
     let directory = try args.directory()
     guard args.flag("jsonl") else { throw UsageError("name the format: --jsonl (JSON lines) is the one there is") }
     let filter = try EventFilter(args)
-    let reader = try JournalReader(directory: directory)
+    let reader = try openJournal(directory)
     let last = try reader.lastSequence()
     let cursor = try filter.cursor(reader)
     let output = BufferedOutput(context.output)
+    defer { output.flush() }
     let progress = Progress(context, label: "export", total: min(last, filter.to))
     while let record = try cursor.next() {
       if filter.isPast(record) { break }

@@ -36,3 +36,28 @@ package func jsonString(_ text: String) -> String {
   }
   return out + "\""
 }
+
+/// The journal cannot be opened or read (exit 3); the message says what to do.
+struct JournalUnreadable: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// A reader of the journal in `directory`, with a plain message when the directory is missing
+/// or is a file.
+func openJournal(_ directory: String) throws -> JournalReader {
+  try requireDirectory(directory)
+  return try JournalReader(directory: directory)
+}
+
+/// Throws `JournalUnreadable` unless `directory` exists and is a directory.
+func requireDirectory(_ directory: String) throws {
+  var isDirectory: ObjCBool = false
+  guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+    throw JournalUnreadable(
+      "\(directory) does not exist: check the path (rewind COMMAND DIR takes a journal directory)")
+  }
+  guard isDirectory.boolValue else {
+    throw JournalUnreadable("\(directory) is a file, not a journal directory: name the directory that holds it")
+  }
+}

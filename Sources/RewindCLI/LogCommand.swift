@@ -40,9 +40,10 @@ enum LogCommand: RewindCommand {
     let limit = try args.integer("limit", default: Int.max, range: 1...Int.max)
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
-    let reader = try JournalReader(directory: directory)
+    let reader = try openJournal(directory)
     let cursor = try filter.cursor(reader)
     let output = BufferedOutput(context.output)
+    defer { output.flush() }
     var shown = 0
     while shown < limit, let record = try cursor.next() {
       if filter.isPast(record) { break }

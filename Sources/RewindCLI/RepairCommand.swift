@@ -9,7 +9,17 @@ enum RepairCommand: RewindCommand {
     Usage: rewind repair DIR [--yes]
 
     Moves everything from the first damaged frame on into DIR/quarantine/ (nothing is deleted),
-    after saying exactly what it will move. Without --yes it only shows the plan.
+    after saying exactly what it will move: which segment, from which byte offset, how many bytes,
+    and the sequence number the journal will then end at. At a terminal it asks before moving;
+    otherwise it only shows the plan unless --yes is given. Run it while no writer has the
+    journal open.
+
+    Exit 0 when there was nothing to repair or the repair is done; 1 when a plan was shown but not
+    carried out; 3 when the journal cannot be opened.
+
+    Examples:
+      rewind repair /tmp/notes
+      rewind repair /tmp/notes --yes
 
     """
 
@@ -17,18 +27,31 @@ enum RepairCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: [], flags: ["yes"])
     let directory = try args.directory()
+    try requireDirectory(directory)
     let plan = try Journal.repair(directory: directory, dryRun: true)
     if plan.moved.isEmpty {
       output.out("nothing to repair: the journal is sound (last sequence \(plan.lastSequence))\n")
       return .success
     }
     for entry in plan.moved {
-      output.out(
-        "will move \(entry.length) bytes of \(entry.segment) from byte offset \(entry.offset): \(entry.reason)\n")
+      var line = "will move \(entry.length) bytes of \(entry.segment) from byte offset \(entry.offset)"
+      if let sequences = entry.sequences { line += " (sequences \(sequences.lowerBound)-\(sequences.upperBound))" }
+      output.out(line + ": \(entry.reason)\n")
     }
-    guard args.flag("yes") else {
-      output.out("run again with --yes to move them; the journal would then end at sequence \(plan.lastSequence)\n")
-      return .findings
+    output.out("the journal would then end at sequence \(plan.lastSequence)\n")
+    var confirmed = args.flag("yes")
+    if !confirmed {
+      guard isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 else {
+        output.out("not at a terminal: run again with --yes to move them into \(directory)/quarantine\n")
+        return .findings
+      }
+      output.out("move them into \(directory)/quarantine? [y/N] ")
+      let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+      confirmed = answer == "y" || answer == "yes"
+      guard confirmed else {
+        output.out("nothing moved\n")
+        return .findings
+      }
     }
     let done = try Journal.repair(directory: directory)
     for entry in done.moved { output.out("\(entry)\n") }

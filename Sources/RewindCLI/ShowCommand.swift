@@ -34,7 +34,7 @@ enum ShowCommand: RewindCommand {
     guard let sequence = UInt64(text), sequence > 0 else {
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }
-    let reader = try JournalReader(directory: directory)
+    let reader = try openJournal(directory)
     guard let record = try reader.record(sequence) else {
       let last = try reader.lastSequence()
       throw UsageError(

@@ -27,7 +27,7 @@ enum TailCommand: RewindCommand {
     let follow = args.flag("f") || args.flag("follow")
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
-    let reader = try JournalReader(directory: directory)
+    let reader = try openJournal(directory)
     let last = try reader.lastSequence()
     let start = last >= UInt64(count) ? last - UInt64(count) + 1 : 1
     let render = { (record: JournalRecord) -> String in
@@ -37,6 +37,8 @@ enum TailCommand: RewindCommand {
     if count > 0 {
       let cursor = try reader.records(from: start)
       let output = BufferedOutput(context.output)
+      defer { output.flush() }
+      defer { output.flush() }
       while let record = try cursor.next(), record.sequence <= last { output.write(render(record)) }
       output.flush()
     }

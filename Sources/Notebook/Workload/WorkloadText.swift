@@ -29,9 +29,7 @@ public enum WorkloadText {
 
   /// The automation's rules: a keyword in a note's title or body earns it a tag.
   public static let autoTagger = AutoTagger(rules: [
-    ("meeting", "meeting"), ("budget", "finance"), ("invoice", "finance"), ("recipe", "recipes"),
-    ("flight", "travel"), ("hotel", "travel"), ("bug", "swift"), ("replay", "swift"), ("chapter", "books"),
-    ("doctor", "health"), ("deadline", "urgent"), ("garden", "garden"),
+    ("deadline", "urgent"), ("recipe", "recipes"), ("invoice", "finance"),
   ])
 
   public static let vocabulary: [String] = """

@@ -1,0 +1,213 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+/// The journal-level audit commands (log, show, stats, export, tail) on Notebook journals written
+/// by `rewind demo`, run as the built binary.
+@Suite struct AuditCommandTests {
+  static func rewind(_ arguments: [String]) throws -> RewindCommandTests.Run {
+    try RewindCommandTests.rewind(arguments)
+  }
+
+  /// A seeded demo journal, and its export parsed (one object per event, in order).
+  static func journal(events: Int = 1_500, seed: Int = 4) throws -> (TemporaryDirectory, String, [[String: Any]]) {
+    let dir = TemporaryDirectory("cli-audit")
+    let path = dir.appending("journal")
+    let demo = try rewind(["demo", path, "--events", "\(events)", "--seed", "\(seed)", "--durability", "none"])
+    try #require(demo.status == 0, "\(demo.err)")
+    let export = try rewind(["export", path, "--jsonl"])
+    try #require(export.status == 0, "\(export.err)")
+    return (dir, path, try parse(export.out))
+  }
+
+  static func parse(_ text: String) throws -> [[String: Any]] {
+    try text.split(separator: "\n").map { line in
+      try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+    }
+  }
+
+  static func sequences(_ objects: [[String: Any]]) -> [Int] { objects.compactMap { $0["seq"] as? Int } }
+
+  @Test func exportHasEveryEventWithItsEnvelopeAndFields() throws {
+    let (dir, path, events) = try Self.journal()
+    defer { withExtendedLifetime(dir) {} }
+    #expect(Self.sequences(events) == Array(1...events.count))
+    let first = try #require(events.first)
+    #expect(first["name"] as? String == "notebook.created")
+    #expect(first["version"] as? Int == 1)
+    #expect(first["origin"] as? String == "user")
+    #expect((first["time"] as? String)?.hasPrefix("2026-01-01T00:00:") == true)
+    #expect((first["command"] as? String)?.count == 32)
+    let payload = try #require(first["payload"] as? [String: Any])
+    #expect((payload["id"] as? String)?.count == 32)
+    #expect(payload["title"] is String)
+    let created = try #require(events.first { $0["name"] as? String == "note.created" })
+    #expect(created["version"] as? Int == 2)
+    #expect((created["payload"] as? [String: Any])?["tags"] is [Any])
+    // log --json is the same rendering.
+    let log = try Self.rewind(["log", path, "--json"])
+    #expect(log.out == (try Self.rewind(["export", path, "--jsonl"])).out)
+  }
+
+  @Test func logSelectsByRangeTimeNameOriginAndEntity() throws {
+    let (dir, path, events) = try Self.journal()
+    defer { withExtendedLifetime(dir) {} }
+    func log(_ options: [String]) throws -> [[String: Any]] {
+      let run = try Self.rewind(["log", path, "--json"] + options)
+      #expect(run.status == 0, "\(options): \(run.err)")
+      return try Self.parse(run.out)
+    }
+    #expect(Self.sequences(try log(["--from", "100", "--to", "120"])) == Array(100...120))
+    #expect(Self.sequences(try log(["--from", "7", "--limit", "5"])) == Array(7...11))
+
+    let created = try log(["--type", "note.created"])
+    #expect(!created.isEmpty)
+    #expect(Self.sequences(created) == Self.sequences(events.filter { $0["name"] as? String == "note.created" }))
+    let notes = try log(["--type", "note.*", "--origin", "sync"])
+    #expect(!notes.isEmpty)
+    #expect(
+      Self.sequences(notes)
+        == Self.sequences(
+          events.filter {
+            ($0["name"] as? String)?.hasPrefix("note.") == true && $0["origin"] as? String == "sync"
+          }))
+
+    let since = try #require(events[199]["time"] as? String)
+    let until = try #require(events[299]["time"] as? String)
+    let window = try log(["--since", since, "--until", until])
+    let expected = events.filter { event in
+      let time = event["time"] as? String ?? ""
+      return time >= since && time <= until
+    }
+    #expect(Self.sequences(window) == Self.sequences(expected))
+    #expect(Self.sequences(window).contains(200) && Self.sequences(window).contains(300))
+
+    let note = try #require((created[0]["payload"] as? [String: Any])?["id"] as? String)
+    let mentions = try log(["--entity", note])
+    #expect(mentions.count >= 1)
+    let mentioning = events.filter { event in
+      (try? JSONSerialization.data(withJSONObject: event["payload"] ?? [:]))
+        .map { String(decoding: $0, as: UTF8.self).contains(note) } ?? false
+    }
+    #expect(Self.sequences(mentions) == Self.sequences(mentioning))
+  }
+
+  @Test func logForPeopleShowsOneLinePerEvent() throws {
+    let (dir, path, events) = try Self.journal(events: 200)
+    defer { withExtendedLifetime(dir) {} }
+    let run = try Self.rewind(["log", path, "--limit", "3"])
+    #expect(run.status == 0)
+    let lines = run.out.split(separator: "\n")
+    #expect(lines.count == 3)
+    #expect(lines[0].hasPrefix("1  \(events[0]["time"] as? String ?? "?")  notebook.created v1 user  {\"id\":\""))
+    #expect(lines.allSatisfy { $0.count < 260 })
+  }
+
+  @Test(arguments: [
+    (["--from", "999999"], "--from 999999 is out of range: the journal ends at sequence"),
+    (["--since", "2031-01-01"], "is out of range: the last event"),
+    (["--entity", "0123456789abcdef0123456789abcdef"], "no event in"),
+    (["--entity", "note-1"], "--entity needs an identifier of 32 hexadecimal digits"),
+    (["--since", "yesterday"], "--since needs an ISO 8601 time"),
+    (["--until", "2026-13-01"], "--until needs an ISO 8601 time"),
+    (["--from", "5", "--to", "3"], "--from 5 is after --to 3"),
+    (["--from", "0"], "--from needs a whole number"),
+    (["--type", "no.such.event"], "no event in"),
+    (["--frobnicate"], "unknown option --frobnicate"),
+  ])
+  func logRejectsSelectionsOutsideTheJournal(options: [String], message: String) throws {
+    let (dir, path, _) = try Self.journal(events: 100)
+    defer { withExtendedLifetime(dir) {} }
+    let run = try Self.rewind(["log", path] + options)
+    #expect(run.status == 2, "\(options)")
+    #expect(run.err.contains(message), "\(run.err)")
+    #expect(run.out.isEmpty)
+  }
+
+  @Test func showPrintsOneEventItsCommandAndTheRecordsItNames() throws {
+    let (dir, path, events) = try Self.journal()
+    defer { withExtendedLifetime(dir) {} }
+    let index = try #require(events.firstIndex { $0["name"] as? String == "note.created" })
+    let event = events[index]
+    let payload = try #require(event["payload"] as? [String: Any])
+    let run = try Self.rewind(["show", path, "\(index + 1)"])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(run.out.hasPrefix("event \(index + 1) in \(path)\n"))
+    #expect(run.out.contains("  time      \(event["time"] as? String ?? "?")\n"))
+    #expect(run.out.contains("  name      note.created (schema version 2)\n"))
+    #expect(run.out.contains("  origin    \(event["origin"] as? String ?? "?")\n"))
+    #expect(run.out.contains("\(payload["id"] as? String ?? "?") (field id)"))
+    #expect(run.out.contains("\(payload["notebook"] as? String ?? "?") (field notebook)"))
+    #expect(run.out.contains("\"title\": \(try jsonText(payload["title"]))"))
+
+    // An event of a command with several: the command's range.
+    let command = try #require(
+      events.indices.first { $0 > 0 && events[$0]["command"] as? String == events[$0 - 1]["command"] as? String })
+    let id = try #require(events[command]["command"] as? String)
+    let range = events.indices.filter { events[$0]["command"] as? String == id }
+    let json = try Self.rewind(["show", path, "\(command + 1)", "--json"])
+    let object = try #require(try Self.parse(json.out).first)
+    #expect(object["commandEvents"] as? [Int] == [range.first! + 1, range.last! + 1])
+    #expect(object["seq"] as? Int == command + 1)
+    #expect((object["touched"] as? [[String: Any]])?.isEmpty == false)
+  }
+
+  func jsonText(_ value: Any?) throws -> String {
+    String(decoding: try JSONSerialization.data(withJSONObject: [value ?? NSNull()]), as: UTF8.self)
+      .dropFirst().dropLast().replacingOccurrences(of: "\\/", with: "/")
+  }
+
+  @Test(arguments: [
+    (["0"], "the sequence number must be a whole number from 1"),
+    (["abc"], "the sequence number must be a whole number from 1"),
+    (["999999"], "sequence 999999 is out of range: the journal holds sequences 1-"),
+    ([], "needs the journal directory and a sequence number"),
+  ])
+  func showRejectsBadSequenceNumbers(arguments: [String], message: String) throws {
+    let (dir, path, _) = try Self.journal(events: 50)
+    defer { withExtendedLifetime(dir) {} }
+    let run = try Self.rewind(["show", path] + arguments)
+    #expect(run.status == 2)
+    #expect(run.err.contains(message), "\(run.err)")
+  }
+
+  @Test func statsCountsEventsByNameAndOrigin() throws {
+    let (dir, path, events) = try Self.journal()
+    defer { withExtendedLifetime(dir) {} }
+    let run = try Self.rewind(["stats", path])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(run.out.contains("events       \(events.count) (sequences 1-\(events.count)) in "))
+    let created = events.filter { $0["name"] as? String == "note.created" }.count
+    let sync = events.filter { $0["origin"] as? String == "sync" }.count
+    let lines = run.out.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+    #expect(lines.contains { $0.first == "note.created" && $0.dropFirst().first.flatMap { Int($0) } == created })
+    #expect(lines.contains { $0.first == "sync" && $0.dropFirst().first.flatMap { Int($0) } == sync })
+    let first = events.first?["time"] as? String ?? "?"
+    let last = events.last?["time"] as? String ?? "?"
+    #expect(run.out.contains("time span    \(first) to \(last) ("))
+    #expect(run.out.contains("compression  ratio "))
+    #expect(run.out.contains("snapshots    none"))
+    #expect(run.out.contains("checkpoints  none"))
+  }
+
+  @Test func tailShowsTheLastEventsAndFollowsNewOnes() throws {
+    let (dir, path, events) = try Self.journal(events: 300)
+    defer { withExtendedLifetime(dir) {} }
+    let tail = try Self.rewind(["tail", path, "-n", "3", "--json"])
+    #expect(Self.sequences(try Self.parse(tail.out)) == Array((events.count - 2)...events.count))
+
+    let executable = try #require(ChildProcess.builtProduct("rewind"))
+    let follower = try ChildProcess(executable: executable, arguments: ["tail", path, "-f", "-n", "1", "--json"])
+    defer { follower.kill() }
+    #expect(follower.waitForLine { $0.contains("\"seq\":\(events.count),") })
+    // Another writer appends while tail follows.
+    let more = try Self.rewind(["demo", path, "--events", "40", "--durability", "none"])
+    #expect(more.status == 0, "\(more.err)")
+    let last = try #require(try Self.parse(try Self.rewind(["export", path, "--jsonl"]).out).last?["seq"] as? Int)
+    #expect(last >= events.count + 40)
+    #expect(follower.waitForLine { $0.contains("\"seq\":\(last),") })
+    follower.kill()
+    let followed = try Self.parse(follower.lines.joined(separator: "\n"))
+    #expect(Self.sequences(followed) == Array(events.count...last))
+  }
+}
