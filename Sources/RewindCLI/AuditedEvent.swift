@@ -54,27 +54,6 @@ struct AuditedEvent {
     let origin = header.map { " \($0.origin.name)" } ?? ""
     return "\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  \(fields)"
   }
-
-  /// Every identifier (32 hex digits) in the payload's fields, in order of first appearance.
-  var identifiers: [String] {
-    var found: [String] = []
-    var seen = Set<String>()
-    let characters = Array(payload.utf8)
-    var index = 0
-    while index + 34 <= characters.count {
-      if characters[index] == UInt8(ascii: "\""), characters[index + 33] == UInt8(ascii: "\"") {
-        let digits = characters[(index + 1)...(index + 32)]
-        if digits.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) {
-          let id = String(decoding: digits, as: UTF8.self)
-          if seen.insert(id).inserted { found.append(id) }
-          index += 34
-          continue
-        }
-      }
-      index += 1
-    }
-    return found
-  }
 }
 
 /// Bytes as lowercase hexadecimal.

@@ -28,6 +28,12 @@ enum TailCommand: RewindCommand {
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
     let reader = try openJournal(directory)
+    if follow {
+      // Ctrl-C ends it cleanly: everything shown was written as it came, and a reader holds no
+      // lock, so there is nothing to undo.
+      signal(SIGINT) { _ in _exit(0) }
+    }
+    defer { if follow { signal(SIGINT, SIG_DFL) } }
     let last = try reader.lastSequence()
     let start = last >= UInt64(count) ? last - UInt64(count) + 1 : 1
     let render = { (record: JournalRecord) -> String in
@@ -38,28 +44,13 @@ enum TailCommand: RewindCommand {
       let cursor = try reader.records(from: start)
       let output = BufferedOutput(context.output)
       defer { output.flush() }
-      defer { output.flush() }
       while let record = try cursor.next(), record.sequence <= last { output.write(render(record)) }
-      output.flush()
     }
     guard follow else { return .success }
 
-    let output = context.output
-    let following = Task {
-      for try await record in reader.follow(from: last + 1, pollInterval: .milliseconds(50)) {
-        output.out(render(record))
-      }
+    for try await record in reader.follow(from: last + 1, pollInterval: .milliseconds(50)) {
+      context.output.out(render(record))
     }
-    // Ctrl-C ends the follow loop, and the command, cleanly.
-    signal(SIGINT, SIG_IGN)
-    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
-    interrupt.setEventHandler { following.cancel() }
-    interrupt.resume()
-    defer {
-      interrupt.cancel()
-      signal(SIGINT, SIG_DFL)
-    }
-    try await following.value
     return .success
   }
 }

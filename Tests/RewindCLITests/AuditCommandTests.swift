@@ -210,4 +210,24 @@ import Testing
     let followed = try Self.parse(follower.lines.joined(separator: "\n"))
     #expect(Self.sequences(followed) == Array(events.count...last))
   }
+
+  @Test func tailFollowEndsCleanlyOnInterrupt() throws {
+    let (dir, path, events) = try Self.journal(events: 100)
+    defer { withExtendedLifetime(dir) {} }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try #require(ChildProcess.builtProduct("rewind")))
+    process.arguments = ["tail", path, "-f", "-n", "2", "--json"]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    // The first lines arrive before the interrupt, so it lands while following.
+    var received = Data()
+    while received.filter({ $0 == 0x0A }).count < 2 { received.append(out.fileHandleForReading.availableData) }
+    process.interrupt()
+    received.append(out.fileHandleForReading.readDataToEndOfFile())
+    process.waitUntilExit()
+    #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+    #expect(
+      Self.sequences(try Self.parse(String(decoding: received, as: UTF8.self))) == [events.count - 1, events.count])
+  }
 }

@@ -24,7 +24,7 @@ internal import Synchronization
 /// ```
 public final class NotebookWorkload: Sendable {
   /// How many commands the driver keeps in flight: part of what a seed means, so fixed.
-  public static let commandsInFlight = 32
+  public static let commandsInFlight = 64
 
   public let seed: UInt64
   /// The manager's clock: every command reads it once, in arrival order.
