@@ -1,0 +1,51 @@
+import Notebook
+import Rewind
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// The seeded workload through the library: what it reports is what the journal holds, the state
+/// it leaves replays, and the same seed under another durability policy leaves the same state.
+@Suite struct WorkloadTests {
+  static func run(seed: UInt64, events: Int, durability: Durability) async throws -> (
+    TemporaryDirectory, WorkloadSummary, Workspace
+  ) {
+    let temporary = TemporaryDirectory("workload")
+    let workload = NotebookWorkload(seed: seed)
+    let manager = try NotebookManager(
+      directory: temporary.appending("journal"), options: JournalOptions(durability: durability),
+      clock: workload.clock, ids: workload.ids)
+    let summary = try await workload.run(manager, events: events)
+    #expect(manager.lastSequence == UInt64(summary.events), "seed \(seed)")
+    let state = manager.state
+    manager.close()
+    return (temporary, summary, state)
+  }
+
+  @Test func theSummaryIsWhatTheJournalHoldsAndTheStateReplays() async throws {
+    let (temporary, summary, state) = try await Self.run(seed: 21, events: 2_000, durability: .none)
+    #expect(summary.events >= 2_000 && summary.events < 2_100)
+    #expect(summary.commands >= summary.committedByOrigin.values.reduce(0, +))
+    #expect(Set(summary.committedByOrigin.keys) == ["user", "sync", "automation"])
+    #expect(try Replay.rebuild(Workspace.self, directory: temporary.appending("journal")).state == state)
+    #expect(!Note.all(in: state).isEmpty && !ReadingItem.all(in: state).isEmpty)
+  }
+
+  @Test func aSeedLeavesTheSameStateUnderEveryPolicy() async throws {
+    let (_, summary, state) = try await Self.run(seed: 8, events: 1_500, durability: .always)
+    let (_, batched, other) = try await Self.run(seed: 8, events: 1_500, durability: .batched)
+    #expect(batched == summary)
+    #expect(other == state)
+  }
+
+  @Test func aWorkloadRunsOnce() async throws {
+    let temporary = TemporaryDirectory("workload-once")
+    let workload = NotebookWorkload(seed: 1)
+    let manager = try NotebookManager(
+      directory: temporary.appending("journal"), options: JournalOptions(durability: .none), clock: workload.clock,
+      ids: workload.ids)
+    defer { manager.close() }
+    _ = try await workload.run(manager, events: 10)
+    await #expect(throws: WorkloadError.self) { try await workload.run(manager, events: 10) }
+  }
+}
