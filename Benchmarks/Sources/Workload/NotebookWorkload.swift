@@ -4,7 +4,9 @@ internal import Synchronization
 
 /// A seeded stream of Notebook commands shaped like a person's use of a notes app: mostly body
 /// edits and new notes, some retitling and tagging, a few deletions, a new notebook now and then.
-/// Texts are drawn from a word list, so events are 100–300 bytes and compress like prose.
+/// Texts are drawn from the word list of Notebook's `WorkloadText`, so events are 100–300 bytes and
+/// compress like prose. (`rewind demo` runs Notebook's pipelined `NotebookWorkload`; this one issues
+/// one command at a time, which the corpus scenario times per command.)
 struct NotebookWorkload {
   private var random: SeededRandom
   private var notebooks: [NotebookID] = []
@@ -14,12 +16,7 @@ struct NotebookWorkload {
   init(seed: UInt64) { random = SeededRandom(seed: seed) }
 
   /// Identifiers as an app would make them (random 128 bits), but from the seed.
-  static func identifiers(seed: UInt64) -> IdentifierSource {
-    let generator = Mutex(SeededRandom(seed: seed ^ 0x1D5))
-    return IdentifierSource {
-      generator.withLock { Identifier(high: $0.next(), low: $0.next()) }
-    }
-  }
+  static func identifiers(seed: UInt64) -> IdentifierSource { .seeded(seed ^ 0x1D5) }
 
   /// A clock that advances a few seconds per command from a fixed start.
   static func clock(seed: UInt64) -> TimeSource {
@@ -74,40 +71,10 @@ struct NotebookWorkload {
     }
   }
 
-  /// Between `range` words of prose, capitalized.
-  mutating func words(_ range: ClosedRange<Int>) -> String {
-    let count = range.lowerBound + Int(random.next() % UInt64(range.count))
-    var text = ""
-    for index in 0..<count {
-      if index > 0 { text += " " }
-      text += Self.vocabulary[Int(random.next() % UInt64(Self.vocabulary.count))]
-    }
-    return text.prefix(1).uppercased() + text.dropFirst()
-  }
+  /// Between `range` words of prose, capitalized (the shared workload's vocabulary).
+  mutating func words(_ range: ClosedRange<Int>) -> String { WorkloadText.words(range, using: &random) }
 
-  private mutating func pickTag() -> NoteTag {
-    // A few popular tags and a long tail, as people tag.
-    let skew = random.next() % 100
-    let pool = skew < 70 ? Self.tags.prefix(8) : Self.tags[...]
-    return NoteTag(pool[pool.startIndex + Int(random.next() % UInt64(pool.count))])
-  }
+  private mutating func pickTag() -> NoteTag { WorkloadText.tag(using: &random) }
 
-  static let tags = [
-    "work", "home", "ideas", "todo", "reading", "travel", "recipes", "meeting", "draft", "urgent", "later",
-    "project-atlas", "project-birch", "books", "health", "finance", "garden", "music", "family", "review",
-    "archive", "questions", "people", "swift", "design",
-  ]
-
-  static let vocabulary: [String] = """
-    the a of and to in is for on with that this it as at by from be are was or an not we you they
-    note meeting plan call email draft list idea review follow up next week today tomorrow morning
-    project budget design team client report notes summary action item owner deadline friday monday
-    book chapter read page quote author library coffee lunch dinner recipe garden water trip flight
-    hotel train ticket museum city weekend family birthday gift doctor appointment gym run walk
-    swift code bug fix release build test branch merge journal event replay model store query cache
-    apple orange bread milk eggs butter cheese pasta rice tomato onion garlic pepper salt olive oil
-    remember ask check send write update finish start move cancel confirm share print sign pay
-    quarterly numbers slides agenda minutes decision risk issue question answer feedback priority
-    house rent car insurance tax bank invoice receipt phone charger laptop screen keyboard backup
-    """.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+  static var tags: [String] { WorkloadText.tags }
 }
