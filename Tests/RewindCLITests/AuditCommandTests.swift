@@ -188,6 +188,14 @@ import Testing
     #expect(run.out.contains("compression  ratio "))
     #expect(run.out.contains("snapshots    none"))
     #expect(run.out.contains("checkpoints  none"))
+
+    let json = try Self.parse(try Self.rewind(["stats", path, "--json"]).out)
+    let object = try #require(json.first)
+    #expect(object["events"] as? Int == events.count)
+    #expect((object["byName"] as? [String: Int])?["note.created"] == created)
+    #expect((object["byOrigin"] as? [String: Int])?["sync"] == sync)
+    #expect(object["first"] as? String == first)
+    #expect(object["sound"] as? Bool == true)
   }
 
   @Test func tailShowsTheLastEventsAndFollowsNewOnes() throws {
