@@ -94,6 +94,31 @@ public final class Journal: Sendable {
     }
   }
 
+  /// Appends `records` only if they get sequence numbers from `first` on: if, when its turn
+  /// comes, the journal's next sequence number is another one (an earlier append failed), the
+  /// append fails with `.sequenceConflict` and writes nothing. This lets a caller queue appends
+  /// that depend on earlier ones without waiting for them.
+  /// - Throws: as `append(_:)`, and `.sequenceConflict`.
+  @discardableResult
+  public func append(_ records: [NewRecord], expectingFirstSequence first: UInt64) async throws
+    -> ClosedRange<UInt64>
+  {
+    try await withCheckedThrowingContinuation { continuation in
+      writer.enqueue(records, expectedFirst: first) { continuation.resume(with: $0) }
+    }
+  }
+
+  /// Hands `records` to the writer and returns at once; `completion` gets the outcome (on the
+  /// writer's thread, or at once if the append is refused). Completions of appends handed over
+  /// one after another are called in that order, one at a time. `expectedFirst` as in
+  /// `append(_:expectingFirstSequence:)`.
+  package func enqueue(
+    _ records: [NewRecord], expectedFirst: UInt64?,
+    completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
+  ) {
+    writer.enqueue(records, expectedFirst: expectedFirst, completion: completion)
+  }
+
   /// `append(_:)` for callers outside Swift concurrency: blocks the calling thread until acknowledged.
   @discardableResult
   public func appendAndWait(_ records: [NewRecord]) throws -> ClosedRange<UInt64> {

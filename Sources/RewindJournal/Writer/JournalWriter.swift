@@ -5,6 +5,8 @@ import Synchronization
 struct PendingAppend {
   var records: [NewRecord]
   var contentBytes: Int
+  /// Written only if it starts at this sequence number (see `Journal.append(_:expectingFirstSequence:)`).
+  var expectedFirst: UInt64?
   var completion: @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
 }
 
@@ -69,7 +71,8 @@ final class JournalWriter: @unchecked Sendable {
   // MARK: Appending (any thread)
 
   func enqueue(
-    _ records: [NewRecord], completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
+    _ records: [NewRecord], expectedFirst: UInt64? = nil,
+    completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
   ) {
     var bytes = 0
     for record in records {
@@ -103,7 +106,8 @@ final class JournalWriter: @unchecked Sendable {
       condition.unlock()
       return completion(.failure(JournalError(.closed, "the journal is closed", directory: path)))
     }
-    queue.append(PendingAppend(records: records, contentBytes: bytes, completion: completion))
+    queue.append(
+      PendingAppend(records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion))
     queuedBytes += bytes
     condition.signal()
     condition.unlock()
@@ -168,8 +172,47 @@ final class JournalWriter: @unchecked Sendable {
     return group
   }
 
-  private func write(_ group: [PendingAppend]) {
-    guard !group.isEmpty else { return }
+  /// Writes a group and calls every completion in the group's order. Appends conditional on a
+  /// sequence number the journal will not be at are refused in their place; the rest are written.
+  private func write(_ all: [PendingAppend]) {
+    guard !all.isEmpty else { return }
+    var group: [PendingAppend] = []
+    group.reserveCapacity(all.count)
+    /// For each append, nil if it is written, else the sequence number the journal was at.
+    var refusedAt: [UInt64?] = []
+    refusedAt.reserveCapacity(all.count)
+    var next = state.nextSequence
+    for append in all {
+      if let expected = append.expectedFirst, expected != next {
+        refusedAt.append(next)
+      } else {
+        refusedAt.append(nil)
+        group.append(append)
+        next += UInt64(append.records.count)
+      }
+    }
+    let outcome = group.isEmpty ? .success([]) : write(group: group)
+    var written = 0
+    for (append, refused) in zip(all, refusedAt) {
+      if let refused {
+        append.completion(
+          .failure(
+            JournalError(
+              .sequenceConflict,
+              "the append was to start at sequence \(append.expectedFirst!), but the journal's next is \(refused)",
+              directory: path)))
+        continue
+      }
+      switch outcome {
+      case .success(let ranges): append.completion(.success(ranges[written]))
+      case .failure(let error): append.completion(.failure(error))
+      }
+      written += 1
+    }
+  }
+
+  /// Writes `group` (all of it, or nothing) and returns each append's sequence numbers.
+  private func write(group: [PendingAppend]) -> Result<[ClosedRange<UInt64>], JournalError> {
     let groupBytes = group.reduce(0) { $0 + $1.contentBytes }
     do {
       if state.endOffset > Int64(Layout.segmentHeaderSize),
@@ -178,7 +221,7 @@ final class JournalWriter: @unchecked Sendable {
         try roll()
       }
     } catch {
-      return fail(group, error.error, fatal: error.fatal)
+      return fail(error.error, fatal: error.fatal)
     }
 
     // Frames: as many whole appends as fit in the frame target; an append larger than it alone.
@@ -216,7 +259,7 @@ final class JournalWriter: @unchecked Sendable {
         start = end
       }
     } catch {
-      return fail(group, JournalError(.io, "LZ4 compression failed: \(error)", directory: path), fatal: false)
+      return fail(JournalError(.io, "LZ4 compression failed: \(error)", directory: path), fatal: false)
     }
 
     let name = activeName
@@ -227,14 +270,14 @@ final class JournalWriter: @unchecked Sendable {
     } catch {
       // Undo whatever part reached the file, so nothing unacknowledged stays behind.
       let undone = (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil
-      return fail(group, JournalError(error, directory: path, file: name), fatal: !undone)
+      return fail(JournalError(error, directory: path, file: name), fatal: !undone)
     }
     if options.durability != .none {
       do {
         try io.sync(segmentFD, metadata: false, path: path + "/" + name)
       } catch {
         _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
-        return fail(group, durabilityLost(error, file: name), fatal: true)
+        return fail(durabilityLost(error, file: name), fatal: true)
       }
     }
 
@@ -244,16 +287,17 @@ final class JournalWriter: @unchecked Sendable {
     state.lastIndexedOffset = lastIndexed
     lastSequence.store(sequence - 1, ordering: .releasing)
     appendIndexEntries(newEntries)
-    for (append, range) in zip(group, ranges) { append.completion(.success(range)) }
+    return .success(ranges)
   }
 
-  private func fail(_ group: [PendingAppend], _ error: JournalError, fatal: Bool) {
+  /// A failed group: makes the journal refuse further appends if `fatal`.
+  private func fail(_ error: JournalError, fatal: Bool) -> Result<[ClosedRange<UInt64>], JournalError> {
     if fatal {
       condition.lock()
       failure = failure ?? error
       condition.unlock()
     }
-    for append in group { append.completion(.failure(error)) }
+    return .failure(error)
   }
 
   /// Why a roll failed, and whether the journal can go on.
