@@ -83,7 +83,8 @@ public final class Journal: Sendable {
   public var lastSequence: UInt64 { writer.lastSequence.load(ordering: .acquiring) }
 
   /// Appends `records` as one atomic batch and returns the sequence numbers they received,
-  /// once the durability policy is met. Cancelling the calling task does not withdraw an append
+  /// once the durability policy is met. If nothing is being written, the append is written (and
+  /// synced) on the calling thread; otherwise it joins the next group. Cancelling the calling task does not withdraw an append
   /// that was already handed to the writer.
   /// - Throws: `JournalError` (`.limitExceeded`, `.io`, `.durabilityLost`, `.closed`, ...). Nothing of
   ///   a failed append was acknowledged; unless the code is `.durabilityLost`, it can be retried.
@@ -108,16 +109,20 @@ public final class Journal: Sendable {
     }
   }
 
-  /// Hands `records` to the writer and returns at once; `completion` gets the outcome (on the
-  /// writer's thread, or at once if the append is refused). Completions of appends handed over
-  /// one after another are called in that order, one at a time. `expectedFirst` as in
-  /// `append(_:expectingFirstSequence:)`.
+  /// Queues `records` without writing them; `completion` gets the outcome (on whichever thread
+  /// writes them, or at once if the append is refused). Completions of appends queued one after
+  /// another are called in that order, one at a time. `expectedFirst` as in
+  /// `append(_:expectingFirstSequence:)`. Call `lead()` soon after: the append is written by it,
+  /// or right after the group being written.
   package func enqueue(
     _ records: [NewRecord], expectedFirst: UInt64?,
     completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
   ) {
-    writer.enqueue(records, expectedFirst: expectedFirst, completion: completion)
+    writer.enqueue(records, expectedFirst: expectedFirst, lead: false, completion: completion)
   }
+
+  /// Writes what `enqueue` queued, on this thread, unless a group is being written already.
+  package func lead() { writer.lead() }
 
   /// `append(_:)` for callers outside Swift concurrency: blocks the calling thread until acknowledged.
   @discardableResult

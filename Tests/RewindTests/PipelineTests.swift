@@ -64,6 +64,17 @@ private final class HoldingFileIO: FileIO {
   func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
 }
 
+/// Runs tasks on a thread of its own. The held command runs here: its append is written on its
+/// caller's thread, and a write held there must not block a thread of the cooperative pool.
+private final class OwnThreadExecutor: TaskExecutor, @unchecked Sendable {
+  private let queue = DispatchQueue(label: "rewind.tests.held-append")
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+  }
+}
+
 private func makeManager(_ directory: String, io: HoldingFileIO) throws -> Manager<Ledger> {
   var options = JournalOptions(durability: .always)
   options.io = io
@@ -87,7 +98,7 @@ private func queueBehindAHeldAppend(
 ) async -> [Task<Int, any Error>] {
   let appendsBefore = manager.journalAppendCount
   io.holdNextWrite()
-  var tasks = [Task { try await increment(manager, id) }]
+  var tasks = [Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }]
   while !io.isHolding { await Task.yield() }
   for index in 1...behind {
     tasks.append(Task { try await increment(manager, id) })

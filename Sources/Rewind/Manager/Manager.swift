@@ -188,12 +188,13 @@ public final class Manager<M: Model>: Sendable {
       outcome = .failure(error)
     }
     // Leave the batch to the next waiter, who adds to it; the last one in line hands it over.
-    if !gate.hasWaiters
+    let flushes =
+      !gate.hasWaiters
       || pipeline.withLock({ $0.commands.count >= Self.maximumBatchCommands || $0.bytes >= batchBudget })
-    {
-      await flush()
-    }
+    if flushes { await flush() }
     gate.leave()
+    // Write what was handed over on this thread, unless a write is under way (it takes it next).
+    journal.lead()
     let (result, completion) = try outcome.get()
     try await completion?.wait()
     return result
