@@ -28,6 +28,7 @@ enum ScenarioRegistry {
     SeekScenario(),
     QueryScenario(),
     InvalidationScenario(),
+    TimeTravelScenario(),
   ]
 }
 
