@@ -23,6 +23,7 @@ enum ScenarioRegistry {
     JournalReadScenario(),
     ReplayScenario(),
     SQLiteReadScenario(),
+    SQLiteRebuildScenario(),
     JSONLinesScenario(),
     LZ4ToolScenario(),
     SeekScenario(),
