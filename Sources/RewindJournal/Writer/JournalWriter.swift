@@ -156,7 +156,9 @@ final class JournalWriter: @unchecked Sendable {
     condition.lock()
     guard !writing, !queue.isEmpty else { return condition.unlock() }
     guard leadsInline && !contended else {
-      condition.signal()
+      // Under `batched`, `enqueue` woke the writer already: a second signal would read as another
+      // append arriving and prolong its linger.
+      if leadsInline { condition.signal() }
       return condition.unlock()
     }
     writing = true
