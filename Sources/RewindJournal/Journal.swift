@@ -83,7 +83,8 @@ public final class Journal: Sendable {
   public var lastSequence: UInt64 { writer.lastSequence.load(ordering: .acquiring) }
 
   /// Appends `records` as one atomic batch and returns the sequence numbers they received,
-  /// once the durability policy is met. Cancelling the calling task does not withdraw an append
+  /// once the durability policy is met. If nothing is being written, the append is written (and
+  /// synced) on the calling thread; otherwise it joins the next group. Cancelling the calling task does not withdraw an append
   /// that was already handed to the writer.
   /// - Throws: `JournalError` (`.limitExceeded`, `.io`, `.durabilityLost`, `.closed`, ...). Nothing of
   ///   a failed append was acknowledged; unless the code is `.durabilityLost`, it can be retried.
@@ -93,6 +94,35 @@ public final class Journal: Sendable {
       writer.enqueue(records) { continuation.resume(with: $0) }
     }
   }
+
+  /// Appends `records` only if they get sequence numbers from `first` on: if, when its turn
+  /// comes, the journal's next sequence number is another one (an earlier append failed), the
+  /// append fails with `.sequenceConflict` and writes nothing. This lets a caller queue appends
+  /// that depend on earlier ones without waiting for them.
+  /// - Throws: as `append(_:)`, and `.sequenceConflict`.
+  @discardableResult
+  public func append(_ records: [NewRecord], expectingFirstSequence first: UInt64) async throws
+    -> ClosedRange<UInt64>
+  {
+    try await withCheckedThrowingContinuation { continuation in
+      writer.enqueue(records, expectedFirst: first) { continuation.resume(with: $0) }
+    }
+  }
+
+  /// Queues `records` without writing them; `completion` gets the outcome (on whichever thread
+  /// writes them, or at once if the append is refused). Completions of appends queued one after
+  /// another are called in that order, one at a time. `expectedFirst` as in
+  /// `append(_:expectingFirstSequence:)`. Call `lead()` soon after: the append is written by it,
+  /// or right after the group being written.
+  package func enqueue(
+    _ records: [NewRecord], expectedFirst: UInt64?,
+    completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
+  ) {
+    writer.enqueue(records, expectedFirst: expectedFirst, lead: false, completion: completion)
+  }
+
+  /// Writes what `enqueue` queued, on this thread, unless a group is being written already.
+  package func lead() { writer.lead() }
 
   /// `append(_:)` for callers outside Swift concurrency: blocks the calling thread until acknowledged.
   @discardableResult

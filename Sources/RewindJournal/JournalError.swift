@@ -34,6 +34,10 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let closed = Code("closed")
     /// A caller asked for something out of range (a sequence number past the end, an empty batch).
     public static let invalidArgument = Code("invalidArgument")
+    /// An append made on the condition that it start at a given sequence number found the journal
+    /// elsewhere (an append before it failed, or another writer got there first). Nothing of it
+    /// was written.
+    public static let sequenceConflict = Code("sequenceConflict")
   }
 
   public var code: Code

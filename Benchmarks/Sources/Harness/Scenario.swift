@@ -23,11 +23,13 @@ enum ScenarioRegistry {
     JournalReadScenario(),
     ReplayScenario(),
     SQLiteReadScenario(),
+    SQLiteRebuildScenario(),
     JSONLinesScenario(),
     LZ4ToolScenario(),
     SeekScenario(),
     QueryScenario(),
     InvalidationScenario(),
+    TimeTravelScenario(),
   ]
 }
 

@@ -2,7 +2,8 @@ internal import Notebook
 internal import RewindJournal
 
 /// New notes through `NotebookManager` under each durability policy, from 1 and 64 concurrent
-/// producers: the whole funnel (validate, encode, journal, apply) per command.
+/// producers: the whole funnel (validate, encode, journal, apply) per command. Bytes on disk are
+/// the journal directory's (segments and index) after the run.
 struct ManagerAppendScenario: Scenario {
   let name = "manager.append"
   let summary = "createNote through NotebookManager: events/s and acknowledgement latency"
@@ -26,7 +27,10 @@ struct ManagerAppendScenario: Scenario {
         manager.close()
         var all = latencies
         let configuration = "\(label), \(producers) producer\(producers == 1 ? "" : "s")"
+        let bytes = Double(bytesOnDisk(directory))
         context.record(name, configuration, "events/s", Double(count) / seconds, "ev/s")
+        context.record(name, configuration, "MB/s written", bytes / seconds / 1e6, "MB/s")
+        context.record(name, configuration, "bytes/event on disk", bytes / Double(count + 1), "B")
         context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
         context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
       }

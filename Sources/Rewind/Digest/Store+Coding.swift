@@ -16,7 +16,7 @@ extension Store: Codable where Record: Codable {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     self.init(name: try container.decode(String.self, forKey: .name))
     let records = try container.decode([Record].self, forKey: .records)
-    var context = ApplyContext()
+    var context = ApplyContext(recording: false)
     for record in records where insert(record, context: &context) != nil {
       throw DecodingError.dataCorruptedError(
         forKey: .records, in: container, debugDescription: "two records of store \(name) share id \(record.id)")

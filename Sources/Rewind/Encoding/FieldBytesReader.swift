@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+  internal import Glibc
+#elseif canImport(Darwin)
+  internal import Darwin
+#endif
+
 /// A bounds-checked cursor over encoded bytes. Every read throws `FieldFormatError` instead of
 /// reading past the end, so arbitrary input never traps.
 struct FieldBytesReader {
@@ -72,8 +78,8 @@ struct FieldBytesReader {
   /// Whether the `count` bytes at `start` equal `other`. The range must be in bounds.
   func bytesEqual(start: Int, count: Int, _ other: UnsafeBufferPointer<UInt8>) -> Bool {
     guard count == other.count else { return false }
-    return bytes.withUnsafeBufferPointer { buffer in
-      UnsafeBufferPointer(rebasing: buffer[start..<start + count]).elementsEqual(other)
+    guard count > 0 else { return true }
+    return bytes.withUnsafeBufferPointer { buffer in memcmp(buffer.baseAddress! + start, other.baseAddress!, count) == 0
     }
   }
 

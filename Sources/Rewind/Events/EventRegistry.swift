@@ -21,6 +21,9 @@ public struct EventRegistry<M: Model>: Sendable {
   }
 
   private var current: [String: Current] = [:]
+  /// `current` again, by type: applying and encoding look events up by type, which hashes a
+  /// pointer rather than a name.
+  private var byType: [ObjectIdentifier: Current] = [:]
   private var upcasters: [VersionKey: Upcaster] = [:]
 
   init() {}
@@ -54,7 +57,7 @@ public struct EventRegistry<M: Model>: Sendable {
     decode: @escaping @Sendable ([UInt8], Int) throws -> E
   ) {
     precondition(current[E.name] == nil, "event \(E.name) registered twice")
-    current[E.name] = Current(
+    let entry = Current(
       type: ObjectIdentifier(E.self), version: E.version,
       encode: { event, origin, command in
         guard let event = event as? E else { preconditionFailure("\(E.name) encoded from a \(type(of: event))") }
@@ -65,6 +68,8 @@ public struct EventRegistry<M: Model>: Sendable {
         guard let event = event as? E else { preconditionFailure("\(E.name) applied with a \(type(of: event))") }
         apply(&model, event, &context)
       })
+    current[E.name] = entry
+    byType[ObjectIdentifier(E.self)] = entry
   }
 
   /// Registers how version `Old.version` of an event becomes version `Old.version + 1` (`New`).
@@ -99,7 +104,9 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Decodes the event in a record payload, upcast to the current version.
   func decode(_ header: EventRecord.Header, payload: [UInt8], sequence: UInt64) throws -> any Event {
-    guard let current = current[header.name], canDecode(name: header.name, version: header.version) else {
+    guard let current = current[header.name],
+      header.version == current.version || canDecode(name: header.name, version: header.version)
+    else {
       throw ReplayError(.unknownEvent, sequence: sequence, name: header.name, version: header.version)
     }
     do {
@@ -130,15 +137,15 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Applies a decoded event (of a registered current type) to `model`.
   func apply(_ event: any Event, to model: inout M, context: inout ApplyContext) {
-    let name = type(of: event).name
-    guard let current = current[name] else { preconditionFailure("event \(name) is not registered with \(M.self)") }
+    guard let current = byType[ObjectIdentifier(type(of: event))] else {
+      preconditionFailure("event \(type(of: event).name) is not registered with \(M.self)")
+    }
     current.apply(&model, event, &context)
   }
 
   /// The record payload of `event`, or nil if its type is not registered as current.
   func encode(_ event: any Event, origin: Origin, commandID: Identifier) throws -> [UInt8]? {
-    let eventType = type(of: event)
-    guard let current = current[eventType.name], current.type == ObjectIdentifier(eventType) else { return nil }
+    guard let current = byType[ObjectIdentifier(type(of: event))] else { return nil }
     return try current.encode(event, origin, commandID)
   }
 
@@ -153,6 +160,6 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Whether `eventType` is registered as the current version of its name.
   func isRegistered(_ eventType: any Event.Type) -> Bool {
-    current[eventType.name]?.type == ObjectIdentifier(eventType)
+    byType[ObjectIdentifier(eventType)] != nil
   }
 }

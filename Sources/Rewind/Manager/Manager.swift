@@ -16,18 +16,27 @@ internal import Synchronization
 ///   `.durabilityLost` and every later command throws `.stopped`.
 /// - Commands never interleave: each validates against the state left by every command before it,
 ///   and none can run while another is half-way (see `SerialGate`).
+/// - Commands are applied and announced strictly in sequence order, each only after its append.
 ///
-/// Group commit: while one batch is being appended, the commands that arrive meanwhile validate
-/// one after another against the state their predecessors leave (kept in a private working copy,
-/// invisible to readers), and then go to the journal together in one append. Each command's events
-/// stay contiguous, and observers still get one change per command. If that append fails, every
-/// command in it fails and nothing of them is visible.
+/// Pipelining and group commit: the serial gate is held only to validate, encode and hand a
+/// command to the journal, not while the journal writes it. A command that arrives while earlier
+/// ones are still being written validates against the state they will leave (kept in a private
+/// working copy, invisible to readers), so concurrent commands reach the journal together and
+/// share its frames and fsyncs. Commands queued at the gate meanwhile go to the journal as one
+/// append. Each command's events stay contiguous, and observers get one change per command.
+///
+/// A command validated against a command that then fails is not valid either: each append is
+/// made on the condition that it starts where its predecessors end
+/// (`Journal.append(_:expectingFirstSequence:)`), so once one fails, every append queued behind it
+/// fails too and nothing of them is visible. The next command waits for those to settle and
+/// validates against the committed state.
 ///
 /// Reads skip the manager's funnel: `state` returns the current model value, which queries read.
 ///
-/// `Sendable`: `guarded` (model, last sequence, stop reason, observers) and `batch` (commands
-/// validated but not yet appended) are behind `Mutex`es; `batch` is only used by the holder of
-/// `gate`. `journal`, `registry`, `clock`, `ids` and `limits` are immutable or thread-safe.
+/// `Sendable`: `guarded` (model, last sequence, stop reason, observers, appends in flight) and
+/// `pipeline` (commands validated but not yet handed to the journal, the working copy) are behind
+/// `Mutex`es; `pipeline` is only used by the holder of `gate`. `journal`, `registry`, `clock`, `ids`
+/// and `limits` are immutable or thread-safe.
 public final class Manager<M: Model>: Sendable {
   private struct Guarded: Sendable {
     var model: M
@@ -35,6 +44,21 @@ public final class Manager<M: Model>: Sendable {
     var stopped: ManagerError?
     var observers: [Int: AsyncStream<CommittedChange>.Continuation] = [:]
     var nextObserver = 0
+    /// Appends handed to the journal and not yet published, in sequence order; the first has id
+    /// `firstFlight`.
+    var flights: [Flight] = []
+    var firstFlight: UInt64 = 0
+    /// Set when an append failed; the commands validated after it fail too. Cleared by the gate
+    /// holder once every append in flight has settled.
+    var broken = false
+    /// A gate holder waiting for `flights` to empty.
+    var drained: CheckedContinuation<Void, Never>?
+  }
+
+  /// One journal append in flight: its commands and, once the journal answered, the outcome.
+  private struct Flight: Sendable {
+    var commands: [Staged]
+    var outcome: Result<ClosedRange<UInt64>, JournalError>?
   }
 
   /// A command that passed validation and waits for its batch's append.
@@ -46,18 +70,19 @@ public final class Manager<M: Model>: Sendable {
     var records: [NewRecord]
     var bytes: Int
     var completion: Completion
-    /// Set once the command is applied to a working copy.
-    var keys: [ChangeKey]?
   }
 
-  /// Commands validated but not yet appended, and the model they leave behind.
-  private struct Batch: Sendable {
+  /// What only the gate holder touches: the commands validated but not yet handed to the journal,
+  /// and the model every command so far leaves behind.
+  private struct Pipeline: Sendable {
     var commands: [Staged] = []
-    /// The live model plus `commands[..<applied]`; made only when a later command has to
-    /// validate against them.
+    var bytes = 0
+    /// The live model plus every command in flight and `commands[..<applied]`; nil when nothing
+    /// is in flight or staged (the live model is then the state to validate against).
     var working: M?
     var applied = 0
-    var bytes = 0
+    /// The sequence number the next append starts at, if every append before it succeeds.
+    var nextSequence: UInt64
   }
 
   /// Most commands in one append.
@@ -71,7 +96,7 @@ public final class Manager<M: Model>: Sendable {
   private let batchBudget: Int
   private let gate = SerialGate()
   private let guarded: Mutex<Guarded>
-  private let batch = Mutex(Batch())
+  private let pipeline: Mutex<Pipeline>
   /// Journal appends made, for tests of group commit.
   private let appends = Counter(0)
   /// Runs before each append, for tests that need a batch to form.
@@ -100,6 +125,7 @@ public final class Manager<M: Model>: Sendable {
     self.ids = ids
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
     self.guarded = Mutex(Guarded(model: replayed.state, lastSequence: replayed.lastSequence))
+    self.pipeline = Mutex(Pipeline(nextSequence: replayed.lastSequence + 1))
   }
 
   deinit {
@@ -161,12 +187,14 @@ public final class Manager<M: Model>: Sendable {
     } catch {
       outcome = .failure(error)
     }
-    // Leave the batch to the next waiter, who adds to it; the last one in line commits it.
-    if !gate.hasWaiters || batch.withLock({ $0.commands.count >= Self.maximumBatchCommands || $0.bytes >= batchBudget })
-    {
-      await flush()
-    }
+    // Leave the batch to the next waiter, who adds to it; the last one in line hands it over.
+    let flushes =
+      !gate.hasWaiters
+      || pipeline.withLock({ $0.commands.count >= Self.maximumBatchCommands || $0.bytes >= batchBudget })
+    if flushes { await flush() }
     gate.leave()
+    // Write what was handed over on this thread, unless a write is under way (it takes it next).
+    journal.lead()
     let (result, completion) = try outcome.get()
     try await completion?.wait()
     return result
@@ -179,6 +207,7 @@ public final class Manager<M: Model>: Sendable {
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
     try Task.checkCancellation()
+    if guarded.withLock({ $0.broken }) { await recover() }
 
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
     // The snapshot lives only inside this closure, so applying later can mutate in place.
@@ -203,90 +232,166 @@ public final class Manager<M: Model>: Sendable {
       records.append(NewRecord(timestamp: command.timestamp, payload: payload))
     }
 
-    // A command that would overflow the batch waits for the batch before it to commit. It was
+    // A command that would overflow the batch sends the batch before it on its way first. It was
     // validated against that batch, so if the batch fails, it fails too.
-    if batch.withLock({ !$0.commands.isEmpty && $0.bytes + bytes > batchBudget }), let failure = await flush() {
-      throw failure
-    }
+    if pipeline.withLock({ !$0.commands.isEmpty && $0.bytes + bytes > batchBudget }) { await flush() }
     let completion = Completion()
-    batch.withLock { batch in
-      batch.commands.append(
+    pipeline.withLock { pipeline in
+      pipeline.commands.append(
         Staged(
           id: command.id, origin: origin, timestamp: command.timestamp, events: command.events, records: records,
           bytes: bytes, completion: completion))
-      batch.bytes += bytes
+      pipeline.bytes += bytes
     }
     return (result, completion)
   }
 
-  /// The state a new command validates against: the live model, plus the open batch's commands.
+  /// After a failed append: fails the commands staged since (they validated against it), waits
+  /// until every append in flight has settled (those behind the failed one fail too), and starts
+  /// again from the committed state. Holder of the gate only.
+  private func recover() async {
+    let orphans = pipeline.withLock { pipeline -> [Staged] in
+      defer { pipeline.commands = [] }
+      return pipeline.commands
+    }
+    let failure = ManagerError(
+      .appendFailed,
+      "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried")
+    for command in orphans { command.completion.resolve(.failure(failure)) }
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let settled = guarded.withLock { guarded -> Bool in
+        if guarded.flights.isEmpty { return true }
+        guarded.drained = continuation
+        return false
+      }
+      if settled { continuation.resume() }
+    }
+    let last = guarded.withLock { guarded -> UInt64 in
+      guarded.broken = false
+      return guarded.lastSequence
+    }
+    pipeline.withLock { $0 = Pipeline(nextSequence: last + 1) }
+  }
+
+  /// The state a new command validates against: the live model when nothing is in flight or
+  /// staged, else the working copy with every command so far applied.
   private func validationState() -> M {
-    let live = guarded.withLock { $0.model }
-    return batch.withLock { batch -> M in
-      guard !batch.commands.isEmpty else { return live }
-      var working = batch.working ?? live
-      batch.working = nil
-      applyPending(&batch, to: &working)
-      batch.working = working
+    pipeline.withLock { pipeline -> M in
+      if pipeline.commands.isEmpty, let live = guarded.withLock({ $0.flights.isEmpty ? $0.model : nil }) {
+        pipeline.working = nil  // every command so far is published: the copy is no longer needed
+        return live
+      }
+      if pipeline.working == nil {
+        let (live, unpublished) = guarded.withLock { guarded in
+          (guarded.model, guarded.flights.flatMap { $0.commands.map(\.events) })
+        }
+        var working = live
+        var context = ApplyContext(recording: false)
+        for events in unpublished {
+          for event in events { registry.apply(event, to: &working, context: &context) }
+        }
+        pipeline.working = working
+        pipeline.applied = 0
+      }
+      var working = pipeline.working!
+      pipeline.working = nil
+      var context = ApplyContext(recording: false)
+      while pipeline.applied < pipeline.commands.count {
+        for event in pipeline.commands[pipeline.applied].events {
+          registry.apply(event, to: &working, context: &context)
+        }
+        pipeline.applied += 1
+      }
+      pipeline.working = working
       return working
     }
   }
 
-  /// Applies the batch's commands not yet in `model`, recording their keys.
-  private func applyPending(_ batch: inout Batch, to model: inout M) {
-    while batch.applied < batch.commands.count {
-      var context = ApplyContext()
-      for event in batch.commands[batch.applied].events { registry.apply(event, to: &model, context: &context) }
-      batch.commands[batch.applied].keys = context.touched.sorted()
-      batch.applied += 1
-    }
-  }
-
-  /// Appends the open batch as one journal append, then publishes it: applies it to the live
-  /// model, notifies observers (one change per command), and resolves each command. Holder of
-  /// the gate only. Returns the failure, if the append failed.
-  @discardableResult
-  private func flush() async -> ManagerError? {
-    var taken = batch.withLock { batch -> Batch in
-      defer { batch = Batch() }
-      return batch
-    }
-    guard !taken.commands.isEmpty else { return nil }
+  /// Hands the open batch to the journal as one append, conditional on its starting where the
+  /// appends before it end. Holder of the gate only; returns without waiting for the journal.
+  private func flush() async {
     var records: [NewRecord] = []
-    records.reserveCapacity(taken.commands.reduce(0) { $0 + $1.records.count })
-    for command in taken.commands { records += command.records }
+    guard
+      let (commands, first) = pipeline.withLock({ pipeline -> ([Staged], UInt64)? in
+        guard !pipeline.commands.isEmpty else { return nil }
+        let commands = pipeline.commands
+        if var working = pipeline.working {  // it must include every command handed over
+          pipeline.working = nil
+          var context = ApplyContext(recording: false)
+          for command in commands[pipeline.applied...] {
+            for event in command.events { registry.apply(event, to: &working, context: &context) }
+          }
+          pipeline.working = working
+        }
+        for command in commands { records += command.records }
+        let first = pipeline.nextSequence
+        pipeline.nextSequence += UInt64(records.count)
+        pipeline.commands = []
+        pipeline.bytes = 0
+        pipeline.applied = 0
+        return (commands, first)
+      })
+    else { return }
 
     if let hook = beforeAppend.withLock({ $0 }) { await hook() }
     _ = appends.advance(by: 1)
-    let sequences: ClosedRange<UInt64>
-    do {
-      sequences = try await journal.append(records)
-    } catch {
-      let failure =
-        (error as? JournalError).map(refusal(for:))
-        ?? ManagerError(.appendFailed, "the command's events could not be journaled: \(error)")
-      for command in taken.commands { command.completion.resolve(.failure(failure)) }
-      return failure
+    let flight = guarded.withLock { guarded -> UInt64 in
+      guarded.flights.append(Flight(commands: commands))
+      return guarded.firstFlight + UInt64(guarded.flights.count - 1)
     }
+    journal.enqueue(records, expectedFirst: first) { [self] outcome in settle(flight, outcome) }
+  }
 
-    let observers = guarded.withLock { guarded in
-      precondition(sequences.lowerBound == guarded.lastSequence + 1, "the journal skipped sequence numbers")
-      precondition(sequences.count == records.count, "the journal numbered a different number of records")
-      if var working = taken.working {
-        taken.working = nil
-        applyPending(&taken, to: &working)
-        guarded.model = working
-      } else {
-        applyPending(&taken, to: &guarded.model)
+  /// Records the journal's answer for one append, then publishes every settled append at the head
+  /// of the line, in sequence order: applies it to the live model, notifies observers (one change
+  /// per command), and resolves each command; or fails its commands.
+  private func settle(_ flight: UInt64, _ outcome: Result<ClosedRange<UInt64>, JournalError>) {
+    var resolved: [(Completion, Result<Void, ManagerError>)] = []
+    let drained = guarded.withLock { guarded -> CheckedContinuation<Void, Never>? in
+      guarded.flights[Int(flight - guarded.firstFlight)].outcome = outcome
+      var published = 0
+      for flight in guarded.flights {
+        guard let outcome = flight.outcome else { break }
+        published += 1
+        switch outcome {
+        case .success(let sequences): publish(flight.commands, at: sequences, in: &guarded, resolving: &resolved)
+        case .failure(let error):
+          let failure =
+            error.code == .sequenceConflict && guarded.broken
+            ? ManagerError(
+              .appendFailed,
+              "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried",
+              journalError: error)
+            : refusal(for: error, stopping: &guarded)
+          guarded.broken = true
+          for command in flight.commands { resolved.append((command.completion, .failure(failure))) }
+        }
       }
-      guarded.lastSequence = sequences.upperBound
-      return Array(guarded.observers.values)
+      guarded.flights.removeFirst(published)
+      guarded.firstFlight += UInt64(published)
+      guard guarded.flights.isEmpty, let waiter = guarded.drained else { return nil }
+      guarded.drained = nil
+      return waiter
     }
+    for (completion, result) in resolved { completion.resolve(result) }
+    drained?.resume()
+  }
 
+  /// Applies one acknowledged append's commands to the live model and announces them.
+  private func publish(
+    _ commands: [Staged], at sequences: ClosedRange<UInt64>, in guarded: inout Guarded,
+    resolving resolved: inout [(Completion, Result<Void, ManagerError>)]
+  ) {
+    precondition(sequences.lowerBound == guarded.lastSequence + 1, "the journal skipped sequence numbers")
+    precondition(
+      sequences.count == commands.reduce(0) { $0 + $1.records.count },
+      "the journal numbered a different number of records")
     var first = sequences.lowerBound
-    for command in taken.commands {
+    for command in commands {
+      var context = ApplyContext()
+      for event in command.events { registry.apply(event, to: &guarded.model, context: &context) }
       let count = UInt64(command.events.count)
-      if !observers.isEmpty {
+      if !guarded.observers.isEmpty {
         var recorded: [RecordedEvent] = []
         recorded.reserveCapacity(command.events.count)
         for (offset, event) in command.events.enumerated() {
@@ -297,24 +402,24 @@ public final class Manager<M: Model>: Sendable {
         }
         let change = CommittedChange(
           commandID: command.id, origin: command.origin, sequences: first...(first + count - 1), events: recorded,
-          keys: command.keys ?? [])
-        for observer in observers { observer.yield(change) }
+          keys: context.touched.sorted())
+        for observer in guarded.observers.values { observer.yield(change) }
       }
       first += count
-      command.completion.resolve(.success(()))
+      resolved.append((command.completion, .success(())))
     }
-    return nil
+    guarded.lastSequence = sequences.upperBound
   }
 
   /// The error for a failed append; stops the manager when durability is lost.
-  private func refusal(for error: JournalError) -> ManagerError {
+  private func refusal(for error: JournalError, stopping guarded: inout Guarded) -> ManagerError {
     switch error.code {
     case .durabilityLost:
       let failure = ManagerError(
         .durabilityLost,
         "the journal can no longer guarantee durability; the command may or may not be on disk, and no more commands are accepted",
         journalError: error)
-      guarded.withLock { $0.stopped = failure }
+      if guarded.stopped == nil || guarded.stopped?.code == .closed { guarded.stopped = failure }
       return failure
     case .closed:
       return ManagerError(.closed, "the manager is closed", journalError: error)
@@ -328,12 +433,14 @@ public final class Manager<M: Model>: Sendable {
   /// Finishes the commands already running, closes the journal and ends every change stream.
   /// Later commands throw `.closed`.
   public func close() {
-    let observers = guarded.withLock { guarded in
+    guarded.withLock { guarded in
       if guarded.stopped == nil { guarded.stopped = ManagerError(.closed, "the manager is closed") }
+    }
+    journal.close()  // settles (and announces) the appends in flight
+    let observers = guarded.withLock { guarded in
       defer { guarded.observers.removeAll() }
       return Array(guarded.observers.values)
     }
-    journal.close()
     for observer in observers { observer.finish() }
   }
 }

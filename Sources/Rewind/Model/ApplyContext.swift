@@ -4,10 +4,21 @@
 /// copied; so a store can change only on the apply path. Code that merely holds a model value
 /// (a reader, a query) has no way to get one.
 public struct ApplyContext: ~Copyable {
-  var touched: Set<ChangeKey> = []
+  @usableFromInline var touched: Set<ChangeKey> = []
+  /// Whether touched keys are kept. Replay, which never reports them, turns this off: naming a key
+  /// formats the record's id, which costs more than applying most events.
+  @usableFromInline let isRecording: Bool
 
-  init() {}
+  init(recording: Bool = true) { isRecording = recording }
 
   /// Marks a key as touched by hand (for state that is not in a `Store`).
-  public mutating func touch(_ key: ChangeKey) { touched.insert(key) }
+  public mutating func touch(_ key: ChangeKey) { if isRecording { touched.insert(key) } }
+
+  @inlinable mutating func touch(record store: String, _ id: some CustomStringConvertible) {
+    if isRecording { touched.insert(.record(store, id)) }
+  }
+
+  @inlinable mutating func touch(group store: String, _ key: some CustomStringConvertible) {
+    if isRecording { touched.insert(.group(store, key)) }
+  }
 }

@@ -26,64 +26,67 @@ extension StoreRecord where GroupKey == NoGroupKey {
 /// Reading is free for anyone holding the value; changing it needs the `ApplyContext` that only the
 /// apply path has. Every change records the keys it touched: the record's key and each group it
 /// entered or left.
+///
+/// The apply path is `@inlinable`, so an app's `Store<Note>` is specialized in the app's module
+/// rather than run through generic metadata at every insert (replay spends most of its time here).
 public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// Names this store in `ChangeKey`s.
   public let name: String
-  private var records: [Record.ID: Record] = [:]
-  private var groups: [Record.GroupKey: Set<Record.ID>] = [:]
+  @usableFromInline var records: [Record.ID: Record] = [:]
+  @usableFromInline var groups: [Record.GroupKey: Set<Record.ID>] = [:]
 
   public init(name: String) { self.name = name }
 
-  public var count: Int { records.count }
-  public var isEmpty: Bool { records.isEmpty }
+  @inlinable public var count: Int { records.count }
+  @inlinable public var isEmpty: Bool { records.isEmpty }
 
   /// Every record, in id order.
-  public func all() -> [Record] { records.values.sorted { $0.id < $1.id } }
+  @inlinable public func all() -> [Record] { records.values.sorted { $0.id < $1.id } }
 
-  public func find(id: Record.ID) -> Record? { records[id] }
+  @inlinable public func find(id: Record.ID) -> Record? { records[id] }
 
-  public func contains(id: Record.ID) -> Bool { records[id] != nil }
+  @inlinable public func contains(id: Record.ID) -> Bool { records[id] != nil }
 
   // MARK: The grouping cache
 
   /// The records filed under `key`, in id order. Answered from the cache.
-  public func records(inGroup key: Record.GroupKey) -> [Record] {
+  @inlinable public func records(inGroup key: Record.GroupKey) -> [Record] {
     guard let ids = groups[key] else { return [] }
     return ids.sorted().compactMap { records[$0] }
   }
 
   /// Every group with its number of records, in key order. Answered from the cache.
-  public func groupCounts() -> [(key: Record.GroupKey, count: Int)] {
+  @inlinable public func groupCounts() -> [(key: Record.GroupKey, count: Int)] {
     groups.map { (key: $0.key, count: $0.value.count) }.sorted { $0.key < $1.key }
   }
 
   /// How many records are filed under `key`. Answered from the cache.
-  public func count(inGroup key: Record.GroupKey) -> Int { groups[key]?.count ?? 0 }
+  @inlinable public func count(inGroup key: Record.GroupKey) -> Int { groups[key]?.count ?? 0 }
 
   // MARK: Changing (apply path only)
 
   /// Inserts `record`, replacing the one with the same id; returns the replaced one. Replacing a
   /// record with an equal one touches nothing.
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func insert(_ record: Record, context: inout ApplyContext) -> Record? {
     let old = records.updateValue(record, forKey: record.id)
     if old == record { return old }  // no change, nothing touched
-    refile(record.id, from: old.map { Set($0.groupKeys) } ?? [], to: Set(record.groupKeys), context: &context)
-    context.touched.insert(.record(name, record.id))
+    refile(record.id, from: old?.groupKeys ?? [], to: record.groupKeys, context: &context)
+    context.touch(record: name, record.id)
     return old
   }
 
   /// Removes the record with `id`; returns it, or nil (touching nothing) if there was none.
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func remove(id: Record.ID, context: inout ApplyContext) -> Record? {
     guard let old = records.removeValue(forKey: id) else { return nil }
-    refile(id, from: Set(old.groupKeys), to: [], context: &context)
-    context.touched.insert(.record(name, id))
+    refile(id, from: old.groupKeys, to: [], context: &context)
+    context.touch(record: name, id)
     return old
   }
 
   /// Changes the record with `id` in place; returns false (touching nothing) if there is none.
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func update(id: Record.ID, context: inout ApplyContext, _ change: (inout Record) -> Void) -> Bool {
     guard var record = records[id] else { return false }
     change(&record)
@@ -91,17 +94,20 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
     return true
   }
 
-  private mutating func refile(
-    _ id: Record.ID, from old: Set<Record.GroupKey>, to new: Set<Record.GroupKey>, context: inout ApplyContext
+  /// Moves `id` from the groups in `old` to those in `new` (duplicates in either are ignored).
+  /// Most changes keep a record's groups, so equal lists return at once; otherwise the lists are
+  /// a handful of keys, compared pairwise rather than through sets.
+  @inlinable mutating func refile(
+    _ id: Record.ID, from old: [Record.GroupKey], to new: [Record.GroupKey], context: inout ApplyContext
   ) {
-    for key in old.subtracting(new) {
-      groups[key]?.remove(id)
-      if groups[key]?.isEmpty == true { groups[key] = nil }
-      context.touched.insert(.group(name, key))
+    if old == new { return }
+    for (index, key) in old.enumerated() where !new.contains(key) && !old[..<index].contains(key) {
+      if groups[key]?.remove(id) != nil, groups[key]?.isEmpty == true { groups[key] = nil }
+      context.touch(group: name, key)
     }
-    for key in new.subtracting(old) {
+    for (index, key) in new.enumerated() where !old.contains(key) && !new[..<index].contains(key) {
       groups[key, default: []].insert(id)
-      context.touched.insert(.group(name, key))
+      context.touch(group: name, key)
     }
   }
 }

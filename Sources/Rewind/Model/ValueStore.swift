@@ -10,6 +10,6 @@ public struct ValueStore<Value: Sendable & Equatable>: Sendable, Equatable {
 
   public mutating func set(_ value: Value, context: inout ApplyContext) {
     self.value = value
-    context.touched.insert(.value(name))
+    context.touch(.value(name))
   }
 }

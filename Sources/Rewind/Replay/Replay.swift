@@ -150,7 +150,7 @@ public enum Replay {
     guard last > start else { return }
     let records = try DecodedRecords(
       registry: registry, reader: reader, first: start + 1, last: last, options: options)
-    var context = ApplyContext()
+    var context = ApplyContext(recording: false)
     var count = 0
     var sequence = start
     while let record = try records.next() {

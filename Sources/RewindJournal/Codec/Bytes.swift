@@ -41,10 +41,8 @@ package struct ByteReader {
   package mutating func read<T: FixedWidthInteger>(_: T.Type = T.self) -> T? {
     let size = MemoryLayout<T>.size
     guard remaining >= size else { return nil }
-    var value = T.zero
-    for shift in 0..<size {
-      value |= T(truncatingIfNeeded: bytes[position + shift]) << (shift * 8)
-    }
+    let offset = position - bytes.startIndex
+    let value = bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
     position += size
     return value
   }

@@ -9,9 +9,17 @@ package struct LZ4Failure: Error, CustomStringConvertible {
 
 /// Compresses whole batches into standard LZ4 frames: linked 64 KiB blocks, block checksums,
 /// content checksum and content size all on, so `lz4 -dc` and any conforming decoder can check
-/// and decode them. Owns a reusable compression context; not thread-safe (the single writer owns it).
+/// and decode them. Owns reusable compression state; not thread-safe (the single writer owns it).
+///
+/// A small frame (content up to 2 KiB: a command or a few) is framed here around liblz4's block
+/// compressor, whose stream state is reused with a fast reset. `LZ4F_compressBegin` clears a
+/// 16 KiB table for every frame, which cost more than compressing a one-record frame. The bytes
+/// follow the same frame format and settings. Larger frames go through liblz4's frame API, whose
+/// first block uses a finer table for inputs under 64 KiB: 10-15% smaller frames of grouped
+/// records, for a reset that is paid once per many records.
 package final class LZ4FrameEncoder {
   private var context: OpaquePointer?
+  private let stream: UnsafeMutablePointer<LZ4_stream_t>
 
   package init() {
     var context: OpaquePointer?
@@ -19,9 +27,65 @@ package final class LZ4FrameEncoder {
     // Failure here is an out-of-memory condition, not bad input.
     precondition(LZ4F_isError(code) == 0 && context != nil, "liblz4 could not allocate a compression context")
     self.context = context
+    guard let stream = LZ4_createStream() else { preconditionFailure("liblz4 could not allocate a stream") }
+    self.stream = stream
   }
 
-  deinit { LZ4F_freeCompressionContext(context) }
+  deinit {
+    LZ4F_freeCompressionContext(context)
+    LZ4_freeStream(stream)
+  }
+
+  /// The largest content framed here, as one block.
+  static let singleBlockLimit = 2 << 10
+
+  /// Appends one complete LZ4 frame holding `content` to `output`; returns the frame's length.
+  package func compress(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws -> Int {
+    if content.count > 0 && content.count <= Self.singleBlockLimit {
+      return compressOneBlock(content, appendingTo: &output)
+    }
+    return try compressFrame(content, appendingTo: &output)
+  }
+
+  /// The frame of one block: header (FLG 0x5C: version 1, linked blocks, block checksum, content
+  /// size, content checksum; BD 0x40: 64 KiB blocks), the block (stored raw if it would not
+  /// shrink), its XXH32, the end mark and the content's XXH32.
+  private func compressOneBlock(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Int {
+    let start = output.count
+    let bound = Int(LZ4_compressBound(Int32(content.count)))
+    output.append(contentsOf: [0x04, 0x22, 0x4D, 0x18, 0x5C, 0x40])
+    withUnsafeBytes(of: UInt64(content.count).littleEndian) { output.append(contentsOf: $0) }
+    let headerChecksum = output.withUnsafeBytes { XXH32.hash(UnsafeRawBufferPointer(rebasing: $0[(start + 4)...])) }
+    output.append(UInt8(truncatingIfNeeded: headerChecksum >> 8))
+    let sizeAt = output.count
+    output.append(contentsOf: repeatElement(0, count: 4 + bound))
+    var stored = 0
+    var raw = false
+    output.withUnsafeMutableBytes { buffer in
+      LZ4_resetStream_fast(stream)
+      let compressed = LZ4_compress_fast_continue(
+        stream, content.baseAddress!.assumingMemoryBound(to: CChar.self),
+        (buffer.baseAddress! + sizeAt + 4).assumingMemoryBound(to: CChar.self), Int32(content.count),
+        Int32(bound), 1)
+      if compressed > 0 && Int(compressed) < content.count {
+        stored = Int(compressed)
+      } else {
+        raw = true
+        stored = content.count
+        UnsafeMutableRawBufferPointer(rebasing: buffer[(sizeAt + 4)...]).copyMemory(from: content)
+      }
+      buffer.storeBytes(
+        of: (UInt32(stored) | (raw ? 0x8000_0000 : 0)).littleEndian, toByteOffset: sizeAt, as: UInt32.self)
+    }
+    output.removeLast(bound - stored)
+    let blockChecksum = output.withUnsafeBytes {
+      XXH32.hash(UnsafeRawBufferPointer(rebasing: $0[(sizeAt + 4)...]))
+    }
+    withUnsafeBytes(of: blockChecksum.littleEndian) { output.append(contentsOf: $0) }
+    withUnsafeBytes(of: UInt32(0)) { output.append(contentsOf: $0) }
+    withUnsafeBytes(of: XXH32.hash(content).littleEndian) { output.append(contentsOf: $0) }
+    return output.count - start
+  }
 
   private static func preferences(contentSize: Int) -> LZ4F_preferences_t {
     var preferences = LZ4F_preferences_t()
@@ -35,8 +99,8 @@ package final class LZ4FrameEncoder {
     return preferences
   }
 
-  /// Appends one complete LZ4 frame holding `content` to `output`; returns the frame's length.
-  package func compress(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws -> Int {
+  /// A frame made by liblz4's frame API.
+  private func compressFrame(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws -> Int {
     var preferences = Self.preferences(contentSize: content.count)
     let bound = LZ4F_compressFrameBound(content.count, &preferences)
     let start = output.count

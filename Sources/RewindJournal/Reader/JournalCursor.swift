@@ -104,8 +104,10 @@ public final class JournalCursor {
       let read: BatchRead
       do {
         // While skipping to the start, frames are passed over by their headers alone.
-        let peek = try file.batch(at: offset, expecting: expected, checkFrame: false, limits: reader.limits)
-        if case .batch(let header, _) = peek, skips(header) {
+        let peek =
+          start == nil
+          ? nil : try file.batch(at: offset, expecting: expected, checkFrame: false, limits: reader.limits)
+        if let peek, case .batch(let header, _) = peek, skips(header) {
           read = peek
         } else {
           read = try file.batch(at: offset, expecting: expected, checkFrame: true, limits: reader.limits)

@@ -1,20 +1,33 @@
 import Foundation
 import Synchronization
 
-/// One append waiting for the writer thread.
+/// One append waiting to be written.
 struct PendingAppend {
   var records: [NewRecord]
   var contentBytes: Int
+  /// Written only if it starts at this sequence number (see `Journal.append(_:expectingFirstSequence:)`).
+  var expectedFirst: UInt64?
   var completion: @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
 }
 
-/// The single writer of a journal: a dedicated thread that gathers waiting appends into groups,
-/// writes each group as one or more frames with one system call, syncs it as the durability
-/// policy says, and only then acknowledges every append of the group.
+/// The single writer of a journal: gathers waiting appends into groups, writes each group as one
+/// or more frames with one system call, syncs it as the durability policy says, and only then
+/// acknowledges every append of the group, in order.
 ///
-/// `@unchecked Sendable`: `queue`, `closing` and `failure` are guarded by `condition`; `file`
-/// state (`start`, descriptors, encoders) is touched only by the writer thread, and by `init`
-/// and `finish` before the thread starts and after it has stopped.
+/// Leader and followers (group commit as in LevelDB and RocksDB): an append that finds nothing
+/// being written is written at once on its caller's thread, with whatever else is queued (no
+/// thread hand-off, which costs more than the write itself). Appends that arrive while a group
+/// is being written queue up; when that write ends, a dedicated writer thread takes everything
+/// queued as the next group and acknowledges its appends together. While appenders contend (the
+/// last group held more than one append), every group is left to the writer thread: leaders
+/// would write small groups one after another, each blocking a caller's thread (with Swift
+/// concurrency, a thread of the small cooperative pool). Under `batched` every group is written
+/// by the writer thread, which lingers to gather it.
+///
+/// `@unchecked Sendable`: `queue`, `writing`, `closing` and `failure` are guarded by
+/// `condition`; file state (`state`, descriptors, encoders, buffers) is touched only by the one
+/// thread that set `writing` (the writer thread or a leader), and by `init` and the writer thread
+/// before any append and after the last.
 final class JournalWriter: @unchecked Sendable {
   let directory: JournalDirectory
   let options: JournalOptions
@@ -26,7 +39,11 @@ final class JournalWriter: @unchecked Sendable {
   private var queue: [PendingAppend] = []
   private var queuedBytes = 0
   private var closing = false
-  private var stopped = false
+  /// A thread is writing a group; only it touches the file state.
+  private var writing = false
+  /// The last group held more than one append: appenders contend, and their appends are better
+  /// gathered by the writer thread than written one by one by leaders.
+  private var contended = false
   /// Set when the journal can no longer accept appends (a failed fsync, a write that could not be undone).
   private var failure: JournalError?
 
@@ -68,8 +85,19 @@ final class JournalWriter: @unchecked Sendable {
 
   // MARK: Appending (any thread)
 
+  /// Whether appenders write on their own thread: not under `batched`, whose writer thread
+  /// lingers to gather each group.
+  private var leadsInline: Bool {
+    if case .batched = options.durability { false } else { true }
+  }
+
+  /// Queues an append; `completion` gets its outcome. With `lead`, the append is written at once
+  /// on this thread if nothing is being written (blocking it for the write and sync); otherwise
+  /// it is written with the next group. Without `lead`, the caller must call `lead()` soon: the
+  /// append waits for it, or for the group being written to end.
   func enqueue(
-    _ records: [NewRecord], completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
+    _ records: [NewRecord], expectedFirst: UInt64? = nil, lead: Bool = true,
+    completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
   ) {
     var bytes = 0
     for record in records {
@@ -103,10 +131,67 @@ final class JournalWriter: @unchecked Sendable {
       condition.unlock()
       return completion(.failure(JournalError(.closed, "the journal is closed", directory: path)))
     }
-    queue.append(PendingAppend(records: records, contentBytes: bytes, completion: completion))
+    queue.append(
+      PendingAppend(records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion))
     queuedBytes += bytes
+    if leadsInline && !contended {
+      guard lead, !writing else {
+        // Written by this caller's `lead()`, or after the group being written.
+        condition.unlock()
+        return
+      }
+      writing = true
+      let (group, failure) = takeGroup()
+      condition.unlock()
+      writeAndHandOff(group, failure: failure)
+      return
+    }
     condition.signal()
     condition.unlock()
+  }
+
+  /// Writes what is queued on this thread, unless a group is being written (which hands what
+  /// is queued to the writer thread when it ends). See `enqueue(lead: false)`.
+  func lead() {
+    condition.lock()
+    guard !writing, !queue.isEmpty else { return condition.unlock() }
+    guard leadsInline && !contended else {
+      // Under `batched`, `enqueue` woke the writer already: a second signal would read as another
+      // append arriving and prolong its linger.
+      if leadsInline { condition.signal() }
+      return condition.unlock()
+    }
+    writing = true
+    let (group, failure) = takeGroup()
+    condition.unlock()
+    writeAndHandOff(group, failure: failure)
+  }
+
+  /// Writes one group as its leader, then lets the writer thread take what queued meanwhile.
+  private func writeAndHandOff(_ group: [PendingAppend], failure: JournalError?) {
+    complete(group, failure: failure)
+    condition.lock()
+    writing = false
+    if !queue.isEmpty || closing { condition.signal() }
+    condition.unlock()
+  }
+
+  /// Takes everything queued as one group, or the reason it must fail. Holder of `condition`.
+  private func takeGroup() -> ([PendingAppend], JournalError?) {
+    let group = queue
+    queue.removeAll(keepingCapacity: true)
+    queuedBytes = 0
+    contended = group.count > 1
+    return (group, failure)
+  }
+
+  /// Writes `group`, or fails all of it with `failure`.
+  private func complete(_ group: [PendingAppend], failure: JournalError?) {
+    if let failure {
+      for append in group { append.completion(.failure(failure)) }
+    } else {
+      write(group)
+    }
   }
 
   /// Stops accepting appends, lets the writer finish what is queued, and closes the files.
@@ -128,20 +213,27 @@ final class JournalWriter: @unchecked Sendable {
   // MARK: The writer thread
 
   private func run() {
-    while let group = nextGroup() {
-      write(group)
+    while let (group, failure) = nextGroup() {
+      complete(group, failure: failure)
+      condition.lock()
+      writing = false
+      condition.unlock()
     }
     io.close(segmentFD)
     if indexFD >= 0 { io.close(indexFD) }
     finished.signal()
   }
 
-  /// Waits for appends; under `batched`, lingers up to the delay for more to gather.
-  private func nextGroup() -> [PendingAppend]? {
+  /// Waits for appends that no leader writes; under `batched`, lingers up to the delay for more
+  /// to gather. Takes `writing`; returns nil once closing and everything is written.
+  private func nextGroup() -> ([PendingAppend], JournalError?)? {
     condition.lock()
     defer { condition.unlock() }
-    while queue.isEmpty && !closing { condition.wait() }
-    if queue.isEmpty { return nil }
+    while writing || queue.isEmpty {
+      if closing && !writing && queue.isEmpty { return nil }
+      condition.wait()
+    }
+    writing = true
     if case .batched(let delay) = options.durability, !closing {
       // Linger for more appends, up to the delay; stop early once the queue has stopped
       // growing for an eighth of it (everyone who was going to append soon has), or a frame is full.
@@ -157,19 +249,50 @@ final class JournalWriter: @unchecked Sendable {
         seen = queue.count
       }
     }
-    let group = queue
-    queue.removeAll(keepingCapacity: true)
-    queuedBytes = 0
-    if failure != nil {
-      let failure = failure!
-      for append in group { append.completion(.failure(failure)) }
-      return []
-    }
-    return group
+    return takeGroup()
   }
 
-  private func write(_ group: [PendingAppend]) {
-    guard !group.isEmpty else { return }
+  /// Writes a group and calls every completion in the group's order. Appends conditional on a
+  /// sequence number the journal will not be at are refused in their place; the rest are written.
+  private func write(_ all: [PendingAppend]) {
+    guard !all.isEmpty else { return }
+    var group: [PendingAppend] = []
+    group.reserveCapacity(all.count)
+    /// For each append, nil if it is written, else the sequence number the journal was at.
+    var refusedAt: [UInt64?] = []
+    refusedAt.reserveCapacity(all.count)
+    var next = state.nextSequence
+    for append in all {
+      if let expected = append.expectedFirst, expected != next {
+        refusedAt.append(next)
+      } else {
+        refusedAt.append(nil)
+        group.append(append)
+        next += UInt64(append.records.count)
+      }
+    }
+    let outcome = group.isEmpty ? .success([]) : write(group: group)
+    var written = 0
+    for (append, refused) in zip(all, refusedAt) {
+      if let refused {
+        append.completion(
+          .failure(
+            JournalError(
+              .sequenceConflict,
+              "the append was to start at sequence \(append.expectedFirst!), but the journal's next is \(refused)",
+              directory: path)))
+        continue
+      }
+      switch outcome {
+      case .success(let ranges): append.completion(.success(ranges[written]))
+      case .failure(let error): append.completion(.failure(error))
+      }
+      written += 1
+    }
+  }
+
+  /// Writes `group` (all of it, or nothing) and returns each append's sequence numbers.
+  private func write(group: [PendingAppend]) -> Result<[ClosedRange<UInt64>], JournalError> {
     let groupBytes = group.reduce(0) { $0 + $1.contentBytes }
     do {
       if state.endOffset > Int64(Layout.segmentHeaderSize),
@@ -178,7 +301,7 @@ final class JournalWriter: @unchecked Sendable {
         try roll()
       }
     } catch {
-      return fail(group, error.error, fatal: error.fatal)
+      return fail(error.error, fatal: error.fatal)
     }
 
     // Frames: as many whole appends as fit in the frame target; an append larger than it alone.
@@ -216,7 +339,7 @@ final class JournalWriter: @unchecked Sendable {
         start = end
       }
     } catch {
-      return fail(group, JournalError(.io, "LZ4 compression failed: \(error)", directory: path), fatal: false)
+      return fail(JournalError(.io, "LZ4 compression failed: \(error)", directory: path), fatal: false)
     }
 
     let name = activeName
@@ -227,14 +350,14 @@ final class JournalWriter: @unchecked Sendable {
     } catch {
       // Undo whatever part reached the file, so nothing unacknowledged stays behind.
       let undone = (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil
-      return fail(group, JournalError(error, directory: path, file: name), fatal: !undone)
+      return fail(JournalError(error, directory: path, file: name), fatal: !undone)
     }
     if options.durability != .none {
       do {
         try io.sync(segmentFD, metadata: false, path: path + "/" + name)
       } catch {
         _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
-        return fail(group, durabilityLost(error, file: name), fatal: true)
+        return fail(durabilityLost(error, file: name), fatal: true)
       }
     }
 
@@ -244,16 +367,17 @@ final class JournalWriter: @unchecked Sendable {
     state.lastIndexedOffset = lastIndexed
     lastSequence.store(sequence - 1, ordering: .releasing)
     appendIndexEntries(newEntries)
-    for (append, range) in zip(group, ranges) { append.completion(.success(range)) }
+    return .success(ranges)
   }
 
-  private func fail(_ group: [PendingAppend], _ error: JournalError, fatal: Bool) {
+  /// A failed group: makes the journal refuse further appends if `fatal`.
+  private func fail(_ error: JournalError, fatal: Bool) -> Result<[ClosedRange<UInt64>], JournalError> {
     if fatal {
       condition.lock()
       failure = failure ?? error
       condition.unlock()
     }
-    for append in group { append.completion(.failure(error)) }
+    return .failure(error)
   }
 
   /// Why a roll failed, and whether the journal can go on.

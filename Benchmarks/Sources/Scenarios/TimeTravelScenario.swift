@@ -1,0 +1,37 @@
+internal import Notebook
+internal import Rewind
+internal import RewindJournal
+
+/// Time travel to random points of the corpus journal through `TimeMachine.jump(to:)`, with
+/// snapshots written by `Snapshots.update` every twentieth of the journal (50,000 records at 1M)
+/// and all of them kept, and the time machine's default keyframes. One time machine serves every
+/// seek, as a debugging session would: its keyframes accumulate as it goes.
+///
+/// Runs last: the snapshots go into the corpus journal's directory.
+struct TimeTravelScenario: Scenario {
+  let name = "timetravel.seek"
+  let summary = "TimeMachine.jump(to:) to random points, snapshots every 1/20 of the journal"
+
+  func run(in context: BenchContext) async throws {
+    let total = UInt64(context.corpus.count)
+    let interval = max(1, total / 20)
+    let (writeSeconds, written) = try timed {
+      try Snapshots.update(Workspace.self, directory: context.corpusDirectory, every: interval, keep: .max)
+    }
+    var random = SeededRandom(seed: context.options.seed ^ 0x7143)
+    let seeks = context.options.mode == .full ? 200 : 20
+    let targets = (0..<seeks).map { _ in 1 + random.next() % total }
+    let machine = try TimeMachine<Workspace>(directory: context.corpusDirectory)
+    var latencies = Latencies()
+    for target in targets {
+      let start = monotonicNanos()
+      try machine.jump(to: target)
+      latencies.add(monotonicNanos() - start)
+      guard machine.position == target else { throw BenchError("jump to \(target) stopped at \(machine.position)") }
+    }
+    let configuration = "\(total)-event journal, snapshot every \(interval) (\(written.count)), \(seeks) jumps"
+    context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
+    context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
+    context.record(name, configuration, "snapshot writing", writeSeconds, "s")
+  }
+}

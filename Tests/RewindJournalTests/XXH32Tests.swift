@@ -1,0 +1,31 @@
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// The published xxHash32 check values, and agreement with liblz4, which checks every XXH32 in
+/// the frames the journal builds by hand when it decodes them.
+@Test func xxh32MatchesItsCheckValues() {
+  #expect(XXH32.hash([]) == 0x02CC_5D05)
+  #expect(XXH32.hash(Array("abc".utf8)) == 0x32D1_53FF)
+  #expect(XXH32.hash(Array("Nobody inspects the spammish repetition".utf8)) == 0xE229_3B2F)
+}
+
+/// Frames of every size (small ones built by hand, stored compressed or raw when they would not
+/// shrink; larger ones by liblz4) decode with liblz4's frame decoder, which checks their header,
+/// block and content checksums.
+@Test(arguments: [1, 15, 16, 17, 185, 2048, 2049, 65_537, 300_000])
+func framesOfEverySizeDecode(size: Int) throws {
+  var random = SeededGenerator(seed: UInt64(size))
+  let compressible = (0..<size).map { UInt8(truncatingIfNeeded: $0 % 7) }
+  let noise = (0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }
+  let encoder = LZ4FrameEncoder()
+  let decoder = LZ4FrameDecoder()
+  for content in [compressible, noise] {
+    var frame: [UInt8] = [9, 9]  // appended after existing bytes
+    let length = try content.withUnsafeBytes { try encoder.compress($0, appendingTo: &frame) }
+    #expect(length == frame.count - 2)
+    let decoded = try frame[2...].withUnsafeBytes { try decoder.decompress($0, expectedLength: size) }
+    #expect(decoded == content)
+  }
+}

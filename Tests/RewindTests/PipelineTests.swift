@@ -1,0 +1,171 @@
+import Dispatch
+import Glibc
+import RewindJournal
+import RewindTestSupport
+import Synchronization
+import Testing
+
+@testable import Rewind
+
+/// A `FileIO` whose next segment write, once armed, waits until the test releases it, then
+/// writes or fails with ENOSPC: it holds one append in the journal's writer while later commands
+/// queue behind it.
+private final class HoldingFileIO: FileIO {
+  private struct State {
+    var armed = false
+    var holding = false
+    var fail = false
+  }
+  private let base = PosixFileIO()
+  private let state = Mutex(State())
+  private let release = DispatchSemaphore(value: 0)
+
+  func holdNextWrite() { state.withLock { $0.armed = true } }
+  var isHolding: Bool { state.withLock { $0.holding } }
+  func releaseWrite(failing: Bool) {
+    state.withLock { $0.fail = failing }
+    release.signal()
+  }
+
+  func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+    let hold = state.withLock { state -> Bool in
+      guard state.armed, path.hasSuffix(".lz4") else { return false }
+      state.armed = false
+      state.holding = true
+      return true
+    }
+    if hold {
+      release.wait()
+      let fail = state.withLock { state -> Bool in
+        state.holding = false
+        return state.fail
+      }
+      if fail { throw SystemCallError("pwrite", path: path, errno: ENOSPC) }
+    }
+    return try base.pwrite(fd, bytes, at: offset, path: path)
+  }
+
+  func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+    try base.open(path, flags: flags, mode: mode)
+  }
+  func close(_ fd: Int32) { base.close(fd) }
+  func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws
+    -> Int
+  { try base.pread(fd, into: buffer, at: offset, path: path) }
+  func sync(_ fd: Int32, metadata: Bool, path: String) throws { try base.sync(fd, metadata: metadata, path: path) }
+  func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
+  func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
+  func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
+  func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
+  func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
+  func fileExists(_ path: String) -> Bool { base.fileExists(path) }
+  func removeFile(_ path: String) throws { try base.removeFile(path) }
+  func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
+  func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
+}
+
+/// Runs tasks on a thread of its own. The held command runs here: its append is written on its
+/// caller's thread, and a write held there must not block a thread of the cooperative pool.
+private final class OwnThreadExecutor: TaskExecutor, @unchecked Sendable {
+  private let queue = DispatchQueue(label: "rewind.tests.held-append")
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+  }
+}
+
+private func makeManager(_ directory: String, io: HoldingFileIO) throws -> Manager<Ledger> {
+  var options = JournalOptions(durability: .always)
+  options.io = io
+  return try Manager<Ledger>(
+    directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+}
+
+private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throws -> Int {
+  try await manager.perform(.user) { ledger, command in
+    let balance = (ledger.accounts.find(id: id)?.balance ?? 0) + 1
+    command.record(BalanceSet(account: id, balance: balance))
+    return balance
+  }
+}
+
+/// Holds the first increment's append in the writer, then starts `behind` more increments, each
+/// once the one before it has been handed to the journal (so each is its own append, queued
+/// behind the held one). Returns the tasks, first the held one.
+private func queueBehindAHeldAppend(
+  _ manager: Manager<Ledger>, _ id: Identifier, io: HoldingFileIO, behind: Int
+) async -> [Task<Int, any Error>] {
+  let appendsBefore = manager.journalAppendCount
+  io.holdNextWrite()
+  var tasks = [Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }]
+  while !io.isHolding { await Task.yield() }
+  for index in 1...behind {
+    tasks.append(Task { try await increment(manager, id) })
+    while manager.journalAppendCount < appendsBefore + 1 + index { await Task.yield() }
+  }
+  return tasks
+}
+
+/// Commands handed to the journal behind one still being written are applied and announced only
+/// after it, in sequence order, each validated against the state its predecessors leave.
+@Test(.timeLimit(.minutes(1))) func commandsBehindAnAppendInFlightAreAppliedOnlyAfterItInOrder() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let io = HoldingFileIO()
+  let manager = try makeManager(directory, io: io)
+  let id = try await manager.openAccount(owner: "shared")
+  var changes = manager.changes().makeAsyncIterator()
+
+  let tasks = await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
+  // Nothing is visible while the first append is unresolved, though three more wait behind it.
+  #expect(manager.state.accounts.find(id: id)?.balance == 0)
+  #expect(manager.lastSequence == 1)
+  io.releaseWrite(failing: false)
+
+  var results: [Int] = []
+  for task in tasks { results.append(try await task.value) }
+  #expect(results == [1, 2, 3, 4])
+  #expect(manager.state.accounts.find(id: id)?.balance == 4)
+  #expect(manager.lastSequence == 5)
+  var seen: [ClosedRange<UInt64>] = []
+  for _ in 0..<4 { seen.append(try #require(await changes.next()).sequences) }
+  #expect(seen == [2...2, 3...3, 4...4, 5...5])
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3, 4])
+}
+
+/// When an append fails, the commands queued behind it were validated against a state that never
+/// existed: they fail too, nothing of any of them is applied, announced or journaled, and the
+/// next command validates against the committed state.
+@Test(.timeLimit(.minutes(1))) func commandsBehindAFailedAppendFailAndNothingOfThemIsVisible() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let io = HoldingFileIO()
+  let manager = try makeManager(directory, io: io)
+  let id = try await manager.openAccount(owner: "shared")
+  var changes = manager.changes().makeAsyncIterator()
+
+  let tasks = await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
+  #expect(manager.state.accounts.find(id: id)?.balance == 0)
+  io.releaseWrite(failing: true)
+
+  for (index, task) in tasks.enumerated() {
+    let error = await #expect(throws: ManagerError.self) { try await task.value }
+    #expect(error?.code == .appendFailed)
+    #expect(error?.journalError?.code == (index == 0 ? .io : .sequenceConflict))
+  }
+  #expect(manager.state.accounts.find(id: id)?.balance == 0)
+  #expect(manager.lastSequence == 1)
+
+  #expect(try await increment(manager, id) == 1)  // validated against what was committed
+  #expect(manager.lastSequence == 2)
+  let change = try #require(await changes.next())  // the failed commands announced nothing
+  #expect(change.sequences == 2...2)
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.map(\.envelope.sequence) == [1, 2])
+  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1])
+  #expect(try Replay.rebuild(Ledger.self, directory: directory).state == manager.state)
+}
