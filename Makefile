@@ -2,13 +2,15 @@
 #   make demo   runs the main job: a demo workload, then an audit of the journal it wrote
 #   make test   runs the whole test suite (what CI runs), with the benchmark's small mode as a smoke test
 #   make bench  builds the benchmark in release mode and runs it in full (Benchmarks/RESULTS.md)
+#   make fuzz   runs each libFuzzer target for FUZZ_SECONDS seconds (docs/RELIABILITY.md)
 # Both install what is missing first (scripts/install-deps).
 
 SWIFT ?= swift
 DEMO_DIR ?= rewind-demo
 DEMO_RECORDS ?= 200000
+FUZZ_SECONDS ?= 60
 
-.PHONY: deps demo test bench lint format clean-demo
+.PHONY: deps demo test bench fuzz lint format clean-demo
 
 deps:
 	@scripts/install-deps
@@ -29,11 +31,14 @@ bench: deps
 	$(SWIFT) build -c release --product rewind-bench
 	.build/release/rewind-bench --full --json Benchmarks/results/latest.json
 
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz
+
 lint:
 	@scripts/lint
 
 format:
-	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks
+	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks Fuzz
 
 clean-demo:
 	rm -rf $(DEMO_DIR)
