@@ -9,8 +9,11 @@ SWIFT ?= swift
 DEMO_DIR ?= rewind-demo
 DEMO_RECORDS ?= 200000
 FUZZ_SECONDS ?= 60
+# The suites ThreadSanitizer runs in `make test` (docs/RELIABILITY.md): every test that runs code on
+# several threads or tasks at once.
+TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|FollowTests|LockTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
 
-.PHONY: deps demo test bench fuzz lint format clean-demo
+.PHONY: deps demo test test-tsan bench fuzz lint format clean-demo
 
 deps:
 	@scripts/install-deps
@@ -25,7 +28,14 @@ demo: deps
 test: deps lint
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test -Xswiftc -warnings-as-errors
+	$(MAKE) test-tsan
 	$(SWIFT) run -Xswiftc -warnings-as-errors rewind-bench --small --json .build/bench-small.json
+
+# ThreadSanitizer over the concurrency suites, in its own scratch path; any report fails the run.
+test-tsan:
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan \
+	  --filter '$(TSAN_SUITES)'
 
 bench: deps
 	$(SWIFT) build -c release --product rewind-bench
