@@ -6,15 +6,17 @@ public struct UsageError: Error, CustomStringConvertible {
 
 /// The arguments of one command: positionals, `--name value` options and `--flag`s. Knows which
 /// names each command accepts, so an unknown flag is a usage error rather than silently ignored.
-struct Arguments {
-  private(set) var positionals: [String] = []
+public struct Arguments {
+  public private(set) var positionals: [String] = []
   private var values: [String: String] = [:]
   private var flags: Set<String> = []
 
   /// - Parameters:
   ///   - options: names that take a value (`--events 100`, `--events=100`).
   ///   - flags: names that take none (`--json`).
-  init(_ arguments: some Sequence<String>, options: Set<String>, flags allowedFlags: Set<String>) throws(UsageError) {
+  public init(_ arguments: some Sequence<String>, options: Set<String>, flags allowedFlags: Set<String>)
+    throws(UsageError)
+  {
     var iterator = arguments.makeIterator()
     var onlyPositionals = false
     while let argument = iterator.next() {
@@ -44,11 +46,13 @@ struct Arguments {
     }
   }
 
-  func flag(_ name: String) -> Bool { flags.contains(name) }
+  public func flag(_ name: String) -> Bool { flags.contains(name) }
 
-  func value(_ name: String) -> String? { values[name] }
+  public func value(_ name: String) -> String? { values[name] }
 
-  func integer(_ name: String, default fallback: Int, range: ClosedRange<Int> = 0...Int.max) throws(UsageError) -> Int {
+  public func integer(_ name: String, default fallback: Int, range: ClosedRange<Int> = 0...Int.max) throws(UsageError)
+    -> Int
+  {
     guard let text = values[name] else { return fallback }
     guard let value = Int(text), range.contains(value) else {
       throw UsageError("--\(name) needs a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
@@ -57,7 +61,7 @@ struct Arguments {
   }
 
   /// The single positional naming a journal directory.
-  func directory(default fallback: String? = nil) throws(UsageError) -> String {
+  public func directory(default fallback: String? = nil) throws(UsageError) -> String {
     guard positionals.count <= 1 else { throw UsageError("unexpected argument '\(positionals[1])'") }
     guard let directory = positionals.first ?? fallback else { throw UsageError("missing the journal directory") }
     return directory

@@ -31,23 +31,49 @@ public struct RewindTool {
   /// The directory `rewind demo` uses when none is given.
   public static let defaultDemoDirectory = "rewind-demo"
 
-  public init() {}
+  /// The models whose journals the replay-level commands can rebuild.
+  public var models: [ModelRegistration]
+  /// Commands an app adds to the built-in ones (the Notebook demo, for instance).
+  public var extraCommands: [any RewindCommand.Type]
 
-  static let commands: [(name: String, summary: String)] = [
-    ("demo", "write a demo journal with concurrent producers"),
-    ("log", "list records"),
-    ("stats", "sizes, counts and compression of a journal"),
-    ("verify", "check every byte of a journal; exit 1 if damaged"),
-    ("repair", "move everything from the first damaged frame on into quarantine/"),
-  ]
+  /// - Parameters:
+  ///   - models: the app's models, for replay, diff, blame, bisect, debug and snapshot. Journal-level
+  ///     commands (log, show, stats, tail, export, the integrity part of verify) need none.
+  ///   - commands: commands of the app's own, listed and dispatched like the built-in ones.
+  public init(models: [ModelRegistration] = [], commands: [any RewindCommand.Type] = []) {
+    self.models = models
+    self.extraCommands = commands
+  }
 
-  static let overview = """
+  /// What a command gets besides its arguments.
+  public struct Context: Sendable {
+    public var output: Output
+    public var models: [ModelRegistration]
+    /// Whether standard error is a terminal: progress is shown only then.
+    public var stderrIsTerminal: Bool
+  }
+
+  static var builtIn: [any RewindCommand.Type] {
+    [
+      LogCommand.self, StatsCommand.self, VerifyCommand.self, RepairCommand.self, DemoCommand.self,
+    ]
+  }
+
+  var allCommands: [any RewindCommand.Type] {
+    extraCommands
+      + Self.builtIn.filter { builtIn in
+        !extraCommands.contains { $0.name == builtIn.name }
+      }
+  }
+
+  var overview: String {
+    """
     rewind: audit and inspect Rewind journals
 
     Usage: rewind COMMAND DIR [options]      rewind COMMAND --help for details
 
     Commands:
-    \(commands.map { "  " + $0.name.padding(toLength: 8, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+    \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
     Exit codes: 0 success, 1 findings (verify), 2 usage error, 3 journal cannot be opened or read.
 
@@ -57,25 +83,22 @@ public struct RewindTool {
       rewind log /tmp/j --from 10 --limit 5 --json
 
     """
+  }
 
   /// Runs one command line (without the program name) and returns the exit code.
   public func run(_ arguments: [String], output: Output = .standard) async -> Int32 {
     guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
-      output.out(Self.overview)
+      output.out(overview)
       return arguments.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue
     }
     let rest = Array(arguments.dropFirst())
+    let context = Context(output: output, models: models, stderrIsTerminal: isatty(STDERR_FILENO) == 1)
     do {
-      let code: ExitCode
-      switch name {
-      case "demo": code = try await DemoCommand.run(rest, output: output)
-      case "log": code = try LogCommand.run(rest, output: output)
-      case "stats": code = try StatsCommand.run(rest, output: output)
-      case "verify": code = try VerifyCommand.run(rest, output: output)
-      case "repair": code = try RepairCommand.run(rest, output: output)
-      default: throw UsageError("unknown command '\(name)'; run rewind --help for the list")
+      guard let command = allCommands.first(where: { $0.name == name }) else {
+        throw UsageError("unknown command '\(name)'; run rewind --help for the list")
       }
-      return code.rawValue
+      if command.printsHelp(rest, output) { return ExitCode.success.rawValue }
+      return try await command.run(rest, context: context).rawValue
     } catch let error as UsageError {
       output.err("rewind \(name): \(error.description)\n")
       return ExitCode.usage.rawValue
@@ -86,12 +109,19 @@ public struct RewindTool {
   }
 }
 
-/// Every command answers `--help` with its own text.
-protocol Command {
+/// One `rewind` command. The built-in ones and an app's own (`RewindTool(commands:)`) conform.
+public protocol RewindCommand {
+  /// The word after `rewind`.
+  static var name: String { get }
+  /// One line for `rewind --help`.
+  static var summary: String { get }
+  /// The text of `rewind NAME --help`, with usage and examples.
   static var help: String { get }
+  /// Runs the command; `--help` is handled before this is called.
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode
 }
 
-extension Command {
+extension RewindCommand {
   /// Returns true (after printing the help) if `arguments` ask for help.
   static func printsHelp(_ arguments: [String], _ output: RewindTool.Output) -> Bool {
     guard arguments.contains("--help") || arguments.contains("-h") else { return false }
