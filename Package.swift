@@ -64,7 +64,7 @@ let package = Package(
     ),
     .testTarget(
       name: "RewindCLITests",
-      dependencies: ["RewindCLI", "RewindJournal", "RewindTestSupport", "rewind"],
+      dependencies: ["RewindCLI", "RewindJournal", "Rewind", "Notebook", "RewindTestSupport", "rewind"],
       swiftSettings: strict
     ),
     .testTarget(
