@@ -30,7 +30,7 @@ func fuzzFrames(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
   let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
   _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
   close(fd)
-  let limits = JournalLimits(maxRecordBytes: 1 << 16, maxBatchBytes: 1 << 20)
+  let limits = JournalLimits(maxRecordBytes: 16 << 10, maxBatchBytes: 64 << 10)
   do {
     let reader = try JournalReader(directory: directory, limits: limits)
     let cursor = try reader.records()
