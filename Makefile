@@ -2,14 +2,19 @@
 #   make demo   runs the main job: a demo workload, then an audit of the journal it wrote
 #   make test   runs the whole test suite (what CI runs), with the benchmark's small mode as a smoke test
 #   make bench  builds the benchmark in release mode and runs it in full (Benchmarks/RESULTS.md)
+#   make fuzz   runs each libFuzzer target for FUZZ_SECONDS seconds (docs/RELIABILITY.md)
 # Both install what is missing first (scripts/install-deps).
 
 SWIFT ?= swift
 DEMO_DIR ?= rewind-demo
 DEMO_EVENTS ?= 200000
 DEMO_SEED ?= 1
+FUZZ_SECONDS ?= 60
+# The suites ThreadSanitizer runs in `make test` (docs/RELIABILITY.md): every test that runs code on
+# several threads or tasks at once.
+TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|FollowTests|LockTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
 
-.PHONY: deps demo test bench lint format clean-demo
+.PHONY: deps demo test test-tsan bench fuzz lint format clean-demo
 
 deps:
 	@scripts/install-deps
@@ -25,17 +30,27 @@ demo: deps
 test: deps lint
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test -Xswiftc -warnings-as-errors
+	$(MAKE) test-tsan
 	$(SWIFT) run -Xswiftc -warnings-as-errors rewind-bench --small --json .build/bench-small.json
+
+# ThreadSanitizer over the concurrency suites, in its own scratch path; any report fails the run.
+test-tsan:
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan \
+	  --filter '$(TSAN_SUITES)'
 
 bench: deps
 	$(SWIFT) build -c release --product rewind-bench
 	.build/release/rewind-bench --full --json Benchmarks/results/latest.json
 
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz
+
 lint:
 	@scripts/lint
 
 format:
-	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks
+	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks Fuzz
 
 clean-demo:
 	rm -rf $(DEMO_DIR)

@@ -71,7 +71,7 @@ let package = Package(
     ),
     .testTarget(
       name: "RewindCLITests",
-      dependencies: ["RewindCLI", "RewindJournal", "RewindTestSupport", "rewind"],
+      dependencies: ["RewindCLI", "RewindJournal", "Rewind", "Notebook", "RewindTestSupport", "rewind"],
       swiftSettings: strict
     ),
     .testTarget(
@@ -87,3 +87,23 @@ let package = Package(
     ),
   ]
 )
+
+// libFuzzer targets, only when REWIND_FUZZ is set: `make fuzz` builds them with
+// -sanitize=fuzzer,address into their own scratch path (.build/fuzz). A plain `swift build` or
+// `swift test` never sees them. See docs/RELIABILITY.md.
+if Context.environment["REWIND_FUZZ"] != nil {
+  let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+    ("FuzzFrames", ["RewindJournal"]),
+    ("FuzzEvents", ["Rewind", "RewindJournal", "Notebook"]),
+    ("FuzzSnapshots", ["Rewind", "Notebook"]),
+    ("FuzzArguments", ["RewindCLI"]),
+  ]
+  // libFuzzer's driver, declared for Swift (the library itself comes with -sanitize=fuzzer).
+  package.targets.append(.systemLibrary(name: "CFuzzer", path: "Fuzz/CFuzzer"))
+  for target in fuzzTargets {
+    package.targets.append(
+      .executableTarget(
+        name: target.name, dependencies: target.dependencies + ["CFuzzer"], path: "Fuzz/\(target.name)",
+        swiftSettings: strict))
+  }
+}

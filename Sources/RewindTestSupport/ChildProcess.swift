@@ -77,6 +77,16 @@ public final class ChildProcess: @unchecked Sendable {
     drained.signal()
   }
 
+  /// Waits for the process to end by itself (SIGKILL after `timeout` seconds) and for its output
+  /// to be read. Returns whether it exited on its own with status 0.
+  public func waitForExit(timeout: Double = 300) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(5_000) }
+    let finished = !process.isRunning
+    kill()
+    return finished && process.terminationReason == .exit && process.terminationStatus == 0
+  }
+
   public var isRunning: Bool { process.isRunning }
 
   deinit { if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) } }

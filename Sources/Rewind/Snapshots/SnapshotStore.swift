@@ -22,6 +22,10 @@ public struct SnapshotStore: Sendable {
 
   var folder: String { directory + "/snapshots" }
 
+  /// The largest snapshot file read (1 GiB): a larger one is skipped as unreadable, so no file
+  /// can make a reader allocate without bound.
+  public static let maxFileBytes: Int64 = 1 << 30
+
   static func fileName(_ sequence: UInt64) -> String {
     let digits = String(sequence)
     return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".snapshot"
@@ -29,7 +33,8 @@ public struct SnapshotStore: Sendable {
 
   /// The sequence numbers of the snapshot files present, ascending (whatever their contents).
   public func sequences() -> [UInt64] {
-    guard let names = try? io.contentsOfDirectory(folder) else { return [] }
+    // A `snapshots` that is a link to elsewhere is not this journal's: its files are not read.
+    guard io.isRealDirectory(folder), let names = try? io.contentsOfDirectory(folder) else { return [] }
     return names.compactMap { name -> UInt64? in
       guard name.hasSuffix(".snapshot"), name.utf8.count == 29 else { return nil }
       return UInt64(name.prefix(20))
@@ -45,7 +50,7 @@ public struct SnapshotStore: Sendable {
     let digest = StateDigest(bytes: SHA256.hash(bytes))
     let file = SnapshotFile(
       sequence: sequence, journalID: journalID.bytes, fingerprint: M.fingerprint, digest: digest, state: bytes)
-    try io.makeDirectory(folder)
+    try io.makeJournalFolder(folder)
     try io.writeFileAtomically(file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder)
     return digest
   }
@@ -86,7 +91,14 @@ public struct SnapshotStore: Sendable {
       let fd = try io.open(folder + "/" + name, flags: 0, mode: 0)
       defer { io.close(fd) }
       let size = try io.size(fd, path: name)
+      // The size comes from the file system (a sparse file can claim any): check it before allocating.
+      guard size <= SnapshotStore.maxFileBytes else {
+        throw SnapshotProblem.Reason.unreadable(
+          "\(size) bytes, more than the \(SnapshotStore.maxFileBytes) a snapshot file may have")
+      }
       bytes = try io.read(fd, count: Int(size), at: 0, path: name)
+    } catch let reason as SnapshotProblem.Reason {
+      throw reason
     } catch {
       throw .unreadable(String(describing: error))
     }

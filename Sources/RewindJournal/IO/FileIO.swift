@@ -51,7 +51,11 @@ package struct PosixFileIO: FileIO {
   package init() {}
 
   package func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
-    let fd = path.withCString { Glibc.open($0, flags | O_CLOEXEC, mode_t(mode)) }
+    // Files of a journal are never symbolic links: one planted in a journal (say, one sent from
+    // an untrusted device for audit) must not make Rewind read or write outside it. Directories
+    // may be reached through links (the journal's own path is the user's business).
+    let noFollow = flags & O_DIRECTORY == 0 ? O_NOFOLLOW : 0
+    let fd = path.withCString { Glibc.open($0, flags | O_CLOEXEC | noFollow, mode_t(mode)) }
     if fd < 0 { throw SystemCallError("open", path: path, errno: Glibc.errno) }
     return fd
   }
@@ -144,6 +148,20 @@ package struct PosixFileIO: FileIO {
 }
 
 extension FileIO {
+  /// Whether `path` is a directory itself, not a symbolic link to one (nor anything else).
+  /// Folders inside a journal (`quarantine/`, `snapshots/`) are used only when this holds.
+  package func isRealDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+  }
+
+  /// Creates a folder inside a journal, or checks that the one there is a real directory.
+  /// - Throws: `SystemCallError` (`ENOTDIR`) when a symbolic link or a file stands in its place.
+  package func makeJournalFolder(_ path: String) throws {
+    try makeDirectory(path)
+    guard isRealDirectory(path) else { throw SystemCallError("mkdir", path: path, errno: ENOTDIR) }
+  }
+
   /// Writes all of `bytes` at `offset`, continuing after short writes. Throws on the first error;
   /// a prefix may then have been written, which the caller truncates away.
   package func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws {

@@ -91,6 +91,35 @@ package struct SparseIndex {
     return (index, offset)
   }
 
+  /// The first well-formed entry (right header, right checksum) that names a segment missing from
+  /// `segments` and later than all of them. Segments are created durably before any entry names
+  /// them, so such an entry means committed records were removed from the end of the journal,
+  /// which no reopening must take for an empty tail (it would number new records over them).
+  package static func entryBeyondSegments(
+    directory: String, journalID: JournalID, segments: [UInt64], io: any FileIO
+  ) -> IndexEntry? {
+    let path = directory + "/" + Layout.indexName
+    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return nil }
+    defer { io.close(fd) }
+    guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
+      return nil
+    }
+    let last = segments.last ?? 0
+    var offset = Int64(headerSize)
+    let chunkEntries = 4096
+    while let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty {
+      var position = 0
+      while position + IndexEntry.size <= chunk.count {
+        guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) else { return nil }
+        if entry.segment > last { return entry }
+        position += IndexEntry.size
+      }
+      if chunk.count < chunkEntries * IndexEntry.size { break }
+      offset += Int64(position)
+    }
+    return nil
+  }
+
   /// Whether `entry` can follow the current entries, given the segments that exist.
   func accepts(_ entry: IndexEntry, segments: [UInt64: Int64]) -> Bool {
     guard let segmentSize = segments[entry.segment], entry.offset >= Int64(Layout.segmentHeaderSize),

@@ -40,6 +40,16 @@ package struct JournalRecovery {
           segment: name, offset: 0, length: 0, movedTo: moved, reason: "unfinished segment creation", sequences: nil))
     }
 
+    if let entry = SparseIndex.entryBeyondSegments(
+      directory: path, journalID: directory.journalID, segments: segments, io: io)
+    {
+      throw JournalError(
+        .sequenceBreak,
+        "the index names segment \(Layout.segmentName(firstSequence: entry.segment)), which is missing: "
+          + "committed records from sequence \(entry.segment) on are gone",
+        directory: path, file: Layout.segmentName(firstSequence: entry.segment), offset: 0,
+        sequences: entry.segment...entry.firstSequence)
+    }
     if segments.isEmpty {
       try createSegment(firstSequence: 1)
       segments = [1]

@@ -119,6 +119,15 @@ extension JournalReader {
         expected = header.firstSequence
       }
     }
+    if let entry = SparseIndex.entryBeyondSegments(
+      directory: directory, journalID: layout.journalID, segments: layout.segments, io: io)
+    {
+      report.problems.append(
+        JournalProblem(
+          file: Layout.segmentName(firstSequence: entry.segment), offset: 0,
+          sequences: entry.segment...entry.firstSequence,
+          message: "this segment is missing, but the index names it: committed records are gone"))
+    }
     let index = loadIndex(layout)
     if !io.fileExists(directory + "/" + Layout.indexName) {
       report.notes.append("the index is missing; the next writer rebuilds it")

@@ -22,7 +22,7 @@ package struct Quarantine {
   /// Moves the bytes of `segment` from `offset` to its end into a new quarantine file, then
   /// truncates the segment at `offset`. Returns the quarantine file's path relative to the journal.
   package func moveTail(of segment: String, from offset: Int64) throws -> (String, Int64) {
-    try io.makeDirectory(folder)
+    try io.makeJournalFolder(folder)
     let source = directory + "/" + segment
     let fd = try io.open(source, flags: O_RDWR, mode: 0)
     defer { io.close(fd) }
@@ -55,7 +55,7 @@ package struct Quarantine {
 
   /// Moves a whole file of the journal into quarantine. Returns its new relative path.
   package func moveFile(_ file: String) throws -> String {
-    try io.makeDirectory(folder)
+    try io.makeJournalFolder(folder)
     let name = uniqueName(file)
     try io.rename(directory + "/" + file, to: folder + "/" + name)
     try io.syncDirectory(folder)

@@ -1,0 +1,42 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// A deleted last segment is committed data lost, not an empty tail: the index still names it.
+/// Opening refuses (it would number new records over the lost ones), `verify` reports it, and
+/// `repair` lets the journal continue from what is left, saying what was lost.
+@Suite struct MissingSegmentTests {
+  @Test(arguments: [false, true])
+  func aDeletedLastSegmentIsReportedAndRepairable(onlySegment: Bool) async throws {
+    let dir = TemporaryDirectory("missing-last")
+    let options = JournalFixtures.options(segmentBytes: onlySegment ? 64 << 20 : 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 61)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(onlySegment ? segments.count == 1 : segments.count > 2)
+    let victim = try #require(segments.last)
+    try FileManager.default.removeItem(atPath: dir.appending(victim))
+
+    let error = journalError { _ = try Journal(directory: dir.path, options: options) }
+    #expect(error?.code == .sequenceBreak, "\(String(describing: error))")
+    #expect(error?.file == victim, "\(String(describing: error))")
+    #expect(error?.offset == 0, "\(String(describing: error))")
+    let first = Layout.firstSequence(ofSegmentNamed: victim)!
+    #expect(error?.sequences?.lowerBound == first, "\(String(describing: error))")
+
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(report.problems.map(\.file) == [victim], "\(report.problems)")
+
+    _ = try Journal.repair(directory: dir.path)
+    let reopened = try Journal(directory: dir.path, options: options)
+    #expect(reopened.lastSequence == first - 1)
+    try reopened.appendAndWait([NewRecord(timestamp: 1, payload: [7])])
+    reopened.close()
+    let after = try JournalFixtures.readAll(dir.path)
+    #expect(Array(after.dropLast()) == Array(records.prefix(Int(first - 1))))
+    #expect(after.last?.sequence == first)
+  }
+}
