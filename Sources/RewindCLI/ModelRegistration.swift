@@ -1,18 +1,142 @@
 public import Rewind
+internal import RewindJournal
 
-/// A model registered with the tool, so that replay-level commands (replay, diff, blame, bisect,
-/// debug, snapshot, the replay part of verify) can rebuild its state from a journal.
+/// A model registered with the tool, so that the replay-level commands (replay, diff, blame,
+/// bisect, debug, snapshot and the replay part of verify) can rebuild its state from a journal.
 ///
-/// An app builds its own `rewind` by registering its models:
-/// `RewindTool(models: [ModelRegistration(Workspace.self, name: "workspace")])`.
+/// An app builds its own `rewind` by registering its models, with named invariants for
+/// `rewind bisect` and named queries for `rewind debug`:
+///
+/// ```swift
+/// let tool = RewindTool(models: [
+///   ModelRegistration(Workspace.self, name: "workspace", invariants: [
+///     Invariant("notes belong to notebooks") { state in
+///       state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+///     }
+///   ])
+/// ])
+/// exit(await tool.run(Array(CommandLine.arguments.dropFirst())))
+/// ```
+///
+/// Which registration reads a journal: the one named by `--model NAME`; else the only one
+/// registered; else the one whose events include every event name and version in the journal's
+/// first records (see `RewindTool.registration(for:)`).
 public struct ModelRegistration: Sendable {
   /// The name users type (`--model NAME`) and output shows.
   public let name: String
   /// The fingerprint of the model's code and event schemas (see `SnapshotModel.fingerprint`).
   public let fingerprint: StateDigest
+  /// The names of the invariants `rewind bisect --invariant NAME` knows, in registration order.
+  public let invariantNames: [String]
+  /// The names of the queries `query NAME` in `rewind debug` knows, in registration order.
+  public let queryNames: [String]
+  /// Whether the model reads events of this name and version (directly or by upcasting).
+  let reads: @Sendable (String, UInt32) -> Bool
+  /// Opens a read-only time-travel session on a journal.
+  let open: @Sendable (String) throws -> any ModelSession
+  /// Replays a journal to a target, with progress.
+  let replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
+  /// Replays a whole journal from the empty state, comparing checkpoint digests.
+  let verify: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
+  /// Writes a snapshot of the journal's last state.
+  let snapshot: @Sendable (String) throws -> (sequence: UInt64, digest: StateDigest)?
 
-  public init<M: SnapshotModel>(_ type: M.Type, name: String) {
+  /// Registers `M` under `name`.
+  /// - Parameters:
+  ///   - invariants: named predicates over the state, for `rewind bisect` and `check` in `rewind debug`.
+  ///   - queries: named reads of the state rendered as JSON, for `query NAME` in `rewind debug`.
+  public init<M: SnapshotModel>(
+    _ type: M.Type, name: String, invariants: [Invariant<M>] = [], queries: [ModelQuery<M>] = []
+  ) {
     self.name = name
     self.fingerprint = M.fingerprint
+    self.invariantNames = invariants.map(\.name)
+    self.queryNames = queries.map(\.name)
+    let registry = M.eventRegistry
+    reads = { name, version in registry.canDecode(name: name, version: version) }
+    open = { directory in try TypedSession<M>(directory: directory, invariants: invariants, queries: queries) }
+    replay = { directory, target, progress in
+      let outcome = try Replay.run(M.self, directory: directory, to: target, progress: progress)
+      return ReplayedState(outcome.state, report: outcome.report)
+    }
+    verify = { directory, progress in
+      var options = ReplayOptions()
+      options.useSnapshots = false
+      options.verifyCheckpoints = true
+      let outcome = try Replay.run(M.self, directory: directory, options: options, progress: progress)
+      return ReplayVerification(
+        report: outcome.report, cacheProblems: StateInspector.cacheProblems(in: outcome.state))
+    }
+    snapshot = { directory in try Snapshots.take(M.self, directory: directory) }
+  }
+}
+
+/// A named read of a model's state, shown as JSON by `query NAME` in `rewind debug`.
+public struct ModelQuery<M: Model>: Sendable {
+  public var name: String
+  public var read: @Sendable (M) -> any Encodable
+
+  public init(_ name: String, read: @escaping @Sendable (M) -> any Encodable) {
+    self.name = name
+    self.read = read
+  }
+}
+
+/// A state rebuilt by replay, with its model type erased.
+struct ReplayedState: Sendable {
+  var report: ReplayReport
+  var collections: [(name: String, count: Int)]
+  var digest: @Sendable () throws -> StateDigest
+  var json: @Sendable () throws -> String
+
+  init<M: SnapshotModel>(_ state: M, report: ReplayReport) {
+    self.report = report
+    collections = StateInspector.collections(of: state)
+    digest = { try StateDigest.of(state) }
+    json = { try CanonicalJSON.render(state) }
+  }
+}
+
+/// What the replay part of `rewind verify` found.
+struct ReplayVerification: Sendable {
+  var report: ReplayReport
+  var cacheProblems: [String]
+}
+
+extension RewindTool.Context {
+  /// The registration that reads the journal in `directory`: `--model NAME`, else the only one,
+  /// else the one reading every event name and version among the journal's first 1000 records.
+  /// - Throws: `UsageError` when none is registered, the name is unknown, or the choice is
+  ///   ambiguous; `JournalError` when the journal cannot be read.
+  func registration(for directory: String, named name: String?) throws -> ModelRegistration {
+    guard !models.isEmpty else {
+      throw UsageError(
+        "this rewind has no registered models, so it cannot rebuild states; build your own rewind with "
+          + "RewindTool(models: [...]) (see the README), or use the journal-level commands (log, verify, ...)")
+    }
+    let known = models.map(\.name).joined(separator: ", ")
+    if let name {
+      guard let found = models.first(where: { $0.name == name }) else {
+        throw UsageError("unknown model '\(name)'; registered models: \(known)")
+      }
+      return found
+    }
+    if models.count == 1 { return models[0] }
+    let cursor = try JournalReader(directory: directory).records(from: 1)
+    var seen: Set<String> = []
+    var candidates = models
+    while seen.count < 1000, let record = try cursor.next() {
+      guard let header = try? EventRecord.header(of: record.payload), header.name != Checkpoint.name else { continue }
+      seen.insert("\(header.name)@\(header.version)")
+      candidates = candidates.filter { $0.reads(header.name, header.version) }
+    }
+    guard candidates.count == 1 else {
+      throw UsageError(
+        candidates.isEmpty
+          ? "no registered model (\(known)) reads every event of \(directory); pick one with --model NAME"
+          : "several models read \(directory) (\(candidates.map(\.name).joined(separator: ", "))); "
+            + "pick one with --model NAME")
+    }
+    return candidates[0]
   }
 }

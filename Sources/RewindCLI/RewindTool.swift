@@ -56,6 +56,14 @@ public struct RewindTool {
   static var builtIn: [any RewindCommand.Type] {
     [
       LogCommand.self, StatsCommand.self, VerifyCommand.self, RepairCommand.self, DemoCommand.self,
+    ] + replayCommands
+  }
+
+  /// The commands that rebuild states, for registered models.
+  static var replayCommands: [any RewindCommand.Type] {
+    [
+      ReplayCommand.self, DiffCommand.self, BlameCommand.self, BisectCommand.self, DebugCommand.self,
+      SnapshotCommand.self,
     ]
   }
 
@@ -75,12 +83,14 @@ public struct RewindTool {
     Commands:
     \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
-    Exit codes: 0 success, 1 findings (verify), 2 usage error, 3 journal cannot be opened or read.
+    Exit codes: 0 success, 1 findings (verify, bisect), 2 usage error, 3 journal cannot be opened or read.
 
     Examples:
       rewind demo /tmp/j --records 100000 --durability batched
       rewind verify /tmp/j
       rewind log /tmp/j --from 10 --limit 5 --json
+      rewind replay /tmp/j --to 1200 --json
+      rewind debug /tmp/j
 
     """
   }

@@ -124,6 +124,18 @@ public final class TimeMachine<M: SnapshotModel> {
     return nil
   }
 
+  /// The first event after `sequence` (through `lastSequence`) for which `predicate` holds, read in
+  /// one forward pass; nil if there is none.
+  public func firstEvent(after sequence: UInt64, where predicate: (RecordedEvent) -> Bool) throws -> RecordedEvent? {
+    guard sequence < lastSequence else { return nil }
+    let records = try DecodedRecords(
+      registry: registry, reader: reader, first: sequence + 1, last: lastSequence, options: options)
+    while let record = try records.next() {
+      if case .event(let recorded) = record, predicate(recorded) { return recorded }
+    }
+    return nil
+  }
+
   /// The record-level changes from the state after `from` to the state after `to`.
   public func diff(from: UInt64, to: UInt64) throws -> StateDiff {
     StateDiff.between(try state(at: from), try state(at: to), from: from, to: to)

@@ -1,0 +1,297 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+enum DebugCommand: RewindCommand {
+  static let name = "debug"
+  static let summary = "interactive time travel: step, goto, find, print, diff, watch"
+  static let help = """
+    Usage: rewind debug DIR [--model NAME]
+
+    An interactive, read-only time-travel session over the journal in DIR, starting at the empty
+    state (sequence 0). Reads one command per line from standard input: at a terminal with a
+    prompt, from a pipe or file without one, so sessions can be scripted. Type `help` for the
+    commands. A script's failing command is reported on stderr and the session goes on; the exit
+    code is then 2.
+
+    Examples:
+      rewind debug /tmp/j
+      printf 'goto 120\\nprint notes\\nmark\\nstep 5\\ndiff\\n' | rewind debug /tmp/j
+
+    """
+
+  static let commands = """
+    Commands (SEQ is a sequence number, TIME an ISO 8601 time, ID a record id or value collection):
+      step [N]            move N records forward (default 1)           alias: s, next
+      back [N]            move N records back (default 1)              alias: b
+      goto SEQ|TIME       move to the state after SEQ, or at TIME      also: goto start, goto end
+      where               where the session stands, and the event there
+      event [SEQ]         the event at SEQ (default: here), with its fields
+      find name NAME      move forward to the next event named NAME
+      find entity ID      move forward to the next event that touched ID
+      print               a summary: records per collection, digest
+      print json          the whole state as JSON
+      print COLLECTION    every record of one collection
+      print ID            one record, from whichever collection holds it
+      query NAME          a registered query's answer, as JSON (`query` lists them)
+      check NAME          whether a registered invariant holds here (`check` lists them)
+      mark                remember this position
+      diff [A B]          changes from the mark (or A) to here (or B)
+      watch ID            show ID now, and again after each move whenever it changed
+      unwatch ID          stop watching ID
+      blame ID            every event that touched ID
+      refresh             see records appended since the session started
+      help                this list
+      quit                end the session (as does end of input)
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let args = try Arguments(arguments, options: ["model"], flags: [])
+    let directory = try args.directory()
+    _ = try JournalBounds(directory: directory)
+    let model = try context.registration(for: directory, named: args.value("model"))
+    let session = DebugSession(
+      try model.open(directory), model: model.name, directory: directory, output: context.output,
+      interactive: isatty(STDIN_FILENO) == 1)
+    return session.run { readLine(strippingNewline: true) }
+  }
+}
+
+/// One `rewind debug` session: a position in a journal's history, a mark and watched entities.
+final class DebugSession {
+  private let machine: any ModelSession
+  private let model: String
+  private let directory: String
+  private let output: RewindTool.Output
+  private let interactive: Bool
+  private var mark: UInt64?
+  private var watched: [(id: String, last: String?)] = []
+
+  init(
+    _ machine: any ModelSession, model: String, directory: String, output: RewindTool.Output, interactive: Bool
+  ) {
+    self.machine = machine
+    self.model = model
+    self.directory = directory
+    self.output = output
+    self.interactive = interactive
+  }
+
+  /// Reads and runs commands until `quit` or the end of input.
+  func run(readLine: () -> String?) -> RewindTool.ExitCode {
+    var failed = false
+    if interactive {
+      output.out(
+        "rewind debug: \(model) in \(directory), sequences 0...\(machine.lastSequence); `help` lists commands\n")
+    }
+    while true {
+      if interactive { output.out("rewind@\(machine.position)> ") }
+      guard let line = readLine() else { break }
+      let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+      guard let command = words.first, !command.hasPrefix("#") else { continue }
+      if command == "quit" || command == "exit" || command == "q" { break }
+      do {
+        try perform(command, Array(words.dropFirst()))
+      } catch {
+        failed = true
+        output.err("error: \(command): \(error)\n")
+      }
+    }
+    if interactive { output.out("\n") }
+    return failed && !interactive ? .usage : .success
+  }
+
+  private func perform(_ command: String, _ rest: [String]) throws {
+    switch command {
+    case "help", "?": output.out(DebugCommand.commands)
+    case "step", "s", "next": try move(to: machine.position.addingReportingOverflow(try count(rest)).partialValue)
+    case "back", "b": try move(to: machine.position - min(machine.position, try count(rest)))
+    case "goto", "g": try goto(rest)
+    case "where": showPosition()
+    case "event": try showEvent(rest)
+    case "find": try find(rest)
+    case "print", "p": try print(rest)
+    case "query": try query(rest)
+    case "check": try check(rest)
+    case "mark":
+      mark = machine.position
+      output.out("marked sequence \(machine.position)\n")
+    case "diff": try diff(rest)
+    case "watch":
+      let id = try single(rest, "watch ID")
+      if !watched.contains(where: { $0.id == id }) { watched.append((id, nil)) }
+      showWatches(force: true)
+    case "unwatch":
+      let id = try single(rest, "unwatch ID")
+      guard watched.contains(where: { $0.id == id }) else { throw UsageError("'\(id)' is not watched") }
+      watched.removeAll { $0.id == id }
+      output.out("no longer watching \(id)\n")
+    case "blame": try blame(rest)
+    case "refresh":
+      try machine.refresh()
+      output.out("the journal ends at sequence \(machine.lastSequence)\n")
+    default: throw UsageError("unknown command; `help` lists the commands")
+    }
+  }
+
+  // MARK: Moving
+
+  private func count(_ rest: [String]) throws -> UInt64 {
+    guard let text = rest.first else { return 1 }
+    guard rest.count == 1, let value = UInt64(text) else { throw UsageError("expected a whole number, not '\(text)'") }
+    return value
+  }
+
+  private func single(_ rest: [String], _ usage: String) throws -> String {
+    guard rest.count == 1 else { throw UsageError("usage: \(usage)") }
+    return rest[0]
+  }
+
+  private func goto(_ rest: [String]) throws {
+    let target = try single(rest, "goto SEQ|TIME|start|end")
+    switch target {
+    case "start": try move(to: 0)
+    case "end": try move(to: machine.lastSequence)
+    default:
+      if let sequence = UInt64(target) {
+        guard sequence <= machine.lastSequence else {
+          throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
+        }
+        try move(to: sequence)
+      } else if let time = parseISOTime(target) {
+        try move(to: try machine.sequence(atTime: time))
+      } else {
+        throw UsageError("'\(target)' is neither a sequence number nor an ISO 8601 time")
+      }
+    }
+  }
+
+  private func move(to sequence: UInt64) throws {
+    try machine.move(to: min(sequence, machine.lastSequence))
+    showPosition()
+    showWatches(force: false)
+  }
+
+  private func showPosition() {
+    let position = machine.position
+    if position == 0 {
+      output.out("at 0 of \(machine.lastSequence): the empty state\n")
+    } else if let event = try? machine.event(at: position) {
+      output.out("at \(position) of \(machine.lastSequence): \(envelopeLine(event.envelope))\n")
+    } else {
+      output.out("at \(position) of \(machine.lastSequence): a checkpoint record\n")
+    }
+  }
+
+  private func showWatches(force: Bool) {
+    for index in watched.indices {
+      let now = machine.recordJSON(watched[index].id).map { "\($0.store) \($0.json)" }
+      if force || now != watched[index].last {
+        output.out("watch \(watched[index].id) at \(machine.position): \(now ?? "absent")\n")
+      }
+      watched[index].last = now
+    }
+  }
+
+  private func find(_ rest: [String]) throws {
+    guard rest.count == 2, rest[0] == "name" || rest[0] == "entity" else {
+      throw UsageError("usage: find name NAME | find entity ID")
+    }
+    let start = machine.position
+    let found: UInt64?
+    if rest[0] == "name" {
+      found = try machine.firstEvent(after: start) { $0.envelope.name == rest[1] }?.envelope.sequence
+    } else {
+      found = try machine.blame(rest[1]).first { $0.event.envelope.sequence > start }?.event.envelope.sequence
+    }
+    guard let found else {
+      throw UsageError("no event after sequence \(start) \(rest[0] == "name" ? "is named" : "touched") \(rest[1])")
+    }
+    try move(to: found)
+  }
+
+  // MARK: Looking
+
+  private func showEvent(_ rest: [String]) throws {
+    let sequence = try rest.first.map { text -> UInt64 in
+      guard rest.count == 1, let value = UInt64(text), value >= 1, value <= machine.lastSequence else {
+        throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
+      }
+      return value
+    } ?? machine.position
+    guard sequence > 0 else { throw UsageError("at sequence 0 there is no event; `step` to the first") }
+    guard let event = try machine.event(at: sequence) else {
+      output.out("#\(sequence) is a checkpoint record\n")
+      return
+    }
+    output.out("\(envelopeLine(event.envelope))\n  \(StateInspector.json(event.event))\n")
+  }
+
+  private func print(_ rest: [String]) throws {
+    guard let what = rest.first else {
+      let collections = machine.collections()
+      output.out("at \(machine.position): digest \(try machine.digest())\n")
+      for collection in collections { output.out("  \(collection.name) \(collection.count)\n") }
+      return
+    }
+    guard rest.count == 1 else { throw UsageError("usage: print [json|COLLECTION|ID]") }
+    if what == "json" {
+      output.out(try machine.stateJSON() + "\n")
+    } else if let records = machine.collectionJSON(what) {
+      output.out(records + "\n")
+    } else if let record = machine.recordJSON(what) {
+      output.out("\(record.store) \(record.json)\n")
+    } else {
+      let names = machine.collections().map(\.name).joined(separator: ", ")
+      throw UsageError("no collection or record '\(what)' at sequence \(machine.position) (collections: \(names))")
+    }
+  }
+
+  private func query(_ rest: [String]) throws {
+    let known = machine.queryNames.isEmpty ? "none" : machine.queryNames.joined(separator: ", ")
+    guard !rest.isEmpty else {
+      output.out("queries: \(known)\n")
+      return
+    }
+    let name = rest.joined(separator: " ")
+    guard let answer = try machine.query(name) else { throw UsageError("unknown query '\(name)'; known: \(known)") }
+    output.out(answer + "\n")
+  }
+
+  private func check(_ rest: [String]) throws {
+    let known = machine.invariantNames.isEmpty ? "none" : machine.invariantNames.joined(separator: ", ")
+    guard !rest.isEmpty else {
+      output.out("invariants: \(known)\n")
+      return
+    }
+    let name = rest.joined(separator: " ")
+    guard let holds = machine.check(name) else { throw UsageError("unknown invariant '\(name)'; known: \(known)") }
+    output.out("'\(name)' \(holds ? "holds" : "fails") at sequence \(machine.position)\n")
+  }
+
+  private func diff(_ rest: [String]) throws {
+    let from: UInt64
+    let to: UInt64
+    switch rest.count {
+    case 0:
+      guard let mark else { throw UsageError("no mark yet: `mark` a position first, or give diff A B") }
+      (from, to) = (mark, machine.position)
+    case 2:
+      guard let a = UInt64(rest[0]), let b = UInt64(rest[1]), a <= machine.lastSequence, b <= machine.lastSequence
+      else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)") }
+      (from, to) = (a, b)
+    default: throw UsageError("usage: diff [A B]")
+    }
+    output.out(DiffCommand.text(try machine.diff(from: from, to: to)))
+  }
+
+  private func blame(_ rest: [String]) throws {
+    let id = try single(rest, "blame ID")
+    let entries = try machine.blame(id)
+    guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'") }
+    for entry in entries {
+      output.out("\(envelopeLine(entry.event.envelope))\n    after \(entry.after.map(StateInspector.json) ?? "removed")\n")
+    }
+  }
+}
