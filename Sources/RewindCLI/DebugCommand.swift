@@ -214,12 +214,13 @@ final class DebugSession {
   // MARK: Looking
 
   private func showEvent(_ rest: [String]) throws {
-    let sequence = try rest.first.map { text -> UInt64 in
-      guard rest.count == 1, let value = UInt64(text), value >= 1, value <= machine.lastSequence else {
-        throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
-      }
-      return value
-    } ?? machine.position
+    let sequence =
+      try rest.first.map { text -> UInt64 in
+        guard rest.count == 1, let value = UInt64(text), value >= 1, value <= machine.lastSequence else {
+          throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
+        }
+        return value
+      } ?? machine.position
     guard sequence > 0 else { throw UsageError("at sequence 0 there is no event; `step` to the first") }
     guard let event = try machine.event(at: sequence) else {
       output.out("#\(sequence) is a checkpoint record\n")
@@ -291,7 +292,8 @@ final class DebugSession {
     let entries = try machine.blame(id)
     guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'") }
     for entry in entries {
-      output.out("\(envelopeLine(entry.event.envelope))\n    after \(entry.after.map(StateInspector.json) ?? "removed")\n")
+      output.out(
+        "\(envelopeLine(entry.event.envelope))\n    after \(entry.after.map(StateInspector.json) ?? "removed")\n")
     }
   }
 }

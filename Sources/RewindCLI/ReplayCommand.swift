@@ -48,7 +48,8 @@ enum ReplayCommand: RewindCommand {
       ]
       let width = replayed.collections.map(\.name.count).max() ?? 0
       for collection in replayed.collections {
-        lines.append("  \(collection.name.padding(toLength: width + 2, withPad: " ", startingAt: 0))\(collection.count)")
+        lines.append(
+          "  \(collection.name.padding(toLength: width + 2, withPad: " ", startingAt: 0))\(collection.count)")
       }
       output.out(lines.joined(separator: "\n") + "\n")
     }

@@ -43,7 +43,8 @@ struct JournalBounds {
     }
     guard value >= first, value <= last else {
       throw UsageError(
-        "time \(text) is outside the journal's records, \(isoTime(first)) to \(isoTime(last)); give a time in that range")
+        "time \(text) is outside the journal's records, \(isoTime(first)) to \(isoTime(last)); give a time in that range"
+      )
     }
     return value
   }
@@ -155,7 +156,8 @@ func envelopeLine(_ envelope: Envelope) -> String {
 /// An event's envelope and fields as one JSON object.
 func eventJSON(_ recorded: RecordedEvent) -> String {
   let envelope = recorded.envelope
-  return #"{"seq":\#(envelope.sequence),"time":"\#(isoTime(envelope.timestamp))","name":\#(StateInspector.json(envelope.name)),"#
+  return
+    #"{"seq":\#(envelope.sequence),"time":"\#(isoTime(envelope.timestamp))","name":\#(StateInspector.json(envelope.name)),"#
     + #""version":\#(envelope.version),"origin":\#(StateInspector.json(envelope.origin.description)),"#
     + #""command":"\#(envelope.commandID)","payload":\#(StateInspector.json(recorded.event))}"#
 }

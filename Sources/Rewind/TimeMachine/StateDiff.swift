@@ -70,7 +70,6 @@ extension Store: ComparableCollection {
 
   func recordValues() -> [any Sendable] { all() }
 
-
   func changes(since older: Any) -> CollectionChanges {
     var result = CollectionChanges(name: name)
     let old = (older as? Store<Record>)?.all() ?? []

@@ -165,7 +165,8 @@ public final class TimeMachine<M: SnapshotModel> {
     let entries: [Blame<any Sendable>] = try blame(
       matching: { key in
         let match =
-          key.kind == .record ? key.key == id && found.map { $0 == key.store } ?? true
+          key.kind == .record
+          ? key.key == id && found.map { $0 == key.store } ?? true
           : key.kind == .value && key.store == id
         if match { found = key.store }
         return match
