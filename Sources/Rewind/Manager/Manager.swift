@@ -123,6 +123,9 @@ public final class Manager<M: Model>: Sendable {
   /// Why the manager refuses commands, if it does.
   public var stopReason: ManagerError? { guarded.withLock { $0.stopped } }
 
+  /// How many observers (`changes()` streams) are attached, for tests that wait for a job.
+  var observerCount: Int { guarded.withLock { $0.observers.count } }
+
   /// How many commands wait for their turn to validate.
   var waitingCommands: Int { gate.waiterCount }
 

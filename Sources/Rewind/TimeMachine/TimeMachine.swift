@@ -32,6 +32,8 @@ public final class TimeMachine<M: SnapshotModel> {
   public private(set) var state = M()
   /// Snapshots skipped while seeking, with why.
   public private(set) var skippedSnapshots: [SnapshotProblem] = []
+  /// Snapshot files found unusable, not read again.
+  private var unusableSnapshots: Set<UInt64> = []
   /// Records applied by every seek so far: the cost of time travel, for tests and benchmarks.
   public private(set) var recordsApplied = 0
 
@@ -91,12 +93,13 @@ public final class TimeMachine<M: SnapshotModel> {
       base = state
       start = position
     }
-    if let snapshots, target - start > interval,
-      let newest = snapshots.sequences().last(where: { $0 <= target || $0 > lastSequence }),
-      newest > start
+    if let snapshots, target > start,
+      let closest = snapshots.sequences().last(where: { $0 <= target }), closest > start,
+      !unusableSnapshots.contains(closest)
     {
       let found = snapshots.latest(M.self, atOrBefore: target, lastSequence: lastSequence)
       skippedSnapshots = found.problems
+      unusableSnapshots.formUnion(found.problems.map(\.sequence))
       if let snapshot = found.snapshot, snapshot.sequence > start {
         (base, start) = (snapshot.state, snapshot.sequence)
         keep(base, at: start)
