@@ -34,7 +34,7 @@ enum BisectCommand: RewindCommand {
       throw UsageError("unknown invariant '\(name)' for model \(model.name); known invariants: \(known)")
     }
     let session = try model.open(directory)
-    let failing = try session.bisect(name, linear: args.flag("linear"))
+    let failing = try replaying(model, directory) { try session.bisect(name, linear: args.flag("linear")) }
     let event = try failing.flatMap { try session.event(at: $0) }
     if args.flag("json") {
       output.out(

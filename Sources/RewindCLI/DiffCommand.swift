@@ -29,7 +29,7 @@ enum DiffCommand: RewindCommand {
     let from = try bounds.sequence(args.positionals[1], what: "A")
     let to = try bounds.sequence(args.positionals[2], what: "B")
     let model = try context.registration(for: directory, named: args.value("model"))
-    let diff = try model.open(directory).diff(from: from, to: to)
+    let diff = try replaying(model, directory) { try model.open(directory).diff(from: from, to: to) }
     output.out(args.flag("json") ? json(diff) + "\n" : text(diff))
     return .success
   }

@@ -114,23 +114,10 @@ extension RewindTool.Context {
         "this rewind has no registered models, so it cannot rebuild states; build your own rewind with "
           + "RewindTool(models: [...]) (see the README), or use the journal-level commands (log, verify, ...)")
     }
-    let known = models.map(\.name).joined(separator: ", ")
-    if let name {
-      guard let found = models.first(where: { $0.name == name }) else {
-        throw UsageError("unknown model '\(name)'; registered models: \(known)")
-      }
-      return found
-    }
-    if models.count == 1 { return models[0] }
-    let cursor = try JournalReader(directory: directory).records(from: 1)
-    var seen: Set<String> = []
-    var candidates = models
-    while seen.count < 1000, let record = try cursor.next() {
-      guard let header = try? EventRecord.header(of: record.payload), header.name != Checkpoint.name else { continue }
-      seen.insert("\(header.name)@\(header.version)")
-      candidates = candidates.filter { $0.reads(header.name, header.version) }
-    }
+    if name != nil || models.count == 1 { return try registration(named: name) }
+    let candidates = try readers(of: directory)
     guard candidates.count == 1 else {
+      let known = models.map(\.name).joined(separator: ", ")
       throw UsageError(
         candidates.isEmpty
           ? "no registered model (\(known)) reads every event of \(directory); pick one with --model NAME"
@@ -138,5 +125,35 @@ extension RewindTool.Context {
             + "pick one with --model NAME")
     }
     return candidates[0]
+  }
+
+  /// The registration named `name` (or the only one).
+  func registration(named name: String?) throws(UsageError) -> ModelRegistration {
+    let known = models.map(\.name).joined(separator: ", ")
+    guard let name else {
+      guard models.count == 1 else { throw UsageError("pick a model with --model NAME: \(known)") }
+      return models[0]
+    }
+    guard let found = models.first(where: { $0.name == name }) else {
+      throw UsageError("unknown model '\(name)'; registered models: \(known)")
+    }
+    return found
+  }
+
+  /// The registrations that read every event name and version among the journal's first 1000
+  /// records: none when no record there is an event (another app's journal, raw records).
+  func readers(of directory: String) throws -> [ModelRegistration] {
+    let cursor = try JournalReader(directory: directory).records(from: 1)
+    var candidates = models
+    var events = 0
+    var records = 0
+    while records < 1000, let record = try cursor.next() {
+      records += 1
+      guard let header = try? EventRecord.header(of: record.payload) else { return [] }
+      guard header.name != Checkpoint.name else { continue }
+      events += 1
+      candidates = candidates.filter { $0.reads(header.name, header.version) }
+    }
+    return events == 0 && records > 0 ? [] : candidates
   }
 }

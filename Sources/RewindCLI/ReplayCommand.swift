@@ -29,7 +29,7 @@ enum ReplayCommand: RewindCommand {
     let target = try bounds.target(args)
     let model = try context.registration(for: directory, named: args.value("model"))
     let progress = ProgressLine("replaying", context: context)
-    let replayed = try model.replay(directory, target, progress.callback)
+    let replayed = try replaying(model, directory) { try model.replay(directory, target, progress.callback) }
     progress.finish()
     let report = replayed.report
     if args.flag("json") {

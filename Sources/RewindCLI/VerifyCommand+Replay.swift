@@ -13,7 +13,21 @@ extension VerifyCommand {
       output.out("note: replay not checked: this rewind has no registered model (see the README)\n")
       return true
     }
-    let model = try context.registration(for: directory, named: name)
+    let model: ModelRegistration
+    if name != nil {
+      model = try context.registration(named: name)
+    } else {
+      let readers = try context.readers(of: directory)
+      guard readers.count == 1 else {
+        let names = context.models.map(\.name).joined(separator: ", ")
+        output.out(
+          readers.isEmpty
+            ? "note: replay not checked: no registered model (\(names)) reads this journal's events\n"
+            : "note: replay not checked: several models read this journal; pick one with --model NAME\n")
+        return true
+      }
+      model = readers[0]
+    }
     let progress = ProgressLine("verifying replay", context: context)
     let verification: ReplayVerification
     do {

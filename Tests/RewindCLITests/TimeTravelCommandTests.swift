@@ -281,6 +281,19 @@ import Testing
     let run = try rewind(["replay", garbage.path])
     #expect(run.status == 3)
     #expect(run.err.contains("manifest"))
+    // Another app's journal (raw records): replay says which model cannot read which record;
+    // verify checks its integrity and leaves replay aside.
+    let raw = TemporaryDirectory("cli-raw")
+    let writer = try Journal(directory: raw.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: 1, payload: Array("not an event".utf8))])
+    writer.close()
+    let foreign = try rewind(["replay", raw.path])
+    #expect(foreign.status == 3)
+    #expect(foreign.err.contains("model workspace cannot replay \(raw.path): record at sequence 1 is not an event"))
+    let verify = try rewind(["verify", raw.path])
+    #expect(verify.status == 0, "\(verify.out)")
+    #expect(
+      verify.out.contains("note: replay not checked: no registered model (workspace) reads this journal's events"))
     // The stock rewind registers no model, and says how to get one.
     let stock = try ToolRun.run("rewind", ["replay", journal.path])
     #expect(stock.status == 2)
