@@ -78,7 +78,8 @@ struct ToolRun {
   var err: String
 
   static func run(_ product: String, _ arguments: [String], input: String? = nil) throws -> ToolRun {
-    let executable = try #require(ChildProcess.builtProduct(product), "\(product) must be built with the tests")
+    let executable = try #require(
+      product.hasPrefix("/") ? product : ChildProcess.builtProduct(product), "\(product) must be built with the tests")
     let scratch = TemporaryDirectory("cli-run")
     let outPath = scratch.appending("out")
     let errPath = scratch.appending("err")

@@ -239,6 +239,39 @@ import Testing
     #expect(!run.out.hasSuffix("at 1 of \(journal.lastSequence)"), "nothing runs after quit")
   }
 
+  /// At a terminal (a pseudo-terminal from util-linux `script`), the session greets and prompts.
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+  func debugPromptsAtATerminal() async throws {
+    let journal = try await NotebookJournal.write(commands: 5, seed: 14)
+    let binary = try #require(ChildProcess.builtProduct(Self.tool))
+    let run = try ToolRun.run(
+      "/usr/bin/script", ["-qec", "\(binary) debug \(journal.path)", "/dev/null"], input: "step 2\nquit\n")
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains("rewind debug: workspace in \(journal.path), sequences 0...\(journal.lastSequence)"))
+    #expect(run.out.contains("rewind@0> at 2 of \(journal.lastSequence): #2 "))
+    #expect(run.out.contains("rewind@2> "))
+  }
+
+  /// Reading commands take no lock: they run while the app holds the journal and appends.
+  @Test func commandsRunWhileTheAppAppends() async throws {
+    let journal = try await NotebookJournal.write(commands: 30, seed: 15)
+    let manager = try NotebookManager(directory: journal.path, options: JournalOptions(durability: .none))
+    defer { manager.close() }
+    let before = manager.lastSequence
+    let writer = Task {
+      for step in 0..<200 { _ = try await manager.addReadingItem(title: "while reading \(step)") }
+    }
+    for arguments in [["replay"], ["replay", "--json"], ["snapshot"], ["blame", "settings"], ["verify"]] {
+      let run = try rewind([arguments[0], journal.path] + arguments.dropFirst())
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+    }
+    try await writer.value
+    let replayed = try rewind(["replay", journal.path, "--json"])
+    #expect(replayed.out.contains(#""seq":\#(manager.lastSequence),"#))
+    #expect(replayed.out.contains(try CanonicalJSON.render(manager.state)))
+    #expect(manager.lastSequence == before + 200)
+  }
+
   @Test func debugHelpListsTheCommands() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 12)
     let run = try rewind(["debug", journal.path], input: "help\n")
