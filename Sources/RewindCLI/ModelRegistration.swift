@@ -34,11 +34,8 @@ public struct ModelRegistration: Sendable {
   let reads: @Sendable (String, UInt32) -> Bool
   /// Opens a read-only time-travel session on a journal.
   let open: @Sendable (String) throws -> any ModelSession
-  /// Replays a journal to a target, with progress.
   let replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
-  /// Replays a whole journal from the empty state, comparing checkpoint digests.
   let verify: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
-  /// Writes a snapshot of the journal's last state.
   let snapshot: @Sendable (String) throws -> (sequence: UInt64, digest: StateDigest)?
 
   /// Registers `M` under `name`.
@@ -71,6 +68,27 @@ public struct ModelRegistration: Sendable {
   }
 }
 
+extension ModelRegistration {
+  /// Rebuilds the state of the journal in `directory` up to `target` (see `Replay.run`).
+  /// - Throws: `ReplayError` for a record the model cannot read; `JournalError`.
+  public func replay(
+    _ directory: String, to target: ReplayTarget = .end, progress: ((ReplayProgress) -> Void)? = nil
+  ) throws -> ReplayedState {
+    try replay(directory, target, progress)
+  }
+
+  /// Replays the whole journal from the empty state, comparing every checkpoint of this model
+  /// code, then checks every store's cache against a recomputation.
+  public func verify(_ directory: String, progress: ((ReplayProgress) -> Void)? = nil) throws -> ReplayVerification {
+    try verify(directory, progress)
+  }
+
+  /// Writes a snapshot of the state after the journal's last record (nil for an empty journal).
+  public func takeSnapshot(_ directory: String) throws -> (sequence: UInt64, digest: StateDigest)? {
+    try snapshot(directory)
+  }
+}
+
 /// A named read of a model's state, shown as JSON by `query NAME` in `rewind debug`.
 public struct ModelQuery<M: Model>: Sendable {
   public var name: String
@@ -83,11 +101,16 @@ public struct ModelQuery<M: Model>: Sendable {
 }
 
 /// A state rebuilt by replay, with its model type erased.
-struct ReplayedState: Sendable {
-  var report: ReplayReport
-  var collections: [(name: String, count: Int)]
-  var digest: @Sendable () throws -> StateDigest
-  var json: @Sendable () throws -> String
+public struct ReplayedState: Sendable {
+  /// What replay did: last sequence applied, snapshot used or skipped, checkpoints compared.
+  public var report: ReplayReport
+  /// Each store with its record count, in the order the model declares them.
+  public var collections: [(name: String, count: Int)]
+  /// The state's digest (`StateDigest.of`).
+  public var digest: @Sendable () throws -> StateDigest
+  /// The whole state as canonical JSON (`CanonicalJSON`): every store and record, fields sorted
+  /// by name, records in id order.
+  public var json: @Sendable () throws -> String
 
   init<M: SnapshotModel>(_ state: M, report: ReplayReport) {
     self.report = report
@@ -98,9 +121,11 @@ struct ReplayedState: Sendable {
 }
 
 /// What the replay part of `rewind verify` found.
-struct ReplayVerification: Sendable {
-  var report: ReplayReport
-  var cacheProblems: [String]
+public struct ReplayVerification: Sendable {
+  /// `report.firstDivergence` names the first checkpoint whose digest differs.
+  public var report: ReplayReport
+  /// Where a store's cache differs from its recomputation at the end of the journal.
+  public var cacheProblems: [String]
 }
 
 extension RewindTool.Context {
