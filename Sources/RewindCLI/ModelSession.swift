@@ -57,13 +57,7 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   func refresh() throws { try machine.refresh() }
   func move(to sequence: UInt64) throws { try machine.jump(to: sequence) }
 
-  func sequence(atTime timestamp: Int64) throws -> UInt64 {
-    let position = machine.position
-    try machine.jump(toTime: timestamp)
-    let found = machine.position
-    try machine.jump(to: position)
-    return found
-  }
+  func sequence(atTime timestamp: Int64) throws -> UInt64 { try machine.sequence(atTime: timestamp) }
 
   func event(at sequence: UInt64) throws -> RecordedEvent? { try machine.event(at: sequence) }
 

@@ -209,6 +209,8 @@ import Testing
       goto 0
       print
       check notes belong to notebooks
+      goto \(isoTime(journal.timestamps[9]))
+      goto 0
       query titles
       frobnicate
       goto 99999
@@ -233,6 +235,7 @@ import Testing
     #expect(run.out.contains("watch \(id) at \(next): "))
     #expect(run.out.contains("at 0 of \(journal.lastSequence): the empty state\n"))
     #expect(run.out.contains("'notes belong to notebooks' holds at sequence 0\n"))
+    #expect(run.out.contains("at 10 of \(journal.lastSequence): #10 \(isoTime(journal.timestamps[9])) "))
     #expect(run.out.contains("\n[]\n"), "the titles query at the empty state")
     #expect(run.err.contains("error: frobnicate: unknown command"))
     #expect(run.err.contains("error: goto: sequence 99999 is beyond the journal's last"))

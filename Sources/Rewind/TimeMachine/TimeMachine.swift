@@ -77,6 +77,11 @@ public final class TimeMachine<M: SnapshotModel> {
     return try jump(to: target)
   }
 
+  /// The last sequence number the state at `timestamp` includes (see `ReplayTarget.time`).
+  public func sequence(atTime timestamp: Int64) throws -> UInt64 {
+    try Replay.resolve(.time(timestamp), reader: reader)
+  }
+
   /// Moves to the state at `timestamp` (see `ReplayTarget.time`).
   @discardableResult
   public func jump(toTime timestamp: Int64) throws -> M {
