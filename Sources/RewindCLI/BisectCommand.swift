@@ -10,9 +10,9 @@ enum BisectCommand: RewindCommand {
 
     Finds the first sequence number whose state breaks the registered invariant NAME. Like
     git bisect it assumes that once broken the invariant stays broken, and probes O(log n)
-    states; --linear checks the state after every record instead. Exit 1 with the sequence number
-    and its event when the invariant fails (a finding), 0 when it holds throughout, 2 for an
-    unknown invariant (the known ones are listed).
+    states; --linear checks the state after every record instead, and so also finds a break that
+    was repaired later. Exit 1 with the sequence number and its event when the invariant fails (a
+    finding), 0 when it holds, 2 for an unknown invariant (the known ones are listed).
 
     Examples:
       rewind bisect /tmp/j --invariant "notes belong to notebooks"
@@ -49,7 +49,11 @@ enum BisectCommand: RewindCommand {
         output.out("  it fails on the empty state, before any record\n")
       }
     } else {
-      output.out("invariant '\(name)' holds through sequence \(bounds.lastSequence)\n")
+      output.out(
+        args.flag("linear")
+          ? "invariant '\(name)' holds after every record through sequence \(bounds.lastSequence)\n"
+          : "invariant '\(name)' holds at the last sequence number, \(bounds.lastSequence) "
+            + "(bisect assumes a broken invariant stays broken; --linear checks every record)\n")
     }
     return failing == nil ? .success : .findings
   }

@@ -40,6 +40,7 @@ enum ReplayCommand: RewindCommand {
       var lines = [
         "model        \(model.name)",
         "sequence     \(report.lastSequence) of \(bounds.lastSequence)",
+        "time         " + (try bounds.timestamp(of: report.lastSequence).map(isoTime) ?? "- (the empty state)"),
         "snapshot     "
           + (report.snapshotSequence.map { "started from the snapshot at sequence \($0)" } ?? "none used"),
         "applied      \(report.recordsApplied) records",

@@ -20,6 +20,12 @@ struct JournalBounds {
     lastTime = lastSequence == 0 ? nil : try reader.record(lastSequence)?.timestamp
   }
 
+  /// The timestamp of record `sequence`, or nil (0, or beyond the journal).
+  func timestamp(of sequence: UInt64) throws -> Int64? {
+    guard sequence > 0 else { return nil }
+    return try JournalReader(directory: directory).record(sequence)?.timestamp
+  }
+
   /// `text` as a sequence number in 0...lastSequence.
   func sequence(_ text: String, what: String = "sequence number") throws(UsageError) -> UInt64 {
     guard let value = UInt64(text) else {

@@ -48,7 +48,8 @@ import Testing
     let summary = try rewind(["replay", journal.path])
     #expect(summary.status == 0)
     let live = journal.states.last!
-    #expect(summary.out.contains("sequence     \(journal.lastSequence) of \(journal.lastSequence)"))
+    #expect(summary.out.contains("sequence     \(journal.lastSequence) of \(journal.lastSequence)\n"))
+    #expect(summary.out.contains("time         \(isoTime(journal.timestamps.last!))\n"))
     #expect(summary.out.contains("started from the snapshot at sequence \(journal.lastSequence)"))
     #expect(summary.out.contains("digest       \(try StateDigest.of(live))"))
     #expect(summary.out.contains("  notes        \(live.notes.count)\n"))
@@ -148,7 +149,14 @@ import Testing
     #expect(text.out.hasPrefix("invariant 'no notebook is titled forbidden' first fails at sequence \(planted)\n"))
     let holds = try rewind(["bisect", journal.path, "--invariant", "notes belong to notebooks"])
     #expect(holds.status == 0)
-    #expect(holds.out == "invariant 'notes belong to notebooks' holds through sequence \(journal.lastSequence)\n")
+    #expect(
+      holds.out.hasPrefix(
+        "invariant 'notes belong to notebooks' holds at the last sequence number, \(journal.lastSequence) "))
+    let linear = try rewind(["bisect", journal.path, "--invariant", "notes belong to notebooks", "--linear"])
+    #expect(linear.status == 0)
+    #expect(
+      linear.out
+        == "invariant 'notes belong to notebooks' holds after every record through sequence \(journal.lastSequence)\n")
     let unknown = try rewind(["bisect", journal.path, "--invariant", "nope"])
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("unknown invariant 'nope'"))
