@@ -7,6 +7,7 @@ import Testing
 
 @testable import Notebook
 @testable import Rewind
+@testable import RewindCLI
 
 /// The replay-level commands, run as a built binary (`notebook-rewind`: the stock tool with
 /// Notebook's Workspace registered, as an app builds its own) on journals the tests write.
@@ -351,15 +352,4 @@ import Testing
     #expect(help.out.hasPrefix("Usage: rewind \(command)"))
     #expect(help.out.contains("Example"))
   }
-}
-
-/// ISO 8601 with nanoseconds, as the tool prints times.
-func isoTime(_ nanoseconds: Int64) -> String {
-  let seconds = nanoseconds / 1_000_000_000
-  var time = time_t(seconds)
-  var parts = tm()
-  gmtime_r(&time, &parts)
-  return String(
-    format: "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-    parts.tm_hour, parts.tm_min, parts.tm_sec, nanoseconds % 1_000_000_000)
 }
