@@ -250,26 +250,31 @@ final class DebugSession {
   }
 
   private func query(_ rest: [String]) throws {
-    let known = machine.queryNames.isEmpty ? "none" : machine.queryNames.joined(separator: ", ")
-    guard !rest.isEmpty else {
-      output.out("queries: \(known)\n")
-      return
+    guard let name = named(rest, "queries", machine.queryNames) else { return }
+    guard let answer = try machine.query(name) else {
+      throw UsageError("unknown query '\(name)'; known: \(list(machine.queryNames))")
     }
-    let name = rest.joined(separator: " ")
-    guard let answer = try machine.query(name) else { throw UsageError("unknown query '\(name)'; known: \(known)") }
     output.out(answer + "\n")
   }
 
   private func check(_ rest: [String]) throws {
-    let known = machine.invariantNames.isEmpty ? "none" : machine.invariantNames.joined(separator: ", ")
-    guard !rest.isEmpty else {
-      output.out("invariants: \(known)\n")
-      return
+    guard let name = named(rest, "invariants", machine.invariantNames) else { return }
+    guard let holds = machine.check(name) else {
+      throw UsageError("unknown invariant '\(name)'; known: \(list(machine.invariantNames))")
     }
-    let name = rest.joined(separator: " ")
-    guard let holds = machine.check(name) else { throw UsageError("unknown invariant '\(name)'; known: \(known)") }
     output.out("'\(name)' \(holds ? "holds" : "fails") at sequence \(machine.position)\n")
   }
+
+  /// The name the words spell, or nil after listing the known ones when there are no words.
+  private func named(_ rest: [String], _ kind: String, _ known: [String]) -> String? {
+    guard !rest.isEmpty else {
+      output.out("\(kind): \(list(known))\n")
+      return nil
+    }
+    return rest.joined(separator: " ")
+  }
+
+  private func list(_ names: [String]) -> String { names.isEmpty ? "none" : names.joined(separator: ", ") }
 
   private func diff(_ rest: [String]) throws {
     let from: UInt64
