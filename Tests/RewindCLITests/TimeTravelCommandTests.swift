@@ -264,6 +264,19 @@ import Testing
     #expect(run.out.contains("rewind@2> "))
   }
 
+  /// Progress goes to stderr only at a terminal, on one line rewritten in place and then cleared.
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+  func progressOnlyAtATerminal() async throws {
+    let journal = try await NotebookJournal.write(commands: 30, seed: 16)
+    let binary = try #require(ChildProcess.builtProduct(Self.tool))
+    let last = journal.lastSequence
+    let terminal = try ToolRun.run("/usr/bin/script", ["-qec", "\(binary) replay \(journal.path)", "/dev/null"])
+    #expect(terminal.out.contains("\rreplaying 100% (sequence \(last) of \(last))\u{1B}[K\r\u{1B}[Kmodel "))
+    let piped = try rewind(["replay", journal.path])
+    #expect(piped.err.isEmpty)
+    #expect(!piped.out.contains("replaying"))
+  }
+
   /// Reading commands take no lock: they run while the app holds the journal and appends.
   @Test func commandsRunWhileTheAppAppends() async throws {
     let journal = try await NotebookJournal.write(commands: 30, seed: 15)
