@@ -352,10 +352,11 @@ import Testing
     #expect(verify.status == 0, "\(verify.out)")
     #expect(
       verify.out.contains("note: replay not checked: no registered model (workspace) reads this journal's events"))
-    // The stock rewind registers no model, and says how to get one.
-    let stock = try ToolRun.run("rewind", ["replay", journal.path])
-    #expect(stock.status == 2)
-    #expect(stock.err.contains("no registered models"))
+    // A tool with no registered model says how to get one.
+    let errors = Captured()
+    let bare = await RewindTool().run(["replay", journal.path], output: errors.output)
+    #expect(bare == 2)
+    #expect(errors.err.contains("no registered models"))
   }
 
   @Test(arguments: ["replay", "diff", "blame", "bisect", "debug", "snapshot", "verify"])
@@ -364,5 +365,22 @@ import Testing
     #expect(help.status == 0)
     #expect(help.out.hasPrefix("Usage: rewind \(command)"))
     #expect(help.out.contains("Example"))
+  }
+}
+
+/// Output captured from an in-process `RewindTool.run`.
+final class Captured: @unchecked Sendable {
+  // `out` and `err` are written by the tool's sinks under `lock` and read after it returned.
+  private let lock = NSLock()
+  private var outText = ""
+  private var errText = ""
+
+  var out: String { lock.withLock { outText } }
+  var err: String { lock.withLock { errText } }
+
+  var output: RewindTool.Output {
+    RewindTool.Output(
+      out: { text in self.lock.withLock { self.outText += text } },
+      err: { text in self.lock.withLock { self.errText += text } })
   }
 }
