@@ -43,7 +43,7 @@ enum ReplayCommand: RewindCommand {
         "time         " + (try bounds.timestamp(of: report.lastSequence).map(isoTime) ?? "- (the empty state)"),
         "snapshot     "
           + (report.snapshotSequence.map { "started from the snapshot at sequence \($0)" } ?? "none used"),
-        "applied      \(report.recordsApplied) records",
+        "applied      \(report.recordsApplied) records, \(report.checkpointsVerified) checkpoint(s) verified",
         "digest       \(try replayed.digest())",
         "collections",
       ]
@@ -55,6 +55,9 @@ enum ReplayCommand: RewindCommand {
       output.out(lines.joined(separator: "\n") + "\n")
     }
     for problem in report.skippedSnapshots { output.err("note: \(problem)\n") }
+    if let divergence = report.firstDivergence {
+      output.err("warning: \(divergence); `rewind verify \(directory)` checks the whole journal\n")
+    }
     return .success
   }
 }

@@ -188,6 +188,10 @@ import Testing
     manager.close()
     let diverged = try rewind(["verify", journal.path])
     #expect(diverged.status == 1)
+    let replay = try rewind(["replay", journal.path])
+    #expect(replay.status == 0)
+    #expect(replay.out.contains("records, 4 checkpoint(s) verified\n"))
+    #expect(replay.err.contains("warning: checkpoint at sequence \(bad) recorded digest"))
     #expect(diverged.out.contains("problem: replay diverges from the recorded checkpoints first at sequence \(bad): "))
   }
 
