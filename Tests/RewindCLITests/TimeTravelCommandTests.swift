@@ -323,10 +323,11 @@ import Testing
       (["diff", journal.path, "1"], 2, "expected DIR A B"),
       (["diff", journal.path, "1", "99999"], 2, "B 99999 is beyond"),
       (["bisect", journal.path], 2, "missing --invariant NAME"),
-      (["replay", "/nonexistent/journal"], 3, "not a Rewind journal"),
-      (["blame", "/nonexistent/journal", "x"], 3, "not a Rewind journal"),
-      (["debug", "/nonexistent/journal"], 3, "not a Rewind journal"),
-      (["snapshot", "/nonexistent/journal"], 3, "not a Rewind journal"),
+      (["replay", "/nonexistent/journal"], 3, "/nonexistent/journal"),
+      (["blame", "/nonexistent/journal", "x"], 3, "/nonexistent/journal"),
+      (["debug", "/nonexistent/journal"], 3, "/nonexistent/journal"),
+      (["snapshot", "/nonexistent/journal"], 3, "/nonexistent/journal"),
+      (["replay", journal.directory.appending("manifest.json")], 3, "manifest.json"),
       (["replay", journal.path, "--frobnicate"], 2, "unknown option --frobnicate"),
     ]
     for (arguments, status, message) in cases {
