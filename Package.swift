@@ -69,9 +69,18 @@ let package = Package(
       path: "Tests/ReplayChild",
       swiftSettings: strict
     ),
+    // An app's own rewind, as the README shows: the tool with Notebook's Workspace registered.
+    .executableTarget(
+      name: "notebook-rewind",
+      dependencies: ["RewindCLI", "Notebook", "Rewind"],
+      path: "Tests/NotebookRewind",
+      swiftSettings: strict
+    ),
     .testTarget(
       name: "RewindCLITests",
-      dependencies: ["RewindCLI", "RewindJournal", "Rewind", "Notebook", "RewindTestSupport", "rewind"],
+      dependencies: [
+        "RewindCLI", "RewindJournal", "RewindTestSupport", "rewind", "Notebook", "Rewind", "notebook-rewind",
+      ],
       swiftSettings: strict
     ),
     .testTarget(

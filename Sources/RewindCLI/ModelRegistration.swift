@@ -1,18 +1,184 @@
 public import Rewind
+internal import RewindJournal
 
-/// A model registered with the tool, so that replay-level commands (replay, diff, blame, bisect,
-/// debug, snapshot, the replay part of verify) can rebuild its state from a journal.
+/// A model registered with the tool, so that the replay-level commands (replay, diff, blame,
+/// bisect, debug, snapshot and the replay part of verify) can rebuild its state from a journal.
 ///
-/// An app builds its own `rewind` by registering its models:
-/// `RewindTool(models: [ModelRegistration(Workspace.self, name: "workspace")])`.
+/// An app builds its own `rewind` by registering its models, with named invariants for
+/// `rewind bisect` and named queries for `rewind debug`:
+///
+/// ```swift
+/// let tool = RewindTool(models: [
+///   ModelRegistration(Workspace.self, name: "workspace", invariants: [
+///     Invariant("notes belong to notebooks") { state in
+///       state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+///     }
+///   ])
+/// ])
+/// exit(await tool.run(Array(CommandLine.arguments.dropFirst())))
+/// ```
+///
+/// Which registration reads a journal: the one named by `--model NAME`; else the only one
+/// registered; else the one whose events include every event name and version in the journal's
+/// first records (see `RewindTool.registration(for:)`).
 public struct ModelRegistration: Sendable {
   /// The name users type (`--model NAME`) and output shows.
   public let name: String
   /// The fingerprint of the model's code and event schemas (see `SnapshotModel.fingerprint`).
   public let fingerprint: StateDigest
+  /// The names of the invariants `rewind bisect --invariant NAME` knows, in registration order.
+  public let invariantNames: [String]
+  /// The names of the queries `query NAME` in `rewind debug` knows, in registration order.
+  public let queryNames: [String]
+  /// Whether the model reads events of this name and version (directly or by upcasting).
+  let reads: @Sendable (String, UInt32) -> Bool
+  /// Opens a read-only time-travel session on a journal.
+  let open: @Sendable (String) throws -> any ModelSession
+  let replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
+  let verify: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
+  let snapshot: @Sendable (String) throws -> (sequence: UInt64, digest: StateDigest)?
 
-  public init<M: SnapshotModel>(_ type: M.Type, name: String) {
+  /// Registers `M` under `name`.
+  /// - Parameters:
+  ///   - invariants: named predicates over the state, for `rewind bisect` and `check` in `rewind debug`.
+  ///   - queries: named reads of the state rendered as JSON, for `query NAME` in `rewind debug`.
+  public init<M: SnapshotModel>(
+    _ type: M.Type, name: String, invariants: [Invariant<M>] = [], queries: [ModelQuery<M>] = []
+  ) {
     self.name = name
     self.fingerprint = M.fingerprint
+    self.invariantNames = invariants.map(\.name)
+    self.queryNames = queries.map(\.name)
+    let registry = M.eventRegistry
+    reads = { name, version in registry.canDecode(name: name, version: version) }
+    open = { directory in try TypedSession<M>(directory: directory, invariants: invariants, queries: queries) }
+    replay = { directory, target, progress in
+      let outcome = try Replay.run(M.self, directory: directory, to: target, progress: progress)
+      return ReplayedState(outcome.state, report: outcome.report)
+    }
+    verify = { directory, progress in
+      var options = ReplayOptions()
+      options.useSnapshots = false
+      options.verifyCheckpoints = true
+      let outcome = try Replay.run(M.self, directory: directory, options: options, progress: progress)
+      return ReplayVerification(
+        report: outcome.report, cacheProblems: StateInspector.cacheProblems(in: outcome.state))
+    }
+    snapshot = { directory in try Snapshots.take(M.self, directory: directory) }
+  }
+}
+
+extension ModelRegistration {
+  /// Rebuilds the state of the journal in `directory` up to `target` (see `Replay.run`).
+  /// - Throws: `ReplayError` for a record the model cannot read; `JournalError`.
+  public func replay(
+    _ directory: String, to target: ReplayTarget = .end, progress: ((ReplayProgress) -> Void)? = nil
+  ) throws -> ReplayedState {
+    try replay(directory, target, progress)
+  }
+
+  /// Replays the whole journal from the empty state, comparing every checkpoint of this model
+  /// code, then checks every store's cache against a recomputation.
+  public func verify(_ directory: String, progress: ((ReplayProgress) -> Void)? = nil) throws -> ReplayVerification {
+    try verify(directory, progress)
+  }
+
+  /// Writes a snapshot of the state after the journal's last record (nil for an empty journal).
+  public func takeSnapshot(_ directory: String) throws -> (sequence: UInt64, digest: StateDigest)? {
+    try snapshot(directory)
+  }
+}
+
+/// A named read of a model's state, shown as JSON by `query NAME` in `rewind debug`.
+public struct ModelQuery<M: Model>: Sendable {
+  public var name: String
+  public var read: @Sendable (M) -> any Encodable
+
+  public init(_ name: String, read: @escaping @Sendable (M) -> any Encodable) {
+    self.name = name
+    self.read = read
+  }
+}
+
+/// A state rebuilt by replay, with its model type erased.
+public struct ReplayedState: Sendable {
+  /// What replay did: last sequence applied, snapshot used or skipped, checkpoints compared.
+  public var report: ReplayReport
+  /// Each store with its record count, in the order the model declares them.
+  public var collections: [(name: String, count: Int)]
+  /// The state's digest (`StateDigest.of`).
+  public var digest: @Sendable () throws -> StateDigest
+  /// The whole state as canonical JSON (`CanonicalJSON`): every store and record, fields sorted
+  /// by name, records in id order.
+  public var json: @Sendable () throws -> String
+
+  init<M: SnapshotModel>(_ state: M, report: ReplayReport) {
+    self.report = report
+    collections = StateInspector.collections(of: state)
+    digest = { try StateDigest.of(state) }
+    json = { try CanonicalJSON.render(state) }
+  }
+}
+
+/// What the replay part of `rewind verify` found.
+public struct ReplayVerification: Sendable {
+  /// `report.firstDivergence` names the first checkpoint whose digest differs.
+  public var report: ReplayReport
+  /// Where a store's cache differs from its recomputation at the end of the journal.
+  public var cacheProblems: [String]
+}
+
+extension RewindTool.Context {
+  /// The registration that reads the journal in `directory`: `--model NAME`, else the only one,
+  /// else the one reading every event name and version among the journal's first 1000 records.
+  /// - Throws: `UsageError` when none is registered, the name is unknown, or the choice is
+  ///   ambiguous; `JournalError` when the journal cannot be read.
+  func registration(for directory: String, named name: String?) throws -> ModelRegistration {
+    guard !models.isEmpty else {
+      throw UsageError(
+        "this rewind has no registered models, so it cannot rebuild states; build your own rewind with "
+          + "RewindTool(models: [...]) (see the README), or use the journal-level commands (log, verify, ...)")
+    }
+    if name != nil || models.count == 1 { return try registration(named: name) }
+    let candidates = try readers(of: directory)
+    guard candidates.count == 1 else {
+      let known = models.map(\.name).joined(separator: ", ")
+      throw UsageError(
+        candidates.isEmpty
+          ? "no registered model (\(known)) reads every event of \(directory); pick one with --model NAME"
+          : "several models read \(directory) (\(candidates.map(\.name).joined(separator: ", "))); "
+            + "pick one with --model NAME")
+    }
+    return candidates[0]
+  }
+
+  /// The registration named `name` (or the only one).
+  func registration(named name: String?) throws(UsageError) -> ModelRegistration {
+    let known = models.map(\.name).joined(separator: ", ")
+    guard let name else {
+      guard models.count == 1 else { throw UsageError("pick a model with --model NAME: \(known)") }
+      return models[0]
+    }
+    guard let found = models.first(where: { $0.name == name }) else {
+      throw UsageError("unknown model '\(name)'; registered models: \(known)")
+    }
+    return found
+  }
+
+  /// The registrations that read every event name and version among the journal's first 1000
+  /// records: none when no record there is an event (another app's journal, raw records).
+  func readers(of directory: String) throws -> [ModelRegistration] {
+    let cursor = try JournalReader(directory: directory).records(from: 1)
+    var candidates = models
+    var events = 0
+    var records = 0
+    while records < 1000, let record = try cursor.next() {
+      records += 1
+      guard let header = try? EventRecord.header(of: record.payload) else { return [] }
+      guard header.name != Checkpoint.name else { continue }
+      events += 1
+      candidates = candidates.filter { $0.reads(header.name, header.version) }
+    }
+    return events == 0 && records > 0 ? [] : candidates
   }
 }

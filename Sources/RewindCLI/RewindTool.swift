@@ -54,6 +54,14 @@ public struct RewindTool {
     [
       LogCommand.self, ShowCommand.self, StatsCommand.self, ExportCommand.self, TailCommand.self,
       VerifyCommand.self, RepairCommand.self,
+    ] + replayCommands
+  }
+
+  /// The commands that rebuild states, for registered models.
+  static var replayCommands: [any RewindCommand.Type] {
+    [
+      ReplayCommand.self, DiffCommand.self, BlameCommand.self, BisectCommand.self, DebugCommand.self,
+      SnapshotCommand.self,
     ]
   }
 
@@ -73,12 +81,14 @@ public struct RewindTool {
     Commands:
     \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
-    Exit codes: 0 success, 1 findings (verify), 2 usage error, 3 journal cannot be opened or read.
+    Exit codes: 0 success, 1 findings (verify, bisect), 2 usage error, 3 journal cannot be opened or read.
 
     Examples:
       rewind verify /tmp/j
       rewind stats /tmp/j
       rewind log /tmp/j --since 2026-01-01T00:00:00Z --limit 5 --json
+      rewind replay /tmp/j --to 1200 --json
+      rewind debug /tmp/j
 
     """
   }

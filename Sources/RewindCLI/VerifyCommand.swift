@@ -6,17 +6,24 @@ enum VerifyCommand: RewindCommand {
   static let name = "verify"
   static let summary = "check every byte of a journal; exit 1 if damaged"
   static let help = """
-    Usage: rewind verify DIR
+    Usage: rewind verify DIR [--model NAME]
 
     Checks every segment header, batch header and frame checksum, decodes every LZ4 frame and
-    checks record framing and sequence continuity. Exit 0 when sound; exit 1 with a report that
-    locates every problem (segment, byte offset, sequence range).
+    checks record framing and sequence continuity. Then, for a registered model, replays the
+    journal against its recorded checkpoint digests (naming the first diverging sequence number)
+    and checks that every cache equals its recomputation. Exit 0 when sound; exit 1 with a report
+    that locates every problem (segment, byte offset, sequence range).
+
+    Examples:
+      rewind verify /tmp/j
+      rewind verify /tmp/j --model workspace
 
     """
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let output = context.output
-    let directory = try Arguments(arguments, options: [], flags: []).directory()
+    let args = try Arguments(arguments, options: ["model"], flags: [])
+    let directory = try args.directory()
     let report = try JournalReader(directory: directory).verify()
     for problem in report.problems { output.out("problem: \(problem)\n") }
     if let tail = report.unfinishedTail {
@@ -29,6 +36,7 @@ enum VerifyCommand: RewindCommand {
         ? "sound: \(report.records) records in \(report.batches) frames, \(report.segments) segments, last sequence \(report.lastSequence)\n"
         : "damaged: \(report.problems.count) problem(s); intact up to sequence \(report.lastSequence). `rewind repair \(directory)` moves the damaged part aside.\n"
     )
-    return report.isSound ? .success : .findings
+    let replaySound = report.isSound ? try verifyReplay(directory, model: args.value("model"), context: context) : true
+    return report.isSound && replaySound ? .success : .findings
   }
 }

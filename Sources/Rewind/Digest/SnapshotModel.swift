@@ -29,3 +29,9 @@ extension SnapshotModel {
     return StateDigest(bytes: SHA256.hash(writer.bytes))
   }
 }
+
+extension Model {
+  /// The model's event registry (its events, their versions and upcasters), for tools that ask
+  /// which events a model reads (`EventRegistry.canDecode(name:version:)`).
+  public static var eventRegistry: EventRegistry<Self> { makeRegistry() }
+}

@@ -126,6 +126,7 @@ public final class Manager<M: Model>: Sendable {
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
     self.guarded = Mutex(Guarded(model: replayed.state, lastSequence: replayed.lastSequence))
     self.pipeline = Mutex(Pipeline(nextSequence: replayed.lastSequence + 1))
+    self.startupReport = replayed.report
   }
 
   deinit {
@@ -137,11 +138,19 @@ public final class Manager<M: Model>: Sendable {
   /// The current model. A value: later commands do not change the copy you hold.
   public var state: M { guarded.withLock { $0.model } }
 
+  /// What the start-up replay did: the snapshot it started from (if any), the records it applied,
+  /// and every snapshot it skipped with why (missing, corrupt, foreign, stale, beyond the journal).
+  /// Skipped snapshots cost time, never correctness; an app may log them.
+  public let startupReport: ReplayReport
+
   /// The sequence number of the last applied event; 0 for an empty journal.
   public var lastSequence: UInt64 { guarded.withLock { $0.lastSequence } }
 
   /// Why the manager refuses commands, if it does.
   public var stopReason: ManagerError? { guarded.withLock { $0.stopped } }
+
+  /// How many observers (`changes()` streams) are attached, for tests that wait for a job.
+  var observerCount: Int { guarded.withLock { $0.observers.count } }
 
   /// How many commands wait for their turn to validate.
   var waitingCommands: Int { gate.waiterCount }

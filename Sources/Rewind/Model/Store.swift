@@ -63,6 +63,22 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// How many records are filed under `key`. Answered from the cache.
   @inlinable public func count(inGroup key: Record.GroupKey) -> Int { groups[key]?.count ?? 0 }
 
+  /// Where the grouping cache disagrees with the groups recomputed from the records, one line
+  /// per group (empty when coherent). `rewind verify` reports these.
+  public func cacheProblems() -> [String] {
+    var expected: [Record.GroupKey: Set<Record.ID>] = [:]
+    for record in records.values {
+      for key in record.groupKeys { expected[key, default: []].insert(record.id) }
+    }
+    var problems: [String] = []
+    for key in Set(groups.keys).union(expected.keys).sorted() where groups[key] != expected[key] {
+      problems.append(
+        "store \(name), group '\(key)': the cache holds \(groups[key]?.count ?? 0) record(s), "
+          + "recomputing from the records gives \(expected[key]?.count ?? 0)")
+    }
+    return problems
+  }
+
   // MARK: Changing (apply path only)
 
   /// Inserts `record`, replacing the one with the same id; returns the replaced one. Replacing a

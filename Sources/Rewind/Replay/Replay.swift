@@ -12,6 +12,8 @@ public enum Replay {
   public struct Result<M: Model>: Sendable {
     public var state: M
     public var lastSequence: UInt64
+    /// What replay did: the snapshot it started from, the snapshots it skipped and why.
+    public var report = ReplayReport()
   }
 
   /// A rebuilt state and what replay did to get it.
@@ -114,17 +116,20 @@ public enum Replay {
         options.verifyCheckpoints = false  // `verify` checks them; start-up stays fast
         let outcome = try run(S.self, directory: reader.directory, options: options)
         guard let state = outcome.state as? M else { return nil }
-        return Result(state: state, lastSequence: outcome.report.lastSequence)
+        return Result(state: state, lastSequence: outcome.report.lastSequence, report: outcome.report)
       }
       if let result = try open(snapshotType) { return result }
     }
     var state = M()
-    var last: UInt64 = 0
+    var report = ReplayReport()
     try apply(
       registry: registry, reader: reader, to: &state, after: 0, through: sequence, options: ReplayOptions(),
       progress: nil, observe: nil
-    ) { last = $0 }
-    return Result(state: state, lastSequence: last)
+    ) {
+      report.lastSequence = $0
+      report.recordsApplied += 1
+    }
+    return Result(state: state, lastSequence: report.lastSequence, report: report)
   }
 
   /// The last sequence number `target` includes.

@@ -45,14 +45,31 @@ public struct StateDiff: Sendable {
   public func changes(in name: String) -> CollectionChanges? { collections.first { $0.name == name } }
 }
 
-/// A store the time machine can compare record by record. `Store` and `ValueStore` are.
+/// A store the time machine can compare record by record and look into without knowing its
+/// record type. `Store` and `ValueStore` are.
 protocol ComparableCollection {
   var name: String { get }
+  /// Records held (1 for a value store).
+  var recordCount: Int { get }
   /// The changes from `older` (a value of the same type) to `self`.
   func changes(since older: Any) -> CollectionChanges
+  /// The record whose id's `description` is `id` (a value store's value for ""), or nil.
+  func record(described id: String) -> (any Sendable)?
+  /// Every record in id order (a value store: its value).
+  func recordValues() -> [any Sendable]
+  /// Where a cache disagrees with the same answer recomputed from the records.
+  func cacheProblems() -> [String]
 }
 
 extension Store: ComparableCollection {
+  var recordCount: Int { count }
+
+  func record(described id: String) -> (any Sendable)? {
+    all().first { $0.id.description == id }
+  }
+
+  func recordValues() -> [any Sendable] { all() }
+
   func changes(since older: Any) -> CollectionChanges {
     var result = CollectionChanges(name: name)
     let old = (older as? Store<Record>)?.all() ?? []
@@ -79,6 +96,11 @@ extension Store: ComparableCollection {
 }
 
 extension ValueStore: ComparableCollection {
+  var recordCount: Int { 1 }
+  func record(described id: String) -> (any Sendable)? { id.isEmpty || id == name ? value : nil }
+  func recordValues() -> [any Sendable] { [value] }
+  func cacheProblems() -> [String] { [] }
+
   func changes(since older: Any) -> CollectionChanges {
     var result = CollectionChanges(name: name)
     if let older = older as? ValueStore<Value>, older.value != value {

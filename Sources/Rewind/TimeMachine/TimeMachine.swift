@@ -7,17 +7,21 @@ internal import RewindJournal
 /// takes no lock and writes nothing) and plain model values. It has no journal writer, no manager,
 /// no observers and no jobs; applying an event to a value is a pure function.
 ///
-/// Seeking costs O(keyframe interval) applied events: on the way through the journal the time
-/// machine keeps the state at every `keyframeInterval`-th sequence number (at most `maxKeyframes`
-/// of them; when full, it keeps every other one and doubles the interval), and starts from the
-/// newest usable snapshot on disk when no keyframe is closer. Not thread-safe: one user at a time.
+/// Seeking costs O(interval) applied events, not O(history): a seek starts from the nearest state
+/// at or before its target among the in-memory keyframes (the state at every
+/// `keyframeInterval`-th sequence number passed on the way, at most `maxKeyframes` of them, the
+/// least recently used dropped first) and the usable snapshots on disk (written every N records by
+/// the manager's `maintain` job or `rewind snapshot`). With snapshots every N records a cold seek
+/// applies fewer than N records; a seek near a keyframe applies fewer than `keyframeInterval`.
+/// `recordsApplied` counts the work. Not thread-safe: one user at a time.
 public final class TimeMachine<M: SnapshotModel> {
   private let reader: JournalReader
   private let registry: EventRegistry<M>
   private let snapshots: SnapshotStore?
   private var options = ReplayOptions()
-  private var keyframes: [UInt64: M] = [:]
-  private var interval: UInt64
+  private var keyframes: [UInt64: (state: M, used: UInt64)] = [:]
+  private var uses: UInt64 = 0
+  private let interval: UInt64
   private let maxKeyframes: Int
 
   /// The last sequence number of the journal as last read (see `refresh()`).
@@ -28,6 +32,10 @@ public final class TimeMachine<M: SnapshotModel> {
   public private(set) var state = M()
   /// Snapshots skipped while seeking, with why.
   public private(set) var skippedSnapshots: [SnapshotProblem] = []
+  /// Snapshot files found unusable, not read again.
+  private var unusableSnapshots: Set<UInt64> = []
+  /// Records applied by every seek so far: the cost of time travel, for tests and benchmarks.
+  public private(set) var recordsApplied = 0
 
   /// Opens the journal in `directory` for reading, standing at the empty state.
   /// - Parameters:
@@ -69,6 +77,11 @@ public final class TimeMachine<M: SnapshotModel> {
     return try jump(to: target)
   }
 
+  /// The last sequence number the state at `timestamp` includes (see `ReplayTarget.time`).
+  public func sequence(atTime timestamp: Int64) throws -> UInt64 {
+    try Replay.resolve(.time(timestamp), reader: reader)
+  }
+
   /// Moves to the state at `timestamp` (see `ReplayTarget.time`).
   @discardableResult
   public func jump(toTime timestamp: Int64) throws -> M {
@@ -85,9 +98,13 @@ public final class TimeMachine<M: SnapshotModel> {
       base = state
       start = position
     }
-    if let snapshots, target - start > interval {
+    if let snapshots, target > start,
+      let closest = snapshots.sequences().last(where: { $0 <= target }), closest > start,
+      !unusableSnapshots.contains(closest)
+    {
       let found = snapshots.latest(M.self, atOrBefore: target, lastSequence: lastSequence)
       skippedSnapshots = found.problems
+      unusableSnapshots.formUnion(found.problems.map(\.sequence))
       if let snapshot = found.snapshot, snapshot.sequence > start {
         (base, start) = (snapshot.state, snapshot.sequence)
         keep(base, at: start)
@@ -99,7 +116,7 @@ public final class TimeMachine<M: SnapshotModel> {
       progress: nil,
       observe: { [self] record, state in
         if record.sequence % interval == 0 { keep(state, at: record.sequence) }
-      }, applied: { _ in })
+      }, applied: { [self] _ in recordsApplied += 1 })
     return result
   }
 
@@ -112,6 +129,18 @@ public final class TimeMachine<M: SnapshotModel> {
   public func event(at sequence: UInt64) throws -> RecordedEvent? {
     guard let record = try reader.record(sequence) else { return nil }
     if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) { return recorded }
+    return nil
+  }
+
+  /// The first event after `sequence` (through `lastSequence`) for which `predicate` holds, read in
+  /// one forward pass; nil if there is none.
+  public func firstEvent(after sequence: UInt64, where predicate: (RecordedEvent) -> Bool) throws -> RecordedEvent? {
+    guard sequence < lastSequence else { return nil }
+    let records = try DecodedRecords(
+      registry: registry, reader: reader, first: sequence + 1, last: lastSequence, options: options)
+    while let record = try records.next() {
+      if case .event(let recorded) = record, predicate(recorded) { return recorded }
+    }
     return nil
   }
 
@@ -134,7 +163,34 @@ public final class TimeMachine<M: SnapshotModel> {
     try blame(ChangeKey.value(M()[keyPath: store].name)) { state in state[keyPath: store].value }
   }
 
+  /// Every event that touched the entity `id` (a record's id as text, in whichever store holds
+  /// it, or a value store's name), with the record after each (nil once removed). One pass over
+  /// the journal's events; an id no event touched gives an empty list.
+  public func blame(entity id: String) throws -> [EntityBlame] {
+    var stores: [String: Bool] = [:]  // store name: is a value store
+    for store in StateInspector.stores(of: M()) { stores[store.name] = store is any ValueStoreMarker }
+    var found: String?
+    let entries: [Blame<any Sendable>] = try blame(
+      matching: { key in
+        let match =
+          key.kind == .record
+          ? key.key == id && found.map { $0 == key.store } ?? true
+          : key.kind == .value && key.store == id
+        if match { found = key.store }
+        return match
+      },
+      read: { (state: M) -> (any Sendable)? in
+        guard let store = found else { return nil }
+        return StateInspector.record(stores[store] == true ? store : id, in: state)?.value
+      })
+    return entries.map { EntityBlame(event: $0.event, store: found ?? "", id: id, after: $0.after) }
+  }
+
   private func blame<V>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
+    try blame(matching: { $0 == key }, read: read)
+  }
+
+  private func blame<V>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
     var entries: [Blame<V>] = []
     guard lastSequence > 0 else { return entries }
     let records = try DecodedRecords(registry: registry, reader: reader, first: 1, last: lastSequence, options: options)
@@ -143,7 +199,7 @@ public final class TimeMachine<M: SnapshotModel> {
     while let record = try records.next() {
       guard case .event(let recorded) = record else { continue }
       registry.apply(recorded.event, to: &state, context: &context)
-      if context.touched.contains(key) { entries.append(Blame(event: recorded, after: read(state))) }
+      if context.touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
       context.touched.removeAll(keepingCapacity: true)
     }
     return entries
@@ -151,7 +207,8 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The first sequence number whose state breaks `invariant`, found by bisection: like
   /// `git bisect`, it assumes that once broken the invariant stays broken. Nil if it holds at
-  /// `lastSequence`. Costs O(log(history)) seeks after one pass to lay down keyframes.
+  /// `lastSequence`. Costs O(log(history)) seeks, each from the nearest keyframe or snapshot;
+  /// the first pass lays keyframes down.
   public func bisect(_ invariant: Invariant<M>) throws -> UInt64? {
     guard try !invariant.holds(state(at: lastSequence)) else { return nil }
     if try !invariant.holds(state(at: 0)) { return 0 }
@@ -187,17 +244,19 @@ public final class TimeMachine<M: SnapshotModel> {
   // MARK: Keyframes
 
   private func nearestKeyframe(atOrBefore sequence: UInt64) -> (M, UInt64) {
-    guard let best = keyframes.keys.filter({ $0 <= sequence }).max(), let state = keyframes[best] else {
+    guard let best = keyframes.keys.filter({ $0 <= sequence }).max(), let kept = keyframes[best] else {
       return (M(), 0)
     }
-    return (state, best)
+    uses += 1
+    keyframes[best]?.used = uses
+    return (kept.state, best)
   }
 
   private func keep(_ state: M, at sequence: UInt64) {
-    keyframes[sequence] = state
-    while keyframes.count > maxKeyframes {
-      interval *= 2
-      keyframes = keyframes.filter { $0.key % interval == 0 }
+    uses += 1
+    keyframes[sequence] = (state, uses)
+    if keyframes.count > maxKeyframes, let oldest = keyframes.min(by: { $0.value.used < $1.value.used }) {
+      keyframes[oldest.key] = nil
     }
   }
 }
@@ -207,6 +266,17 @@ public struct Blame<Value>: @unchecked Sendable {
   // `@unchecked`: `Value` is a store's record or value, which are `Sendable` by their protocols.
   public var event: RecordedEvent
   public var after: Value?
+}
+
+/// One event that touched an entity found by its id as text (`TimeMachine.blame(entity:)`), and
+/// the record after it (nil when the event removed it).
+public struct EntityBlame: @unchecked Sendable {
+  // `@unchecked`: `after` is a store's record or value, which are `Sendable` by their protocols.
+  public var event: RecordedEvent
+  /// The store holding the entity.
+  public var store: String
+  public var id: String
+  public var after: (any Sendable)?
 }
 
 /// A named predicate over a model's state, for `TimeMachine.bisect(_:)`.

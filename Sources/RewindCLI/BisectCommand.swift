@@ -1,0 +1,60 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+enum BisectCommand: RewindCommand {
+  static let name = "bisect"
+  static let summary = "the first sequence number at which a named invariant fails"
+  static let help = """
+    Usage: rewind bisect DIR --invariant NAME [--linear] [--json] [--model NAME]
+
+    Finds the first sequence number whose state breaks the registered invariant NAME. Like
+    git bisect it assumes that once broken the invariant stays broken, and probes O(log n)
+    states; --linear checks the state after every record instead, and so also finds a break that
+    was repaired later. Exit 1 with the sequence number and its event when the invariant fails (a
+    finding), 0 when it holds, 2 for an unknown invariant (the known ones are listed).
+
+    Examples:
+      rewind bisect /tmp/j --invariant "notes belong to notebooks"
+      rewind bisect /tmp/j --invariant "notes belong to notebooks" --linear --json
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let output = context.output
+    let args = try Arguments(arguments, options: ["model", "invariant"], flags: ["json", "linear"])
+    let directory = try args.directory()
+    let bounds = try JournalBounds(directory: directory)
+    let model = try context.registration(for: directory, named: args.value("model"))
+    let known = model.invariantNames.isEmpty ? "none" : model.invariantNames.map { "'\($0)'" }.joined(separator: ", ")
+    guard let name = args.value("invariant") else {
+      throw UsageError("missing --invariant NAME; model \(model.name) knows: \(known)")
+    }
+    guard model.invariantNames.contains(name) else {
+      throw UsageError("unknown invariant '\(name)' for model \(model.name); known invariants: \(known)")
+    }
+    let session = try model.open(directory)
+    let failing = try replaying(model, directory) { try session.bisect(name, linear: args.flag("linear")) }
+    let event = try failing.flatMap { try session.event(at: $0) }
+    if args.flag("json") {
+      output.out(
+        #"{"invariant":\#(StateInspector.json(name)),"lastSequence":\#(bounds.lastSequence),"#
+          + #""firstFailure":\#(failing.map(String.init) ?? "null"),"event":\#(event.map(eventJSON) ?? "null")}"#
+          + "\n")
+    } else if let failing {
+      output.out("invariant '\(name)' first fails at sequence \(failing)\n")
+      if let event {
+        output.out("  \(envelopeLine(event.envelope))\n    event \(StateInspector.json(event.event))\n")
+      } else if failing == 0 {
+        output.out("  it fails on the empty state, before any record\n")
+      }
+    } else {
+      output.out(
+        args.flag("linear")
+          ? "invariant '\(name)' holds after every record through sequence \(bounds.lastSequence)\n"
+          : "invariant '\(name)' holds at the last sequence number, \(bounds.lastSequence) "
+            + "(bisect assumes a broken invariant stays broken; --linear checks every record)\n")
+    }
+    return failing == nil ? .success : .findings
+  }
+}

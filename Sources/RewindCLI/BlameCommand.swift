@@ -1,0 +1,54 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+enum BlameCommand: RewindCommand {
+  static let name = "blame"
+  static let summary = "every event that touched an entity, with the record after each"
+  static let help = """
+    Usage: rewind blame DIR ENTITY [--json] [--model NAME]
+
+    Every event that touched the record with id ENTITY (32 hex digits, in whichever collection
+    holds it), or the value collection named ENTITY, oldest first, each with the record after it
+    ("removed" once it is gone). An id no event ever touched is a usage error (exit 2). With
+    --json, one JSON object per event per line.
+
+    Examples:
+      rewind blame /tmp/j 0000000000000000000000000000002a
+      rewind blame /tmp/j settings --json
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let output = context.output
+    let args = try Arguments(arguments, options: ["model"], flags: ["json"])
+    guard args.positionals.count == 2 else {
+      throw UsageError("expected DIR ENTITY (a journal and a record id), got \(args.positionals.count) arguments")
+    }
+    let (directory, entity) = (args.positionals[0], args.positionals[1])
+    _ = try JournalBounds(directory: directory)
+    let model = try context.registration(for: directory, named: args.value("model"))
+    let entries = try replaying(model, directory) { try model.open(directory).blame(entity) }
+    guard let store = entries.first?.store else {
+      throw UsageError(
+        "no event in \(directory) ever touched an entity '\(entity)'; give a record id as 32 hex digits "
+          + "(as `rewind replay \(directory) --json` shows them) or a value collection's name")
+    }
+    if !args.flag("json") {
+      output.out("\(entity) in \(store): \(entries.count) event(s)\n")
+    }
+    for entry in entries {
+      let after = entry.after.map(StateInspector.json)
+      if args.flag("json") {
+        output.out(
+          #"{"store":\#(StateInspector.json(store)),"id":\#(StateInspector.json(entity)),"#
+            + #""event":\#(eventJSON(entry.event)),"after":\#(after ?? "null")}"# + "\n")
+      } else {
+        output.out(
+          "\(envelopeLine(entry.event.envelope))\n    event \(StateInspector.json(entry.event.event))\n"
+            + "    after \(after ?? "removed")\n")
+      }
+    }
+    return .success
+  }
+}

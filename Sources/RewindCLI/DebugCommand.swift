@@ -1,0 +1,59 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+enum DebugCommand: RewindCommand {
+  static let name = "debug"
+  static let summary = "interactive time travel: step, goto, find, print, diff, watch"
+  static let help = """
+    Usage: rewind debug DIR [--model NAME]
+
+    An interactive, read-only time-travel session over the journal in DIR, starting at the empty
+    state (sequence 0). Reads one command per line from standard input: at a terminal with a
+    prompt, from a pipe or file without one, so sessions can be scripted. Type `help` for the
+    commands. A script's failing command is reported on stderr and the session goes on; the exit
+    code is then 2.
+
+    Examples:
+      rewind debug /tmp/j
+      printf 'goto 120\\nprint notes\\nmark\\nstep 5\\ndiff\\n' | rewind debug /tmp/j
+
+    """
+
+  static let commands = """
+    Commands (SEQ is a sequence number, TIME an ISO 8601 time, ID a record id or value collection):
+      step [N]            move N records forward (default 1)           alias: s, next
+      back [N]            move N records back (default 1)              alias: b
+      goto SEQ|TIME       move to the state after SEQ, or at TIME      also: goto start, goto end
+      where               where the session stands, and the event there
+      event [SEQ]         the event at SEQ (default: here), with its fields
+      find name NAME      move forward to the next event named NAME
+      find entity ID      move forward to the next event that touched ID
+      print               a summary: records per collection, digest
+      print json          the whole state as JSON
+      print COLLECTION    every record of one collection
+      print ID            one record, from whichever collection holds it
+      query NAME          a registered query's answer, as JSON (`query` lists them)
+      check NAME          whether a registered invariant holds here (`check` lists them)
+      mark                remember this position
+      diff [A B]          changes from the mark (or A) to here (or B)
+      watch ID            show ID now, and again after each move whenever it changed
+      unwatch ID          stop watching ID
+      blame ID            every event that touched ID
+      refresh             see records appended since the session started
+      help                this list
+      quit                end the session (as does end of input)
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let args = try Arguments(arguments, options: ["model"], flags: [])
+    let directory = try args.directory()
+    _ = try JournalBounds(directory: directory)
+    let model = try context.registration(for: directory, named: args.value("model"))
+    let session = DebugSession(
+      try model.open(directory), model: model.name, directory: directory, output: context.output,
+      interactive: isatty(STDIN_FILENO) == 1)
+    return session.run { readLine(strippingNewline: true) }
+  }
+}

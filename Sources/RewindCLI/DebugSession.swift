@@ -1,0 +1,247 @@
+import Foundation
+import Rewind
+
+/// One `rewind debug` session: a position in a journal's history, a mark and watched entities.
+final class DebugSession {
+  private let machine: any ModelSession
+  private let model: String
+  private let directory: String
+  private let output: RewindTool.Output
+  private let interactive: Bool
+  private var mark: UInt64?
+  private var watched: [(id: String, last: String?)] = []
+
+  init(
+    _ machine: any ModelSession, model: String, directory: String, output: RewindTool.Output, interactive: Bool
+  ) {
+    self.machine = machine
+    self.model = model
+    self.directory = directory
+    self.output = output
+    self.interactive = interactive
+  }
+
+  /// Reads and runs commands until `quit` or the end of input.
+  func run(readLine: () -> String?) -> RewindTool.ExitCode {
+    var failed = false
+    if interactive {
+      output.out(
+        "rewind debug: \(model) in \(directory), sequences 0...\(machine.lastSequence); `help` lists commands\n")
+    }
+    while true {
+      if interactive { output.out("rewind@\(machine.position)> ") }
+      guard let line = readLine() else { break }
+      let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+      guard let command = words.first, !command.hasPrefix("#") else { continue }
+      if command == "quit" || command == "exit" || command == "q" { break }
+      do {
+        try perform(command, Array(words.dropFirst()))
+      } catch {
+        failed = true
+        output.err("error: \(command): \(error)\n")
+      }
+    }
+    if interactive { output.out("\n") }
+    return failed && !interactive ? .usage : .success
+  }
+
+  private func perform(_ command: String, _ rest: [String]) throws {
+    switch command {
+    case "help", "?": output.out(DebugCommand.commands)
+    case "step", "s", "next": try move(to: machine.position.addingReportingOverflow(try count(rest)).partialValue)
+    case "back", "b": try move(to: machine.position - min(machine.position, try count(rest)))
+    case "goto", "g": try goto(rest)
+    case "where": showPosition()
+    case "event": try showEvent(rest)
+    case "find": try find(rest)
+    case "print", "p": try print(rest)
+    case "query": try query(rest)
+    case "check": try check(rest)
+    case "mark":
+      mark = machine.position
+      output.out("marked sequence \(machine.position)\n")
+    case "diff": try diff(rest)
+    case "watch":
+      let id = try single(rest, "watch ID")
+      if !watched.contains(where: { $0.id == id }) { watched.append((id, nil)) }
+      showWatches(force: true)
+    case "unwatch":
+      let id = try single(rest, "unwatch ID")
+      guard watched.contains(where: { $0.id == id }) else { throw UsageError("'\(id)' is not watched") }
+      watched.removeAll { $0.id == id }
+      output.out("no longer watching \(id)\n")
+    case "blame": try blame(rest)
+    case "refresh":
+      try machine.refresh()
+      output.out("the journal ends at sequence \(machine.lastSequence)\n")
+    default: throw UsageError("unknown command; `help` lists the commands")
+    }
+  }
+
+  // MARK: Moving
+
+  private func count(_ rest: [String]) throws -> UInt64 {
+    guard let text = rest.first else { return 1 }
+    guard rest.count == 1, let value = UInt64(text) else { throw UsageError("expected a whole number, not '\(text)'") }
+    return value
+  }
+
+  private func single(_ rest: [String], _ usage: String) throws -> String {
+    guard rest.count == 1 else { throw UsageError("usage: \(usage)") }
+    return rest[0]
+  }
+
+  private func goto(_ rest: [String]) throws {
+    let target = try single(rest, "goto SEQ|TIME|start|end")
+    switch target {
+    case "start": try move(to: 0)
+    case "end": try move(to: machine.lastSequence)
+    default:
+      if let sequence = UInt64(target) {
+        guard sequence <= machine.lastSequence else {
+          throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
+        }
+        try move(to: sequence)
+      } else if let time = parseISOTime(target) {
+        try move(to: try machine.sequence(atTime: time))
+      } else {
+        throw UsageError("'\(target)' is neither a sequence number nor an ISO 8601 time")
+      }
+    }
+  }
+
+  private func move(to sequence: UInt64) throws {
+    try machine.move(to: min(sequence, machine.lastSequence))
+    showPosition()
+    showWatches(force: false)
+  }
+
+  private func showPosition() {
+    let position = machine.position
+    if position == 0 {
+      output.out("at 0 of \(machine.lastSequence): the empty state\n")
+    } else if let event = try? machine.event(at: position) {
+      output.out("at \(position) of \(machine.lastSequence): \(envelopeLine(event.envelope))\n")
+    } else {
+      output.out("at \(position) of \(machine.lastSequence): a checkpoint record\n")
+    }
+  }
+
+  private func showWatches(force: Bool) {
+    for index in watched.indices {
+      let now = machine.recordJSON(watched[index].id).map { "\($0.store) \($0.json)" }
+      if force || now != watched[index].last {
+        output.out("watch \(watched[index].id) at \(machine.position): \(now ?? "absent")\n")
+      }
+      watched[index].last = now
+    }
+  }
+
+  private func find(_ rest: [String]) throws {
+    guard rest.count == 2, rest[0] == "name" || rest[0] == "entity" else {
+      throw UsageError("usage: find name NAME | find entity ID")
+    }
+    let start = machine.position
+    let found: UInt64?
+    if rest[0] == "name" {
+      found = try machine.firstEvent(after: start) { $0.envelope.name == rest[1] }?.envelope.sequence
+    } else {
+      found = try machine.blame(rest[1]).first { $0.event.envelope.sequence > start }?.event.envelope.sequence
+    }
+    guard let found else {
+      throw UsageError("no event after sequence \(start) \(rest[0] == "name" ? "is named" : "touched") \(rest[1])")
+    }
+    try move(to: found)
+  }
+
+  // MARK: Looking
+
+  private func showEvent(_ rest: [String]) throws {
+    let sequence =
+      try rest.first.map { text -> UInt64 in
+        guard rest.count == 1, let value = UInt64(text), value >= 1, value <= machine.lastSequence else {
+          throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
+        }
+        return value
+      } ?? machine.position
+    guard sequence > 0 else { throw UsageError("at sequence 0 there is no event; `step` to the first") }
+    guard let event = try machine.event(at: sequence) else {
+      output.out("#\(sequence) is a checkpoint record\n")
+      return
+    }
+    output.out("\(envelopeLine(event.envelope))\n  \(StateInspector.json(event.event))\n")
+  }
+
+  private func print(_ rest: [String]) throws {
+    guard let what = rest.first else {
+      let collections = machine.collections()
+      output.out("at \(machine.position): digest \(try machine.digest())\n")
+      for collection in collections { output.out("  \(collection.name) \(collection.count)\n") }
+      return
+    }
+    guard rest.count == 1 else { throw UsageError("usage: print [json|COLLECTION|ID]") }
+    if what == "json" {
+      output.out(try machine.stateJSON() + "\n")
+    } else if let records = machine.collectionJSON(what) {
+      output.out(records + "\n")
+    } else if let record = machine.recordJSON(what) {
+      output.out("\(record.store) \(record.json)\n")
+    } else {
+      let names = machine.collections().map(\.name).joined(separator: ", ")
+      throw UsageError("no collection or record '\(what)' at sequence \(machine.position) (collections: \(names))")
+    }
+  }
+
+  private func query(_ rest: [String]) throws {
+    guard let name = named(rest, "queries", machine.queryNames) else { return }
+    guard let answer = try machine.query(name) else {
+      throw UsageError("unknown query '\(name)'; known: \(list(machine.queryNames))")
+    }
+    output.out(answer + "\n")
+  }
+
+  private func check(_ rest: [String]) throws {
+    guard let name = named(rest, "invariants", machine.invariantNames) else { return }
+    guard let holds = machine.check(name) else {
+      throw UsageError("unknown invariant '\(name)'; known: \(list(machine.invariantNames))")
+    }
+    output.out("'\(name)' \(holds ? "holds" : "fails") at sequence \(machine.position)\n")
+  }
+
+  /// The name the words spell, or nil after listing the known ones when there are no words.
+  private func named(_ rest: [String], _ kind: String, _ known: [String]) -> String? {
+    guard !rest.isEmpty else {
+      output.out("\(kind): \(list(known))\n")
+      return nil
+    }
+    return rest.joined(separator: " ")
+  }
+
+  private func list(_ names: [String]) -> String { names.isEmpty ? "none" : names.joined(separator: ", ") }
+
+  private func diff(_ rest: [String]) throws {
+    let from: UInt64
+    let to: UInt64
+    switch rest.count {
+    case 0:
+      guard let mark else { throw UsageError("no mark yet: `mark` a position first, or give diff A B") }
+      (from, to) = (mark, machine.position)
+    case 2:
+      guard let a = UInt64(rest[0]), let b = UInt64(rest[1]), a <= machine.lastSequence, b <= machine.lastSequence
+      else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)") }
+      (from, to) = (a, b)
+    default: throw UsageError("usage: diff [A B]")
+    }
+    output.out(DiffCommand.text(try machine.diff(from: from, to: to)))
+  }
+
+  private func blame(_ rest: [String]) throws {
+    let id = try single(rest, "blame ID")
+    let entries = try machine.blame(id)
+    guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'") }
+    for entry in entries {
+      output.out(
+        "\(envelopeLine(entry.event.envelope))\n    after \(entry.after.map(StateInspector.json) ?? "removed")\n")
+    }
+  }
+}

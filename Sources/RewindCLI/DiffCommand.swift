@@ -1,0 +1,76 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+enum DiffCommand: RewindCommand {
+  static let name = "diff"
+  static let summary = "record-level changes between two sequence numbers"
+  static let help = """
+    Usage: rewind diff DIR A B [--json] [--model NAME]
+
+    The changes from the state after sequence A to the state after sequence B, per collection:
+    records inserted (+), updated (~, before and after) and removed (-), each list in id order.
+    Collections that did not change are left out. With --json, one JSON object.
+
+    Examples:
+      rewind diff /tmp/j 100 200
+      rewind diff /tmp/j 0 1200 --json | jq '.collections[].name'
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let output = context.output
+    let args = try Arguments(arguments, options: ["model"], flags: ["json"])
+    guard args.positionals.count == 3 else {
+      throw UsageError("expected DIR A B (a journal and two sequence numbers), got \(args.positionals.count) arguments")
+    }
+    let directory = args.positionals[0]
+    let bounds = try JournalBounds(directory: directory)
+    let from = try bounds.sequence(args.positionals[1], what: "A")
+    let to = try bounds.sequence(args.positionals[2], what: "B")
+    let model = try context.registration(for: directory, named: args.value("model"))
+    let diff = try replaying(model, directory) { try model.open(directory).diff(from: from, to: to) }
+    output.out(args.flag("json") ? json(diff) + "\n" : text(diff))
+    return .success
+  }
+
+  static func json(_ diff: StateDiff) -> String {
+    func changes(_ list: [RecordChange]) -> String {
+      "["
+        + list.map { change in
+          var fields = [#""id":\#(StateInspector.json(change.id))"#]
+          if let before = change.before { fields.append(#""before":\#(StateInspector.json(before))"#) }
+          if let after = change.after { fields.append(#""after":\#(StateInspector.json(after))"#) }
+          return "{" + fields.joined(separator: ",") + "}"
+        }.joined(separator: ",") + "]"
+    }
+    let collections = diff.collections.map { collection in
+      #"{"name":\#(StateInspector.json(collection.name)),"inserted":\#(changes(collection.inserted)),"#
+        + #""updated":\#(changes(collection.updated)),"removed":\#(changes(collection.removed))}"#
+    }
+    return #"{"from":\#(diff.from),"to":\#(diff.to),"collections":[\#(collections.joined(separator: ","))]}"#
+  }
+
+  static func text(_ diff: StateDiff) -> String {
+    guard !diff.collections.isEmpty else { return "no changes from \(diff.from) to \(diff.to)\n" }
+    var lines: [String] = []
+    for collection in diff.collections {
+      lines.append(
+        "\(collection.name): \(collection.inserted.count) inserted, \(collection.updated.count) updated, "
+          + "\(collection.removed.count) removed (from \(diff.from) to \(diff.to))")
+      let label = { (id: String) in id.isEmpty ? collection.name : id }
+      for change in collection.inserted {
+        lines.append("  + \(label(change.id)) \(change.after.map(StateInspector.json) ?? "")")
+      }
+      for change in collection.updated {
+        lines.append("  ~ \(label(change.id))")
+        lines.append("      before \(change.before.map(StateInspector.json) ?? "")")
+        lines.append("      after  \(change.after.map(StateInspector.json) ?? "")")
+      }
+      for change in collection.removed {
+        lines.append("  - \(label(change.id)) \(change.before.map(StateInspector.json) ?? "")")
+      }
+    }
+    return lines.joined(separator: "\n") + "\n"
+  }
+}

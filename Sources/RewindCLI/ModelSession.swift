@@ -1,0 +1,98 @@
+internal import Rewind
+
+/// A read-only time-travel session over one journal with the model type erased: what `diff`,
+/// `blame`, `bisect` and `debug` use. Records and events come out as canonical JSON text.
+protocol ModelSession: AnyObject {
+  /// The journal's last sequence number as last read.
+  var lastSequence: UInt64 { get }
+  /// Where the session stands (0: the empty state).
+  var position: UInt64 { get }
+  /// Records the underlying time machine has applied so far.
+  var recordsApplied: Int { get }
+  var invariantNames: [String] { get }
+  var queryNames: [String] { get }
+
+  func refresh() throws
+  func move(to sequence: UInt64) throws
+  /// The last sequence number stamped at or before `timestamp`.
+  func sequence(atTime timestamp: Int64) throws -> UInt64
+  func event(at sequence: UInt64) throws -> RecordedEvent?
+  func firstEvent(after sequence: UInt64, where predicate: (RecordedEvent) -> Bool) throws -> RecordedEvent?
+
+  /// The state at `position` as canonical JSON.
+  func stateJSON() throws -> String
+  func collections() -> [(name: String, count: Int)]
+  func digest() throws -> StateDigest
+  /// The records of one store as a JSON array, or nil if there is no such store.
+  func collectionJSON(_ store: String) -> String?
+  /// One record (or a value store by name) at `position` as JSON, with its store; nil if absent.
+  func recordJSON(_ id: String) -> (store: String, json: String)?
+  func diff(from: UInt64, to: UInt64) throws -> StateDiff
+  func blame(_ id: String) throws -> [EntityBlame]
+  /// Whether the invariant holds at `position`; nil for an unknown name.
+  func check(_ invariant: String) -> Bool?
+  /// The first failing sequence number; nil if it holds. `linear` checks every record.
+  func bisect(_ invariant: String, linear: Bool) throws -> UInt64?
+  /// The query's answer at `position` as JSON; nil for an unknown name.
+  func query(_ name: String) throws -> String?
+}
+
+final class TypedSession<M: SnapshotModel>: ModelSession {
+  private let machine: TimeMachine<M>
+  private let invariants: [Invariant<M>]
+  private let queries: [ModelQuery<M>]
+
+  init(directory: String, invariants: [Invariant<M>], queries: [ModelQuery<M>]) throws {
+    machine = try TimeMachine<M>(directory: directory)
+    self.invariants = invariants
+    self.queries = queries
+  }
+
+  var lastSequence: UInt64 { machine.lastSequence }
+  var position: UInt64 { machine.position }
+  var recordsApplied: Int { machine.recordsApplied }
+  var invariantNames: [String] { invariants.map(\.name) }
+  var queryNames: [String] { queries.map(\.name) }
+
+  func refresh() throws { try machine.refresh() }
+  func move(to sequence: UInt64) throws { try machine.jump(to: sequence) }
+
+  func sequence(atTime timestamp: Int64) throws -> UInt64 { try machine.sequence(atTime: timestamp) }
+
+  func event(at sequence: UInt64) throws -> RecordedEvent? { try machine.event(at: sequence) }
+
+  func firstEvent(after sequence: UInt64, where predicate: (RecordedEvent) -> Bool) throws -> RecordedEvent? {
+    try machine.firstEvent(after: sequence, where: predicate)
+  }
+
+  func stateJSON() throws -> String { try CanonicalJSON.render(machine.state) }
+  func collections() -> [(name: String, count: Int)] { StateInspector.collections(of: machine.state) }
+  func digest() throws -> StateDigest { try StateDigest.of(machine.state) }
+
+  func collectionJSON(_ store: String) -> String? {
+    StateInspector.records(in: store, of: machine.state).map { records in
+      "[" + records.map(StateInspector.json).joined(separator: ",") + "]"
+    }
+  }
+
+  func recordJSON(_ id: String) -> (store: String, json: String)? {
+    StateInspector.record(id, in: machine.state).map { ($0.store, StateInspector.json($0.value)) }
+  }
+
+  func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
+  func blame(_ id: String) throws -> [EntityBlame] { try machine.blame(entity: id) }
+
+  func check(_ invariant: String) -> Bool? {
+    invariants.first { $0.name == invariant }.map { $0.holds(machine.state) }
+  }
+
+  func bisect(_ invariant: String, linear: Bool) throws -> UInt64? {
+    guard let invariant = invariants.first(where: { $0.name == invariant }) else { return nil }
+    return linear ? try machine.firstFailure(of: invariant) : try machine.bisect(invariant)
+  }
+
+  func query(_ name: String) throws -> String? {
+    guard let query = queries.first(where: { $0.name == name }) else { return nil }
+    return try CanonicalJSON.render(query.read(machine.state))
+  }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+enum SnapshotCommand: RewindCommand {
+  static let name = "snapshot"
+  static let summary = "write a snapshot of the journal's last state"
+  static let help = """
+    Usage: rewind snapshot DIR [--keep K] [--model NAME]
+
+    Replays the journal in DIR (from the newest usable snapshot) and writes the state after its
+    last record to DIR/snapshots/, atomically; with --keep, then removes all but the newest K
+    snapshots. Snapshots only ever save time: replay checks each one and skips (and reports) any
+    that is corrupt, foreign or written by other model code. May run while a writer appends.
+
+    Examples:
+      rewind snapshot /tmp/j
+      rewind snapshot /tmp/j --keep 4
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let output = context.output
+    let args = try Arguments(arguments, options: ["model", "keep"], flags: [])
+    let directory = try args.directory()
+    let keep = args.value("keep") == nil ? nil : try args.integer("keep", default: 0, range: 1...1_000_000)
+    _ = try JournalBounds(directory: directory)
+    let model = try context.registration(for: directory, named: args.value("model"))
+    guard let written = try replaying(model, directory, { try model.snapshot(directory) }) else {
+      output.out("the journal \(directory) is empty: no snapshot written\n")
+      return .success
+    }
+    output.out("snapshot of \(model.name) at sequence \(written.sequence), digest \(written.digest)\n")
+    if let keep {
+      let removed = try SnapshotStore(journal: directory).prune(keeping: keep)
+      if !removed.isEmpty { output.out("pruned snapshots at \(removed.map(String.init).joined(separator: ", "))\n") }
+    }
+    return .success
+  }
+}

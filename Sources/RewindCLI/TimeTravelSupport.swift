@@ -1,0 +1,42 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+// What the replay-level commands share: events on one line or as JSON, and replay errors that
+// name the model.
+
+/// `#SEQ TIME NAME vVERSION ORIGIN`: an event's envelope on one line.
+func envelopeLine(_ envelope: Envelope) -> String {
+  "#\(envelope.sequence) \(isoTime(envelope.timestamp)) \(envelope.name) v\(envelope.version) "
+    + "origin \(envelope.origin) command \(envelope.commandID)"
+}
+
+/// An event's envelope and fields as one JSON object.
+func eventJSON(_ recorded: RecordedEvent) -> String {
+  let envelope = recorded.envelope
+  return
+    #"{"seq":\#(envelope.sequence),"time":"\#(isoTime(envelope.timestamp))","name":\#(StateInspector.json(envelope.name)),"#
+    + #""version":\#(envelope.version),"origin":\#(StateInspector.json(envelope.origin.description)),"#
+    + #""command":"\#(envelope.commandID)","payload":\#(StateInspector.json(recorded.event))}"#
+}
+
+/// A journal record the chosen model cannot read: exit 3, with where and what to do.
+struct UnreadableByModel: Error, CustomStringConvertible {
+  var model: String
+  var directory: String
+  var underlying: ReplayError
+
+  var description: String {
+    "model \(model) cannot replay \(directory): \(underlying). If this is another app's journal, use that app's "
+      + "rewind or --model NAME; `rewind log \(directory) --from \(underlying.sequence) --limit 1` shows the record"
+  }
+}
+
+/// Runs `body`, turning a `ReplayError` into an `UnreadableByModel` that names the model.
+func replaying<T>(_ model: ModelRegistration, _ directory: String, _ body: () throws -> T) throws -> T {
+  do {
+    return try body()
+  } catch let error as ReplayError {
+    throw UnreadableByModel(model: model.name, directory: directory, underlying: error)
+  }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Rewind
+import RewindJournal
+
+extension VerifyCommand {
+  /// The replay part of `verify`: replays the whole journal with the registered model (no
+  /// snapshots), compares every checkpoint digest written by this model code with the rebuilt
+  /// state, and checks that every store's cache equals a recomputation from its records.
+  /// - Returns: whether it found nothing wrong.
+  static func verifyReplay(_ directory: String, model name: String?, context: RewindTool.Context) throws -> Bool {
+    let output = context.output
+    guard !context.models.isEmpty else {
+      output.out("note: replay not checked: this rewind has no registered model (see the README)\n")
+      return true
+    }
+    let model: ModelRegistration
+    if name != nil {
+      model = try context.registration(named: name)
+    } else {
+      let readers = try context.readers(of: directory)
+      guard readers.count == 1 else {
+        let names = context.models.map(\.name).joined(separator: ", ")
+        output.out(
+          readers.isEmpty
+            ? "note: replay not checked: no registered model (\(names)) reads this journal's events\n"
+            : "note: replay not checked: several models read this journal; pick one with --model NAME\n")
+        return true
+      }
+      model = readers[0]
+    }
+    let progress = ProgressLine("verifying replay", context: context)
+    let verification: ReplayVerification
+    do {
+      verification = try model.verify(directory, progress.callback)
+      progress.finish()
+    } catch let error as ReplayError {
+      progress.finish()
+      output.out("problem: replay of \(model.name) stops at sequence \(error.sequence): \(error)\n")
+      return false
+    }
+    let report = verification.report
+    var sound = true
+    if let divergence = report.firstDivergence {
+      sound = false
+      output.out(
+        "problem: replay diverges from the recorded checkpoints first at sequence \(divergence.sequence): "
+          + "\(divergence)\n")
+    }
+    for problem in verification.cacheProblems {
+      sound = false
+      output.out("problem: cache incoherent after sequence \(report.lastSequence): \(problem)\n")
+    }
+    var line =
+      "replay: \(model.name) rebuilt through sequence \(report.lastSequence), "
+      + "\(report.checkpointsVerified) checkpoint(s) verified"
+    if report.checkpointsSkipped > 0 {
+      line += ", \(report.checkpointsSkipped) written by other model code not compared"
+    }
+    line += sound ? ", caches coherent\n" : "\n"
+    output.out(line)
+    return sound
+  }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Notebook
+import Rewind
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Notebook
+@testable import Rewind
+
+/// What seeking costs, blame by entity id, the start-up replay's report and the maintenance job.
+@Suite struct TimeTravelSeekTests {
+  /// With snapshots every 100 records, any seek applies fewer than 100 records, however long the
+  /// journal and however few keyframes the time machine may keep, and lands on the right state.
+  @Test func seekingCostsAtMostTheSnapshotInterval() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 91, commands: 1200).close()
+    try Snapshots.update(Workspace.self, directory: directory.path, every: 100, keep: 100)
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 1000, maxKeyframes: 2)
+    let last = machine.lastSequence
+    #expect(last > 1000)
+    var random = SeededGenerator(seed: 92)
+    var targets: [UInt64] = [last, 0, last / 2, 1, 99, 100, 101, last - 1]
+    for _ in 0..<30 { targets.append(UInt64.random(in: 0...last, using: &random)) }
+    for target in targets {
+      let before = machine.recordsApplied
+      let state = try machine.jump(to: target)
+      #expect(machine.recordsApplied - before < 100, "seek to \(target)")
+      if target % 7 == 0 || target == last {
+        #expect(state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: target).state))
+      }
+    }
+  }
+
+  /// Without snapshots, keyframes bound the cost near where the machine has been: stepping back
+  /// from the end of a long journal costs at most the keyframe interval per step, even after far
+  /// more keyframes were laid down than are kept (the least recently used go first).
+  @Test func keyframesKeepSeeksNearRecentPositionsCheap() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 93, commands: 900).close()
+    let machine = try TimeMachine<Workspace>(
+      directory: directory.path, keyframeInterval: 20, maxKeyframes: 8, useSnapshots: false)
+    let last = machine.lastSequence
+    try machine.jump(to: last)  // lays down last / 20 keyframes, keeps the newest 8
+    #expect(machine.recordsApplied == Int(last))
+    for _ in 0..<50 {  // 150 records back: within the 8 keyframes kept (160 records)
+      let before = machine.recordsApplied
+      try machine.step(by: -3)
+      #expect(machine.recordsApplied - before <= 20, "step back to \(machine.position)")
+    }
+    #expect(
+      machine.state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: machine.position).state))
+  }
+
+  /// `blame(entity:)` finds the store by the id's text and agrees with the typed blame.
+  @Test func blameByEntityIDAgreesWithTypedBlame() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 94, commands: 300)
+    let items = Set(manager.state.readingList.all().map(\.id))
+    manager.close()
+    let machine = try TimeMachine<Workspace>(directory: directory.path)
+    let notes = Set(
+      try Replay.events(of: Workspace.self, directory: directory.path).compactMap {
+        ($0.event as? NoteCreated)?.id
+      })
+    #expect(!notes.isEmpty && !items.isEmpty)
+    for id in notes {
+      let typed = try machine.blame(\.notes, id: id)
+      let erased = try machine.blame(entity: id.description)
+      #expect(erased.map(\.event.envelope.sequence) == typed.map(\.event.envelope.sequence))
+      #expect(erased.map { $0.after as? Note } == typed.map(\.after))
+      #expect(erased.allSatisfy { $0.store == "notes" })
+    }
+    for id in items {
+      let erased = try machine.blame(entity: id.description)
+      #expect(
+        erased.map(\.event.envelope.sequence)
+          == (try machine.blame(\.readingList, id: id)).map(\.event.envelope.sequence))
+      #expect(erased.allSatisfy { $0.store == "readingList" })
+    }
+    let settings = try machine.blame(entity: "settings")
+    #expect(settings.map(\.event.envelope.sequence) == (try machine.blame(\.settings)).map(\.event.envelope.sequence))
+    #expect(try machine.blame(entity: "00000000000000000000000000abcdef").isEmpty)
+  }
+
+  /// A manager's start-up replay says which snapshot it used and which it skipped, and why.
+  @Test func startUpReportsSkippedSnapshots() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 95, commands: 320)
+    let live = manager.state
+    manager.close()
+    try Snapshots.update(Workspace.self, directory: directory.path, every: 100, keep: 10)
+    let store = SnapshotStore(journal: directory.path)
+    #expect(store.sequences() == [100, 200, 300])
+    let path = { (sequence: UInt64) in directory.appending("snapshots/" + SnapshotStore.fileName(sequence)) }
+    // 300 is cut short, 200 comes from another journal, and 100 is left alone.
+    var bytes = try Files.read(path(300))
+    bytes.removeLast(40)
+    try Files.write(bytes, to: path(300))
+    var foreign = try SnapshotFile.decode(try Files.read(path(200)))
+    foreign.journalID = JournalID.random().bytes
+    try Files.write(foreign.encoded(), to: path(200))
+
+    let reopened = try Manager<Workspace>(directory: directory.path, options: JournalOptions(durability: .none))
+    defer { reopened.close() }
+    #expect(reopened.state == live)
+    let report = reopened.startupReport
+    #expect(report.snapshotSequence == 100)
+    #expect(report.recordsApplied == Int(reopened.lastSequence - 100))
+    #expect(report.skippedSnapshots.map(\.sequence) == [300, 200])
+    switch (report.skippedSnapshots[0].reason, report.skippedSnapshots[1].reason) {
+    case (.corrupt, .foreign): break
+    default: Issue.record("\(report.skippedSnapshots)")
+    }
+    // A journal without snapshots reports a full replay and nothing skipped.
+    let plain = TemporaryDirectory()
+    try await writeWorkload(plain.path, seed: 96, commands: 30).close()
+    let fresh = try Manager<Workspace>(directory: plain.path, options: JournalOptions(durability: .none))
+    #expect(fresh.startupReport.snapshotSequence == nil)
+    #expect(fresh.startupReport.recordsApplied == Int(fresh.lastSequence))
+    #expect(fresh.startupReport.skippedSnapshots.isEmpty)
+    fresh.close()
+  }
+
+  /// The maintenance job records a checkpoint after every 10 committed events and keeps the
+  /// newest 2 snapshots at multiples of 25; every checkpoint verifies and the snapshots are used.
+  @Test func maintenanceWritesCheckpointsAndSnapshots() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try Manager<Workspace>(
+      directory: directory.path, options: JournalOptions(durability: .none),
+      clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+    let job = Task {
+      try await manager.maintain(
+        checkpointEvery: 10, snapshots: SnapshotPolicy(directory: directory.path, every: 25, keep: 2))
+    }
+    // The job subscribes when it starts: wait for it before committing anything.
+    while manager.observerCount == 0 { await Task.yield() }
+    // Blocks of 10 commands, each waited for until its checkpoint is in (a bounded wait), then 5.
+    func commit(_ count: Int) async throws {
+      for step in 0..<count {
+        try await manager.perform(.user) { _, command in
+          command.record(EditorSettingsChanged(settings: EditorSettings(fontSize: 10 + step % 9)))
+        }
+      }
+    }
+    for block in 1...12 {
+      try await commit(10)
+      var polls = 0
+      while try checkpointSequences(directory.path).count < block, polls < 6000 {
+        polls += 1
+        try await Task.sleep(for: .milliseconds(5))
+      }
+    }
+    try await commit(5)
+    let live = manager.state
+    let last = manager.lastSequence
+    manager.close()
+    try await job.value
+
+    // A checkpoint after every 10 user events: the k-th lands at 10k events + k - 1 checkpoints.
+    #expect(try checkpointSequences(directory.path) == (1...12).map { UInt64(11 * $0) })
+    #expect(last == 12 * 11 + 5)
+    let verified = try Replay.verify(Workspace.self, directory: directory.path)
+    #expect(verified.checkpointsVerified == 12)
+    #expect(verified.firstDivergence == nil)
+    // Snapshots: at multiples of 25, pruned to the newest 2, and usable.
+    let snapshots = SnapshotStore(journal: directory.path).sequences()
+    #expect((1...2).contains(snapshots.count), "\(snapshots)")
+    #expect(snapshots.allSatisfy { $0 % 25 == 0 && $0 <= last })
+    // The job's last look came within 25 records of the end, and wrote every multiple of 25 by then.
+    #expect(try #require(snapshots.last) >= (last - 24) / 25 * 25)
+    let outcome = try Replay.run(Workspace.self, directory: directory.path)
+    #expect(outcome.report.snapshotSequence == snapshots.last)
+    #expect(outcome.report.skippedSnapshots.isEmpty)
+    #expect(outcome.state == live)
+  }
+
+  private func checkpointSequences(_ directory: String) throws -> [UInt64] {
+    let cursor = try JournalReader(directory: directory).records(from: 1)
+    var found: [UInt64] = []
+    while let record = try cursor.next() {
+      if try EventRecord.header(of: record.payload).name == Checkpoint.name { found.append(record.sequence) }
+    }
+    return found
+  }
+}

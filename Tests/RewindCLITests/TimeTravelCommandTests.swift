@@ -1,0 +1,391 @@
+import Foundation
+import Notebook
+import Rewind
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Notebook
+@testable import Rewind
+@testable import RewindCLI
+
+/// The replay-level commands, run as a built binary (`notebook-rewind`: the stock tool with
+/// Notebook's Workspace registered, as an app builds its own) on journals the tests write.
+@Suite struct TimeTravelCommandTests {
+  static let tool = "notebook-rewind"
+
+  func rewind(_ arguments: [String], input: String? = nil) throws -> ToolRun {
+    try ToolRun.run(Self.tool, arguments, input: input)
+  }
+
+  @Test func replayToNAsJSONEqualsTheLiveStateAfterN() async throws {
+    let journal = try await NotebookJournal.write(commands: 120, seed: 4)
+    let last = journal.lastSequence
+    for n in [0, 1, 2, last / 3, last / 2, last - 1, last] {
+      let run = try rewind(["replay", journal.path, "--to", String(n), "--json"])
+      #expect(run.status == 0, "\(run.err)")
+      let live = journal.states[Int(n)]
+      let expected =
+        #"{"model":"workspace","seq":\#(n),"digest":"\#(try StateDigest.of(live))","state":"#
+        + "\(try CanonicalJSON.render(live))}\n"
+      #expect(run.out == expected, "n = \(n)")
+      #expect(run.err.isEmpty)
+    }
+    // The whole state is there: every collection, and each record in id order.
+    let whole = try rewind(["replay", journal.path, "--json"])
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(whole.out.utf8)) as? [String: Any])
+    let state = try #require(object["state"] as? [String: Any])
+    #expect(Set(state.keys) == ["notebooks", "notes", "readingList", "settings"])
+    let notes = try #require((state["notes"] as? [String: Any])?["records"] as? [[String: Any]])
+    #expect(notes.compactMap { $0["id"] as? String } == journal.states.last!.notes.all().map(\.id.description))
+  }
+
+  @Test func replaySummaryUsesASnapshotAndAgrees() async throws {
+    let journal = try await NotebookJournal.write(commands: 80, seed: 5)
+    let snapshot = try rewind(["snapshot", journal.path])
+    #expect(snapshot.status == 0, "\(snapshot.err)")
+    #expect(snapshot.out.hasPrefix("snapshot of workspace at sequence \(journal.lastSequence), digest "))
+    #expect(SnapshotStore(journal: journal.path).sequences() == [journal.lastSequence])
+    let summary = try rewind(["replay", journal.path])
+    #expect(summary.status == 0)
+    let live = journal.states.last!
+    #expect(summary.out.contains("sequence     \(journal.lastSequence) of \(journal.lastSequence)\n"))
+    #expect(summary.out.contains("time         \(isoTime(journal.timestamps.last!))\n"))
+    #expect(summary.out.contains("started from the snapshot at sequence \(journal.lastSequence)"))
+    #expect(summary.out.contains("digest       \(try StateDigest.of(live))"))
+    #expect(summary.out.contains("  notes        \(live.notes.count)\n"))
+    // From the snapshot or from the journal, the state is the same.
+    let json = try rewind(["replay", journal.path, "--json"])
+    #expect(json.out.contains(try CanonicalJSON.render(live)))
+    // A damaged snapshot is skipped, reported on stderr, and costs nothing in correctness.
+    let file = journal.directory.appending("snapshots/" + SnapshotStore.fileName(journal.lastSequence))
+    try Files.write(Array("not a snapshot".utf8), to: file)
+    let fallback = try rewind(["replay", journal.path, "--json"])
+    #expect(fallback.status == 0)
+    #expect(fallback.out == json.out)
+    #expect(fallback.err.contains("skipped: corrupt"))
+    // --keep prunes to the newest K.
+    _ = try rewind(["snapshot", journal.path])
+    let pruned = try rewind(["snapshot", journal.path, "--keep", "1"])
+    #expect(pruned.status == 0)
+    #expect(SnapshotStore(journal: journal.path).sequences().count == 1)
+  }
+
+  @Test func replayAtATimeIsTheStateThroughTheLastRecordStampedThen() async throws {
+    let journal = try await NotebookJournal.write(commands: 40, seed: 6)
+    for index in [0, 7, 20, journal.timestamps.count - 1] {
+      let stamp = journal.timestamps[index]
+      let run = try rewind(["replay", journal.path, "--at", isoTime(stamp), "--json"])
+      #expect(run.status == 0, "\(run.err)")
+      let through = journal.timestamps.lastIndex { $0 <= stamp }! + 1
+      #expect(run.out.contains(#""seq":\#(through),"#))
+      #expect(run.out.contains(try CanonicalJSON.render(journal.states[through])))
+    }
+  }
+
+  @Test func diffListsRecordChangesLikeANaiveComparison() async throws {
+    let journal = try await NotebookJournal.write(commands: 100, seed: 7)
+    let (a, b) = (journal.lastSequence / 4, journal.lastSequence)
+    let run = try rewind(["diff", journal.path, String(a), String(b), "--json"])
+    #expect(run.status == 0, "\(run.err)")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any])
+    let collections = try #require(object["collections"] as? [[String: Any]])
+    let notes = try #require(collections.first { $0["name"] as? String == "notes" })
+    func ids(_ key: String) -> [String] { (notes[key] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String } }
+    let old = Dictionary(uniqueKeysWithValues: journal.states[Int(a)].notes.all().map { ($0.id.description, $0) })
+    let new = Dictionary(uniqueKeysWithValues: journal.states[Int(b)].notes.all().map { ($0.id.description, $0) })
+    #expect(ids("inserted") == new.keys.filter { old[$0] == nil }.sorted())
+    #expect(ids("removed") == old.keys.filter { new[$0] == nil }.sorted())
+    #expect(ids("updated") == old.keys.filter { new[$0] != nil && new[$0] != old[$0] }.sorted())
+    #expect(!ids("inserted").isEmpty && !ids("updated").isEmpty)
+    // The text form shows the same changes, and an empty range says so.
+    let text = try rewind(["diff", journal.path, String(a), String(b)])
+    #expect(text.out.contains("notes: \(ids("inserted").count) inserted, \(ids("updated").count) updated"))
+    let none = try rewind(["diff", journal.path, "5", "5"])
+    #expect(none.out == "no changes from 5 to 5\n")
+  }
+
+  @Test func blameListsEveryEventThatTouchedAnEntity() async throws {
+    let journal = try await NotebookJournal.write(commands: 150, seed: 8)
+    let ever = Set(journal.states.flatMap { $0.notes.all().map(\.id) })
+    let deleted = try #require(ever.sorted().first { journal.states.last!.notes.find(id: $0) == nil })
+    var expected: [(UInt64, Note?)] = []
+    for n in 1..<journal.states.count
+    where journal.states[n].notes.find(id: deleted) != journal.states[n - 1].notes.find(id: deleted) {
+      expected.append((UInt64(n), journal.states[n].notes.find(id: deleted)))
+    }
+    let run = try rewind(["blame", journal.path, deleted.description, "--json"])
+    #expect(run.status == 0, "\(run.err)")
+    let lines = run.out.split(separator: "\n").map(String.init)
+    #expect(lines.count == expected.count)
+    for (line, (sequence, note)) in zip(lines, expected) {
+      #expect(line.contains(#""event":{"seq":\#(sequence),"#))
+      #expect(line.hasSuffix(#","after":\#(try note.map { try CanonicalJSON.render($0) } ?? "null")}"#))
+    }
+    let text = try rewind(["blame", journal.path, deleted.description])
+    #expect(text.out.hasPrefix("\(deleted) in notes: \(expected.count) event(s)\n"))
+    #expect(text.out.hasSuffix("    after removed\n"))
+    // A value collection by name.
+    let settings = try rewind(["blame", journal.path, "settings", "--json"])
+    #expect(settings.status == 0)
+    #expect(settings.out.split(separator: "\n").allSatisfy { $0.contains(#""name":"settings.changed""#) })
+    // An entity that never existed.
+    let unknown = try rewind(["blame", journal.path, String(repeating: "f", count: 32)])
+    #expect(unknown.status == 2)
+    #expect(unknown.err.contains("no event in \(journal.path) ever touched an entity 'ffff"))
+    #expect(unknown.out.isEmpty)
+  }
+
+  @Test func bisectFindsAPlantedBreakAndExitsOne() async throws {
+    let journal = try await NotebookJournal.write(commands: 200, seed: 9, plantAt: 131)
+    let planted = try #require(journal.planted)
+    for linear in [false, true] {
+      let run = try rewind(
+        ["bisect", journal.path, "--invariant", "no notebook is titled forbidden", "--json"]
+          + (linear ? ["--linear"] : []))
+      #expect(run.status == 1, "\(run.err)")
+      #expect(run.out.contains(#""firstFailure":\#(planted),"event":{"seq":\#(planted),"#), "\(run.out)")
+    }
+    let text = try rewind(["bisect", journal.path, "--invariant", "no notebook is titled forbidden"])
+    #expect(text.out.hasPrefix("invariant 'no notebook is titled forbidden' first fails at sequence \(planted)\n"))
+    let holds = try rewind(["bisect", journal.path, "--invariant", "notes belong to notebooks"])
+    #expect(holds.status == 0)
+    #expect(
+      holds.out.hasPrefix(
+        "invariant 'notes belong to notebooks' holds at the last sequence number, \(journal.lastSequence) "))
+    let linear = try rewind(["bisect", journal.path, "--invariant", "notes belong to notebooks", "--linear"])
+    #expect(linear.status == 0)
+    #expect(
+      linear.out
+        == "invariant 'notes belong to notebooks' holds after every record through sequence \(journal.lastSequence)\n")
+    let unknown = try rewind(["bisect", journal.path, "--invariant", "nope"])
+    #expect(unknown.status == 2)
+    #expect(unknown.err.contains("unknown invariant 'nope'"))
+    #expect(unknown.err.contains("'notes belong to notebooks', 'no notebook is titled forbidden'"))
+  }
+
+  @Test func verifyReplaysAgainstCheckpointsAndNamesTheFirstDivergence() async throws {
+    let journal = try await NotebookJournal.write(commands: 60, seed: 10)
+    let manager = try Manager<Workspace>(directory: journal.path, options: JournalOptions(durability: .none))
+    try await manager.recordCheckpoint()
+    try await manager.perform(.user) { _, command in
+      command.record(EditorSettingsChanged(settings: EditorSettings(fontSize: 31)))
+    }
+    try await manager.recordCheckpoint()
+    let sound = try rewind(["verify", journal.path])
+    #expect(sound.status == 0, "\(sound.out)\(sound.err)")
+    #expect(
+      sound.out.contains(
+        "replay: workspace rebuilt through sequence \(manager.lastSequence), 2 checkpoint(s) verified, caches coherent")
+    )
+    // A checkpoint that disagrees with the rebuilt state, as a changed apply function would leave.
+    try await manager.perform(.rewind) { _, command in
+      let other = try StateDigest.of(Workspace())
+      command.record(Checkpoint(digest: other, fingerprint: Workspace.fingerprint))
+    }
+    let bad = manager.lastSequence
+    try await manager.recordCheckpoint()
+    manager.close()
+    let diverged = try rewind(["verify", journal.path])
+    #expect(diverged.status == 1)
+    let replay = try rewind(["replay", journal.path])
+    #expect(replay.status == 0)
+    #expect(replay.out.contains("records, 4 checkpoint(s) verified\n"))
+    #expect(replay.err.contains("warning: checkpoint at sequence \(bad) recorded digest"))
+    #expect(diverged.out.contains("problem: replay diverges from the recorded checkpoints first at sequence \(bad): "))
+  }
+
+  @Test func aScriptedDebugSessionThroughAPipe() async throws {
+    let journal = try await NotebookJournal.write(commands: 60, seed: 11)
+    // A note that exists at 20 and changes again after 23.
+    func changes(_ id: NoteID, at sequence: UInt64) -> Bool {
+      journal.states[Int(sequence)].notes.find(id: id) != journal.states[Int(sequence) - 1].notes.find(id: id)
+    }
+    let note = try #require(
+      journal.states[20].notes.all().first { note in (24...journal.lastSequence).contains { changes(note.id, at: $0) } }
+    )
+    let next = try #require((24...journal.lastSequence).first { changes(note.id, at: $0) })
+    let id = note.id.description
+    let script = """
+      # a comment, then a blank line
+
+      goto 20
+      print \(id)
+      mark
+      step 5
+      back 2
+      where
+      diff
+      watch \(id)
+      find entity \(id)
+      find name note.deleted
+      goto 0
+      print
+      check notes belong to notebooks
+      goto \(isoTime(journal.timestamps[9]))
+      goto 0
+      query titles
+      frobnicate
+      goto 99999
+      quit
+      step
+      """
+    let run = try rewind(["debug", journal.path], input: script)
+    #expect(run.status == 2, "a failing script line makes the exit code 2")
+    let out = run.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    #expect(!run.out.contains("rewind@"), "no prompt when standard input is not a terminal")
+    #expect(out[0].hasPrefix("at 20 of \(journal.lastSequence): #20 "))
+    #expect(out[1] == "notes \(try CanonicalJSON.render(note))")
+    #expect(out[2] == "marked sequence 20")
+    #expect(out[3].hasPrefix("at 25 of "))
+    #expect(out[4].hasPrefix("at 23 of "))
+    #expect(out[5] == out[4])
+    let diff = try #require(run.out.range(of: "(from 20 to 23)"))
+    _ = diff
+    let watch = out.firstIndex { $0.hasPrefix("watch \(id) at 23: ") }
+    #expect(watch != nil)
+    #expect(out.contains { $0.hasPrefix("at \(next) of ") })
+    #expect(run.out.contains("watch \(id) at \(next): "))
+    #expect(run.out.contains("at 0 of \(journal.lastSequence): the empty state\n"))
+    #expect(run.out.contains("'notes belong to notebooks' holds at sequence 0\n"))
+    #expect(run.out.contains("at 10 of \(journal.lastSequence): #10 \(isoTime(journal.timestamps[9])) "))
+    #expect(run.out.contains("\n[]\n"), "the titles query at the empty state")
+    #expect(run.err.contains("error: frobnicate: unknown command"))
+    #expect(run.err.contains("error: goto: sequence 99999 is beyond the journal's last"))
+    #expect(!run.out.hasSuffix("at 1 of \(journal.lastSequence)"), "nothing runs after quit")
+  }
+
+  /// At a terminal (a pseudo-terminal from util-linux `script`), the session greets and prompts.
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+  func debugPromptsAtATerminal() async throws {
+    let journal = try await NotebookJournal.write(commands: 5, seed: 14)
+    let binary = try #require(ChildProcess.builtProduct(Self.tool))
+    let run = try ToolRun.run(
+      "/usr/bin/script", ["-qec", "\(binary) debug \(journal.path)", "/dev/null"], input: "step 2\nquit\n")
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains("rewind debug: workspace in \(journal.path), sequences 0...\(journal.lastSequence)"))
+    #expect(run.out.contains("rewind@0> at 2 of \(journal.lastSequence): #2 "))
+    #expect(run.out.contains("rewind@2> "))
+  }
+
+  /// Progress goes to stderr only at a terminal, on one line rewritten in place and then cleared.
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+  func progressOnlyAtATerminal() async throws {
+    let journal = try await NotebookJournal.write(commands: 30, seed: 16)
+    let binary = try #require(ChildProcess.builtProduct(Self.tool))
+    let last = journal.lastSequence
+    let terminal = try ToolRun.run("/usr/bin/script", ["-qec", "\(binary) replay \(journal.path)", "/dev/null"])
+    #expect(terminal.out.contains("\rreplaying 100% (sequence \(last) of \(last))\u{1B}[K\r\u{1B}[Kmodel "))
+    let piped = try rewind(["replay", journal.path])
+    #expect(piped.err.isEmpty)
+    #expect(!piped.out.contains("replaying"))
+  }
+
+  /// Reading commands take no lock: they run while the app holds the journal and appends.
+  @Test func commandsRunWhileTheAppAppends() async throws {
+    let journal = try await NotebookJournal.write(commands: 30, seed: 15)
+    let manager = try NotebookManager(directory: journal.path, options: JournalOptions(durability: .none))
+    defer { manager.close() }
+    let before = manager.lastSequence
+    let writer = Task {
+      for step in 0..<200 { _ = try await manager.addReadingItem(title: "while reading \(step)") }
+    }
+    for arguments in [["replay"], ["replay", "--json"], ["snapshot"], ["blame", "settings"], ["verify"]] {
+      let run = try rewind([arguments[0], journal.path] + arguments.dropFirst())
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+    }
+    try await writer.value
+    let replayed = try rewind(["replay", journal.path, "--json"])
+    #expect(replayed.out.contains(#""seq":\#(manager.lastSequence),"#))
+    #expect(replayed.out.contains(try CanonicalJSON.render(manager.state)))
+    #expect(manager.lastSequence == before + 200)
+  }
+
+  @Test func debugHelpListsTheCommands() async throws {
+    let journal = try await NotebookJournal.write(commands: 5, seed: 12)
+    let run = try rewind(["debug", journal.path], input: "help\n")
+    #expect(run.status == 0)
+    for command in ["step", "back", "goto", "find name", "find entity", "print", "query", "mark", "diff", "watch"] {
+      #expect(run.out.contains("\n  \(command)"), "\(command)")
+    }
+  }
+
+  @Test func badInputGetsClearErrorsAndTheRightExitCodes() async throws {
+    let journal = try await NotebookJournal.write(commands: 10, seed: 13)
+    let last = journal.lastSequence
+    let cases: [([String], Int32, String)] = [
+      (["replay", journal.path, "--to", String(last + 1)], 2, "beyond the journal's last sequence number \(last)"),
+      (["replay", journal.path, "--to", "-3"], 2, "not a whole number"),
+      (["replay", journal.path, "--at", "yesterday"], 2, "is not ISO 8601"),
+      (["replay", journal.path, "--at", "1999-01-01T00:00:00Z"], 2, "outside the journal's records"),
+      (["replay", journal.path, "--to", "1", "--at", isoTime(journal.timestamps[0])], 2, "not both"),
+      (["replay", journal.path, "--model", "ledger"], 2, "unknown model 'ledger'; registered models: workspace"),
+      (["diff", journal.path, "1"], 2, "expected DIR A B"),
+      (["diff", journal.path, "1", "99999"], 2, "B 99999 is beyond"),
+      (["bisect", journal.path], 2, "missing --invariant NAME"),
+      (["replay", "/nonexistent/journal"], 3, "/nonexistent/journal"),
+      (["blame", "/nonexistent/journal", "x"], 3, "/nonexistent/journal"),
+      (["debug", "/nonexistent/journal"], 3, "/nonexistent/journal"),
+      (["snapshot", "/nonexistent/journal"], 3, "/nonexistent/journal"),
+      (["replay", journal.directory.appending("manifest.json")], 3, "manifest.json"),
+      (["replay", journal.path, "--frobnicate"], 2, "unknown option --frobnicate"),
+    ]
+    for (arguments, status, message) in cases {
+      let run = try rewind(arguments)
+      #expect(run.status == status, "\(arguments): \(run.err)")
+      #expect(run.err.contains(message), "\(arguments): \(run.err)")
+      #expect(run.err.hasPrefix("rewind \(arguments[0]): "), "\(arguments)")
+    }
+    // A directory of random bytes is not a journal.
+    let garbage = TemporaryDirectory("cli-garbage")
+    var random = SeededGenerator(seed: 3)
+    try Files.write(
+      (0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) }, to: garbage.appending("manifest.json"))
+    let run = try rewind(["replay", garbage.path])
+    #expect(run.status == 3)
+    #expect(run.err.contains("manifest"))
+    // Another app's journal (raw records): replay says which model cannot read which record;
+    // verify checks its integrity and leaves replay aside.
+    let raw = TemporaryDirectory("cli-raw")
+    let writer = try Journal(directory: raw.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: 1, payload: Array("not an event".utf8))])
+    writer.close()
+    let foreign = try rewind(["replay", raw.path])
+    #expect(foreign.status == 3)
+    #expect(foreign.err.contains("model workspace cannot replay \(raw.path): record at sequence 1 is not an event"))
+    let verify = try rewind(["verify", raw.path])
+    #expect(verify.status == 0, "\(verify.out)")
+    #expect(
+      verify.out.contains("note: replay not checked: no registered model (workspace) reads this journal's events"))
+    // A tool with no registered model says how to get one.
+    let errors = Captured()
+    let bare = await RewindTool().run(["replay", journal.path], output: errors.output)
+    #expect(bare == 2)
+    #expect(errors.err.contains("no registered models"))
+  }
+
+  @Test(arguments: ["replay", "diff", "blame", "bisect", "debug", "snapshot", "verify"])
+  func everyReplayCommandHasHelpWithExamples(command: String) throws {
+    let help = try rewind([command, "--help"])
+    #expect(help.status == 0)
+    #expect(help.out.hasPrefix("Usage: rewind \(command)"))
+    #expect(help.out.contains("Example"))
+  }
+}
+
+/// Output captured from an in-process `RewindTool.run`.
+final class Captured: @unchecked Sendable {
+  // `out` and `err` are written by the tool's sinks under `lock` and read after it returned.
+  private let lock = NSLock()
+  private var outText = ""
+  private var errText = ""
+
+  var out: String { lock.withLock { outText } }
+  var err: String { lock.withLock { errText } }
+
+  var output: RewindTool.Output {
+    RewindTool.Output(
+      out: { text in self.lock.withLock { self.outText += text } },
+      err: { text in self.lock.withLock { self.errText += text } })
+  }
+}
