@@ -109,10 +109,13 @@ if Context.environment["REWIND_FUZZ"] != nil {
   ]
   // libFuzzer's driver, declared for Swift (the library itself comes with -sanitize=fuzzer).
   package.targets.append(.systemLibrary(name: "CFuzzer", path: "Fuzz/CFuzzer"))
+  // The command line, seeds and file helpers every target shares.
+  package.targets.append(
+    .target(name: "FuzzSupport", dependencies: ["CFuzzer"], path: "Fuzz/FuzzSupport", swiftSettings: strict))
   for target in fuzzTargets {
     package.targets.append(
       .executableTarget(
-        name: target.name, dependencies: target.dependencies + ["CFuzzer"], path: "Fuzz/\(target.name)",
+        name: target.name, dependencies: target.dependencies + ["FuzzSupport"], path: "Fuzz/\(target.name)",
         swiftSettings: strict))
   }
 }

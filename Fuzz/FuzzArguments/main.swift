@@ -1,12 +1,3 @@
-import CFuzzer
-import Glibc
+import FuzzSupport
 
-// `FuzzArguments --write-seeds DIR` writes the seed corpus (made from Journal/golden) and exits;
-// anything else goes to libFuzzer's driver (-max_total_time=, corpus folders, ...).
-if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--write-seeds" {
-  writeSeeds(to: CommandLine.arguments[2])
-  exit(0)
-}
-var argc = CommandLine.argc
-var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in data.map { fuzzArguments($0, size) } ?? 0 })
+runFuzzer(writeSeeds: writeSeeds(to:), target: fuzzArguments)

@@ -1,3 +1,4 @@
+import FuzzSupport
 import Glibc
 import Notebook
 import RewindJournal
@@ -36,35 +37,4 @@ func writeSeeds(to directory: String) {
     digest: StateDigest(bytes: SHA256.hash(state)), state: state)
   writeSeed(file.encoded(), named: "snapshot", in: directory)
   writeSeed(state, named: "state", in: directory)
-}
-
-/// The repository's Journal/golden folder, found from this file's path.
-let goldenFolder: String = {
-  var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
-  parts.removeLast(3)
-  return parts.joined(separator: "/") + "/Journal/golden"
-}()
-
-/// Writes one seed file.
-func writeSeed(_ bytes: [UInt8], named name: String, in directory: String) {
-  mkdir(directory, 0o700)
-  let fd = open(directory + "/" + name, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-  guard fd >= 0 else { return }
-  _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-  close(fd)
-}
-
-/// The bytes of a file, or nothing.
-func readFile(_ path: String) -> [UInt8] {
-  let fd = open(path, O_RDONLY)
-  guard fd >= 0 else { return [] }
-  defer { close(fd) }
-  var bytes: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 1 << 16)
-  while true {
-    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    if n <= 0 { break }
-    bytes += chunk[0..<n]
-  }
-  return bytes
 }
