@@ -102,7 +102,7 @@ final class DebugSession {
           throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
         }
         try move(to: sequence)
-      } else if let time = parseISOTime(target) {
+      } else if let time = ISO8601.parse(target) {
         try move(to: try machine.sequence(atTime: time))
       } else {
         throw UsageError("'\(target)' is neither a sequence number nor an ISO 8601 time")
