@@ -102,7 +102,9 @@ final class DebugSession {
           throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
         }
         try move(to: sequence)
-      } else if let time = ISO8601.parse(target) {
+      } else if ISO8601.parse(target) != nil {
+        // Within the journal's first and last record times, as `replay --at` requires.
+        let time = try JournalBounds(directory: directory).time(target)
         try move(to: try machine.sequence(atTime: time))
       } else {
         throw UsageError("'\(target)' is neither a sequence number nor an ISO 8601 time")

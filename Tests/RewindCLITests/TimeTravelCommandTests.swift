@@ -227,6 +227,7 @@ import Testing
       query titles
       frobnicate
       goto 99999
+      goto 1999-01-01T00:00:00Z
       quit
       step
       """
@@ -252,6 +253,7 @@ import Testing
     #expect(run.out.contains("\n[]\n"), "the titles query at the empty state")
     #expect(run.err.contains("error: frobnicate: unknown command"))
     #expect(run.err.contains("error: goto: sequence 99999 is beyond the journal's last"))
+    #expect(run.err.contains("error: goto: time 1999-01-01T00:00:00Z is outside the journal's records"))
     #expect(!run.out.hasSuffix("at 1 of \(journal.lastSequence)"), "nothing runs after quit")
   }
 
