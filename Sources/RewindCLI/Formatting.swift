@@ -22,19 +22,9 @@ package func isoTime(_ nanoseconds: Int64) -> String {
 
 /// `text` as a JSON string literal.
 package func jsonString(_ text: String) -> String {
-  var out = "\""
-  for scalar in text.unicodeScalars {
-    switch scalar {
-    case "\"": out += "\\\""
-    case "\\": out += "\\\\"
-    case "\n": out += "\\n"
-    case "\r": out += "\\r"
-    case "\t": out += "\\t"
-    case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-    default: out.unicodeScalars.append(scalar)
-    }
-  }
-  return out + "\""
+  var out = ""
+  FieldRenderer.appendQuoted(text, to: &out)
+  return out
 }
 
 /// The journal cannot be opened or read (exit 3); the message says what to do.

@@ -67,8 +67,8 @@ public enum FieldRenderer {
     }
   }
 
-  /// Appends `string` as a JSON string literal.
-  static func appendQuoted(_ string: String, to output: inout String) {
+  /// Appends `string` as a JSON string literal (the one JSON string escaper of the package).
+  package static func appendQuoted(_ string: String, to output: inout String) {
     output += "\""
     for scalar in string.unicodeScalars {
       switch scalar {
