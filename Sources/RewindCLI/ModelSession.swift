@@ -29,6 +29,8 @@ protocol ModelSession: AnyObject {
   func recordJSON(_ id: String) -> (store: String, json: String)?
   func diff(from: UInt64, to: UInt64) throws -> StateDiff
   func blame(_ id: String) throws -> [EntityBlame]
+  /// What the event at `sequence` did, applied to the state before it; nil for a checkpoint.
+  func effect(of sequence: UInt64) throws -> EventEffect?
   /// Whether the invariant holds at `position`; nil for an unknown name.
   func check(_ invariant: String) -> Bool?
   /// The first failing sequence number; nil if it holds. `linear` checks every record.
@@ -81,6 +83,7 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
 
   func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
   func blame(_ id: String) throws -> [EntityBlame] { try machine.blame(entity: id) }
+  func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 
   func check(_ invariant: String) -> Bool? {
     invariants.first { $0.name == invariant }.map { $0.holds(machine.state) }
