@@ -1,4 +1,7 @@
 import Foundation
+import Notebook
+import Rewind
+import RewindJournal
 import RewindTestSupport
 import Testing
 
@@ -79,6 +82,44 @@ import Testing
     }
     #expect(previous == exported.count, "the last line names the journal's last event")
     #expect(origins == ["user", "sync", "automation"])
+  }
+
+  /// `replay --to N --json` against the live state the demo had after sequence N. The demo runs as
+  /// the binary; the same seeded workload then runs in process through its own manager, stopped
+  /// at N (a command boundary the demo's --json lines name), and its live state, rendered as
+  /// replay renders a state, must equal the replayed one byte for byte.
+  @Test func replayToNEqualsTheDemosLiveStateAfterN() async throws {
+    let (dir, run, _) = try Self.demo(events: 1_200, seed: 8, durability: "none", json: true)
+    let journal = dir.appending("journal")
+    let commands = try run.out.split(separator: "\n").map { line in
+      try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+    }
+    let seqs = try commands.map { try #require($0["seq"] as? Int) }
+    // The first command, several mid-history ones (one of them a command of several events, as
+    // the sync job's are), and the last.
+    let multi = try #require(commands.first { ($0["events"] as? Int ?? 0) > 1 }?["seq"] as? Int)
+    let points = Set([seqs[0], seqs[seqs.count / 3], multi, seqs[seqs.count / 2], seqs[seqs.count * 4 / 5], seqs.last!])
+    for n in points.sorted() {
+      let scratch = TemporaryDirectory("cli-demo-live")
+      let workload = NotebookWorkload(seed: 8)
+      let manager = try NotebookManager(
+        directory: scratch.path, options: JournalOptions(durability: .none), clock: workload.clock,
+        ids: workload.ids)
+      _ = try await workload.run(manager, events: n)
+      let live = manager.state
+      #expect(manager.lastSequence == UInt64(n), "the workload stops at the command boundary \(n)")
+      manager.close()
+      let expected =
+        #"{"model":"workspace","seq":\#(n),"digest":"\#(try StateDigest.of(live))","state":"#
+        + "\(try CanonicalJSON.render(live))}\n"
+      let replayed = try Self.rewind(["replay", journal, "--to", "\(n)", "--json"])
+      #expect(replayed.status == 0, "\(replayed.err)")
+      #expect(replayed.out == expected, "replay --to \(n) differs from the live state after \(n)")
+      // One record earlier is another state: the comparison would catch an off-by-one.
+      let before = try Self.rewind(["replay", journal, "--to", "\(n - 1)", "--json"])
+      #expect(before.status == 0)
+      #expect(before.out != expected, "\(n)")
+    }
   }
 
   @Test func theSummarySaysWhatWasWritten() throws {
