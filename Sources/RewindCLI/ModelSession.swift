@@ -11,6 +11,8 @@ protocol ModelSession: AnyObject {
   var recordsApplied: Int { get }
   var invariantNames: [String] { get }
   var queryNames: [String] { get }
+  /// Called as records are applied (see `TimeMachine.progress`).
+  var progress: ((ReplayProgress) -> Void)? { get set }
 
   func refresh() throws
   func move(to sequence: UInt64) throws
@@ -55,6 +57,10 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   var recordsApplied: Int { machine.recordsApplied }
   var invariantNames: [String] { invariants.map(\.name) }
   var queryNames: [String] { queries.map(\.name) }
+  var progress: ((ReplayProgress) -> Void)? {
+    get { machine.progress }
+    set { machine.progress = newValue }
+  }
 
   func refresh() throws { try machine.refresh() }
   func move(to sequence: UInt64) throws { try machine.jump(to: sequence) }

@@ -48,6 +48,9 @@ public struct RewindTool {
     public var models: [ModelRegistration]
     /// Whether standard error is a terminal: progress is shown only then.
     public var stderrIsTerminal: Bool
+    /// Whether standard output is a terminal: commands that stream their output there (export)
+    /// then show no progress, which would only garble it.
+    public var stdoutIsTerminal: Bool
   }
 
   static var builtIn: [any RewindCommand.Type] {
@@ -82,6 +85,8 @@ public struct RewindTool {
     \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
     Exit codes: 0 success, 1 findings (verify, bisect), 2 usage error, 3 journal cannot be opened or read.
+    Long operations (verify, stats, export, replay, diff, blame, bisect, snapshot, seeks in debug) show
+    progress on standard error when it is a terminal, and nothing extra when it is not.
 
     Examples:
       rewind verify /tmp/j
@@ -100,7 +105,9 @@ public struct RewindTool {
       return arguments.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue
     }
     let rest = Array(arguments.dropFirst())
-    let context = Context(output: output, models: models, stderrIsTerminal: isatty(STDERR_FILENO) == 1)
+    let context = Context(
+      output: output, models: models, stderrIsTerminal: isatty(STDERR_FILENO) == 1,
+      stdoutIsTerminal: isatty(STDOUT_FILENO) == 1)
     do {
       guard let command = allCommands.first(where: { $0.name == name }) else {
         throw UsageError("unknown command '\(name)'; run rewind --help for the list")

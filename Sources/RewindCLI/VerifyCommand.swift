@@ -24,7 +24,12 @@ enum VerifyCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["model"], flags: [])
     let directory = try args.directory()
-    let report = try JournalReader(directory: directory).verify()
+    let reader = try JournalReader(directory: directory)
+    let progress = ProgressLine("verifying", context: context)
+    // Damage may hide the end; then no progress is shown rather than failing before the check.
+    let expected = (try? reader.lastSequence()) ?? 0
+    let report = try reader.verify { progress.update($0, of: expected) }
+    progress.finish()
     for problem in report.problems { output.out("problem: \(problem)\n") }
     if let tail = report.unfinishedTail {
       output.out(
