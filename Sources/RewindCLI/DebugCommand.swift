@@ -12,7 +12,7 @@ enum DebugCommand: RewindCommand {
     state (sequence 0). Reads one command per line from standard input: at a terminal with a
     prompt, from a pipe or file without one, so sessions can be scripted. Type `help` for the
     commands. A script's failing command is reported on stderr and the session goes on; the exit
-    code is then 2.
+    code is then 2, or 3 if a command could not read the journal (damage found while seeking).
 
     Examples:
       rewind debug /tmp/j

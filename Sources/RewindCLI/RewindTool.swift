@@ -3,8 +3,8 @@ import Foundation
 /// The `rewind` command line tool as a library: tests and apps call `run` with arguments and
 /// get the exit code; output goes to the given sinks.
 ///
-/// Exit codes: 0 success, 1 findings (verify found damage), 2 usage error, 3 the journal cannot
-/// be opened or read.
+/// Exit codes: 0 success, 1 findings (verify or stats found damage, bisect found a failure, repair
+/// showed a plan only), 2 usage error, 3 the journal cannot be opened or read.
 public struct RewindTool {
   public enum ExitCode: Int32 {
     case success = 0
@@ -84,7 +84,8 @@ public struct RewindTool {
     Commands:
     \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
-    Exit codes: 0 success, 1 findings (verify, bisect), 2 usage error, 3 journal cannot be opened or read.
+    Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
+    showed a plan it did not carry out); 2 usage error; 3 the journal cannot be opened or read.
     Long operations (verify, stats, export, replay, diff, blame, bisect, snapshot, seeks in debug) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 

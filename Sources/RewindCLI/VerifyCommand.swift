@@ -24,7 +24,7 @@ enum VerifyCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["model"], flags: [])
     let directory = try args.directory()
-    let reader = try JournalReader(directory: directory)
+    let reader = try openJournal(directory)
     let progress = ProgressLine("verifying", context: context)
     // Damage may hide the end; then no progress is shown rather than failing before the check.
     let expected = (try? reader.lastSequence()) ?? 0

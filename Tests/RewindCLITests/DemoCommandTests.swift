@@ -137,6 +137,29 @@ import Testing
     }
   }
 
+  /// Without DIR the demo writes to ./rewind-demo, the directory the README names.
+  @Test func withoutADirectoryItWritesToRewindDemo() throws {
+    let dir = TemporaryDirectory("cli-demo-default")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try #require(ChildProcess.builtProduct("rewind")))
+    process.arguments = ["demo", "--events", "60", "--seed", "1", "--durability", "none"]
+    process.currentDirectoryURL = URL(fileURLWithPath: dir.path)
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    #expect(text.hasPrefix("notebook demo: rewind-demo (seed 1, durability none)\n"), "\(text)")
+    #expect(Files.list(dir.path) == ["rewind-demo"])
+    let verify = try Self.rewind(["verify", dir.appending("rewind-demo")])
+    #expect(verify.status == 0)
+    let root = #filePath.components(separatedBy: "/Tests/")[0]
+    let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+    #expect(readme.contains("`rewind demo` without DIR writes to `./rewind-demo`"))
+  }
+
   @Test func aSeededRunRefusesAJournalThatHoldsEvents() throws {
     let (dir, _, _) = try Self.demo(events: 50, seed: 1, durability: "none")
     let again = try Self.rewind(["demo", dir.appending("journal"), "--events", "50", "--seed", "1"])

@@ -410,14 +410,6 @@ import Testing
     #expect(bare == 2)
     #expect(errors.err.contains("no registered models"))
   }
-
-  @Test(arguments: ["replay", "diff", "blame", "bisect", "debug", "snapshot", "verify"])
-  func everyReplayCommandHasHelpWithExamples(command: String) throws {
-    let help = try rewind([command, "--help"])
-    #expect(help.status == 0)
-    #expect(help.out.hasPrefix("Usage: rewind \(command)"))
-    #expect(help.out.contains("Example"))
-  }
 }
 
 /// Output captured from an in-process `RewindTool.run`.
