@@ -328,7 +328,30 @@ import Testing
     }
   }
 
-  /// Reading commands take no lock: they run while the app holds the journal and appends.
+  /// At a terminal, repair shows its plan and asks; only "y" moves anything.
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+  func repairAsksAtATerminal() async throws {
+    let journal = try await NotebookJournal.write(commands: 40, seed: 17)
+    let segment = try #require(Files.list(journal.path).first { $0.hasSuffix(".lz4") })
+    var bytes = try Files.read(journal.directory.appending(segment))
+    bytes[bytes.count / 2] ^= 0x5A
+    try Files.write(bytes, to: journal.directory.appending(segment))
+    let binary = try #require(ChildProcess.builtProduct(Self.tool))
+    let command = "'\(binary)' repair '\(journal.path)'"
+    let declined = try ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "n\n")
+    #expect(declined.status == 1, "\(declined.out)")
+    #expect(declined.out.contains("will move "))
+    #expect(declined.out.contains("? [y/N] "))
+    #expect(declined.out.contains("nothing moved"))
+    #expect(!FileManager.default.fileExists(atPath: journal.directory.appending("quarantine")))
+    let accepted = try ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "y\n")
+    #expect(accepted.status == 0, "\(accepted.out)")
+    #expect(accepted.out.contains("repaired: the journal ends at sequence "))
+    #expect(Files.list(journal.directory.appending("quarantine")).count == 1)
+    #expect(try rewind(["verify", journal.path]).status == 0)
+  }
+
+  /// Reading commands (and snapshot) take no lock: they run while the app holds the journal and appends.
   @Test func commandsRunWhileTheAppAppends() async throws {
     let journal = try await NotebookJournal.write(commands: 30, seed: 15)
     let manager = try NotebookManager(directory: journal.path, options: JournalOptions(durability: .none))
@@ -337,7 +360,12 @@ import Testing
     let writer = Task {
       for step in 0..<200 { _ = try await manager.addReadingItem(title: "while reading \(step)") }
     }
-    for arguments in [["replay"], ["replay", "--json"], ["snapshot"], ["blame", "settings"], ["verify"]] {
+    let everyReader = [
+      ["log"], ["show", "1"], ["stats"], ["export", "--jsonl"], ["tail"], ["replay"], ["replay", "--json"],
+      ["diff", "0", "1"], ["bisect", "--invariant", "notes belong to notebooks"], ["debug"], ["snapshot"],
+      ["blame", "settings"], ["verify"],
+    ]
+    for arguments in everyReader {
       let run = try rewind([arguments[0], journal.path] + arguments.dropFirst())
       #expect(run.status == 0, "\(arguments): \(run.err)")
     }
