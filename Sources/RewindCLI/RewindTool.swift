@@ -86,7 +86,7 @@ public struct RewindTool {
 
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out); 2 usage error; 3 the journal cannot be opened or read.
-    Long operations (verify, stats, export, replay, diff, blame, bisect, snapshot, seeks in debug) show
+    Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 
     Examples:

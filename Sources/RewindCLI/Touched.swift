@@ -57,8 +57,12 @@ enum Touched {
       self = inferred("model \(model.name) does not read \(header.name) v\(header.version)")
       return
     }
+    let progress = ProgressLine("show: replaying", context: context)
+    defer { progress.finish() }
     do {
-      guard let effect = try model.open(directory).effect(of: sequence) else {
+      let session = try model.open(directory)
+      session.progress = progress.callback
+      guard let effect = try session.effect(of: sequence) else {
         self = inferred("model \(model.name) sees no event at sequence \(sequence)")
         return
       }

@@ -289,6 +289,7 @@ import Testing
       (["bisect", "--invariant", "notes belong to notebooks", "--linear"], ["bisect: replaying"]),
       (["diff", "0", "LAST"], ["diff: replaying"]),
       (["snapshot"], ["replaying"]),
+      (["show", "LAST"], ["show: replaying"]),
     ])
   func progressOnlyAtATerminal(command: [String], labels: [String]) async throws {
     let journal = try await NotebookJournal.write(commands: 30, seed: 16)
@@ -303,9 +304,12 @@ import Testing
     let redirect = streams ? " > \(scratch.appending("out"))" : ""
     let terminal = try ToolRun.run("/usr/bin/script", ["-qec", line + redirect, "/dev/null"])
     #expect(terminal.status == 0, "\(terminal.out)")
+    // show replays up to the state before its event.
+    let through = command[0] == "show" ? last - 1 : last
     for label in labels {
       #expect(
-        terminal.out.contains("\r\(label) 100% (sequence \(last) of \(last))\u{1B}[K"), "\(label): \(terminal.out)")
+        terminal.out.contains("\r\(label) 100% (sequence \(through) of \(through))\u{1B}[K"),
+        "\(label): \(terminal.out)")
     }
     #expect(terminal.out.contains("\r\u{1B}[K"), "the line is cleared")
     let piped = try rewind(arguments)
