@@ -52,6 +52,32 @@ import Testing
       machine.state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: machine.position).state))
   }
 
+  /// After `prepare()`, every seek applies fewer than the keyframe spacing, however few keyframes
+  /// the machine keeps, reads no snapshot, and lands on the state a replay from scratch gives;
+  /// the spacing spreads `maxKeyframes` over the journal.
+  @Test func preparedSeeksCostAtMostTheKeyframeSpacing() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 95, commands: 1000).close()
+    let machine = try TimeMachine<Workspace>(
+      directory: directory.path, keyframeInterval: 10, maxKeyframes: 12, useSnapshots: false)
+    let last = machine.lastSequence
+    try machine.prepare()
+    let spacing = machine.keyframeSpacing
+    #expect(spacing > 10 && spacing * 11 >= last && spacing * 10 < last)
+    #expect(machine.recordsApplied <= Int(last))
+    var random = SeededGenerator(seed: 96)
+    var targets: [UInt64] = [last, 0, 1, spacing - 1, spacing, spacing + 1, last - 1]
+    for _ in 0..<40 { targets.append(UInt64.random(in: 0...last, using: &random)) }
+    for (index, target) in targets.enumerated() {
+      let before = machine.recordsApplied
+      let state = try machine.jump(to: target)
+      #expect(machine.recordsApplied - before < Int(spacing), "seek to \(target)")
+      if index % 5 == 0 {
+        #expect(state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: target).state))
+      }
+    }
+  }
+
   /// `blame(entity:)` finds the store by the id's text and agrees with the typed blame.
   @Test func blameByEntityIDAgreesWithTypedBlame() async throws {
     let directory = TemporaryDirectory()
