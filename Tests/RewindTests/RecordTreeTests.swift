@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Rewind
@@ -76,5 +77,47 @@ import Testing
     #expect(old.children.last === new.children.last)
     #expect(before[5] == 5)
     #expect(tree[5] == -5)
+  }
+}
+
+/// Decoding a `Store` builds its tree and grouping cache in one pass from records in id order, and
+/// still accepts any order of distinct ids.
+@Suite struct StoreDecodingTests {
+  struct Item: StoreRecord, Codable {
+    var id: Int
+    var groups: [String]
+    var groupKeys: [String] { groups }
+  }
+
+  func store(_ items: [Item]) -> Store<Item> {
+    var store = Store<Item>(name: "items")
+    var context = ApplyContext(recording: false)
+    for item in items { store.insert(item, context: &context) }
+    return store
+  }
+
+  @Test func decodingInIDOrderRebuildsRecordsAndCache() throws {
+    var random = SeededRandom(seed: 7)
+    let names = ["a", "b", "c", "d"]
+    let items = (0..<2_000).map { id in
+      Item(id: id * 3, groups: (0..<Int(random.next() % 3)).map { _ in names[Int(random.next() % 4)] })
+    }
+    let original = store(items.shuffled(using: &random))
+    let decoded = try JSONDecoder().decode(Store<Item>.self, from: JSONEncoder().encode(original))
+    #expect(decoded == original)
+    #expect(decoded.cacheProblems().isEmpty)
+    for name in names { #expect(decoded.records(inGroup: name) == original.records(inGroup: name)) }
+    #expect(decoded.groupCounts().map(\.count) == original.groupCounts().map(\.count))
+  }
+
+  @Test func decodingAcceptsAnyOrderButNotADuplicateID() throws {
+    let shuffled =
+      #"{"name":"items","records":[{"id":5,"groups":["x"]},{"id":1,"groups":[]},{"id":3,"groups":["x","x"]}]}"#
+    let decoded = try JSONDecoder().decode(Store<Item>.self, from: Data(shuffled.utf8))
+    #expect(decoded.all().map(\.id) == [1, 3, 5])
+    #expect(decoded.records(inGroup: "x").map(\.id) == [3, 5])
+    #expect(decoded.cacheProblems().isEmpty)
+    let twice = #"{"name":"items","records":[{"id":1,"groups":[]},{"id":1,"groups":["x"]}]}"#
+    #expect(throws: DecodingError.self) { try JSONDecoder().decode(Store<Item>.self, from: Data(twice.utf8)) }
   }
 }

@@ -46,6 +46,27 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
 
   @inlinable init() {}
 
+  /// A tree of `keys` (strictly increasing) and their `values`, built bottom-up in one pass with
+  /// full nodes, or nil if the keys are not strictly increasing.
+  @inlinable init?(sortedKeys keys: [Key], values: [Value]) {
+    precondition(keys.count == values.count, "one value per key")
+    for index in keys.indices.dropFirst() where !(keys[index - 1] < keys[index]) { return nil }
+    guard !keys.isEmpty else { return }
+    let width = Self.maxWidth
+    var level = stride(from: 0, to: keys.count, by: width).map { start in
+      let end = min(start + width, keys.count)
+      return Node(keys: Array(keys[start..<end]), values: Array(values[start..<end]), children: [], isLeaf: true)
+    }
+    while level.count > 1 {
+      level = stride(from: 0, to: level.count, by: width).map { start in
+        let children = Array(level[start..<min(start + width, level.count)])
+        return Node(keys: children.map { $0.keys[0] }, values: [], children: children, isLeaf: false)
+      }
+    }
+    root = level[0]
+    count = keys.count
+  }
+
   @inlinable var isEmpty: Bool { count == 0 }
 
   // MARK: Reading
@@ -58,7 +79,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   }
 
   /// Calls `body` with every entry, in key order.
-  @inlinable func forEach(_ body: (Key, Value) throws -> Void) rethrows {
+  @inlinable func forEachEntry(_ body: (Key, Value) throws -> Void) rethrows {
     guard let root else { return }
     try Self.visit(root, body)
   }
@@ -67,7 +88,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   @inlinable var values: [Value] {
     var result: [Value] = []
     result.reserveCapacity(count)
-    forEach { _, value in result.append(value) }
+    forEachEntry { _, value in result.append(value) }
     return result
   }
 
@@ -75,7 +96,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   @inlinable var keys: [Key] {
     var result: [Key] = []
     result.reserveCapacity(count)
-    forEach { key, _ in result.append(key) }
+    forEachEntry { key, _ in result.append(key) }
     return result
   }
 
@@ -195,13 +216,13 @@ extension RecordTree: Equatable where Value: Equatable {
     var values: [Value] = []
     keys.reserveCapacity(a.count)
     values.reserveCapacity(a.count)
-    a.forEach { key, value in
+    a.forEachEntry { key, value in
       keys.append(key)
       values.append(value)
     }
     var index = 0
     var equal = true
-    b.forEach { key, value in
+    b.forEachEntry { key, value in
       if equal, keys[index] != key || values[index] != value { equal = false }
       index += 1
     }

@@ -78,7 +78,7 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// per group (empty when coherent). `rewind verify` reports these.
   public func cacheProblems() -> [String] {
     var expected: [Record.GroupKey: Set<Record.ID>] = [:]
-    records.forEach { id, record in
+    records.forEachEntry { id, record in
       for key in record.groupKeys { expected[key, default: []].insert(id) }
     }
     var problems: [String] = []
