@@ -9,7 +9,7 @@
 /// Nodes are changed in place only when uniquely referenced (`isKnownUniquelyReferenced`), as the
 /// standard library's copy-on-write collections do; a shared node is never changed.
 ///
-/// Shape: leaves hold up to `maxWidth` sorted keys with their values; an inner node holds up to
+/// Shape: leaves hold up to `maxLeafWidth` sorted keys with their values; an inner node holds up to
 /// `maxWidth` children, each with a separator key, such that every key of child `i - 1` is below
 /// separator `i` and every key of child `i` is at least separator `i` (separator 0 is unused).
 /// A full node splits in two. Removing never merges nodes: a node is dropped when it empties and
@@ -20,7 +20,11 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   // `@unchecked`: nodes are reference types changed only while uniquely referenced, as above; a
   // node visible to two trees (and so possibly to two threads) is only ever read.
 
+  /// The most children of an inner node.
   @usableFromInline static var maxWidth: Int { 32 }
+  /// The most entries of a leaf: fewer than an inner node's children, since changing a record
+  /// after a copy copies its whole leaf (values included, with their references).
+  @usableFromInline static var maxLeafWidth: Int { 16 }
 
   @usableFromInline
   final class Node {
@@ -53,8 +57,8 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     for index in keys.indices.dropFirst() where !(keys[index - 1] < keys[index]) { return nil }
     guard !keys.isEmpty else { return }
     let width = Self.maxWidth
-    var level = stride(from: 0, to: keys.count, by: width).map { start in
-      let end = min(start + width, keys.count)
+    var level = stride(from: 0, to: keys.count, by: Self.maxLeafWidth).map { start in
+      let end = min(start + Self.maxLeafWidth, keys.count)
       return Node(keys: Array(keys[start..<end]), values: Array(values[start..<end]), children: [], isLeaf: true)
     }
     while level.count > 1 {
@@ -155,7 +159,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       node.keys.insert(split.keys[0], at: index + 1)
       node.children.insert(split, at: index + 1)
     }
-    guard node.keys.count > maxWidth else { return (nil, nil) }
+    guard node.keys.count > (node.isLeaf ? maxLeafWidth : maxWidth) else { return (nil, nil) }
     let half = node.keys.count / 2
     let right = Node(
       keys: Array(node.keys[half...]), values: node.isLeaf ? Array(node.values[half...]) : [],

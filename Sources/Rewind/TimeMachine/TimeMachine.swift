@@ -11,8 +11,9 @@ internal import RewindJournal
 /// at or before its target among the in-memory keyframes (the state at every
 /// `keyframeInterval`-th sequence number passed on the way, at most `maxKeyframes` of them, the
 /// least recently used dropped first) and the usable snapshots on disk (written every N records by
-/// the manager's `maintain` job or `rewind snapshot`). With snapshots every N records a cold seek
-/// applies fewer than N records; a seek near a keyframe applies fewer than `keyframeInterval`.
+/// the manager's `maintain` job or `rewind snapshot`), a snapshot only when no keyframe is within
+/// `keyframeSpacing` of the target. With snapshots every N records a seek applies fewer than
+/// max(N, `keyframeSpacing`) records; a seek near a keyframe applies fewer than the spacing.
 /// `prepare()` lays keyframes over the whole history in one replay, after which every seek
 /// applies fewer than `keyframeSpacing` records and reads no file but the journal. Keyframes are
 /// cheap to keep: a `Store` shares its unchanged nodes with its copies.
@@ -41,13 +42,15 @@ public final class TimeMachine<M: SnapshotModel> {
   private var unusableSnapshots: Set<UInt64> = []
   /// Records applied by every seek so far: the cost of time travel, for tests and benchmarks.
   public private(set) var recordsApplied = 0
+  /// Times a seek looked for a snapshot file to start from.
+  public private(set) var snapshotsRead = 0
 
   /// Opens the journal in `directory` for reading, standing at the empty state.
   /// - Parameters:
   ///   - keyframeInterval: records between kept states; seeking replays at most about this many.
   ///   - useSnapshots: start seeks from snapshot files when they are closer than any keyframe.
   public init(
-    directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 256, useSnapshots: Bool = true
+    directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 1024, useSnapshots: Bool = true
   ) throws {
     reader = try JournalReader(directory: directory)
     registry = M.makeRegistry()
@@ -123,13 +126,16 @@ public final class TimeMachine<M: SnapshotModel> {
       base = state
       start = position
     }
-    if readingSnapshots, let snapshots, target > start,
+    // A snapshot is read only when no keyframe lies within the spacing: reading and checking one
+    // costs in proportion to the whole state, replaying from a near keyframe only to the distance.
+    if readingSnapshots, let snapshots, target - start > keyframeSpacing,
       let closest = snapshots.sequences().last(where: { $0 <= target }), closest > start,
       !unusableSnapshots.contains(closest)
     {
       let found = snapshots.latest(M.self, atOrBefore: target, lastSequence: lastSequence)
       skippedSnapshots = found.problems
       unusableSnapshots.formUnion(found.problems.map(\.sequence))
+      snapshotsRead += 1
       if let snapshot = found.snapshot, snapshot.sequence > start {
         (base, start) = (snapshot.state, snapshot.sequence)
         keep(base, at: start)
