@@ -70,7 +70,8 @@ public final class ChildProcess: @unchecked Sendable {
       }
       try await Task.sleep(for: .milliseconds(2))
     }
-    return false
+    // A sleep can end long after its time when the pool is busy: look once more at the deadline.
+    return lines.contains(where: condition)
   }
 
   /// SIGKILL, then waits for the process to end and for everything it printed to be read.
