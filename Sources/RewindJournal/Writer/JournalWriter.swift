@@ -47,6 +47,15 @@ final class JournalWriter: @unchecked Sendable {
   private var contended = false
   /// Set when the journal can no longer accept appends (a failed fsync, a write that could not be undone).
   private var failure: JournalError?
+  /// While the writer thread gathers a group under `always`: how many appends it waits for
+  /// (enqueue wakes it only once that many are queued); 0 otherwise.
+  private var gatherTarget = 0
+
+  // Writer-thread only: what the last synced group looked like, for gathering the next.
+  /// Appends in the last group written by the writer thread.
+  private var lastGroupAppends = 0
+  /// How long the last fdatasync took, in nanoseconds.
+  private var lastSyncNanos: UInt64 = 0
 
   /// The last acknowledged sequence number, readable from any thread.
   let lastSequence: Atomic<UInt64>
@@ -151,7 +160,7 @@ final class JournalWriter: @unchecked Sendable {
       writeAndHandOff(group, failure: failure)
       return
     }
-    condition.signal()
+    if gatherTarget == 0 || queue.count >= gatherTarget { condition.signal() }
     condition.unlock()
   }
 
@@ -219,6 +228,7 @@ final class JournalWriter: @unchecked Sendable {
 
   private func run() {
     while let (group, failure) = nextGroup() {
+      lastGroupAppends = group.count
       complete(group, failure: failure)
       condition.lock()
       writing = false
@@ -239,6 +249,19 @@ final class JournalWriter: @unchecked Sendable {
       condition.wait()
     }
     writing = true
+    if case .always = options.durability, !closing, lastGroupAppends > 1, queue.count < lastGroupAppends {
+      // Group commit under `always`: the appends of the last group were acknowledged a moment
+      // ago and their producers are coming back one by one. Syncing the first few alone would
+      // make the rest wait for that sync and then sync again; wait (at most about one sync's
+      // duration) until as many appends as last time are queued, then sync them together.
+      let limit = min(max(lastSyncNanos, 50_000), 2_000_000)
+      let deadline = Date(timeIntervalSinceNow: Double(limit) / 1e9)
+      gatherTarget = lastGroupAppends
+      while queue.count < gatherTarget && queuedBytes < options.frameTargetBytes && !closing {
+        if !condition.wait(until: deadline) { break }
+      }
+      gatherTarget = 0
+    }
     if case .batched(let delay) = options.durability, !closing {
       // Linger for more appends, up to the delay; stop early once the queue has stopped
       // growing for an eighth of it (everyone who was going to append soon has), or a frame is full.
@@ -359,7 +382,9 @@ final class JournalWriter: @unchecked Sendable {
     }
     if options.durability != .none {
       do {
+        let start = DispatchTime.now().uptimeNanoseconds
         try io.sync(segmentFD, metadata: false, path: path + "/" + name)
+        lastSyncNanos = DispatchTime.now().uptimeNanoseconds - start
       } catch {
         _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
         return fail(durabilityLost(error, file: name), fatal: true)
