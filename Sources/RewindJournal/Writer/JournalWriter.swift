@@ -82,12 +82,16 @@ final class JournalWriter: @unchecked Sendable {
     thread.start()
   }
 
-  private var activeName: String { Layout.segmentName(firstSequence: state.segments.last!) }
+  /// The active segment's file name and path, made once per segment (not per write).
+  private var activeName = ""
+  private var activePath = ""
 
   private func openActiveSegment() throws {
-    let name = activeName
+    let name = Layout.segmentName(firstSequence: state.segments.last!)
+    activeName = name
+    activePath = path + "/" + name
     do {
-      segmentFD = try io.open(path + "/" + name, flags: O_WRONLY, mode: 0)
+      segmentFD = try io.open(activePath, flags: O_WRONLY, mode: 0)
     } catch {
       throw JournalError(error, directory: path, file: name)
     }
@@ -284,12 +288,31 @@ final class JournalWriter: @unchecked Sendable {
   /// sequence number the journal will not be at are refused in their place; the rest are written.
   private func write(_ all: [PendingAppend]) {
     guard !all.isEmpty else { return }
+    // Usually every append may start where the one before it ends: write them all as they are.
+    var next = state.nextSequence
+    var conflict = false
+    for append in all {
+      if let expected = append.expectedFirst, expected != next {
+        conflict = true
+        break
+      }
+      next += UInt64(append.records.count)
+    }
+    if !conflict {
+      switch write(group: all) {
+      case .success(let ranges):
+        for (append, range) in zip(all, ranges) { append.completion(.success(range)) }
+      case .failure(let error):
+        for append in all { append.completion(.failure(error)) }
+      }
+      return
+    }
     var group: [PendingAppend] = []
     group.reserveCapacity(all.count)
     /// For each append, nil if it is written, else the sequence number the journal was at.
     var refusedAt: [UInt64?] = []
     refusedAt.reserveCapacity(all.count)
-    var next = state.nextSequence
+    next = state.nextSequence
     for append in all {
       if let expected = append.expectedFirst, expected != next {
         refusedAt.append(next)
@@ -373,7 +396,7 @@ final class JournalWriter: @unchecked Sendable {
     let name = activeName
     do {
       try output.withUnsafeBytes { (bytes) throws in
-        try io.writeAll(segmentFD, bytes, at: state.endOffset, path: path + "/" + name)
+        try io.writeAll(segmentFD, bytes, at: state.endOffset, path: activePath)
       }
     } catch {
       // Undo whatever part reached the file, so nothing unacknowledged stays behind.
@@ -383,7 +406,7 @@ final class JournalWriter: @unchecked Sendable {
     if options.durability != .none {
       do {
         let start = DispatchTime.now().uptimeNanoseconds
-        try io.sync(segmentFD, metadata: false, path: path + "/" + name)
+        try io.sync(segmentFD, metadata: false, path: activePath)
         lastSyncNanos = DispatchTime.now().uptimeNanoseconds - start
       } catch {
         _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
@@ -425,7 +448,7 @@ final class JournalWriter: @unchecked Sendable {
   private func roll() throws(RollFailure) {
     let name = activeName
     do {
-      try io.sync(segmentFD, metadata: true, path: path + "/" + name)
+      try io.sync(segmentFD, metadata: true, path: activePath)
     } catch {
       throw RollFailure(error: durabilityLost(error, file: name), fatal: true)
     }
