@@ -16,7 +16,8 @@ public final class JournalCursor {
   private var start: Start?
   /// Whether the current position came from the index (and may be stale).
   private var positionedByIndex = false
-  private var buffer: [JournalRecord] = []
+  /// Accessed only by the cursor's one consumer (no dynamic exclusivity checks).
+  @exclusivity(unchecked) private var buffer: [JournalRecord] = []
   private var bufferPosition = 0
   private let decoder = LZ4FrameDecoder()
 
