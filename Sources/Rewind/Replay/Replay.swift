@@ -155,12 +155,13 @@ public enum Replay {
     guard last > start else { return }
     let records = try DecodedRecords(
       registry: registry, reader: reader, first: start + 1, last: last, options: options)
+    let tables = registry.tables
     var context = ApplyContext(recording: false)
     var count = 0
     var sequence = start
     while let record = try records.next() {
       if case .event(let recorded) = record {
-        registry.apply(recorded.event, to: &state, context: &context)
+        tables.apply(recorded.event, to: &state, context: &context)
         context.touched.removeAll(keepingCapacity: true)
       }
       sequence = record.sequence
