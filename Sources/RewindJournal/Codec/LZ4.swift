@@ -146,7 +146,13 @@ package final class LZ4FrameDecoder {
   /// thread at a time (no dynamic exclusivity checks).
   @exclusivity(unchecked) private var scratch: [UInt8] = []
 
-  package init() {
+  /// Whether the frame's own xxHash32 checksums (block and content) are computed and compared.
+  private let verifiesChecksums: Bool
+
+  /// - Parameter verifyChecksums: false only where the frame's bytes were checked already (the
+  ///   journal cursor checks each frame's CRC-32C from its batch header before decoding it).
+  package init(verifyChecksums: Bool = true) {
+    self.verifiesChecksums = verifyChecksums
     var context: OpaquePointer?
     let code = LZ4F_createDecompressionContext(&context, UInt32(LZ4F_VERSION))
     precondition(LZ4F_isError(code) == 0 && context != nil, "liblz4 could not allocate a decompression context")
@@ -183,6 +189,8 @@ package final class LZ4FrameDecoder {
   private func decode(_ frame: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> LZ4Failure? {
     LZ4F_resetDecompressionContext(context)
     let expectedLength = out.count
+    var options = LZ4F_decompressOptions_t()
+    options.skipChecksums = verifiesChecksums ? 0 : 1
     var consumed = 0
     var produced = 0
     while true {
@@ -192,7 +200,7 @@ package final class LZ4FrameDecoder {
         context,
         destinationSize == 0 ? nil : out.baseAddress! + produced, &destinationSize,
         sourceSize == 0 ? nil : frame.baseAddress! + consumed, &sourceSize,
-        nil)
+        &options)
       if LZ4F_isError(hint) != 0 { return LZ4Failure(description: String(cString: LZ4F_getErrorName(hint))) }
       consumed += sourceSize
       produced += destinationSize

@@ -19,7 +19,9 @@ public final class JournalCursor {
   /// Accessed only by the cursor's one consumer (no dynamic exclusivity checks).
   @exclusivity(unchecked) private var buffer: [JournalRecord] = []
   private var bufferPosition = 0
-  private let decoder = LZ4FrameDecoder()
+  /// Frames reach the decoder only after their CRC-32C (batch header) matched, so LZ4's own
+  /// xxHash32 checksums of the same frame are not computed again (`JournalReader.verify()` does).
+  private let decoder = LZ4FrameDecoder(verifyChecksums: false)
 
   init(reader: JournalReader, start: Start) throws {
     self.reader = reader
