@@ -4,9 +4,10 @@ internal import RewindJournal
 /// apply it. Applying is pure, so the same journal always rebuilds the same state, whatever the
 /// batch sizes, segment boundaries, snapshots, process or machine.
 ///
-/// Replay streams: records are read, decompressed and decoded on a second thread into a bounded
-/// queue (see `ReplayOptions`) while the calling thread applies them, so memory is the state plus
-/// a fixed buffer whatever the journal's length.
+/// Replay streams: records are read and decompressed on a second thread into a bounded queue (see
+/// `ReplayOptions`) while the calling thread applies them, so memory is the state plus a fixed
+/// buffer whatever the journal's length. Each batch is decoded by whichever thread has time: the
+/// reading one while it is ahead, the applying one otherwise.
 public enum Replay {
   /// A rebuilt state and the last sequence number applied to it.
   public struct Result<M: Model>: Sendable {
