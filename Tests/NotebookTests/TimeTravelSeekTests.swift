@@ -10,13 +10,14 @@ import Testing
 
 /// What seeking costs, blame by entity id, the start-up replay's report and the maintenance job.
 @Suite struct TimeTravelSeekTests {
-  /// With snapshots every 100 records, any seek applies fewer than 100 records, however long the
-  /// journal and however few keyframes the time machine may keep, and lands on the right state.
+  /// With snapshots every 100 records (and keyframes every 50), any seek applies fewer than 100
+  /// records, however long the journal and however few keyframes the time machine may keep, and
+  /// lands on the right state.
   @Test func seekingCostsAtMostTheSnapshotInterval() async throws {
     let directory = TemporaryDirectory()
     try await writeWorkload(directory.path, seed: 91, commands: 1200).close()
     try Snapshots.update(Workspace.self, directory: directory.path, every: 100, keep: 100)
-    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 1000, maxKeyframes: 2)
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 50, maxKeyframes: 2)
     let last = machine.lastSequence
     #expect(last > 1000)
     var random = SeededGenerator(seed: 92)
@@ -50,6 +51,34 @@ import Testing
     }
     #expect(
       machine.state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: machine.position).state))
+  }
+
+  /// After `prepare()`, every seek applies fewer than the keyframe spacing, however few keyframes
+  /// the machine keeps, reads no snapshot (there is one every 50 records, closer than most
+  /// keyframes), and lands on the state a replay from scratch gives;
+  /// the spacing spreads `maxKeyframes` over the journal.
+  @Test func preparedSeeksCostAtMostTheKeyframeSpacing() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 95, commands: 1000).close()
+    try Snapshots.update(Workspace.self, directory: directory.path, every: 50, keep: 100)
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 10, maxKeyframes: 12)
+    let last = machine.lastSequence
+    try machine.prepare()
+    let spacing = machine.keyframeSpacing
+    #expect(spacing > 10 && spacing * 11 >= last && spacing * 10 < last)
+    #expect(machine.recordsApplied <= Int(last))
+    var random = SeededGenerator(seed: 96)
+    var targets: [UInt64] = [last, 0, 1, spacing - 1, spacing, spacing + 1, last - 1]
+    for _ in 0..<40 { targets.append(UInt64.random(in: 0...last, using: &random)) }
+    for (index, target) in targets.enumerated() {
+      let before = machine.recordsApplied
+      let state = try machine.jump(to: target)
+      #expect(machine.recordsApplied - before < Int(spacing), "seek to \(target)")
+      #expect(machine.snapshotsRead == 0, "seek to \(target)")
+      if index % 5 == 0 {
+        #expect(state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: target).state))
+      }
+    }
   }
 
   /// `blame(entity:)` finds the store by the id's text and agrees with the typed blame.

@@ -92,9 +92,13 @@ enum ChildProcess {
   }
 
   /// VmHWM of this process, in bytes; 0 if /proc does not say.
-  private static func peakResidentBytes() -> Int {
+  private static func peakResidentBytes() -> Int { memoryStatus("VmHWM:") }
+
+  /// A memory figure of this process from /proc/self/status (`VmHWM:`, `VmRSS:`), in bytes; 0 if
+  /// /proc does not say.
+  static func memoryStatus(_ field: String) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+      let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
       let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
     else { return 0 }
     return kilobytes * 1024

@@ -110,6 +110,14 @@ enum Targets {
           target: "time travel (TimeMachine.jump, snapshots every \(interval)) p99 ≤ 20 ms",
           measured: Report.format(p99) + " ms", met: p99 <= 20))
     }
+    if let p99 = value(
+      "timetravel.seek", TimeTravelScenario.preparedConfiguration(total: UInt64(n), jumps: jumps), "jump p99")
+    {
+      checks.append(
+        TargetCheck(
+          target: "time travel after TimeMachine.prepare() p99 ≤ 20 ms",
+          measured: Report.format(p99) + " ms", met: p99 <= 20))
+    }
     if let json = value("json.lines", "\(n) events", "bytes/event on disk", "json"),
       let single = value("corpus", "\(n) events", "journal bytes/event"),
       let grouped = value("journal.append", journal("none", 64), "bytes/event on disk")

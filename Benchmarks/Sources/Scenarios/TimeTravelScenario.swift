@@ -5,7 +5,8 @@ internal import RewindJournal
 /// Time travel to random points of the corpus journal through `TimeMachine.jump(to:)`, with
 /// snapshots written by `Snapshots.update` every twentieth of the journal (50,000 records at 1M)
 /// and all of them kept, and the time machine's default keyframes. One time machine serves every
-/// seek, as a debugging session would: its keyframes accumulate as it goes.
+/// seek, as a debugging session would: its keyframes accumulate as it goes. Then the same jumps
+/// again on a time machine that first lays keyframes over the whole journal (`prepare()`).
 ///
 /// Runs last: the snapshots go into the corpus journal's directory.
 struct TimeTravelScenario: Scenario {
@@ -33,5 +34,32 @@ struct TimeTravelScenario: Scenario {
     context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
     context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
     context.record(name, configuration, "snapshot writing", writeSeconds, "s")
+    try prepared(targets: targets, total: total, context: context)
+  }
+
+  /// The same jumps after `TimeMachine.prepare()`: the preparing replay's time and the memory
+  /// its keyframes hold (resident set before and after), then each jump's latency.
+  private func prepared(targets: [UInt64], total: UInt64, context: BenchContext) throws {
+    let machine = try TimeMachine<Workspace>(directory: context.corpusDirectory)
+    let residentBefore = ChildProcess.memoryStatus("VmRSS:")
+    let (prepareSeconds, _) = try timed { try machine.prepare() }
+    let keyframeBytes = ChildProcess.memoryStatus("VmRSS:") - residentBefore
+    var latencies = Latencies()
+    for target in targets {
+      let start = monotonicNanos()
+      try machine.jump(to: target)
+      latencies.add(monotonicNanos() - start)
+      guard machine.position == target else { throw BenchError("jump to \(target) stopped at \(machine.position)") }
+    }
+    let configuration = Self.preparedConfiguration(total: total, jumps: targets.count)
+    context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
+    context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
+    context.record(name, configuration, "prepare", prepareSeconds, "s")
+    context.record(name, configuration, "keyframe memory", Double(keyframeBytes) / 1_048_576, "MB")
+    context.record(name, configuration, "keyframe spacing", Double(machine.keyframeSpacing), "records")
+  }
+
+  static func preparedConfiguration(total: UInt64, jumps: Int) -> String {
+    "\(total)-event journal, prepared, \(jumps) jumps"
   }
 }

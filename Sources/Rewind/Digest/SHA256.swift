@@ -32,13 +32,17 @@ struct SHA256 {
       pending.append(contentsOf: bytes[0..<take])
       index = take
       if pending.count == 64 {
-        compress(pending)
+        pending.withUnsafeBytes { compress($0) }
         pending.removeAll(keepingCapacity: true)
       }
     }
-    while bytes.count - index >= 64 {
-      compress(bytes[index..<index + 64])
-      index += 64
+    if bytes.count - index >= 64 {
+      bytes.withUnsafeBytes { raw in
+        while bytes.count - index >= 64 {
+          compress(UnsafeRawBufferPointer(rebasing: raw[index..<index + 64]))
+          index += 64
+        }
+      }
     }
     if index < bytes.count { pending.append(contentsOf: bytes[index...]) }
   }
@@ -52,10 +56,10 @@ struct SHA256 {
     for shift in stride(from: 56, through: 0, by: -8) {
       tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
     }
-    var start = 0
-    while start < tail.count {
-      compress(tail[start..<start + 64])
-      start += 64
+    tail.withUnsafeBytes { raw in
+      for start in stride(from: 0, to: raw.count, by: 64) {
+        compress(UnsafeRawBufferPointer(rebasing: raw[start..<start + 64]))
+      }
     }
     var output: [UInt8] = []
     output.reserveCapacity(32)
@@ -75,34 +79,35 @@ struct SHA256 {
     return hasher.finalize()
   }
 
-  private mutating func compress<C: RandomAccessCollection<UInt8>>(_ block: C) where C.Index == Int {
-    var w = [UInt32](repeating: 0, count: 64)
-    let base = block.startIndex
-    for t in 0..<16 {
-      let i = base + t * 4
-      w[t] = UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16 | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
-    }
-    for t in 16..<64 {
-      let s0 = rotate(w[t - 15], 7) ^ rotate(w[t - 15], 18) ^ (w[t - 15] >> 3)
-      let s1 = rotate(w[t - 2], 17) ^ rotate(w[t - 2], 19) ^ (w[t - 2] >> 10)
-      w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
-    }
+  /// One 64-byte block. The message schedule lives on the stack; the constants are read through
+  /// a pointer (no allocation or bounds check per block).
+  private mutating func compress(_ block: UnsafeRawBufferPointer) {
     var (a, b, c, d, e, f, g, h) = state
-    for t in 0..<64 {
-      let s1 = rotate(e, 6) ^ rotate(e, 11) ^ rotate(e, 25)
-      let choice = (e & f) ^ (~e & g)
-      let t1 = h &+ s1 &+ choice &+ SHA256.roundConstants[t] &+ w[t]
-      let s0 = rotate(a, 2) ^ rotate(a, 13) ^ rotate(a, 22)
-      let majority = (a & b) ^ (a & c) ^ (b & c)
-      let t2 = s0 &+ majority
-      h = g
-      g = f
-      f = e
-      e = d &+ t1
-      d = c
-      c = b
-      b = a
-      a = t1 &+ t2
+    withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+      for t in 0..<16 { w[t] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: t * 4, as: UInt32.self)) }
+      for t in 16..<64 {
+        let s0 = rotate(w[t - 15], 7) ^ rotate(w[t - 15], 18) ^ (w[t - 15] >> 3)
+        let s1 = rotate(w[t - 2], 17) ^ rotate(w[t - 2], 19) ^ (w[t - 2] >> 10)
+        w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
+      }
+      SHA256.roundConstants.withUnsafeBufferPointer { k in
+        for t in 0..<64 {
+          let s1 = rotate(e, 6) ^ rotate(e, 11) ^ rotate(e, 25)
+          let choice = (e & f) ^ (~e & g)
+          let t1 = h &+ s1 &+ choice &+ k[t] &+ w[t]
+          let s0 = rotate(a, 2) ^ rotate(a, 13) ^ rotate(a, 22)
+          let majority = (a & b) ^ (a & c) ^ (b & c)
+          let t2 = s0 &+ majority
+          h = g
+          g = f
+          f = e
+          e = d &+ t1
+          d = c
+          c = b
+          b = a
+          a = t1 &+ t2
+        }
+      }
     }
     state = (
       state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h

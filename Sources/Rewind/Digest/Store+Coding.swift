@@ -16,10 +16,22 @@ extension Store: Codable where Record: Codable {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     self.init(name: try container.decode(String.self, forKey: .name))
     let records = try container.decode([Record].self, forKey: .records)
-    var context = ApplyContext(recording: false)
-    for record in records where insert(record, context: &context) != nil {
-      throw DecodingError.dataCorruptedError(
-        forKey: .records, in: container, debugDescription: "two records of store \(name) share id \(record.id)")
+    guard let tree = RecordTree(sortedKeys: records.map(\.id), values: records) else {
+      // Not in id order (the encoding always is, but any order of distinct ids is accepted).
+      var context = ApplyContext(recording: false)
+      for record in records where insert(record, context: &context) != nil {
+        throw DecodingError.dataCorruptedError(
+          forKey: .records, in: container, debugDescription: "two records of store \(name) share id \(record.id)")
+      }
+      return
+    }
+    self.records = tree
+    var grouped: [Record.GroupKey: [Record.ID]] = [:]
+    for record in records {
+      for key in record.groupKeys where grouped[key]?.last != record.id { grouped[key, default: []].append(record.id) }
+    }
+    groups = grouped.mapValues { ids in
+      RecordTree(sortedKeys: ids, values: Array(repeating: (), count: ids.count)) ?? RecordTree()
     }
   }
 }

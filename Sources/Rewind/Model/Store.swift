@@ -32,8 +32,11 @@ extension StoreRecord where GroupKey == NoGroupKey {
 public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// Names this store in `ChangeKey`s.
   public let name: String
-  @usableFromInline var records: [Record.ID: Record] = [:]
-  @usableFromInline var groups: [Record.GroupKey: Set<Record.ID>] = [:]
+  /// The records by id, in a tree that shares unchanged nodes between copies of the store: a
+  /// copy (a time machine's keyframe, say) costs what changes after it, not the whole store.
+  @usableFromInline var records = RecordTree<Record.ID, Record>()
+  /// The grouping cache: the ids filed under each group key, shared the same way.
+  @usableFromInline var groups: [Record.GroupKey: RecordTree<Record.ID, Void>] = [:]
 
   public init(name: String) { self.name = name }
 
@@ -41,9 +44,17 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   @inlinable public var isEmpty: Bool { records.isEmpty }
 
   /// Every record, in id order.
-  @inlinable public func all() -> [Record] { records.values.sorted { $0.id < $1.id } }
+  @inlinable public func all() -> [Record] { records.values }
 
   @inlinable public func find(id: Record.ID) -> Record? { records[id] }
+
+  /// Stores are equal when their names and records are (and so, when coherent, their caches).
+  @inlinable public static func == (a: Store, b: Store) -> Bool {
+    a.name == b.name && a.records == b.records && a.groups.count == b.groups.count
+      && a.groups.allSatisfy { key, ids in
+        b.groups[key].map { other in other.root === ids.root || other.keys == ids.keys } ?? false
+      }
+  }
 
   @inlinable public func contains(id: Record.ID) -> Bool { records[id] != nil }
 
@@ -52,7 +63,7 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// The records filed under `key`, in id order. Answered from the cache.
   @inlinable public func records(inGroup key: Record.GroupKey) -> [Record] {
     guard let ids = groups[key] else { return [] }
-    return ids.sorted().compactMap { records[$0] }
+    return ids.keys.compactMap { records[$0] }
   }
 
   /// Every group with its number of records, in key order. Answered from the cache.
@@ -67,11 +78,12 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// per group (empty when coherent). `rewind verify` reports these.
   public func cacheProblems() -> [String] {
     var expected: [Record.GroupKey: Set<Record.ID>] = [:]
-    for record in records.values {
-      for key in record.groupKeys { expected[key, default: []].insert(record.id) }
+    records.forEachEntry { id, record in
+      for key in record.groupKeys { expected[key, default: []].insert(id) }
     }
     var problems: [String] = []
-    for key in Set(groups.keys).union(expected.keys).sorted() where groups[key] != expected[key] {
+    let cached = groups.mapValues { Set($0.keys) }
+    for key in Set(groups.keys).union(expected.keys).sorted() where cached[key] != expected[key] {
       problems.append(
         "store \(name), group '\(key)': the cache holds \(groups[key]?.count ?? 0) record(s), "
           + "recomputing from the records gives \(expected[key]?.count ?? 0)")
@@ -118,11 +130,11 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   ) {
     if old == new { return }
     for (index, key) in old.enumerated() where !new.contains(key) && !old[..<index].contains(key) {
-      if groups[key]?.remove(id) != nil, groups[key]?.isEmpty == true { groups[key] = nil }
+      if groups[key]?.removeValue(forKey: id) != nil, groups[key]?.isEmpty == true { groups[key] = nil }
       context.touch(group: name, key)
     }
     for (index, key) in new.enumerated() where !old.contains(key) && !new[..<index].contains(key) {
-      groups[key, default: []].insert(id)
+      groups[key, default: RecordTree()].updateValue((), forKey: id)
       context.touch(group: name, key)
     }
   }

@@ -11,8 +11,12 @@ internal import RewindJournal
 /// at or before its target among the in-memory keyframes (the state at every
 /// `keyframeInterval`-th sequence number passed on the way, at most `maxKeyframes` of them, the
 /// least recently used dropped first) and the usable snapshots on disk (written every N records by
-/// the manager's `maintain` job or `rewind snapshot`). With snapshots every N records a cold seek
-/// applies fewer than N records; a seek near a keyframe applies fewer than `keyframeInterval`.
+/// the manager's `maintain` job or `rewind snapshot`), a snapshot only when no keyframe is within
+/// `keyframeSpacing` of the target. With snapshots every N records a seek applies fewer than
+/// max(N, `keyframeSpacing`) records; a seek near a keyframe applies fewer than the spacing.
+/// `prepare()` lays keyframes over the whole history in one replay, after which every seek
+/// applies fewer than `keyframeSpacing` records and reads no file but the journal. Keyframes are
+/// cheap to keep: a `Store` shares its unchanged nodes with its copies.
 /// `recordsApplied` counts the work. Not thread-safe: one user at a time.
 public final class TimeMachine<M: SnapshotModel> {
   private let reader: JournalReader
@@ -23,6 +27,8 @@ public final class TimeMachine<M: SnapshotModel> {
   private var uses: UInt64 = 0
   private let interval: UInt64
   private let maxKeyframes: Int
+  /// Records between the keyframes seeks keep: `interval`, or wider after `prepare()`.
+  public private(set) var keyframeSpacing: UInt64
 
   /// The last sequence number of the journal as last read (see `refresh()`).
   public private(set) var lastSequence: UInt64
@@ -36,18 +42,21 @@ public final class TimeMachine<M: SnapshotModel> {
   private var unusableSnapshots: Set<UInt64> = []
   /// Records applied by every seek so far: the cost of time travel, for tests and benchmarks.
   public private(set) var recordsApplied = 0
+  /// Times a seek looked for a snapshot file to start from.
+  public private(set) var snapshotsRead = 0
 
   /// Opens the journal in `directory` for reading, standing at the empty state.
   /// - Parameters:
   ///   - keyframeInterval: records between kept states; seeking replays at most about this many.
   ///   - useSnapshots: start seeks from snapshot files when they are closer than any keyframe.
   public init(
-    directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 256, useSnapshots: Bool = true
+    directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 1024, useSnapshots: Bool = true
   ) throws {
     reader = try JournalReader(directory: directory)
     registry = M.makeRegistry()
     snapshots = useSnapshots ? SnapshotStore(journal: directory) : nil
     interval = max(1, keyframeInterval)
+    keyframeSpacing = interval
     self.maxKeyframes = max(2, maxKeyframes)
     lastSequence = try reader.lastSequence()
     options.verifyCheckpoints = false
@@ -88,23 +97,45 @@ public final class TimeMachine<M: SnapshotModel> {
     try jump(to: Replay.resolve(.time(timestamp), reader: reader))
   }
 
+  /// Lays keyframes over the whole journal in one replay, so that every later seek starts
+  /// within `keyframeSpacing` records of its target: the spacing becomes the larger of the
+  /// keyframe interval and the history divided among `maxKeyframes`. Memory: stores share what
+  /// did not change between keyframes (see `Store`), so the keyframes cost what the history
+  /// changed, not `maxKeyframes` copies of the state. Costs one replay from the nearest snapshot
+  /// or keyframe at or before the start; seeks after it never read snapshot files.
+  public func prepare() throws {
+    keyframeSpacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
+    let last = lastSequence / keyframeSpacing * keyframeSpacing
+    for sequence in stride(from: keyframeSpacing, through: last, by: Int(keyframeSpacing))
+    where keyframes[sequence] == nil {
+      keep(try state(at: sequence, readingSnapshots: false), at: sequence)
+    }
+  }
+
   // MARK: Looking
 
   /// The state after record `sequence` (clamped to the journal), without moving.
   public func state(at sequence: UInt64) throws -> M {
+    try state(at: sequence, readingSnapshots: true)
+  }
+
+  private func state(at sequence: UInt64, readingSnapshots: Bool) throws -> M {
     let target = min(sequence, lastSequence)
     var (base, start) = nearestKeyframe(atOrBefore: target)
     if position <= target && position >= start {
       base = state
       start = position
     }
-    if let snapshots, target > start,
+    // A snapshot is read only when no keyframe lies within the spacing: reading and checking one
+    // costs in proportion to the whole state, replaying from a near keyframe only to the distance.
+    if readingSnapshots, let snapshots, target - start > keyframeSpacing,
       let closest = snapshots.sequences().last(where: { $0 <= target }), closest > start,
       !unusableSnapshots.contains(closest)
     {
       let found = snapshots.latest(M.self, atOrBefore: target, lastSequence: lastSequence)
       skippedSnapshots = found.problems
       unusableSnapshots.formUnion(found.problems.map(\.sequence))
+      snapshotsRead += 1
       if let snapshot = found.snapshot, snapshot.sequence > start {
         (base, start) = (snapshot.state, snapshot.sequence)
         keep(base, at: start)
@@ -115,7 +146,7 @@ public final class TimeMachine<M: SnapshotModel> {
       registry: registry, reader: reader, to: &result, after: start, through: target, options: options,
       progress: nil,
       observe: { [self] record, state in
-        if record.sequence % interval == 0 { keep(state, at: record.sequence) }
+        if record.sequence % keyframeSpacing == 0 { keep(state, at: record.sequence) }
       }, applied: { [self] _ in recordsApplied += 1 })
     return result
   }
