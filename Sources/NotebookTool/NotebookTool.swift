@@ -1,11 +1,28 @@
 import Notebook
+import Rewind
 public import RewindCLI
 
 /// The Notebook app's `rewind`: the generic tool with the Notebook workspace registered (for the
 /// replay-level commands) and the Notebook demo added. An app builds its own the same way.
 public enum NotebookTool {
-  /// The Notebook model, as the replay-level commands know it.
-  public static let models = [ModelRegistration(Workspace.self, name: "workspace")]
+  /// The Notebook model, as the replay-level commands know it, with invariants for
+  /// `rewind bisect` and queries for `query NAME` in `rewind debug`.
+  public static let models = [
+    ModelRegistration(
+      Workspace.self, name: "workspace",
+      invariants: [
+        Invariant("notes belong to notebooks") { state in
+          state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+        },
+        Invariant("notebook titles are not blank") { state in
+          state.notebooks.all().allSatisfy { !$0.title.allSatisfy(\.isWhitespace) }
+        },
+      ],
+      queries: [
+        ModelQuery("notebooks") { state in state.notebooks.all().map(\.title) },
+        ModelQuery("titles") { state in state.notes.all().map(\.title) },
+      ])
+  ]
 
   /// Notebook's own commands.
   public static var commands: [any RewindCommand.Type] { [NotebookDemoCommand.self] }

@@ -35,10 +35,10 @@ public struct Arguments {
         name = String(name[..<equals])
       }
       if allowedFlags.contains(name) {
-        guard inline == nil else { throw UsageError("--\(name) takes no value") }
+        guard inline == nil else { throw UsageError("\(Self.spelled(name)) takes no value") }
         flags.insert(name)
       } else if options.contains(name) {
-        guard let value = inline ?? iterator.next() else { throw UsageError("--\(name) needs a value") }
+        guard let value = inline ?? iterator.next() else { throw UsageError("\(Self.spelled(name)) needs a value") }
         values[name] = value
       } else {
         throw UsageError("unknown option \(argument)")
@@ -48,6 +48,9 @@ public struct Arguments {
 
   public func flag(_ name: String) -> Bool { flags.contains(name) }
 
+  /// An option's name as users type it: `-n`, `--events`.
+  static func spelled(_ name: String) -> String { (name.count == 1 ? "-" : "--") + name }
+
   public func value(_ name: String) -> String? { values[name] }
 
   public func integer(_ name: String, default fallback: Int, range: ClosedRange<Int> = 0...Int.max) throws(UsageError)
@@ -55,7 +58,8 @@ public struct Arguments {
   {
     guard let text = values[name] else { return fallback }
     guard let value = Int(text), range.contains(value) else {
-      throw UsageError("--\(name) needs a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
+      throw UsageError(
+        "\(Self.spelled(name)) needs a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
     }
     return value
   }

@@ -34,7 +34,11 @@ enum BisectCommand: RewindCommand {
       throw UsageError("unknown invariant '\(name)' for model \(model.name); known invariants: \(known)")
     }
     let session = try model.open(directory)
+    let progress = ProgressLine("bisect: replaying", context: context)
+    session.progress = progress.callback
     let failing = try replaying(model, directory) { try session.bisect(name, linear: args.flag("linear")) }
+    progress.finish()
+    session.progress = nil
     let event = try failing.flatMap { try session.event(at: $0) }
     if args.flag("json") {
       output.out(

@@ -28,7 +28,11 @@ enum BlameCommand: RewindCommand {
     let (directory, entity) = (args.positionals[0], args.positionals[1])
     _ = try JournalBounds(directory: directory)
     let model = try context.registration(for: directory, named: args.value("model"))
-    let entries = try replaying(model, directory) { try model.open(directory).blame(entity) }
+    let session = try replaying(model, directory) { try model.open(directory) }
+    let progress = ProgressLine("blame: replaying", context: context)
+    session.progress = progress.callback
+    let entries = try replaying(model, directory) { try session.blame(entity) }
+    progress.finish()
     guard let store = entries.first?.store else {
       throw UsageError(
         "no event in \(directory) ever touched an entity '\(entity)'; give a record id as 32 hex digits "

@@ -12,7 +12,7 @@ enum DebugCommand: RewindCommand {
     state (sequence 0). Reads one command per line from standard input: at a terminal with a
     prompt, from a pipe or file without one, so sessions can be scripted. Type `help` for the
     commands. A script's failing command is reported on stderr and the session goes on; the exit
-    code is then 2.
+    code is then 2, or 3 if a command could not read the journal (damage found while seeking).
 
     Examples:
       rewind debug /tmp/j
@@ -40,6 +40,8 @@ enum DebugCommand: RewindCommand {
       watch ID            show ID now, and again after each move whenever it changed
       unwatch ID          stop watching ID
       blame ID            every event that touched ID
+      prepare             lay keyframes over the whole history (one replay), so that
+                          every later move is quick
       refresh             see records appended since the session started
       help                this list
       quit                end the session (as does end of input)
@@ -51,9 +53,22 @@ enum DebugCommand: RewindCommand {
     let directory = try args.directory()
     _ = try JournalBounds(directory: directory)
     let model = try context.registration(for: directory, named: args.value("model"))
+    // A long seek shows progress at a terminal; the line is cleared before anything else is written.
+    let progress = ProgressLine("replaying", context: context)
+    let machine = try model.open(directory)
+    machine.progress = progress.callback
+    let output = RewindTool.Output(
+      out: { text in
+        progress.finish()
+        context.output.out(text)
+      },
+      err: { text in
+        progress.finish()
+        context.output.err(text)
+      })
     let session = DebugSession(
-      try model.open(directory), model: model.name, directory: directory, output: context.output,
-      interactive: isatty(STDIN_FILENO) == 1)
+      machine, model: model.name, directory: directory, output: output, interactive: isatty(STDIN_FILENO) == 1)
+    defer { progress.finish() }
     return session.run { readLine(strippingNewline: true) }
   }
 }

@@ -21,9 +21,11 @@ final class DebugSession {
     self.interactive = interactive
   }
 
-  /// Reads and runs commands until `quit` or the end of input.
+  /// Reads and runs commands until `quit` or the end of input. From a script, the exit code is 2
+  /// after a failing command (a usage error), 3 after one that could not read the journal.
   func run(readLine: () -> String?) -> RewindTool.ExitCode {
     var failed = false
+    var unreadable = false
     if interactive {
       output.out(
         "rewind debug: \(model) in \(directory), sequences 0...\(machine.lastSequence); `help` lists commands\n")
@@ -38,11 +40,13 @@ final class DebugSession {
         try perform(command, Array(words.dropFirst()))
       } catch {
         failed = true
+        if !(error is UsageError) { unreadable = true }
         output.err("error: \(command): \(error)\n")
       }
     }
     if interactive { output.out("\n") }
-    return failed && !interactive ? .usage : .success
+    guard failed && !interactive else { return .success }
+    return unreadable ? .unreadable : .usage
   }
 
   private func perform(_ command: String, _ rest: [String]) throws {
@@ -71,6 +75,12 @@ final class DebugSession {
       watched.removeAll { $0.id == id }
       output.out("no longer watching \(id)\n")
     case "blame": try blame(rest)
+    case "prepare":
+      guard rest.isEmpty else { throw UsageError("usage: prepare") }
+      let spacing = try machine.prepare()
+      output.out(
+        "keyframes every \(spacing) records over sequences 0...\(machine.lastSequence): "
+          + "a move now replays fewer than \(spacing)\n")
     case "refresh":
       try machine.refresh()
       output.out("the journal ends at sequence \(machine.lastSequence)\n")

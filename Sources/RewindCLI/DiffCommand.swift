@@ -29,7 +29,11 @@ enum DiffCommand: RewindCommand {
     let from = try bounds.sequence(args.positionals[1], what: "A")
     let to = try bounds.sequence(args.positionals[2], what: "B")
     let model = try context.registration(for: directory, named: args.value("model"))
-    let diff = try replaying(model, directory) { try model.open(directory).diff(from: from, to: to) }
+    let session = try replaying(model, directory) { try model.open(directory) }
+    let progress = ProgressLine("diff: replaying", context: context)
+    session.progress = progress.callback
+    let diff = try replaying(model, directory) { try session.diff(from: from, to: to) }
+    progress.finish()
     output.out(args.flag("json") ? json(diff) + "\n" : text(diff))
     return .success
   }

@@ -11,7 +11,7 @@ enum ExportCommand: RewindCommand {
     Writes every event (or those in the sequence range) to standard output, one JSON object per
     line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
     with the event's fields rendered without the app's types, as `rewind log --json` does. Shows
-    progress on standard error when it is a terminal.
+    progress on standard error when it is a terminal and standard output is not.
 
     Examples:
       rewind export /tmp/notes --jsonl > events.jsonl
@@ -29,40 +29,15 @@ enum ExportCommand: RewindCommand {
     let cursor = try filter.cursor(reader)
     let output = BufferedOutput(context.output)
     defer { output.flush() }
-    let progress = Progress(context, label: "export", total: min(last, filter.to))
+    let progress = ProgressLine("exporting", context: context, streaming: true)
+    let total = min(last, filter.to)
     while let record = try cursor.next() {
       if filter.isPast(record) { break }
       output.write(AuditedEvent(record).json + "\n")
-      progress.update(record.sequence)
+      progress.update(record.sequence, of: total)
     }
     output.flush()
     progress.finish()
     return .success
-  }
-}
-
-/// "label: N of M" on standard error, rewritten in place, only when standard error is a terminal.
-final class Progress {
-  private let output: RewindTool.Output
-  private let label: String
-  private let total: UInt64
-  private let enabled: Bool
-  private var shown: UInt64 = 0
-
-  init(_ context: RewindTool.Context, label: String, total: UInt64) {
-    output = context.output
-    self.label = label
-    self.total = total
-    enabled = context.stderrIsTerminal
-  }
-
-  func update(_ done: UInt64) {
-    guard enabled, done - shown >= 20_000 || done == total else { return }
-    shown = done
-    output.err("\r\(label): \(done) of \(total) events")
-  }
-
-  func finish() {
-    if enabled && shown > 0 { output.err("\r\u{1B}[K") }
   }
 }

@@ -36,7 +36,7 @@ public struct ModelRegistration: Sendable {
   let open: @Sendable (String) throws -> any ModelSession
   let replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
   let verify: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
-  let snapshot: @Sendable (String) throws -> (sequence: UInt64, digest: StateDigest)?
+  let snapshot: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> (sequence: UInt64, digest: StateDigest)?
 
   /// Registers `M` under `name`.
   /// - Parameters:
@@ -64,7 +64,13 @@ public struct ModelRegistration: Sendable {
       return ReplayVerification(
         report: outcome.report, cacheProblems: StateInspector.cacheProblems(in: outcome.state))
     }
-    snapshot = { directory in try Snapshots.take(M.self, directory: directory) }
+    snapshot = { directory, progress in
+      // As `Snapshots.take`, with progress.
+      let outcome = try Replay.run(M.self, directory: directory, progress: progress)
+      guard outcome.report.lastSequence > 0 else { return nil }
+      let sequence = outcome.report.lastSequence
+      return (sequence, try SnapshotStore(journal: directory).write(outcome.state, at: sequence))
+    }
   }
 }
 
@@ -84,8 +90,10 @@ extension ModelRegistration {
   }
 
   /// Writes a snapshot of the state after the journal's last record (nil for an empty journal).
-  public func takeSnapshot(_ directory: String) throws -> (sequence: UInt64, digest: StateDigest)? {
-    try snapshot(directory)
+  public func takeSnapshot(_ directory: String, progress: ((ReplayProgress) -> Void)? = nil) throws -> (
+    sequence: UInt64, digest: StateDigest
+  )? {
+    try snapshot(directory, progress)
   }
 }
 

@@ -11,9 +11,13 @@ protocol ModelSession: AnyObject {
   var recordsApplied: Int { get }
   var invariantNames: [String] { get }
   var queryNames: [String] { get }
+  /// Called as records are applied (see `TimeMachine.progress`).
+  var progress: ((ReplayProgress) -> Void)? { get set }
 
   func refresh() throws
   func move(to sequence: UInt64) throws
+  /// Lays keyframes over the whole journal (`TimeMachine.prepare()`); returns their spacing.
+  func prepare() throws -> UInt64
   /// The last sequence number stamped at or before `timestamp`.
   func sequence(atTime timestamp: Int64) throws -> UInt64
   func event(at sequence: UInt64) throws -> RecordedEvent?
@@ -29,6 +33,8 @@ protocol ModelSession: AnyObject {
   func recordJSON(_ id: String) -> (store: String, json: String)?
   func diff(from: UInt64, to: UInt64) throws -> StateDiff
   func blame(_ id: String) throws -> [EntityBlame]
+  /// What the event at `sequence` did, applied to the state before it; nil for a checkpoint.
+  func effect(of sequence: UInt64) throws -> EventEffect?
   /// Whether the invariant holds at `position`; nil for an unknown name.
   func check(_ invariant: String) -> Bool?
   /// The first failing sequence number; nil if it holds. `linear` checks every record.
@@ -53,9 +59,18 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   var recordsApplied: Int { machine.recordsApplied }
   var invariantNames: [String] { invariants.map(\.name) }
   var queryNames: [String] { queries.map(\.name) }
+  var progress: ((ReplayProgress) -> Void)? {
+    get { machine.progress }
+    set { machine.progress = newValue }
+  }
 
   func refresh() throws { try machine.refresh() }
   func move(to sequence: UInt64) throws { try machine.jump(to: sequence) }
+
+  func prepare() throws -> UInt64 {
+    try machine.prepare()
+    return machine.keyframeSpacing
+  }
 
   func sequence(atTime timestamp: Int64) throws -> UInt64 { try machine.sequence(atTime: timestamp) }
 
@@ -81,6 +96,7 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
 
   func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
   func blame(_ id: String) throws -> [EntityBlame] { try machine.blame(entity: id) }
+  func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 
   func check(_ invariant: String) -> Bool? {
     invariants.first { $0.name == invariant }.map { $0.holds(machine.state) }

@@ -1,33 +1,46 @@
 import Foundation
 import Rewind
 
-/// Progress on standard error, only when it is a terminal: one line, rewritten in place.
+/// Progress of a long operation on standard error, only when it is a terminal: one line,
+/// `LABEL P% (sequence N of M)`, rewritten in place when the percentage changes, and cleared by
+/// `finish()`. When standard error is not a terminal it writes nothing at all.
 final class ProgressLine: @unchecked Sendable {
   // `@unchecked`: used only from the thread running the command (replay calls back on it).
   private let output: RewindTool.Output
   private let enabled: Bool
   private let label: String
   private var shown = false
+  private var last: (percent: Int, total: UInt64)?
 
-  init(_ label: String, context: RewindTool.Context) {
+  /// - Parameter streaming: the command writes its results to standard output as it goes; then
+  ///   progress is shown only when standard output is not the terminal too.
+  init(_ label: String, context: RewindTool.Context, streaming: Bool = false) {
     self.label = label
     output = context.output
-    enabled = context.stderrIsTerminal
+    enabled = context.stderrIsTerminal && !(streaming && context.stdoutIsTerminal)
   }
 
-  /// The callback for `Replay.run`, or nil when progress is not shown.
+  /// The callback for `Replay.run`, the time machine and the registration's replays, or nil when
+  /// progress is not shown.
   var callback: ((ReplayProgress) -> Void)? {
     guard enabled else { return nil }
-    return { [self] progress in
-      let percent = progress.target == 0 ? 100 : Int(progress.sequence * 100 / max(1, progress.target))
-      output.err("\r\(label) \(percent)% (sequence \(progress.sequence) of \(progress.target))\u{1B}[K")
-      shown = true
-    }
+    return { [self] progress in update(progress.sequence, of: progress.target) }
+  }
+
+  /// Shows that `done` of `total` sequence numbers are through (nothing when `total` is 0: unknown).
+  func update(_ done: UInt64, of total: UInt64) {
+    guard enabled, total > 0 else { return }
+    let percent = Int(min(done, total) * 100 / total)
+    guard last?.percent != percent || last?.total != total else { return }
+    last = (percent, total)
+    output.err("\r\(label) \(percent)% (sequence \(done) of \(total))\u{1B}[K")
+    shown = true
   }
 
   /// Clears the line.
   func finish() {
     if shown { output.err("\r\u{1B}[K") }
     shown = false
+    last = nil
   }
 }

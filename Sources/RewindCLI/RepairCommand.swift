@@ -27,7 +27,8 @@ enum RepairCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: [], flags: ["yes"])
     let directory = try args.directory()
-    try requireDirectory(directory)
+    // Reading first: a directory that is not a journal is refused before anything is written there.
+    _ = try openJournal(directory)
     let plan = try Journal.repair(directory: directory, dryRun: true)
     if plan.moved.isEmpty {
       output.out("nothing to repair: the journal is sound (last sequence \(plan.lastSequence))\n")

@@ -3,8 +3,8 @@ import Foundation
 /// The `rewind` command line tool as a library: tests and apps call `run` with arguments and
 /// get the exit code; output goes to the given sinks.
 ///
-/// Exit codes: 0 success, 1 findings (verify found damage), 2 usage error, 3 the journal cannot
-/// be opened or read.
+/// Exit codes: 0 success, 1 findings (verify or stats found damage, bisect found a failure, repair
+/// showed a plan only), 2 usage error, 3 the journal cannot be opened or read.
 public struct RewindTool {
   public enum ExitCode: Int32 {
     case success = 0
@@ -48,6 +48,9 @@ public struct RewindTool {
     public var models: [ModelRegistration]
     /// Whether standard error is a terminal: progress is shown only then.
     public var stderrIsTerminal: Bool
+    /// Whether standard output is a terminal: commands that stream their output there (export)
+    /// then show no progress, which would only garble it.
+    public var stdoutIsTerminal: Bool
   }
 
   static var builtIn: [any RewindCommand.Type] {
@@ -81,7 +84,10 @@ public struct RewindTool {
     Commands:
     \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
-    Exit codes: 0 success, 1 findings (verify, bisect), 2 usage error, 3 journal cannot be opened or read.
+    Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
+    showed a plan it did not carry out); 2 usage error; 3 the journal cannot be opened or read.
+    Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
+    progress on standard error when it is a terminal, and nothing extra when it is not.
 
     Examples:
       rewind verify /tmp/j
@@ -100,7 +106,9 @@ public struct RewindTool {
       return arguments.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue
     }
     let rest = Array(arguments.dropFirst())
-    let context = Context(output: output, models: models, stderrIsTerminal: isatty(STDERR_FILENO) == 1)
+    let context = Context(
+      output: output, models: models, stderrIsTerminal: isatty(STDERR_FILENO) == 1,
+      stdoutIsTerminal: isatty(STDOUT_FILENO) == 1)
     do {
       guard let command = allCommands.first(where: { $0.name == name }) else {
         throw UsageError("unknown command '\(name)'; run rewind --help for the list")

@@ -4,25 +4,37 @@ import RewindJournal
 
 enum ShowCommand: RewindCommand {
   static let name = "show"
-  static let summary = "one event in full: envelope, fields, the command it belongs to, the records it names"
+  static let summary = "one event in full: envelope, fields, its command, the records it touched"
   static let help = """
-    Usage: rewind show DIR SEQ [--json]
+    Usage: rewind show DIR SEQ [--json] [--model NAME]
 
     Shows the event with sequence number SEQ: its time, name and schema version, origin, the
     command that recorded it (and that command's other events), every field rendered without the
-    app's types, and the records it touched as far as its fields name them (the identifiers in
-    its fields, with the field that holds each).
+    app's types, and the records it touched.
 
-    Exit 0; 2 when SEQ is not a number or is outside the journal; 3 when the journal cannot be read.
+    When a registered model reads the event (the one named by --model, else the only one that
+    reads its name and version), the touched records are found by applying the event to the
+    state before it: each record (collection and id) inserted, updated, removed or touched
+    unchanged, with its value before and after, and the grouping-cache keys it changed. Otherwise
+    (another app's journal, a rewind without the app's models, a model that cannot replay up to
+    SEQ) they are inferred from the identifiers in its fields, and the output says so and why.
+
+    With --json, one object: the event as `rewind log --json` shows it, "commandEvents" [FIRST,
+    LAST], and "touched": {"from":"model","model":NAME,"records":[{"store","id","change","before",
+    "after"}],"keys":[..]}, or {"from":"payload","why":..,"records":[{"field","id"}]}, or
+    {"from":"checkpoint","records":[]}.
+
+    Exit 0; 2 when SEQ is not a number or is outside the journal, or --model names no registered
+    model; 3 when the journal cannot be read.
 
     Examples:
       rewind show /tmp/notes 42
-      rewind show /tmp/notes 42 --json | jq .payload
+      rewind show /tmp/notes 42 --json | jq '.touched.records[] | {store, id, change}'
 
     """
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
-    let args = try Arguments(arguments, options: [], flags: ["json"])
+    let args = try Arguments(arguments, options: ["model"], flags: ["json"])
     guard args.positionals.count == 2 else {
       throw UsageError(
         args.positionals.count < 2
@@ -44,14 +56,12 @@ enum ShowCommand: RewindCommand {
     }
     let event = AuditedEvent(record)
     let command = try event.header.map { try commandRange(of: $0.commandID, around: sequence, in: reader) }
-    let touched = event.namedIdentifiers
+    let touched = try Touched(event, directory: directory, model: args.value("model"), context: context)
     let output = context.output
     if args.flag("json") {
       var line = String(event.json.dropLast())
       if let command { line += #","commandEvents":[\#(command.lowerBound),\#(command.upperBound)]"# }
-      line += #","touched":["#
-      line += touched.map { #"{"field":\#(jsonString($0.field)),"id":"\#($0.id)"}"# }.joined(separator: ",")
-      output.out(line + "]}\n")
+      output.out(line + #","touched":\#(touched.json)}"# + "\n")
       return .success
     }
     var lines = ["event \(sequence) in \(directory)", "  time      \(isoTime(record.timestamp))"]
@@ -69,13 +79,7 @@ enum ShowCommand: RewindCommand {
     }
     lines.append("  bytes     \(event.bytes) (payload, decoded)")
     lines.append("  fields    " + prettyJSON(event.payload, indent: "            "))
-    if touched.isEmpty {
-      lines.append("  touched   (its fields name no record)")
-    } else {
-      for (index, item) in touched.enumerated() {
-        lines.append((index == 0 ? "  touched   " : "            ") + "\(item.id) (field \(item.field))")
-      }
-    }
+    lines += touched.lines(sequence: sequence)
     output.out(lines.joined(separator: "\n") + "\n")
     return .success
   }

@@ -26,7 +26,10 @@ enum SnapshotCommand: RewindCommand {
     let keep = args.value("keep") == nil ? nil : try args.integer("keep", default: 0, range: 1...1_000_000)
     _ = try JournalBounds(directory: directory)
     let model = try context.registration(for: directory, named: args.value("model"))
-    guard let written = try replaying(model, directory, { try model.snapshot(directory) }) else {
+    let progress = ProgressLine("replaying", context: context)
+    let written = try replaying(model, directory) { try model.snapshot(directory, progress.callback) }
+    progress.finish()
+    guard let written else {
       output.out("the journal \(directory) is empty: no snapshot written\n")
       return .success
     }

@@ -27,8 +27,13 @@ enum StatsCommand: RewindCommand {
     let args = try Arguments(arguments, options: [], flags: ["json"])
     let directory = try args.directory()
     let reader = try openJournal(directory)
-    let report = try reader.verify()
-    let progress = Progress(context, label: "stats", total: report.lastSequence)
+    let checking = ProgressLine("checking", context: context)
+    // Damage may hide the end; then no progress is shown rather than failing before the check.
+    let expected = (try? reader.lastSequence()) ?? 0
+    let report = try reader.verify { checking.update($0, of: expected) }
+    checking.finish()
+    let total = report.lastSequence
+    let progress = ProgressLine("counting", context: context)
 
     var byName: [String: Int] = [:]
     var byOrigin: [String: Int] = [:]
@@ -52,7 +57,7 @@ enum StatsCommand: RewindCommand {
         foreign += 1
         lastCommand = nil
       }
-      progress.update(record.sequence)
+      progress.update(record.sequence, of: total)
       if record.sequence >= report.lastSequence { break }
     }
     progress.finish()

@@ -6,12 +6,13 @@ extension VerifyCommand {
   /// The replay part of `verify`: replays the whole journal with the registered model (no
   /// snapshots), compares every checkpoint digest written by this model code with the rebuilt
   /// state, and checks that every store's cache equals a recomputation from its records.
-  /// - Returns: whether it found nothing wrong.
-  static func verifyReplay(_ directory: String, model name: String?, context: RewindTool.Context) throws -> Bool {
+  /// - Returns: whether it found nothing wrong; nil when no registered model reads the journal, so
+  ///   replay was not checked.
+  static func verifyReplay(_ directory: String, model name: String?, context: RewindTool.Context) throws -> Bool? {
     let output = context.output
     guard !context.models.isEmpty else {
       output.out("note: replay not checked: this rewind has no registered model (see the README)\n")
-      return true
+      return nil
     }
     let model: ModelRegistration
     if name != nil {
@@ -24,7 +25,7 @@ extension VerifyCommand {
           readers.isEmpty
             ? "note: replay not checked: no registered model (\(names)) reads this journal's events\n"
             : "note: replay not checked: several models read this journal; pick one with --model NAME\n")
-        return true
+        return nil
       }
       model = readers[0]
     }

@@ -62,7 +62,11 @@ public final class ChildProcess: @unchecked Sendable {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
       if lines.contains(where: condition) { return true }
-      if !process.isRunning { return lines.contains(where: condition) }
+      if !process.isRunning {
+        // It ended; its last lines may still be in the pipe: wait for the reader to reach the end.
+        if drained.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow)) == .success { drained.signal() }
+        return lines.contains(where: condition)
+      }
       usleep(2_000)
     }
     return false

@@ -124,7 +124,7 @@ import Testing
     #expect(run.out.isEmpty)
   }
 
-  @Test func showPrintsOneEventItsCommandAndTheRecordsItNames() throws {
+  @Test func showPrintsOneEventItsCommandAndTheRecordsItTouched() throws {
     let (dir, path, events) = try Self.journal()
     defer { withExtendedLifetime(dir) {} }
     let index = try #require(events.firstIndex { $0["name"] as? String == "note.created" })
@@ -136,8 +136,9 @@ import Testing
     #expect(run.out.contains("  time      \(event["time"] as? String ?? "?")\n"))
     #expect(run.out.contains("  name      note.created (schema version 2)\n"))
     #expect(run.out.contains("  origin    \(event["origin"] as? String ?? "?")\n"))
-    #expect(run.out.contains("\(payload["id"] as? String ?? "?") (field id)"))
-    #expect(run.out.contains("\(payload["notebook"] as? String ?? "?") (field notebook)"))
+    // The stock rewind registers Notebook's model, so it applies the event to find what it touched.
+    #expect(run.out.contains("  touched   applied with model workspace to the state after sequence \(index):\n"))
+    #expect(run.out.contains("            notes \(payload["id"] as? String ?? "?") inserted\n"))
     #expect(run.out.contains("\"title\": \(try jsonText(payload["title"]))"))
 
     // An event of a command with several: the command's range.
@@ -149,7 +150,9 @@ import Testing
     let object = try #require(try Self.parse(json.out).first)
     #expect(object["commandEvents"] as? [Int] == [range.first! + 1, range.last! + 1])
     #expect(object["seq"] as? Int == command + 1)
-    #expect((object["touched"] as? [[String: Any]])?.isEmpty == false)
+    let touched = try #require(object["touched"] as? [String: Any])
+    #expect(touched["from"] as? String == "model")
+    #expect((touched["records"] as? [[String: Any]])?.isEmpty == false)
   }
 
   func jsonText(_ value: Any?) throws -> String {

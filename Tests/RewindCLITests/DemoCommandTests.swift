@@ -1,4 +1,7 @@
 import Foundation
+import Notebook
+import Rewind
+import RewindJournal
 import RewindTestSupport
 import Testing
 
@@ -81,6 +84,44 @@ import Testing
     #expect(origins == ["user", "sync", "automation"])
   }
 
+  /// `replay --to N --json` against the live state the demo had after sequence N. The demo runs as
+  /// the binary; the same seeded workload then runs in process through its own manager, stopped
+  /// at N (a command boundary the demo's --json lines name), and its live state, rendered as
+  /// replay renders a state, must equal the replayed one byte for byte.
+  @Test func replayToNEqualsTheDemosLiveStateAfterN() async throws {
+    let (dir, run, _) = try Self.demo(events: 1_200, seed: 8, durability: "none", json: true)
+    let journal = dir.appending("journal")
+    let commands = try run.out.split(separator: "\n").map { line in
+      try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+    }
+    let seqs = try commands.map { try #require($0["seq"] as? Int) }
+    // The first command, several mid-history ones (one of them a command of several events, as
+    // the sync job's are), and the last.
+    let multi = try #require(commands.first { ($0["events"] as? Int ?? 0) > 1 }?["seq"] as? Int)
+    let points = Set([seqs[0], seqs[seqs.count / 3], multi, seqs[seqs.count / 2], seqs[seqs.count * 4 / 5], seqs.last!])
+    for n in points.sorted() {
+      let scratch = TemporaryDirectory("cli-demo-live")
+      let workload = NotebookWorkload(seed: 8)
+      let manager = try NotebookManager(
+        directory: scratch.path, options: JournalOptions(durability: .none), clock: workload.clock,
+        ids: workload.ids)
+      _ = try await workload.run(manager, events: n)
+      let live = manager.state
+      #expect(manager.lastSequence == UInt64(n), "the workload stops at the command boundary \(n)")
+      manager.close()
+      let expected =
+        #"{"model":"workspace","seq":\#(n),"digest":"\#(try StateDigest.of(live))","state":"#
+        + "\(try CanonicalJSON.render(live))}\n"
+      let replayed = try Self.rewind(["replay", journal, "--to", "\(n)", "--json"])
+      #expect(replayed.status == 0, "\(replayed.err)")
+      #expect(replayed.out == expected, "replay --to \(n) differs from the live state after \(n)")
+      // One record earlier is another state: the comparison would catch an off-by-one.
+      let before = try Self.rewind(["replay", journal, "--to", "\(n - 1)", "--json"])
+      #expect(before.status == 0)
+      #expect(before.out != expected, "\(n)")
+    }
+  }
+
   @Test func theSummarySaysWhatWasWritten() throws {
     let (dir, run, exported) = try Self.demo(events: 1_000, seed: 2, durability: "none")
     #expect(run.out.contains("notebook demo: \(dir.appending("journal")) (seed 2, durability none)"))
@@ -94,6 +135,29 @@ import Testing
     for name in ["notebook.created", "note.created", "note.bodyEdited", "note.tagged", "reading.itemAdded"] {
       #expect(names.contains(name), "\(name)")
     }
+  }
+
+  /// Without DIR the demo writes to ./rewind-demo, the directory the README names.
+  @Test func withoutADirectoryItWritesToRewindDemo() throws {
+    let dir = TemporaryDirectory("cli-demo-default")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try #require(ChildProcess.builtProduct("rewind")))
+    process.arguments = ["demo", "--events", "60", "--seed", "1", "--durability", "none"]
+    process.currentDirectoryURL = URL(fileURLWithPath: dir.path)
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    #expect(text.hasPrefix("notebook demo: rewind-demo (seed 1, durability none)\n"), "\(text)")
+    #expect(Files.list(dir.path) == ["rewind-demo"])
+    let verify = try Self.rewind(["verify", dir.appending("rewind-demo")])
+    #expect(verify.status == 0)
+    let root = #filePath.components(separatedBy: "/Tests/")[0]
+    let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+    #expect(readme.contains("`rewind demo` without DIR writes to `./rewind-demo`"))
   }
 
   @Test func aSeededRunRefusesAJournalThatHoldsEvents() throws {

@@ -107,7 +107,7 @@ import Testing
   @Test func badInputGetsClearErrorsAndExitCodes() throws {
     let missing = try Self.rewind(["verify", "/nonexistent/journal"])
     #expect(missing.status == 3)
-    #expect(missing.err.contains("not a Rewind journal"))
+    #expect(missing.err.contains("/nonexistent/journal does not exist: check the path"))
 
     let dir = TemporaryDirectory("cli-bad")
     try Files.write(Array(repeating: 7, count: 100), to: dir.appending("manifest.json"))
@@ -124,14 +124,6 @@ import Testing
 
     let number = try Self.rewind(["log", dir.path, "--limit", "many"])
     #expect(number.status == 2)
-  }
-
-  @Test(arguments: ["demo", "log", "show", "stats", "export", "tail", "verify", "repair"])
-  func everyCommandHasHelp(command: String) throws {
-    let help = try Self.rewind([command, "--help"])
-    #expect(help.status == 0)
-    #expect(help.out.hasPrefix("Usage: rewind \(command)"))
-    if command != "verify" { #expect(help.out.contains("Example"), "\(command) --help shows examples") }
   }
 }
 

@@ -257,7 +257,8 @@ import Testing
     #expect(!run.out.hasSuffix("at 1 of \(journal.lastSequence)"), "nothing runs after quit")
   }
 
-  /// At a terminal (a pseudo-terminal from util-linux `script`), the session greets and prompts.
+  /// At a terminal (a pseudo-terminal from util-linux `script`), the session greets, prompts and
+  /// shows the progress of a seek.
   @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
   func debugPromptsAtATerminal() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 14)
@@ -266,24 +267,95 @@ import Testing
       "/usr/bin/script", ["-qec", "\(binary) debug \(journal.path)", "/dev/null"], input: "step 2\nquit\n")
     #expect(run.status == 0, "\(run.out)\(run.err)")
     #expect(run.out.contains("rewind debug: workspace in \(journal.path), sequences 0...\(journal.lastSequence)"))
-    #expect(run.out.contains("rewind@0> at 2 of \(journal.lastSequence): #2 "))
+    // The seek shows progress, cleared before the answer.
+    #expect(
+      run.out.contains(
+        "rewind@0> \rreplaying 100% (sequence 2 of 2)\u{1B}[K\r\u{1B}[Kat 2 of \(journal.lastSequence): #2 "))
     #expect(run.out.contains("rewind@2> "))
   }
 
-  /// Progress goes to stderr only at a terminal, on one line rewritten in place and then cleared.
-  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
-  func progressOnlyAtATerminal() async throws {
+  /// Long operations show progress on stderr at a terminal (a pseudo-terminal from util-linux
+  /// `script`), on one line rewritten in place and then cleared; when stderr is not a terminal
+  /// they print nothing extra: the same standard output, and an empty standard error.
+  @Test(
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")),
+    arguments: [
+      (["replay"], ["replaying"]),
+      (["verify"], ["verifying", "verifying replay"]),
+      (["stats"], ["checking", "counting"]),
+      (["export", "--jsonl"], ["exporting"]),
+      (["blame", "settings"], ["blame: replaying"]),
+      (["bisect", "--invariant", "notes belong to notebooks"], ["bisect: replaying"]),
+      (["bisect", "--invariant", "notes belong to notebooks", "--linear"], ["bisect: replaying"]),
+      (["diff", "0", "LAST"], ["diff: replaying"]),
+      (["snapshot"], ["replaying"]),
+      (["show", "LAST"], ["show: replaying"]),
+    ])
+  func progressOnlyAtATerminal(command: [String], labels: [String]) async throws {
     let journal = try await NotebookJournal.write(commands: 30, seed: 16)
     let binary = try #require(ChildProcess.builtProduct(Self.tool))
     let last = journal.lastSequence
-    let terminal = try ToolRun.run("/usr/bin/script", ["-qec", "\(binary) replay \(journal.path)", "/dev/null"])
-    #expect(terminal.out.contains("\rreplaying 100% (sequence \(last) of \(last))\u{1B}[K\r\u{1B}[Kmodel "))
-    let piped = try rewind(["replay", journal.path])
-    #expect(piped.err.isEmpty)
-    #expect(!piped.out.contains("replaying"))
+    let arguments =
+      [command[0], journal.path] + command.dropFirst().map { $0 == "LAST" ? String(last) : $0 }
+    // export streams to stdout: at a terminal it shows progress only when stdout is redirected.
+    let streams = command[0] == "export"
+    let scratch = TemporaryDirectory("cli-progress")
+    let line = ([binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
+    let redirect = streams ? " > \(scratch.appending("out"))" : ""
+    let terminal = try ToolRun.run("/usr/bin/script", ["-qec", line + redirect, "/dev/null"])
+    #expect(terminal.status == 0, "\(terminal.out)")
+    // show replays up to the state before its event.
+    let through = command[0] == "show" ? last - 1 : last
+    for label in labels {
+      #expect(
+        terminal.out.contains("\r\(label) 100% (sequence \(through) of \(through))\u{1B}[K"),
+        "\(label): \(terminal.out)")
+    }
+    #expect(terminal.out.contains("\r\u{1B}[K"), "the line is cleared")
+    let piped = try rewind(arguments)
+    #expect(piped.err.isEmpty, "\(piped.err)")
+    #expect(!piped.out.contains("\u{1B}") && !piped.out.contains("\r"))
+    // Apart from the progress, the terminal saw what the pipe got (a terminal ends lines with \r\n).
+    var seen = terminal.out.replacingOccurrences(of: "\r\n", with: "\n")
+    while let start = seen.range(of: "\r"),
+      let end = seen.range(of: "\u{1B}[K", range: start.upperBound..<seen.endIndex)
+    {
+      seen.removeSubrange(start.lowerBound..<end.upperBound)
+    }
+    let expected = streams ? String(decoding: try Files.read(scratch.appending("out")), as: UTF8.self) : seen
+    #expect(piped.out == expected)
+    if streams {
+      #expect(seen.isEmpty, "export's output went to the file")
+      // With stdout at the terminal too, export shows no progress that would garble its output.
+      let both = try ToolRun.run("/usr/bin/script", ["-qec", line, "/dev/null"])
+      #expect(!both.out.contains("exporting"))
+    }
   }
 
-  /// Reading commands take no lock: they run while the app holds the journal and appends.
+  /// At a terminal, repair shows its plan and asks; only "y" moves anything.
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+  func repairAsksAtATerminal() async throws {
+    let journal = try await NotebookJournal.write(commands: 40, seed: 17)
+    let segment = try #require(Files.list(journal.path).first { $0.hasSuffix(".lz4") })
+    var bytes = try Files.read(journal.directory.appending(segment))
+    bytes[bytes.count / 2] ^= 0x5A
+    try Files.write(bytes, to: journal.directory.appending(segment))
+    let binary = try #require(ChildProcess.builtProduct(Self.tool))
+    let command = "'\(binary)' repair '\(journal.path)'"
+    let declined = try ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "n\n")
+    #expect(declined.status == 1, "\(declined.out)")
+    #expect(declined.out.contains("will move "))
+    #expect(declined.out.contains("? [y/N] "))
+    #expect(declined.out.contains("nothing moved"))
+    #expect(!FileManager.default.fileExists(atPath: journal.directory.appending("quarantine")))
+    let accepted = try ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "y\n")
+    #expect(accepted.status == 0, "\(accepted.out)")
+    #expect(accepted.out.contains("repaired: the journal ends at sequence "))
+    #expect(Files.list(journal.directory.appending("quarantine")).count == 1)
+    #expect(try rewind(["verify", journal.path]).status == 0)
+  }
+
+  /// Reading commands (and snapshot) take no lock: they run while the app holds the journal and appends.
   @Test func commandsRunWhileTheAppAppends() async throws {
     let journal = try await NotebookJournal.write(commands: 30, seed: 15)
     let manager = try NotebookManager(directory: journal.path, options: JournalOptions(durability: .none))
@@ -292,7 +364,12 @@ import Testing
     let writer = Task {
       for step in 0..<200 { _ = try await manager.addReadingItem(title: "while reading \(step)") }
     }
-    for arguments in [["replay"], ["replay", "--json"], ["snapshot"], ["blame", "settings"], ["verify"]] {
+    let everyReader = [
+      ["log"], ["show", "1"], ["stats"], ["export", "--jsonl"], ["tail"], ["replay"], ["replay", "--json"],
+      ["diff", "0", "1"], ["bisect", "--invariant", "notes belong to notebooks"], ["debug"], ["snapshot"],
+      ["blame", "settings"], ["verify"],
+    ]
+    for arguments in everyReader {
       let run = try rewind([arguments[0], journal.path] + arguments.dropFirst())
       #expect(run.status == 0, "\(arguments): \(run.err)")
     }
@@ -364,14 +441,6 @@ import Testing
     let bare = await RewindTool().run(["replay", journal.path], output: errors.output)
     #expect(bare == 2)
     #expect(errors.err.contains("no registered models"))
-  }
-
-  @Test(arguments: ["replay", "diff", "blame", "bisect", "debug", "snapshot", "verify"])
-  func everyReplayCommandHasHelpWithExamples(command: String) throws {
-    let help = try rewind([command, "--help"])
-    #expect(help.status == 0)
-    #expect(help.out.hasPrefix("Usage: rewind \(command)"))
-    #expect(help.out.contains("Example"))
   }
 }
 

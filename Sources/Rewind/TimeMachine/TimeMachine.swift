@@ -44,6 +44,9 @@ public final class TimeMachine<M: SnapshotModel> {
   public private(set) var recordsApplied = 0
   /// Times a seek looked for a snapshot file to start from.
   public private(set) var snapshotsRead = 0
+  /// Called as seeks, `blame` and `firstFailure` apply records: every
+  /// `ReplayOptions.progressInterval` records and at the end of each pass. For progress displays.
+  public var progress: ((ReplayProgress) -> Void)?
 
   /// Opens the journal in `directory` for reading, standing at the empty state.
   /// - Parameters:
@@ -106,9 +109,18 @@ public final class TimeMachine<M: SnapshotModel> {
   public func prepare() throws {
     keyframeSpacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     let last = lastSequence / keyframeSpacing * keyframeSpacing
+    // One pass for whoever shows progress: sequence numbers against the last keyframe's.
+    let report = progress
+    var applied = 0
+    progress = report.map { report in
+      { step in report(ReplayProgress(sequence: step.sequence, target: last, recordsApplied: applied)) }
+    }
+    defer { progress = report }
     for sequence in stride(from: keyframeSpacing, through: last, by: Int(keyframeSpacing))
     where keyframes[sequence] == nil {
+      let before = recordsApplied
       keep(try state(at: sequence, readingSnapshots: false), at: sequence)
+      applied += recordsApplied - before
     }
   }
 
@@ -144,7 +156,7 @@ public final class TimeMachine<M: SnapshotModel> {
     var result = base
     try Replay.apply(
       registry: registry, reader: reader, to: &result, after: start, through: target, options: options,
-      progress: nil,
+      progress: progress,
       observe: { [self] record, state in
         if record.sequence % keyframeSpacing == 0 { keep(state, at: record.sequence) }
       }, applied: { [self] _ in recordsApplied += 1 })
@@ -227,12 +239,19 @@ public final class TimeMachine<M: SnapshotModel> {
     let records = try DecodedRecords(registry: registry, reader: reader, first: 1, last: lastSequence, options: options)
     var state = M()
     var context = ApplyContext()
+    var count = 0
+    let interval = max(1, options.progressInterval)
     while let record = try records.next() {
+      count += 1
+      if let progress, count % interval == 0 {
+        progress(ReplayProgress(sequence: record.sequence, target: lastSequence, recordsApplied: count))
+      }
       guard case .event(let recorded) = record else { continue }
       registry.apply(recorded.event, to: &state, context: &context)
       if context.touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
       context.touched.removeAll(keepingCapacity: true)
     }
+    progress?(ReplayProgress(sequence: lastSequence, target: lastSequence, recordsApplied: count))
     return entries
   }
 
@@ -261,7 +280,7 @@ public final class TimeMachine<M: SnapshotModel> {
     do {
       try Replay.apply(
         registry: registry, reader: reader, to: &state, after: 0, through: lastSequence, options: options,
-        progress: nil,
+        progress: progress,
         observe: { record, state in
           if !invariant.holds(state) {
             found = record.sequence

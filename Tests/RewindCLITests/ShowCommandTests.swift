@@ -1,0 +1,208 @@
+import Foundation
+import Notebook
+import Rewind
+import RewindCLI
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// `rewind show`'s touched records, run as the built binary: applied through the registered model
+/// and checked against a naive comparison of the live states before and after each event; and,
+/// for a journal no registered model reads, inferred from the payload's identifiers, saying so.
+@Suite struct ShowCommandTests {
+  func rewind(_ arguments: [String]) throws -> ToolRun { try ToolRun.run("rewind", arguments) }
+
+  /// Record by record, per store, what differs from `old` to `new`, without ChangeKeys: each as
+  /// the `touched.records` entry `rewind show --json` must print for it, in key order.
+  static func changes(from old: Workspace, to new: Workspace) throws -> [String] {
+    var found: [String] = []
+    func entry(_ store: String, _ id: String, _ before: (any Encodable)?, _ after: (any Encodable)?) throws -> String {
+      let change = before == nil ? "inserted" : after == nil ? "removed" : "updated"
+      return #"{"store":"\#(store)","id":"\#(id)","change":"\#(change)","#
+        + #""before":\#(try before.map { try CanonicalJSON.render($0) } ?? "null"),"#
+        + #""after":\#(try after.map { try CanonicalJSON.render($0) } ?? "null")}"#
+    }
+    func compare<R: StoreRecord & Encodable>(_ store: String, _ a: Store<R>, _ b: Store<R>) throws {
+      for id in Set(a.all().map(\.id)).union(b.all().map(\.id)).sorted(by: { $0.description < $1.description }) {
+        let (before, after) = (a.find(id: id), b.find(id: id))
+        if before != after { found.append(try entry(store, id.description, before, after)) }
+      }
+    }
+    try compare("notebooks", old.notebooks, new.notebooks)
+    try compare("notes", old.notes, new.notes)
+    try compare("readingList", old.readingList, new.readingList)
+    if old.settings.value != new.settings.value {
+      found.append(try entry("settings", "", old.settings.value, new.settings.value))
+    }
+    return found
+  }
+
+  @Test func everyEventsTouchedRecordsAreWhatApplyingItChanged() async throws {
+    let journal = try await NotebookJournal.write(commands: 70, seed: 31)
+    var kinds = Set<String>()
+    for n in 1...journal.lastSequence {
+      let run = try rewind(["show", journal.path, String(n), "--json"])
+      #expect(run.status == 0, "\(n): \(run.err)")
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any])
+      let touched = try #require(object["touched"] as? [String: Any])
+      #expect(touched["from"] as? String == "model")
+      #expect(touched["model"] as? String == "workspace")
+      let records = try #require(touched["records"] as? [[String: Any]])
+      let changed = records.filter { $0["change"] as? String != "unchanged" }
+      kinds.formUnion(changed.compactMap { $0["change"] as? String })
+      let expected = try Self.changes(from: journal.states[Int(n) - 1], to: journal.states[Int(n)])
+      #expect(!expected.isEmpty, "every event here changes a record")
+      #expect(changed.count == expected.count, "sequence \(n): \(run.out)")
+      for entry in expected { #expect(run.out.contains(entry), "sequence \(n): \(entry)\n\(run.out)") }
+      // The keys name every touched record.
+      let keys = try #require(touched["keys"] as? [String])
+      for record in changed {
+        let (store, id) = (record["store"] as? String ?? "", record["id"] as? String ?? "")
+        #expect(keys.contains(id.isEmpty ? store : "\(store)/\(id)"), "\(n)")
+      }
+    }
+    #expect(kinds == ["inserted", "updated", "removed"], "the journal exercises every kind of change")
+  }
+
+  @Test func theTextFormShowsEachRecordBeforeAndAfter() async throws {
+    let journal = try await NotebookJournal.write(commands: 40, seed: 32)
+    // A note updated by its event: present before and after, different.
+    let updated = try #require(
+      (2...journal.lastSequence).first { n in
+        let old = journal.states[Int(n) - 1].notes
+        return journal.states[Int(n)].notes.all().contains { note in old.find(id: note.id).map { $0 != note } ?? false }
+      })
+    let note = try #require(
+      journal.states[Int(updated)].notes.all().first { journal.states[Int(updated) - 1].notes.find(id: $0.id) != $0 })
+    let before = try #require(journal.states[Int(updated) - 1].notes.find(id: note.id))
+    let run = try rewind(["show", journal.path, String(updated)])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(
+      run.out.contains(
+        """
+          touched   applied with model workspace to the state after sequence \(updated - 1):
+                    notes \(note.id) updated
+                      before \(try CanonicalJSON.render(before))
+                      after  \(try CanonicalJSON.render(note))
+
+        """), "\(run.out)")
+    // The first event creates a notebook.
+    let first = try rewind(["show", journal.path, "1"])
+    let notebook = try #require(journal.states[1].notebooks.all().first)
+    #expect(
+      first.out.hasSuffix(
+        """
+          touched   applied with model workspace to the state after sequence 0:
+                    notebooks \(notebook.id) inserted
+                      after  \(try CanonicalJSON.render(notebook))
+
+        """), "\(first.out)")
+  }
+
+  @Test func aCheckpointTouchesNothing() async throws {
+    let journal = try await NotebookJournal.write(commands: 5, seed: 33)
+    let manager = try Manager<Workspace>(directory: journal.path, options: JournalOptions(durability: .none))
+    try await manager.recordCheckpoint()
+    let sequence = manager.lastSequence
+    manager.close()
+    let run = try rewind(["show", journal.path, String(sequence)])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(run.out.hasSuffix("  touched   nothing: a checkpoint records the state's digest and changes no record\n"))
+    let json = try rewind(["show", journal.path, String(sequence), "--json"])
+    #expect(json.out.hasSuffix(#","touched":{"from":"checkpoint","records":[]}}"# + "\n"), "\(json.out)")
+  }
+
+  @Test func aJournalNoRegisteredModelReadsIsInferredFromItsFieldsAndSaysSo() async throws {
+    let dir = TemporaryDirectory("cli-show-foreign")
+    let manager = try Manager<Tally>(
+      directory: dir.path, options: JournalOptions(durability: .none), ids: .sequential())
+    let counter = try await manager.perform(.user) { _, command in
+      let id = command.newID()
+      command.record(TallyOpened(id: id, label: "visits"))
+      return id
+    }
+    try await manager.perform(.user) { _, command in command.record(TallyCounted(tally: counter, by: 3)) }
+    manager.close()
+
+    let run = try rewind(["show", dir.path, "2"])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(
+      run.out.hasSuffix(
+        """
+          touched   inferred from the identifiers in its fields, not applied (no registered model (workspace) reads tally.counted v1)
+                    \(counter) (field tally)
+
+        """), "\(run.out)")
+    let json = try rewind(["show", dir.path, "1", "--json"])
+    #expect(json.status == 0, "\(json.err)")
+    #expect(
+      json.out.hasSuffix(
+        #","touched":{"from":"payload","why":"no registered model (workspace) reads tally.opened v1","#
+          + #""records":[{"field":"id","id":"\#(counter)"}]}}"# + "\n"), "\(json.out)")
+    // Naming the model that does not read it says the same, and an unknown one is a usage error.
+    let named = try rewind(["show", dir.path, "2", "--model", "workspace"])
+    #expect(named.status == 0)
+    #expect(named.out.contains("not applied (model workspace does not read tally.counted v1)"))
+    let unknown = try rewind(["show", dir.path, "2", "--model", "ledger"])
+    #expect(unknown.status == 2)
+    #expect(unknown.err.contains("unknown model 'ledger'; registered models: workspace"))
+    // A record that is not a Rewind event at all.
+    let raw = TemporaryDirectory("cli-show-raw")
+    let writer = try Journal(directory: raw.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: 1, payload: Array("plain text".utf8))])
+    writer.close()
+    let plain = try rewind(["show", raw.path, "1"])
+    #expect(plain.status == 0, "\(plain.err)")
+    #expect(
+      plain.out.hasSuffix("not applied (the record is not a Rewind event)\n            (its fields name no record)\n"),
+      "\(plain.out)")
+  }
+
+  @Test func aToolWithoutModelsInfersFromTheFields() async throws {
+    let journal = try await NotebookJournal.write(commands: 3, seed: 34)
+    let captured = Captured()
+    let status = await RewindTool().run(["show", journal.path, "1"], output: captured.output)
+    #expect(status == 0)
+    let notebook = try #require(journal.states[1].notebooks.all().first)
+    #expect(
+      captured.out.hasSuffix(
+        """
+          touched   inferred from the identifiers in its fields, not applied (this rewind has no registered model; an app's own rewind registers its models)
+                    \(notebook.id) (field id)
+
+        """), "\(captured.out)")
+  }
+}
+
+// A model no stock rewind registers: another app's journal.
+
+struct TallyRecord: StoreRecord {
+  var id: Identifier
+  var label: String
+  var count: Int
+}
+
+struct TallyOpened: Event {
+  static let name = "tally.opened"
+  var id: Identifier
+  var label: String
+}
+
+struct TallyCounted: Event {
+  static let name = "tally.counted"
+  var tally: Identifier
+  var by: Int
+}
+
+struct Tally: Model {
+  var tallies = Store<TallyRecord>(name: "tallies")
+
+  static func registerEvents(in registry: inout EventRegistry<Tally>) {
+    registry.register(TallyOpened.self) { state, event, context in
+      state.tallies.insert(TallyRecord(id: event.id, label: event.label, count: 0), context: &context)
+    }
+    registry.register(TallyCounted.self) { state, event, context in
+      state.tallies.update(id: event.tally, context: &context) { $0.count += event.by }
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Rewind
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// `rewind verify` on a journal no registered model reads (another app's): with no model to
+/// replay it, every event's envelope and fields are decoded without the app's types.
+@Suite struct VerifyDecodingTests {
+  /// Another app's journal: two `Tally` events, the second rewritten by `damage` (checksums stay
+  /// valid: the bytes are wrong as written, as a buggy writer would leave them).
+  static func journal(damage: ([UInt8]) -> [UInt8] = { $0 }) async throws -> TemporaryDirectory {
+    let written = TemporaryDirectory("cli-verify-tally")
+    let manager = try Manager<Tally>(
+      directory: written.path, options: JournalOptions(durability: .none), ids: .sequential())
+    let counter = try await manager.perform(.user) { _, command in
+      let id = command.newID()
+      command.record(TallyOpened(id: id, label: "visits"))
+      return id
+    }
+    try await manager.perform(.user) { _, command in command.record(TallyCounted(tally: counter, by: 3)) }
+    manager.close()
+    let reader = try JournalReader(directory: written.path)
+    let records = try [1, 2].map { try #require(try reader.record(UInt64($0))) }
+    let copy = TemporaryDirectory("cli-verify-copy")
+    let journal = try Journal(directory: copy.path, options: JournalOptions(durability: .none))
+    try journal.appendAndWait([
+      NewRecord(timestamp: records[0].timestamp, payload: records[0].payload),
+      NewRecord(timestamp: records[1].timestamp, payload: damage(records[1].payload)),
+    ])
+    journal.close()
+    return copy
+  }
+
+  @Test func soundEventsDecodeFieldByField() async throws {
+    let dir = try await Self.journal()
+    let run = try ToolRun.run("rewind", ["verify", dir.path])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains("note: replay not checked: no registered model (workspace) reads this journal's events\n"))
+    #expect(run.out.hasSuffix("decoded: 2 events field by field, all sound\n"), "\(run.out)")
+  }
+
+  @Test func anEventWhoseFieldsDoNotDecodeIsAFinding() async throws {
+    let dir = try await Self.journal { payload in Array(payload.dropLast(3)) }
+    let run = try ToolRun.run("rewind", ["verify", dir.path])
+    #expect(run.status == 1, "\(run.out)\(run.err)")
+    #expect(
+      run.out.contains(
+        "problem: sequence 2: tally.counted v1 has Rewind's envelope but its fields do not decode ("),
+      "\(run.out)")
+    #expect(run.out.contains("`rewind show \(dir.path) 2` shows its bytes\n"))
+    #expect(run.out.hasSuffix("decoded: 2 events field by field, 1 do not decode\n"), "\(run.out)")
+    // The frames themselves are sound: the finding is the decoding, not a checksum.
+    #expect(run.out.contains("sound: 2 records"))
+  }
+
+  @Test func recordsThatAreNotRewindEventsAreCountedNotFaulted() throws {
+    let dir = TemporaryDirectory("cli-verify-raw")
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try journal.appendAndWait([NewRecord(timestamp: 1, payload: Array("plain".utf8))])
+    journal.close()
+    let run = try ToolRun.run("rewind", ["verify", dir.path])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(
+      run.out.hasSuffix(
+        "decoded: 0 events field by field, 1 records that are not Rewind events (not checked), all sound\n"),
+      "\(run.out)")
+  }
+}
