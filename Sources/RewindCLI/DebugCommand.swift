@@ -40,6 +40,8 @@ enum DebugCommand: RewindCommand {
       watch ID            show ID now, and again after each move whenever it changed
       unwatch ID          stop watching ID
       blame ID            every event that touched ID
+      prepare             lay keyframes over the whole history (one replay), so that
+                          every later move is quick
       refresh             see records appended since the session started
       help                this list
       quit                end the session (as does end of input)

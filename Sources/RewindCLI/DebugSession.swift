@@ -75,6 +75,12 @@ final class DebugSession {
       watched.removeAll { $0.id == id }
       output.out("no longer watching \(id)\n")
     case "blame": try blame(rest)
+    case "prepare":
+      guard rest.isEmpty else { throw UsageError("usage: prepare") }
+      let spacing = try machine.prepare()
+      output.out(
+        "keyframes every \(spacing) records over sequences 0...\(machine.lastSequence): "
+          + "a move now replays fewer than \(spacing)\n")
     case "refresh":
       try machine.refresh()
       output.out("the journal ends at sequence \(machine.lastSequence)\n")

@@ -16,6 +16,8 @@ protocol ModelSession: AnyObject {
 
   func refresh() throws
   func move(to sequence: UInt64) throws
+  /// Lays keyframes over the whole journal (`TimeMachine.prepare()`); returns their spacing.
+  func prepare() throws -> UInt64
   /// The last sequence number stamped at or before `timestamp`.
   func sequence(atTime timestamp: Int64) throws -> UInt64
   func event(at sequence: UInt64) throws -> RecordedEvent?
@@ -64,6 +66,11 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
 
   func refresh() throws { try machine.refresh() }
   func move(to sequence: UInt64) throws { try machine.jump(to: sequence) }
+
+  func prepare() throws -> UInt64 {
+    try machine.prepare()
+    return machine.keyframeSpacing
+  }
 
   func sequence(atTime timestamp: Int64) throws -> UInt64 { try machine.sequence(atTime: timestamp) }
 

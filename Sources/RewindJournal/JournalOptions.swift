@@ -1,7 +1,9 @@
 /// When an append is acknowledged, relative to the disk.
 public enum Durability: Sendable, Equatable, CustomStringConvertible {
   /// Each group of appends is written and fsynced before any of them is acknowledged. Groups form
-  /// from whatever is waiting while the previous group is being synced. Survives power loss.
+  /// from whatever is waiting while the previous group is being synced; when the previous group
+  /// held several appends, the writer waits (at most about one fsync's duration) for as many to
+  /// be queued again before it syncs. Survives power loss.
   case always
   /// Appends wait up to `maxDelay` to be written and fsynced as one group, then are
   /// acknowledged. The wait ends early when a frame is full, or when no append has arrived for

@@ -29,3 +29,20 @@ func framesOfEverySizeDecode(size: Int) throws {
     #expect(decoded == content)
   }
 }
+
+/// A frame whose content checksum is wrong is refused by a decoder that verifies checksums and
+/// decoded by one told not to (the journal cursor, which checked the frame's CRC-32C already).
+@Test(arguments: [100, 5_000])
+func skippingChecksumsDecodesAFrameWithABadContentChecksum(size: Int) throws {
+  let content = (0..<size).map { UInt8(truncatingIfNeeded: $0 % 11) }
+  var frame: [UInt8] = []
+  _ = try content.withUnsafeBytes { try LZ4FrameEncoder().compress($0, appendingTo: &frame) }
+  frame[frame.count - 1] ^= 0xFF  // the content checksum is the frame's last 4 bytes
+  #expect(throws: (any Error).self) {
+    try frame.withUnsafeBytes { try LZ4FrameDecoder().decompress($0, expectedLength: size) }
+  }
+  let decoded = try frame.withUnsafeBytes { bytes in
+    try LZ4FrameDecoder(verifyChecksums: false).decompress(bytes, expectedLength: size) { Array($0) }
+  }
+  #expect(decoded == content)
+}

@@ -16,7 +16,7 @@ private func makeManager(_ directory: String, io: FaultInjectingFileIO? = nil) t
 /// Holds the first append it sees until `waiting` commands queue behind it, then runs `then`
 /// before every later append. Returns a flag set once the first append is being held.
 private func installHook(
-  on manager: Manager<Ledger>, waiting: Int, then: @escaping @Sendable () -> Void = {}
+  on manager: Manager<Ledger>, waiting: Int, then: @escaping @Sendable () async -> Void = {}
 ) -> Held {
   let calls = Mutex(0)
   let held = Held()
@@ -26,7 +26,7 @@ private func installHook(
         calls += 1
         return calls
       }
-      guard call == 1 else { return then() }
+      guard call == 1 else { return await then() }
       held.flag.withLock { $0 = true }
       while let manager, manager.waitingCommands < waiting { await Task.yield() }
     }
@@ -94,7 +94,12 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
   let manager = try makeManager(directory, io: io)
   let id = try await manager.openAccount(owner: "shared")
   var changes = manager.changes().makeAsyncIterator()
-  let held = installHook(on: manager, waiting: 3) { io.arm(.writeError(ENOSPC)) }
+  let held = installHook(on: manager, waiting: 3) {
+    // The next holder stages the followers while the writer may still be writing the first
+    // append: arm the fault only once that one is committed.
+    while manager.lastSequence < 2 { await Task.yield() }
+    io.arm(.writeError(ENOSPC))
+  }
 
   let first = Task { try await increment(manager, id) }
   await held.wait()
@@ -113,4 +118,79 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
   #expect(seen.map(\.sequences) == [2...2, 3...3])
   manager.close()
   #expect(try Replay.rebuild(Ledger.self, directory: directory).state == manager.state)
+}
+
+/// Commands that queue at the gate while its holder is busy are staged by the next holder in one
+/// turn, in arrival order, and go to the journal as one append: two turns and two appends for
+/// six commands, not one of each per command.
+@Test func commandsWaitingAtTheGateAreStagedInOneTurn() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeManager(directory)
+  let id = try await manager.openAccount(owner: "shared")
+  let turnsBefore = manager.gateTurnCount
+  let appendsBefore = manager.journalAppendCount
+  let held = installHook(on: manager, waiting: 5)
+
+  let first = Task { try await increment(manager, id) }
+  await held.wait()
+  var followers: [Task<Int, any Error>] = []
+  for index in 1...5 {
+    followers.append(Task { try await increment(manager, id) })
+    while manager.waitingCommands < index { await Task.yield() }
+  }
+  #expect(try await first.value == 1)
+  var results: [Int] = []
+  for follower in followers { results.append(try await follower.value) }
+
+  #expect(results == [2, 3, 4, 5, 6])  // arrival order
+  #expect(manager.gateTurnCount - turnsBefore == 2)
+  #expect(manager.journalAppendCount - appendsBefore == 2)
+  #expect(manager.lastSequence == 7)
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3, 4, 5, 6])
+}
+
+/// In a turn that stages several commands, one whose body throws and one whose task was
+/// cancelled while it waited fail alone: nothing of them is written, and the commands around
+/// them validate, commit and are announced in order as if they had not been there.
+@Test func aCommandFailingInASharedTurnLeavesTheOthersAlone() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeManager(directory)
+  let id = try await manager.openAccount(owner: "shared")
+  var changes = manager.changes().makeAsyncIterator()
+  let turnsBefore = manager.gateTurnCount
+  let held = installHook(on: manager, waiting: 4)
+
+  let first = Task { try await increment(manager, id) }
+  await held.wait()
+  let second = Task { try await increment(manager, id) }
+  while manager.waitingCommands < 1 { await Task.yield() }
+  let rejected = Task {
+    try await manager.perform(.user) { _, command in
+      command.record(BalanceSet(account: id, balance: 1_000))
+      throw LedgerError(reason: "rejected")
+    }
+  }
+  while manager.waitingCommands < 2 { await Task.yield() }
+  let cancelled = Task { try await increment(manager, id) }
+  while manager.waitingCommands < 3 { await Task.yield() }
+  cancelled.cancel()
+  let last = Task { try await increment(manager, id) }
+
+  #expect(try await first.value == 1)
+  #expect(try await second.value == 2)
+  await #expect(throws: LedgerError(reason: "rejected")) { try await rejected.value }
+  await #expect(throws: CancellationError.self) { try await cancelled.value }
+  #expect(try await last.value == 3)
+  #expect(manager.gateTurnCount - turnsBefore == 2)
+  #expect(manager.state.accounts.find(id: id)?.balance == 3)
+  var seen: [ClosedRange<UInt64>] = []
+  for _ in 0..<3 { seen.append(try #require(await changes.next()).sequences) }
+  #expect(seen == [2...2, 3...3, 4...4])
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
 }

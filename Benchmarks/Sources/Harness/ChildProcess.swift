@@ -18,6 +18,9 @@ enum ChildProcess {
     var payloadBytes: Int
     /// VmHWM: the peak resident set of the child's own address space.
     var peakBytes: Int
+    /// Replay: the records in the rebuilt state (notebooks, notes, reading items), which the
+    /// peak includes.
+    var liveRecords: Int?
   }
 
   /// Kinds of work a child does.
@@ -75,8 +78,10 @@ enum ChildProcess {
         let (seconds, rebuilt) = try timed {
           try Replay.rebuild(Workspace.self, directory: directory, through: UInt64(limit))
         }
+        let state = rebuilt.state
         result = Result(
-          events: Int(rebuilt.lastSequence), seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
+          events: Int(rebuilt.lastSequence), seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes(),
+          liveRecords: state.notebooks.count + state.notes.count + state.readingList.count)
       }
       try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
       return 0

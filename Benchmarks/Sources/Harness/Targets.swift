@@ -140,9 +140,10 @@ enum Targets {
       let longText = long.map { " → \(Report.format($0)) MB at \(n * repeats) events" } ?? ""
       let replaySmall = value("replay", "\(max(n / 10, 1)) events, cold", "peak memory")
       let replayLarge = value("replay", "\(n) events, cold", "peak memory")
+      let replayLong = value("replay", ReplayScenario.longConfiguration(n * repeats), "peak memory")
       let replayText =
         replaySmall.flatMap { a in replayLarge.map { b in "; replay \(Report.format(a)) → \(Report.format(b)) MB" } }
-        ?? ""
+        .map { $0 + (replayLong.map { " → \(Report.format($0)) MB at \(n * repeats) events" } ?? "") } ?? ""
       checks.append(
         TargetCheck(
           target: "reading memory bounded whatever the length (peak RSS at n/10 vs n events)",

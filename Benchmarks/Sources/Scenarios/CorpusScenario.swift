@@ -9,22 +9,9 @@ struct CorpusScenario: Scenario {
   let summary = "Notebook history written through the manager; the events every scenario shares"
 
   func run(in context: BenchContext) async throws {
-    let target = context.options.corpusEvents
     let directory = context.path("corpus-journal")
-    let seed = context.options.seed
-    let manager = try NotebookManager(
-      directory: directory, options: JournalOptions(durability: .none),
-      clock: NotebookWorkload.clock(seed: seed), ids: NotebookWorkload.identifiers(seed: seed))
-    var workload = NotebookWorkload(seed: seed)
-    var commands = 0
-    let (seconds, _) = try await timedAsync {
-      while manager.lastSequence < UInt64(target) {
-        try await workload.step(manager)
-        commands += 1
-      }
-    }
-    let events = Int(manager.lastSequence)
-    manager.close()
+    let (events, commands, seconds) = try await Self.writeHistory(
+      events: context.options.corpusEvents, seed: context.options.seed, directory: directory)
     let disk = bytesOnDisk(directory)
     let configuration = "mixed commands, none, 1 producer"
     context.record("manager.append", configuration, "events/s", Double(events) / seconds, "ev/s")
@@ -46,5 +33,27 @@ struct CorpusScenario: Scenario {
     context.corpusDirectory = directory
     context.record("corpus", "\(events) events", "mean payload", Double(payloadBytes) / Double(events), "B")
     context.record("corpus", "\(events) events", "journal bytes/event", Double(disk) / Double(events), "B")
+  }
+
+  /// Writes the seeded Notebook history to a new journal in `directory` through `NotebookManager`
+  /// (one producer, durability `.none`) until it holds at least `target` events. The same seed
+  /// writes the same history, so a longer one starts with the records of a shorter one.
+  static func writeHistory(events target: Int, seed: UInt64, directory: String) async throws
+    -> (events: Int, commands: Int, seconds: Double)
+  {
+    let manager = try NotebookManager(
+      directory: directory, options: JournalOptions(durability: .none),
+      clock: NotebookWorkload.clock(seed: seed), ids: NotebookWorkload.identifiers(seed: seed))
+    var workload = NotebookWorkload(seed: seed)
+    var commands = 0
+    let (seconds, _) = try await timedAsync {
+      while manager.lastSequence < UInt64(target) {
+        try await workload.step(manager)
+        commands += 1
+      }
+    }
+    let events = Int(manager.lastSequence)
+    manager.close()
+    return (events, commands, seconds)
   }
 }

@@ -65,8 +65,10 @@ struct JournalReadScenario: Scenario {
 }
 
 /// Replays the corpus journal into the Notebook stores (`Replay.rebuild`) in a fresh process:
-/// events/s and peak memory, at a tenth of the journal and at all of it. The peak includes the
-/// rebuilt state, which grows with the number of live notes.
+/// events/s and peak memory, at a tenth of the journal and at all of it; then a history
+/// `readRepeats` times as long (10M events in full mode), written for the purpose by the same
+/// seeded workload (a valid history: the corpus repeated is not one). The peak includes the
+/// rebuilt state, which grows with the number of live records (recorded next to it).
 struct ReplayScenario: Scenario {
   let name = "replay"
   let summary = "cold Replay.rebuild of the Notebook workspace in a child process"
@@ -83,6 +85,33 @@ struct ReplayScenario: Scenario {
       let configuration = "\(limit) events, cold"
       context.record(name, configuration, "events/s", Double(result.events) / result.seconds, "ev/s")
       context.record(name, configuration, "peak memory", Double(result.peakBytes) / 1e6, "MB")
+      if let live = result.liveRecords { context.record(name, configuration, "live records", Double(live), "") }
     }
+    try await replayLong(in: context)
   }
+
+  /// The long history: written through the manager, replayed cold in a child, removed.
+  private func replayLong(in context: BenchContext) async throws {
+    let target = context.corpus.count * context.options.readRepeats
+    let directory = context.path("journal-long-history")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    // The last command may take the history a few events past the target; replay stops at it.
+    let (events, _, seconds) = try await CorpusScenario.writeHistory(
+      events: target, seed: context.options.seed, directory: directory)
+    evictFromPageCache(directory)
+    let result = try ChildProcess.run(
+      .replay, directory: directory, limit: target, resultPath: context.path("replay-long.json"))
+    guard result.events == target else {
+      throw BenchError("the replay child applied \(result.events) events, expected \(target)")
+    }
+    let configuration = Self.longConfiguration(target)
+    context.record(name, configuration, "events/s", Double(result.events) / result.seconds, "ev/s")
+    context.record(name, configuration, "peak memory", Double(result.peakBytes) / 1e6, "MB")
+    if let live = result.liveRecords { context.record(name, configuration, "live records", Double(live), "") }
+    context.record(name, configuration, "history written at", Double(events) / seconds, "ev/s")
+    context.record(name, configuration, "journal bytes/event", Double(bytesOnDisk(directory)) / Double(events), "B")
+  }
+
+  /// The configuration under which the long history's figures are recorded.
+  static func longConfiguration(_ events: Int) -> String { "\(events) events (one history), cold" }
 }

@@ -22,14 +22,7 @@ struct TimeTravelScenario: Scenario {
     var random = SeededRandom(seed: context.options.seed ^ 0x7143)
     let seeks = context.options.mode == .full ? 200 : 20
     let targets = (0..<seeks).map { _ in 1 + random.next() % total }
-    let machine = try TimeMachine<Workspace>(directory: context.corpusDirectory)
-    var latencies = Latencies()
-    for target in targets {
-      let start = monotonicNanos()
-      try machine.jump(to: target)
-      latencies.add(monotonicNanos() - start)
-      guard machine.position == target else { throw BenchError("jump to \(target) stopped at \(machine.position)") }
-    }
+    var latencies = try jumps(TimeMachine<Workspace>(directory: context.corpusDirectory), to: targets)
     let configuration = "\(total)-event journal, snapshot every \(interval) (\(written.count)), \(seeks) jumps"
     context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
     context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
@@ -44,6 +37,17 @@ struct TimeTravelScenario: Scenario {
     let residentBefore = ChildProcess.memoryStatus("VmRSS:")
     let (prepareSeconds, _) = try timed { try machine.prepare() }
     let keyframeBytes = ChildProcess.memoryStatus("VmRSS:") - residentBefore
+    var latencies = try jumps(machine, to: targets)
+    let configuration = Self.preparedConfiguration(total: total, jumps: targets.count)
+    context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
+    context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
+    context.record(name, configuration, "prepare", prepareSeconds, "s")
+    context.record(name, configuration, "keyframe memory", Double(keyframeBytes) / 1_048_576, "MB")
+    context.record(name, configuration, "keyframe spacing", Double(machine.keyframeSpacing), "records")
+  }
+
+  /// Each jump's latency, checking that it landed where it was sent.
+  private func jumps(_ machine: TimeMachine<Workspace>, to targets: [UInt64]) throws -> Latencies {
     var latencies = Latencies()
     for target in targets {
       let start = monotonicNanos()
@@ -51,12 +55,7 @@ struct TimeTravelScenario: Scenario {
       latencies.add(monotonicNanos() - start)
       guard machine.position == target else { throw BenchError("jump to \(target) stopped at \(machine.position)") }
     }
-    let configuration = Self.preparedConfiguration(total: total, jumps: targets.count)
-    context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
-    context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
-    context.record(name, configuration, "prepare", prepareSeconds, "s")
-    context.record(name, configuration, "keyframe memory", Double(keyframeBytes) / 1_048_576, "MB")
-    context.record(name, configuration, "keyframe spacing", Double(machine.keyframeSpacing), "records")
+    return latencies
   }
 
   static func preparedConfiguration(total: UInt64, jumps: Int) -> String {

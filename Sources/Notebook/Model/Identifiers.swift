@@ -22,7 +22,12 @@ public struct ReadingItemID: EntityIdentifier {
 public struct NoteTag: Hashable, Comparable, Sendable, Codable, CustomStringConvertible, ExpressibleByStringLiteral {
   public let name: String
 
-  public init(_ name: String) { self.name = name.trimmed.lowercased() }
+  public init(_ name: String) {
+    // Most tags are printable ASCII without capitals already (every tag decoded from a journal
+    // was made by this initializer): those are their own trimmed, lowercased form.
+    let normal = name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && !(0x41...0x5A).contains($0) }
+    self.name = normal ? name : name.trimmed.lowercased()
+  }
   public init(stringLiteral value: String) { self.init(value) }
 
   public var isEmpty: Bool { name.isEmpty }

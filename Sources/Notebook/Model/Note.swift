@@ -19,5 +19,18 @@ public struct Note: StoreRecord, Codable {
 
   public var groupKeys: [NoteTag] { tags }
 
-  static func normalized(_ tags: [NoteTag]) -> [NoteTag] { Array(Set(tags.filter { !$0.isEmpty })).sorted() }
+  /// `tags` sorted, without duplicates or empty tags. Sorts and drops neighbours that repeat
+  /// (no `Set`): replay normalizes the tags of every note created or tagged.
+  static func normalized(_ tags: [NoteTag]) -> [NoteTag] {
+    var sorted = tags.filter { !$0.isEmpty }
+    guard sorted.count > 1 else { return sorted }
+    sorted.sort()
+    var kept = 1
+    for index in 1..<sorted.count where sorted[index] != sorted[kept - 1] {
+      sorted[kept] = sorted[index]
+      kept += 1
+    }
+    sorted.removeLast(sorted.count - kept)
+    return sorted
+  }
 }

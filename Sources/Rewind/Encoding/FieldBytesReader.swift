@@ -56,8 +56,9 @@ struct FieldBytesReader {
 
   mutating func readFixed64() throws(FieldFormatError) -> UInt64 {
     guard bytes.count - position >= 8 else { throw FieldFormatError("unexpected end of data", at: position) }
-    var value: UInt64 = 0
-    for index in 0..<8 { value |= UInt64(bytes[position + index]) << UInt64(index * 8) }
+    let value = bytes.withUnsafeBytes {
+      UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+    }
     position += 8
     return value
   }

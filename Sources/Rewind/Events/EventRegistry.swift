@@ -6,7 +6,6 @@ public struct EventRegistry<M: Model>: Sendable {
     var version: UInt32
     var encode: @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
     var decode: @Sendable ([UInt8], Int) throws -> any Event
-    var apply: @Sendable (inout M, any Event, inout ApplyContext) -> Void
   }
 
   struct Upcaster: Sendable {
@@ -25,6 +24,8 @@ public struct EventRegistry<M: Model>: Sendable {
   /// pointer rather than a name.
   private var byType: [ObjectIdentifier: Current] = [:]
   private var upcasters: [VersionKey: Upcaster] = [:]
+  /// What replay needs per record, in tables that are not generic over the model.
+  private(set) var tables = EventTables()
 
   init() {}
 
@@ -63,13 +64,19 @@ public struct EventRegistry<M: Model>: Sendable {
         guard let event = event as? E else { preconditionFailure("\(E.name) encoded from a \(type(of: event))") }
         return try encode(event, origin, command)
       },
-      decode: { bytes, offset in try decode(bytes, offset) },
-      apply: { model, event, context in
-        guard let event = event as? E else { preconditionFailure("\(E.name) applied with a \(type(of: event))") }
-        apply(&model, event, &context)
-      })
+      decode: { bytes, offset in try decode(bytes, offset) })
     current[E.name] = entry
     byType[ObjectIdentifier(E.self)] = entry
+    tables.decoders[E.name] = EventTables.Decoder(version: E.version, decode: { try decode($0, $1) })
+    tables.appliers[ObjectIdentifier(E.self)] = EventTables.Applier { model, event, context in
+      // The caller found this applier by the event's dynamic type, so the event is an `E`: open
+      // the existential and reinterpret it (no dynamic cast, no optional `E`).
+      func reinterpret<T: Event>(_ value: T) -> E {
+        precondition(T.self == E.self, "\(E.name) applied with a \(T.self)")
+        return unsafeBitCast(value, to: E.self)
+      }
+      apply(&model.assumingMemoryBound(to: M.self).pointee, reinterpret(event), &context)
+    }
   }
 
   /// Registers how version `Old.version` of an event becomes version `Old.version + 1` (`New`).
@@ -104,6 +111,7 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Decodes the event in a record payload, upcast to the current version.
   func decode(_ header: EventRecord.Header, payload: [UInt8], sequence: UInt64) throws -> any Event {
+    if let event = try tables.decode(header, payload: payload, sequence: sequence) { return event }
     guard let current = current[header.name],
       header.version == current.version || canDecode(name: header.name, version: header.version)
     else {
@@ -137,10 +145,7 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Applies a decoded event (of a registered current type) to `model`.
   func apply(_ event: any Event, to model: inout M, context: inout ApplyContext) {
-    guard let current = byType[ObjectIdentifier(type(of: event))] else {
-      preconditionFailure("event \(type(of: event).name) is not registered with \(M.self)")
-    }
-    current.apply(&model, event, &context)
+    tables.apply(event, to: &model, context: &context)
   }
 
   /// The record payload of `event`, or nil if its type is not registered as current.
@@ -161,5 +166,46 @@ public struct EventRegistry<M: Model>: Sendable {
   /// Whether `eventType` is registered as the current version of its name.
   func isRegistered(_ eventType: any Event.Type) -> Bool {
     byType[ObjectIdentifier(eventType)] != nil
+  }
+}
+
+/// The registry's per-record work, decoding the current version of a name and applying an event
+/// by its type, in tables that are not generic over the model: looking something up in them costs
+/// no generic metadata, which replay would otherwise pay per record. Take `registry.tables` once,
+/// outside a loop.
+struct EventTables: Sendable {
+  struct Decoder: Sendable {
+    var version: UInt32
+    var decode: @Sendable ([UInt8], Int) throws -> any Event
+  }
+
+  /// Applies an event of one type: `model` points at the model, `event` has that type.
+  struct Applier: Sendable {
+    var apply: @Sendable (_ model: UnsafeMutableRawPointer, _ event: any Event, _ context: inout ApplyContext) -> Void
+  }
+
+  var decoders: [String: Decoder] = [:]
+  var appliers: [ObjectIdentifier: Applier] = [:]
+
+  /// The event of a record whose name and version are current; nil for any other (the registry
+  /// then upcasts or says it is unknown).
+  /// - Throws: `ReplayError(.undecodableEvent)`.
+  func decode(_ header: EventRecord.Header, payload: [UInt8], sequence: UInt64) throws -> (any Event)? {
+    guard let decoder = decoders[header.name], decoder.version == header.version else { return nil }
+    do {
+      return try decoder.decode(payload, header.bodyOffset)
+    } catch {
+      throw ReplayError(
+        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
+        underlying: String(describing: error))
+    }
+  }
+
+  /// Applies `event` (of a type registered as current for `M`) to `model`.
+  func apply<M: Model>(_ event: any Event, to model: inout M, context: inout ApplyContext) {
+    guard let applier = appliers[ObjectIdentifier(type(of: event))] else {
+      preconditionFailure("event \(type(of: event).name) is not registered with \(M.self)")
+    }
+    withUnsafeMutablePointer(to: &model) { applier.apply(UnsafeMutableRawPointer($0), event, &context) }
   }
 }

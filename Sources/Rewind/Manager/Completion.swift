@@ -6,20 +6,39 @@ final class Completion: Sendable {
   private struct State {
     var outcome: Result<Void, ManagerError>?
     var waiter: CheckedContinuation<Result<Void, ManagerError>, Never>?
+    var callback: (@Sendable () -> Void)?
   }
 
   private let state = Mutex(State())
 
   /// Sets the outcome (the first call wins) and wakes the waiter.
   func resolve(_ outcome: Result<Void, ManagerError>) {
-    let waiter = state.withLock { state -> CheckedContinuation<Result<Void, ManagerError>, Never>? in
-      guard state.outcome == nil else { return nil }
+    typealias Waiter = CheckedContinuation<Result<Void, ManagerError>, Never>
+    let (waiter, callback) = state.withLock { state -> (Waiter?, (@Sendable () -> Void)?) in
+      guard state.outcome == nil else { return (nil, nil) }
       state.outcome = outcome
-      defer { state.waiter = nil }
-      return state.waiter
+      defer {
+        state.waiter = nil
+        state.callback = nil
+      }
+      return (state.waiter, state.callback)
     }
     waiter?.resume(returning: outcome)
+    callback?()
   }
+
+  /// Calls `callback` once the outcome is set (at once if it is). At most one per completion.
+  func whenResolved(_ callback: @escaping @Sendable () -> Void) {
+    let ready = state.withLock { state -> Bool in
+      if state.outcome != nil { return true }
+      state.callback = callback
+      return false
+    }
+    if ready { callback() }
+  }
+
+  /// The outcome, once set.
+  var outcome: Result<Void, ManagerError>? { state.withLock { $0.outcome } }
 
   /// Waits for the outcome; throws the batch's error.
   func wait() async throws(ManagerError) {

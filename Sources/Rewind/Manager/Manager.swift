@@ -1,6 +1,22 @@
 public import RewindJournal
 internal import Synchronization
 
+/// Where the gate holder leaves a command's outcome for the command's task.
+///
+/// `@unchecked Sendable`: written by the gate holder before it wakes the command's task (or
+/// settles its completion, which wakes it), read by that task only after it wakes.
+private final class StageSlot<R>: @unchecked Sendable {
+  var result: Result<R, any Error>?
+  var completion: Completion?
+}
+
+/// Set when a command's task is cancelled while it waits at the gate.
+final class CancelFlag: Sendable {
+  private let flag = Atomic(false)
+  var isCancelled: Bool { flag.load(ordering: .relaxed) }
+  func cancel() { flag.store(true, ordering: .relaxed) }
+}
+
 /// The one funnel through which a model changes.
 ///
 /// A manager owns one model and its journal. Each command goes through four steps in arrival
@@ -22,8 +38,9 @@ internal import Synchronization
 /// command to the journal, not while the journal writes it. A command that arrives while earlier
 /// ones are still being written validates against the state they will leave (kept in a private
 /// working copy, invisible to readers), so concurrent commands reach the journal together and
-/// share its frames and fsyncs. Commands queued at the gate meanwhile go to the journal as one
-/// append. Each command's events stay contiguous, and observers get one change per command.
+/// share its frames and fsyncs. The next holder of the gate validates every command queued there
+/// meanwhile in one turn and hands them to the journal as one append (see `SerialGate`). Each
+/// command's events stay contiguous, and observers get one change per command.
 ///
 /// A command validated against a command that then fails is not valid either: each append is
 /// made on the condition that it starts where its predecessors end
@@ -81,12 +98,18 @@ public final class Manager<M: Model>: Sendable {
     /// is in flight or staged (the live model is then the state to validate against).
     var working: M?
     var applied = 0
+    /// Commands in a row that found nothing in flight or staged.
+    var quietCommands = 0
     /// The sequence number the next append starts at, if every append before it succeeds.
     var nextSequence: UInt64
   }
 
   /// Most commands in one append.
   static var maximumBatchCommands: Int { 4096 }
+  /// Most commands one gate turn stages before passing the gate on.
+  static var maximumTurnCommands: Int { 4096 }
+  /// Commands in a row that must find nothing in flight before the working copy is dropped.
+  static var quietCommandsBeforeDroppingCopy: Int { 1024 }
 
   private let journal: Journal
   private let registry: EventRegistry<M>
@@ -99,6 +122,8 @@ public final class Manager<M: Model>: Sendable {
   private let pipeline: Mutex<Pipeline>
   /// Journal appends made, for tests of group commit.
   private let appends = Counter(0)
+  /// Turns at the gate, for tests that commands waiting together are served in one turn.
+  private let turns = Counter(0)
   /// Runs before each append, for tests that need a batch to form.
   let beforeAppend = Mutex<(@Sendable () async -> Void)?>(nil)
 
@@ -158,6 +183,9 @@ public final class Manager<M: Model>: Sendable {
   /// How many journal appends this manager has made.
   var journalAppendCount: Int { Int(appends.advance(by: 0)) }
 
+  /// How many turns at the gate this manager's commands have taken.
+  var gateTurnCount: Int { Int(turns.advance(by: 0)) }
+
   /// The committed changes from now on, one per command, in commit order. Buffered without bound;
   /// ends when the manager is closed.
   public func changes() -> AsyncStream<CommittedChange> {
@@ -189,33 +217,82 @@ public final class Manager<M: Model>: Sendable {
   ///   task was cancelled before validation (nothing written).
   @discardableResult
   public func perform<R: Sendable>(_ origin: Origin, _ body: (M, inout Command) throws -> R) async throws -> R {
-    await gate.enter()
-    let outcome: Result<(R, Completion?), any Error>
-    do {
-      outcome = .success(try await stage(origin, body))
-    } catch {
-      outcome = .failure(error)
+    // The gate holder may stage this command on its own task while this one waits: `body` is
+    // used only until the ticket's staging work has run, while this call is suspended in the gate.
+    try await withoutActuallyEscaping(body) { body in
+      let slot = StageSlot<R>()
+      let cancelled = CancelFlag()
+      let ticket = GateTicket { [self] in
+        do {
+          let (result, completion) = try await stage(origin, cancelled: cancelled, body)
+          slot.result = .success(result)
+          slot.completion = completion
+          return completion
+        } catch {
+          slot.result = .failure(error)
+          return nil
+        }
+      }
+      let role = await withTaskCancellationHandler {
+        await gate.enter(ticket)
+      } onCancel: {
+        cancelled.cancel()
+      }
+      switch role {
+      case .hold:
+        await serveTurn(first: ticket)
+        // Write what was handed over on this thread, unless a write is under way (it takes it next).
+        journal.lead()
+        try await slot.completion?.wait()
+      case .done:
+        try slot.completion?.outcome?.get()
+      }
+      return try slot.result!.get()
     }
-    // Leave the batch to the next waiter, who adds to it; the last one in line hands it over.
-    let flushes =
-      !gate.hasWaiters
-      || pipeline.withLock({ $0.commands.count >= Self.maximumBatchCommands || $0.bytes >= batchBudget })
-    if flushes { await flush() }
+  }
+
+  /// One turn at the gate: stages the holder's command and every command waiting behind it, in
+  /// arrival order, hands them to the journal (one append, unless they overflow a batch), and
+  /// passes the gate on. Each waiting command's task is woken once its outcome is settled (at
+  /// once if it failed validation or recorded nothing).
+  private func serveTurn(first: GateTicket) async {
+    _ = turns.advance(by: 1)
+    var tickets = [first] + gate.takeWaiters(max: Self.maximumTurnCommands - 1)
+    var index = 0
+    while true {
+      while index < tickets.count {
+        let ticket = tickets[index]
+        let completion = await ticket.runStage()
+        if ticket !== first {
+          if let completion {
+            completion.whenResolved { ticket.resume(.done) }
+          } else {
+            ticket.resume(.done)
+          }
+        }
+        if pipeline.withLock({ $0.commands.count >= Self.maximumBatchCommands }) { await flush() }
+        index += 1
+      }
+      // Commands that arrived while these were staged join the same append.
+      let room = Self.maximumBatchCommands - pipeline.withLock { $0.commands.count }
+      guard room > 0 else { break }
+      let more = gate.takeWaiters(max: min(room, Self.maximumTurnCommands - tickets.count))
+      if more.isEmpty { break }
+      tickets += more
+    }
+    await flush()
     gate.leave()
-    // Write what was handed over on this thread, unless a write is under way (it takes it next).
-    journal.lead()
-    let (result, completion) = try outcome.get()
-    try await completion?.wait()
-    return result
   }
 
   /// Validates and encodes one command and adds it to the open batch. Holder of the gate only.
-  private func stage<R>(_ origin: Origin, _ body: (M, inout Command) throws -> R) async throws -> (R, Completion?) {
+  private func stage<R>(_ origin: Origin, cancelled: CancelFlag, _ body: (M, inout Command) throws -> R) async throws
+    -> (R, Completion?)
+  {
     if let stopped = guarded.withLock({ $0.stopped }) {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
-    try Task.checkCancellation()
+    if cancelled.isCancelled { throw CancellationError() }
     if guarded.withLock({ $0.broken }) { await recover() }
 
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
@@ -284,11 +361,21 @@ public final class Manager<M: Model>: Sendable {
 
   /// The state a new command validates against: the live model when nothing is in flight or
   /// staged, else the working copy with every command so far applied.
+  ///
+  /// Making the working copy afresh copies the whole model (the live model's storage is shared
+  /// until the first apply), so it is kept while commands overlap, even at moments when
+  /// everything is published (it then equals the live model). It is dropped, freeing its
+  /// memory, once `quietCommandsBeforeDroppingCopy` commands in a row found nothing in flight.
   private func validationState() -> M {
     pipeline.withLock { pipeline -> M in
       if pipeline.commands.isEmpty, let live = guarded.withLock({ $0.flights.isEmpty ? $0.model : nil }) {
-        pipeline.working = nil  // every command so far is published: the copy is no longer needed
-        return live
+        pipeline.quietCommands += 1
+        if pipeline.working == nil || pipeline.quietCommands >= Self.quietCommandsBeforeDroppingCopy {
+          pipeline.working = nil  // every command so far is published: the copy is no longer needed
+          return live
+        }
+      } else {
+        pipeline.quietCommands = 0
       }
       if pipeline.working == nil {
         let (live, unpublished) = guarded.withLock { guarded in

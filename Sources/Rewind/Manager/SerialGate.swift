@@ -1,30 +1,89 @@
 internal import Synchronization
 
-/// A first-come, first-served async lock: at most one holder at a time, across suspension points.
+/// A command waiting at the gate: the work that validates, encodes and stages it, which the gate
+/// holder runs on the command's behalf.
 ///
-/// The manager holds it for a whole command (validate, append, apply, notify), so a command that
-/// suspends in its append never lets another command see or change the model half-way. An actor
-/// alone would not do: actors are reentrant at every `await`.
+/// `@unchecked Sendable`: `stage` is set before the ticket is queued and taken (once) only by the
+/// task that holds the gate; the command's own task is suspended in `SerialGate.enter` meanwhile.
+final class GateTicket: @unchecked Sendable {
+  /// Stages the command; returns its completion (nil if it failed or recorded nothing).
+  private var stage: (() async -> Completion?)?
+  private let wake = Mutex<CheckedContinuation<GateRole, Never>?>(nil)
+
+  init(stage: @escaping () async -> Completion?) { self.stage = stage }
+
+  /// Runs the staging work and drops it (it may capture a closure that must not outlive the
+  /// command's call). Gate holder only.
+  func runStage() async -> Completion? {
+    let work = stage
+    stage = nil
+    return await work?()
+  }
+
+  fileprivate func suspend(_ continuation: CheckedContinuation<GateRole, Never>) {
+    wake.withLock { $0 = continuation }
+  }
+
+  /// Resumes the command's task, as the new holder or with its outcome settled.
+  func resume(_ role: GateRole) {
+    let continuation = wake.withLock { wake in
+      defer { wake = nil }
+      return wake
+    }
+    continuation?.resume(returning: role)
+  }
+}
+
+/// What a task learns when it leaves `SerialGate.enter`.
+enum GateRole: Sendable {
+  /// It holds the gate: it stages its own command and every command waiting, then leaves.
+  case hold
+  /// Another holder staged its command, and the command's outcome is settled.
+  case done
+}
+
+/// A first-come, first-served gate for commands, that serves every command waiting in one turn.
+///
+/// At most one task holds it, across suspension points. The holder takes the whole queue of
+/// commands waiting at that moment and stages them one after another, in arrival order, on its
+/// own task; the tasks of those commands stay suspended until their outcome is settled (one
+/// wake-up per command, not one task hand-off per command for the gate and another for the
+/// outcome). When it leaves, the gate passes to the longest waiter, which serves the queue
+/// that formed meanwhile. An actor alone would not do: actors are reentrant at every `await`.
 final class SerialGate: Sendable {
   private struct State {
     var busy = false
-    var waiters: [CheckedContinuation<Void, Never>] = []
+    var waiters: [GateTicket] = []
   }
 
   private let state = Mutex(State())
 
-  /// Waits until the gate is free and takes it. Pair with exactly one `leave()`.
-  func enter() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let enterNow = state.withLock { state in
+  /// Takes the gate (`.hold`), or waits until a holder has staged `ticket` and its outcome is
+  /// settled (`.done`) or the gate is handed over (`.hold`). A holder must call `leave()`.
+  func enter(_ ticket: GateTicket) async -> GateRole {
+    await withCheckedContinuation { (continuation: CheckedContinuation<GateRole, Never>) in
+      ticket.suspend(continuation)
+      let holds = state.withLock { state in
         if state.busy {
-          state.waiters.append(continuation)
+          state.waiters.append(ticket)
           return false
         }
         state.busy = true
         return true
       }
-      if enterNow { continuation.resume() }
+      if holds { ticket.resume(.hold) }
+    }
+  }
+
+  /// Takes every waiting ticket, in arrival order. Holder only.
+  func takeWaiters(max: Int) -> [GateTicket] {
+    state.withLock { state in
+      if state.waiters.count <= max {
+        defer { state.waiters.removeAll(keepingCapacity: true) }
+        return state.waiters
+      }
+      defer { state.waiters.removeFirst(max) }
+      return Array(state.waiters.prefix(max))
     }
   }
 
@@ -37,13 +96,13 @@ final class SerialGate: Sendable {
 
   /// Hands the gate to the longest waiter, or frees it.
   func leave() {
-    let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+    let next = state.withLock { state -> GateTicket? in
       if state.waiters.isEmpty {
         state.busy = false
         return nil
       }
       return state.waiters.removeFirst()
     }
-    next?.resume()
+    next?.resume(.hold)
   }
 }

@@ -16,20 +16,25 @@ enum DecodedRecord: Sendable {
 
 /// The records `first...last` of a journal, decoded in order.
 ///
-/// For long ranges a producer thread reads, decompresses and decodes batches of records into a
-/// bounded queue while the consumer applies the previous ones, so both cores work and memory
-/// holds at most `batchesInFlight` batches. Short ranges are decoded on the calling thread.
-/// Not thread-safe: one consumer calls `next()`.
+/// For long ranges a producer thread reads and decompresses batches of records into a bounded
+/// queue while the consumer applies the previous ones, so both cores work and memory holds at most
+/// `batchesInFlight` batches. Decoding goes where there is idle capacity: the producer decodes a
+/// batch itself only while the consumer has other batches waiting (the producer is ahead);
+/// otherwise it hands the batch over raw and the consumer decodes each record just before applying
+/// it. Decoding is pure, so who decodes changes nothing but the speed. Short ranges are decoded on
+/// the calling thread. Not thread-safe: one consumer calls `next()`.
 final class DecodedRecords<M: Model> {
   private let registry: EventRegistry<M>
+  private let tables: EventTables
   private let queue: RecordQueue?
   private var inline: JournalCursor?
   private let last: UInt64
-  private var batch: [DecodedRecord] = []
+  private var batch: RecordBatch = .decoded([])
   private var position = 0
 
   init(registry: EventRegistry<M>, reader: JournalReader, first: UInt64, last: UInt64, options: ReplayOptions) throws {
     self.registry = registry
+    self.tables = registry.tables
     self.last = last
     if last < first {
       queue = nil
@@ -41,9 +46,13 @@ final class DecodedRecords<M: Model> {
       let queue = RecordQueue(capacity: options.batchesInFlight)
       self.queue = queue
       let size = options.recordsPerBatch
-      let thread = Thread { [registry] in
-        queue.produce { () throws -> [DecodedRecord]? in
-          try DecodedRecords.readBatch(cursor.value, registry: registry, last: last, size: size)
+      // Decode on the producer while at least this many batches wait for the consumer.
+      let ahead = max(1, options.batchesInFlight / 4)
+      let thread = Thread { [registry, tables] in
+        queue.produce { backlog throws -> RecordBatch? in
+          guard let records = try DecodedRecords.readRaw(cursor.value, last: last, size: size) else { return nil }
+          guard backlog >= ahead else { return .raw(records) }
+          return .decoded(try records.map { try decodeRecord($0, tables: tables, registry: registry) })
         }
       }
       thread.name = "rewind.replay.decode"
@@ -59,62 +68,74 @@ final class DecodedRecords<M: Model> {
       position = 0
       if let queue {
         guard let next = try queue.take() else {
-          batch = []
+          batch = .decoded([])
           return nil
         }
         batch = next
       } else if let cursor = inline {
-        guard let next = try DecodedRecords.readBatch(cursor, registry: registry, last: last, size: 64) else {
-          batch = []
+        guard let next = try DecodedRecords.readRaw(cursor, last: last, size: 64) else {
+          batch = .decoded([])
           inline = nil
           return nil
         }
-        batch = next
+        batch = .raw(next)
       } else {
         return nil
       }
     }
     defer { position += 1 }
-    return batch[position]
+    switch batch {
+    case .decoded(let records): return records[position]
+    case .raw(let records): return try decodeRecord(records[position], tables: tables, registry: registry)
+    }
   }
 
-  /// Up to `size` decoded records, or nil at the end.
-  static func readBatch(_ cursor: JournalCursor, registry: EventRegistry<M>, last: UInt64, size: Int) throws
-    -> [DecodedRecord]?
-  {
-    var batch: [DecodedRecord] = []
+  /// Up to `size` records, not yet decoded, or nil at the end.
+  static func readRaw(_ cursor: JournalCursor, last: UInt64, size: Int) throws -> [JournalRecord]? {
+    var batch: [JournalRecord] = []
     batch.reserveCapacity(size)
     while batch.count < size, let record = try cursor.next() {
       if record.sequence > last { break }
-      batch.append(try decode(record, registry: registry))
+      batch.append(record)
       if record.sequence == last { break }
     }
     return batch.isEmpty ? nil : batch
   }
 
   static func decode(_ record: JournalRecord, registry: EventRegistry<M>) throws -> DecodedRecord {
-    let header: EventRecord.Header
-    do {
-      header = try EventRecord.header(of: record.payload)
-    } catch {
-      throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
-    }
-    if header.name == Checkpoint.name {
-      do {
-        let checkpoint = try FieldDecoder().decode(Checkpoint.self, from: record.payload, at: header.bodyOffset)
-        return .checkpoint(sequence: record.sequence, checkpoint)
-      } catch {
-        throw ReplayError(
-          .undecodableEvent, sequence: record.sequence, name: header.name, version: header.version,
-          underlying: String(describing: error))
-      }
-    }
-    let event = try registry.decode(header, payload: record.payload, sequence: record.sequence)
-    let envelope = Envelope(
-      sequence: record.sequence, timestamp: record.timestamp, name: header.name, version: header.version,
-      origin: header.origin, commandID: header.commandID)
-    return .event(RecordedEvent(envelope: envelope, event: event))
+    try decodeRecord(record, tables: registry.tables, registry: registry)
   }
+}
+
+/// Decodes one record: the event (current versions through `tables`, older ones upcast by
+/// `registry`) with its envelope, or a checkpoint. A free function, so that calling it per record
+/// from generic code looks up no generic metadata.
+func decodeRecord<M: Model>(_ record: JournalRecord, tables: EventTables, registry: EventRegistry<M>) throws
+  -> DecodedRecord
+{
+  let header: EventRecord.Header
+  do {
+    header = try EventRecord.header(of: record.payload)
+  } catch {
+    throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
+  }
+  if header.name == Checkpoint.name {
+    do {
+      let checkpoint = try FieldDecoder().decode(Checkpoint.self, from: record.payload, at: header.bodyOffset)
+      return .checkpoint(sequence: record.sequence, checkpoint)
+    } catch {
+      throw ReplayError(
+        .undecodableEvent, sequence: record.sequence, name: header.name, version: header.version,
+        underlying: String(describing: error))
+    }
+  }
+  let event =
+    try tables.decode(header, payload: record.payload, sequence: record.sequence)
+    ?? registry.decode(header, payload: record.payload, sequence: record.sequence)
+  let envelope = Envelope(
+    sequence: record.sequence, timestamp: record.timestamp, name: header.name, version: header.version,
+    origin: header.origin, commandID: header.commandID)
+  return .event(RecordedEvent(envelope: envelope, event: event))
 }
 
 /// Moves a non-`Sendable` value into the one thread that uses it from then on.
@@ -123,14 +144,27 @@ struct SendableBox<Value>: @unchecked Sendable {
   init(_ value: Value) { self.value = value }
 }
 
-/// A bounded queue of decoded batches between one producer thread and one consumer.
+/// A batch handed from the reading thread to the applying one: decoded already, or still raw.
+enum RecordBatch: Sendable {
+  case decoded([DecodedRecord])
+  case raw([JournalRecord])
+
+  var count: Int {
+    switch self {
+    case .decoded(let records): records.count
+    case .raw(let records): records.count
+    }
+  }
+}
+
+/// A bounded queue of batches between one producer thread and one consumer.
 ///
 /// `@unchecked Sendable`: `batches`, `finished`, `cancelled` and `producerDone` are read and written
 /// only while holding `condition`.
 final class RecordQueue: @unchecked Sendable {
   private let condition = NSCondition()
   private let capacity: Int
-  private var batches: [Result<[DecodedRecord], any Error>] = []
+  private var batches: [Result<RecordBatch, any Error>] = []
   private var head = 0
   private var finished = false
   private var cancelled = false
@@ -139,7 +173,8 @@ final class RecordQueue: @unchecked Sendable {
   init(capacity: Int) { self.capacity = max(1, capacity) }
 
   /// Runs on the producer thread: calls `read` until it returns nil, throws, or the consumer cancels.
-  func produce(_ read: () throws -> [DecodedRecord]?) {
+  /// `read` is told how many batches wait for the consumer (its backlog) when it is called.
+  func produce(_ read: (_ backlog: Int) throws -> RecordBatch?) {
     defer {
       condition.lock()
       finished = true
@@ -148,9 +183,12 @@ final class RecordQueue: @unchecked Sendable {
       condition.unlock()
     }
     while true {
-      let item: Result<[DecodedRecord], any Error>
+      condition.lock()
+      let backlog = batches.count - head
+      condition.unlock()
+      let item: Result<RecordBatch, any Error>
       do {
-        guard let batch = try read() else { return }
+        guard let batch = try read(backlog) else { return }
         item = .success(batch)
       } catch {
         item = .failure(error)
@@ -169,7 +207,7 @@ final class RecordQueue: @unchecked Sendable {
   }
 
   /// The next batch, nil when the producer finished; rethrows the producer's error in order.
-  func take() throws -> [DecodedRecord]? {
+  func take() throws -> RecordBatch? {
     condition.lock()
     while head == batches.count && !finished { condition.wait() }
     guard head < batches.count else {

@@ -4,9 +4,10 @@ internal import RewindJournal
 /// apply it. Applying is pure, so the same journal always rebuilds the same state, whatever the
 /// batch sizes, segment boundaries, snapshots, process or machine.
 ///
-/// Replay streams: records are read, decompressed and decoded on a second thread into a bounded
-/// queue (see `ReplayOptions`) while the calling thread applies them, so memory is the state plus
-/// a fixed buffer whatever the journal's length.
+/// Replay streams: records are read and decompressed on a second thread into a bounded queue (see
+/// `ReplayOptions`) while the calling thread applies them, so memory is the state plus a fixed
+/// buffer whatever the journal's length. Each batch is decoded by whichever thread has time: the
+/// reading one while it is ahead, the applying one otherwise.
 public enum Replay {
   /// A rebuilt state and the last sequence number applied to it.
   public struct Result<M: Model>: Sendable {
@@ -155,12 +156,13 @@ public enum Replay {
     guard last > start else { return }
     let records = try DecodedRecords(
       registry: registry, reader: reader, first: start + 1, last: last, options: options)
+    let tables = registry.tables
     var context = ApplyContext(recording: false)
     var count = 0
     var sequence = start
     while let record = try records.next() {
       if case .event(let recorded) = record {
-        registry.apply(recorded.event, to: &state, context: &context)
+        tables.apply(recorded.event, to: &state, context: &context)
         context.touched.removeAll(keepingCapacity: true)
       }
       sequence = record.sequence

@@ -12,10 +12,12 @@ public enum ReplayTarget: Sendable, Equatable {
 
 /// How replay runs.
 public struct ReplayOptions: Sendable {
-  /// Records decoded per batch handed from the decoding thread to the applying one. Default 256.
+  /// Records per batch handed from the reading thread to the applying one. Default 256.
   public var recordsPerBatch = 256
-  /// Decoded batches that may wait to be applied; with `recordsPerBatch` this bounds replay's
-  /// memory beyond the state. 0 decodes on the applying thread. Default 8.
+  /// Batches that may wait to be applied; with `recordsPerBatch` this bounds replay's memory
+  /// beyond the state. The reading thread decodes a batch itself while at least a quarter of
+  /// them wait, and otherwise leaves it to the applying thread. 0 reads and decodes on the
+  /// applying thread. Default 8.
   public var batchesInFlight = 8
   /// Start from the newest usable snapshot at or before the target. Default true.
   public var useSnapshots = true

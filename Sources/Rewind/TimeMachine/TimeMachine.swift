@@ -109,9 +109,18 @@ public final class TimeMachine<M: SnapshotModel> {
   public func prepare() throws {
     keyframeSpacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     let last = lastSequence / keyframeSpacing * keyframeSpacing
+    // One pass for whoever shows progress: sequence numbers against the last keyframe's.
+    let report = progress
+    var applied = 0
+    progress = report.map { report in
+      { step in report(ReplayProgress(sequence: step.sequence, target: last, recordsApplied: applied)) }
+    }
+    defer { progress = report }
     for sequence in stride(from: keyframeSpacing, through: last, by: Int(keyframeSpacing))
     where keyframes[sequence] == nil {
+      let before = recordsApplied
       keep(try state(at: sequence, readingSnapshots: false), at: sequence)
+      applied += recordsApplied - before
     }
   }
 

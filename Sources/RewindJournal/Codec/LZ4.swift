@@ -142,8 +142,17 @@ package final class LZ4FrameEncoder {
 /// decompression bomb can make a reader allocate more than the limit it checked beforehand.
 package final class LZ4FrameDecoder {
   private var context: OpaquePointer?
+  /// Where `decompress(_:expectedLength:_:)` decodes, reused from frame to frame; used by one
+  /// thread at a time (no dynamic exclusivity checks).
+  @exclusivity(unchecked) private var scratch: [UInt8] = []
 
-  package init() {
+  /// Whether the frame's own xxHash32 checksums (block and content) are computed and compared.
+  private let verifiesChecksums: Bool
+
+  /// - Parameter verifyChecksums: false only where the frame's bytes were checked already (the
+  ///   journal cursor checks each frame's CRC-32C from its batch header before decoding it).
+  package init(verifyChecksums: Bool = true) {
+    self.verifiesChecksums = verifyChecksums
     var context: OpaquePointer?
     let code = LZ4F_createDecompressionContext(&context, UInt32(LZ4F_VERSION))
     precondition(LZ4F_isError(code) == 0 && context != nil, "liblz4 could not allocate a decompression context")
@@ -155,45 +164,59 @@ package final class LZ4FrameDecoder {
   /// Decodes exactly one frame from `frame` (which must hold that frame and nothing else) into
   /// `expectedLength` bytes. Checks the frame's own header, block and content checksums.
   package func decompress(_ frame: UnsafeRawBufferPointer, expectedLength: Int) throws -> [UInt8] {
-    LZ4F_resetDecompressionContext(context)
     var output = [UInt8](repeating: 0, count: expectedLength)
-    var failure: LZ4Failure?
-    output.withUnsafeMutableBytes { out in
-      var consumed = 0
-      var produced = 0
-      while true {
-        var sourceSize = frame.count - consumed
-        var destinationSize = expectedLength - produced
-        let hint = LZ4F_decompress(
-          context,
-          destinationSize == 0 ? nil : out.baseAddress! + produced, &destinationSize,
-          sourceSize == 0 ? nil : frame.baseAddress! + consumed, &sourceSize,
-          nil)
-        if LZ4F_isError(hint) != 0 {
-          failure = LZ4Failure(description: String(cString: LZ4F_getErrorName(hint)))
-          return
-        }
-        consumed += sourceSize
-        produced += destinationSize
-        if hint == 0 {
-          if consumed != frame.count {
-            failure = LZ4Failure(description: "bytes follow the end of the frame")
-          } else if produced != expectedLength {
-            failure = LZ4Failure(description: "frame decoded to \(produced) bytes, header says \(expectedLength)")
-          }
-          return
-        }
-        if sourceSize == 0 && destinationSize == 0 {
-          // No progress: either the input ran out or the output is full.
-          failure =
-            consumed == frame.count
-            ? LZ4Failure(description: "frame ends early")
-            : LZ4Failure(description: "frame decodes to more than the \(expectedLength) bytes its header declares")
-          return
-        }
-      }
-    }
+    let failure = output.withUnsafeMutableBytes { decode(frame, into: $0) }
     if let failure { throw failure }
     return output
+  }
+
+  /// Decodes one frame as `decompress(_:expectedLength:)` does, into a buffer this decoder keeps
+  /// for the next frame, and calls `body` with the decoded bytes (valid only during the call).
+  /// Saves an allocation per frame; the buffer is dropped after frames over 4 MiB.
+  package func decompress<R>(
+    _ frame: UnsafeRawBufferPointer, expectedLength: Int, _ body: (UnsafeRawBufferPointer) throws -> R
+  ) throws -> R {
+    if scratch.count < expectedLength { scratch = [UInt8](repeating: 0, count: max(expectedLength, 4096)) }
+    defer { if scratch.count > 1 << 22 { scratch = [] } }
+    return try scratch.withUnsafeMutableBytes { buffer in
+      let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<expectedLength])
+      if let failure = decode(frame, into: out) { throw failure }
+      return try body(UnsafeRawBufferPointer(out))
+    }
+  }
+
+  /// Decodes `frame` into exactly `out.count` bytes; the failure, or nil.
+  private func decode(_ frame: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> LZ4Failure? {
+    LZ4F_resetDecompressionContext(context)
+    let expectedLength = out.count
+    var options = LZ4F_decompressOptions_t()
+    options.skipChecksums = verifiesChecksums ? 0 : 1
+    var consumed = 0
+    var produced = 0
+    while true {
+      var sourceSize = frame.count - consumed
+      var destinationSize = expectedLength - produced
+      let hint = LZ4F_decompress(
+        context,
+        destinationSize == 0 ? nil : out.baseAddress! + produced, &destinationSize,
+        sourceSize == 0 ? nil : frame.baseAddress! + consumed, &sourceSize,
+        &options)
+      if LZ4F_isError(hint) != 0 { return LZ4Failure(description: String(cString: LZ4F_getErrorName(hint))) }
+      consumed += sourceSize
+      produced += destinationSize
+      if hint == 0 {
+        if consumed != frame.count { return LZ4Failure(description: "bytes follow the end of the frame") }
+        if produced != expectedLength {
+          return LZ4Failure(description: "frame decoded to \(produced) bytes, header says \(expectedLength)")
+        }
+        return nil
+      }
+      if sourceSize == 0 && destinationSize == 0 {
+        // No progress: either the input ran out or the output is full.
+        return consumed == frame.count
+          ? LZ4Failure(description: "frame ends early")
+          : LZ4Failure(description: "frame decodes to more than the \(expectedLength) bytes its header declares")
+      }
+    }
   }
 }

@@ -44,14 +44,21 @@ package enum BatchCodec {
   package static func decode(
     _ frame: ArraySlice<UInt8>, header: BatchHeader, decoder: LZ4FrameDecoder, limits: JournalLimits
   ) throws -> [JournalRecord] {
-    let content: [UInt8]
     do {
-      content = try frame.withUnsafeBytes { (bytes) throws in
-        try decoder.decompress(bytes, expectedLength: Int(header.contentLength))
+      return try frame.withUnsafeBytes { frame in
+        try decoder.decompress(frame, expectedLength: Int(header.contentLength)) { content in
+          try records(in: content, header: header, limits: limits)
+        }
       }
-    } catch {
-      throw BatchDecodingFailure(reason: "LZ4 frame does not decode: \(error)")
+    } catch let failure as LZ4Failure {
+      throw BatchDecodingFailure(reason: "LZ4 frame does not decode: \(failure)")
     }
+  }
+
+  /// The records of a batch's decoded content. Each payload is copied out of `content`.
+  private static func records(in content: UnsafeRawBufferPointer, header: BatchHeader, limits: JournalLimits) throws
+    -> [JournalRecord]
+  {
     var records: [JournalRecord] = []
     records.reserveCapacity(Int(header.recordCount))
     var position = 0
@@ -60,9 +67,9 @@ package enum BatchCodec {
       guard content.count - position >= Layout.recordHeaderSize else {
         throw BatchDecodingFailure(reason: "record header cut short at content offset \(position)")
       }
-      let sequence = content.loadLE(UInt64.self, at: position)
-      let timestamp = content.loadLE(Int64.self, at: position + 8)
-      let length = Int(content.loadLE(UInt32.self, at: position + 16))
+      let sequence = UInt64(littleEndian: content.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+      let timestamp = Int64(littleEndian: content.loadUnaligned(fromByteOffset: position + 8, as: Int64.self))
+      let length = Int(UInt32(littleEndian: content.loadUnaligned(fromByteOffset: position + 16, as: UInt32.self)))
       position += Layout.recordHeaderSize
       guard sequence == expected else {
         throw BatchDecodingFailure(reason: "record \(records.count) has sequence \(sequence), expected \(expected)")
@@ -74,9 +81,8 @@ package enum BatchCodec {
       guard timestamp >= header.minTimestamp, timestamp <= header.maxTimestamp else {
         throw BatchDecodingFailure(reason: "record \(sequence) timestamp outside the batch header's range")
       }
-      records.append(
-        JournalRecord(sequence: sequence, timestamp: timestamp, payload: Array(content[position..<(position + length)]))
-      )
+      let payload = [UInt8](UnsafeRawBufferPointer(rebasing: content[position..<(position + length)]))
+      records.append(JournalRecord(sequence: sequence, timestamp: timestamp, payload: payload))
       position += length
       expected += 1
     }

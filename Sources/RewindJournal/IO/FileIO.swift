@@ -176,25 +176,17 @@ extension FileIO {
   /// Reads up to `count` bytes at `offset`; fewer only at end of file. `count` must already be
   /// bounded by the caller's limits.
   package func read(_ fd: Int32, count: Int, at offset: Int64, path: String) throws -> [UInt8] {
-    var bytes = [UInt8](repeating: 0, count: count)
-    var done = 0
-    var failure: (any Error)?
-    bytes.withUnsafeMutableBytes { buffer in
-      while done < count {
-        do {
-          let n = try pread(
-            fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done), path: path)
-          if n == 0 { break }
-          done += n
-        } catch {
-          failure = error
-          return
-        }
+    // Not zeroed first: only the bytes read are kept.
+    try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+      while initialized < count {
+        let n = try pread(
+          fd, into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[initialized...])),
+          at: offset + Int64(initialized),
+          path: path)
+        if n == 0 { break }
+        initialized += n
       }
     }
-    if let failure { throw failure }
-    if done < count { bytes.removeLast(count - done) }
-    return bytes
   }
 
   /// Writes a whole new file durably and atomically: temporary file, fsync, rename, directory fsync.

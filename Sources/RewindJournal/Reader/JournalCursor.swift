@@ -16,9 +16,12 @@ public final class JournalCursor {
   private var start: Start?
   /// Whether the current position came from the index (and may be stale).
   private var positionedByIndex = false
-  private var buffer: [JournalRecord] = []
+  /// Accessed only by the cursor's one consumer (no dynamic exclusivity checks).
+  @exclusivity(unchecked) private var buffer: [JournalRecord] = []
   private var bufferPosition = 0
-  private let decoder = LZ4FrameDecoder()
+  /// Frames reach the decoder only after their CRC-32C (batch header) matched, so LZ4's own
+  /// xxHash32 checksums of the same frame are not computed again (`JournalReader.verify()` does).
+  private let decoder = LZ4FrameDecoder(verifyChecksums: false)
 
   init(reader: JournalReader, start: Start) throws {
     self.reader = reader

@@ -9,7 +9,8 @@ package final class SegmentFile {
   package private(set) var size: Int64
   private let io: any FileIO
   private let fd: Int32
-  private var window: [UInt8] = []
+  /// Accessed only by the one thread that owns this file (no dynamic exclusivity checks).
+  @exclusivity(unchecked) private var window: [UInt8] = []
   private var windowOffset: Int64 = 0
   private static let readAhead = 1 << 20
 

@@ -47,6 +47,15 @@ final class JournalWriter: @unchecked Sendable {
   private var contended = false
   /// Set when the journal can no longer accept appends (a failed fsync, a write that could not be undone).
   private var failure: JournalError?
+  /// While the writer thread gathers a group under `always`: how many appends it waits for
+  /// (enqueue wakes it only once that many are queued); 0 otherwise.
+  private var gatherTarget = 0
+
+  // Writer-thread only: what the last synced group looked like, for gathering the next.
+  /// Appends in the last group written by the writer thread.
+  private var lastGroupAppends = 0
+  /// How long the last fdatasync took, in nanoseconds.
+  private var lastSyncNanos: UInt64 = 0
 
   /// The last acknowledged sequence number, readable from any thread.
   let lastSequence: Atomic<UInt64>
@@ -73,12 +82,16 @@ final class JournalWriter: @unchecked Sendable {
     thread.start()
   }
 
-  private var activeName: String { Layout.segmentName(firstSequence: state.segments.last!) }
+  /// The active segment's file name and path, made once per segment (not per write).
+  private var activeName = ""
+  private var activePath = ""
 
   private func openActiveSegment() throws {
-    let name = activeName
+    let name = Layout.segmentName(firstSequence: state.segments.last!)
+    activeName = name
+    activePath = path + "/" + name
     do {
-      segmentFD = try io.open(path + "/" + name, flags: O_WRONLY, mode: 0)
+      segmentFD = try io.open(activePath, flags: O_WRONLY, mode: 0)
     } catch {
       throw JournalError(error, directory: path, file: name)
     }
@@ -151,7 +164,7 @@ final class JournalWriter: @unchecked Sendable {
       writeAndHandOff(group, failure: failure)
       return
     }
-    condition.signal()
+    if gatherTarget == 0 || queue.count >= gatherTarget { condition.signal() }
     condition.unlock()
   }
 
@@ -219,6 +232,7 @@ final class JournalWriter: @unchecked Sendable {
 
   private func run() {
     while let (group, failure) = nextGroup() {
+      lastGroupAppends = group.count
       complete(group, failure: failure)
       condition.lock()
       writing = false
@@ -239,6 +253,19 @@ final class JournalWriter: @unchecked Sendable {
       condition.wait()
     }
     writing = true
+    if case .always = options.durability, !closing, lastGroupAppends > 1, queue.count < lastGroupAppends {
+      // Group commit under `always`: the appends of the last group were acknowledged a moment
+      // ago and their producers are coming back one by one. Syncing the first few alone would
+      // make the rest wait for that sync and then sync again; wait (at most about one sync's
+      // duration) until as many appends as last time are queued, then sync them together.
+      let limit = min(max(lastSyncNanos, 50_000), 2_000_000)
+      let deadline = Date(timeIntervalSinceNow: Double(limit) / 1e9)
+      gatherTarget = lastGroupAppends
+      while queue.count < gatherTarget && queuedBytes < options.frameTargetBytes && !closing {
+        if !condition.wait(until: deadline) { break }
+      }
+      gatherTarget = 0
+    }
     if case .batched(let delay) = options.durability, !closing {
       // Linger for more appends, up to the delay; stop early once the queue has stopped
       // growing for an eighth of it (everyone who was going to append soon has), or a frame is full.
@@ -261,12 +288,31 @@ final class JournalWriter: @unchecked Sendable {
   /// sequence number the journal will not be at are refused in their place; the rest are written.
   private func write(_ all: [PendingAppend]) {
     guard !all.isEmpty else { return }
+    // Usually every append may start where the one before it ends: write them all as they are.
+    var next = state.nextSequence
+    var conflict = false
+    for append in all {
+      if let expected = append.expectedFirst, expected != next {
+        conflict = true
+        break
+      }
+      next += UInt64(append.records.count)
+    }
+    if !conflict {
+      switch write(group: all) {
+      case .success(let ranges):
+        for (append, range) in zip(all, ranges) { append.completion(.success(range)) }
+      case .failure(let error):
+        for append in all { append.completion(.failure(error)) }
+      }
+      return
+    }
     var group: [PendingAppend] = []
     group.reserveCapacity(all.count)
     /// For each append, nil if it is written, else the sequence number the journal was at.
     var refusedAt: [UInt64?] = []
     refusedAt.reserveCapacity(all.count)
-    var next = state.nextSequence
+    next = state.nextSequence
     for append in all {
       if let expected = append.expectedFirst, expected != next {
         refusedAt.append(next)
@@ -350,7 +396,7 @@ final class JournalWriter: @unchecked Sendable {
     let name = activeName
     do {
       try output.withUnsafeBytes { (bytes) throws in
-        try io.writeAll(segmentFD, bytes, at: state.endOffset, path: path + "/" + name)
+        try io.writeAll(segmentFD, bytes, at: state.endOffset, path: activePath)
       }
     } catch {
       // Undo whatever part reached the file, so nothing unacknowledged stays behind.
@@ -359,7 +405,9 @@ final class JournalWriter: @unchecked Sendable {
     }
     if options.durability != .none {
       do {
-        try io.sync(segmentFD, metadata: false, path: path + "/" + name)
+        let start = DispatchTime.now().uptimeNanoseconds
+        try io.sync(segmentFD, metadata: false, path: activePath)
+        lastSyncNanos = DispatchTime.now().uptimeNanoseconds - start
       } catch {
         _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
         return fail(durabilityLost(error, file: name), fatal: true)
@@ -400,7 +448,7 @@ final class JournalWriter: @unchecked Sendable {
   private func roll() throws(RollFailure) {
     let name = activeName
     do {
-      try io.sync(segmentFD, metadata: true, path: path + "/" + name)
+      try io.sync(segmentFD, metadata: true, path: activePath)
     } catch {
       throw RollFailure(error: durabilityLost(error, file: name), fatal: true)
     }
