@@ -3,11 +3,12 @@ import Foundation
 /// A helper executable built alongside the tests, run as a child process whose stdout lines are
 /// collected as they come, and which can be killed with SIGKILL at any moment.
 public final class ChildProcess: @unchecked Sendable {
-  // `process`, `output` and `drained` are set once in init; `output` locks itself. The reader
-  // thread alone touches the pipe's read end, and does not keep `self` alive.
+  // `process` and `output` are set once in init; `output` locks itself. The reader thread alone
+  // touches the pipe's read end, and does not keep `self` alive. The waits below poll with
+  // `Task.sleep` rather than block: a test blocked in them would hold one of the few threads of
+  // Swift concurrency's cooperative pool and starve every other test running beside it.
   private let process = Process()
   private let output = LineBuffer()
-  private let drained = DispatchSemaphore(value: 0)
 
   /// Finds an executable product built next to the running test bundle.
   public static func builtProduct(_ name: String) -> String? {
@@ -35,7 +36,6 @@ public final class ChildProcess: @unchecked Sendable {
     // pipe's descriptor outlived it and crashed libdispatch once the number was reused.
     let reading = pipe.fileHandleForReading
     let output = output
-    let drained = drained
     Thread.detachNewThread {
       var partial = Data()
       while true {
@@ -50,45 +50,51 @@ public final class ChildProcess: @unchecked Sendable {
         output.append(lines)
       }
       try? reading.close()
-      drained.signal()
+      output.end()
     }
   }
 
   /// The complete lines printed so far.
   public var lines: [String] { output.lines }
 
-  /// Waits (polling) until a line satisfies `condition` or `timeout` passes.
-  public func waitForLine(timeout: Double = 30, where condition: (String) -> Bool) -> Bool {
+  /// Waits (polling, with `Task.sleep`: no thread is held) until a line satisfies `condition` or
+  /// `timeout` passes.
+  public func waitForLine(timeout: Double = 30, where condition: (String) -> Bool) async throws -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
       if lines.contains(where: condition) { return true }
       if !process.isRunning {
         // It ended; its last lines may still be in the pipe: wait for the reader to reach the end.
-        if drained.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow)) == .success { drained.signal() }
+        try await waitForOutput(until: deadline)
         return lines.contains(where: condition)
       }
-      usleep(2_000)
+      try await Task.sleep(for: .milliseconds(2))
     }
-    return false
+    // A sleep can end long after its time when the pool is busy: look once more at the deadline.
+    return lines.contains(where: condition)
   }
 
   /// SIGKILL, then waits for the process to end and for everything it printed to be read.
   /// Lines already printed stay in `lines`.
-  public func kill() {
+  public func kill() async throws {
     if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    drained.wait()
-    drained.signal()
+    while process.isRunning { try await Task.sleep(for: .milliseconds(1)) }
+    try await waitForOutput(until: .distantFuture)
   }
 
   /// Waits for the process to end by itself (SIGKILL after `timeout` seconds) and for its output
   /// to be read. Returns whether it exited on its own with status 0.
-  public func waitForExit(timeout: Double = 300) -> Bool {
+  public func waitForExit(timeout: Double = 300) async throws -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(5_000) }
+    while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
     let finished = !process.isRunning
-    kill()
+    try await kill()
     return finished && process.terminationReason == .exit && process.terminationStatus == 0
+  }
+
+  /// Polls until the reader thread has reached the end of the output, or `deadline` passes.
+  private func waitForOutput(until deadline: Date) async throws {
+    while !output.ended && Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
   }
 
   public var isRunning: Bool { process.isRunning }
@@ -98,9 +104,23 @@ public final class ChildProcess: @unchecked Sendable {
 
 /// Lines read from a child, shared between its reader thread and the test.
 private final class LineBuffer: @unchecked Sendable {
-  // `collected` is guarded by `lock`.
+  // `collected` and `reachedEnd` are guarded by `lock`.
   private let lock = NSLock()
   private var collected: [String] = []
+  private var reachedEnd = false
+
+  /// The reader reached the end of the output: every line is in `lines`.
+  func end() {
+    lock.lock()
+    reachedEnd = true
+    lock.unlock()
+  }
+
+  var ended: Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    return reachedEnd
+  }
 
   func append(_ lines: [String]) {
     lock.lock()

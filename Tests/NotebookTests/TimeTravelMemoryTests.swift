@@ -46,10 +46,10 @@ import Testing
     }
   }
 
-  private func peakMemory(replaying directory: String) throws -> (records: Int, kib: Int) {
+  private func peakMemory(replaying directory: String) async throws -> (records: Int, kib: Int) {
     let child = try #require(ChildProcess.builtProduct("replay-child"))
     let process = try ChildProcess(executable: child, arguments: ["memory", directory])
-    #expect(process.waitForLine(timeout: 120) { $0.hasPrefix("records ") })
+    #expect(try await process.waitForLine(timeout: 120) { $0.hasPrefix("records ") })
     let fields = try #require(process.lines.first { $0.hasPrefix("records ") }).split(separator: " ")
     return (Int(fields[1]) ?? -1, Int(fields[3]) ?? -1)
   }
@@ -61,8 +61,8 @@ import Testing
     let large = TemporaryDirectory()
     try await writeJournal(small.path, edits: 10_000)
     try await writeJournal(large.path, edits: 60_000)
-    let smallPeak = try peakMemory(replaying: small.path)
-    let largePeak = try peakMemory(replaying: large.path)
+    let smallPeak = try await peakMemory(replaying: small.path)
+    let largePeak = try await peakMemory(replaying: large.path)
     #expect(smallPeak.records == 10_021 && largePeak.records == 60_021)
     print(
       "replay peak RSS: \(smallPeak.records) records \(smallPeak.kib) KiB, \(largePeak.records) records \(largePeak.kib) KiB"

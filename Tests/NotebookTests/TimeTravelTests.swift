@@ -98,7 +98,7 @@ import Testing
       #expect(a == b, "n = \(n)")
       if n % 111 == 0 || n == last {
         let process = try ChildProcess(executable: child, arguments: ["digest", small.path, String(n)])
-        #expect(process.waitForLine { $0.hasPrefix("digest ") })
+        #expect(try await process.waitForLine { $0.hasPrefix("digest ") })
         #expect(process.lines.first == "digest \(a)", "n = \(n)")
       }
     }

@@ -5,17 +5,18 @@ import Testing
 /// The journal-level audit commands (log, show, stats, export, tail) on Notebook journals written
 /// by `rewind demo`, run as the built binary.
 @Suite struct AuditCommandTests {
-  static func rewind(_ arguments: [String]) throws -> RewindCommandTests.Run {
-    try RewindCommandTests.rewind(arguments)
+  static func rewind(_ arguments: [String]) async throws -> RewindCommandTests.Run {
+    try await RewindCommandTests.rewind(arguments)
   }
 
   /// A seeded demo journal, and its export parsed (one object per event, in order).
-  static func journal(events: Int = 1_500, seed: Int = 4) throws -> (TemporaryDirectory, String, [[String: Any]]) {
+  static func journal(events: Int = 1_500, seed: Int = 4) async throws -> (TemporaryDirectory, String, [[String: Any]])
+  {
     let dir = TemporaryDirectory("cli-audit")
     let path = dir.appending("journal")
-    let demo = try rewind(["demo", path, "--events", "\(events)", "--seed", "\(seed)", "--durability", "none"])
+    let demo = try await rewind(["demo", path, "--events", "\(events)", "--seed", "\(seed)", "--durability", "none"])
     try #require(demo.status == 0, "\(demo.err)")
-    let export = try rewind(["export", path, "--jsonl"])
+    let export = try await rewind(["export", path, "--jsonl"])
     try #require(export.status == 0, "\(export.err)")
     return (dir, path, try parse(export.out))
   }
@@ -28,8 +29,8 @@ import Testing
 
   static func sequences(_ objects: [[String: Any]]) -> [Int] { objects.compactMap { $0["seq"] as? Int } }
 
-  @Test func exportHasEveryEventWithItsEnvelopeAndFields() throws {
-    let (dir, path, events) = try Self.journal()
+  @Test func exportHasEveryEventWithItsEnvelopeAndFields() async throws {
+    let (dir, path, events) = try await Self.journal()
     defer { withExtendedLifetime(dir) {} }
     #expect(Self.sequences(events) == Array(1...events.count))
     let first = try #require(events.first)
@@ -45,25 +46,25 @@ import Testing
     #expect(created["version"] as? Int == 2)
     #expect((created["payload"] as? [String: Any])?["tags"] is [Any])
     // log --json is the same rendering.
-    let log = try Self.rewind(["log", path, "--json"])
-    #expect(log.out == (try Self.rewind(["export", path, "--jsonl"])).out)
+    let log = try await Self.rewind(["log", path, "--json"])
+    #expect(log.out == (try await Self.rewind(["export", path, "--jsonl"])).out)
   }
 
-  @Test func logSelectsByRangeTimeNameOriginAndEntity() throws {
-    let (dir, path, events) = try Self.journal()
+  @Test func logSelectsByRangeTimeNameOriginAndEntity() async throws {
+    let (dir, path, events) = try await Self.journal()
     defer { withExtendedLifetime(dir) {} }
-    func log(_ options: [String]) throws -> [[String: Any]] {
-      let run = try Self.rewind(["log", path, "--json"] + options)
+    func log(_ options: [String]) async throws -> [[String: Any]] {
+      let run = try await Self.rewind(["log", path, "--json"] + options)
       #expect(run.status == 0, "\(options): \(run.err)")
       return try Self.parse(run.out)
     }
-    #expect(Self.sequences(try log(["--from", "100", "--to", "120"])) == Array(100...120))
-    #expect(Self.sequences(try log(["--from", "7", "--limit", "5"])) == Array(7...11))
+    #expect(Self.sequences(try await log(["--from", "100", "--to", "120"])) == Array(100...120))
+    #expect(Self.sequences(try await log(["--from", "7", "--limit", "5"])) == Array(7...11))
 
-    let created = try log(["--type", "note.created"])
+    let created = try await log(["--type", "note.created"])
     #expect(!created.isEmpty)
     #expect(Self.sequences(created) == Self.sequences(events.filter { $0["name"] as? String == "note.created" }))
-    let notes = try log(["--type", "note.*", "--origin", "sync"])
+    let notes = try await log(["--type", "note.*", "--origin", "sync"])
     #expect(!notes.isEmpty)
     #expect(
       Self.sequences(notes)
@@ -74,7 +75,7 @@ import Testing
 
     let since = try #require(events[199]["time"] as? String)
     let until = try #require(events[299]["time"] as? String)
-    let window = try log(["--since", since, "--until", until])
+    let window = try await log(["--since", since, "--until", until])
     let expected = events.filter { event in
       let time = event["time"] as? String ?? ""
       return time >= since && time <= until
@@ -83,7 +84,7 @@ import Testing
     #expect(Self.sequences(window).contains(200) && Self.sequences(window).contains(300))
 
     let note = try #require((created[0]["payload"] as? [String: Any])?["id"] as? String)
-    let mentions = try log(["--entity", note])
+    let mentions = try await log(["--entity", note])
     #expect(mentions.count >= 1)
     let mentioning = events.filter { event in
       (try? JSONSerialization.data(withJSONObject: event["payload"] ?? [:]))
@@ -92,10 +93,10 @@ import Testing
     #expect(Self.sequences(mentions) == Self.sequences(mentioning))
   }
 
-  @Test func logForPeopleShowsOneLinePerEvent() throws {
-    let (dir, path, events) = try Self.journal(events: 200)
+  @Test func logForPeopleShowsOneLinePerEvent() async throws {
+    let (dir, path, events) = try await Self.journal(events: 200)
     defer { withExtendedLifetime(dir) {} }
-    let run = try Self.rewind(["log", path, "--limit", "3"])
+    let run = try await Self.rewind(["log", path, "--limit", "3"])
     #expect(run.status == 0)
     let lines = run.out.split(separator: "\n")
     #expect(lines.count == 3)
@@ -115,22 +116,22 @@ import Testing
     (["--type", "no.such.event"], "no event in"),
     (["--frobnicate"], "unknown option --frobnicate"),
   ])
-  func logRejectsSelectionsOutsideTheJournal(options: [String], message: String) throws {
-    let (dir, path, _) = try Self.journal(events: 100)
+  func logRejectsSelectionsOutsideTheJournal(options: [String], message: String) async throws {
+    let (dir, path, _) = try await Self.journal(events: 100)
     defer { withExtendedLifetime(dir) {} }
-    let run = try Self.rewind(["log", path] + options)
+    let run = try await Self.rewind(["log", path] + options)
     #expect(run.status == 2, "\(options)")
     #expect(run.err.contains(message), "\(run.err)")
     #expect(run.out.isEmpty)
   }
 
-  @Test func showPrintsOneEventItsCommandAndTheRecordsItTouched() throws {
-    let (dir, path, events) = try Self.journal()
+  @Test func showPrintsOneEventItsCommandAndTheRecordsItTouched() async throws {
+    let (dir, path, events) = try await Self.journal()
     defer { withExtendedLifetime(dir) {} }
     let index = try #require(events.firstIndex { $0["name"] as? String == "note.created" })
     let event = events[index]
     let payload = try #require(event["payload"] as? [String: Any])
-    let run = try Self.rewind(["show", path, "\(index + 1)"])
+    let run = try await Self.rewind(["show", path, "\(index + 1)"])
     #expect(run.status == 0, "\(run.err)")
     #expect(run.out.hasPrefix("event \(index + 1) in \(path)\n"))
     #expect(run.out.contains("  time      \(event["time"] as? String ?? "?")\n"))
@@ -146,7 +147,7 @@ import Testing
       events.indices.first { $0 > 0 && events[$0]["command"] as? String == events[$0 - 1]["command"] as? String })
     let id = try #require(events[command]["command"] as? String)
     let range = events.indices.filter { events[$0]["command"] as? String == id }
-    let json = try Self.rewind(["show", path, "\(command + 1)", "--json"])
+    let json = try await Self.rewind(["show", path, "\(command + 1)", "--json"])
     let object = try #require(try Self.parse(json.out).first)
     #expect(object["commandEvents"] as? [Int] == [range.first! + 1, range.last! + 1])
     #expect(object["seq"] as? Int == command + 1)
@@ -166,18 +167,18 @@ import Testing
     (["999999"], "sequence 999999 is out of range: the journal holds sequences 1-"),
     ([], "needs the journal directory and a sequence number"),
   ])
-  func showRejectsBadSequenceNumbers(arguments: [String], message: String) throws {
-    let (dir, path, _) = try Self.journal(events: 50)
+  func showRejectsBadSequenceNumbers(arguments: [String], message: String) async throws {
+    let (dir, path, _) = try await Self.journal(events: 50)
     defer { withExtendedLifetime(dir) {} }
-    let run = try Self.rewind(["show", path] + arguments)
+    let run = try await Self.rewind(["show", path] + arguments)
     #expect(run.status == 2)
     #expect(run.err.contains(message), "\(run.err)")
   }
 
-  @Test func statsCountsEventsByNameAndOrigin() throws {
-    let (dir, path, events) = try Self.journal()
+  @Test func statsCountsEventsByNameAndOrigin() async throws {
+    let (dir, path, events) = try await Self.journal()
     defer { withExtendedLifetime(dir) {} }
-    let run = try Self.rewind(["stats", path])
+    let run = try await Self.rewind(["stats", path])
     #expect(run.status == 0, "\(run.err)")
     #expect(run.out.contains("events       \(events.count) (sequences 1-\(events.count)) in "))
     let created = events.filter { $0["name"] as? String == "note.created" }.count
@@ -192,7 +193,7 @@ import Testing
     #expect(run.out.contains("snapshots    none"))
     #expect(run.out.contains("checkpoints  none"))
 
-    let json = try Self.parse(try Self.rewind(["stats", path, "--json"]).out)
+    let json = try Self.parse(try await Self.rewind(["stats", path, "--json"]).out)
     let object = try #require(json.first)
     #expect(object["events"] as? Int == events.count)
     #expect((object["byName"] as? [String: Int])?["note.created"] == created)
@@ -201,43 +202,49 @@ import Testing
     #expect(object["sound"] as? Bool == true)
   }
 
-  @Test func tailShowsTheLastEventsAndFollowsNewOnes() throws {
-    let (dir, path, events) = try Self.journal(events: 300)
+  @Test func tailShowsTheLastEventsAndFollowsNewOnes() async throws {
+    let (dir, path, events) = try await Self.journal(events: 300)
     defer { withExtendedLifetime(dir) {} }
-    let tail = try Self.rewind(["tail", path, "-n", "3", "--json"])
+    let tail = try await Self.rewind(["tail", path, "-n", "3", "--json"])
     #expect(Self.sequences(try Self.parse(tail.out)) == Array((events.count - 2)...events.count))
 
     let executable = try #require(ChildProcess.builtProduct("rewind"))
+    // Killed on any early exit too: ChildProcess's deinit sends SIGKILL.
     let follower = try ChildProcess(executable: executable, arguments: ["tail", path, "-f", "-n", "1", "--json"])
-    defer { follower.kill() }
-    #expect(follower.waitForLine { $0.contains("\"seq\":\(events.count),") })
+    #expect(try await follower.waitForLine { $0.contains("\"seq\":\(events.count),") })
     // Another writer appends while tail follows.
-    let more = try Self.rewind(["demo", path, "--events", "40", "--durability", "none"])
+    let more = try await Self.rewind(["demo", path, "--events", "40", "--durability", "none"])
     #expect(more.status == 0, "\(more.err)")
-    let last = try #require(try Self.parse(try Self.rewind(["export", path, "--jsonl"]).out).last?["seq"] as? Int)
+    let last = try #require(
+      try Self.parse(try await Self.rewind(["export", path, "--jsonl"]).out).last?["seq"] as? Int)
     #expect(last >= events.count + 40)
-    #expect(follower.waitForLine { $0.contains("\"seq\":\(last),") })
-    follower.kill()
+    #expect(try await follower.waitForLine { $0.contains("\"seq\":\(last),") })
+    try await follower.kill()
     let followed = try Self.parse(follower.lines.joined(separator: "\n"))
     #expect(Self.sequences(followed) == Array(events.count...last))
   }
 
-  @Test func tailFollowEndsCleanlyOnInterrupt() throws {
-    let (dir, path, events) = try Self.journal(events: 100)
+  @Test func tailFollowEndsCleanlyOnInterrupt() async throws {
+    let (dir, path, events) = try await Self.journal(events: 100)
     defer { withExtendedLifetime(dir) {} }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try #require(ChildProcess.builtProduct("rewind")))
-    process.arguments = ["tail", path, "-f", "-n", "2", "--json"]
-    let out = Pipe()
-    process.standardOutput = out
-    try process.run()
-    // The first lines arrive before the interrupt, so it lands while following.
-    var received = Data()
-    while received.filter({ $0 == 0x0A }).count < 2 { received.append(out.fileHandleForReading.availableData) }
-    process.interrupt()
-    received.append(out.fileHandleForReading.readDataToEndOfFile())
-    process.waitUntilExit()
-    #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+    let executable = try #require(ChildProcess.builtProduct("rewind"))
+    // The child runs and is read on a thread of its own: no thread of the cooperative pool waits.
+    let (received, reason, status) = try await onOwnThread {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: executable)
+      process.arguments = ["tail", path, "-f", "-n", "2", "--json"]
+      let out = Pipe()
+      process.standardOutput = out
+      try process.run()
+      // The first lines arrive before the interrupt, so it lands while following.
+      var received = Data()
+      while received.filter({ $0 == 0x0A }).count < 2 { received.append(out.fileHandleForReading.availableData) }
+      process.interrupt()
+      received.append(out.fileHandleForReading.readDataToEndOfFile())
+      process.waitUntilExit()
+      return (received, process.terminationReason, process.terminationStatus)
+    }
+    #expect(reason == .exit && status == 0)
     #expect(
       Self.sequences(try Self.parse(String(decoding: received, as: UTF8.self))) == [events.count - 1, events.count])
   }

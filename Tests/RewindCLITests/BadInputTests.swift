@@ -5,60 +5,62 @@ import Testing
 /// Damage seen through the audit commands, and the tool without a command. `EveryCommandTests`
 /// runs every command against each kind of bad input.
 @Suite struct BadInputTests {
-  static func rewind(_ arguments: [String]) throws -> RewindCommandTests.Run {
-    try RewindCommandTests.rewind(arguments)
+  static func rewind(_ arguments: [String]) async throws -> RewindCommandTests.Run {
+    try await RewindCommandTests.rewind(arguments)
   }
 
   /// A small seeded Notebook journal in `dir/journal`; returns its only segment's path.
-  static func journal(in dir: TemporaryDirectory) throws -> String {
-    let run = try rewind(["demo", dir.appending("journal"), "--events", "400", "--seed", "9", "--durability", "none"])
+  static func journal(in dir: TemporaryDirectory) async throws -> String {
+    let run = try await rewind([
+      "demo", dir.appending("journal"), "--events", "400", "--seed", "9", "--durability", "none",
+    ])
     try #require(run.status == 0, "\(run.err)")
     let segments = Files.list(dir.appending("journal")).filter { $0.hasSuffix(".lz4") }
     try #require(segments.count == 1)
     return dir.appending("journal/" + segments[0])
   }
 
-  @Test func aCorruptedFrameIsLocated() throws {
+  @Test func aCorruptedFrameIsLocated() async throws {
     let dir = TemporaryDirectory("cli-corrupt")
-    let segment = try Self.journal(in: dir)
+    let segment = try await Self.journal(in: dir)
     var bytes = try Files.read(segment)
     bytes[bytes.count / 2] ^= 0x5A
     try Files.write(bytes, to: segment)
-    let log = try Self.rewind(["log", dir.appending("journal")])
+    let log = try await Self.rewind(["log", dir.appending("journal")])
     #expect(log.status == 3)
     #expect(log.err.contains("byte offset"), "\(log.err)")
     #expect(log.err.contains("rewind repair"), "\(log.err)")
     #expect(log.out.hasPrefix("1  "), "the intact events before the damage are shown")
-    let verify = try Self.rewind(["verify", dir.appending("journal")])
+    let verify = try await Self.rewind(["verify", dir.appending("journal")])
     #expect(verify.status == 1)
     #expect(verify.out.contains("problem: "))
   }
 
-  @Test func aTruncatedSegmentReadsUpToItsLastWholeFrame() throws {
+  @Test func aTruncatedSegmentReadsUpToItsLastWholeFrame() async throws {
     let dir = TemporaryDirectory("cli-truncated")
-    let segment = try Self.journal(in: dir)
+    let segment = try await Self.journal(in: dir)
     let bytes = try Files.read(segment)
     try Files.write(Array(bytes.prefix(bytes.count * 2 / 3)), to: segment)
-    let log = try Self.rewind(["log", dir.appending("journal"), "--json"])
+    let log = try await Self.rewind(["log", dir.appending("journal"), "--json"])
     #expect(log.status == 0, "\(log.err)")
     let count = log.out.split(separator: "\n").count
     #expect(count > 0 && count < 400)
-    let verify = try Self.rewind(["verify", dir.appending("journal")])
+    let verify = try await Self.rewind(["verify", dir.appending("journal")])
     #expect(verify.status == 0)
     #expect(verify.out.contains("note: unfinished last frame"))
-    let show = try Self.rewind(["show", dir.appending("journal"), "\(count + 1)"])
+    let show = try await Self.rewind(["show", dir.appending("journal"), "\(count + 1)"])
     #expect(show.status == 2)
     #expect(show.err.contains("out of range"))
   }
 
-  @Test func anUnknownCommandOrNone() throws {
-    let unknown = try Self.rewind(["explode", "/tmp"])
+  @Test func anUnknownCommandOrNone() async throws {
+    let unknown = try await Self.rewind(["explode", "/tmp"])
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("unknown command 'explode'; run rewind --help"))
-    let none = try Self.rewind([])
+    let none = try await Self.rewind([])
     #expect(none.status == 2)
     #expect(none.out.contains("Usage: rewind COMMAND"))
-    let help = try Self.rewind(["--help"])
+    let help = try await Self.rewind(["--help"])
     #expect(help.status == 0)
     for command in ["demo", "log", "show", "stats", "export", "tail", "verify", "repair"] {
       #expect(help.out.contains("\n  \(command) "), "\(command) is listed")

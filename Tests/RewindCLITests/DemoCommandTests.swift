@@ -8,49 +8,49 @@ import Testing
 /// `rewind demo`, the Notebook workload, run as the built binary: determinism across durability
 /// policies, the prefix property, and the `--json` acknowledgement lines.
 @Suite struct DemoCommandTests {
-  static func rewind(_ arguments: [String]) throws -> RewindCommandTests.Run {
-    try RewindCommandTests.rewind(arguments)
+  static func rewind(_ arguments: [String]) async throws -> RewindCommandTests.Run {
+    try await RewindCommandTests.rewind(arguments)
   }
 
   /// A seeded demo journal and its export.
-  static func demo(events: Int, seed: Int, durability: String, json: Bool = false) throws -> (
+  static func demo(events: Int, seed: Int, durability: String, json: Bool = false) async throws -> (
     TemporaryDirectory, RewindCommandTests.Run, [Substring]
   ) {
     let dir = TemporaryDirectory("cli-demo")
     let journal = dir.appending("journal")
-    let run = try rewind(
+    let run = try await rewind(
       ["demo", journal, "--events", "\(events)", "--seed", "\(seed)", "--durability", durability]
         + (json ? ["--json"] : []))
     #expect(run.status == 0, "\(run.err)")
-    let export = try rewind(["export", journal, "--jsonl"])
+    let export = try await rewind(["export", journal, "--jsonl"])
     #expect(export.status == 0, "\(export.err)")
     return (dir, run, export.out.split(separator: "\n"))
   }
 
-  @Test func aSeedWritesTheSameEventsWhateverTheDurability() throws {
-    let (_, always, reference) = try Self.demo(events: 3_000, seed: 5, durability: "always")
+  @Test func aSeedWritesTheSameEventsWhateverTheDurability() async throws {
+    let (_, always, reference) = try await Self.demo(events: 3_000, seed: 5, durability: "always")
     #expect(reference.count >= 3_000 && reference.count < 3_100, "\(reference.count) events")
     #expect(always.out.contains("events        \(reference.count) from"), "\(always.out)")
     for durability in ["batched", "none"] {
-      let (_, _, lines) = try Self.demo(events: 3_000, seed: 5, durability: durability)
+      let (_, _, lines) = try await Self.demo(events: 3_000, seed: 5, durability: durability)
       #expect(lines.count == reference.count, "\(durability)")
       let firstDifference = lines.indices.first { $0 < reference.count && lines[$0] != reference[$0] }
       #expect(firstDifference == nil, "\(durability) differs at line \(firstDifference.map { $0 + 1 } ?? 0)")
     }
     // Another seed, another history.
-    let (_, _, other) = try Self.demo(events: 300, seed: 6, durability: "none")
+    let (_, _, other) = try await Self.demo(events: 300, seed: 6, durability: "none")
     #expect(other.first != reference.first)
   }
 
-  @Test func aShorterRunIsAPrefixOfALongerOne() throws {
-    let (_, _, long) = try Self.demo(events: 2_500, seed: 11, durability: "none")
-    let (_, _, short) = try Self.demo(events: 900, seed: 11, durability: "batched")
+  @Test func aShorterRunIsAPrefixOfALongerOne() async throws {
+    let (_, _, long) = try await Self.demo(events: 2_500, seed: 11, durability: "none")
+    let (_, _, short) = try await Self.demo(events: 900, seed: 11, durability: "batched")
     #expect(short.count >= 900 && short.count < long.count)
     #expect(Array(long.prefix(short.count)) == short)
   }
 
-  @Test func jsonLinesAcknowledgeEveryCommandInOrder() throws {
-    let (_, run, exported) = try Self.demo(events: 1_500, seed: 3, durability: "batched", json: true)
+  @Test func jsonLinesAcknowledgeEveryCommandInOrder() async throws {
+    let (_, run, exported) = try await Self.demo(events: 1_500, seed: 3, durability: "batched", json: true)
     let lines = run.out.split(separator: "\n")
     #expect(lines.count > 100)
     var events: [Int: [String: Any]] = [:]
@@ -89,7 +89,7 @@ import Testing
   /// at N (a command boundary the demo's --json lines name), and its live state, rendered as
   /// replay renders a state, must equal the replayed one byte for byte.
   @Test func replayToNEqualsTheDemosLiveStateAfterN() async throws {
-    let (dir, run, _) = try Self.demo(events: 1_200, seed: 8, durability: "none", json: true)
+    let (dir, run, _) = try await Self.demo(events: 1_200, seed: 8, durability: "none", json: true)
     let journal = dir.appending("journal")
     let commands = try run.out.split(separator: "\n").map { line in
       try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
@@ -112,18 +112,18 @@ import Testing
       let expected =
         #"{"model":"workspace","seq":\#(n),"digest":"\#(try StateDigest.of(live))","state":"#
         + "\(try CanonicalJSON.render(live))}\n"
-      let replayed = try Self.rewind(["replay", journal, "--to", "\(n)", "--json"])
+      let replayed = try await Self.rewind(["replay", journal, "--to", "\(n)", "--json"])
       #expect(replayed.status == 0, "\(replayed.err)")
       #expect(replayed.out == expected, "replay --to \(n) differs from the live state after \(n)")
       // One record earlier is another state: the comparison would catch an off-by-one.
-      let before = try Self.rewind(["replay", journal, "--to", "\(n - 1)", "--json"])
+      let before = try await Self.rewind(["replay", journal, "--to", "\(n - 1)", "--json"])
       #expect(before.status == 0)
       #expect(before.out != expected, "\(n)")
     }
   }
 
-  @Test func theSummarySaysWhatWasWritten() throws {
-    let (dir, run, exported) = try Self.demo(events: 1_000, seed: 2, durability: "none")
+  @Test func theSummarySaysWhatWasWritten() async throws {
+    let (dir, run, exported) = try await Self.demo(events: 1_000, seed: 2, durability: "none")
     #expect(run.out.contains("notebook demo: \(dir.appending("journal")) (seed 2, durability none)"))
     #expect(run.out.contains("events        \(exported.count) from"))
     #expect(run.out.contains("by origin     automation "))
@@ -138,36 +138,30 @@ import Testing
   }
 
   /// Without DIR the demo writes to ./rewind-demo, the directory the README names.
-  @Test func withoutADirectoryItWritesToRewindDemo() throws {
+  @Test func withoutADirectoryItWritesToRewindDemo() async throws {
     let dir = TemporaryDirectory("cli-demo-default")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try #require(ChildProcess.builtProduct("rewind")))
-    process.arguments = ["demo", "--events", "60", "--seed", "1", "--durability", "none"]
-    process.currentDirectoryURL = URL(fileURLWithPath: dir.path)
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0)
+    let demo = try await ToolRun.run(
+      "rewind", ["demo", "--events", "60", "--seed", "1", "--durability", "none"], in: dir.path)
+    let text = demo.out
+    #expect(demo.status == 0)
     #expect(text.hasPrefix("notebook demo: rewind-demo (seed 1, durability none)\n"), "\(text)")
     #expect(Files.list(dir.path) == ["rewind-demo"])
-    let verify = try Self.rewind(["verify", dir.appending("rewind-demo")])
+    let verify = try await Self.rewind(["verify", dir.appending("rewind-demo")])
     #expect(verify.status == 0)
     let root = #filePath.components(separatedBy: "/Tests/")[0]
     let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
     #expect(readme.contains("`rewind demo` without DIR writes to `./rewind-demo`"))
   }
 
-  @Test func aSeededRunRefusesAJournalThatHoldsEvents() throws {
-    let (dir, _, _) = try Self.demo(events: 50, seed: 1, durability: "none")
-    let again = try Self.rewind(["demo", dir.appending("journal"), "--events", "50", "--seed", "1"])
+  @Test func aSeededRunRefusesAJournalThatHoldsEvents() async throws {
+    let (dir, _, _) = try await Self.demo(events: 50, seed: 1, durability: "none")
+    let again = try await Self.rewind(["demo", dir.appending("journal"), "--events", "50", "--seed", "1"])
     #expect(again.status == 2)
     #expect(again.err.contains("already holds"), "\(again.err)")
-    #expect(try Self.rewind(["export", dir.appending("journal"), "--jsonl"]).out.split(separator: "\n").count >= 50)
+    #expect(
+      try await Self.rewind(["export", dir.appending("journal"), "--jsonl"]).out.split(separator: "\n").count >= 50)
     // Unseeded runs append.
-    let unseeded = try Self.rewind(["demo", dir.appending("journal"), "--events", "20", "--durability", "none"])
+    let unseeded = try await Self.rewind(["demo", dir.appending("journal"), "--events", "20", "--durability", "none"])
     #expect(unseeded.status == 0, "\(unseeded.err)")
     #expect(unseeded.out.contains("unseeded"))
   }
@@ -178,9 +172,9 @@ import Testing
     (["--seed", "-1"], "--seed needs a whole number"),
     (["--records", "5"], "unknown option --records"),
   ])
-  func badOptionsAreUsageErrors(arguments: [String], message: String) throws {
+  func badOptionsAreUsageErrors(arguments: [String], message: String) async throws {
     let dir = TemporaryDirectory("cli-demo-bad")
-    let run = try Self.rewind(["demo", dir.appending("journal")] + arguments)
+    let run = try await Self.rewind(["demo", dir.appending("journal")] + arguments)
     #expect(run.status == 2)
     #expect(run.err.contains(message), "\(run.err)")
     #expect(!FileManager.default.fileExists(atPath: dir.appending("journal")), "nothing is written")

@@ -13,7 +13,7 @@ import Testing
 /// uninterrupted run with the same seed (a shorter run with the same seed is a prefix).
 ///
 /// `REWIND_DEMO_CRASH_TRIALS` sets the trials per policy (default 4; try 100 on demand).
-@Suite(.serialized, .enabled(if: demoSpeaksJSON(), "needs `rewind demo --events --json`"))
+@Suite(.serialized, .enabled("needs `rewind demo --events --json`") { await demoSpeaksJSON() })
 struct DemoCrashTests {
   static var trials: Int { Int(ProcessInfo.processInfo.environment["REWIND_DEMO_CRASH_TRIALS"] ?? "") ?? 4 }
   static let events = 20_000
@@ -54,11 +54,11 @@ struct DemoCrashTests {
       let dir = TemporaryDirectory("demo-crash")
       let child = try ChildProcess(
         executable: executable, arguments: Self.demoArguments(dir.path, seed: seed, policy: policy))
-      #expect(child.waitForLine { $0.contains("\"seq\"") }, "\(context): the demo acknowledged nothing")
+      #expect(try await child.waitForLine { $0.contains("\"seq\"") }, "\(context): the demo acknowledged nothing")
       // A whole run takes a few seconds: most kills land in the middle of it.
-      usleep(UInt32.random(in: 0...1_500_000, using: &random))
+      try await Task.sleep(for: .microseconds(UInt32.random(in: 0...1_500_000, using: &random)))
       if child.isRunning { killedMidRun += 1 }
-      child.kill()
+      try await child.kill()
       let acks = Self.acknowledged(child.lines)
       acknowledgedTotal += acks.count
       let lastAck = acks.max() ?? 0
@@ -75,7 +75,7 @@ struct DemoCrashTests {
         #expect(record.sequence == expected, "\(context): gap before \(record.sequence)")
         expected = record.sequence + 1
       }
-      let verify = try RewindCommandTests.rewind(["verify", dir.path])
+      let verify = try await RewindCommandTests.rewind(["verify", dir.path])
       #expect(verify.status == 0, "\(context): rewind verify: \(verify.out) \(verify.err)")
 
       // The acknowledged prefix replays to the state of an uninterrupted run with the same seed.
@@ -85,7 +85,7 @@ struct DemoCrashTests {
         executable: executable,
         arguments: Self.demoArguments(
           reference.path, seed: seed, policy: "none", events: min(Self.events, Int(lastAck) + 1_000)))
-      #expect(rerun.waitForExit(), "\(context): the reference run did not finish")
+      #expect(try await rerun.waitForExit(), "\(context): the reference run did not finish")
       let referenceLast = try JournalReader(directory: reference.path).lastSequence()
       try #require(referenceLast >= lastAck, "\(context): the reference run ended at \(referenceLast)")
       #expect(
@@ -101,17 +101,21 @@ struct DemoCrashTests {
 
 /// Whether the built demo takes `--events` and `--json`: the harness is written to that spec, and
 /// runs only against a `rewind` that has it.
-func demoSpeaksJSON() -> Bool {
+func demoSpeaksJSON() async -> Bool {
   guard let binary = demoBinary() else { return false }
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: binary)
-  process.arguments = ["demo", "--help"]
-  let pipe = Pipe()
-  process.standardOutput = pipe
-  process.standardError = pipe
-  guard (try? process.run()) != nil else { return false }
-  let help = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-  process.waitUntilExit()
+  let help = try? await onOwnThread {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = ["demo", "--help"]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    guard (try? process.run()) != nil else { return "" }
+    let help = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return help
+  }
+  guard let help else { return false }
   return help.contains("--events") && help.contains("--json")
 }
 

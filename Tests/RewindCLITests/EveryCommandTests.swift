@@ -19,22 +19,22 @@ import Testing
   /// What `rewind debug` reads from its standard input in these tests.
   static let debugScript = "goto end\nprint\n"
 
-  static func arguments(_ command: [String], _ directory: String, last: Int = 3) -> [String] {
+  static func arguments(_ command: [String], _ directory: String, last: Int = 3) async -> [String] {
     guard command.count > 1 else { return [command[0], directory] }
-    let first = (try? firstNotebook(directory)) ?? "0123456789abcdef0123456789abcdef"
+    let first = (try? await firstNotebook(directory)) ?? "0123456789abcdef0123456789abcdef"
     return command.map { $0 == "@" ? directory : $0 == "LAST" ? String(last) : $0 == "FIRST" ? first : $0 }
   }
 
   /// The id of the notebook the journal's first event created.
-  static func firstNotebook(_ directory: String) throws -> String? {
-    let log = try ToolRun.run("rewind", ["log", directory, "--limit", "1", "--json"])
+  static func firstNotebook(_ directory: String) async throws -> String? {
+    let log = try await ToolRun.run("rewind", ["log", directory, "--limit", "1", "--json"])
     let object = try JSONSerialization.jsonObject(with: Data(log.out.utf8)) as? [String: Any]
     return (object?["payload"] as? [String: Any])?["id"] as? String
   }
 
-  static func run(_ command: [String], _ directory: String, last: Int = 3) throws -> ToolRun {
-    try ToolRun.run(
-      "rewind", arguments(command, directory, last: last), input: command[0] == "debug" ? debugScript : nil)
+  static func run(_ command: [String], _ directory: String, last: Int = 3) async throws -> ToolRun {
+    try await ToolRun.run(
+      "rewind", await arguments(command, directory, last: last), input: command[0] == "debug" ? debugScript : nil)
   }
 
   /// The error line: `rewind COMMAND: ...` on stderr.
@@ -47,30 +47,30 @@ import Testing
   }
 
   @Test(arguments: commands)
-  func aMissingDirectory(command: [String]) throws {
-    let run = try Self.run(command, "/nonexistent/journal")
+  func aMissingDirectory(command: [String]) async throws {
+    let run = try await Self.run(command, "/nonexistent/journal")
     Self.expectError(run, command, status: 3, containing: ["/nonexistent/journal does not exist: check the path"])
     #expect(run.out.isEmpty)
   }
 
   @Test(arguments: commands)
-  func aDirectoryThatIsNotAJournalOrAFile(command: [String]) throws {
+  func aDirectoryThatIsNotAJournalOrAFile(command: [String]) async throws {
     let dir = TemporaryDirectory("cli-every-notajournal")
     try Files.write(Array("shopping list".utf8), to: dir.appending("notes.txt"))
-    let run = try Self.run(command, dir.path)
+    let run = try await Self.run(command, dir.path)
     Self.expectError(run, command, status: 3, containing: ["not a Rewind journal", "Check the path"])
-    let file = try Self.run(command, dir.appending("notes.txt"))
+    let file = try await Self.run(command, dir.appending("notes.txt"))
     Self.expectError(file, command, status: 3, containing: ["is a file, not a journal directory"])
     #expect(Files.list(dir.path) == ["notes.txt"], "nothing is created in a directory that is not a journal")
   }
 
   @Test(arguments: commands)
-  func aSegmentOfRandomBytes(command: [String]) throws {
+  func aSegmentOfRandomBytes(command: [String]) async throws {
     let dir = TemporaryDirectory("cli-every-random")
-    let segment = try BadInputTests.journal(in: dir)
+    let segment = try await BadInputTests.journal(in: dir)
     var random = SeededGenerator(seed: 7)
     try Files.write((0..<Files.size(segment)).map { _ in UInt8.random(in: 0...255, using: &random) }, to: segment)
-    let run = try Self.run(command, dir.appending("journal"))
+    let run = try await Self.run(command, dir.appending("journal"))
     switch command[0] {
     case "stats", "verify":
       #expect(run.status == 1, "damage is a finding: \(run.out)\(run.err)")
@@ -84,18 +84,18 @@ import Testing
   }
 
   @Test(arguments: commands)
-  func aCorruptedFrameInTheMiddle(command: [String]) throws {
+  func aCorruptedFrameInTheMiddle(command: [String]) async throws {
     let dir = TemporaryDirectory("cli-every-corrupt")
-    let segment = try BadInputTests.journal(in: dir)
+    let segment = try await BadInputTests.journal(in: dir)
     let last = try #require(
-      try BadInputTests.rewind(["stats", dir.appending("journal"), "--json"]).out.split(separator: ",")
+      try await BadInputTests.rewind(["stats", dir.appending("journal"), "--json"]).out.split(separator: ",")
         .first { $0.hasPrefix("\"events\":") }.flatMap { Int($0.dropFirst(9)) })
     var bytes = try Files.read(segment)
     bytes[bytes.count / 2] ^= 0x5A
     try Files.write(bytes, to: segment)
     // Commands that read past the damage: show the last event, diff up to it.
     let reaching = command.map { $0 == "3" ? "LAST" : $0 }
-    let run = try Self.run(reaching, dir.appending("journal"), last: last)
+    let run = try await Self.run(reaching, dir.appending("journal"), last: last)
     switch command[0] {
     case "stats":
       #expect(run.status == 1, "\(run.out)\(run.err)")
@@ -115,12 +115,12 @@ import Testing
   }
 
   @Test(arguments: commands)
-  func aTruncatedSegmentReadsUpToItsLastWholeFrame(command: [String]) throws {
+  func aTruncatedSegmentReadsUpToItsLastWholeFrame(command: [String]) async throws {
     let dir = TemporaryDirectory("cli-every-truncated")
-    let segment = try BadInputTests.journal(in: dir)
+    let segment = try await BadInputTests.journal(in: dir)
     let bytes = try Files.read(segment)
     try Files.write(Array(bytes.prefix(bytes.count * 2 / 3)), to: segment)
-    let run = try Self.run(command, dir.appending("journal"))
+    let run = try await Self.run(command, dir.appending("journal"))
     if command[0] == "repair" {
       // The torn tail is what a repair would move aside: a plan, carried out only with --yes.
       #expect(run.status == 1, "\(run.out)\(run.err)")
@@ -132,22 +132,22 @@ import Testing
   }
 
   @Test(arguments: commands + [["demo"]])
-  func anUnknownOption(command: [String]) throws {
-    let run = try ToolRun.run("rewind", Self.arguments(command, "/nonexistent") + ["--colour"])
+  func anUnknownOption(command: [String]) async throws {
+    let run = try await ToolRun.run("rewind", await Self.arguments(command, "/nonexistent") + ["--colour"])
     Self.expectError(run, command, status: 2, containing: ["unknown option --colour"])
     #expect(run.out.isEmpty)
   }
 
   @Test(arguments: commands.map { $0[0] } + ["demo"])
-  func helpWithExamples(command: String) throws {
+  func helpWithExamples(command: String) async throws {
     for flag in ["--help", "-h"] {
-      let help = try ToolRun.run("rewind", [command, flag])
+      let help = try await ToolRun.run("rewind", [command, flag])
       #expect(help.status == 0)
       #expect(help.out.hasPrefix("Usage: rewind \(command)"), "\(help.out)")
       #expect(help.out.contains("\nExamples:\n  rewind \(command)"), "\(command) --help shows examples")
       #expect(help.err.isEmpty)
     }
-    let overview = try ToolRun.run("rewind", ["--help"])
+    let overview = try await ToolRun.run("rewind", ["--help"])
     #expect(overview.out.contains("\n  \(command) "), "rewind --help lists \(command)")
     #expect(overview.out.contains("Examples:\n"))
     #expect(overview.out.contains("Exit codes: 0 success; 1 findings"))
@@ -155,9 +155,9 @@ import Testing
 
   /// Only demo, snapshot and repair write: every other command leaves the journal's files as
   /// they were, byte for byte (repair, on a sound journal, has nothing to move).
-  @Test func readingCommandsWriteNothing() throws {
+  @Test func readingCommandsWriteNothing() async throws {
     let dir = TemporaryDirectory("cli-every-readonly")
-    _ = try BadInputTests.journal(in: dir)
+    _ = try await BadInputTests.journal(in: dir)
     let journal = dir.appending("journal")
     func contents() throws -> [String: [UInt8]] {
       var files: [String: [UInt8]] = [:]
@@ -174,19 +174,19 @@ import Testing
     let before = try contents()
     #expect(!before.isEmpty)
     for command in Self.commands where command[0] != "snapshot" {
-      let run = try Self.run(command, journal)
+      let run = try await Self.run(command, journal)
       #expect(run.status == 0, "\(command): \(run.err)")
       #expect(try contents() == before, "\(command) changed the journal's files")
     }
-    #expect(try Self.run(["snapshot"], journal).status == 0)
+    #expect(try await Self.run(["snapshot"], journal).status == 0)
     #expect(try contents().keys.contains { $0.hasPrefix("snapshots/") }, "snapshot writes")
   }
 
   /// A sequence number or time outside the journal, or an entity that never existed: exit 2 with
   /// what is valid.
-  @Test func selectionsOutsideTheJournal() throws {
+  @Test func selectionsOutsideTheJournal() async throws {
     let dir = TemporaryDirectory("cli-every-range")
-    _ = try BadInputTests.journal(in: dir)
+    _ = try await BadInputTests.journal(in: dir)
     let journal = dir.appending("journal")
     let never = String(repeating: "f", count: 32)
     let cases: [([String], String?, String)] = [
@@ -206,7 +206,7 @@ import Testing
       (["debug", journal], "blame \(never)\n", "error: blame: no event ever touched '\(never)'"),
     ]
     for (arguments, input, message) in cases {
-      let run = try ToolRun.run("rewind", arguments, input: input)
+      let run = try await ToolRun.run("rewind", arguments, input: input)
       #expect(run.status == 2, "\(arguments) \(input ?? ""): \(run.err)")
       #expect(run.err.contains(message), "\(arguments) \(input ?? ""): \(run.err)")
     }

@@ -71,13 +71,16 @@ struct NotebookJournal {
 }
 
 /// Runs a built product with arguments and optional standard input; output goes through files,
-/// so neither stream can fill a pipe and stall the child.
-struct ToolRun {
+/// so neither stream can fill a pipe and stall the child. The child runs on a thread of its own
+/// (`onOwnThread`), so no thread of the cooperative pool waits for it.
+struct ToolRun: Sendable {
   var status: Int32
   var out: String
   var err: String
 
-  static func run(_ product: String, _ arguments: [String], input: String? = nil) throws -> ToolRun {
+  static func run(
+    _ product: String, _ arguments: [String], input: String? = nil, in directory: String? = nil
+  ) async throws -> ToolRun {
     let executable = try #require(
       product.hasPrefix("/") ? product : ChildProcess.builtProduct(product), "\(product) must be built with the tests")
     let scratch = TemporaryDirectory("cli-run")
@@ -85,21 +88,25 @@ struct ToolRun {
     let errPath = scratch.appending("err")
     _ = FileManager.default.createFile(atPath: outPath, contents: nil)
     _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    let stdin = Pipe()
-    process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-    try process.run()
-    if let input {
-      stdin.fileHandleForWriting.write(Data(input.utf8))
-      try stdin.fileHandleForWriting.close()
+    let status = try await onOwnThread {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: executable)
+      process.arguments = arguments
+      if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+      process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+      process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+      let stdin = Pipe()
+      process.standardInput = input == nil ? FileHandle.nullDevice : stdin
+      try process.run()
+      if let input {
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+      }
+      process.waitUntilExit()
+      return process.terminationStatus
     }
-    process.waitUntilExit()
     return ToolRun(
-      status: process.terminationStatus, out: String(decoding: try Files.read(outPath), as: UTF8.self),
+      status: status, out: String(decoding: try Files.read(outPath), as: UTF8.self),
       err: String(decoding: try Files.read(errPath), as: UTF8.self))
   }
 }

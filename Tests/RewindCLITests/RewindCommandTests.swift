@@ -5,30 +5,11 @@ import Testing
 
 /// Runs the built `rewind` binary and checks its output and exit codes.
 @Suite struct RewindCommandTests {
-  struct Run {
-    var status: Int32
-    var out: String
-    var err: String
-  }
+  typealias Run = ToolRun
 
-  static func rewind(_ arguments: [String]) throws -> Run {
-    let executable = try #require(
-      ChildProcess.builtProduct("rewind"), "the rewind product must be built with the tests")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Run(
-      status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self),
-      err: String(decoding: errData, as: UTF8.self))
+  /// The built `rewind`, run through `ToolRun` (on a thread of its own, no standard input).
+  static func rewind(_ arguments: [String]) async throws -> Run {
+    try await ToolRun.run("rewind", arguments)
   }
 
   /// A small journal with a few segments, written through the library.
@@ -44,27 +25,27 @@ import Testing
     return dir
   }
 
-  @Test func demoThenVerifyStatsAndLog() throws {
+  @Test func demoThenVerifyStatsAndLog() async throws {
     let dir = TemporaryDirectory("cli-demo")
-    let demo = try Self.rewind(["demo", dir.path, "--events", "2000", "--seed", "1", "--durability", "none"])
+    let demo = try await Self.rewind(["demo", dir.path, "--events", "2000", "--seed", "1", "--durability", "none"])
     #expect(demo.status == 0, "\(demo.err)")
     let written = try #require(
       demo.out.split(separator: "\n").first { $0.hasPrefix("  events") }?.split(separator: " ").dropFirst().first
         .flatMap { Int($0) })
     #expect(written >= 2000)
-    let verify = try Self.rewind(["verify", dir.path])
+    let verify = try await Self.rewind(["verify", dir.path])
     #expect(verify.status == 0)
     #expect(verify.out.contains("sound: \(written) records"))
-    let log = try Self.rewind(["log", dir.path, "--from", "\(written - 1)", "--json"])
+    let log = try await Self.rewind(["log", dir.path, "--from", "\(written - 1)", "--json"])
     let lines = log.out.split(separator: "\n")
     #expect(lines.count == 2)
     let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
     #expect(first?["seq"] as? Int == written - 1)
   }
 
-  @Test func logShowsTimesInISO8601() throws {
+  @Test func logShowsTimesInISO8601() async throws {
     let dir = try Self.journal(records: 3)
-    let log = try Self.rewind(["log", dir.path])
+    let log = try await Self.rewind(["log", dir.path])
     #expect(log.status == 0)
     #expect(
       log.out.split(separator: "\n") == [
@@ -74,7 +55,7 @@ import Testing
       ])
   }
 
-  @Test func verifyLocatesDamageAndRepairMovesItAside() throws {
+  @Test func verifyLocatesDamageAndRepairMovesItAside() async throws {
     let dir = try Self.journal()
     let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }
     try #require(segments.count >= 3)
@@ -85,44 +66,44 @@ import Testing
     bytes[offset] ^= 0xFF
     try Files.write(bytes, to: victim)
 
-    let verify = try Self.rewind(["verify", dir.path])
+    let verify = try await Self.rewind(["verify", dir.path])
     #expect(verify.status == 1)
     #expect(verify.out.contains("problem: \(segments[1]) at byte offset 44"), "\(verify.out)")
 
-    let plan = try Self.rewind(["repair", dir.path])
+    let plan = try await Self.rewind(["repair", dir.path])
     #expect(plan.status == 1, "without --yes, repair only shows its plan")
     #expect(plan.out.contains("will move"))
     #expect(Files.list(dir.path).filter { $0.hasSuffix(".lz4") } == segments, "a plan moves nothing")
 
-    let repair = try Self.rewind(["repair", dir.path, "--yes"])
+    let repair = try await Self.rewind(["repair", dir.path, "--yes"])
     #expect(repair.status == 0, "\(repair.err)")
     #expect(Files.list(dir.appending("quarantine")).count == segments.count - 1)
-    #expect(try Self.rewind(["verify", dir.path]).status == 0)
+    #expect(try await Self.rewind(["verify", dir.path]).status == 0)
     // The intact prefix reopens and continues.
     let journal = try Journal(directory: dir.path)
     let first = UInt64(SegmentName.firstSequence(segments[1]))
     #expect(journal.lastSequence == first - 1)
   }
 
-  @Test func badInputGetsClearErrorsAndExitCodes() throws {
-    let missing = try Self.rewind(["verify", "/nonexistent/journal"])
+  @Test func badInputGetsClearErrorsAndExitCodes() async throws {
+    let missing = try await Self.rewind(["verify", "/nonexistent/journal"])
     #expect(missing.status == 3)
     #expect(missing.err.contains("/nonexistent/journal does not exist: check the path"))
 
     let dir = TemporaryDirectory("cli-bad")
     try Files.write(Array(repeating: 7, count: 100), to: dir.appending("manifest.json"))
-    let garbage = try Self.rewind(["log", dir.path])
+    let garbage = try await Self.rewind(["log", dir.path])
     #expect(garbage.status == 3)
     #expect(garbage.err.contains("manifest"))
 
-    let flag = try Self.rewind(["log", dir.path, "--frobnicate"])
+    let flag = try await Self.rewind(["log", dir.path, "--frobnicate"])
     #expect(flag.status == 2)
     #expect(flag.err.contains("unknown option --frobnicate"))
 
-    let command = try Self.rewind(["explode"])
+    let command = try await Self.rewind(["explode"])
     #expect(command.status == 2)
 
-    let number = try Self.rewind(["log", dir.path, "--limit", "many"])
+    let number = try await Self.rewind(["log", dir.path, "--limit", "many"])
     #expect(number.status == 2)
   }
 }

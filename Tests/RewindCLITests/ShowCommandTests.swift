@@ -10,7 +10,7 @@ import Testing
 /// and checked against a naive comparison of the live states before and after each event; and,
 /// for a journal no registered model reads, inferred from the payload's identifiers, saying so.
 @Suite struct ShowCommandTests {
-  func rewind(_ arguments: [String]) throws -> ToolRun { try ToolRun.run("rewind", arguments) }
+  func rewind(_ arguments: [String]) async throws -> ToolRun { try await RewindCommandTests.rewind(arguments) }
 
   /// Record by record, per store, what differs from `old` to `new`, without ChangeKeys: each as
   /// the `touched.records` entry `rewind show --json` must print for it, in key order.
@@ -41,7 +41,7 @@ import Testing
     let journal = try await NotebookJournal.write(commands: 70, seed: 31)
     var kinds = Set<String>()
     for n in 1...journal.lastSequence {
-      let run = try rewind(["show", journal.path, String(n), "--json"])
+      let run = try await rewind(["show", journal.path, String(n), "--json"])
       #expect(run.status == 0, "\(n): \(run.err)")
       let object = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any])
       let touched = try #require(object["touched"] as? [String: Any])
@@ -75,7 +75,7 @@ import Testing
     let note = try #require(
       journal.states[Int(updated)].notes.all().first { journal.states[Int(updated) - 1].notes.find(id: $0.id) != $0 })
     let before = try #require(journal.states[Int(updated) - 1].notes.find(id: note.id))
-    let run = try rewind(["show", journal.path, String(updated)])
+    let run = try await rewind(["show", journal.path, String(updated)])
     #expect(run.status == 0, "\(run.err)")
     #expect(
       run.out.contains(
@@ -87,7 +87,7 @@ import Testing
 
         """), "\(run.out)")
     // The first event creates a notebook.
-    let first = try rewind(["show", journal.path, "1"])
+    let first = try await rewind(["show", journal.path, "1"])
     let notebook = try #require(journal.states[1].notebooks.all().first)
     #expect(
       first.out.hasSuffix(
@@ -105,10 +105,10 @@ import Testing
     try await manager.recordCheckpoint()
     let sequence = manager.lastSequence
     manager.close()
-    let run = try rewind(["show", journal.path, String(sequence)])
+    let run = try await rewind(["show", journal.path, String(sequence)])
     #expect(run.status == 0, "\(run.err)")
     #expect(run.out.hasSuffix("  touched   nothing: a checkpoint records the state's digest and changes no record\n"))
-    let json = try rewind(["show", journal.path, String(sequence), "--json"])
+    let json = try await rewind(["show", journal.path, String(sequence), "--json"])
     #expect(json.out.hasSuffix(#","touched":{"from":"checkpoint","records":[]}}"# + "\n"), "\(json.out)")
   }
 
@@ -124,7 +124,7 @@ import Testing
     try await manager.perform(.user) { _, command in command.record(TallyCounted(tally: counter, by: 3)) }
     manager.close()
 
-    let run = try rewind(["show", dir.path, "2"])
+    let run = try await rewind(["show", dir.path, "2"])
     #expect(run.status == 0, "\(run.err)")
     #expect(
       run.out.hasSuffix(
@@ -133,17 +133,17 @@ import Testing
                     \(counter) (field tally)
 
         """), "\(run.out)")
-    let json = try rewind(["show", dir.path, "1", "--json"])
+    let json = try await rewind(["show", dir.path, "1", "--json"])
     #expect(json.status == 0, "\(json.err)")
     #expect(
       json.out.hasSuffix(
         #","touched":{"from":"payload","why":"no registered model (workspace) reads tally.opened v1","#
           + #""records":[{"field":"id","id":"\#(counter)"}]}}"# + "\n"), "\(json.out)")
     // Naming the model that does not read it says the same, and an unknown one is a usage error.
-    let named = try rewind(["show", dir.path, "2", "--model", "workspace"])
+    let named = try await rewind(["show", dir.path, "2", "--model", "workspace"])
     #expect(named.status == 0)
     #expect(named.out.contains("not applied (model workspace does not read tally.counted v1)"))
-    let unknown = try rewind(["show", dir.path, "2", "--model", "ledger"])
+    let unknown = try await rewind(["show", dir.path, "2", "--model", "ledger"])
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("unknown model 'ledger'; registered models: workspace"))
     // A record that is not a Rewind event at all.
@@ -151,7 +151,7 @@ import Testing
     let writer = try Journal(directory: raw.path, options: JournalOptions(durability: .none))
     try writer.appendAndWait([NewRecord(timestamp: 1, payload: Array("plain text".utf8))])
     writer.close()
-    let plain = try rewind(["show", raw.path, "1"])
+    let plain = try await rewind(["show", raw.path, "1"])
     #expect(plain.status == 0, "\(plain.err)")
     #expect(
       plain.out.hasSuffix("not applied (the record is not a Rewind event)\n            (its fields name no record)\n"),

@@ -14,15 +14,15 @@ import Testing
 @Suite struct TimeTravelCommandTests {
   static let tool = "notebook-rewind"
 
-  func rewind(_ arguments: [String], input: String? = nil) throws -> ToolRun {
-    try ToolRun.run(Self.tool, arguments, input: input)
+  func rewind(_ arguments: [String], input: String? = nil) async throws -> ToolRun {
+    try await ToolRun.run(Self.tool, arguments, input: input)
   }
 
   @Test func replayToNAsJSONEqualsTheLiveStateAfterN() async throws {
     let journal = try await NotebookJournal.write(commands: 120, seed: 4)
     let last = journal.lastSequence
     for n in [0, 1, 2, last / 3, last / 2, last - 1, last] {
-      let run = try rewind(["replay", journal.path, "--to", String(n), "--json"])
+      let run = try await rewind(["replay", journal.path, "--to", String(n), "--json"])
       #expect(run.status == 0, "\(run.err)")
       let live = journal.states[Int(n)]
       let expected =
@@ -32,7 +32,7 @@ import Testing
       #expect(run.err.isEmpty)
     }
     // The whole state is there: every collection, and each record in id order.
-    let whole = try rewind(["replay", journal.path, "--json"])
+    let whole = try await rewind(["replay", journal.path, "--json"])
     let object = try #require(try JSONSerialization.jsonObject(with: Data(whole.out.utf8)) as? [String: Any])
     let state = try #require(object["state"] as? [String: Any])
     #expect(Set(state.keys) == ["notebooks", "notes", "readingList", "settings"])
@@ -42,11 +42,11 @@ import Testing
 
   @Test func replaySummaryUsesASnapshotAndAgrees() async throws {
     let journal = try await NotebookJournal.write(commands: 80, seed: 5)
-    let snapshot = try rewind(["snapshot", journal.path])
+    let snapshot = try await rewind(["snapshot", journal.path])
     #expect(snapshot.status == 0, "\(snapshot.err)")
     #expect(snapshot.out.hasPrefix("snapshot of workspace at sequence \(journal.lastSequence), digest "))
     #expect(SnapshotStore(journal: journal.path).sequences() == [journal.lastSequence])
-    let summary = try rewind(["replay", journal.path])
+    let summary = try await rewind(["replay", journal.path])
     #expect(summary.status == 0)
     let live = journal.states.last!
     #expect(summary.out.contains("sequence     \(journal.lastSequence) of \(journal.lastSequence)\n"))
@@ -55,18 +55,18 @@ import Testing
     #expect(summary.out.contains("digest       \(try StateDigest.of(live))"))
     #expect(summary.out.contains("  notes        \(live.notes.count)\n"))
     // From the snapshot or from the journal, the state is the same.
-    let json = try rewind(["replay", journal.path, "--json"])
+    let json = try await rewind(["replay", journal.path, "--json"])
     #expect(json.out.contains(try CanonicalJSON.render(live)))
     // A damaged snapshot is skipped, reported on stderr, and costs nothing in correctness.
     let file = journal.directory.appending("snapshots/" + SnapshotStore.fileName(journal.lastSequence))
     try Files.write(Array("not a snapshot".utf8), to: file)
-    let fallback = try rewind(["replay", journal.path, "--json"])
+    let fallback = try await rewind(["replay", journal.path, "--json"])
     #expect(fallback.status == 0)
     #expect(fallback.out == json.out)
     #expect(fallback.err.contains("skipped: corrupt"))
     // --keep prunes to the newest K.
-    _ = try rewind(["snapshot", journal.path])
-    let pruned = try rewind(["snapshot", journal.path, "--keep", "1"])
+    _ = try await rewind(["snapshot", journal.path])
+    let pruned = try await rewind(["snapshot", journal.path, "--keep", "1"])
     #expect(pruned.status == 0)
     #expect(SnapshotStore(journal: journal.path).sequences().count == 1)
   }
@@ -75,7 +75,7 @@ import Testing
     let journal = try await NotebookJournal.write(commands: 40, seed: 6)
     for index in [0, 7, 20, journal.timestamps.count - 1] {
       let stamp = journal.timestamps[index]
-      let run = try rewind(["replay", journal.path, "--at", isoTime(stamp), "--json"])
+      let run = try await rewind(["replay", journal.path, "--at", isoTime(stamp), "--json"])
       #expect(run.status == 0, "\(run.err)")
       let through = journal.timestamps.lastIndex { $0 <= stamp }! + 1
       #expect(run.out.contains(#""seq":\#(through),"#))
@@ -86,7 +86,7 @@ import Testing
   @Test func diffListsRecordChangesLikeANaiveComparison() async throws {
     let journal = try await NotebookJournal.write(commands: 100, seed: 7)
     let (a, b) = (journal.lastSequence / 4, journal.lastSequence)
-    let run = try rewind(["diff", journal.path, String(a), String(b), "--json"])
+    let run = try await rewind(["diff", journal.path, String(a), String(b), "--json"])
     #expect(run.status == 0, "\(run.err)")
     let object = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any])
     let collections = try #require(object["collections"] as? [[String: Any]])
@@ -99,9 +99,9 @@ import Testing
     #expect(ids("updated") == old.keys.filter { new[$0] != nil && new[$0] != old[$0] }.sorted())
     #expect(!ids("inserted").isEmpty && !ids("updated").isEmpty)
     // The text form shows the same changes, and an empty range says so.
-    let text = try rewind(["diff", journal.path, String(a), String(b)])
+    let text = try await rewind(["diff", journal.path, String(a), String(b)])
     #expect(text.out.contains("notes: \(ids("inserted").count) inserted, \(ids("updated").count) updated"))
-    let none = try rewind(["diff", journal.path, "5", "5"])
+    let none = try await rewind(["diff", journal.path, "5", "5"])
     #expect(none.out == "no changes from 5 to 5\n")
   }
 
@@ -114,7 +114,7 @@ import Testing
     where journal.states[n].notes.find(id: deleted) != journal.states[n - 1].notes.find(id: deleted) {
       expected.append((UInt64(n), journal.states[n].notes.find(id: deleted)))
     }
-    let run = try rewind(["blame", journal.path, deleted.description, "--json"])
+    let run = try await rewind(["blame", journal.path, deleted.description, "--json"])
     #expect(run.status == 0, "\(run.err)")
     let lines = run.out.split(separator: "\n").map(String.init)
     #expect(lines.count == expected.count)
@@ -122,15 +122,15 @@ import Testing
       #expect(line.contains(#""event":{"seq":\#(sequence),"#))
       #expect(line.hasSuffix(#","after":\#(try note.map { try CanonicalJSON.render($0) } ?? "null")}"#))
     }
-    let text = try rewind(["blame", journal.path, deleted.description])
+    let text = try await rewind(["blame", journal.path, deleted.description])
     #expect(text.out.hasPrefix("\(deleted) in notes: \(expected.count) event(s)\n"))
     #expect(text.out.hasSuffix("    after removed\n"))
     // A value collection by name.
-    let settings = try rewind(["blame", journal.path, "settings", "--json"])
+    let settings = try await rewind(["blame", journal.path, "settings", "--json"])
     #expect(settings.status == 0)
     #expect(settings.out.split(separator: "\n").allSatisfy { $0.contains(#""name":"settings.changed""#) })
     // An entity that never existed.
-    let unknown = try rewind(["blame", journal.path, String(repeating: "f", count: 32)])
+    let unknown = try await rewind(["blame", journal.path, String(repeating: "f", count: 32)])
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("no event in \(journal.path) ever touched an entity 'ffff"))
     #expect(unknown.out.isEmpty)
@@ -140,25 +140,25 @@ import Testing
     let journal = try await NotebookJournal.write(commands: 200, seed: 9, plantAt: 131)
     let planted = try #require(journal.planted)
     for linear in [false, true] {
-      let run = try rewind(
+      let run = try await rewind(
         ["bisect", journal.path, "--invariant", "no notebook is titled forbidden", "--json"]
           + (linear ? ["--linear"] : []))
       #expect(run.status == 1, "\(run.err)")
       #expect(run.out.contains(#""firstFailure":\#(planted),"event":{"seq":\#(planted),"#), "\(run.out)")
     }
-    let text = try rewind(["bisect", journal.path, "--invariant", "no notebook is titled forbidden"])
+    let text = try await rewind(["bisect", journal.path, "--invariant", "no notebook is titled forbidden"])
     #expect(text.out.hasPrefix("invariant 'no notebook is titled forbidden' first fails at sequence \(planted)\n"))
-    let holds = try rewind(["bisect", journal.path, "--invariant", "notes belong to notebooks"])
+    let holds = try await rewind(["bisect", journal.path, "--invariant", "notes belong to notebooks"])
     #expect(holds.status == 0)
     #expect(
       holds.out.hasPrefix(
         "invariant 'notes belong to notebooks' holds at the last sequence number, \(journal.lastSequence) "))
-    let linear = try rewind(["bisect", journal.path, "--invariant", "notes belong to notebooks", "--linear"])
+    let linear = try await rewind(["bisect", journal.path, "--invariant", "notes belong to notebooks", "--linear"])
     #expect(linear.status == 0)
     #expect(
       linear.out
         == "invariant 'notes belong to notebooks' holds after every record through sequence \(journal.lastSequence)\n")
-    let unknown = try rewind(["bisect", journal.path, "--invariant", "nope"])
+    let unknown = try await rewind(["bisect", journal.path, "--invariant", "nope"])
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("unknown invariant 'nope'"))
     #expect(unknown.err.contains("'notes belong to notebooks', 'no notebook is titled forbidden'"))
@@ -172,7 +172,7 @@ import Testing
       command.record(EditorSettingsChanged(settings: EditorSettings(fontSize: 31)))
     }
     try await manager.recordCheckpoint()
-    let sound = try rewind(["verify", journal.path])
+    let sound = try await rewind(["verify", journal.path])
     #expect(sound.status == 0, "\(sound.out)\(sound.err)")
     #expect(
       sound.out.contains(
@@ -186,9 +186,9 @@ import Testing
     let bad = manager.lastSequence
     try await manager.recordCheckpoint()
     manager.close()
-    let diverged = try rewind(["verify", journal.path])
+    let diverged = try await rewind(["verify", journal.path])
     #expect(diverged.status == 1)
-    let replay = try rewind(["replay", journal.path])
+    let replay = try await rewind(["replay", journal.path])
     #expect(replay.status == 0)
     #expect(replay.out.contains("records, 4 checkpoint(s) verified\n"))
     #expect(replay.err.contains("warning: checkpoint at sequence \(bad) recorded digest"))
@@ -231,7 +231,7 @@ import Testing
       quit
       step
       """
-    let run = try rewind(["debug", journal.path], input: script)
+    let run = try await rewind(["debug", journal.path], input: script)
     #expect(run.status == 2, "a failing script line makes the exit code 2")
     let out = run.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     #expect(!run.out.contains("rewind@"), "no prompt when standard input is not a terminal")
@@ -263,7 +263,7 @@ import Testing
   func debugPromptsAtATerminal() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 14)
     let binary = try #require(ChildProcess.builtProduct(Self.tool))
-    let run = try ToolRun.run(
+    let run = try await ToolRun.run(
       "/usr/bin/script", ["-qec", "\(binary) debug \(journal.path)", "/dev/null"], input: "step 2\nquit\n")
     #expect(run.status == 0, "\(run.out)\(run.err)")
     #expect(run.out.contains("rewind debug: workspace in \(journal.path), sequences 0...\(journal.lastSequence)"))
@@ -302,7 +302,7 @@ import Testing
     let scratch = TemporaryDirectory("cli-progress")
     let line = ([binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
     let redirect = streams ? " > \(scratch.appending("out"))" : ""
-    let terminal = try ToolRun.run("/usr/bin/script", ["-qec", line + redirect, "/dev/null"])
+    let terminal = try await ToolRun.run("/usr/bin/script", ["-qec", line + redirect, "/dev/null"])
     #expect(terminal.status == 0, "\(terminal.out)")
     // show replays up to the state before its event.
     let through = command[0] == "show" ? last - 1 : last
@@ -312,7 +312,7 @@ import Testing
         "\(label): \(terminal.out)")
     }
     #expect(terminal.out.contains("\r\u{1B}[K"), "the line is cleared")
-    let piped = try rewind(arguments)
+    let piped = try await rewind(arguments)
     #expect(piped.err.isEmpty, "\(piped.err)")
     #expect(!piped.out.contains("\u{1B}") && !piped.out.contains("\r"))
     // Apart from the progress, the terminal saw what the pipe got (a terminal ends lines with \r\n).
@@ -327,7 +327,7 @@ import Testing
     if streams {
       #expect(seen.isEmpty, "export's output went to the file")
       // With stdout at the terminal too, export shows no progress that would garble its output.
-      let both = try ToolRun.run("/usr/bin/script", ["-qec", line, "/dev/null"])
+      let both = try await ToolRun.run("/usr/bin/script", ["-qec", line, "/dev/null"])
       #expect(!both.out.contains("exporting"))
     }
   }
@@ -342,17 +342,17 @@ import Testing
     try Files.write(bytes, to: journal.directory.appending(segment))
     let binary = try #require(ChildProcess.builtProduct(Self.tool))
     let command = "'\(binary)' repair '\(journal.path)'"
-    let declined = try ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "n\n")
+    let declined = try await ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "n\n")
     #expect(declined.status == 1, "\(declined.out)")
     #expect(declined.out.contains("will move "))
     #expect(declined.out.contains("? [y/N] "))
     #expect(declined.out.contains("nothing moved"))
     #expect(!FileManager.default.fileExists(atPath: journal.directory.appending("quarantine")))
-    let accepted = try ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "y\n")
+    let accepted = try await ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "y\n")
     #expect(accepted.status == 0, "\(accepted.out)")
     #expect(accepted.out.contains("repaired: the journal ends at sequence "))
     #expect(Files.list(journal.directory.appending("quarantine")).count == 1)
-    #expect(try rewind(["verify", journal.path]).status == 0)
+    #expect(try await rewind(["verify", journal.path]).status == 0)
   }
 
   /// Reading commands (and snapshot) take no lock: they run while the app holds the journal and appends.
@@ -370,11 +370,11 @@ import Testing
       ["blame", "settings"], ["verify"],
     ]
     for arguments in everyReader {
-      let run = try rewind([arguments[0], journal.path] + arguments.dropFirst())
+      let run = try await rewind([arguments[0], journal.path] + arguments.dropFirst())
       #expect(run.status == 0, "\(arguments): \(run.err)")
     }
     try await writer.value
-    let replayed = try rewind(["replay", journal.path, "--json"])
+    let replayed = try await rewind(["replay", journal.path, "--json"])
     #expect(replayed.out.contains(#""seq":\#(manager.lastSequence),"#))
     #expect(replayed.out.contains(try CanonicalJSON.render(manager.state)))
     #expect(manager.lastSequence == before + 200)
@@ -382,7 +382,7 @@ import Testing
 
   @Test func debugHelpListsTheCommands() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 12)
-    let run = try rewind(["debug", journal.path], input: "help\n")
+    let run = try await rewind(["debug", journal.path], input: "help\n")
     #expect(run.status == 0)
     for command in ["step", "back", "goto", "find name", "find entity", "print", "query", "mark", "diff", "watch"] {
       #expect(run.out.contains("\n  \(command)"), "\(command)")
@@ -410,7 +410,7 @@ import Testing
       (["replay", journal.path, "--frobnicate"], 2, "unknown option --frobnicate"),
     ]
     for (arguments, status, message) in cases {
-      let run = try rewind(arguments)
+      let run = try await rewind(arguments)
       #expect(run.status == status, "\(arguments): \(run.err)")
       #expect(run.err.contains(message), "\(arguments): \(run.err)")
       #expect(run.err.hasPrefix("rewind \(arguments[0]): "), "\(arguments)")
@@ -420,7 +420,7 @@ import Testing
     var random = SeededGenerator(seed: 3)
     try Files.write(
       (0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) }, to: garbage.appending("manifest.json"))
-    let run = try rewind(["replay", garbage.path])
+    let run = try await rewind(["replay", garbage.path])
     #expect(run.status == 3)
     #expect(run.err.contains("manifest"))
     // Another app's journal (raw records): replay says which model cannot read which record;
@@ -429,10 +429,10 @@ import Testing
     let writer = try Journal(directory: raw.path, options: JournalOptions(durability: .none))
     try writer.appendAndWait([NewRecord(timestamp: 1, payload: Array("not an event".utf8))])
     writer.close()
-    let foreign = try rewind(["replay", raw.path])
+    let foreign = try await rewind(["replay", raw.path])
     #expect(foreign.status == 3)
     #expect(foreign.err.contains("model workspace cannot replay \(raw.path): record at sequence 1 is not an event"))
-    let verify = try rewind(["verify", raw.path])
+    let verify = try await rewind(["verify", raw.path])
     #expect(verify.status == 0, "\(verify.out)")
     #expect(
       verify.out.contains("note: replay not checked: no registered model (workspace) reads this journal's events"))

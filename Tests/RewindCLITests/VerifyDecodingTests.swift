@@ -34,7 +34,7 @@ import Testing
 
   @Test func soundEventsDecodeFieldByField() async throws {
     let dir = try await Self.journal()
-    let run = try ToolRun.run("rewind", ["verify", dir.path])
+    let run = try await ToolRun.run("rewind", ["verify", dir.path])
     #expect(run.status == 0, "\(run.out)\(run.err)")
     #expect(run.out.contains("note: replay not checked: no registered model (workspace) reads this journal's events\n"))
     #expect(run.out.hasSuffix("decoded: 2 events field by field, all sound\n"), "\(run.out)")
@@ -42,7 +42,7 @@ import Testing
 
   @Test func anEventWhoseFieldsDoNotDecodeIsAFinding() async throws {
     let dir = try await Self.journal { payload in Array(payload.dropLast(3)) }
-    let run = try ToolRun.run("rewind", ["verify", dir.path])
+    let run = try await ToolRun.run("rewind", ["verify", dir.path])
     #expect(run.status == 1, "\(run.out)\(run.err)")
     #expect(
       run.out.contains(
@@ -54,12 +54,12 @@ import Testing
     #expect(run.out.contains("sound: 2 records"))
   }
 
-  @Test func recordsThatAreNotRewindEventsAreCountedNotFaulted() throws {
+  @Test func recordsThatAreNotRewindEventsAreCountedNotFaulted() async throws {
     let dir = TemporaryDirectory("cli-verify-raw")
     let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
     try journal.appendAndWait([NewRecord(timestamp: 1, payload: Array("plain".utf8))])
     journal.close()
-    let run = try ToolRun.run("rewind", ["verify", dir.path])
+    let run = try await ToolRun.run("rewind", ["verify", dir.path])
     #expect(run.status == 0, "\(run.out)\(run.err)")
     #expect(
       run.out.hasSuffix(

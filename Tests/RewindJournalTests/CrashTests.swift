@@ -16,7 +16,7 @@ import Testing
   }
 
   @Test(arguments: ["always", "batched", "none"])
-  func acknowledgedAppendsSurviveSIGKILL(policy: String) throws {
+  func acknowledgedAppendsSurviveSIGKILL(policy: String) async throws {
     let executable = try Self.child()
     var random = SeededGenerator(seed: UInt64(policy.count) &* 7919 &+ 1)
     var totalAcknowledged = 0
@@ -24,9 +24,9 @@ import Testing
     for trial in 0..<Self.trials {
       // Each trial continues the same journal: recovery after one crash is the start of the next.
       let process = try ChildProcess(executable: executable, arguments: ["append", dir.path, policy, "4"])
-      #expect(process.waitForLine { $0.hasPrefix("open") }, "child did not open the journal")
-      usleep(UInt32.random(in: 1_000...80_000, using: &random))
-      process.kill()
+      #expect(try await process.waitForLine { $0.hasPrefix("open") }, "child did not open the journal")
+      try await Task.sleep(for: .microseconds(UInt32.random(in: 1_000...80_000, using: &random)))
+      try await process.kill()
       let acks = process.lines.compactMap(Ack.init)
       totalAcknowledged += acks.count
 
@@ -60,16 +60,16 @@ import Testing
     #expect(totalAcknowledged > 0, "the child never acknowledged anything: the test checked nothing")
   }
 
-  @Test func secondWriterInAnotherProcessIsRefused() throws {
+  @Test func secondWriterInAnotherProcessIsRefused() async throws {
     let dir = TemporaryDirectory("lock")
     let holder = try ChildProcess(executable: try Self.child(), arguments: ["hold", dir.path])
-    #expect(holder.waitForLine { $0 == "locked" })
+    #expect(try await holder.waitForLine { $0 == "locked" })
     #expect {
       try Journal(directory: dir.path)
     } throws: { ($0 as? JournalError)?.code == .locked }
     // Readers are never refused.
     #expect(try JournalReader(directory: dir.path).lastSequence() == 0)
-    holder.kill()
+    try await holder.kill()
     // The OS releases the lock when its holder dies.
     let journal = try Journal(directory: dir.path)
     #expect(journal.lastSequence == 0)

@@ -10,28 +10,31 @@ import Testing
   static let tool = "/usr/bin/lz4"
 
   /// Runs the `lz4` tool; returns its exit status and standard output.
-  static func lz4(_ arguments: [String]) throws -> (status: Int32, output: [UInt8], errors: String) {
+  static func lz4(_ arguments: [String]) async throws -> (status: Int32, output: [UInt8], errors: String) {
     guard FileManager.default.isExecutableFile(atPath: tool) else {
       Issue.record("the lz4 tool is missing at \(tool): install it (apt-get install lz4); CI does")
       return (-1, [], "")
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    // Read the output before waiting, so a large output cannot block the tool (its messages are short).
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let errorText = errors.fileHandleForReading.readDataToEndOfFile()
-    return (process.terminationStatus, Array(data), String(decoding: errorText, as: UTF8.self))
+    // On a thread of its own: no thread of the cooperative pool waits for the tool.
+    return try await onOwnThread {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: tool)
+      process.arguments = arguments
+      let output = Pipe()
+      let errors = Pipe()
+      process.standardOutput = output
+      process.standardError = errors
+      try process.run()
+      // Read the output before waiting, so a large output cannot block the tool (its messages are short).
+      let data = output.fileHandleForReading.readDataToEndOfFile()
+      process.waitUntilExit()
+      let errorText = errors.fileHandleForReading.readDataToEndOfFile()
+      return (process.terminationStatus, Array(data), String(decoding: errorText, as: UTF8.self))
+    }
   }
 
   /// Checks every segment of `directory` with the tool against `records` (all the journal holds).
-  static func checkSegments(_ directory: String, records: [JournalRecord]) throws {
+  static func checkSegments(_ directory: String, records: [JournalRecord]) async throws {
     let names = JournalFixtures.segments(directory)
     #expect(!names.isEmpty)
     for (position, name) in names.enumerated() {
@@ -40,9 +43,9 @@ import Testing
       let end = position + 1 < names.count ? Layout.firstSequence(ofSegmentNamed: names[position + 1])! : UInt64.max
       let inSegment = records.filter { $0.sequence >= first && $0.sequence < end }
 
-      let test = try lz4(["-t", path])
+      let test = try await lz4(["-t", path])
       #expect(test.status == 0, "lz4 -t \(name): \(test.errors)")
-      let decoded = try lz4(["-dc", path])
+      let decoded = try await lz4(["-dc", path])
       #expect(decoded.status == 0, "lz4 -dc \(name): \(decoded.errors)")
       #expect(decoded.output.count == inSegment.reduce(0) { $0 + 20 + $1.payload.count }, "\(name)")
       // Payloads appear in order, each behind its 20-byte record header.
@@ -69,7 +72,7 @@ import Testing
     let records = try await JournalFixtures.write(journal, batches: 200, maxRecords: 8, maxPayload: 200, seed: 11)
     journal.close()
     #expect(JournalFixtures.segments(dir.path).count > 3, "the test should cross segment rolls")
-    try Self.checkSegments(dir.path, records: records)
+    try await Self.checkSegments(dir.path, records: records)
   }
 
   @Test func framesLargerThanOneLZ4BlockDecodeWithTheTool() async throws {
@@ -89,14 +92,14 @@ import Testing
       }
     }
     journal.close()
-    try Self.checkSegments(dir.path, records: records)
+    try await Self.checkSegments(dir.path, records: records)
   }
 
-  @Test func anEmptyJournalsSegmentIsValidForTheTool() throws {
+  @Test func anEmptyJournalsSegmentIsValidForTheTool() async throws {
     let dir = TemporaryDirectory()
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
     journal.close()
-    try Self.checkSegments(dir.path, records: [])
+    try await Self.checkSegments(dir.path, records: [])
   }
 
   @Test func segmentsWrittenByConcurrentGroupCommitDecodeWithTheTool() async throws {
@@ -116,6 +119,6 @@ import Testing
     journal.close()
     let records = try JournalFixtures.readAll(dir.path)
     #expect(records.count == 16 * 20)
-    try Self.checkSegments(dir.path, records: records)
+    try await Self.checkSegments(dir.path, records: records)
   }
 }

@@ -50,15 +50,18 @@ import Testing
     // A child forked by any thread shares the lock file's open description until it execs; the
     // lock must still be released by close(), so that reopening at once succeeds.
     let dir = TemporaryDirectory("lock-fork")
-    let spawning = Task.detached {
-      while !Task.isCancelled {
+    // The spawning runs on a thread of its own, not a task: waiting for each child there would
+    // hold a thread of the cooperative pool for the whole test.
+    let stop = Locked(false)
+    Thread.detachNewThread {
+      while !stop.withLock({ $0 }) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/true")
         try? process.run()
         process.waitUntilExit()
       }
     }
-    defer { spawning.cancel() }
+    defer { stop.withLock { $0 = true } }
     for round in 0..<300 {
       do {
         let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
