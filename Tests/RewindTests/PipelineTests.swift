@@ -107,9 +107,14 @@ private func queueBehindAHeldAppend(
   return tasks
 }
 
+// The time limits catch a deadlock (a command waiting forever behind a held write). They are
+// generous because the limit runs on the wall clock: alone each test takes milliseconds, but in
+// the full parallel suite on two cores every `await` here queues behind CPU-bound tests, and
+// both took 60-100 s in loaded runs without anything being stuck.
+
 /// Commands handed to the journal behind one still being written are applied and announced only
 /// after it, in sequence order, each validated against the state its predecessors leave.
-@Test(.timeLimit(.minutes(1))) func commandsBehindAnAppendInFlightAreAppliedOnlyAfterItInOrder() async throws {
+@Test(.timeLimit(.minutes(5))) func commandsBehindAnAppendInFlightAreAppliedOnlyAfterItInOrder() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let io = HoldingFileIO()
@@ -139,7 +144,7 @@ private func queueBehindAHeldAppend(
 /// When an append fails, the commands queued behind it were validated against a state that never
 /// existed: they fail too, nothing of any of them is applied, announced or journaled, and the
 /// next command validates against the committed state.
-@Test(.timeLimit(.minutes(1))) func commandsBehindAFailedAppendFailAndNothingOfThemIsVisible() async throws {
+@Test(.timeLimit(.minutes(5))) func commandsBehindAFailedAppendFailAndNothingOfThemIsVisible() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let io = HoldingFileIO()
