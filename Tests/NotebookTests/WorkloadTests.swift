@@ -38,6 +38,31 @@ import Testing
     #expect(other == state)
   }
 
+  /// A run on a journal that already holds events (as an unseeded `rewind demo` run again in its
+  /// directory is) still knows how many events each command records, so the journal grows by
+  /// exactly what it reports: here the journal already holds the settings that the run's first
+  /// settings command sets, which therefore records nothing.
+  @Test func aRunOnAJournalThatHoldsEventsCountsThemRight() async throws {
+    let (fresh, _, _) = try await Self.run(seed: 36, events: 3_000, durability: .none)
+    let first = try #require(
+      try Replay.events(of: Workspace.self, directory: fresh.appending("journal")).lazy
+        .compactMap { $0.event as? EditorSettingsChanged }.first
+    ).settings
+    #expect(first != EditorSettings())
+    let temporary = TemporaryDirectory("workload-again")
+    let directory = temporary.appending("journal")
+    let earlier = try NotebookManager(
+      directory: directory, options: JournalOptions(durability: .none), clock: .stepping(from: 1))
+    try await earlier.updateSettings(first)
+    earlier.close()
+    let workload = NotebookWorkload(seed: 36)
+    let manager = try NotebookManager(
+      directory: directory, options: JournalOptions(durability: .none), clock: workload.clock, ids: workload.ids)
+    defer { manager.close() }
+    let summary = try await workload.run(manager, events: 3_000)
+    #expect(manager.lastSequence == 1 + UInt64(summary.events))
+  }
+
   @Test func aWorkloadRunsOnce() async throws {
     let temporary = TemporaryDirectory("workload-once")
     let workload = NotebookWorkload(seed: 1)

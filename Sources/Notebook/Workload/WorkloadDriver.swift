@@ -48,6 +48,23 @@ struct WorkloadDriver {
     self.manager = manager
     self.executor = executor
     self.random = SeededRandom(seed: seed)
+    // The mirror starts as the journal's state, so that a run on a journal that already holds
+    // events (an unseeded demo run again in its directory) predicts its event counts right. A
+    // seeded run starts from an empty journal, so this changes nothing of what it issues.
+    let state = manager.state
+    for notebook in state.notebooks.all() {
+      notebooks.append(notebook.id)
+      notebookTitles[notebook.id] = notebook.title
+    }
+    for note in state.notes.all() {
+      notes[note.id] = note
+      noteList.append(note.id)
+    }
+    for item in state.readingList.all() {
+      readingItems[item.id] = item.isRead
+      readingList.append(item.id)
+    }
+    settings = state.settings.value
   }
 
   mutating func run(events target: Int) async throws -> WorkloadSummary {
