@@ -113,16 +113,7 @@ import Testing
   }
 
   @Test func aJournalNoRegisteredModelReadsIsInferredFromItsFieldsAndSaysSo() async throws {
-    let dir = TemporaryDirectory("cli-show-foreign")
-    let manager = try Manager<Tally>(
-      directory: dir.path, options: JournalOptions(durability: .none), ids: .sequential())
-    let counter = try await manager.perform(.user) { _, command in
-      let id = command.newID()
-      command.record(TallyOpened(id: id, label: "visits"))
-      return id
-    }
-    try await manager.perform(.user) { _, command in command.record(TallyCounted(tally: counter, by: 3)) }
-    manager.close()
+    let (dir, counter) = try await VerifyDecodingTests.tallies()
 
     let run = try await rewind(["show", dir.path, "2"])
     #expect(run.status == 0, "\(run.err)")

@@ -7,10 +7,9 @@ import Testing
 /// `rewind verify` on a journal no registered model reads (another app's): with no model to
 /// replay it, every event's envelope and fields are decoded without the app's types.
 @Suite struct VerifyDecodingTests {
-  /// Another app's journal: two `Tally` events, the second rewritten by `damage` (checksums stay
-  /// valid: the bytes are wrong as written, as a buggy writer would leave them).
-  static func journal(damage: ([UInt8]) -> [UInt8] = { $0 }) async throws -> TemporaryDirectory {
-    let written = TemporaryDirectory("cli-verify-tally")
+  /// Another app's journal, as that app writes it: a tally opened, then counted; and the tally's id.
+  static func tallies() async throws -> (TemporaryDirectory, Identifier) {
+    let written = TemporaryDirectory("cli-tally")
     let manager = try Manager<Tally>(
       directory: written.path, options: JournalOptions(durability: .none), ids: .sequential())
     let counter = try await manager.perform(.user) { _, command in
@@ -20,6 +19,13 @@ import Testing
     }
     try await manager.perform(.user) { _, command in command.record(TallyCounted(tally: counter, by: 3)) }
     manager.close()
+    return (written, counter)
+  }
+
+  /// Another app's journal: two `Tally` events, the second rewritten by `damage` (checksums stay
+  /// valid: the bytes are wrong as written, as a buggy writer would leave them).
+  static func journal(damage: ([UInt8]) -> [UInt8] = { $0 }) async throws -> TemporaryDirectory {
+    let (written, _) = try await tallies()
     let reader = try JournalReader(directory: written.path)
     let records = try [1, 2].map { try #require(try reader.record(UInt64($0))) }
     let copy = TemporaryDirectory("cli-verify-copy")
