@@ -102,3 +102,55 @@ import Testing
     journal.close()
   }
 }
+
+/// A reader judges a frame cut short by the end of the file on the bytes it saw: bytes a writer
+/// appended since (the rest of that frame, the next batch) must not make it look like damage in
+/// the middle of committed data.
+@Suite struct StaleTailTests {
+  @Test func aFrameStillBeingWrittenIsNotDamageWhenMoreArrivesMeanwhile() async throws {
+    let original = TemporaryDirectory("stale-tail")
+    let journal = try Journal(directory: original.path, options: JournalOptions(durability: .none))
+    for index in 0..<3 {
+      let payload = [UInt8](repeating: UInt8(index), count: 500)
+      try await journal.append([NewRecord(timestamp: Int64(index), payload: payload)])
+    }
+    journal.close()
+    let name = Layout.segmentName(firstSequence: 1)
+    let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: original.appending(name))))
+    let io = PosixFileIO()
+    let whole = try SegmentFile(directory: original.path, firstSequence: 1, io: io)
+    guard
+      case .batch(let first, _) = try whole.batch(
+        at: Int64(Layout.segmentHeaderSize), expecting: 1, checkFrame: true, limits: JournalLimits())
+    else {
+      Issue.record("the first batch does not read")
+      return
+    }
+    let second = Int64(Layout.segmentHeaderSize + Layout.batchHeaderSize) + Int64(first.frameLength)
+
+    // A reader opens the segment while the second batch's frame is half written...
+    let copy = TemporaryDirectory("stale-tail-copy")
+    let cut = Int(second) + Layout.batchHeaderSize + 20
+    #expect(FileManager.default.createFile(atPath: copy.appending(name), contents: Data(bytes[..<cut])))
+    let file = try SegmentFile(directory: copy.path, firstSequence: 1, io: io)
+    guard
+      case .damaged(let damage) = try file.batch(at: second, expecting: 2, checkFrame: true, limits: JournalLimits())
+    else {
+      Issue.record("a half-written frame reads whole")
+      return
+    }
+    #expect(damage.kind == .truncatedFrame)
+    // ...and the writer finishes it and writes the third before the reader looks for more.
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: copy.appending(name)))
+    try handle.seekToEnd()
+    try handle.write(contentsOf: Data(bytes[cut...]))
+    try handle.close()
+    #expect(try !file.hasValidBatchHeader(after: second, limits: JournalLimits()))
+    try file.refreshSize()
+    guard case .batch = try file.batch(at: second, expecting: 2, checkFrame: true, limits: JournalLimits())
+    else {
+      Issue.record("the finished frame does not read")
+      return
+    }
+  }
+}

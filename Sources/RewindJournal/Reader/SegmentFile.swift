@@ -104,12 +104,17 @@ package final class SegmentFile {
 
   /// The first checksum-valid batch header after `offset`, and where it starts. Scans the bytes
   /// in bounded chunks, so a damaged file of any size costs time, not memory.
+  ///
+  /// Only the first `size` bytes count: the damage was judged on them, and bytes a writer appended
+  /// since (a follower's view of the active segment) would make a frame still being written look
+  /// like damage in the middle of committed data.
   package func nextValidBatchHeader(after offset: Int64, limits: JournalLimits) throws -> (Int64, BatchHeader)? {
     let magic: [UInt8] = [0x51, 0x2A, 0x4D, 0x18]
     var position = offset + 1
     let chunk = 1 << 20
     while position + Int64(Layout.batchHeaderSize) <= size {
-      let bytes = try io.read(fd, count: chunk + Layout.batchHeaderSize, at: position, path: path)
+      let count = Int(min(Int64(chunk + Layout.batchHeaderSize), size - position))
+      let bytes = try io.read(fd, count: count, at: position, path: path)
       if bytes.count < Layout.batchHeaderSize { return nil }
       var i = 0
       while i + Layout.batchHeaderSize <= bytes.count, i < chunk {
