@@ -44,29 +44,26 @@ extension TimeMachine {
     var context = ApplyContext(recording: true)
     M.makeRegistry().apply(recorded.event, to: &after, context: &context)
     let keys = context.touched.sorted()
-    let storesBefore = StateInspector.stores(of: before)
+    // What changed, record by record, as `diff` finds it; a touched record it does not list is
+    // unchanged (or absent both times).
+    let diff = StateDiff.between(before, after, from: sequence - 1, to: sequence)
     let storesAfter = StateInspector.stores(of: after)
     let records = keys.filter { $0.kind != .group }.map { key in
       let id = key.kind == .value ? "" : key.key
-      let old = storesBefore.first { $0.name == key.store }?.record(described: id)
-      let new = storesAfter.first { $0.name == key.store }?.record(described: id)
-      let change: TouchedRecord.Change =
-        switch (old, new) {
-        case (nil, nil): .unchanged
-        case (nil, .some): .inserted
-        case (.some, nil): .removed
-        case (.some(let old), .some(let new)): sameValue(old, new) ? .unchanged : .updated
+      let changes = diff.changes(in: key.store)
+      let changed = [changes?.inserted, changes?.updated, changes?.removed].lazy.compactMap { $0 }.joined()
+      guard let change = changed.first(where: { $0.id == id }) else {
+        let value = storesAfter.first { $0.name == key.store }?.record(described: id)
+        return TouchedRecord(store: key.store, id: id, before: value, after: value, change: .unchanged)
+      }
+      let kind: TouchedRecord.Change =
+        switch change.kind {
+        case .inserted: .inserted
+        case .updated: .updated
+        case .removed: .removed
         }
-      return TouchedRecord(store: key.store, id: id, before: old, after: new, change: change)
+      return TouchedRecord(store: key.store, id: id, before: change.before, after: change.after, change: kind)
     }
     return EventEffect(event: recorded, keys: keys, records: records)
   }
 }
-
-/// Whether two store values (records are `Equatable`, as are value stores' values) are equal.
-private func sameValue(_ a: any Sendable, _ b: any Sendable) -> Bool {
-  guard let a = a as? any Equatable else { return false }
-  return isEqual(a, b)
-}
-
-private func isEqual<T: Equatable>(_ a: T, _ b: any Sendable) -> Bool { (b as? T) == a }
