@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import RewindJournal
 import Synchronization
@@ -30,6 +31,10 @@ package final class FaultInjectingFileIO: FileIO {
   private let base = PosixFileIO()
   private let state = Mutex(State())
 
+  /// Held data syncs (`metadata: false`) of segment files: while holding, each waits in `sync`
+  /// until a test lets it go (then its armed fault, if any, strikes).
+  private let gate = Gate()
+
   package init() {}
 
   /// Arms `fault` for the call after `skip` matching calls on a path containing `pathContains`
@@ -43,6 +48,60 @@ package final class FaultInjectingFileIO: FileIO {
       $0.armed.removeAll()
       $0.failNextWrite = nil
     }
+  }
+
+  /// Makes every later data sync of a segment file wait in `sync` until `releaseSync()`.
+  package func holdSyncs() {
+    gate.lock()
+    gate.holding = true
+    gate.unlock()
+  }
+
+  /// Lets one held sync go on (the next one to arrive, if none is waiting yet).
+  package func releaseSync() {
+    gate.lock()
+    gate.released += 1
+    gate.broadcast()
+    gate.unlock()
+  }
+
+  /// Stops holding syncs and lets every held one go on.
+  package func stopHoldingSyncs() {
+    gate.lock()
+    gate.holding = false
+    gate.broadcast()
+    gate.unlock()
+  }
+
+  /// Blocks until `count` syncs are held, or `unless` holds (checked again at each `poke()`).
+  /// Returns whether the syncs are held.
+  @discardableResult
+  package func waitForHeldSyncs(_ count: Int, unless: () -> Bool = { false }) -> Bool {
+    gate.lock()
+    defer { gate.unlock() }
+    while gate.held < count && !unless() { gate.wait() }
+    return gate.held >= count
+  }
+
+  /// Wakes the waits above to check their conditions again (call it when what `unless` reads changes).
+  package func poke() {
+    gate.lock()
+    gate.broadcast()
+    gate.unlock()
+  }
+
+  /// Blocks until `count` writes (to any file) have returned since this object was made.
+  package func waitForCompletedWrites(_ count: Int) {
+    gate.lock()
+    while gate.completedWrites < count { gate.wait() }
+    gate.unlock()
+  }
+
+  /// Writes (to any file) that have returned so far.
+  package var writesCompleted: Int {
+    gate.lock()
+    defer { gate.unlock() }
+    return gate.completedWrites
   }
 
   /// How many faults have struck so far.
@@ -73,6 +132,12 @@ package final class FaultInjectingFileIO: FileIO {
 
   package func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
     state.withLock { $0.writes += 1 }
+    defer {
+      gate.lock()
+      gate.completedWrites += 1
+      gate.broadcast()
+      gate.unlock()
+    }
     if let errno = state.withLock({ s -> Int32? in
       defer { s.failNextWrite = nil }
       return s.failNextWrite
@@ -101,6 +166,17 @@ package final class FaultInjectingFileIO: FileIO {
 
   package func sync(_ fd: Int32, metadata: Bool, path: String) throws {
     state.withLock { $0.syncs += 1 }
+    if !metadata && path.hasSuffix(".lz4") {
+      gate.lock()
+      if gate.holding {
+        gate.held += 1
+        gate.broadcast()
+        while gate.holding && gate.released == 0 { gate.wait() }
+        if gate.released > 0 { gate.released -= 1 }
+        gate.held -= 1
+      }
+      gate.unlock()
+    }
     if case .syncError(let errno) = take(path, where: { if case .syncError = $0 { true } else { false } }) {
       throw SystemCallError("fsync", path: path, errno: errno)
     }
@@ -125,4 +201,19 @@ package final class FaultInjectingFileIO: FileIO {
   package func removeFile(_ path: String) throws { try base.removeFile(path) }
   package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
   package func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
+}
+
+/// The state behind held syncs and counted writes. `@unchecked Sendable`: every field is read
+/// and written only while holding the condition's lock.
+private final class Gate: @unchecked Sendable {
+  private let condition = NSCondition()
+  var holding = false
+  var held = 0
+  var released = 0
+  var completedWrites = 0
+
+  func lock() { condition.lock() }
+  func unlock() { condition.unlock() }
+  func wait() { condition.wait() }
+  func broadcast() { condition.broadcast() }
 }
