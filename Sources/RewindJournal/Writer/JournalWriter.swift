@@ -25,24 +25,10 @@ struct PendingAppend {
 /// `always` and `batched` every group is written by the writer thread (which, under `batched`,
 /// lingers to gather it), so no caller's thread waits for an fsync.
 ///
-/// Under `always` and `batched` writing and syncing are two stages on two threads (group commit
-/// with separate flush and sync stages): the writer thread writes a group and hands it to the
-/// sync thread, which runs one `fdatasync` for every group handed to it before that sync began
-/// and hands them back; the writer thread acknowledges them (between its own writes), so the sync
-/// thread can start the next sync at once. While one sync runs, the writer gathers and writes
-/// the next group, so the producers acknowledged by one sync come back while the next one runs.
-/// If a sync fails, every group written since the last good one fails and is truncated away
-/// (see `runSyncStage`).
-///
-/// `@unchecked Sendable`: `queue`, `writing`, `closing`, `failure`, `gatherTarget`,
-/// `syncInFlight`, `lastAcknowledged` and `toAcknowledge` are guarded by `condition`;
-/// `handedOver`, `syncStageBusy`, `writeInProgress`, `syncFailure`, `syncedEnd` and `stopSyncing`
-/// by `syncCondition` (never both at once). File state (`state`, descriptors, encoders, buffers,
-/// the index file) is touched only by the one thread that set `writing` (the writer thread or a
-/// leader), and by `init` and the writer thread before any append and after the last. The sync
-/// thread only syncs the descriptor a group carries (which stays open until the sync stage is
-/// drained: a roll and `close()` wait for that) and, after a failed sync, truncates it while
-/// `writeInProgress` keeps the writer out.
+/// `@unchecked Sendable`: `queue`, `writing`, `closing` and `failure` are guarded by
+/// `condition`; file state (`state`, descriptors, encoders, buffers) is touched only by the one
+/// thread that set `writing` (the writer thread or a leader), and by `init` and the writer thread
+/// before any append and after the last.
 final class JournalWriter: @unchecked Sendable {
   let directory: JournalDirectory
   let options: JournalOptions
@@ -62,31 +48,14 @@ final class JournalWriter: @unchecked Sendable {
   /// Set when the journal can no longer accept appends (a failed fsync, a write that could not be undone).
   private var failure: JournalError?
   /// While the writer thread gathers a group under `always`: how many appends it waits for
-  /// (enqueue wakes it only once that many are queued, or a frame's worth); 0 otherwise.
+  /// (enqueue wakes it only once that many are queued); 0 otherwise.
   private var gatherTarget = 0
-  /// The sync thread is in an `fdatasync`; the writer gathers the next group meanwhile.
-  private var syncInFlight = false
-  /// Appends acknowledged by the last good sync: the producers coming back during the next one.
-  private var lastAcknowledged = 0
-  /// Groups the sync stage is done with, for the writer thread to acknowledge (or fail, with
-  /// the sync's failure) in order.
-  private var toAcknowledge: [(group: WrittenGroup, lost: JournalError?)] = []
 
-  // The sync stage (`always` and `batched`), guarded by `syncCondition`.
-  private let syncCondition = NSCondition()
-  /// Groups through the write stage and not yet taken by the sync thread, in order.
-  private var handedOver: [WrittenGroup] = []
-  /// The sync thread holds groups it has taken and not yet acknowledged or failed.
-  private var syncStageBusy = false
-  /// The writer is writing bytes of a group it has not yet handed over: the sync thread must
-  /// not truncate the segment under it.
-  private var writeInProgress = false
-  /// Set once an `fdatasync` failed; every later group fails with it, unwritten.
-  private var syncFailure: JournalError?
-  /// The active segment's end as of the last good sync (where a failed sync truncates to).
-  private var syncedEnd: Int64
-  private var stopSyncing = false
-  private let syncStageFinished = DispatchSemaphore(value: 0)
+  // Writer-thread only: what the last synced group looked like, for gathering the next.
+  /// Appends in the last group written by the writer thread.
+  private var lastGroupAppends = 0
+  /// How long the last fdatasync took, in nanoseconds.
+  private var lastSyncNanos: UInt64 = 0
 
   /// The last acknowledged sequence number, readable from any thread.
   let lastSequence: Atomic<UInt64>
@@ -106,21 +75,12 @@ final class JournalWriter: @unchecked Sendable {
     self.options = options
     self.state = start
     self.lastSequence = Atomic(start.nextSequence - 1)
-    self.syncedEnd = start.endOffset
     try openActiveSegment()
     writeIndexFile(rewrite: !start.indexIsCurrent)
     let thread = Thread { [self] in run() }
     thread.name = "rewind-journal-writer"
     thread.start()
-    if pipelined {
-      let syncThread = Thread { [self] in runSyncStage() }
-      syncThread.name = "rewind-journal-sync"
-      syncThread.start()
-    }
   }
-
-  /// Whether groups go through the sync stage (every policy that syncs).
-  private var pipelined: Bool { options.durability != .none }
 
   /// The active segment's file name and path, made once per segment (not per write).
   private var activeName = ""
@@ -204,9 +164,7 @@ final class JournalWriter: @unchecked Sendable {
       writeAndHandOff(group, failure: failure)
       return
     }
-    if gatherTarget == 0 || queue.count >= gatherTarget || queuedBytes >= options.frameTargetBytes {
-      condition.signal()
-    }
+    if gatherTarget == 0 || queue.count >= gatherTarget { condition.signal() }
     condition.unlock()
   }
 
@@ -245,30 +203,13 @@ final class JournalWriter: @unchecked Sendable {
     return (group, failure)
   }
 
-  /// Writes `group`, or fails all of it with `failure`; then acknowledges it (under `none`) or
-  /// hands it to the sync stage.
+  /// Writes `group`, or fails all of it with `failure`.
   private func complete(_ group: [PendingAppend], failure: JournalError?) {
-    let done: WrittenGroup
     if let failure {
-      done = WrittenGroup(failing: group, with: failure, lastSequence: state.nextSequence - 1)
+      for append in group { append.completion(.failure(failure)) }
     } else {
-      done = write(group)
+      write(group)
     }
-    if pipelined {
-      handOver(done)
-    } else {
-      acknowledge(done)
-    }
-  }
-
-  /// Makes a written group's appends visible (index, `lastSequence`) and calls every completion
-  /// in the group's order. Under a syncing policy, only once a sync covering the group succeeded.
-  private func acknowledge(_ group: WrittenGroup) {
-    if group.wrote {
-      appendIndexEntries(group.indexEntries)
-      lastSequence.store(group.lastSequence, ordering: .releasing)
-    }
-    for (append, outcome) in zip(group.appends, group.outcomes) { append.completion(outcome) }
   }
 
   /// Stops accepting appends, lets the writer finish what is queued, and closes the files.
@@ -291,20 +232,10 @@ final class JournalWriter: @unchecked Sendable {
 
   private func run() {
     while let (group, failure) = nextGroup() {
+      lastGroupAppends = group.count
       complete(group, failure: failure)
       condition.lock()
       writing = false
-      condition.unlock()
-    }
-    if pipelined {
-      // close(): everything queued is written; let the sync stage sync and acknowledge it.
-      syncCondition.lock()
-      stopSyncing = true
-      syncCondition.broadcast()
-      syncCondition.unlock()
-      syncStageFinished.wait()
-      condition.lock()
-      deliverAcknowledgements()
       condition.unlock()
     }
     io.close(segmentFD)
@@ -317,22 +248,21 @@ final class JournalWriter: @unchecked Sendable {
   private func nextGroup() -> ([PendingAppend], JournalError?)? {
     condition.lock()
     defer { condition.unlock() }
-    while true {
-      deliverAcknowledgements()
-      if !writing && !queue.isEmpty { break }
-      if closing && !writing { return nil }
+    while writing || queue.isEmpty {
+      if closing && !writing && queue.isEmpty { return nil }
       condition.wait()
     }
     writing = true
-    if case .always = options.durability, !closing, syncInFlight, queue.count < lastAcknowledged {
-      // Group commit under `always`, pipelined: a group written now waits for the sync in flight
-      // to end before its own sync can begin. Meanwhile the producers that the last sync
-      // acknowledged are coming back: gather until they all have (or a frame is full, or the
-      // sync ended), and write them as one group, so the next sync starts as soon as this one ends.
-      gatherTarget = lastAcknowledged
-      while syncInFlight && queue.count < gatherTarget && queuedBytes < options.frameTargetBytes && !closing {
-        condition.wait()
-        deliverAcknowledgements()
+    if case .always = options.durability, !closing, lastGroupAppends > 1, queue.count < lastGroupAppends {
+      // Group commit under `always`: the appends of the last group were acknowledged a moment
+      // ago and their producers are coming back one by one. Syncing the first few alone would
+      // make the rest wait for that sync and then sync again; wait (at most about one sync's
+      // duration) until as many appends as last time are queued, then sync them together.
+      let limit = min(max(lastSyncNanos, 50_000), 2_000_000)
+      let deadline = Date(timeIntervalSinceNow: Double(limit) / 1e9)
+      gatherTarget = lastGroupAppends
+      while queue.count < gatherTarget && queuedBytes < options.frameTargetBytes && !closing {
+        if !condition.wait(until: deadline) { break }
       }
       gatherTarget = 0
     }
@@ -347,7 +277,6 @@ final class JournalWriter: @unchecked Sendable {
         let now = Date()
         if now >= deadline { break }
         let signalled = condition.wait(until: min(deadline, now.addingTimeInterval(linger / 8)))
-        deliverAcknowledgements()
         if !signalled && queue.count == seen { break }
         seen = queue.count
       }
@@ -355,9 +284,10 @@ final class JournalWriter: @unchecked Sendable {
     return takeGroup()
   }
 
-  /// Writes a group and returns every append's outcome, in the group's order. Appends conditional
-  /// on a sequence number the journal will not be at are refused in their place; the rest are written.
-  private func write(_ all: [PendingAppend]) -> WrittenGroup {
+  /// Writes a group and calls every completion in the group's order. Appends conditional on a
+  /// sequence number the journal will not be at are refused in their place; the rest are written.
+  private func write(_ all: [PendingAppend]) {
+    guard !all.isEmpty else { return }
     // Usually every append may start where the one before it ends: write them all as they are.
     var next = state.nextSequence
     var conflict = false
@@ -369,9 +299,13 @@ final class JournalWriter: @unchecked Sendable {
       next += UInt64(append.records.count)
     }
     if !conflict {
-      var done = write(group: all)
-      done.appends = all
-      return done
+      switch write(group: all) {
+      case .success(let ranges):
+        for (append, range) in zip(all, ranges) { append.completion(.success(range)) }
+      case .failure(let error):
+        for append in all { append.completion(.failure(error)) }
+      }
+      return
     }
     var group: [PendingAppend] = []
     group.reserveCapacity(all.count)
@@ -388,16 +322,11 @@ final class JournalWriter: @unchecked Sendable {
         next += UInt64(append.records.count)
       }
     }
-    var done =
-      group.isEmpty ? WrittenGroup(failing: [], with: nil, lastSequence: state.nextSequence - 1) : write(group: group)
-    let written = done.outcomes
-    done.appends = all
-    done.outcomes = []
-    done.outcomes.reserveCapacity(all.count)
-    var index = 0
+    let outcome = group.isEmpty ? .success([]) : write(group: group)
+    var written = 0
     for (append, refused) in zip(all, refusedAt) {
       if let refused {
-        done.outcomes.append(
+        append.completion(
           .failure(
             JournalError(
               .sequenceConflict,
@@ -405,19 +334,17 @@ final class JournalWriter: @unchecked Sendable {
               directory: path)))
         continue
       }
-      done.outcomes.append(written[index])
-      index += 1
+      switch outcome {
+      case .success(let ranges): append.completion(.success(ranges[written]))
+      case .failure(let error): append.completion(.failure(error))
+      }
+      written += 1
     }
-    return done
   }
 
-  /// Writes `group` (all of it, or nothing) and returns each append's sequence numbers, or the
-  /// failure of all of them. The appends themselves are left for the caller to fill in.
-  private func write(group: [PendingAppend]) -> WrittenGroup {
+  /// Writes `group` (all of it, or nothing) and returns each append's sequence numbers.
+  private func write(group: [PendingAppend]) -> Result<[ClosedRange<UInt64>], JournalError> {
     let groupBytes = group.reduce(0) { $0 + $1.contentBytes }
-    func failed(_ error: JournalError) -> WrittenGroup {
-      WrittenGroup(failing: group, with: error, lastSequence: state.nextSequence - 1)
-    }
     do {
       if state.endOffset > Int64(Layout.segmentHeaderSize),
         state.endOffset + Int64(groupBytes) > Int64(options.segmentTargetBytes)
@@ -425,13 +352,12 @@ final class JournalWriter: @unchecked Sendable {
         try roll()
       }
     } catch {
-      return failed(fail(error.error, fatal: error.fatal))
+      return fail(error.error, fatal: error.fatal)
     }
 
     // Frames: as many whole appends as fit in the frame target; an append larger than it alone.
     output.removeAll(keepingCapacity: true)
-    var ranges: [Result<ClosedRange<UInt64>, JournalError>] = []
-    ranges.reserveCapacity(group.count)
+    var ranges: [ClosedRange<UInt64>] = []
     var newEntries: [IndexEntry] = []
     var sequence = state.nextSequence
     var maxTimestamp = state.maxTimestamp
@@ -457,24 +383,16 @@ final class JournalWriter: @unchecked Sendable {
           group[start..<end].lazy.flatMap(\.records), firstSequence: sequence, encoder: encoder, scratch: &scratch,
           into: &output)
         for append in group[start..<end] {
-          ranges.append(.success(sequence...(sequence + UInt64(append.records.count) - 1)))
+          ranges.append(sequence...(sequence + UInt64(append.records.count) - 1))
           sequence += UInt64(append.records.count)
         }
         maxTimestamp = max(maxTimestamp, header.maxTimestamp)
         start = end
       }
     } catch {
-      return failed(fail(JournalError(.io, "LZ4 compression failed: \(error)", directory: path), fatal: false))
+      return fail(JournalError(.io, "LZ4 compression failed: \(error)", directory: path), fatal: false)
     }
 
-    if pipelined {
-      // Keep the sync thread from truncating under this write; after a failed sync, write nothing.
-      syncCondition.lock()
-      let lost = syncFailure
-      if lost == nil { writeInProgress = true }
-      syncCondition.unlock()
-      if let lost { return failed(lost) }
-    }
     let name = activeName
     do {
       try output.withUnsafeBytes { (bytes) throws in
@@ -483,136 +401,36 @@ final class JournalWriter: @unchecked Sendable {
     } catch {
       // Undo whatever part reached the file, so nothing unacknowledged stays behind.
       let undone = (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil
-      return failed(fail(JournalError(error, directory: path, file: name), fatal: !undone))
+      return fail(JournalError(error, directory: path, file: name), fatal: !undone)
+    }
+    if options.durability != .none {
+      do {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try io.sync(segmentFD, metadata: false, path: activePath)
+        lastSyncNanos = DispatchTime.now().uptimeNanoseconds - start
+      } catch {
+        _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
+        return fail(durabilityLost(error, file: name), fatal: true)
+      }
     }
 
     state.endOffset += Int64(output.count)
     state.nextSequence = sequence
     state.maxTimestamp = maxTimestamp
     state.lastIndexedOffset = lastIndexed
-    return WrittenGroup(
-      appends: [], outcomes: ranges, wrote: true, end: state.endOffset, fd: segmentFD, path: activePath, name: name,
-      lastSequence: sequence - 1, indexEntries: newEntries)
-  }
-
-  // MARK: The sync stage (`always` and `batched`)
-
-  /// Hands a group through the write stage to the sync thread (which acknowledges or fails it in turn).
-  private func handOver(_ group: WrittenGroup) {
-    syncCondition.lock()
-    writeInProgress = false
-    handedOver.append(group)
-    syncCondition.broadcast()
-    syncCondition.unlock()
-  }
-
-  /// The sync thread: takes every group handed over, runs one `fdatasync` that begins after
-  /// all their writes ended, and acknowledges them in order; meanwhile the writer writes the
-  /// next groups. Groups that wrote nothing (refused, failed) are answered in their turn.
-  ///
-  /// A failed sync loses durability for everything written since the last good one: the
-  /// journal refuses every later append, the segment is truncated back to where the last good
-  /// sync left it (once the writer is out of any write), and every group taken or handed over
-  /// since fails with `durabilityLost`. No group is acknowledged unless a sync that began after
-  /// its write succeeded.
-  private func runSyncStage() {
-    syncCondition.lock()
-    while true {
-      while handedOver.isEmpty && !stopSyncing { syncCondition.wait() }
-      if handedOver.isEmpty { break }
-      var batch = handedOver
-      handedOver.removeAll(keepingCapacity: true)
-      syncStageBusy = true
-      var lost = syncFailure
-      syncCondition.unlock()
-
-      let last = batch.last(where: \.wrote)
-      if lost == nil, let last {
-        condition.lock()
-        syncInFlight = true
-        condition.unlock()
-        do {
-          try io.sync(last.fd, metadata: false, path: last.path)
-        } catch {
-          lost = durabilityLost(error, file: last.name)
-        }
-      }
-
-      syncCondition.lock()
-      if let lost {
-        if syncFailure == nil, let last {
-          syncFailure = lost
-          while writeInProgress { syncCondition.wait() }
-          _ = try? io.truncate(last.fd, to: syncedEnd, path: last.name)
-        }
-        batch += handedOver
-        handedOver.removeAll()
-      } else if let last {
-        syncedEnd = last.end
-      }
-      syncStageBusy = false
-      syncCondition.broadcast()
-      syncCondition.unlock()
-      syncEnded(batch, lost: lost)
-      syncCondition.lock()
-    }
-    syncCondition.unlock()
-    syncStageFinished.signal()
-  }
-
-  /// Passes a batch the sync stage is done with to the writer thread, which acknowledges it (or,
-  /// with `lost`, fails it) while the next sync runs; wakes the writer, which gathers until then.
-  private func syncEnded(_ batch: [WrittenGroup], lost: JournalError?) {
-    condition.lock()
-    syncInFlight = false
-    if let lost {
-      failure = failure ?? lost
-    } else {
-      lastAcknowledged = batch.reduce(0) { $0 + $1.appends.count }
-    }
-    for group in batch { toAcknowledge.append((group, lost)) }
-    condition.signal()
-    condition.unlock()
-  }
-
-  /// Acknowledges (or fails) what the sync stage is done with, in order. Writer thread, holder
-  /// of `condition`, which it lets go of while calling completions.
-  private func deliverAcknowledgements() {
-    while !toAcknowledge.isEmpty {
-      let done = toAcknowledge
-      toAcknowledge.removeAll()
-      condition.unlock()
-      for (group, lost) in done {
-        if let lost {
-          // What was written is lost; what was not keeps its own failure.
-          for (append, outcome) in zip(group.appends, group.outcomes) {
-            append.completion(group.wrote ? .failure(lost) : outcome)
-          }
-        } else {
-          acknowledge(group)
-        }
-      }
-      condition.lock()
-    }
-  }
-
-  /// Waits until the sync stage has acknowledged or failed every group handed over; returns the
-  /// sync failure, if any. Writer thread, outside a write.
-  private func drainSyncStage() -> JournalError? {
-    syncCondition.lock()
-    defer { syncCondition.unlock() }
-    while syncStageBusy || !handedOver.isEmpty { syncCondition.wait() }
-    return syncFailure
+    lastSequence.store(sequence - 1, ordering: .releasing)
+    appendIndexEntries(newEntries)
+    return .success(ranges)
   }
 
   /// A failed group: makes the journal refuse further appends if `fatal`.
-  private func fail(_ error: JournalError, fatal: Bool) -> JournalError {
+  private func fail(_ error: JournalError, fatal: Bool) -> Result<[ClosedRange<UInt64>], JournalError> {
     if fatal {
       condition.lock()
       failure = failure ?? error
       condition.unlock()
     }
-    return error
+    return .failure(error)
   }
 
   /// Why a roll failed, and whether the journal can go on.
@@ -622,17 +440,13 @@ final class JournalWriter: @unchecked Sendable {
   }
 
   /// Seals the active segment (fsync, whatever the policy, so a later segment never outlives an
-  /// earlier one's tail) and starts a new one. Under a syncing policy, first lets the sync stage
-  /// finish with every group written to the active segment (a failed sync there fails the roll).
+  /// earlier one's tail) and starts a new one.
   ///
   /// A failure before the new segment's name exists changes nothing and is not fatal: the next
   /// group tries again. A failed fsync, or one after the new segment appeared (a failed directory
   /// fsync), leaves durability unknown: fatal, as `.durabilityLost`.
   private func roll() throws(RollFailure) {
     let name = activeName
-    if pipelined, let lost = drainSyncStage() {
-      throw RollFailure(error: lost, fatal: true)
-    }
     do {
       try io.sync(segmentFD, metadata: true, path: activePath)
     } catch {
@@ -651,11 +465,6 @@ final class JournalWriter: @unchecked Sendable {
     state.segments.append(state.nextSequence)
     state.endOffset = Int64(Layout.segmentHeaderSize)
     state.lastIndexedOffset = 0
-    if pipelined {
-      syncCondition.lock()
-      syncedEnd = state.endOffset
-      syncCondition.unlock()
-    }
     do {
       try openActiveSegment()
     } catch {

@@ -1,0 +1,101 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Under `always`, an append is acknowledged only once the `fdatasync` covering it has ended,
+/// and `close()` waits for a sync in flight and the acknowledgement that follows it.
+///
+/// Syncs are held in `FaultInjectingFileIO` (no timing): each test waits for a sync to be held
+/// before it looks.
+@Suite struct SyncAcknowledgementTests {
+  /// One append's outcome, set by its completion.
+  final class Outcome: Sendable {
+    let result = Locked<Result<ClosedRange<UInt64>, JournalError>?>(nil)
+    let faults: FaultInjectingFileIO
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ faults: FaultInjectingFileIO) { self.faults = faults }
+
+    var completion: @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void {
+      { [self] outcome in
+        result.withLock { $0 = outcome }
+        done.signal()
+        faults.poke()
+      }
+    }
+
+    var isDone: Bool { result.withLock { $0 != nil } }
+
+    func wait() async throws -> Result<ClosedRange<UInt64>, JournalError> {
+      try await onOwnThread { [self] in
+        done.wait()
+        done.signal()
+        return result.withLock { $0! }
+      }
+    }
+  }
+
+  static func records(_ tag: Int) -> [NewRecord] { FaultInjectionTests.records(tag) }
+
+  /// A journal under `always` with three acknowledged appends of three records each.
+  static func journal(_ dir: TemporaryDirectory, _ faults: FaultInjectingFileIO, segmentBytes: Int = 64 << 20)
+    async throws -> (Journal, [NewRecord])
+  {
+    let journal = try Journal(
+      directory: dir.path, options: FaultInjectionTests.options(faults, .always, segmentBytes: segmentBytes))
+    var acknowledged: [NewRecord] = []
+    for tag in 0..<3 {
+      try await journal.append(records(tag))
+      acknowledged += records(tag)
+    }
+    return (journal, acknowledged)
+  }
+
+  @Test func noAppendIsAcknowledgedBeforeItsSyncEnds() async throws {
+    let dir = TemporaryDirectory("sync-ack")
+    let faults = FaultInjectingFileIO()
+    let (journal, acknowledgedBefore) = try await Self.journal(dir, faults)
+    var acknowledged = acknowledgedBefore
+    faults.holdSyncs()
+    let first = Outcome(faults)
+    journal.enqueue(Self.records(10), expectedFirst: nil, completion: first.completion)
+    _ = try await onOwnThread { faults.waitForHeldSyncs(1) }
+    let second = Outcome(faults)
+    journal.enqueue(Self.records(11), expectedFirst: nil, completion: second.completion)
+    #expect(!first.isDone && !second.isDone, "nothing is acknowledged while the sync covering it runs")
+    #expect(journal.lastSequence == 9, "lastSequence moves only with acknowledgements")
+
+    faults.releaseSync()
+    #expect(try await first.wait().get() == 10...12)
+    // The append queued while the first sync ran waits for a sync of its own.
+    let heldAgain = try await onOwnThread { faults.waitForHeldSyncs(1, unless: { second.isDone }) }
+    #expect(heldAgain, "the second append needs a sync that began after it was written")
+    #expect(!second.isDone)
+    faults.stopHoldingSyncs()
+    #expect(try await second.wait().get() == 13...15)
+    acknowledged += Self.records(10) + Self.records(11)
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+  }
+
+  @Test func closeWaitsForTheSyncInFlightAndItsAcknowledgement() async throws {
+    let dir = TemporaryDirectory("pipelined-close")
+    let faults = FaultInjectingFileIO()
+    let (journal, acknowledgedBefore) = try await Self.journal(dir, faults)
+    var acknowledged = acknowledgedBefore
+    faults.holdSyncs()
+    let first = Outcome(faults)
+    journal.enqueue(Self.records(10), expectedFirst: nil, completion: first.completion)
+    _ = try await onOwnThread { faults.waitForHeldSyncs(1) }
+    let closed = Task { try await onOwnThread { journal.close() } }
+    #expect(!first.isDone)
+    faults.stopHoldingSyncs()
+    try await closed.value
+    #expect(first.isDone, "close() returns only after the sync in flight ended and its group was acknowledged")
+    #expect(try first.result.withLock { try $0?.get() } == 10...12)
+    acknowledged += Self.records(10)
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+  }
+}
