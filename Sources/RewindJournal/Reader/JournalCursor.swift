@@ -137,6 +137,12 @@ public final class JournalCursor {
         if buffer.isEmpty { continue }
         return true
       case .end:
+        if positionedByIndex, let start {
+          // An entry points at a batch header, never at the end: the segment was rewritten
+          // (compacted) since the index was read.
+          try positionAtSegmentStart(for: start)
+          continue
+        }
         if try advanceSegment() { continue }
         if !refreshed {
           refreshed = true

@@ -77,7 +77,8 @@ final class JournalWriter: @unchecked Sendable {
   private let onSeal: (@Sendable (UInt64) -> Void)?
 
   init(
-    directory: JournalDirectory, options: JournalOptions, start: WriterStart, indexGate: IndexFileGate = IndexFileGate(),
+    directory: JournalDirectory, options: JournalOptions, start: WriterStart,
+    indexGate: IndexFileGate = IndexFileGate(),
     onSeal: (@Sendable (UInt64) -> Void)? = nil
   ) throws {
     self.directory = directory

@@ -451,7 +451,7 @@ package final class SegmentCompactor: @unchecked Sendable {
       let outcome: Result<Outcome, JournalError>
       do {
         outcome = .success(try compact(segment: first, next: segments[position + 1]))
-      } catch where stopping.load(ordering: .relaxed) {
+      } catch  where stopping.load(ordering: .relaxed) {
         continue
       } catch {
         outcome = .failure(JournalError(error, directory: path, file: Layout.segmentName(firstSequence: first)))
@@ -531,7 +531,10 @@ private func lowerThreadPriority() {
     // The thread's id, from /proc/thread-self ("<pid>/task/<tid>"): Glibc's gettid is not imported.
     var link = [CChar](repeating: 0, count: 64)
     let count = readlink("/proc/thread-self", &link, link.count - 1)
-    guard count > 0, let tid = String(decoding: link[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/").last.flatMap({ id_t($0) }) else { return }
+    guard count > 0,
+      let tid = String(decoding: link[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/")
+        .last.flatMap({ id_t($0) })
+    else { return }
     _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), tid, 19)
   #endif
 }
