@@ -190,37 +190,52 @@ package final class SegmentCompactor: @unchecked Sendable {
         decodedBytes: written.decoded))
   }
 
-  /// Reads every frame of `original` (checked), merges them into large frames and writes the
-  /// new segment to `fd`.
+  /// Reads every frame of `original` (CRC-32C, LZ4 checksums, record framing), merges their
+  /// decoded content into large frames and writes the new segment to `fd`.
   private func writeCompacted(
     _ original: SegmentFile, header: SegmentHeader, next: UInt64, to fd: Int32, path temporary: String
   ) throws -> (frames: [WrittenFrame], size: Int64, framesBefore: Int, records: UInt64, decoded: Int64) {
     let encoder = LZ4FrameEncoder(compressionLevel: level)
     let decoder = LZ4FrameDecoder()
+    let target = min(frameContentBytes, options.limits.maxBatchBytes)
     var output = header.encoded()
     var fileOffset: Int64 = 0
     var frames: [WrittenFrame] = []
-    var pending: [NewRecord] = []
-    var pendingBytes = 0
+    // The frame being gathered: decoded content of whole original frames.
+    var pending: [UInt8] = []
+    pending.reserveCapacity(target)
+    var pendingRecords = 0
     var pendingFirst = original.firstSequence
-    var scratch: [UInt8] = []
+    var pendingRange = (low: Int64.max, high: Int64.min)
     var framesBefore = 0
     var decoded: Int64 = 0
 
     func flushFrame() throws {
-      guard !pending.isEmpty else { return }
+      guard pendingRecords > 0 else { return }
       let frameOffset = fileOffset + Int64(output.count)
-      let batch: BatchHeader
+      let headerStart = output.count
+      output.append(contentsOf: repeatElement(0, count: Layout.batchHeaderSize))
+      let frameStart = output.count
+      let frameLength: Int
       do {
-        batch = try BatchCodec.encode(
-          pending, firstSequence: pendingFirst, encoder: encoder, scratch: &scratch, into: &output)
+        frameLength = try pending.withUnsafeBytes { (content) throws in
+          try encoder.compress(content, appendingTo: &output)
+        }
       } catch {
         throw JournalError(.io, "LZ4 compression failed: \(error)", directory: path, file: original.name)
       }
+      let batch = BatchHeader(
+        firstSequence: pendingFirst, recordCount: UInt32(pendingRecords), contentLength: UInt32(pending.count),
+        frameLength: UInt32(frameLength), minTimestamp: pendingRange.low, maxTimestamp: pendingRange.high,
+        frameChecksum: CRC32C.checksum(output[frameStart...]))
+      var writer = ByteWriter(capacity: Layout.batchHeaderSize)
+      batch.encode(into: &writer)
+      output.replaceSubrange(headerStart..<frameStart, with: writer.bytes)
       frames.append(WrittenFrame(offset: frameOffset, firstSequence: pendingFirst, maxTimestamp: batch.maxTimestamp))
       pendingFirst = batch.lastSequence + 1
       pending.removeAll(keepingCapacity: true)
-      pendingBytes = 0
+      pendingRecords = 0
+      pendingRange = (Int64.max, Int64.min)
     }
     func writeOut() throws {
       try wrap(temporary) { () throws in
@@ -243,21 +258,16 @@ package final class SegmentCompactor: @unchecked Sendable {
       case .damaged(let damage):
         throw directory.error(damage, in: original, expecting: expected)
       case .batch(let batch, let frame):
-        let records: [JournalRecord]
-        do {
-          records = try BatchCodec.decode(frame, header: batch, decoder: decoder, limits: options.limits)
-        } catch {
-          throw JournalError(
-            .corrupt, (error as? BatchDecodingFailure)?.reason ?? "\(error)", directory: path, file: original.name,
-            offset: offset, sequences: batch.sequences)
-        }
         // Whole frames only: a batch never spans two frames.
-        if pendingBytes > 0, pendingBytes + Int(batch.contentLength) > frameContentBytes {
+        if pendingRecords > 0, pending.count + Int(batch.contentLength) > target {
           try flushFrame()
           if output.count >= 1 << 20 { try writeOut() }
         }
-        for record in records { pending.append(NewRecord(timestamp: record.timestamp, payload: record.payload)) }
-        pendingBytes += Int(batch.contentLength)
+        let range = try decodeChecked(frame, header: batch, decoder: decoder, in: original, at: offset) {
+          pending.append(contentsOf: $0)
+        }
+        pendingRange = (min(pendingRange.low, range.low), max(pendingRange.high, range.high))
+        pendingRecords += Int(batch.recordCount)
         framesBefore += 1
         decoded += Int64(batch.contentLength)
         offset += batch.totalLength
@@ -274,8 +284,34 @@ package final class SegmentCompactor: @unchecked Sendable {
     return (frames, fileOffset, framesBefore, expected - original.firstSequence, decoded)
   }
 
+  /// Decodes a frame whose CRC-32C matched (LZ4's own checksums checked too), checks its records
+  /// against its header, hands the decoded content to `body` and returns the exact timestamp range.
+  private func decodeChecked(
+    _ frame: ArraySlice<UInt8>, header: BatchHeader, decoder: LZ4FrameDecoder, in file: SegmentFile, at offset: Int64,
+    _ body: (UnsafeRawBufferPointer) throws -> Void
+  ) throws -> (low: Int64, high: Int64) {
+    do {
+      return try frame.withUnsafeBytes { frame in
+        try decoder.decompress(frame, expectedLength: Int(header.contentLength)) { content in
+          let range = try checkRecords(content, header: header, limits: options.limits)
+          try body(content)
+          return range
+        }
+      }
+    } catch let failure as LZ4Failure {
+      throw JournalError(
+        .corrupt, "LZ4 frame does not decode: \(failure)", directory: path, file: file.name, offset: offset,
+        sequences: header.sequences)
+    } catch let failure as BatchDecodingFailure {
+      throw JournalError(
+        .corrupt, failure.reason, directory: path, file: file.name, offset: offset, sequences: header.sequences)
+    }
+  }
+
   /// Reads the new segment back from disk and checks that it holds exactly the records of the
-  /// original (sequence, timestamp, payload), in the same order, and nothing else.
+  /// original (sequence, timestamp, payload), in the same order, and nothing else: each new frame's
+  /// records are checked against its header (numbering, count, exact timestamp range), and the
+  /// decoded bytes of all its frames are compared with those of the original's, byte for byte.
   private func checkReadBack(_ temporary: String, header: SegmentHeader, size: Int64, against first: UInt64) throws {
     let name = Layout.segmentName(firstSequence: first)
     func mismatch(_ why: String) -> JournalError {
@@ -284,7 +320,7 @@ package final class SegmentCompactor: @unchecked Sendable {
         directory: path, file: name)
     }
     let original = try directory.openChecked(segment: first)
-    var originals = SegmentRecords(file: original, limits: options.limits, directory: directory)
+    var originals = SegmentContent(file: original, limits: options.limits, directory: directory)
     let fd = try wrap(temporary) { () throws in try io.open(temporary, flags: O_RDONLY, mode: 0) }
     defer { io.close(fd) }
     let diskSize = try wrap(temporary) { () throws in try io.size(fd, path: temporary) }
@@ -311,28 +347,29 @@ package final class SegmentCompactor: @unchecked Sendable {
       guard frame.count == Int(batch.frameLength), CRC32C.checksum(frame) == batch.frameChecksum else {
         throw mismatch("frame checksum at byte offset \(offset)")
       }
-      let records: [JournalRecord]
+      var same = true
+      let range: (low: Int64, high: Int64)
       do {
-        records = try BatchCodec.decode(frame[...], header: batch, decoder: decoder, limits: options.limits)
-      } catch {
-        throw mismatch("frame at byte offset \(offset) does not decode")
-      }
-      var lowest = Int64.max
-      var highest = Int64.min
-      for record in records {
-        guard let old = try originals.next(), old == record else {
-          throw mismatch("record \(record.sequence) differs")
+        range = try frame.withUnsafeBytes { frame in
+          try decoder.decompress(frame, expectedLength: Int(batch.contentLength)) { content in
+            let range = try checkRecords(content, header: batch, limits: options.limits)
+            same = try originals.matches(content)
+            return range
+          }
         }
-        lowest = min(lowest, record.timestamp)
-        highest = max(highest, record.timestamp)
+      } catch let error as JournalError {
+        throw error
+      } catch {
+        throw mismatch("frame at byte offset \(offset) does not decode: \(error)")
       }
-      guard lowest == batch.minTimestamp, highest == batch.maxTimestamp else {
+      guard same else { throw mismatch("the records of the frame at byte offset \(offset) differ") }
+      guard range.low == batch.minTimestamp, range.high == batch.maxTimestamp else {
         throw mismatch("timestamp range of the frame at byte offset \(offset)")
       }
       expected = batch.lastSequence + 1
       offset += batch.totalLength
     }
-    guard try originals.next() == nil else { throw mismatch("records missing from sequence \(expected)") }
+    guard try originals.atEnd() else { throw mismatch("records missing from sequence \(expected)") }
   }
 
   // MARK: The index
@@ -490,19 +527,22 @@ package final class SegmentCompactor: @unchecked Sendable {
     } catch let error as Cancelled {
       throw error
     } catch {
-      throw JournalError(error, directory: path, file: file)
+      // Errors name files relative to the journal directory.
+      let relative = file.hasPrefix(path + "/") ? String(file.dropFirst(path.count + 1)) : file
+      throw JournalError(error, directory: path, file: relative)
     }
   }
 }
 
-/// The records of a segment, in order, frame by frame (checked as the cursor checks them).
-private struct SegmentRecords {
+/// The decoded content of a segment's frames, in order (checked as the cursor checks them),
+/// consumed by comparison with the content of another segment's frames.
+private struct SegmentContent {
   let file: SegmentFile
   let limits: JournalLimits
   let directory: JournalDirectory
   var offset = Int64(Layout.segmentHeaderSize)
   var expected: UInt64
-  var buffer: [JournalRecord] = []
+  var buffer: [UInt8] = []
   var position = 0
   let decoder = LZ4FrameDecoder()
 
@@ -513,21 +553,88 @@ private struct SegmentRecords {
     self.expected = file.firstSequence
   }
 
-  mutating func next() throws -> JournalRecord? {
-    while position == buffer.count {
-      switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
-      case .end: return nil
-      case .damaged(let damage): throw directory.error(damage, in: file, expecting: expected)
-      case .batch(let header, let frame):
-        buffer = try BatchCodec.decode(frame, header: header, decoder: decoder, limits: limits)
-        position = 0
-        offset += header.totalLength
-        expected = header.lastSequence + 1
-      }
+  /// Loads the next frame's content; false at the end of the segment.
+  private mutating func load() throws -> Bool {
+    switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
+    case .end: return false
+    case .damaged(let damage): throw directory.error(damage, in: file, expecting: expected)
+    case .batch(let header, let frame):
+      buffer = try frame.withUnsafeBytes { try decoder.decompress($0, expectedLength: Int(header.contentLength)) }
+      position = 0
+      offset += header.totalLength
+      expected = header.lastSequence + 1
+      return true
     }
-    defer { position += 1 }
-    return buffer[position]
   }
+
+  /// Whether the next `bytes.count` bytes of content are `bytes` (consuming them).
+  mutating func matches(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+    var done = 0
+    while done < bytes.count {
+      if position == buffer.count {
+        guard try load() else { return false }
+        continue
+      }
+      let count = min(bytes.count - done, buffer.count - position)
+      let equal = buffer.withUnsafeBytes { own in
+        memcmp(own.baseAddress! + position, bytes.baseAddress! + done, count) == 0
+      }
+      guard equal else { return false }
+      position += count
+      done += count
+    }
+    return true
+  }
+
+  /// Whether every byte was consumed.
+  mutating func atEnd() throws -> Bool {
+    while position == buffer.count {
+      guard try load() else { return true }
+    }
+    return false
+  }
+}
+
+/// Checks the records of a frame's decoded content against its header as `BatchCodec.decode`
+/// does (numbering from the header's first sequence, lengths within the content and the limit,
+/// timestamps within the header's range, the header's count), without copying payloads out.
+/// Returns the smallest and largest timestamp.
+private func checkRecords(_ content: UnsafeRawBufferPointer, header: BatchHeader, limits: JournalLimits) throws
+  -> (low: Int64, high: Int64)
+{
+  var position = 0
+  var expected = header.firstSequence
+  var count = 0
+  var low = Int64.max
+  var high = Int64.min
+  while position < content.count {
+    guard content.count - position >= Layout.recordHeaderSize else {
+      throw BatchDecodingFailure(reason: "record header cut short at content offset \(position)")
+    }
+    let sequence = UInt64(littleEndian: content.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+    let timestamp = Int64(littleEndian: content.loadUnaligned(fromByteOffset: position + 8, as: Int64.self))
+    let length = Int(UInt32(littleEndian: content.loadUnaligned(fromByteOffset: position + 16, as: UInt32.self)))
+    position += Layout.recordHeaderSize
+    guard sequence == expected else {
+      throw BatchDecodingFailure(reason: "record \(count) has sequence \(sequence), expected \(expected)")
+    }
+    guard length <= limits.maxRecordBytes, length <= content.count - position else {
+      throw BatchDecodingFailure(
+        reason: "record \(sequence) declares \(length) payload bytes, beyond the frame or the limit")
+    }
+    guard timestamp >= header.minTimestamp, timestamp <= header.maxTimestamp else {
+      throw BatchDecodingFailure(reason: "record \(sequence) timestamp outside the batch header's range")
+    }
+    low = min(low, timestamp)
+    high = max(high, timestamp)
+    position += length
+    expected += 1
+    count += 1
+  }
+  guard count == Int(header.recordCount) else {
+    throw BatchDecodingFailure(reason: "frame holds \(count) records, header says \(header.recordCount)")
+  }
+  return (low, high)
 }
 
 /// Background compaction must not take CPU from the appenders and readers: on Linux, a thread
