@@ -157,9 +157,9 @@ public final class Journal: Sendable {
   /// Compacts every sealed segment (all but the active one) that is not compacted yet: rewrites
   /// it into large frames compressed with LZ4HC, checks that the new file reads back as exactly
   /// the same records, and only then renames it over the original (FORMAT.md, "Compaction").
-  /// Readers need no change and may read meanwhile. Blocks the calling thread (about a second
-  /// per 64 MiB segment); appends go on meanwhile. Also runs by itself in the background with
-  /// `JournalOptions.compactsSealedSegments`.
+  /// Readers need no change and may read meanwhile. Blocks the calling thread (one to two
+  /// seconds per 64 MiB segment); appends go on meanwhile. Also runs by itself in the
+  /// background with `JournalOptions.compactsSealedSegments`.
   /// - Returns: what was compacted (sizes before and after) and what was compacted already.
   /// - Throws: `JournalError`: `.corrupt` or `.sequenceBreak` naming a damaged segment and offset
   ///   (it and the segments after it stay as they are; those before it are compacted), `.io`
