@@ -72,6 +72,8 @@ import Testing
     #expect(try Files.read(dir.appending(names.last!)) == before[names.last!])
 
     #expect(try JournalFixtures.readAll(dir.path) == expected)
+    // The standard tool checks and decodes compacted segments as any other.
+    try await LZ4ToolTests.checkSegments(dir.path, records: expected)
     let verification = try JournalReader(directory: dir.path).verify()
     #expect(verification.isSound && verification.records == UInt64(expected.count))
     try Self.checkIndex(dir.path)
