@@ -38,15 +38,15 @@ enum CompactCommand: RewindCommand {
       let journal = try Journal(directory: directory, options: options)
       defer { journal.close() }
       for moved in journal.recovery.movedAside { output.out("opening moved a torn tail aside: \(moved)\n") }
-      report = try journal.compactSealedSegments()
+      report = try journal.compactSealedSegments { done in
+        // Each as it is done: a failure later leaves these compacted.
+        output.out(
+          "compacted \(done.segment): \(done.records) records, \(done.framesBefore) -> \(done.framesAfter) frames, "
+            + "\(done.bytesBefore) -> \(done.bytesAfter) bytes (\(percent(done.bytesAfter, of: done.bytesBefore)))\n")
+      }
     } catch let error as JournalError where error.code == .corrupt || error.code == .sequenceBreak {
       output.err("rewind compact: \(error)\n")
       return .findings
-    }
-    for done in report.compacted {
-      output.out(
-        "compacted \(done.segment): \(done.records) records, \(done.framesBefore) -> \(done.framesAfter) frames, "
-          + "\(done.bytesBefore) -> \(done.bytesAfter) bytes (\(percent(done.bytesAfter, of: done.bytesBefore)))\n")
     }
     var summary =
       report.compacted.isEmpty

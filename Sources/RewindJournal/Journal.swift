@@ -160,12 +160,14 @@ public final class Journal: Sendable {
   /// Readers need no change and may read meanwhile. Blocks the calling thread (one to two
   /// seconds per 64 MiB segment); appends go on meanwhile. Also runs by itself in the
   /// background with `JournalOptions.compactsSealedSegments`.
+  /// - Parameter progress: called with each segment as soon as it is compacted (so that what
+  ///   was done before a failure is known).
   /// - Returns: what was compacted (sizes before and after) and what was compacted already.
   /// - Throws: `JournalError`: `.corrupt` or `.sequenceBreak` naming a damaged segment and offset
   ///   (it and the segments after it stay as they are; those before it are compacted), `.io`
   ///   (nothing of the segment being compacted changed), `.closed`.
-  public func compactSealedSegments() throws -> CompactionReport {
-    try compactor.compactSealed()
+  public func compactSealedSegments(progress: ((CompactedSegment) -> Void)? = nil) throws -> CompactionReport {
+    try compactor.compactSealed(progress: progress)
   }
 
   /// What the background compaction (`JournalOptions.compactsSealedSegments`) did so far.

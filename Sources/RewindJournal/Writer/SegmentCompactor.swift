@@ -109,12 +109,14 @@ package final class SegmentCompactor: @unchecked Sendable {
   /// Compacts every sealed segment (all but the last) not compacted yet, in order.
   /// - Throws: `JournalError`: `.closed`, `.corrupt`/`.sequenceBreak` naming the damaged segment
   ///   and offset (that segment and the later ones are left as they are), `.io`.
-  package func compactSealed() throws -> CompactionReport {
+  package func compactSealed(progress: ((CompactedSegment) -> Void)? = nil) throws -> CompactionReport {
     var report = CompactionReport()
     let segments = try JournalDirectory.listSegments(path, io: io)
     for (position, first) in segments.enumerated().dropLast() {
       switch try compact(segment: first, next: segments[position + 1]) {
-      case .compacted(let done): report.compacted.append(done)
+      case .compacted(let done):
+        report.compacted.append(done)
+        progress?(done)
       case .alreadyCompacted: report.alreadyCompacted.append(Layout.segmentName(firstSequence: first))
       }
     }
