@@ -38,17 +38,19 @@ public struct CompactionReport: Sendable, Equatable {
 /// Serialises changes to the `index` file between the writer, which appends entries through a
 /// descriptor it keeps open, and compaction, which replaces the file. The value counts
 /// replacements: when it changed, the writer reopens the file before appending.
-package final class IndexFileGate: Sendable {
-  private let generation = Mutex<UInt64>(0)
+///
+/// `@unchecked Sendable`: `generation` is touched only under `lock` (an `NSLock`, a pthread
+/// mutex, which ThreadSanitizer follows).
+package final class IndexFileGate: @unchecked Sendable {
+  private let lock = NSLock()
+  private var generation: UInt64 = 0
 
   package init() {}
 
   package func withLock<R>(_ body: (inout UInt64) -> R) -> R {
-    generation.withLock { value in
-      var copy = value
-      defer { value = copy }
-      return body(&copy)
-    }
+    lock.lock()
+    defer { lock.unlock() }
+    return body(&generation)
   }
 }
 
