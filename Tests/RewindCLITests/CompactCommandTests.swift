@@ -36,6 +36,40 @@ import Testing
     #expect(again.out.hasPrefix("nothing to compact; \(names.count - 1) compacted before"), "\(again.out)")
   }
 
+  /// `rewind compact` killed with SIGKILL after its Nth segment, at whatever point of the next
+  /// one it has reached: every segment is whole (the original or its compacted copy), every record
+  /// reads back, and a second run finishes the work.
+  @Test(arguments: [1, 4, 9])
+  func killedWhileCompactingLeavesEverySegmentWhole(after lines: Int) async throws {
+    let dir = try RewindCommandTests.journal(records: 1_500)
+    let names = Self.segments(dir.path)
+    #expect(names.count > lines + 2)
+    let before = try Dictionary(uniqueKeysWithValues: names.map { ($0, try Files.read(dir.appending($0))) })
+    let expected = try JournalReader(directory: dir.path).records().readAll()
+    let rewind = try #require(ChildProcess.builtProduct("rewind"))
+    let child = try ChildProcess(executable: rewind, arguments: ["compact", dir.path])
+    _ = try await child.waitForLine { _ in child.lines.count >= lines }
+    try await child.kill()
+
+    var compacted = 0
+    for name in names {
+      let bytes = try Files.read(dir.appending(name))
+      if bytes != before[name] {
+        compacted += 1
+        #expect(bytes[14] & 1 == 1, "\(name) changed but is not flagged compacted")
+      }
+    }
+    #expect(compacted >= lines)
+    #expect(try JournalReader(directory: dir.path).records().readAll() == expected)
+    let verify = try await ToolRun.run("rewind", ["verify", dir.path])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+    let again = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(again.status == 0, "\(again.out)\(again.err)")
+    #expect(again.out.contains("\(compacted) compacted before") || compacted == 0, "\(again.out)")
+    #expect(!Files.list(dir.path).contains { $0.hasSuffix(".tmp") })
+    #expect(try JournalReader(directory: dir.path).records().readAll() == expected)
+  }
+
   @Test func aDamagedSealedSegmentIsNamedAndLeftAlone() async throws {
     try await damaged(at: { _ in 44 + 52 + 3 }, offset: 44)
     // A batch header in the middle: found already by opening, which walks the sealed segments' headers.
@@ -95,5 +129,13 @@ import Testing
     #expect(help.out.contains("\nExamples:\n  rewind compact"))
     let overview = try await ToolRun.run("rewind", ["--help"])
     #expect(overview.out.contains("\n  compact  rewrite sealed segments"))
+  }
+}
+
+extension JournalCursor {
+  func readAll() throws -> [JournalRecord] {
+    var records: [JournalRecord] = []
+    while let record = try next() { records.append(record) }
+    return records
   }
 }
