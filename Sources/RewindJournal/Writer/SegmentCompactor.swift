@@ -69,13 +69,14 @@ package final class IndexFileGate: @unchecked Sendable {
 /// (the background queue).
 package final class SegmentCompactor: @unchecked Sendable {
   /// LZ4HC level (liblz4's `compressionLevel`), chosen by measurement: on the benchmark corpus's
-  /// first segment (252,496 Notebook events, 266 B/event as written; `rewind-bench --only
-  /// compaction`), with 1 MiB frames, bytes/event and decoded MB/s compacted were: fast (0) 108 at
-  /// 82; 3: 93.4 at 44; 6: 90.5 at 29; 9: 89.7 at 20; 12: 89.2 at 9. Level 6 is the knee: within
-  /// 1.5% of level 12's size at 3x its speed, and 1.4x level 9's speed for 0.9% more bytes.
+  /// first segment (252,496 Notebook events, 266 B/event as written; `rewind-bench --full --only
+  /// compaction`, release, 1 MiB frames), bytes/event and decoded MB/s compacted (read, check,
+  /// compress, write, fsync, read back, compare) were: fast (0) 108 at 103; 3: 93.4 at 49;
+  /// 6: 90.5 at 31; 9: 89.7 at 22; 12: 89.2 at 9.6. Level 6 is the knee: 1.5% over level 12's
+  /// size at 3x its speed, and 1.4x level 9's speed for 0.9% more bytes.
   package static let defaultLevel: Int32 = 6
   /// Decoded bytes a compacted frame gathers (whole original frames; one larger frame alone).
-  /// At level 9: 256 KiB frames 91.2 B/event, 1 MiB 89.7, 4 MiB 89.3; larger frames cost a
+  /// At level 6: 256 KiB frames 91.9 B/event, 1 MiB 90.5, 4 MiB 90.1; larger frames cost a
   /// seek more decoding, and 1 MiB is also the writer's frame target.
   package static let defaultFrameContentBytes = 1 << 20
 
