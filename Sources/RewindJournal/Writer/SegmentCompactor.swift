@@ -61,7 +61,8 @@ package final class IndexFileGate: @unchecked Sendable {
 /// For each segment: every frame of the original is read and checked (CRC-32C, LZ4 checksums,
 /// record framing); whole frames are merged, in order, into frames of up to `frameContentBytes`
 /// decoded bytes; the new segment is written under `<segment>.compact.tmp`, fsynced, read back
-/// and compared record by record with the original, renamed over it, and the directory fsynced.
+/// and compared with the original (each frame's records against its header, the decoded bytes byte
+/// for byte), renamed over it, and the directory fsynced.
 /// The index entries of that segment are then re-derived. Any failure before the rename removes
 /// the temporary file and leaves the original as it was.
 ///
