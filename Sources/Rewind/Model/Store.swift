@@ -114,12 +114,40 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   }
 
   /// Changes the record with `id` in place; returns false (touching nothing) if there is none.
+  ///
+  /// The record is changed where it lies in the tree, found by one walk (replay's most frequent
+  /// change: an edit of one field of an existing record).
   @inlinable @discardableResult
   public mutating func update(id: Record.ID, context: inout ApplyContext, _ change: (inout Record) -> Void) -> Bool {
-    guard var record = records[id] else { return false }
-    change(&record)
-    insert(record, context: &context)
+    let outcome = records.modifyValue(forKey: id) { record -> UpdateOutcome in
+      let old = record
+      change(&record)
+      if record.id != id {
+        // Moved to another id: put the old one back and insert the new one under its own id.
+        let moved = record
+        record = old
+        return .moved(moved)
+      }
+      if old == record { return .unchanged }
+      return .changed(from: old.groupKeys, to: record.groupKeys)
+    }
+    switch outcome {
+    case nil: return false
+    case .unchanged?: break
+    case .changed(let oldKeys, let newKeys)?:
+      refile(id, from: oldKeys, to: newKeys, context: &context)
+      context.touch(record: name, id)
+    case .moved(let record)?:
+      insert(record, context: &context)
+    }
     return true
+  }
+
+  /// What `update` did to the record in place.
+  @usableFromInline enum UpdateOutcome {
+    case unchanged
+    case changed(from: [Record.GroupKey], to: [Record.GroupKey])
+    case moved(Record)
   }
 
   /// Moves `id` from the groups in `old` to those in `new` (duplicates in either are ignored).
