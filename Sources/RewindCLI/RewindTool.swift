@@ -4,7 +4,7 @@ import Foundation
 /// get the exit code; output goes to the given sinks.
 ///
 /// Exit codes: 0 success, 1 findings (verify or stats found damage, bisect found a failure, repair
-/// showed a plan only), 2 usage error, 3 the journal cannot be opened or read.
+/// showed a plan only, compact met a damaged segment), 2 usage error, 3 the journal cannot be opened or read.
 public struct RewindTool {
   public enum ExitCode: Int32 {
     case success = 0
@@ -56,7 +56,7 @@ public struct RewindTool {
   static var builtIn: [any RewindCommand.Type] {
     [
       LogCommand.self, ShowCommand.self, StatsCommand.self, ExportCommand.self, TailCommand.self,
-      VerifyCommand.self, RepairCommand.self,
+      VerifyCommand.self, RepairCommand.self, CompactCommand.self,
     ] + replayCommands
   }
 
@@ -85,7 +85,8 @@ public struct RewindTool {
     \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
-    showed a plan it did not carry out); 2 usage error; 3 the journal cannot be opened or read.
+    showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
+    cannot be opened or read.
     Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 

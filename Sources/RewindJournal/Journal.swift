@@ -20,6 +20,7 @@ public final class Journal: Sendable {
   /// The journal's identity, from its manifest.
   public let id: JournalID
   private let writer: JournalWriter
+  private let compactor: SegmentCompactor
   private let lockFD: Int32
   private let lockReleased = Atomic<Bool>(false)
   private let io: any FileIO
@@ -64,7 +65,14 @@ public final class Journal: Sendable {
       }
       let layout = try JournalDirectory(path: directory, io: io)
       let start = try JournalRecovery(directory: layout, options: options).run()
-      self.writer = try JournalWriter(directory: layout, options: options, start: start)
+      let gate = IndexFileGate()
+      let compactor = SegmentCompactor(directory: layout, options: options, indexGate: gate)
+      self.compactor = compactor
+      var onSeal: (@Sendable (UInt64) -> Void)?
+      if options.compactsSealedSegments { onSeal = { compactor.enqueue([$0]) } }
+      self.writer = try JournalWriter(
+        directory: layout, options: options, start: start, indexGate: gate, onSeal: onSeal)
+      if options.compactsSealedSegments { compactor.enqueueSealed() }
       self.recovery = start.report
       self.id = layout.journalID
     } catch {
@@ -138,12 +146,34 @@ public final class Journal: Sendable {
   /// Finishes queued appends, closes the files and releases the lock; later appends fail with
   /// `.closed`. Called by `deinit` too.
   public func close() {
+    compactor.close()
     writer.close()
     if !lockReleased.exchange(true, ordering: .acquiringAndReleasing) {
       io.unlock(lockFD, path: directory + "/" + Layout.lockName)
       io.close(lockFD)
     }
   }
+
+  /// Compacts every sealed segment (all but the active one) that is not compacted yet: rewrites
+  /// it into large frames compressed with LZ4HC, checks that the new file reads back as exactly
+  /// the same records, and only then renames it over the original (FORMAT.md, "Compaction").
+  /// Readers need no change and may read meanwhile. Blocks the calling thread (one to two
+  /// seconds per 64 MiB segment); appends go on meanwhile. Also runs by itself in the
+  /// background with `JournalOptions.compactsSealedSegments`.
+  /// - Parameter progress: called with each segment as soon as it is compacted (so that what
+  ///   was done before a failure is known).
+  /// - Returns: what was compacted (sizes before and after) and what was compacted already.
+  /// - Throws: `JournalError`: `.corrupt` or `.sequenceBreak` naming a damaged segment and offset
+  ///   (it and the segments after it stay as they are; those before it are compacted), `.io`
+  ///   (nothing of the segment being compacted changed), `.closed`.
+  public func compactSealedSegments(progress: ((CompactedSegment) -> Void)? = nil) throws -> CompactionReport {
+    try compactor.compactSealed(progress: progress)
+  }
+
+  /// What the background compaction (`JournalOptions.compactsSealedSegments`) did so far.
+  public var backgroundCompaction: CompactionReport { compactor.backgroundState.0 }
+  /// The last failure of the background compaction, if any (the segment concerned was left as it was).
+  public var backgroundCompactionFailure: JournalError? { compactor.backgroundState.1 }
 
   /// A reader of this journal's directory.
   public func reader() throws -> JournalReader { try JournalReader(directory: directory) }

@@ -51,6 +51,13 @@ public struct JournalOptions: Sendable {
   public var frameTargetBytes: Int = 1 << 20
   /// A sparse index entry is written at least every this many segment bytes. Default 64 KiB.
   public var indexIntervalBytes: Int = 64 << 10
+  /// Compact each segment once it is sealed, on a low-priority background thread: rewrite it
+  /// into large LZ4HC frames, about 2.9x smaller for the benchmark's Notebook events
+  /// (FORMAT.md, "Compaction"; `Journal.compactSealedSegments()` does the same on demand).
+  /// Segments sealed before the journal was opened are compacted too. Default false: compaction
+  /// costs one to two CPU-seconds per 64 MiB segment, which a writer process should choose to
+  /// spend (and benchmarks of appends must not include); turn it on for journals that live long.
+  public var compactsSealedSegments: Bool = false
   /// Create the directory and an empty journal if there is none. Default true.
   public var createIfMissing: Bool = true
   public var limits = JournalLimits()

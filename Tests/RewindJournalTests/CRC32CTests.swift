@@ -22,4 +22,21 @@ import Testing
     let whole = bytes[split...].withUnsafeBytes { CRC32C.checksum($0, continuing: first) }
     #expect(whole == CRC32C.checksum(bytes))
   }
+
+  /// Every length through the 16-byte, 8-byte and byte-at-a-time paths, against the bitwise
+  /// definition.
+  @Test func everyLengthMatchesBitwise() {
+    func bitwise(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+      var crc: UInt32 = 0xFFFF_FFFF
+      for byte in bytes {
+        crc ^= UInt32(byte)
+        for _ in 0..<8 { crc = (crc & 1) != 0 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+      }
+      return ~crc
+    }
+    let bytes = (0..<100).map { UInt8(truncatingIfNeeded: $0 &* 73 &+ 19) }
+    for length in 0...bytes.count {
+      #expect(CRC32C.checksum(bytes[..<length]) == bitwise(bytes[..<length]), "length \(length)")
+    }
+  }
 }

@@ -6,7 +6,7 @@ import Testing
 /// `RecordTree` against a `Dictionary` doing the same thing, with copies kept along the way that
 /// must not change when the tree they were copied from does.
 @Suite struct RecordTreeTests {
-  /// Random inserts, replacements and removals (also of absent keys) over a key range small enough
+  /// Random inserts, replacements, changes in place and removals (also of absent keys) over a key range small enough
   /// for every kind to happen often; every 500 steps a copy is kept, and at the end every kept copy
   /// must still hold exactly what the dictionary held at that moment.
   @Test(arguments: [1, 2, 3])
@@ -18,9 +18,16 @@ import Testing
     for step in 0..<20_000 {
       let key = Int(random.next() % 3_000)
       switch random.next() % 10 {
-      case 0..<6:
+      case 0..<5:
         let value = "\(key)@\(step)"
         #expect(tree.updateValue(value, forKey: key) == model.updateValue(value, forKey: key))
+      case 5..<7:
+        let changed = tree.modifyValue(forKey: key) { value -> String in
+          value += "+\(step)"
+          return value
+        }
+        model[key]? += "+\(step)"
+        #expect(changed == model[key])
       default:
         #expect(tree.removeValue(forKey: key) == model.removeValue(forKey: key))
       }
@@ -73,6 +80,22 @@ import Testing
     let new = try #require(tree.root)
     #expect(old !== new)
     #expect(old.children.count == new.children.count)
+    #expect(old.children.first !== new.children.first)
+    #expect(old.children.last === new.children.last)
+    #expect(before[5] == 5)
+    #expect(tree[5] == -5)
+  }
+
+  @Test func aChangeInPlaceAfterACopyCopiesOnlyItsPath() throws {
+    var tree = RecordTree<Int, Int>()
+    for key in 0..<10_000 { tree.updateValue(key, forKey: key) }
+    let before = tree
+    #expect(tree.modifyValue(forKey: 20_000) { $0 += 1 } == nil)
+    #expect(tree.root === before.root)  // an absent key copies nothing
+    tree.modifyValue(forKey: 5) { $0 = -5 }
+    let old = try #require(before.root)
+    let new = try #require(tree.root)
+    #expect(old !== new)
     #expect(old.children.first !== new.children.first)
     #expect(old.children.last === new.children.last)
     #expect(before[5] == 5)

@@ -26,6 +26,7 @@ enum ScenarioRegistry {
     SQLiteRebuildScenario(),
     JSONLinesScenario(),
     LZ4ToolScenario(),
+    CompactionScenario(),
     SeekScenario(),
     QueryScenario(),
     InvalidationScenario(),

@@ -129,6 +129,30 @@ public struct FieldReader {
       AnyFieldKey(name.description), DecodingError.Context(codingPath: [], debugDescription: "no field \"\(name)\""))
   }
 
+  /// The value of field `name`, for a read that consumes the whole value and then sets `next` to
+  /// the reader's position (the entry after it). In the usual case, fields read in the order they
+  /// were written, the entry at `next` is the one: its value is not skipped over first.
+  private mutating func valueToConsume(for name: StaticString) throws -> FieldValueReader {
+    if next < bytes.count, bytes[next] != 0 {
+      let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+      var reader = FieldBytesReader(bytes, position: next)
+      if let (keyStart, keyCount) = try? reader.readStringBounds(lengthBias: 1),
+        reader.bytesEqual(start: keyStart, count: keyCount, wanted)
+      {
+        return FieldValueReader(reader: reader)
+      }
+    }
+    return try value(for: name)
+  }
+
+  /// Reads a whole value of field `name` with `read` and moves `next` past it.
+  private mutating func consume<T>(_ name: StaticString, _ read: (inout FieldValueReader) throws -> T) throws -> T {
+    var value = try valueToConsume(for: name)
+    let result = try read(&value)
+    next = value.reader.position
+    return result
+  }
+
   /// Scans the entries from `start` to the end of the object for the key `wanted`.
   private mutating func find(_ wanted: UnsafeBufferPointer<UInt8>, from start: Int) throws -> FieldValueReader? {
     var reader = FieldBytesReader(bytes, position: start)
@@ -153,37 +177,31 @@ public struct FieldReader {
   }
 
   public mutating func read(_ type: String.Type, for name: StaticString) throws -> String {
-    var value = try value(for: name)
-    return try value.string()
+    try consume(name) { value in try value.string() }
   }
 
   public mutating func read(_ type: Int.Type, for name: StaticString) throws -> Int {
-    var value = try value(for: name)
-    return try value.integer(Int.self)
+    try consume(name) { value in try value.integer(Int.self) }
   }
 
   public mutating func read(_ type: UInt64.Type, for name: StaticString) throws -> UInt64 {
-    var value = try value(for: name)
-    return try value.integer(UInt64.self)
+    try consume(name) { value in try value.integer(UInt64.self) }
   }
 
   public mutating func read(_ type: Bool.Type, for name: StaticString) throws -> Bool {
-    var value = try value(for: name)
-    return try value.bool()
+    try consume(name) { value in try value.bool() }
   }
 
   public mutating func read(_ type: Double.Type, for name: StaticString) throws -> Double {
-    var value = try value(for: name)
-    return try value.double()
+    try consume(name) { value in try value.double() }
   }
 
   public mutating func read(_ type: Identifier.Type, for name: StaticString) throws -> Identifier {
-    var value = try value(for: name)
-    return try value.identifier()
+    try consume(name) { value in try value.identifier() }
   }
 
   public mutating func read(_ type: [String].Type, for name: StaticString) throws -> [String] {
-    let value = try value(for: name)
+    let value = try valueToConsume(for: name)
     var reader = value.reader
     let tag = try wrap { try reader.readTag() }
     guard tag == .array else { throw value.mismatch([String].self, tag) }
@@ -193,6 +211,7 @@ public struct FieldReader {
       strings.append(try element.string())
       reader = element.reader
     }
+    next = reader.position + 1  // past the array's end tag
     return strings
   }
 

@@ -1,5 +1,11 @@
 internal import RewindJournal
 
+#if canImport(Glibc)
+  internal import Glibc
+#elseif canImport(Darwin)
+  internal import Darwin
+#endif
+
 /// The layout of one journal record's payload: one event and its envelope, minus what the journal
 /// itself stores (sequence and timestamp).
 ///
@@ -54,10 +60,29 @@ public enum EventRecord {
   /// Reads the envelope fields of a record payload.
   /// - Throws: `FieldFormatError` if the payload does not follow the layout.
   public static func header(of payload: [UInt8]) throws(FieldFormatError) -> Header {
+    try header(of: payload, names: nil).header
+  }
+
+  /// Reads the envelope fields of a record payload, matching its name against `names` first: a
+  /// known name is neither decoded nor hashed again, and its index in `names` comes back with it.
+  static func header(of payload: [UInt8], names: EventNameTable?) throws(FieldFormatError) -> (
+    header: Header, nameIndex: Int?
+  ) {
     var reader = FieldBytesReader(payload)
     let layout = try reader.readByte()
     guard layout == layoutVersion else { throw FieldFormatError("unknown record layout \(layout)", at: 0) }
-    let name = try reader.readString()
+    let (nameStart, nameCount) = try reader.readStringBounds()
+    let nameIndex = names.flatMap { names in
+      payload.withUnsafeBufferPointer {
+        names.index(of: UnsafeBufferPointer(rebasing: $0[nameStart..<nameStart + nameCount]))
+      }
+    }
+    let name =
+      if let nameIndex, let names { names.names[nameIndex] } else {
+        payload.withUnsafeBufferPointer {
+          String(decoding: UnsafeBufferPointer(rebasing: $0[nameStart..<nameStart + nameCount]), as: UTF8.self)
+        }
+      }
     let versionAt = reader.position
     let version = try reader.readVarint()
     guard let version = UInt32(exactly: version) else {
@@ -66,9 +91,10 @@ public enum EventRecord {
     let origin = try reader.readString()
     let high = try reader.readFixed64()
     let low = try reader.readFixed64()
-    return Header(
+    let header = Header(
       name: name, version: version, origin: Origin(origin), commandID: Identifier(high: high, low: low),
       bodyOffset: reader.position)
+    return (header, nameIndex)
   }
 
   /// Renders a record as one JSON object, field by field, without the app's event types:
@@ -83,5 +109,62 @@ public enum EventRecord {
     output += try FieldRenderer.json(payload, from: header.bodyOffset)
     output += "}"
     return output
+  }
+}
+
+/// Event names by their UTF-8 bytes, in a small open-addressed table: replay finds a record's
+/// registered name (and its decoder) from the payload's bytes, without building a `String` and
+/// hashing it for a dictionary. Built once per registry; read-only afterwards.
+struct EventNameTable: Sendable {
+  /// The names, in the order they were added; `index(of:)` answers positions in this array.
+  private(set) var names: [String] = []
+  private var utf8: [[UInt8]] = []
+  /// Slots of name indices (-1 for empty); the count is a power of two at least four times the
+  /// names', so probes are short.
+  private var slots: [Int32] = [Int32](repeating: -1, count: 8)
+
+  /// Adds `name` (once) and returns its index.
+  @discardableResult
+  mutating func add(_ name: String) -> Int {
+    let bytes = Array(name.utf8)
+    if let existing = bytes.withUnsafeBufferPointer({ index(of: $0) }) { return existing }
+    names.append(name)
+    utf8.append(bytes)
+    if slots.count < names.count * 4 {
+      slots = [Int32](repeating: -1, count: slots.count * 2)
+      for (index, bytes) in utf8.enumerated() { place(Int32(index), hash: bytes.withUnsafeBufferPointer(Self.hash)) }
+    } else {
+      place(Int32(names.count - 1), hash: bytes.withUnsafeBufferPointer(Self.hash))
+    }
+    return names.count - 1
+  }
+
+  private mutating func place(_ index: Int32, hash: UInt64) {
+    var slot = Int(truncatingIfNeeded: hash) & (slots.count - 1)
+    while slots[slot] >= 0 { slot = (slot + 1) & (slots.count - 1) }
+    slots[slot] = index
+  }
+
+  /// The index of the name whose UTF-8 bytes are `bytes`, or nil.
+  func index(of bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    let mask = slots.count - 1
+    var slot = Int(truncatingIfNeeded: Self.hash(bytes)) & mask
+    while true {
+      let index = Int(slots[slot])
+      if index < 0 { return nil }
+      let equal = utf8[index].withUnsafeBufferPointer { known in
+        known.count == bytes.count
+          && (known.isEmpty || memcmp(known.baseAddress!, bytes.baseAddress!, known.count) == 0)
+      }
+      if equal { return index }
+      slot = (slot + 1) & mask
+    }
+  }
+
+  /// FNV-1a: a few instructions per byte of a short name; hash order never leaves this table.
+  private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+    for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+    return hash ^ (hash >> 29)
   }
 }

@@ -67,8 +67,8 @@ public struct EventRegistry<M: Model>: Sendable {
       decode: { bytes, offset in try decode(bytes, offset) })
     current[E.name] = entry
     byType[ObjectIdentifier(E.self)] = entry
-    tables.decoders[E.name] = EventTables.Decoder(version: E.version, decode: { try decode($0, $1) })
-    tables.appliers[ObjectIdentifier(E.self)] = EventTables.Applier { model, event, context in
+    tables.add(name: E.name, decoder: EventTables.Decoder(version: E.version, decode: { try decode($0, $1) }))
+    tables.setApplier(for: ObjectIdentifier(E.self)) { model, event, context in
       // The caller found this applier by the event's dynamic type, so the event is an `E`: open
       // the existential and reinterpret it (no dynamic cast, no optional `E`).
       func reinterpret<T: Event>(_ value: T) -> E {
@@ -111,7 +111,10 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Decodes the event in a record payload, upcast to the current version.
   func decode(_ header: EventRecord.Header, payload: [UInt8], sequence: UInt64) throws -> any Event {
-    if let event = try tables.decode(header, payload: payload, sequence: sequence) { return event }
+    let nameIndex = header.name.utf8.withContiguousStorageIfAvailable { tables.names.index(of: $0) } ?? nil
+    if let event = try tables.decode(header, nameIndex: nameIndex, payload: payload, sequence: sequence) {
+      return event
+    }
     guard let current = current[header.name],
       header.version == current.version || canDecode(name: header.name, version: header.version)
     else {
@@ -184,14 +187,49 @@ struct EventTables: Sendable {
     var apply: @Sendable (_ model: UnsafeMutableRawPointer, _ event: any Event, _ context: inout ApplyContext) -> Void
   }
 
-  var decoders: [String: Decoder] = [:]
-  var appliers: [ObjectIdentifier: Applier] = [:]
+  /// The registered names (and the checkpoint's); `decoders` is parallel to it, nil for a name
+  /// with no current decoder.
+  private(set) var names = EventNameTable()
+  private var decoders: [Decoder?] = []
+  /// Appliers by event type: a short list searched in order (a dozen or two pointer comparisons
+  /// cost less than hashing the type for a dictionary).
+  private var appliers: [(type: ObjectIdentifier, applier: Applier)] = []
+  /// The index in `names` of the checkpoint's name.
+  static let checkpointNameIndex = 0
+
+  mutating func setApplier(
+    for type: ObjectIdentifier,
+    _ apply:
+      @escaping @Sendable (_ model: UnsafeMutableRawPointer, _ event: any Event, _ context: inout ApplyContext)
+      -> Void
+  ) {
+    let applier = Applier(apply: apply)
+    if let index = appliers.firstIndex(where: { $0.type == type }) {
+      appliers[index].applier = applier
+    } else {
+      appliers.append((type, applier))
+    }
+  }
+
+  init() {
+    // The checkpoint's name is known too (first, at `checkpointNameIndex`), so that reading it
+    // builds no string either.
+    add(name: Checkpoint.name, decoder: nil)
+  }
+
+  mutating func add(name: String, decoder: Decoder?) {
+    let index = names.add(name)
+    if index == decoders.count { decoders.append(decoder) } else { decoders[index] = decoder }
+  }
 
   /// The event of a record whose name and version are current; nil for any other (the registry
-  /// then upcasts or says it is unknown).
+  /// then upcasts or says it is unknown). `nameIndex` is the header's name's index in `names`, if
+  /// it has one.
   /// - Throws: `ReplayError(.undecodableEvent)`.
-  func decode(_ header: EventRecord.Header, payload: [UInt8], sequence: UInt64) throws -> (any Event)? {
-    guard let decoder = decoders[header.name], decoder.version == header.version else { return nil }
+  func decode(_ header: EventRecord.Header, nameIndex: Int?, payload: [UInt8], sequence: UInt64) throws
+    -> (any Event)?
+  {
+    guard let nameIndex, let decoder = decoders[nameIndex], decoder.version == header.version else { return nil }
     do {
       return try decoder.decode(payload, header.bodyOffset)
     } catch {
@@ -203,7 +241,8 @@ struct EventTables: Sendable {
 
   /// Applies `event` (of a type registered as current for `M`) to `model`.
   func apply<M: Model>(_ event: any Event, to model: inout M, context: inout ApplyContext) {
-    guard let applier = appliers[ObjectIdentifier(type(of: event))] else {
+    let eventType = ObjectIdentifier(type(of: event))
+    guard let applier = appliers.first(where: { $0.type == eventType })?.applier else {
       preconditionFailure("event \(type(of: event).name) is not registered with \(M.self)")
     }
     withUnsafeMutablePointer(to: &model) { applier.apply(UnsafeMutableRawPointer($0), event, &context) }

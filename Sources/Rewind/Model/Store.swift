@@ -114,12 +114,43 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   }
 
   /// Changes the record with `id` in place; returns false (touching nothing) if there is none.
+  /// `change` must keep the record's id (a precondition): to give a record another id, remove it
+  /// and insert it anew.
+  ///
+  /// The record is changed where it lies in the tree, found by one walk (replay's most frequent
+  /// change: an edit of one field of an existing record). Only an apply that records what it
+  /// touches keeps a copy of the record before the change, to touch nothing when it is unchanged;
+  /// replay keeps only its group keys, since copying the record reaches into every string it
+  /// holds (a cache miss each, in a large state).
   @inlinable @discardableResult
   public mutating func update(id: Record.ID, context: inout ApplyContext, _ change: (inout Record) -> Void) -> Bool {
-    guard var record = records[id] else { return false }
-    change(&record)
-    insert(record, context: &context)
+    let recording = context.isRecording
+    let outcome = records.modifyValue(forKey: id) { record -> UpdateOutcome in
+      if recording {
+        let old = record
+        change(&record)
+        precondition(record.id == id, "Store.update changed the id of record \(id) in store \(name)")
+        return old == record ? .unchanged : .changed(from: old.groupKeys, to: record.groupKeys)
+      }
+      let oldKeys = record.groupKeys
+      change(&record)
+      precondition(record.id == id, "Store.update changed the id of record \(id) in store \(name)")
+      return .changed(from: oldKeys, to: record.groupKeys)
+    }
+    switch outcome {
+    case nil: return false
+    case .unchanged?: break
+    case .changed(let oldKeys, let newKeys)?:
+      refile(id, from: oldKeys, to: newKeys, context: &context)
+      context.touch(record: name, id)
+    }
     return true
+  }
+
+  /// What `update` did to the record in place.
+  @usableFromInline enum UpdateOutcome {
+    case unchanged
+    case changed(from: [Record.GroupKey], to: [Record.GroupKey])
   }
 
   /// Moves `id` from the groups in `old` to those in `new` (duplicates in either are ignored).

@@ -29,7 +29,11 @@ final class DecodedRecords<M: Model> {
   private let queue: RecordQueue?
   private var inline: JournalCursor?
   private let last: UInt64
-  private var batch: RecordBatch = .decoded([])
+  /// The current batch (one of the two), from which `next()` moves each record out (leaving nil or
+  /// an empty record) instead of copying it, with its strings, arrays and event box, and releasing
+  /// the batch's copy afterwards. Only `next()` touches them (no dynamic exclusivity checks).
+  @exclusivity(unchecked) private var decoded: [DecodedRecord?] = []
+  @exclusivity(unchecked) private var raw: [JournalRecord] = []
   private var position = 0
 
   init(registry: EventRegistry<M>, reader: JournalReader, first: UInt64, last: UInt64, options: ReplayOptions) throws {
@@ -64,29 +68,44 @@ final class DecodedRecords<M: Model> {
 
   /// The next record, or nil after `last` (or the end of the journal).
   func next() throws -> DecodedRecord? {
-    if position == batch.count {
-      position = 0
-      if let queue {
-        guard let next = try queue.take() else {
-          batch = .decoded([])
-          return nil
+    while true {
+      if position < decoded.count {
+        defer { position += 1 }
+        return decoded.withUnsafeMutableBufferPointer { buffer in
+          let slot = buffer.baseAddress! + position
+          defer { slot.initialize(to: nil) }
+          return slot.move()
         }
-        batch = next
+      }
+      if position < raw.count {
+        defer { position += 1 }
+        let record = raw.withUnsafeMutableBufferPointer { buffer in
+          let slot = buffer.baseAddress! + position
+          defer { slot.initialize(to: JournalRecord(sequence: 0, timestamp: 0, payload: [])) }
+          return slot.move()
+        }
+        return try decodeRecord(record, tables: tables, registry: registry)
+      }
+      position = 0
+      decoded = []
+      raw = []
+      if let queue {
+        // The queue hands over its only reference to the batch, so moving records out of it does
+        // not copy it.
+        switch try queue.take() {
+        case .decoded(let records)?: decoded = records
+        case .raw(let records)?: raw = records
+        case nil: return nil
+        }
       } else if let cursor = inline {
         guard let next = try DecodedRecords.readRaw(cursor, last: last, size: 64) else {
-          batch = .decoded([])
           inline = nil
           return nil
         }
-        batch = .raw(next)
+        raw = next
       } else {
         return nil
       }
-    }
-    defer { position += 1 }
-    switch batch {
-    case .decoded(let records): return records[position]
-    case .raw(let records): return try decodeRecord(records[position], tables: tables, registry: registry)
     }
   }
 
@@ -114,12 +133,13 @@ func decodeRecord<M: Model>(_ record: JournalRecord, tables: EventTables, regist
   -> DecodedRecord
 {
   let header: EventRecord.Header
+  let nameIndex: Int?
   do {
-    header = try EventRecord.header(of: record.payload)
+    (header, nameIndex) = try EventRecord.header(of: record.payload, names: tables.names)
   } catch {
     throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
   }
-  if header.name == Checkpoint.name {
+  if nameIndex.map({ $0 == EventTables.checkpointNameIndex }) ?? (header.name == Checkpoint.name) {
     do {
       let checkpoint = try FieldDecoder().decode(Checkpoint.self, from: record.payload, at: header.bodyOffset)
       return .checkpoint(sequence: record.sequence, checkpoint)
@@ -130,7 +150,7 @@ func decodeRecord<M: Model>(_ record: JournalRecord, tables: EventTables, regist
     }
   }
   let event =
-    try tables.decode(header, payload: record.payload, sequence: record.sequence)
+    try tables.decode(header, nameIndex: nameIndex, payload: record.payload, sequence: record.sequence)
     ?? registry.decode(header, payload: record.payload, sequence: record.sequence)
   let envelope = Envelope(
     sequence: record.sequence, timestamp: record.timestamp, name: header.name, version: header.version,
@@ -144,17 +164,11 @@ struct SendableBox<Value>: @unchecked Sendable {
   init(_ value: Value) { self.value = value }
 }
 
-/// A batch handed from the reading thread to the applying one: decoded already, or still raw.
+/// A batch handed from the reading thread to the applying one: decoded already (never nil; the
+/// consumer leaves nil where it moved a record out), or still raw.
 enum RecordBatch: Sendable {
-  case decoded([DecodedRecord])
+  case decoded([DecodedRecord?])
   case raw([JournalRecord])
-
-  var count: Int {
-    switch self {
-    case .decoded(let records): records.count
-    case .raw(let records): records.count
-    }
-  }
 }
 
 /// A bounded queue of batches between one producer thread and one consumer.
@@ -215,6 +229,7 @@ final class RecordQueue: @unchecked Sendable {
       return nil
     }
     let item = batches[head]
+    batches[head] = .success(.raw([]))  // the consumer's reference is then the only one
     head += 1
     if head > 64 {
       batches.removeFirst(head)

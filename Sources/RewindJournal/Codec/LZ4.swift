@@ -20,8 +20,17 @@ package struct LZ4Failure: Error, CustomStringConvertible {
 package final class LZ4FrameEncoder {
   private var context: OpaquePointer?
   private let stream: UnsafeMutablePointer<LZ4_stream_t>
+  /// liblz4's `compressionLevel`: 0 is the fast compressor appends use; 3...12 select LZ4HC
+  /// (high compression: slower to write, as fast to read, same frame format).
+  private let level: Int32
 
-  package init() {
+  /// The fast encoder the writer uses for appends.
+  package convenience init() { self.init(compressionLevel: 0) }
+
+  /// An encoder at `compressionLevel` (0: fast; 3...12: LZ4HC, as `lz4 -3` ... `lz4 -12`).
+  /// Above 0 every frame goes through liblz4's frame API (no one-block shortcut).
+  package init(compressionLevel: Int32) {
+    self.level = compressionLevel
     var context: OpaquePointer?
     let code = LZ4F_createCompressionContext(&context, UInt32(LZ4F_VERSION))
     // Failure here is an out-of-memory condition, not bad input.
@@ -41,7 +50,7 @@ package final class LZ4FrameEncoder {
 
   /// Appends one complete LZ4 frame holding `content` to `output`; returns the frame's length.
   package func compress(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws -> Int {
-    if content.count > 0 && content.count <= Self.singleBlockLimit {
+    if level == 0 && content.count > 0 && content.count <= Self.singleBlockLimit {
       return compressOneBlock(content, appendingTo: &output)
     }
     return try compressFrame(content, appendingTo: &output)
@@ -87,7 +96,7 @@ package final class LZ4FrameEncoder {
     return output.count - start
   }
 
-  private static func preferences(contentSize: Int) -> LZ4F_preferences_t {
+  private static func preferences(contentSize: Int, level: Int32) -> LZ4F_preferences_t {
     var preferences = LZ4F_preferences_t()
     preferences.frameInfo.blockSizeID = LZ4F_max64KB
     preferences.frameInfo.blockMode = LZ4F_blockLinked
@@ -95,13 +104,13 @@ package final class LZ4FrameEncoder {
     preferences.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled
     preferences.frameInfo.frameType = LZ4F_frame
     preferences.frameInfo.contentSize = UInt64(contentSize)
-    preferences.compressionLevel = 0
+    preferences.compressionLevel = level
     return preferences
   }
 
   /// A frame made by liblz4's frame API.
   private func compressFrame(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws -> Int {
-    var preferences = Self.preferences(contentSize: content.count)
+    var preferences = Self.preferences(contentSize: content.count, level: level)
     let bound = LZ4F_compressFrameBound(content.count, &preferences)
     let start = output.count
     output.reserveCapacity(start + bound)

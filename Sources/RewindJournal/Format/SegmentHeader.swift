@@ -3,6 +3,12 @@ package struct SegmentHeader: Equatable {
   package var journalID: JournalID
   package var firstSequence: UInt64
   package var version: UInt16 = Layout.formatVersion
+  /// Bit flags (FORMAT.md, "Segment header frame"); readers ignore bits they do not know.
+  package var flags: UInt16 = 0
+
+  /// Flag bit 0: the segment was rewritten by compaction (large frames, LZ4HC), so compaction skips it.
+  package static let compactedFlag: UInt16 = 1 << 0
+  package var isCompacted: Bool { flags & Self.compactedFlag != 0 }
 
   package init(journalID: JournalID, firstSequence: UInt64) {
     self.journalID = journalID
@@ -15,7 +21,7 @@ package struct SegmentHeader: Equatable {
     writer.write(UInt32(Layout.segmentHeaderPayloadSize))
     writer.write(Layout.segmentTag)
     writer.write(version)
-    writer.write(UInt16(0))
+    writer.write(flags)
     writer.write(journalID.bytes)
     writer.write(firstSequence)
     writer.write(CRC32C.checksum(writer.bytes[Layout.skippableHeaderSize...]))
@@ -43,10 +49,11 @@ package struct SegmentHeader: Equatable {
     }
     let version = reader.read(UInt16.self)!
     guard version == Layout.formatVersion else { return .failure(.unsupportedVersion(version)) }
-    _ = reader.read(UInt16.self)
+    let flags = reader.read(UInt16.self)!
     let id = JournalID(bytes: Array(reader.read(count: 16)!))
     var header = SegmentHeader(journalID: id, firstSequence: reader.read(UInt64.self)!)
     header.version = version
+    header.flags = flags
     return .success(header)
   }
 }

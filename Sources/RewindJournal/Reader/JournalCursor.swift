@@ -83,7 +83,13 @@ public final class JournalCursor {
       guard try loadBatch() else { return nil }
     }
     defer { bufferPosition += 1 }
-    return buffer[bufferPosition]
+    // Moved out, leaving an empty record: the buffer's copy would only be released at the next
+    // batch, so a copy would cost a retain and a release per record for nothing.
+    return buffer.withUnsafeMutableBufferPointer { records in
+      let slot = records.baseAddress! + bufferPosition
+      defer { slot.initialize(to: JournalRecord(sequence: 0, timestamp: 0, payload: [])) }
+      return slot.move()
+    }
   }
 
   /// Reads records on until the end; the last sequence number seen (or skipped over).
@@ -137,6 +143,12 @@ public final class JournalCursor {
         if buffer.isEmpty { continue }
         return true
       case .end:
+        if positionedByIndex, let start {
+          // An entry points at a batch header, never at the end: the segment was rewritten
+          // (compacted) since the index was read.
+          try positionAtSegmentStart(for: start)
+          continue
+        }
         if try advanceSegment() { continue }
         if !refreshed {
           refreshed = true

@@ -70,9 +70,21 @@ final class JournalWriter: @unchecked Sendable {
   private var output: [UInt8] = []
   private let finished = DispatchSemaphore(value: 0)
 
-  init(directory: JournalDirectory, options: JournalOptions, start: WriterStart) throws {
+  /// Compaction replaces the index file under this gate; the writer appends to it under it too.
+  let indexGate: IndexFileGate
+  private var indexGeneration: UInt64 = 0
+  /// Called with a segment's first sequence once it is sealed (background compaction).
+  private let onSeal: (@Sendable (UInt64) -> Void)?
+
+  init(
+    directory: JournalDirectory, options: JournalOptions, start: WriterStart,
+    indexGate: IndexFileGate = IndexFileGate(),
+    onSeal: (@Sendable (UInt64) -> Void)? = nil
+  ) throws {
     self.directory = directory
     self.options = options
+    self.indexGate = indexGate
+    self.onSeal = onSeal
     self.state = start
     self.lastSequence = Atomic(start.nextSequence - 1)
     try openActiveSegment()
@@ -470,6 +482,7 @@ final class JournalWriter: @unchecked Sendable {
     } catch {
       throw RollFailure(error: JournalError(error, directory: path, file: newName), fatal: true)
     }
+    onSeal?(state.segments[state.segments.count - 2])
   }
 
   private func durabilityLost(_ error: any Error, file: String) -> JournalError {
@@ -502,7 +515,21 @@ final class JournalWriter: @unchecked Sendable {
   }
 
   private func appendIndexEntries(_ entries: [IndexEntry]) {
-    guard !entries.isEmpty, indexFD >= 0 else { return }
+    guard !entries.isEmpty else { return }
+    indexGate.withLock { generation in
+      if generation != indexGeneration {
+        // Compaction replaced the file: append to the new one.
+        indexGeneration = generation
+        if indexFD >= 0 { io.close(indexFD) }
+        indexFD = (try? io.open(path + "/" + Layout.indexName, flags: O_WRONLY, mode: 0)) ?? -1
+        if indexFD >= 0 { indexEnd = (try? io.size(indexFD, path: Layout.indexName)) ?? 0 }
+      }
+      appendIndexEntriesLocked(entries)
+    }
+  }
+
+  private func appendIndexEntriesLocked(_ entries: [IndexEntry]) {
+    guard indexFD >= 0 else { return }
     var writer = ByteWriter(capacity: entries.count * IndexEntry.size)
     for entry in entries { entry.encode(into: &writer) }
     let ok =

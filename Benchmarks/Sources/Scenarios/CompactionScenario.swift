@@ -1,0 +1,124 @@
+internal import Foundation
+internal import Glibc
+internal import RewindJournal
+
+/// Compaction of the corpus journal's sealed segments (`Journal.compactSealedSegments()`), on a
+/// copy so that every other scenario reads the journal as the manager wrote it: bytes per event
+/// before and after (the size target is judged on the sealed, compacted segments: the journal as
+/// it rests on disk once sealed), compaction speed, and a cold read and replay of the compacted
+/// copy next to the same of the journal as written. Then, on the first sealed segment alone, the
+/// LZ4HC level and frame size curve the default was chosen from.
+struct CompactionScenario: Scenario {
+  let name = "compaction"
+  let summary = "the corpus journal's sealed segments rewritten into large LZ4HC frames: size, speed, cold reads"
+
+  /// The configuration of the figures for a corpus of `events` events.
+  static func configuration(_ events: Int) -> String { "\(events) events" }
+  static let sealedBytesPerEvent = "bytes/event, sealed segments compacted"
+
+  func run(in context: BenchContext) async throws {
+    let events = context.corpus.count
+    var source = context.corpusDirectory
+    var configuration = Self.configuration(events)
+    let segmentCount = try FileManager.default.contentsOfDirectory(atPath: source).filter { $0.hasSuffix(".lz4") }.count
+    if segmentCount < 2 {
+      // A corpus smaller than one segment (the small mode) has nothing sealed: the same records,
+      // one per append, into 256 KiB segments, so that the smoke test compacts something.
+      source = context.path("corpus-journal-small-segments")
+      var options = JournalOptions(durability: .none)
+      options.segmentTargetBytes = 256 << 10
+      let small = try Journal(directory: source, options: options)
+      for record in context.corpus { try small.appendAndWait([record]) }
+      small.close()
+      configuration += ", re-appended one per append into 256 KiB segments"
+    }
+    let directory = context.path("corpus-journal-compacted")
+    try Self.copyJournal(source, to: directory)
+    let journal = try Journal(directory: directory, options: JournalOptions(durability: .none))
+    let (seconds, report) = try timed { try journal.compactSealedSegments() }
+    journal.close()
+    guard !report.compacted.isEmpty else { throw BenchError("compaction found no sealed segment in \(source)") }
+    let records = Double(report.records)
+    let decoded = Double(report.compacted.reduce(0) { $0 + $1.decodedBytes })
+    context.record(name, configuration, "sealed segments", Double(report.compacted.count), "")
+    context.record(name, configuration, "events in sealed segments", records, "")
+    context.record(
+      name, configuration, "bytes/event, sealed segments as written", Double(report.bytesBefore) / records, "B")
+    context.record(name, configuration, Self.sealedBytesPerEvent, Double(report.bytesAfter) / records, "B")
+    context.record(
+      name, configuration, "journal bytes/event after (active segment as written)",
+      Double(bytesOnDisk(directory)) / Double(events), "B")
+    context.record(name, configuration, "events/s", records / seconds, "ev/s")
+    context.record(
+      name, configuration, "input MB/s (segment bytes)", Double(report.bytesBefore) / seconds / 1e6, "MB/s")
+    context.record(name, configuration, "decoded MB/s", decoded / seconds / 1e6, "MB/s")
+
+    for (label, path) in [("as written", source), ("compacted", directory)] {
+      evictFromPageCache(path)
+      let read = try ChildProcess.run(
+        .read, directory: path, limit: events, resultPath: context.path("compaction-read-\(label).json"))
+      guard read.events == events else { throw BenchError("the read child saw \(read.events) records, not \(events)") }
+      context.record(name, "\(configuration), \(label)", "cold read events/s", Double(events) / read.seconds, "ev/s")
+      evictFromPageCache(path)
+      let replay = try ChildProcess.run(
+        .replay, directory: path, limit: events, resultPath: context.path("compaction-replay-\(label).json"))
+      guard replay.events == events else {
+        throw BenchError("the replay child applied \(replay.events) events, not \(events)")
+      }
+      context.record(
+        name, "\(configuration), \(label)", "cold replay events/s", Double(events) / replay.seconds, "ev/s")
+    }
+    try? FileManager.default.removeItem(atPath: directory)
+    try curve(in: context, source: source)
+  }
+
+  /// Size and speed of compacting the first sealed segment at each LZ4HC level (1 MiB frames),
+  /// and at the chosen level with other frame sizes.
+  private func curve(in context: BenchContext, source: String) throws {
+    let segments = try FileManager.default.contentsOfDirectory(atPath: source).filter { $0.hasSuffix(".lz4") }.sorted()
+    guard segments.count >= 2 else { return }
+    let settings: [(level: Int32, frame: Int)] =
+      [0, 3, 6, 9, 12].map { ($0, SegmentCompactor.defaultFrameContentBytes) }
+      + [256 << 10, 4 << 20].map { (SegmentCompactor.defaultLevel, $0) }
+    for (level, frame) in settings {
+      let directory = context.path("compaction-curve")
+      try? FileManager.default.removeItem(atPath: directory)
+      try Self.copyJournal(source, to: directory, segments: Array(segments.prefix(2)))
+      let compactor = SegmentCompactor(
+        directory: try JournalDirectory(path: directory, io: PosixFileIO()), options: JournalOptions(),
+        indexGate: IndexFileGate())
+      compactor.level = level
+      compactor.frameContentBytes = frame
+      let first = Layout.firstSequence(ofSegmentNamed: segments[0])!
+      let second = Layout.firstSequence(ofSegmentNamed: segments[1])!
+      let (seconds, outcome) = try timed { try compactor.compact(segment: first, next: second) }
+      compactor.close()
+      try? FileManager.default.removeItem(atPath: directory)
+      guard case .compacted(let done) = outcome else { continue }
+      let configuration = "\(segments[0]) (\(done.records) events), level \(level), \(frame >> 10) KiB frames"
+      context.record(name + ".curve", configuration, "bytes/event", Double(done.bytesAfter) / Double(done.records), "B")
+      context.record(name + ".curve", configuration, "decoded MB/s", Double(done.decodedBytes) / seconds / 1e6, "MB/s")
+    }
+  }
+
+  /// A copy of the journal in `source` (only `segments` when given): the segments as hard links
+  /// (compaction renames a new file over a segment and never writes into one), the rest copied.
+  static func copyJournal(_ source: String, to directory: String, segments: [String]? = nil) throws {
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let names = try FileManager.default.contentsOfDirectory(atPath: source).sorted()
+    let all = names.filter { $0.hasSuffix(".lz4") }
+    for name in names where name != "LOCK" && !name.hasSuffix(".tmp") {
+      let isSegment = name.hasSuffix(".lz4")
+      if isSegment, let segments, !segments.contains(name) { continue }
+      if segments != nil && name == "index" { continue }
+      // The last segment is copied: a writer opening the copy may append to it.
+      if isSegment && name != all.last {
+        guard link(source + "/" + name, directory + "/" + name) == 0 else {
+          throw BenchError("cannot link \(source)/\(name): \(String(cString: strerror(errno)))")
+        }
+      } else {
+        try FileManager.default.copyItem(atPath: source + "/" + name, toPath: directory + "/" + name)
+      }
+    }
+  }
+}

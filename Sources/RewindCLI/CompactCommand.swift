@@ -1,0 +1,64 @@
+import Foundation
+import RewindJournal
+
+enum CompactCommand: RewindCommand {
+  static let name = "compact"
+  static let summary = "rewrite sealed segments into large LZ4HC frames (smaller, read the same way)"
+  static let help = """
+    Usage: rewind compact DIR
+
+    Rewrites every sealed segment of the journal (every one but the last) that is not compacted
+    yet into large frames compressed with LZ4's high-compression mode: typically 2-3x smaller,
+    read by the same readers (and by lz4 -dc). Each new segment is written to a temporary file,
+    synced, and read back and checked to hold exactly the original's records before it replaces
+    the original; an interruption leaves either. A damaged segment is reported with its byte
+    offset and left as it is. Takes the journal's writer lock, so run it while no writer has the
+    journal open (an app can compact as it writes: JournalOptions.compactsSealedSegments).
+
+    Exit 0 when done, also when there was nothing to compact; 1 when damage stopped it (the
+    segments before the damaged one may be compacted); 3 when the journal cannot be opened (a
+    writer holds it, or it is not a journal).
+
+    Examples:
+      rewind compact /tmp/notes
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let output = context.output
+    let args = try Arguments(arguments, options: [], flags: [])
+    let directory = try args.directory()
+    // Reading first: a directory that is not a journal is refused before anything is written there.
+    _ = try openJournal(directory)
+    var options = JournalOptions(durability: .always)
+    options.createIfMissing = false
+    let report: CompactionReport
+    do {
+      // Opening checks the segments as any writer does; compaction reads every frame it rewrites.
+      let journal = try Journal(directory: directory, options: options)
+      defer { journal.close() }
+      for moved in journal.recovery.movedAside { output.out("opening moved a torn tail aside: \(moved)\n") }
+      report = try journal.compactSealedSegments { done in
+        // Each as it is done: a failure later leaves these compacted.
+        output.out(
+          "compacted \(done.segment): \(done.records) records, \(done.framesBefore) -> \(done.framesAfter) frames, "
+            + "\(done.bytesBefore) -> \(done.bytesAfter) bytes (\(percent(done.bytesAfter, of: done.bytesBefore)))\n")
+      }
+    } catch let error as JournalError where error.code == .corrupt || error.code == .sequenceBreak {
+      output.err("rewind compact: \(error)\n")
+      return .findings
+    }
+    var summary =
+      report.compacted.isEmpty
+      ? "nothing to compact"
+      : "compacted \(report.compacted.count) segment\(report.compacted.count == 1 ? "" : "s"): "
+        + "\(report.bytesBefore) -> \(report.bytesAfter) bytes (\(percent(report.bytesAfter, of: report.bytesBefore)))"
+    if !report.alreadyCompacted.isEmpty { summary += "; \(report.alreadyCompacted.count) compacted before" }
+    output.out(summary + "; the last segment is left for the next writer to append to\n")
+    return .success
+  }
+
+  private static func percent(_ part: Int64, of whole: Int64) -> String {
+    whole == 0 ? "-" : String(format: "%.1f%%", Double(part) * 100 / Double(whole))
+  }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// `rewind compact`, run as the built binary: it shrinks the sealed segments without changing a
+/// record, does nothing twice, and refuses what it must refuse with the documented exit codes.
+@Suite struct CompactCommandTests {
+  static func segments(_ directory: String) -> [String] {
+    Files.list(directory).filter { $0.hasSuffix(".lz4") }
+  }
+
+  @Test func compactsSealedSegmentsAndEveryEventReadsTheSame() async throws {
+    let dir = try RewindCommandTests.journal(records: 600)
+    let names = Self.segments(dir.path)
+    #expect(names.count > 3)
+    let before = try Dictionary(uniqueKeysWithValues: names.map { ($0, try Files.read(dir.appending($0))) })
+    let logBefore = try await ToolRun.run("rewind", ["log", dir.path, "--json"])
+    try #require(logBefore.status == 0)
+
+    let run = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.err.isEmpty)
+    for name in names.dropLast() { #expect(run.out.contains("compacted \(name): "), "\(run.out)") }
+    #expect(run.out.contains("compacted \(names.count - 1) segments: "), "\(run.out)")
+    for name in names.dropLast() { #expect(Files.size(dir.appending(name)) < before[name]!.count, "\(name)") }
+    #expect(try Files.read(dir.appending(names.last!)) == before[names.last!], "the last segment is left as it is")
+
+    let logAfter = try await ToolRun.run("rewind", ["log", dir.path, "--json"])
+    #expect(logAfter.out == logBefore.out)
+    let verify = try await ToolRun.run("rewind", ["verify", dir.path])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+
+    let again = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(again.status == 0)
+    #expect(again.out.hasPrefix("nothing to compact; \(names.count - 1) compacted before"), "\(again.out)")
+  }
+
+  /// `rewind compact` killed with SIGKILL after its Nth segment, at whatever point of the next
+  /// one it has reached: every segment is whole (the original or its compacted copy), every record
+  /// reads back, and a second run finishes the work.
+  @Test(arguments: [1, 4, 9])
+  func killedWhileCompactingLeavesEverySegmentWhole(after lines: Int) async throws {
+    let dir = try RewindCommandTests.journal(records: 1_500)
+    let names = Self.segments(dir.path)
+    #expect(names.count > lines + 2)
+    let before = try Dictionary(uniqueKeysWithValues: names.map { ($0, try Files.read(dir.appending($0))) })
+    let expected = try JournalReader(directory: dir.path).records().readAll()
+    let rewind = try #require(ChildProcess.builtProduct("rewind"))
+    let child = try ChildProcess(executable: rewind, arguments: ["compact", dir.path])
+    _ = try await child.waitForLine { _ in child.lines.count >= lines }
+    try await child.kill()
+
+    var compacted = 0
+    for name in names {
+      let bytes = try Files.read(dir.appending(name))
+      if bytes != before[name] {
+        compacted += 1
+        #expect(bytes[14] & 1 == 1, "\(name) changed but is not flagged compacted")
+      }
+    }
+    #expect(compacted >= lines)
+    #expect(try JournalReader(directory: dir.path).records().readAll() == expected)
+    let verify = try await ToolRun.run("rewind", ["verify", dir.path])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+    let again = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(again.status == 0, "\(again.out)\(again.err)")
+    #expect(again.out.contains("\(compacted) compacted before") || compacted == 0, "\(again.out)")
+    #expect(!Files.list(dir.path).contains { $0.hasSuffix(".tmp") })
+    #expect(try JournalReader(directory: dir.path).records().readAll() == expected)
+  }
+
+  @Test func aDamagedSealedSegmentIsNamedAndLeftAlone() async throws {
+    try await damaged(at: { _ in 44 + 52 + 3 }, offset: 44)
+    // A batch header in the middle: found already by opening, which walks the sealed segments' headers.
+    try await damaged(at: { $0 / 2 }, offset: nil)
+  }
+
+  func damaged(at position: (Int) -> Int, offset: Int?) async throws {
+    let dir = try RewindCommandTests.journal(records: 600)
+    let names = Self.segments(dir.path)
+    var bytes = try Files.read(dir.appending(names[1]))
+    bytes[position(bytes.count)] ^= 0x5A
+    try Files.write(bytes, to: dir.appending(names[1]))
+    let run = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(run.status == 1, "\(run.out)\(run.err)")
+    #expect(run.err.hasPrefix("rewind compact: "), "\(run.err)")
+    #expect(run.err.contains("\(names[1]), byte offset \(offset.map(String.init) ?? "")"), "\(run.err)")
+    #expect(run.err.contains("rewind repair"), "\(run.err)")
+    #expect(try Files.read(dir.appending(names[1])) == bytes)
+    if offset != nil {
+      // Compaction itself found it: the segment before was compacted, and said so.
+      #expect(run.out.hasPrefix("compacted \(names[0]): "), "\(run.out)")
+    }
+    #expect(!Files.list(dir.path).contains { $0.hasSuffix(".tmp") })
+  }
+
+  @Test func refusedWhileAWriterHoldsTheJournal() async throws {
+    let dir = try RewindCommandTests.journal(records: 300)
+    let names = Self.segments(dir.path)
+    let before = try names.map { try Files.read(dir.appending($0)) }
+    let writer = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    let run = try await ToolRun.run("rewind", ["compact", dir.path])
+    writer.close()
+    #expect(run.status == 3, "\(run.out)\(run.err)")
+    #expect(run.err.contains("another writer holds the journal's lock"), "\(run.err)")
+    #expect(try names.map { try Files.read(dir.appending($0)) } == before)
+  }
+
+  @Test func badInputAndHelp() async throws {
+    let missing = try await ToolRun.run("rewind", ["compact", "/nonexistent/journal"])
+    #expect(missing.status == 3)
+    #expect(missing.err.hasPrefix("rewind compact: /nonexistent/journal does not exist"), "\(missing.err)")
+
+    let dir = TemporaryDirectory("cli-compact-notajournal")
+    try Files.write(Array("shopping list".utf8), to: dir.appending("notes.txt"))
+    let notAJournal = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(notAJournal.status == 3)
+    #expect(notAJournal.err.contains("not a Rewind journal"), "\(notAJournal.err)")
+    #expect(Files.list(dir.path) == ["notes.txt"], "nothing is created in a directory that is not a journal")
+
+    let unknown = try await ToolRun.run("rewind", ["compact", dir.path, "--level", "12"])
+    #expect(unknown.status == 2)
+    #expect(unknown.err.hasPrefix("rewind compact: "), "\(unknown.err)")
+
+    let help = try await ToolRun.run("rewind", ["compact", "--help"])
+    #expect(help.status == 0)
+    #expect(help.out.hasPrefix("Usage: rewind compact DIR"))
+    #expect(help.out.contains("\nExamples:\n  rewind compact"))
+    let overview = try await ToolRun.run("rewind", ["--help"])
+    #expect(overview.out.contains("\n  compact  rewrite sealed segments"))
+  }
+}
+
+extension JournalCursor {
+  func readAll() throws -> [JournalRecord] {
+    var records: [JournalRecord] = []
+    while let record = try next() { records.append(record) }
+    return records
+  }
+}
