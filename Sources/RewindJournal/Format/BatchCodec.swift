@@ -61,8 +61,26 @@ package enum BatchCodec {
   {
     var records: [JournalRecord] = []
     records.reserveCapacity(Int(header.recordCount))
+    try forEachRecord(in: content, header: header, limits: limits) { sequence, timestamp, payload in
+      records.append(
+        JournalRecord(
+          sequence: sequence, timestamp: timestamp, payload: [UInt8](UnsafeRawBufferPointer(rebasing: content[payload]))
+        ))
+    }
+    return records
+  }
+
+  /// Walks the records of a batch's decoded content, checking them against its header: numbering
+  /// from the header's first sequence, lengths within the content and the limit, timestamps
+  /// within the header's range, and the header's count. `body` gets each record's sequence,
+  /// timestamp and the range of its payload in `content`. The one place the record framing is read.
+  package static func forEachRecord(
+    in content: UnsafeRawBufferPointer, header: BatchHeader, limits: JournalLimits,
+    _ body: (_ sequence: UInt64, _ timestamp: Int64, _ payload: Range<Int>) throws -> Void
+  ) throws {
     var position = 0
     var expected = header.firstSequence
+    var count = 0
     while position < content.count {
       guard content.count - position >= Layout.recordHeaderSize else {
         throw BatchDecodingFailure(reason: "record header cut short at content offset \(position)")
@@ -72,7 +90,7 @@ package enum BatchCodec {
       let length = Int(UInt32(littleEndian: content.loadUnaligned(fromByteOffset: position + 16, as: UInt32.self)))
       position += Layout.recordHeaderSize
       guard sequence == expected else {
-        throw BatchDecodingFailure(reason: "record \(records.count) has sequence \(sequence), expected \(expected)")
+        throw BatchDecodingFailure(reason: "record \(count) has sequence \(sequence), expected \(expected)")
       }
       guard length <= limits.maxRecordBytes, length <= content.count - position else {
         throw BatchDecodingFailure(
@@ -81,15 +99,14 @@ package enum BatchCodec {
       guard timestamp >= header.minTimestamp, timestamp <= header.maxTimestamp else {
         throw BatchDecodingFailure(reason: "record \(sequence) timestamp outside the batch header's range")
       }
-      let payload = [UInt8](UnsafeRawBufferPointer(rebasing: content[position..<(position + length)]))
-      records.append(JournalRecord(sequence: sequence, timestamp: timestamp, payload: payload))
+      try body(sequence, timestamp, position..<(position + length))
       position += length
       expected += 1
+      count += 1
     }
-    guard records.count == Int(header.recordCount) else {
-      throw BatchDecodingFailure(reason: "frame holds \(records.count) records, header says \(header.recordCount)")
+    guard count == Int(header.recordCount) else {
+      throw BatchDecodingFailure(reason: "frame holds \(count) records, header says \(header.recordCount)")
     }
-    return records
   }
 }
 

@@ -601,44 +601,16 @@ private struct SegmentContent {
   }
 }
 
-/// Checks the records of a frame's decoded content against its header as `BatchCodec.decode`
-/// does (numbering from the header's first sequence, lengths within the content and the limit,
-/// timestamps within the header's range, the header's count), without copying payloads out.
-/// Returns the smallest and largest timestamp.
+/// Checks the records of a frame's decoded content against its header (`BatchCodec.forEachRecord`),
+/// without copying payloads out. Returns the smallest and largest timestamp.
 private func checkRecords(_ content: UnsafeRawBufferPointer, header: BatchHeader, limits: JournalLimits) throws
   -> (low: Int64, high: Int64)
 {
-  var position = 0
-  var expected = header.firstSequence
-  var count = 0
   var low = Int64.max
   var high = Int64.min
-  while position < content.count {
-    guard content.count - position >= Layout.recordHeaderSize else {
-      throw BatchDecodingFailure(reason: "record header cut short at content offset \(position)")
-    }
-    let sequence = UInt64(littleEndian: content.loadUnaligned(fromByteOffset: position, as: UInt64.self))
-    let timestamp = Int64(littleEndian: content.loadUnaligned(fromByteOffset: position + 8, as: Int64.self))
-    let length = Int(UInt32(littleEndian: content.loadUnaligned(fromByteOffset: position + 16, as: UInt32.self)))
-    position += Layout.recordHeaderSize
-    guard sequence == expected else {
-      throw BatchDecodingFailure(reason: "record \(count) has sequence \(sequence), expected \(expected)")
-    }
-    guard length <= limits.maxRecordBytes, length <= content.count - position else {
-      throw BatchDecodingFailure(
-        reason: "record \(sequence) declares \(length) payload bytes, beyond the frame or the limit")
-    }
-    guard timestamp >= header.minTimestamp, timestamp <= header.maxTimestamp else {
-      throw BatchDecodingFailure(reason: "record \(sequence) timestamp outside the batch header's range")
-    }
+  try BatchCodec.forEachRecord(in: content, header: header, limits: limits) { _, timestamp, _ in
     low = min(low, timestamp)
     high = max(high, timestamp)
-    position += length
-    expected += 1
-    count += 1
-  }
-  guard count == Int(header.recordCount) else {
-    throw BatchDecodingFailure(reason: "frame holds \(count) records, header says \(header.recordCount)")
   }
   return (low, high)
 }
