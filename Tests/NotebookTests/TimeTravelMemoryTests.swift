@@ -64,6 +64,7 @@ import Testing
     let smallPeak = try await peakMemory(replaying: small.path)
     let largePeak = try await peakMemory(replaying: large.path)
     #expect(smallPeak.records == 10_021 && largePeak.records == 60_021)
+    #expect(smallPeak.kib > 0 && largePeak.kib > 0)
     print(
       "replay peak RSS: \(smallPeak.records) records \(smallPeak.kib) KiB, \(largePeak.records) records \(largePeak.kib) KiB"
     )

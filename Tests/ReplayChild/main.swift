@@ -3,12 +3,23 @@
 //   replay-child digest DIR SEQUENCE
 //     Prints "digest HEX" for the state after SEQUENCE, replayed without snapshots.
 //   replay-child memory DIR
-//     Replays the whole journal and prints "records N maxrss KIB" (peak resident memory).
+//     Replays the whole journal and prints "records N peak KIB": the peak resident set of this
+//     process's own address space (VmHWM). Not getrusage's ru_maxrss: Linux carries the spawning
+//     process's peak into it across execve, so it would measure the test runner instead.
+import Foundation
 import Glibc
 import Notebook
 import Rewind
 
 let arguments = CommandLine.arguments
+
+/// VmHWM from /proc/self/status, in KiB.
+func peakResidentKiB() -> Int? {
+  guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+    let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+  else { return nil }
+  return line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) }
+}
 func fail(_ message: String) -> Never {
   print(message)
   exit(2)
@@ -24,9 +35,8 @@ do {
     print("digest \(try StateDigest.of(outcome.state))")
   case "memory":
     let outcome = try Replay.run(Workspace.self, directory: arguments[2], options: options)
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    print("records \(outcome.report.recordsApplied) maxrss \(usage.ru_maxrss)")
+    guard let peak = peakResidentKiB() else { fail("no VmHWM in /proc/self/status") }
+    print("records \(outcome.report.recordsApplied) peak \(peak)")
   default:
     fail("unknown command \(arguments[1])")
   }
