@@ -17,6 +17,27 @@ final class CancelFlag: Sendable {
   func cancel() { flag.store(true, ordering: .relaxed) }
 }
 
+/// One journal append in flight: its commands and, once the journal answered, the outcome.
+///
+/// Outside `Manager` (and so not generic over its model, which it does not use): unspecialized
+/// code of `Manager<M>` looks the metadata of each generic type it touches up at run time, a
+/// hash-table search each time.
+private struct Flight: Sendable {
+  var commands: [Staged]
+  var outcome: Result<ClosedRange<UInt64>, JournalError>?
+}
+
+/// A command that passed validation and waits for its batch's append. (Not generic, as `Flight`.)
+private struct Staged: Sendable {
+  var id: Identifier
+  var origin: Origin
+  var timestamp: Int64
+  var events: [any Event]
+  var records: [NewRecord]
+  var bytes: Int
+  var completion: Completion
+}
+
 /// The one funnel through which a model changes.
 ///
 /// A manager owns one model and its journal. Each command goes through four steps in arrival
@@ -70,23 +91,6 @@ public final class Manager<M: Model>: Sendable {
     var broken = false
     /// A gate holder waiting for `flights` to empty.
     var drained: CheckedContinuation<Void, Never>?
-  }
-
-  /// One journal append in flight: its commands and, once the journal answered, the outcome.
-  private struct Flight: Sendable {
-    var commands: [Staged]
-    var outcome: Result<ClosedRange<UInt64>, JournalError>?
-  }
-
-  /// A command that passed validation and waits for its batch's append.
-  private struct Staged: Sendable {
-    var id: Identifier
-    var origin: Origin
-    var timestamp: Int64
-    var events: [any Event]
-    var records: [NewRecord]
-    var bytes: Int
-    var completion: Completion
   }
 
   /// What only the gate holder touches: the commands validated but not yet handed to the journal,
@@ -288,12 +292,13 @@ public final class Manager<M: Model>: Sendable {
   private func stage<R>(_ origin: Origin, cancelled: CancelFlag, _ body: (M, inout Command) throws -> R) async throws
     -> (R, Completion?)
   {
-    if let stopped = guarded.withLock({ $0.stopped }) {
+    let (stopped, broken) = guarded.withLock { ($0.stopped, $0.broken) }
+    if let stopped {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
     if cancelled.isCancelled { throw CancellationError() }
-    if guarded.withLock({ $0.broken }) { await recover() }
+    if broken { await recover() }
 
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
     // The snapshot lives only inside this closure, so applying later can mutate in place.
