@@ -62,6 +62,9 @@ private struct Pipeline: Sendable {
   var bytes = 0
   /// How many of `commands` the working copy includes.
   var applied = 0
+  /// Whether `Manager.working` holds a copy: the quiet path checks this instead of the optional
+  /// model (whose generic metadata each check would look up).
+  var hasWorking = false
   /// Commands in a row that found nothing in flight or staged.
   var quietCommands = 0
   /// The sequence number the next append starts at, if every append before it succeeds.
@@ -386,18 +389,22 @@ public final class Manager<M: Model>: Sendable {
   /// memory, once `quietCommandsBeforeDroppingCopy` commands in a row found nothing in flight.
   private func validationState() -> M {
     pipeline.withLock { pipeline -> M in
-      working.withLock { working -> M in
-        if pipeline.commands.isEmpty,
-          let current = guarded.withLock({ guarded in guarded.flights.isEmpty ? live.withLock { $0 } : nil })
-        {
-          pipeline.quietCommands += 1
-          if working == nil || pipeline.quietCommands >= Self.quietCommandsBeforeDroppingCopy {
-            working = nil  // every command so far is published: the copy is no longer needed
-            return current
+      // Only the gate holder adds flights, and only a flight changes the live model: with none in
+      // flight, the live model stays as it is read here until this holder hands a batch over.
+      if pipeline.commands.isEmpty, guarded.withLock({ $0.flights.isEmpty }) {
+        pipeline.quietCommands += 1
+        if !pipeline.hasWorking || pipeline.quietCommands >= Self.quietCommandsBeforeDroppingCopy {
+          if pipeline.hasWorking {
+            working.withLock { $0 = nil }  // every command so far is published: the copy is no longer needed
+            pipeline.hasWorking = false
           }
-        } else {
-          pipeline.quietCommands = 0
+          return live.withLock { $0 }
         }
+      } else {
+        pipeline.quietCommands = 0
+      }
+      pipeline.hasWorking = true
+      return working.withLock { working -> M in
         if working == nil {
           let (current, unpublished) = guarded.withLock { guarded in
             (live.withLock { $0 }, guarded.flights.flatMap { $0.commands.map(\.events) })
@@ -433,14 +440,16 @@ public final class Manager<M: Model>: Sendable {
       let (commands, first) = pipeline.withLock({ pipeline -> ([Staged], UInt64)? in
         guard !pipeline.commands.isEmpty else { return nil }
         let commands = pipeline.commands
-        working.withLock { working in
-          guard var copy = working else { return }  // it must include every command handed over
-          working = nil
-          var context = ApplyContext(recording: false)
-          for command in commands[pipeline.applied...] {
-            for event in command.events { registry.apply(event, to: &copy, context: &context) }
+        if pipeline.hasWorking {
+          working.withLock { working in
+            guard var copy = working else { return }  // it must include every command handed over
+            working = nil
+            var context = ApplyContext(recording: false)
+            for command in commands[pipeline.applied...] {
+              for event in command.events { registry.apply(event, to: &copy, context: &context) }
+            }
+            working = copy
           }
-          working = copy
         }
         for command in commands { records += command.records }
         let first = pipeline.nextSequence
