@@ -457,9 +457,16 @@ final class JournalWriter: @unchecked Sendable {
               maxTimestampBefore: maxTimestamp))
           lastIndexed = frameOffset
         }
-        let (header, frameEnd) = try BatchCodec.encode(
-          group[start..<end].lazy.flatMap(\.records), firstSequence: sequence, encoder: encoder, scratch: &scratch,
-          into: &output, at: outputLength)
+        // A frame of one append (the usual case) is encoded from its array, without the
+        // flattening view a frame of several needs.
+        let (header, frameEnd) =
+          end == group.index(after: start)
+          ? try BatchCodec.encode(
+            group[start].records, firstSequence: sequence, encoder: encoder, scratch: &scratch, into: &output,
+            at: outputLength)
+          : try BatchCodec.encode(
+            group[start..<end].lazy.flatMap(\.records), firstSequence: sequence, encoder: encoder,
+            scratch: &scratch, into: &output, at: outputLength)
         outputLength = frameEnd
         for append in group[start..<end] { sequence += UInt64(append.records.count) }
         maxTimestamp = max(maxTimestamp, header.maxTimestamp)
