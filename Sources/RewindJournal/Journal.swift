@@ -98,9 +98,11 @@ public final class Journal: Sendable {
   ///   a failed append was acknowledged; unless the code is `.durabilityLost`, it can be retried.
   @discardableResult
   public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
-    try await withCheckedThrowingContinuation { continuation in
-      writer.enqueue(records) { continuation.resume(with: $0) }
-    }
+    // An unsafe continuation, handed to the writer as it is: no checked wrapper and no closure
+    // to allocate per append. The writer resumes every append exactly once.
+    try await withUnsafeContinuation { continuation in
+      writer.enqueue(records, completion: .task(continuation))
+    }.get()
   }
 
   /// Appends `records` only if they get sequence numbers from `first` on: if, when its turn
@@ -112,9 +114,9 @@ public final class Journal: Sendable {
   public func append(_ records: [NewRecord], expectingFirstSequence first: UInt64) async throws
     -> ClosedRange<UInt64>
   {
-    try await withCheckedThrowingContinuation { continuation in
-      writer.enqueue(records, expectedFirst: first) { continuation.resume(with: $0) }
-    }
+    try await withUnsafeContinuation { continuation in
+      writer.enqueue(records, expectedFirst: first, completion: .task(continuation))
+    }.get()
   }
 
   /// Queues `records` without writing them; `completion` gets the outcome (on whichever thread

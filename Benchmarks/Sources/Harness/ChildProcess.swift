@@ -3,6 +3,7 @@ internal import Glibc
 internal import Notebook
 internal import Rewind
 internal import RewindJournal
+internal import Synchronization
 
 /// Runs a measurement in a fresh child process (`rewind-bench --child KIND DIR LIMIT OUT`), so
 /// nothing of the parent is warm in it and its peak memory is its own.
@@ -29,6 +30,14 @@ enum ChildProcess {
     case read
     /// `Replay.rebuild` of the Notebook workspace through sequence LIMIT.
     case replay
+    /// LIMIT `createNote` commands (1,000 inputs, cycled) through a new `NotebookManager` in DIR,
+    /// durability `none`, one producer (for profiling the manager's per-command cost; not run by
+    /// the scenarios).
+    case manager
+    /// LIMIT records (the first 1,000 of the journal in DIR, made by `manager`, cycled) appended
+    /// one per `Journal.append` to a new journal in DIR-append, durability `none`, one producer
+    /// (for profiling the journal's per-append cost; not run by the scenarios).
+    case append
   }
 
   /// Runs `kind` over `directory` in a child; returns its figures and peak resident bytes.
@@ -56,7 +65,7 @@ enum ChildProcess {
   /// The child's side: measures and writes its `Result` as JSON. Returns the exit status.
   static func main(_ arguments: [String]) -> Int32 {
     guard arguments.count == 4, let kind = Kind(rawValue: arguments[0]), let limit = Int(arguments[2]) else {
-      printError("usage: rewind-bench --child read|replay DIR LIMIT OUT")
+      printError("usage: rewind-bench --child read|replay|manager|append DIR LIMIT OUT")
       return 2
     }
     let directory = arguments[1]
@@ -82,6 +91,10 @@ enum ChildProcess {
         result = Result(
           events: Int(rebuilt.lastSequence), seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes(),
           liveRecords: state.notebooks.count + state.notes.count + state.readingList.count)
+      case .manager:
+        result = try blocking { try await manager(directory: directory, limit: limit) }
+      case .append:
+        result = try blocking { try await append(directory: directory, limit: limit) }
       }
       try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
       return 0
@@ -89,6 +102,58 @@ enum ChildProcess {
       printError("child \(kind): \(error)")
       return 1
     }
+  }
+
+  /// Runs `body` on the cooperative pool while this thread waits. (An `await` in top-level code
+  /// would park the main thread in `dispatch_main`, which valgrind does not survive.)
+  private static func blocking(_ body: @escaping @Sendable () async throws -> Result) throws -> Result {
+    let done = DispatchSemaphore(value: 0)
+    let outcome = Mutex<Swift.Result<Result, any Error>?>(nil)
+    Task.detached {
+      let value: Swift.Result<Result, any Error>
+      do { value = .success(try await body()) } catch { value = .failure(error) }
+      outcome.withLock { $0 = value }
+      done.signal()
+    }
+    done.wait()
+    return try outcome.withLock { $0! }.get()
+  }
+
+  private static func manager(directory: String, limit: Int) async throws -> Result {
+    let seed: UInt64 = 0x5EED_2026
+    let manager = try NotebookManager(
+      directory: directory, options: JournalOptions(durability: .none),
+      ids: NotebookWorkload.identifiers(seed: seed))
+    let notebook = try await manager.createNotebook(title: "Benchmark")
+    var texts = NotebookWorkload(seed: seed)
+    // A fixed set of inputs, cycled: the set-up costs the same whatever LIMIT, so profiles of
+    // two LIMITs differ by the commands alone.
+    let inputs = (0..<1_000).map { _ in (texts.words(2...7), texts.words(8...30)) }
+    let (seconds, _) = try await timedAsync {
+      for index in 0..<limit {
+        let (title, body) = inputs[index % inputs.count]
+        _ = try await manager.createNote(in: notebook, title: title, body: body)
+      }
+    }
+    manager.close()
+    return Result(events: limit, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
+  }
+
+  private static func append(directory: String, limit: Int) async throws -> Result {
+    // The first 1,000 records, cycled (as `manager`'s inputs).
+    var records: [NewRecord] = []
+    let cursor = try JournalReader(directory: directory).records(from: 1)
+    while records.count < 1_000, let record = try cursor.next() {
+      records.append(NewRecord(timestamp: record.timestamp, payload: record.payload))
+    }
+    let target = directory + "-append"
+    try? FileManager.default.removeItem(atPath: target)
+    let journal = try Journal(directory: target, options: JournalOptions(durability: .none))
+    let (seconds, _) = try await timedAsync {
+      for index in 0..<limit { try await journal.append([records[index % records.count]]) }
+    }
+    journal.close()
+    return Result(events: limit, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
   }
 
   /// VmHWM of this process, in bytes; 0 if /proc does not say.

@@ -17,6 +17,60 @@ final class CancelFlag: Sendable {
   func cancel() { flag.store(true, ordering: .relaxed) }
 }
 
+/// One journal append in flight: its commands and, once the journal answered, the outcome.
+///
+/// Outside `Manager` (and so not generic over its model, which it does not use): unspecialized
+/// code of `Manager<M>` looks the metadata of each generic type it touches up at run time, a
+/// hash-table search each time.
+private struct Flight: Sendable {
+  var commands: [Staged]
+  var outcome: Result<ClosedRange<UInt64>, JournalError>?
+}
+
+/// A command that passed validation and waits for its batch's append. (Not generic, as `Flight`.)
+private struct Staged: Sendable {
+  var id: Identifier
+  var origin: Origin
+  var timestamp: Int64
+  var events: [any Event]
+  var records: [NewRecord]
+  var bytes: Int
+  var completion: Completion
+}
+
+/// What `Manager.guarded` holds: all but the model.
+private struct Guarded: Sendable {
+  var lastSequence: UInt64
+  var stopped: ManagerError?
+  var observers: [Int: AsyncStream<CommittedChange>.Continuation] = [:]
+  var nextObserver = 0
+  /// Appends handed to the journal and not yet published, in sequence order; the first has id
+  /// `firstFlight`.
+  var flights: [Flight] = []
+  var firstFlight: UInt64 = 0
+  /// Set when an append failed; the commands validated after it fail too. Cleared by the gate
+  /// holder once every append in flight has settled.
+  var broken = false
+  /// A gate holder waiting for `flights` to empty.
+  var drained: CheckedContinuation<Void, Never>?
+}
+
+/// What only the gate holder touches: the commands validated but not yet handed to the journal
+/// (the model they leave behind is `Manager.working`).
+private struct Pipeline: Sendable {
+  var commands: [Staged] = []
+  var bytes = 0
+  /// How many of `commands` the working copy includes.
+  var applied = 0
+  /// Whether `Manager.working` holds a copy: the quiet path checks this instead of the optional
+  /// model (whose generic metadata each check would look up).
+  var hasWorking = false
+  /// Commands in a row that found nothing in flight or staged.
+  var quietCommands = 0
+  /// The sequence number the next append starts at, if every append before it succeeds.
+  var nextSequence: UInt64
+}
+
 /// The one funnel through which a model changes.
 ///
 /// A manager owns one model and its journal. Each command goes through four steps in arrival
@@ -50,59 +104,24 @@ final class CancelFlag: Sendable {
 ///
 /// Reads skip the manager's funnel: `state` returns the current model value, which queries read.
 ///
-/// `Sendable`: `guarded` (model, last sequence, stop reason, observers, appends in flight) and
-/// `pipeline` (commands validated but not yet handed to the journal, the working copy) are behind
-/// `Mutex`es; `pipeline` is only used by the holder of `gate`. `journal`, `registry`, `clock`, `ids`
-/// and `limits` are immutable or thread-safe.
+/// `Sendable`: `guarded` (last sequence, stop reason, observers, appends in flight) with `live`
+/// (the model; taken only while holding `guarded`, or alone to read it), and `pipeline`
+/// (commands validated but not yet handed to the journal) with `working` (the working copy) are
+/// behind `Mutex`es; `pipeline` and `working` are only used by the holder of `gate`. `journal`,
+/// `registry`, `clock`, `ids` and `limits` are immutable or thread-safe.
+///
+/// The state behind `guarded` and `pipeline` is not generic over the model (see `Flight`); only
+/// `live` and `working` are.
 public final class Manager<M: Model>: Sendable {
-  private struct Guarded: Sendable {
-    var model: M
-    var lastSequence: UInt64
-    var stopped: ManagerError?
-    var observers: [Int: AsyncStream<CommittedChange>.Continuation] = [:]
-    var nextObserver = 0
-    /// Appends handed to the journal and not yet published, in sequence order; the first has id
-    /// `firstFlight`.
-    var flights: [Flight] = []
-    var firstFlight: UInt64 = 0
-    /// Set when an append failed; the commands validated after it fail too. Cleared by the gate
-    /// holder once every append in flight has settled.
-    var broken = false
-    /// A gate holder waiting for `flights` to empty.
-    var drained: CheckedContinuation<Void, Never>?
-  }
-
-  /// One journal append in flight: its commands and, once the journal answered, the outcome.
-  private struct Flight: Sendable {
-    var commands: [Staged]
-    var outcome: Result<ClosedRange<UInt64>, JournalError>?
-  }
-
-  /// A command that passed validation and waits for its batch's append.
-  private struct Staged: Sendable {
-    var id: Identifier
-    var origin: Origin
-    var timestamp: Int64
-    var events: [any Event]
-    var records: [NewRecord]
-    var bytes: Int
-    var completion: Completion
-  }
-
-  /// What only the gate holder touches: the commands validated but not yet handed to the journal,
-  /// and the model every command so far leaves behind.
-  private struct Pipeline: Sendable {
-    var commands: [Staged] = []
-    var bytes = 0
-    /// The live model plus every command in flight and `commands[..<applied]`; nil when nothing
-    /// is in flight or staged (the live model is then the state to validate against).
-    var working: M?
-    var applied = 0
-    /// Commands in a row that found nothing in flight or staged.
-    var quietCommands = 0
-    /// The sequence number the next append starts at, if every append before it succeeds.
-    var nextSequence: UInt64
-  }
+  private let guarded: Mutex<Guarded>
+  /// The live model. Changed only while holding `guarded` too (publishing), so a holder of
+  /// `guarded` sees it consistent with `flights` and `lastSequence`.
+  private let live: Mutex<M>
+  /// The live model plus every command in flight and `pipeline.commands[..<applied]`; nil when
+  /// nothing is in flight or staged (the live model is then the state to validate against).
+  /// Gate holder only.
+  private let working: Mutex<M?>
+  private let pipeline: Mutex<Pipeline>
 
   /// Most commands in one append.
   static var maximumBatchCommands: Int { 4096 }
@@ -118,8 +137,6 @@ public final class Manager<M: Model>: Sendable {
   /// Most payload bytes (plus a per-record allowance) in one append: half the journal's limit.
   private let batchBudget: Int
   private let gate = SerialGate()
-  private let guarded: Mutex<Guarded>
-  private let pipeline: Mutex<Pipeline>
   /// Journal appends made, for tests of group commit.
   private let appends = Counter(0)
   /// Turns at the gate, for tests that commands waiting together are served in one turn.
@@ -149,7 +166,9 @@ public final class Manager<M: Model>: Sendable {
     self.clock = clock
     self.ids = ids
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
-    self.guarded = Mutex(Guarded(model: replayed.state, lastSequence: replayed.lastSequence))
+    self.guarded = Mutex(Guarded(lastSequence: replayed.lastSequence))
+    self.live = Mutex(replayed.state)
+    self.working = Mutex(nil)
     self.pipeline = Mutex(Pipeline(nextSequence: replayed.lastSequence + 1))
     self.startupReport = replayed.report
   }
@@ -161,7 +180,7 @@ public final class Manager<M: Model>: Sendable {
   }
 
   /// The current model. A value: later commands do not change the copy you hold.
-  public var state: M { guarded.withLock { $0.model } }
+  public var state: M { live.withLock { $0 } }
 
   /// What the start-up replay did: the snapshot it started from (if any), the records it applied,
   /// and every snapshot it skipped with why (missing, corrupt, foreign, stale, beyond the journal).
@@ -288,12 +307,13 @@ public final class Manager<M: Model>: Sendable {
   private func stage<R>(_ origin: Origin, cancelled: CancelFlag, _ body: (M, inout Command) throws -> R) async throws
     -> (R, Completion?)
   {
-    if let stopped = guarded.withLock({ $0.stopped }) {
+    let (stopped, broken) = guarded.withLock { ($0.stopped, $0.broken) }
+    if let stopped {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
     if cancelled.isCancelled { throw CancellationError() }
-    if guarded.withLock({ $0.broken }) { await recover() }
+    if broken { await recover() }
 
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
     // The snapshot lives only inside this closure, so applying later can mutate in place.
@@ -357,6 +377,7 @@ public final class Manager<M: Model>: Sendable {
       return guarded.lastSequence
     }
     pipeline.withLock { $0 = Pipeline(nextSequence: last + 1) }
+    working.withLock { $0 = nil }
   }
 
   /// The state a new command validates against: the live model when nothing is in flight or
@@ -368,38 +389,46 @@ public final class Manager<M: Model>: Sendable {
   /// memory, once `quietCommandsBeforeDroppingCopy` commands in a row found nothing in flight.
   private func validationState() -> M {
     pipeline.withLock { pipeline -> M in
-      if pipeline.commands.isEmpty, let live = guarded.withLock({ $0.flights.isEmpty ? $0.model : nil }) {
+      // Only the gate holder adds flights, and only a flight changes the live model: with none in
+      // flight, the live model stays as it is read here until this holder hands a batch over.
+      if pipeline.commands.isEmpty, guarded.withLock({ $0.flights.isEmpty }) {
         pipeline.quietCommands += 1
-        if pipeline.working == nil || pipeline.quietCommands >= Self.quietCommandsBeforeDroppingCopy {
-          pipeline.working = nil  // every command so far is published: the copy is no longer needed
-          return live
+        if !pipeline.hasWorking || pipeline.quietCommands >= Self.quietCommandsBeforeDroppingCopy {
+          if pipeline.hasWorking {
+            working.withLock { $0 = nil }  // every command so far is published: the copy is no longer needed
+            pipeline.hasWorking = false
+          }
+          return live.withLock { $0 }
         }
       } else {
         pipeline.quietCommands = 0
       }
-      if pipeline.working == nil {
-        let (live, unpublished) = guarded.withLock { guarded in
-          (guarded.model, guarded.flights.flatMap { $0.commands.map(\.events) })
+      pipeline.hasWorking = true
+      return working.withLock { working -> M in
+        if working == nil {
+          let (current, unpublished) = guarded.withLock { guarded in
+            (live.withLock { $0 }, guarded.flights.flatMap { $0.commands.map(\.events) })
+          }
+          var copy = current
+          var context = ApplyContext(recording: false)
+          for events in unpublished {
+            for event in events { registry.apply(event, to: &copy, context: &context) }
+          }
+          working = copy
+          pipeline.applied = 0
         }
-        var working = live
+        var copy = working!
+        working = nil  // so that `copy` is changed in place
         var context = ApplyContext(recording: false)
-        for events in unpublished {
-          for event in events { registry.apply(event, to: &working, context: &context) }
+        while pipeline.applied < pipeline.commands.count {
+          for event in pipeline.commands[pipeline.applied].events {
+            registry.apply(event, to: &copy, context: &context)
+          }
+          pipeline.applied += 1
         }
-        pipeline.working = working
-        pipeline.applied = 0
+        working = copy
+        return copy
       }
-      var working = pipeline.working!
-      pipeline.working = nil
-      var context = ApplyContext(recording: false)
-      while pipeline.applied < pipeline.commands.count {
-        for event in pipeline.commands[pipeline.applied].events {
-          registry.apply(event, to: &working, context: &context)
-        }
-        pipeline.applied += 1
-      }
-      pipeline.working = working
-      return working
     }
   }
 
@@ -411,13 +440,16 @@ public final class Manager<M: Model>: Sendable {
       let (commands, first) = pipeline.withLock({ pipeline -> ([Staged], UInt64)? in
         guard !pipeline.commands.isEmpty else { return nil }
         let commands = pipeline.commands
-        if var working = pipeline.working {  // it must include every command handed over
-          pipeline.working = nil
-          var context = ApplyContext(recording: false)
-          for command in commands[pipeline.applied...] {
-            for event in command.events { registry.apply(event, to: &working, context: &context) }
+        if pipeline.hasWorking {
+          working.withLock { working in
+            guard var copy = working else { return }  // it must include every command handed over
+            working = nil
+            var context = ApplyContext(recording: false)
+            for command in commands[pipeline.applied...] {
+              for event in command.events { registry.apply(event, to: &copy, context: &context) }
+            }
+            working = copy
           }
-          pipeline.working = working
         }
         for command in commands { records += command.records }
         let first = pipeline.nextSequence
@@ -483,26 +515,29 @@ public final class Manager<M: Model>: Sendable {
       sequences.count == commands.reduce(0) { $0 + $1.records.count },
       "the journal numbered a different number of records")
     var first = sequences.lowerBound
-    for command in commands {
-      var context = ApplyContext()
-      for event in command.events { registry.apply(event, to: &guarded.model, context: &context) }
-      let count = UInt64(command.events.count)
-      if !guarded.observers.isEmpty {
-        var recorded: [RecordedEvent] = []
-        recorded.reserveCapacity(command.events.count)
-        for (offset, event) in command.events.enumerated() {
-          let envelope = Envelope(
-            sequence: first + UInt64(offset), timestamp: command.timestamp, name: type(of: event).name,
-            version: type(of: event).version, origin: command.origin, commandID: command.id)
-          recorded.append(RecordedEvent(envelope: envelope, event: event))
+    // One hold of `live` for the whole append: readers see all of its commands or none.
+    live.withLock { model in
+      for command in commands {
+        var context = ApplyContext()
+        for event in command.events { registry.apply(event, to: &model, context: &context) }
+        let count = UInt64(command.events.count)
+        if !guarded.observers.isEmpty {
+          var recorded: [RecordedEvent] = []
+          recorded.reserveCapacity(command.events.count)
+          for (offset, event) in command.events.enumerated() {
+            let envelope = Envelope(
+              sequence: first + UInt64(offset), timestamp: command.timestamp, name: type(of: event).name,
+              version: type(of: event).version, origin: command.origin, commandID: command.id)
+            recorded.append(RecordedEvent(envelope: envelope, event: event))
+          }
+          let change = CommittedChange(
+            commandID: command.id, origin: command.origin, sequences: first...(first + count - 1), events: recorded,
+            keys: context.touched.sorted())
+          for observer in guarded.observers.values { observer.yield(change) }
         }
-        let change = CommittedChange(
-          commandID: command.id, origin: command.origin, sequences: first...(first + count - 1), events: recorded,
-          keys: context.touched.sorted())
-        for observer in guarded.observers.values { observer.yield(change) }
+        first += count
+        resolved.append((command.completion, .success(())))
       }
-      first += count
-      resolved.append((command.completion, .success(())))
     }
     guarded.lastSequence = sequences.upperBound
   }

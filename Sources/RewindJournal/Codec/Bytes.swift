@@ -55,6 +55,15 @@ package struct ByteReader {
 }
 
 extension Array where Element == UInt8 {
+  /// Makes the array at least `length` bytes long, appending zeros (at least doubling it, so a
+  /// buffer that is grown again and again is zeroed in amortized constant time per byte). For
+  /// buffers written through pointers at offsets, whose used length is kept elsewhere: writing
+  /// there costs no per-call append.
+  @inline(__always)
+  package mutating func ensureCount(_ length: Int) {
+    if count < length { append(contentsOf: repeatElement(0, count: Swift.max(length, 2 * count) - count)) }
+  }
+
   /// Reads a little-endian integer at `offset`; the caller has checked the bounds.
   @inline(__always)
   package func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {

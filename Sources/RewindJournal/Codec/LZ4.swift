@@ -50,50 +50,64 @@ package final class LZ4FrameEncoder {
 
   /// Appends one complete LZ4 frame holding `content` to `output`; returns the frame's length.
   package func compress(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws -> Int {
+    let start = output.count
+    let length = try compress(content, into: &output, at: start)
+    output.removeLast(output.count - start - length)
+    return length
+  }
+
+  /// Writes one complete LZ4 frame holding `content` into `output` from `offset` on and returns
+  /// the frame's length. `output` is made long enough first; its bytes after the frame are left
+  /// as they are (it may grow, never shrinks below `offset`): the caller keeps the length it uses.
+  package func compress(_ content: UnsafeRawBufferPointer, into output: inout [UInt8], at offset: Int) throws -> Int {
     if level == 0 && content.count > 0 && content.count <= Self.singleBlockLimit {
-      return compressOneBlock(content, appendingTo: &output)
+      let bound = Int(LZ4_compressBound(Int32(content.count)))
+      output.ensureCount(offset + Self.oneBlockOverhead + bound)
+      return output.withUnsafeMutableBytes { compressOneBlock(content, bound: bound, into: $0.baseAddress! + offset) }
     }
+    if output.count > offset { output.removeLast(output.count - offset) }
     return try compressFrame(content, appendingTo: &output)
   }
 
+  /// Bytes of a one-block frame around its block: frame header (15), block size (4), block
+  /// checksum (4), end mark (4), content checksum (4).
+  private static let oneBlockOverhead = 15 + 4 + 4 + 4 + 4
+
   /// The frame of one block: header (FLG 0x5C: version 1, linked blocks, block checksum, content
   /// size, content checksum; BD 0x40: 64 KiB blocks), the block (stored raw if it would not
-  /// shrink), its XXH32, the end mark and the content's XXH32.
-  private func compressOneBlock(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Int {
-    let start = output.count
-    let bound = Int(LZ4_compressBound(Int32(content.count)))
-    output.append(contentsOf: [0x04, 0x22, 0x4D, 0x18, 0x5C, 0x40])
-    withUnsafeBytes(of: UInt64(content.count).littleEndian) { output.append(contentsOf: $0) }
-    let headerChecksum = output.withUnsafeBytes { XXH32.hash(UnsafeRawBufferPointer(rebasing: $0[(start + 4)...])) }
-    output.append(UInt8(truncatingIfNeeded: headerChecksum >> 8))
-    let sizeAt = output.count
-    output.append(contentsOf: repeatElement(0, count: 4 + bound))
-    var stored = 0
-    var raw = false
-    output.withUnsafeMutableBytes { buffer in
-      LZ4_resetStream_fast(stream)
-      let compressed = LZ4_compress_fast_continue(
-        stream, content.baseAddress!.assumingMemoryBound(to: CChar.self),
-        (buffer.baseAddress! + sizeAt + 4).assumingMemoryBound(to: CChar.self), Int32(content.count),
-        Int32(bound), 1)
-      if compressed > 0 && Int(compressed) < content.count {
-        stored = Int(compressed)
-      } else {
-        raw = true
-        stored = content.count
-        UnsafeMutableRawBufferPointer(rebasing: buffer[(sizeAt + 4)...]).copyMemory(from: content)
-      }
-      buffer.storeBytes(
-        of: (UInt32(stored) | (raw ? 0x8000_0000 : 0)).littleEndian, toByteOffset: sizeAt, as: UInt32.self)
+  /// shrink), its XXH32, the end mark and the content's XXH32. Written at `frame`, which has room
+  /// for `oneBlockOverhead + bound` bytes; returns the frame's length.
+  private func compressOneBlock(_ content: UnsafeRawBufferPointer, bound: Int, into frame: UnsafeMutableRawPointer)
+    -> Int
+  {
+    frame.storeBytes(of: Layout.lz4FrameMagic.littleEndian, as: UInt32.self)
+    frame.storeBytes(of: 0x5C, toByteOffset: 4, as: UInt8.self)
+    frame.storeBytes(of: 0x40, toByteOffset: 5, as: UInt8.self)
+    frame.storeBytes(of: UInt64(content.count).littleEndian, toByteOffset: 6, as: UInt64.self)
+    let headerChecksum = XXH32.hash(UnsafeRawBufferPointer(start: frame + 4, count: 10))
+    frame.storeBytes(of: UInt8(truncatingIfNeeded: headerChecksum >> 8), toByteOffset: 14, as: UInt8.self)
+    let block = frame + 19
+    LZ4_resetStream_fast(stream)
+    let compressed = LZ4_compress_fast_continue(
+      stream, content.baseAddress!.assumingMemoryBound(to: CChar.self), block.assumingMemoryBound(to: CChar.self),
+      Int32(content.count), Int32(bound), 1)
+    let stored: Int
+    let raw: Bool
+    if compressed > 0 && Int(compressed) < content.count {
+      stored = Int(compressed)
+      raw = false
+    } else {
+      stored = content.count
+      raw = true
+      block.copyMemory(from: content.baseAddress!, byteCount: content.count)
     }
-    output.removeLast(bound - stored)
-    let blockChecksum = output.withUnsafeBytes {
-      XXH32.hash(UnsafeRawBufferPointer(rebasing: $0[(sizeAt + 4)...]))
-    }
-    withUnsafeBytes(of: blockChecksum.littleEndian) { output.append(contentsOf: $0) }
-    withUnsafeBytes(of: UInt32(0)) { output.append(contentsOf: $0) }
-    withUnsafeBytes(of: XXH32.hash(content).littleEndian) { output.append(contentsOf: $0) }
-    return output.count - start
+    frame.storeBytes(of: (UInt32(stored) | (raw ? 0x8000_0000 : 0)).littleEndian, toByteOffset: 15, as: UInt32.self)
+    let blockChecksum = XXH32.hash(UnsafeRawBufferPointer(start: block, count: stored))
+    let end = 19 + stored
+    frame.storeBytes(of: blockChecksum.littleEndian, toByteOffset: end, as: UInt32.self)
+    frame.storeBytes(of: UInt32(0), toByteOffset: end + 4, as: UInt32.self)
+    frame.storeBytes(of: XXH32.hash(content).littleEndian, toByteOffset: end + 8, as: UInt32.self)
+    return end + 12
   }
 
   private static func preferences(contentSize: Int, level: Int32) -> LZ4F_preferences_t {

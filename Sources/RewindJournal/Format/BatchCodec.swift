@@ -1,37 +1,51 @@
 /// Turns batches of records into frames (header + LZ4 frame) and back.
 package enum BatchCodec {
-  /// Appends the batch header and LZ4 frame for `records`, numbered from `firstSequence`, to `output`.
+  /// Writes the batch header and LZ4 frame for `records`, numbered from `firstSequence`, into
+  /// `output` from `offset` on; returns the header and where the frame ends. `output` is made
+  /// long enough; its bytes after the end are left as they are (see `LZ4FrameEncoder.compress(_:into:at:)`).
+  /// `scratch` holds the decoded content meanwhile, likewise only ever grown.
   package static func encode(
     _ records: some Collection<NewRecord>, firstSequence: UInt64, encoder: LZ4FrameEncoder, scratch: inout [UInt8],
-    into output: inout [UInt8]
-  ) throws -> BatchHeader {
-    scratch.removeAll(keepingCapacity: true)
+    into output: inout [UInt8], at offset: Int
+  ) throws -> (header: BatchHeader, end: Int) {
+    var contentLength = 0
+    for record in records { contentLength += contentSize(of: record) }
+    scratch.ensureCount(contentLength)
     var minTimestamp = Int64.max
     var maxTimestamp = Int64.min
-    var sequence = firstSequence
-    for record in records {
-      appendLE(sequence, to: &scratch)
-      appendLE(record.timestamp, to: &scratch)
-      appendLE(UInt32(record.payload.count), to: &scratch)
-      scratch.append(contentsOf: record.payload)
-      minTimestamp = min(minTimestamp, record.timestamp)
-      maxTimestamp = max(maxTimestamp, record.timestamp)
-      sequence += 1
+    scratch.withUnsafeMutableBytes { buffer in
+      let content = buffer.baseAddress!
+      var position = 0
+      var sequence = firstSequence
+      for record in records {
+        content.storeBytes(of: sequence.littleEndian, toByteOffset: position, as: UInt64.self)
+        content.storeBytes(of: record.timestamp.littleEndian, toByteOffset: position + 8, as: Int64.self)
+        content.storeBytes(of: UInt32(record.payload.count).littleEndian, toByteOffset: position + 16, as: UInt32.self)
+        position += Layout.recordHeaderSize
+        record.payload.withUnsafeBytes { payload in
+          if payload.count > 0 { (content + position).copyMemory(from: payload.baseAddress!, byteCount: payload.count) }
+        }
+        position += record.payload.count
+        minTimestamp = min(minTimestamp, record.timestamp)
+        maxTimestamp = max(maxTimestamp, record.timestamp)
+        sequence += 1
+      }
     }
-    let headerStart = output.count
-    output.append(contentsOf: repeatElement(0, count: Layout.batchHeaderSize))
-    let frameStart = output.count
+    let frameStart = offset + Layout.batchHeaderSize
+    output.ensureCount(frameStart)
     let frameLength = try scratch.withUnsafeBytes { (content) throws in
-      try encoder.compress(content, appendingTo: &output)
+      try encoder.compress(UnsafeRawBufferPointer(rebasing: content[..<contentLength]), into: &output, at: frameStart)
     }
-    let header = BatchHeader(
-      firstSequence: firstSequence, recordCount: UInt32(records.count), contentLength: UInt32(scratch.count),
-      frameLength: UInt32(frameLength), minTimestamp: minTimestamp, maxTimestamp: maxTimestamp,
-      frameChecksum: CRC32C.checksum(output[frameStart...]))
-    var writer = ByteWriter(capacity: Layout.batchHeaderSize)
-    header.encode(into: &writer)
-    output.replaceSubrange(headerStart..<frameStart, with: writer.bytes)
-    return header
+    let header = output.withUnsafeMutableBytes { buffer in
+      let header = BatchHeader(
+        firstSequence: firstSequence, recordCount: UInt32(records.count), contentLength: UInt32(contentLength),
+        frameLength: UInt32(frameLength), minTimestamp: minTimestamp, maxTimestamp: maxTimestamp,
+        frameChecksum: CRC32C.checksum(
+          UnsafeRawBufferPointer(rebasing: buffer[frameStart..<(frameStart + frameLength)])))
+      header.encode(to: buffer.baseAddress! + offset)
+      return header
+    }
+    return (header, frameStart + frameLength)
   }
 
   /// The decoded size of `records` in a frame.
@@ -112,9 +126,4 @@ package enum BatchCodec {
 
 package struct BatchDecodingFailure: Error {
   package var reason: String
-}
-
-@inline(__always)
-private func appendLE<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
-  withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
 }

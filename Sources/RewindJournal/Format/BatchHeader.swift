@@ -18,6 +18,22 @@ package struct BatchHeader: Equatable {
   /// Bytes of header and frame together.
   package var totalLength: Int64 { Int64(Layout.batchHeaderSize) + Int64(frameLength) }
 
+  /// Writes the header's `Layout.batchHeaderSize` bytes at `pointer` (as `encode(into:)` does).
+  package func encode(to pointer: UnsafeMutableRawPointer) {
+    pointer.storeBytes(of: Layout.batchHeaderMagic.littleEndian, as: UInt32.self)
+    pointer.storeBytes(of: UInt32(Layout.batchHeaderPayloadSize).littleEndian, toByteOffset: 4, as: UInt32.self)
+    pointer.storeBytes(of: firstSequence.littleEndian, toByteOffset: 8, as: UInt64.self)
+    pointer.storeBytes(of: recordCount.littleEndian, toByteOffset: 16, as: UInt32.self)
+    pointer.storeBytes(of: contentLength.littleEndian, toByteOffset: 20, as: UInt32.self)
+    pointer.storeBytes(of: frameLength.littleEndian, toByteOffset: 24, as: UInt32.self)
+    pointer.storeBytes(of: minTimestamp.littleEndian, toByteOffset: 28, as: Int64.self)
+    pointer.storeBytes(of: maxTimestamp.littleEndian, toByteOffset: 36, as: Int64.self)
+    pointer.storeBytes(of: frameChecksum.littleEndian, toByteOffset: 44, as: UInt32.self)
+    let covered = UnsafeRawBufferPointer(
+      start: pointer + Layout.skippableHeaderSize, count: Layout.batchHeaderSize - Layout.skippableHeaderSize - 4)
+    pointer.storeBytes(of: CRC32C.checksum(covered).littleEndian, toByteOffset: 48, as: UInt32.self)
+  }
+
   package func encode(into writer: inout ByteWriter) {
     let start = writer.bytes.count
     writer.write(Layout.batchHeaderMagic)

@@ -1,13 +1,28 @@
 import Foundation
 import Synchronization
 
+/// Who learns an append's outcome: a callback, or a suspended task (`Journal.append`, which so
+/// needs no closure context per append).
+enum AppendCompletion: Sendable {
+  case callback(@Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void)
+  /// Resumed exactly once: every path of `JournalWriter.enqueue` completes its append once.
+  case task(UnsafeContinuation<Result<ClosedRange<UInt64>, JournalError>, Never>)
+
+  func callAsFunction(_ outcome: Result<ClosedRange<UInt64>, JournalError>) {
+    switch self {
+    case .callback(let callback): callback(outcome)
+    case .task(let continuation): continuation.resume(returning: outcome)
+    }
+  }
+}
+
 /// One append waiting to be written.
 struct PendingAppend {
   var records: [NewRecord]
   var contentBytes: Int
   /// Written only if it starts at this sequence number (see `Journal.append(_:expectingFirstSequence:)`).
   var expectedFirst: UInt64?
-  var completion: @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
+  var completion: AppendCompletion
 }
 
 /// The single writer of a journal: gathers waiting appends into groups, writes each group as one
@@ -37,7 +52,10 @@ final class JournalWriter: @unchecked Sendable {
 
   // Guarded by `condition`.
   private let condition = NSCondition()
-  private var queue: [PendingAppend] = []
+  @exclusivity(unchecked) private var queue: [PendingAppend] = []
+  /// An empty array with the capacity of an earlier group, to be the next queue: taking a group
+  /// then allocates nothing.
+  @exclusivity(unchecked) private var spare: [PendingAppend] = []
   private var queuedBytes = 0
   private var closing = false
   /// A thread is writing a group; only it touches the file state.
@@ -61,13 +79,16 @@ final class JournalWriter: @unchecked Sendable {
   let lastSequence: Atomic<UInt64>
 
   // Writer-thread state.
-  private var state: WriterStart
+  @exclusivity(unchecked) private var state: WriterStart
   private var segmentFD: Int32 = -1
   private var indexFD: Int32 = -1
   private var indexEnd: Int64 = 0
   private let encoder = LZ4FrameEncoder()
-  private var scratch: [UInt8] = []
-  private var output: [UInt8] = []
+  /// The decoded content of the frame being encoded; only ever grown (see `BatchCodec.encode`).
+  @exclusivity(unchecked) private var scratch: [UInt8] = []
+  /// The group's frames, `outputLength` bytes of it; only ever grown.
+  @exclusivity(unchecked) private var output: [UInt8] = []
+  private var outputLength = 0
   private let finished = DispatchSemaphore(value: 0)
 
   /// Compaction replaces the index file under this gate; the writer appends to it under it too.
@@ -129,6 +150,18 @@ final class JournalWriter: @unchecked Sendable {
     _ records: [NewRecord], expectedFirst: UInt64? = nil, lead: Bool = true,
     completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
   ) {
+    enqueue(records, expectedFirst: expectedFirst, lead: lead, completion: .callback(completion))
+  }
+
+  /// `enqueue(_:expectedFirst:lead:completion:)` with any kind of completion.
+  ///
+  /// The fast path: an unconditional append that finds nothing queued or being written, under
+  /// `none`, is written by this thread as a group of one without passing through the queue (as
+  /// the general path would write it, minus the queue's bookkeeping). Appends arriving meanwhile
+  /// queue up behind it as usual.
+  func enqueue(
+    _ records: [NewRecord], expectedFirst: UInt64? = nil, lead: Bool = true, completion: AppendCompletion
+  ) {
     var bytes = 0
     for record in records {
       guard record.payload.count <= options.limits.maxRecordBytes else {
@@ -161,8 +194,19 @@ final class JournalWriter: @unchecked Sendable {
       condition.unlock()
       return completion(.failure(JournalError(.closed, "the journal is closed", directory: path)))
     }
-    queue.append(
-      PendingAppend(records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion))
+    let append = PendingAppend(
+      records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion)
+    if lead, expectedFirst == nil, leadsInline, !contended, !writing, queue.isEmpty {
+      writing = true
+      condition.unlock()
+      writeAlone(append)
+      condition.lock()
+      writing = false
+      if !queue.isEmpty || closing { condition.signal() }
+      condition.unlock()
+      return
+    }
+    queue.append(append)
     queuedBytes += bytes
     if leadsInline && !contended {
       guard lead, !writing else {
@@ -199,8 +243,11 @@ final class JournalWriter: @unchecked Sendable {
 
   /// Writes one group as its leader, then lets the writer thread take what queued meanwhile.
   private func writeAndHandOff(_ group: [PendingAppend], failure: JournalError?) {
+    var group = group
     complete(group, failure: failure)
+    group.removeAll(keepingCapacity: true)
     condition.lock()
+    spare = group
     writing = false
     if !queue.isEmpty || closing { condition.signal() }
     condition.unlock()
@@ -208,8 +255,9 @@ final class JournalWriter: @unchecked Sendable {
 
   /// Takes everything queued as one group, or the reason it must fail. Holder of `condition`.
   private func takeGroup() -> ([PendingAppend], JournalError?) {
-    let group = queue
-    queue.removeAll(keepingCapacity: true)
+    var group: [PendingAppend] = []
+    swap(&group, &spare)
+    swap(&group, &queue)
     queuedBytes = 0
     contended = group.count > 1
     return (group, failure)
@@ -243,10 +291,13 @@ final class JournalWriter: @unchecked Sendable {
   // MARK: The writer thread
 
   private func run() {
-    while let (group, failure) = nextGroup() {
+    while let (next, failure) = nextGroup() {
+      var group = next
       lastGroupAppends = group.count
       complete(group, failure: failure)
+      group.removeAll(keepingCapacity: true)
       condition.lock()
+      spare = group
       writing = false
       condition.unlock()
     }
@@ -312,8 +363,12 @@ final class JournalWriter: @unchecked Sendable {
     }
     if !conflict {
       switch write(group: all) {
-      case .success(let ranges):
-        for (append, range) in zip(all, ranges) { append.completion(.success(range)) }
+      case .success(var first):
+        for append in all {
+          let count = UInt64(append.records.count)
+          append.completion(.success(first...(first + count - 1)))
+          first += count
+        }
       case .failure(let error):
         for append in all { append.completion(.failure(error)) }
       }
@@ -334,8 +389,7 @@ final class JournalWriter: @unchecked Sendable {
         next += UInt64(append.records.count)
       }
     }
-    let outcome = group.isEmpty ? .success([]) : write(group: group)
-    var written = 0
+    var outcome = group.isEmpty ? .success(0) : write(group: group)
     for (append, refused) in zip(all, refusedAt) {
       if let refused {
         append.completion(
@@ -347,15 +401,27 @@ final class JournalWriter: @unchecked Sendable {
         continue
       }
       switch outcome {
-      case .success(let ranges): append.completion(.success(ranges[written]))
+      case .success(let first):
+        let count = UInt64(append.records.count)
+        append.completion(.success(first...(first + count - 1)))
+        outcome = .success(first + count)
       case .failure(let error): append.completion(.failure(error))
       }
-      written += 1
     }
   }
 
-  /// Writes `group` (all of it, or nothing) and returns each append's sequence numbers.
-  private func write(group: [PendingAppend]) -> Result<[ClosedRange<UInt64>], JournalError> {
+  /// Writes one unconditional append that found nothing queued (the fast path of `enqueue`).
+  /// Holder of `writing`.
+  private func writeAlone(_ append: PendingAppend) {
+    switch write(group: CollectionOfOne(append)) {
+    case .success(let first): append.completion(.success(first...(first + UInt64(append.records.count) - 1)))
+    case .failure(let error): append.completion(.failure(error))
+    }
+  }
+
+  /// Writes `group` (all of it, or nothing) and returns the first sequence number of the first
+  /// append; the others follow it, in order.
+  private func write(group: some RandomAccessCollection<PendingAppend>) -> Result<UInt64, JournalError> {
     let groupBytes = group.reduce(0) { $0 + $1.contentBytes }
     do {
       if state.endOffset > Int64(Layout.segmentHeaderSize),
@@ -368,22 +434,22 @@ final class JournalWriter: @unchecked Sendable {
     }
 
     // Frames: as many whole appends as fit in the frame target; an append larger than it alone.
-    output.removeAll(keepingCapacity: true)
-    var ranges: [ClosedRange<UInt64>] = []
+    outputLength = 0
+    let first = state.nextSequence
     var newEntries: [IndexEntry] = []
     var sequence = state.nextSequence
     var maxTimestamp = state.maxTimestamp
     var lastIndexed = state.lastIndexedOffset
-    var start = 0
+    var start = group.startIndex
     do {
-      while start < group.count {
-        var end = start + 1
+      while start < group.endIndex {
+        var end = group.index(after: start)
         var frameBytes = group[start].contentBytes
-        while end < group.count, frameBytes + group[end].contentBytes <= options.frameTargetBytes {
+        while end < group.endIndex, frameBytes + group[end].contentBytes <= options.frameTargetBytes {
           frameBytes += group[end].contentBytes
-          end += 1
+          end = group.index(after: end)
         }
-        let frameOffset = state.endOffset + Int64(output.count)
+        let frameOffset = state.endOffset + Int64(outputLength)
         if lastIndexed == 0 || frameOffset - lastIndexed >= Int64(options.indexIntervalBytes) {
           newEntries.append(
             IndexEntry(
@@ -391,13 +457,18 @@ final class JournalWriter: @unchecked Sendable {
               maxTimestampBefore: maxTimestamp))
           lastIndexed = frameOffset
         }
-        let header = try BatchCodec.encode(
-          group[start..<end].lazy.flatMap(\.records), firstSequence: sequence, encoder: encoder, scratch: &scratch,
-          into: &output)
-        for append in group[start..<end] {
-          ranges.append(sequence...(sequence + UInt64(append.records.count) - 1))
-          sequence += UInt64(append.records.count)
-        }
+        // A frame of one append (the usual case) is encoded from its array, without the
+        // flattening view a frame of several needs.
+        let (header, frameEnd) =
+          end == group.index(after: start)
+          ? try BatchCodec.encode(
+            group[start].records, firstSequence: sequence, encoder: encoder, scratch: &scratch, into: &output,
+            at: outputLength)
+          : try BatchCodec.encode(
+            group[start..<end].lazy.flatMap(\.records), firstSequence: sequence, encoder: encoder,
+            scratch: &scratch, into: &output, at: outputLength)
+        outputLength = frameEnd
+        for append in group[start..<end] { sequence += UInt64(append.records.count) }
         maxTimestamp = max(maxTimestamp, header.maxTimestamp)
         start = end
       }
@@ -408,7 +479,8 @@ final class JournalWriter: @unchecked Sendable {
     let name = activeName
     do {
       try output.withUnsafeBytes { (bytes) throws in
-        try io.writeAll(segmentFD, bytes, at: state.endOffset, path: activePath)
+        try io.writeAll(
+          segmentFD, UnsafeRawBufferPointer(rebasing: bytes[..<outputLength]), at: state.endOffset, path: activePath)
       }
     } catch {
       // Undo whatever part reached the file, so nothing unacknowledged stays behind.
@@ -426,17 +498,17 @@ final class JournalWriter: @unchecked Sendable {
       }
     }
 
-    state.endOffset += Int64(output.count)
+    state.endOffset += Int64(outputLength)
     state.nextSequence = sequence
     state.maxTimestamp = maxTimestamp
     state.lastIndexedOffset = lastIndexed
     lastSequence.store(sequence - 1, ordering: .releasing)
     appendIndexEntries(newEntries)
-    return .success(ranges)
+    return .success(first)
   }
 
   /// A failed group: makes the journal refuse further appends if `fatal`.
-  private func fail(_ error: JournalError, fatal: Bool) -> Result<[ClosedRange<UInt64>], JournalError> {
+  private func fail(_ error: JournalError, fatal: Bool) -> Result<UInt64, JournalError> {
     if fatal {
       condition.lock()
       failure = failure ?? error

@@ -1,0 +1,139 @@
+import Foundation
+import RewindTestSupport
+import Synchronization
+import Testing
+
+@testable import RewindJournal
+
+/// A value shared with escaping closures.
+private final class Shared<Value: Sendable>: Sendable {
+  private let value: Mutex<Value>
+  init(_ value: Value) { self.value = Mutex(value) }
+  func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
+}
+
+/// The writer's append paths: the fast path (an append that finds nothing queued is written as a
+/// group of one without the queue), the queue behind it, and buffers reused from frame to frame
+/// without being cleared.
+@Suite struct AppendPathTests {
+  static func record(_ tag: Int, size: Int) -> NewRecord {
+    var random = SeededGenerator(seed: UInt64(tag))
+    return NewRecord(timestamp: Int64(tag), payload: random.eventLikePayload(size))
+  }
+
+  /// An append queued without being written (`enqueue` without `lead`) is written before a later
+  /// `append`, which must not take the fast path past it; completions come in order.
+  @Test func anAppendDoesNotOvertakeOneQueuedBeforeIt() async throws {
+    let dir = TemporaryDirectory("append-order")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    let order = Shared<[Int]>([])
+    var expected: [NewRecord] = []
+    for round in 0..<20 {
+      let queued = [Self.record(2 * round, size: 30), Self.record(2 * round, size: 5)]
+      let queuedRange = Shared<ClosedRange<UInt64>?>(nil)
+      journal.enqueue(queued, expectedFirst: nil) { outcome in
+        order.withLock { $0.append(2 * round) }
+        queuedRange.withLock { $0 = try? outcome.get() }
+      }
+      let direct = [Self.record(2 * round + 1, size: 60)]
+      let range = try await journal.append(direct)
+      order.withLock { $0.append(2 * round + 1) }
+      let before = try #require(queuedRange.withLock { $0 }, "the queued append is written first")
+      #expect(before.upperBound + 1 == range.lowerBound)
+      expected += queued + direct
+    }
+    #expect(order.withLock { $0 } == Array(0..<40))
+    #expect(journal.lastSequence == UInt64(expected.count))
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == expected.map(\.payload))
+  }
+
+  /// Frames of shrinking and growing sizes, one append each (small frames built by hand, large
+  /// ones by liblz4, into the same reused buffers): each reads back exactly, and the segment
+  /// holds the frames and nothing after them (no stale bytes of a longer earlier frame).
+  @Test func framesOfChangingSizesLeaveNoStaleBytes() async throws {
+    let dir = TemporaryDirectory("append-sizes")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(frameBytes: 1 << 20))
+    let sizes = [5_000, 1_800, 40, 0, 2_020, 70_000, 1, 300, 2_048, 3]
+    var expected: [NewRecord] = []
+    for (tag, size) in sizes.enumerated() {
+      let record = Self.record(tag, size: size)
+      let range = try await journal.append([record])
+      #expect(range == UInt64(expected.count + 1)...UInt64(expected.count + 1))
+      expected.append(record)
+    }
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == expected.map(\.payload))
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let bytes = try #require(FileManager.default.contents(atPath: dir.appending(segment))).map { $0 }
+    let frames = try JournalFixtures.frames(of: bytes)
+    #expect(frames.count == sizes.count)
+    #expect(frames.last?.end == bytes.count)
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean)
+    reopened.close()
+  }
+
+  /// A failed write on the fast path is undone and acknowledged as failed, and the queue behind
+  /// it is still served: appends from many tasks while writes fail now and then all end either
+  /// acknowledged (and then present, once, in order) or failed (and then absent).
+  @Test func failedWritesAmongConcurrentAppendsLeaveOnlyTheAcknowledged() async throws {
+    let dir = TemporaryDirectory("append-faults")
+    let faults = FaultInjectingFileIO()
+    var options = JournalFixtures.options()
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    let acknowledged = Shared<[UInt64: [UInt8]]>([:])
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for task in 0..<4 {
+        group.addTask {
+          for index in 0..<50 {
+            let tag = task * 1_000 + index
+            if index % 10 == 3 { faults.arm(.writeError(EIO), pathContains: ".lz4") }
+            let record = Self.record(tag, size: 20 + index)
+            if let range = try? await journal.append([record]) {
+              acknowledged.withLock { $0[range.lowerBound] = record.payload }
+            }
+          }
+        }
+      }
+      try await group.waitForAll()
+    }
+    faults.disarm()
+    #expect(journal.failure == nil)
+    let written = acknowledged.withLock { $0 }
+    #expect(journal.lastSequence == UInt64(written.count), "sequence numbers have no gaps")
+    journal.close()
+    let read = try JournalFixtures.readAll(dir.path)
+    #expect(read.map(\.sequence) == Array(1...UInt64(written.count)))
+    #expect(read.map(\.payload) == read.map { written[$0.sequence] ?? [] })
+  }
+
+  /// The encoder writing into a buffer at an offset, with other bytes before and after, makes
+  /// the same frame as appending to an empty buffer, and leaves the bytes before it alone.
+  @Test(arguments: [1, 200, 2_048, 2_049, 70_000])
+  func compressingAtAnOffsetMakesTheSameFrame(size: Int) throws {
+    let content = (0..<size).map { UInt8(truncatingIfNeeded: ($0 * 31) % 13) }
+    let encoder = LZ4FrameEncoder()
+    var fresh: [UInt8] = []
+    let freshLength = try content.withUnsafeBytes { try encoder.compress($0, appendingTo: &fresh) }
+    var reused = [UInt8](repeating: 0xAB, count: 7 + size + 500)
+    let length = try content.withUnsafeBytes { try encoder.compress($0, into: &reused, at: 7) }
+    #expect(length == freshLength)
+    #expect(Array(reused[7..<(7 + length)]) == fresh)
+    #expect(reused[..<7].allSatisfy { $0 == 0xAB })
+  }
+
+  /// A batch header written through a pointer is byte for byte the one `encode(into:)` writes.
+  @Test func batchHeaderEncodingsAgree() throws {
+    let header = BatchHeader(
+      firstSequence: 0x0102_0304_0506_0708, recordCount: 17, contentLength: 4_321, frameLength: 987,
+      minTimestamp: -5, maxTimestamp: 1_767_225_600_000_000_000, frameChecksum: 0xDEAD_BEEF)
+    var writer = ByteWriter()
+    header.encode(into: &writer)
+    var direct = [UInt8](repeating: 0, count: Layout.batchHeaderSize)
+    direct.withUnsafeMutableBytes { header.encode(to: $0.baseAddress!) }
+    #expect(direct == writer.bytes)
+    #expect(try BatchHeader.decode(direct[...], limits: JournalLimits()).get() == header)
+  }
+}
