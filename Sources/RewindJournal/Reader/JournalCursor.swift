@@ -131,8 +131,9 @@ public final class JournalCursor {
         expected = header.lastSequence + 1
         if skips(header) { continue }
         do {
-          // Into the array the previous batch left empty, its capacity kept: no allocation per batch.
-          buffer.removeAll(keepingCapacity: true)
+          // Into the array the previous batch left empty (`next()` empties it, keeping its capacity):
+          // no allocation per batch.
+          if !buffer.isEmpty { buffer.removeAll(keepingCapacity: true) }
           bufferPosition = 0
           try BatchCodec.decode(frame, header: header, decoder: decoder, limits: reader.limits, appendingTo: &buffer)
         } catch {
