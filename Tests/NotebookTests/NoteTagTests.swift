@@ -1,6 +1,7 @@
-import Notebook
 import Rewind
 import Testing
+
+@testable import Notebook
 
 /// Tags are trimmed and lowercased, and a note's tags are sorted without duplicates or empty tags,
 /// whichever path (the ASCII fast path or the Unicode one) a tag takes.
@@ -21,4 +22,25 @@ func tagsAreTrimmedAndLowercased(raw: String, expected: String) {
   #expect(Note(id: id, notebook: notebook, title: "t", body: "b", tags: [""]).tags.isEmpty)
   #expect(Note(id: id, notebook: notebook, title: "t", body: "b", tags: ["one"]).tags.map(\.name) == ["one"])
   #expect(Note(id: id, notebook: notebook, title: "t", body: "b", tags: ["b", "b"]).tags.map(\.name) == ["b"])
+}
+
+/// Tagging inserts the tag in place into normalized tags; whatever the tags (unsorted, repeated,
+/// empty), the result is what normalizing the tags with the new one gives.
+@Test func insertingATagEqualsNormalizingWithIt() {
+  var random = SeededRandom(seed: 42)
+  let names: [NoteTag] = ["", "a", "b", "idea", "work", "zeta", "éclair", "a-b"]
+  for _ in 0..<2_000 {
+    let count = Int(random.next() % 6)
+    var tags = (0..<count).map { _ in names[Int(random.next() % UInt64(names.count))] }
+    if random.next() % 2 == 0 { tags = Note.normalized(tags) }
+    let tag = names[Int(random.next() % UInt64(names.count))]
+    var inserted = tags
+    Note.insert(tag, into: &inserted)
+    #expect(inserted == Note.normalized(tags + [tag]))
+    #expect(Note.isNormalized(inserted))
+  }
+  #expect(!Note.isNormalized(["b", "a"]))
+  #expect(!Note.isNormalized(["a", "a"]))
+  #expect(!Note.isNormalized([""]))
+  #expect(Note.isNormalized(["a", "b"]))
 }

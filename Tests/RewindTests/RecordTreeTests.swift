@@ -1,4 +1,5 @@
 import Foundation
+import RewindTestSupport
 import Testing
 
 @testable import Rewind
@@ -100,6 +101,88 @@ import Testing
     #expect(old.children.last === new.children.last)
     #expect(before[5] == 5)
     #expect(tree[5] == -5)
+  }
+}
+
+/// The nodes hold keys, values and children inline in one allocation, laid out by hand: every
+/// value put in must be released exactly once when the last tree holding it goes, whatever the
+/// alignment of keys and values.
+@Suite struct RecordTreeMemoryTests {
+  /// Counts its live instances.
+  final class Tracked: Equatable {
+    static let live = Locked(0)
+    let number: Int
+    init(_ number: Int) {
+      self.number = number
+      Self.live.withLock { $0 += 1 }
+    }
+    deinit { Self.live.withLock { $0 -= 1 } }
+    static func == (a: Tracked, b: Tracked) -> Bool { a.number == b.number }
+  }
+
+  /// A one-byte key beside a value aligned to 8 and 24 bytes long: the values start after the
+  /// keys at an address rounded up for them.
+  struct Wide: Equatable {
+    var a: Int
+    var b: Int16
+    var c: Int
+  }
+
+  @Test func everyValueIsReleasedOnceWhenTheTreesGo() {
+    var random = SeededRandom(seed: 11)
+    do {
+      var tree = RecordTree<UInt16, Tracked>()
+      var model: [UInt16: Int] = [:]
+      var kept: [(RecordTree<UInt16, Tracked>, [UInt16: Int])] = []
+      for step in 0..<6_000 {
+        let key = UInt16(random.next() % 1_500)
+        switch random.next() % 10 {
+        case 0..<6:
+          #expect(tree.updateValue(Tracked(step), forKey: key)?.number == model.updateValue(step, forKey: key))
+        case 6:
+          let replaced = tree.modifyValue(forKey: key) { value -> Int in
+            let old = value.number
+            value = Tracked(-step)
+            return old
+          }
+          #expect(replaced == model[key])
+          if model[key] != nil { model[key] = -step }
+        default:
+          #expect(tree.removeValue(forKey: key)?.number == model.removeValue(forKey: key))
+        }
+        if step % 1_000 == 0 { kept.append((tree, model)) }
+      }
+      for (copy, expected) in kept + [(tree, model)] {
+        #expect(copy.keys == expected.keys.sorted())
+        #expect(copy.values.map(\.number) == expected.keys.sorted().map { expected[$0]! })
+      }
+      #expect(Tracked.live.withLock { $0 } > 0)
+    }
+    #expect(Tracked.live.withLock { $0 } == 0)
+  }
+
+  @Test func smallKeysWithWideValuesAndVoidValues() {
+    var wide = RecordTree<UInt8, Wide>()
+    var set = RecordTree<UInt8, Void>()
+    for key in UInt8(0)...UInt8(250) where key % 3 != 0 {
+      wide.updateValue(Wide(a: Int(key) * 1_000, b: Int16(key), c: -Int(key)), forKey: key)
+      set.updateValue((), forKey: key)
+    }
+    let copy = wide
+    for key in stride(from: UInt8(1), through: 250, by: 5) {
+      wide.modifyValue(forKey: key) { $0.c += 1 }
+      set.removeValue(forKey: key)
+    }
+    for key in UInt8(0)...UInt8(250) {
+      let present = key % 3 != 0
+      #expect(copy[key] == (present ? Wide(a: Int(key) * 1_000, b: Int16(key), c: -Int(key)) : nil))
+      let changed = present && key % 5 == 1
+      #expect(wide[key]?.c == (present ? -Int(key) + (changed ? 1 : 0) : nil))
+      #expect((set[key] != nil) == (present && !changed))
+    }
+    #expect(set.count == set.keys.count)
+    let rebuilt = RecordTree<UInt8, Wide>(sortedKeys: copy.keys, values: copy.values)
+    #expect(rebuilt == copy)
   }
 }
 

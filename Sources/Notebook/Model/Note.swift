@@ -19,6 +19,33 @@ public struct Note: StoreRecord, Codable {
 
   public var groupKeys: [NoteTag] { tags }
 
+  /// `normalized(tags + [tag])`, computed in place: when `tags` is already normalized (as every
+  /// apply path leaves it), the tag is inserted where it sorts unless it is there or empty, without
+  /// building, filtering and sorting a new array (replay tags notes often).
+  static func insert(_ tag: NoteTag, into tags: inout [NoteTag]) {
+    guard isNormalized(tags) else {
+      tags = normalized(tags + [tag])
+      return
+    }
+    guard !tag.isEmpty else { return }
+    var low = 0
+    var high = tags.count
+    while low < high {
+      let middle = (low + high) / 2
+      if tags[middle] < tag { low = middle + 1 } else { high = middle }
+    }
+    if low < tags.count && tags[low] == tag { return }
+    tags.insert(tag, at: low)
+  }
+
+  /// Whether `tags` is sorted, without duplicates or empty tags (what `normalized` returns).
+  static func isNormalized(_ tags: [NoteTag]) -> Bool {
+    for index in tags.indices {
+      if tags[index].isEmpty || (index > 0 && !(tags[index - 1] < tags[index])) { return false }
+    }
+    return true
+  }
+
   /// `tags` sorted, without duplicates or empty tags. Sorts and drops neighbours that repeat
   /// (no `Set`): replay normalizes the tags of every note created or tagged.
   static func normalized(_ tags: [NoteTag]) -> [NoteTag] {

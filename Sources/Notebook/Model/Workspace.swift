@@ -55,7 +55,7 @@ public struct Workspace: Model {
   }
 
   mutating func apply(_ event: NoteTagged, _ context: inout ApplyContext) {
-    notes.update(id: event.id, context: &context) { $0.tags = Note.normalized($0.tags + [event.tag]) }
+    notes.update(id: event.id, context: &context) { Note.insert(event.tag, into: &$0.tags) }
   }
 
   mutating func apply(_ event: NoteUntagged, _ context: inout ApplyContext) {

@@ -26,29 +26,78 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   /// after a copy copies its whole leaf (values included, with their references).
   @usableFromInline static var maxLeafWidth: Int { 16 }
 
-  /// A node: one allocation holding its header (count, kind, a leaf's values or an inner node's
-  /// children) and its keys inline after it, so a lookup's binary search reads the keys from the
-  /// node itself instead of following a pointer to an array (one cache miss fewer per level).
-  /// Keys `0..<count` are initialized; the capacity is one more than a node may keep, so a full
-  /// node can take the entry that makes it split.
+  /// A node: one allocation holding its header (count, kind), its keys, and a leaf's values or an
+  /// inner node's children, all inline after the header. A lookup's binary search reads the keys
+  /// from the node itself, and the child or value it finds lies in the same allocation, so a walk
+  /// from the root misses the cache about once per level instead of twice (no separate array of
+  /// children or values to follow). Keys, values and children `0..<count` are initialized; the
+  /// capacity is one more than a node may keep, so a full node can take the entry that makes it
+  /// split.
+  ///
+  /// Layout of the tail (the buffer's elements, counted in keys): `slots` keys, then, at the next
+  /// address aligned for them, `slots` values (a leaf) or `slots` child references (an inner node).
   ///
   /// Reached only through `RecordTree`'s methods, which never overlap two accesses to one node,
   /// and only through the buffer's pointers (no dynamic exclusivity checks).
   @usableFromInline
   final class Node: ManagedBuffer<NodeFields, Key> {
-    @inlinable static func make(
-      isLeaf: Bool, keys: some Collection<Key>, values: [Value], children: [Node]
-    ) -> Node {
-      let capacity = (isLeaf ? maxLeafWidth : maxWidth) + 1
-      precondition(keys.count <= capacity, "node overfilled")
-      let buffer = Node.create(minimumCapacity: capacity) { _ in
-        NodeFields(count: 0, isLeaf: isLeaf, values: values, children: children)
+    /// Entries a node has room for: one more than it may keep.
+    @inlinable static func slots(isLeaf: Bool) -> Int { (isLeaf ? maxLeafWidth : maxWidth) + 1 }
+
+    /// An empty node with room for `slots(isLeaf:)` entries.
+    @inlinable static func makeEmpty(isLeaf: Bool) -> Node {
+      let slots = slots(isLeaf: isLeaf)
+      let payload =
+        isLeaf
+        ? MemoryLayout<Value>.alignment - 1 + slots * MemoryLayout<Value>.stride
+        : MemoryLayout<Node>.alignment - 1 + slots * MemoryLayout<Node>.stride
+      let keyStride = MemoryLayout<Key>.stride
+      let buffer = Node.create(minimumCapacity: slots + (payload + keyStride - 1) / keyStride) { _ in
+        NodeFields(count: 0, isLeaf: isLeaf)
       }
       let node = unsafeDowncast(buffer, to: Node.self)
-      node.withUnsafeMutablePointers { fields, stored in
+      node.withUnsafeMutablePointers { _, keys in
+        let tail = Self.tail(keys, slots: slots)
+        if isLeaf {
+          _ = tail.alignedUp(for: Value.self).bindMemory(to: Value.self, capacity: slots)
+        } else {
+          _ = tail.alignedUp(for: Node.self).bindMemory(to: Node.self, capacity: slots)
+        }
+      }
+      return node
+    }
+
+    @inlinable static func tail(_ keys: UnsafeMutablePointer<Key>, slots: Int) -> UnsafeMutableRawPointer {
+      UnsafeMutableRawPointer(keys + slots)
+    }
+
+    /// A leaf holding `keys` with `values` (parallel), in order.
+    @inlinable static func leaf(keys: some Collection<Key>, values: some Collection<Value>) -> Node {
+      precondition(keys.count == values.count && keys.count <= slots(isLeaf: true), "leaf overfilled")
+      let node = makeEmpty(isLeaf: true)
+      node.withParts { fields, stored, payload in
+        let slots = payload.assumingMemoryBound(to: Value.self)
         var index = 0
-        for key in keys {
+        for (key, value) in zip(keys, values) {
           (stored + index).initialize(to: key)
+          (slots + index).initialize(to: value)
+          index += 1
+        }
+        fields.pointee.count = index
+      }
+      return node
+    }
+
+    /// An inner node holding `children` under the separators `keys` (parallel), in order.
+    @inlinable static func inner(keys: some Collection<Key>, children: some Collection<Node>) -> Node {
+      precondition(keys.count == children.count && keys.count <= slots(isLeaf: false), "node overfilled")
+      let node = makeEmpty(isLeaf: false)
+      node.withParts { fields, stored, payload in
+        let nodes = payload.assumingMemoryBound(to: Node.self)
+        var index = 0
+        for (key, child) in zip(keys, children) {
+          (stored + index).initialize(to: key)
+          (nodes + index).initialize(to: child)
           index += 1
         }
         fields.pointee.count = index
@@ -57,16 +106,59 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     }
 
     deinit {
-      _ = withUnsafeMutablePointers { fields, stored in stored.deinitialize(count: fields.pointee.count) }
+      withParts { fields, stored, payload in
+        let count = fields.pointee.count
+        stored.deinitialize(count: count)
+        if fields.pointee.isLeaf {
+          payload.assumingMemoryBound(to: Value.self).deinitialize(count: count)
+        } else {
+          payload.assumingMemoryBound(to: Node.self).deinitialize(count: count)
+        }
+      }
+    }
+
+    /// Calls `body` with the header, the keys and the (aligned) start of the values or children.
+    @inlinable func withParts<Result>(
+      _ body: (UnsafeMutablePointer<NodeFields>, UnsafeMutablePointer<Key>, UnsafeMutableRawPointer) throws -> Result
+    ) rethrows -> Result {
+      try withUnsafeMutablePointers { fields, keys in
+        let isLeaf = fields.pointee.isLeaf
+        let tail = Self.tail(keys, slots: Self.slots(isLeaf: isLeaf))
+        return try body(fields, keys, isLeaf ? tail.alignedUp(for: Value.self) : tail.alignedUp(for: Node.self))
+      }
+    }
+
+    /// A leaf's values (`0..<keyCount` initialized).
+    @inlinable func withValues<Result>(_ body: (UnsafeMutablePointer<Value>) throws -> Result) rethrows -> Result {
+      try withUnsafeMutablePointerToElements { keys in
+        try body(
+          Self.tail(keys, slots: Self.slots(isLeaf: true)).alignedUp(for: Value.self).assumingMemoryBound(
+            to: Value.self))
+      }
+    }
+
+    /// An inner node's children (`0..<keyCount` initialized).
+    @inlinable func withChildren<Result>(_ body: (UnsafeMutablePointer<Node>) throws -> Result) rethrows -> Result {
+      try withUnsafeMutablePointerToElements { keys in
+        try body(
+          Self.tail(keys, slots: Self.slots(isLeaf: false)).alignedUp(for: Node.self).assumingMemoryBound(to: Node.self)
+        )
+      }
     }
 
     @inlinable var isLeaf: Bool { withUnsafeMutablePointerToHeader { $0.pointee.isLeaf } }
     @inlinable var keyCount: Int { withUnsafeMutablePointerToHeader { $0.pointee.count } }
     @inlinable func key(at index: Int) -> Key { withUnsafeMutablePointerToElements { $0[index] } }
+    @inlinable func child(at index: Int) -> Node { withChildren { $0[index] } }
+    @inlinable func value(at index: Int) -> Value { withValues { $0[index] } }
     /// An inner node's children, parallel to the keys (the separators); empty in a leaf.
-    @inlinable var children: [Node] { withUnsafeMutablePointerToHeader { $0.pointee.children } }
+    @inlinable var children: [Node] {
+      isLeaf ? [] : withChildren { Array(UnsafeBufferPointer(start: $0, count: keyCount)) }
+    }
     /// A leaf's values, parallel to the keys; empty in an inner node.
-    @inlinable var values: [Value] { withUnsafeMutablePointerToHeader { $0.pointee.values } }
+    @inlinable var values: [Value] {
+      isLeaf ? withValues { Array(UnsafeBufferPointer(start: $0, count: keyCount)) } : []
+    }
     /// The keys, as an array (for copying and splitting, not for lookups).
     @inlinable var keys: [Key] {
       withUnsafeMutablePointers { fields, stored in
@@ -75,10 +167,15 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     }
 
     @inlinable func copy() -> Node {
-      withUnsafeMutablePointers { fields, stored in
-        Node.make(
-          isLeaf: fields.pointee.isLeaf, keys: UnsafeBufferPointer(start: stored, count: fields.pointee.count),
-          values: fields.pointee.values, children: fields.pointee.children)
+      withParts { fields, stored, payload in
+        let count = fields.pointee.count
+        let keys = UnsafeBufferPointer(start: stored, count: count)
+        if fields.pointee.isLeaf {
+          return Node.leaf(
+            keys: keys, values: UnsafeBufferPointer(start: payload.assumingMemoryBound(to: Value.self), count: count))
+        }
+        return Node.inner(
+          keys: keys, children: UnsafeBufferPointer(start: payload.assumingMemoryBound(to: Node.self), count: count))
       }
     }
 
@@ -115,59 +212,67 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       }
     }
 
-    @inlinable func insertKey(_ key: Key, at index: Int) {
-      withUnsafeMutablePointers { fields, stored in
+    /// Inserts `key` with the payload entry `entry` (a leaf's value or an inner node's child) at
+    /// `index`.
+    @inlinable func insert<Entry>(_ key: Key, _ entry: Entry, at index: Int) {
+      withParts { fields, stored, payload in
         let count = fields.pointee.count
-        precondition(count <= (fields.pointee.isLeaf ? maxLeafWidth : maxWidth), "node overfilled")
+        precondition(count < Self.slots(isLeaf: fields.pointee.isLeaf), "node overfilled")
+        let entries = payload.assumingMemoryBound(to: Entry.self)
         (stored + index + 1).moveInitialize(from: stored + index, count: count - index)
         (stored + index).initialize(to: key)
+        (entries + index + 1).moveInitialize(from: entries + index, count: count - index)
+        (entries + index).initialize(to: entry)
         fields.pointee.count = count + 1
       }
     }
 
-    @inlinable func removeKey(at index: Int) {
-      withUnsafeMutablePointers { fields, stored in
+    /// Removes the key and the payload entry at `index`; returns the entry.
+    @inlinable func remove<Entry>(at index: Int, as _: Entry.Type) -> Entry {
+      withParts { fields, stored, payload in
         let count = fields.pointee.count
+        let entries = payload.assumingMemoryBound(to: Entry.self)
         (stored + index).deinitialize(count: 1)
         (stored + index).moveInitialize(from: stored + index + 1, count: count - index - 1)
+        let entry = (entries + index).move()
+        (entries + index).moveInitialize(from: entries + index + 1, count: count - index - 1)
         fields.pointee.count = count - 1
+        return entry
       }
     }
 
     /// Moves the entries from `start` on into a new node (the right half of a split).
     @inlinable func split(at start: Int) -> Node {
-      withUnsafeMutablePointers { fields, stored in
+      withParts { fields, stored, payload in
         let count = fields.pointee.count
-        let right = Node.make(
-          isLeaf: fields.pointee.isLeaf, keys: UnsafeBufferPointer(start: stored + start, count: count - start),
-          values: fields.pointee.isLeaf ? Array(fields.pointee.values[start...]) : [],
-          children: fields.pointee.isLeaf ? [] : Array(fields.pointee.children[start...]))
-        (stored + start).deinitialize(count: count - start)
-        fields.pointee.count = start
-        if fields.pointee.isLeaf {
-          fields.pointee.values.removeSubrange(start...)
-        } else {
-          fields.pointee.children.removeSubrange(start...)
+        let isLeaf = fields.pointee.isLeaf
+        let right = Node.makeEmpty(isLeaf: isLeaf)
+        right.withParts { rightFields, rightKeys, rightPayload in
+          rightKeys.moveInitialize(from: stored + start, count: count - start)
+          if isLeaf {
+            rightPayload.assumingMemoryBound(to: Value.self).moveInitialize(
+              from: payload.assumingMemoryBound(to: Value.self) + start, count: count - start)
+          } else {
+            rightPayload.assumingMemoryBound(to: Node.self).moveInitialize(
+              from: payload.assumingMemoryBound(to: Node.self) + start, count: count - start)
+          }
+          rightFields.pointee.count = count - start
         }
+        fields.pointee.count = start
         return right
       }
     }
   }
 
-  /// A node's header: its number of keys, its kind, and a leaf's values or an inner node's
-  /// children (parallel to the keys).
+  /// A node's header: its number of entries and its kind.
   @usableFromInline
   struct NodeFields {
     @usableFromInline var count: Int
     @usableFromInline let isLeaf: Bool
-    @usableFromInline var values: [Value]
-    @usableFromInline var children: [Node]
 
-    @inlinable init(count: Int, isLeaf: Bool, values: [Value], children: [Node]) {
+    @inlinable init(count: Int, isLeaf: Bool) {
       self.count = count
       self.isLeaf = isLeaf
-      self.values = values
-      self.children = children
     }
   }
 
@@ -185,12 +290,12 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     let width = Self.maxWidth
     var level = stride(from: 0, to: keys.count, by: Self.maxLeafWidth).map { start in
       let end = min(start + Self.maxLeafWidth, keys.count)
-      return Node.make(isLeaf: true, keys: keys[start..<end], values: Array(values[start..<end]), children: [])
+      return Node.leaf(keys: keys[start..<end], values: values[start..<end])
     }
     while level.count > 1 {
       level = stride(from: 0, to: level.count, by: width).map { start in
-        let children = Array(level[start..<min(start + width, level.count)])
-        return Node.make(isLeaf: false, keys: children.map { $0.key(at: 0) }, values: [], children: children)
+        let children = level[start..<min(start + width, level.count)]
+        return Node.inner(keys: children.map { $0.key(at: 0) }, children: children)
       }
     }
     root = level[0]
@@ -203,12 +308,9 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
 
   @inlinable subscript(key: Key) -> Value? {
     guard var node = root else { return nil }
-    while !node.isLeaf {
-      let index = node.childIndex(key)
-      node = node.withUnsafeMutablePointerToHeader { $0.pointee.children[index] }
-    }
+    while !node.isLeaf { node = node.child(at: node.childIndex(key)) }
     guard let index = node.index(of: key) else { return nil }
-    return node.withUnsafeMutablePointerToHeader { $0.pointee.values[index] }
+    return node.value(at: index)
   }
 
   /// Calls `body` with every entry, in key order.
@@ -234,11 +336,11 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   }
 
   @inlinable static func visit(_ node: Node, _ body: (Key, Value) throws -> Void) rethrows {
+    let count = node.keyCount
     if node.isLeaf {
-      let values = node.values
-      for index in 0..<node.keyCount { try body(node.key(at: index), values[index]) }
+      for index in 0..<count { try body(node.key(at: index), node.value(at: index)) }
     } else {
-      for child in node.children { try visit(child, body) }
+      for index in 0..<count { try visit(node.child(at: index), body) }
     }
   }
 
@@ -248,14 +350,13 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   @inlinable @discardableResult
   mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
     guard root != nil else {
-      root = Node.make(isLeaf: true, keys: CollectionOfOne(key), values: [value], children: [])
+      root = Node.leaf(keys: CollectionOfOne(key), values: CollectionOfOne(value))
       count = 1
       return nil
     }
     let (old, split) = Self.insert(value, forKey: key, into: &root!)
     if let split, let left = root {
-      root = Node.make(
-        isLeaf: false, keys: [left.key(at: 0), split.key(at: 0)], values: [], children: [left, split])
+      root = Node.inner(keys: [left.key(at: 0), split.key(at: 0)], children: [left, split])
     }
     if old == nil { count += 1 }
     return old
@@ -277,7 +378,9 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     guard self[key] != nil, root != nil else { return nil }
     let old = Self.remove(key, from: &root!)
     count -= 1
-    while let node = root, !node.isLeaf, node.keyCount <= 1 { root = node.children.first }
+    while let node = root, !node.isLeaf, node.keyCount <= 1 {
+      root = node.keyCount == 1 ? node.child(at: 0) : nil
+    }
     if root?.keyCount == 0 { root = nil }
     return old
   }
@@ -288,22 +391,18 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     if current.isLeaf {
       let index = current.lowerBound(key)
       if index < current.keyCount && current.key(at: index) == key {
-        return current.withUnsafeMutablePointerToHeader { fields in
-          let old = fields.pointee.values[index]
-          fields.pointee.values[index] = value
+        return current.withValues { values in
+          let old = (values + index).move()
+          (values + index).initialize(to: value)
           return (old, nil)
         }
       }
-      current.insertKey(key, at: index)
-      current.withUnsafeMutablePointerToHeader { $0.pointee.values.insert(value, at: index) }
+      current.insert(key, value, at: index)
     } else {
       let index = current.childIndex(key)
-      let (old, split) = current.withUnsafeMutablePointerToHeader {
-        insert(value, forKey: key, into: &$0.pointee.children[index])
-      }
+      let (old, split) = current.withChildren { insert(value, forKey: key, into: &$0[index]) }
       guard let split else { return (old, nil) }
-      current.insertKey(split.key(at: 0), at: index + 1)
-      current.withUnsafeMutablePointerToHeader { $0.pointee.children.insert(split, at: index + 1) }
+      current.insert(split.key(at: 0), split, at: index + 1)
     }
     guard current.keyCount > (current.isLeaf ? maxLeafWidth : maxWidth) else { return (nil, nil) }
     return (nil, current.split(at: current.keyCount / 2))
@@ -320,16 +419,16 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     let current = node
     if current.isLeaf {
       guard let index = current.index(of: key) else { return nil }
-      return try current.withUnsafeMutablePointerToHeader { try change(&$0.pointee.values[index]) }
+      return try current.withValues { try change(&$0[index]) }
     }
     let index = current.childIndex(key)
-    return try current.withUnsafeMutablePointerToHeader { try modify(key, in: &$0.pointee.children[index], change) }
+    return try current.withChildren { try modify(key, in: &$0[index], change) }
   }
 
   /// Whether `key` is in the subtree under `node`.
   @inlinable static func find(_ key: Key, under node: Node) -> Bool {
     var node = node
-    while !node.isLeaf { node = node.children[node.childIndex(key)] }
+    while !node.isLeaf { node = node.child(at: node.childIndex(key)) }
     return node.index(of: key) != nil
   }
 
@@ -338,19 +437,15 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     if !isKnownUniquelyReferenced(&node) { node = node.copy() }
     let current = node
     if current.isLeaf {
-      let index = current.lowerBound(key)
-      current.removeKey(at: index)
-      return current.withUnsafeMutablePointerToHeader { $0.pointee.values.remove(at: index) }
+      return current.remove(at: current.lowerBound(key), as: Value.self)
     }
     let index = current.childIndex(key)
-    return current.withUnsafeMutablePointerToHeader { fields in
-      let old = remove(key, from: &fields.pointee.children[index])
-      if fields.pointee.children[index].keyCount == 0 {
-        fields.pointee.children.remove(at: index)
-        current.removeKey(at: index)
-      }
-      return old
+    let (old, emptied) = current.withChildren { children in
+      let old = remove(key, from: &children[index])
+      return (old, children[index].keyCount == 0)
     }
+    if emptied { _ = current.remove(at: index, as: Node.self) }
+    return old
   }
 }
 

@@ -160,12 +160,24 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
     _ id: Record.ID, from old: [Record.GroupKey], to new: [Record.GroupKey], context: inout ApplyContext
   ) {
     if old == new { return }
+    // Each group is found by one hash lookup and changed through its index (no `subscript`
+    // accessor, which hashes again to write back).
     for (index, key) in old.enumerated() where !new.contains(key) && !old[..<index].contains(key) {
-      if groups[key]?.removeValue(forKey: id) != nil, groups[key]?.isEmpty == true { groups[key] = nil }
+      if let slot = groups.index(forKey: key), groups.values[slot].removeValue(forKey: id) != nil,
+        groups.values[slot].isEmpty
+      {
+        groups.remove(at: slot)
+      }
       context.touch(group: name, key)
     }
     for (index, key) in new.enumerated() where !old.contains(key) && !new[..<index].contains(key) {
-      groups[key, default: RecordTree()].updateValue((), forKey: id)
+      if let slot = groups.index(forKey: key) {
+        groups.values[slot].updateValue((), forKey: id)
+      } else {
+        var ids = RecordTree<Record.ID, Void>()
+        ids.updateValue((), forKey: id)
+        groups[key] = ids
+      }
       context.touch(group: name, key)
     }
   }

@@ -161,12 +161,23 @@ public enum Replay {
     var count = 0
     var sequence = start
     while let record = try records.next() {
-      if case .event(let recorded) = record {
-        tables.apply(recorded.event, to: &state, context: &context)
-        context.touched.removeAll(keepingCapacity: true)
-      }
       sequence = record.sequence
-      try observe?(record, state)
+      if let observe {
+        if case .event(let recorded) = record {
+          tables.apply(recorded.event, to: &state, context: &context)
+          context.touched.removeAll(keepingCapacity: true)
+        }
+        try observe(record, state)
+      } else {
+        // Nothing looks at the record afterwards: moved into the match, not copied (a copy
+        // retains its event box, payload and strings, and releases them again).
+        switch consume record {
+        case .event(let recorded):
+          tables.apply(recorded.event, to: &state, context: &context)
+          context.touched.removeAll(keepingCapacity: true)
+        case .checkpoint: break
+        }
+      }
       applied(sequence)
       count += 1
       if let progress, count % max(1, options.progressInterval) == 0 {

@@ -58,30 +58,33 @@ package enum BatchCodec {
   package static func decode(
     _ frame: ArraySlice<UInt8>, header: BatchHeader, decoder: LZ4FrameDecoder, limits: JournalLimits
   ) throws -> [JournalRecord] {
+    var records: [JournalRecord] = []
+    try decode(frame, header: header, decoder: decoder, limits: limits, appendingTo: &records)
+    return records
+  }
+
+  /// `decode`, appending the records to `records`: a reader that keeps one array for every batch
+  /// (emptied, its capacity kept) allocates none per batch. On a throw, `records` may hold some
+  /// of the batch's records after what it held before.
+  package static func decode(
+    _ frame: ArraySlice<UInt8>, header: BatchHeader, decoder: LZ4FrameDecoder, limits: JournalLimits,
+    appendingTo records: inout [JournalRecord]
+  ) throws {
     do {
-      return try frame.withUnsafeBytes { frame in
+      try frame.withUnsafeBytes { frame in
         try decoder.decompress(frame, expectedLength: Int(header.contentLength)) { content in
-          try records(in: content, header: header, limits: limits)
+          records.reserveCapacity(records.count + Int(header.recordCount))
+          try forEachRecord(in: content, header: header, limits: limits) { sequence, timestamp, payload in
+            records.append(
+              JournalRecord(
+                sequence: sequence, timestamp: timestamp,
+                payload: [UInt8](UnsafeRawBufferPointer(rebasing: content[payload]))))
+          }
         }
       }
     } catch let failure as LZ4Failure {
       throw BatchDecodingFailure(reason: "LZ4 frame does not decode: \(failure)")
     }
-  }
-
-  /// The records of a batch's decoded content. Each payload is copied out of `content`.
-  private static func records(in content: UnsafeRawBufferPointer, header: BatchHeader, limits: JournalLimits) throws
-    -> [JournalRecord]
-  {
-    var records: [JournalRecord] = []
-    records.reserveCapacity(Int(header.recordCount))
-    try forEachRecord(in: content, header: header, limits: limits) { sequence, timestamp, payload in
-      records.append(
-        JournalRecord(
-          sequence: sequence, timestamp: timestamp, payload: [UInt8](UnsafeRawBufferPointer(rebasing: content[payload]))
-        ))
-    }
-    return records
   }
 
   /// Walks the records of a batch's decoded content, checking them against its header: numbering

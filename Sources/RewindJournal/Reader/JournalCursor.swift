@@ -131,8 +131,13 @@ public final class JournalCursor {
         expected = header.lastSequence + 1
         if skips(header) { continue }
         do {
-          buffer = try BatchCodec.decode(frame, header: header, decoder: decoder, limits: reader.limits)
+          // Into the array the previous batch left empty (`next()` empties it, keeping its capacity):
+          // no allocation per batch.
+          if !buffer.isEmpty { buffer.removeAll(keepingCapacity: true) }
+          bufferPosition = 0
+          try BatchCodec.decode(frame, header: header, decoder: decoder, limits: reader.limits, appendingTo: &buffer)
         } catch {
+          buffer.removeAll(keepingCapacity: true)  // no records of a batch that does not decode
           offset -= header.totalLength
           expected = header.firstSequence
           throw JournalError(
