@@ -10,9 +10,9 @@ import Testing
     let records = payloads.enumerated().map { NewRecord(timestamp: Int64(1_000 + $0.offset), payload: $0.element) }
     var scratch: [UInt8] = []
     var output: [UInt8] = []
-    let header = try BatchCodec.encode(
-      records, firstSequence: firstSequence, encoder: LZ4FrameEncoder(), scratch: &scratch, into: &output)
-    return (header, output[Layout.batchHeaderSize...])
+    let (header, end) = try BatchCodec.encode(
+      records, firstSequence: firstSequence, encoder: LZ4FrameEncoder(), scratch: &scratch, into: &output, at: 0)
+    return (header, output[Layout.batchHeaderSize..<end])
   }
 
   @Test func appendingDecodesEachBatchAfterWhatTheArrayHolds() throws {
