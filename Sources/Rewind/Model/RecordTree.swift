@@ -73,31 +73,27 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
 
     /// A leaf holding `keys` with `values` (parallel), in order.
     @inlinable static func leaf(keys: some Collection<Key>, values: some Collection<Value>) -> Node {
-      precondition(keys.count == values.count && keys.count <= slots(isLeaf: true), "leaf overfilled")
-      let node = makeEmpty(isLeaf: true)
-      node.withParts { fields, stored, payload in
-        let slots = payload.assumingMemoryBound(to: Value.self)
-        var index = 0
-        for (key, value) in zip(keys, values) {
-          (stored + index).initialize(to: key)
-          (slots + index).initialize(to: value)
-          index += 1
-        }
-        fields.pointee.count = index
-      }
-      return node
+      make(isLeaf: true, keys: keys, entries: values)
     }
 
     /// An inner node holding `children` under the separators `keys` (parallel), in order.
     @inlinable static func inner(keys: some Collection<Key>, children: some Collection<Node>) -> Node {
-      precondition(keys.count == children.count && keys.count <= slots(isLeaf: false), "node overfilled")
-      let node = makeEmpty(isLeaf: false)
+      make(isLeaf: false, keys: keys, entries: children)
+    }
+
+    /// A node holding `keys` with their payload entries (a leaf's values or an inner node's
+    /// children, whichever `isLeaf` says), in order.
+    @inlinable static func make<Entry>(
+      isLeaf: Bool, keys: some Collection<Key>, entries: some Collection<Entry>
+    ) -> Node {
+      precondition(keys.count == entries.count && keys.count <= slots(isLeaf: isLeaf), "node overfilled")
+      let node = makeEmpty(isLeaf: isLeaf)
       node.withParts { fields, stored, payload in
-        let nodes = payload.assumingMemoryBound(to: Node.self)
+        let slots = payload.assumingMemoryBound(to: Entry.self)
         var index = 0
-        for (key, child) in zip(keys, children) {
+        for (key, entry) in zip(keys, entries) {
           (stored + index).initialize(to: key)
-          (nodes + index).initialize(to: child)
+          (slots + index).initialize(to: entry)
           index += 1
         }
         fields.pointee.count = index
