@@ -34,18 +34,12 @@ package struct BatchHeader: Equatable {
     pointer.storeBytes(of: CRC32C.checksum(covered).littleEndian, toByteOffset: 48, as: UInt32.self)
   }
 
+  /// Appends the header's `Layout.batchHeaderSize` bytes to `writer` (through `encode(to:)`, the
+  /// one place the layout is written).
   package func encode(into writer: inout ByteWriter) {
     let start = writer.bytes.count
-    writer.write(Layout.batchHeaderMagic)
-    writer.write(UInt32(Layout.batchHeaderPayloadSize))
-    writer.write(firstSequence)
-    writer.write(recordCount)
-    writer.write(contentLength)
-    writer.write(frameLength)
-    writer.write(minTimestamp)
-    writer.write(maxTimestamp)
-    writer.write(frameChecksum)
-    writer.write(CRC32C.checksum(writer.bytes[(start + Layout.skippableHeaderSize)...]))
+    writer.bytes.append(contentsOf: repeatElement(0, count: Layout.batchHeaderSize))
+    writer.bytes.withUnsafeMutableBytes { encode(to: $0.baseAddress! + start) }
   }
 
   /// Why bytes are not a valid batch header.
