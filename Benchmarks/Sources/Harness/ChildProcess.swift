@@ -64,7 +64,9 @@ enum ChildProcess {
 
   /// The child's side: measures and writes its `Result` as JSON. Returns the exit status.
   static func main(_ arguments: [String]) -> Int32 {
-    guard arguments.count == 4, let kind = Kind(rawValue: arguments[0]), let limit = Int(arguments[2]) else {
+    guard arguments.count == 4, let kind = Kind(rawValue: arguments[0]), let limit = Int(arguments[2]),
+      limit >= 0
+    else {
       printError("usage: rewind-bench --child read|replay|manager|append DIR LIMIT OUT")
       return 2
     }
@@ -145,6 +147,9 @@ enum ChildProcess {
     let cursor = try JournalReader(directory: directory).records(from: 1)
     while records.count < 1_000, let record = try cursor.next() {
       records.append(NewRecord(timestamp: record.timestamp, payload: record.payload))
+    }
+    guard !records.isEmpty else {
+      throw BenchError("\(directory) holds no records to append (make it with --child manager)")
     }
     let target = directory + "-append"
     try? FileManager.default.removeItem(atPath: target)
