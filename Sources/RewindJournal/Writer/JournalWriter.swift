@@ -83,6 +83,9 @@ final class JournalWriter: @unchecked Sendable {
   private var segmentFD: Int32 = -1
   private var indexFD: Int32 = -1
   private var indexEnd: Int64 = 0
+  /// The active segment's file size: `state.endOffset` plus the zeros written ahead of it
+  /// (`JournalOptions.preallocationBytes`).
+  private var allocatedEnd: Int64 = 0
   private let encoder = LZ4FrameEncoder()
   /// The decoded content of the frame being encoded; only ever grown (see `BatchCodec.encode`).
   @exclusivity(unchecked) private var scratch: [UInt8] = []
@@ -108,6 +111,7 @@ final class JournalWriter: @unchecked Sendable {
     self.onSeal = onSeal
     self.state = start
     self.lastSequence = Atomic(start.nextSequence - 1)
+    self.allocatedEnd = start.fileSize
     try openActiveSegment()
     writeIndexFile(rewrite: !start.indexIsCurrent)
     let thread = Thread { [self] in run() }
@@ -301,6 +305,9 @@ final class JournalWriter: @unchecked Sendable {
       writing = false
       condition.unlock()
     }
+    // A closed journal's last segment ends at its last frame, as if nothing had been preallocated
+    // (if this fails, or the process dies first, the zeros read as the end of the journal).
+    cutPreallocation()
     io.close(segmentFD)
     if indexFD >= 0 { io.close(indexFD) }
     finished.signal()
@@ -477,23 +484,30 @@ final class JournalWriter: @unchecked Sendable {
     }
 
     let name = activeName
+    let end = state.endOffset + Int64(outputLength)
+    if end > allocatedEnd, options.preallocationBytes > 0, let failure = preallocate(through: end) {
+      return fail(failure, fatal: false)
+    }
     do {
       try output.withUnsafeBytes { (bytes) throws in
         try io.writeAll(
           segmentFD, UnsafeRawBufferPointer(rebasing: bytes[..<outputLength]), at: state.endOffset, path: activePath)
       }
     } catch {
-      // Undo whatever part reached the file, so nothing unacknowledged stays behind.
+      // Undo whatever part reached the file, so nothing unacknowledged stays behind (the
+      // preallocated zeros go too; the next group writes them again).
       let undone = (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil
+      allocatedEnd = undone ? state.endOffset : max(allocatedEnd, end)
       return fail(JournalError(error, directory: path, file: name), fatal: !undone)
     }
+    allocatedEnd = max(allocatedEnd, end)
     if options.durability != .none {
       do {
         let start = DispatchTime.now().uptimeNanoseconds
         try io.sync(segmentFD, metadata: false, path: activePath)
         lastSyncNanos = DispatchTime.now().uptimeNanoseconds - start
       } catch {
-        _ = try? io.truncate(segmentFD, to: state.endOffset, path: name)
+        if (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil { allocatedEnd = state.endOffset }
         return fail(durabilityLost(error, file: name), fatal: true)
       }
     }
@@ -505,6 +519,47 @@ final class JournalWriter: @unchecked Sendable {
     lastSequence.store(sequence - 1, ordering: .releasing)
     appendIndexEntries(newEntries)
     return .success(first)
+  }
+
+  /// Writes zeros from the allocated end of the active segment to the next multiple of
+  /// `preallocationBytes` at or after `end` (no further than the segment's target size, unless
+  /// `end` is), so that the next groups overwrite space that is already part of the file: their
+  /// `fdatasync` then has no file size to persist. The size grows once per chunk, persisted by
+  /// the `fdatasync` of the group that crosses it. A full disk shows up here, before any frame is
+  /// written: the zeros that did reach the file are cut again, and the group fails (it may be
+  /// retried; the journal goes on). Returns that failure, or nil.
+  private func preallocate(through end: Int64) -> JournalError? {
+    let chunk = Int64(options.preallocationBytes)
+    let target = max(end, min((end + chunk - 1) / chunk * chunk, Int64(options.segmentTargetBytes)))
+    var position = allocatedEnd
+    do {
+      while position < target {
+        let count = Int(min(Int64(preallocationZeros.count), target - position))
+        try preallocationZeros.withUnsafeBytes { (zeros) throws in
+          try io.writeAll(segmentFD, UnsafeRawBufferPointer(rebasing: zeros[..<count]), at: position, path: activePath)
+        }
+        position += Int64(count)
+      }
+    } catch {
+      // Zeros read as preallocated space, so what remains if this truncation fails is harmless.
+      if (try? io.truncate(segmentFD, to: allocatedEnd, path: activeName)) == nil {
+        allocatedEnd = max(allocatedEnd, position)
+      }
+      var failure = JournalError(error, directory: path, file: activeName)
+      failure.offset = allocatedEnd
+      failure.message =
+        "could not preallocate \(activeName) from \(allocatedEnd) to \(target) bytes, "
+        + "so nothing of the append was written (\(error))"
+      return failure
+    }
+    allocatedEnd = target
+    return nil
+  }
+
+  /// Cuts the active segment back to its last frame (on close); leaves it as it is if that fails.
+  private func cutPreallocation() {
+    guard allocatedEnd > state.endOffset else { return }
+    if (try? io.truncate(segmentFD, to: state.endOffset, path: activePath)) != nil { allocatedEnd = state.endOffset }
   }
 
   /// A failed group: makes the journal refuse further appends if `fatal`.
@@ -531,6 +586,17 @@ final class JournalWriter: @unchecked Sendable {
   /// fsync), leaves durability unknown: fatal, as `.durabilityLost`.
   private func roll() throws(RollFailure) {
     let name = activeName
+    // A sealed segment ends at its last frame: its preallocated zeros go before the fsync below
+    // persists its size, and before the next segment exists (readers and recovery take zeros
+    // in a segment that has a successor for damage).
+    if allocatedEnd > state.endOffset {
+      do {
+        try io.truncate(segmentFD, to: state.endOffset, path: activePath)
+        allocatedEnd = state.endOffset
+      } catch {
+        throw RollFailure(error: JournalError(error, directory: path, file: name), fatal: false)
+      }
+    }
     do {
       try io.sync(segmentFD, metadata: true, path: activePath)
     } catch {
@@ -548,6 +614,7 @@ final class JournalWriter: @unchecked Sendable {
     io.close(segmentFD)
     state.segments.append(state.nextSequence)
     state.endOffset = Int64(Layout.segmentHeaderSize)
+    allocatedEnd = state.endOffset
     state.lastIndexedOffset = 0
     do {
       try openActiveSegment()
@@ -618,3 +685,6 @@ final class JournalWriter: @unchecked Sendable {
     }
   }
 }
+
+/// The zeros `JournalWriter.preallocate(through:)` writes, 1 MiB per call at most.
+private let preallocationZeros = [UInt8](repeating: 0, count: 1 << 20)
