@@ -554,6 +554,8 @@ final class JournalWriter: @unchecked Sendable {
   private func preallocate(through end: Int64) -> JournalError? {
     let chunk = Int64(options.preallocationBytes)
     let target = max(end, min((end + chunk - 1) / chunk * chunk, Int64(options.segmentTargetBytes)))
+    // At the segment's target size already: the frames grow the file themselves.
+    guard target > end else { return nil }
     var position = allocatedEnd
     do {
       while position < target {
