@@ -556,7 +556,8 @@ final class JournalWriter: @unchecked Sendable {
     let target = max(end, min((end + chunk - 1) / chunk * chunk, Int64(options.segmentTargetBytes)))
     // At the segment's target size already: the frames grow the file themselves.
     guard target > end else { return nil }
-    var position = allocatedEnd
+    // From where the group's frames end (they fill what lies before): nothing is written twice.
+    var position = max(allocatedEnd, end)
     do {
       while position < target {
         let count = Int(min(Int64(preallocationZeros.count), target - position))
