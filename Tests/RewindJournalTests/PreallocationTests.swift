@@ -192,6 +192,35 @@ import Testing
     journal.close()
   }
 
+  @Test func repairMovesTheDamagedFramesAsideButNotTheZerosAfterThem() async throws {
+    let dir = TemporaryDirectory("prealloc-repair")
+    let journal = try Journal(directory: dir.path, options: Self.options(segmentBytes: 1 << 20))
+    let batches = Self.batches(40, seed: 11)
+    for batch in batches { try await journal.append(batch) }
+    let copy = TemporaryDirectory("prealloc-repair-copy")
+    let path = copy.appending("j")
+    try Files.copyDirectory(dir.path, to: path)
+    journal.close()
+    // A crashed writer's segment, with a flipped byte in a frame in its middle.
+    let segment = try #require(JournalFixtures.segments(path).last)
+    var bytes = try Files.read(path + "/" + segment)
+    let used = JournalFixtures.usedLength(bytes)
+    try #require(bytes.count > used)
+    let frames = try JournalFixtures.frames(of: Array(bytes.prefix(used)))
+    let damaged = frames[20]
+    bytes[damaged.offset + Layout.batchHeaderSize + 3] ^= 0x40
+    try Files.write(bytes, to: path + "/" + segment)
+
+    let report = try Journal.repair(directory: path)
+    #expect(report.moved.count == 1)
+    #expect(report.moved.first?.offset == Int64(damaged.offset))
+    #expect(report.moved.first?.length == Int64(used - damaged.offset), "the frames from the damage on, not the zeros")
+    let moved = try Files.read(path + "/" + report.moved.first!.movedTo)
+    #expect(moved == Array(bytes[damaged.offset..<used]))
+    #expect(Files.size(path + "/" + segment) == damaged.offset)
+    #expect(try JournalFixtures.readAll(path) == Array(Self.records(batches).prefix(20)))
+  }
+
   @Test func zerosAtTheEndOfASealedSegmentAreDamage() async throws {
     let dir = TemporaryDirectory("prealloc-sealed")
     let journal = try Journal(directory: dir.path, options: Self.options(segmentBytes: 8 << 10))
