@@ -127,10 +127,18 @@ extension JournalReader {
         if resume == nil, isLast {
           // Cut short by the end of the file, or followed by nothing but preallocated zeros (a
           // frame being written over them, or torn there by a crash): unfinished, not committed.
+          // Not a frame whose checksums hold but whose sequence or content is wrong: no write in
+          // progress and no crash leaves one (opening refuses the one, readers fail on the other).
           let zerosFrom = try file.nonZeroEnd(from: damage.offset)
-          if damage.kind == .truncatedHeader || damage.kind == .truncatedFrame || zerosFrom < file.size {
+          report.preallocatedBytes = file.size - zerosFrom
+          let unwritten: Bool =
+            switch damage.kind {
+            case .truncatedHeader, .truncatedFrame: true
+            case .badHeader, .frameChecksumMismatch: zerosFrom < file.size
+            case .sequenceBreak, .undecodable, .zeroFilled: false
+            }
+          if unwritten {
             report.unfinishedTail = problem
-            report.preallocatedBytes = file.size - zerosFrom
             break walk
           }
         }
