@@ -1,5 +1,7 @@
 import Foundation
+import Glibc
 import RewindTestSupport
+import Synchronization
 import Testing
 
 @testable import RewindJournal
@@ -73,5 +75,93 @@ import Testing
     #expect(verification.problems.map(\.offset) == [Int64(last.offset)], "\(verification.problems)")
     #expect(verification.unfinishedTail == nil)
     #expect(verification.preallocatedBytes == 1 << 20, "the zeros after it are still preallocated space")
+  }
+}
+
+extension PreallocationReviewTests {
+  /// The file system, running `onListing` once (when armed) as a reader next lists the journal's
+  /// directory: what a writer does between two of a reader's system calls.
+  final class ListingHook: FileIO {
+    private let base = PosixFileIO()
+    private let hook = Mutex<(@Sendable () throws -> Void)?>(nil)
+
+    func arm(_ action: @escaping @Sendable () throws -> Void) { hook.withLock { $0 = action } }
+
+    func contentsOfDirectory(_ path: String) throws -> [String] {
+      if let action = hook.withLock({ hook in
+        defer { hook = nil }
+        return hook
+      }) {
+        try action()
+      }
+      return try base.contentsOfDirectory(path)
+    }
+    func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+      try base.open(path, flags: flags, mode: mode)
+    }
+    func close(_ fd: Int32) { base.close(fd) }
+    func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+      try base.pwrite(fd, bytes, at: offset, path: path)
+    }
+    func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+      try base.pread(fd, into: buffer, at: offset, path: path)
+    }
+    func sync(_ fd: Int32, metadata: Bool, path: String) throws { try base.sync(fd, metadata: metadata, path: path) }
+    func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
+    func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
+    func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
+    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
+    func fileExists(_ path: String) -> Bool { base.fileExists(path) }
+    func removeFile(_ path: String) throws { try base.removeFile(path) }
+    func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
+    func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
+  }
+
+  @Test func aCursorAtTheZerosReadsOnWhenTheWriterFillsThemExactlyAndRolls() async throws {
+    // The writer's frames fill the preallocated space to its last byte, so sealing cuts nothing
+    // and the segment keeps its size; between the cursor's look at the zeros and its listing of
+    // the directory, the writer wrote those frames and started the next segment. The zeros the
+    // cursor saw are gone: it must read on, not report the sealed segment as damaged.
+    let original = TemporaryDirectory("review-exact")
+    let journal = try Journal(directory: original.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 63)
+    journal.close()
+    let segments = JournalFixtures.segments(original.path)
+    try #require(segments.count > 2)
+    let sealed = try Files.read(original.appending(segments[0]))
+    let frames = try JournalFixtures.frames(of: sealed)
+    let filled = frames[frames.count - 3].offset
+
+    let copy = TemporaryDirectory("review-exact-live")
+    let path = copy.appending("j")
+    try Files.copyDirectory(original.path, to: path)
+    for name in segments.dropFirst() + [Layout.indexName] {
+      try FileManager.default.removeItem(atPath: path + "/" + name)
+    }
+    try Files.write(
+      Array(sealed[..<filled]) + [UInt8](repeating: 0, count: sealed.count - filled), to: path + "/" + segments[0])
+
+    let io = ListingHook()
+    let cursor = try JournalReader(directory: path, io: io).records()
+    let before = Int(frames[frames.count - 3].header.firstSequence - 1)
+    #expect(try JournalFixtures.readAll(cursor) == Array(records.prefix(before)), "up to the zeros")
+
+    let rest = Array(sealed[filled...])
+    let next = original.appending(segments[1])
+    let nextCopy = path + "/" + segments[1]
+    let segmentPath = path + "/" + segments[0]
+    io.arm {
+      // In place, as the writer does: the cursor holds the file open.
+      let handle = try #require(FileHandle(forUpdatingAtPath: segmentPath))
+      try handle.seek(toOffset: UInt64(filled))
+      try handle.write(contentsOf: Data(rest))
+      try handle.close()
+      try FileManager.default.copyItem(atPath: next, toPath: nextCopy)
+    }
+    let end = Int(Layout.firstSequence(ofSegmentNamed: segments[2])! - 1)
+    // "No more for now" is fine while the writer is seen mid-roll; a follower asks again.
+    var read = try JournalFixtures.readAll(cursor)
+    read += try JournalFixtures.readAll(cursor)
+    #expect(read == Array(records[before..<end]), "over the zeros, then the next segment")
   }
 }

@@ -231,11 +231,23 @@ public final class JournalCursor {
     guard layout.segments.last == file.firstSequence else {
       // A later segment exists, so this one was complete before it was created. If its size
       // changed since it was judged (it grew, or its preallocated zeros were cut when it was
-      // sealed), the writer finished the frame and rolled over meanwhile: not damage; the next
-      // read looks again from here.
+      // sealed), or it now reads differently, the writer finished the frame and rolled over
+      // meanwhile: not damage; the next read looks again from here.
       let judged = file.size
       try refreshSize(file)
-      return file.size != judged
+      if file.size != judged { return true }
+      // Its size need not change: frames that fill its preallocated space exactly leave nothing
+      // to cut. Sealed before the next segment appeared, it now reads as it stays: read again.
+      do {
+        if case .damaged = try file.batch(
+          at: damage.offset, expecting: expected, checkFrame: true, limits: reader.limits)
+        {
+          return false
+        }
+      } catch {
+        throw JournalError(error, directory: reader.directory, file: file.name)
+      }
+      return true
     }
     if damage.kind == .zeroFilled { return true }
     do {
