@@ -164,4 +164,32 @@ extension PreallocationReviewTests {
     read += try JournalFixtures.readAll(cursor)
     #expect(read == Array(records[before..<end]), "over the zeros, then the next segment")
   }
+
+  @Test func zerosLeftByAFailedCutAreCutWhenTheSegmentIsSealed() async throws {
+    // The zeros' write fails part way (a full disk) and cutting them fails too: whatever reached
+    // the file must still go before the segment is sealed, or the sealed segment ends in zeros
+    // (damage: opening and reading refuse it).
+    let dir = TemporaryDirectory("review-failed-cut")
+    let faults = FaultInjectingFileIO()
+    var options = PreallocationTests.options(.always, segmentBytes: 16 << 10, chunk: 4 << 10)
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    let small = PreallocationTests.batches(10, seed: 64)
+    for batch in small { try await journal.append(batch) }
+    let large = PreallocationTests.batches(2, seed: 65, payload: 9000)
+    faults.arm(.shortWrite(bytes: 100, thenErrno: ENOSPC))
+    faults.arm(.truncateError(EIO))
+    try await journal.append(large[0])
+    #expect(faults.struck == 2)
+    try await journal.append(large[1])  // rolls
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count == 2)
+    let sealed = try Files.read(dir.appending(segments[0]))
+    #expect(sealed.count == JournalFixtures.usedLength(sealed), "a sealed segment ends at its last frame")
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path) == PreallocationTests.records(small + large))
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean)
+    reopened.close()
+  }
 }

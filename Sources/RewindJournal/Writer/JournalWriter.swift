@@ -575,9 +575,11 @@ final class JournalWriter: @unchecked Sendable {
         position += Int64(count)
       }
     } catch {
-      // Zeros read as preallocated space, so what remains if this truncation fails is harmless.
+      // Zeros read as preallocated space, so what remains if this truncation fails is harmless,
+      // as long as the file is cut before it is sealed: `allocatedEnd` must not fall short of
+      // what reached it, and a write that failed part way may have written past `position`.
       if (try? io.truncate(segmentFD, to: allocatedEnd, path: activeName)) == nil {
-        allocatedEnd = max(allocatedEnd, position)
+        allocatedEnd = max(allocatedEnd, target)
       }
       return false
     }
