@@ -192,4 +192,25 @@ extension PreallocationReviewTests {
     #expect(reopened.recovery.isClean)
     reopened.close()
   }
+
+  @Test(arguments: [Layout.batchHeaderSize, Layout.batchHeaderSize + 10])
+  func aTornFrameWithAWholeHeaderIsNotCountedByLastSequence(cut: Int) async throws {
+    // A crash while the last frame was written over preallocated zeros: its header reached the
+    // disk, its frame did not. The file is long enough to hold the frame, so only its checksum
+    // tells it is torn; opening moves it aside, and no reader may count its records.
+    let (original, path, copy) = try await Self.crashedCopy(seed: 66)
+    defer { withExtendedLifetime(copy) {} }
+    let last = original.frames.last!
+    var bytes = try Files.read(path + "/" + original.segment)
+    for i in (last.offset + cut)..<last.end { bytes[i] = 0 }
+    try Files.write(bytes, to: path + "/" + original.segment)
+    let kept = original.records(before: last.offset)
+
+    let reader = try JournalReader(directory: path)
+    #expect(try reader.lastSequence() == UInt64(kept.count), "the torn frame's records are not written")
+    #expect(try JournalFixtures.readAll(path) == kept)
+    let journal = try Journal(directory: path, options: JournalFixtures.options())
+    #expect(journal.lastSequence == UInt64(kept.count))
+    journal.close()
+  }
 }

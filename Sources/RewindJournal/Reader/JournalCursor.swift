@@ -112,10 +112,15 @@ public final class JournalCursor {
     while let file {
       let read: BatchRead
       do {
-        // While skipping to the start, frames are passed over by their headers alone.
+        // While skipping to the start, frames of sealed segments are passed over by their headers
+        // alone. Not in the last segment: there a whole header may front a frame not written yet
+        // (preallocated space is long enough to hold it), which only its checksum tells.
         let peek =
           start == nil
-          ? nil : try file.batch(at: offset, expecting: expected, checkFrame: false, limits: reader.limits)
+          ? nil
+          : try file.batch(
+            at: offset, expecting: expected, checkFrame: layout.segments.last == file.firstSequence,
+            limits: reader.limits)
         if let peek, case .batch(let header, _) = peek, skips(header) {
           read = peek
         } else {
