@@ -537,7 +537,9 @@ public final class Manager<M: Model>: Sendable {
     // One hold of `live` for the whole append: readers see all of its commands or none.
     live.withLock { model in
       for command in commands {
-        var context = ApplyContext()
+        // The touched keys go only into observers' changes: with none, naming and hashing them is
+        // wasted (as in replay).
+        var context = ApplyContext(recording: !guarded.observers.isEmpty)
         for event in command.events { tables.apply(event, to: &model, context: &context) }
         let count = UInt64(command.events.count)
         if !guarded.observers.isEmpty {
