@@ -470,7 +470,11 @@ public final class Manager<M: Model>: Sendable {
             working = copy
           }
         }
-        for command in commands { records += command.records }
+        if commands.count == 1 {
+          records = commands[0].records  // shared, not copied
+        } else {
+          for command in commands { records += command.records }
+        }
         let first = pipeline.nextSequence
         pipeline.nextSequence += UInt64(records.count)
         pipeline.commands = []
