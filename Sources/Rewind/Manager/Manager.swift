@@ -268,10 +268,18 @@ public final class Manager<M: Model>: Sendable {
           return nil
         }
       }
-      let role = await withTaskCancellationHandler {
-        await gate.enter(ticket)
-      } onCancel: {
-        cancelled.cancel()
+      let role: GateRole
+      if gate.tryEnter() {
+        // A free gate: nothing to wait for, so no handler to watch for cancellation meanwhile; a
+        // task cancelled already fails before validation, as it would have in the handler.
+        if Task.isCancelled { cancelled.cancel() }
+        role = .hold
+      } else {
+        role = await withTaskCancellationHandler {
+          await gate.enter(ticket)
+        } onCancel: {
+          cancelled.cancel()
+        }
       }
       switch role {
       case .hold:
@@ -279,7 +287,10 @@ public final class Manager<M: Model>: Sendable {
         // Write what was handed over on this thread, unless a write is under way (it takes it next).
         journal.lead()
         let result = try staged()
-        try await slot.completion?.wait()
+        if let completion = slot.completion {
+          // Usually settled by the write just made: read it without an asynchronous call.
+          if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
+        }
         return result
       case .done:
         let result = try staged()

@@ -58,16 +58,20 @@ final class SerialGate: Sendable {
 
   private let state = Mutex(State())
 
-  /// Takes the gate (`.hold`), or waits until a holder has staged `ticket` and its outcome is
-  /// settled (`.done`) or the gate is handed over (`.hold`). A holder must call `leave()`.
-  func enter(_ ticket: GateTicket) async -> GateRole {
-    // A free gate is taken without suspending.
-    let took = state.withLock { state in
+  /// Takes the gate if it is free: true if the caller now holds it (and must call `leave()`).
+  func tryEnter() -> Bool {
+    state.withLock { state in
       if state.busy { return false }
       state.busy = true
       return true
     }
-    if took { return .hold }
+  }
+
+  /// Takes the gate (`.hold`), or waits until a holder has staged `ticket` and its outcome is
+  /// settled (`.done`) or the gate is handed over (`.hold`). A holder must call `leave()`.
+  func enter(_ ticket: GateTicket) async -> GateRole {
+    // A free gate is taken without suspending.
+    if tryEnter() { return .hold }
     return await withCheckedContinuation { (continuation: CheckedContinuation<GateRole, Never>) in
       ticket.suspend(continuation)
       let holds = state.withLock { state in
