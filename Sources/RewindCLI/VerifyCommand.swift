@@ -37,6 +37,11 @@ enum VerifyCommand: RewindCommand {
       output.out(
         "note: unfinished last frame (a write in progress, or a torn tail the next writer moves aside): \(tail)\n")
     }
+    if report.preallocatedBytes > 0 {
+      output.out(
+        "note: \(report.preallocatedBytes) zero bytes of preallocated space end the last segment "
+          + "(written ahead by a live writer, or left by one that stopped; not damage)\n")
+    }
     for note in report.notes { output.out("note: \(note)\n") }
     output.out(
       report.isSound

@@ -53,6 +53,21 @@ import Testing
     #expect(show.err.contains("out of range"))
   }
 
+  @Test func preallocatedZerosAfterTheLastFrameAreNotDamage() async throws {
+    // What a writer killed while it held preallocated space leaves behind.
+    let dir = TemporaryDirectory("cli-zeros")
+    let segment = try await Self.journal(in: dir)
+    let whole = try await Self.rewind(["log", dir.appending("journal"), "--json"])
+    try Files.write(try Files.read(segment) + [UInt8](repeating: 0, count: 100_000), to: segment)
+    let log = try await Self.rewind(["log", dir.appending("journal"), "--json"])
+    #expect(log.status == 0, "\(log.err)")
+    #expect(log.out == whole.out, "every event, and nothing of the zeros")
+    let verify = try await Self.rewind(["verify", dir.appending("journal")])
+    #expect(verify.status == 0, "\(verify.out)")
+    #expect(verify.out.contains("note: 100000 zero bytes of preallocated space"), "\(verify.out)")
+    #expect(!verify.out.contains("unfinished") && !verify.out.contains("problem"), "\(verify.out)")
+  }
+
   @Test func anUnknownCommandOrNone() async throws {
     let unknown = try await Self.rewind(["explode", "/tmp"])
     #expect(unknown.status == 2)

@@ -56,6 +56,19 @@ enum JournalFixtures {
     var end: Int { offset + Int(header.totalLength) }
   }
 
+  /// The length of a segment's bytes up to the end of its last whole frame: without the zeros a
+  /// live writer preallocates after it (`JournalOptions.preallocationBytes`).
+  static func usedLength(_ bytes: [UInt8]) -> Int {
+    var offset = Layout.segmentHeaderSize
+    while offset < bytes.count,
+      case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits()),
+      offset + Int(header.totalLength) <= bytes.count
+    {
+      offset += Int(header.totalLength)
+    }
+    return min(offset, bytes.count)
+  }
+
   /// Walks the batches of a whole, undamaged segment.
   static func frames(of bytes: [UInt8]) throws -> [Frame] {
     var frames: [Frame] = []

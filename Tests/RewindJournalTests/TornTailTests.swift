@@ -95,9 +95,66 @@ import Testing
   }
 
   @Test(arguments: [1, 7, 47, 48, 49, 300, 4096])
-  func zerosAfterTheLastFrameAreMovedAside(count: Int) async throws {
+  func zerosAfterTheLastFrameArePreallocatedSpace(count: Int) async throws {
+    // A writer that preallocated and was killed: its frames, then zeros to the end of the file.
     let original = try await Self.makeOriginal(batches: 4, seed: 22)
-    try await Self.checkGarbage([UInt8](repeating: 0, count: count), after: original)
+    let copy = TemporaryDirectory("torn-zeros")
+    let path = copy.appending("j")
+    try Files.copyDirectory(original.dir.path, to: path)
+    try Files.write(original.bytes + [UInt8](repeating: 0, count: count), to: path + "/" + original.segment)
+    #expect(try JournalFixtures.readAll(path) == original.records, "a reader takes the zeros for the end")
+    let verification = try JournalReader(directory: path).verify()
+    #expect(verification.isSound && verification.unfinishedTail == nil)
+    #expect(verification.preallocatedBytes == Int64(count))
+
+    let journal = try Journal(directory: path, options: JournalFixtures.options())
+    #expect(journal.recovery.isClean, "zeros are not a torn tail: nothing is moved aside")
+    #expect(!FileManager.default.fileExists(atPath: path + "/" + Layout.quarantineName))
+    #expect(journal.lastSequence == UInt64(original.records.count))
+    let record = NewRecord(timestamp: 9, payload: Array("after \(count) zeros".utf8))
+    let range = try await journal.append([record])
+    #expect(range == UInt64(original.records.count + 1)...UInt64(original.records.count + 1))
+    journal.close()
+    let bytes = try Files.read(path + "/" + original.segment)
+    #expect(Array(bytes.prefix(original.bytes.count)) == original.bytes, "the new frame follows the old ones")
+    #expect(try JournalFixtures.frames(of: bytes).count == original.frames.count + 1, "no zeros left after closing")
+    #expect(
+      try JournalFixtures.readAll(path)
+        == original.records + [JournalRecord(sequence: range.lowerBound, timestamp: 9, payload: record.payload)])
+  }
+
+  @Test(arguments: [1, 20, 51, 52, 53, 400])
+  func aTornFrameFollowedByZerosMovesOnlyTheFrameAside(cut: Int) async throws {
+    // A crash while a frame was being written over preallocated zeros: part of the last frame
+    // reached the disk, the zeros after it did not change.
+    let original = try await Self.makeOriginal(batches: 4, seed: 26)
+    let last = original.frames.last!
+    let cut = min(cut, Int(last.header.totalLength) - 1)
+    let copy = TemporaryDirectory("torn-zeros-frame")
+    let path = copy.appending("j")
+    try Files.copyDirectory(original.dir.path, to: path)
+    var damaged = original.bytes
+    for i in (last.offset + cut)..<last.end { damaged[i] = 0 }
+    damaged += [UInt8](repeating: 0, count: 1 << 20)
+    try Files.write(damaged, to: path + "/" + original.segment)
+    let expected = original.records(before: last.offset)
+    #expect(try JournalFixtures.readAll(path) == expected, "a reader sees the frame as not written yet")
+    let verification = try JournalReader(directory: path).verify()
+    #expect(verification.isSound, "\(verification.problems)")
+    #expect(verification.unfinishedTail?.offset == Int64(last.offset))
+
+    let journal = try Journal(directory: path, options: JournalFixtures.options())
+    let moved = try #require(journal.recovery.movedAside.first)
+    #expect(journal.recovery.movedAside.count == 1)
+    #expect(moved.offset == Int64(last.offset))
+    // The frame's bytes (a batch header's, if that is torn too), not the megabyte of zeros after it.
+    let length = cut >= Layout.batchHeaderSize ? Int(last.header.totalLength) : Layout.batchHeaderSize
+    #expect(moved.length == Int64(length))
+    #expect(try Files.read(path + "/" + moved.movedTo) == Array(damaged[last.offset..<(last.offset + length)]))
+    #expect(journal.lastSequence == UInt64(expected.count))
+    journal.close()
+    #expect(Files.size(path + "/" + original.segment) == last.offset)
+    #expect(try JournalFixtures.readAll(path) == expected)
   }
 
   @Test(arguments: [1, 7, 47, 48, 49, 300, 4096])

@@ -222,17 +222,22 @@ public final class JournalCursor {
 
   /// Damage that ends the last segment with nothing valid after it is a frame still being
   /// written (or a torn tail the next writer will move aside): the end, for a reader, for now.
+  /// So are zeros to the end of the last segment: space the writer preallocated and has not
+  /// written yet (FORMAT.md, "Writing"); a frame being written over them reads as damage
+  /// followed by zeros until it is complete.
   private func isUnfinishedTail(_ damage: BatchDamage, in file: SegmentFile) throws -> Bool {
     if case .sequenceBreak = damage.kind { return false }
     try layout.refresh()
     guard layout.segments.last == file.firstSequence else {
-      // A later segment exists, so this one was complete before it was created. If it grew since
-      // it was judged, the writer finished the frame and rolled over meanwhile: not damage; the
-      // next read looks again from here.
+      // A later segment exists, so this one was complete before it was created. If its size
+      // changed since it was judged (it grew, or its preallocated zeros were cut when it was
+      // sealed), the writer finished the frame and rolled over meanwhile: not damage; the next
+      // read looks again from here.
       let judged = file.size
       try refreshSize(file)
-      return file.size > judged
+      return file.size != judged
     }
+    if damage.kind == .zeroFilled { return true }
     do {
       return try !file.hasValidBatchHeader(after: damage.offset, limits: reader.limits)
     } catch {

@@ -47,8 +47,10 @@ package final class SegmentFile {
       return try io.read(fd, count: count, at: offset, path: path)[...]
     }
     // Refill the window from `offset`; near the (last known) end of the file, read no more than
-    // is there, so polling a live tail does not allocate a whole window each time.
-    let wanted = Int(max(Int64(count), min(Int64(Self.readAhead), size - offset)))
+    // is there, so polling a live tail does not allocate a whole window each time. Likewise in
+    // zeros seen earlier (preallocated space a writer is filling): only what is asked for.
+    let ahead = zeroChecked.contains(offset) ? 0 : min(Int64(Self.readAhead), size - offset)
+    let wanted = Int(max(Int64(count), ahead))
     window = try io.read(fd, count: wanted, at: offset, path: path)
     windowOffset = offset
     return window.prefix(count)
@@ -65,11 +67,33 @@ package final class SegmentFile {
   ///   - expecting: the sequence number the batch must start with.
   ///   - checkFrame: also read the frame and check its CRC-32C (otherwise only the header is read,
   ///     and the frame is only known to be complete).
+  ///
+  /// Zeros from `offset` to the end of the file read as `.damaged` with kind `.zeroFilled`: the
+  /// space a writer preallocates ahead of its frames (FORMAT.md, "Writing"). Whether that is the
+  /// end of the journal (the last segment) or damage (a sealed one) is the caller's judgement.
   package func batch(at offset: Int64, expecting: UInt64, checkFrame: Bool, limits: JournalLimits) throws
     -> BatchRead
   {
+    let read = try batch(at: offset, expecting: expecting, checkFrame: checkFrame, limits: limits, fresh: false)
+    guard case .damaged = read, window.count > 0 else { return read }
+    // The read-ahead window may hold zeros that a writer has since written over (preallocated
+    // space): judge damage on the file itself.
+    window = []
+    windowOffset = 0
+    return try batch(at: offset, expecting: expecting, checkFrame: checkFrame, limits: limits, fresh: true)
+  }
+
+  private func batch(at offset: Int64, expecting: UInt64, checkFrame: Bool, limits: JournalLimits, fresh: Bool)
+    throws -> BatchRead
+  {
     if offset == size { return .end }
-    let headerBytes = try bytes(at: offset, count: Layout.batchHeaderSize)
+    let headerBytes =
+      fresh
+      ? try io.read(fd, count: Layout.batchHeaderSize, at: offset, path: path)[...]
+      : try bytes(at: offset, count: Layout.batchHeaderSize)
+    if headerBytes.first == 0, try isZeroFilled(from: offset) {
+      return .damaged(BatchDamage(offset: offset, kind: .zeroFilled))
+    }
     if headerBytes.count < Layout.batchHeaderSize {
       return .damaged(BatchDamage(offset: offset, kind: .truncatedHeader))
     }
@@ -86,7 +110,10 @@ package final class SegmentFile {
       return .damaged(BatchDamage(offset: offset, kind: .truncatedFrame, header: header))
     }
     guard checkFrame else { return .batch(header, frame: [][...]) }
-    let frame = try bytes(at: frameOffset, count: Int(header.frameLength))
+    let frame =
+      fresh
+      ? try io.read(fd, count: Int(header.frameLength), at: frameOffset, path: path)[...]
+      : try bytes(at: frameOffset, count: Int(header.frameLength))
     guard frame.count == Int(header.frameLength) else {
       return .damaged(BatchDamage(offset: offset, kind: .truncatedFrame, header: header))
     }
@@ -94,6 +121,60 @@ package final class SegmentFile {
       return .damaged(BatchDamage(offset: offset, kind: .frameChecksumMismatch, header: header))
     }
     return .batch(header, frame: frame)
+  }
+
+  /// Zeros known to fill `zeroChecked` (as of some earlier look). A writer only ever writes at
+  /// its end, header first, so while the bytes at the start of that range are still zero, the
+  /// rest of it is too: a reader polling a live tail checks only what the file gained since.
+  private var zeroChecked: Range<Int64> = 0..<0
+
+  /// Whether every byte from `offset` to the end of the file (`size`) is zero, and there is at
+  /// least one: space preallocated by a writer and not written yet.
+  package func isZeroFilled(from offset: Int64) throws -> Bool {
+    guard offset < size else { return false }
+    var from = offset
+    if zeroChecked.contains(offset) { from = min(zeroChecked.upperBound, size) }
+    guard try firstNonZero(from: from, to: size) == nil else { return false }
+    zeroChecked = offset..<size
+    return true
+  }
+
+  /// Where the bytes from `offset` on stop being anything but zeros: one past the last non-zero
+  /// byte before the end of the file, or `offset` if there is none. What recovery moves aside of
+  /// a torn tail in preallocated space is `offset..<nonZeroEnd(from: offset)`.
+  package func nonZeroEnd(from offset: Int64) throws -> Int64 {
+    var end = offset
+    var position = offset
+    while let found = try firstNonZero(from: position, to: size) {
+      end = found.last + 1
+      position = end
+    }
+    return end
+  }
+
+  /// Where the bytes that `damage` makes unreadable end, when nothing valid follows them: the
+  /// damaged batch's declared extent (or a batch header's length, if that is unreadable), and
+  /// beyond it up to the last non-zero byte. Zeros after that are preallocated space, not part
+  /// of a torn tail.
+  package func tornEnd(of damage: BatchDamage) throws -> Int64 {
+    let declared = damage.offset + (damage.header?.totalLength ?? Int64(Layout.batchHeaderSize))
+    return min(size, max(declared, try nonZeroEnd(from: damage.offset)))
+  }
+
+  /// The first non-zero byte in `from..<to`, and the last one of the chunk it was found in.
+  private func firstNonZero(from: Int64, to: Int64) throws -> (first: Int64, last: Int64)? {
+    let chunk = Int64(1 << 20)
+    var position = from
+    while position < to {
+      let bytes = try io.read(fd, count: Int(min(chunk, to - position)), at: position, path: path)
+      if bytes.isEmpty { return nil }
+      if let first = bytes.firstIndex(where: { $0 != 0 }) {
+        let last = bytes.lastIndex(where: { $0 != 0 })!
+        return (position + Int64(first), position + Int64(last))
+      }
+      position += Int64(bytes.count)
+    }
+    return nil
   }
 
   /// Whether a checksum-valid batch header starts anywhere after `offset`: if one does, damage at
@@ -147,9 +228,13 @@ package struct BatchDamage: Equatable {
     case frameChecksumMismatch
     case sequenceBreak(expected: UInt64)
     case undecodable(String)
+    /// Zeros from here to the end of the file: preallocated space not written yet. The end of
+    /// the journal in the last segment; damage anywhere else.
+    case zeroFilled
 
     package var description: String {
       switch self {
+      case .zeroFilled: "zeros from here to the end of the file (preallocated space, not written)"
       case .truncatedHeader: "batch header cut short by the end of the file"
       case .badHeader(let problem): problem.description
       case .truncatedFrame: "frame cut short by the end of the file"

@@ -55,8 +55,15 @@ extension Journal {
       let file = try layout.open(segment: segment)
       // A segment whose header is damaged, or whose first frame is, goes whole.
       let from = segment > damagedSegment || first.offset <= Int64(Layout.segmentHeaderSize) ? 0 : first.offset
+      // Of a partly moved segment, the bytes up to its preallocated zeros (those are not kept).
+      let end: Int64
+      do {
+        end = from == 0 ? file.size : try file.nonZeroEnd(from: from)
+      } catch {
+        throw JournalError(error, directory: directory, file: name)
+      }
       var entry = QuarantinedBytes(
-        segment: name, offset: from, length: file.size - from, movedTo: "", reason: first.message, sequences: nil)
+        segment: name, offset: from, length: end - from, movedTo: "", reason: first.message, sequences: nil)
       if segment > damagedSegment { entry.reason = "follows the damaged segment \(first.file)" }
       if dryRun {
         entry.movedTo = Layout.quarantineName + "/"
@@ -65,7 +72,7 @@ extension Journal {
           if from == 0 {
             entry.movedTo = try quarantine.moveFile(name)
           } else {
-            (entry.movedTo, entry.length) = try quarantine.moveTail(of: name, from: from)
+            (entry.movedTo, entry.length) = try quarantine.moveTail(of: name, from: from, upTo: end)
           }
         } catch {
           throw JournalError(error, directory: directory, file: name)

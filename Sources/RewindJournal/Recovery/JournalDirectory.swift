@@ -73,7 +73,12 @@ package struct JournalDirectory {
       if case .sequenceBreak = damage.kind { .sequenceBreak } else { .corrupt }
     let sequences =
       damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) } ?? expecting...expecting
+    let message =
+      damage.kind == .zeroFilled
+      ? "zeros from here to the end of a segment that is not the last: a writer cuts its preallocated space "
+        + "before it seals a segment, so records may be missing here"
+      : damage.kind.description
     return JournalError(
-      code, damage.kind.description, directory: path, file: file.name, offset: damage.offset, sequences: sequences)
+      code, message, directory: path, file: file.name, offset: damage.offset, sequences: sequences)
   }
 }

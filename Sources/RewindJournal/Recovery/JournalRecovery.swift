@@ -12,6 +12,8 @@ package struct WriterStart {
   package var report: RecoveryReport
   /// Whether the index file on disk already holds exactly `index`.
   package var indexIsCurrent: Bool
+  /// The last segment's file size: `endOffset` plus any zeros preallocated after it.
+  package var fileSize: Int64
 }
 
 /// Opening for writing: checks every segment header, checks every frame of the last segment,
@@ -114,6 +116,7 @@ package struct JournalRecovery {
       maxTimestamp = resume.maxTimestampBefore
     }
     var lastIndexedOffset: Int64 = 0
+    var fileSize = Int64(Layout.segmentHeaderSize)
 
     // Sealed segments the scan below does not reach: check that each ends cleanly, one before
     // the next segment's first sequence, walking headers from its last index entry (cheap).
@@ -156,6 +159,7 @@ package struct JournalRecovery {
       // Entries the index already has for this segment stay; new ones follow the interval rule.
       let existing = index.entries.last(where: { $0.segment == first })?.offset ?? 0
       lastIndexedOffset = existing
+      fileSize = file.size
       scan: while true {
         let read = try wrap(file.name) { () throws in
           try file.batch(at: offset, expecting: nextSequence, checkFrame: isLast, limits: options.limits)
@@ -175,6 +179,10 @@ package struct JournalRecovery {
           offset += header.totalLength
         case .end:
           break scan
+        case .damaged(let damage) where isLast && damage.kind == .zeroFilled:
+          // Space the writer preallocated and had not written: the end of the journal. The next
+          // writer writes over it.
+          break scan
         case .damaged(let damage):
           let followed = try wrap(file.name) { () throws in
             try file.hasValidBatchHeader(after: damage.offset, limits: options.limits)
@@ -182,9 +190,11 @@ package struct JournalRecovery {
           if !isLast || followed || { if case .sequenceBreak = damage.kind { true } else { false } }() {
             throw directory.error(damage, in: file, expecting: nextSequence)
           }
+          // Only the torn bytes move aside, not the preallocated zeros after them.
           let (moved, length) = try wrap(file.name) { () throws in
-            try quarantine.moveTail(of: file.name, from: damage.offset)
+            try quarantine.moveTail(of: file.name, from: damage.offset, upTo: try file.tornEnd(of: damage))
           }
+          fileSize = damage.offset
           report.movedAside.append(
             QuarantinedBytes(
               segment: file.name, offset: damage.offset, length: length, movedTo: moved,
@@ -210,7 +220,7 @@ package struct JournalRecovery {
     report.lastSequence = nextSequence - 1
     return WriterStart(
       segments: segments, endOffset: offset, nextSequence: nextSequence, maxTimestamp: maxTimestamp, index: index,
-      lastIndexedOffset: lastIndexedOffset, report: report, indexIsCurrent: indexIsCurrent)
+      lastIndexedOffset: lastIndexedOffset, report: report, indexIsCurrent: indexIsCurrent, fileSize: fileSize)
   }
 
   private func fileSize(_ name: String) -> Int64? {

@@ -27,6 +27,9 @@ public struct VerificationReport: Sendable, Equatable {
   /// An incomplete last frame: a write in progress, or a crash's torn tail that the next writer
   /// will move aside. Not a problem of committed data.
   public var unfinishedTail: JournalProblem?
+  /// Zeros at the end of the last segment, after its last frame: space a live writer
+  /// preallocated (or one that crashed left), read as the end of the journal. Not a problem.
+  public var preallocatedBytes: Int64 = 0
   /// Notes about derived data (the index) that the next writer rebuilds by itself.
   public var notes: [String] = []
   public var segments = 0
@@ -83,6 +86,9 @@ extension JournalReader {
         switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
         case .end:
           break walk
+        case .damaged(let found) where isLast && found.kind == .zeroFilled:
+          report.preallocatedBytes = file.size - found.offset
+          break walk
         case .damaged(let found):
           damage = found
         case .batch(let header, let frame):
@@ -108,9 +114,25 @@ extension JournalReader {
         let problem = JournalProblem(
           file: file.name, offset: damage.offset, sequences: sequences ?? (expected...expected),
           message: damage.kind.description)
-        if resume == nil, isLast, damage.kind == .truncatedHeader || damage.kind == .truncatedFrame {
-          report.unfinishedTail = problem
+        if damage.kind == .zeroFilled {
+          // Zeros to the end of a segment that has a successor: the writer cuts them before it
+          // seals a segment, so records may be missing here.
+          report.problems.append(
+            JournalProblem(
+              file: file.name, offset: damage.offset, sequences: expected...expected,
+              message: layout.error(damage, in: file, expecting: expected).message))
+          intact = false
           break walk
+        }
+        if resume == nil, isLast {
+          // Cut short by the end of the file, or followed by nothing but preallocated zeros (a
+          // frame being written over them, or torn there by a crash): unfinished, not committed.
+          let zerosFrom = try file.nonZeroEnd(from: damage.offset)
+          if damage.kind == .truncatedHeader || damage.kind == .truncatedFrame || zerosFrom < file.size {
+            report.unfinishedTail = problem
+            report.preallocatedBytes = file.size - zerosFrom
+            break walk
+          }
         }
         report.problems.append(problem)
         intact = false

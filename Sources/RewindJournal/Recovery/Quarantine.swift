@@ -19,14 +19,17 @@ package struct Quarantine {
     return name
   }
 
-  /// Moves the bytes of `segment` from `offset` to its end into a new quarantine file, then
-  /// truncates the segment at `offset`. Returns the quarantine file's path relative to the journal.
-  package func moveTail(of segment: String, from offset: Int64) throws -> (String, Int64) {
+  /// Moves the bytes of `segment` from `offset` to its end (or to `end`, when only zeros follow
+  /// it: preallocated space, not worth keeping) into a new quarantine file, then truncates the
+  /// segment at `offset`. Returns the quarantine file's path relative to the journal and the
+  /// number of bytes moved.
+  package func moveTail(of segment: String, from offset: Int64, upTo end: Int64? = nil) throws -> (String, Int64) {
     try io.makeJournalFolder(folder)
     let source = directory + "/" + segment
     let fd = try io.open(source, flags: O_RDWR, mode: 0)
     defer { io.close(fd) }
-    let size = try io.size(fd, path: source)
+    let fileSize = try io.size(fd, path: source)
+    let size = min(fileSize, max(offset, end ?? fileSize))
     let name = uniqueName("\(segment).from-\(offset).tail")
     let target = folder + "/" + name
     let out = try io.open(target, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)

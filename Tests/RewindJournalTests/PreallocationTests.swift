@@ -1,0 +1,244 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// The zeros a writer keeps after the active segment's last frame (`JournalOptions.preallocationBytes`,
+/// FORMAT.md "Writing"): the end of the journal while live or after a crash, cut when a segment is
+/// sealed and on close, and where a full disk shows up before any frame is written.
+@Suite struct PreallocationTests {
+  static func options(
+    _ durability: Durability = .always, segmentBytes: Int = 64 << 10, chunk: Int = 16 << 10
+  ) -> JournalOptions {
+    var options = JournalFixtures.options(durability, segmentBytes: segmentBytes, frameBytes: 1 << 10)
+    options.preallocationBytes = chunk
+    return options
+  }
+
+  /// `count` batches of one record each, with payloads LZ4 cannot shrink much.
+  static func batches(_ count: Int, seed: UInt64, payload: Int = 300) -> [[NewRecord]] {
+    var random = SeededGenerator(seed: seed)
+    return (0..<count).map { index in [NewRecord(timestamp: Int64(index), payload: random.bytes(payload))] }
+  }
+
+  static func records(_ batches: [[NewRecord]], from first: UInt64 = 1) -> [JournalRecord] {
+    zip(first..., batches.flatMap { $0 }).map {
+      JournalRecord(sequence: $0, timestamp: $1.timestamp, payload: $1.payload)
+    }
+  }
+
+  /// Sizes of a journal's segment files and the ends of their frames.
+  static func lengths(_ directory: String) throws -> [(size: Int, used: Int)] {
+    try JournalFixtures.segments(directory).map {
+      let bytes = try Files.read(directory + "/" + $0)
+      return (bytes.count, JournalFixtures.usedLength(bytes))
+    }
+  }
+
+  @Test(arguments: [0, 4 << 10, 16 << 10])
+  func sealedSegmentsAndClosedJournalsEndAtTheirLastFrame(chunk: Int) async throws {
+    let dir = TemporaryDirectory("prealloc-lengths")
+    let journal = try Journal(directory: dir.path, options: Self.options(chunk: chunk))
+    for batch in Self.batches(600, seed: 1) { try await journal.append(batch) }
+    let live = try Self.lengths(dir.path)
+    #expect(live.count > 2, "the journal should have rolled")
+    for (size, used) in live.dropLast() { #expect(size == used, "a sealed segment has no zeros") }
+    let active = live.last!
+    if chunk == 0 {
+      #expect(active.size == active.used, "without preallocation the file ends at its last frame")
+    } else {
+      #expect(active.size > active.used, "the active segment is preallocated")
+      #expect(active.size % chunk == 0 || active.size == 64 << 10, "in whole chunks, up to the segment's target")
+    }
+    journal.close()
+    for name in JournalFixtures.segments(dir.path) {
+      // `frames(of:)` expects the last frame to end exactly at the end of the file.
+      let frames = try JournalFixtures.frames(of: try Files.read(dir.appending(name)))
+      #expect(!frames.isEmpty, "\(name)")
+    }
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(Self.batches(600, seed: 1)))
+  }
+
+  @Test(arguments: [Durability.always, .batched, .none])
+  func aCopyTakenWhileTheWriterIsLiveReopensWithEveryAcknowledgedRecord(durability: Durability) async throws {
+    // What a crash leaves: the files of a live writer, preallocated zeros and all.
+    let dir = TemporaryDirectory("prealloc-live")
+    let journal = try Journal(directory: dir.path, options: Self.options(durability))
+    let batches = Self.batches(300, seed: 2)
+    for batch in batches { try await journal.append(batch) }
+    let copy = TemporaryDirectory("prealloc-crash")
+    let path = copy.appending("j")
+    try Files.copyDirectory(dir.path, to: path)
+    journal.close()
+
+    let copied = try Self.lengths(path)
+    if durability == .none {
+      #expect(copied.last!.size == copied.last!.used, "without syncs, nothing is preallocated")
+    } else {
+      #expect(copied.last!.size > copied.last!.used, "the copy holds preallocated zeros")
+    }
+    let expected = Self.records(batches)
+    #expect(try JournalFixtures.readAll(path) == expected, "a reader stops at the zeros")
+    let verification = try JournalReader(directory: path).verify()
+    #expect(verification.isSound && verification.unfinishedTail == nil, "\(verification.problems)")
+    #expect(verification.preallocatedBytes == Int64(copied.last!.size - copied.last!.used))
+
+    let reopened = try Journal(directory: path, options: Self.options(durability))
+    #expect(reopened.recovery.isClean, "\(reopened.recovery.movedAside)")
+    #expect(!FileManager.default.fileExists(atPath: path + "/" + Layout.quarantineName))
+    #expect(reopened.lastSequence == UInt64(expected.count))
+    let more = Self.batches(50, seed: 3)
+    for batch in more { try await reopened.append(batch) }
+    reopened.close()
+    for (size, used) in try Self.lengths(path) { #expect(size == used) }
+    #expect(try JournalFixtures.readAll(path) == expected + Self.records(more, from: UInt64(expected.count + 1)))
+  }
+
+  @Test(
+    arguments: [FaultInjectingFileIO.Fault.writeError(ENOSPC), .shortWrite(bytes: 100, thenErrno: ENOSPC)],
+    [Durability.always, .batched])
+  func aFullDiskAtPreallocationFailsTheAppendBeforeAnyFrameIsWritten(
+    fault: FaultInjectingFileIO.Fault, durability: Durability
+  ) async throws {
+    let dir = TemporaryDirectory("prealloc-enospc")
+    let faults = FaultInjectingFileIO()
+    var options = Self.options(durability, segmentBytes: 1 << 20, chunk: 4 << 10)
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    let before = Self.batches(20, seed: 4)
+    for batch in before { try await journal.append(batch) }
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let sizeBefore = Files.size(dir.appending(segment))
+    let bytesBefore = try Files.read(dir.appending(segment))
+    let lastBefore = journal.lastSequence
+
+    // Larger than a chunk, so it must extend the file; the first write of its group is the zeros.
+    let large = Self.batches(1, seed: 5, payload: 9000)[0]
+    faults.arm(fault)
+    do {
+      try await journal.append(large)
+      Issue.record("the append should have failed under \(fault)")
+    } catch let error as JournalError {
+      #expect(error.code == .io, "\(error)")
+      #expect(error.errno == ENOSPC, "\(error)")
+      #expect(error.file == segment, "\(error)")
+      #expect(error.message.contains("could not preallocate"), "\(error)")
+      #expect(error.offset == Int64(sizeBefore), "\(error): where the file ended")
+    }
+    #expect(faults.struck == 1)
+    #expect(journal.lastSequence == lastBefore)
+    #expect(journal.failure == nil, "a full disk at preallocation does not stop the journal")
+    #expect(try Files.read(dir.appending(segment)) == bytesBefore, "the zeros that reached the file are cut")
+
+    faults.disarm()
+    let range = try await journal.append(large)
+    #expect(range == (lastBefore + 1)...(lastBefore + 1), "the retry gets the number the failed append would have had")
+    journal.close()
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean)
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(before + [large]))
+  }
+
+  @Test func aCursorAtTheZerosSeesFramesWrittenOverThemLater() async throws {
+    // The cursor's read-ahead holds the zeros after the last frame; the writer then fills them
+    // in place (the file does not grow), and the cursor must read the new frames from the file.
+    let dir = TemporaryDirectory("prealloc-cursor")
+    let journal = try Journal(directory: dir.path, options: Self.options(segmentBytes: 1 << 20, chunk: 256 << 10))
+    let first = Self.batches(10, seed: 6, payload: 100)
+    for batch in first { try await journal.append(batch) }
+    let cursor = try JournalReader(directory: dir.path).records()
+    #expect(try JournalFixtures.readAll(cursor) == Self.records(first))
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let size = Files.size(dir.appending(segment))
+    for round in 0..<5 {
+      let more = Self.batches(7, seed: 7 + UInt64(round), payload: 100)
+      for batch in more { try await journal.append(batch) }
+      let from = UInt64(first.count + round * 7 + 1)
+      #expect(try JournalFixtures.readAll(cursor) == Self.records(more, from: from), "round \(round)")
+    }
+    #expect(Files.size(dir.appending(segment)) == size, "the frames went into preallocated space")
+    journal.close()
+  }
+
+  @Test func largeGroupsAndAppendsWithoutSyncGrowTheFileThemselves() async throws {
+    for (durability, payload) in [(Durability.none, 100), (.always, 100 << 10)] {
+      let dir = TemporaryDirectory("prealloc-large")
+      var options = Self.options(durability, segmentBytes: 4 << 20, chunk: 64 << 10)
+      options.frameTargetBytes = 1 << 20
+      let journal = try Journal(directory: dir.path, options: options)
+      for batch in Self.batches(20, seed: 10, payload: payload) {
+        try await journal.append(batch)
+        let (size, used) = try Self.lengths(dir.path).last!
+        #expect(size == used, "\(durability), \(payload)-byte records: no zeros ahead")
+      }
+      journal.close()
+    }
+  }
+
+  @Test func aFollowerReadsAcrossRollsAndChunksWhileTheWriterAppends() async throws {
+    let dir = TemporaryDirectory("prealloc-follow")
+    let journal = try Journal(
+      directory: dir.path, options: Self.options(.batched, segmentBytes: 48 << 10, chunk: 8 << 10))
+    let batches = Self.batches(700, seed: 8, payload: 200)
+    let follower = try FollowTests.follow(dir.path, from: 1, count: batches.count)
+    let late = try FollowTests.follow(dir.path, from: 350, count: batches.count - 349)
+    for batch in batches { try await journal.append(batch) }
+    #expect(JournalFixtures.segments(dir.path).count > 2, "the follower should cross segment rolls")
+    let expected = Self.records(batches)
+    #expect(try await follower.value == expected)
+    #expect(try await late.value == Array(expected[349...]))
+    journal.close()
+  }
+
+  @Test func repairMovesTheDamagedFramesAsideButNotTheZerosAfterThem() async throws {
+    let dir = TemporaryDirectory("prealloc-repair")
+    let journal = try Journal(directory: dir.path, options: Self.options(segmentBytes: 1 << 20))
+    let batches = Self.batches(40, seed: 11)
+    for batch in batches { try await journal.append(batch) }
+    let copy = TemporaryDirectory("prealloc-repair-copy")
+    let path = copy.appending("j")
+    try Files.copyDirectory(dir.path, to: path)
+    journal.close()
+    // A crashed writer's segment, with a flipped byte in a frame in its middle.
+    let segment = try #require(JournalFixtures.segments(path).last)
+    var bytes = try Files.read(path + "/" + segment)
+    let used = JournalFixtures.usedLength(bytes)
+    try #require(bytes.count > used)
+    let frames = try JournalFixtures.frames(of: Array(bytes.prefix(used)))
+    let damaged = frames[20]
+    bytes[damaged.offset + Layout.batchHeaderSize + 3] ^= 0x40
+    try Files.write(bytes, to: path + "/" + segment)
+
+    let report = try Journal.repair(directory: path)
+    #expect(report.moved.count == 1)
+    #expect(report.moved.first?.offset == Int64(damaged.offset))
+    #expect(report.moved.first?.length == Int64(used - damaged.offset), "the frames from the damage on, not the zeros")
+    let moved = try Files.read(path + "/" + report.moved.first!.movedTo)
+    #expect(moved == Array(bytes[damaged.offset..<used]))
+    #expect(Files.size(path + "/" + segment) == damaged.offset)
+    #expect(try JournalFixtures.readAll(path) == Array(Self.records(batches).prefix(20)))
+  }
+
+  @Test func zerosAtTheEndOfASealedSegmentAreDamage() async throws {
+    let dir = TemporaryDirectory("prealloc-sealed")
+    let journal = try Journal(directory: dir.path, options: Self.options(segmentBytes: 8 << 10))
+    for batch in Self.batches(100, seed: 9) { try await journal.append(batch) }
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let sealed = dir.appending(segments[0])
+    let end = Files.size(sealed)
+    try Files.write(try Files.read(sealed) + [UInt8](repeating: 0, count: 5000), to: sealed)
+
+    let reading = #expect(throws: JournalError.self) { _ = try JournalFixtures.readAll(dir.path) }
+    #expect(reading?.code == .corrupt && reading?.file == segments[0] && reading?.offset == Int64(end))
+    #expect(reading?.message.contains("not the last") == true, "\(String(describing: reading))")
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.problems.map(\.offset) == [Int64(end)], "\(verification.problems)")
+    #expect(verification.problems.first?.file == segments[0])
+    let opening = #expect(throws: JournalError.self) { _ = try Journal(directory: dir.path, options: Self.options()) }
+    #expect(opening?.code == .corrupt && opening?.file == segments[0], "\(String(describing: opening))")
+  }
+}
