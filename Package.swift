@@ -1,7 +1,8 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Dependency arrows go one way: rewind → NotebookTool → {RewindCLI, Notebook} → Rewind → RewindJournal → CLZ4.
+// Dependency arrows go one way: rewind → NotebookTool → {RewindCLI, Notebook} → Rewind → RewindJournal → {CLZ4,
+// CCRC32C}.
 // RewindCLI knows no app: NotebookTool registers Notebook's model and adds its demo.
 let strict: [SwiftSetting] = [
   .enableUpcomingFeature("InternalImportsByDefault"),
@@ -25,7 +26,9 @@ let package = Package(
       pkgConfig: "liblz4",
       providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
     ),
-    .target(name: "RewindJournal", dependencies: ["CLZ4"], swiftSettings: strict),
+    // CRC-32C by the CPU's instruction (SSE4.2, ARMv8 CRC32C): the core's only own C code.
+    .target(name: "CCRC32C"),
+    .target(name: "RewindJournal", dependencies: ["CLZ4", "CCRC32C"], swiftSettings: strict),
     // libsqlite3, for the benchmark's SQLite baseline only.
     .systemLibrary(
       name: "CSQLite",

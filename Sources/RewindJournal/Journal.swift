@@ -98,9 +98,10 @@ public final class Journal: Sendable {
   ///   a failed append was acknowledged; unless the code is `.durabilityLost`, it can be retried.
   @discardableResult
   public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
-    // An unsafe continuation, handed to the writer as it is: no checked wrapper and no closure
-    // to allocate per append. The writer resumes every append exactly once.
-    try await withUnsafeContinuation { continuation in
+    // The continuation is handed to the writer as it is (no closure to allocate per append);
+    // unsafe in release builds, checked in debug ones (`AppendContinuation`). The writer resumes
+    // every append exactly once.
+    try await withAppendContinuation { continuation in
       writer.enqueue(records, completion: .task(continuation))
     }.get()
   }
@@ -114,7 +115,7 @@ public final class Journal: Sendable {
   public func append(_ records: [NewRecord], expectingFirstSequence first: UInt64) async throws
     -> ClosedRange<UInt64>
   {
-    try await withUnsafeContinuation { continuation in
+    try await withAppendContinuation { continuation in
       writer.enqueue(records, expectedFirst: first, completion: .task(continuation))
     }.get()
   }

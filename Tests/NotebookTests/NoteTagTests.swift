@@ -44,3 +44,17 @@ func tagsAreTrimmedAndLowercased(raw: String, expected: String) {
   #expect(!Note.isNormalized([""]))
   #expect(Note.isNormalized(["a", "b"]))
 }
+
+/// Titles and tags are trimmed of Unicode's white space; the ASCII shortcut agrees with the
+/// Unicode property on every ASCII and Latin-1 scalar, and on the white space beyond them.
+@Test func whiteSpaceShortcutAgreesWithUnicode() {
+  let scalars = (0...0x3000).compactMap(Unicode.Scalar.init) + ["\u{FEFF}", "\u{205F}", "\u{3000}"]
+  for scalar in scalars {
+    #expect(scalar.isWhiteSpace == scalar.properties.isWhitespace, "U+\(String(scalar.value, radix: 16))")
+  }
+  #expect("\u{85}\u{A0} a\u{2028}b \t\u{3000}".trimmed == "a\u{2028}b")
+  #expect(" \n\t\u{B}\u{C}\r".trimmed == "")
+  #expect("title".trimmed == "title")
+  #expect("x".trimmed == "x")
+  #expect("\u{1F600} ".trimmed == "\u{1F600}")
+}

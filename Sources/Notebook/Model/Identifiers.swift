@@ -44,9 +44,18 @@ extension String {
   /// Without leading and trailing white space (Unicode's definition).
   var trimmed: String {
     let scalars = unicodeScalars
-    guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-      let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+    guard let first = scalars.firstIndex(where: { !$0.isWhiteSpace }),
+      let last = scalars.lastIndex(where: { !$0.isWhiteSpace })
     else { return "" }
+    if first == scalars.startIndex && scalars.index(after: last) == scalars.endIndex { return self }
     return String(scalars[first...last])
+  }
+}
+
+extension Unicode.Scalar {
+  /// `properties.isWhitespace` (Unicode's White_Space), without its table lookup for ASCII:
+  /// tab, line feed, vertical tab, form feed, carriage return and space.
+  var isWhiteSpace: Bool {
+    isASCII ? value == 0x20 || (0x09...0x0D).contains(value) : properties.isWhitespace
   }
 }

@@ -47,7 +47,9 @@ public enum EventRecord {
   }
 
   private static func header<E: Event>(_ type: E.Type, origin: Origin, commandID: Identifier) -> FieldBytesWriter {
-    var writer = FieldBytesWriter(capacity: 128)
+    // Room for the header and a typical event (Notebook's average 164 bytes): one allocation, where
+    // 128 bytes made most payloads grow and be copied once.
+    var writer = FieldBytesWriter(capacity: 256)
     writer.append(layoutVersion)
     writer.appendString(E.name)
     writer.appendVarint(UInt64(E.version))

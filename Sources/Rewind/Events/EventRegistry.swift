@@ -1,29 +1,10 @@
 /// What a model knows about events: for each name, the current version's type and how to apply it,
 /// and upcasters that turn each older version into the next, forever.
 public struct EventRegistry<M: Model>: Sendable {
-  struct Current: Sendable {
-    var type: ObjectIdentifier
-    var version: UInt32
-    var encode: @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
-    var decode: @Sendable ([UInt8], Int) throws -> any Event
-  }
-
-  struct Upcaster: Sendable {
-    var decode: @Sendable ([UInt8], Int) throws -> any Sendable
-    /// Turns the decoded old value into the value of the next version.
-    var step: @Sendable (any Sendable) -> any Sendable
-  }
-
-  struct VersionKey: Hashable {
-    var name: String
-    var version: UInt32
-  }
-
-  private var current: [String: Current] = [:]
-  /// `current` again, by type: applying and encoding look events up by type, which hashes a
-  /// pointer rather than a name.
-  private var byType: [ObjectIdentifier: Current] = [:]
-  private var upcasters: [VersionKey: Upcaster] = [:]
+  // The entries' types are not nested here: nested, they would be generic over the model, and
+  // unspecialized code (the manager's) would look their metadata up at run time on each use.
+  private var current: [String: RegisteredEvent] = [:]
+  private var upcasters: [EventVersionKey: RegisteredUpcaster] = [:]
   /// What replay needs per record, in tables that are not generic over the model.
   private(set) var tables = EventTables()
 
@@ -58,15 +39,19 @@ public struct EventRegistry<M: Model>: Sendable {
     decode: @escaping @Sendable ([UInt8], Int) throws -> E
   ) {
     precondition(current[E.name] == nil, "event \(E.name) registered twice")
-    let entry = Current(
+    let entry = RegisteredEvent(
       type: ObjectIdentifier(E.self), version: E.version,
       encode: { event, origin, command in
-        guard let event = event as? E else { preconditionFailure("\(E.name) encoded from a \(type(of: event))") }
-        return try encode(event, origin, command)
+        // Found by the event's dynamic type, so the event is an `E` (see the applier below).
+        func reinterpret<T: Event>(_ value: T) -> E {
+          precondition(T.self == E.self, "\(E.name) encoded from a \(T.self)")
+          return unsafeBitCast(value, to: E.self)
+        }
+        return try encode(reinterpret(event), origin, command)
       },
       decode: { bytes, offset in try decode(bytes, offset) })
     current[E.name] = entry
-    byType[ObjectIdentifier(E.self)] = entry
+    tables.setEncoder(for: ObjectIdentifier(E.self), entry.encode)
     tables.add(name: E.name, decoder: EventTables.Decoder(version: E.version, decode: { try decode($0, $1) }))
     tables.setApplier(for: ObjectIdentifier(E.self)) { model, event, context in
       // The caller found this applier by the event's dynamic type, so the event is an `E`: open
@@ -87,7 +72,7 @@ public struct EventRegistry<M: Model>: Sendable {
   ) {
     precondition(
       Old.name == New.name && New.version == Old.version + 1, "upcaster must go from one version to the next")
-    upcasters[VersionKey(name: Old.name, version: Old.version)] = Upcaster(
+    upcasters[EventVersionKey(name: Old.name, version: Old.version)] = RegisteredUpcaster(
       decode: { bytes, offset in try FieldDecoder().decode(Old.self, from: bytes, at: offset) },
       step: { value in
         guard let value = value as? Old else {
@@ -103,7 +88,7 @@ public struct EventRegistry<M: Model>: Sendable {
     if version == current.version { return true }
     var version = version
     while version < current.version {
-      guard upcasters[VersionKey(name: name, version: version)] != nil else { return false }
+      guard upcasters[EventVersionKey(name: name, version: version)] != nil else { return false }
       version += 1
     }
     return version == current.version
@@ -123,11 +108,11 @@ public struct EventRegistry<M: Model>: Sendable {
     do {
       if header.version == current.version { return try current.decode(payload, header.bodyOffset) }
       var version = header.version
-      guard let first = upcasters[VersionKey(name: header.name, version: version)] else {
+      guard let first = upcasters[EventVersionKey(name: header.name, version: version)] else {
         throw ReplayError(.unknownEvent, sequence: sequence, name: header.name, version: header.version)
       }
       var value = try first.decode(payload, header.bodyOffset)
-      while version < current.version, let upcaster = upcasters[VersionKey(name: header.name, version: version)] {
+      while version < current.version, let upcaster = upcasters[EventVersionKey(name: header.name, version: version)] {
         value = upcaster.step(value)
         version += 1
       }
@@ -153,8 +138,7 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// The record payload of `event`, or nil if its type is not registered as current.
   func encode(_ event: any Event, origin: Origin, commandID: Identifier) throws -> [UInt8]? {
-    guard let current = byType[ObjectIdentifier(type(of: event))] else { return nil }
-    return try current.encode(event, origin, commandID)
+    try tables.encode(event, origin: origin, commandID: commandID)
   }
 
   /// What the registry reads, one sorted line per event: `name@version<-old,older` (the versions
@@ -168,14 +152,35 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Whether `eventType` is registered as the current version of its name.
   func isRegistered(_ eventType: any Event.Type) -> Bool {
-    byType[ObjectIdentifier(eventType)] != nil
+    tables.isRegistered(eventType)
   }
 }
 
-/// The registry's per-record work, decoding the current version of a name and applying an event
-/// by its type, in tables that are not generic over the model: looking something up in them costs
-/// no generic metadata, which replay would otherwise pay per record. Take `registry.tables` once,
-/// outside a loop.
+/// The current version of a registered event: its type, version and coding.
+struct RegisteredEvent: Sendable {
+  var type: ObjectIdentifier
+  var version: UInt32
+  var encode: @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
+  var decode: @Sendable ([UInt8], Int) throws -> any Event
+}
+
+/// Turns an older version of an event into the next.
+struct RegisteredUpcaster: Sendable {
+  var decode: @Sendable ([UInt8], Int) throws -> any Sendable
+  /// Turns the decoded old value into the value of the next version.
+  var step: @Sendable (any Sendable) -> any Sendable
+}
+
+/// An event's name and one of its versions.
+struct EventVersionKey: Hashable {
+  var name: String
+  var version: UInt32
+}
+
+/// The registry's per-record work, decoding the current version of a name and applying or encoding
+/// an event by its type, in tables that are not generic over the model: looking something up in
+/// them costs no generic metadata, which replay and the manager would otherwise pay per record.
+/// Take `registry.tables` once, outside a loop.
 struct EventTables: Sendable {
   struct Decoder: Sendable {
     var version: UInt32
@@ -194,6 +199,8 @@ struct EventTables: Sendable {
   /// Appliers by event type: a short list searched in order (a dozen or two pointer comparisons
   /// cost less than hashing the type for a dictionary).
   private var appliers: [(type: ObjectIdentifier, applier: Applier)] = []
+  /// Encoders by event type (hashing a pointer rather than a name).
+  private var encoders: [ObjectIdentifier: @Sendable (any Event, Origin, Identifier) throws -> [UInt8]] = [:]
   /// The index in `names` of the checkpoint's name.
   static let checkpointNameIndex = 0
 
@@ -209,6 +216,12 @@ struct EventTables: Sendable {
     } else {
       appliers.append((type, applier))
     }
+  }
+
+  mutating func setEncoder(
+    for type: ObjectIdentifier, _ encode: @escaping @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
+  ) {
+    encoders[type] = encode
   }
 
   init() {
@@ -237,6 +250,17 @@ struct EventTables: Sendable {
         .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
         underlying: String(describing: error))
     }
+  }
+
+  /// The record payload of `event`, or nil if its type is not registered as current.
+  func encode(_ event: any Event, origin: Origin, commandID: Identifier) throws -> [UInt8]? {
+    guard let encode = encoders[ObjectIdentifier(type(of: event))] else { return nil }
+    return try encode(event, origin, commandID)
+  }
+
+  /// Whether `eventType` is registered as the current version of its name.
+  func isRegistered(_ eventType: any Event.Type) -> Bool {
+    encoders[ObjectIdentifier(eventType)] != nil
   }
 
   /// Applies `event` (of a type registered as current for `M`) to `model`.

@@ -42,6 +42,8 @@ final class Completion: Sendable {
 
   /// Waits for the outcome; throws the batch's error.
   func wait() async throws(ManagerError) {
+    // Settled already (a command whose task wrote its own batch): no suspension.
+    if let outcome = state.withLock({ $0.outcome }) { return try outcome.get() }
     let outcome = await withCheckedContinuation {
       (continuation: CheckedContinuation<Result<Void, ManagerError>, Never>) in
       let ready = state.withLock { state -> Result<Void, ManagerError>? in

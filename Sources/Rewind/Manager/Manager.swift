@@ -1,12 +1,18 @@
 public import RewindJournal
 internal import Synchronization
 
-/// Where the gate holder leaves a command's outcome for the command's task.
+/// Where the gate holder leaves a command's outcome for the command's task: the error its
+/// staging threw, or its completion (the body's value goes to memory `perform` owns).
+///
+/// Not generic over the body's result: unspecialized code would look up the metadata of
+/// `StageSlot<R>` and `Result<R, any Error>` at run time, several hash-table searches per command.
 ///
 /// `@unchecked Sendable`: written by the gate holder before it wakes the command's task (or
 /// settles its completion, which wakes it), read by that task only after it wakes.
-private final class StageSlot<R>: @unchecked Sendable {
-  var result: Result<R, any Error>?
+private final class StageSlot: @unchecked Sendable {
+  var failure: (any Error)?
+  /// Whether the body's value was stored.
+  var staged = false
   var completion: Completion?
 }
 
@@ -107,20 +113,20 @@ private struct Pipeline: Sendable {
 /// `Sendable`: `guarded` (last sequence, stop reason, observers, appends in flight) with `live`
 /// (the model; taken only while holding `guarded`, or alone to read it), and `pipeline`
 /// (commands validated but not yet handed to the journal) with `working` (the working copy) are
-/// behind `Mutex`es; `pipeline` and `working` are only used by the holder of `gate`. `journal`,
-/// `registry`, `clock`, `ids` and `limits` are immutable or thread-safe.
+/// behind locks (`Mutex`, `LockedValue`); `pipeline` and `working` are only used by the holder of
+/// `gate`. `journal`, `tables`, `clock`, `ids` and `limits` are immutable or thread-safe.
 ///
 /// The state behind `guarded` and `pipeline` is not generic over the model (see `Flight`); only
-/// `live` and `working` are.
+/// `live` and `working` are, each in an object of its own (see `LockedValue`).
 public final class Manager<M: Model>: Sendable {
   private let guarded: Mutex<Guarded>
   /// The live model. Changed only while holding `guarded` too (publishing), so a holder of
   /// `guarded` sees it consistent with `flights` and `lastSequence`.
-  private let live: Mutex<M>
+  private let live: LockedValue<M>
   /// The live model plus every command in flight and `pipeline.commands[..<applied]`; nil when
   /// nothing is in flight or staged (the live model is then the state to validate against).
   /// Gate holder only.
-  private let working: Mutex<M?>
+  private let working: LockedValue<M?>
   private let pipeline: Mutex<Pipeline>
 
   /// Most commands in one append.
@@ -131,7 +137,8 @@ public final class Manager<M: Model>: Sendable {
   static var quietCommandsBeforeDroppingCopy: Int { 1024 }
 
   private let journal: Journal
-  private let registry: EventRegistry<M>
+  /// The registry's tables (not generic over the model, unlike the registry: see `EventTables`).
+  private let tables: EventTables
   private let clock: TimeSource
   private let ids: IdentifierSource
   /// Most payload bytes (plus a per-record allowance) in one append: half the journal's limit.
@@ -162,13 +169,13 @@ public final class Manager<M: Model>: Sendable {
       throw error
     }
     self.journal = journal
-    self.registry = registry
+    self.tables = registry.tables
     self.clock = clock
     self.ids = ids
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
     self.guarded = Mutex(Guarded(lastSequence: replayed.lastSequence))
-    self.live = Mutex(replayed.state)
-    self.working = Mutex(nil)
+    self.live = LockedValue(replayed.state)
+    self.working = LockedValue(nil)
     self.pipeline = Mutex(Pipeline(nextSequence: replayed.lastSequence + 1))
     self.startupReport = replayed.report
   }
@@ -239,34 +246,57 @@ public final class Manager<M: Model>: Sendable {
     // The gate holder may stage this command on its own task while this one waits: `body` is
     // used only until the ticket's staging work has run, while this call is suspended in the gate.
     try await withoutActuallyEscaping(body) { body in
-      let slot = StageSlot<R>()
+      let slot = StageSlot()
+      // The body's value, once staged.
+      let value = UnsafeMutablePointer<R>.allocate(capacity: 1)
+      defer { value.deallocate() }
+      func staged() throws -> R {
+        if let failure = slot.failure { throw failure }
+        precondition(slot.staged, "a command left the gate without being staged")
+        return value.move()
+      }
       let cancelled = CancelFlag()
       let ticket = GateTicket { [self] in
         do {
           let (result, completion) = try await stage(origin, cancelled: cancelled, body)
-          slot.result = .success(result)
+          value.initialize(to: result)
+          slot.staged = true
           slot.completion = completion
           return completion
         } catch {
-          slot.result = .failure(error)
+          slot.failure = error
           return nil
         }
       }
-      let role = await withTaskCancellationHandler {
-        await gate.enter(ticket)
-      } onCancel: {
-        cancelled.cancel()
+      let role: GateRole
+      if gate.tryEnter() {
+        // A free gate: nothing to wait for, so no handler to watch for cancellation meanwhile; a
+        // task cancelled already fails before validation, as it would have in the handler.
+        if Task.isCancelled { cancelled.cancel() }
+        role = .hold
+      } else {
+        role = await withTaskCancellationHandler {
+          await gate.enter(ticket)
+        } onCancel: {
+          cancelled.cancel()
+        }
       }
       switch role {
       case .hold:
         await serveTurn(first: ticket)
         // Write what was handed over on this thread, unless a write is under way (it takes it next).
         journal.lead()
-        try await slot.completion?.wait()
+        let result = try staged()
+        if let completion = slot.completion {
+          // Usually settled by the write just made: read it without an asynchronous call.
+          if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
+        }
+        return result
       case .done:
+        let result = try staged()
         try slot.completion?.outcome?.get()
+        return result
       }
-      return try slot.result!.get()
     }
   }
 
@@ -326,7 +356,7 @@ public final class Manager<M: Model>: Sendable {
     for event in command.events {
       let encoded: [UInt8]?
       do {
-        encoded = try registry.encode(event, origin: origin, commandID: command.id)
+        encoded = try tables.encode(event, origin: origin, commandID: command.id)
       } catch {
         throw ManagerError(.encodingFailed, "\(type(of: event).name) could not be encoded: \(error)")
       }
@@ -412,7 +442,7 @@ public final class Manager<M: Model>: Sendable {
           var copy = current
           var context = ApplyContext(recording: false)
           for events in unpublished {
-            for event in events { registry.apply(event, to: &copy, context: &context) }
+            for event in events { tables.apply(event, to: &copy, context: &context) }
           }
           working = copy
           pipeline.applied = 0
@@ -422,7 +452,7 @@ public final class Manager<M: Model>: Sendable {
         var context = ApplyContext(recording: false)
         while pipeline.applied < pipeline.commands.count {
           for event in pipeline.commands[pipeline.applied].events {
-            registry.apply(event, to: &copy, context: &context)
+            tables.apply(event, to: &copy, context: &context)
           }
           pipeline.applied += 1
         }
@@ -446,12 +476,16 @@ public final class Manager<M: Model>: Sendable {
             working = nil
             var context = ApplyContext(recording: false)
             for command in commands[pipeline.applied...] {
-              for event in command.events { registry.apply(event, to: &copy, context: &context) }
+              for event in command.events { tables.apply(event, to: &copy, context: &context) }
             }
             working = copy
           }
         }
-        for command in commands { records += command.records }
+        if commands.count == 1 {
+          records = commands[0].records  // shared, not copied
+        } else {
+          for command in commands { records += command.records }
+        }
         let first = pipeline.nextSequence
         pipeline.nextSequence += UInt64(records.count)
         pipeline.commands = []
@@ -518,8 +552,10 @@ public final class Manager<M: Model>: Sendable {
     // One hold of `live` for the whole append: readers see all of its commands or none.
     live.withLock { model in
       for command in commands {
-        var context = ApplyContext()
-        for event in command.events { registry.apply(event, to: &model, context: &context) }
+        // The touched keys go only into observers' changes: with none, naming and hashing them is
+        // wasted (as in replay).
+        var context = ApplyContext(recording: !guarded.observers.isEmpty)
+        for event in command.events { tables.apply(event, to: &model, context: &context) }
         let count = UInt64(command.events.count)
         if !guarded.observers.isEmpty {
           var recorded: [RecordedEvent] = []

@@ -58,10 +58,21 @@ final class SerialGate: Sendable {
 
   private let state = Mutex(State())
 
+  /// Takes the gate if it is free: true if the caller now holds it (and must call `leave()`).
+  func tryEnter() -> Bool {
+    state.withLock { state in
+      if state.busy { return false }
+      state.busy = true
+      return true
+    }
+  }
+
   /// Takes the gate (`.hold`), or waits until a holder has staged `ticket` and its outcome is
   /// settled (`.done`) or the gate is handed over (`.hold`). A holder must call `leave()`.
   func enter(_ ticket: GateTicket) async -> GateRole {
-    await withCheckedContinuation { (continuation: CheckedContinuation<GateRole, Never>) in
+    // A free gate is taken without suspending.
+    if tryEnter() { return .hold }
+    return await withCheckedContinuation { (continuation: CheckedContinuation<GateRole, Never>) in
       ticket.suspend(continuation)
       let holds = state.withLock { state in
         if state.busy {
@@ -78,6 +89,8 @@ final class SerialGate: Sendable {
   /// Takes every waiting ticket, in arrival order. Holder only.
   func takeWaiters(max: Int) -> [GateTicket] {
     state.withLock { state in
+      // Returning the empty array while keeping its capacity would allocate a new buffer.
+      if state.waiters.isEmpty { return [] }
       if state.waiters.count <= max {
         defer { state.waiters.removeAll(keepingCapacity: true) }
         return state.waiters

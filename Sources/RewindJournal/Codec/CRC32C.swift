@@ -1,9 +1,13 @@
+internal import CCRC32C
+
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of batch headers, frames,
 /// segment headers and index entries.
 ///
-/// liblz4 does not export its xxHash, so the journal's own checksums are computed here, by
+/// Computed by the CPU's own instruction where it has one (SSE4.2 `crc32` on x86-64, the ARMv8
+/// CRC32C instructions on AArch64: the `CCRC32C` target, asked once per process), else by
 /// slicing-by-16 over a table built once (16 table lookups per 16 bytes, independent of each other,
-/// so the CPU overlaps them; the CRC instruction itself would need C). Check value: `CRC32C.checksum("123456789") == 0xE306_9283`.
+/// so the CPU overlaps them). Both give the same bits; liblz4 does not export its xxHash, so the
+/// journal's own checksums are computed here. Check value: `CRC32C.checksum("123456789") == 0xE306_9283`.
 package enum CRC32C {
   private static let table: [UInt32] = {
     var table = [UInt32](repeating: 0, count: 16 * 256)
@@ -22,8 +26,24 @@ package enum CRC32C {
     return table
   }()
 
+  /// Whether `checksum` runs on the CPU's CRC-32C instruction (asked of the CPU once).
+  package static let usesHardware = rewind_crc32c_hardware_available()
+
   /// The CRC-32C of `bytes`, continuing from `previous` (the checksum of the bytes before them).
+  @inline(__always)
   package static func checksum(_ bytes: UnsafeRawBufferPointer, continuing previous: UInt32 = 0) -> UInt32 {
+    usesHardware ? hardwareChecksum(bytes, continuing: previous) : tableChecksum(bytes, continuing: previous)
+  }
+
+  /// `checksum` by the CPU's instruction.
+  /// - Precondition: `usesHardware` (otherwise the CPU traps on an illegal instruction).
+  package static func hardwareChecksum(_ bytes: UnsafeRawBufferPointer, continuing previous: UInt32 = 0) -> UInt32 {
+    guard let base = bytes.baseAddress else { return previous }
+    return ~rewind_crc32c_hardware_update(~previous, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+  }
+
+  /// `checksum` by the table, on any CPU.
+  package static func tableChecksum(_ bytes: UnsafeRawBufferPointer, continuing previous: UInt32 = 0) -> UInt32 {
     var crc = ~previous
     table.withUnsafeBufferPointer { t in
       var index = 0

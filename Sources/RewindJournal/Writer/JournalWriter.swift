@@ -6,7 +6,7 @@ import Synchronization
 enum AppendCompletion: Sendable {
   case callback(@Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void)
   /// Resumed exactly once: every path of `JournalWriter.enqueue` completes its append once.
-  case task(UnsafeContinuation<Result<ClosedRange<UInt64>, JournalError>, Never>)
+  case task(AppendContinuation)
 
   func callAsFunction(_ outcome: Result<ClosedRange<UInt64>, JournalError>) {
     switch self {
@@ -14,6 +14,28 @@ enum AppendCompletion: Sendable {
     case .task(let continuation): continuation.resume(returning: outcome)
     }
   }
+}
+
+/// The suspended task of a `Journal.append`. Debug builds (the test suite) use a checked
+/// continuation, so a path of `JournalWriter.enqueue` that resumed an append twice traps and one
+/// that dropped it is reported, instead of hanging its caller; release builds use an unsafe one,
+/// which costs no allocation per append.
+#if DEBUG
+  typealias AppendContinuation = CheckedContinuation<Result<ClosedRange<UInt64>, JournalError>, Never>
+#else
+  typealias AppendContinuation = UnsafeContinuation<Result<ClosedRange<UInt64>, JournalError>, Never>
+#endif
+
+/// Suspends the calling task until `body`'s continuation is resumed (see `AppendContinuation`).
+@inline(__always)
+func withAppendContinuation(
+  _ body: (AppendContinuation) -> Void
+) async -> Result<ClosedRange<UInt64>, JournalError> {
+  #if DEBUG
+    await withCheckedContinuation(body)
+  #else
+    await withUnsafeContinuation(body)
+  #endif
 }
 
 /// One append waiting to be written.
