@@ -213,4 +213,37 @@ extension PreallocationReviewTests {
     #expect(journal.lastSequence == UInt64(kept.count))
     journal.close()
   }
+
+  @Test(arguments: [false, true])
+  func committedFramesTurnedToZerosAreAProblemForVerify(tornAfter: Bool) async throws {
+    // Synced, acknowledged frames that now read as zeros to the end (blocks a disk lost): since
+    // zeros end the last segment as preallocated space, only the index, which named some of
+    // them, still tells that records were there. Verify must say so, not call the journal sound.
+    let dir = TemporaryDirectory("review-lost")
+    var options = PreallocationTests.options(.always, segmentBytes: 1 << 20, chunk: 64 << 10)
+    options.indexIntervalBytes = 1 << 10
+    let journal = try Journal(directory: dir.path, options: options)
+    let batches = PreallocationTests.batches(100, seed: 67)
+    for batch in batches { try await journal.append(batch) }
+    let copy = TemporaryDirectory("review-lost-copy")
+    let path = copy.appending("j")
+    try Files.copyDirectory(dir.path, to: path)
+    journal.close()
+    let segment = try #require(JournalFixtures.segments(path).last)
+    var bytes = try Files.read(path + "/" + segment)
+    let frames = try JournalFixtures.frames(of: Array(bytes.prefix(JournalFixtures.usedLength(bytes))))
+    let lost = frames[50]
+    // From a frame on, zeros; or that frame's header kept and the rest zeros (a "torn" frame).
+    let from = lost.offset + (tornAfter ? Layout.batchHeaderSize : 0)
+    for i in from..<bytes.count { bytes[i] = 0 }
+    try Files.write(bytes, to: path + "/" + segment)
+
+    let verification = try JournalReader(directory: path).verify()
+    #expect(!verification.isSound, "records the index names are gone")
+    #expect(verification.unfinishedTail == nil, "\(String(describing: verification.unfinishedTail))")
+    let problem = try #require(verification.problems.first)
+    #expect(problem.file == segment && problem.offset == Int64(lost.offset), "\(problem)")
+    #expect(problem.sequences?.lowerBound == lost.header.firstSequence, "\(problem)")
+    #expect(problem.message.contains("index"), "\(problem)")
+  }
 }
