@@ -56,8 +56,9 @@ public struct JournalOptions: Sendable {
   /// `fdatasync` then persists its frames only, not also the file's growth (measured on ext4:
   /// about 0.13 against 0.19 ms per sync, which bounds durable appends). The zeros are cut when a
   /// segment is sealed and when the journal is closed, so sealed segments and closed journals
-  /// end at their last frame; after a crash they read as the end of the journal. A full disk
-  /// fails the append that needs a new chunk, before any of it is written. Groups of more than
+  /// end at their last frame; after a crash they read as the end of the journal. A chunk that
+  /// does not fit on the disk leaves the frames to grow the file themselves (the segment
+  /// preallocates no more), so it fails no append that would fit without it. Groups of more than
   /// 64 KiB on average, and every group under `none` (no sync to spare), grow the file
   /// themselves. 0 turns it off. Default 4 MiB.
   public var preallocationBytes: Int = 4 << 20

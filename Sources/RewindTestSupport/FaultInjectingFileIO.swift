@@ -18,6 +18,8 @@ package final class FaultInjectingFileIO: FileIO {
     case syncError(Int32)
     /// The rename fails with this errno.
     case renameError(Int32)
+    /// The ftruncate fails with this errno.
+    case truncateError(Int32)
   }
 
   private struct State {
@@ -184,6 +186,9 @@ package final class FaultInjectingFileIO: FileIO {
   }
 
   package func truncate(_ fd: Int32, to length: Int64, path: String) throws {
+    if case .truncateError(let errno) = take(path, where: { if case .truncateError = $0 { true } else { false } }) {
+      throw SystemCallError("ftruncate", path: path, errno: errno)
+    }
     try base.truncate(fd, to: length, path: path)
   }
   package func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }

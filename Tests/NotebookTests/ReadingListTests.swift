@@ -29,13 +29,18 @@ import Testing
   let visible = ReadingItem.all(in: manager.state)
   #expect(visible.map(\.isRead) == [true])
 
+  // Each failure strikes the preallocated zeros the append may write first, and its frames.
+  io.arm(.writeError(EIO))
   io.arm(.writeError(EIO))
   await #expect(throws: ManagerError.self) { try await manager.toggleReadingItem(first) }
   #expect(ReadingItem.all(in: manager.state) == visible)
+  io.disarm()
   let input = "Generics"
+  io.arm(.writeError(ENOSPC))
   io.arm(.writeError(ENOSPC))
   await #expect(throws: ManagerError.self) { try await manager.addReadingItem(title: input) }
   #expect(ReadingItem.all(in: manager.state) == visible)
+  io.disarm()
 
   // The input is still there for another attempt, which succeeds.
   let second = try await manager.addReadingItem(title: input)

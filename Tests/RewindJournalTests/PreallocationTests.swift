@@ -6,7 +6,7 @@ import Testing
 
 /// The zeros a writer keeps after the active segment's last frame (`JournalOptions.preallocationBytes`,
 /// FORMAT.md "Writing"): the end of the journal while live or after a crash, cut when a segment is
-/// sealed and on close, and where a full disk shows up before any frame is written.
+/// sealed and on close; a chunk that does not fit on the disk leaves the frames to grow the file.
 @Suite struct PreallocationTests {
   static func options(
     _ durability: Durability = .always, segmentBytes: Int = 64 << 10, chunk: Int = 16 << 10
@@ -95,27 +95,66 @@ import Testing
     #expect(try JournalFixtures.readAll(path) == expected + Self.records(more, from: UInt64(expected.count + 1)))
   }
 
-  @Test(
-    arguments: [FaultInjectingFileIO.Fault.writeError(ENOSPC), .shortWrite(bytes: 100, thenErrno: ENOSPC)],
-    [Durability.always, .batched])
-  func aFullDiskAtPreallocationFailsTheAppendBeforeAnyFrameIsWritten(
-    fault: FaultInjectingFileIO.Fault, durability: Durability
-  ) async throws {
-    let dir = TemporaryDirectory("prealloc-enospc")
-    let faults = FaultInjectingFileIO()
+  /// A journal under `durability` with 20 small batches in a segment preallocated in 4 KiB
+  /// chunks, and one append larger than a chunk (so it must extend the file, zeros first).
+  static func nearlyFull(_ durability: Durability, _ dir: TemporaryDirectory, _ faults: FaultInjectingFileIO)
+    async throws -> (Journal, before: [[NewRecord]], large: [NewRecord], segment: String)
+  {
     var options = Self.options(durability, segmentBytes: 1 << 20, chunk: 4 << 10)
     options.io = faults
     let journal = try Journal(directory: dir.path, options: options)
     let before = Self.batches(20, seed: 4)
     for batch in before { try await journal.append(batch) }
     let segment = try #require(JournalFixtures.segments(dir.path).last)
-    let sizeBefore = Files.size(dir.appending(segment))
-    let bytesBefore = try Files.read(dir.appending(segment))
-    let lastBefore = journal.lastSequence
+    #expect(Files.size(dir.appending(segment)) > JournalFixtures.usedLength(try Files.read(dir.appending(segment))))
+    return (journal, before, Self.batches(1, seed: 5, payload: 9000)[0], segment)
+  }
 
-    // Larger than a chunk, so it must extend the file; the first write of its group is the zeros.
-    let large = Self.batches(1, seed: 5, payload: 9000)[0]
+  @Test(
+    arguments: [FaultInjectingFileIO.Fault.writeError(ENOSPC), .shortWrite(bytes: 100, thenErrno: ENOSPC)],
+    [Durability.always, .batched])
+  func aChunkThatDoesNotFitLeavesTheAppendToGrowTheFileItself(
+    fault: FaultInjectingFileIO.Fault, durability: Durability
+  ) async throws {
+    // Space for the append's frames but not for a chunk of zeros: the append must not fail
+    // (without preallocation it would not), and the segment preallocates no more.
+    let dir = TemporaryDirectory("prealloc-enospc")
+    let faults = FaultInjectingFileIO()
+    let (journal, before, large, segment) = try await Self.nearlyFull(durability, dir, faults)
+    let used = JournalFixtures.usedLength(try Files.read(dir.appending(segment)))
+    let bytesBefore = Array(try Files.read(dir.appending(segment)).prefix(used))
     faults.arm(fault)
+    let range = try await journal.append(large)
+    #expect(faults.struck == 1)
+    #expect(range == UInt64(before.count + 1)...UInt64(before.count + 1))
+    var bytes = try Files.read(dir.appending(segment))
+    #expect(Array(bytes.prefix(used)) == bytesBefore, "the frames before stay as they were")
+    #expect(bytes.count == JournalFixtures.usedLength(bytes), "the frames grew the file; no zeros after them")
+    let more = Self.batches(30, seed: 12)
+    for batch in more { try await journal.append(batch) }
+    bytes = try Files.read(dir.appending(segment))
+    #expect(bytes.count == JournalFixtures.usedLength(bytes), "no more zeros in this segment")
+    journal.close()
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean)
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(before + [large] + more))
+  }
+
+  @Test(
+    arguments: [FaultInjectingFileIO.Fault.writeError(ENOSPC), .shortWrite(bytes: 100, thenErrno: ENOSPC)],
+    [Durability.always, .batched])
+  func aFullDiskFailsTheAppendWithNothingOfItWritten(fault: FaultInjectingFileIO.Fault, durability: Durability)
+    async throws
+  {
+    let dir = TemporaryDirectory("prealloc-full")
+    let faults = FaultInjectingFileIO()
+    let (journal, before, large, segment) = try await Self.nearlyFull(durability, dir, faults)
+    let used = JournalFixtures.usedLength(try Files.read(dir.appending(segment)))
+    let bytesBefore = Array(try Files.read(dir.appending(segment)).prefix(used))
+    let lastBefore = journal.lastSequence
+    faults.arm(fault)  // the zeros
+    faults.arm(.writeError(ENOSPC))  // then the frames
     do {
       try await journal.append(large)
       Issue.record("the append should have failed under \(fault)")
@@ -123,13 +162,12 @@ import Testing
       #expect(error.code == .io, "\(error)")
       #expect(error.errno == ENOSPC, "\(error)")
       #expect(error.file == segment, "\(error)")
-      #expect(error.message.contains("could not preallocate"), "\(error)")
-      #expect(error.offset == Int64(sizeBefore), "\(error): where the file ended")
+      #expect(error.offset == Int64(used), "\(error): where the frames would have gone")
     }
-    #expect(faults.struck == 1)
+    #expect(faults.struck == 2)
     #expect(journal.lastSequence == lastBefore)
-    #expect(journal.failure == nil, "a full disk at preallocation does not stop the journal")
-    #expect(try Files.read(dir.appending(segment)) == bytesBefore, "the zeros that reached the file are cut")
+    #expect(journal.failure == nil, "a full disk does not stop the journal")
+    #expect(try Files.read(dir.appending(segment)) == bytesBefore, "the zeros are cut, and nothing of the append stays")
 
     faults.disarm()
     let range = try await journal.append(large)

@@ -112,12 +112,15 @@ public final class JournalCursor {
     while let file {
       let read: BatchRead
       do {
-        // While skipping to the start, frames are passed over by their headers alone.
+        // While skipping to the start, frames of sealed segments are passed over by their headers
+        // alone. Not in the last segment: there a whole header may front a frame not written yet
+        // (preallocated space is long enough to hold it), which only its checksum tells.
+        let checked = layout.segments.last == file.firstSequence
         let peek =
           start == nil
-          ? nil : try file.batch(at: offset, expecting: expected, checkFrame: false, limits: reader.limits)
-        if let peek, case .batch(let header, _) = peek, skips(header) {
-          read = peek
+          ? nil : try file.batch(at: offset, expecting: expected, checkFrame: checked, limits: reader.limits)
+        if let peek, case .batch(let header, _) = peek, checked || skips(header) {
+          read = peek  // checked: the frame's read already
         } else {
           read = try file.batch(at: offset, expecting: expected, checkFrame: true, limits: reader.limits)
         }
@@ -231,11 +234,23 @@ public final class JournalCursor {
     guard layout.segments.last == file.firstSequence else {
       // A later segment exists, so this one was complete before it was created. If its size
       // changed since it was judged (it grew, or its preallocated zeros were cut when it was
-      // sealed), the writer finished the frame and rolled over meanwhile: not damage; the next
-      // read looks again from here.
+      // sealed), or it now reads differently, the writer finished the frame and rolled over
+      // meanwhile: not damage; the next read looks again from here.
       let judged = file.size
       try refreshSize(file)
-      return file.size != judged
+      if file.size != judged { return true }
+      // Its size need not change: frames that fill its preallocated space exactly leave nothing
+      // to cut. Sealed before the next segment appeared, it now reads as it stays: read again.
+      do {
+        if case .damaged = try file.batch(
+          at: damage.offset, expecting: expected, checkFrame: true, limits: reader.limits)
+        {
+          return false
+        }
+      } catch {
+        throw JournalError(error, directory: reader.directory, file: file.name)
+      }
+      return true
     }
     if damage.kind == .zeroFilled { return true }
     do {

@@ -54,6 +54,19 @@ extension JournalReader {
     let decoder = LZ4FrameDecoder()
     var expected: UInt64 = 1
     var intact = true
+    // Loaded before the walk, so its entries name batches written before it began: in the last
+    // segment, one where the walk finds zeros or an unfinished frame means committed records
+    // turned to zeros (which read as preallocated space), not a write in progress.
+    let index = loadIndex(layout)
+    func committedBeyond(_ offset: Int64, in file: SegmentFile) -> JournalProblem? {
+      guard let entry = index.entries.last(where: { $0.segment == file.firstSequence && $0.offset >= offset })
+      else { return nil }
+      return JournalProblem(
+        file: file.name, offset: offset, sequences: expected...max(expected, entry.firstSequence),
+        message: "the segment reads as ending here (zeros or an unfinished frame follow), but the index names "
+          + "a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset): "
+          + "committed records are missing")
+    }
     if let first = layout.segments.first, first != 1 {
       report.problems.append(
         JournalProblem(
@@ -88,6 +101,10 @@ extension JournalReader {
           break walk
         case .damaged(let found) where isLast && found.kind == .zeroFilled:
           report.preallocatedBytes = file.size - found.offset
+          if let lost = committedBeyond(found.offset, in: file) {
+            report.problems.append(lost)
+            intact = false
+          }
           break walk
         case .damaged(let found):
           damage = found
@@ -127,10 +144,23 @@ extension JournalReader {
         if resume == nil, isLast {
           // Cut short by the end of the file, or followed by nothing but preallocated zeros (a
           // frame being written over them, or torn there by a crash): unfinished, not committed.
+          // Not a frame whose checksums hold but whose sequence or content is wrong: no write in
+          // progress and no crash leaves one (opening refuses the one, readers fail on the other).
           let zerosFrom = try file.nonZeroEnd(from: damage.offset)
-          if damage.kind == .truncatedHeader || damage.kind == .truncatedFrame || zerosFrom < file.size {
-            report.unfinishedTail = problem
-            report.preallocatedBytes = file.size - zerosFrom
+          report.preallocatedBytes = file.size - zerosFrom
+          let unwritten: Bool =
+            switch damage.kind {
+            case .truncatedHeader, .truncatedFrame: true
+            case .badHeader, .frameChecksumMismatch: zerosFrom < file.size
+            case .sequenceBreak, .undecodable, .zeroFilled: false
+            }
+          if unwritten {
+            if let lost = committedBeyond(damage.offset, in: file) {
+              report.problems.append(lost)
+              intact = false
+            } else {
+              report.unfinishedTail = problem
+            }
             break walk
           }
         }
@@ -150,7 +180,6 @@ extension JournalReader {
           sequences: entry.segment...entry.firstSequence,
           message: "this segment is missing, but the index names it: committed records are gone"))
     }
-    let index = loadIndex(layout)
     if !io.fileExists(directory + "/" + Layout.indexName) {
       report.notes.append("the index is missing; the next writer rebuilds it")
     } else if index.entries.isEmpty && report.batches > 0 {

@@ -523,8 +523,11 @@ final class JournalWriter: @unchecked Sendable {
       let average = bytesSinceGrowth / groupsSinceGrowth
       bytesSinceGrowth = 0
       groupsSinceGrowth = 0
-      if preallocates, average <= Self.largeGroupBytes, let failure = preallocate(through: end) {
-        return fail(failure, fatal: false)
+      // A chunk that does not fit (a nearly full disk) must not fail a group that does: the
+      // frames then grow the file themselves, and this segment preallocates no more (each try
+      // would write up to a chunk of zeros only to cut them again).
+      if preallocates, !preallocationFailed, average <= Self.largeGroupBytes, !preallocate(through: end) {
+        preallocationFailed = true
       }
     }
     do {
@@ -537,7 +540,9 @@ final class JournalWriter: @unchecked Sendable {
       // preallocated zeros go too; the next group writes them again).
       let undone = (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil
       allocatedEnd = undone ? state.endOffset : max(allocatedEnd, end)
-      return fail(JournalError(error, directory: path, file: name), fatal: !undone)
+      var failure = JournalError(error, directory: path, file: name)
+      failure.offset = state.endOffset
+      return fail(failure, fatal: !undone)
     }
     allocatedEnd = max(allocatedEnd, end)
     if options.durability != .none {
@@ -565,19 +570,22 @@ final class JournalWriter: @unchecked Sendable {
 
   /// Whether groups that grow the file write zeros ahead (`preallocate(through:)`).
   private var preallocates: Bool { options.preallocationBytes > 0 && options.durability != .none }
+  /// Whether preallocating failed in the active segment (a full disk): its groups then grow the
+  /// file themselves, until the next segment.
+  private var preallocationFailed = false
 
   /// Writes zeros from the allocated end of the active segment to the next multiple of
   /// `preallocationBytes` at or after `end` (no further than the segment's target size, unless
   /// `end` is), so that the next groups overwrite space that is already part of the file: their
   /// `fdatasync` then has no file size to persist. The size grows once per chunk, persisted by
   /// the `fdatasync` of the group that crosses it. A full disk shows up here, before any frame is
-  /// written: the zeros that did reach the file are cut again, and the group fails (it may be
-  /// retried; the journal goes on). Returns that failure, or nil.
-  private func preallocate(through end: Int64) -> JournalError? {
+  /// written: the zeros that did reach the file are cut again, and the group's frames grow the
+  /// file themselves (failing only if they do not fit either). Returns false if it failed.
+  private func preallocate(through end: Int64) -> Bool {
     let chunk = Int64(options.preallocationBytes)
     let target = max(end, min((end + chunk - 1) / chunk * chunk, Int64(options.segmentTargetBytes)))
     // At the segment's target size already: the frames grow the file themselves.
-    guard target > end else { return nil }
+    guard target > end else { return true }
     // From where the group's frames end (they fill what lies before): nothing is written twice.
     var position = max(allocatedEnd, end)
     do {
@@ -589,19 +597,16 @@ final class JournalWriter: @unchecked Sendable {
         position += Int64(count)
       }
     } catch {
-      // Zeros read as preallocated space, so what remains if this truncation fails is harmless.
+      // Zeros read as preallocated space, so what remains if this truncation fails is harmless,
+      // as long as the file is cut before it is sealed: `allocatedEnd` must not fall short of
+      // what reached it, and a write that failed part way may have written past `position`.
       if (try? io.truncate(segmentFD, to: allocatedEnd, path: activeName)) == nil {
-        allocatedEnd = max(allocatedEnd, position)
+        allocatedEnd = max(allocatedEnd, target)
       }
-      var failure = JournalError(error, directory: path, file: activeName)
-      failure.offset = allocatedEnd
-      failure.message =
-        "could not preallocate \(activeName) from \(allocatedEnd) to \(target) bytes, "
-        + "so nothing of the append was written (\(error))"
-      return failure
+      return false
     }
     allocatedEnd = target
-    return nil
+    return true
   }
 
   /// Cuts the active segment back to its last frame (on close); leaves it as it is if that fails.
@@ -663,6 +668,7 @@ final class JournalWriter: @unchecked Sendable {
     state.segments.append(state.nextSequence)
     state.endOffset = Int64(Layout.segmentHeaderSize)
     allocatedEnd = state.endOffset
+    preallocationFailed = false
     state.lastIndexedOffset = 0
     do {
       try openActiveSegment()

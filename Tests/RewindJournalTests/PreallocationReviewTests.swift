@@ -1,0 +1,249 @@
+import Foundation
+import Glibc
+import RewindTestSupport
+import Synchronization
+import Testing
+
+@testable import RewindJournal
+
+/// Cases found reviewing preallocation (FORMAT.md, "Preallocated space"): damage before the zeros
+/// that no write in progress or crash can leave must stay damage for every reader, and what
+/// `verify` says must agree with what opening the journal does.
+@Suite struct PreallocationReviewTests {
+  /// A closed journal's last segment, then a megabyte of zeros after its last frame: what a
+  /// crashed writer's segment looks like.
+  static func crashedCopy(seed: UInt64) async throws -> (TornTailTests.Original, path: String, copy: TemporaryDirectory)
+  {
+    let original = try await TornTailTests.makeOriginal(batches: 6, seed: seed)
+    let copy = TemporaryDirectory("review-prealloc")
+    let path = copy.appending("j")
+    try Files.copyDirectory(original.dir.path, to: path)
+    try Files.write(original.bytes + [UInt8](repeating: 0, count: 1 << 20), to: path + "/" + original.segment)
+    return (original, path, copy)
+  }
+
+  /// Rewrites the batch header at `offset` of `bytes` after `change`, with valid checksums.
+  static func rewriteHeader(
+    _ bytes: inout [UInt8], at offset: Int, _ change: (inout BatchHeader, inout ArraySlice<UInt8>) -> Void
+  ) throws {
+    var header = try BatchHeader.decode(bytes[offset...], limits: JournalLimits()).get()
+    let frameStart = offset + Layout.batchHeaderSize
+    var frame = bytes[frameStart..<(frameStart + Int(header.frameLength))]
+    change(&header, &frame)
+    header.frameChecksum = CRC32C.checksum(frame)
+    bytes.replaceSubrange(frameStart..<(frameStart + frame.count), with: frame)
+    bytes.withUnsafeMutableBytes { header.encode(to: $0.baseAddress! + offset) }
+  }
+
+  @Test func aSequenceBreakBeforeTheZerosIsAProblemForVerifyAsForOpening() async throws {
+    // A last frame whose checksums are valid but whose sequence does not follow: no write in
+    // progress and no crash leaves that, and opening refuses it; verify must not call it sound.
+    let (original, path, copy) = try await Self.crashedCopy(seed: 61)
+    let last = original.frames.last!
+    var bytes = try Files.read(path + "/" + original.segment)
+    try Self.rewriteHeader(&bytes, at: last.offset) { header, _ in header.firstSequence += 5 }
+    try Files.write(bytes, to: path + "/" + original.segment)
+    defer { withExtendedLifetime(copy) {} }
+
+    let opening = journalError { _ = try Journal(directory: path, options: JournalFixtures.options()) }
+    #expect(opening?.code == .sequenceBreak, "\(String(describing: opening))")
+    let reading = journalError { _ = try JournalFixtures.readAll(path) }
+    #expect(reading?.code == .sequenceBreak, "\(String(describing: reading))")
+    let verification = try JournalReader(directory: path).verify()
+    #expect(!verification.isSound, "a sequence break is damage, whatever follows it")
+    #expect(verification.problems.map(\.offset) == [Int64(last.offset)], "\(verification.problems)")
+    #expect(verification.unfinishedTail == nil)
+  }
+
+  @Test func anUndecodableFrameBeforeTheZerosIsAProblemForVerifyAsForReaders() async throws {
+    // A last frame whose CRC-32C matches its bytes but whose LZ4 content does not decode: written
+    // whole, so not a frame in progress; readers fail on it, and opening keeps it as committed.
+    let (original, path, copy) = try await Self.crashedCopy(seed: 62)
+    let last = original.frames.last!
+    var bytes = try Files.read(path + "/" + original.segment)
+    try Self.rewriteHeader(&bytes, at: last.offset) { _, frame in
+      // No LZ4 frame magic: no decoder takes it, whether or not it checks LZ4's own checksums.
+      frame[frame.startIndex] ^= 0x5A
+    }
+    try Files.write(bytes, to: path + "/" + original.segment)
+    defer { withExtendedLifetime(copy) {} }
+
+    let reading = journalError { _ = try JournalFixtures.readAll(path) }
+    #expect(reading?.code == .corrupt && reading?.offset == Int64(last.offset), "\(String(describing: reading))")
+    let verification = try JournalReader(directory: path).verify()
+    #expect(!verification.isSound, "a checksum-valid frame that does not decode is damage")
+    #expect(verification.problems.map(\.offset) == [Int64(last.offset)], "\(verification.problems)")
+    #expect(verification.unfinishedTail == nil)
+    #expect(verification.preallocatedBytes == 1 << 20, "the zeros after it are still preallocated space")
+  }
+}
+
+extension PreallocationReviewTests {
+  /// The file system, running `onListing` once (when armed) as a reader next lists the journal's
+  /// directory: what a writer does between two of a reader's system calls.
+  final class ListingHook: FileIO {
+    private let base = PosixFileIO()
+    private let hook = Mutex<(@Sendable () throws -> Void)?>(nil)
+
+    func arm(_ action: @escaping @Sendable () throws -> Void) { hook.withLock { $0 = action } }
+
+    func contentsOfDirectory(_ path: String) throws -> [String] {
+      if let action = hook.withLock({ hook in
+        defer { hook = nil }
+        return hook
+      }) {
+        try action()
+      }
+      return try base.contentsOfDirectory(path)
+    }
+    func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+      try base.open(path, flags: flags, mode: mode)
+    }
+    func close(_ fd: Int32) { base.close(fd) }
+    func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+      try base.pwrite(fd, bytes, at: offset, path: path)
+    }
+    func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+      try base.pread(fd, into: buffer, at: offset, path: path)
+    }
+    func sync(_ fd: Int32, metadata: Bool, path: String) throws { try base.sync(fd, metadata: metadata, path: path) }
+    func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
+    func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
+    func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
+    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
+    func fileExists(_ path: String) -> Bool { base.fileExists(path) }
+    func removeFile(_ path: String) throws { try base.removeFile(path) }
+    func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
+    func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
+  }
+
+  @Test func aCursorAtTheZerosReadsOnWhenTheWriterFillsThemExactlyAndRolls() async throws {
+    // The writer's frames fill the preallocated space to its last byte, so sealing cuts nothing
+    // and the segment keeps its size; between the cursor's look at the zeros and its listing of
+    // the directory, the writer wrote those frames and started the next segment. The zeros the
+    // cursor saw are gone: it must read on, not report the sealed segment as damaged.
+    let original = TemporaryDirectory("review-exact")
+    let journal = try Journal(directory: original.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 63)
+    journal.close()
+    let segments = JournalFixtures.segments(original.path)
+    try #require(segments.count > 2)
+    let sealed = try Files.read(original.appending(segments[0]))
+    let frames = try JournalFixtures.frames(of: sealed)
+    let filled = frames[frames.count - 3].offset
+
+    let copy = TemporaryDirectory("review-exact-live")
+    let path = copy.appending("j")
+    try Files.copyDirectory(original.path, to: path)
+    for name in segments.dropFirst() + [Layout.indexName] {
+      try FileManager.default.removeItem(atPath: path + "/" + name)
+    }
+    try Files.write(
+      Array(sealed[..<filled]) + [UInt8](repeating: 0, count: sealed.count - filled), to: path + "/" + segments[0])
+
+    let io = ListingHook()
+    let cursor = try JournalReader(directory: path, io: io).records()
+    let before = Int(frames[frames.count - 3].header.firstSequence - 1)
+    #expect(try JournalFixtures.readAll(cursor) == Array(records.prefix(before)), "up to the zeros")
+
+    let rest = Array(sealed[filled...])
+    let next = original.appending(segments[1])
+    let nextCopy = path + "/" + segments[1]
+    let segmentPath = path + "/" + segments[0]
+    io.arm {
+      // In place, as the writer does: the cursor holds the file open.
+      let handle = try #require(FileHandle(forUpdatingAtPath: segmentPath))
+      try handle.seek(toOffset: UInt64(filled))
+      try handle.write(contentsOf: Data(rest))
+      try handle.close()
+      try FileManager.default.copyItem(atPath: next, toPath: nextCopy)
+    }
+    let end = Int(Layout.firstSequence(ofSegmentNamed: segments[2])! - 1)
+    // "No more for now" is fine while the writer is seen mid-roll; a follower asks again.
+    var read = try JournalFixtures.readAll(cursor)
+    read += try JournalFixtures.readAll(cursor)
+    #expect(read == Array(records[before..<end]), "over the zeros, then the next segment")
+  }
+
+  @Test func zerosLeftByAFailedCutAreCutWhenTheSegmentIsSealed() async throws {
+    // The zeros' write fails part way (a full disk) and cutting them fails too: whatever reached
+    // the file must still go before the segment is sealed, or the sealed segment ends in zeros
+    // (damage: opening and reading refuse it).
+    let dir = TemporaryDirectory("review-failed-cut")
+    let faults = FaultInjectingFileIO()
+    var options = PreallocationTests.options(.always, segmentBytes: 16 << 10, chunk: 4 << 10)
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    let small = PreallocationTests.batches(10, seed: 64)
+    for batch in small { try await journal.append(batch) }
+    let large = PreallocationTests.batches(2, seed: 65, payload: 9000)
+    faults.arm(.shortWrite(bytes: 100, thenErrno: ENOSPC))
+    faults.arm(.truncateError(EIO))
+    try await journal.append(large[0])
+    #expect(faults.struck == 2)
+    try await journal.append(large[1])  // rolls
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count == 2)
+    let sealed = try Files.read(dir.appending(segments[0]))
+    #expect(sealed.count == JournalFixtures.usedLength(sealed), "a sealed segment ends at its last frame")
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path) == PreallocationTests.records(small + large))
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean)
+    reopened.close()
+  }
+
+  @Test(arguments: [Layout.batchHeaderSize, Layout.batchHeaderSize + 10])
+  func aTornFrameWithAWholeHeaderIsNotCountedByLastSequence(cut: Int) async throws {
+    // A crash while the last frame was written over preallocated zeros: its header reached the
+    // disk, its frame did not. The file is long enough to hold the frame, so only its checksum
+    // tells it is torn; opening moves it aside, and no reader may count its records.
+    let (original, path, copy) = try await Self.crashedCopy(seed: 66)
+    defer { withExtendedLifetime(copy) {} }
+    let last = original.frames.last!
+    var bytes = try Files.read(path + "/" + original.segment)
+    for i in (last.offset + cut)..<last.end { bytes[i] = 0 }
+    try Files.write(bytes, to: path + "/" + original.segment)
+    let kept = original.records(before: last.offset)
+
+    let reader = try JournalReader(directory: path)
+    #expect(try reader.lastSequence() == UInt64(kept.count), "the torn frame's records are not written")
+    #expect(try JournalFixtures.readAll(path) == kept)
+    let journal = try Journal(directory: path, options: JournalFixtures.options())
+    #expect(journal.lastSequence == UInt64(kept.count))
+    journal.close()
+  }
+
+  @Test(arguments: [false, true])
+  func committedFramesTurnedToZerosAreAProblemForVerify(tornAfter: Bool) async throws {
+    // Synced, acknowledged frames that now read as zeros to the end (blocks a disk lost): since
+    // zeros end the last segment as preallocated space, only the index, which named some of
+    // them, still tells that records were there. Verify must say so, not call the journal sound.
+    let dir = TemporaryDirectory("review-lost")
+    var options = PreallocationTests.options(.always, segmentBytes: 1 << 20, chunk: 64 << 10)
+    options.indexIntervalBytes = 1 << 10
+    let journal = try Journal(directory: dir.path, options: options)
+    let batches = PreallocationTests.batches(100, seed: 67)
+    for batch in batches { try await journal.append(batch) }
+    let copy = TemporaryDirectory("review-lost-copy")
+    let path = copy.appending("j")
+    try Files.copyDirectory(dir.path, to: path)
+    journal.close()
+    let segment = try #require(JournalFixtures.segments(path).last)
+    var bytes = try Files.read(path + "/" + segment)
+    let frames = try JournalFixtures.frames(of: Array(bytes.prefix(JournalFixtures.usedLength(bytes))))
+    let lost = frames[50]
+    // From a frame on, zeros; or that frame's header kept and the rest zeros (a "torn" frame).
+    let from = lost.offset + (tornAfter ? Layout.batchHeaderSize : 0)
+    for i in from..<bytes.count { bytes[i] = 0 }
+    try Files.write(bytes, to: path + "/" + segment)
+
+    let verification = try JournalReader(directory: path).verify()
+    #expect(!verification.isSound, "records the index names are gone")
+    #expect(verification.unfinishedTail == nil, "\(String(describing: verification.unfinishedTail))")
+    let problem = try #require(verification.problems.first)
+    #expect(problem.file == segment && problem.offset == Int64(lost.offset), "\(problem)")
+    #expect(problem.sequences?.lowerBound == lost.header.firstSequence, "\(problem)")
+    #expect(problem.message.contains("index"), "\(problem)")
+  }
+}
