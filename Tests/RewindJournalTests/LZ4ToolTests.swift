@@ -95,6 +95,34 @@ import Testing
     try await Self.checkSegments(dir.path, records: records)
   }
 
+  @Test func framesOfOneFullBlockDecodeWithTheTool() async throws {
+    // Content up to 64 KiB is framed by the encoder itself as one block (compressed, or stored
+    // raw when it would not shrink); one byte more goes through liblz4's frame API. Each append
+    // is one record of 20 header bytes, so these payloads put the content on both sides of it.
+    let dir = TemporaryDirectory()
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(frameBytes: 1 << 20))
+    var random = SeededGenerator(seed: 13)
+    var records: [JournalRecord] = []
+    func compressible(_ count: Int) -> [UInt8] {
+      var payload: [UInt8] = []
+      while payload.count < count { payload += random.eventLikePayload(200) }
+      return Array(payload.prefix(count))
+    }
+    let block = 64 << 10
+    let payloads: [[UInt8]] = [
+      compressible(10_000), random.bytes(40_000), compressible(block - 20), random.bytes(block - 20),
+      compressible(block - 19), random.bytes(block - 19), compressible(2_100),
+    ]
+    for (index, payload) in payloads.enumerated() {
+      let record = NewRecord(timestamp: Int64(index), payload: payload)
+      let range = try await journal.append([record])
+      records.append(JournalRecord(sequence: range.lowerBound, timestamp: record.timestamp, payload: payload))
+    }
+    journal.close()
+    try await Self.checkSegments(dir.path, records: records)
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+
   @Test func anEmptyJournalsSegmentIsValidForTheTool() async throws {
     let dir = TemporaryDirectory()
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
