@@ -71,6 +71,23 @@ import Testing
     #expect(ascending != descending)
   }
 
+  /// Removing an absent key changes nothing, and copies nothing in a tree that shares its nodes.
+  @Test func removingAnAbsentKeyChangesAndCopiesNothing() {
+    var tree = RecordTree<Int, Int>()
+    for key in stride(from: 0, to: 10_000, by: 2) { tree.updateValue(key, forKey: key) }
+    #expect(tree.removeValue(forKey: 7) == nil)
+    #expect(tree.removeValue(forKey: 10_001) == nil)
+    #expect(tree.count == 5_000)
+    #expect(tree.keys == Array(stride(from: 0, to: 10_000, by: 2)))
+    let before = tree
+    #expect(tree.removeValue(forKey: 5_001) == nil)
+    #expect(tree.root === before.root)
+    #expect(tree.removeValue(forKey: 5_000) == 5_000)
+    #expect(tree.root !== before.root)
+    #expect(before[5_000] == 5_000)
+    #expect(tree.count == 4_999)
+  }
+
   /// A change after a copy copies the path to the changed key, not the other nodes.
   @Test func aChangeAfterACopySharesTheUntouchedNodes() throws {
     var tree = RecordTree<Int, Int>()

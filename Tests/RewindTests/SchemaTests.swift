@@ -70,6 +70,24 @@ func unknownEventIsALocatedError(name: String, version: UInt32) throws {
   #expect(json.hasSuffix("\"event\":{\"anything\":1}}"))
 }
 
+/// A current event whose body does not decode: the same located error whether the record is
+/// decoded into its apply (`rebuild`) or decoded for the caller to look at (`events`).
+@Test func undecodableCurrentEventIsALocatedError() throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let deposited = try EventRecord.encode(
+    Deposited(account: account, amount: 3, memo: "memo"), origin: .sync, commandID: Identifier(high: 1, low: 3))
+  try writeJournal(directory, [try opened(), Array(deposited.dropLast(3))])
+  let rebuilt = #expect(throws: ReplayError.self) { try Replay.rebuild(Ledger.self, directory: directory) }
+  let listed = #expect(throws: ReplayError.self) { try Replay.events(of: Ledger.self, directory: directory) }
+  for error in [rebuilt, listed] {
+    #expect(error?.code == .undecodableEvent)
+    #expect(error?.sequence == 2)
+    #expect(error?.name == Deposited.name)
+    #expect(error?.version == Deposited.version)
+  }
+}
+
 @Test func malformedRecordIsALocatedError() throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")

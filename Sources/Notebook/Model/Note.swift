@@ -49,6 +49,9 @@ public struct Note: StoreRecord, Codable {
   /// `tags` sorted, without duplicates or empty tags. Sorts and drops neighbours that repeat
   /// (no `Set`): replay normalizes the tags of every note created or tagged.
   static func normalized(_ tags: [NoteTag]) -> [NoteTag] {
+    // Tags decoded from a journal are normalized already (every apply path leaves them so): kept
+    // as they are, without a new array.
+    if isNormalized(tags) { return tags }
     var sorted = tags.filter { !$0.isEmpty }
     guard sorted.count > 1 else { return sorted }
     sorted.sort()

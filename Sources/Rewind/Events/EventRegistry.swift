@@ -52,7 +52,16 @@ public struct EventRegistry<M: Model>: Sendable {
       decode: { bytes, offset in try decode(bytes, offset) })
     current[E.name] = entry
     tables.setEncoder(for: ObjectIdentifier(E.self), entry.encode)
-    tables.add(name: E.name, decoder: EventTables.Decoder(version: E.version, decode: { try decode($0, $1) }))
+    tables.add(
+      name: E.name,
+      decoder: EventTables.Decoder(
+        version: E.version, decode: { try decode($0, $1) },
+        decodeApplying: { bytes, offset, model, context in
+          // Decoded as an `E` and applied at once: no `any Event` box to allocate and free. The
+          // event is whole before the model changes, so a decoding error leaves the model as it was.
+          let event = try decode(bytes, offset)
+          apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
+        }))
     tables.setApplier(for: ObjectIdentifier(E.self)) { model, event, context in
       // The caller found this applier by the event's dynamic type, so the event is an `E`: open
       // the existential and reinterpret it (no dynamic cast, no optional `E`).
@@ -185,6 +194,11 @@ struct EventTables: Sendable {
   struct Decoder: Sendable {
     var version: UInt32
     var decode: @Sendable ([UInt8], Int) throws -> any Event
+    /// Decodes the event at the offset and applies it to the model the pointer points at (of the
+    /// registry's model type): replay's path when nothing looks at the decoded event.
+    var decodeApplying:
+      @Sendable (_ payload: [UInt8], _ offset: Int, _ model: UnsafeMutableRawPointer, _ context: inout ApplyContext)
+        throws -> Void
   }
 
   /// Applies an event of one type: `model` points at the model, `event` has that type.
@@ -250,6 +264,27 @@ struct EventTables: Sendable {
         .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
         underlying: String(describing: error))
     }
+  }
+
+  /// Decodes the event of a record whose name and version are current and applies it to `model`,
+  /// without boxing it; false (doing nothing) for any other record, which the caller decodes
+  /// through the registry. `nameIndex` is as for `decode`.
+  /// - Throws: `ReplayError(.undecodableEvent)`, with `model` unchanged.
+  func decodeApplying<M: Model>(
+    _ header: EventRecord.Header, nameIndex: Int?, payload: [UInt8], sequence: UInt64, to model: inout M,
+    context: inout ApplyContext
+  ) throws -> Bool {
+    guard let nameIndex, let decoder = decoders[nameIndex], decoder.version == header.version else { return false }
+    do {
+      try withUnsafeMutablePointer(to: &model) {
+        try decoder.decodeApplying(payload, header.bodyOffset, UnsafeMutableRawPointer($0), &context)
+      }
+    } catch {
+      throw ReplayError(
+        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
+        underlying: String(describing: error))
+    }
+    return true
   }
 
   /// The record payload of `event`, or nil if its type is not registered as current.

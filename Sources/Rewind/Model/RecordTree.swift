@@ -371,8 +371,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   /// Removes `key`; returns its value, or nil (changing nothing, copying nothing) if absent.
   @inlinable @discardableResult
   mutating func removeValue(forKey key: Key) -> Value? {
-    guard self[key] != nil, root != nil else { return nil }
-    let old = Self.remove(key, from: &root!)
+    guard root != nil, let old = Self.remove(key, from: &root!) else { return nil }
     count -= 1
     while let node = root, !node.isLeaf, node.keyCount <= 1 {
       root = node.keyCount == 1 ? node.child(at: 0) : nil
@@ -428,12 +427,17 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     return node.index(of: key) != nil
   }
 
-  /// Removes `key`, which is present under `node`.
-  @inlinable static func remove(_ key: Key, from node: inout Node) -> Value {
-    if !isKnownUniquelyReferenced(&node) { node = node.copy() }
+  /// Removes `key` from under `node` and returns its value; nil (copying nothing) if absent. One
+  /// walk from the root, as for `modify`.
+  @inlinable static func remove(_ key: Key, from node: inout Node) -> Value? {
+    if !isKnownUniquelyReferenced(&node) {
+      guard find(key, under: node) else { return nil }
+      node = node.copy()
+    }
     let current = node
     if current.isLeaf {
-      return current.remove(at: current.lowerBound(key), as: Value.self)
+      guard let index = current.index(of: key) else { return nil }
+      return current.remove(at: index, as: Value.self)
     }
     let index = current.childIndex(key)
     let (old, emptied) = current.withChildren { children in

@@ -135,11 +135,15 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
       let oldKeys = record.groupKeys
       change(&record)
       precondition(record.id == id, "Store.update changed the id of record \(id) in store \(name)")
-      return .changed(from: oldKeys, to: record.groupKeys)
+      // Most edits keep the record's groups: compared here, while both lists are at hand, rather
+      // than carried out of the walk for `refile` to find equal.
+      let newKeys = record.groupKeys
+      return oldKeys == newKeys ? .sameGroups : .changed(from: oldKeys, to: newKeys)
     }
     switch outcome {
     case nil: return false
     case .unchanged?: break
+    case .sameGroups?: context.touch(record: name, id)
     case .changed(let oldKeys, let newKeys)?:
       refile(id, from: oldKeys, to: newKeys, context: &context)
       context.touch(record: name, id)
@@ -150,6 +154,8 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// What `update` did to the record in place.
   @usableFromInline enum UpdateOutcome {
     case unchanged
+    /// Changed, in the same groups.
+    case sameGroups
     case changed(from: [Record.GroupKey], to: [Record.GroupKey])
   }
 

@@ -69,23 +69,78 @@ final class DecodedRecords<M: Model> {
   /// The next record, or nil after `last` (or the end of the journal).
   func next() throws -> DecodedRecord? {
     while true {
+      if position < decoded.count { return takeDecoded() }
+      if position < raw.count { return try decodeRecord(takeRaw(), tables: tables, registry: registry) }
+      guard try refill() else { return nil }
+    }
+  }
+
+  /// Applies the next record to `state` (an event; a checkpoint is decoded and changes nothing)
+  /// and returns its sequence number, or nil after `last`. The same as applying what `next()`
+  /// returns, for a caller that does not look at the decoded record: a record still raw is decoded
+  /// straight into its apply when its event is current, without the `any Event` box, envelope and
+  /// `DecodedRecord` that `next()` would build and the caller free.
+  func applyNext(to state: inout M, context: inout ApplyContext) throws -> UInt64? {
+    while true {
       if position < decoded.count {
-        defer { position += 1 }
-        return decoded.withUnsafeMutableBufferPointer { buffer in
-          let slot = buffer.baseAddress! + position
-          defer { slot.initialize(to: nil) }
-          return slot.move()
+        switch takeDecoded() {
+        case .event(let recorded)?:
+          tables.apply(recorded.event, to: &state, context: &context)
+          return recorded.envelope.sequence
+        case .checkpoint(let sequence, _)?: return sequence
+        case nil: preconditionFailure("a decoded batch holds a record at every position not yet taken")
         }
       }
       if position < raw.count {
-        defer { position += 1 }
-        let record = raw.withUnsafeMutableBufferPointer { buffer in
-          let slot = buffer.baseAddress! + position
-          defer { slot.initialize(to: JournalRecord(sequence: 0, timestamp: 0, payload: [])) }
-          return slot.move()
+        let record = takeRaw()
+        let header: EventRecord.Header
+        let nameIndex: Int?
+        do {
+          (header, nameIndex) = try EventRecord.header(of: record.payload, names: tables.names)
+        } catch {
+          throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
         }
-        return try decodeRecord(record, tables: tables, registry: registry)
+        if nameIndex != EventTables.checkpointNameIndex,
+          try tables.decodeApplying(
+            header, nameIndex: nameIndex, payload: record.payload, sequence: record.sequence, to: &state,
+            context: &context)
+        {
+          return record.sequence
+        }
+        // A checkpoint, an old version to upcast or an unknown name: the general path, with its
+        // checks and errors.
+        if case .event(let recorded) = try decodeRecord(record, tables: tables, registry: registry) {
+          tables.apply(recorded.event, to: &state, context: &context)
+        }
+        return record.sequence
       }
+      guard try refill() else { return nil }
+    }
+  }
+
+  /// Moves the record at `position` out of the decoded batch (leaving nil) and steps past it.
+  private func takeDecoded() -> DecodedRecord? {
+    defer { position += 1 }
+    return decoded.withUnsafeMutableBufferPointer { buffer in
+      let slot = buffer.baseAddress! + position
+      defer { slot.initialize(to: nil) }
+      return slot.move()
+    }
+  }
+
+  /// Moves the record at `position` out of the raw batch (leaving an empty one) and steps past it.
+  private func takeRaw() -> JournalRecord {
+    defer { position += 1 }
+    return raw.withUnsafeMutableBufferPointer { buffer in
+      let slot = buffer.baseAddress! + position
+      defer { slot.initialize(to: JournalRecord(sequence: 0, timestamp: 0, payload: [])) }
+      return slot.move()
+    }
+  }
+
+  /// Takes the next batch; false at the end.
+  private func refill() throws -> Bool {
+    while true {
       position = 0
       decoded = []
       raw = []
@@ -95,17 +150,18 @@ final class DecodedRecords<M: Model> {
         switch try queue.take() {
         case .decoded(let records)?: decoded = records
         case .raw(let records)?: raw = records
-        case nil: return nil
+        case nil: return false
         }
       } else if let cursor = inline {
         guard let next = try DecodedRecords.readRaw(cursor, last: last, size: 64) else {
           inline = nil
-          return nil
+          return false
         }
         raw = next
       } else {
-        return nil
+        return false
       }
+      if !decoded.isEmpty || !raw.isEmpty { return true }
     }
   }
 

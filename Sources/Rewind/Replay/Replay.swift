@@ -160,23 +160,20 @@ public enum Replay {
     var context = ApplyContext(recording: false)
     var count = 0
     var sequence = start
-    while let record = try records.next() {
-      sequence = record.sequence
+    while true {
       if let observe {
+        guard let record = try records.next() else { break }
+        sequence = record.sequence
         if case .event(let recorded) = record {
           tables.apply(recorded.event, to: &state, context: &context)
           context.touched.removeAll(keepingCapacity: true)
         }
         try observe(record, state)
       } else {
-        // Nothing looks at the record afterwards: moved into the match, not copied (a copy
-        // retains its event box, payload and strings, and releases them again).
-        switch consume record {
-        case .event(let recorded):
-          tables.apply(recorded.event, to: &state, context: &context)
-          context.touched.removeAll(keepingCapacity: true)
-        case .checkpoint: break
-        }
+        // Nothing looks at the record afterwards: applied as it is decoded (see `applyNext`).
+        guard let next = try records.applyNext(to: &state, context: &context) else { break }
+        sequence = next
+        context.touched.removeAll(keepingCapacity: true)
       }
       applied(sequence)
       count += 1
