@@ -93,13 +93,7 @@ final class DecodedRecords<M: Model> {
       }
       if position < raw.count {
         let record = takeRaw()
-        let header: EventRecord.Header
-        let nameIndex: Int?
-        do {
-          (header, nameIndex) = try EventRecord.header(of: record.payload, names: tables.names)
-        } catch {
-          throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
-        }
+        let (header, nameIndex) = try eventHeader(of: record, tables: tables)
         if nameIndex != EventTables.checkpointNameIndex,
           try tables.decodeApplying(
             header, nameIndex: nameIndex, payload: record.payload, sequence: record.sequence, to: &state,
@@ -182,19 +176,23 @@ final class DecodedRecords<M: Model> {
   }
 }
 
+/// A record's event header and the index of its name in `tables.names` (nil if not there), or a
+/// `.malformedRecord` error naming the record.
+func eventHeader(of record: JournalRecord, tables: EventTables) throws -> (EventRecord.Header, Int?) {
+  do {
+    return try EventRecord.header(of: record.payload, names: tables.names)
+  } catch {
+    throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
+  }
+}
+
 /// Decodes one record: the event (current versions through `tables`, older ones upcast by
 /// `registry`) with its envelope, or a checkpoint. A free function, so that calling it per record
 /// from generic code looks up no generic metadata.
 func decodeRecord<M: Model>(_ record: JournalRecord, tables: EventTables, registry: EventRegistry<M>) throws
   -> DecodedRecord
 {
-  let header: EventRecord.Header
-  let nameIndex: Int?
-  do {
-    (header, nameIndex) = try EventRecord.header(of: record.payload, names: tables.names)
-  } catch {
-    throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
-  }
+  let (header, nameIndex) = try eventHeader(of: record, tables: tables)
   if nameIndex.map({ $0 == EventTables.checkpointNameIndex }) ?? (header.name == Checkpoint.name) {
     do {
       let checkpoint = try FieldDecoder().decode(Checkpoint.self, from: record.payload, at: header.bodyOffset)
