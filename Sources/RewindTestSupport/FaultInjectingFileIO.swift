@@ -1,13 +1,13 @@
 import Foundation
 import Glibc
-import RewindJournal
+package import RewindJournal
 import Synchronization
 
-/// A `FileIO` that passes calls to the real file system until a test arms a fault, which then
+/// A `FileIO` that passes calls to the real file system (`ForwardingFileIO`) until a test arms a fault, which then
 /// strikes the next matching call (or the Nth one). Faults strike once, then disarm.
 ///
 /// Thread-safe: the armed faults and counters live in a `Mutex`.
-package final class FaultInjectingFileIO: FileIO {
+package final class FaultInjectingFileIO: ForwardingFileIO {
   /// What goes wrong.
   package enum Fault: Sendable, Equatable {
     /// The write fails with this errno (EIO, ENOSPC...) before writing anything.
@@ -30,7 +30,7 @@ package final class FaultInjectingFileIO: FileIO {
     var struck = 0
   }
 
-  private let base = PosixFileIO()
+  package let base: any FileIO = PosixFileIO()
   private let state = Mutex(State())
 
   /// Held data syncs (`metadata: false`) of segment files: while holding, each waits in `sync`
@@ -127,11 +127,6 @@ package final class FaultInjectingFileIO: FileIO {
     }
   }
 
-  package func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
-    try base.open(path, flags: flags, mode: mode)
-  }
-  package func close(_ fd: Int32) { base.close(fd) }
-
   package func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
     state.withLock { $0.writes += 1 }
     defer {
@@ -160,12 +155,6 @@ package final class FaultInjectingFileIO: FileIO {
     }
   }
 
-  package func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws
-    -> Int
-  {
-    try base.pread(fd, into: buffer, at: offset, path: path)
-  }
-
   package func sync(_ fd: Int32, metadata: Bool, path: String) throws {
     state.withLock { $0.syncs += 1 }
     if !metadata && path.hasSuffix(".lz4") {
@@ -191,7 +180,6 @@ package final class FaultInjectingFileIO: FileIO {
     }
     try base.truncate(fd, to: length, path: path)
   }
-  package func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
 
   package func rename(_ from: String, to: String) throws {
     if case .renameError(let errno) = take(to, where: { if case .renameError = $0 { true } else { false } }) {
@@ -200,12 +188,6 @@ package final class FaultInjectingFileIO: FileIO {
     try base.rename(from, to: to)
   }
 
-  package func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-  package func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-  package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
-  package func removeFile(_ path: String) throws { try base.removeFile(path) }
-  package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
-  package func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
 }
 
 /// The state behind held syncs and counted writes. `@unchecked Sendable`: every field is read

@@ -245,8 +245,8 @@ import Testing
 
   /// Flips a bit of every write to a compaction's temporary file: what reaches the disk is not
   /// what was meant, which only reading it back can tell.
-  final class CorruptingIO: FileIO, @unchecked Sendable {
-    let base = PosixFileIO()
+  final class CorruptingIO: ForwardingFileIO, @unchecked Sendable {
+    let base: any FileIO = PosixFileIO()
     func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
       guard path.hasSuffix(".compact.tmp"), bytes.count > 200 else {
         return try base.pwrite(fd, bytes, at: offset, path: path)
@@ -255,23 +255,6 @@ import Testing
       copy[copy.count - 100] ^= 0x10
       return try copy.withUnsafeBytes { try base.pwrite(fd, $0, at: offset, path: path) }
     }
-    func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
-      try base.open(path, flags: flags, mode: mode)
-    }
-    func close(_ fd: Int32) { base.close(fd) }
-    func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
-      try base.pread(fd, into: buffer, at: offset, path: path)
-    }
-    func sync(_ fd: Int32, metadata: Bool, path: String) throws { try base.sync(fd, metadata: metadata, path: path) }
-    func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
-    func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
-    func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
-    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-    func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-    func fileExists(_ path: String) -> Bool { base.fileExists(path) }
-    func removeFile(_ path: String) throws { try base.removeFile(path) }
-    func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
-    func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
   }
 
   @Test func aCopyThatDoesNotReadBackAsTheOriginalIsNotRenamed() async throws {
@@ -336,8 +319,8 @@ import Testing
 
   /// A FileIO that runs `action` once, when a segment is opened after the index was read: a reader
   /// that loaded the index before compaction opens the segment after it.
-  final class CompactWhenSegmentOpens: FileIO, @unchecked Sendable {
-    let base = PosixFileIO()
+  final class CompactWhenSegmentOpens: ForwardingFileIO, @unchecked Sendable {
+    let base: any FileIO = PosixFileIO()
     let lock = NSLock()
     var indexRead = false
     var action: (() -> Void)?
@@ -353,23 +336,6 @@ import Testing
       run?()
       return try base.open(path, flags: flags, mode: mode)
     }
-    func close(_ fd: Int32) { base.close(fd) }
-    func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
-      try base.pwrite(fd, bytes, at: offset, path: path)
-    }
-    func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
-      try base.pread(fd, into: buffer, at: offset, path: path)
-    }
-    func sync(_ fd: Int32, metadata: Bool, path: String) throws { try base.sync(fd, metadata: metadata, path: path) }
-    func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
-    func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
-    func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
-    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-    func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-    func fileExists(_ path: String) -> Bool { base.fileExists(path) }
-    func removeFile(_ path: String) throws { try base.removeFile(path) }
-    func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
-    func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
   }
 
   @Test(arguments: [false, true])

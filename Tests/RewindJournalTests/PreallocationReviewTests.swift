@@ -81,8 +81,8 @@ import Testing
 extension PreallocationReviewTests {
   /// The file system, running `onListing` once (when armed) as a reader next lists the journal's
   /// directory: what a writer does between two of a reader's system calls.
-  final class ListingHook: FileIO {
-    private let base = PosixFileIO()
+  final class ListingHook: ForwardingFileIO {
+    let base: any FileIO = PosixFileIO()
     private let hook = Mutex<(@Sendable () throws -> Void)?>(nil)
 
     func arm(_ action: @escaping @Sendable () throws -> Void) { hook.withLock { $0 = action } }
@@ -96,25 +96,6 @@ extension PreallocationReviewTests {
       }
       return try base.contentsOfDirectory(path)
     }
-    func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
-      try base.open(path, flags: flags, mode: mode)
-    }
-    func close(_ fd: Int32) { base.close(fd) }
-    func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
-      try base.pwrite(fd, bytes, at: offset, path: path)
-    }
-    func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
-      try base.pread(fd, into: buffer, at: offset, path: path)
-    }
-    func sync(_ fd: Int32, metadata: Bool, path: String) throws { try base.sync(fd, metadata: metadata, path: path) }
-    func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
-    func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
-    func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
-    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-    func fileExists(_ path: String) -> Bool { base.fileExists(path) }
-    func removeFile(_ path: String) throws { try base.removeFile(path) }
-    func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
-    func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
   }
 
   @Test func aCursorAtTheZerosReadsOnWhenTheWriterFillsThemExactlyAndRolls() async throws {

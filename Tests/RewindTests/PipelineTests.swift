@@ -10,13 +10,13 @@ import Testing
 /// A `FileIO` whose next segment write, once armed, waits until the test releases it, then
 /// writes or fails with ENOSPC: it holds one append in the journal's writer while later commands
 /// queue behind it.
-private final class HoldingFileIO: FileIO {
+private final class HoldingFileIO: ForwardingFileIO {
   private struct State {
     var armed = false
     var holding = false
     var fail = false
   }
-  private let base = PosixFileIO()
+  let base: any FileIO = PosixFileIO()
   private let state = Mutex(State())
   private let release = DispatchSemaphore(value: 0)
 
@@ -45,23 +45,6 @@ private final class HoldingFileIO: FileIO {
     return try base.pwrite(fd, bytes, at: offset, path: path)
   }
 
-  func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
-    try base.open(path, flags: flags, mode: mode)
-  }
-  func close(_ fd: Int32) { base.close(fd) }
-  func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws
-    -> Int
-  { try base.pread(fd, into: buffer, at: offset, path: path) }
-  func sync(_ fd: Int32, metadata: Bool, path: String) throws { try base.sync(fd, metadata: metadata, path: path) }
-  func truncate(_ fd: Int32, to length: Int64, path: String) throws { try base.truncate(fd, to: length, path: path) }
-  func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
-  func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
-  func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-  func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-  func fileExists(_ path: String) -> Bool { base.fileExists(path) }
-  func removeFile(_ path: String) throws { try base.removeFile(path) }
-  func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
-  func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
 }
 
 /// Runs tasks on a thread of its own. The held command runs here: its append is written on its
