@@ -200,16 +200,11 @@ extension PreallocationReviewTests {
     // Synced, acknowledged frames that now read as zeros to the end (blocks a disk lost): since
     // zeros end the last segment as preallocated space, only the index, which named some of
     // them, still tells that records were there. Verify must say so, not call the journal sound.
-    let dir = TemporaryDirectory("review-lost")
     var options = PreallocationTests.options(.always, segmentBytes: 1 << 20, chunk: 64 << 10)
     options.indexIntervalBytes = 1 << 10
-    let journal = try Journal(directory: dir.path, options: options)
     let batches = PreallocationTests.batches(100, seed: 67)
-    for batch in batches { try await journal.append(batch) }
     let copy = TemporaryDirectory("review-lost-copy")
-    let path = copy.appending("j")
-    try Files.copyDirectory(dir.path, to: path)
-    journal.close()
+    let path = try await PreallocationTests.liveCopy("review-lost", options: options, batches: batches, into: copy)
     let segment = try #require(JournalFixtures.segments(path).last)
     var bytes = try Files.read(path + "/" + segment)
     let frames = try JournalFixtures.frames(of: Array(bytes.prefix(JournalFixtures.usedLength(bytes))))

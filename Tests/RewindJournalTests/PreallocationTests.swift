@@ -28,6 +28,21 @@ import Testing
     }
   }
 
+  /// What a crash of a live writer leaves: `batches` appended under `options`, then the journal's
+  /// files copied into `copy` (preallocated zeros and all) before it is closed. Returns the copied
+  /// journal's path.
+  static func liveCopy(
+    _ name: String, options: JournalOptions, batches: [[NewRecord]], into copy: TemporaryDirectory
+  ) async throws -> String {
+    let dir = TemporaryDirectory(name)
+    let journal = try Journal(directory: dir.path, options: options)
+    for batch in batches { try await journal.append(batch) }
+    let path = copy.appending("j")
+    try Files.copyDirectory(dir.path, to: path)
+    journal.close()
+    return path
+  }
+
   /// Sizes of a journal's segment files and the ends of their frames.
   static func lengths(_ directory: String) throws -> [(size: Int, used: Int)] {
     try JournalFixtures.segments(directory).map {
@@ -63,14 +78,9 @@ import Testing
   @Test(arguments: [Durability.always, .batched, .none])
   func aCopyTakenWhileTheWriterIsLiveReopensWithEveryAcknowledgedRecord(durability: Durability) async throws {
     // What a crash leaves: the files of a live writer, preallocated zeros and all.
-    let dir = TemporaryDirectory("prealloc-live")
-    let journal = try Journal(directory: dir.path, options: Self.options(durability))
     let batches = Self.batches(300, seed: 2)
-    for batch in batches { try await journal.append(batch) }
     let copy = TemporaryDirectory("prealloc-crash")
-    let path = copy.appending("j")
-    try Files.copyDirectory(dir.path, to: path)
-    journal.close()
+    let path = try await Self.liveCopy("prealloc-live", options: Self.options(durability), batches: batches, into: copy)
 
     let copied = try Self.lengths(path)
     if durability == .none {
@@ -231,14 +241,10 @@ import Testing
   }
 
   @Test func repairMovesTheDamagedFramesAsideButNotTheZerosAfterThem() async throws {
-    let dir = TemporaryDirectory("prealloc-repair")
-    let journal = try Journal(directory: dir.path, options: Self.options(segmentBytes: 1 << 20))
     let batches = Self.batches(40, seed: 11)
-    for batch in batches { try await journal.append(batch) }
     let copy = TemporaryDirectory("prealloc-repair-copy")
-    let path = copy.appending("j")
-    try Files.copyDirectory(dir.path, to: path)
-    journal.close()
+    let path = try await Self.liveCopy(
+      "prealloc-repair", options: Self.options(segmentBytes: 1 << 20), batches: batches, into: copy)
     // A crashed writer's segment, with a flipped byte in a frame in its middle.
     let segment = try #require(JournalFixtures.segments(path).last)
     var bytes = try Files.read(path + "/" + segment)
