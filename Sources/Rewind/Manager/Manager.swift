@@ -550,14 +550,15 @@ public final class Manager<M: Model>: Sendable {
       "the journal numbered a different number of records")
     var first = sequences.lowerBound
     // One hold of `live` for the whole append: readers see all of its commands or none.
+    // The touched keys and recorded events go only into observers' changes: with none, naming
+    // and hashing them is wasted (as in replay).
+    let observed = !guarded.observers.isEmpty
     live.withLock { model in
       for command in commands {
-        // The touched keys go only into observers' changes: with none, naming and hashing them is
-        // wasted (as in replay).
-        var context = ApplyContext(recording: !guarded.observers.isEmpty)
+        var context = ApplyContext(recording: observed)
         for event in command.events { tables.apply(event, to: &model, context: &context) }
         let count = UInt64(command.events.count)
-        if !guarded.observers.isEmpty {
+        if observed {
           var recorded: [RecordedEvent] = []
           recorded.reserveCapacity(command.events.count)
           for (offset, event) in command.events.enumerated() {
