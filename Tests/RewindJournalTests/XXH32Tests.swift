@@ -13,7 +13,7 @@ import Testing
 
 /// Frames of every size (small ones built by hand, stored compressed or raw when they would not
 /// shrink or are too short to try; larger ones by liblz4) decode with liblz4's frame decoder,
-/// which checks their header and content checksums.
+/// which checks their header, block and content checksums.
 @Test(arguments: [1, 15, 16, 17, 185, 255, 256, 2048, 2049, 65_537, 300_000])
 func framesOfEverySizeDecode(size: Int) throws {
   var random = SeededGenerator(seed: UInt64(size))
@@ -47,23 +47,23 @@ func skippingChecksumsDecodesAFrameWithABadContentChecksum(size: Int) throws {
   #expect(decoded == content)
 }
 
-/// The frames the writer makes: no block checksum (FLG 0x4C: the batch header's CRC-32C covers
-/// the frame), a content checksum, and content under `rawBelow` bytes stored as a raw block even
-/// when it would compress; from `rawBelow` on, compressible content is compressed.
+/// The frames the writer makes: block and content checksums (FLG 0x5C), and content under
+/// `rawBelow` bytes stored as a raw block even when it would compress; from `rawBelow` on,
+/// compressible content is compressed.
 @Test(arguments: [1, 100, LZ4FrameEncoder.rawBelow - 1, LZ4FrameEncoder.rawBelow, 4_000])
-func smallContentIsStoredRawAndNoFrameHasBlockChecksums(size: Int) throws {
+func smallContentIsStoredRaw(size: Int) throws {
   let content = [UInt8](repeating: 7, count: size)  // as compressible as content gets
   var frame: [UInt8] = []
   let length = try content.withUnsafeBytes { try LZ4FrameEncoder().compress($0, appendingTo: &frame) }
-  #expect(frame[4] == 0x4C, "FLG: version 1, linked blocks, content size, content checksum")
+  #expect(frame[4] == 0x5C, "FLG: version 1, linked blocks, block checksum, content size, content checksum")
   let blockSize = UInt32(frame[15]) | UInt32(frame[16]) << 8 | UInt32(frame[17]) << 16 | UInt32(frame[18]) << 24
   let raw = blockSize & 0x8000_0000 != 0
   let stored = Int(blockSize & 0x7FFF_FFFF)
   #expect(raw == (size < LZ4FrameEncoder.rawBelow))
   #expect(raw ? stored == size : stored < size / 4)
-  // header 15, block size 4, block, end mark 4, content checksum 4: no block checksum
-  #expect(length == 15 + 4 + stored + 4 + 4)
-  #expect(Array(frame[(19 + stored)..<(23 + stored)]) == [0, 0, 0, 0], "the end mark follows the block")
+  // header 15, block size 4, block, block checksum 4, end mark 4, content checksum 4
+  #expect(length == 15 + 4 + stored + 4 + 4 + 4)
+  #expect(Array(frame[(23 + stored)..<(27 + stored)]) == [0, 0, 0, 0], "the end mark follows the block's checksum")
   let decoded = try frame.withUnsafeBytes { try LZ4FrameDecoder().decompress($0, expectedLength: size) }
   #expect(decoded == content)
 }

@@ -7,14 +7,9 @@ package struct LZ4Failure: Error, CustomStringConvertible {
   package let description: String
 }
 
-/// Compresses whole batches into standard LZ4 frames: linked 64 KiB blocks, content checksum and
-/// content size on, so `lz4 -dc` and any conforming decoder can check and decode them. Owns
-/// reusable compression state; not thread-safe (the single writer owns it).
-///
-/// Block checksums are off: the batch header's CRC-32C covers every byte of the frame, so a
-/// second checksum of the same bytes detects nothing more (frames written before had them on;
-/// readers take both). The content checksum stays: it checks the decoded bytes, which no other
-/// checksum covers.
+/// Compresses whole batches into standard LZ4 frames: linked 64 KiB blocks, block checksums,
+/// content checksum and content size all on, so `lz4 -dc` and any conforming decoder can check
+/// and decode them. Owns reusable compression state; not thread-safe (the single writer owns it).
 ///
 /// A frame of one block (content up to 64 KiB: a command, or a group of them) is framed here
 /// around liblz4's block compressor, whose stream state is reused with a fast reset.
@@ -84,19 +79,19 @@ package final class LZ4FrameEncoder {
     return try compressFrame(content, appendingTo: &output)
   }
 
-  /// Bytes of a one-block frame around its block: frame header (15), block size (4), end mark
-  /// (4), content checksum (4).
-  private static let oneBlockOverhead = 15 + 4 + 4 + 4
+  /// Bytes of a one-block frame around its block: frame header (15), block size (4), block
+  /// checksum (4), end mark (4), content checksum (4).
+  private static let oneBlockOverhead = 15 + 4 + 4 + 4 + 4
 
-  /// The frame of one block: header (FLG 0x4C: version 1, linked blocks, content size, content
-  /// checksum; BD 0x40: 64 KiB blocks), the block (stored raw under `rawBelow` bytes or if it
-  /// would not shrink), the end mark and the content's XXH32. Written at `frame`, which has room
-  /// for `oneBlockOverhead + bound` bytes; returns the frame's length.
+  /// The frame of one block: header (FLG 0x5C: version 1, linked blocks, block checksum, content
+  /// size, content checksum; BD 0x40: 64 KiB blocks), the block (stored raw under `rawBelow`
+  /// bytes or if it would not shrink), its XXH32, the end mark and the content's XXH32. Written
+  /// at `frame`, which has room for `oneBlockOverhead + bound` bytes; returns the frame's length.
   private func compressOneBlock(_ content: UnsafeRawBufferPointer, bound: Int, into frame: UnsafeMutableRawPointer)
     -> Int
   {
     frame.storeBytes(of: Layout.lz4FrameMagic.littleEndian, as: UInt32.self)
-    frame.storeBytes(of: 0x4C, toByteOffset: 4, as: UInt8.self)
+    frame.storeBytes(of: 0x5C, toByteOffset: 4, as: UInt8.self)
     frame.storeBytes(of: 0x40, toByteOffset: 5, as: UInt8.self)
     frame.storeBytes(of: UInt64(content.count).littleEndian, toByteOffset: 6, as: UInt64.self)
     let headerChecksum = XXH32.hash(UnsafeRawBufferPointer(start: frame + 4, count: 10))
@@ -120,10 +115,12 @@ package final class LZ4FrameEncoder {
       block.copyMemory(from: content.baseAddress!, byteCount: content.count)
     }
     frame.storeBytes(of: (UInt32(stored) | (raw ? 0x8000_0000 : 0)).littleEndian, toByteOffset: 15, as: UInt32.self)
+    let blockChecksum = XXH32.hash(UnsafeRawBufferPointer(start: block, count: stored))
     let end = 19 + stored
-    frame.storeBytes(of: UInt32(0), toByteOffset: end, as: UInt32.self)
-    frame.storeBytes(of: XXH32.hash(content).littleEndian, toByteOffset: end + 4, as: UInt32.self)
-    return end + 8
+    frame.storeBytes(of: blockChecksum.littleEndian, toByteOffset: end, as: UInt32.self)
+    frame.storeBytes(of: UInt32(0), toByteOffset: end + 4, as: UInt32.self)
+    frame.storeBytes(of: XXH32.hash(content).littleEndian, toByteOffset: end + 8, as: UInt32.self)
+    return end + 12
   }
 
   private static func preferences(contentSize: Int, level: Int32) -> LZ4F_preferences_t {
@@ -131,7 +128,7 @@ package final class LZ4FrameEncoder {
     preferences.frameInfo.blockSizeID = LZ4F_max64KB
     preferences.frameInfo.blockMode = LZ4F_blockLinked
     preferences.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled
-    preferences.frameInfo.blockChecksumFlag = LZ4F_noBlockChecksum
+    preferences.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled
     preferences.frameInfo.frameType = LZ4F_frame
     preferences.frameInfo.contentSize = UInt64(contentSize)
     preferences.compressionLevel = level
