@@ -19,8 +19,8 @@ package struct LZ4Failure: Error, CustomStringConvertible {
 /// follow the same frame format and settings, and are as small (liblz4 1.9.4, the bench's
 /// groups: 119.9 B/event either way). Larger frames go through liblz4's frame API.
 ///
-/// Content under `rawBelow` bytes is stored as a raw block without trying to compress it: LZ4
-/// finds too little to repeat within a couple of hundred bytes (see `rawBelow`).
+/// Small content (one command appended alone) is often stored as a raw block without trying to
+/// compress it, while LZ4 is seen to save next to nothing on it (`SmallContentSampler`).
 package final class LZ4FrameEncoder {
   private var context: OpaquePointer?
   private let stream: UnsafeMutablePointer<LZ4_stream_t>
@@ -52,11 +52,8 @@ package final class LZ4FrameEncoder {
   /// The largest content framed here, as one block.
   static let singleBlockLimit = 64 << 10
 
-  /// Content shorter than this is stored raw by the fast encoder. Measured on the benchmark's
-  /// Notebook records framed one per frame (a command appended alone), LZ4 saved 0.0% of records
-  /// of 64–127 bytes, 0.2% at 128–191 and 0.7% at 192–255, at 0.2–0.3 µs each (about a sixth of
-  /// such an append); at 256–383 bytes it saves 1.5–2%, and a group of 64 records 36%.
-  static let rawBelow = 256
+  /// Whether small content is worth compressing, from what compressing it saved lately.
+  private var sampler = SmallContentSampler()
 
   /// Appends one complete LZ4 frame holding `content` to `output`; returns the frame's length.
   package func compress(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws -> Int {
@@ -84,9 +81,10 @@ package final class LZ4FrameEncoder {
   private static let oneBlockOverhead = 15 + 4 + 4 + 4 + 4
 
   /// The frame of one block: header (FLG 0x5C: version 1, linked blocks, block checksum, content
-  /// size, content checksum; BD 0x40: 64 KiB blocks), the block (stored raw under `rawBelow`
-  /// bytes or if it would not shrink), its XXH32, the end mark and the content's XXH32. Written
-  /// at `frame`, which has room for `oneBlockOverhead + bound` bytes; returns the frame's length.
+  /// size, content checksum; BD 0x40: 64 KiB blocks), the block (stored raw if it would not
+  /// shrink, or is small and `sampler` says small content does not shrink lately), its XXH32, the
+  /// end mark and the content's XXH32. Written at `frame`, which has room for
+  /// `oneBlockOverhead + bound` bytes; returns the frame's length.
   private func compressOneBlock(_ content: UnsafeRawBufferPointer, bound: Int, into frame: UnsafeMutableRawPointer)
     -> Int
   {
@@ -98,7 +96,8 @@ package final class LZ4FrameEncoder {
     frame.storeBytes(of: UInt8(truncatingIfNeeded: headerChecksum >> 8), toByteOffset: 14, as: UInt8.self)
     let block = frame + 19
     var compressed: Int32 = 0
-    if content.count >= Self.rawBelow {
+    let tried = sampler.shouldTry(content.count)
+    if tried {
       LZ4_resetStream_fast(stream)
       compressed = LZ4_compress_fast_continue(
         stream, content.baseAddress!.assumingMemoryBound(to: CChar.self), block.assumingMemoryBound(to: CChar.self),
@@ -114,6 +113,7 @@ package final class LZ4FrameEncoder {
       raw = true
       block.copyMemory(from: content.baseAddress!, byteCount: content.count)
     }
+    if tried { sampler.record(content: content.count, stored: stored) }
     frame.storeBytes(of: (UInt32(stored) | (raw ? 0x8000_0000 : 0)).littleEndian, toByteOffset: 15, as: UInt32.self)
     let blockChecksum = XXH32.hash(UnsafeRawBufferPointer(start: block, count: stored))
     let end = 19 + stored
@@ -170,6 +170,49 @@ package final class LZ4FrameEncoder {
     output.removeLast(bound - written)
     if let failure { throw failure }
     return written
+  }
+}
+
+/// Whether the fast encoder tries LZ4 on small content or stores it raw straight away.
+///
+/// On a few hundred bytes, what LZ4 saves depends on the payloads: measured one record per frame,
+/// the benchmark's Notebook records (binary fields, random ids, prose from a word list) shrank by
+/// 0–2% under 384 bytes, at 0.2–0.3 µs each, about a sixth of such an append; English prose cut
+/// into 128–384-byte pieces shrinks by 3–8%, JSON lines by 25–45%. So the encoder watches what
+/// compressing small content saved: while it saves at least 2%, every small frame is compressed;
+/// below that, only one in `sampleEvery` is, to notice when the payloads change, and the rest are
+/// stored raw. Content of `limit` bytes or more (groups of commands) is always compressed. The
+/// decisions depend only on the contents framed before, so the same appends make the same bytes.
+struct SmallContentSampler {
+  /// Content under this many bytes is small.
+  static let limit = 512
+  /// At least one small frame in this many is compressed.
+  static let sampleEvery = 16
+  /// 2% of 65,536: the share below which compressing small content is not worth its time.
+  static let worthwhile = 1_311
+
+  /// Moving average of the share LZ4 saved of the small content it was tried on, in 65,536ths;
+  /// each try weighs an eighth. Starts at all of it, so the first small frames are compressed.
+  private(set) var savedShare = 65_536
+  /// Small frames stored raw without trying since the last try.
+  private var skipped = 0
+
+  /// Whether to try compressing content of `count` bytes.
+  mutating func shouldTry(_ count: Int) -> Bool {
+    guard count < Self.limit else { return true }
+    if savedShare >= Self.worthwhile || skipped + 1 >= Self.sampleEvery {
+      skipped = 0
+      return true
+    }
+    skipped += 1
+    return false
+  }
+
+  /// Learns what a try saved: `content` bytes stored in `stored` (`content` when it did not shrink).
+  mutating func record(content: Int, stored: Int) {
+    guard content < Self.limit, content > 0 else { return }
+    let share = (content - stored) * 65_536 / content
+    savedShare += (share - savedShare) / 8
   }
 }
 
