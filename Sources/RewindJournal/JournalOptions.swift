@@ -59,9 +59,16 @@ public struct JournalOptions: Sendable {
   /// end at their last frame; after a crash they read as the end of the journal. A chunk that
   /// does not fit on the disk leaves the frames to grow the file themselves (the segment
   /// preallocates no more), so it fails no append that would fit without it. Groups of more than
-  /// 64 KiB on average, and every group under `none` (no sync to spare), grow the file
-  /// themselves. 0 turns it off. Default 4 MiB.
+  /// 64 KiB on average grow the file themselves. Under `none` the space is allocated
+  /// (`fallocate`), not written, for `mapsActiveSegment`. 0 turns it (and the mapping) off.
+  /// Default 4 MiB.
   public var preallocationBytes: Int = 4 << 20
+  /// Under `none`, frames are stored through a shared memory mapping of the active segment
+  /// instead of one `pwrite` per group (FORMAT.md, "Writing"), in windows of `preallocationBytes`
+  /// allocated ahead with `fallocate`. Where that fails (a full disk, a file system without
+  /// `fallocate` or `mmap`) the segment falls back to `pwrite`. Off when `preallocationBytes` is 0.
+  /// The benchmark turns it off to compare. Default true.
+  package var mapsActiveSegment = true
   /// Compact each segment once it is sealed, on a low-priority background thread: rewrite it
   /// into large LZ4HC frames, about 2.9x smaller for the benchmark's Notebook events
   /// (FORMAT.md, "Compaction"; `Journal.compactSealedSegments()` does the same on demand).

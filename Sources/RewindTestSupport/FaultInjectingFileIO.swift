@@ -20,6 +20,10 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
     case renameError(Int32)
     /// The ftruncate fails with this errno.
     case truncateError(Int32)
+    /// The fallocate fails with this errno (ENOSPC, EOPNOTSUPP...), allocating nothing.
+    case allocateError(Int32)
+    /// The mmap fails with this errno.
+    case mapError(Int32)
   }
 
   private struct State {
@@ -27,6 +31,9 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
     var failNextWrite: Int32?
     var writes = 0
     var syncs = 0
+    var segmentWrites = 0
+    var allocations = 0
+    var maps = 0
     var struck = 0
   }
 
@@ -110,6 +117,10 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
   package var struck: Int { state.withLock { $0.struck } }
   /// Write and sync calls seen so far (whether or not they failed).
   package var counts: (writes: Int, syncs: Int) { state.withLock { ($0.writes, $0.syncs) } }
+  /// Write calls to segment files (paths ending in ".lz4") seen so far.
+  package var segmentWrites: Int { state.withLock { $0.segmentWrites } }
+  /// Allocate and map calls seen so far (whether or not they failed).
+  package var mappingCounts: (allocations: Int, maps: Int) { state.withLock { ($0.allocations, $0.maps) } }
 
   private func take(_ path: String, where matches: (Fault) -> Bool) -> Fault? {
     state.withLock { state in
@@ -128,7 +139,10 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
   }
 
   package func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
-    state.withLock { $0.writes += 1 }
+    state.withLock {
+      $0.writes += 1
+      if path.hasSuffix(".lz4") { $0.segmentWrites += 1 }
+    }
     defer {
       gate.lock()
       gate.completedWrites += 1
@@ -179,6 +193,22 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
       throw SystemCallError("ftruncate", path: path, errno: errno)
     }
     try base.truncate(fd, to: length, path: path)
+  }
+
+  package func allocate(_ fd: Int32, at offset: Int64, length: Int64, path: String) throws {
+    state.withLock { $0.allocations += 1 }
+    if case .allocateError(let errno) = take(path, where: { if case .allocateError = $0 { true } else { false } }) {
+      throw SystemCallError("fallocate", path: path, errno: errno)
+    }
+    try base.allocate(fd, at: offset, length: length, path: path)
+  }
+
+  package func map(_ fd: Int32, at offset: Int64, length: Int, path: String) throws -> UnsafeMutableRawPointer {
+    state.withLock { $0.maps += 1 }
+    if case .mapError(let errno) = take(path, where: { if case .mapError = $0 { true } else { false } }) {
+      throw SystemCallError("mmap", path: path, errno: errno)
+    }
+    return try base.map(fd, at: offset, length: length, path: path)
   }
 
   package func rename(_ from: String, to: String) throws {

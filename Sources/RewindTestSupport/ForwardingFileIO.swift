@@ -34,4 +34,14 @@ extension ForwardingFileIO {
   package func removeFile(_ path: String) throws { try base.removeFile(path) }
   package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
   package func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
+  package func allocate(_ fd: Int32, at offset: Int64, length: Int64, path: String) throws {
+    try base.allocate(fd, at: offset, length: length, path: path)
+  }
+  package func map(_ fd: Int32, at offset: Int64, length: Int, path: String) throws -> UnsafeMutableRawPointer {
+    try base.map(fd, at: offset, length: length, path: path)
+  }
+  package func unmap(_ address: UnsafeMutableRawPointer, length: Int) { base.unmap(address, length: length) }
+  package func protectReadOnly(_ address: UnsafeMutableRawPointer, length: Int, path: String) throws {
+    try base.protectReadOnly(address, length: length, path: path)
+  }
 }

@@ -32,7 +32,12 @@ import Testing
   {
     let dir = TemporaryDirectory("faults")
     let faults = FaultInjectingFileIO()
-    let journal = try Journal(directory: dir.path, options: Self.options(faults, durability))
+    var options = Self.options(faults, durability)
+    // Under `none` frames are stored through a mapping, which no write fault reaches; `pwrite`
+    // stays its fallback (a full disk, no `fallocate`), tested here. MappedAppendTests has the
+    // mapping's own faults.
+    options.mapsActiveSegment = false
+    let journal = try Journal(directory: dir.path, options: options)
     var acknowledged: [NewRecord] = []
     for tag in 0..<5 {
       try await journal.append(Self.records(tag))

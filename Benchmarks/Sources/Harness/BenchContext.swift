@@ -1,5 +1,6 @@
 internal import Notebook
 internal import RewindJournal
+internal import Glibc
 internal import Synchronization
 
 /// What scenarios share during one run.
@@ -59,4 +60,13 @@ final class BenchContext: @unchecked Sendable {
     let key = "\(scenario)|\(system)|\(configuration)|\(metric)"
     return recorded.withLock { $0.first { $0.key == key }?.value }
   }
+}
+
+/// The options the append benchmarks open journals with. With `REWIND_BENCH_UNMAPPED` set in the
+/// environment (child processes inherit it), appends under `none` use `pwrite` instead of a
+/// mapping of the active segment (`JournalOptions.mapsActiveSegment`), to compare the two.
+func benchJournalOptions(_ durability: Durability) -> JournalOptions {
+  var options = JournalOptions(durability: durability)
+  options.mapsActiveSegment = getenv("REWIND_BENCH_UNMAPPED") == nil
+  return options
 }

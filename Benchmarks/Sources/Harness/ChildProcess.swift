@@ -124,7 +124,7 @@ enum ChildProcess {
   private static func manager(directory: String, limit: Int) async throws -> Result {
     let seed: UInt64 = 0x5EED_2026
     let manager = try NotebookManager(
-      directory: directory, options: JournalOptions(durability: .none),
+      directory: directory, options: benchJournalOptions(.none),
       ids: NotebookWorkload.identifiers(seed: seed))
     let notebook = try await manager.createNotebook(title: "Benchmark")
     var texts = NotebookWorkload(seed: seed)
@@ -153,7 +153,7 @@ enum ChildProcess {
     }
     let target = directory + "-append"
     try? FileManager.default.removeItem(atPath: target)
-    let journal = try Journal(directory: target, options: JournalOptions(durability: .none))
+    let journal = try Journal(directory: target, options: benchJournalOptions(.none))
     let (seconds, _) = try await timedAsync {
       for index in 0..<limit { try await journal.append([records[index % records.count]]) }
     }

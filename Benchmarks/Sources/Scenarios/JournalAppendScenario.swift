@@ -12,7 +12,7 @@ struct JournalAppendScenario: Scenario {
       for producers in [1, 64] {
         let count = appendCount(durability: durability, producers: producers, options: context.options)
         let directory = context.path("journal-\(label)-\(producers)")
-        let journal = try Journal(directory: directory, options: JournalOptions(durability: durability))
+        let journal = try Journal(directory: directory, options: benchJournalOptions(durability))
         let (seconds, latencies) = try await timedAsync {
           try await runProducers(producers, count: count) { index in
             try await journal.append([corpus[index]])
@@ -33,7 +33,7 @@ struct JournalAppendScenario: Scenario {
     let batches = Self.batches(of: corpus)
     for (label, durability) in durabilities where durability != .batched {
       let directory = context.path("journal-\(label)-bulk")
-      let journal = try Journal(directory: directory, options: JournalOptions(durability: durability))
+      let journal = try Journal(directory: directory, options: benchJournalOptions(durability))
       let (seconds, latencies) = try await timedAsync {
         try await runProducers(1, count: batches.count) { index in try await journal.append(batches[index]) }
       }

@@ -14,7 +14,7 @@ struct ManagerAppendScenario: Scenario {
       for producers in [1, 64] {
         let directory = context.path("manager-\(label)-\(producers)")
         let manager = try NotebookManager(
-          directory: directory, options: JournalOptions(durability: durability),
+          directory: directory, options: benchJournalOptions(durability),
           ids: NotebookWorkload.identifiers(seed: context.options.seed &+ UInt64(producers)))
         let notebook = try await manager.createNotebook(title: "Benchmark")
         var texts = NotebookWorkload(seed: context.options.seed)

@@ -44,7 +44,30 @@ package protocol FileIO: Sendable {
   /// Releases the lock taken by `tryLock`. Closing the descriptor is not enough: a child forked
   /// by any thread shares the open file description (and so the lock) until it execs.
   func unlock(_ fd: Int32, path: String)
+  /// Allocates the file's blocks for `length` bytes at `offset`, growing the file to
+  /// `offset + length` if it is shorter; new space reads as zeros (Linux `fallocate(2)`, mode 0).
+  /// Throws `EOPNOTSUPP` (or `ENOSYS`) where the file system or platform cannot, and never writes
+  /// zeros itself instead (as glibc's `posix_fallocate` does there).
+  func allocate(_ fd: Int32, at offset: Int64, length: Int64, path: String) throws
+  /// Maps `length` bytes of the file at `offset` (a multiple of `pageSize`) shared, readable and
+  /// writable: stores through it go to the file's pages in the page cache, as `pwrite` would.
+  /// Storing beyond the file's allocated blocks raises SIGBUS, so only allocated space is written.
+  func map(_ fd: Int32, at offset: Int64, length: Int, path: String) throws -> UnsafeMutableRawPointer
+  /// Removes a mapping made by `map` (`length` as mapped).
+  func unmap(_ address: UnsafeMutableRawPointer, length: Int)
+  /// Makes `length` bytes at `address` (page aligned, inside a mapping) read only.
+  func protectReadOnly(_ address: UnsafeMutableRawPointer, length: Int, path: String) throws
 }
+
+/// The size of a memory page, for mappings (`FileIO.map`).
+package let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+/// Linux's `fallocate(2)`, looked up once: Swift's Glibc module does not declare it (it needs
+/// `_GNU_SOURCE`). nil where the C library has none.
+private let fallocateFunction: (@convention(c) (Int32, Int32, Int64, Int64) -> Int32)? = {
+  guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate64") else { return nil }
+  return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32, Int64, Int64) -> Int32).self)
+}()
 
 /// The real file system, through POSIX calls.
 package struct PosixFileIO: FileIO {
@@ -144,6 +167,32 @@ package struct PosixFileIO: FileIO {
 
   package func unlock(_ fd: Int32, path: String) {
     while flock(fd, LOCK_UN) != 0 && Glibc.errno == EINTR {}
+  }
+
+  package func allocate(_ fd: Int32, at offset: Int64, length: Int64, path: String) throws {
+    guard let fallocate = fallocateFunction else { throw SystemCallError("fallocate", path: path, errno: ENOSYS) }
+    while fallocate(fd, 0, offset, length) != 0 {
+      if Glibc.errno == EINTR { continue }
+      throw SystemCallError("fallocate", path: path, errno: Glibc.errno)
+    }
+  }
+
+  package func map(_ fd: Int32, at offset: Int64, length: Int, path: String) throws -> UnsafeMutableRawPointer {
+    let address = Glibc.mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(offset))
+    guard let address, address != MAP_FAILED else {
+      throw SystemCallError("mmap", path: path, errno: Glibc.errno)
+    }
+    return address
+  }
+
+  package func unmap(_ address: UnsafeMutableRawPointer, length: Int) {
+    _ = Glibc.munmap(address, length)
+  }
+
+  package func protectReadOnly(_ address: UnsafeMutableRawPointer, length: Int, path: String) throws {
+    if Glibc.mprotect(address, length, PROT_READ) != 0 {
+      throw SystemCallError("mprotect", path: path, errno: Glibc.errno)
+    }
   }
 }
 

@@ -48,7 +48,8 @@ struct PendingAppend {
 }
 
 /// The single writer of a journal: gathers waiting appends into groups, writes each group as one
-/// or more frames with one system call, syncs it as the durability policy says, and only then
+/// or more frames with one system call (under `none`, with none: stored through a mapping of the
+/// active segment, `storeMapped`), syncs it as the durability policy says, and only then
 /// acknowledges every append of the group, in order.
 ///
 /// Leader and followers (group commit as in LevelDB and RocksDB): an append that finds nothing
@@ -154,10 +155,13 @@ final class JournalWriter: @unchecked Sendable {
     activeName = name
     activePath = path + "/" + name
     do {
-      segmentFD = try io.open(activePath, flags: O_WRONLY, mode: 0)
+      // Read and write: a shared mapping (`storeMapped`) needs both.
+      segmentFD = try io.open(activePath, flags: O_RDWR, mode: 0)
     } catch {
       throw JournalError(error, directory: path, file: name)
     }
+    reservedEnd = state.endOffset
+    mappingFailed = false
   }
 
   // MARK: Appending (any thread)
@@ -333,6 +337,7 @@ final class JournalWriter: @unchecked Sendable {
     }
     // A closed journal's last segment ends at its last frame, as if nothing had been preallocated
     // (if this fails, or the process dies first, the zeros read as the end of the journal).
+    unmapWindow()
     cutPreallocation()
     io.close(segmentFD)
     if indexFD >= 0 { io.close(indexFD) }
@@ -511,6 +516,10 @@ final class JournalWriter: @unchecked Sendable {
 
     let name = activeName
     let end = state.endOffset + Int64(outputLength)
+    if mapsAppends, !mappingFailed, storeMapped(through: end) {
+      return commit(
+        sequence: sequence, maxTimestamp: maxTimestamp, lastIndexed: lastIndexed, entries: newEntries, first: first)
+    }
     bytesSinceGrowth += Int64(outputLength)
     groupsSinceGrowth += 1
     if end > allocatedEnd {
@@ -556,13 +565,122 @@ final class JournalWriter: @unchecked Sendable {
       }
     }
 
+    return commit(
+      sequence: sequence, maxTimestamp: maxTimestamp, lastIndexed: lastIndexed, entries: newEntries, first: first)
+  }
+
+  /// Takes a group whose `outputLength` bytes of frames are in the file (and synced, as the
+  /// policy asks) as written.
+  private func commit(
+    sequence: UInt64, maxTimestamp: Int64, lastIndexed: Int64, entries: [IndexEntry], first: UInt64
+  ) -> Result<UInt64, JournalError> {
     state.endOffset += Int64(outputLength)
     state.nextSequence = sequence
     state.maxTimestamp = maxTimestamp
     state.lastIndexedOffset = lastIndexed
     lastSequence.store(sequence - 1, ordering: .releasing)
-    appendIndexEntries(newEntries)
+    appendIndexEntries(entries)
     return .success(first)
+  }
+
+  // MARK: Mapped appends (`none`)
+
+  /// Whether groups are stored through a mapping of the active segment (FORMAT.md, "Writing").
+  private var mapsAppends: Bool {
+    options.mapsActiveSegment && options.durability == .none && options.preallocationBytes > 0
+  }
+  /// Mapping failed in the active segment (fallocate or mmap): its groups are written with
+  /// `pwrite`, until the next segment.
+  private var mappingFailed = false
+  /// The active segment is allocated (by this writer's `fallocate`) from `state.endOffset` at
+  /// its opening up to here: only this space is ever stored into through the mapping, so no
+  /// store can meet a hole (a page the kernel would have to allocate at fault time, and would
+  /// raise SIGBUS for on a full disk) nor the end of the file.
+  private var reservedEnd: Int64 = 0
+  /// The mapped window of the active segment: `windowLength` bytes from file offset
+  /// `windowStart` (page aligned), at `window`; nil when nothing is mapped.
+  private var window: UnsafeMutableRawPointer?
+  private var windowStart: Int64 = 0
+  private var windowLength = 0
+  /// The window is read only from `windowStart` up to here (whole pages of frames written).
+  private var protectedEnd: Int64 = 0
+
+  /// A window's usual length: `preallocationBytes`, in whole pages.
+  private var windowBytes: Int {
+    (max(options.preallocationBytes, 1) + pageSize - 1) / pageSize * pageSize
+  }
+
+  /// Written frames are made read only (`mprotect`) once this many bytes of whole pages have
+  /// gathered: a stray store elsewhere in the process then faults instead of silently changing
+  /// committed records, at one system call per this many bytes.
+  static let protectionStepBytes: Int64 = 64 << 10
+
+  /// Stores the group's frames (`output[..<outputLength]`, ending at `end`) into the active
+  /// segment through its mapping: allocates space ahead first (`fallocate`, a window at a time,
+  /// never past the segment's target size unless the frames are), moves the window if the
+  /// frames leave it, copies them, and makes the whole pages before them read only. Returns
+  /// false, having stored nothing, if allocating or mapping fails: the segment then falls back
+  /// to `pwrite` (`mappingFailed`), so a full disk or a file system without `fallocate` fails
+  /// no append that `pwrite` can still write.
+  private func storeMapped(through end: Int64) -> Bool {
+    let start = state.endOffset
+    if end > reservedEnd {
+      let chunk = Int64(windowBytes)
+      let target = max(end, min((end + chunk - 1) / chunk * chunk, Int64(options.segmentTargetBytes)))
+      do {
+        try io.allocate(segmentFD, at: reservedEnd, length: target - reservedEnd, path: activePath)
+      } catch {
+        stopMapping()
+        // A failed fallocate may have allocated (and grown the file) part way: cut that again.
+        // What stays if the cut fails is zeros, which read as space not written yet, as long as
+        // the file is cut before it is sealed: `allocatedEnd` must cover it.
+        if (try? io.truncate(segmentFD, to: allocatedEnd, path: activeName)) == nil {
+          allocatedEnd = max(allocatedEnd, target)
+        }
+        return false
+      }
+      reservedEnd = target
+      allocatedEnd = max(allocatedEnd, target)
+    }
+    if window == nil || start < windowStart || end > windowStart + Int64(windowLength) {
+      unmapWindow()
+      let base = start / Int64(pageSize) * Int64(pageSize)
+      // A group larger than a window gets a window of its own size.
+      let length = max(windowBytes, Int((end - base + Int64(pageSize) - 1) / Int64(pageSize)) * pageSize)
+      do {
+        window = try io.map(segmentFD, at: base, length: length, path: activePath)
+      } catch {
+        stopMapping()
+        return false
+      }
+      windowStart = base
+      windowLength = length
+      protectedEnd = base
+    }
+    output.withUnsafeBytes { bytes in
+      (window! + Int(start - windowStart)).copyMemory(from: bytes.baseAddress!, byteCount: outputLength)
+    }
+    let written = end / Int64(pageSize) * Int64(pageSize)
+    if written - protectedEnd >= Self.protectionStepBytes {
+      // Best effort: a failure (the kernel out of mapping entries) leaves the pages writable.
+      _ = try? io.protectReadOnly(
+        window! + Int(protectedEnd - windowStart), length: Int(written - protectedEnd), path: activePath)
+      protectedEnd = written
+    }
+    return true
+  }
+
+  /// Unmaps the window, if one is mapped. Its stores stay in the page cache as written.
+  private func unmapWindow() {
+    guard let window else { return }
+    io.unmap(window, length: windowLength)
+    self.window = nil
+  }
+
+  /// Stops storing through a mapping in the active segment (see `storeMapped`).
+  private func stopMapping() {
+    unmapWindow()
+    mappingFailed = true
   }
 
   /// Groups larger than this on average grow the file themselves, without zeros written ahead.
@@ -639,6 +757,8 @@ final class JournalWriter: @unchecked Sendable {
   /// fsync), leaves durability unknown: fatal, as `.durabilityLost`.
   private func roll() throws(RollFailure) {
     let name = activeName
+    // No store through a mapping after this point; the fsync below writes its dirty pages.
+    unmapWindow()
     // A sealed segment ends at its last frame: its preallocated zeros go before the fsync below
     // persists its size, and before the next segment exists (readers and recovery take zeros
     // in a segment that has a successor for damage).

@@ -1,0 +1,199 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Appends under `none` stored through a shared mapping of the active segment (FORMAT.md,
+/// "Writing"): no `pwrite` per append, the same bytes, the same readers and recovery; space
+/// allocated (`fallocate`) before any store, `pwrite` where allocating or mapping fails, and the
+/// zeros cut when a segment is sealed and when the journal is closed.
+@Suite struct MappedAppendTests {
+  /// `none`, windows (and allocations) of `window` bytes, segments of `segmentBytes`; the system
+  /// calls go through `faults` (which injects nothing unless armed, and counts).
+  static func options(
+    _ faults: FaultInjectingFileIO, segmentBytes: Int = 64 << 10, window: Int = 4 << 10
+  ) -> JournalOptions {
+    var options = JournalFixtures.options(.none, segmentBytes: segmentBytes, frameBytes: 1 << 10)
+    options.preallocationBytes = window
+    options.io = faults
+    return options
+  }
+
+  static func batches(_ count: Int, seed: UInt64, payload: Int = 300) -> [[NewRecord]] {
+    PreallocationTests.batches(count, seed: seed, payload: payload)
+  }
+
+  static func records(_ batches: [[NewRecord]], from first: UInt64 = 1) -> [JournalRecord] {
+    PreallocationTests.records(batches, from: first)
+  }
+
+  /// Checks that a closed journal's segments end at their last frames, that it reopens cleanly,
+  /// and that it reads back `expected`.
+  static func expectClosed(_ path: String, holds expected: [JournalRecord]) throws {
+    for (size, used) in try PreallocationTests.lengths(path) { #expect(size == used, "zeros are cut") }
+    for name in JournalFixtures.segments(path) {
+      #expect(!(try JournalFixtures.frames(of: try Files.read(path + "/" + name))).isEmpty, "\(name)")
+    }
+    let reopened = try Journal(directory: path, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean, "\(reopened.recovery.movedAside)")
+    #expect(reopened.lastSequence == UInt64(expected.count))
+    reopened.close()
+    #expect(try JournalFixtures.readAll(path) == expected)
+  }
+
+  @Test func appendsAcrossWindowsAndRollsReadBackWithoutAWritePerAppend() async throws {
+    let dir = TemporaryDirectory("mapped")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults))
+    let batches = Self.batches(600, seed: 21)
+    for batch in batches.prefix(100) { try await journal.append(batch) }
+    #expect(faults.segmentWrites == 0, "no pwrite to a segment: frames go through the mapping")
+    let live = try PreallocationTests.lengths(dir.path).last!
+    #expect(live.size > live.used, "space is allocated ahead of the frames")
+    #expect(live.size % (4 << 10) == 0 || live.size == 64 << 10, "in whole windows, up to the segment's target")
+    // Read in this process while the writer still holds its window.
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(Array(batches.prefix(100))))
+
+    for batch in batches.dropFirst(100) { try await journal.append(batch) }
+    #expect(faults.segmentWrites == 0)
+    let segments = try PreallocationTests.lengths(dir.path)
+    #expect(segments.count > 2, "the journal should have rolled")
+    for (size, used) in segments.dropLast() { #expect(size == used, "a sealed segment ends at its last frame") }
+    #expect(faults.mappingCounts.maps > segments.count, "several windows a segment")
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(batches))
+    journal.close()
+    try Self.expectClosed(dir.path, holds: Self.records(batches))
+  }
+
+  @Test func aFrameLargerThanAWindowIsStoredWhole() async throws {
+    let dir = TemporaryDirectory("mapped-large")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, segmentBytes: 1 << 20))
+    // Incompressible payloads of 20 KB (a frame of five 4 KiB windows) among small ones.
+    let small = Self.batches(30, seed: 22)
+    let large = Self.batches(3, seed: 23, payload: 20_000)
+    let batches = Array(small[..<10]) + [large[0]] + Array(small[10..<20]) + large[1...] + small[20...]
+    for batch in batches { try await journal.append(batch) }
+    #expect(faults.segmentWrites == 0)
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(batches))
+    journal.close()
+    try Self.expectClosed(dir.path, holds: Self.records(batches))
+  }
+
+  @Test func aFollowerInThisProcessSeesEveryRecordWhileTheWriterAppends() async throws {
+    let dir = TemporaryDirectory("mapped-follow")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, segmentBytes: 48 << 10))
+    let batches = Self.batches(700, seed: 24, payload: 200)
+    let follower = try FollowTests.follow(dir.path, from: 1, count: batches.count)
+    let late = try FollowTests.follow(dir.path, from: 350, count: batches.count - 349)
+    for batch in batches { try await journal.append(batch) }
+    let expected = Self.records(batches)
+    #expect(try await follower.value == expected)
+    #expect(try await late.value == Array(expected[349...]))
+    #expect(faults.segmentWrites == 0)
+    journal.close()
+  }
+
+  @Test func aCopyTakenWhileTheWriterIsLiveReopensWithEveryAcknowledgedRecord() async throws {
+    // What killing the process leaves: the files of a live writer, allocated zeros and all.
+    let batches = Self.batches(300, seed: 25)
+    let copy = TemporaryDirectory("mapped-crash")
+    let faults = FaultInjectingFileIO()
+    let options = Self.options(faults)
+    let path = try await PreallocationTests.liveCopy("mapped-live", options: options, batches: batches, into: copy)
+    #expect(faults.segmentWrites == 0)
+    let copied = try PreallocationTests.lengths(path)
+    #expect(copied.last!.size > copied.last!.used, "the copy holds the allocated zeros")
+    let expected = Self.records(batches)
+    #expect(try JournalFixtures.readAll(path) == expected, "a reader stops at the zeros")
+    let verification = try JournalReader(directory: path).verify()
+    #expect(verification.isSound && verification.unfinishedTail == nil, "\(verification.problems)")
+    #expect(verification.preallocatedBytes == Int64(copied.last!.size - copied.last!.used))
+
+    let reopened = try Journal(directory: path, options: Self.options(FaultInjectingFileIO()))
+    #expect(reopened.recovery.isClean, "\(reopened.recovery.movedAside)")
+    #expect(!FileManager.default.fileExists(atPath: path + "/" + Layout.quarantineName))
+    #expect(reopened.lastSequence == UInt64(expected.count))
+    let more = Self.batches(50, seed: 26)
+    for batch in more { try await reopened.append(batch) }
+    reopened.close()
+    try Self.expectClosed(path, holds: expected + Self.records(more, from: UInt64(expected.count + 1)))
+  }
+
+  @Test(arguments: [ENOSPC, EOPNOTSUPP, EINVAL])
+  func anAllocationThatFailsLeavesTheSegmentToPwrite(errno: Int32) async throws {
+    let dir = TemporaryDirectory("mapped-enospc")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, segmentBytes: 128 << 10))
+    let before = Self.batches(40, seed: 27)
+    for batch in before { try await journal.append(batch) }
+    let allocations = faults.mappingCounts.allocations
+    #expect(allocations > 1 && faults.segmentWrites == 0)
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let used = JournalFixtures.usedLength(try Files.read(dir.appending(segment)))
+    let bytesBefore = Array(try Files.read(dir.appending(segment)).prefix(used))
+
+    // The next allocation fails: the appends that need it go through `pwrite`, and succeed.
+    faults.arm(.allocateError(errno))
+    let after = Self.batches(60, seed: 28)
+    for batch in after { try await journal.append(batch) }
+    #expect(faults.struck == 1)
+    #expect(faults.segmentWrites > 0, "the segment fell back to pwrite")
+    #expect(faults.mappingCounts.allocations == allocations + 1, "and tried no more allocations")
+    let bytes = try Files.read(dir.appending(segment))
+    #expect(Array(bytes.prefix(used)) == bytesBefore, "the frames stored through the mapping stay as they were")
+    #expect(JournalFixtures.segments(dir.path).count == 1)
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(before + after))
+
+    // The next segment maps again: once the journal has rolled, no more pwrite.
+    var more: [[NewRecord]] = []
+    var writes = 0
+    for (index, batch) in Self.batches(600, seed: 29).enumerated() {
+      try await journal.append(batch)
+      more.append(batch)
+      if JournalFixtures.segments(dir.path).count == 2 {
+        if writes == 0 { writes = faults.segmentWrites }
+        if index > 500 { break }
+      }
+    }
+    #expect(writes > 0, "the journal should have rolled")
+    #expect(faults.segmentWrites == writes, "the next segment stores through its mapping")
+    #expect(faults.mappingCounts.allocations > allocations + 1)
+    journal.close()
+    try Self.expectClosed(dir.path, holds: Self.records(before + after + more))
+  }
+
+  @Test func aMappingThatFailsLeavesTheSegmentToPwrite() async throws {
+    let dir = TemporaryDirectory("mapped-nomap")
+    let faults = FaultInjectingFileIO()
+    faults.arm(.mapError(ENOMEM))
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, segmentBytes: 1 << 20))
+    let batches = Self.batches(50, seed: 30)
+    for batch in batches { try await journal.append(batch) }
+    #expect(faults.struck == 1)
+    #expect(faults.mappingCounts.maps == 1, "the segment maps no more")
+    #expect(faults.segmentWrites == batches.count, "one pwrite per append")
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(batches))
+    journal.close()
+    try Self.expectClosed(dir.path, holds: Self.records(batches))
+  }
+
+  @Test func withoutPreallocationOrWithSyncsNothingIsMapped() async throws {
+    for (durability, window) in [(Durability.none, 0), (.always, 4 << 10), (.batched, 4 << 10)] {
+      let dir = TemporaryDirectory("mapped-off")
+      let faults = FaultInjectingFileIO()
+      var options = Self.options(faults)
+      options.durability = durability
+      options.preallocationBytes = window
+      let journal = try Journal(directory: dir.path, options: options)
+      let batches = Self.batches(20, seed: 31)
+      for batch in batches { try await journal.append(batch) }
+      #expect(faults.mappingCounts == (0, 0), "\(durability), \(window)")
+      #expect(faults.segmentWrites >= batches.count, "\(durability), \(window)")
+      journal.close()
+      try Self.expectClosed(dir.path, holds: Self.records(batches))
+    }
+  }
+}
