@@ -1,6 +1,6 @@
+internal import Glibc
 internal import Notebook
 internal import RewindJournal
-internal import Glibc
 internal import Synchronization
 
 /// What scenarios share during one run.
