@@ -516,7 +516,11 @@ final class JournalWriter: @unchecked Sendable {
 
     let name = activeName
     let end = state.endOffset + Int64(outputLength)
-    if mapsAppends, !mappingFailed, storeMapped(through: end) {
+    // Under `none`: small groups through the mapping, larger ones by `pwrite` into the space
+    // allocated for it (see `mappedGroupBytes`).
+    if mapsAppends, !mappingFailed, reserve(through: end), outputLength <= Self.mappedGroupBytes,
+      storeMapped(through: end)
+    {
       return commit(
         sequence: sequence, maxTimestamp: maxTimestamp, lastIndexed: lastIndexed, entries: newEntries, first: first)
     }
@@ -549,6 +553,10 @@ final class JournalWriter: @unchecked Sendable {
       // preallocated zeros go too; the next group writes them again).
       let undone = (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil
       allocatedEnd = undone ? state.endOffset : max(allocatedEnd, end)
+      // What was allocated for the mapping went with the truncation: the next group allocates
+      // again before it stores anything through it.
+      unmapWindow()
+      reservedEnd = min(reservedEnd, state.endOffset)
       var failure = JournalError(error, directory: path, file: name)
       failure.offset = state.endOffset
       return fail(failure, fatal: !undone)
@@ -605,9 +613,10 @@ final class JournalWriter: @unchecked Sendable {
   /// The window is read only from `windowStart` up to here (whole pages of frames written).
   private var protectedEnd: Int64 = 0
 
-  /// A window's usual length: `preallocationBytes`, in whole pages.
+  /// A window's length: `preallocationBytes`, in whole pages, and at least two (a group stored
+  /// through the mapping, smaller than a page, fits in a window from its first page).
   private var windowBytes: Int {
-    (max(options.preallocationBytes, 1) + pageSize - 1) / pageSize * pageSize
+    max(2 * pageSize, (options.preallocationBytes + pageSize - 1) / pageSize * pageSize)
   }
 
   /// Written frames are made read only (`mprotect`) once this many bytes of whole pages have
@@ -615,15 +624,20 @@ final class JournalWriter: @unchecked Sendable {
   /// committed records, at one system call per this many bytes.
   static let protectionStepBytes: Int64 = 64 << 10
 
-  /// Stores the group's frames (`output[..<outputLength]`, ending at `end`) into the active
-  /// segment through its mapping: allocates space ahead first (`fallocate`, a window at a time,
-  /// never past the segment's target size unless the frames are), moves the window if the
-  /// frames leave it, copies them, and makes the whole pages before them read only. Returns
-  /// false, having stored nothing, if allocating or mapping fails: the segment then falls back
-  /// to `pwrite` (`mappingFailed`), so a full disk or a file system without `fallocate` fails
-  /// no append that `pwrite` can still write.
-  private func storeMapped(through end: Int64) -> Bool {
-    let start = state.endOffset
+  /// Groups of frames up to this size are stored through the mapping; larger ones are written
+  /// with `pwrite` (into the space allocated for the mapping). A store's first touch of a page
+  /// faults, and the fault (page-cache page, file-system bookkeeping) costs about 0.8 µs per KiB
+  /// stored here, against 0.3 µs per KiB and about 0.45 µs per call for `pwrite` (measured in C on
+  /// this machine's ext4, Dec 1: 0.20 against 0.50 µs for 266 bytes, 5.8 against 2.5 µs for
+  /// 8 KiB, 84 against 25 µs for 110 KB): the mapping wins only below about 1 KiB.
+  static let mappedGroupBytes = 1 << 10
+
+  /// Allocates the active segment through `end` for the mapping (`fallocate`, a window at a
+  /// time, never past the segment's target size unless the frames are), unless it is already.
+  /// Returns false, having allocated nothing, if that fails: the segment then falls back to
+  /// `pwrite` (`mappingFailed`), so a full disk or a file system without `fallocate` fails no
+  /// append that `pwrite` can still write.
+  private func reserve(through end: Int64) -> Bool {
     if end > reservedEnd {
       let chunk = Int64(windowBytes)
       let target = max(end, min((end + chunk - 1) / chunk * chunk, Int64(options.segmentTargetBytes)))
@@ -642,11 +656,23 @@ final class JournalWriter: @unchecked Sendable {
       reservedEnd = target
       allocatedEnd = max(allocatedEnd, target)
     }
+    return true
+  }
+
+  /// Stores the group's frames (`output[..<outputLength]`, ending at `end`, allocated by
+  /// `reserve`) into the active segment through its mapping: moves the window if the frames
+  /// leave it, copies them, and makes the whole pages before them read only. Returns false,
+  /// having stored nothing, if mapping fails: the segment then falls back to `pwrite`.
+  private func storeMapped(through end: Int64) -> Bool {
+    let start = state.endOffset
+    precondition(end <= reservedEnd, "a store through the mapping past the allocated space")
     if window == nil || start < windowStart || end > windowStart + Int64(windowLength) {
       unmapWindow()
       let base = start / Int64(pageSize) * Int64(pageSize)
-      // A group larger than a window gets a window of its own size.
-      let length = max(windowBytes, Int((end - base + Int64(pageSize) - 1) / Int64(pageSize)) * pageSize)
+      // A group stored here is smaller than a page (`mappedGroupBytes`), so it fits in a window
+      // (of at least two pages) from its first page.
+      let length = windowBytes
+      precondition(end <= base + Int64(length), "a group stored through the mapping larger than a window")
       do {
         window = try io.map(segmentFD, at: base, length: length, path: activePath)
       } catch {
