@@ -169,6 +169,43 @@ import Testing
     try Self.expectClosed(dir.path, holds: Self.records(before + after + more))
   }
 
+  @Test(arguments: [FaultInjectingFileIO.Fault.writeError(EIO), .shortWrite(bytes: 100, thenErrno: ENOSPC)])
+  func aLargeFrameWhoseWriteFailsLeavesNothingAndTheMappingGoesOn(fault: FaultInjectingFileIO.Fault) async throws {
+    // A large frame goes by `pwrite` into the allocated space; when that fails, the segment is
+    // cut back to its last frame (allocation and all), and the next small frames, stored through
+    // the mapping, must allocate again before they store.
+    let dir = TemporaryDirectory("mapped-write-fault")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, segmentBytes: 1 << 20))
+    let before = Self.batches(20, seed: 32)
+    for batch in before { try await journal.append(batch) }
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let used = JournalFixtures.usedLength(try Files.read(dir.appending(segment)))
+    let allocations = faults.mappingCounts.allocations
+
+    faults.arm(fault)
+    let large = Self.batches(1, seed: 33, payload: 20_000)[0]
+    do {
+      try await journal.append(large)
+      Issue.record("the append should have failed under \(fault)")
+    } catch let error as JournalError {
+      #expect(error.code == .io, "\(error)")
+    }
+    #expect(faults.struck == 1)
+    #expect(journal.failure == nil, "a failed write that was undone does not stop the journal")
+    #expect(Files.size(dir.appending(segment)) == used, "cut back to the last frame, allocation and all")
+
+    let writes = faults.segmentWrites
+    let after = Self.batches(40, seed: 34)
+    for batch in after { try await journal.append(batch) }
+    #expect(faults.segmentWrites == writes, "the small frames go through the mapping again")
+    #expect(faults.mappingCounts.allocations > allocations, "after allocating again")
+    let (size, usedNow) = try PreallocationTests.lengths(dir.path).last!
+    #expect(size > usedNow)
+    journal.close()
+    try Self.expectClosed(dir.path, holds: Self.records(before + after))
+  }
+
   @Test func aMappingThatFailsLeavesTheSegmentToPwrite() async throws {
     let dir = TemporaryDirectory("mapped-nomap")
     let faults = FaultInjectingFileIO()
