@@ -7,8 +7,10 @@ public final class JournalCursor {
   }
 
   private let reader: JournalReader
-  private var layout: JournalDirectory
-  private var file: SegmentFile?
+  /// These two are read for every batch; accessed only by the cursor's one consumer (no dynamic
+  /// exclusivity checks).
+  @exclusivity(unchecked) private var layout: JournalDirectory
+  @exclusivity(unchecked) private var file: SegmentFile?
   private var offset: Int64 = 0
   /// The first sequence number of the next batch.
   private var expected: UInt64 = 1
