@@ -110,14 +110,16 @@ public final class JournalCursor {
         // While skipping to the start, frames of sealed segments are passed over by their headers
         // alone. Not in the last segment: there a whole header may front a frame not written yet
         // (preallocated space is long enough to hold it), which only its checksum tells.
-        let checked = layout.segments.last == file.firstSequence
-        let peek =
-          start == nil
-          ? nil : try file.batch(at: offset, expecting: expected, checkFrame: checked, limits: reader.limits)
-        if let peek, case .batch(let header, _) = peek, checked || skips(header) {
-          read = peek  // checked: the frame's read already
-        } else {
+        if start == nil {
           read = try file.batch(at: offset, expecting: expected, checkFrame: true, limits: reader.limits)
+        } else {
+          let checked = layout.segments.last == file.firstSequence
+          let peek = try file.batch(at: offset, expecting: expected, checkFrame: checked, limits: reader.limits)
+          if case .batch(let header, _) = peek, checked || skips(header) {
+            read = peek  // checked: the frame's read already
+          } else {
+            read = try file.batch(at: offset, expecting: expected, checkFrame: true, limits: reader.limits)
+          }
         }
       } catch {
         throw JournalError(error, directory: reader.directory, file: file.name)
