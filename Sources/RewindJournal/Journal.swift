@@ -30,6 +30,9 @@ public final class Journal: Sendable {
   ///   `.sequenceBreak` (damage before the tail, located), `.io`.
   public init(directory: String, options: JournalOptions = JournalOptions()) throws {
     let io = options.io
+    if let problem = options.problem {
+      throw JournalError(.invalidArgument, "JournalOptions." + problem, directory: directory)
+    }
     if options.createIfMissing {
       do { try io.makeDirectory(directory) } catch { throw JournalError(error, directory: directory) }
     } else if !io.fileExists(directory) {

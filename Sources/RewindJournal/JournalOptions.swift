@@ -46,7 +46,8 @@ public struct JournalOptions: Sendable {
   public var durability: Durability = .always
   /// A segment is rolled when the next frame would take it past this size. Default 64 MiB.
   public var segmentTargetBytes: Int = 64 << 20
-  /// Group commit gathers waiting appends into one frame up to about this many decoded bytes.
+  /// Group commit gathers waiting appends into one frame up to about this many decoded bytes
+  /// (never more than `limits.maxBatchBytes`, which readers with the same limits accept).
   /// Default 1 MiB.
   public var frameTargetBytes: Int = 1 << 20
   /// A sparse index entry is written at least every this many segment bytes. Default 64 KiB.
@@ -79,5 +80,34 @@ public struct JournalOptions: Sendable {
 
   public init(durability: Durability = .always) {
     self.durability = durability
+  }
+
+  /// The smallest `segmentTargetBytes` accepted: room for the segment header and a small frame.
+  public static let minimumSegmentTargetBytes = 1 << 10
+  /// The largest `limits.maxBatchBytes` a writer accepts: LZ4 compresses at most 2,113,929,216
+  /// bytes at once (`LZ4_MAX_INPUT_SIZE`), below the batch header's 32-bit content length.
+  public static let maximumBatchBytes = 0x7E00_0000
+
+  /// What is wrong with these options, naming the field and the value; nil when they can be used.
+  /// `Journal.init` refuses options with a problem before touching the disk.
+  public var problem: String? {
+    if case .batched(let delay) = durability, delay < .zero {
+      return "durability .batched(maxDelay: \(delay)): the delay must not be negative"
+    }
+    if segmentTargetBytes < Self.minimumSegmentTargetBytes {
+      return "segmentTargetBytes is \(segmentTargetBytes); it must be at least \(Self.minimumSegmentTargetBytes)"
+    }
+    if frameTargetBytes < 1 { return "frameTargetBytes is \(frameTargetBytes); it must be at least 1" }
+    if indexIntervalBytes < 1 { return "indexIntervalBytes is \(indexIntervalBytes); it must be at least 1" }
+    if preallocationBytes < 0 {
+      return "preallocationBytes is \(preallocationBytes); it must be 0 (off) or more"
+    }
+    if limits.maxRecordBytes < 0 { return "limits.maxRecordBytes is \(limits.maxRecordBytes); it must not be negative" }
+    let largestRecord = limits.maxRecordBytes + Layout.recordHeaderSize
+    if limits.maxBatchBytes < largestRecord || limits.maxBatchBytes > Self.maximumBatchBytes {
+      return "limits.maxBatchBytes is \(limits.maxBatchBytes); it must be from \(largestRecord) (a record of "
+        + "limits.maxRecordBytes with its \(Layout.recordHeaderSize)-byte header) to \(Self.maximumBatchBytes)"
+    }
+    return nil
   }
 }

@@ -65,7 +65,9 @@ struct JournalReadScenario: Scenario {
 }
 
 /// Replays the corpus journal into the Notebook stores (`Replay.rebuild`) in a fresh process:
-/// events/s and peak memory, at a tenth of the journal and at all of it; then a history
+/// events/s and peak memory, at a tenth of the journal and at all of it, each the best of three
+/// cold runs (as the `lz4 -dc` ceiling it is compared with is the best of three; the highest peak
+/// of the three is recorded); then a history
 /// `readRepeats` times as long (10M events in full mode), written for the purpose by the same
 /// seeded workload (a valid history: the corpus repeated is not one). The peak includes the
 /// rebuilt state, which grows with the number of live records (recorded next to it).
@@ -76,16 +78,24 @@ struct ReplayScenario: Scenario {
   func run(in context: BenchContext) async throws {
     let total = context.corpus.count
     for limit in [max(total / 10, 1), total] {
-      evictFromPageCache(context.corpusDirectory)
-      let result = try ChildProcess.run(
-        .replay, directory: context.corpusDirectory, limit: limit, resultPath: context.path("replay-\(limit).json"))
-      guard result.events == limit else {
-        throw BenchError("the replay child applied \(result.events) events, expected \(limit)")
+      var fastest = Double.infinity
+      var peak = 0
+      var live: Int?
+      for _ in 0..<3 {
+        evictFromPageCache(context.corpusDirectory)
+        let result = try ChildProcess.run(
+          .replay, directory: context.corpusDirectory, limit: limit, resultPath: context.path("replay-\(limit).json"))
+        guard result.events == limit else {
+          throw BenchError("the replay child applied \(result.events) events, expected \(limit)")
+        }
+        fastest = min(fastest, result.seconds)
+        peak = max(peak, result.peakBytes)
+        live = result.liveRecords
       }
       let configuration = "\(limit) events, cold"
-      context.record(name, configuration, "events/s", Double(result.events) / result.seconds, "ev/s")
-      context.record(name, configuration, "peak memory", Double(result.peakBytes) / 1e6, "MB")
-      if let live = result.liveRecords { context.record(name, configuration, "live records", Double(live), "") }
+      context.record(name, configuration, "events/s", Double(limit) / fastest, "ev/s")
+      context.record(name, configuration, "peak memory", Double(peak) / 1e6, "MB")
+      if let live { context.record(name, configuration, "live records", Double(live), "") }
     }
     try await replayLong(in: context)
   }

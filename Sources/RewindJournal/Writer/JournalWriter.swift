@@ -97,6 +97,9 @@ final class JournalWriter: @unchecked Sendable {
   /// How long the last fdatasync took, in nanoseconds.
   private var lastSyncNanos: UInt64 = 0
 
+  /// `options.frameTargetBytes`, but no more than readers with the same limits accept.
+  private let frameTargetBytes: Int
+
   /// The last acknowledged sequence number, readable from any thread.
   let lastSequence: Atomic<UInt64>
 
@@ -133,6 +136,7 @@ final class JournalWriter: @unchecked Sendable {
   ) throws {
     self.directory = directory
     self.options = options
+    self.frameTargetBytes = min(options.frameTargetBytes, options.limits.maxBatchBytes)
     self.indexGate = indexGate
     self.onSeal = onSeal
     self.state = start
@@ -357,7 +361,7 @@ final class JournalWriter: @unchecked Sendable {
       let limit = min(max(lastSyncNanos, 50_000), 2_000_000)
       let deadline = Date(timeIntervalSinceNow: Double(limit) / 1e9)
       gatherTarget = lastGroupAppends
-      while queue.count < gatherTarget && queuedBytes < options.frameTargetBytes && !closing {
+      while queue.count < gatherTarget && queuedBytes < frameTargetBytes && !closing {
         if !condition.wait(until: deadline) { break }
       }
       gatherTarget = 0
@@ -369,7 +373,7 @@ final class JournalWriter: @unchecked Sendable {
       let linger = Double(seconds) + Double(attoseconds) / 1e18
       let deadline = Date(timeIntervalSinceNow: linger)
       var seen = queue.count
-      while queuedBytes < options.frameTargetBytes && !closing {
+      while queuedBytes < frameTargetBytes && !closing {
         let now = Date()
         if now >= deadline { break }
         let signalled = condition.wait(until: min(deadline, now.addingTimeInterval(linger / 8)))
@@ -478,7 +482,7 @@ final class JournalWriter: @unchecked Sendable {
       while start < group.endIndex {
         var end = group.index(after: start)
         var frameBytes = group[start].contentBytes
-        while end < group.endIndex, frameBytes + group[end].contentBytes <= options.frameTargetBytes {
+        while end < group.endIndex, frameBytes + group[end].contentBytes <= frameTargetBytes {
           frameBytes += group[end].contentBytes
           end = group.index(after: end)
         }
