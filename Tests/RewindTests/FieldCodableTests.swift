@@ -99,3 +99,43 @@ private struct Both: Codable, Equatable, FieldCodable {
     _ = try? FieldDecoder().decodeFields(Both.self, from: damaged)
   }
 }
+
+/// Keys the in-place comparison of the next key does not take (a key of 127 bytes and more, whose
+/// length takes two varint bytes; keys that share a prefix; a key asked for that is missing) are
+/// still found by scanning, or named as missing.
+private struct Keys: Equatable, FieldCodable {
+  static let long = StaticString(
+    "a key of more than one hundred and twenty-six bytes (UTF-8), so that its length plus one takes two varint bytes in the encoded output"
+  )
+  var short: Int
+  var shortest: Int
+  var long: String
+
+  init(short: Int, shortest: Int, long: String) {
+    self.short = short
+    self.shortest = shortest
+    self.long = long
+  }
+
+  func encodeFields(into writer: inout FieldWriter) {
+    writer.write(short, for: "short")
+    writer.write(shortest, for: "shortest")
+    writer.write(long, for: Self.long)
+  }
+
+  init(fields reader: inout FieldReader) throws {
+    shortest = try reader.read(Int.self, for: "shortest")
+    short = try reader.read(Int.self, for: "short")
+    long = try reader.read(String.self, for: Self.long)
+    let prefixFound = reader.contains("shortes")
+    #expect(!prefixFound)
+    var missing = reader
+    #expect(throws: DecodingError.self) { try missing.read(Int.self, for: "shor") }
+  }
+}
+
+@Test func keysTheInPlaceComparisonLeavesAreFoundByScanning() throws {
+  #expect(Keys.long.utf8CodeUnitCount >= 127)
+  let value = Keys(short: 1, shortest: -2, long: "value")
+  #expect(try FieldDecoder().decodeFields(Keys.self, from: FieldEncoder().encodeFields(value)) == value)
+}

@@ -132,16 +132,20 @@ public struct FieldReader {
   /// The value of field `name`, for a read that consumes the whole value and then sets `next` to
   /// the reader's position (the entry after it). In the usual case, fields read in the order they
   /// were written, the entry at `next` is the one: its value is not skipped over first.
+  /// The key is compared in place: its length is one varint byte (keys under 127 bytes, the
+  /// length stored plus one), then its bytes. Anything else is left to `value(for:)`, which finds
+  /// any key or says it is missing.
   private mutating func valueToConsume(for name: StaticString) throws -> FieldValueReader {
-    if next < bytes.count, bytes[next] != 0 {
-      let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
-      var reader = FieldBytesReader(bytes, position: next)
-      if let (keyStart, keyCount) = try? reader.readStringBounds(lengthBias: 1),
-        reader.bytesEqual(start: keyStart, count: keyCount, wanted)
-      {
-        return FieldValueReader(reader: reader)
-      }
+    let count = name.utf8CodeUnitCount
+    let entry = next
+    let matches = bytes.withUnsafeBufferPointer { buffer -> Bool in
+      guard count < 0x7F, entry < buffer.count, buffer[entry] == UInt8(count + 1), count < buffer.count - entry
+      else { return false }
+      let key = buffer.baseAddress! + entry + 1
+      for index in 0..<count where key[index] != name.utf8Start[index] { return false }
+      return true
     }
+    if matches { return FieldValueReader(reader: FieldBytesReader(bytes, position: entry + 1 + count)) }
     return try value(for: name)
   }
 
@@ -207,6 +211,7 @@ public struct FieldReader {
     guard tag == .array else { throw value.mismatch([String].self, tag) }
     var strings: [String] = []
     while try wrap({ try reader.peekByte() }) != FieldTag.end.rawValue {
+      if strings.isEmpty { strings.reserveCapacity(4) }  // short lists grow no more than once
       var element = FieldValueReader(reader: reader)
       strings.append(try element.string())
       reader = element.reader

@@ -29,12 +29,11 @@ final class DecodedRecords<M: Model> {
   private let queue: RecordQueue?
   private var inline: JournalCursor?
   private let last: UInt64
-  /// The current batch (one of the two), from which `next()` moves each record out (leaving nil or
-  /// an empty record) instead of copying it, with its strings, arrays and event box, and releasing
-  /// the batch's copy afterwards. Only `next()` touches them (no dynamic exclusivity checks).
-  @exclusivity(unchecked) private var decoded: [DecodedRecord?] = []
+  /// What is left of the current batch (one of the two), last first: `next()` moves each record
+  /// out of the end instead of copying it, with its strings, arrays and event box, and leaves
+  /// nothing behind to destroy later. Only `next()` touches them (no dynamic exclusivity checks).
+  @exclusivity(unchecked) private var decoded: [DecodedRecord] = []
   @exclusivity(unchecked) private var raw: [JournalRecord] = []
-  private var position = 0
 
   init(registry: EventRegistry<M>, reader: JournalReader, first: UInt64, last: UInt64, options: ReplayOptions) throws {
     self.registry = registry
@@ -54,9 +53,15 @@ final class DecodedRecords<M: Model> {
       let ahead = max(1, options.batchesInFlight / 4)
       let thread = Thread { [registry, tables] in
         queue.produce { backlog throws -> RecordBatch? in
-          guard let records = try DecodedRecords.readRaw(cursor.value, last: last, size: size) else { return nil }
-          guard backlog >= ahead else { return .raw(records) }
-          return .decoded(try records.map { try decodeRecord($0, tables: tables, registry: registry) })
+          guard var records = try DecodedRecords.readRaw(cursor.value, last: last, size: size) else { return nil }
+          guard backlog >= ahead else {
+            records.reverse()
+            return .raw(records)
+          }
+          // Decoded in order (the first record that does not decode is the error), then reversed.
+          var decoded = try records.map { try decodeRecord($0, tables: tables, registry: registry) }
+          decoded.reverse()
+          return .decoded(decoded)
         }
       }
       thread.name = "rewind.replay.decode"
@@ -69,8 +74,8 @@ final class DecodedRecords<M: Model> {
   /// The next record, or nil after `last` (or the end of the journal).
   func next() throws -> DecodedRecord? {
     while true {
-      if position < decoded.count { return takeDecoded() }
-      if position < raw.count { return try decodeRecord(takeRaw(), tables: tables, registry: registry) }
+      if !decoded.isEmpty { return decoded.removeLast() }
+      if !raw.isEmpty { return try decodeRecord(raw.removeLast(), tables: tables, registry: registry) }
       guard try refill() else { return nil }
     }
   }
@@ -82,17 +87,16 @@ final class DecodedRecords<M: Model> {
   /// `DecodedRecord` that `next()` would build and the caller free.
   func applyNext(to state: inout M, context: inout ApplyContext) throws -> UInt64? {
     while true {
-      if position < decoded.count {
-        switch takeDecoded() {
-        case .event(let recorded)?:
+      if !decoded.isEmpty {
+        switch decoded.removeLast() {
+        case .event(let recorded):
           tables.apply(recorded.event, to: &state, context: &context)
           return recorded.envelope.sequence
-        case .checkpoint(let sequence, _)?: return sequence
-        case nil: preconditionFailure("a decoded batch holds a record at every position not yet taken")
+        case .checkpoint(let sequence, _): return sequence
         }
       }
-      if position < raw.count {
-        let record = takeRaw()
+      if !raw.isEmpty {
+        let record = raw.removeLast()
         let (header, nameIndex) = try eventHeader(of: record, tables: tables)
         if nameIndex != EventTables.checkpointNameIndex,
           try tables.decodeApplying(
@@ -112,30 +116,9 @@ final class DecodedRecords<M: Model> {
     }
   }
 
-  /// Moves the record at `position` out of the decoded batch (leaving nil) and steps past it.
-  private func takeDecoded() -> DecodedRecord? {
-    defer { position += 1 }
-    return decoded.withUnsafeMutableBufferPointer { buffer in
-      let slot = buffer.baseAddress! + position
-      defer { slot.initialize(to: nil) }
-      return slot.move()
-    }
-  }
-
-  /// Moves the record at `position` out of the raw batch (leaving an empty one) and steps past it.
-  private func takeRaw() -> JournalRecord {
-    defer { position += 1 }
-    return raw.withUnsafeMutableBufferPointer { buffer in
-      let slot = buffer.baseAddress! + position
-      defer { slot.initialize(to: JournalRecord(sequence: 0, timestamp: 0, payload: [])) }
-      return slot.move()
-    }
-  }
-
   /// Takes the next batch; false at the end.
   private func refill() throws -> Bool {
     while true {
-      position = 0
       decoded = []
       raw = []
       if let queue {
@@ -147,10 +130,11 @@ final class DecodedRecords<M: Model> {
         case nil: return false
         }
       } else if let cursor = inline {
-        guard let next = try DecodedRecords.readRaw(cursor, last: last, size: 64) else {
+        guard var next = try DecodedRecords.readRaw(cursor, last: last, size: 64) else {
           inline = nil
           return false
         }
+        next.reverse()
         raw = next
       } else {
         return false
@@ -218,10 +202,10 @@ struct SendableBox<Value>: @unchecked Sendable {
   init(_ value: Value) { self.value = value }
 }
 
-/// A batch handed from the reading thread to the applying one: decoded already (never nil; the
-/// consumer leaves nil where it moved a record out), or still raw.
+/// A batch handed from the reading thread to the applying one, decoded already or still raw; its
+/// records last first (the consumer takes them from the end).
 enum RecordBatch: Sendable {
-  case decoded([DecodedRecord?])
+  case decoded([DecodedRecord])
   case raw([JournalRecord])
 }
 

@@ -242,7 +242,8 @@ package final class LZ4FrameDecoder {
   private let verifiesChecksums: Bool
 
   /// - Parameter verifyChecksums: false only where the frame's bytes were checked already (the
-  ///   journal cursor checks each frame's CRC-32C from its batch header before decoding it).
+  ///   journal cursor checks each frame's CRC-32C from its batch header before decoding it). Even
+  ///   then a compressed block's checksum is compared, as liblz4 1.9.4 compares it.
   package init(verifyChecksums: Bool = true) {
     self.verifiesChecksums = verifyChecksums
     var context: OpaquePointer?
@@ -277,8 +278,72 @@ package final class LZ4FrameDecoder {
     }
   }
 
-  /// Decodes `frame` into exactly `out.count` bytes; the failure, or nil.
+  /// Decodes `frame` into exactly `out.count` bytes; the failure, or nil. Without checksums, the
+  /// frame a writer makes (one block) is decoded by `decodeOneBlock`; any other frame, and any
+  /// frame that one declines, by liblz4's frame decoder, whose failure says what is wrong.
   private func decode(_ frame: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> LZ4Failure? {
+    if !verifiesChecksums && Self.decodeOneBlock(frame, into: out) { return nil }
+    return decodeFrame(frame, into: out)
+  }
+
+  /// The frame of one block, decoded without liblz4's frame decoder, whose state machine (and
+  /// the copy out of its own buffer when the output is under the block size) cost more than
+  /// decoding a one-record block. Takes only a frame liblz4's frame decoder would accept with
+  /// checksums skipped, decoding to the same bytes: magic 0x184D2204; FLG version 01, content
+  /// size present, reserved bit and dictionary ID clear, block independence, block checksum and
+  /// content checksum either way; BD with reserved bits clear and a block size ID of 4...7;
+  /// a correct header checksum; a content size of `out.count` (not 0, not over the block size);
+  /// one block, raw (high bit of its size set) holding exactly `out.count` bytes or compressed
+  /// and decoding to exactly `out.count`; its 4-byte checksum if FLG has one, then the end mark
+  /// (a zero word), then the 4-byte content checksum if FLG has one, then nothing. The content
+  /// checksum and a raw block's checksum are not read (the caller checked the frame's bytes
+  /// another way); a compressed block's checksum is compared, as liblz4 1.9.4 does even when
+  /// told to skip checksums (frames without block checksums save that).
+  /// Returns false, with `out` in any state, for every other frame: the caller then decodes it
+  /// with liblz4's frame decoder, which decodes it or says what is wrong with it.
+  static func decodeOneBlock(_ frame: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+    let length = out.count
+    // Header 15, block size 4, a block of at least one byte, end mark 4.
+    guard length > 0, frame.count >= 24, let base = frame.baseAddress, let destination = out.baseAddress else {
+      return false
+    }
+    @inline(__always) func word(_ offset: Int) -> UInt32 {
+      UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+    let flags = base.load(fromByteOffset: 4, as: UInt8.self)
+    let descriptor = base.load(fromByteOffset: 5, as: UInt8.self)
+    guard word(0) == Layout.lz4FrameMagic, flags & 0b1100_1011 == 0b0100_1000,
+      descriptor & 0b1000_1111 == 0, descriptor >= 0x40
+    else { return false }
+    let maximumBlock = 1 << (8 + 2 * Int(descriptor >> 4))  // 4: 64 KiB, 5: 256 KiB, 6: 1 MiB, 7: 4 MiB
+    let contentSize = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 6, as: UInt64.self))
+    guard length <= maximumBlock, contentSize == UInt64(length),
+      base.load(fromByteOffset: 14, as: UInt8.self)
+        == UInt8(truncatingIfNeeded: XXH32.hash(UnsafeRawBufferPointer(start: base + 4, count: 10)) >> 8)
+    else { return false }
+    let blockSize = word(15)
+    let stored = Int(blockSize & 0x7FFF_FFFF)
+    let endMark = 19 + stored + (flags & 0x10 != 0 ? 4 : 0)
+    guard stored > 0, stored <= maximumBlock, endMark + 4 + (flags & 0x04 != 0 ? 4 : 0) == frame.count,
+      word(endMark) == 0
+    else { return false }
+    if blockSize & 0x8000_0000 != 0 {
+      guard stored == length else { return false }
+      destination.copyMemory(from: base + 19, byteCount: length)
+      return true
+    }
+    // liblz4 1.9.4 compares a compressed block's checksum even when told to skip checksums.
+    if flags & 0x10 != 0 && word(19 + stored) != XXH32.hash(UnsafeRawBufferPointer(start: base + 19, count: stored)) {
+      return false
+    }
+    let decoded = LZ4_decompress_safe(
+      (base + 19).assumingMemoryBound(to: CChar.self), destination.assumingMemoryBound(to: CChar.self),
+      Int32(stored), Int32(length))
+    return decoded == Int32(length)
+  }
+
+  /// Decodes `frame` into exactly `out.count` bytes with liblz4's frame decoder; the failure, or nil.
+  func decodeFrame(_ frame: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> LZ4Failure? {
     LZ4F_resetDecompressionContext(context)
     let expectedLength = out.count
     var options = LZ4F_decompressOptions_t()

@@ -63,20 +63,28 @@ package struct BatchHeader: Equatable {
 
   /// Decodes the header at the start of `bytes`, checking its checksum and the limits.
   package static func decode(_ bytes: ArraySlice<UInt8>, limits: JournalLimits) -> Result<BatchHeader, Problem> {
-    var reader = ByteReader(bytes)
-    guard let magic = reader.read(UInt32.self) else { return .failure(.truncated) }
+    bytes.withUnsafeBytes { decode($0, limits: limits) }
+  }
+
+  /// Decodes the header at the start of `bytes` (the layout `encode(to:)` writes), read in place
+  /// once per batch: the cursor decodes one for every command it reads.
+  static func decode(_ bytes: UnsafeRawBufferPointer, limits: JournalLimits) -> Result<BatchHeader, Problem> {
+    @inline(__always) func load<T: FixedWidthInteger>(_ offset: Int, as _: T.Type = T.self) -> T {
+      T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+    guard bytes.count >= 4 else { return .failure(.truncated) }
+    let magic = load(0, as: UInt32.self)
     guard magic == Layout.batchHeaderMagic else { return .failure(.badMagic(magic)) }
-    guard let size = reader.read(UInt32.self) else { return .failure(.truncated) }
+    guard bytes.count >= 8 else { return .failure(.truncated) }
+    let size = load(4, as: UInt32.self)
     guard size == UInt32(Layout.batchHeaderPayloadSize) else { return .failure(.badSize(size)) }
-    guard reader.remaining >= Layout.batchHeaderPayloadSize else { return .failure(.truncated) }
-    let payloadStart = reader.position
+    guard bytes.count >= Layout.batchHeaderSize else { return .failure(.truncated) }
     let header = BatchHeader(
-      firstSequence: reader.read()!, recordCount: reader.read()!, contentLength: reader.read()!,
-      frameLength: reader.read()!, minTimestamp: reader.read()!, maxTimestamp: reader.read()!,
-      frameChecksum: reader.read()!)
-    let crcPosition = reader.position
-    let stored: UInt32 = reader.read()!
-    guard CRC32C.checksum(bytes[payloadStart..<crcPosition]) == stored else { return .failure(.checksumMismatch) }
+      firstSequence: load(8), recordCount: load(16), contentLength: load(20), frameLength: load(24),
+      minTimestamp: load(28), maxTimestamp: load(36), frameChecksum: load(44))
+    let crcPosition = Layout.batchHeaderSize - 4
+    let covered = UnsafeRawBufferPointer(rebasing: bytes[Layout.skippableHeaderSize..<crcPosition])
+    guard CRC32C.checksum(covered) == load(crcPosition, as: UInt32.self) else { return .failure(.checksumMismatch) }
     if let why = header.implausibility(limits: limits) { return .failure(.implausible(why)) }
     return .success(header)
   }

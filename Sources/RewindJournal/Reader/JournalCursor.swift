@@ -7,8 +7,10 @@ public final class JournalCursor {
   }
 
   private let reader: JournalReader
-  private var layout: JournalDirectory
-  private var file: SegmentFile?
+  /// These two are read for every batch; accessed only by the cursor's one consumer (no dynamic
+  /// exclusivity checks).
+  @exclusivity(unchecked) private var layout: JournalDirectory
+  @exclusivity(unchecked) private var file: SegmentFile?
   private var offset: Int64 = 0
   /// The first sequence number of the next batch.
   private var expected: UInt64 = 1
@@ -16,9 +18,10 @@ public final class JournalCursor {
   private var start: Start?
   /// Whether the current position came from the index (and may be stale).
   private var positionedByIndex = false
+  /// The current batch's records not yet returned, last first: `next()` takes them from the end,
+  /// so a record is moved out without leaving an empty one in its place to be destroyed later.
   /// Accessed only by the cursor's one consumer (no dynamic exclusivity checks).
   @exclusivity(unchecked) private var buffer: [JournalRecord] = []
-  private var bufferPosition = 0
   /// Frames reach the decoder only after their CRC-32C (batch header) matched, so LZ4's own
   /// xxHash32 checksums of the same frame are not computed again (`JournalReader.verify()` does).
   private let decoder = LZ4FrameDecoder(verifyChecksums: false)
@@ -77,19 +80,11 @@ public final class JournalCursor {
   /// The next record, or nil when the journal (as written so far) has no more.
   /// - Throws: `JournalError` locating damage, or `.io`.
   public func next() throws -> JournalRecord? {
-    while bufferPosition == buffer.count {
-      buffer.removeAll(keepingCapacity: true)
-      bufferPosition = 0
+    while buffer.isEmpty {
       guard try loadBatch() else { return nil }
     }
-    defer { bufferPosition += 1 }
-    // Moved out, leaving an empty record: the buffer's copy would only be released at the next
-    // batch, so a copy would cost a retain and a release per record for nothing.
-    return buffer.withUnsafeMutableBufferPointer { records in
-      let slot = records.baseAddress! + bufferPosition
-      defer { slot.initialize(to: JournalRecord(sequence: 0, timestamp: 0, payload: [])) }
-      return slot.move()
-    }
+    // Moved out of the array (no copy, no retain and release of its payload), keeping its capacity.
+    return buffer.removeLast()
   }
 
   /// Reads records on until the end; the last sequence number seen (or skipped over).
@@ -115,14 +110,16 @@ public final class JournalCursor {
         // While skipping to the start, frames of sealed segments are passed over by their headers
         // alone. Not in the last segment: there a whole header may front a frame not written yet
         // (preallocated space is long enough to hold it), which only its checksum tells.
-        let checked = layout.segments.last == file.firstSequence
-        let peek =
-          start == nil
-          ? nil : try file.batch(at: offset, expecting: expected, checkFrame: checked, limits: reader.limits)
-        if let peek, case .batch(let header, _) = peek, checked || skips(header) {
-          read = peek  // checked: the frame's read already
-        } else {
+        if start == nil {
           read = try file.batch(at: offset, expecting: expected, checkFrame: true, limits: reader.limits)
+        } else {
+          let checked = layout.segments.last == file.firstSequence
+          let peek = try file.batch(at: offset, expecting: expected, checkFrame: checked, limits: reader.limits)
+          if case .batch(let header, _) = peek, checked || skips(header) {
+            read = peek  // checked: the frame's read already
+          } else {
+            read = try file.batch(at: offset, expecting: expected, checkFrame: true, limits: reader.limits)
+          }
         }
       } catch {
         throw JournalError(error, directory: reader.directory, file: file.name)
@@ -135,10 +132,10 @@ public final class JournalCursor {
         if skips(header) { continue }
         do {
           // Into the array the previous batch left empty (`next()` empties it, keeping its capacity):
-          // no allocation per batch.
+          // no allocation per batch. Then last first, for `next()`.
           if !buffer.isEmpty { buffer.removeAll(keepingCapacity: true) }
-          bufferPosition = 0
           try BatchCodec.decode(frame, header: header, decoder: decoder, limits: reader.limits, appendingTo: &buffer)
+          if buffer.count > 1 { buffer.reverse() }
         } catch {
           buffer.removeAll(keepingCapacity: true)  // no records of a batch that does not decode
           offset -= header.totalLength
@@ -182,15 +179,16 @@ public final class JournalCursor {
     return false
   }
 
-  /// Drops records before the start from the first batch that reaches it.
+  /// Drops records before the start from the first batch that reaches it: those before the first
+  /// that reaches it (at the end of `buffer`, which holds them last first).
   private func trimToStart() {
-    switch start {
-    case .sequence(let sequence):
-      if let first = buffer.firstIndex(where: { $0.sequence >= sequence }) { bufferPosition = first }
-    case .time(let timestamp):
-      if let first = buffer.firstIndex(where: { $0.timestamp >= timestamp }) { bufferPosition = first }
-    case nil: break
-    }
+    let first: Int? =
+      switch start {
+      case .sequence(let sequence): buffer.lastIndex(where: { $0.sequence >= sequence })
+      case .time(let timestamp): buffer.lastIndex(where: { $0.timestamp >= timestamp })
+      case nil: nil
+      }
+    if let first { buffer.removeSubrange((first + 1)...) }
     start = nil
   }
 

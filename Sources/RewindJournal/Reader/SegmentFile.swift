@@ -6,7 +6,8 @@ package final class SegmentFile {
   package let name: String
   package let path: String
   package let firstSequence: UInt64
-  package private(set) var size: Int64
+  /// Read for every batch; accessed only by the owning thread (no dynamic exclusivity checks).
+  @exclusivity(unchecked) package private(set) var size: Int64
   private let io: any FileIO
   private let fd: Int32
   /// Accessed only by the one thread that owns this file (no dynamic exclusivity checks).
