@@ -1,0 +1,54 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Review of mapped appends (FORMAT.md, "Mapped appends"): paths where the writer's bookkeeping
+/// of the space it allocated could fall out of step with the file.
+@Suite struct MappedAppendReviewTests {
+  @Test func aRollThatFailsAfterCuttingTheSegmentLeavesLaterStoresInsideTheFile() async throws {
+    // A roll cuts the segment back to its last frame, then creating the next segment fails (not
+    // fatal: the append fails, the journal goes on). A smaller append that needs no roll is
+    // stored into the same segment: the writer must allocate again first, as the cut took the
+    // space it had allocated; stored past the end of the file it would be lost (in the file's
+    // last page) or raise SIGBUS (past it).
+    let dir = TemporaryDirectory("mapped-review-roll")
+    let faults = FaultInjectingFileIO()
+    let target = 64 << 10
+    let journal = try Journal(directory: dir.path, options: MappedAppendTests.options(faults, segmentBytes: target))
+    var batches: [[NewRecord]] = []
+    for batch in MappedAppendTests.batches(400, seed: 41) {
+      guard try PreallocationTests.lengths(dir.path).last!.used + 2_500 < target else { break }
+      try await journal.append(batch)
+      batches.append(batch)
+    }
+    let (size, used) = try PreallocationTests.lengths(dir.path).last!
+    #expect(size > used, "space allocated ahead of the frames")
+
+    faults.arm(.renameError(ENOSPC))
+    let large = MappedAppendTests.batches(1, seed: 42, payload: 4_000)[0]
+    do {
+      try await journal.append(large)
+      Issue.record("the roll should have failed")
+    } catch let error as JournalError {
+      #expect(error.code != .durabilityLost, "\(error)")
+    }
+    #expect(faults.struck == 1)
+    #expect(journal.failure == nil, "a roll that failed before the next segment existed is not fatal")
+    #expect(JournalFixtures.segments(dir.path).count == 1)
+
+    let after = MappedAppendTests.batches(4, seed: 43)
+    for batch in after { try await journal.append(batch) }
+    batches += after
+    #expect(JournalFixtures.segments(dir.path).count == 1, "small enough to need no roll")
+    let expected = MappedAppendTests.records(batches)
+    #expect(try JournalFixtures.readAll(dir.path) == expected, "acknowledged appends are in the file")
+    journal.close()
+    // The failed rename left the next segment's temporary file, which reopening moves aside.
+    for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) where name.hasSuffix(".tmp") {
+      try FileManager.default.removeItem(atPath: dir.appending(name))
+    }
+    try MappedAppendTests.expectClosed(dir.path, holds: expected)
+  }
+}
