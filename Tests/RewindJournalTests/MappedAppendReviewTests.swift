@@ -51,4 +51,25 @@ import Testing
     }
     try MappedAppendTests.expectClosed(dir.path, holds: expected)
   }
+
+  /// The largest accepted `preallocationBytes` works under every policy: its window rounds to
+  /// whole pages without overflow (above it, `Int.max` trapped there; now refused, see
+  /// `JournalOptionsTests`) and allocation stops at the segment's target size.
+  @Test(arguments: [Durability.none, .always])
+  func theLargestPreallocationAcceptedWorks(durability: Durability) async throws {
+    let dir = TemporaryDirectory("mapped-review-large-window")
+    let faults = FaultInjectingFileIO()
+    var options = MappedAppendTests.options(faults, segmentBytes: 64 << 10)
+    options.durability = durability
+    options.preallocationBytes = JournalOptions.maximumPreallocationBytes
+    #expect(options.problem == nil)
+    let journal = try Journal(directory: dir.path, options: options)
+    let batches = MappedAppendTests.batches(400, seed: 44)
+    for batch in batches { try await journal.append(batch) }
+    #expect(JournalFixtures.segments(dir.path).count > 1, "the journal should have rolled")
+    for (size, _) in try PreallocationTests.lengths(dir.path) { #expect(size <= 64 << 10 + 1 << 10) }
+    if durability == .none { #expect(faults.segmentWrites == 0, "through the mapping") }
+    journal.close()
+    try MappedAppendTests.expectClosed(dir.path, holds: MappedAppendTests.records(batches))
+  }
 }
