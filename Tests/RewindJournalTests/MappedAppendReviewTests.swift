@@ -72,4 +72,33 @@ import Testing
     journal.close()
     try MappedAppendTests.expectClosed(dir.path, holds: MappedAppendTests.records(batches))
   }
+
+  /// A follower in this process reads what a writer in another process stores through its
+  /// mapping (`journal-crash-child`, `none`, 64 KiB segments: many windows and rolls, groups
+  /// mapped and written): the same page cache, and frames caught half stored read as the end
+  /// for now, never as damage.
+  @Test func aFollowerInThisProcessSeesWhatAWriterInAnotherStoresThroughItsMapping() async throws {
+    let dir = TemporaryDirectory("mapped-review-child")
+    let child = try ChildProcess(executable: try CrashTests.child(), arguments: ["append", dir.path, "none", "2"])
+    #expect(try await child.waitForLine { $0.hasPrefix("open") }, "the child did not open the journal")
+    let count = 20_000
+    let follower = try FollowTests.follow(dir.path, from: 1, count: count)
+    let seen = try await follower.value
+    let acknowledged = child.lines
+    try await child.kill()
+    #expect(seen.count == count)
+    #expect(seen.map(\.sequence) == Array(1...UInt64(seen.count)))
+    var checked = 0
+    for line in acknowledged {
+      let parts = line.split(separator: " ")
+      guard parts.count == 4, parts[0] == "ack", let first = Int(parts[1]), let last = Int(parts[2]) else { continue }
+      for sequence in first...last where sequence <= seen.count {
+        let payload = String(decoding: seen[sequence - 1].payload.prefix(while: { $0 != 0x2E }), as: UTF8.self)
+        #expect(payload == "\(parts[3])/\(sequence - first)", "record \(sequence)")
+        checked += 1
+      }
+    }
+    #expect(checked > count / 2, "acknowledged records were checked")
+    #expect(JournalFixtures.segments(dir.path).count > 2, "the child's journal rolled")
+  }
 }
