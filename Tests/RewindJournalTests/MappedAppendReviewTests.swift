@@ -101,4 +101,59 @@ import Testing
     #expect(checked > count / 2, "acknowledged records were checked")
     #expect(JournalFixtures.segments(dir.path).count > 2, "the child's journal rolled")
   }
+
+  /// A crashed writer's active segment reopened by a writer of another kind: zeros written ahead
+  /// under `always` (in chunks larger than the new window), space allocated for a mapping under
+  /// `none` reopened under `always`, and either one with a hole after it (the file made longer
+  /// without writing). Every record stays, and the journal appends on and closes clean.
+  @Test(arguments: [(Durability.always, Durability.none), (.none, .always), (.none, .none)], [false, true])
+  func aSegmentLeftByAnotherKindOfWriterIsAppendedTo(writers: (Durability, Durability), hole: Bool) async throws {
+    let (before, after) = writers
+    let batches = MappedAppendTests.batches(120, seed: 45)
+    let copy = TemporaryDirectory("mapped-review-reopen")
+    var options = MappedAppendTests.options(FaultInjectingFileIO(), segmentBytes: 96 << 10, window: 16 << 10)
+    options.durability = before
+    let path = try await PreallocationTests.liveCopy(
+      "mapped-review-live", options: options, batches: batches, into: copy)
+    let segment = path + "/" + JournalFixtures.segments(path).last!
+    #expect(Files.size(segment) > JournalFixtures.usedLength(try Files.read(segment)), "zeros after the frames")
+    if hole { #expect(truncate(segment, off_t(Files.size(segment) + (10 << 10) + 123)) == 0) }
+
+    let faults = FaultInjectingFileIO()
+    var reopenedOptions = MappedAppendTests.options(faults, segmentBytes: 96 << 10, window: 4 << 10)
+    reopenedOptions.durability = after
+    let reopened = try Journal(directory: path, options: reopenedOptions)
+    #expect(reopened.recovery.isClean, "\(reopened.recovery.movedAside)")
+    let more = MappedAppendTests.batches(400, seed: 46)
+    for batch in more { try await reopened.append(batch) }
+    if after == .none { #expect(faults.segmentWrites == 0, "through the mapping") }
+    let expected = MappedAppendTests.records(batches + more)
+    #expect(try JournalFixtures.readAll(path) == expected)
+    reopened.close()
+    try MappedAppendTests.expectClosed(path, holds: expected)
+  }
+
+  /// Groups of every size around the 1 KiB limit (mapped up to it, written past it), at every
+  /// offset of small segments and windows: a window of less than a page (rounded to two), of a
+  /// page and a half, and segments from the smallest accepted to a few windows.
+  @Test(arguments: [(1, 1 << 10), (1, 4 << 10), (6 << 10, 5 << 10), (4 << 10, 9 << 10), (4 << 10, 64 << 10)])
+  func groupsAroundTheLimitAtEveryOffset(window: Int, segmentBytes: Int) async throws {
+    let dir = TemporaryDirectory("mapped-review-sweep")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(
+      directory: dir.path, options: MappedAppendTests.options(faults, segmentBytes: segmentBytes, window: window))
+    var random = SeededGenerator(seed: UInt64(window ^ segmentBytes))
+    var batches: [[NewRecord]] = []
+    for size in 900...1_100 {
+      // Incompressible, so a frame's size follows its payload's.
+      let payload = (0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }
+      batches.append([NewRecord(timestamp: Int64(size), payload: payload)])
+      try await journal.append(batches.last!)
+    }
+    #expect(faults.segmentWrites > 0 && faults.segmentWrites < batches.count, "some mapped, some written")
+    let expected = MappedAppendTests.records(batches)
+    #expect(try JournalFixtures.readAll(dir.path) == expected)
+    journal.close()
+    try MappedAppendTests.expectClosed(dir.path, holds: expected)
+  }
 }
