@@ -38,6 +38,9 @@ enum ChildProcess {
     /// one per `Journal.append` to a new journal in DIR-append, durability `none`, one producer
     /// (for profiling the journal's per-append cost; not run by the scenarios).
     case append
+    /// As `append`, with the records in appends of 1,000 (a bulk import; for profiling the
+    /// journal's per-record cost in large frames).
+    case appendBulk = "append-bulk"
   }
 
   /// Runs `kind` over `directory` in a child; returns its figures and peak resident bytes.
@@ -67,7 +70,7 @@ enum ChildProcess {
     guard arguments.count == 4, let kind = Kind(rawValue: arguments[0]), let limit = Int(arguments[2]),
       limit >= 0
     else {
-      printError("usage: rewind-bench --child read|replay|manager|append DIR LIMIT OUT")
+      printError("usage: rewind-bench --child read|replay|manager|append|append-bulk DIR LIMIT OUT")
       return 2
     }
     let directory = arguments[1]
@@ -97,6 +100,8 @@ enum ChildProcess {
         result = try blocking { try await manager(directory: directory, limit: limit) }
       case .append:
         result = try blocking { try await append(directory: directory, limit: limit) }
+      case .appendBulk:
+        result = try blocking { try await append(directory: directory, limit: limit, perAppend: 1_000) }
       }
       try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
       return 0
@@ -141,7 +146,7 @@ enum ChildProcess {
     return Result(events: limit, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
   }
 
-  private static func append(directory: String, limit: Int) async throws -> Result {
+  private static func append(directory: String, limit: Int, perAppend: Int = 1) async throws -> Result {
     // The first 1,000 records, cycled (as `manager`'s inputs).
     var records: [NewRecord] = []
     let cursor = try JournalReader(directory: directory).records(from: 1)
@@ -155,7 +160,12 @@ enum ChildProcess {
     try? FileManager.default.removeItem(atPath: target)
     let journal = try Journal(directory: target, options: benchJournalOptions(.none))
     let (seconds, _) = try await timedAsync {
-      for index in 0..<limit { try await journal.append([records[index % records.count]]) }
+      if perAppend == 1 {
+        for index in 0..<limit { try await journal.append([records[index % records.count]]) }
+      } else {
+        let batch = (0..<perAppend).map { records[$0 % records.count] }
+        for _ in 0..<(limit / perAppend) { try await journal.append(batch) }
+      }
     }
     journal.close()
     return Result(events: limit, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())

@@ -11,13 +11,14 @@ package struct LZ4Failure: Error, CustomStringConvertible {
 /// content checksum and content size all on, so `lz4 -dc` and any conforming decoder can check
 /// and decode them. Owns reusable compression state; not thread-safe (the single writer owns it).
 ///
-/// A frame of one block (content up to 64 KiB: a command, or a group of them) is framed here
-/// around liblz4's block compressor, whose stream state is reused with a fast reset.
-/// `LZ4F_compressBegin` clears a 16 KiB table for every frame, which cost more than compressing
-/// a one-record frame, and its frame API copies the content into a buffer of its own first: for
-/// a 64-producer group (about 10 KiB) that took about a quarter of the frame's time. The bytes
-/// follow the same frame format and settings, and are as small (liblz4 1.9.4, the bench's
-/// groups: 119.9 B/event either way). Larger frames go through liblz4's frame API.
+/// The fast encoder (appends) frames the blocks itself around liblz4's block compressor, whose
+/// stream state is reused with a fast reset; the blocks are the ones liblz4's frame API makes
+/// with the same settings (the same compressor on the same 64 KiB pieces, linked the same way),
+/// and so are the frames (`LZ4FrameEncoderTests`). The frame API costs more than the compression
+/// of small frames and cleared buffers of its own for every frame: `LZ4F_compressBegin` a 16 KiB
+/// table, and liblz4 1.9.4 also about 190 KiB of working buffer for frames of several blocks
+/// (about 190 instructions per record of a 1,000-record append); it also copies content under a
+/// block into a buffer of its own first. LZ4HC (compaction) goes through the frame API.
 ///
 /// Small content (one command appended alone) is often stored as a raw block without trying to
 /// compress it, while LZ4 is seen to save next to nothing on it (`SmallContentSampler`).
@@ -31,10 +32,14 @@ package final class LZ4FrameEncoder {
   /// The fast encoder the writer uses for appends.
   package convenience init() { self.init(compressionLevel: 0) }
 
+  /// Frames go through liblz4's frame API even at level 0 (tests compare the two).
+  private let usesFrameAPI: Bool
+
   /// An encoder at `compressionLevel` (0: fast; 3...12: LZ4HC, as `lz4 -3` ... `lz4 -12`).
-  /// Above 0 every frame goes through liblz4's frame API (no one-block shortcut).
-  package init(compressionLevel: Int32) {
+  /// Above 0 every frame goes through liblz4's frame API; at 0 too with `usingFrameAPI`.
+  package init(compressionLevel: Int32, usingFrameAPI: Bool = false) {
     self.level = compressionLevel
+    self.usesFrameAPI = usingFrameAPI
     var context: OpaquePointer?
     let code = LZ4F_createCompressionContext(&context, UInt32(LZ4F_VERSION))
     // Failure here is an out-of-memory condition, not bad input.
@@ -49,8 +54,8 @@ package final class LZ4FrameEncoder {
     LZ4_freeStream(stream)
   }
 
-  /// The largest content framed here, as one block.
-  static let singleBlockLimit = 64 << 10
+  /// The block size (BD 0x40: 64 KiB).
+  static let blockBytes = 64 << 10
 
   /// Whether small content is worth compressing, from what compressing it saved lately.
   private var sampler = SmallContentSampler()
@@ -67,60 +72,68 @@ package final class LZ4FrameEncoder {
   /// the frame's length. `output` is made long enough first; its bytes after the frame are left
   /// as they are (it may grow, never shrinks below `offset`): the caller keeps the length it uses.
   package func compress(_ content: UnsafeRawBufferPointer, into output: inout [UInt8], at offset: Int) throws -> Int {
-    if level == 0 && content.count > 0 && content.count <= Self.singleBlockLimit {
-      let bound = Int(LZ4_compressBound(Int32(content.count)))
-      output.ensureCount(offset + Self.oneBlockOverhead + bound)
-      return output.withUnsafeMutableBytes { compressOneBlock(content, bound: bound, into: $0.baseAddress! + offset) }
+    guard level == 0 && content.count > 0 && !usesFrameAPI else {
+      return try compressFrame(content, into: &output, at: offset)
     }
-    if output.count > offset { output.removeLast(output.count - offset) }
-    return try compressFrame(content, appendingTo: &output)
+    output.ensureCount(offset + Self.frameBound(content.count))
+    return output.withUnsafeMutableBytes { compressBlocks(content, into: $0.baseAddress! + offset) }
   }
 
-  /// Bytes of a one-block frame around its block: frame header (15), block size (4), block
-  /// checksum (4), end mark (4), content checksum (4).
-  private static let oneBlockOverhead = 15 + 4 + 4 + 4 + 4
+  /// The most bytes `compressBlocks` writes for `count` bytes of content: frame header (15); for
+  /// each block its size (4), LZ4's bound of its compressed bytes and its checksum (4); the end
+  /// mark (4) and the content checksum (4).
+  static func frameBound(_ count: Int) -> Int {
+    let whole = count / blockBytes
+    let last = count % blockBytes
+    var bound = 15 + 4 + 4 + whole * (8 + Int(LZ4_compressBound(Int32(blockBytes))))
+    if last > 0 { bound += 8 + Int(LZ4_compressBound(Int32(last))) }
+    return bound
+  }
 
-  /// The frame of one block: header (FLG 0x5C: version 1, linked blocks, block checksum, content
-  /// size, content checksum; BD 0x40: 64 KiB blocks), the block (stored raw if it would not
-  /// shrink, or is small and `sampler` says small content does not shrink lately), its XXH32, the
-  /// end mark and the content's XXH32. Written at `frame`, which has room for
-  /// `oneBlockOverhead + bound` bytes; returns the frame's length.
-  private func compressOneBlock(_ content: UnsafeRawBufferPointer, bound: Int, into frame: UnsafeMutableRawPointer)
-    -> Int
-  {
+  /// The frame of `content` (not empty): header (FLG 0x5C: version 1, linked blocks, block
+  /// checksum, content size, content checksum; BD 0x40: 64 KiB blocks), then each 64 KiB piece as
+  /// a block compressed with the stream's history of the pieces before it (stored raw if it would
+  /// not shrink, or, for small content, if `sampler` says small content does not shrink lately),
+  /// with its XXH32, then the end mark and the content's XXH32. Written at `frame`, which has room
+  /// for `frameBound(content.count)` bytes; returns the frame's length.
+  private func compressBlocks(_ content: UnsafeRawBufferPointer, into frame: UnsafeMutableRawPointer) -> Int {
     frame.storeBytes(of: Layout.lz4FrameMagic.littleEndian, as: UInt32.self)
     frame.storeBytes(of: 0x5C, toByteOffset: 4, as: UInt8.self)
     frame.storeBytes(of: 0x40, toByteOffset: 5, as: UInt8.self)
     frame.storeBytes(of: UInt64(content.count).littleEndian, toByteOffset: 6, as: UInt64.self)
     let headerChecksum = XXH32.hash(UnsafeRawBufferPointer(start: frame + 4, count: 10))
     frame.storeBytes(of: UInt8(truncatingIfNeeded: headerChecksum >> 8), toByteOffset: 14, as: UInt8.self)
-    let block = frame + 19
-    var compressed: Int32 = 0
     let tried = sampler.shouldTry(content.count)
-    if tried {
-      LZ4_resetStream_fast(stream)
-      compressed = LZ4_compress_fast_continue(
-        stream, content.baseAddress!.assumingMemoryBound(to: CChar.self), block.assumingMemoryBound(to: CChar.self),
-        Int32(content.count), Int32(bound), 1)
+    if tried { LZ4_resetStream_fast(stream) }
+    var position = 15
+    var consumed = 0
+    var storedInAll = 0
+    while consumed < content.count {
+      let length = min(Self.blockBytes, content.count - consumed)
+      let source = content.baseAddress! + consumed
+      let block = frame + position + 4
+      // The stream keeps the pieces before this one (contiguous in `content`) as its history;
+      // a block stored raw is history for the next as well, as it is for a decoder.
+      let compressed =
+        tried
+        ? LZ4_compress_fast_continue(
+          stream, source.assumingMemoryBound(to: CChar.self), block.assumingMemoryBound(to: CChar.self),
+          Int32(length), LZ4_compressBound(Int32(length)), 1) : 0
+      let raw = !(compressed > 0 && Int(compressed) < length)
+      let stored = raw ? length : Int(compressed)
+      if raw { block.copyMemory(from: source, byteCount: length) }
+      frame.storeBytes(
+        of: (UInt32(stored) | (raw ? 0x8000_0000 : 0)).littleEndian, toByteOffset: position, as: UInt32.self)
+      let blockChecksum = XXH32.hash(UnsafeRawBufferPointer(start: block, count: stored))
+      frame.storeBytes(of: blockChecksum.littleEndian, toByteOffset: position + 4 + stored, as: UInt32.self)
+      position += 4 + stored + 4
+      consumed += length
+      storedInAll += stored
     }
-    let stored: Int
-    let raw: Bool
-    if compressed > 0 && Int(compressed) < content.count {
-      stored = Int(compressed)
-      raw = false
-    } else {
-      stored = content.count
-      raw = true
-      block.copyMemory(from: content.baseAddress!, byteCount: content.count)
-    }
-    if tried { sampler.record(content: content.count, stored: stored) }
-    frame.storeBytes(of: (UInt32(stored) | (raw ? 0x8000_0000 : 0)).littleEndian, toByteOffset: 15, as: UInt32.self)
-    let blockChecksum = XXH32.hash(UnsafeRawBufferPointer(start: block, count: stored))
-    let end = 19 + stored
-    frame.storeBytes(of: blockChecksum.littleEndian, toByteOffset: end, as: UInt32.self)
-    frame.storeBytes(of: UInt32(0), toByteOffset: end + 4, as: UInt32.self)
-    frame.storeBytes(of: XXH32.hash(content).littleEndian, toByteOffset: end + 8, as: UInt32.self)
-    return end + 12
+    if tried { sampler.record(content: content.count, stored: storedInAll) }
+    frame.storeBytes(of: UInt32(0), toByteOffset: position, as: UInt32.self)
+    frame.storeBytes(of: XXH32.hash(content).littleEndian, toByteOffset: position + 4, as: UInt32.self)
+    return position + 8
   }
 
   private static func preferences(contentSize: Int, level: Int32) -> LZ4F_preferences_t {
@@ -135,17 +148,18 @@ package final class LZ4FrameEncoder {
     return preferences
   }
 
-  /// A frame made by liblz4's frame API.
-  private func compressFrame(_ content: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws -> Int {
+  /// A frame made by liblz4's frame API (LZ4HC, or empty content), written into `output` from
+  /// `offset` on (as `compress(_:into:at:)`: `output` only grows).
+  private func compressFrame(_ content: UnsafeRawBufferPointer, into output: inout [UInt8], at offset: Int) throws
+    -> Int
+  {
     var preferences = Self.preferences(contentSize: content.count, level: level)
     let bound = LZ4F_compressFrameBound(content.count, &preferences)
-    let start = output.count
-    output.reserveCapacity(start + bound)
+    output.ensureCount(offset + bound)
     var failure: LZ4Failure?
     var written = 0
-    output.append(contentsOf: repeatElement(0, count: bound))
     output.withUnsafeMutableBytes { buffer in
-      let destination = buffer.baseAddress! + start
+      let destination = buffer.baseAddress! + offset
       var position = 0
       func check(_ code: Int) -> Bool {
         if LZ4F_isError(code) != 0 {
@@ -167,7 +181,6 @@ package final class LZ4FrameEncoder {
       guard check(LZ4F_compressEnd(context, destination + position, bound - position, nil)) else { return }
       written = position
     }
-    output.removeLast(bound - written)
     if let failure { throw failure }
     return written
   }
