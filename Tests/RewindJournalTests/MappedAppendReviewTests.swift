@@ -156,4 +156,47 @@ import Testing
     journal.close()
     try MappedAppendTests.expectClosed(dir.path, holds: expected)
   }
+
+  /// The mapping failing when the window moves (not at the segment's first store), and a roll
+  /// whose cut fails (the segment keeps its allocated space and stays active): later appends go
+  /// on, by `pwrite` or through the space still allocated, and nothing is lost.
+  @Test(arguments: [
+    FaultInjectingFileIO.Fault.mapError(ENOMEM), .truncateError(EIO),
+  ])
+  func aWindowMoveOrARollCutThatFailsLosesNothing(fault: FaultInjectingFileIO.Fault) async throws {
+    let dir = TemporaryDirectory("mapped-review-move")
+    let faults = FaultInjectingFileIO()
+    let target = 64 << 10
+    let journal = try Journal(directory: dir.path, options: MappedAppendTests.options(faults, segmentBytes: target))
+    var batches: [[NewRecord]] = []
+    for batch in MappedAppendTests.batches(400, seed: 47) {
+      guard try PreallocationTests.lengths(dir.path).last!.used + 2_500 < target else { break }
+      // The mapping fails at the first window move after a few windows.
+      if case .mapError = fault, faults.mappingCounts.maps == 3, faults.struck == 0 { faults.arm(fault) }
+      try await journal.append(batch)
+      batches.append(batch)
+    }
+    #expect(faults.mappingCounts.maps > 3, "several windows")
+    if case .mapError = fault {
+      #expect(faults.struck == 1 && faults.segmentWrites > 0, "the rest of the segment by pwrite")
+    } else {
+      faults.arm(fault)
+      let large = MappedAppendTests.batches(1, seed: 48, payload: 4_000)[0]
+      await #expect(throws: JournalError.self) { try await journal.append(large) }
+      #expect(journal.failure == nil)
+    }
+    let after = MappedAppendTests.batches(4, seed: 49)
+    for batch in after { try await journal.append(batch) }
+    batches += after
+    #expect(faults.struck == 1)
+    #expect(JournalFixtures.segments(dir.path).count == 1)
+    let more = MappedAppendTests.batches(300, seed: 50)
+    for batch in more { try await journal.append(batch) }
+    batches += more
+    #expect(JournalFixtures.segments(dir.path).count > 1, "rolled after all")
+    let expected = MappedAppendTests.records(batches)
+    #expect(try JournalFixtures.readAll(dir.path) == expected)
+    journal.close()
+    try MappedAppendTests.expectClosed(dir.path, holds: expected)
+  }
 }
