@@ -199,4 +199,31 @@ import Testing
     journal.close()
     try MappedAppendTests.expectClosed(dir.path, holds: expected)
   }
+
+  /// Space is allocated for the mapping only on file systems that write it in place (ext4, XFS,
+  /// tmpfs); on btrfs a store into allocated space still reserves free space at its page fault,
+  /// and a full disk turns it into SIGBUS, so `allocate` refuses there (EOPNOTSUPP) and the
+  /// segment is written with `pwrite`. (Without a btrfs here, the types are checked by number.)
+  @Test func allocationIsRefusedOnFileSystemsThatDoNotWriteInPlace() throws {
+    for (name, type) in [("ext4", 0xEF53), ("xfs", 0x5846_5342), ("tmpfs", 0x0102_1994)] {
+      #expect(PosixFileIO.allocatesInPlace(fileSystem: Int64(type)), "\(name)")
+    }
+    for (name, type) in [("btrfs", 0x9123_683E), ("bcachefs", 0xCA45_1A4E), ("zfs", 0x2FC1_2FC1), ("nfs", 0x6969)] {
+      #expect(!PosixFileIO.allocatesInPlace(fileSystem: Int64(type)), "\(name)")
+    }
+    let dir = TemporaryDirectory("mapped-review-fs")
+    let fd = open(dir.appending("f"), O_RDWR | O_CREAT, 0o600)
+    defer { close(fd) }
+    let type = try #require(fileSystemType(fd))
+    // Where the tests run (ext4 here) the mapping is used, as the other tests check.
+    if type == 0xEF53 { #expect(PosixFileIO.allocatesInPlace(fileSystem: type)) }
+    let io = PosixFileIO()
+    if PosixFileIO.allocatesInPlace(fileSystem: type) {
+      try io.allocate(fd, at: 0, length: 8192, path: "f")
+      #expect(Files.size(dir.appending("f")) == 8192)
+    } else {
+      #expect(throws: SystemCallError.self) { try io.allocate(fd, at: 0, length: 8192, path: "f") }
+      #expect(Files.size(dir.appending("f")) == 0)
+    }
+  }
 }
