@@ -91,6 +91,10 @@ public struct JournalOptions: Sendable {
 
   /// The smallest `segmentTargetBytes` accepted: room for the segment header and a small frame.
   public static let minimumSegmentTargetBytes = 1 << 10
+  /// The largest `preallocationBytes` accepted: the writer rounds it up to whole pages and maps a
+  /// window of it under `none`; beyond this its arithmetic could overflow (and a chunk larger than
+  /// a segment gains nothing: it is never allocated past the segment's target size).
+  public static let maximumPreallocationBytes = 1 << 30
   /// The largest `limits.maxBatchBytes` a writer accepts: LZ4 compresses at most 2,113,929,216
   /// bytes at once (`LZ4_MAX_INPUT_SIZE`), below the batch header's 32-bit content length.
   public static let maximumBatchBytes = 0x7E00_0000
@@ -106,8 +110,8 @@ public struct JournalOptions: Sendable {
     }
     if frameTargetBytes < 1 { return "frameTargetBytes is \(frameTargetBytes); it must be at least 1" }
     if indexIntervalBytes < 1 { return "indexIntervalBytes is \(indexIntervalBytes); it must be at least 1" }
-    if preallocationBytes < 0 {
-      return "preallocationBytes is \(preallocationBytes); it must be 0 (off) or more"
+    if preallocationBytes < 0 || preallocationBytes > Self.maximumPreallocationBytes {
+      return "preallocationBytes is \(preallocationBytes); it must be from 0 (off) to \(Self.maximumPreallocationBytes)"
     }
     if limits.maxRecordBytes < 0 { return "limits.maxRecordBytes is \(limits.maxRecordBytes); it must not be negative" }
     let largestRecord = limits.maxRecordBytes + Layout.recordHeaderSize

@@ -16,6 +16,8 @@ import Testing
     ("frameTargetBytes is 0", { $0.frameTargetBytes = 0 }),
     ("indexIntervalBytes is -1", { $0.indexIntervalBytes = -1 }),
     ("preallocationBytes is -4096", { $0.preallocationBytes = -4096 }),
+    ("preallocationBytes is 9223372036854775807", { $0.preallocationBytes = Int.max }),
+    ("preallocationBytes is 1073741825", { $0.preallocationBytes = (1 << 30) + 1 }),
     ("limits.maxRecordBytes is -1", { $0.limits.maxRecordBytes = -1 }),
     ("limits.maxBatchBytes is 1000", { $0.limits = JournalLimits(maxRecordBytes: 1000, maxBatchBytes: 1000) }),
     ("limits.maxBatchBytes is 2147483647", { $0.limits.maxBatchBytes = Int(Int32.max) }),

@@ -47,7 +47,10 @@ package protocol FileIO: Sendable {
   /// Allocates the file's blocks for `length` bytes at `offset`, growing the file to
   /// `offset + length` if it is shorter; new space reads as zeros (Linux `fallocate(2)`, mode 0).
   /// Throws `EOPNOTSUPP` (or `ENOSYS`) where the file system or platform cannot, and never writes
-  /// zeros itself instead (as glibc's `posix_fallocate` does there).
+  /// zeros itself instead (as glibc's `posix_fallocate` does there). Throws `EOPNOTSUPP` too on
+  /// file systems not known to write allocated space in place (`allocatesInPlace`): on others
+  /// (btrfs, copy-on-write) a store into it through a mapping may still need free space, and
+  /// raises SIGBUS on a full disk.
   func allocate(_ fd: Int32, at offset: Int64, length: Int64, path: String) throws
   /// Maps `length` bytes of the file at `offset` (a multiple of `pageSize`) shared, readable and
   /// writable: stores through it go to the file's pages in the page cache, as `pwrite` would.
@@ -68,6 +71,23 @@ private let fallocateFunction: (@convention(c) (Int32, Int32, Int64, Int64) -> I
   guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate64") else { return nil }
   return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32, Int64, Int64) -> Int32).self)
 }()
+
+/// Linux's `fstatfs(2)`, looked up once: Swift's Glibc module does not declare it either.
+private let fstatfsFunction: (@convention(c) (Int32, UnsafeMutableRawPointer) -> Int32)? = {
+  guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fstatfs64") else { return nil }
+  return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafeMutableRawPointer) -> Int32).self)
+}()
+
+/// The type (`f_type`, the file system's magic number) of the file system holding `fd`; nil if
+/// it cannot be told. `struct statfs` starts with it, a `long`, on every 64-bit Linux; the buffer
+/// is larger than the whole struct (120 bytes).
+func fileSystemType(_ fd: Int32) -> Int64? {
+  guard let fstatfs = fstatfsFunction else { return nil }
+  let buffer = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 16)
+  defer { buffer.deallocate() }
+  guard fstatfs(fd, buffer) == 0 else { return nil }
+  return Int64(buffer.load(as: Int.self))
+}
 
 /// The real file system, through POSIX calls.
 package struct PosixFileIO: FileIO {
@@ -171,10 +191,21 @@ package struct PosixFileIO: FileIO {
 
   package func allocate(_ fd: Int32, at offset: Int64, length: Int64, path: String) throws {
     guard let fallocate = fallocateFunction else { throw SystemCallError("fallocate", path: path, errno: ENOSYS) }
+    guard let type = fileSystemType(fd), Self.allocatesInPlace(fileSystem: type) else {
+      throw SystemCallError("fallocate", path: path, errno: EOPNOTSUPP)
+    }
     while fallocate(fd, 0, offset, length) != 0 {
       if Glibc.errno == EINTR { continue }
       throw SystemCallError("fallocate", path: path, errno: Glibc.errno)
     }
+  }
+
+  /// Whether the file system of this `statfs` type writes into allocated space in place, so that
+  /// a store through a mapping never needs free space there: ext2/3/4, XFS and tmpfs. Not btrfs
+  /// (or other copy-on-write file systems): its page fault reserves space for the store, and fails
+  /// it with SIGBUS when the disk is full, allocated or not.
+  package static func allocatesInPlace(fileSystem type: Int64) -> Bool {
+    [0xEF53, 0x5846_5342, 0x0102_1994].contains(type)
   }
 
   package func map(_ fd: Int32, at offset: Int64, length: Int, path: String) throws -> UnsafeMutableRawPointer {

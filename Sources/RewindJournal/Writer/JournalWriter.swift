@@ -796,6 +796,9 @@ final class JournalWriter: @unchecked Sendable {
       do {
         try io.truncate(segmentFD, to: state.endOffset, path: activePath)
         allocatedEnd = state.endOffset
+        // The space allocated for the mapping went too: if the roll fails below and a later
+        // group is stored in this segment after all, it allocates again first.
+        reservedEnd = state.endOffset
       } catch {
         throw RollFailure(error: JournalError(error, directory: path, file: name), fatal: false)
       }
