@@ -64,12 +64,15 @@ public struct JournalOptions: Sendable {
   /// (`fallocate`), not written, for `mapsActiveSegment`. 0 turns it (and the mapping) off.
   /// Default 4 MiB.
   public var preallocationBytes: Int = 4 << 20
-  /// Under `none`, frames are stored through a shared memory mapping of the active segment
-  /// instead of one `pwrite` per group (FORMAT.md, "Writing"), in windows of `preallocationBytes`
-  /// allocated ahead with `fallocate`. Where that fails (a full disk, a file system without
-  /// `fallocate` or `mmap`) the segment falls back to `pwrite`. Off when `preallocationBytes` is 0.
-  /// The benchmark turns it off to compare. Default true.
-  package var mapsActiveSegment = true
+  /// Under `none`, small groups of frames (one record per append) are stored through a shared
+  /// memory mapping of the active segment instead of one `pwrite` each (FORMAT.md, "Mapped
+  /// appends"), in windows of `preallocationBytes` allocated ahead with `fallocate`. Where that
+  /// fails (a full disk, a file system without `fallocate` or `mmap`, or one that does not write
+  /// allocated space in place) the segment falls back to `pwrite`. The trade: a disk error while
+  /// the kernel reads a page back stops the process (SIGBUS) where `pwrite` would have failed the
+  /// append with `EIO`; set false to keep `pwrite`. Off when `preallocationBytes` is 0. Default
+  /// true.
+  public var mapsActiveSegment = true
   /// Compact each segment once it is sealed, on a low-priority background thread: rewrite it
   /// into large LZ4HC frames, about 2.9x smaller for the benchmark's Notebook events
   /// (FORMAT.md, "Compaction"; `Journal.compactSealedSegments()` does the same on demand).
