@@ -94,8 +94,9 @@ package final class LZ4FrameEncoder {
   /// checksum, content size, content checksum; BD 0x40: 64 KiB blocks), then each 64 KiB piece as
   /// a block compressed with the stream's history of the pieces before it (stored raw if it would
   /// not shrink, or, for small content, if `sampler` says small content does not shrink lately),
-  /// with its XXH32, then the end mark and the content's XXH32. Written at `frame`, which has room
-  /// for `frameBound(content.count)` bytes; returns the frame's length.
+  /// with its XXH32, then the end mark and the content's XXH32 (the block's, when the content is
+  /// one raw block: both checksums are XXH32 with seed 0 of the same bytes). Written at `frame`,
+  /// which has room for `frameBound(content.count)` bytes; returns the frame's length.
   private func compressBlocks(_ content: UnsafeRawBufferPointer, into frame: UnsafeMutableRawPointer) -> Int {
     frame.storeBytes(of: Layout.lz4FrameMagic.littleEndian, as: UInt32.self)
     frame.storeBytes(of: 0x5C, toByteOffset: 4, as: UInt8.self)
@@ -108,6 +109,8 @@ package final class LZ4FrameEncoder {
     var position = 15
     var consumed = 0
     var storedInAll = 0
+    /// The content's XXH32 when a block's checksum already is it (one raw block: the same bytes).
+    var contentChecksum: UInt32?
     while consumed < content.count {
       let length = min(Self.blockBytes, content.count - consumed)
       let source = content.baseAddress! + consumed
@@ -125,6 +128,7 @@ package final class LZ4FrameEncoder {
       frame.storeBytes(
         of: (UInt32(stored) | (raw ? 0x8000_0000 : 0)).littleEndian, toByteOffset: position, as: UInt32.self)
       let blockChecksum = XXH32.hash(UnsafeRawBufferPointer(start: block, count: stored))
+      if raw && length == content.count { contentChecksum = blockChecksum }
       frame.storeBytes(of: blockChecksum.littleEndian, toByteOffset: position + 4 + stored, as: UInt32.self)
       position += 4 + stored + 4
       consumed += length
@@ -132,7 +136,8 @@ package final class LZ4FrameEncoder {
     }
     if tried { sampler.record(content: content.count, stored: storedInAll) }
     frame.storeBytes(of: UInt32(0), toByteOffset: position, as: UInt32.self)
-    frame.storeBytes(of: XXH32.hash(content).littleEndian, toByteOffset: position + 4, as: UInt32.self)
+    let checksum = contentChecksum ?? XXH32.hash(content)
+    frame.storeBytes(of: checksum.littleEndian, toByteOffset: position + 4, as: UInt32.self)
     return position + 8
   }
 
