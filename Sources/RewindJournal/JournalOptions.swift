@@ -116,7 +116,10 @@ public struct JournalOptions: Sendable {
     if preallocationBytes < 0 || preallocationBytes > Self.maximumPreallocationBytes {
       return "preallocationBytes is \(preallocationBytes); it must be from 0 (off) to \(Self.maximumPreallocationBytes)"
     }
-    if limits.maxRecordBytes < 0 { return "limits.maxRecordBytes is \(limits.maxRecordBytes); it must not be negative" }
+    let largestPayload = Self.maximumBatchBytes - Layout.recordHeaderSize
+    if limits.maxRecordBytes < 0 || limits.maxRecordBytes > largestPayload {
+      return "limits.maxRecordBytes is \(limits.maxRecordBytes); it must be from 0 to \(largestPayload)"
+    }
     let largestRecord = limits.maxRecordBytes + Layout.recordHeaderSize
     if limits.maxBatchBytes < largestRecord || limits.maxBatchBytes > Self.maximumBatchBytes {
       return "limits.maxBatchBytes is \(limits.maxBatchBytes); it must be from \(largestRecord) (a record of "

@@ -19,6 +19,7 @@ import Testing
     ("preallocationBytes is 9223372036854775807", { $0.preallocationBytes = Int.max }),
     ("preallocationBytes is 1073741825", { $0.preallocationBytes = (1 << 30) + 1 }),
     ("limits.maxRecordBytes is -1", { $0.limits.maxRecordBytes = -1 }),
+    ("limits.maxRecordBytes is \(Int.max)", { $0.limits.maxRecordBytes = .max }),
     ("limits.maxBatchBytes is 1000", { $0.limits = JournalLimits(maxRecordBytes: 1000, maxBatchBytes: 1000) }),
     ("limits.maxBatchBytes is 2147483647", { $0.limits.maxBatchBytes = Int(Int32.max) }),
     ("the delay must not be negative", { $0.durability = .batched(maxDelay: .milliseconds(-1)) }),
