@@ -101,13 +101,10 @@ public final class Journal: Sendable {
   ///   a failed append was acknowledged; unless the code is `.durabilityLost`, it can be retried.
   @discardableResult
   public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
-    // Written on this thread at once when nothing else is queued or being written (`none`):
-    // no continuation, so the task does not switch back to its executor.
-    if let outcome = writer.appendAtOnce(records) { return try outcome.get() }
     // The continuation is handed to the writer as it is (no closure to allocate per append);
     // unsafe in release builds, checked in debug ones (`AppendContinuation`). The writer resumes
     // every append exactly once.
-    return try await withAppendContinuation { continuation in
+    try await withAppendContinuation { continuation in
       writer.enqueue(records, completion: .task(continuation))
     }.get()
   }

@@ -455,45 +455,10 @@ final class JournalWriter: @unchecked Sendable {
   /// Writes one unconditional append that found nothing queued (the fast path of `enqueue`).
   /// Holder of `writing`.
   private func writeAlone(_ append: PendingAppend) {
-    append.completion(outcomeAlone(append))
-  }
-
-  /// Writes one unconditional append as a group of one and returns its outcome. Holder of `writing`.
-  private func outcomeAlone(_ append: PendingAppend) -> Result<ClosedRange<UInt64>, JournalError> {
     switch write(group: CollectionOfOne(append)) {
-    case .success(let first): .success(first...(first + UInt64(append.records.count) - 1))
-    case .failure(let error): .failure(error)
+    case .success(let first): append.completion(.success(first...(first + UInt64(append.records.count) - 1)))
+    case .failure(let error): append.completion(.failure(error))
     }
-  }
-
-  /// `enqueue`'s fast path for a caller that can take the outcome at once (`Journal.append`,
-  /// which so needs no continuation, and its task no switch back, when the append is written on
-  /// its thread): writes `records` now, as `enqueue` would, if they are valid, the journal is open
-  /// and the fast path applies (`none`, nothing queued or being written, no contention). Returns
-  /// nil, having done nothing, otherwise: the caller then calls `enqueue`, which also reports
-  /// invalid records and a closed or failed journal.
-  func appendAtOnce(_ records: [NewRecord]) -> Result<ClosedRange<UInt64>, JournalError>? {
-    guard leadsInline, !records.isEmpty else { return nil }
-    var bytes = 0
-    for record in records {
-      guard record.payload.count <= options.limits.maxRecordBytes else { return nil }
-      bytes += BatchCodec.contentSize(of: record)
-    }
-    guard bytes <= options.limits.maxBatchBytes else { return nil }
-    condition.lock()
-    guard failure == nil, !closing, !contended, !writing, queue.isEmpty else {
-      condition.unlock()
-      return nil
-    }
-    writing = true
-    condition.unlock()
-    let outcome = outcomeAlone(
-      PendingAppend(records: records, contentBytes: bytes, expectedFirst: nil, completion: .callback(ignoreOutcome)))
-    condition.lock()
-    writing = false
-    if !queue.isEmpty || closing { condition.signal() }
-    condition.unlock()
-    return outcome
   }
 
   /// Writes `group` (all of it, or nothing) and returns the first sequence number of the first
@@ -927,9 +892,6 @@ final class JournalWriter: @unchecked Sendable {
     }
   }
 }
-
-/// The completion of an append whose outcome its caller takes directly (`appendAtOnce`).
-private let ignoreOutcome: @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void = { _ in }
 
 /// The zeros `JournalWriter.preallocate(through:)` writes, 1 MiB per call at most.
 private let preallocationZeros = [UInt8](repeating: 0, count: 1 << 20)
