@@ -168,7 +168,9 @@ enum ChildProcess {
       }
     }
     journal.close()
-    return Result(events: limit, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
+    // In appends of `perAppend`, the records past the last whole append are not appended.
+    let appended = limit / perAppend * perAppend
+    return Result(events: appended, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
   }
 
   /// VmHWM of this process, in bytes; 0 if /proc does not say.
