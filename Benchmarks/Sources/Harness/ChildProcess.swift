@@ -41,6 +41,9 @@ enum ChildProcess {
     /// As `append`, with the records in appends of 1,000 (a bulk import; for profiling the
     /// journal's per-record cost in large frames).
     case appendBulk = "append-bulk"
+    /// As `append`, from 64 concurrent producers (for profiling contended appends: group commit,
+    /// suspensions and resumptions).
+    case appendConcurrent = "append-64"
   }
 
   /// Runs `kind` over `directory` in a child; returns its figures and peak resident bytes.
@@ -70,7 +73,7 @@ enum ChildProcess {
     guard arguments.count == 4, let kind = Kind(rawValue: arguments[0]), let limit = Int(arguments[2]),
       limit >= 0
     else {
-      printError("usage: rewind-bench --child read|replay|manager|append|append-bulk DIR LIMIT OUT")
+      printError("usage: rewind-bench --child read|replay|manager|append|append-bulk|append-64 DIR LIMIT OUT")
       return 2
     }
     let directory = arguments[1]
@@ -102,6 +105,8 @@ enum ChildProcess {
         result = try blocking { try await append(directory: directory, limit: limit) }
       case .appendBulk:
         result = try blocking { try await append(directory: directory, limit: limit, perAppend: 1_000) }
+      case .appendConcurrent:
+        result = try blocking { try await append(directory: directory, limit: limit, producers: 64) }
       }
       try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
       return 0
@@ -146,7 +151,9 @@ enum ChildProcess {
     return Result(events: limit, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
   }
 
-  private static func append(directory: String, limit: Int, perAppend: Int = 1) async throws -> Result {
+  private static func append(directory: String, limit: Int, perAppend: Int = 1, producers: Int = 1) async throws
+    -> Result
+  {
     // The first 1,000 records, cycled (as `manager`'s inputs).
     var records: [NewRecord] = []
     let cursor = try JournalReader(directory: directory).records(from: 1)
@@ -159,8 +166,13 @@ enum ChildProcess {
     let target = directory + "-append"
     try? FileManager.default.removeItem(atPath: target)
     let journal = try Journal(directory: target, options: benchJournalOptions(.none))
+    let cycled = records
     let (seconds, _) = try await timedAsync {
-      if perAppend == 1 {
+      if producers > 1 {
+        _ = try await runProducers(producers, count: limit) { index in
+          try await journal.append([cycled[index % cycled.count]])
+        }
+      } else if perAppend == 1 {
         for index in 0..<limit { try await journal.append([records[index % records.count]]) }
       } else {
         let batch = (0..<perAppend).map { records[$0 % records.count] }
