@@ -189,6 +189,17 @@ package final class LZ4FrameEncoder {
   /// case position); the calling thread then moves the blocks down to follow each other.
   /// Written at `frame`, which has room for `frameBound(content.count)` bytes; returns the
   /// frame's length.
+  ///
+  /// A fresh state is `LZ4_compress_fast_extState`'s, as in liblz4's frame API: for a block of
+  /// 64 KiB it hashes positions into 8,192 two-byte entries where a stream (linked blocks, the
+  /// one-block path) has 4,096 four-byte ones. Measured with `rewind-bench --child append-bulk`
+  /// (1,000 records per append, callgrind, all threads): 2,674 instructions per record against
+  /// 3,159 with linked blocks (liblz4's compressor 1,976 against 2,583), 101.5 against 100.3
+  /// bytes per record on disk, and reading those frames back (`--child read`, 300,000 records)
+  /// 566 M instructions against 529 M: its blocks hold 20% more matches, shorter ones (580,320
+  /// against 483,255 in the first 30 frames, 1.22 against 1.47 MB of literals). Each block from
+  /// a stream reset fast instead would read back in 525 M, but cost 3,338 instructions per record
+  /// and take 102.8 bytes.
   private func compressIndependentBlocks(_ content: UnsafeRawBufferPointer, into frame: UnsafeMutableRawPointer)
     -> Int
   {
