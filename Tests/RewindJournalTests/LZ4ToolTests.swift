@@ -76,7 +76,7 @@ import Testing
   }
 
   @Test func framesLargerThanOneLZ4BlockDecodeWithTheTool() async throws {
-    // Frames over 64 KiB hold several linked blocks; random payloads do not compress.
+    // Frames over 64 KiB hold several independent blocks; random payloads do not compress.
     let dir = TemporaryDirectory()
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options(frameBytes: 1 << 20))
     var random = SeededGenerator(seed: 12)
@@ -93,6 +93,32 @@ import Testing
     }
     journal.close()
     try await Self.checkSegments(dir.path, records: records)
+  }
+
+  /// Frames of several independent blocks (FLG 0x7C), compressed by one thread or several,
+  /// back to back in one file as in a segment: the tool checks them and decodes their contents.
+  @Test func framesOfIndependentBlocksDecodeWithTheTool() async throws {
+    let dir = TemporaryDirectory()
+    var random = SeededGenerator(seed: 14)
+    var text: [UInt8] = []
+    while text.count < 400_000 { text += random.eventLikePayload(300) }
+    let contents = [Array(text.prefix(65_537)), Array(text.prefix(270_000)), random.bytes(200_000), text]
+    for participants in [1, 2, 4] {
+      let encoder = LZ4FrameEncoder(compressionLevel: 0, participants: participants)
+      var file: [UInt8] = []
+      for content in contents {
+        let start = file.count
+        _ = try content.withUnsafeBytes { try encoder.compress($0, appendingTo: &file) }
+        #expect(file[start + 4] == 0x7C, "FLG: independent blocks, block and content checksums, content size")
+      }
+      let path = dir.appending("frames-\(participants).lz4")
+      try Data(file).write(to: URL(fileURLWithPath: path))
+      let test = try await Self.lz4(["-t", path])
+      #expect(test.status == 0, "lz4 -t: \(test.errors)")
+      let decoded = try await Self.lz4(["-dc", path])
+      #expect(decoded.status == 0, "lz4 -dc: \(decoded.errors)")
+      #expect(decoded.output == contents.flatMap { $0 }, "\(participants) participants")
+    }
   }
 
   @Test func framesOfOneFullBlockDecodeWithTheTool() async throws {
