@@ -212,6 +212,21 @@ import Testing
     #expect(try JournalReader(directory: dir.path).verify().isSound)
   }
 
+  // MARK: - Crashes
+
+  /// `CrashTests`' trials with bulk appends (up to 160 KB each, blocks raw and compressed): a
+  /// child killed while it writes frames of several independent blocks loses no acknowledged
+  /// record, and recovery leaves a sound journal (`REWIND_CRASH_TRIALS` sets the trials).
+  @Test(arguments: ["always", "batched", "none"])
+  func acknowledgedBulkAppendsSurviveSIGKILL(policy: String) async throws {
+    try await CrashTests.acknowledgedAppendsSurviveSIGKILL(
+      policy: policy, childArguments: ["bulk"], delay: 20_000...400_000
+    ) { directory in
+      let frames = try BlockModeTests.frames(directory)
+      #expect(frames.contains { $0.flags == 0x7C }, "the child should write frames of several blocks")
+    }
+  }
+
   // MARK: - Readers
 
   /// A frame of independent blocks that holds two small blocks (content under 64 KiB: nothing
