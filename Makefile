@@ -12,7 +12,7 @@ DEMO_SEED ?= 1
 FUZZ_SECONDS ?= 60
 # The suites ThreadSanitizer runs in `make test` (docs/RELIABILITY.md): every test that runs code on
 # several threads or tasks at once.
-TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|FollowTests|LockTests|CompactionTests|SyncAcknowledgementTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
+TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|FollowTests|LockTests|CompactionTests|SyncAcknowledgementTests|BlockModeTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
 
 .PHONY: deps demo test test-tsan bench fuzz lint format clean-demo
 

@@ -80,6 +80,13 @@ public struct JournalOptions: Sendable {
   /// costs one to two CPU-seconds per 64 MiB segment, which a writer process should choose to
   /// spend (and benchmarks of appends must not include); turn it on for journals that live long.
   public var compactsSealedSegments: Bool = false
+  /// The most threads that compress the blocks of one frame of several 64 KiB blocks (a bulk
+  /// append, or a group of many appends), the thread writing the frame among them; the others
+  /// come from Dispatch's pool (`DispatchQueue.concurrentPerform`). 1 compresses every frame on
+  /// the writing thread alone. A frame's bytes are the same whatever this is (FORMAT.md, "Data
+  /// frame"). Frames of one block (up to 64 KiB of records) are always compressed by one thread.
+  /// Default nil: one per active processor.
+  public var compressionThreads: Int?
   /// Create the directory and an empty journal if there is none. Default true.
   public var createIfMissing: Bool = true
   public var limits = JournalLimits()
@@ -101,6 +108,9 @@ public struct JournalOptions: Sendable {
   /// The largest `limits.maxBatchBytes` a writer accepts: LZ4 compresses at most 2,113,929,216
   /// bytes at once (`LZ4_MAX_INPUT_SIZE`), below the batch header's 32-bit content length.
   public static let maximumBatchBytes = 0x7E00_0000
+  /// The largest `compressionThreads` accepted (each thread that takes part keeps a 16 KiB
+  /// compression state for the journal's lifetime).
+  public static let maximumCompressionThreads = 256
 
   /// What is wrong with these options, naming the field and the value; nil when they can be used.
   /// `Journal.init` refuses options with a problem before touching the disk.
@@ -115,6 +125,10 @@ public struct JournalOptions: Sendable {
     if indexIntervalBytes < 1 { return "indexIntervalBytes is \(indexIntervalBytes); it must be at least 1" }
     if preallocationBytes < 0 || preallocationBytes > Self.maximumPreallocationBytes {
       return "preallocationBytes is \(preallocationBytes); it must be from 0 (off) to \(Self.maximumPreallocationBytes)"
+    }
+    if let threads = compressionThreads, threads < 1 || threads > Self.maximumCompressionThreads {
+      return "compressionThreads is \(threads); it must be from 1 to \(Self.maximumCompressionThreads), "
+        + "or nil (one per active processor)"
     }
     let largestPayload = Self.maximumBatchBytes - Layout.recordHeaderSize
     if limits.maxRecordBytes < 0 || limits.maxRecordBytes > largestPayload {

@@ -99,4 +99,30 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path) == kept)
     #expect(try JournalReader(directory: dir.path).verify().isSound)
   }
+
+  /// `JournalOptions.compressionThreads` changes who compresses a large frame's blocks, never
+  /// the bytes: the same appends make the same segment files with 1, 3 or one thread per
+  /// processor (the default).
+  @Test func compressionThreadsDoNotChangeTheBytes() async throws {
+    var segments: [[UInt8]] = []
+    for threads in [1, 3, nil] as [Int?] {
+      let dir = TemporaryDirectory("block-threads")
+      var options = JournalFixtures.options(segmentBytes: 1 << 20, frameBytes: 1 << 20)
+      options.newJournalID = JournalID(bytes: Array(repeating: 9, count: 16))
+      options.compressionThreads = threads
+      let journal = try Journal(directory: dir.path, options: options)
+      var random = SeededGenerator(seed: 62)
+      var expected: [JournalRecord] = []
+      try await Self.append(journal, count: 4, bytes: 250_000, random: &random, to: &expected)
+      try await Self.append(journal, count: 2, bytes: 400, random: &random, to: &expected)
+      journal.close()
+      #expect(try Self.frames(dir.path).filter { $0.flags == 0x7C }.count == 4)
+      #expect(try JournalFixtures.readAll(dir.path) == expected)
+      let names = JournalFixtures.segments(dir.path)
+      segments.append(try names.flatMap { try Files.read(dir.appending($0)) })
+    }
+    #expect(segments[0].count > 100_000)
+    #expect(segments[1] == segments[0])
+    #expect(segments[2] == segments[0])
+  }
 }

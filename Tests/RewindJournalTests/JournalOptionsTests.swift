@@ -22,6 +22,8 @@ import Testing
     ("limits.maxRecordBytes is \(Int.max)", { $0.limits.maxRecordBytes = .max }),
     ("limits.maxBatchBytes is 1000", { $0.limits = JournalLimits(maxRecordBytes: 1000, maxBatchBytes: 1000) }),
     ("limits.maxBatchBytes is 2147483647", { $0.limits.maxBatchBytes = Int(Int32.max) }),
+    ("compressionThreads is 0", { $0.compressionThreads = 0 }),
+    ("compressionThreads is 257", { $0.compressionThreads = 257 }),
     ("the delay must not be negative", { $0.durability = .batched(maxDelay: .milliseconds(-1)) }),
   ]
 

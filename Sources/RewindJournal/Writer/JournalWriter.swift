@@ -116,7 +116,7 @@ final class JournalWriter: @unchecked Sendable {
   /// decides whether growing it again writes zeros ahead (`preallocate(through:)`).
   private var bytesSinceGrowth: Int64 = 0
   private var groupsSinceGrowth: Int64 = 0
-  private let encoder = LZ4FrameEncoder()
+  private let encoder: LZ4FrameEncoder
   /// The decoded content of the frame being encoded; only ever grown (see `BatchCodec.encode`).
   @exclusivity(unchecked) private var scratch: [UInt8] = []
   /// The group's frames, `outputLength` bytes of it; only ever grown.
@@ -138,6 +138,7 @@ final class JournalWriter: @unchecked Sendable {
     self.directory = directory
     self.options = options
     self.frameTargetBytes = min(options.frameTargetBytes, options.limits.maxBatchBytes)
+    self.encoder = LZ4FrameEncoder(compressionLevel: 0, participants: options.compressionThreads)
     self.indexGate = indexGate
     self.onSeal = onSeal
     self.state = start
