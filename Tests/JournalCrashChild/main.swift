@@ -1,9 +1,11 @@
 // A child process for the journal's crash and lock tests.
 //
-//   journal-crash-child append DIR always|batched|none THREADS
+//   journal-crash-child append DIR always|batched|none THREADS [bulk]
 //     Appends batches from THREADS threads until killed. After each acknowledgement it prints
 //     "ack FIRST LAST TAG" on stdout and flushes, so the parent knows exactly what was acknowledged.
-//     Record i of a batch has payload "TAG/i" (TAG = "t<thread>b<batch>").
+//     Record i of a batch has payload "TAG/i" (TAG = "t<thread>b<batch>"), then dots; with
+//     `bulk`, then a dot and 8,000-20,000 bytes instead (`Bulk.tail`; batches of up to 160 KB: frames
+//     of several blocks, compressed on several threads), 12 a thread, in segments of 1 MiB.
 //   journal-crash-child hold DIR
 //     Opens the journal for writing, prints "locked", and waits to be killed.
 import Foundation
@@ -27,6 +29,26 @@ enum Output {
   }
 }
 
+enum Bulk {
+  /// What follows "TAG/i" in a bulk record: a dot, then 8,000-20,000 bytes, random for even `i`
+  /// (blocks stored raw), text for odd `i` (blocks compressed).
+  static func tail(_ i: Int, _ generator: inout SystemRandomNumberGenerator) -> [UInt8] {
+    let count = Int.random(in: 8_000...20_000, using: &generator)
+    let words = Array("the journal keeps every event in order ".utf8)
+    guard i % 2 == 0 else { return [0x2E] + (0..<count).map { words[($0 + $0 / 7) % words.count] } }
+    var state = generator.next() | 1
+    var bytes = [UInt8](repeating: 0x2E, count: 1 + count)
+    for index in 1...count {
+      // xorshift64: one system random number per record, not one per byte.
+      state ^= state << 13
+      state ^= state >> 7
+      state ^= state << 17
+      bytes[index] = UInt8(truncatingIfNeeded: state)
+    }
+    return bytes
+  }
+}
+
 switch arguments[1] {
 case "hold":
   do {
@@ -38,7 +60,9 @@ case "hold":
     fail("\(error)")
   }
 case "append":
-  guard arguments.count == 5, let threads = Int(arguments[4]) else { fail("append needs DIR POLICY THREADS") }
+  guard arguments.count == 5 || (arguments.count == 6 && arguments[5] == "bulk"), let threads = Int(arguments[4])
+  else { fail("append needs DIR POLICY THREADS [bulk]") }
+  let bulk = arguments.count == 6
   var options = JournalOptions()
   switch arguments[3] {
   case "always": options.durability = .always
@@ -46,7 +70,7 @@ case "append":
   case "none": options.durability = .none
   default: fail("unknown policy \(arguments[3])")
   }
-  options.segmentTargetBytes = 64 << 10
+  options.segmentTargetBytes = bulk ? 1 << 20 : 64 << 10
   let journal: Journal
   do {
     journal = try Journal(directory: directory, options: options)
@@ -58,12 +82,16 @@ case "append":
     Thread.detachNewThread {
       var generator = SystemRandomNumberGenerator()
       var batch = 0
-      while true {
+      // Bulk appends stop after 12 a thread (under 8 MB), so a kill that comes late (a loaded
+      // machine) does not let the journal grow without bound from trial to trial.
+      while !bulk || batch < 12 {
         let tag = "t\(thread)b\(batch)"
         let count = Int.random(in: 1...8, using: &generator)
         let records = (0..<count).map { i in
           NewRecord(
-            timestamp: Int64(batch), payload: Array("\(tag)/\(i)".utf8) + [UInt8](repeating: 0x2E, count: i * 7))
+            timestamp: Int64(batch),
+            payload: Array("\(tag)/\(i)".utf8)
+              + (bulk ? Bulk.tail(i, &generator) : [UInt8](repeating: 0x2E, count: i * 7)))
         }
         do {
           let range = try journal.appendAndWait(records)

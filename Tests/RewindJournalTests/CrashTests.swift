@@ -17,15 +17,26 @@ import Testing
 
   @Test(arguments: ["always", "batched", "none"])
   func acknowledgedAppendsSurviveSIGKILL(policy: String) async throws {
+    try await Self.acknowledgedAppendsSurviveSIGKILL(policy: policy, childArguments: [])
+  }
+
+  /// `trials` times: a child appends with `policy` (and `childArguments` after its thread count)
+  /// and is killed after `delay` microseconds (at random); every acknowledged record reads back,
+  /// the journal is sound. `inspect` is given the journal's directory at the end.
+  static func acknowledgedAppendsSurviveSIGKILL(
+    policy: String, childArguments: [String], delay: ClosedRange<UInt32> = 1_000...80_000,
+    inspect: (String) throws -> Void = { _ in }
+  ) async throws {
     let executable = try Self.child()
     var random = SeededGenerator(seed: UInt64(policy.count) &* 7919 &+ 1)
     var totalAcknowledged = 0
     let dir = TemporaryDirectory("crash")
-    for trial in 0..<Self.trials {
+    for trial in 0..<trials {
       // Each trial continues the same journal: recovery after one crash is the start of the next.
-      let process = try ChildProcess(executable: executable, arguments: ["append", dir.path, policy, "4"])
+      let process = try ChildProcess(
+        executable: executable, arguments: ["append", dir.path, policy, "4"] + childArguments)
       #expect(try await process.waitForLine { $0.hasPrefix("open") }, "child did not open the journal")
-      try await Task.sleep(for: .microseconds(UInt32.random(in: 1_000...80_000, using: &random)))
+      try await Task.sleep(for: .microseconds(UInt32.random(in: delay, using: &random)))
       try await process.kill()
       let acks = process.lines.compactMap(Ack.init)
       totalAcknowledged += acks.count
@@ -55,9 +66,10 @@ import Testing
       #expect(try reader.verify().isSound)
     }
     print(
-      "crash trials (\(policy)): \(Self.trials), acknowledged appends checked: \(totalAcknowledged), lost: 0 unless reported above"
+      "crash trials (\(([policy] + childArguments).joined(separator: " "))): \(trials), acknowledged appends checked: \(totalAcknowledged), lost: 0 unless reported above"
     )
     #expect(totalAcknowledged > 0, "the child never acknowledged anything: the test checked nothing")
+    try inspect(dir.path)
   }
 
   @Test func secondWriterInAnotherProcessIsRefused() async throws {

@@ -93,8 +93,12 @@ package final class LZ4FrameEncoder {
   }
 
   /// Writes one complete LZ4 frame holding `content` into `output` from `offset` on and returns
-  /// the frame's length. `output` is made long enough first; its bytes after the frame are left
-  /// as they are (it may grow, never shrinks below `offset`): the caller keeps the length it uses.
+  /// the frame's length. `output` is made long enough first (it may grow, never shrinks): the
+  /// caller keeps the length it uses. Its bytes before `offset` are left as they are, and so are
+  /// those after the room the frame is given (`frameBound(content.count)` bytes from `offset`
+  /// at level 0, liblz4's `LZ4F_compressFrameBound` through its frame API); the bytes between
+  /// the frame's end and the end of that room may be overwritten (a frame of several blocks is
+  /// compressed into worst-case slots of the room first, see `compressIndependentBlocks`).
   package func compress(_ content: UnsafeRawBufferPointer, into output: inout [UInt8], at offset: Int) throws -> Int {
     guard level == 0 && content.count > 0 && !usesFrameAPI else {
       return try compressFrame(content, into: &output, at: offset)

@@ -2,7 +2,9 @@
 package enum BatchCodec {
   /// Writes the batch header and LZ4 frame for `records`, numbered from `firstSequence`, into
   /// `output` from `offset` on; returns the header and where the frame ends. `output` is made
-  /// long enough; its bytes after the end are left as they are (see `LZ4FrameEncoder.compress(_:into:at:)`).
+  /// long enough; its bytes before `offset` are left as they are, those after the end may be
+  /// overwritten up to the end of the room the frame was given (see
+  /// `LZ4FrameEncoder.compress(_:into:at:)`).
   /// `scratch` holds the decoded content meanwhile, likewise only ever grown.
   package static func encode(
     _ records: some Collection<NewRecord>, firstSequence: UInt64, encoder: LZ4FrameEncoder, scratch: inout [UInt8],
