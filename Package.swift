@@ -61,7 +61,7 @@ let package = Package(
     // A child process for the crash tests: appends and reports each acknowledgement on stdout.
     .executableTarget(
       name: "journal-crash-child",
-      dependencies: ["RewindJournal"],
+      dependencies: ["RewindJournal", "RewindTestSupport"],
       path: "Tests/JournalCrashChild",
       swiftSettings: strict
     ),

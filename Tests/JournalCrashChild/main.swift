@@ -10,6 +10,7 @@
 //     Opens the journal for writing, prints "locked", and waits to be killed.
 import Foundation
 import RewindJournal
+import RewindTestSupport
 
 let arguments = CommandLine.arguments
 func fail(_ message: String) -> Never {
@@ -31,21 +32,10 @@ enum Output {
 
 enum Bulk {
   /// What follows "TAG/i" in a bulk record: a dot, then 8,000-20,000 bytes, random for even `i`
-  /// (blocks stored raw), text for odd `i` (blocks compressed).
-  static func tail(_ i: Int, _ generator: inout SystemRandomNumberGenerator) -> [UInt8] {
+  /// (blocks stored raw), event-like text for odd `i` (blocks compressed).
+  static func tail(_ i: Int, _ generator: inout SeededGenerator) -> [UInt8] {
     let count = Int.random(in: 8_000...20_000, using: &generator)
-    let words = Array("the journal keeps every event in order ".utf8)
-    guard i % 2 == 0 else { return [0x2E] + (0..<count).map { words[($0 + $0 / 7) % words.count] } }
-    var state = generator.next() | 1
-    var bytes = [UInt8](repeating: 0x2E, count: 1 + count)
-    for index in 1...count {
-      // xorshift64: one system random number per record, not one per byte.
-      state ^= state << 13
-      state ^= state >> 7
-      state ^= state << 17
-      bytes[index] = UInt8(truncatingIfNeeded: state)
-    }
-    return bytes
+    return [0x2E] + (i % 2 == 0 ? generator.bytes(count) : generator.eventLikePayload(count))
   }
 }
 
@@ -80,7 +70,8 @@ case "append":
   Output.say("open \(journal.lastSequence)")
   for thread in 0..<threads {
     Thread.detachNewThread {
-      var generator = SystemRandomNumberGenerator()
+      var system = SystemRandomNumberGenerator()
+      var generator = SeededGenerator(seed: system.next())
       var batch = 0
       // Bulk appends stop after 12 a thread (under 8 MB), so a kill that comes late (a loaded
       // machine) does not let the journal grow without bound from trial to trial.
