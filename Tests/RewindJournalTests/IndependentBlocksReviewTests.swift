@@ -256,13 +256,6 @@ import Testing
     #expect(try Self.decoded(frame, length: content.count, checksums: true) == content)
   }
 
-  /// Appends `count` batches of about `bytes` bytes of compressible content each.
-  static func appendBatches(
-    _ journal: Journal, count: Int, bytes: Int, random: inout SeededGenerator, to expected: inout [JournalRecord]
-  ) async throws {
-    try await BlockModeTests.append(journal, count: count, bytes: bytes, random: &random, to: &expected)
-  }
-
   /// The block checksum of block 2 of a frame of 4 independent compressed blocks is wrong, the
   /// batch header's CRC-32C made to match the damaged frame: verify reports that frame (offset,
   /// sequences, the block checksum), and only it; the cursor refuses to read it.
@@ -272,9 +265,9 @@ import Testing
     let journal = try Journal(directory: dir.path, options: options)
     var random = SeededGenerator(seed: 9)
     var expected: [JournalRecord] = []
-    try await Self.appendBatches(journal, count: 1, bytes: 1_000, random: &random, to: &expected)
-    try await Self.appendBatches(journal, count: 1, bytes: 240_000, random: &random, to: &expected)
-    try await Self.appendBatches(journal, count: 1, bytes: 1_000, random: &random, to: &expected)
+    try await BlockModeTests.append(journal, count: 1, bytes: 1_000, random: &random, to: &expected)
+    try await BlockModeTests.append(journal, count: 1, bytes: 240_000, random: &random, to: &expected)
+    try await BlockModeTests.append(journal, count: 1, bytes: 1_000, random: &random, to: &expected)
     journal.close()
     let name = try #require(JournalFixtures.segments(dir.path).first)
     var bytes = try Files.read(dir.appending(name))
@@ -315,7 +308,7 @@ import Testing
     var random = SeededGenerator(seed: 21)
     var expected: [JournalRecord] = []
     for bytes in [150_000, 300, 70_000, 250_000, 2_000, 131_072, 400_000] {
-      try await Self.appendBatches(journal, count: 1, bytes: bytes, random: &random, to: &expected)
+      try await BlockModeTests.append(journal, count: 1, bytes: bytes, random: &random, to: &expected)
     }
     journal.close()
     let name = try #require(JournalFixtures.segments(dir.path).first)
@@ -356,7 +349,7 @@ import Testing
     try await LZ4ToolTests.checkSegments(dir.path, records: expected)
     let reopened = try Journal(directory: dir.path, options: options)
     #expect(reopened.lastSequence == UInt64(expected.count))
-    try await Self.appendBatches(reopened, count: 2, bytes: 100_000, random: &random, to: &expected)
+    try await BlockModeTests.append(reopened, count: 2, bytes: 100_000, random: &random, to: &expected)
     reopened.close()
     #expect(try JournalFixtures.readAll(dir.path) == expected)
     try await LZ4ToolTests.checkSegments(dir.path, records: expected)
