@@ -108,18 +108,9 @@ import Testing
     let options = Self.options(faults)
     let path = try await PreallocationTests.liveCopy("mapped-live", options: options, batches: batches, into: copy)
     #expect(faults.segmentWrites == 0)
-    let copied = try PreallocationTests.lengths(path)
-    #expect(copied.last!.size > copied.last!.used, "the copy holds the allocated zeros")
     let expected = Self.records(batches)
-    #expect(try JournalFixtures.readAll(path) == expected, "a reader stops at the zeros")
-    let verification = try JournalReader(directory: path).verify()
-    #expect(verification.isSound && verification.unfinishedTail == nil, "\(verification.problems)")
-    #expect(verification.preallocatedBytes == Int64(copied.last!.size - copied.last!.used))
-
-    let reopened = try Journal(directory: path, options: Self.options(FaultInjectingFileIO()))
-    #expect(reopened.recovery.isClean, "\(reopened.recovery.movedAside)")
-    #expect(!FileManager.default.fileExists(atPath: path + "/" + Layout.quarantineName))
-    #expect(reopened.lastSequence == UInt64(expected.count))
+    let reopened = try PreallocationTests.expectLiveCopyIsSound(
+      path, holds: expected, reopenedWith: Self.options(FaultInjectingFileIO()))
     let more = Self.batches(50, seed: 26)
     for batch in more { try await reopened.append(batch) }
     reopened.close()

@@ -82,24 +82,36 @@ import Testing
     let copy = TemporaryDirectory("prealloc-crash")
     let path = try await Self.liveCopy("prealloc-live", options: Self.options(durability), batches: batches, into: copy)
 
-    let copied = try Self.lengths(path)
     // Under `none` the space is allocated (`fallocate`) for the mapping frames are stored through.
-    #expect(copied.last!.size > copied.last!.used, "the copy holds preallocated zeros")
     let expected = Self.records(batches)
-    #expect(try JournalFixtures.readAll(path) == expected, "a reader stops at the zeros")
-    let verification = try JournalReader(directory: path).verify()
-    #expect(verification.isSound && verification.unfinishedTail == nil, "\(verification.problems)")
-    #expect(verification.preallocatedBytes == Int64(copied.last!.size - copied.last!.used))
-
-    let reopened = try Journal(directory: path, options: Self.options(durability))
-    #expect(reopened.recovery.isClean, "\(reopened.recovery.movedAside)")
-    #expect(!FileManager.default.fileExists(atPath: path + "/" + Layout.quarantineName))
-    #expect(reopened.lastSequence == UInt64(expected.count))
+    let reopened = try Self.expectLiveCopyIsSound(path, holds: expected, reopenedWith: Self.options(durability))
     let more = Self.batches(50, seed: 3)
     for batch in more { try await reopened.append(batch) }
     reopened.close()
     for (size, used) in try Self.lengths(path) { #expect(size == used) }
     #expect(try JournalFixtures.readAll(path) == expected + Self.records(more, from: UInt64(expected.count + 1)))
+  }
+
+  /// The files of a live writer copied at `path` (what a crash leaves, preallocated zeros and
+  /// all) read to the zeros, verify sound with the zeros reported as preallocated space, and
+  /// reopen with `options` cleanly at the last record; returns the reopened journal.
+  static func expectLiveCopyIsSound(
+    _ path: String, holds expected: [JournalRecord], reopenedWith options: JournalOptions
+  )
+    throws -> Journal
+  {
+    let copied = try Self.lengths(path)
+    #expect(copied.last!.size > copied.last!.used, "the copy holds preallocated zeros")
+    #expect(try JournalFixtures.readAll(path) == expected, "a reader stops at the zeros")
+    let verification = try JournalReader(directory: path).verify()
+    #expect(verification.isSound && verification.unfinishedTail == nil, "\(verification.problems)")
+    #expect(verification.preallocatedBytes == Int64(copied.last!.size - copied.last!.used))
+
+    let reopened = try Journal(directory: path, options: options)
+    #expect(reopened.recovery.isClean, "\(reopened.recovery.movedAside)")
+    #expect(!FileManager.default.fileExists(atPath: path + "/" + Layout.quarantineName))
+    #expect(reopened.lastSequence == UInt64(expected.count))
+    return reopened
   }
 
   /// A journal under `durability` with 20 small batches in a segment preallocated in 4 KiB
