@@ -30,9 +30,15 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   /// inner node's children, all inline after the header. A lookup's binary search reads the keys
   /// from the node itself, and the child or value it finds lies in the same allocation, so a walk
   /// from the root misses the cache about once per level instead of twice (no separate array of
-  /// children or values to follow). Keys, values and children `0..<count` are initialized; the
-  /// capacity is one more than a node may keep, so a full node can take the entry that makes it
-  /// split.
+  /// children or values to follow). Keys, values and children `0..<count` are initialized.
+  ///
+  /// A node has room for `slots` entries (its header says). A node made to grow (a new root, a
+  /// split's halves, a tree built in bulk) has `maxSlots`: one more than a node may keep, so a full
+  /// node can take the entry that makes it split. A copy of a shared node (see `copy(room:)`) has
+  /// room for what it holds and the one change it is made for: copies are what states sharing a
+  /// tree keep (a time machine's keyframes hold a path of them per change), and once shared a node
+  /// never changes, so room for more would be memory nobody uses. A copy that must take more
+  /// grows to `maxSlots` first (`grown()`).
   ///
   /// Layout of the tail (the buffer's elements, counted in keys): `slots` keys, then, at the next
   /// address aligned for them, `slots` values (a leaf) or `slots` child references (an inner node).
@@ -41,19 +47,37 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   /// and only through the buffer's pointers (no dynamic exclusivity checks).
   @usableFromInline
   final class Node: ManagedBuffer<NodeFields, Key> {
-    /// Entries a node has room for: one more than it may keep.
-    @inlinable static func slots(isLeaf: Bool) -> Int { (isLeaf ? maxLeafWidth : maxWidth) + 1 }
+    /// Entries a node made to grow has room for: one more than it may keep.
+    @inlinable static func maxSlots(isLeaf: Bool) -> Int { (isLeaf ? maxLeafWidth : maxWidth) + 1 }
 
-    /// An empty node with room for `slots(isLeaf:)` entries.
-    @inlinable static func makeEmpty(isLeaf: Bool) -> Node {
-      let slots = slots(isLeaf: isLeaf)
+    /// The buffer's elements (counted in keys) that hold `slots` keys and, aligned after them, as
+    /// many values or children.
+    @inlinable static func elementCapacity(isLeaf: Bool, slots: Int) -> Int {
       let payload =
         isLeaf
         ? MemoryLayout<Value>.alignment - 1 + slots * MemoryLayout<Value>.stride
         : MemoryLayout<Node>.alignment - 1 + slots * MemoryLayout<Node>.stride
       let keyStride = MemoryLayout<Key>.stride
-      let buffer = Node.create(minimumCapacity: slots + (payload + keyStride - 1) / keyStride) { _ in
-        NodeFields(count: 0, isLeaf: isLeaf)
+      return slots + (payload + keyStride - 1) / keyStride
+    }
+
+    /// The bytes the allocation of a node with room for `slots` entries requests: the object
+    /// header (two words), the node header, then the elements, each part at its alignment.
+    static func allocationBytes(isLeaf: Bool, slots: Int) -> Int {
+      func aligned(_ offset: Int, _ alignment: Int) -> Int { (offset + alignment - 1) / alignment * alignment }
+      let header = aligned(2 * MemoryLayout<Int>.size, MemoryLayout<NodeFields>.alignment)
+      let elements = aligned(header + MemoryLayout<NodeFields>.size, MemoryLayout<Key>.alignment)
+      return elements + elementCapacity(isLeaf: isLeaf, slots: slots) * MemoryLayout<Key>.stride
+    }
+
+    /// The bytes this node's allocation requested.
+    var allocationBytes: Int { Self.allocationBytes(isLeaf: isLeaf, slots: slots) }
+
+    /// An empty node with room for `slots` entries (`maxSlots` unless given).
+    @inlinable static func makeEmpty(isLeaf: Bool, slots: Int? = nil) -> Node {
+      let slots = slots ?? maxSlots(isLeaf: isLeaf)
+      let buffer = Node.create(minimumCapacity: elementCapacity(isLeaf: isLeaf, slots: slots)) { _ in
+        NodeFields(count: 0, isLeaf: isLeaf, slots: slots)
       }
       let node = unsafeDowncast(buffer, to: Node.self)
       node.withUnsafeMutablePointers { _, keys in
@@ -82,12 +106,14 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     }
 
     /// A node holding `keys` with their payload entries (a leaf's values or an inner node's
-    /// children, whichever `isLeaf` says), in order.
+    /// children, whichever `isLeaf` says), in order, with room for `slots` entries (`maxSlots`
+    /// unless given).
     @inlinable static func make<Entry>(
-      isLeaf: Bool, keys: some Collection<Key>, entries: some Collection<Entry>
+      isLeaf: Bool, keys: some Collection<Key>, entries: some Collection<Entry>, slots: Int? = nil
     ) -> Node {
-      precondition(keys.count == entries.count && keys.count <= slots(isLeaf: isLeaf), "node overfilled")
-      let node = makeEmpty(isLeaf: isLeaf)
+      let slots = slots ?? maxSlots(isLeaf: isLeaf)
+      precondition(keys.count == entries.count && keys.count <= slots, "node overfilled")
+      let node = makeEmpty(isLeaf: isLeaf, slots: slots)
       node.withParts { fields, stored, payload in
         let slots = payload.assumingMemoryBound(to: Entry.self)
         var index = 0
@@ -119,31 +145,33 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     ) rethrows -> Result {
       try withUnsafeMutablePointers { fields, keys in
         let isLeaf = fields.pointee.isLeaf
-        let tail = Self.tail(keys, slots: Self.slots(isLeaf: isLeaf))
+        let tail = Self.tail(keys, slots: Int(fields.pointee.slots))
         return try body(fields, keys, isLeaf ? tail.alignedUp(for: Value.self) : tail.alignedUp(for: Node.self))
       }
     }
 
     /// A leaf's values (`0..<keyCount` initialized).
     @inlinable func withValues<Result>(_ body: (UnsafeMutablePointer<Value>) throws -> Result) rethrows -> Result {
-      try withUnsafeMutablePointerToElements { keys in
+      try withUnsafeMutablePointers { fields, keys in
         try body(
-          Self.tail(keys, slots: Self.slots(isLeaf: true)).alignedUp(for: Value.self).assumingMemoryBound(
+          Self.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self).assumingMemoryBound(
             to: Value.self))
       }
     }
 
     /// An inner node's children (`0..<keyCount` initialized).
     @inlinable func withChildren<Result>(_ body: (UnsafeMutablePointer<Node>) throws -> Result) rethrows -> Result {
-      try withUnsafeMutablePointerToElements { keys in
+      try withUnsafeMutablePointers { fields, keys in
         try body(
-          Self.tail(keys, slots: Self.slots(isLeaf: false)).alignedUp(for: Node.self).assumingMemoryBound(to: Node.self)
-        )
+          Self.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self).assumingMemoryBound(
+            to: Node.self))
       }
     }
 
     @inlinable var isLeaf: Bool { withUnsafeMutablePointerToHeader { $0.pointee.isLeaf } }
     @inlinable var keyCount: Int { withUnsafeMutablePointerToHeader { $0.pointee.count } }
+    /// Entries this node has room for.
+    @inlinable var slots: Int { withUnsafeMutablePointerToHeader { Int($0.pointee.slots) } }
     @inlinable func key(at index: Int) -> Key { withUnsafeMutablePointerToElements { $0[index] } }
     @inlinable func child(at index: Int) -> Node { withChildren { $0[index] } }
     @inlinable func value(at index: Int) -> Value { withValues { $0[index] } }
@@ -162,16 +190,43 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       }
     }
 
-    @inlinable func copy() -> Node {
+    /// A copy of this node with room for its entries and `room` more (at most `maxSlots`).
+    @inlinable func copy(room: Int = 0) -> Node {
       withParts { fields, stored, payload in
         let count = fields.pointee.count
+        let isLeaf = fields.pointee.isLeaf
+        let slots = min(count + room, Self.maxSlots(isLeaf: isLeaf))
         let keys = UnsafeBufferPointer(start: stored, count: count)
-        if fields.pointee.isLeaf {
-          return Node.leaf(
-            keys: keys, values: UnsafeBufferPointer(start: payload.assumingMemoryBound(to: Value.self), count: count))
+        if isLeaf {
+          let values = UnsafeBufferPointer(start: payload.assumingMemoryBound(to: Value.self), count: count)
+          return Node.make(isLeaf: true, keys: keys, entries: values, slots: slots)
         }
-        return Node.inner(
-          keys: keys, children: UnsafeBufferPointer(start: payload.assumingMemoryBound(to: Node.self), count: count))
+        let children = UnsafeBufferPointer(start: payload.assumingMemoryBound(to: Node.self), count: count)
+        return Node.make(isLeaf: false, keys: keys, entries: children, slots: slots)
+      }
+    }
+
+    /// This node's entries moved into a new node with room for `maxSlots`, leaving this one
+    /// empty. Only for a node nothing else references (a copy about to take one entry more than
+    /// it has room for).
+    @inlinable func grown() -> Node {
+      withParts { fields, stored, payload in
+        let count = fields.pointee.count
+        let isLeaf = fields.pointee.isLeaf
+        let grown = Node.makeEmpty(isLeaf: isLeaf)
+        grown.withParts { grownFields, grownKeys, grownPayload in
+          grownKeys.moveInitialize(from: stored, count: count)
+          if isLeaf {
+            grownPayload.assumingMemoryBound(to: Value.self).moveInitialize(
+              from: payload.assumingMemoryBound(to: Value.self), count: count)
+          } else {
+            grownPayload.assumingMemoryBound(to: Node.self).moveInitialize(
+              from: payload.assumingMemoryBound(to: Node.self), count: count)
+          }
+          grownFields.pointee.count = count
+        }
+        fields.pointee.count = 0
+        return grown
       }
     }
 
@@ -213,7 +268,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     @inlinable func insert<Entry>(_ key: Key, _ entry: Entry, at index: Int) {
       withParts { fields, stored, payload in
         let count = fields.pointee.count
-        precondition(count < Self.slots(isLeaf: fields.pointee.isLeaf), "node overfilled")
+        precondition(count < Int(fields.pointee.slots), "node overfilled")
         let entries = payload.assumingMemoryBound(to: Entry.self)
         (stored + index + 1).moveInitialize(from: stored + index, count: count - index)
         (stored + index).initialize(to: key)
@@ -260,15 +315,18 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     }
   }
 
-  /// A node's header: its number of entries and its kind.
+  /// A node's header: its number of entries, its kind and the entries it has room for (at most
+  /// `maxWidth + 1`; stored in 16 bits so that the header takes no more space than count and kind).
   @usableFromInline
   struct NodeFields {
     @usableFromInline var count: Int
     @usableFromInline let isLeaf: Bool
+    @usableFromInline let slots: UInt16
 
-    @inlinable init(count: Int, isLeaf: Bool) {
+    @inlinable init(count: Int, isLeaf: Bool, slots: Int) {
       self.count = count
       self.isLeaf = isLeaf
+      self.slots = UInt16(slots)
     }
   }
 
@@ -381,8 +439,12 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   }
 
   @inlinable static func insert(_ value: Value, forKey key: Key, into node: inout Node) -> (Value?, Node?) {
-    if !isKnownUniquelyReferenced(&node) { node = node.copy() }
-    let current = node
+    if !isKnownUniquelyReferenced(&node) {
+      // A leaf's copy has room for the key when it is new; an inner node's none, as a split
+      // below it is rare (it grows then).
+      node = node.copy(room: node.isLeaf && node.index(of: key) == nil ? 1 : 0)
+    }
+    var current = node
     if current.isLeaf {
       let index = current.lowerBound(key)
       if index < current.keyCount && current.key(at: index) == key {
@@ -392,11 +454,19 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
           return (old, nil)
         }
       }
+      if current.keyCount == current.slots {
+        node = current.grown()
+        current = node
+      }
       current.insert(key, value, at: index)
     } else {
       let index = current.childIndex(key)
       let (old, split) = current.withChildren { insert(value, forKey: key, into: &$0[index]) }
       guard let split else { return (old, nil) }
+      if current.keyCount == current.slots {
+        node = current.grown()
+        current = node
+      }
       current.insert(split.key(at: 0), split, at: index + 1)
     }
     guard current.keyCount > (current.isLeaf ? maxLeafWidth : maxWidth) else { return (nil, nil) }

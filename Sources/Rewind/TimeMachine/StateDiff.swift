@@ -59,10 +59,17 @@ protocol ComparableCollection {
   func recordValues() -> [any Sendable]
   /// Where a cache disagrees with the same answer recomputed from the records.
   func cacheProblems() -> [String]
+  /// Counts the tree nodes this store holds that `census` has not reached yet.
+  func addStorage(to census: inout StorageCensus)
 }
 
 extension Store: ComparableCollection {
   var recordCount: Int { count }
+
+  func addStorage(to census: inout StorageCensus) {
+    records.addStorage(to: &census)
+    for ids in groups.values { ids.addStorage(to: &census) }
+  }
 
   func record(described id: String) -> (any Sendable)? {
     all().first { $0.id.description == id }
@@ -100,6 +107,7 @@ extension ValueStore: ComparableCollection {
   func record(described id: String) -> (any Sendable)? { id.isEmpty || id == name ? value : nil }
   func recordValues() -> [any Sendable] { [value] }
   func cacheProblems() -> [String] { [] }
+  func addStorage(to census: inout StorageCensus) {}
 
   func changes(since older: Any) -> CollectionChanges {
     var result = CollectionChanges(name: name)

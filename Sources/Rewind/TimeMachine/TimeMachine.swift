@@ -104,7 +104,8 @@ public final class TimeMachine<M: SnapshotModel> {
   /// within `keyframeSpacing` records of its target: the spacing becomes the larger of the
   /// keyframe interval and the history divided among `maxKeyframes`. Memory: stores share what
   /// did not change between keyframes (see `Store`), so the keyframes cost what the history
-  /// changed, not `maxKeyframes` copies of the state. Costs one replay from the nearest snapshot
+  /// changed, not `maxKeyframes` copies of the state: the nodes on the path to each record
+  /// changed between two keyframes (`keyframeFootprint`). Costs one replay from the nearest snapshot
   /// or keyframe at or before the start; seeks after it never read snapshot files.
   public func prepare() throws {
     keyframeSpacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
@@ -292,6 +293,10 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   // MARK: Keyframes
+
+  /// What the kept keyframes hold in their stores' trees, each node counted once however many
+  /// keyframes share it (see `StorageFootprint`).
+  public var keyframeFootprint: StorageFootprint { .of(keyframes.values.map(\.state)) }
 
   private func nearestKeyframe(atOrBefore sequence: UInt64) -> (M, UInt64) {
     guard let best = keyframes.keys.filter({ $0 <= sequence }).max(), let kept = keyframes[best] else {
