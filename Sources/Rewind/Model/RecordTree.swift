@@ -444,33 +444,28 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       // below it is rare (it grows then).
       node = node.copy(room: node.isLeaf && node.index(of: key) == nil ? 1 : 0)
     }
-    var current = node
-    if current.isLeaf {
-      let index = current.lowerBound(key)
-      if index < current.keyCount && current.key(at: index) == key {
-        return current.withValues { values in
+    // `node` itself, not a local copy of it, throughout: a copy would be retained and released
+    // around every insert, since `node` may be replaced (grown) while it lives.
+    if node.isLeaf {
+      let index = node.lowerBound(key)
+      if index < node.keyCount && node.key(at: index) == key {
+        return node.withValues { values in
           let old = (values + index).move()
           (values + index).initialize(to: value)
           return (old, nil)
         }
       }
-      if current.keyCount == current.slots {
-        node = current.grown()
-        current = node
-      }
-      current.insert(key, value, at: index)
+      if node.keyCount == node.slots { node = node.grown() }
+      node.insert(key, value, at: index)
     } else {
-      let index = current.childIndex(key)
-      let (old, split) = current.withChildren { insert(value, forKey: key, into: &$0[index]) }
+      let index = node.childIndex(key)
+      let (old, split) = node.withChildren { insert(value, forKey: key, into: &$0[index]) }
       guard let split else { return (old, nil) }
-      if current.keyCount == current.slots {
-        node = current.grown()
-        current = node
-      }
-      current.insert(split.key(at: 0), split, at: index + 1)
+      if node.keyCount == node.slots { node = node.grown() }
+      node.insert(split.key(at: 0), split, at: index + 1)
     }
-    guard current.keyCount > (current.isLeaf ? maxLeafWidth : maxWidth) else { return (nil, nil) }
-    return (nil, current.split(at: current.keyCount / 2))
+    guard node.keyCount > (node.isLeaf ? maxLeafWidth : maxWidth) else { return (nil, nil) }
+    return (nil, node.split(at: node.keyCount / 2))
   }
 
   @inlinable static func modify<Result>(_ key: Key, in node: inout Node, _ change: (inout Value) throws -> Result)
