@@ -6,9 +6,9 @@ public enum Durability: Sendable, Equatable, CustomStringConvertible {
   /// be queued again before it syncs. Survives power loss.
   case always
   /// Appends wait up to `maxDelay` to be written and fsynced as one group, then are
-  /// acknowledged. The wait ends early when a frame is full, or when no append has arrived for
-  /// an eighth of `maxDelay`. Survives power loss; trades latency for larger, better compressed
-  /// frames and fewer syncs.
+  /// acknowledged. The wait ends early when a frame is full, when no append has arrived for
+  /// an eighth of `maxDelay`, or when as many appends are waiting as the last group held.
+  /// Survives power loss; trades latency for larger, better compressed frames and fewer syncs.
   case batched(maxDelay: Duration)
   /// Acknowledged once written to the operating system; never fsynced. Survives the process being
   /// killed, not a power loss or kernel crash.

@@ -35,8 +35,9 @@ enum ChildProcess {
     /// the scenarios).
     case manager
     /// LIMIT records (the first 1,000 of the journal in DIR, made by `manager`, cycled) appended
-    /// one per `Journal.append` to a new journal in DIR-append, durability `none`, one producer
-    /// (for profiling the journal's per-append cost; not run by the scenarios).
+    /// one per `Journal.append` to a new journal in DIR-append, durability `none` (or the fifth
+    /// argument's), one producer (for profiling the journal's per-append cost; not run by the
+    /// scenarios).
     case append
     /// As `append`, with the records in appends of 1,000 (a bulk import; for profiling the
     /// journal's per-record cost in large frames).
@@ -44,6 +45,12 @@ enum ChildProcess {
     /// As `append`, from 64 concurrent producers (for profiling contended appends: group commit,
     /// suspensions and resumptions).
     case appendConcurrent = "append-64"
+  }
+
+  /// The durability of the `append` kinds' journal: `none` unless a fifth argument names another.
+  static func durability(_ arguments: [String]) -> Durability? {
+    guard arguments.count == 5 else { return Durability.none }
+    return durabilities.first { $0.0 == arguments[4] }?.1
   }
 
   /// Runs `kind` over `directory` in a child; returns its figures and peak resident bytes.
@@ -70,10 +77,13 @@ enum ChildProcess {
 
   /// The child's side: measures and writes its `Result` as JSON. Returns the exit status.
   static func main(_ arguments: [String]) -> Int32 {
-    guard arguments.count == 4, let kind = Kind(rawValue: arguments[0]), let limit = Int(arguments[2]),
-      limit >= 0
+    guard arguments.count == 4 || arguments.count == 5, let kind = Kind(rawValue: arguments[0]),
+      let limit = Int(arguments[2]), limit >= 0, let durability = durability(arguments),
+      arguments.count == 4 || [.append, .appendBulk, .appendConcurrent].contains(kind)
     else {
-      printError("usage: rewind-bench --child read|replay|manager|append|append-bulk|append-64 DIR LIMIT OUT")
+      printError(
+        "usage: rewind-bench --child read|replay|manager|append|append-bulk|append-64 DIR LIMIT OUT"
+          + " [none|batched|always (append kinds)]")
       return 2
     }
     let directory = arguments[1]
@@ -102,11 +112,15 @@ enum ChildProcess {
       case .manager:
         result = try blocking { try await manager(directory: directory, limit: limit) }
       case .append:
-        result = try blocking { try await append(directory: directory, limit: limit) }
+        result = try blocking { try await append(directory: directory, limit: limit, durability: durability) }
       case .appendBulk:
-        result = try blocking { try await append(directory: directory, limit: limit, perAppend: 1_000) }
+        result = try blocking {
+          try await append(directory: directory, limit: limit, durability: durability, perAppend: 1_000)
+        }
       case .appendConcurrent:
-        result = try blocking { try await append(directory: directory, limit: limit, producers: 64) }
+        result = try blocking {
+          try await append(directory: directory, limit: limit, durability: durability, producers: 64)
+        }
       }
       try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
       return 0
@@ -151,9 +165,9 @@ enum ChildProcess {
     return Result(events: limit, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
   }
 
-  private static func append(directory: String, limit: Int, perAppend: Int = 1, producers: Int = 1) async throws
-    -> Result
-  {
+  private static func append(
+    directory: String, limit: Int, durability: Durability, perAppend: Int = 1, producers: Int = 1
+  ) async throws -> Result {
     // The first 1,000 records, cycled (as `manager`'s inputs).
     var records: [NewRecord] = []
     let cursor = try JournalReader(directory: directory).records(from: 1)
@@ -165,7 +179,7 @@ enum ChildProcess {
     }
     let target = directory + "-append"
     try? FileManager.default.removeItem(atPath: target)
-    let journal = try Journal(directory: target, options: benchJournalOptions(.none))
+    let journal = try Journal(directory: target, options: benchJournalOptions(durability))
     let cycled = records
     let (seconds, _) = try await timedAsync {
       if producers > 1 {

@@ -9,7 +9,8 @@ public struct ApplyContext: ~Copyable {
   /// formats the record's id, which costs more than applying most events.
   @usableFromInline let isRecording: Bool
 
-  init(recording: Bool = true) { isRecording = recording }
+  /// Package-wide so that the benchmarks can time a store's changes alone; apps cannot make one.
+  package init(recording: Bool = true) { isRecording = recording }
 
   /// Marks a key as touched by hand (for state that is not in a `Store`).
   public mutating func touch(_ key: ChangeKey) { if isRecording { touched.insert(key) } }

@@ -88,8 +88,8 @@ final class JournalWriter: @unchecked Sendable {
   private var contended = false
   /// Set when the journal can no longer accept appends (a failed fsync, a write that could not be undone).
   private var failure: JournalError?
-  /// While the writer thread gathers a group under `always`: how many appends it waits for
-  /// (enqueue wakes it only once that many are queued); 0 otherwise.
+  /// While the writer thread gathers a group under `always` or `batched`: how many appends it
+  /// waits for (enqueue wakes it only once that many are queued, or a frame's worth); 0 otherwise.
   private var gatherTarget = 0
 
   // Writer-thread only: what the last synced group looked like, for gathering the next.
@@ -259,7 +259,7 @@ final class JournalWriter: @unchecked Sendable {
       writeAndHandOff(group, failure: failure)
       return
     }
-    if gatherTarget == 0 || queue.count >= gatherTarget { condition.signal() }
+    if gatherTarget == 0 || queue.count >= gatherTarget || queuedBytes >= frameTargetBytes { condition.signal() }
     condition.unlock()
   }
 
@@ -374,18 +374,24 @@ final class JournalWriter: @unchecked Sendable {
     }
     if case .batched(let delay) = options.durability, !closing {
       // Linger for more appends, up to the delay; stop early once the queue has stopped
-      // growing for an eighth of it (everyone who was going to append soon has), or a frame is full.
+      // growing for an eighth of it (everyone who was going to append soon has), a frame is
+      // full, or as many appends are queued as the last group held (the producers of that group
+      // are back: with producers that wait for their appends, no more are coming). Appends
+      // queued below that count do not wake this thread (`gatherTarget`); it looks at the
+      // queue's growth once per eighth instead.
       let (seconds, attoseconds) = delay.components
       let linger = Double(seconds) + Double(attoseconds) / 1e18
       let deadline = Date(timeIntervalSinceNow: linger)
+      gatherTarget = lastGroupAppends > 1 ? lastGroupAppends : 0
       var seen = queue.count
-      while queuedBytes < frameTargetBytes && !closing {
+      while queuedBytes < frameTargetBytes && !closing && (gatherTarget == 0 || queue.count < gatherTarget) {
         let now = Date()
         if now >= deadline { break }
         let signalled = condition.wait(until: min(deadline, now.addingTimeInterval(linger / 8)))
         if !signalled && queue.count == seen { break }
         seen = queue.count
       }
+      gatherTarget = 0
     }
     return takeGroup()
   }
