@@ -31,21 +31,36 @@ struct TimeTravelScenario: Scenario {
     context.record(name, configuration, "snapshot writing", writeSeconds, "s")
   }
 
-  /// The same jumps after `TimeMachine.prepare()`: the preparing replay's time and the growth of
-  /// the resident set while it ran (what the keyframes hold, less any freed memory the allocator
-  /// reused: it runs first, before the other time machine's states come and go), then each
-  /// jump's latency.
+  /// The same jumps after `TimeMachine.prepare()`: the preparing replay's time, each jump's
+  /// latency, and what the keyframes cost, three ways:
+  /// - the keyframes' tree nodes, each counted once however many keyframes share it, as the
+  ///   library computes them (`TimeMachine.keyframeFootprint`): the same on every run;
+  /// - the growth of the allocator's bytes in use while preparing (`Heap`): those nodes, the
+  ///   strings and arrays the records they copied point to, and the allocator's chunk headers;
+  /// - the growth of the resident set while preparing, which is that less whatever memory freed
+  ///   by earlier scenarios the allocator kept and handed out again: it depends on what ran
+  ///   before (and, it seems, on which thread's malloc arena the preparing replay allocates
+  ///   from), so it is smaller in a full run than when the scenario runs alone, and varies
+  ///   between full runs.
   private func prepared(targets: [UInt64], total: UInt64, context: BenchContext) throws {
     let machine = try TimeMachine<Workspace>(directory: context.corpusDirectory)
     let residentBefore = ChildProcess.memoryStatus("VmRSS:")
+    let heapBefore = Heap.inUseBytes()
     let (prepareSeconds, _) = try timed { try machine.prepare() }
-    let keyframeBytes = ChildProcess.memoryStatus("VmRSS:") - residentBefore
+    let residentGrowth = ChildProcess.memoryStatus("VmRSS:") - residentBefore
+    let heapGrowth = Heap.inUseBytes().flatMap { after in heapBefore.map { after - $0 } }
     var latencies = try jumps(machine, to: targets)
+    let footprint = machine.keyframeFootprint
     let configuration = Self.preparedConfiguration(total: total, jumps: targets.count)
     context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
     context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
     context.record(name, configuration, "prepare", prepareSeconds, "s")
-    context.record(name, configuration, "resident growth while preparing", Double(keyframeBytes) / 1_048_576, "MB")
+    context.record(name, configuration, "keyframe tree nodes", Double(footprint.nodes), "nodes")
+    context.record(name, configuration, "keyframe tree bytes", Double(footprint.bytes) / 1_048_576, "MB")
+    if let heapGrowth {
+      context.record(name, configuration, "heap in use growth while preparing", Double(heapGrowth) / 1_048_576, "MB")
+    }
+    context.record(name, configuration, "resident growth while preparing", Double(residentGrowth) / 1_048_576, "MB")
     context.record(name, configuration, "keyframe spacing", Double(machine.keyframeSpacing), "records")
   }
 
