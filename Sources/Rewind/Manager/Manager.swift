@@ -243,9 +243,30 @@ public final class Manager<M: Model>: Sendable {
   ///   task was cancelled before validation (nothing written).
   @discardableResult
   public func perform<R: Sendable>(_ origin: Origin, _ body: (M, inout Command) throws -> R) async throws -> R {
+    // A free gate: this task holds it and stages its own command at once, with nothing to hand
+    // to another task (no ticket, no slot for the outcome, no cancellation handler: there is no
+    // wait to cancel, and a task cancelled already fails before validation, as it would in one).
+    if gate.tryEnter() {
+      let staged: Result<(R, Completion?), any Error>
+      do {
+        staged = .success(try await stage(origin, cancelled: Task.isCancelled, body))
+      } catch {
+        staged = .failure(error)
+      }
+      // Serves the commands that arrived meanwhile, sends the batch and passes the gate on.
+      await serveTurn(first: nil)
+      // Write what was handed over on this thread, unless a write is under way (it takes it next).
+      journal.lead()
+      let (result, completion) = try staged.get()
+      if let completion {
+        // Usually settled by the write just made: read it without an asynchronous call.
+        if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
+      }
+      return result
+    }
     // The gate holder may stage this command on its own task while this one waits: `body` is
     // used only until the ticket's staging work has run, while this call is suspended in the gate.
-    try await withoutActuallyEscaping(body) { body in
+    return try await withoutActuallyEscaping(body) { body in
       let slot = StageSlot()
       // The body's value, once staged.
       let value = UnsafeMutablePointer<R>.allocate(capacity: 1)
@@ -258,7 +279,7 @@ public final class Manager<M: Model>: Sendable {
       let cancelled = CancelFlag()
       let ticket = GateTicket { [self] in
         do {
-          let (result, completion) = try await stage(origin, cancelled: cancelled, body)
+          let (result, completion) = try await stage(origin, cancelled: cancelled.isCancelled, body)
           value.initialize(to: result)
           slot.staged = true
           slot.completion = completion
@@ -268,27 +289,17 @@ public final class Manager<M: Model>: Sendable {
           return nil
         }
       }
-      let role: GateRole
-      if gate.tryEnter() {
-        // A free gate: nothing to wait for, so no handler to watch for cancellation meanwhile; a
-        // task cancelled already fails before validation, as it would have in the handler.
-        if Task.isCancelled { cancelled.cancel() }
-        role = .hold
-      } else {
-        role = await withTaskCancellationHandler {
-          await gate.enter(ticket)
-        } onCancel: {
-          cancelled.cancel()
-        }
+      let role = await withTaskCancellationHandler {
+        await gate.enter(ticket)
+      } onCancel: {
+        cancelled.cancel()
       }
       switch role {
       case .hold:
         await serveTurn(first: ticket)
-        // Write what was handed over on this thread, unless a write is under way (it takes it next).
         journal.lead()
         let result = try staged()
         if let completion = slot.completion {
-          // Usually settled by the write just made: read it without an asynchronous call.
           if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
         }
         return result
@@ -304,9 +315,16 @@ public final class Manager<M: Model>: Sendable {
   /// arrival order, hands them to the journal (one append, unless they overflow a batch), and
   /// passes the gate on. Each waiting command's task is woken once its outcome is settled (at
   /// once if it failed validation or recorded nothing).
-  private func serveTurn(first: GateTicket) async {
+  private func serveTurn(first: GateTicket?) async {
     _ = turns.advance(by: 1)
-    var tickets = [first] + gate.takeWaiters(max: Self.maximumTurnCommands - 1)
+    // Without a first ticket, the holder staged its own command already (and counts as one).
+    var tickets: [GateTicket]
+    if let first {
+      tickets = [first] + gate.takeWaiters(max: Self.maximumTurnCommands - 1)
+    } else {
+      tickets = gate.takeWaiters(max: Self.maximumTurnCommands - 1)
+    }
+    let served = first == nil ? 1 : 0
     var index = 0
     while true {
       while index < tickets.count {
@@ -325,7 +343,7 @@ public final class Manager<M: Model>: Sendable {
       // Commands that arrived while these were staged join the same append.
       let room = Self.maximumBatchCommands - pipeline.withLock { $0.commands.count }
       guard room > 0 else { break }
-      let more = gate.takeWaiters(max: min(room, Self.maximumTurnCommands - tickets.count))
+      let more = gate.takeWaiters(max: min(room, Self.maximumTurnCommands - served - tickets.count))
       if more.isEmpty { break }
       tickets += more
     }
@@ -334,7 +352,7 @@ public final class Manager<M: Model>: Sendable {
   }
 
   /// Validates and encodes one command and adds it to the open batch. Holder of the gate only.
-  private func stage<R>(_ origin: Origin, cancelled: CancelFlag, _ body: (M, inout Command) throws -> R) async throws
+  private func stage<R>(_ origin: Origin, cancelled: Bool, _ body: (M, inout Command) throws -> R) async throws
     -> (R, Completion?)
   {
     let (stopped, broken) = guarded.withLock { ($0.stopped, $0.broken) }
@@ -342,7 +360,7 @@ public final class Manager<M: Model>: Sendable {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
-    if cancelled.isCancelled { throw CancellationError() }
+    if cancelled { throw CancellationError() }
     if broken { await recover() }
 
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
