@@ -247,22 +247,27 @@ public final class Manager<M: Model>: Sendable {
     // to another task (no ticket, no slot for the outcome, no cancellation handler: there is no
     // wait to cancel, and a task cancelled already fails before validation, as it would in one).
     if gate.tryEnter() {
-      let staged: Result<(R, Completion?), any Error>
+      // The body's value and the command's outcome in plain locals: a tuple or `Result` of the
+      // generic `R` would be copied and destroyed through run-time metadata in this unspecialized
+      // code.
+      var result: R?
+      var failure: (any Error)?
+      var completion: Completion?
       do {
-        staged = .success(try await stage(origin, cancelled: Task.isCancelled, body))
+        completion = try await stage(origin, cancelled: Task.isCancelled) { result = try body($0, &$1) }
       } catch {
-        staged = .failure(error)
+        failure = error
       }
       // Serves the commands that arrived meanwhile, sends the batch and passes the gate on.
       await serveTurn(first: nil)
       // Write what was handed over on this thread, unless a write is under way (it takes it next).
       journal.lead()
-      let (result, completion) = try staged.get()
+      if let failure { throw failure }
       if let completion {
         // Usually settled by the write just made: read it without an asynchronous call.
         if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
       }
-      return result
+      return result!
     }
     // The gate holder may stage this command on its own task while this one waits: `body` is
     // used only until the ticket's staging work has run, while this call is suspended in the gate.
@@ -278,13 +283,17 @@ public final class Manager<M: Model>: Sendable {
       }
       let cancelled = CancelFlag()
       let ticket = GateTicket { [self] in
+        var initialized = false
         do {
-          let (result, completion) = try await stage(origin, cancelled: cancelled.isCancelled, body)
-          value.initialize(to: result)
+          let completion = try await stage(origin, cancelled: cancelled.isCancelled) {
+            value.initialize(to: try body($0, &$1))
+            initialized = true
+          }
           slot.staged = true
           slot.completion = completion
           return completion
         } catch {
+          if initialized { value.deinitialize(count: 1) }  // the body ran, a later step failed
           slot.failure = error
           return nil
         }
@@ -352,8 +361,9 @@ public final class Manager<M: Model>: Sendable {
   }
 
   /// Validates and encodes one command and adds it to the open batch. Holder of the gate only.
-  private func stage<R>(_ origin: Origin, cancelled: Bool, _ body: (M, inout Command) throws -> R) async throws
-    -> (R, Completion?)
+  /// `body` runs the command's body and keeps its value (not generic over it, see `StageSlot`).
+  private func stage(_ origin: Origin, cancelled: Bool, _ body: (M, inout Command) throws -> Void) async throws
+    -> Completion?
   {
     let (stopped, broken) = guarded.withLock { ($0.stopped, $0.broken) }
     if let stopped {
@@ -365,8 +375,8 @@ public final class Manager<M: Model>: Sendable {
 
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
     // The snapshot lives only inside this closure, so applying later can mutate in place.
-    let result = try { (command: inout Command) in try body(validationState(), &command) }(&command)
-    if command.events.isEmpty { return (result, nil) }
+    try { (command: inout Command) in try body(validationState(), &command) }(&command)
+    if command.events.isEmpty { return nil }
 
     var records: [NewRecord] = []
     records.reserveCapacity(command.events.count)
@@ -397,7 +407,7 @@ public final class Manager<M: Model>: Sendable {
           bytes: bytes, completion: completion))
       pipeline.bytes += bytes
     }
-    return (result, completion)
+    return completion
   }
 
   /// After a failed append: fails the commands staged since (they validated against it), waits
