@@ -56,7 +56,7 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
       }
   }
 
-  @inlinable public func contains(id: Record.ID) -> Bool { records[id] != nil }
+  @inlinable public func contains(id: Record.ID) -> Bool { records.contains(id) }
 
   // MARK: The grouping cache
 
