@@ -253,13 +253,27 @@ public final class Manager<M: Model>: Sendable {
       var result: R?
       var failure: (any Error)?
       var completion: Completion?
+      // `stage`'s steps inline: each asynchronous call costs a frame from the task's allocator and
+      // a hop back to the executor, and the asynchronous steps are rarely needed.
       do {
-        completion = try await stage(origin, cancelled: Task.isCancelled) { result = try body($0, &$1) }
+        if try admit(cancelled: Task.isCancelled) { await recover() }
+        if let staged = try validate(origin, { result = try body($0, &$1) }) {
+          if overflows(with: staged) { await flush() }
+          add(staged)
+          completion = staged.completion
+        }
       } catch {
         failure = error
       }
-      // Serves the commands that arrived meanwhile, sends the batch and passes the gate on.
-      await serveTurn(first: nil)
+      // Serves the commands that arrived meanwhile, sends the batch and passes the gate on: at
+      // once when none did (a command that arrives after the check gets the gate from `leave`).
+      if !gate.hasWaiters, beforeAppend.withLock({ $0 }) == nil {
+        _ = turns.advance(by: 1)
+        if let batch = takeBatch() { send(batch) }
+        gate.leave()
+      } else {
+        await serveTurn(first: nil)
+      }
       // Write what was handed over on this thread, unless a write is under way (it takes it next).
       journal.lead()
       if let failure { throw failure }
@@ -365,14 +379,30 @@ public final class Manager<M: Model>: Sendable {
   private func stage(_ origin: Origin, cancelled: Bool, _ body: (M, inout Command) throws -> Void) async throws
     -> Completion?
   {
+    if try admit(cancelled: cancelled) { await recover() }
+    guard let staged = try validate(origin, body) else { return nil }
+    // A command that would overflow the batch sends the batch before it on its way first. It was
+    // validated against that batch, so if the batch fails, it fails too.
+    if overflows(with: staged) { await flush() }
+    add(staged)
+    return staged.completion
+  }
+
+  /// `stage`'s first step: throws if the manager stopped or the command was cancelled; true if an
+  /// append failed since the last command, so that `recover()` must run before validating.
+  private func admit(cancelled: Bool) throws -> Bool {
     let (stopped, broken) = guarded.withLock { ($0.stopped, $0.broken) }
     if let stopped {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
     if cancelled { throw CancellationError() }
-    if broken { await recover() }
+    return broken
+  }
 
+  /// `stage`'s second step: runs the body against the state to validate against and encodes its
+  /// events; nil if it recorded none.
+  private func validate(_ origin: Origin, _ body: (M, inout Command) throws -> Void) throws -> Staged? {
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
     // The snapshot lives only inside this closure, so applying later can mutate in place.
     try { (command: inout Command) in try body(validationState(), &command) }(&command)
@@ -395,19 +425,22 @@ public final class Manager<M: Model>: Sendable {
       bytes += payload.count + 32
       records.append(NewRecord(timestamp: command.timestamp, payload: payload))
     }
+    return Staged(
+      id: command.id, origin: origin, timestamp: command.timestamp, events: command.events, records: records,
+      bytes: bytes, completion: Completion())
+  }
 
-    // A command that would overflow the batch sends the batch before it on its way first. It was
-    // validated against that batch, so if the batch fails, it fails too.
-    if pipeline.withLock({ !$0.commands.isEmpty && $0.bytes + bytes > batchBudget }) { await flush() }
-    let completion = Completion()
+  /// Whether adding `staged` would overflow the open batch (which must be sent first).
+  private func overflows(with staged: Staged) -> Bool {
+    pipeline.withLock { !$0.commands.isEmpty && $0.bytes + staged.bytes > batchBudget }
+  }
+
+  /// `stage`'s last step: adds a validated command to the open batch.
+  private func add(_ staged: Staged) {
     pipeline.withLock { pipeline in
-      pipeline.commands.append(
-        Staged(
-          id: command.id, origin: origin, timestamp: command.timestamp, events: command.events, records: records,
-          bytes: bytes, completion: completion))
-      pipeline.bytes += bytes
+      pipeline.commands.append(staged)
+      pipeline.bytes += staged.bytes
     }
-    return completion
   }
 
   /// After a failed append: fails the commands staged since (they validated against it), waits
@@ -493,43 +526,51 @@ public final class Manager<M: Model>: Sendable {
   /// Hands the open batch to the journal as one append, conditional on its starting where the
   /// appends before it end. Holder of the gate only; returns without waiting for the journal.
   private func flush() async {
-    var records: [NewRecord] = []
-    guard
-      let (commands, first) = pipeline.withLock({ pipeline -> ([Staged], UInt64)? in
-        guard !pipeline.commands.isEmpty else { return nil }
-        let commands = pipeline.commands
-        if pipeline.hasWorking {
-          working.withLock { working in
-            guard var copy = working else { return }  // it must include every command handed over
-            working = nil
-            var context = ApplyContext(recording: false)
-            for command in commands[pipeline.applied...] {
-              for event in command.events { tables.apply(event, to: &copy, context: &context) }
-            }
-            working = copy
-          }
-        }
-        if commands.count == 1 {
-          records = commands[0].records  // shared, not copied
-        } else {
-          for command in commands { records += command.records }
-        }
-        let first = pipeline.nextSequence
-        pipeline.nextSequence += UInt64(records.count)
-        pipeline.commands = []
-        pipeline.bytes = 0
-        pipeline.applied = 0
-        return (commands, first)
-      })
-    else { return }
-
+    guard let batch = takeBatch() else { return }
     if let hook = beforeAppend.withLock({ $0 }) { await hook() }
+    send(batch)
+  }
+
+  /// The open batch, taken out of the pipeline with its first sequence number (the working copy
+  /// brought up to date with it first); nil if it is empty. Holder of the gate only.
+  private func takeBatch() -> (records: [NewRecord], commands: [Staged], first: UInt64)? {
+    pipeline.withLock { pipeline -> ([NewRecord], [Staged], UInt64)? in
+      guard !pipeline.commands.isEmpty else { return nil }
+      let commands = pipeline.commands
+      if pipeline.hasWorking {
+        working.withLock { working in
+          guard var copy = working else { return }  // it must include every command handed over
+          working = nil
+          var context = ApplyContext(recording: false)
+          for command in commands[pipeline.applied...] {
+            for event in command.events { tables.apply(event, to: &copy, context: &context) }
+          }
+          working = copy
+        }
+      }
+      var records: [NewRecord] = []
+      if commands.count == 1 {
+        records = commands[0].records  // shared, not copied
+      } else {
+        for command in commands { records += command.records }
+      }
+      let first = pipeline.nextSequence
+      pipeline.nextSequence += UInt64(records.count)
+      pipeline.commands = []
+      pipeline.bytes = 0
+      pipeline.applied = 0
+      return (records, commands, first)
+    }
+  }
+
+  /// Hands a batch taken by `takeBatch` to the journal. Holder of the gate only.
+  private func send(_ batch: (records: [NewRecord], commands: [Staged], first: UInt64)) {
     _ = appends.advance(by: 1)
     let flight = guarded.withLock { guarded -> UInt64 in
-      guarded.flights.append(Flight(commands: commands))
+      guarded.flights.append(Flight(commands: batch.commands))
       return guarded.firstFlight + UInt64(guarded.flights.count - 1)
     }
-    journal.enqueue(records, expectedFirst: first) { [self] outcome in settle(flight, outcome) }
+    journal.enqueue(batch.records, expectedFirst: batch.first) { [self] outcome in settle(flight, outcome) }
   }
 
   /// Records the journal's answer for one append, then publishes every settled append at the head
