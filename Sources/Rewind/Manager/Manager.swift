@@ -33,6 +33,21 @@ private struct Flight: Sendable {
   var outcome: Result<ClosedRange<UInt64>, JournalError>?
 }
 
+/// An append taken out of `Manager.guarded.flights` once the journal answered: its commands, to be
+/// resolved outside the lock, and the error they fail with (nil if it was published).
+private struct SettledFlight {
+  var commands: [Staged]
+  var failure: ManagerError?
+
+  func resolve() {
+    if let failure {
+      for command in commands { command.completion.resolve(.failure(failure)) }
+    } else {
+      for command in commands { command.completion.resolve(.success(())) }
+    }
+  }
+}
+
 /// A command that passed validation and waits for its batch's append. (Not generic, as `Flight`.)
 private struct Staged: Sendable {
   var id: Identifier
@@ -391,7 +406,12 @@ public final class Manager<M: Model>: Sendable {
   /// `stage`'s first step: throws if the manager stopped or the command was cancelled; true if an
   /// append failed since the last command, so that `recover()` must run before validating.
   private func admit(cancelled: Bool) throws -> Bool {
-    let (stopped, broken) = guarded.withLock { ($0.stopped, $0.broken) }
+    // The stop reason is copied out only when there is one (a copy of an optional error and its
+    // release cost more than the rest of this step).
+    let (stopped, broken) = guarded.withLock { guarded -> (ManagerError?, Bool) in
+      if case .none = guarded.stopped { return (nil, guarded.broken) }
+      return (guarded.stopped, guarded.broken)
+    }
     if let stopped {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
@@ -576,16 +596,29 @@ public final class Manager<M: Model>: Sendable {
   /// Records the journal's answer for one append, then publishes every settled append at the head
   /// of the line, in sequence order: applies it to the live model, notifies observers (one change
   /// per command), and resolves each command; or fails its commands.
+  ///
+  /// The head of `flights` never holds an outcome between calls (it is published as it settles), so
+  /// an append settling behind it only records its outcome. The appends published are taken out of
+  /// `flights` whole and their commands resolved from them after the lock (no list of completions
+  /// and outcomes is built for them).
   private func settle(_ flight: UInt64, _ outcome: Result<ClosedRange<UInt64>, JournalError>) {
-    var resolved: [(Completion, Result<Void, ManagerError>)] = []
+    var first: SettledFlight?
+    var more: [SettledFlight] = []
     let drained = guarded.withLock { guarded -> CheckedContinuation<Void, Never>? in
-      guarded.flights[Int(flight - guarded.firstFlight)].outcome = outcome
-      var published = 0
-      for flight in guarded.flights {
-        guard let outcome = flight.outcome else { break }
-        published += 1
+      let index = Int(flight - guarded.firstFlight)
+      if index > 0 {
+        guarded.flights[index].outcome = outcome
+        return nil
+      }
+      var outcome = outcome
+      while true {
+        let head = guarded.flights.removeFirst()
+        guarded.firstFlight += 1
+        let settled: SettledFlight
         switch outcome {
-        case .success(let sequences): publish(flight.commands, at: sequences, in: &guarded, resolving: &resolved)
+        case .success(let sequences):
+          publish(head.commands, at: sequences, in: &guarded)
+          settled = SettledFlight(commands: head.commands, failure: nil)
         case .failure(let error):
           let failure =
             error.code == .sequenceConflict && guarded.broken
@@ -595,24 +628,23 @@ public final class Manager<M: Model>: Sendable {
               journalError: error)
             : refusal(for: error, stopping: &guarded)
           guarded.broken = true
-          for command in flight.commands { resolved.append((command.completion, .failure(failure))) }
+          settled = SettledFlight(commands: head.commands, failure: failure)
         }
+        if first == nil { first = settled } else { more.append(settled) }
+        guard !guarded.flights.isEmpty, let next = guarded.flights[0].outcome else { break }
+        outcome = next
       }
-      guarded.flights.removeFirst(published)
-      guarded.firstFlight += UInt64(published)
       guard guarded.flights.isEmpty, let waiter = guarded.drained else { return nil }
       guarded.drained = nil
       return waiter
     }
-    for (completion, result) in resolved { completion.resolve(result) }
+    first?.resolve()
+    for settled in more { settled.resolve() }
     drained?.resume()
   }
 
   /// Applies one acknowledged append's commands to the live model and announces them.
-  private func publish(
-    _ commands: [Staged], at sequences: ClosedRange<UInt64>, in guarded: inout Guarded,
-    resolving resolved: inout [(Completion, Result<Void, ManagerError>)]
-  ) {
+  private func publish(_ commands: [Staged], at sequences: ClosedRange<UInt64>, in guarded: inout Guarded) {
     precondition(sequences.lowerBound == guarded.lastSequence + 1, "the journal skipped sequence numbers")
     precondition(
       sequences.count == commands.reduce(0) { $0 + $1.records.count },
@@ -642,7 +674,6 @@ public final class Manager<M: Model>: Sendable {
           for observer in guarded.observers.values { observer.yield(change) }
         }
         first += count
-        resolved.append((command.completion, .success(())))
       }
     }
     guarded.lastSequence = sequences.upperBound
