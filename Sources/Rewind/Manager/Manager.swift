@@ -59,6 +59,14 @@ private struct Staged: Sendable {
   var completion: Completion
 }
 
+/// A gate holder waiting for every append in flight to settle (`recover()`). In an object: an
+/// optional of it is tested with a pointer comparison, where an optional `CheckedContinuation` (whose
+/// layout this module does not know) is tested through run-time metadata, on every settle.
+private final class DrainWaiter: Sendable {
+  let continuation: CheckedContinuation<Void, Never>
+  init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+}
+
 /// What `Manager.guarded` holds: all but the model.
 private struct Guarded: Sendable {
   var lastSequence: UInt64
@@ -73,7 +81,7 @@ private struct Guarded: Sendable {
   /// holder once every append in flight has settled.
   var broken = false
   /// A gate holder waiting for `flights` to empty.
-  var drained: CheckedContinuation<Void, Never>?
+  var drained: DrainWaiter?
 }
 
 /// What only the gate holder touches: the commands validated but not yet handed to the journal
@@ -478,7 +486,7 @@ public final class Manager<M: Model>: Sendable {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let settled = guarded.withLock { guarded -> Bool in
         if guarded.flights.isEmpty { return true }
-        guarded.drained = continuation
+        guarded.drained = DrainWaiter(continuation)
         return false
       }
       if settled { continuation.resume() }
@@ -604,7 +612,7 @@ public final class Manager<M: Model>: Sendable {
   private func settle(_ flight: UInt64, _ outcome: Result<ClosedRange<UInt64>, JournalError>) {
     var first: SettledFlight?
     var more: [SettledFlight] = []
-    let drained = guarded.withLock { guarded -> CheckedContinuation<Void, Never>? in
+    let drained = guarded.withLock { guarded -> DrainWaiter? in
       let index = Int(flight - guarded.firstFlight)
       if index > 0 {
         guarded.flights[index].outcome = outcome
@@ -640,7 +648,7 @@ public final class Manager<M: Model>: Sendable {
     }
     first?.resolve()
     for settled in more { settled.resolve() }
-    drained?.resume()
+    drained?.continuation.resume()
   }
 
   /// Applies one acknowledged append's commands to the live model and announces them.
