@@ -213,8 +213,10 @@ struct EventTables: Sendable {
   /// Appliers by event type: a short list searched in order (a dozen or two pointer comparisons
   /// cost less than hashing the type for a dictionary).
   private var appliers: [(type: ObjectIdentifier, applier: Applier)] = []
-  /// Encoders by event type (hashing a pointer rather than a name).
-  private var encoders: [ObjectIdentifier: @Sendable (any Event, Origin, Identifier) throws -> [UInt8]] = [:]
+  /// Encoders by event type: a short list searched in order, as `appliers` (every command the
+  /// manager stages looks its events' encoders up here).
+  private var encoders: [(type: ObjectIdentifier, encode: Encode)] = []
+  typealias Encode = @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
   /// The index in `names` of the checkpoint's name.
   static let checkpointNameIndex = 0
 
@@ -235,7 +237,11 @@ struct EventTables: Sendable {
   mutating func setEncoder(
     for type: ObjectIdentifier, _ encode: @escaping @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
   ) {
-    encoders[type] = encode
+    if let index = encoders.firstIndex(where: { $0.type == type }) {
+      encoders[index].encode = encode
+    } else {
+      encoders.append((type, encode))
+    }
   }
 
   init() {
@@ -289,13 +295,14 @@ struct EventTables: Sendable {
 
   /// The record payload of `event`, or nil if its type is not registered as current.
   func encode(_ event: any Event, origin: Origin, commandID: Identifier) throws -> [UInt8]? {
-    guard let encode = encoders[ObjectIdentifier(type(of: event))] else { return nil }
+    let eventType = ObjectIdentifier(type(of: event))
+    guard let encode = encoders.first(where: { $0.type == eventType })?.encode else { return nil }
     return try encode(event, origin, commandID)
   }
 
   /// Whether `eventType` is registered as the current version of its name.
   func isRegistered(_ eventType: any Event.Type) -> Bool {
-    encoders[ObjectIdentifier(eventType)] != nil
+    encoders.contains { $0.type == ObjectIdentifier(eventType) }
   }
 
   /// Applies `event` (of a type registered as current for `M`) to `model`.

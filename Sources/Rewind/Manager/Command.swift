@@ -21,7 +21,7 @@ public struct Command: Sendable {
   public func newID() -> Identifier { ids.next() }
 
   /// Adds `event` to the command. All of a command's events are appended in one atomic batch.
-  public mutating func record<E: Event>(_ event: E) { events.append(event) }
+  public mutating func record<E: Event>(_ event: consuming E) { events.append(event) }
 
   /// The events recorded so far.
   public var recorded: [any Event] { events }

@@ -1,11 +1,23 @@
 internal import Synchronization
 
+/// The task waiting on a `Completion`. Debug builds (the test suite) use a checked continuation, so
+/// a path that resumed a waiter twice traps and one that dropped it is reported; release builds use
+/// an unsafe one: the checked one's optional is copied, tested and destroyed through run-time
+/// metadata (its layout is not known to this module), several times for every command.
+#if DEBUG
+  typealias CompletionWaiter = CheckedContinuation<Result<Void, ManagerError>, Never>
+#else
+  typealias CompletionWaiter = UnsafeContinuation<Result<Void, ManagerError>, Never>
+#endif
+
 /// A one-shot outcome that one task resolves and another awaits: how a command staged in a batch
 /// learns whether the batch was committed.
 final class Completion: Sendable {
   private struct State {
     var outcome: Result<Void, ManagerError>?
-    var waiter: CheckedContinuation<Result<Void, ManagerError>, Never>?
+    /// Resumed exactly once: by `resolve`, which takes it out under the lock, or by `wait` itself
+    /// when the outcome is there already.
+    var waiter: CompletionWaiter?
     var callback: (@Sendable () -> Void)?
   }
 
@@ -13,8 +25,7 @@ final class Completion: Sendable {
 
   /// Sets the outcome (the first call wins) and wakes the waiter.
   func resolve(_ outcome: Result<Void, ManagerError>) {
-    typealias Waiter = CheckedContinuation<Result<Void, ManagerError>, Never>
-    let (waiter, callback) = state.withLock { state -> (Waiter?, (@Sendable () -> Void)?) in
+    let (waiter, callback) = state.withLock { state -> (CompletionWaiter?, (@Sendable () -> Void)?) in
       guard state.outcome == nil else { return (nil, nil) }
       state.outcome = outcome
       defer {
@@ -44,8 +55,7 @@ final class Completion: Sendable {
   func wait() async throws(ManagerError) {
     // Settled already (a command whose task wrote its own batch): no suspension.
     if let outcome = state.withLock({ $0.outcome }) { return try outcome.get() }
-    let outcome = await withCheckedContinuation {
-      (continuation: CheckedContinuation<Result<Void, ManagerError>, Never>) in
+    let outcome = await withWaiter { continuation in
       let ready = state.withLock { state -> Result<Void, ManagerError>? in
         if let outcome = state.outcome { return outcome }
         state.waiter = continuation
@@ -55,4 +65,14 @@ final class Completion: Sendable {
     }
     try outcome.get()
   }
+}
+
+/// Suspends the calling task until `body`'s continuation is resumed (see `CompletionWaiter`).
+@inline(__always)
+private func withWaiter(_ body: (CompletionWaiter) -> Void) async -> Result<Void, ManagerError> {
+  #if DEBUG
+    await withCheckedContinuation(body)
+  #else
+    await withUnsafeContinuation(body)
+  #endif
 }

@@ -33,6 +33,21 @@ private struct Flight: Sendable {
   var outcome: Result<ClosedRange<UInt64>, JournalError>?
 }
 
+/// An append taken out of `Manager.guarded.flights` once the journal answered: its commands, to be
+/// resolved outside the lock, and the error they fail with (nil if it was published).
+private struct SettledFlight {
+  var commands: [Staged]
+  var failure: ManagerError?
+
+  func resolve() {
+    if let failure {
+      for command in commands { command.completion.resolve(.failure(failure)) }
+    } else {
+      for command in commands { command.completion.resolve(.success(())) }
+    }
+  }
+}
+
 /// A command that passed validation and waits for its batch's append. (Not generic, as `Flight`.)
 private struct Staged: Sendable {
   var id: Identifier
@@ -42,6 +57,14 @@ private struct Staged: Sendable {
   var records: [NewRecord]
   var bytes: Int
   var completion: Completion
+}
+
+/// A gate holder waiting for every append in flight to settle (`recover()`). In an object: an
+/// optional of it is tested with a pointer comparison, where an optional `CheckedContinuation` (whose
+/// layout this module does not know) is tested through run-time metadata, on every settle.
+private final class DrainWaiter: Sendable {
+  let continuation: CheckedContinuation<Void, Never>
+  init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
 }
 
 /// What `Manager.guarded` holds: all but the model.
@@ -58,7 +81,7 @@ private struct Guarded: Sendable {
   /// holder once every append in flight has settled.
   var broken = false
   /// A gate holder waiting for `flights` to empty.
-  var drained: CheckedContinuation<Void, Never>?
+  var drained: DrainWaiter?
 }
 
 /// What only the gate holder touches: the commands validated but not yet handed to the journal
@@ -243,9 +266,49 @@ public final class Manager<M: Model>: Sendable {
   ///   task was cancelled before validation (nothing written).
   @discardableResult
   public func perform<R: Sendable>(_ origin: Origin, _ body: (M, inout Command) throws -> R) async throws -> R {
+    // A free gate: this task holds it and stages its own command at once, with nothing to hand
+    // to another task (no ticket, no slot for the outcome, no cancellation handler: there is no
+    // wait to cancel, and a task cancelled already fails before validation, as it would in one).
+    if gate.tryEnter() {
+      // The body's value and the command's outcome in plain locals: a tuple or `Result` of the
+      // generic `R` would be copied and destroyed through run-time metadata in this unspecialized
+      // code.
+      var result: R?
+      var failure: (any Error)?
+      var completion: Completion?
+      // `stage`'s steps inline: each asynchronous call costs a frame from the task's allocator and
+      // a hop back to the executor, and the asynchronous steps are rarely needed.
+      do {
+        if try admit(cancelled: Task.isCancelled) { await recover() }
+        if let staged = try validate(origin, { result = try body($0, &$1) }) {
+          if overflows(with: staged) { await flush() }
+          add(staged)
+          completion = staged.completion
+        }
+      } catch {
+        failure = error
+      }
+      // Serves the commands that arrived meanwhile, sends the batch and passes the gate on: at
+      // once when none did (a command that arrives after the check gets the gate from `leave`).
+      if !gate.hasWaiters, beforeAppend.withLock({ $0 }) == nil {
+        _ = turns.advance(by: 1)
+        if let batch = takeBatch() { send(batch) }
+        gate.leave()
+      } else {
+        await serveTurn(first: nil)
+      }
+      // Write what was handed over on this thread, unless a write is under way (it takes it next).
+      journal.lead()
+      if let failure { throw failure }
+      if let completion {
+        // Usually settled by the write just made: read it without an asynchronous call.
+        if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
+      }
+      return result!
+    }
     // The gate holder may stage this command on its own task while this one waits: `body` is
     // used only until the ticket's staging work has run, while this call is suspended in the gate.
-    try await withoutActuallyEscaping(body) { body in
+    return try await withoutActuallyEscaping(body) { body in
       let slot = StageSlot()
       // The body's value, once staged.
       let value = UnsafeMutablePointer<R>.allocate(capacity: 1)
@@ -257,38 +320,32 @@ public final class Manager<M: Model>: Sendable {
       }
       let cancelled = CancelFlag()
       let ticket = GateTicket { [self] in
+        var initialized = false
         do {
-          let (result, completion) = try await stage(origin, cancelled: cancelled, body)
-          value.initialize(to: result)
+          let completion = try await stage(origin, cancelled: cancelled.isCancelled) {
+            value.initialize(to: try body($0, &$1))
+            initialized = true
+          }
           slot.staged = true
           slot.completion = completion
           return completion
         } catch {
+          if initialized { value.deinitialize(count: 1) }  // the body ran, a later step failed
           slot.failure = error
           return nil
         }
       }
-      let role: GateRole
-      if gate.tryEnter() {
-        // A free gate: nothing to wait for, so no handler to watch for cancellation meanwhile; a
-        // task cancelled already fails before validation, as it would have in the handler.
-        if Task.isCancelled { cancelled.cancel() }
-        role = .hold
-      } else {
-        role = await withTaskCancellationHandler {
-          await gate.enter(ticket)
-        } onCancel: {
-          cancelled.cancel()
-        }
+      let role = await withTaskCancellationHandler {
+        await gate.enter(ticket)
+      } onCancel: {
+        cancelled.cancel()
       }
       switch role {
       case .hold:
         await serveTurn(first: ticket)
-        // Write what was handed over on this thread, unless a write is under way (it takes it next).
         journal.lead()
         let result = try staged()
         if let completion = slot.completion {
-          // Usually settled by the write just made: read it without an asynchronous call.
           if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
         }
         return result
@@ -304,9 +361,16 @@ public final class Manager<M: Model>: Sendable {
   /// arrival order, hands them to the journal (one append, unless they overflow a batch), and
   /// passes the gate on. Each waiting command's task is woken once its outcome is settled (at
   /// once if it failed validation or recorded nothing).
-  private func serveTurn(first: GateTicket) async {
+  private func serveTurn(first: GateTicket?) async {
     _ = turns.advance(by: 1)
-    var tickets = [first] + gate.takeWaiters(max: Self.maximumTurnCommands - 1)
+    // Without a first ticket, the holder staged its own command already (and counts as one).
+    var tickets: [GateTicket]
+    if let first {
+      tickets = [first] + gate.takeWaiters(max: Self.maximumTurnCommands - 1)
+    } else {
+      tickets = gate.takeWaiters(max: Self.maximumTurnCommands - 1)
+    }
+    let served = first == nil ? 1 : 0
     var index = 0
     while true {
       while index < tickets.count {
@@ -325,7 +389,7 @@ public final class Manager<M: Model>: Sendable {
       // Commands that arrived while these were staged join the same append.
       let room = Self.maximumBatchCommands - pipeline.withLock { $0.commands.count }
       guard room > 0 else { break }
-      let more = gate.takeWaiters(max: min(room, Self.maximumTurnCommands - tickets.count))
+      let more = gate.takeWaiters(max: min(room, Self.maximumTurnCommands - served - tickets.count))
       if more.isEmpty { break }
       tickets += more
     }
@@ -334,21 +398,43 @@ public final class Manager<M: Model>: Sendable {
   }
 
   /// Validates and encodes one command and adds it to the open batch. Holder of the gate only.
-  private func stage<R>(_ origin: Origin, cancelled: CancelFlag, _ body: (M, inout Command) throws -> R) async throws
-    -> (R, Completion?)
+  /// `body` runs the command's body and keeps its value (not generic over it, see `StageSlot`).
+  private func stage(_ origin: Origin, cancelled: Bool, _ body: (M, inout Command) throws -> Void) async throws
+    -> Completion?
   {
-    let (stopped, broken) = guarded.withLock { ($0.stopped, $0.broken) }
+    if try admit(cancelled: cancelled) { await recover() }
+    guard let staged = try validate(origin, body) else { return nil }
+    // A command that would overflow the batch sends the batch before it on its way first. It was
+    // validated against that batch, so if the batch fails, it fails too.
+    if overflows(with: staged) { await flush() }
+    add(staged)
+    return staged.completion
+  }
+
+  /// `stage`'s first step: throws if the manager stopped or the command was cancelled; true if an
+  /// append failed since the last command, so that `recover()` must run before validating.
+  private func admit(cancelled: Bool) throws -> Bool {
+    // The stop reason is copied out only when there is one (a copy of an optional error and its
+    // release cost more than the rest of this step).
+    let (stopped, broken) = guarded.withLock { guarded -> (ManagerError?, Bool) in
+      if case .none = guarded.stopped { return (nil, guarded.broken) }
+      return (guarded.stopped, guarded.broken)
+    }
     if let stopped {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
-    if cancelled.isCancelled { throw CancellationError() }
-    if broken { await recover() }
+    if cancelled { throw CancellationError() }
+    return broken
+  }
 
+  /// `stage`'s second step: runs the body against the state to validate against and encodes its
+  /// events; nil if it recorded none.
+  private func validate(_ origin: Origin, _ body: (M, inout Command) throws -> Void) throws -> Staged? {
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
     // The snapshot lives only inside this closure, so applying later can mutate in place.
-    let result = try { (command: inout Command) in try body(validationState(), &command) }(&command)
-    if command.events.isEmpty { return (result, nil) }
+    try { (command: inout Command) in try body(validationState(), &command) }(&command)
+    if command.events.isEmpty { return nil }
 
     var records: [NewRecord] = []
     records.reserveCapacity(command.events.count)
@@ -367,19 +453,22 @@ public final class Manager<M: Model>: Sendable {
       bytes += payload.count + 32
       records.append(NewRecord(timestamp: command.timestamp, payload: payload))
     }
+    return Staged(
+      id: command.id, origin: origin, timestamp: command.timestamp, events: command.events, records: records,
+      bytes: bytes, completion: Completion())
+  }
 
-    // A command that would overflow the batch sends the batch before it on its way first. It was
-    // validated against that batch, so if the batch fails, it fails too.
-    if pipeline.withLock({ !$0.commands.isEmpty && $0.bytes + bytes > batchBudget }) { await flush() }
-    let completion = Completion()
+  /// Whether adding `staged` would overflow the open batch (which must be sent first).
+  private func overflows(with staged: Staged) -> Bool {
+    pipeline.withLock { !$0.commands.isEmpty && $0.bytes + staged.bytes > batchBudget }
+  }
+
+  /// `stage`'s last step: adds a validated command to the open batch.
+  private func add(_ staged: Staged) {
     pipeline.withLock { pipeline in
-      pipeline.commands.append(
-        Staged(
-          id: command.id, origin: origin, timestamp: command.timestamp, events: command.events, records: records,
-          bytes: bytes, completion: completion))
-      pipeline.bytes += bytes
+      pipeline.commands.append(staged)
+      pipeline.bytes += staged.bytes
     }
-    return (result, completion)
   }
 
   /// After a failed append: fails the commands staged since (they validated against it), waits
@@ -397,7 +486,7 @@ public final class Manager<M: Model>: Sendable {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let settled = guarded.withLock { guarded -> Bool in
         if guarded.flights.isEmpty { return true }
-        guarded.drained = continuation
+        guarded.drained = DrainWaiter(continuation)
         return false
       }
       if settled { continuation.resume() }
@@ -465,58 +554,79 @@ public final class Manager<M: Model>: Sendable {
   /// Hands the open batch to the journal as one append, conditional on its starting where the
   /// appends before it end. Holder of the gate only; returns without waiting for the journal.
   private func flush() async {
-    var records: [NewRecord] = []
-    guard
-      let (commands, first) = pipeline.withLock({ pipeline -> ([Staged], UInt64)? in
-        guard !pipeline.commands.isEmpty else { return nil }
-        let commands = pipeline.commands
-        if pipeline.hasWorking {
-          working.withLock { working in
-            guard var copy = working else { return }  // it must include every command handed over
-            working = nil
-            var context = ApplyContext(recording: false)
-            for command in commands[pipeline.applied...] {
-              for event in command.events { tables.apply(event, to: &copy, context: &context) }
-            }
-            working = copy
-          }
-        }
-        if commands.count == 1 {
-          records = commands[0].records  // shared, not copied
-        } else {
-          for command in commands { records += command.records }
-        }
-        let first = pipeline.nextSequence
-        pipeline.nextSequence += UInt64(records.count)
-        pipeline.commands = []
-        pipeline.bytes = 0
-        pipeline.applied = 0
-        return (commands, first)
-      })
-    else { return }
-
+    guard let batch = takeBatch() else { return }
     if let hook = beforeAppend.withLock({ $0 }) { await hook() }
+    send(batch)
+  }
+
+  /// The open batch, taken out of the pipeline with its first sequence number (the working copy
+  /// brought up to date with it first); nil if it is empty. Holder of the gate only.
+  private func takeBatch() -> (records: [NewRecord], commands: [Staged], first: UInt64)? {
+    pipeline.withLock { pipeline -> ([NewRecord], [Staged], UInt64)? in
+      guard !pipeline.commands.isEmpty else { return nil }
+      let commands = pipeline.commands
+      if pipeline.hasWorking {
+        working.withLock { working in
+          guard var copy = working else { return }  // it must include every command handed over
+          working = nil
+          var context = ApplyContext(recording: false)
+          for command in commands[pipeline.applied...] {
+            for event in command.events { tables.apply(event, to: &copy, context: &context) }
+          }
+          working = copy
+        }
+      }
+      var records: [NewRecord] = []
+      if commands.count == 1 {
+        records = commands[0].records  // shared, not copied
+      } else {
+        for command in commands { records += command.records }
+      }
+      let first = pipeline.nextSequence
+      pipeline.nextSequence += UInt64(records.count)
+      pipeline.commands = []
+      pipeline.bytes = 0
+      pipeline.applied = 0
+      return (records, commands, first)
+    }
+  }
+
+  /// Hands a batch taken by `takeBatch` to the journal. Holder of the gate only.
+  private func send(_ batch: (records: [NewRecord], commands: [Staged], first: UInt64)) {
     _ = appends.advance(by: 1)
     let flight = guarded.withLock { guarded -> UInt64 in
-      guarded.flights.append(Flight(commands: commands))
+      guarded.flights.append(Flight(commands: batch.commands))
       return guarded.firstFlight + UInt64(guarded.flights.count - 1)
     }
-    journal.enqueue(records, expectedFirst: first) { [self] outcome in settle(flight, outcome) }
+    journal.enqueue(batch.records, expectedFirst: batch.first) { [self] outcome in settle(flight, outcome) }
   }
 
   /// Records the journal's answer for one append, then publishes every settled append at the head
   /// of the line, in sequence order: applies it to the live model, notifies observers (one change
   /// per command), and resolves each command; or fails its commands.
+  ///
+  /// The head of `flights` never holds an outcome between calls (it is published as it settles), so
+  /// an append settling behind it only records its outcome. The appends published are taken out of
+  /// `flights` whole and their commands resolved from them after the lock (no list of completions
+  /// and outcomes is built for them).
   private func settle(_ flight: UInt64, _ outcome: Result<ClosedRange<UInt64>, JournalError>) {
-    var resolved: [(Completion, Result<Void, ManagerError>)] = []
-    let drained = guarded.withLock { guarded -> CheckedContinuation<Void, Never>? in
-      guarded.flights[Int(flight - guarded.firstFlight)].outcome = outcome
-      var published = 0
-      for flight in guarded.flights {
-        guard let outcome = flight.outcome else { break }
-        published += 1
+    var first: SettledFlight?
+    var more: [SettledFlight] = []
+    let drained = guarded.withLock { guarded -> DrainWaiter? in
+      let index = Int(flight - guarded.firstFlight)
+      if index > 0 {
+        guarded.flights[index].outcome = outcome
+        return nil
+      }
+      var outcome = outcome
+      while true {
+        let head = guarded.flights.removeFirst()
+        guarded.firstFlight += 1
+        let settled: SettledFlight
         switch outcome {
-        case .success(let sequences): publish(flight.commands, at: sequences, in: &guarded, resolving: &resolved)
+        case .success(let sequences):
+          publish(head.commands, at: sequences, in: &guarded)
+          settled = SettledFlight(commands: head.commands, failure: nil)
         case .failure(let error):
           let failure =
             error.code == .sequenceConflict && guarded.broken
@@ -526,24 +636,23 @@ public final class Manager<M: Model>: Sendable {
               journalError: error)
             : refusal(for: error, stopping: &guarded)
           guarded.broken = true
-          for command in flight.commands { resolved.append((command.completion, .failure(failure))) }
+          settled = SettledFlight(commands: head.commands, failure: failure)
         }
+        if first == nil { first = settled } else { more.append(settled) }
+        guard !guarded.flights.isEmpty, let next = guarded.flights[0].outcome else { break }
+        outcome = next
       }
-      guarded.flights.removeFirst(published)
-      guarded.firstFlight += UInt64(published)
       guard guarded.flights.isEmpty, let waiter = guarded.drained else { return nil }
       guarded.drained = nil
       return waiter
     }
-    for (completion, result) in resolved { completion.resolve(result) }
-    drained?.resume()
+    first?.resolve()
+    for settled in more { settled.resolve() }
+    drained?.continuation.resume()
   }
 
   /// Applies one acknowledged append's commands to the live model and announces them.
-  private func publish(
-    _ commands: [Staged], at sequences: ClosedRange<UInt64>, in guarded: inout Guarded,
-    resolving resolved: inout [(Completion, Result<Void, ManagerError>)]
-  ) {
+  private func publish(_ commands: [Staged], at sequences: ClosedRange<UInt64>, in guarded: inout Guarded) {
     precondition(sequences.lowerBound == guarded.lastSequence + 1, "the journal skipped sequence numbers")
     precondition(
       sequences.count == commands.reduce(0) { $0 + $1.records.count },
@@ -573,7 +682,6 @@ public final class Manager<M: Model>: Sendable {
           for observer in guarded.observers.values { observer.yield(change) }
         }
         first += count
-        resolved.append((command.completion, .success(())))
       }
     }
     guarded.lastSequence = sequences.upperBound

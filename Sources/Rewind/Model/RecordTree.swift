@@ -367,6 +367,12 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     return node.value(at: index)
   }
 
+  /// Whether `key` is in the tree (its value is not copied).
+  @inlinable func contains(_ key: Key) -> Bool {
+    guard let root else { return false }
+    return Self.find(key, under: root)
+  }
+
   /// Calls `body` with every entry, in key order.
   @inlinable func forEachEntry(_ body: (Key, Value) throws -> Void) rethrows {
     guard let root else { return }

@@ -56,7 +56,7 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
       }
   }
 
-  @inlinable public func contains(id: Record.ID) -> Bool { records[id] != nil }
+  @inlinable public func contains(id: Record.ID) -> Bool { records.contains(id) }
 
   // MARK: The grouping cache
 
@@ -98,8 +98,14 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   @inlinable @discardableResult
   public mutating func insert(_ record: Record, context: inout ApplyContext) -> Record? {
     let old = records.updateValue(record, forKey: record.id)
+    guard let old else {
+      // A new record (the usual insert): compared with nothing, filed under its groups only.
+      refile(record.id, from: [], to: record.groupKeys, context: &context)
+      context.touch(record: name, record.id)
+      return nil
+    }
     if old == record { return old }  // no change, nothing touched
-    refile(record.id, from: old?.groupKeys ?? [], to: record.groupKeys, context: &context)
+    refile(record.id, from: old.groupKeys, to: record.groupKeys, context: &context)
     context.touch(record: name, record.id)
     return old
   }
