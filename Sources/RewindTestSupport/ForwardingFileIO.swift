@@ -44,7 +44,4 @@ extension ForwardingFileIO {
   package func protectReadOnly(_ address: UnsafeMutableRawPointer, length: Int, path: String) throws {
     try base.protectReadOnly(address, length: length, path: path)
   }
-  package func startWriteback(_ fd: Int32, at offset: Int64, length: Int64) {
-    base.startWriteback(fd, at: offset, length: length)
-  }
 }

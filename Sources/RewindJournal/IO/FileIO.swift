@@ -60,21 +60,10 @@ package protocol FileIO: Sendable {
   func unmap(_ address: UnsafeMutableRawPointer, length: Int)
   /// Makes `length` bytes at `address` (page aligned, inside a mapping) read only.
   func protectReadOnly(_ address: UnsafeMutableRawPointer, length: Int, path: String) throws
-  /// Starts writing the file's dirty pages in `length` bytes at `offset` to the device, without
-  /// waiting for them and without making anything durable (Linux `sync_file_range(2)` with
-  /// `SYNC_FILE_RANGE_WRITE`): a later fsync then has less left to write. Best effort: a failure
-  /// changes nothing (the fsync that follows writes the pages and reports any error).
-  func startWriteback(_ fd: Int32, at offset: Int64, length: Int64)
 }
 
 /// The size of a memory page, for mappings (`FileIO.map`).
 package let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
-
-/// Linux's `sync_file_range(2)`, looked up once as `fallocate` is (it needs `_GNU_SOURCE` too).
-private let syncFileRangeFunction: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
-  guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
-  return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
-}()
 
 /// Linux's `fallocate(2)`, looked up once: Swift's Glibc module does not declare it (it needs
 /// `_GNU_SOURCE`). nil where the C library has none.
@@ -235,11 +224,6 @@ package struct PosixFileIO: FileIO {
     if Glibc.mprotect(address, length, PROT_READ) != 0 {
       throw SystemCallError("mprotect", path: path, errno: Glibc.errno)
     }
-  }
-
-  package func startWriteback(_ fd: Int32, at offset: Int64, length: Int64) {
-    // SYNC_FILE_RANGE_WRITE (2): start writing what is dirty and not under write-back already.
-    _ = syncFileRangeFunction?(fd, offset, length, 2)
   }
 }
 

@@ -167,7 +167,6 @@ final class JournalWriter: @unchecked Sendable {
     }
     reservedEnd = state.endOffset
     mappingFailed = false
-    writebackStart = state.endOffset / Int64(pageSize) * Int64(pageSize)
   }
 
   // MARK: Appending (any thread)
@@ -345,7 +344,6 @@ final class JournalWriter: @unchecked Sendable {
     // (if this fails, or the process dies first, the zeros read as the end of the journal).
     unmapWindow()
     cutPreallocation()
-    drainWriteback()
     io.close(segmentFD)
     if indexFD >= 0 { io.close(indexFD) }
     finished.signal()
@@ -601,57 +599,8 @@ final class JournalWriter: @unchecked Sendable {
     state.lastIndexedOffset = lastIndexed
     lastSequence.store(sequence - 1, ordering: .releasing)
     appendIndexEntries(entries)
-    if options.durability == .none { startWriteback() }
     return .success(first)
   }
-
-  // MARK: Write-back ahead (`none`)
-
-  /// Under `none`, the whole pages of frames written since `writebackStart` are handed to the
-  /// device (`FileIO.startWriteback`) once there are this many, by a queue of their own while
-  /// appends go on. Nothing syncs them until the segment is sealed, whose fsync then waits for
-  /// what is left instead of a whole segment. Measured with `rewind-bench --child append DIR
-  /// 1000000 OUT` (one record per append, 267 MB; strace): the four seals' fsyncs took 54–74 ms
-  /// each, 259 ms of a 1.01 s run, on the appending thread; with write-back ahead they take
-  /// 0.1–3.3 ms, and the write-back calls (about 1.5 ms per 4 MiB, held up by the device's
-  /// queue) run on the queue, beside the appends. The kernel would write the pages back anyway
-  /// (30 s after they were dirtied); this only starts sooner, in steps, as RocksDB's
-  /// `bytes_per_sync` does. It changes no durability: under `none` an acknowledged append is
-  /// still in the page cache only.
-  static let writebackStepBytes: Int64 = 1 << 20
-
-  /// Where the next write-back ahead starts in the active segment (page aligned).
-  private var writebackStart: Int64 = 0
-  /// Runs the write-back calls, one at a time, off the appending thread.
-  private let writebackQueue = DispatchQueue(label: "rewind-journal-writeback", qos: .utility)
-  /// A write-back call is queued or running: the next waits for it (and then covers more pages).
-  private let writebackPending = Atomic<Bool>(false)
-
-  /// Queues write-back of the whole pages of frames from `writebackStart` once they reach
-  /// `writebackStepBytes`, unless the last call is still under way. Only pages outside the
-  /// mapped window: cleaning a page for write-back write-protects it in every mapping, which from
-  /// another thread means a TLB shootdown of the appending thread's processor for each page
-  /// (measured: system time 0.3 → 1.9 s for a million one-record appends when the window's pages
-  /// were included). The page the last frame ends in may take more stores, and is written again
-  /// if it does. The queue is drained before the segment's descriptor closes (`drainWriteback`),
-  /// so no call reaches a closed or reused descriptor.
-  private func startWriteback() {
-    let written = state.endOffset / Int64(pageSize) * Int64(pageSize)
-    let end = window == nil ? written : min(written, windowStart)
-    let start = min(writebackStart, end)
-    guard end - start >= Self.writebackStepBytes,
-      !writebackPending.exchange(true, ordering: .acquiringAndReleasing)
-    else { return }
-    let (io, fd) = (io, segmentFD)
-    writebackQueue.async { [self] in
-      io.startWriteback(fd, at: start, length: end - start)
-      writebackPending.store(false, ordering: .releasing)
-    }
-    writebackStart = end
-  }
-
-  /// Waits until no write-back call is queued or running (before the segment's descriptor closes).
-  private func drainWriteback() { writebackQueue.sync {} }
 
   // MARK: Mapped appends (`none`)
 
@@ -875,7 +824,6 @@ final class JournalWriter: @unchecked Sendable {
       }
       throw RollFailure(error: JournalError(error, directory: path, file: newName), fatal: false)
     }
-    drainWriteback()
     io.close(segmentFD)
     state.segments.append(state.nextSequence)
     state.endOffset = Int64(Layout.segmentHeaderSize)
