@@ -90,6 +90,8 @@ import Testing
     let cases: [(size: Int, offset: Int)] = [
       (1_000_000, 17), (200_000, 5), (70_000, 1_000_003), (65_537, 0), (300, 9), (131_073, 2_500_000),
       (900_000, 1), (65_536, 3),
+      // A one-block frame from a fresh state (in the stream's memory), then one by the stream.
+      (300, 21), (4_000, 7), (300, 13),
     ]
     for (number, (size, offset)) in cases.enumerated() {
       let content = Self.alternating(size: size, seed: UInt64(number), noiseFirst: number % 2 == 0)
