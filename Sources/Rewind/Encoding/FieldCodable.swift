@@ -17,8 +17,7 @@ public struct FieldWriter {
   init(output: FieldBytesWriter) { self.output = output }
 
   private mutating func key(_ name: StaticString) {
-    output.appendVarint(UInt64(name.utf8CodeUnitCount) + 1)
-    output.bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+    output.appendString(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), lengthBias: 1)
   }
 
   public mutating func write(_ value: String, for name: StaticString) {
