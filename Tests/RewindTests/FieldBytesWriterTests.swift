@@ -158,3 +158,118 @@ private let varintBoundaries: [UInt64] = {
   [UInt8](arrayLiteral: 0x61, 0x62).withUnsafeBytes { writer.appendString($0) }
   #expect(writer.bytes == [0, 1, 2, 0x61, 0x62])
 }
+
+@Test func primitivesWrittenIntoOneRoomMatchSeparateWrites() {
+  let name = Array("notebook".utf8)
+  let long = Array(String(repeating: "ü", count: 90).utf8)  // 180 bytes: a two-byte length
+  var reference = ReferenceWriter()
+  reference.bytes.append(7)
+  reference.varint(.max)
+  reference.fixed64(0x0102_0304_0506_0708)
+  reference.string("notebook", lengthBias: 1)
+  reference.string(String(repeating: "ü", count: 90), lengthBias: 0)
+  reference.varint(0)
+  for capacity in [0, 1, 9, 200, 400] {
+    var writer = FieldBytesWriter(capacity: capacity)
+    name.withUnsafeBytes { name in
+      long.withUnsafeBytes { long in
+        writer.write(atMost: 1 + 10 + 8 + (10 + name.count) + (10 + long.count) + 1) { room in
+          room.append(7)
+          room.appendVarint(.max)
+          room.appendFixed64(0x0102_0304_0506_0708)
+          room.appendString(name, lengthBias: 1)
+          room.appendString(long)
+          room.appendVarint(0)
+        }
+      }
+    }
+    #expect(writer.bytes == reference.bytes, "capacity \(capacity)")
+  }
+}
+
+/// Every kind of field `FieldWriter` writes, at its extremes; its Codable form goes through the
+/// writer's separate primitives, its hand-written form through one room per field.
+private struct Extremes: Codable, Equatable, FieldCodable {
+  var small: Int
+  var large: Int
+  var huge: UInt64
+  var zero: UInt64
+  var yes: Bool
+  var no: Bool
+  var negativeZero: Double
+  var infinite: Double
+  var id: Identifier
+  var empty: String
+  var long: String
+  var tags: [String]
+  var none: [String]
+
+  func encodeFields(into writer: inout FieldWriter) {
+    writer.write(small, for: "small")
+    writer.write(large, for: "large")
+    writer.write(huge, for: "huge")
+    writer.write(zero, for: "zero")
+    writer.write(yes, for: "yes")
+    writer.write(no, for: "no")
+    writer.write(negativeZero, for: "negativeZero")
+    writer.write(infinite, for: "infinite")
+    writer.write(id, for: "id")
+    writer.write(empty, for: "empty")
+    writer.write(long, for: "long")
+    writer.write(tags, for: "tags")
+    writer.write(none, for: "none")
+  }
+
+  init(long: String, tags: [String]) {
+    small = .min
+    large = .max
+    huge = .max
+    zero = 0
+    yes = true
+    no = false
+    negativeZero = -0.0
+    infinite = -.infinity
+    id = Identifier(high: .max, low: 1)
+    empty = ""
+    self.long = long
+    self.tags = tags
+    none = []
+  }
+
+  init(fields reader: inout FieldReader) throws {
+    // Only encoded here; decoding is FieldCodableTests' part.
+    throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: "not decoded"))
+  }
+}
+
+@Test func handWrittenFieldsAtTheirExtremesWriteTheCodableBytes() throws {
+  let strings = ["", "a", String(repeating: "x", count: 127), String(repeating: "漢", count: 100)]
+  for long in strings {
+    let value = Extremes(long: long, tags: strings + ["🎉"])
+    #expect(FieldEncoder().encodeFields(value) == (try FieldEncoder().encode(value)))
+  }
+}
+
+private struct Probe: Event, Codable {
+  static let name = "probe.écrit"
+  static let version: UInt32 = 300
+  var value: Int
+}
+
+@Test func recordHeaderIsWrittenFieldByField() throws {
+  let origin = Origin(String(repeating: "origine ", count: 20))
+  let command = Identifier(high: 0x0102_0304_0506_0708, low: .max)
+  var reference = ReferenceWriter()
+  reference.bytes.append(1)
+  reference.string(Probe.name, lengthBias: 0)
+  reference.varint(300)
+  reference.string(origin.name, lengthBias: 0)
+  reference.fixed64(command.high)
+  reference.fixed64(command.low)
+  reference.bytes += try FieldEncoder().encode(Probe(value: -5))
+  let payload = try EventRecord.encode(Probe(value: -5), origin: origin, commandID: command)
+  #expect(payload == reference.bytes)
+  let header = try EventRecord.header(of: payload)
+  #expect(header.name == Probe.name && header.version == 300 && header.origin == origin)
+  #expect(header.commandID == command)
+}

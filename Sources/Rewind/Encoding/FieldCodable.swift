@@ -16,68 +16,84 @@ public struct FieldWriter {
 
   init(output: FieldBytesWriter) { self.output = output }
 
-  private mutating func key(_ name: StaticString) {
-    output.appendString(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), lengthBias: 1)
+  /// Writes a field's key (its length plus one, then its bytes) and then, into the same room,
+  /// `value`, which takes at most `valueBytes` bytes: one check for the whole field.
+  @inline(__always)
+  private mutating func field(
+    _ name: StaticString, valueBytes: Int, _ value: (inout FieldBytesWriter.Room) -> Void
+  ) {
+    let key = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+    output.write(atMost: 10 + key.count + valueBytes) { room in
+      room.appendString(key, lengthBias: 1)
+      value(&room)
+    }
   }
 
   public mutating func write(_ value: String, for name: StaticString) {
-    key(name)
-    output.append(.string)
-    output.appendString(value)
+    FieldBytesWriter.withUTF8(of: value) { utf8 in
+      field(name, valueBytes: 11 + utf8.count) { room in
+        room.append(.string)
+        room.appendString(utf8)
+      }
+    }
   }
 
   public mutating func write(_ value: Int, for name: StaticString) {
-    key(name)
-    output.append(.int)
-    output.appendZigZag(Int64(value))
+    field(name, valueBytes: 11) { room in
+      room.append(.int)
+      room.appendVarint(FieldBytesWriter.zigZag(Int64(value)))
+    }
   }
 
   public mutating func write(_ value: UInt64, for name: StaticString) {
-    key(name)
-    output.append(.uint)
-    output.appendVarint(value)
+    field(name, valueBytes: 11) { room in
+      room.append(.uint)
+      room.appendVarint(value)
+    }
   }
 
   public mutating func write(_ value: Bool, for name: StaticString) {
-    key(name)
-    output.append(value ? .true : .false)
+    field(name, valueBytes: 1) { room in room.append(value ? .true : .false) }
   }
 
   public mutating func write(_ value: Double, for name: StaticString) {
-    key(name)
-    output.append(.double)
-    output.appendFixed64(value.bitPattern)
+    field(name, valueBytes: 9) { room in
+      room.append(.double)
+      room.appendFixed64(value.bitPattern)
+    }
   }
 
   public mutating func write(_ value: Identifier, for name: StaticString) {
-    key(name)
-    output.append(.identifier)
-    output.appendFixed64(value.high)
-    output.appendFixed64(value.low)
+    field(name, valueBytes: 17) { room in
+      room.append(.identifier)
+      room.appendFixed64(value.high)
+      room.appendFixed64(value.low)
+    }
   }
 
   public mutating func write(_ values: [String], for name: StaticString) {
-    key(name)
-    output.append(.array)
+    field(name, valueBytes: 1) { room in room.append(.array) }
     for value in values {
-      output.append(.string)
-      output.appendString(value)
+      FieldBytesWriter.withUTF8(of: value) { utf8 in
+        output.write(atMost: 11 + utf8.count) { room in
+          room.append(.string)
+          room.appendString(utf8)
+        }
+      }
     }
     output.append(.end)
   }
 
   /// A nested object.
   public mutating func write(_ value: some FieldCodable, for name: StaticString) {
-    key(name)
-    output.append(.object)
+    field(name, valueBytes: 1) { room in room.append(.object) }
     value.encodeFields(into: &self)
     output.append(0)
   }
 
   /// An array of nested objects.
   public mutating func write(_ values: [some FieldCodable], for name: StaticString) {
-    key(name)
-    output.append(.array)
+    field(name, valueBytes: 1) { room in room.append(.array) }
     for value in values {
       output.append(.object)
       value.encodeFields(into: &self)
@@ -88,7 +104,7 @@ public struct FieldWriter {
 
   /// Anything else, through its `Encodable` form.
   public mutating func write(encoding value: some Encodable, for name: StaticString) throws {
-    key(name)
+    field(name, valueBytes: 0) { _ in }
     try FieldEncoder().encode(value, appendingTo: &output.bytes)
   }
 }

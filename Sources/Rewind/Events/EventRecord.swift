@@ -51,12 +51,18 @@ public enum EventRecord {
     // `createNote` payloads up to about 300): one allocation, where 256 bytes made a third of those
     // grow and be copied once (and 128 most). The payload is freed once written.
     var writer = FieldBytesWriter(capacity: 384)
-    writer.append(layoutVersion)
-    writer.appendString(E.name)
-    writer.appendVarint(UInt64(E.version))
-    writer.appendString(origin.name)
-    writer.appendFixed64(commandID.high)
-    writer.appendFixed64(commandID.low)
+    FieldBytesWriter.withUTF8(of: E.name) { name in
+      FieldBytesWriter.withUTF8(of: origin.name) { origin in
+        writer.write(atMost: 1 + (10 + name.count) + 10 + (10 + origin.count) + 16) { room in
+          room.append(layoutVersion)
+          room.appendString(name)
+          room.appendVarint(UInt64(E.version))
+          room.appendString(origin)
+          room.appendFixed64(commandID.high)
+          room.appendFixed64(commandID.low)
+        }
+      }
+    }
     return writer
   }
 
