@@ -64,7 +64,9 @@ struct FieldBytesWriter {
     }
   }
 
-  /// Makes room for at most `maximum` more bytes and lets `body` write them.
+  /// Makes room for at most `maximum` more bytes and lets `body` write them. `maximum` must bound
+  /// what `body` writes (each primitive documents its most); the bound is checked only afterwards,
+  /// when a write past it has already gone beyond the array's capacity.
   @inline(__always)
   mutating func write(atMost maximum: Int, _ body: (inout Room) -> Void) {
     bytes.append(addingCapacity: maximum) { span in
