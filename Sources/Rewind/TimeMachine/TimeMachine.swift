@@ -55,7 +55,8 @@ public final class TimeMachine<M: SnapshotModel> {
   public init(
     directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 1024, useSnapshots: Bool = true
   ) throws {
-    reader = try JournalReader(directory: directory)
+    // Every seek opens a cursor: the sparse index is loaded once, not at each (see `refresh()`).
+    reader = try JournalReader(directory: directory, cachingIndex: true)
     registry = M.makeRegistry()
     snapshots = useSnapshots ? SnapshotStore(journal: directory) : nil
     interval = max(1, keyframeInterval)
@@ -65,8 +66,11 @@ public final class TimeMachine<M: SnapshotModel> {
     options.verifyCheckpoints = false
   }
 
-  /// Sees records written since the journal was last read.
-  public func refresh() throws { lastSequence = try reader.lastSequence() }
+  /// Sees records written since the journal was last read (and the index entries written for them).
+  public func refresh() throws {
+    reader.dropCachedIndex()
+    lastSequence = try reader.lastSequence()
+  }
 
   // MARK: Moving
 
