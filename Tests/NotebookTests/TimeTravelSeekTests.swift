@@ -81,6 +81,33 @@ import Testing
     }
   }
 
+  /// `prepare()` is one replay from the empty state through the last keyframe: one pass of
+  /// progress, whose last report counts every record it applied, and a second `prepare()`
+  /// applies nothing. The keyframes it laid give the states a replay from scratch gives.
+  @Test func prepareIsOneReplay() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 98, commands: 1000).close()
+    let machine = try TimeMachine<Workspace>(
+      directory: directory.path, keyframeInterval: 10, maxKeyframes: 12, useSnapshots: false)
+    var reports: [ReplayProgress] = []
+    machine.progress = { reports.append($0) }
+    try machine.prepare()
+    let spacing = machine.keyframeSpacing
+    let end = machine.lastSequence / spacing * spacing
+    #expect(end >= 10 * spacing)
+    #expect(machine.recordsApplied == Int(end))
+    #expect(reports.last == ReplayProgress(sequence: end, target: end, recordsApplied: Int(end)))
+    #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.recordsApplied < $1.recordsApplied })
+    try machine.prepare()
+    #expect(machine.recordsApplied == Int(end))
+    for sequence in [spacing, 5 * spacing, end] {
+      #expect(
+        try machine.state(at: sequence)
+          == (try Replay.rebuild(Workspace.self, directory: directory.path, through: sequence).state))
+    }
+    #expect(machine.recordsApplied == Int(end), "the states at keyframes are kept, not replayed")
+  }
+
   /// `blame(entity:)` finds the store by the id's text and agrees with the typed blame.
   @Test func blameByEntityIDAgreesWithTypedBlame() async throws {
     let directory = TemporaryDirectory()

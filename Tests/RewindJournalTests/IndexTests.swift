@@ -1,5 +1,6 @@
 import Foundation
 import RewindTestSupport
+import Synchronization
 import Testing
 
 @testable import RewindJournal
@@ -132,5 +133,70 @@ import Testing
     #expect(journal.lastSequence == UInt64(records.count))
     journal.close()
     try Self.checkReads(mine.path, records, seed: 81, context: "misleading index, after repair")
+  }
+
+  /// A reader made with `cachingIndex` reads the index file once for all its cursors (a time
+  /// machine opens one per seek), and reads what a reader without the cache reads, from anywhere.
+  @Test func aCachingReaderLoadsTheIndexOnceAndReadsTheSame() async throws {
+    let (dir, records) = try await Self.makeJournal(seed: 82)
+    let io = IndexOpenCounter()
+    let reader = try JournalReader(directory: dir.path, io: io, cachingIndex: true)
+    let plain = try JournalReader(directory: dir.path, io: io)
+    #expect(!reader.hasCachedIndex)
+    var random = SeededGenerator(seed: 83)
+    for _ in 0..<30 {
+      let start = UInt64.random(in: 1...UInt64(records.count), using: &random)
+      #expect(
+        try JournalFixtures.readAll(reader.records(from: start)) == Array(records[Int(start - 1)...]), "from \(start)")
+    }
+    #expect(io.opens == 1)
+    #expect(reader.hasCachedIndex)
+    for _ in 0..<3 { _ = try plain.records(from: 5).next() }
+    #expect(io.opens == 4, "a reader without the cache loads the index for every cursor")
+    reader.dropCachedIndex()
+    _ = try reader.records(from: 5).next()
+    #expect(io.opens == 5)
+  }
+
+  /// When compaction rewrites the segments a cached index points into, the first cursor that
+  /// meets a stale entry finds its place without the index and drops the cache; the next loads
+  /// the index again, and every read stays right.
+  @Test func aCachingReaderDropsAStaleIndexAfterCompaction() async throws {
+    let dir = TemporaryDirectory("index-compact")
+    let options = JournalFixtures.options(.none, segmentBytes: 8 << 10, frameBytes: 1 << 10, indexBytes: 512)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 300, maxPayload: 60, seed: 84)
+    let reader = try JournalReader(directory: dir.path, cachingIndex: true)
+    let before = try reader.records(from: 1).next()
+    #expect(before == records.first)
+    #expect(reader.hasCachedIndex)
+    let report = try journal.compactSealedSegments()
+    journal.close()
+    #expect(report.compacted.count >= 3)
+    // A start in the middle of the second compacted segment: its cached entries point at the
+    // offsets of the frames before compaction.
+    let segments = JournalFixtures.segments(dir.path).compactMap(Layout.firstSequence(ofSegmentNamed:))
+    let start = (segments[1] + segments[2]) / 2
+    #expect(try JournalFixtures.readAll(reader.records(from: start)) == Array(records[Int(start - 1)...]))
+    #expect(!reader.hasCachedIndex, "a stale entry drops the cache")
+    var random = SeededGenerator(seed: 85)
+    for _ in 0..<20 {
+      let start = UInt64.random(in: 1...UInt64(records.count), using: &random)
+      #expect(
+        try JournalFixtures.readAll(reader.records(from: start)) == Array(records[Int(start - 1)...]), "from \(start)")
+    }
+    #expect(reader.hasCachedIndex)
+  }
+
+  /// Counts how often the index file is opened.
+  final class IndexOpenCounter: ForwardingFileIO {
+    let base: any FileIO = PosixFileIO()
+    private let count = Mutex(0)
+    var opens: Int { count.withLock { $0 } }
+
+    func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+      if path.hasSuffix("/" + Layout.indexName) { count.withLock { $0 += 1 } }
+      return try base.open(path, flags: flags, mode: mode)
+    }
   }
 }

@@ -22,6 +22,30 @@ enum ChildProcess {
     /// Replay: the records in the rebuilt state (notebooks, notes, reading items), which the
     /// peak includes.
     var liveRecords: Int?
+    /// `jump`: percentiles of one jump's CPU time in seconds, by the calling thread's clock
+    /// (`CLOCK_THREAD_CPUTIME_ID`) and by the whole process's (which counts any helper thread a
+    /// jump starts), and of its wall-clock time.
+    var jumpThreadCPU: Percentiles?
+    var jumpProcessCPU: Percentiles?
+    var jumpWall: Percentiles?
+    /// `jump`: the keyframes' tree bytes after `prepare()` (`TimeMachine.keyframeFootprint`), and
+    /// the records the jumps applied.
+    var keyframeBytes: Int?
+    var recordsApplied: Int?
+  }
+
+  /// p50 and p99 (nearest rank) and the total of a set of samples, in seconds.
+  struct Percentiles: Codable {
+    var p50: Double
+    var p99: Double
+    var total: Double
+
+    init(_ latencies: Latencies) {
+      var latencies = latencies
+      p50 = latencies.percentileMilliseconds(0.5) / 1e3
+      p99 = latencies.percentileMilliseconds(0.99) / 1e3
+      total = Double(latencies.samples.reduce(0, +)) / 1e9
+    }
   }
 
   /// Kinds of work a child does.
@@ -45,6 +69,10 @@ enum ChildProcess {
     /// As `append`, from 64 concurrent producers (for profiling contended appends: group commit,
     /// suspensions and resumptions).
     case appendConcurrent = "append-64"
+    /// `TimeMachine.prepare()` on the Notebook workspace's journal, then LIMIT jumps to seeded
+    /// random points of it (the same points for every LIMIT, in order), each timed by CPU and wall
+    /// clock (for profiling a prepared jump; per jump = the difference between two LIMITs).
+    case jump
   }
 
   /// The durability of the `append` kinds' journal: `none` unless a fifth argument names another.
@@ -82,7 +110,7 @@ enum ChildProcess {
       arguments.count == 4 || [.append, .appendBulk, .appendConcurrent].contains(kind)
     else {
       printError(
-        "usage: rewind-bench --child read|replay|manager|append|append-bulk|append-64 DIR LIMIT OUT"
+        "usage: rewind-bench --child read|replay|manager|append|append-bulk|append-64|jump DIR LIMIT OUT"
           + " [none|batched|always (append kinds)]")
       return 2
     }
@@ -121,6 +149,8 @@ enum ChildProcess {
         result = try blocking {
           try await append(directory: directory, limit: limit, durability: durability, producers: 64)
         }
+      case .jump:
+        result = try jumps(directory: directory, limit: limit)
       }
       try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
       return 0
@@ -197,6 +227,45 @@ enum ChildProcess {
     // In appends of `perAppend`, the records past the last whole append are not appended.
     let appended = limit / perAppend * perAppend
     return Result(events: appended, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
+  }
+
+  private static func jumps(directory: String, limit: Int) throws -> Result {
+    let machine = try TimeMachine<Workspace>(directory: directory)
+    try machine.prepare()
+    let prepared = machine.keyframeFootprint.bytes
+    let appliedBefore = machine.recordsApplied
+    var random = SeededRandom(seed: 0x7143_2026)
+    let last = machine.lastSequence
+    guard last > 0 else { throw BenchError("\(directory) holds no records") }
+    var thread = Latencies()
+    var process = Latencies()
+    var wall = Latencies()
+    for _ in 0..<limit {
+      let target = 1 + random.next() % last
+      let (threadStart, processStart, wallStart) = (
+        cpuNanos(CLOCK_THREAD_CPUTIME_ID), cpuNanos(CLOCK_PROCESS_CPUTIME_ID), monotonicNanos()
+      )
+      try machine.jump(to: target)
+      wall.add(monotonicNanos() - wallStart)
+      process.add(cpuNanos(CLOCK_PROCESS_CPUTIME_ID) - processStart)
+      thread.add(cpuNanos(CLOCK_THREAD_CPUTIME_ID) - threadStart)
+      guard machine.position == target else { throw BenchError("jump to \(target) stopped at \(machine.position)") }
+    }
+    var result = Result(
+      events: limit, seconds: Double(wall.samples.reduce(0, +)) / 1e9, payloadBytes: 0, peakBytes: peakResidentBytes())
+    result.jumpThreadCPU = Percentiles(thread)
+    result.jumpProcessCPU = Percentiles(process)
+    result.jumpWall = Percentiles(wall)
+    result.keyframeBytes = prepared
+    result.recordsApplied = machine.recordsApplied - appliedBefore
+    return result
+  }
+
+  /// CPU time of `clock` (a thread's or the process's) in nanoseconds.
+  private static func cpuNanos(_ clock: clockid_t) -> UInt64 {
+    var now = timespec()
+    clock_gettime(clock, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
   }
 
   /// VmHWM of this process, in bytes; 0 if /proc does not say.

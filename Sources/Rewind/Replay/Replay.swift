@@ -147,11 +147,14 @@ public enum Replay {
   }
 
   /// Applies records `start+1 ... last` to `state`. `observe` sees each record with the state
-  /// after it; `applied` gets each sequence number applied.
+  /// after it; `observeSequence` sees each record's sequence number with the state after it (for
+  /// a caller that does not look at the record: records are then applied as they are decoded, as
+  /// without either); `applied` gets each sequence number applied.
   static func apply<M: Model>(
     registry: EventRegistry<M>, reader: JournalReader, to state: inout M, after start: UInt64, through last: UInt64,
     options: ReplayOptions, progress: ((ReplayProgress) -> Void)?,
-    observe: ((DecodedRecord, M) throws -> Void)?, applied: (UInt64) -> Void
+    observe: ((DecodedRecord, M) throws -> Void)?, observeSequence: ((UInt64, M) throws -> Void)? = nil,
+    applied: (UInt64) -> Void
   ) throws {
     guard last > start else { return }
     let records = try DecodedRecords(
@@ -174,6 +177,7 @@ public enum Replay {
         guard let next = try records.applyNext(to: &state, context: &context) else { break }
         sequence = next
         context.touched.removeAll(keepingCapacity: true)
+        try observeSequence?(next, state)
       }
       applied(sequence)
       count += 1

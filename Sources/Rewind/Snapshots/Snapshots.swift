@@ -40,11 +40,12 @@ public enum Snapshots {
     try Replay.apply(
       registry: M.makeRegistry(), reader: reader, to: &state, after: start, through: last, options: options,
       progress: nil,
-      observe: { record, state in
-        guard record.sequence % interval == 0, failure == nil else { return }
+      observe: nil,
+      observeSequence: { sequence, state in
+        guard sequence % interval == 0, failure == nil else { return }
         do {
-          try store.write(state, at: record.sequence)
-          written.append(record.sequence)
+          try store.write(state, at: sequence)
+          written.append(sequence)
         } catch {
           failure = error
         }

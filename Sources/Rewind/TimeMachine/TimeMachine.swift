@@ -55,7 +55,8 @@ public final class TimeMachine<M: SnapshotModel> {
   public init(
     directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 1024, useSnapshots: Bool = true
   ) throws {
-    reader = try JournalReader(directory: directory)
+    // Every seek opens a cursor: the sparse index is loaded once, not at each (see `refresh()`).
+    reader = try JournalReader(directory: directory, cachingIndex: true)
     registry = M.makeRegistry()
     snapshots = useSnapshots ? SnapshotStore(journal: directory) : nil
     interval = max(1, keyframeInterval)
@@ -65,8 +66,11 @@ public final class TimeMachine<M: SnapshotModel> {
     options.verifyCheckpoints = false
   }
 
-  /// Sees records written since the journal was last read.
-  public func refresh() throws { lastSequence = try reader.lastSequence() }
+  /// Sees records written since the journal was last read (and the index entries written for them).
+  public func refresh() throws {
+    reader.dropCachedIndex()
+    lastSequence = try reader.lastSequence()
+  }
 
   // MARK: Moving
 
@@ -105,24 +109,21 @@ public final class TimeMachine<M: SnapshotModel> {
   /// keyframe interval and the history divided among `maxKeyframes`. Memory: stores share what
   /// did not change between keyframes (see `Store`), so the keyframes cost what the history
   /// changed, not `maxKeyframes` copies of the state: the nodes on the path to each record
-  /// changed between two keyframes (`keyframeFootprint`). Costs one replay from the nearest snapshot
-  /// or keyframe at or before the start; seeks after it never read snapshot files.
+  /// changed between two keyframes (`keyframeFootprint`). Costs one replay, from the keyframe
+  /// before the first one missing (or the empty state) through the last, reading no snapshot;
+  /// seeks after it never read snapshot files either.
   public func prepare() throws {
     keyframeSpacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     let last = lastSequence / keyframeSpacing * keyframeSpacing
-    // One pass for whoever shows progress: sequence numbers against the last keyframe's.
-    let report = progress
-    var applied = 0
-    progress = report.map { report in
-      { step in report(ReplayProgress(sequence: step.sequence, target: last, recordsApplied: applied)) }
-    }
-    defer { progress = report }
-    for sequence in stride(from: keyframeSpacing, through: last, by: Int(keyframeSpacing))
-    where keyframes[sequence] == nil {
-      let before = recordsApplied
-      keep(try state(at: sequence, readingSnapshots: false), at: sequence)
-      applied += recordsApplied - before
-    }
+    // One replay, from the keyframe before the first one missing through the last one: every
+    // keyframe on the way is kept (again) as it is passed.
+    guard
+      let missing = stride(from: keyframeSpacing, through: last, by: Int(keyframeSpacing)).first(where: {
+        keyframes[$0] == nil
+      })
+    else { return }
+    let (base, start) = nearestKeyframe(atOrBefore: missing - 1)
+    _ = try replay(from: base, after: start, through: last)
   }
 
   // MARK: Looking
@@ -154,12 +155,24 @@ public final class TimeMachine<M: SnapshotModel> {
         keep(base, at: start)
       }
     }
+    return try replay(from: base, after: start, through: target)
+  }
+
+  /// The state after applying records `start+1 ... target` to `base`, keeping a keyframe at every
+  /// multiple of the spacing passed.
+  private func replay(from base: M, after start: UInt64, through target: UInt64) throws -> M {
     var result = base
+    // Within the spacing (every seek after `prepare()`), the records are read and decoded on
+    // this thread: a reading thread costs more to start and hand batches over than it saves on
+    // so few records, and on a busy machine it may wait for a core.
+    var options = options
+    if target - start <= keyframeSpacing { options.batchesInFlight = 0 }
     try Replay.apply(
       registry: registry, reader: reader, to: &result, after: start, through: target, options: options,
       progress: progress,
-      observe: { [self] record, state in
-        if record.sequence % keyframeSpacing == 0 { keep(state, at: record.sequence) }
+      observe: nil,
+      observeSequence: { [self] sequence, state in
+        if sequence % keyframeSpacing == 0 { keep(state, at: sequence) }
       }, applied: { [self] _ in recordsApplied += 1 })
     return result
   }
@@ -282,9 +295,10 @@ public final class TimeMachine<M: SnapshotModel> {
       try Replay.apply(
         registry: registry, reader: reader, to: &state, after: 0, through: lastSequence, options: options,
         progress: progress,
-        observe: { record, state in
+        observe: nil,
+        observeSequence: { sequence, state in
           if !invariant.holds(state) {
-            found = record.sequence
+            found = sequence
             throw FoundFailure()
           }
         }, applied: { _ in })

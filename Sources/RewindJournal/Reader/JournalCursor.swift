@@ -30,7 +30,7 @@ public final class JournalCursor {
     self.reader = reader
     self.layout = try JournalDirectory(path: reader.directory, io: reader.io)
     self.start = start
-    let index = reader.loadIndex(layout)
+    let index = reader.index(for: layout)
     let entry: IndexEntry? =
       switch start {
       case .sequence(let sequence): index.entry(atOrBefore: sequence)
@@ -151,6 +151,7 @@ public final class JournalCursor {
         if positionedByIndex, let start {
           // An entry points at a batch header, never at the end: the segment was rewritten
           // (compacted) since the index was read.
+          reader.dropCachedIndex()
           try positionAtSegmentStart(for: start)
           continue
         }
@@ -164,6 +165,7 @@ public final class JournalCursor {
       case .damaged(let damage):
         if positionedByIndex, let start {
           // A stale index entry: find the place again without the index.
+          reader.dropCachedIndex()
           try positionAtSegmentStart(for: start)
           continue
         }

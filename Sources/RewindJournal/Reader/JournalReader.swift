@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Reads a journal directory, also while a writer appends to it. Takes no lock and writes nothing.
 ///
 /// A reader sees every batch whose frame is completely written; an incomplete frame at the very
@@ -7,17 +9,33 @@ public struct JournalReader: Sendable {
   public let directory: String
   public let limits: JournalLimits
   package let io: any FileIO
+  /// The sparse index as the last cursor loaded it, for readers that open many cursors (a time
+  /// machine opens one per seek); nil: every cursor loads it.
+  private let indexCache: IndexCache?
 
   /// - Throws: `JournalError` `.notAJournal` or `.badManifest` when `directory` holds no journal.
   public init(directory: String, limits: JournalLimits = JournalLimits()) throws {
     try self.init(directory: directory, limits: limits, io: PosixFileIO())
   }
 
-  package init(directory: String, limits: JournalLimits = JournalLimits(), io: any FileIO) throws {
+  /// - Parameter cachingIndex: cursors reuse the sparse index an earlier cursor of this reader
+  ///   (or of a copy of it) loaded, while the journal's segments are the same files by name, instead
+  ///   of reading the index file and opening every segment each time. A cached entry is checked
+  ///   when used as any entry is; one that turns out stale (a segment was rewritten by compaction)
+  ///   drops the cache. Entries written since it was loaded are missing from it, which makes a
+  ///   cursor start further back, never wrong: `dropCachedIndex()` picks them up.
+  package init(
+    directory: String, limits: JournalLimits = JournalLimits(), io: any FileIO = PosixFileIO(), cachingIndex: Bool
+  ) throws {
     self.directory = directory
     self.limits = limits
     self.io = io
+    self.indexCache = cachingIndex ? IndexCache() : nil
     _ = try JournalDirectory(path: directory, io: io)
+  }
+
+  package init(directory: String, limits: JournalLimits = JournalLimits(), io: any FileIO) throws {
+    try self.init(directory: directory, limits: limits, io: io, cachingIndex: false)
   }
 
   /// The journal's identity.
@@ -54,6 +72,22 @@ public struct JournalReader: Sendable {
     JournalFollower(reader: self, start: sequence, pollInterval: pollInterval)
   }
 
+  /// The sparse index for cursors: the cached one while `layout` lists the segments it was loaded
+  /// for (with `cachingIndex`), otherwise loaded (and cached).
+  func index(for layout: JournalDirectory) -> SparseIndex {
+    guard let indexCache else { return loadIndex(layout) }
+    if let cached = indexCache.index(segments: layout.segments) { return cached }
+    let index = loadIndex(layout)
+    indexCache.keep(index, segments: layout.segments)
+    return index
+  }
+
+  /// Forgets the cached sparse index (if any): the next cursor loads it again.
+  package func dropCachedIndex() { indexCache?.drop() }
+
+  /// Whether a cached index is held (for tests).
+  package var hasCachedIndex: Bool { indexCache?.index(segments: nil) != nil }
+
   /// Loads the sparse index, keeping the entries that fit the segments as they are now.
   package func loadIndex(_ layout: JournalDirectory) -> SparseIndex {
     var sizes: [UInt64: Int64] = [:]
@@ -62,4 +96,21 @@ public struct JournalReader: Sendable {
     }
     return SparseIndex.load(directory: directory, journalID: layout.journalID, segments: sizes, io: io).0
   }
+}
+
+/// A sparse index loaded for a list of segments, shared by the copies of a `JournalReader`.
+private final class IndexCache: Sendable {
+  private let held = Mutex<(segments: [UInt64], index: SparseIndex)?>(nil)
+
+  /// The index, if one is held for `segments` (for any, when nil).
+  func index(segments: [UInt64]?) -> SparseIndex? {
+    held.withLock { held in
+      guard let held, segments.map({ $0 == held.segments }) ?? true else { return nil }
+      return held.index
+    }
+  }
+
+  func keep(_ index: SparseIndex, segments: [UInt64]) { held.withLock { $0 = (segments, index) } }
+
+  func drop() { held.withLock { $0 = nil } }
 }
