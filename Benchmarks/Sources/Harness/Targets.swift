@@ -101,9 +101,10 @@ enum Targets {
           measured: Report.format(state) + " ms (max of \(stateTargets))", met: state <= 20))
     }
     let interval = max(1, n / 20)
-    let jumps = context.options.mode == .full ? 200 : 20
+    let jumps = TimeTravelScenario.jumpCounts(context.options.mode)
     if let p99 = value(
-      "timetravel.seek", "\(n)-event journal, snapshot every \(interval) (20), \(jumps) jumps", "jump p99")
+      "timetravel.seek", "\(n)-event journal, snapshot every \(interval) (20), \(jumps.fromSnapshots) jumps",
+      "jump p99")
     {
       checks.append(
         TargetCheck(
@@ -111,7 +112,7 @@ enum Targets {
           measured: Report.format(p99) + " ms", met: p99 <= 20))
     }
     if let p99 = value(
-      "timetravel.seek", TimeTravelScenario.preparedConfiguration(total: UInt64(n), jumps: jumps), "jump p99")
+      "timetravel.seek", TimeTravelScenario.preparedConfiguration(total: UInt64(n), jumps: jumps.prepared), "jump p99")
     {
       checks.append(
         TargetCheck(

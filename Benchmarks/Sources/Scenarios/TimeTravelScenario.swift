@@ -6,8 +6,8 @@ internal import RewindJournal
 /// snapshots written by `Snapshots.update` every twentieth of the journal (50,000 records at 1M)
 /// and all of them kept, and the time machine's default keyframes. One time machine serves every
 /// seek, as a debugging session would: its keyframes accumulate as it goes. Before that (and
-/// before the snapshots exist), the same jumps on a time machine that first lays keyframes over
-/// the whole journal (`prepare()`).
+/// before the snapshots exist), the same jumps and more (`jumpCounts`) on a time machine that
+/// first lays keyframes over the whole journal (`prepare()`).
 ///
 /// Runs last: the snapshots go into the corpus journal's directory.
 struct TimeTravelScenario: Scenario {
@@ -18,9 +18,11 @@ struct TimeTravelScenario: Scenario {
     let total = UInt64(context.corpus.count)
     let interval = max(1, total / 20)
     var random = SeededRandom(seed: context.options.seed ^ 0x7143)
-    let seeks = context.options.mode == .full ? 200 : 20
-    let targets = (0..<seeks).map { _ in 1 + random.next() % total }
-    try prepared(targets: targets, total: total, context: context)
+    let counts = Self.jumpCounts(context.options.mode)
+    let allTargets = (0..<max(counts.prepared, counts.fromSnapshots)).map { _ in 1 + random.next() % total }
+    try prepared(targets: Array(allTargets.prefix(counts.prepared)), total: total, context: context)
+    let targets = Array(allTargets.prefix(counts.fromSnapshots))
+    let seeks = targets.count
     let (writeSeconds, written) = try timed {
       try Snapshots.update(Workspace.self, directory: context.corpusDirectory, every: interval, keep: .max)
     }
@@ -74,6 +76,13 @@ struct TimeTravelScenario: Scenario {
       guard machine.position == target else { throw BenchError("jump to \(target) stopped at \(machine.position)") }
     }
     return latencies
+  }
+
+  /// How many jumps each part makes. A p99 needs many samples to be more than the few slowest
+  /// jumps: prepared jumps take milliseconds, so they get 1,000 (the 990th slowest is the p99);
+  /// jumps from snapshots can take seconds, so they keep 200.
+  static func jumpCounts(_ mode: BenchOptions.Mode) -> (prepared: Int, fromSnapshots: Int) {
+    mode == .full ? (1_000, 200) : (20, 20)
   }
 
   static func preparedConfiguration(total: UInt64, jumps: Int) -> String {
