@@ -11,6 +11,18 @@ import Testing
   #expect(XXH32.hash(Array("Nobody inspects the spammish repetition".utf8)) == 0xE229_3B2F)
 }
 
+/// The straight-line hash of an LZ4 frame descriptor's 10 bytes is the general hash of them, on
+/// seeded random bytes (every bit of each byte reaches the result) and on all zeros and all ones.
+@Test func hashOfTenIsTheHashOfTenBytes() {
+  var random = SeededGenerator(seed: 10)
+  var inputs: [[UInt8]] = [[UInt8](repeating: 0, count: 10), [UInt8](repeating: 0xFF, count: 10)]
+  for _ in 0..<1_000 { inputs.append((0..<10).map { _ in UInt8.random(in: 0...255, using: &random) }) }
+  for bytes in inputs {
+    let straight = bytes.withUnsafeBytes { XXH32.hashOfTen($0.baseAddress!) }
+    #expect(straight == XXH32.hash(bytes), "\(bytes)")
+  }
+}
+
 /// Frames of every size (small ones built by hand, stored compressed or raw when they would not
 /// shrink or are too short to try; larger ones by liblz4) decode with liblz4's frame decoder,
 /// which checks their header, block and content checksums.

@@ -28,14 +28,40 @@ struct FieldBytesReader {
     return bytes[position]
   }
 
+  /// The fast paths of `readTag` and `readVarint` (a known tag; a varint of one byte, as every
+  /// string length under 128 is) read the byte in place behind one bounds check; anything else
+  /// goes to the general reads, which throw the same errors at the same positions as before.
+  @inline(__always)
   mutating func readTag() throws(FieldFormatError) -> FieldTag {
+    if position < bytes.count, let tag = FieldTag(rawValue: bytes[position]) {
+      position += 1
+      return tag
+    }
+    return try readTagChecked()
+  }
+
+  @inline(never)
+  private mutating func readTagChecked() throws(FieldFormatError) -> FieldTag {
     let start = position
     let byte = try readByte()
     guard let tag = FieldTag(rawValue: byte) else { throw FieldFormatError("unknown type tag \(byte)", at: start) }
     return tag
   }
 
+  @inline(__always)
   mutating func readVarint() throws(FieldFormatError) -> UInt64 {
+    if position < bytes.count {
+      let byte = bytes[position]
+      if byte < 0x80 {
+        position += 1
+        return UInt64(byte)
+      }
+    }
+    return try readVarintChecked()
+  }
+
+  @inline(never)
+  private mutating func readVarintChecked() throws(FieldFormatError) -> UInt64 {
     let start = position
     var result: UInt64 = 0
     var shift: UInt64 = 0

@@ -97,11 +97,15 @@ public enum EventRecord {
     guard let version = UInt32(exactly: version) else {
       throw FieldFormatError("schema version out of range", at: versionAt)
     }
-    let origin = try reader.readString()
+    let (originStart, originCount) = try reader.readStringBounds()
+    let origin = payload.withUnsafeBufferPointer {
+      let bytes = UnsafeBufferPointer(rebasing: $0[originStart..<originStart + originCount])
+      return Origin.wellKnown(bytes) ?? Origin(String(decoding: bytes, as: UTF8.self))
+    }
     let high = try reader.readFixed64()
     let low = try reader.readFixed64()
     let header = Header(
-      name: name, version: version, origin: Origin(origin), commandID: Identifier(high: high, low: low),
+      name: name, version: version, origin: origin, commandID: Identifier(high: high, low: low),
       bodyOffset: reader.position)
     return (header, nameIndex)
   }

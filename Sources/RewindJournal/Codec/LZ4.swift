@@ -134,7 +134,7 @@ package final class LZ4FrameEncoder {
     frame.storeBytes(of: flags, toByteOffset: 4, as: UInt8.self)
     frame.storeBytes(of: 0x40, toByteOffset: 5, as: UInt8.self)
     frame.storeBytes(of: UInt64(contentSize).littleEndian, toByteOffset: 6, as: UInt64.self)
-    let headerChecksum = XXH32.hash(UnsafeRawBufferPointer(start: frame + 4, count: 10))
+    let headerChecksum = XXH32.hashOfTen(frame + 4)
     frame.storeBytes(of: UInt8(truncatingIfNeeded: headerChecksum >> 8), toByteOffset: 14, as: UInt8.self)
   }
 
@@ -503,7 +503,7 @@ package final class LZ4FrameDecoder {
     let contentSize = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 6, as: UInt64.self))
     guard length <= maximumBlock, contentSize == UInt64(length),
       base.load(fromByteOffset: 14, as: UInt8.self)
-        == UInt8(truncatingIfNeeded: XXH32.hash(UnsafeRawBufferPointer(start: base + 4, count: 10)) >> 8)
+        == UInt8(truncatingIfNeeded: XXH32.hashOfTen(base + 4) >> 8)
     else { return false }
     let blockSize = word(15)
     let stored = Int(blockSize & 0x7FFF_FFFF)

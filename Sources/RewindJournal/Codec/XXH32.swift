@@ -53,6 +53,28 @@ package enum XXH32 {
     return hash
   }
 
+  /// `hash` (seed 0) of the 10 bytes at `bytes`: an LZ4 frame's descriptor (FLG, BD and the
+  /// content size), whose checksum every frame's header holds. Straight-line code for that one
+  /// length: the reader checks it once per frame, and the general function's loops cost about
+  /// 100 instructions on 10 bytes.
+  @inline(__always)
+  package static func hashOfTen(_ bytes: UnsafeRawPointer) -> UInt32 {
+    @inline(__always) func word(_ at: Int) -> UInt32 {
+      UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self))
+    }
+    var hash = prime5 &+ 10
+    hash = (hash &+ word(0) &* prime3).rotatedLeft(17) &* prime4
+    hash = (hash &+ word(4) &* prime3).rotatedLeft(17) &* prime4
+    hash = (hash &+ UInt32(bytes.load(fromByteOffset: 8, as: UInt8.self)) &* prime5).rotatedLeft(11) &* prime1
+    hash = (hash &+ UInt32(bytes.load(fromByteOffset: 9, as: UInt8.self)) &* prime5).rotatedLeft(11) &* prime1
+    hash ^= hash >> 15
+    hash = hash &* prime2
+    hash ^= hash >> 13
+    hash = hash &* prime3
+    hash ^= hash >> 16
+    return hash
+  }
+
   package static func hash(_ bytes: [UInt8], seed: UInt32 = 0) -> UInt32 {
     bytes.withUnsafeBytes { hash($0, seed: seed) }
   }
