@@ -51,6 +51,26 @@ import Testing
     }
   }
 
+  /// Origins are matched by their bytes too (`Origin.wellKnown`): each well-known one reads back as
+  /// the constant whose name it is, and any other name, near misses included, as itself.
+  @Test func originsReadBackAsTheyWereWritten() throws {
+    let wellKnown: [Origin] = [.user, .sync, .automation, .import]
+    for origin in wellKnown {
+      let matched = Array(origin.name.utf8).withUnsafeBufferPointer { Origin.wellKnown($0) }
+      #expect(matched == origin, "\(origin)")
+    }
+    let others = ["", "use", "users", "User", "syns", "automatio", "import ", "webhook", "ünïcode", "user\u{0}"]
+    for origin in wellKnown + others.map(Origin.init) {
+      let payload = try EventRecord.encode(Probe(), origin: origin, commandID: Identifier(high: 3, low: 4))
+      let (header, _) = try EventRecord.header(of: payload, names: EventNameTable())
+      #expect(header.origin == origin, "\(origin)")
+      #expect(header.origin.name == origin.name, "\(origin)")
+    }
+    for other in others {
+      #expect(Array(other.utf8).withUnsafeBufferPointer { Origin.wellKnown($0) } == nil, "\(other)")
+    }
+  }
+
   struct Probe: Event {
     static let name = "probe"
   }
