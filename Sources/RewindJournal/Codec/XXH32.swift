@@ -38,19 +38,14 @@ package enum XXH32 {
     }
     hash = hash &+ UInt32(truncatingIfNeeded: count)
     while count - index >= 4 {
-      hash = (hash &+ word(index) &* prime3).rotatedLeft(17) &* prime4
+      hash = mix(hash, word: word(index))
       index += 4
     }
     while index < count {
-      hash = (hash &+ UInt32(bytes[index]) &* prime5).rotatedLeft(11) &* prime1
+      hash = mix(hash, byte: bytes[index])
       index += 1
     }
-    hash ^= hash >> 15
-    hash = hash &* prime2
-    hash ^= hash >> 13
-    hash = hash &* prime3
-    hash ^= hash >> 16
-    return hash
+    return avalanche(hash)
   }
 
   /// `hash` (seed 0) of the 10 bytes at `bytes`: an LZ4 frame's descriptor (FLG, BD and the
@@ -63,10 +58,28 @@ package enum XXH32 {
       UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self))
     }
     var hash = prime5 &+ 10
-    hash = (hash &+ word(0) &* prime3).rotatedLeft(17) &* prime4
-    hash = (hash &+ word(4) &* prime3).rotatedLeft(17) &* prime4
-    hash = (hash &+ UInt32(bytes.load(fromByteOffset: 8, as: UInt8.self)) &* prime5).rotatedLeft(11) &* prime1
-    hash = (hash &+ UInt32(bytes.load(fromByteOffset: 9, as: UInt8.self)) &* prime5).rotatedLeft(11) &* prime1
+    hash = mix(hash, word: word(0))
+    hash = mix(hash, word: word(4))
+    hash = mix(hash, byte: bytes.load(fromByteOffset: 8, as: UInt8.self))
+    hash = mix(hash, byte: bytes.load(fromByteOffset: 9, as: UInt8.self))
+    return avalanche(hash)
+  }
+
+  /// The tail's steps (after the 16-byte stripes, if any): four bytes at a time, then one.
+  @inline(__always)
+  private static func mix(_ hash: UInt32, word: UInt32) -> UInt32 {
+    (hash &+ word &* prime3).rotatedLeft(17) &* prime4
+  }
+
+  @inline(__always)
+  private static func mix(_ hash: UInt32, byte: UInt8) -> UInt32 {
+    (hash &+ UInt32(byte) &* prime5).rotatedLeft(11) &* prime1
+  }
+
+  /// The final mixing, so that every input bit reaches every output bit.
+  @inline(__always)
+  private static func avalanche(_ hash: UInt32) -> UInt32 {
+    var hash = hash
     hash ^= hash >> 15
     hash = hash &* prime2
     hash ^= hash >> 13
