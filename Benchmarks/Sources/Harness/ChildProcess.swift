@@ -52,7 +52,9 @@ enum ChildProcess {
   enum Kind: String {
     /// Every record from sequence 1 through LIMIT with `JournalReader.records(from:)`.
     case read
-    /// `Replay.rebuild` of the Notebook workspace through sequence LIMIT.
+    /// `Replay.rebuild` of the Notebook workspace through sequence LIMIT; when LIMIT reaches the
+    /// journal's last record, of the whole journal, as a manager's start-up does (`Replay.run`,
+    /// which would start from a snapshot if the directory held one).
     case replay
     /// LIMIT `createNote` commands (1,000 inputs, cycled) through a new `NotebookManager` in DIR,
     /// durability `none`, one producer (for profiling the manager's per-command cost; not run by
@@ -130,8 +132,10 @@ enum ChildProcess {
         }
         result = Result(events: events, seconds: seconds, payloadBytes: bytes, peakBytes: peakResidentBytes())
       case .replay:
+        let last = try JournalReader(directory: directory).lastSequence()
+        let through = UInt64(limit) >= last ? .max : UInt64(limit)
         let (seconds, rebuilt) = try timed {
-          try Replay.rebuild(Workspace.self, directory: directory, through: UInt64(limit))
+          try Replay.rebuild(Workspace.self, directory: directory, through: through)
         }
         let state = rebuilt.state
         result = Result(

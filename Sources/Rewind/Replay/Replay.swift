@@ -58,11 +58,10 @@ public enum Replay {
     }
     report.lastSequence = start
     let fingerprint = M.fingerprint.description
-    try apply(
-      registry: registry, reader: reader, to: &state, after: start, through: last, options: options,
-      progress: progress
-    ) { record, state in
-      guard options.verifyCheckpoints, case .checkpoint(let sequence, let checkpoint) = record else { return }
+    // Checkpoints are looked at only to verify them: without that, no observer, so each record is
+    // applied as it is decoded (`apply`), as a manager's start-up replay wants.
+    let checkCheckpoint: ((DecodedRecord, M) throws -> Void)? = { record, state in
+      guard case .checkpoint(let sequence, let checkpoint) = record else { return }
       guard checkpoint.fingerprint == fingerprint else {
         report.checkpointsSkipped += 1
         return
@@ -73,7 +72,11 @@ public enum Replay {
         report.firstDivergence = CheckpointDivergence(
           sequence: sequence, recorded: checkpoint.digest, replayed: digest)
       }
-    } applied: { sequence in
+    }
+    try apply(
+      registry: registry, reader: reader, to: &state, after: start, through: last, options: options,
+      progress: progress, observe: options.verifyCheckpoints ? checkCheckpoint : nil
+    ) { sequence in
       report.lastSequence = sequence
       report.recordsApplied += 1
     }
