@@ -231,3 +231,36 @@ func concurrentCommandsFormOneSerialGaplessHistory(durability: Durability) async
   #expect(manager.state == Ledger())
   manager.close()
 }
+
+/// An event the ledger does not register.
+private struct Unregistered: Event {
+  static let name = "ledger.unregistered"
+  var note: String
+}
+
+/// A command's value with an identity, to see whether it is released.
+private final class CommandValue: Sendable {}
+
+@Test func anUnregisteredEventIsRefusedAndTheBodysValueReleased() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  weak var released: CommandValue?
+  let error = await #expect(throws: ManagerError.self) {
+    try await manager.perform(.user) { _, command in
+      let value = CommandValue()
+      released = value
+      command.record(Unregistered(note: "not in the registry"))
+      return value
+    }
+  }
+  #expect(error?.code == .unregisteredEvent)
+  // The body ran and its value was made; encoding failed after it, so the value is dropped.
+  #expect(released == nil)
+  #expect(manager.lastSequence == 0)
+  #expect(manager.state == Ledger())
+  // The refusal passed the gate on: the next command goes through.
+  let id = try await manager.openAccount(owner: "ada")
+  #expect(manager.lastSequence == 1)
+  #expect(manager.state.accounts.find(id: id)?.owner == "ada")
+  manager.close()
+}

@@ -270,41 +270,35 @@ public final class Manager<M: Model>: Sendable {
     // to another task (no ticket, no slot for the outcome, no cancellation handler: there is no
     // wait to cancel, and a task cancelled already fails before validation, as it would in one).
     if gate.tryEnter() {
-      // The body's value and the command's outcome in plain locals: a tuple or `Result` of the
-      // generic `R` would be copied and destroyed through run-time metadata in this unspecialized
-      // code.
-      var result: R?
-      var failure: (any Error)?
+      // The body's value in a plain constant: an optional, tuple or `Result` of the generic `R`
+      // would have its metadata looked up at run time (about 330 instructions each time) and be
+      // copied and destroyed through it, in this unspecialized code.
+      let result: R
       var completion: Completion?
       // `stage`'s steps inline: each asynchronous call costs a frame from the task's allocator and
       // a hop back to the executor, and the asynchronous steps are rarely needed.
       do {
         if try admit(cancelled: Task.isCancelled) { await recover() }
-        if let staged = try validate(origin, { result = try body($0, &$1) }) {
+        var staged: Staged?
+        result = try validate(origin, &staged, body)
+        if let staged = staged.take() {
           if overflows(with: staged) { await flush() }
           add(staged)
           completion = staged.completion
         }
       } catch {
-        failure = error
+        if !leaveQuietGate() { await serveTurn(first: nil) }
+        journal.lead()
+        throw error
       }
-      // Serves the commands that arrived meanwhile, sends the batch and passes the gate on: at
-      // once when none did (a command that arrives after the check gets the gate from `leave`).
-      if !gate.hasWaiters, beforeAppend.withLock({ $0 }) == nil {
-        _ = turns.advance(by: 1)
-        if let batch = takeBatch() { send(batch) }
-        gate.leave()
-      } else {
-        await serveTurn(first: nil)
-      }
+      if !leaveQuietGate() { await serveTurn(first: nil) }
       // Write what was handed over on this thread, unless a write is under way (it takes it next).
       journal.lead()
-      if let failure { throw failure }
       if let completion {
         // Usually settled by the write just made: read it without an asynchronous call.
         if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
       }
-      return result!
+      return result
     }
     // The gate holder may stage this command on its own task while this one waits: `body` is
     // used only until the ticket's staging work has run, while this call is suspended in the gate.
@@ -403,12 +397,26 @@ public final class Manager<M: Model>: Sendable {
     -> Completion?
   {
     if try admit(cancelled: cancelled) { await recover() }
-    guard let staged = try validate(origin, body) else { return nil }
+    var validated: Staged?
+    try validate(origin, &validated, body)
+    guard let staged = validated.take() else { return nil }
     // A command that would overflow the batch sends the batch before it on its way first. It was
     // validated against that batch, so if the batch fails, it fails too.
     if overflows(with: staged) { await flush() }
     add(staged)
     return staged.completion
+  }
+
+  /// Ends the turn of a holder that staged its own command, when no command arrived meanwhile:
+  /// sends the batch and passes the gate on (a command that arrives after the check gets the gate
+  /// from `leave`). False, changing nothing, when commands wait or an append hook is set: then
+  /// `serveTurn` must serve them.
+  private func leaveQuietGate() -> Bool {
+    guard !gate.hasWaiters, beforeAppend.withLock({ $0 }) == nil else { return false }
+    _ = turns.advance(by: 1)
+    if let batch = takeBatch() { send(batch) }
+    gate.leave()
+    return true
   }
 
   /// `stage`'s first step: throws if the manager stopped or the command was cancelled; true if an
@@ -428,12 +436,24 @@ public final class Manager<M: Model>: Sendable {
     return broken
   }
 
-  /// `stage`'s second step: runs the body against the state to validate against and encodes its
-  /// events; nil if it recorded none.
-  private func validate(_ origin: Origin, _ body: (M, inout Command) throws -> Void) throws -> Staged? {
+  /// `stage`'s second step: runs the body against the state to validate against, encodes its
+  /// events into `staged` (nil if it recorded none), and returns the body's value.
+  ///
+  /// Generic over the value so that it is returned as it is: `perform`'s unspecialized code
+  /// holds it in a constant of type `R`, where an optional (or a tuple, or a `Result`) of `R`
+  /// would have its metadata looked up at run time on every command (about 330 instructions).
+  private func validate<R>(_ origin: Origin, _ staged: inout Staged?, _ body: (M, inout Command) throws -> R)
+    throws -> R
+  {
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
     // The snapshot lives only inside this closure, so applying later can mutate in place.
-    try { (command: inout Command) in try body(validationState(), &command) }(&command)
+    let result = try { (command: inout Command) throws -> R in try body(validationState(), &command) }(&command)
+    staged = try encode(command, origin: origin)
+    return result
+  }
+
+  /// Encodes a validated command's events; nil if it recorded none.
+  private func encode(_ command: Command, origin: Origin) throws -> Staged? {
     if command.events.isEmpty { return nil }
 
     var records: [NewRecord] = []
