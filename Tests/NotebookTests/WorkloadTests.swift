@@ -74,3 +74,38 @@ import Testing
     await #expect(throws: WorkloadError.self) { try await workload.run(manager, events: 10) }
   }
 }
+
+/// `WorkloadText.words` writes the same prose it always has: the seeded histories (the demo's, the
+/// benchmark's corpus, the golden digests) depend on every byte of it.
+@Suite struct WorkloadTextTests {
+  /// The words as they were first put together: a `String` appended to word by word, its first
+  /// character uppercased.
+  static func reference(_ range: ClosedRange<Int>, using random: inout SeededRandom) -> String {
+    let count = range.lowerBound + Int(random.next() % UInt64(range.count))
+    var text = ""
+    for index in 0..<count {
+      if index > 0 { text += " " }
+      text += WorkloadText.vocabulary[Int(random.next() % UInt64(WorkloadText.vocabulary.count))]
+    }
+    return text.prefix(1).uppercased() + text.dropFirst()
+  }
+
+  @Test func theVocabularyIsLowercaseASCIIWords() {
+    #expect(WorkloadText.vocabulary.count > 100)
+    for word in WorkloadText.vocabulary {
+      #expect(!word.isEmpty && word.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }, "\(word)")
+    }
+  }
+
+  @Test(arguments: [1...1, 1...3, 2...7, 8...35, 60...200])
+  func wordsAreTheReferencesProse(range: ClosedRange<Int>) {
+    var random = SeededRandom(seed: 0x5EED ^ UInt64(range.upperBound))
+    var expected = random
+    for _ in 0..<500 {
+      let text = WorkloadText.words(range, using: &random)
+      #expect(text == Self.reference(range, using: &expected))
+      // Both drew the same numbers: the next draw agrees too.
+      #expect(random.next() == expected.next())
+    }
+  }
+}
