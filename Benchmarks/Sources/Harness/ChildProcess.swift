@@ -60,6 +60,11 @@ enum ChildProcess {
     /// durability `none`, one producer (for profiling the manager's per-command cost; not run by
     /// the scenarios).
     case manager
+    /// LIMIT commands of the corpus's mixed workload (`NotebookWorkload`, the corpus's seed,
+    /// planned before the timed part) through a new `NotebookManager` in DIR, durability `none`,
+    /// one producer (for profiling the mixed commands; `NotebookHistory.run`'s inclusive count is
+    /// theirs alone).
+    case history
     /// LIMIT records (the first 1,000 of the journal in DIR, made by `manager`, cycled) appended
     /// one per `Journal.append` to a new journal in DIR-append, durability `none` (or the fifth
     /// argument's), one producer (for profiling the journal's per-append cost; not run by the
@@ -112,7 +117,7 @@ enum ChildProcess {
       arguments.count == 4 || [.append, .appendBulk, .appendConcurrent].contains(kind)
     else {
       printError(
-        "usage: rewind-bench --child read|replay|manager|append|append-bulk|append-64|jump DIR LIMIT OUT"
+        "usage: rewind-bench --child read|replay|manager|history|append|append-bulk|append-64|jump DIR LIMIT OUT"
           + " [none|batched|always (append kinds)]")
       return 2
     }
@@ -143,6 +148,8 @@ enum ChildProcess {
           liveRecords: state.notebooks.count + state.notes.count + state.readingList.count)
       case .manager:
         result = try blocking { try await manager(directory: directory, limit: limit) }
+      case .history:
+        result = try blocking { try await history(directory: directory, limit: limit) }
       case .append:
         result = try blocking { try await append(directory: directory, limit: limit, durability: durability) }
       case .appendBulk:
@@ -197,6 +204,22 @@ enum ChildProcess {
     }
     manager.close()
     return Result(events: limit, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
+  }
+
+  private static func history(directory: String, limit: Int) async throws -> Result {
+    let seed = BenchOptions().seed
+    let manager = try NotebookManager(
+      directory: directory, options: benchJournalOptions(.none), clock: NotebookWorkload.clock(seed: seed),
+      ids: NotebookWorkload.identifiers(seed: seed))
+    var workload = NotebookWorkload(seed: seed)
+    let planned = (0..<limit).map { _ in workload.next() }
+    var history = NotebookHistory()
+    let (seconds, _) = try await timedAsync {
+      for command in planned { try await history.run(command, on: manager) }
+    }
+    let events = Int(manager.lastSequence)
+    manager.close()
+    return Result(events: events, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
   }
 
   private static func append(
