@@ -674,6 +674,15 @@ final class JournalWriter: @unchecked Sendable {
   /// `reserve`) into the active segment through its mapping: moves the window if the frames
   /// leave it, copies them, and makes the whole pages before them read only. Returns false,
   /// having stored nothing, if mapping fails: the segment then falls back to `pwrite`.
+  ///
+  /// Each page's first store faults: the kernel reads the allocated, unwritten page into the page
+  /// cache (zeroing it), then ext4 marks it dirty. Preparing the next 64–256 KiB ahead of the
+  /// stores on this thread (`MADV_POPULATE_WRITE`, or `readahead` and `MADV_WILLNEED`, which leave
+  /// the write half) only moves that work into the call: measured Dec 1, one-record appends
+  /// under `none`, 1M appends, user+sys 0.96 of before for `MADV_POPULATE_WRITE`, 1.00 for
+  /// `readahead`, appends per second within the spread of repeated runs. Doing it on a second
+  /// thread took 14% off this thread's CPU but cost that thread 0.17 s, on this 2-core machine
+  /// no clear gain either. So the faults stay where they are.
   private func storeMapped(through end: Int64) -> Bool {
     let start = state.endOffset
     precondition(end <= reservedEnd, "a store through the mapping past the allocated space")
