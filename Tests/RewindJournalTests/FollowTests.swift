@@ -8,22 +8,42 @@ import Testing
 /// Readers following the tail see every committed record exactly once, in order, also across
 /// segment rolls.
 @Suite struct FollowTests {
+  /// How far a follower got, for its watchdog.
+  private final class Progress: Sendable {
+    let seen = Atomic<Int>(0)
+    let finished = Atomic<Bool>(false)
+  }
+
   /// Follows `directory` from `start` until `count` records were seen, then cancels itself.
-  /// A watchdog cancels it after a generous limit so a lost record fails the test instead of
-  /// hanging it.
+  /// A watchdog cancels it once it has seen no new record for two minutes, so a lost record fails
+  /// the test instead of hanging it. (Not a limit on the whole run: on a loaded machine, with
+  /// every suite running at once, a follower that keeps up may take longer than that.)
   static func follow(_ directory: String, from start: UInt64, count: Int) throws -> Task<[JournalRecord], any Error> {
     let reader = try JournalReader(directory: directory)
+    let progress = Progress()
     let task = Task {
+      defer { progress.finished.store(true, ordering: .releasing) }
       var seen: [JournalRecord] = []
       for try await record in reader.follow(from: start, pollInterval: .milliseconds(1)) {
         seen.append(record)
+        progress.seen.store(seen.count, ordering: .relaxed)
         if seen.count == count { withUnsafeCurrentTask { $0?.cancel() } }
       }
       return seen
     }
     Task {
-      try await Task.sleep(for: .seconds(120))
-      task.cancel()
+      var last = -1
+      var quietSeconds = 0
+      while !progress.finished.load(ordering: .acquiring) {
+        try await Task.sleep(for: .seconds(5))
+        let seen = progress.seen.load(ordering: .relaxed)
+        quietSeconds = seen == last ? quietSeconds + 5 : 0
+        last = seen
+        if quietSeconds >= 120 {
+          task.cancel()
+          return
+        }
+      }
     }
     return task
   }
