@@ -162,7 +162,7 @@ public enum Replay {
   ) throws -> (lastSequence: UInt64, count: Int) {
     guard last > start else { return (start, 0) }
     let records = try DecodedRecords(
-      registry: registry, reader: reader, first: start + 1, last: last, options: options)
+      registry: registry, reader: reader, first: start + 1, last: last, options: options, applyOnly: observe == nil)
     let tables = registry.tables
     var context = ApplyContext(recording: false)
     var count = 0
