@@ -52,6 +52,9 @@ public struct EventRegistry<M: Model>: Sendable {
       decode: { bytes, offset in try decode(bytes, offset) })
     current[E.name] = entry
     tables.setEncoder(for: ObjectIdentifier(E.self), entry.encode)
+    let applyTyped: @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void = { model, event, context in
+      apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
+    }
     tables.add(
       name: E.name,
       decoder: EventTables.Decoder(
@@ -61,7 +64,8 @@ public struct EventRegistry<M: Model>: Sendable {
           // event is whole before the model changes, so a decoding error leaves the model as it was.
           let event = try decode(bytes, offset)
           apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
-        }))
+        },
+        makeEvents: { DecodedEventsOf<E>(decode: decode, apply: applyTyped) }))
     tables.setApplier(for: ObjectIdentifier(E.self)) { model, event, context in
       // The caller found this applier by the event's dynamic type, so the event is an `E`: open
       // the existential and reinterpret it (no dynamic cast, no optional `E`).
@@ -199,6 +203,8 @@ struct EventTables: Sendable {
     var decodeApplying:
       @Sendable (_ payload: [UInt8], _ offset: Int, _ model: UnsafeMutableRawPointer, _ context: inout ApplyContext)
         throws -> Void
+    /// An empty list for events of this type, decoded on one thread and applied on another.
+    var makeEvents: @Sendable () -> DecodedEvents
   }
 
   /// Applies an event of one type: `model` points at the model, `event` has that type.
@@ -293,6 +299,35 @@ struct EventTables: Sendable {
     return true
   }
 
+  /// Decodes the event of a record whose name and version are current and appends it to the list
+  /// of its type in `lists` (indexed by name; made on first use): replay's reading thread, when
+  /// nothing observes the records, hands events to the applying thread this way instead of in
+  /// `any Event` boxes. False (doing nothing) for any other record, as for `decodeApplying`.
+  /// `nameIndex` is as for `decode`.
+  /// - Throws: `ReplayError(.undecodableEvent)`, as `decode`.
+  func decode(
+    _ header: EventRecord.Header, nameIndex: Int?, payload: [UInt8], sequence: UInt64,
+    into lists: inout [DecodedEvents?]
+  ) throws -> Bool {
+    guard let nameIndex, let decoder = decoders[nameIndex], decoder.version == header.version else { return false }
+    if lists.count < decoders.count { lists += repeatElement(nil, count: decoders.count - lists.count) }
+    let events: DecodedEvents
+    if let existing = lists[nameIndex] {
+      events = existing
+    } else {
+      events = decoder.makeEvents()
+      lists[nameIndex] = events
+    }
+    do {
+      try events.append(decoding: payload, at: header.bodyOffset)
+    } catch {
+      throw ReplayError(
+        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
+        underlying: String(describing: error))
+    }
+    return true
+  }
+
   /// The record payload of `event`, or nil if its type is not registered as current.
   func encode(_ event: any Event, origin: Origin, commandID: Identifier) throws -> [UInt8]? {
     let eventType = ObjectIdentifier(type(of: event))
@@ -312,5 +347,71 @@ struct EventTables: Sendable {
       preconditionFailure("event \(type(of: event).name) is not registered with \(M.self)")
     }
     withUnsafeMutablePointer(to: &model) { applier.apply(UnsafeMutableRawPointer($0), event, &context) }
+  }
+}
+
+/// Events of one type that replay's reading thread decoded for the applying thread, kept in order
+/// and applied in order. A batch keeps one list per event type instead of an `any Event` box per
+/// record, which cost an allocation on the reading thread and, on the applying thread, a dynamic
+/// type lookup, a search for the applier and the box's release.
+///
+/// `@unchecked Sendable`: a list is filled by one thread, then handed whole to another that
+/// applies it; never used by two threads at once.
+class DecodedEvents: @unchecked Sendable {
+  /// Decodes the event at `offset` of `payload` and keeps it after the others.
+  func append(decoding payload: [UInt8], at offset: Int) throws {
+    preconditionFailure("DecodedEvents.append is implemented by DecodedEventsOf")
+  }
+
+  /// Applies the first event not yet applied to the model `model` points at, and lets it go.
+  func applyNext(to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
+    preconditionFailure("DecodedEvents.applyNext is implemented by DecodedEventsOf")
+  }
+}
+
+/// The events of type `E` of a batch, in a buffer of their own: each is moved out as it is
+/// applied, so applying one copies nothing and the buffer holds nothing to destroy when done.
+final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
+  private let decode: @Sendable ([UInt8], Int) throws -> E
+  private let apply: @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void
+  // Only this object's methods touch these, on one thread at a time (no dynamic exclusivity checks).
+  @exclusivity(unchecked) private var events: UnsafeMutablePointer<E>
+  @exclusivity(unchecked) private var capacity = 16
+  /// Events `applied..<count` are initialized.
+  @exclusivity(unchecked) private var count = 0
+  @exclusivity(unchecked) private var applied = 0
+
+  init(
+    decode: @escaping @Sendable ([UInt8], Int) throws -> E,
+    apply: @escaping @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void
+  ) {
+    self.decode = decode
+    self.apply = apply
+    events = .allocate(capacity: capacity)
+  }
+
+  deinit {
+    (events + applied).deinitialize(count: count - applied)
+    events.deallocate()
+  }
+
+  override func append(decoding payload: [UInt8], at offset: Int) throws {
+    let event = try decode(payload, offset)
+    if count == capacity {
+      let grown = UnsafeMutablePointer<E>.allocate(capacity: capacity * 2)
+      (grown + applied).moveInitialize(from: events + applied, count: count - applied)
+      events.deallocate()
+      events = grown
+      capacity *= 2
+    }
+    (events + count).initialize(to: event)
+    count += 1
+  }
+
+  override func applyNext(to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
+    precondition(applied < count, "no decoded \(E.name) event left to apply")
+    let event = (events + applied).move()
+    applied += 1
+    apply(model, event, &context)
   }
 }

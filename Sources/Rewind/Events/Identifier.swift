@@ -43,7 +43,12 @@ public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringC
     }
   }
 
-  public static func < (a: Identifier, b: Identifier) -> Bool { (a.high, a.low) < (b.high, b.low) }
+  /// High half first: the order of the 128-bit numbers. Compared as one `UInt128` (a compare and a
+  /// subtract with borrow) rather than as a tuple (two compares, each made a flag, and a select):
+  /// every step of a store's tree search is one of these.
+  @inlinable @inline(__always) public static func < (a: Identifier, b: Identifier) -> Bool {
+    UInt128(a.high) &<< 64 | UInt128(a.low) < UInt128(b.high) &<< 64 | UInt128(b.low)
+  }
 
   /// Field coders store the 16 bytes (tag `identifier`); other coders a 32-hex-digit string.
   public init(from decoder: any Decoder) throws {
@@ -80,7 +85,7 @@ public protocol EntityIdentifier: Hashable, Comparable, Sendable, Codable, Custo
 }
 
 extension EntityIdentifier {
-  public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
+  @inlinable public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
   public var description: String { raw.description }
   public init(from decoder: any Decoder) throws {
     self.init(try decoder.singleValueContainer().decode(Identifier.self))

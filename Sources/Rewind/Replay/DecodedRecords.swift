@@ -34,8 +34,15 @@ final class DecodedRecords<M: Model> {
   /// nothing behind to destroy later. Only `next()` touches them (no dynamic exclusivity checks).
   @exclusivity(unchecked) private var decoded: [DecodedRecord] = []
   @exclusivity(unchecked) private var raw: [JournalRecord] = []
+  /// The current batch when the reading thread decoded it for `applyNext` (see `applyOnly`).
+  @exclusivity(unchecked) private var applicable = ApplicableBatch()
 
-  init(registry: EventRegistry<M>, reader: JournalReader, first: UInt64, last: UInt64, options: ReplayOptions) throws {
+  /// `applyOnly`: the caller only calls `applyNext` (it looks at no record), so the reading thread
+  /// decodes batches into lists of events by type (`ApplicableBatch`), not into `DecodedRecord`s.
+  init(
+    registry: EventRegistry<M>, reader: JournalReader, first: UInt64, last: UInt64, options: ReplayOptions,
+    applyOnly: Bool = false
+  ) throws {
     self.registry = registry
     self.tables = registry.tables
     self.last = last
@@ -58,6 +65,7 @@ final class DecodedRecords<M: Model> {
             records.reverse()
             return .raw(records)
           }
+          if applyOnly { return .applicable(try decodeApplicable(records, tables: tables, registry: registry)) }
           return .decoded(try decodeReversed(records, tables: tables, registry: registry))
         }
       }
@@ -71,6 +79,7 @@ final class DecodedRecords<M: Model> {
   /// The next record, or nil after `last` (or the end of the journal).
   func next() throws -> DecodedRecord? {
     while true {
+      precondition(applicable.steps.isEmpty, "DecodedRecords made for applyNext only")
       if !decoded.isEmpty { return decoded.removeLast() }
       if !raw.isEmpty { return try decodeRecord(raw.removeLast(), tables: tables, registry: registry) }
       guard try refill() else { return nil }
@@ -84,6 +93,7 @@ final class DecodedRecords<M: Model> {
   /// `DecodedRecord` that `next()` would build and the caller free.
   func applyNext(to state: inout M, context: inout ApplyContext) throws -> UInt64? {
     while true {
+      if let sequence = applicable.applyNext(to: &state, tables: tables, context: &context) { return sequence }
       if !decoded.isEmpty {
         switch decoded.removeLast() {
         case .event(let recorded):
@@ -118,12 +128,14 @@ final class DecodedRecords<M: Model> {
     while true {
       decoded = []
       raw = []
+      applicable = ApplicableBatch()
       if let queue {
         // The queue hands over its only reference to the batch, so moving records out of it does
         // not copy it.
         switch try queue.take() {
         case .decoded(let records)?: decoded = records
         case .raw(let records)?: raw = records
+        case .applicable(let batch)?: applicable = batch
         case nil: return false
         }
       } else if let cursor = inline {
@@ -136,7 +148,7 @@ final class DecodedRecords<M: Model> {
       } else {
         return false
       }
-      if !decoded.isEmpty || !raw.isEmpty { return true }
+      if !decoded.isEmpty || !raw.isEmpty || !applicable.steps.isEmpty { return true }
     }
   }
 
@@ -219,6 +231,63 @@ func decodeReversed<M: Model>(_ records: [JournalRecord], tables: EventTables, r
   }
 }
 
+/// `records` decoded for a caller that only applies them (`DecodedRecords.applyNext`): each event
+/// whose name and version are current goes into the list of its type, without an `any Event` box
+/// or an envelope; any other record (a checkpoint, an old version to upcast) is decoded by
+/// `decodeRecord`. Decoded in order, so the first record that does not decode is the error, as for
+/// `decodeReversed`.
+func decodeApplicable<M: Model>(_ records: [JournalRecord], tables: EventTables, registry: EventRegistry<M>) throws
+  -> ApplicableBatch
+{
+  var batch = ApplicableBatch()
+  batch.steps.reserveCapacity(records.count)
+  for record in records {
+    let (header, nameIndex) = try eventHeader(of: record, tables: tables)
+    if nameIndex != EventTables.checkpointNameIndex,
+      try tables.decode(
+        header, nameIndex: nameIndex, payload: record.payload, sequence: record.sequence, into: &batch.lists)
+    {
+      batch.steps.append(ApplicableBatch.Step(sequence: record.sequence, list: nameIndex.unsafelyUnwrapped))
+    } else {
+      batch.others.append(try decodeRecord(record, tables: tables, registry: registry))
+      batch.steps.append(ApplicableBatch.Step(sequence: record.sequence, list: -batch.others.count))
+    }
+  }
+  return batch
+}
+
+/// A batch of records decoded for a caller that only applies them: the events of current types in
+/// one list per type (by name index), the other records whole, and the order to apply them in.
+struct ApplicableBatch: Sendable {
+  struct Step: Sendable {
+    var sequence: UInt64
+    /// The index in `lists` of the list holding this record's event; for a record in `others`,
+    /// `-1 - ` its index there.
+    var list: Int
+  }
+
+  var steps: [Step] = []
+  var lists: [DecodedEvents?] = []
+  var others: [DecodedRecord] = []
+  /// The index in `steps` of the next record to apply.
+  var next = 0
+
+  /// Applies the next record to `state` (an event; a checkpoint changes nothing) and returns its
+  /// sequence number; nil when every record is applied.
+  mutating func applyNext<M: Model>(to state: inout M, tables: EventTables, context: inout ApplyContext) -> UInt64? {
+    guard next < steps.count else { return nil }
+    let step = steps[next]
+    next += 1
+    if step.list >= 0 {
+      let events = lists[step.list].unsafelyUnwrapped
+      withUnsafeMutablePointer(to: &state) { events.applyNext(to: UnsafeMutableRawPointer($0), context: &context) }
+    } else if case .event(let recorded) = others[-1 - step.list] {
+      tables.apply(recorded.event, to: &state, context: &context)
+    }
+    return step.sequence
+  }
+}
+
 /// Moves a non-`Sendable` value into the one thread that uses it from then on.
 struct SendableBox<Value>: @unchecked Sendable {
   let value: Value
@@ -230,6 +299,8 @@ struct SendableBox<Value>: @unchecked Sendable {
 enum RecordBatch: Sendable {
   case decoded([DecodedRecord])
   case raw([JournalRecord])
+  /// Decoded for `applyNext` only, in order (not last first).
+  case applicable(ApplicableBatch)
 }
 
 /// A bounded queue of batches between one producer thread and one consumer.

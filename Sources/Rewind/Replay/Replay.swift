@@ -73,13 +73,14 @@ public enum Replay {
           sequence: sequence, recorded: checkpoint.digest, replayed: digest)
       }
     }
-    try apply(
+    // Counted by `apply` and taken from its result, not by an `applied` closure: `report` is
+    // captured by `checkCheckpoint` too, so a closure changing it per record would reach it through
+    // a box with a dynamic exclusivity check each time.
+    let applied = try apply(
       registry: registry, reader: reader, to: &state, after: start, through: last, options: options,
-      progress: progress, observe: options.verifyCheckpoints ? checkCheckpoint : nil
-    ) { sequence in
-      report.lastSequence = sequence
-      report.recordsApplied += 1
-    }
+      progress: progress, observe: options.verifyCheckpoints ? checkCheckpoint : nil)
+    report.lastSequence = applied.lastSequence
+    report.recordsApplied += applied.count
     return Outcome(state: state, report: report)
   }
 
@@ -126,13 +127,11 @@ public enum Replay {
     }
     var state = M()
     var report = ReplayReport()
-    try apply(
+    let applied = try apply(
       registry: registry, reader: reader, to: &state, after: 0, through: sequence, options: ReplayOptions(),
-      progress: nil, observe: nil
-    ) {
-      report.lastSequence = $0
-      report.recordsApplied += 1
-    }
+      progress: nil, observe: nil)
+    report.lastSequence = applied.lastSequence
+    report.recordsApplied = applied.count
     return Result(state: state, lastSequence: report.lastSequence, report: report)
   }
 
@@ -152,16 +151,18 @@ public enum Replay {
   /// Applies records `start+1 ... last` to `state`. `observe` sees each record with the state
   /// after it; `observeSequence` sees each record's sequence number with the state after it (for
   /// a caller that does not look at the record: records are then applied as they are decoded, as
-  /// without either); `applied` gets each sequence number applied.
+  /// without either); `applied`, if given, gets each sequence number applied. Returns the last
+  /// sequence number applied (`start` if none) and how many records were applied.
+  @discardableResult
   static func apply<M: Model>(
     registry: EventRegistry<M>, reader: JournalReader, to state: inout M, after start: UInt64, through last: UInt64,
     options: ReplayOptions, progress: ((ReplayProgress) -> Void)?,
     observe: ((DecodedRecord, M) throws -> Void)?, observeSequence: ((UInt64, M) throws -> Void)? = nil,
-    applied: (UInt64) -> Void
-  ) throws {
-    guard last > start else { return }
+    applied: ((UInt64) -> Void)? = nil
+  ) throws -> (lastSequence: UInt64, count: Int) {
+    guard last > start else { return (start, 0) }
     let records = try DecodedRecords(
-      registry: registry, reader: reader, first: start + 1, last: last, options: options)
+      registry: registry, reader: reader, first: start + 1, last: last, options: options, applyOnly: observe == nil)
     let tables = registry.tables
     var context = ApplyContext(recording: false)
     var count = 0
@@ -182,12 +183,13 @@ public enum Replay {
         context.touched.removeAll(keepingCapacity: true)
         try observeSequence?(next, state)
       }
-      applied(sequence)
+      applied?(sequence)
       count += 1
       if let progress, count % max(1, options.progressInterval) == 0 {
         progress(ReplayProgress(sequence: sequence, target: last, recordsApplied: count))
       }
     }
     progress?(ReplayProgress(sequence: sequence, target: last, recordsApplied: count))
+    return (sequence, count)
   }
 }

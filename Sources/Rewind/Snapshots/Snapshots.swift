@@ -49,7 +49,7 @@ public enum Snapshots {
         } catch {
           failure = error
         }
-      }, applied: { _ in })
+      })
     if let failure { throw failure }
     try store.prune(keeping: keep)
     return written

@@ -301,7 +301,7 @@ public final class TimeMachine<M: SnapshotModel> {
             found = sequence
             throw FoundFailure()
           }
-        }, applied: { _ in })
+        })
     } catch is FoundFailure {}
     return found
   }
