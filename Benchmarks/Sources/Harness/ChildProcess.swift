@@ -187,7 +187,7 @@ enum ChildProcess {
   }
 
   private static func manager(directory: String, limit: Int) async throws -> Result {
-    let seed: UInt64 = 0x5EED_2026
+    let seed = BenchOptions().seed
     let manager = try NotebookManager(
       directory: directory, options: benchJournalOptions(.none),
       ids: NotebookWorkload.identifiers(seed: seed))
