@@ -55,6 +55,16 @@ final class BenchContext: @unchecked Sendable {
     }
   }
 
+  /// Records the slowest and fastest events/s of a configuration's runs (from `appendRounds`),
+  /// beside the median its scenario records; nothing for a single run.
+  func recordSpread(_ scenario: String, _ configuration: String, _ runs: [AppendRun], system: String = "rewind") {
+    guard runs.count > 1, let slowest = runs.first, let fastest = runs.last else { return }
+    record(
+      scenario, configuration, "events/s, lowest of \(runs.count)", slowest.eventsPerSecond, "ev/s", system: system)
+    record(
+      scenario, configuration, "events/s, highest of \(runs.count)", fastest.eventsPerSecond, "ev/s", system: system)
+  }
+
   /// The value of a recorded figure, if it was measured.
   func value(_ scenario: String, _ configuration: String, _ metric: String, system: String = "rewind") -> Double? {
     let key = "\(scenario)|\(system)|\(configuration)|\(metric)"

@@ -23,6 +23,10 @@ struct BenchOptions: Sendable {
   var readRepeats: Int { mode == .full ? 10 : 2 }
   /// Random seeks in the corpus journal.
   var seeks: Int { mode == .full ? 2_000 : 100 }
+  /// Runs of each append configuration (the journal's, SQLite's, the managers'), whose rates move
+  /// most with the minute on a shared machine: the median run is reported, with the lowest and
+  /// highest events/s beside it.
+  var appendRounds: Int { mode == .full ? 3 : 1 }
   /// Commands through the managers per configuration.
   var managerCommands: Int { mode == .full ? 20_000 : 500 }
 
@@ -30,7 +34,8 @@ struct BenchOptions: Sendable {
     usage: rewind-bench [--small|--full] [--json PATH] [--work DIR] [--only NAME]... [--seed N] [--events N]
 
       --small      CI-sized (the default): 20k events, a smoke test that the harness works
-      --full       1M events; build with -c release (make bench)
+      --full       1M events, each append configuration run three times (the median reported);
+                   build with -c release (make bench)
       --json PATH  where to write the results (default Benchmarks/results/latest.json)
       --work DIR   scratch directory for journals and baselines, kept afterwards (default: a
                    new one in /tmp, removed afterwards)

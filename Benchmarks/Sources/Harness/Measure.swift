@@ -21,6 +21,32 @@ func timedAsync<R>(_ body: () async throws -> R) async rethrows -> (seconds: Dou
   return (Double(monotonicNanos() - start) / 1e9, result)
 }
 
+/// One run of an append configuration: how many events in how long, each append's latency, and
+/// the bytes it left on disk.
+struct AppendRun: Sendable {
+  var events: Int
+  var seconds: Double
+  var latencies: Latencies
+  var bytesOnDisk: Int
+
+  var eventsPerSecond: Double { Double(events) / seconds }
+}
+
+/// Runs an append configuration `rounds` times (`run` gets the round, from 0, and starts afresh
+/// each time: a new journal or database) and returns the runs from slowest to fastest, so that
+/// `median` is the middle one and the ends are the spread (`BenchContext.recordSpread`).
+func appendRounds(_ rounds: Int, _ run: (_ round: Int) async throws -> AppendRun) async rethrows -> [AppendRun] {
+  var runs: [AppendRun] = []
+  for round in 0..<max(rounds, 1) { runs.append(try await run(round)) }
+  return runs.sorted { $0.eventsPerSecond < $1.eventsPerSecond }
+}
+
+extension [AppendRun] {
+  /// The run of median events/s (of runs ordered by `appendRounds`): every figure of a
+  /// configuration is this run's, so they agree with each other.
+  var median: AppendRun { self[count / 2] }
+}
+
 /// Latency samples in nanoseconds, summarized as nearest-rank percentiles.
 struct Latencies: Sendable {
   private(set) var samples: [UInt64] = []

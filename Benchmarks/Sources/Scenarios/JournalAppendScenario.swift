@@ -1,52 +1,63 @@
+internal import Foundation
 internal import RewindJournal
 
 /// The corpus appended straight to a `Journal`, one command's record per append, under each
-/// durability policy from 1 and 64 concurrent producers.
+/// durability policy from 1 and 64 concurrent producers, and 1,000 records per append from one;
+/// each configuration `BenchOptions.appendRounds` times, the median run reported.
 struct JournalAppendScenario: Scenario {
   let name = "journal.append"
   let summary = "Journal.append of the corpus records: events/s, MB/s, bytes/event, ack latency"
 
   func run(in context: BenchContext) async throws {
     let corpus = context.corpus
+    let rounds = context.options.appendRounds
     for (label, durability) in durabilities {
       for producers in [1, 64] {
         let count = appendCount(durability: durability, producers: producers, options: context.options)
         let directory = context.path("journal-\(label)-\(producers)")
-        let journal = try Journal(directory: directory, options: benchJournalOptions(durability))
-        let (seconds, latencies) = try await timedAsync {
-          try await runProducers(producers, count: count) { index in
-            try await journal.append([corpus[index]])
+        let runs = try await appendRounds(rounds) { _ in
+          try await Self.appendRun(to: directory, durability, records: count) { journal in
+            try await runProducers(producers, count: count) { index in try await journal.append([corpus[index]]) }
           }
         }
-        journal.close()
-        let disk = bytesOnDisk(directory)
-        var all = latencies
-        let configuration = Self.configuration(label, producers)
-        context.record(name, configuration, "events/s", Double(count) / seconds, "ev/s")
-        context.record(name, configuration, "MB/s written", Double(disk) / seconds / 1e6, "MB/s")
-        context.record(name, configuration, "bytes/event on disk", Double(disk) / Double(count), "B")
-        context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
-        context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
+        record(runs, Self.configuration(label, producers), in: context)
       }
     }
     // Bulk appends (an import, a sync pull): 1,000 records per append from one producer.
     let batches = Self.batches(of: corpus)
     for (label, durability) in durabilities where durability != .batched {
       let directory = context.path("journal-\(label)-bulk")
-      let journal = try Journal(directory: directory, options: benchJournalOptions(durability))
-      let (seconds, latencies) = try await timedAsync {
-        try await runProducers(1, count: batches.count) { index in try await journal.append(batches[index]) }
+      let runs = try await appendRounds(rounds) { _ in
+        try await Self.appendRun(to: directory, durability, records: corpus.count) { journal in
+          try await runProducers(1, count: batches.count) { index in try await journal.append(batches[index]) }
+        }
       }
-      journal.close()
-      let disk = bytesOnDisk(directory)
-      var all = latencies
-      let configuration = Self.bulkConfiguration(label)
-      context.record(name, configuration, "events/s", Double(corpus.count) / seconds, "ev/s")
-      context.record(name, configuration, "MB/s written", Double(disk) / seconds / 1e6, "MB/s")
-      context.record(name, configuration, "bytes/event on disk", Double(disk) / Double(corpus.count), "B")
-      context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
-      context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
+      record(runs, Self.bulkConfiguration(label), in: context)
     }
+  }
+
+  /// One run: a new journal in `directory` (whatever an earlier round left there removed), the
+  /// appends `body` makes to it timed, and the bytes it holds once closed.
+  private static func appendRun(
+    to directory: String, _ durability: Durability, records: Int, _ body: (Journal) async throws -> Latencies
+  ) async throws -> AppendRun {
+    try? FileManager.default.removeItem(atPath: directory)
+    let journal = try Journal(directory: directory, options: benchJournalOptions(durability))
+    let (seconds, latencies) = try await timedAsync { try await body(journal) }
+    journal.close()
+    return AppendRun(events: records, seconds: seconds, latencies: latencies, bytesOnDisk: bytesOnDisk(directory))
+  }
+
+  private func record(_ runs: [AppendRun], _ configuration: String, in context: BenchContext) {
+    let run = runs.median
+    var all = run.latencies
+    let disk = Double(run.bytesOnDisk)
+    context.record(name, configuration, "events/s", run.eventsPerSecond, "ev/s")
+    context.recordSpread(name, configuration, runs)
+    context.record(name, configuration, "MB/s written", disk / run.seconds / 1e6, "MB/s")
+    context.record(name, configuration, "bytes/event on disk", disk / Double(run.events), "B")
+    context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
+    context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
   }
 
   static let bulkSize = 1_000
