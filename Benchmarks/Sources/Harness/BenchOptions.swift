@@ -27,6 +27,8 @@ struct BenchOptions: Sendable {
   /// most with the minute on a shared machine: the median run is reported, with the lowest and
   /// highest events/s beside it.
   var appendRounds: Int { mode == .full ? 3 : 1 }
+  /// Sync pulls of `ManagerAppendScenario.notesPerPull` new notes through the manager per configuration.
+  var syncPulls: Int { mode == .full ? 200 : 5 }
   /// Commands through the managers per configuration.
   var managerCommands: Int { mode == .full ? 20_000 : 500 }
 

@@ -65,6 +65,10 @@ enum ChildProcess {
     /// one producer (for profiling the mixed commands; `NotebookHistory.run`'s inclusive count is
     /// theirs alone).
     case history
+    /// LIMIT notes (rounded down to whole pulls) in sync pulls of `ManagerAppendScenario.notesPerPull`
+    /// (`applySyncedNotes`, the scenario's notes) through a new `NotebookManager` in DIR,
+    /// durability `none` (for profiling the manager's bulk path per event).
+    case pulls
     /// LIMIT records (the first 1,000 of the journal in DIR, made by `manager`, cycled) appended
     /// one per `Journal.append` to a new journal in DIR-append, durability `none` (or the fifth
     /// argument's), one producer (for profiling the journal's per-append cost; not run by the
@@ -117,7 +121,8 @@ enum ChildProcess {
       arguments.count == 4 || [.append, .appendBulk, .appendConcurrent].contains(kind)
     else {
       printError(
-        "usage: rewind-bench --child read|replay|manager|history|append|append-bulk|append-64|jump DIR LIMIT OUT"
+        "usage: rewind-bench --child read|replay|manager|history|pulls|append|append-bulk|append-64|jump"
+          + " DIR LIMIT OUT"
           + " [none|batched|always (append kinds)]")
       return 2
     }
@@ -150,6 +155,8 @@ enum ChildProcess {
         result = try blocking { try await manager(directory: directory, limit: limit) }
       case .history:
         result = try blocking { try await history(directory: directory, limit: limit) }
+      case .pulls:
+        result = try blocking { try await pulls(directory: directory, limit: limit) }
       case .append:
         result = try blocking { try await append(directory: directory, limit: limit, durability: durability) }
       case .appendBulk:
@@ -218,6 +225,21 @@ enum ChildProcess {
       for command in planned { try await history.run(command, on: manager) }
     }
     let events = Int(manager.lastSequence)
+    manager.close()
+    return Result(events: events, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
+  }
+
+  private static func pulls(directory: String, limit: Int) async throws -> Result {
+    let seed = BenchOptions().seed
+    let manager = try NotebookManager(
+      directory: directory, options: benchJournalOptions(.none), ids: NotebookWorkload.identifiers(seed: seed))
+    let notebook = try await manager.createNotebook(title: "Benchmark")
+    let pulls = ManagerAppendScenario.syncPulls(limit / ManagerAppendScenario.notesPerPull, seed: seed)
+    let (seconds, events) = try await timedAsync {
+      var events = 0
+      for pull in pulls { events += try await manager.applySyncedNotes(pull, into: notebook) }
+      return events
+    }
     manager.close()
     return Result(events: events, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
   }

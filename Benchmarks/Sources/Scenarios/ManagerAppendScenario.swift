@@ -1,9 +1,10 @@
 internal import Foundation
 internal import Notebook
+internal import Rewind
 internal import RewindJournal
 
 /// New notes through `NotebookManager` under each durability policy, from 1 and 64 concurrent
-/// producers: the whole funnel (validate, encode, journal, apply) per command. Bytes on disk are
+/// producers, and in sync pulls of 1,000 from one (`runSyncPulls`): the whole funnel (validate, encode, journal, apply) per command. Bytes on disk are
 /// the journal directory's (segments and index) after the run. Each configuration
 /// `BenchOptions.appendRounds` times, the median run reported.
 struct ManagerAppendScenario: Scenario {
@@ -42,6 +43,65 @@ struct ManagerAppendScenario: Scenario {
         context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
         context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
       }
+    }
+    try await runSyncPulls(in: context)
+  }
+
+  static let notesPerPull = 1_000
+
+  static func pullConfiguration(_ durability: String) -> String {
+    "\(durability), 1 producer, \(notesPerPull) synced notes per command"
+  }
+
+  /// `count` pulls' worth of notes new to a notebook, `notesPerPull` each: random identifiers,
+  /// the workload's titles and bodies, up to two tags.
+  static func syncPulls(_ count: Int, seed: UInt64) -> [[RemoteNote]] {
+    var random = SeededRandom(seed: seed ^ 0x5C)
+    return (0..<count).map { _ in
+      (0..<notesPerPull).map { _ in
+        RemoteNote(
+          id: NoteID(Identifier(high: random.next(), low: random.next())),
+          title: WorkloadText.words(2...7, using: &random), body: WorkloadText.words(8...30, using: &random),
+          tags: (0..<Int(random.next() % 3)).map { _ in WorkloadText.tag(using: &random) })
+      }
+    }
+  }
+
+  /// The manager's bulk path, as the journal's bulk appends are the journal's: sync pulls
+  /// (`applySyncedNotes`) of `notesPerPull` notes new to the notebook, one command each, from one
+  /// producer; each note is its own `note.created` event. The notes are made before the timed part.
+  private func runSyncPulls(in context: BenchContext) async throws {
+    let pulls = Self.syncPulls(context.options.syncPulls, seed: context.options.seed)
+    let events = pulls.count * Self.notesPerPull
+    for (label, durability) in durabilities where durability != .batched {
+      let directory = context.path("manager-\(label)-pulls")
+      let runs = try await appendRounds(context.options.appendRounds) { _ in
+        try? FileManager.default.removeItem(atPath: directory)
+        let manager = try NotebookManager(
+          directory: directory, options: benchJournalOptions(durability),
+          ids: NotebookWorkload.identifiers(seed: context.options.seed))
+        let notebook = try await manager.createNotebook(title: "Benchmark")
+        let (seconds, latencies) = try await timedAsync {
+          try await runProducers(1, count: pulls.count) { index in
+            let created = try await manager.applySyncedNotes(pulls[index], into: notebook)
+            guard created == Self.notesPerPull else {
+              throw BenchError("a sync pull recorded \(created) events, expected \(Self.notesPerPull)")
+            }
+          }
+        }
+        manager.close()
+        return AppendRun(events: events, seconds: seconds, latencies: latencies, bytesOnDisk: bytesOnDisk(directory))
+      }
+      let run = runs.median
+      var all = run.latencies
+      let configuration = Self.pullConfiguration(label)
+      let bytes = Double(run.bytesOnDisk)
+      context.record(name, configuration, "events/s", run.eventsPerSecond, "ev/s")
+      context.recordSpread(name, configuration, runs)
+      context.record(name, configuration, "MB/s written", bytes / run.seconds / 1e6, "MB/s")
+      context.record(name, configuration, "bytes/event on disk", bytes / Double(events + 1), "B")
+      context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
+      context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
     }
   }
 }
