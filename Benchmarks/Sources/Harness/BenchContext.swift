@@ -55,6 +55,22 @@ final class BenchContext: @unchecked Sendable {
     }
   }
 
+  /// Records an append configuration's figures from its runs (`appendRounds`): the median run's
+  /// events/s, MB/s written, bytes per event on disk and acknowledgement p50 and p99, with the
+  /// spread of events/s. `eventsOnDisk`: how many events the bytes on disk hold, if set-up wrote
+  /// some beside the run's (a manager's first notebook).
+  func recordAppendRuns(_ scenario: String, _ configuration: String, _ runs: [AppendRun], eventsOnDisk: Int? = nil) {
+    let run = runs.median
+    var latencies = run.latencies
+    let bytes = Double(run.bytesOnDisk)
+    record(scenario, configuration, "events/s", run.eventsPerSecond, "ev/s")
+    recordSpread(scenario, configuration, runs)
+    record(scenario, configuration, "MB/s written", bytes / run.seconds / 1e6, "MB/s")
+    record(scenario, configuration, "bytes/event on disk", bytes / Double(eventsOnDisk ?? run.events), "B")
+    record(scenario, configuration, "ack p50", latencies.percentileMilliseconds(0.5), "ms")
+    record(scenario, configuration, "ack p99", latencies.percentileMilliseconds(0.99), "ms")
+  }
+
   /// Records the slowest and fastest events/s of a configuration's runs (from `appendRounds`),
   /// beside the median its scenario records; nothing for a single run.
   func recordSpread(_ scenario: String, _ configuration: String, _ runs: [AppendRun], system: String = "rewind") {

@@ -20,7 +20,7 @@ struct JournalAppendScenario: Scenario {
             try await runProducers(producers, count: count) { index in try await journal.append([corpus[index]]) }
           }
         }
-        record(runs, Self.configuration(label, producers), in: context)
+        context.recordAppendRuns(name, Self.configuration(label, producers), runs)
       }
     }
     // Bulk appends (an import, a sync pull): 1,000 records per append from one producer.
@@ -32,7 +32,7 @@ struct JournalAppendScenario: Scenario {
           try await runProducers(1, count: batches.count) { index in try await journal.append(batches[index]) }
         }
       }
-      record(runs, Self.bulkConfiguration(label), in: context)
+      context.recordAppendRuns(name, Self.bulkConfiguration(label), runs)
     }
   }
 
@@ -46,18 +46,6 @@ struct JournalAppendScenario: Scenario {
     let (seconds, latencies) = try await timedAsync { try await body(journal) }
     journal.close()
     return AppendRun(events: records, seconds: seconds, latencies: latencies, bytesOnDisk: bytesOnDisk(directory))
-  }
-
-  private func record(_ runs: [AppendRun], _ configuration: String, in context: BenchContext) {
-    let run = runs.median
-    var all = run.latencies
-    let disk = Double(run.bytesOnDisk)
-    context.record(name, configuration, "events/s", run.eventsPerSecond, "ev/s")
-    context.recordSpread(name, configuration, runs)
-    context.record(name, configuration, "MB/s written", disk / run.seconds / 1e6, "MB/s")
-    context.record(name, configuration, "bytes/event on disk", disk / Double(run.events), "B")
-    context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
-    context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
   }
 
   static let bulkSize = 1_000

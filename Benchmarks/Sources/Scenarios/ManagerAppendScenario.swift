@@ -4,9 +4,10 @@ internal import Rewind
 internal import RewindJournal
 
 /// New notes through `NotebookManager` under each durability policy, from 1 and 64 concurrent
-/// producers, and in sync pulls of 1,000 from one (`runSyncPulls`): the whole funnel (validate, encode, journal, apply) per command. Bytes on disk are
-/// the journal directory's (segments and index) after the run. Each configuration
-/// `BenchOptions.appendRounds` times, the median run reported.
+/// producers, and in sync pulls of 1,000 from one (`runSyncPulls`): the whole funnel (validate,
+/// encode, journal, apply) per command. Bytes on disk are the journal directory's (segments and
+/// index) after the run. Each configuration `BenchOptions.appendRounds` times, the median run
+/// reported.
 struct ManagerAppendScenario: Scenario {
   let name = "manager.append"
   let summary = "createNote through NotebookManager: events/s and acknowledgement latency"
@@ -32,16 +33,8 @@ struct ManagerAppendScenario: Scenario {
           manager.close()
           return AppendRun(events: count, seconds: seconds, latencies: latencies, bytesOnDisk: bytesOnDisk(directory))
         }
-        let run = runs.median
-        var all = run.latencies
         let configuration = "\(label), \(producers) producer\(producers == 1 ? "" : "s")"
-        let bytes = Double(run.bytesOnDisk)
-        context.record(name, configuration, "events/s", run.eventsPerSecond, "ev/s")
-        context.recordSpread(name, configuration, runs)
-        context.record(name, configuration, "MB/s written", bytes / run.seconds / 1e6, "MB/s")
-        context.record(name, configuration, "bytes/event on disk", bytes / Double(count + 1), "B")
-        context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
-        context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
+        context.recordAppendRuns(name, configuration, runs, eventsOnDisk: count + 1)
       }
     }
     try await runSyncPulls(in: context)
@@ -92,16 +85,7 @@ struct ManagerAppendScenario: Scenario {
         manager.close()
         return AppendRun(events: events, seconds: seconds, latencies: latencies, bytesOnDisk: bytesOnDisk(directory))
       }
-      let run = runs.median
-      var all = run.latencies
-      let configuration = Self.pullConfiguration(label)
-      let bytes = Double(run.bytesOnDisk)
-      context.record(name, configuration, "events/s", run.eventsPerSecond, "ev/s")
-      context.recordSpread(name, configuration, runs)
-      context.record(name, configuration, "MB/s written", bytes / run.seconds / 1e6, "MB/s")
-      context.record(name, configuration, "bytes/event on disk", bytes / Double(events + 1), "B")
-      context.record(name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms")
-      context.record(name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms")
+      context.recordAppendRuns(name, Self.pullConfiguration(label), runs, eventsOnDisk: events + 1)
     }
   }
 }
