@@ -76,6 +76,65 @@ import Testing
     #expect(applicable?.description == whole?.description)
   }
 
+  private func applyRest(
+    _ batch: inout ApplicableBatch, to state: inout Ledger, tables: EventTables, context: inout ApplyContext
+  ) -> (count: Int, lastSequence: UInt64)? {
+    withUnsafeMutablePointer(to: &state) {
+      batch.applyRest(to: UnsafeMutableRawPointer($0), tables: tables, context: &context)
+    }
+  }
+
+  /// Runs of events of one type, other records between them: `applyRest` (a call per run) gives
+  /// what `applyNext` one record at a time gives, from the start or from within a run, and says how
+  /// many records it applied and the last one's sequence number.
+  @Test func appliesRunsLikeOneByOne() throws {
+    let registry = Ledger.makeRegistry()
+    let tables = registry.tables
+    let deposits = try (1...6).map {
+      try EventRecord.encode(Deposited(account: first, amount: $0, memo: ""), origin: .user, commandID: command)
+    }
+    let reset = EventRecord.encodeFields(BalanceSet(account: first, balance: 100), origin: .user, commandID: command)
+    let old = try EventRecord.encode(DepositedV1(account: first, cents: 1_000), origin: .sync, commandID: command)
+    let mixed = try mixed().map(\.payload)
+    // The mixed records but the last (which closes `first`), then runs of 3, 1 and 2 deposits to
+    // `first` with a reset and an old version between them.
+    var payloads: [[UInt8]] = mixed.dropLast()
+    payloads += deposits[..<3]
+    payloads += [reset, deposits[3], old]
+    payloads += deposits[4...]
+    let records = records(payloads)
+    for skipped in [0, 1, 3, 4, records.count - 1, records.count] {
+      var expected = Ledger()
+      var context = ApplyContext(recording: false)
+      var oneByOne = try decodeApplicable(records, tables: tables, registry: registry)
+      while oneByOne.applyNext(to: &expected, tables: tables, context: &context) != nil {}
+
+      var batch = try decodeApplicable(records, tables: tables, registry: registry)
+      var state = Ledger()
+      for _ in 0..<skipped { _ = batch.applyNext(to: &state, tables: tables, context: &context) }
+      let rest = applyRest(&batch, to: &state, tables: tables, context: &context)
+      if skipped == records.count {
+        #expect(rest == nil)
+      } else {
+        #expect(rest?.count == records.count - skipped)
+        #expect(rest?.lastSequence == UInt64(records.count))
+      }
+      #expect(state.accounts.all() == expected.accounts.all(), "after \(skipped) one by one")
+      #expect(state.accounts.count(inGroup: "b") == expected.accounts.count(inGroup: "b"))
+      // Everything is applied: nothing left for either.
+      #expect(batch.applyNext(to: &state, tables: tables, context: &context) == nil)
+      #expect(applyRest(&batch, to: &state, tables: tables, context: &context) == nil)
+    }
+    // The order within and between runs shows in the balance: the mixed records leave `first` at
+    // 40, the reset comes after 1 + 2 + 3 and before 4, the old version (1,000) and 5 + 6.
+    var state = Ledger()
+    var context = ApplyContext(recording: false)
+    var batch = try decodeApplicable(records, tables: tables, registry: registry)
+    _ = applyRest(&batch, to: &state, tables: tables, context: &context)
+    #expect(state.accounts.find(id: first)?.balance == 1_115)
+    #expect(state.accounts.find(id: second)?.balance == 9)
+  }
+
   /// A batch's events of one type outgrow the room a list starts with (16) and still come out in
   /// order.
   @Test func listsGrowInOrder() throws {

@@ -7,6 +7,27 @@ import Testing
 /// `RecordTree` against a `Dictionary` doing the same thing, with copies kept along the way that
 /// must not change when the tree they were copied from does.
 @Suite struct RecordTreeTests {
+  /// A node's two searches, on every count up to an inner node's width, for keys below, between,
+  /// equal to and above the stored ones, against a linear count.
+  @Test func nodeSearchesAgreeWithCounting() {
+    typealias Node = RecordTree<Int, Void>.Node
+    for count in 0...RecordTree<Int, Void>.maxWidth {
+      let keys = (0..<count).map { $0 * 10 }
+      var stored = keys
+      stored.withUnsafeMutableBufferPointer { buffer in
+        let base = buffer.baseAddress ?? UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        for key in -5...(count * 10 + 5) {
+          let below = keys.filter { $0 < key }.count
+          #expect(Node.lowerBound(key, in: base, count: count) == below, "lowerBound(\(key)) of \(count)")
+          // Separators are keys 1..<count: the answer is how many of them are at or below `key`.
+          let separators = keys.dropFirst().filter { $0 <= key }.count
+          #expect(Node.childIndex(key, in: base, count: count) == separators, "childIndex(\(key)) of \(count)")
+        }
+        if buffer.baseAddress == nil { base.deallocate() }
+      }
+    }
+  }
+
   /// Random inserts, replacements, changes in place and removals (also of absent keys) over a key range small enough
   /// for every kind to happen often; every 500 steps a copy is kept, and at the end every kept copy
   /// must still hold exactly what the dictionary held at that moment.

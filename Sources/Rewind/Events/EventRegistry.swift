@@ -12,11 +12,23 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Registers `E` as the current version of its name, applied by `apply`, coded through `Codable`.
   /// - Precondition: no other type is registered under `E.name`.
+  ///
+  /// Inlinable, as the other `register`, so that `runApplier` is made in the app's module, where
+  /// `E` and `M` are known.
+  @inlinable
   public mutating func register<E: Event>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void
   ) {
+    addCodable(E.self, apply: apply, applyRun: Self.runApplier(apply))
+  }
+
+  @usableFromInline
+  mutating func addCodable<E: Event>(
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void,
+    applyRun: @escaping ApplyRun
+  ) {
     add(
-      E.self, apply: apply,
+      E.self, apply: apply, applyRun: applyRun,
       encode: { event, origin, command in try EventRecord.encode(event, origin: origin, commandID: command) },
       decode: { bytes, offset in try FieldDecoder().decode(E.self, from: bytes, at: offset) })
   }
@@ -24,17 +36,42 @@ public struct EventRegistry<M: Model>: Sendable {
   /// Registers `E` as the current version of its name, applied by `apply`, coded through its
   /// hand-written `FieldCodable` conformance (the fast path).
   /// - Precondition: no other type is registered under `E.name`.
+  @inlinable
   public mutating func register<E: Event & FieldCodable>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void
   ) {
+    addFieldCodable(E.self, apply: apply, applyRun: Self.runApplier(apply))
+  }
+
+  @usableFromInline
+  mutating func addFieldCodable<E: Event & FieldCodable>(
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void,
+    applyRun: @escaping ApplyRun
+  ) {
     add(
-      E.self, apply: apply,
+      E.self, apply: apply, applyRun: applyRun,
       encode: { event, origin, command in EventRecord.encodeFields(event, origin: origin, commandID: command) },
       decode: { bytes, offset in try FieldDecoder().decodeFields(E.self, from: bytes, at: offset) })
   }
 
+  /// Applies a run of `E` events, moving each out of the memory it lies in, through `apply`.
+  /// Inlinable and called from the inlinable `register`s, so that the closure is specialized for
+  /// `E` and `M` in the app's module: applying a run of replayed events (`DecodedEventsOf.apply`)
+  /// then looks up no generic metadata and moves no event through value witnesses.
+  @inlinable
+  static func runApplier<E: Event>(_ apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void)
+    -> ApplyRun
+  {
+    { events, count, model, context in
+      let events = events.assumingMemoryBound(to: E.self)
+      let model = model.assumingMemoryBound(to: M.self)
+      for index in 0..<count { apply(&model.pointee, (events + index).move(), &context) }
+    }
+  }
+
   private mutating func add<E: Event>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void,
+    applyRun: @escaping ApplyRun,
     encode: @escaping @Sendable (E, Origin, Identifier) throws -> [UInt8],
     decode: @escaping @Sendable ([UInt8], Int) throws -> E
   ) {
@@ -65,7 +102,7 @@ public struct EventRegistry<M: Model>: Sendable {
           let event = try decode(bytes, offset)
           apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
         },
-        makeEvents: { DecodedEventsOf<E>(decode: decode, apply: applyTyped) }))
+        makeEvents: { DecodedEventsOf<E>(decode: decode, apply: applyTyped, applyRun: applyRun) }))
     tables.setApplier(for: ObjectIdentifier(E.self)) { model, event, context in
       // The caller found this applier by the event's dynamic type, so the event is an `E`: open
       // the existential and reinterpret it (no dynamic cast, no optional `E`).
@@ -168,6 +205,13 @@ public struct EventRegistry<M: Model>: Sendable {
     tables.isRegistered(eventType)
   }
 }
+
+/// Applies `count` events of one type, lying from `events` on, to the model `model` points at,
+/// moving each out as it is applied (made by `EventRegistry.runApplier`).
+@usableFromInline typealias ApplyRun =
+  @Sendable (
+    _ events: UnsafeMutableRawPointer, _ count: Int, _ model: UnsafeMutableRawPointer, _ context: inout ApplyContext
+  ) -> Void
 
 /// The current version of a registered event: its type, version and coding.
 struct RegisteredEvent: Sendable {
@@ -342,11 +386,17 @@ struct EventTables: Sendable {
 
   /// Applies `event` (of a type registered as current for `M`) to `model`.
   func apply<M: Model>(_ event: any Event, to model: inout M, context: inout ApplyContext) {
+    withUnsafeMutablePointer(to: &model) { apply(event, toModelAt: UnsafeMutableRawPointer($0), context: &context) }
+  }
+
+  /// Applies `event` (of a type registered as current for the registry's model) to the model
+  /// `model` points at.
+  func apply(_ event: any Event, toModelAt model: UnsafeMutableRawPointer, context: inout ApplyContext) {
     let eventType = ObjectIdentifier(type(of: event))
     guard let applier = appliers.first(where: { $0.type == eventType })?.applier else {
-      preconditionFailure("event \(type(of: event).name) is not registered with \(M.self)")
+      preconditionFailure("event \(type(of: event).name) is not registered with this registry's model")
     }
-    withUnsafeMutablePointer(to: &model) { applier.apply(UnsafeMutableRawPointer($0), event, &context) }
+    applier.apply(model, event, &context)
   }
 }
 
@@ -367,6 +417,12 @@ class DecodedEvents: @unchecked Sendable {
   func applyNext(to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
     preconditionFailure("DecodedEvents.applyNext is implemented by DecodedEventsOf")
   }
+
+  /// Applies the first `count` events not yet applied, in order, to the model `model` points at,
+  /// in one call into code specialized for the event type and the model; lets them go.
+  func apply(count: Int, to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
+    preconditionFailure("DecodedEvents.apply(count:) is implemented by DecodedEventsOf")
+  }
 }
 
 /// The events of type `E` of a batch, in a buffer of their own: each is moved out as it is
@@ -374,6 +430,7 @@ class DecodedEvents: @unchecked Sendable {
 final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
   private let decode: @Sendable ([UInt8], Int) throws -> E
   private let apply: @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void
+  private let applyRun: ApplyRun
   // Only this object's methods touch these, on one thread at a time (no dynamic exclusivity checks).
   @exclusivity(unchecked) private var events: UnsafeMutablePointer<E>
   @exclusivity(unchecked) private var capacity = 16
@@ -383,10 +440,12 @@ final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
 
   init(
     decode: @escaping @Sendable ([UInt8], Int) throws -> E,
-    apply: @escaping @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void
+    apply: @escaping @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void,
+    applyRun: @escaping ApplyRun
   ) {
     self.decode = decode
     self.apply = apply
+    self.applyRun = applyRun
     events = .allocate(capacity: capacity)
   }
 
@@ -413,5 +472,13 @@ final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
     let event = (events + applied).move()
     applied += 1
     apply(model, event, &context)
+  }
+
+  override func apply(count: Int, to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
+    precondition(count >= 0 && applied + count <= self.count, "fewer decoded \(E.name) events left than asked to apply")
+    let first = events + applied
+    // Counted as applied first: the run moves them out.
+    applied += count
+    applyRun(UnsafeMutableRawPointer(first), count, model, &context)
   }
 }

@@ -233,19 +233,25 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     /// The first index whose key is not below `key`.
     ///
     /// Searched by halving the range without branching on the comparisons (see `childIndex`).
-    @inlinable func lowerBound(_ key: Key) -> Int {
-      withUnsafeMutablePointers { fields, stored in
-        var length = fields.pointee.count
-        guard length > 0 else { return 0 }
-        // Every key before `first` is below `key`; the answer lies in `first ... first + length`.
-        var first = stored
-        while length > 1 {
-          let half = length &>> 1
-          if first[half] < key { first += half }
-          length &-= half
-        }
-        return first - stored + (first[0] < key ? 1 : 0)
+    @inlinable @inline(__always) func lowerBound(_ key: Key) -> Int {
+      withUnsafeMutablePointers { fields, stored in Self.lowerBound(key, in: stored, count: fields.pointee.count) }
+    }
+
+    /// `lowerBound` of the `count` keys from `stored` on. A function of its own, always inlined:
+    /// written inside the closure, the search stayed a function of its own, called (through a
+    /// thunk, as the specializations for several key types were merged) on every step of a walk.
+    @inlinable @inline(__always)
+    static func lowerBound(_ key: Key, in stored: UnsafeMutablePointer<Key>, count: Int) -> Int {
+      var length = count
+      guard length > 0 else { return 0 }
+      // Every key before `first` is below `key`; the answer lies in `first ... first + length`.
+      var first = stored
+      while length > 1 {
+        let half = length &>> 1
+        if first[half] < key { first += half }
+        length &-= half
       }
+      return first - stored + (first[0] < key ? 1 : 0)
     }
 
     /// The index of `key`, or nil if this leaf does not hold it.
@@ -262,21 +268,25 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     /// the comparison (the compiler makes it a conditional move): the loop runs ⌈log₂ count⌉ times
     /// whatever the key, and costs about two thirds of the instructions of the textbook search,
     /// which kept two bounds and a midpoint and branched on every comparison.
-    @inlinable func childIndex(_ key: Key) -> Int {
-      withUnsafeMutablePointers { fields, stored in
-        // The separators are keys `1..<count`; the answer is how many of them are at or below
-        // `key`. Every separator before `first` is; the answer lies in `first ... first + length`
-        // (counted from separator 1).
-        var length = fields.pointee.count &- 1
-        guard length > 0 else { return 0 }
-        var first = stored + 1
-        while length > 1 {
-          let half = length &>> 1
-          if !(key < first[half]) { first += half }
-          length &-= half
-        }
-        return first - stored - (key < first[0] ? 1 : 0)
+    @inlinable @inline(__always) func childIndex(_ key: Key) -> Int {
+      withUnsafeMutablePointers { fields, stored in Self.childIndex(key, in: stored, count: fields.pointee.count) }
+    }
+
+    /// `childIndex` among the `count` keys from `stored` on (always inlined, as `lowerBound`).
+    @inlinable @inline(__always)
+    static func childIndex(_ key: Key, in stored: UnsafeMutablePointer<Key>, count: Int) -> Int {
+      // The separators are keys `1..<count`; the answer is how many of them are at or below
+      // `key`. Every separator before `first` is; the answer lies in `first ... first + length`
+      // (counted from separator 1).
+      var length = count &- 1
+      guard length > 0 else { return 0 }
+      var first = stored + 1
+      while length > 1 {
+        let half = length &>> 1
+        if !(key < first[half]) { first += half }
+        length &-= half
       }
+      return first - stored - (key < first[0] ? 1 : 0)
     }
 
     /// Inserts `key` with the payload entry `entry` (a leaf's value or an inner node's child) at

@@ -123,6 +123,35 @@ final class DecodedRecords<M: Model> {
     }
   }
 
+  /// Applies every record left to `state`, as `applyNext` one after another would, and returns
+  /// how many it applied and the last one's sequence number (`sequence` if none). For a caller
+  /// that looks at nothing between records: a batch the reading thread decoded by type is applied
+  /// run by run (`ApplicableBatch.applyRest`), each run of events of one type in one call into
+  /// code specialized for that type and the model. A decoding error is thrown, as by `applyNext`,
+  /// with every record before it applied.
+  func applyAll(to state: inout M, context: inout ApplyContext, after sequence: UInt64) throws
+    -> (lastSequence: UInt64, count: Int)
+  {
+    var count = 0
+    var last = sequence
+    while true {
+      if let run = withUnsafeMutablePointer(
+        to: &state, { applicable.applyRest(to: UnsafeMutableRawPointer($0), tables: tables, context: &context) })
+      {
+        count += run.count
+        last = run.lastSequence
+      } else if !decoded.isEmpty || !raw.isEmpty {
+        // A batch handed over as records: one by one, as `applyNext` does.
+        guard let sequence = try applyNext(to: &state, context: &context) else { continue }
+        count += 1
+        last = sequence
+      } else if try !refill() {
+        return (last, count)
+      }
+      context.touched.removeAll(keepingCapacity: true)
+    }
+  }
+
   /// Takes the next batch; false at the end.
   private func refill() throws -> Bool {
     while true {
@@ -285,6 +314,34 @@ struct ApplicableBatch: Sendable {
       tables.apply(recorded.event, to: &state, context: &context)
     }
     return step.sequence
+  }
+
+  /// Applies every record not yet applied, in order, to the model `model` points at (of the
+  /// model type `tables` were made for), as `applyNext` one after another would: each run of
+  /// consecutive events of one type in one call (`DecodedEvents.apply(count:to:context:)`).
+  /// Returns how many records it applied and the last one's sequence number; nil if none were left.
+  mutating func applyRest(to model: UnsafeMutableRawPointer, tables: EventTables, context: inout ApplyContext)
+    -> (count: Int, lastSequence: UInt64)?
+  {
+    let start = next
+    let end = steps.count
+    guard start < end else { return nil }
+    steps.withUnsafeBufferPointer { steps in
+      var index = start
+      while index < end {
+        let list = steps[index].list
+        var runEnd = index + 1
+        if list >= 0 {
+          while runEnd < end && steps[runEnd].list == list { runEnd += 1 }
+          lists[list].unsafelyUnwrapped.apply(count: runEnd - index, to: model, context: &context)
+        } else if case .event(let recorded) = others[-1 - list] {
+          tables.apply(recorded.event, toModelAt: model, context: &context)
+        }
+        index = runEnd
+      }
+    }
+    next = end
+    return (end - start, steps[end - 1].sequence)
   }
 }
 

@@ -165,6 +165,10 @@ public enum Replay {
       registry: registry, reader: reader, first: start + 1, last: last, options: options, applyOnly: observe == nil)
     let tables = registry.tables
     var context = ApplyContext(recording: false)
+    if observe == nil, observeSequence == nil, applied == nil, progress == nil {
+      // Nothing to call between records (a rebuild, a manager's start-up): applied batch by batch.
+      return try records.applyAll(to: &state, context: &context, after: start)
+    }
     var count = 0
     var sequence = start
     while true {
