@@ -60,6 +60,9 @@ enum ChildProcess {
     /// durability `none`, one producer (for profiling the manager's per-command cost; not run by
     /// the scenarios).
     case manager
+    /// As `manager`, from 64 concurrent producers (for profiling contended commands: the gate,
+    /// group commit, suspensions and resumptions).
+    case managerConcurrent = "manager-64"
     /// LIMIT commands of the corpus's mixed workload (`NotebookWorkload`, the corpus's seed,
     /// planned before the timed part) through a new `NotebookManager` in DIR, durability `none`,
     /// one producer (for profiling the mixed commands; `NotebookHistory.run`'s inclusive count is
@@ -121,7 +124,7 @@ enum ChildProcess {
       arguments.count == 4 || [.append, .appendBulk, .appendConcurrent].contains(kind)
     else {
       printError(
-        "usage: rewind-bench --child read|replay|manager|history|pulls|append|append-bulk|append-64|jump"
+        "usage: rewind-bench --child read|replay|manager|manager-64|history|pulls|append|append-bulk|append-64|jump"
           + " DIR LIMIT OUT"
           + " [none|batched|always (append kinds)]")
       return 2
@@ -153,6 +156,8 @@ enum ChildProcess {
           liveRecords: state.notebooks.count + state.notes.count + state.readingList.count)
       case .manager:
         result = try blocking { try await manager(directory: directory, limit: limit) }
+      case .managerConcurrent:
+        result = try blocking { try await manager(directory: directory, limit: limit, producers: 64) }
       case .history:
         result = try blocking { try await history(directory: directory, limit: limit) }
       case .pulls:
@@ -193,7 +198,7 @@ enum ChildProcess {
     return try outcome.withLock { $0! }.get()
   }
 
-  private static func manager(directory: String, limit: Int) async throws -> Result {
+  private static func manager(directory: String, limit: Int, producers: Int = 1) async throws -> Result {
     let seed = BenchOptions().seed
     let manager = try NotebookManager(
       directory: directory, options: benchJournalOptions(.none),
@@ -204,9 +209,16 @@ enum ChildProcess {
     // two LIMITs differ by the commands alone.
     let inputs = (0..<1_000).map { _ in (texts.words(2...7), texts.words(8...30)) }
     let (seconds, _) = try await timedAsync {
-      for index in 0..<limit {
-        let (title, body) = inputs[index % inputs.count]
-        _ = try await manager.createNote(in: notebook, title: title, body: body)
+      if producers > 1 {
+        _ = try await runProducers(producers, count: limit) { index in
+          let (title, body) = inputs[index % inputs.count]
+          _ = try await manager.createNote(in: notebook, title: title, body: body)
+        }
+      } else {
+        for index in 0..<limit {
+          let (title, body) = inputs[index % inputs.count]
+          _ = try await manager.createNote(in: notebook, title: title, body: body)
+        }
       }
     }
     manager.close()
