@@ -10,8 +10,9 @@ public enum Durability: Sendable, Equatable, CustomStringConvertible {
   /// an eighth of `maxDelay`, or when as many appends are waiting as the last group held.
   /// Survives power loss; trades latency for larger, better compressed frames and fewer syncs.
   case batched(maxDelay: Duration)
-  /// Acknowledged once written to the operating system; never fsynced. Survives the process being
-  /// killed, not a power loss or kernel crash.
+  /// Acknowledged once written to the operating system, without waiting for an fsync (a segment
+  /// is synced only as it is sealed, its first three quarters in the background beforehand).
+  /// Survives the process being killed, not a power loss or kernel crash.
   case none
 
   /// `batched` with a 2 ms delay.

@@ -31,6 +31,7 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
     var failNextWrite: Int32?
     var writes = 0
     var syncs = 0
+    var segmentDataSyncs = 0
     var segmentWrites = 0
     var allocations = 0
     var maps = 0
@@ -119,6 +120,8 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
   package var counts: (writes: Int, syncs: Int) { state.withLock { ($0.writes, $0.syncs) } }
   /// Write calls to segment files (paths ending in ".lz4") seen so far.
   package var segmentWrites: Int { state.withLock { $0.segmentWrites } }
+  /// Data syncs (`metadata: false`) of segment files seen so far.
+  package var segmentDataSyncs: Int { state.withLock { $0.segmentDataSyncs } }
   /// Allocate and map calls seen so far (whether or not they failed).
   package var mappingCounts: (allocations: Int, maps: Int) { state.withLock { ($0.allocations, $0.maps) } }
 
@@ -170,7 +173,10 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
   }
 
   package func sync(_ fd: Int32, metadata: Bool, path: String) throws {
-    state.withLock { $0.syncs += 1 }
+    state.withLock {
+      $0.syncs += 1
+      if !metadata && path.hasSuffix(".lz4") { $0.segmentDataSyncs += 1 }
+    }
     if !metadata && path.hasSuffix(".lz4") {
       gate.lock()
       if gate.holding {

@@ -117,6 +117,71 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
   }
 
+  /// Records of about 1 KiB that LZ4 cannot shrink, so that segments fill at a known pace.
+  static func kilobyteRecords(_ tag: Int) -> [NewRecord] {
+    var state = UInt64(tag) &+ 0x9E37_79B9_7F4A_7C15
+    let payload = (0..<1_000).map { _ -> UInt8 in
+      state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return UInt8(truncatingIfNeeded: state >> 33)
+    }
+    return [NewRecord(timestamp: Int64(tag), payload: payload)]
+  }
+
+  /// Under `none`, each segment's data is synced once in the background when it holds three
+  /// quarters of its target size, so that the fsync sealing it has little left to write.
+  @Test func anEarlySyncRunsOnceForEverySegmentThatFillsThreeQuarters() async throws {
+    let dir = TemporaryDirectory("early-sync")
+    let faults = FaultInjectingFileIO()
+    let target = 64 << 10
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, .none, segmentBytes: target))
+    var acknowledged: [NewRecord] = []
+    for tag in 0..<150 {
+      try await journal.append(Self.kilobyteRecords(tag))
+      acknowledged += Self.kilobyteRecords(tag)
+    }
+    journal.close()
+    let sizes = JournalFixtures.segments(dir.path).map { Files.size(dir.appending($0)) }
+    #expect(sizes.count == 3, "150 KiB of records in segments of 64 KiB: \(sizes)")
+    let filled = sizes.filter { Double($0) >= Double(target) * JournalWriter.earlySyncFraction }.count
+    #expect(filled >= 2)
+    // Nothing else syncs a segment's data under `none` (the seal syncs its metadata too).
+    #expect(faults.segmentDataSyncs == filled)
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+  }
+
+  /// An early sync that fails loses durability as the seal's own fsync failing would: the kernel
+  /// reports a writeback error once per open file, so the seal must not take its own fsync's
+  /// success for the segment's.
+  @Test func aFailedEarlySyncFailsTheSealAndStopsTheJournal() async throws {
+    let dir = TemporaryDirectory("early-sync-fault")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: Self.options(faults, .none, segmentBytes: 64 << 10))
+    faults.arm(.syncError(EIO))  // the next sync of a segment: under `none`, the early one
+    var acknowledged: [NewRecord] = []
+    var failed: JournalError?
+    for tag in 0..<100 {
+      do {
+        try await journal.append(Self.kilobyteRecords(tag))
+        acknowledged += Self.kilobyteRecords(tag)
+      } catch let error as JournalError {
+        failed = error
+        break
+      }
+    }
+    #expect(faults.struck == 1)
+    #expect(failed?.code == .durabilityLost, "\(String(describing: failed))")
+    #expect(acknowledged.count > 40, "the appends before the seal were acknowledged")
+    #expect(JournalFixtures.segments(dir.path).count == 1, "no segment after one whose sync failed")
+    #expect(journal.failure?.code == .durabilityLost)
+    await #expect(throws: JournalError.self) { try await journal.append(Self.kilobyteRecords(999)) }
+    journal.close()
+    faults.disarm()
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == UInt64(acknowledged.count))
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+  }
+
   /// A workload with segment rolls under `.always`, run with its Nth write or sync call failing
   /// (on any file of the journal). A failed append is retried once; unless durability was lost,
   /// the retry succeeds. What was acknowledged must all be there after reopening, once, in order.
