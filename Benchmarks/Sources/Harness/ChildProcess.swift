@@ -242,6 +242,9 @@ enum ChildProcess {
   }
 
   private static func pulls(directory: String, limit: Int) async throws -> Result {
+    guard limit >= ManagerAppendScenario.notesPerPull else {
+      throw BenchError("LIMIT \(limit) is less than one pull of \(ManagerAppendScenario.notesPerPull) notes")
+    }
     let seed = BenchOptions().seed
     let manager = try NotebookManager(
       directory: directory, options: benchJournalOptions(.none), ids: NotebookWorkload.identifiers(seed: seed))
