@@ -136,8 +136,9 @@ import Testing
     let journal = try Journal(directory: dir.path, options: Self.options(faults, .none, segmentBytes: target))
     var acknowledged: [NewRecord] = []
     for tag in 0..<150 {
-      try await journal.append(Self.kilobyteRecords(tag))
-      acknowledged += Self.kilobyteRecords(tag)
+      let records = Self.kilobyteRecords(tag)
+      try await journal.append(records)
+      acknowledged += records
     }
     journal.close()
     let sizes = JournalFixtures.segments(dir.path).map { Files.size(dir.appending($0)) }
@@ -160,9 +161,10 @@ import Testing
     var acknowledged: [NewRecord] = []
     var failed: JournalError?
     for tag in 0..<100 {
+      let records = Self.kilobyteRecords(tag)
       do {
-        try await journal.append(Self.kilobyteRecords(tag))
-        acknowledged += Self.kilobyteRecords(tag)
+        try await journal.append(records)
+        acknowledged += records
       } catch let error as JournalError {
         failed = error
         break
