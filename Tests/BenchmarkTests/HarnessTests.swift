@@ -1,0 +1,232 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import rewind_bench
+
+/// The benchmark harness's own arithmetic: what turns measured runs into the figures RESULTS.md
+/// quotes and the targets it judges. The smoke run in CI checks that every scenario records
+/// finite figures; these check that the figures are the right ones.
+@Suite struct HarnessTests {
+  /// Nearest-rank percentiles: the smallest sample with at least that fraction of samples at or
+  /// below it, whatever order the samples came in.
+  @Test func percentilesAreNearestRank() {
+    var latencies = Latencies()
+    #expect(latencies.percentileMilliseconds(0.5) == 0)
+    // 1 ms … 100 ms, added out of order and in two parts.
+    var other = Latencies()
+    for millisecond in (1...100).reversed() {
+      if millisecond % 2 == 0 {
+        latencies.add(UInt64(millisecond) * 1_000_000)
+      } else {
+        other.add(UInt64(millisecond) * 1_000_000)
+      }
+    }
+    latencies.add(contentsOf: other)
+    #expect(latencies.samples.count == 100)
+    #expect(latencies.percentileMilliseconds(0.5) == 50)
+    #expect(latencies.percentileMilliseconds(0.99) == 99)
+    #expect(latencies.percentileMilliseconds(1) == 100)
+    #expect(latencies.percentileMilliseconds(0) == 1)
+    // A sample added after sorting is sorted in before the next percentile.
+    latencies.add(500_000)
+    #expect(latencies.percentileMilliseconds(0) == 0.5)
+  }
+
+  /// Rounds come back slowest first, the median is the middle run, and the spread its ends.
+  @Test func roundsAreOrderedAndTheMedianIsTheMiddleRun() async {
+    let rates = [300.0, 100.0, 200.0]
+    var rounds: [Int] = []
+    let runs = await appendRounds(rates.count) { round in
+      rounds.append(round)
+      return AppendRun(events: Int(rates[round]), seconds: 1, latencies: Latencies(), bytesOnDisk: round)
+    }
+    #expect(rounds == [0, 1, 2])
+    #expect(runs.map(\.eventsPerSecond) == [100, 200, 300])
+    #expect(runs.median.bytesOnDisk == 2)
+    // No rounds asked for is still one run.
+    let one = await appendRounds(0) { _ in
+      AppendRun(events: 10, seconds: 2, latencies: Latencies(), bytesOnDisk: 0)
+    }
+    #expect(one.map(\.eventsPerSecond) == [5])
+  }
+
+  /// Every figure of an append configuration comes from its median run; the spread is recorded
+  /// beside it only when there was more than one run.
+  @Test func appendRunsRecordTheMedianRunsFigures() {
+    let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
+    func run(_ events: Int, seconds: Double, bytes: Int, latency: UInt64) -> AppendRun {
+      var latencies = Latencies()
+      for _ in 0..<events { latencies.add(latency) }
+      return AppendRun(events: events, seconds: seconds, latencies: latencies, bytesOnDisk: bytes)
+    }
+    let runs = [
+      run(100, seconds: 2, bytes: 1_000, latency: 1_000_000),
+      run(100, seconds: 1, bytes: 2_000_000, latency: 2_000_000),
+      run(100, seconds: 0.5, bytes: 3_000, latency: 3_000_000),
+    ]
+    context.recordAppendRuns("s", "c", runs, eventsOnDisk: 200)
+    #expect(context.value("s", "c", "events/s") == 100)
+    #expect(context.value("s", "c", "events/s, lowest of 3") == 50)
+    #expect(context.value("s", "c", "events/s, highest of 3") == 200)
+    #expect(context.value("s", "c", "MB/s written") == 2)
+    #expect(context.value("s", "c", "bytes/event on disk") == 10_000)
+    #expect(context.value("s", "c", "ack p50") == 2)
+    #expect(context.value("s", "c", "ack p99") == 2)
+
+    context.recordAppendRuns("s", "single", [runs[0]])
+    #expect(context.value("s", "single", "events/s") == 50)
+    #expect(context.value("s", "single", "bytes/event on disk") == 10)
+    #expect(context.value("s", "single", "events/s, lowest of 1") == nil)
+    #expect(!context.figures.contains { $0.configuration == "single" && $0.metric.contains("lowest") })
+  }
+
+  /// A baseline's ratio is baseline ÷ Rewind from the figure it names, and none when that figure
+  /// is missing or zero.
+  @Test func baselineRatiosDivideByTheNamedRewindFigure() {
+    let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
+    context.record("append", "none", "events/s", 400, "ev/s")
+    context.record("append", "zero", "events/s", 0, "ev/s")
+    let reference = (scenario: "append", configuration: "none", metric: "events/s")
+    context.record(baseline: "sqlite", "sqlite.append", "grouped", "events/s", 100, "ev/s", comparedWith: reference)
+    context.record(
+      baseline: "sqlite", "sqlite.append", "missing", "events/s", 100, "ev/s",
+      comparedWith: (scenario: "append", configuration: "absent", metric: "events/s"))
+    context.record(
+      baseline: "sqlite", "sqlite.append", "against zero", "events/s", 100, "ev/s",
+      comparedWith: (scenario: "append", configuration: "zero", metric: "events/s"))
+    let figures = Dictionary(uniqueKeysWithValues: context.figures.map { ($0.configuration, $0) })
+    #expect(figures["grouped"]?.ratio == 0.25)
+    #expect(figures["grouped"]?.comparedWith == "append|rewind|none|events/s")
+    #expect(figures["missing"]?.ratio == nil)
+    #expect(figures["missing"]?.comparedWith == nil)
+    #expect(figures["against zero"]?.ratio == nil)
+  }
+
+  /// Every index is appended once, by one of the producers, and timed once.
+  @Test(arguments: [1, 3, 64])
+  func producersShareTheIndicesOnce(producers: Int) async throws {
+    final class Seen: Sendable { let indices = Mutex<[Int]>([]) }
+    let seen = Seen()
+    let latencies = try await runProducers(producers, count: 1_000) { index in
+      seen.indices.withLock { $0.append(index) }
+    }
+    #expect(seen.indices.withLock { $0.sorted() } == Array(0..<1_000))
+    #expect(latencies.samples.count == 1_000)
+  }
+
+  /// The allocator's bytes in use are read from `malloc_info`'s totals after the last heap (all
+  /// arenas together), not from the first arena's.
+  @Test func heapInUseIsReadFromTheTotals() {
+    let info = """
+      <malloc version="1">
+      <heap nr="0">
+      <sizes>
+        <size from="33" to="33" total="99" count="3"/>
+      </sizes>
+      <total type="fast" count="1" size="11"/>
+      <total type="rest" count="2" size="22"/>
+      <system type="current" size="1000"/>
+      <system type="max" size="1000"/>
+      </heap>
+      <heap nr="1">
+      <sizes>
+      </sizes>
+      <total type="fast" count="0" size="0"/>
+      <total type="rest" count="1" size="300"/>
+      <system type="current" size="4000"/>
+      <system type="max" size="9000"/>
+      </heap>
+      <total type="fast" count="1" size="11"/>
+      <total type="rest" count="3" size="322"/>
+      <total type="mmap" count="2" size="70000"/>
+      <system type="current" size="5000"/>
+      <system type="max" size="10000"/>
+      <aspace type="total" size="5000"/>
+      <aspace type="mprotect" size="5000"/>
+      </malloc>
+      """
+    #expect(Heap.inUse(malloc: info) == 5_000 - 11 - 322 + 70_000)
+    #expect(Heap.inUse(malloc: "<malloc version=\"1\"></malloc>") == nil)
+    // A total missing after the last heap.
+    let truncated = info.replacingOccurrences(of: "<total type=\"mmap\" count=\"2\" size=\"70000\"/>", with: "")
+    #expect(Heap.inUse(malloc: truncated) == nil)
+  }
+
+  /// This process's glibc reports at least the block this test holds as in use (a block this
+  /// large is mapped on its own: the `mmap` total).
+  @Test func heapInUseCountsWhatIsHeld() throws {
+    let size = 64 << 20
+    let block = try #require(malloc(size))
+    defer { free(block) }
+    memset(block, 1, size)
+    let inUse = try #require(Heap.inUseBytes())
+    #expect(inUse >= size)
+  }
+
+  /// Three significant digits below 1,000, grouped thousands above.
+  @Test func figuresAreFormattedForTheTable() {
+    #expect(Report.format(1_234_567) == "1,234,567")
+    #expect(Report.format(-1_234.4) == "-1,234")
+    #expect(Report.format(999.4) == "999")
+    #expect(Report.format(12.345) == "12.3")
+    #expect(Report.format(0.012345) == "0.0123")
+    #expect(Report.format(0) == "0")
+    #expect(Report.format(.infinity) == "inf")
+  }
+
+  /// A results file is sound when every scenario that ran left a figure; one that ran and left
+  /// none is named.
+  @Test func resultsFilesNameTheScenariosThatRecordedNothing() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID()).json").path
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let report = Report(
+      command: "rewind-bench", mode: "small", seed: 1, machine: Report.machine(), totalSeconds: 1,
+      figures: [Figure(scenario: "replay", system: "rewind", configuration: "c", metric: "m", value: 1, unit: "u")],
+      targets: [])
+    try report.write(to: path)
+    #expect(try Report.problems(in: path, scenarios: ["replay"]).isEmpty)
+    #expect(try Report.problems(in: path, scenarios: ["replay", "seek"]) == ["scenario seek recorded no figure"])
+  }
+
+  /// The first targets are judged on the journal's and SQLite's figures as the issue states them.
+  @Test func appendTargetsAreJudgedOnTheirFigures() {
+    let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
+    let one = JournalAppendScenario.configuration("none", 1)
+    let many = JournalAppendScenario.configuration("none", 64)
+    context.record("journal.append", one, "events/s", 1_600_000, "ev/s")
+    context.record("journal.append", many, "events/s", 400_000, "ev/s")
+    context.record(
+      baseline: "sqlite", "sqlite.append", "grouped, synchronous=OFF, 64 producers", "events/s", 100_000, "ev/s",
+      comparedWith: (scenario: "journal.append", configuration: many, metric: "events/s"))
+    context.record(
+      baseline: "sqlite", "sqlite.append", "commit per append under a lock, synchronous=OFF, 1 producer",
+      "events/s", 400_000, "ev/s", comparedWith: (scenario: "journal.append", configuration: one, metric: "events/s"))
+    let checks = Dictionary(uniqueKeysWithValues: Targets.check(context).map { ($0.target, $0) })
+    #expect(checks["journal append without fsync ≥ 1.5M events/s (one record per append)"]?.met == true)
+    let grouped = checks["append without fsync ≥ 5× SQLite (grouped transactions, synchronous=OFF, 64 producers)"]
+    #expect(grouped?.met == false)
+    #expect(grouped?.measured == "4.00×")
+    let single = checks["append without fsync ≥ 5× SQLite committing each append on the caller's thread, 1 producer"]
+    #expect(single?.met == false)
+    #expect(single?.measured == "4.00×")
+    // Targets whose figures were not measured are left out, not judged.
+    #expect(checks.keys.allSatisfy { !$0.hasPrefix("replay") })
+  }
+
+  /// The command line: sizes and seeds are checked, an unknown argument is refused.
+  @Test func optionsAreParsedAndCheckedOnTheCommandLine() {
+    let full = BenchOptions.parse(["--full", "--seed", "0x10", "--only", "replay", "--only", "seek"])
+    #expect(full?.mode == .full)
+    #expect(full?.seed == 16)
+    #expect(full?.only == ["replay", "seek"])
+    #expect(full?.corpusEvents == 1_000_000)
+    #expect(full?.appendRounds == 3)
+    #expect(BenchOptions.parse(["--events", "500"])?.corpusEvents == 500)
+    #expect(BenchOptions.parse([])?.appendRounds == 1)
+    #expect(BenchOptions.parse(["--events", "5"]) == nil)
+    #expect(BenchOptions.parse(["--seed", "x"]) == nil)
+    #expect(BenchOptions.parse(["--json"]) == nil)
+    #expect(BenchOptions.parse(["--fast"]) == nil)
+  }
+}
