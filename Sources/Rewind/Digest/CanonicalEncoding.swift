@@ -46,20 +46,22 @@ enum CanonicalEncoding {
       reader.position += 1
       writer.append(.end)
     case .object:
-      var entries: [(key: ArraySlice<UInt8>, value: [UInt8])] = []
+      // Entries are copied as they come; an object whose keys were not in order is sorted
+      // afterwards, in place (`sortEntries`). Stores and most records need no sorting.
+      let objectStart = writer.count
+      var previous: Range<Int>? = nil
+      var inOrder = true
       while try reader.peekByte() != 0 {
         let (start, count) = try reader.readStringBounds(lengthBias: 1)
-        var value = FieldBytesWriter(capacity: 32)
-        try copy(&reader, into: &value, depth: depth + 1)
-        entries.append((reader.bytes[start..<start + count], value.bytes))
+        let key = start..<start + count
+        if inOrder, let previous, !precedes(reader.bytes, previous, key) { inOrder = false }
+        writer.appendVarint(UInt64(count) + 1)
+        writer.bytes.append(contentsOf: reader.bytes[key])
+        try copy(&reader, into: &writer, depth: depth + 1)
+        previous = key
       }
       reader.position += 1
-      entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
-      for entry in entries {
-        writer.appendVarint(UInt64(entry.key.count) + 1)
-        writer.bytes.append(contentsOf: entry.key)
-        writer.bytes.append(contentsOf: entry.value)
-      }
+      if !inOrder { try sortEntries(of: &writer, from: objectStart, depth: depth) }
       writer.append(0)
     case .identifier:
       // 16 fixed bytes: already canonical.
@@ -68,5 +70,35 @@ enum CanonicalEncoding {
       writer.bytes.append(contentsOf: reader.bytes[start..<reader.position])
     case .end: throw FieldFormatError("array end where a value was expected", at: reader.position - 1)
     }
+  }
+
+  /// Whether the key at `a` sorts strictly before the key at `b` (both ranges of `bytes`).
+  private static func precedes(_ bytes: [UInt8], _ a: Range<Int>, _ b: Range<Int>) -> Bool {
+    bytes.withUnsafeBufferPointer { buffer in
+      for offset in 0..<min(a.count, b.count) {
+        let (x, y) = (buffer[a.lowerBound + offset], buffer[b.lowerBound + offset])
+        if x != y { return x < y }
+      }
+      return a.count < b.count
+    }
+  }
+
+  /// Sorts by key the entries of the object written from `objectStart` to the end of `writer`
+  /// (each key and its value, already canonical).
+  private static func sortEntries(of writer: inout FieldBytesWriter, from objectStart: Int, depth: Int)
+    throws(FieldFormatError)
+  {
+    let entries = Array(writer.bytes[objectStart...])
+    var ranges: [(key: Range<Int>, entry: Range<Int>)] = []
+    var reader = FieldBytesReader(entries)
+    while !reader.isAtEnd {
+      let entryStart = reader.position
+      let (start, count) = try reader.readStringBounds(lengthBias: 1)
+      try reader.skipValue(depth: depth + 1)
+      ranges.append((start..<start + count, entryStart..<reader.position))
+    }
+    ranges.sort { precedes(entries, $0.key, $1.key) }
+    writer.bytes.removeSubrange(objectStart...)
+    for range in ranges { writer.bytes.append(contentsOf: entries[range.entry]) }
   }
 }

@@ -80,32 +80,27 @@ struct SHA256 {
   }
 
   /// One 64-byte block. The message schedule lives on the stack; the constants are read through
-  /// a pointer (no allocation or bounds check per block).
+  /// a pointer (no allocation or bounds check per block). The rounds go eight at a time, each
+  /// with the working variables in its own places, so no round moves them along.
   private mutating func compress(_ block: UnsafeRawBufferPointer) {
     var (a, b, c, d, e, f, g, h) = state
     withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
       for t in 0..<16 { w[t] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: t * 4, as: UInt32.self)) }
       for t in 16..<64 {
-        let s0 = rotate(w[t - 15], 7) ^ rotate(w[t - 15], 18) ^ (w[t - 15] >> 3)
-        let s1 = rotate(w[t - 2], 17) ^ rotate(w[t - 2], 19) ^ (w[t - 2] >> 10)
+        let s0 = rotate(w[t - 15], 7) ^ rotate(w[t - 15], 18) ^ (w[t - 15] &>> 3)
+        let s1 = rotate(w[t - 2], 17) ^ rotate(w[t - 2], 19) ^ (w[t - 2] &>> 10)
         w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
       }
       SHA256.roundConstants.withUnsafeBufferPointer { k in
-        for t in 0..<64 {
-          let s1 = rotate(e, 6) ^ rotate(e, 11) ^ rotate(e, 25)
-          let choice = (e & f) ^ (~e & g)
-          let t1 = h &+ s1 &+ choice &+ k[t] &+ w[t]
-          let s0 = rotate(a, 2) ^ rotate(a, 13) ^ rotate(a, 22)
-          let majority = (a & b) ^ (a & c) ^ (b & c)
-          let t2 = s0 &+ majority
-          h = g
-          g = f
-          f = e
-          e = d &+ t1
-          d = c
-          c = b
-          b = a
-          a = t1 &+ t2
+        for t in stride(from: 0, to: 64, by: 8) {
+          round(a, b, c, &d, e, f, g, &h, k[t] &+ w[t])
+          round(h, a, b, &c, d, e, f, &g, k[t + 1] &+ w[t + 1])
+          round(g, h, a, &b, c, d, e, &f, k[t + 2] &+ w[t + 2])
+          round(f, g, h, &a, b, c, d, &e, k[t + 3] &+ w[t + 3])
+          round(e, f, g, &h, a, b, c, &d, k[t + 4] &+ w[t + 4])
+          round(d, e, f, &g, h, a, b, &c, k[t + 5] &+ w[t + 5])
+          round(c, d, e, &f, g, h, a, &b, k[t + 6] &+ w[t + 6])
+          round(b, c, d, &e, f, g, h, &a, k[t + 7] &+ w[t + 7])
         }
       }
     }
@@ -114,5 +109,18 @@ struct SHA256 {
     )
   }
 
-  private func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 { value >> count | value << (32 - count) }
+  /// One round: `d` and `h` take their new values; the others move by renaming in the caller.
+  @inline(__always)
+  private func round(
+    _ a: UInt32, _ b: UInt32, _ c: UInt32, _ d: inout UInt32, _ e: UInt32, _ f: UInt32, _ g: UInt32,
+    _ h: inout UInt32, _ constantAndWord: UInt32
+  ) {
+    let t1 = h &+ (rotate(e, 6) ^ rotate(e, 11) ^ rotate(e, 25)) &+ (g ^ (e & (f ^ g))) &+ constantAndWord
+    let t2 = (rotate(a, 2) ^ rotate(a, 13) ^ rotate(a, 22)) &+ ((a & b) | (c & (a | b)))
+    d = d &+ t1
+    h = t1 &+ t2
+  }
+
+  @inline(__always)
+  private func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 { value &>> count | value &<< (32 &- count) }
 }
