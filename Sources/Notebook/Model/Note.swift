@@ -64,3 +64,25 @@ public struct Note: StoreRecord, Codable {
     return sorted
   }
 }
+
+/// Snapshots and digests write every note: field by field, the bytes of its `Codable` form (see
+/// `FieldCodable`), read back in the order of the canonical encoding (fields sorted by name),
+/// which is how snapshots hold them.
+extension Note: FieldCodable {
+  public func encodeFields(into writer: inout FieldWriter) {
+    writer.write(id.raw, for: "id")
+    writer.write(notebook.raw, for: "notebook")
+    writer.write(title, for: "title")
+    writer.write(body, for: "body")
+    writer.write(tags.map(\.name), for: "tags")
+  }
+
+  /// As the `Codable` form: the tags as they were written.
+  public init(fields reader: inout FieldReader) throws {
+    body = try reader.read(String.self, for: "body")
+    id = NoteID(try reader.read(Identifier.self, for: "id"))
+    notebook = NotebookID(try reader.read(Identifier.self, for: "notebook"))
+    tags = try reader.read([String].self, for: "tags").map { NoteTag($0) }
+    title = try reader.read(String.self, for: "title")
+  }
+}

@@ -1,5 +1,7 @@
 /// A store encodes as `{"name": …, "records": [...]}` with the records in id order, so equal
-/// stores encode to equal bytes. Decoding rebuilds the grouping cache from the records.
+/// stores encode to equal bytes. Decoding rebuilds the grouping cache from the records. Records
+/// that are also `FieldCodable` are written and read by their hand-written fields: the same bytes
+/// as their `Codable` form, at a fraction of the cost (snapshots, digests).
 extension Store: Codable where Record: Codable {
   private enum CodingKeys: String, CodingKey {
     case name, records
@@ -8,14 +10,37 @@ extension Store: Codable where Record: Codable {
   public func encode(to encoder: any Encoder) throws {
     var container = encoder.container(keyedBy: CodingKeys.self)
     try container.encode(name, forKey: .name)
-    try container.encode(all(), forKey: .records)
+    if let fieldCodable = Record.self as? any (FieldCodable & Codable).Type {
+      try encodeRecords(as: fieldCodable, into: &container)
+    } else {
+      try container.encode(all(), forKey: .records)
+    }
+  }
+
+  /// The records by their hand-written fields (`FieldCodableArray`): the same bytes, faster.
+  private func encodeRecords<F: FieldCodable & Codable>(
+    as _: F.Type, into container: inout KeyedEncodingContainer<CodingKeys>
+  ) throws {
+    // `F` is `Record` (the cast above found it conforms), so the array is the same type.
+    try container.encode(FieldCodableArray(unsafeBitCast(all(), to: [F].self)), forKey: .records)
+  }
+
+  private static func decodeRecords<F: FieldCodable & Codable>(
+    as _: F.Type, from container: KeyedDecodingContainer<CodingKeys>
+  ) throws -> [Record] {
+    unsafeBitCast(try container.decode(FieldCodableArray<F>.self, forKey: .records).elements, to: [Record].self)
   }
 
   /// - Throws: `DecodingError` if two records share an id.
   public init(from decoder: any Decoder) throws {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     self.init(name: try container.decode(String.self, forKey: .name))
-    let records = try container.decode([Record].self, forKey: .records)
+    let records =
+      if let fieldCodable = Record.self as? any (FieldCodable & Codable).Type {
+        try Self.decodeRecords(as: fieldCodable, from: container)
+      } else {
+        try container.decode([Record].self, forKey: .records)
+      }
     guard let tree = RecordTree(sortedKeys: records.map(\.id), values: records) else {
       // Not in id order (the encoding always is, but any order of distinct ids is accepted).
       var context = ApplyContext(recording: false)

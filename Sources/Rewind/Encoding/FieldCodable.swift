@@ -1,6 +1,7 @@
 /// Hand-written field coding for hot event types: the same bytes `FieldEncoder` writes for the
 /// type's `Codable` form (an object of named, typed fields), without Codable's dispatch and
-/// allocations. A registered event that conforms is encoded and decoded this way.
+/// allocations. A registered event that conforms is encoded and decoded this way, and so are the
+/// records of a `Store` that conform (snapshots and state digests, `FieldCodableArray`).
 ///
 /// Write fields in a fixed order and read them back in the same order (the reader then finds each
 /// at once; out of order still works, by scanning). Keep `Codable` conformance consistent with it:
@@ -245,22 +246,77 @@ public struct FieldReader {
   /// An array of nested objects.
   public mutating func read<T: FieldCodable>(_ type: [T].Type, for name: StaticString) throws -> [T] {
     let value = try value(for: name)
-    var reader = value.reader
-    let tag = try wrap { try reader.readTag() }
-    guard tag == .array else { throw value.mismatch([T].self, tag) }
-    var elements: [T] = []
-    while try wrap({ try reader.peekByte() }) != FieldTag.end.rawValue {
-      var nested = try FieldReader(bytes: bytes, position: reader.position, depth: depth + 1)
-      elements.append(try T(fields: &nested))
-      try wrap { try reader.skipValue(depth: depth + 1) }
-    }
-    return elements
+    return try readObjects(T.self, bytes: bytes, at: value.reader.position, depth: depth)
   }
 
   /// Anything else, through its `Decodable` form.
   public mutating func read<T: Decodable>(decoding type: T.Type, for name: StaticString) throws -> T {
     let value = try value(for: name)
     return try decodeValue(T.self, bytes: bytes, at: value.reader.position, depth: depth + 1)
+  }
+}
+
+/// The array of objects at `position` (inside a value at `depth`), each read by `T(fields:)`.
+func readObjects<T: FieldCodable>(_ type: T.Type, bytes: [UInt8], at position: Int, depth: Int) throws -> [T] {
+  var reader = FieldBytesReader(bytes, position: position)
+  let tag = try wrap { try reader.readTag() }
+  guard tag == .array else {
+    throw FieldValueReader(reader: FieldBytesReader(bytes, position: position)).mismatch([T].self, tag)
+  }
+  var elements: [T] = []
+  while try wrap({ try reader.peekByte() }) != FieldTag.end.rawValue {
+    var nested = try FieldReader(bytes: bytes, position: reader.position, depth: depth + 1)
+    elements.append(try T(fields: &nested))
+    try wrap { try reader.skipValue(depth: depth + 1) }
+  }
+  return elements
+}
+
+/// An array of `FieldCodable` objects in `Codable` form, for the records of a store, which a
+/// snapshot or a state digest encodes by the hundred thousand. Through `FieldEncoder` and
+/// `FieldDecoder` each element is written and read by its hand-written fields, without Codable's
+/// containers: the same bytes as its `Codable` form (the contract of `FieldCodable`). Through any
+/// other encoder or decoder, element by element through `Codable`.
+struct FieldCodableArray<Element: FieldCodable & Codable>: Codable {
+  var elements: [Element]
+
+  init(_ elements: [Element]) { self.elements = elements }
+
+  func encode(to encoder: any Encoder) throws {
+    guard let encoder = encoder as? FieldValueEncoder else {
+      var container = encoder.unkeyedContainer()
+      for element in elements { try container.encode(element) }
+      return
+    }
+    encoder.state.writeObjects(elements, depth: encoder.depth)
+  }
+
+  init(from decoder: any Decoder) throws {
+    guard let decoder = decoder as? FieldValueDecoder else {
+      var container = try decoder.unkeyedContainer()
+      var elements: [Element] = []
+      while !container.isAtEnd { elements.append(try container.decode(Element.self)) }
+      self.elements = elements
+      return
+    }
+    elements = try readObjects(Element.self, bytes: decoder.bytes, at: decoder.position, depth: decoder.depth)
+  }
+}
+
+extension FieldEncoderState {
+  /// Writes `values` as an array of objects, each by its hand-written fields (`FieldCodableArray`).
+  func writeObjects<T: FieldCodable>(_ values: [T], depth: Int) {
+    close(downTo: depth)
+    var fields = FieldWriter(output: FieldBytesWriter(capacity: 0))
+    swap(&fields.output, &writer)
+    defer { swap(&fields.output, &writer) }
+    fields.output.append(.array)
+    for value in values {
+      fields.output.append(.object)
+      value.encodeFields(into: &fields)
+      fields.output.append(0)
+    }
+    fields.output.append(.end)
   }
 }
 
