@@ -87,6 +87,10 @@ enum ChildProcess {
     /// random points of it (the same points for every LIMIT, in order), each timed by CPU and wall
     /// clock (for profiling a prepared jump; per jump = the difference between two LIMITs).
     case jump
+    /// The newest snapshot of the Notebook workspace in DIR at or before LIMIT, read and checked
+    /// as a seek or a replay starting from it does (`SnapshotStore.latest`; for profiling snapshot
+    /// reading; `rewind snapshot DIR` writes one). Its events are the state's live records.
+    case snapshot
   }
 
   /// The durability of the `append` kinds' journal: `none` unless a fifth argument names another.
@@ -124,7 +128,7 @@ enum ChildProcess {
       arguments.count == 4 || [.append, .appendBulk, .appendConcurrent].contains(kind)
     else {
       printError(
-        "usage: rewind-bench --child read|replay|manager|manager-64|history|pulls|append|append-bulk|append-64|jump"
+        "usage: rewind-bench --child read|replay|manager|manager-64|history|pulls|append|append-bulk|append-64|jump|snapshot"
           + " DIR LIMIT OUT"
           + " [none|batched|always (append kinds)]")
       return 2
@@ -174,6 +178,16 @@ enum ChildProcess {
         }
       case .jump:
         result = try jumps(directory: directory, limit: limit)
+      case .snapshot:
+        let store = SnapshotStore(journal: directory)
+        let last = try JournalReader(directory: directory).lastSequence()
+        let (seconds, found) = timed { store.latest(Workspace.self, atOrBefore: UInt64(limit), lastSequence: last) }
+        guard let (state, _) = found.snapshot else {
+          throw BenchError("no usable snapshot at or before \(limit) in \(directory): \(found.problems)")
+        }
+        result = Result(
+          events: state.notebooks.count + state.notes.count + state.readingList.count, seconds: seconds,
+          payloadBytes: 0, peakBytes: peakResidentBytes())
       }
       try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
       return 0

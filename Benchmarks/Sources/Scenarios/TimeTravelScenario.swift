@@ -26,11 +26,17 @@ struct TimeTravelScenario: Scenario {
     let (writeSeconds, written) = try timed {
       try Snapshots.update(Workspace.self, directory: context.corpusDirectory, every: interval, keep: .max)
     }
+    // What a jump that starts from a snapshot pays first: reading and checking the newest one (the
+    // whole state at the end of the journal), alone in a child.
+    let read = try ChildProcess.run(
+      .snapshot, directory: context.corpusDirectory, limit: Int(total), resultPath: context.path("snapshot-read.json"))
     var latencies = try jumps(TimeMachine<Workspace>(directory: context.corpusDirectory), to: targets)
     let configuration = "\(total)-event journal, snapshot every \(interval) (\(written.count)), \(seeks) jumps"
     context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
     context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
     context.record(name, configuration, "snapshot writing", writeSeconds, "s")
+    context.record(name, configuration, "newest snapshot read", read.seconds, "s")
+    context.record(name, configuration, "newest snapshot records", Double(read.events), "records")
   }
 
   /// The same jumps after `TimeMachine.prepare()`: the preparing replay's time, each jump's
