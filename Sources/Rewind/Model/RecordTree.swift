@@ -127,6 +127,24 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       return node
     }
 
+    /// A full node of `keys` and `entries` (parallel), copied in one call each: no iterator per
+    /// element, which counts where this code runs unspecialized (a store being decoded, whose
+    /// record type the decoder does not know). `RecordTree(sortedKeys:values:)`'s builder.
+    @inlinable static func make<Entry>(
+      isLeaf: Bool, keys: UnsafeBufferPointer<Key>, entries: UnsafeBufferPointer<Entry>
+    ) -> Node {
+      precondition(keys.count == entries.count && keys.count <= maxSlots(isLeaf: isLeaf), "node overfilled")
+      let node = makeEmpty(isLeaf: isLeaf, slots: maxSlots(isLeaf: isLeaf))
+      node.withParts { fields, stored, payload in
+        if let base = keys.baseAddress { stored.initialize(from: base, count: keys.count) }
+        if let base = entries.baseAddress {
+          payload.assumingMemoryBound(to: Entry.self).initialize(from: base, count: entries.count)
+        }
+        fields.pointee.count = keys.count
+      }
+      return node
+    }
+
     deinit {
       withParts { fields, stored, payload in
         let count = fields.pointee.count
@@ -368,14 +386,23 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     for index in keys.indices.dropFirst() where !(keys[index - 1] < keys[index]) { return nil }
     guard !keys.isEmpty else { return }
     let width = Self.maxWidth
-    var level = stride(from: 0, to: keys.count, by: Self.maxLeafWidth).map { start in
-      let end = min(start + Self.maxLeafWidth, keys.count)
-      return Node.leaf(keys: keys[start..<end], values: values[start..<end])
+    var level = keys.withUnsafeBufferPointer { keys in
+      values.withUnsafeBufferPointer { values in
+        stride(from: 0, to: keys.count, by: Self.maxLeafWidth).map { start in
+          let range = start..<min(start + Self.maxLeafWidth, keys.count)
+          return Node.make(
+            isLeaf: true, keys: UnsafeBufferPointer(rebasing: keys[range]),
+            entries: UnsafeBufferPointer(rebasing: values[range]))
+        }
+      }
     }
     while level.count > 1 {
-      level = stride(from: 0, to: level.count, by: width).map { start in
-        let children = level[start..<min(start + width, level.count)]
-        return Node.inner(keys: children.map { $0.key(at: 0) }, children: children)
+      level = level.withUnsafeBufferPointer { level in
+        stride(from: 0, to: level.count, by: width).map { start in
+          let children = UnsafeBufferPointer(rebasing: level[start..<min(start + width, level.count)])
+          let separators = children.map { $0.key(at: 0) }
+          return separators.withUnsafeBufferPointer { Node.make(isLeaf: false, keys: $0, entries: children) }
+        }
       }
     }
     root = level[0]
