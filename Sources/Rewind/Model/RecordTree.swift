@@ -500,21 +500,47 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     return (nil, node.split(at: node.keyCount / 2))
   }
 
-  @inlinable static func modify<Result>(_ key: Key, in node: inout Node, _ change: (inout Value) throws -> Result)
+  /// `modifyValue` from the node `root` refers to: a loop down the path, not a recursion. It holds
+  /// the address of the reference to the node it is at (`root`'s, then a child's slot in its
+  /// parent), so that it can check that node's uniqueness and replace it by a copy in place, and
+  /// reads each node through that reference without retaining it. Recursing instead cost about
+  /// 110 instructions more per change in calls, saved registers and arguments (replay's updates
+  /// walk four levels of a 40,000-note store).
+  ///
+  /// A child's slot is used after the closure that computed its address returns: it lies in the
+  /// parent's allocation, which the parent's own slot keeps alive and which the walk changes only
+  /// through that child slot.
+  @inlinable static func modify<Result>(_ key: Key, in root: inout Node, _ change: (inout Value) throws -> Result)
     rethrows -> Result?
   {
-    if !isKnownUniquelyReferenced(&node) {
-      // Copy the rest of the path only if the key is there: an absent key changes nothing.
-      guard find(key, under: node) else { return nil }
-      node = node.copy()
+    try withUnsafeMutablePointer(to: &root) { rootSlot in
+      var slot = rootSlot
+      while true {
+        if !isKnownUniquelyReferenced(&slot.pointee) {
+          // Copy the rest of the path only if the key is there: an absent key changes nothing.
+          guard find(key, under: slot.pointee) else { return nil }
+          slot.pointee = slot.pointee.copy()
+        }
+        // Leaves and inner nodes are searched in closures of their own: one closure holding both
+        // searches was not inlined into the loop (a call a level).
+        if slot.pointee.isLeaf {
+          let (value, found) = slot.pointee.withUnsafeMutablePointers { fields, keys in
+            let count = fields.pointee.count
+            let index = Node.lowerBound(key, in: keys, count: count)
+            let values = Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self)
+              .assumingMemoryBound(to: Value.self)
+            return (values + index, index < count && keys[index] == key)
+          }
+          guard found else { return nil }
+          return try change(&value.pointee)
+        }
+        slot = slot.pointee.withUnsafeMutablePointers { fields, keys in
+          let index = Node.childIndex(key, in: keys, count: fields.pointee.count)
+          return Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self)
+            .assumingMemoryBound(to: Node.self) + index
+        }
+      }
     }
-    let current = node
-    if current.isLeaf {
-      guard let index = current.index(of: key) else { return nil }
-      return try current.withValues { try change(&$0[index]) }
-    }
-    let index = current.childIndex(key)
-    return try current.withChildren { try modify(key, in: &$0[index], change) }
   }
 
   /// Whether `key` is in the subtree under `node`.
