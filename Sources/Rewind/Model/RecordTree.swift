@@ -291,7 +291,9 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
 
     /// Inserts `key` with the payload entry `entry` (a leaf's value or an inner node's child) at
     /// `index`.
-    @inlinable func insert<Entry>(_ key: Key, _ entry: Entry, at index: Int) {
+    @inlinable func insert<Entry>(_ key: Key, _ entry: consuming Entry, at index: Int) {
+      // Moved into the closure through an optional: a closure cannot consume a parameter.
+      var entry = Optional(entry)
       withParts { fields, stored, payload in
         let count = fields.pointee.count
         precondition(count < Int(fields.pointee.slots), "node overfilled")
@@ -299,7 +301,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
         (stored + index + 1).moveInitialize(from: stored + index, count: count - index)
         (stored + index).initialize(to: key)
         (entries + index + 1).moveInitialize(from: entries + index, count: count - index)
-        (entries + index).initialize(to: entry)
+        (entries + index).initialize(to: entry.take().unsafelyUnwrapped)
         fields.pointee.count = count + 1
       }
     }
@@ -434,13 +436,20 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
 
   /// Sets the value for `key`; returns the value it replaced, if any.
   @inlinable @discardableResult
-  mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+  mutating func updateValue(_ value: consuming Value, forKey key: Key) -> Value? {
     guard root != nil else {
       root = Node.leaf(keys: CollectionOfOne(key), values: CollectionOfOne(value))
       count = 1
       return nil
     }
-    let (old, split) = Self.insert(value, forKey: key, into: &root!)
+    // Moved, never copied, into the tree: through an optional, which `insertInPlace` empties when
+    // it stores the value.
+    var pending = Optional(value)
+    if let outcome = Self.insertInPlace(&pending, forKey: key, in: &root!) {
+      if outcome == nil { count += 1 }
+      return outcome
+    }
+    let (old, split) = Self.insert(pending.take().unsafelyUnwrapped, forKey: key, into: &root!)
     if let split, let left = root {
       root = Node.inner(keys: [left.key(at: 0), split.key(at: 0)], children: [left, split])
     }
@@ -470,7 +479,50 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     return old
   }
 
-  @inlinable static func insert(_ value: Value, forKey key: Key, into node: inout Node) -> (Value?, Node?) {
+  /// `updateValue`'s usual case, in one loop down the path as `modify` walks it: every node on the
+  /// path uniquely referenced and the leaf with room for a new key (or holding the key already).
+  /// Moves the value out of `value` into the leaf and returns the replaced value, or `.some(nil)`
+  /// for a new key; returns nil, having changed nothing, when a node on the path is shared or the
+  /// leaf must split or grow: `insert`'s recursion does those (about one new key in eight in a
+  /// growing store, as leaves split).
+  @inlinable static func insertInPlace(_ value: inout Value?, forKey key: Key, in root: inout Node) -> Value?? {
+    withUnsafeMutablePointer(to: &root) { rootSlot in
+      var slot = rootSlot
+      while true {
+        guard isKnownUniquelyReferenced(&slot.pointee) else { return nil }
+        if slot.pointee.isLeaf {
+          return slot.pointee.withUnsafeMutablePointers { fields, keys -> Value?? in
+            let count = fields.pointee.count
+            let index = Node.lowerBound(key, in: keys, count: count)
+            let values = Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self)
+              .assumingMemoryBound(to: Value.self)
+            if index < count && keys[index] == key {
+              let old = (values + index).move()
+              (values + index).initialize(to: value.take().unsafelyUnwrapped)
+              return .some(old)
+            }
+            guard count < maxLeafWidth && count < Int(fields.pointee.slots) else { return nil }
+            (keys + index + 1).moveInitialize(from: keys + index, count: count - index)
+            (keys + index).initialize(to: key)
+            (values + index + 1).moveInitialize(from: values + index, count: count - index)
+            (values + index).initialize(to: value.take().unsafelyUnwrapped)
+            fields.pointee.count = count + 1
+            return .some(nil)
+          }
+        }
+        slot = slot.pointee.withUnsafeMutablePointers { fields, keys in
+          let index = Node.childIndex(key, in: keys, count: fields.pointee.count)
+          return Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self)
+            .assumingMemoryBound(to: Node.self) + index
+        }
+      }
+    }
+  }
+
+  @inlinable static func insert(_ value: consuming Value, forKey key: Key, into node: inout Node) -> (Value?, Node?) {
+    // Moved, never copied, down to the leaf: through an optional, since a closure cannot consume
+    // a parameter.
+    var value = Optional(value)
     if !isKnownUniquelyReferenced(&node) {
       // A leaf's copy has room for the key when it is new; an inner node's none, as a split
       // below it is rare (it grows then).
@@ -483,15 +535,15 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       if index < node.keyCount && node.key(at: index) == key {
         return node.withValues { values in
           let old = (values + index).move()
-          (values + index).initialize(to: value)
+          (values + index).initialize(to: value.take().unsafelyUnwrapped)
           return (old, nil)
         }
       }
       if node.keyCount == node.slots { node = node.grown() }
-      node.insert(key, value, at: index)
+      node.insert(key, value.take().unsafelyUnwrapped, at: index)
     } else {
       let index = node.childIndex(key)
-      let (old, split) = node.withChildren { insert(value, forKey: key, into: &$0[index]) }
+      let (old, split) = node.withChildren { insert(value.take().unsafelyUnwrapped, forKey: key, into: &$0[index]) }
       guard let split else { return (old, nil) }
       if node.keyCount == node.slots { node = node.grown() }
       node.insert(split.key(at: 0), split, at: index + 1)
