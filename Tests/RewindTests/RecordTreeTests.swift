@@ -93,6 +93,34 @@ import Testing
     }
   }
 
+  /// `removeValue` removes in place in one walk when every node on the path is unique and the
+  /// leaf keeps a key, and otherwise goes the recursive way (a shared node, a leaf that empties):
+  /// removing every key (and absent ones) in increasing, decreasing and alternating order, with a
+  /// copy kept every 100 removals, the tree must hold what a dictionary holds, the copies what
+  /// they held, and the tree end empty.
+  @Test(arguments: [0, 1, 2])
+  func removalsInPlaceOrByTheRecursionAgree(order: Int) {
+    var tree = RecordTree<Int, String>()
+    var model: [Int: String] = [:]
+    for key in 0..<3_000 {
+      tree.updateValue("\(key)", forKey: key)
+      model[key] = "\(key)"
+    }
+    var kept: [(RecordTree<Int, String>, [Int: String])] = []
+    for n in 0..<3_000 {
+      if n % 100 == 0 { kept.append((tree, model)) }
+      let key = order == 0 ? n : order == 1 ? 2_999 - n : (n % 2 == 0 ? n / 2 : 2_999 - n / 2)
+      #expect(tree.removeValue(forKey: key) == model.removeValue(forKey: key))
+      #expect(tree.removeValue(forKey: key) == nil)  // absent now
+      #expect(tree.count == model.count)
+    }
+    #expect(tree.isEmpty && tree.root == nil)
+    for (copy, expected) in kept {
+      #expect(copy.keys == expected.keys.sorted())
+      #expect(copy.values == expected.keys.sorted().map { expected[$0]! })
+    }
+  }
+
   @Test func removingEverythingLeavesAnEmptyTreeThatStillWorks() {
     var tree = RecordTree<Int, Int>()
     for key in 0..<1_000 { tree.updateValue(key * 2, forKey: key) }

@@ -470,7 +470,12 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   /// Removes `key`; returns its value, or nil (changing nothing, copying nothing) if absent.
   @inlinable @discardableResult
   mutating func removeValue(forKey key: Key) -> Value? {
-    guard root != nil, let old = Self.remove(key, from: &root!) else { return nil }
+    guard root != nil else { return nil }
+    if let outcome = Self.removeInPlace(key, from: &root!) {
+      if outcome != nil { count -= 1 }
+      return outcome
+    }
+    guard let old = Self.remove(key, from: &root!) else { return nil }
     count -= 1
     while let node = root, !node.isLeaf, node.keyCount <= 1 {
       root = node.keyCount == 1 ? node.child(at: 0) : nil
@@ -600,6 +605,41 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     var node = node
     while !node.isLeaf { node = node.child(at: node.childIndex(key)) }
     return node.index(of: key) != nil
+  }
+
+  /// `removeValue`'s usual case, in one loop down the path as `modify` walks it: every node on the
+  /// path uniquely referenced and the leaf keeping at least one key. Returns the removed value, or
+  /// `.some(nil)` if `key` is absent; returns nil, having changed nothing, when a node on the path
+  /// is shared or the leaf would empty: `remove`'s recursion does those (copying the path, or
+  /// dropping the emptied nodes).
+  @inlinable static func removeInPlace(_ key: Key, from root: inout Node) -> Value?? {
+    withUnsafeMutablePointer(to: &root) { rootSlot in
+      var slot = rootSlot
+      while true {
+        guard isKnownUniquelyReferenced(&slot.pointee) else { return nil }
+        if slot.pointee.isLeaf {
+          return slot.pointee.withUnsafeMutablePointers { fields, keys -> Value?? in
+            let count = fields.pointee.count
+            let index = Node.lowerBound(key, in: keys, count: count)
+            guard index < count && keys[index] == key else { return .some(nil) }
+            guard count > 1 else { return nil }
+            let values = Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self)
+              .assumingMemoryBound(to: Value.self)
+            (keys + index).deinitialize(count: 1)
+            (keys + index).moveInitialize(from: keys + index + 1, count: count - index - 1)
+            let old = (values + index).move()
+            (values + index).moveInitialize(from: values + index + 1, count: count - index - 1)
+            fields.pointee.count = count - 1
+            return .some(old)
+          }
+        }
+        slot = slot.pointee.withUnsafeMutablePointers { fields, keys in
+          let index = Node.childIndex(key, in: keys, count: fields.pointee.count)
+          return Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self)
+            .assumingMemoryBound(to: Node.self) + index
+        }
+      }
+    }
   }
 
   /// Removes `key` from under `node` and returns its value; nil (copying nothing) if absent. One
