@@ -64,6 +64,63 @@ import Testing
     }
   }
 
+  /// `updateValue` inserts in place in one walk when every node on the path is unique and the leaf
+  /// has room, and otherwise goes the recursive way (a shared node, a full leaf, a copied leaf
+  /// with no room): in increasing, decreasing and alternating order, with a copy kept before each
+  /// batch, the tree must hold what a dictionary holds and the copies what they held.
+  @Test(arguments: [0, 1, 2])
+  func insertsInPlaceOrByTheRecursionAgree(order: Int) {
+    var tree = RecordTree<Int, String>()
+    var model: [Int: String] = [:]
+    var kept: [(RecordTree<Int, String>, [Int: String])] = []
+    for batch in 0..<40 {
+      kept.append((tree, model))
+      for step in 0..<97 {
+        let n = batch * 97 + step
+        let key = order == 0 ? n : order == 1 ? 10_000 - n : (n % 2 == 0 ? n : 10_000 - n)
+        #expect(tree.updateValue("\(key)", forKey: key) == model.updateValue("\(key)", forKey: key))
+        if step % 13 == 0 {
+          // A replacement of a key already there, often in a leaf a copy shares.
+          let old = (key / 2) * 2
+          #expect(tree.updateValue("\(old)!", forKey: old) == model.updateValue("\(old)!", forKey: old))
+        }
+      }
+      #expect(tree.count == model.count)
+    }
+    for (copy, expected) in kept + [(tree, model)] {
+      #expect(copy.keys == expected.keys.sorted())
+      #expect(copy.values == expected.keys.sorted().map { expected[$0]! })
+    }
+  }
+
+  /// `removeValue` removes in place in one walk when every node on the path is unique and the
+  /// leaf keeps a key, and otherwise goes the recursive way (a shared node, a leaf that empties):
+  /// removing every key (and absent ones) in increasing, decreasing and alternating order, with a
+  /// copy kept every 100 removals, the tree must hold what a dictionary holds, the copies what
+  /// they held, and the tree end empty.
+  @Test(arguments: [0, 1, 2])
+  func removalsInPlaceOrByTheRecursionAgree(order: Int) {
+    var tree = RecordTree<Int, String>()
+    var model: [Int: String] = [:]
+    for key in 0..<3_000 {
+      tree.updateValue("\(key)", forKey: key)
+      model[key] = "\(key)"
+    }
+    var kept: [(RecordTree<Int, String>, [Int: String])] = []
+    for n in 0..<3_000 {
+      if n % 100 == 0 { kept.append((tree, model)) }
+      let key = order == 0 ? n : order == 1 ? 2_999 - n : (n % 2 == 0 ? n / 2 : 2_999 - n / 2)
+      #expect(tree.removeValue(forKey: key) == model.removeValue(forKey: key))
+      #expect(tree.removeValue(forKey: key) == nil)  // absent now
+      #expect(tree.count == model.count)
+    }
+    #expect(tree.isEmpty && tree.root == nil)
+    for (copy, expected) in kept {
+      #expect(copy.keys == expected.keys.sorted())
+      #expect(copy.values == expected.keys.sorted().map { expected[$0]! })
+    }
+  }
+
   @Test func removingEverythingLeavesAnEmptyTreeThatStillWorks() {
     var tree = RecordTree<Int, Int>()
     for key in 0..<1_000 { tree.updateValue(key * 2, forKey: key) }
@@ -263,5 +320,28 @@ import Testing
     #expect(decoded.cacheProblems().isEmpty)
     let twice = #"{"name":"items","records":[{"id":1,"groups":[]},{"id":1,"groups":["x"]}]}"#
     #expect(throws: DecodingError.self) { try JSONDecoder().decode(Store<Item>.self, from: Data(twice.utf8)) }
+  }
+}
+
+/// A store's `insert`, which moves the record into its tree.
+@Suite struct StoreInsertTests {
+  typealias Item = StoreDecodingTests.Item
+
+  /// `insert` moves the record into the tree and, when it replaces one, compares the old record
+  /// with the one stored: an equal one touches nothing, a changed one its record and the groups
+  /// it entered or left.
+  @Test func insertTouchesOnlyWhatAReplacementChanged() {
+    var store = Store<Item>(name: "items")
+    var context = ApplyContext()
+    #expect(store.insert(Item(id: 1, groups: ["a", "b"]), context: &context) == nil)
+    #expect(context.touched == [.record("items", 1), .group("items", "a"), .group("items", "b")])
+    context.touched = []
+    #expect(store.insert(Item(id: 1, groups: ["a", "b"]), context: &context)?.groups == ["a", "b"])
+    #expect(context.touched.isEmpty)
+    #expect(store.insert(Item(id: 1, groups: ["b", "c"]), context: &context)?.groups == ["a", "b"])
+    #expect(context.touched == [.record("items", 1), .group("items", "a"), .group("items", "c")])
+    #expect(store.find(id: 1)?.groups == ["b", "c"])
+    #expect(store.records(inGroup: "a").isEmpty && store.records(inGroup: "c").map(\.id) == [1])
+    #expect(store.count == 1 && store.cacheProblems().isEmpty)
   }
 }

@@ -95,18 +95,23 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
 
   /// Inserts `record`, replacing the one with the same id; returns the replaced one. Replacing a
   /// record with an equal one touches nothing.
+  ///
+  /// The record is moved into the tree, not copied (a copy retains each string and array it holds,
+  /// and the caller's value is then released). So it is not at hand after the move: a
+  /// replacement, which is rare, compares the old record with the one stored by looking it up.
   @inlinable @discardableResult
-  public mutating func insert(_ record: Record, context: inout ApplyContext) -> Record? {
-    let old = records.updateValue(record, forKey: record.id)
-    guard let old else {
+  public mutating func insert(_ record: consuming Record, context: inout ApplyContext) -> Record? {
+    let id = record.id
+    let groupKeys = record.groupKeys
+    guard let old = records.updateValue(record, forKey: id) else {
       // A new record (the usual insert): compared with nothing, filed under its groups only.
-      refile(record.id, from: [], to: record.groupKeys, context: &context)
-      context.touch(record: name, record.id)
+      refile(id, from: [], to: groupKeys, context: &context)
+      context.touch(record: name, id)
       return nil
     }
-    if old == record { return old }  // no change, nothing touched
-    refile(record.id, from: old.groupKeys, to: record.groupKeys, context: &context)
-    context.touch(record: name, record.id)
+    if records[id] == old { return old }  // no change, nothing touched
+    refile(id, from: old.groupKeys, to: groupKeys, context: &context)
+    context.touch(record: name, id)
     return old
   }
 
