@@ -91,8 +91,8 @@ private struct Pipeline: Sendable {
   var bytes = 0
   /// How many of `commands` the working copy includes.
   var applied = 0
-  /// Whether `Manager.working` holds a copy: the quiet path checks this instead of the optional
-  /// model (whose generic metadata each check would look up).
+  /// Whether `Manager.working` holds a working copy (else it holds an empty model): a flag, not an
+  /// optional model, whose copies and checks would go through run-time metadata.
   var hasWorking = false
   /// Commands in a row that found nothing in flight or staged.
   var quietCommands = 0
@@ -137,7 +137,9 @@ private struct Pipeline: Sendable {
 /// (the model; taken only while holding `guarded`, or alone to read it), and `pipeline`
 /// (commands validated but not yet handed to the journal) with `working` (the working copy) are
 /// behind locks (`Mutex`, `LockedValue`); `pipeline` and `working` are only used by the holder of
-/// `gate`. `journal`, `tables`, `clock`, `ids` and `limits` are immutable or thread-safe.
+/// `gate`. The gate holder's command body reads `live` or `working` without its lock, at a moment
+/// when no other thread writes it (see `prepareValidationState`). `journal`, `tables`, `clock`,
+/// `ids` and `limits` are immutable or thread-safe.
 ///
 /// The state behind `guarded` and `pipeline` is not generic over the model (see `Flight`); only
 /// `live` and `working` are, each in an object of its own (see `LockedValue`).
@@ -146,10 +148,10 @@ public final class Manager<M: Model>: Sendable {
   /// The live model. Changed only while holding `guarded` too (publishing), so a holder of
   /// `guarded` sees it consistent with `flights` and `lastSequence`.
   private let live: LockedValue<M>
-  /// The live model plus every command in flight and `pipeline.commands[..<applied]`; nil when
-  /// nothing is in flight or staged (the live model is then the state to validate against).
-  /// Gate holder only.
-  private let working: LockedValue<M?>
+  /// The live model plus every command in flight and `pipeline.commands[..<applied]` when
+  /// `pipeline.hasWorking`; else an empty model (the live model is then the state to validate
+  /// against). Gate holder only.
+  private let working: LockedValue<M>
   private let pipeline: Mutex<Pipeline>
 
   /// Most commands in one append.
@@ -198,7 +200,7 @@ public final class Manager<M: Model>: Sendable {
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
     self.guarded = Mutex(Guarded(lastSequence: replayed.lastSequence))
     self.live = LockedValue(replayed.state)
-    self.working = LockedValue(nil)
+    self.working = LockedValue(M())
     self.pipeline = Mutex(Pipeline(nextSequence: replayed.lastSequence + 1))
     self.startupReport = replayed.report
   }
@@ -446,8 +448,12 @@ public final class Manager<M: Model>: Sendable {
     throws -> R
   {
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
-    // The snapshot lives only inside this closure, so applying later can mutate in place.
-    let result = try { (command: inout Command) throws -> R in try body(validationState(), &command) }(&command)
+    // The body reads the state in place, without the lock and without a copy (about 450
+    // instructions for the notebook's model, through its value witnesses): nothing else writes
+    // it until this holder hands a batch over (see `prepareValidationState`).
+    let result =
+      try prepareValidationState()
+      ? working.withoutLock { try body($0, &command) } : live.withoutLock { try body($0, &command) }
     staged = try encode(command, origin: origin)
     return result
   }
@@ -516,56 +522,56 @@ public final class Manager<M: Model>: Sendable {
       return guarded.lastSequence
     }
     pipeline.withLock { $0 = Pipeline(nextSequence: last + 1) }
-    working.withLock { $0 = nil }
+    working.withLock { $0 = M() }
   }
 
-  /// The state a new command validates against: the live model when nothing is in flight or
-  /// staged, else the working copy with every command so far applied.
+  /// Makes the state a new command validates against ready, and tells which it is: the live
+  /// model (false) when nothing is in flight or staged, else the working copy (true) with every
+  /// command so far applied.
+  ///
+  /// Either is then stable until this gate holder hands a batch over: only a flight changes the
+  /// live model, and only the gate holder adds flights or touches the working copy. So the body
+  /// reads it without a lock (readers of the live model only read it too).
   ///
   /// Making the working copy afresh copies the whole model (the live model's storage is shared
   /// until the first apply), so it is kept while commands overlap, even at moments when
   /// everything is published (it then equals the live model). It is dropped, freeing its
   /// memory, once `quietCommandsBeforeDroppingCopy` commands in a row found nothing in flight.
-  private func validationState() -> M {
-    pipeline.withLock { pipeline -> M in
-      // Only the gate holder adds flights, and only a flight changes the live model: with none in
-      // flight, the live model stays as it is read here until this holder hands a batch over.
+  private func prepareValidationState() -> Bool {
+    pipeline.withLock { pipeline -> Bool in
       if pipeline.commands.isEmpty, guarded.withLock({ $0.flights.isEmpty }) {
         pipeline.quietCommands += 1
         if !pipeline.hasWorking || pipeline.quietCommands >= Self.quietCommandsBeforeDroppingCopy {
           if pipeline.hasWorking {
-            working.withLock { $0 = nil }  // every command so far is published: the copy is no longer needed
+            working.withLock { $0 = M() }  // every command so far is published: the copy is no longer needed
             pipeline.hasWorking = false
           }
-          return live.withLock { $0 }
+          return false
         }
       } else {
         pipeline.quietCommands = 0
       }
-      pipeline.hasWorking = true
-      return working.withLock { working -> M in
+      working.withLock { working in
         var context = ApplyContext(recording: false)
-        if case .none = working {
-          let (current, unpublished) = guarded.withLock { guarded in
-            (live.withLock { $0 }, guarded.flights.flatMap { $0.commands.map(\.events) })
+        if !pipeline.hasWorking {
+          let unpublished = guarded.withLock { guarded in
+            working = live.withLock { $0 }
+            return guarded.flights.flatMap { $0.commands.map(\.events) }
           }
-          working = current
           for events in unpublished {
-            for event in events { tables.apply(event, to: &working!, context: &context) }
+            for event in events { tables.apply(event, to: &working, context: &context) }
           }
           pipeline.applied = 0
         }
-        // Applied through `working!` in place: a copy taken out and put back would cost two copies
-        // and two destructions of the model through its value witnesses (this code is not
-        // specialized for the model), about 1,200 instructions per command.
         while pipeline.applied < pipeline.commands.count {
           for event in pipeline.commands[pipeline.applied].events {
-            tables.apply(event, to: &working!, context: &context)
+            tables.apply(event, to: &working, context: &context)
           }
           pipeline.applied += 1
         }
-        return working!
       }
+      pipeline.hasWorking = true
+      return true
     }
   }
 
@@ -583,12 +589,11 @@ public final class Manager<M: Model>: Sendable {
     pipeline.withLock { pipeline -> ([NewRecord], [Staged], UInt64)? in
       guard !pipeline.commands.isEmpty else { return nil }
       let commands = pipeline.commands
-      if pipeline.hasWorking {
+      if pipeline.hasWorking {  // it must include every command handed over
         working.withLock { working in
-          if case .none = working { return }  // it must include every command handed over
           var context = ApplyContext(recording: false)
           for command in commands[pipeline.applied...] {
-            for event in command.events { tables.apply(event, to: &working!, context: &context) }
+            for event in command.events { tables.apply(event, to: &working, context: &context) }
           }
         }
       }
