@@ -40,11 +40,7 @@ private struct SettledFlight {
   var failure: ManagerError?
 
   func resolve() {
-    if let failure {
-      for command in commands { command.completion.resolve(.failure(failure)) }
-    } else {
-      for command in commands { command.completion.resolve(.success(())) }
-    }
+    for command in commands { command.completion.resolve(failingWith: failure) }
   }
 }
 
@@ -283,10 +279,9 @@ public final class Manager<M: Model>: Sendable {
         if try admit(cancelled: Task.isCancelled) { await recover() }
         var staged: Staged?
         result = try validate(origin, &staged, body)
-        if let staged = staged.take() {
-          if overflows(with: staged) { await flush() }
-          add(staged)
-          completion = staged.completion
+        if let bytes = staged?.bytes {
+          if overflows(adding: bytes) { await flush() }
+          completion = add(&staged)
         }
       } catch {
         if !leaveQuietGate() { await serveTurn(first: nil) }
@@ -298,7 +293,7 @@ public final class Manager<M: Model>: Sendable {
       journal.lead()
       if let completion {
         // Usually settled by the write just made: read it without an asynchronous call.
-        if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
+        if try !completion.isSettled() { try await completion.wait() }
       }
       return result
     }
@@ -342,12 +337,12 @@ public final class Manager<M: Model>: Sendable {
         journal.lead()
         let result = try staged()
         if let completion = slot.completion {
-          if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
+          if try !completion.isSettled() { try await completion.wait() }
         }
         return result
       case .done:
         let result = try staged()
-        try slot.completion?.outcome?.get()
+        _ = try slot.completion?.isSettled()
         return result
       }
     }
@@ -399,14 +394,13 @@ public final class Manager<M: Model>: Sendable {
     -> Completion?
   {
     if try admit(cancelled: cancelled) { await recover() }
-    var validated: Staged?
-    try validate(origin, &validated, body)
-    guard let staged = validated.take() else { return nil }
+    var staged: Staged?
+    try validate(origin, &staged, body)
+    guard let bytes = staged?.bytes else { return nil }
     // A command that would overflow the batch sends the batch before it on its way first. It was
     // validated against that batch, so if the batch fails, it fails too.
-    if overflows(with: staged) { await flush() }
-    add(staged)
-    return staged.completion
+    if overflows(adding: bytes) { await flush() }
+    return add(&staged)
   }
 
   /// Ends the turn of a holder that staged its own command, when no command arrived meanwhile:
@@ -424,13 +418,13 @@ public final class Manager<M: Model>: Sendable {
   /// `stage`'s first step: throws if the manager stopped or the command was cancelled; true if an
   /// append failed since the last command, so that `recover()` must run before validating.
   private func admit(cancelled: Bool) throws -> Bool {
-    // The stop reason is copied out only when there is one (a copy of an optional error and its
-    // release cost more than the rest of this step).
-    let (stopped, broken) = guarded.withLock { guarded -> (ManagerError?, Bool) in
-      if case .none = guarded.stopped { return (nil, guarded.broken) }
-      return (guarded.stopped, guarded.broken)
+    // The stop reason is copied out only when there is one: a copy of an optional error and its
+    // release, or even a tuple holding one (copied by `memcpy`), cost more than the rest of this step.
+    let (isStopped, broken) = guarded.withLock { guarded -> (Bool, Bool) in
+      if case .none = guarded.stopped { return (false, guarded.broken) }
+      return (true, guarded.broken)
     }
-    if let stopped {
+    if isStopped, let stopped = guarded.withLock({ $0.stopped }) {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
@@ -484,17 +478,22 @@ public final class Manager<M: Model>: Sendable {
       bytes: bytes, completion: Completion())
   }
 
-  /// Whether adding `staged` would overflow the open batch (which must be sent first).
-  private func overflows(with staged: Staged) -> Bool {
-    pipeline.withLock { !$0.commands.isEmpty && $0.bytes + staged.bytes > batchBudget }
+  /// Whether adding a command of `bytes` would overflow the open batch (which must be sent first).
+  private func overflows(adding bytes: Int) -> Bool {
+    pipeline.withLock { !$0.commands.isEmpty && $0.bytes + bytes > batchBudget }
   }
 
-  /// `stage`'s last step: adds a validated command to the open batch.
-  private func add(_ staged: Staged) {
+  /// `stage`'s last step: moves a validated command (if any) into the open batch, leaving nil, and
+  /// returns its completion. Moved, not copied: a copy of a `Staged` and its destruction retain
+  /// and release each of its references.
+  private func add(_ staged: inout Staged?) -> Completion? {
+    guard let completion = staged?.completion else { return nil }
     pipeline.withLock { pipeline in
-      pipeline.commands.append(staged)
-      pipeline.bytes += staged.bytes
+      guard let command = staged.take() else { return }
+      pipeline.bytes += command.bytes
+      pipeline.commands.append(command)
     }
+    return completion
   }
 
   /// After a failed append: fails the commands staged since (they validated against it), waits
@@ -508,7 +507,7 @@ public final class Manager<M: Model>: Sendable {
     let failure = ManagerError(
       .appendFailed,
       "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried")
-    for command in orphans { command.completion.resolve(.failure(failure)) }
+    for command in orphans { command.completion.resolve(failingWith: failure) }
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let settled = guarded.withLock { guarded -> Bool in
         if guarded.flights.isEmpty { return true }
