@@ -638,29 +638,11 @@ public final class Manager<M: Model>: Sendable {
         guarded.flights[index].outcome = outcome
         return nil
       }
-      var outcome = outcome
-      while true {
-        let head = guarded.flights.removeFirst()
-        guarded.firstFlight += 1
-        let settled: SettledFlight
-        switch outcome {
-        case .success(let sequences):
-          publish(head.commands, at: sequences, in: &guarded)
-          settled = SettledFlight(commands: head.commands, failure: nil)
-        case .failure(let error):
-          let failure =
-            error.code == .sequenceConflict && guarded.broken
-            ? ManagerError(
-              .appendFailed,
-              "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried",
-              journalError: error)
-            : refusal(for: error, stopping: &guarded)
-          guarded.broken = true
-          settled = SettledFlight(commands: head.commands, failure: failure)
-        }
-        if first == nil { first = settled } else { more.append(settled) }
-        guard !guarded.flights.isEmpty, let next = guarded.flights[0].outcome else { break }
-        outcome = next
+      // The journal's answer is read where it is, not copied: a copy of the `Result` (and of its
+      // optional `JournalError`) goes through generic value witnesses.
+      first = settleHead(with: outcome, in: &guarded)
+      while !guarded.flights.isEmpty, let next = guarded.flights[0].outcome {
+        more.append(settleHead(with: next, in: &guarded))
       }
       guard guarded.flights.isEmpty, let waiter = guarded.drained else { return nil }
       guarded.drained = nil
@@ -669,6 +651,30 @@ public final class Manager<M: Model>: Sendable {
     first?.resolve()
     for settled in more { settled.resolve() }
     drained?.continuation.resume()
+  }
+
+  /// Takes the head of `flights` out with the journal's answer for it: publishes it if it succeeded,
+  /// else marks the pipeline broken. Returns its commands, to be resolved outside the lock.
+  private func settleHead(
+    with outcome: Result<ClosedRange<UInt64>, JournalError>, in guarded: inout Guarded
+  ) -> SettledFlight {
+    let head = guarded.flights.removeFirst()
+    guarded.firstFlight += 1
+    switch outcome {
+    case .success(let sequences):
+      publish(head.commands, at: sequences, in: &guarded)
+      return SettledFlight(commands: head.commands, failure: nil)
+    case .failure(let error):
+      let failure =
+        error.code == .sequenceConflict && guarded.broken
+        ? ManagerError(
+          .appendFailed,
+          "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried",
+          journalError: error)
+        : refusal(for: error, stopping: &guarded)
+      guarded.broken = true
+      return SettledFlight(commands: head.commands, failure: failure)
+    }
   }
 
   /// Applies one acknowledged append's commands to the live model and announces them.
