@@ -58,3 +58,26 @@ func tagsAreTrimmedAndLowercased(raw: String, expected: String) {
   #expect("x".trimmed == "x")
   #expect("\u{1F600} ".trimmed == "\u{1F600}")
 }
+
+/// The shortcut for strings that start and end with printable ASCII trims exactly as the search
+/// over the scalars does, whatever scalar stands at either end.
+@Test func trimmingShortcutAgreesWithTheScalarSearch() {
+  func reference(_ text: String) -> String {
+    let scalars = Array(text.unicodeScalars)
+    guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+      let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+    else { return "" }
+    var result = String.UnicodeScalarView()
+    result.append(contentsOf: scalars[first...last])
+    return String(result)
+  }
+  let scalars = (0...0x3000).compactMap(Unicode.Scalar.init) + ["\u{FEFF}", "\u{1F600}"]
+  for scalar in scalars {
+    for text in ["\(scalar)a b", "a b\(scalar)", "\(scalar)a\(scalar)", "\(scalar)", "a\(scalar)b"] {
+      #expect(text.trimmed == reference(text), "U+\(String(scalar.value, radix: 16))")
+    }
+  }
+  #expect(" title ".trimmed == "title")
+  #expect("title\u{85}".trimmed == "title")
+  #expect("\u{A0}title".trimmed == "title")
+}

@@ -43,6 +43,15 @@ public struct NoteTag: Hashable, Comparable, Sendable, Codable, CustomStringConv
 extension String {
   /// Without leading and trailing white space (Unicode's definition).
   var trimmed: String {
+    // Most titles start and end with a printable ASCII character, and are then their own trimmed
+    // form: checked on the first and last UTF-8 bytes (a byte under 0x80 is a whole scalar),
+    // without searching the scalars from both ends (about 250 instructions per `createNote`).
+    // The bytes are read in place: `utf8.last` steps back over the view's index (about 75).
+    let plain = utf8.withContiguousStorageIfAvailable { bytes in
+      guard let first = bytes.first, let last = bytes.last else { return false }
+      return first > 0x20 && first < 0x80 && last > 0x20 && last < 0x80
+    }
+    if plain == true { return self }
     let scalars = unicodeScalars
     guard let first = scalars.firstIndex(where: { !$0.isWhiteSpace }),
       let last = scalars.lastIndex(where: { !$0.isWhiteSpace })

@@ -5,16 +5,23 @@ internal import Synchronization
 /// an unsafe one: the checked one's optional is copied, tested and destroyed through run-time
 /// metadata (its layout is not known to this module), several times for every command.
 #if DEBUG
-  typealias CompletionWaiter = CheckedContinuation<Result<Void, ManagerError>, Never>
+  typealias CompletionWaiter = CheckedContinuation<ManagerError?, Never>
 #else
-  typealias CompletionWaiter = UnsafeContinuation<Result<Void, ManagerError>, Never>
+  typealias CompletionWaiter = UnsafeContinuation<ManagerError?, Never>
 #endif
 
 /// A one-shot outcome that one task resolves and another awaits: how a command staged in a batch
 /// learns whether the batch was committed.
+///
+/// The outcome is a flag and an optional error, not an optional `Result`: copies of a
+/// `Result<Void, ManagerError>` go through its generic value witnesses (run-time metadata), and
+/// an optional of one is also copied and destroyed through `Optional`'s.
 final class Completion: Sendable {
   private struct State {
-    var outcome: Result<Void, ManagerError>?
+    /// Whether the outcome is set.
+    var settled = false
+    /// The batch's error, once settled with one.
+    var failure: ManagerError?
     /// Resumed exactly once: by `resolve`, which takes it out under the lock, or by `wait` itself
     /// when the outcome is there already.
     var waiter: CompletionWaiter?
@@ -23,53 +30,62 @@ final class Completion: Sendable {
 
   private let state = Mutex(State())
 
-  /// Sets the outcome (the first call wins) and wakes the waiter.
-  func resolve(_ outcome: Result<Void, ManagerError>) {
+  /// Sets the outcome, a success if `failure` is nil (the first call wins), and wakes the waiter.
+  func resolve(failingWith failure: ManagerError?) {
     let (waiter, callback) = state.withLock { state -> (CompletionWaiter?, (@Sendable () -> Void)?) in
-      guard state.outcome == nil else { return (nil, nil) }
-      state.outcome = outcome
+      guard !state.settled else { return (nil, nil) }
+      state.settled = true
+      if let failure { state.failure = failure }
       defer {
         state.waiter = nil
         state.callback = nil
       }
       return (state.waiter, state.callback)
     }
-    waiter?.resume(returning: outcome)
+    waiter?.resume(returning: failure)
     callback?()
   }
 
   /// Calls `callback` once the outcome is set (at once if it is). At most one per completion.
   func whenResolved(_ callback: @escaping @Sendable () -> Void) {
     let ready = state.withLock { state -> Bool in
-      if state.outcome != nil { return true }
+      if state.settled { return true }
       state.callback = callback
       return false
     }
     if ready { callback() }
   }
 
-  /// The outcome, once set.
-  var outcome: Result<Void, ManagerError>? { state.withLock { $0.outcome } }
+  /// Whether the outcome is set; throws the batch's error if it is a failure.
+  func isSettled() throws(ManagerError) -> Bool {
+    // The error is copied out only when there is one.
+    let (settled, failed) = state.withLock { state -> (Bool, Bool) in
+      if case .none = state.failure { return (state.settled, false) }
+      return (true, true)
+    }
+    if failed, let failure = state.withLock({ $0.failure }) { throw failure }
+    return settled
+  }
 
   /// Waits for the outcome; throws the batch's error.
   func wait() async throws(ManagerError) {
     // Settled already (a command whose task wrote its own batch): no suspension.
-    if let outcome = state.withLock({ $0.outcome }) { return try outcome.get() }
-    let outcome = await withWaiter { continuation in
-      let ready = state.withLock { state -> Result<Void, ManagerError>? in
-        if let outcome = state.outcome { return outcome }
+    if try isSettled() { return }
+    let failure = await withWaiter { continuation in
+      let (settled, failure) = state.withLock { state -> (Bool, ManagerError?) in
+        if state.settled { return (true, state.failure) }
         state.waiter = continuation
-        return nil
+        return (false, nil)
       }
-      if let ready { continuation.resume(returning: ready) }
+      if settled { continuation.resume(returning: failure) }
     }
-    try outcome.get()
+    if let failure { throw failure }
   }
 }
 
 /// Suspends the calling task until `body`'s continuation is resumed (see `CompletionWaiter`).
 @inline(__always)
-private func withWaiter(_ body: (CompletionWaiter) -> Void) async -> Result<Void, ManagerError> {
+private func withWaiter(_ body: (CompletionWaiter) -> Void) async -> ManagerError? {
   #if DEBUG
     await withCheckedContinuation(body)
   #else

@@ -7,15 +7,37 @@ internal import Synchronization
 /// `Mutex<M>` stored inline would have its generic metadata looked up at run time (a hash-table
 /// search) each time it is locked.
 ///
-/// `@unchecked Sendable`: `value` is read and written only while holding `lock`.
+/// The value lives in memory the object allocates, not in a stored property: its accesses need
+/// no run-time exclusivity checks (a thread-local lookup each), and `withoutLock` can lend it in
+/// place.
+///
+/// `@unchecked Sendable`: the value is read and written only while holding `lock`, or through
+/// `withoutLock` by a caller that knows no other thread writes it meanwhile.
 final class LockedValue<Value: Sendable>: @unchecked Sendable {
   private let lock = Mutex(())
-  private var value: Value
+  private let storage: UnsafeMutablePointer<Value>
 
-  init(_ value: Value) { self.value = value }
+  init(_ value: Value) {
+    storage = .allocate(capacity: 1)
+    storage.initialize(to: value)
+  }
+
+  deinit {
+    storage.deinitialize(count: 1)
+    storage.deallocate()
+  }
 
   /// Runs `body` on the value while holding the lock.
   func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R {
-    lock.withLock { _ in body(&value) }
+    lock.withLock { _ in body(&storage.pointee) }
+  }
+
+  /// Runs `body` on the value in place without taking the lock, for a caller that knows that no
+  /// other thread writes the value until `body` returns (others may read it under the lock).
+  /// `body` must only read it: the value is passed `inout` so that it is lent in place, where a
+  /// borrowed read of it would be copied first (in unspecialized code, through the value's
+  /// witnesses).
+  func withoutLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+    try body(&storage.pointee)
   }
 }

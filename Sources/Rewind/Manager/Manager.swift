@@ -40,11 +40,7 @@ private struct SettledFlight {
   var failure: ManagerError?
 
   func resolve() {
-    if let failure {
-      for command in commands { command.completion.resolve(.failure(failure)) }
-    } else {
-      for command in commands { command.completion.resolve(.success(())) }
-    }
+    for command in commands { command.completion.resolve(failingWith: failure) }
   }
 }
 
@@ -91,8 +87,8 @@ private struct Pipeline: Sendable {
   var bytes = 0
   /// How many of `commands` the working copy includes.
   var applied = 0
-  /// Whether `Manager.working` holds a copy: the quiet path checks this instead of the optional
-  /// model (whose generic metadata each check would look up).
+  /// Whether `Manager.working` holds a working copy (else it holds an empty model): a flag, not an
+  /// optional model, whose copies and checks would go through run-time metadata.
   var hasWorking = false
   /// Commands in a row that found nothing in flight or staged.
   var quietCommands = 0
@@ -137,7 +133,9 @@ private struct Pipeline: Sendable {
 /// (the model; taken only while holding `guarded`, or alone to read it), and `pipeline`
 /// (commands validated but not yet handed to the journal) with `working` (the working copy) are
 /// behind locks (`Mutex`, `LockedValue`); `pipeline` and `working` are only used by the holder of
-/// `gate`. `journal`, `tables`, `clock`, `ids` and `limits` are immutable or thread-safe.
+/// `gate`. The gate holder's command body reads `live` or `working` without its lock, at a moment
+/// when no other thread writes it (see `prepareValidationState`). `journal`, `tables`, `clock`,
+/// `ids` and `limits` are immutable or thread-safe.
 ///
 /// The state behind `guarded` and `pipeline` is not generic over the model (see `Flight`); only
 /// `live` and `working` are, each in an object of its own (see `LockedValue`).
@@ -146,10 +144,10 @@ public final class Manager<M: Model>: Sendable {
   /// The live model. Changed only while holding `guarded` too (publishing), so a holder of
   /// `guarded` sees it consistent with `flights` and `lastSequence`.
   private let live: LockedValue<M>
-  /// The live model plus every command in flight and `pipeline.commands[..<applied]`; nil when
-  /// nothing is in flight or staged (the live model is then the state to validate against).
-  /// Gate holder only.
-  private let working: LockedValue<M?>
+  /// The live model plus every command in flight and `pipeline.commands[..<applied]` when
+  /// `pipeline.hasWorking`; else an empty model (the live model is then the state to validate
+  /// against). Gate holder only.
+  private let working: LockedValue<M>
   private let pipeline: Mutex<Pipeline>
 
   /// Most commands in one append.
@@ -198,7 +196,7 @@ public final class Manager<M: Model>: Sendable {
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
     self.guarded = Mutex(Guarded(lastSequence: replayed.lastSequence))
     self.live = LockedValue(replayed.state)
-    self.working = LockedValue(nil)
+    self.working = LockedValue(M())
     self.pipeline = Mutex(Pipeline(nextSequence: replayed.lastSequence + 1))
     self.startupReport = replayed.report
   }
@@ -281,10 +279,9 @@ public final class Manager<M: Model>: Sendable {
         if try admit(cancelled: Task.isCancelled) { await recover() }
         var staged: Staged?
         result = try validate(origin, &staged, body)
-        if let staged = staged.take() {
-          if overflows(with: staged) { await flush() }
-          add(staged)
-          completion = staged.completion
+        if let bytes = staged?.bytes {
+          if overflows(adding: bytes) { await flush() }
+          completion = add(&staged)
         }
       } catch {
         if !leaveQuietGate() { await serveTurn(first: nil) }
@@ -296,7 +293,7 @@ public final class Manager<M: Model>: Sendable {
       journal.lead()
       if let completion {
         // Usually settled by the write just made: read it without an asynchronous call.
-        if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
+        if try !completion.isSettled() { try await completion.wait() }
       }
       return result
     }
@@ -340,12 +337,12 @@ public final class Manager<M: Model>: Sendable {
         journal.lead()
         let result = try staged()
         if let completion = slot.completion {
-          if let outcome = completion.outcome { try outcome.get() } else { try await completion.wait() }
+          if try !completion.isSettled() { try await completion.wait() }
         }
         return result
       case .done:
         let result = try staged()
-        try slot.completion?.outcome?.get()
+        _ = try slot.completion?.isSettled()
         return result
       }
     }
@@ -397,14 +394,13 @@ public final class Manager<M: Model>: Sendable {
     -> Completion?
   {
     if try admit(cancelled: cancelled) { await recover() }
-    var validated: Staged?
-    try validate(origin, &validated, body)
-    guard let staged = validated.take() else { return nil }
+    var staged: Staged?
+    try validate(origin, &staged, body)
+    guard let bytes = staged?.bytes else { return nil }
     // A command that would overflow the batch sends the batch before it on its way first. It was
     // validated against that batch, so if the batch fails, it fails too.
-    if overflows(with: staged) { await flush() }
-    add(staged)
-    return staged.completion
+    if overflows(adding: bytes) { await flush() }
+    return add(&staged)
   }
 
   /// Ends the turn of a holder that staged its own command, when no command arrived meanwhile:
@@ -422,13 +418,13 @@ public final class Manager<M: Model>: Sendable {
   /// `stage`'s first step: throws if the manager stopped or the command was cancelled; true if an
   /// append failed since the last command, so that `recover()` must run before validating.
   private func admit(cancelled: Bool) throws -> Bool {
-    // The stop reason is copied out only when there is one (a copy of an optional error and its
-    // release cost more than the rest of this step).
-    let (stopped, broken) = guarded.withLock { guarded -> (ManagerError?, Bool) in
-      if case .none = guarded.stopped { return (nil, guarded.broken) }
-      return (guarded.stopped, guarded.broken)
+    // The stop reason is copied out only when there is one: a copy of an optional error and its
+    // release, or even a tuple holding one (copied by `memcpy`), cost more than the rest of this step.
+    let (isStopped, broken) = guarded.withLock { guarded -> (Bool, Bool) in
+      if case .none = guarded.stopped { return (false, guarded.broken) }
+      return (true, guarded.broken)
     }
-    if let stopped {
+    if isStopped, let stopped = guarded.withLock({ $0.stopped }) {
       throw stopped.code == .closed
         ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
@@ -446,8 +442,12 @@ public final class Manager<M: Model>: Sendable {
     throws -> R
   {
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
-    // The snapshot lives only inside this closure, so applying later can mutate in place.
-    let result = try { (command: inout Command) throws -> R in try body(validationState(), &command) }(&command)
+    // The body reads the state in place, without the lock and without a copy (about 450
+    // instructions for the notebook's model, through its value witnesses): nothing else writes
+    // it until this holder hands a batch over (see `prepareValidationState`).
+    let result =
+      try prepareValidationState()
+      ? working.withoutLock { try body($0, &command) } : live.withoutLock { try body($0, &command) }
     staged = try encode(command, origin: origin)
     return result
   }
@@ -478,17 +478,22 @@ public final class Manager<M: Model>: Sendable {
       bytes: bytes, completion: Completion())
   }
 
-  /// Whether adding `staged` would overflow the open batch (which must be sent first).
-  private func overflows(with staged: Staged) -> Bool {
-    pipeline.withLock { !$0.commands.isEmpty && $0.bytes + staged.bytes > batchBudget }
+  /// Whether adding a command of `bytes` would overflow the open batch (which must be sent first).
+  private func overflows(adding bytes: Int) -> Bool {
+    pipeline.withLock { !$0.commands.isEmpty && $0.bytes + bytes > batchBudget }
   }
 
-  /// `stage`'s last step: adds a validated command to the open batch.
-  private func add(_ staged: Staged) {
+  /// `stage`'s last step: moves a validated command (if any) into the open batch, leaving nil, and
+  /// returns its completion. Moved, not copied: a copy of a `Staged` and its destruction retain
+  /// and release each of its references.
+  private func add(_ staged: inout Staged?) -> Completion? {
+    guard let completion = staged?.completion else { return nil }
     pipeline.withLock { pipeline in
-      pipeline.commands.append(staged)
-      pipeline.bytes += staged.bytes
+      guard let command = staged.take() else { return }
+      pipeline.bytes += command.bytes
+      pipeline.commands.append(command)
     }
+    return completion
   }
 
   /// After a failed append: fails the commands staged since (they validated against it), waits
@@ -502,7 +507,7 @@ public final class Manager<M: Model>: Sendable {
     let failure = ManagerError(
       .appendFailed,
       "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried")
-    for command in orphans { command.completion.resolve(.failure(failure)) }
+    for command in orphans { command.completion.resolve(failingWith: failure) }
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let settled = guarded.withLock { guarded -> Bool in
         if guarded.flights.isEmpty { return true }
@@ -516,56 +521,56 @@ public final class Manager<M: Model>: Sendable {
       return guarded.lastSequence
     }
     pipeline.withLock { $0 = Pipeline(nextSequence: last + 1) }
-    working.withLock { $0 = nil }
+    working.withLock { $0 = M() }
   }
 
-  /// The state a new command validates against: the live model when nothing is in flight or
-  /// staged, else the working copy with every command so far applied.
+  /// Makes the state a new command validates against ready, and tells which it is: the live
+  /// model (false) when nothing is in flight or staged, else the working copy (true) with every
+  /// command so far applied.
+  ///
+  /// Either is then stable until this gate holder hands a batch over: only a flight changes the
+  /// live model, and only the gate holder adds flights or touches the working copy. So the body
+  /// reads it without a lock (readers of the live model only read it too).
   ///
   /// Making the working copy afresh copies the whole model (the live model's storage is shared
   /// until the first apply), so it is kept while commands overlap, even at moments when
   /// everything is published (it then equals the live model). It is dropped, freeing its
   /// memory, once `quietCommandsBeforeDroppingCopy` commands in a row found nothing in flight.
-  private func validationState() -> M {
-    pipeline.withLock { pipeline -> M in
-      // Only the gate holder adds flights, and only a flight changes the live model: with none in
-      // flight, the live model stays as it is read here until this holder hands a batch over.
+  private func prepareValidationState() -> Bool {
+    pipeline.withLock { pipeline -> Bool in
       if pipeline.commands.isEmpty, guarded.withLock({ $0.flights.isEmpty }) {
         pipeline.quietCommands += 1
         if !pipeline.hasWorking || pipeline.quietCommands >= Self.quietCommandsBeforeDroppingCopy {
           if pipeline.hasWorking {
-            working.withLock { $0 = nil }  // every command so far is published: the copy is no longer needed
+            working.withLock { $0 = M() }  // every command so far is published: the copy is no longer needed
             pipeline.hasWorking = false
           }
-          return live.withLock { $0 }
+          return false
         }
       } else {
         pipeline.quietCommands = 0
       }
-      pipeline.hasWorking = true
-      return working.withLock { working -> M in
+      working.withLock { working in
         var context = ApplyContext(recording: false)
-        if case .none = working {
-          let (current, unpublished) = guarded.withLock { guarded in
-            (live.withLock { $0 }, guarded.flights.flatMap { $0.commands.map(\.events) })
+        if !pipeline.hasWorking {
+          let unpublished = guarded.withLock { guarded in
+            working = live.withLock { $0 }
+            return guarded.flights.flatMap { $0.commands.map(\.events) }
           }
-          working = current
           for events in unpublished {
-            for event in events { tables.apply(event, to: &working!, context: &context) }
+            for event in events { tables.apply(event, to: &working, context: &context) }
           }
           pipeline.applied = 0
         }
-        // Applied through `working!` in place: a copy taken out and put back would cost two copies
-        // and two destructions of the model through its value witnesses (this code is not
-        // specialized for the model), about 1,200 instructions per command.
         while pipeline.applied < pipeline.commands.count {
           for event in pipeline.commands[pipeline.applied].events {
-            tables.apply(event, to: &working!, context: &context)
+            tables.apply(event, to: &working, context: &context)
           }
           pipeline.applied += 1
         }
-        return working!
       }
+      pipeline.hasWorking = true
+      return true
     }
   }
 
@@ -583,12 +588,11 @@ public final class Manager<M: Model>: Sendable {
     pipeline.withLock { pipeline -> ([NewRecord], [Staged], UInt64)? in
       guard !pipeline.commands.isEmpty else { return nil }
       let commands = pipeline.commands
-      if pipeline.hasWorking {
+      if pipeline.hasWorking {  // it must include every command handed over
         working.withLock { working in
-          if case .none = working { return }  // it must include every command handed over
           var context = ApplyContext(recording: false)
           for command in commands[pipeline.applied...] {
-            for event in command.events { tables.apply(event, to: &working!, context: &context) }
+            for event in command.events { tables.apply(event, to: &working, context: &context) }
           }
         }
       }
@@ -634,29 +638,11 @@ public final class Manager<M: Model>: Sendable {
         guarded.flights[index].outcome = outcome
         return nil
       }
-      var outcome = outcome
-      while true {
-        let head = guarded.flights.removeFirst()
-        guarded.firstFlight += 1
-        let settled: SettledFlight
-        switch outcome {
-        case .success(let sequences):
-          publish(head.commands, at: sequences, in: &guarded)
-          settled = SettledFlight(commands: head.commands, failure: nil)
-        case .failure(let error):
-          let failure =
-            error.code == .sequenceConflict && guarded.broken
-            ? ManagerError(
-              .appendFailed,
-              "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried",
-              journalError: error)
-            : refusal(for: error, stopping: &guarded)
-          guarded.broken = true
-          settled = SettledFlight(commands: head.commands, failure: failure)
-        }
-        if first == nil { first = settled } else { more.append(settled) }
-        guard !guarded.flights.isEmpty, let next = guarded.flights[0].outcome else { break }
-        outcome = next
+      // The journal's answer is read where it is, not copied: a copy of the `Result` (and of its
+      // optional `JournalError`) goes through generic value witnesses.
+      first = settleHead(with: outcome, in: &guarded)
+      while !guarded.flights.isEmpty, let next = guarded.flights[0].outcome {
+        more.append(settleHead(with: next, in: &guarded))
       }
       guard guarded.flights.isEmpty, let waiter = guarded.drained else { return nil }
       guarded.drained = nil
@@ -665,6 +651,30 @@ public final class Manager<M: Model>: Sendable {
     first?.resolve()
     for settled in more { settled.resolve() }
     drained?.continuation.resume()
+  }
+
+  /// Takes the head of `flights` out with the journal's answer for it: publishes it if it succeeded,
+  /// else marks the pipeline broken. Returns its commands, to be resolved outside the lock.
+  private func settleHead(
+    with outcome: Result<ClosedRange<UInt64>, JournalError>, in guarded: inout Guarded
+  ) -> SettledFlight {
+    let head = guarded.flights.removeFirst()
+    guarded.firstFlight += 1
+    switch outcome {
+    case .success(let sequences):
+      publish(head.commands, at: sequences, in: &guarded)
+      return SettledFlight(commands: head.commands, failure: nil)
+    case .failure(let error):
+      let failure =
+        error.code == .sequenceConflict && guarded.broken
+        ? ManagerError(
+          .appendFailed,
+          "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried",
+          journalError: error)
+        : refusal(for: error, stopping: &guarded)
+      guarded.broken = true
+      return SettledFlight(commands: head.commands, failure: failure)
+    }
   }
 
   /// Applies one acknowledged append's commands to the live model and announces them.
