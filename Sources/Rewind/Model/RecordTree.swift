@@ -95,6 +95,28 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       UnsafeMutableRawPointer(keys + slots)
     }
 
+    /// A leaf's values, after its keys' slots (`fields` its header).
+    @inlinable @inline(__always) static func values(
+      after keys: UnsafeMutablePointer<Key>, _ fields: UnsafeMutablePointer<NodeFields>
+    ) -> UnsafeMutablePointer<Value> {
+      tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self).assumingMemoryBound(to: Value.self)
+    }
+
+    /// An inner node's children, after its keys' slots (`fields` its header).
+    @inlinable @inline(__always) static func children(
+      after keys: UnsafeMutablePointer<Key>, _ fields: UnsafeMutablePointer<NodeFields>
+    ) -> UnsafeMutablePointer<Node> {
+      tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self).assumingMemoryBound(to: Node.self)
+    }
+
+    /// The slot of this inner node's child under which `key` falls: the next step of the loops
+    /// that walk down in place (`modify`, `insertInPlace`, `removeInPlace`).
+    @inlinable @inline(__always) func childSlot(_ key: Key) -> UnsafeMutablePointer<Node> {
+      withUnsafeMutablePointers { fields, keys in
+        Node.children(after: keys, fields) + Node.childIndex(key, in: keys, count: fields.pointee.count)
+      }
+    }
+
     /// A leaf holding `keys` with `values` (parallel), in order.
     @inlinable static func leaf(keys: some Collection<Key>, values: some Collection<Value>) -> Node {
       make(isLeaf: true, keys: keys, entries: values)
@@ -170,20 +192,12 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
 
     /// A leaf's values (`0..<keyCount` initialized).
     @inlinable func withValues<Result>(_ body: (UnsafeMutablePointer<Value>) throws -> Result) rethrows -> Result {
-      try withUnsafeMutablePointers { fields, keys in
-        try body(
-          Self.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self).assumingMemoryBound(
-            to: Value.self))
-      }
+      try withUnsafeMutablePointers { fields, keys in try body(Self.values(after: keys, fields)) }
     }
 
     /// An inner node's children (`0..<keyCount` initialized).
     @inlinable func withChildren<Result>(_ body: (UnsafeMutablePointer<Node>) throws -> Result) rethrows -> Result {
-      try withUnsafeMutablePointers { fields, keys in
-        try body(
-          Self.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self).assumingMemoryBound(
-            to: Node.self))
-      }
+      try withUnsafeMutablePointers { fields, keys in try body(Self.children(after: keys, fields)) }
     }
 
     @inlinable var isLeaf: Bool { withUnsafeMutablePointerToHeader { $0.pointee.isLeaf } }
@@ -526,8 +540,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
           return slot.pointee.withUnsafeMutablePointers { fields, keys -> Value?? in
             let count = fields.pointee.count
             let index = Node.lowerBound(key, in: keys, count: count)
-            let values = Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self)
-              .assumingMemoryBound(to: Value.self)
+            let values = Node.values(after: keys, fields)
             if index < count && keys[index] == key {
               let old = (values + index).move()
               (values + index).initialize(to: value.take().unsafelyUnwrapped)
@@ -542,11 +555,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
             return .some(nil)
           }
         }
-        slot = slot.pointee.withUnsafeMutablePointers { fields, keys in
-          let index = Node.childIndex(key, in: keys, count: fields.pointee.count)
-          return Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self)
-            .assumingMemoryBound(to: Node.self) + index
-        }
+        slot = slot.pointee.childSlot(key)
       }
     }
   }
@@ -611,18 +620,13 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
           let (value, found) = slot.pointee.withUnsafeMutablePointers { fields, keys in
             let count = fields.pointee.count
             let index = Node.lowerBound(key, in: keys, count: count)
-            let values = Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self)
-              .assumingMemoryBound(to: Value.self)
+            let values = Node.values(after: keys, fields)
             return (values + index, index < count && keys[index] == key)
           }
           guard found else { return nil }
           return try change(&value.pointee)
         }
-        slot = slot.pointee.withUnsafeMutablePointers { fields, keys in
-          let index = Node.childIndex(key, in: keys, count: fields.pointee.count)
-          return Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self)
-            .assumingMemoryBound(to: Node.self) + index
-        }
+        slot = slot.pointee.childSlot(key)
       }
     }
   }
@@ -650,8 +654,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
             let index = Node.lowerBound(key, in: keys, count: count)
             guard index < count && keys[index] == key else { return .some(nil) }
             guard count > 1 else { return nil }
-            let values = Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Value.self)
-              .assumingMemoryBound(to: Value.self)
+            let values = Node.values(after: keys, fields)
             (keys + index).deinitialize(count: 1)
             (keys + index).moveInitialize(from: keys + index + 1, count: count - index - 1)
             let old = (values + index).move()
@@ -660,11 +663,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
             return .some(old)
           }
         }
-        slot = slot.pointee.withUnsafeMutablePointers { fields, keys in
-          let index = Node.childIndex(key, in: keys, count: fields.pointee.count)
-          return Node.tail(keys, slots: Int(fields.pointee.slots)).alignedUp(for: Node.self)
-            .assumingMemoryBound(to: Node.self) + index
-        }
+        slot = slot.pointee.childSlot(key)
       }
     }
   }
