@@ -70,6 +70,8 @@ public enum NotebookDemoCommand: RewindCommand {
       directory: directory, options: JournalOptions(durability: durability), clock: workload.clock,
       ids: workload.ids)
     let before = manager.lastSequence
+    for moved in manager.recovery.movedAside { output.err("opening moved aside: \(moved)\n") }
+    if let missing = manager.recovery.missingRecords { output.err("opening found \(missing)\n") }
     if seed != nil && before > 0 {
       manager.close()
       throw UsageError(

@@ -38,6 +38,7 @@ enum CompactCommand: RewindCommand {
       let journal = try Journal(directory: directory, options: options)
       defer { journal.close() }
       for moved in journal.recovery.movedAside { output.out("opening moved a torn tail aside: \(moved)\n") }
+      if let missing = journal.recovery.missingRecords { output.out("opening found \(missing)\n") }
       report = try journal.compactSealedSegments { done in
         // Each as it is done: a failure later leaves these compacted.
         output.out(

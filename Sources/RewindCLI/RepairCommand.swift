@@ -10,7 +10,8 @@ enum RepairCommand: RewindCommand {
 
     Moves everything from the first damaged frame on into DIR/quarantine/ (nothing is deleted),
     after saying exactly what it will move: which segment, from which byte offset, how many bytes,
-    and the sequence number the journal will then end at. At a terminal it asks before moving;
+    and the sequence number the journal will then end at. Snapshot files past that end stand for
+    records the repair takes away: they move into DIR/quarantine/ too. At a terminal it asks before moving;
     otherwise it only shows the plan unless --yes is given. Run it while no writer has the
     journal open.
 
@@ -39,6 +40,11 @@ enum RepairCommand: RewindCommand {
       if let sequences = entry.sequences { line += " (sequences \(sequences.lowerBound)-\(sequences.upperBound))" }
       output.out(line + ": \(entry.reason)\n")
     }
+    // Snapshots past the new end stand for records the repair takes away: they go too.
+    let snapshots = SnapshotStore(journal: directory)
+    for sequence in snapshots.sequences() where sequence > plan.lastSequence {
+      output.out("will move snapshots/\(SnapshotStore.fileName(sequence)): a snapshot past the repaired end\n")
+    }
     output.out("the journal would then end at sequence \(plan.lastSequence)\n")
     var confirmed = args.flag("yes")
     if !confirmed {
@@ -56,6 +62,7 @@ enum RepairCommand: RewindCommand {
     }
     let done = try Journal.repair(directory: directory)
     for entry in done.moved { output.out("\(entry)\n") }
+    for entry in try snapshots.setAside(after: done.lastSequence) { output.out("\(entry)\n") }
     output.out("repaired: the journal ends at sequence \(done.lastSequence)\n")
     return .success
   }

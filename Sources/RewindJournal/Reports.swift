@@ -14,6 +14,17 @@ public struct QuarantinedBytes: Sendable, Equatable, CustomStringConvertible {
   /// The sequence numbers the moved batches declared, as far as their headers could be read.
   public var sequences: ClosedRange<UInt64>?
 
+  package init(
+    segment: String, offset: Int64, length: Int64, movedTo: String, reason: String, sequences: ClosedRange<UInt64>?
+  ) {
+    self.segment = segment
+    self.offset = offset
+    self.length = length
+    self.movedTo = movedTo
+    self.reason = reason
+    self.sequences = sequences
+  }
+
   public var description: String {
     var text = "moved \(length) bytes of \(segment) from byte offset \(offset) to \(movedTo): \(reason)"
     if let sequences { text += " (declared sequences \(sequences.lowerBound)-\(sequences.upperBound))" }
@@ -21,10 +32,39 @@ public struct QuarantinedBytes: Sendable, Equatable, CustomStringConvertible {
   }
 }
 
+/// Committed records a journal no longer holds, found as it was opened: the sparse index names a
+/// batch in the last segment at or after where that segment now ends (zeros, or a frame that does
+/// not check, where the batch was). Index entries are written only for committed batches, so
+/// these records were acknowledged; their bytes did not survive. Under `none` a power loss can do
+/// that to the active segment's unsynced tail; under `always` or `batched` only damage can.
+public struct MissingRecords: Sendable, Equatable, CustomStringConvertible {
+  /// The segment (file name inside the journal directory).
+  public var segment: String
+  /// Where the segment now ends: the next append is written here.
+  public var offset: Int64
+  /// The records known to be gone: from the first one the journal no longer holds through the
+  /// first record of the last batch the index names (later ones, if any, left no trace). The next
+  /// append is numbered from `sequences.lowerBound` again.
+  public var sequences: ClosedRange<UInt64>
+  /// Where the index says that last batch began.
+  public var indexedOffset: Int64
+
+  public var description: String {
+    "committed records \(sequences.lowerBound)-\(sequences.upperBound) (at least) are missing from \(segment): "
+      + "it ends at byte offset \(offset), but the index names a batch starting at sequence "
+      + "\(sequences.upperBound) at byte offset \(indexedOffset)"
+  }
+}
+
 /// What opening a journal for writing found and did.
 public struct RecoveryReport: Sendable, Equatable {
-  /// Torn tails moved aside: the incomplete last frame of a crash, never committed data.
+  /// Torn tails moved aside: the incomplete last frame of a crash, never committed data. (A
+  /// manager's report adds the snapshot files past the journal's end that it moved aside.)
   public var movedAside: [QuarantinedBytes] = []
+  /// Committed records that were found gone, if any (see `MissingRecords`). Opening goes on: the
+  /// records cannot be brought back from this journal, and `rewind verify` reports the same
+  /// place as a problem until the next appends write over it.
+  public var missingRecords: MissingRecords?
   /// Index entries that had to be rebuilt (the index is derived data).
   public var indexEntriesRebuilt: Int = 0
   /// Why the index was rebuilt, if it was ("missing", "stale", "damaged").
@@ -32,6 +72,6 @@ public struct RecoveryReport: Sendable, Equatable {
   /// The last sequence number in the journal after recovery (0 when empty).
   public var lastSequence: UInt64 = 0
 
-  /// True when nothing had to be moved aside.
-  public var isClean: Bool { movedAside.isEmpty }
+  /// True when nothing had to be moved aside and nothing committed was missing.
+  public var isClean: Bool { movedAside.isEmpty && missingRecords == nil }
 }

@@ -126,4 +126,56 @@ import Testing
     #expect(
       try Replay.events(of: Workspace.self, directory: directory.path).allSatisfy { $0.envelope.origin != .rewind })
   }
+
+  @Test func aSnapshotIsWrittenOnlyOnceItsRecordsAreOnDisk() async throws {
+    // Under `none` the live segment's records are in the page cache only; a power loss could
+    // take them while a snapshot standing for them survives, and new records be numbered over
+    // them. So the segment is synced before the snapshot file appears.
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 62, commands: 40)
+    defer { manager.close() }
+    let (state, last) = (manager.state, manager.lastSequence)
+    let io = SyncRecordingFileIO()
+    try SnapshotStore(journal: directory.path, io: io).write(state, at: last)
+    let segment = try #require(Files.list(directory.path).last(where: { $0.hasSuffix(".lz4") }))
+    let synced = try #require(io.events.firstIndex(of: "sync " + segment), "\(io.events)")
+    let renamed = try #require(
+      io.events.firstIndex(of: "rename " + snapshotPath(directory, last)), "\(io.events)")
+    #expect(synced < renamed, "\(io.events)")
+  }
+
+  @Test func snapshotsPastARepairedEndAreSetAsideBeforeAnyAppend() async throws {
+    // A repair cuts records that snapshots 200 and 300 stand for. Left in place, they would pass
+    // every check once new records reach their numbers, and replay would start from a state
+    // the journal no longer has.
+    let (directory, _, _) = try await journalWithSnapshots()
+    let segment = directory.appending(Layout.segmentName(firstSequence: 1))
+    var bytes = try Files.read(segment)
+    bytes[bytes.count * 2 / 5] ^= 0x20
+    try Files.write(bytes, to: segment)
+    let repaired = try Journal.repair(directory: directory.path).lastSequence
+    try #require(100 <= repaired && repaired < 200, "the damage is between the first two snapshots: \(repaired)")
+
+    let manager = try Manager<Workspace>(directory: directory.path, options: JournalOptions(durability: .none))
+    #expect(
+      manager.recovery.movedAside.map(\.segment) == [200, 300].map { "snapshots/" + SnapshotStore.fileName($0) })
+    for moved in manager.recovery.movedAside {
+      #expect(moved.movedTo.hasPrefix("quarantine/") && Files.size(directory.appending(moved.movedTo)) > 0)
+    }
+    #expect(!manager.recovery.isClean)
+    #expect(SnapshotStore(journal: directory.path).sequences() == [100])
+    var size = 8
+    while manager.lastSequence <= 300 {
+      size += 1
+      try await manager.perform(.user) { _, command in
+        command.record(EditorSettingsChanged(settings: EditorSettings(fontSize: size)))
+      }
+    }
+    let live = manager.state
+    manager.close()
+    let outcome = try Replay.run(Workspace.self, directory: directory.path)
+    #expect(outcome.report.snapshotSequence == 100)
+    #expect(outcome.state == live)
+    #expect(try Replay.rebuild(Workspace.self, directory: directory.path).state == live)
+  }
 }

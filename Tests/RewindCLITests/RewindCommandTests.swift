@@ -66,6 +66,13 @@ import Testing
     bytes[offset] ^= 0xFF
     try Files.write(bytes, to: victim)
 
+    // Snapshot files (their contents do not matter here) before and past the damage.
+    let first = UInt64(SegmentName.firstSequence(segments[1]))
+    let before = String(format: "%020d.snapshot", first - 1)
+    let past = String(format: "%020d.snapshot", first + 5)
+    try FileManager.default.createDirectory(atPath: dir.appending("snapshots"), withIntermediateDirectories: false)
+    for name in [before, past] { try Files.write([1, 2, 3], to: dir.appending("snapshots/" + name)) }
+
     let verify = try await Self.rewind(["verify", dir.path])
     #expect(verify.status == 1)
     #expect(verify.out.contains("problem: \(segments[1]) at byte offset 44"), "\(verify.out)")
@@ -73,15 +80,19 @@ import Testing
     let plan = try await Self.rewind(["repair", dir.path])
     #expect(plan.status == 1, "without --yes, repair only shows its plan")
     #expect(plan.out.contains("will move"))
+    #expect(plan.out.contains("will move snapshots/\(past)"), "\(plan.out)")
+    #expect(!plan.out.contains(before), "\(plan.out)")
     #expect(Files.list(dir.path).filter { $0.hasSuffix(".lz4") } == segments, "a plan moves nothing")
+    #expect(Files.list(dir.appending("snapshots")) == [before, past], "a plan moves nothing")
 
     let repair = try await Self.rewind(["repair", dir.path, "--yes"])
     #expect(repair.status == 0, "\(repair.err)")
-    #expect(Files.list(dir.appending("quarantine")).count == segments.count - 1)
+    #expect(Files.list(dir.appending("quarantine")).count == segments.count - 1 + 1)
+    #expect(Files.list(dir.appending("quarantine")).contains(past))
+    #expect(Files.list(dir.appending("snapshots")) == [before], "the snapshot past the cut went with it")
     #expect(try await Self.rewind(["verify", dir.path]).status == 0)
     // The intact prefix reopens and continues.
     let journal = try Journal(directory: dir.path)
-    let first = UInt64(SegmentName.firstSequence(segments[1]))
     #expect(journal.lastSequence == first - 1)
   }
 

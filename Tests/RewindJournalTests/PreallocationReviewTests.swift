@@ -195,11 +195,12 @@ extension PreallocationReviewTests {
     journal.close()
   }
 
-  @Test(arguments: [false, true])
-  func committedFramesTurnedToZerosAreAProblemForVerify(tornAfter: Bool) async throws {
-    // Synced, acknowledged frames that now read as zeros to the end (blocks a disk lost): since
-    // zeros end the last segment as preallocated space, only the index, which named some of
-    // them, still tells that records were there. Verify must say so, not call the journal sound.
+  /// A live journal's copy whose last segment reads as zeros from its 51st frame on (or, with
+  /// `tornAfter`, from just after that frame's batch header): synced, acknowledged frames whose
+  /// blocks a disk lost. The index (an entry every KiB) names some of them.
+  private static func committedFramesTurnedToZeros(tornAfter: Bool) async throws -> (
+    path: String, segment: String, lost: JournalFixtures.Frame, copy: TemporaryDirectory
+  ) {
     var options = PreallocationTests.options(.always, segmentBytes: 1 << 20, chunk: 64 << 10)
     options.indexIntervalBytes = 1 << 10
     let batches = PreallocationTests.batches(100, seed: 67)
@@ -209,10 +210,19 @@ extension PreallocationReviewTests {
     var bytes = try Files.read(path + "/" + segment)
     let frames = try JournalFixtures.frames(of: Array(bytes.prefix(JournalFixtures.usedLength(bytes))))
     let lost = frames[50]
-    // From a frame on, zeros; or that frame's header kept and the rest zeros (a "torn" frame).
     let from = lost.offset + (tornAfter ? Layout.batchHeaderSize : 0)
     for i in from..<bytes.count { bytes[i] = 0 }
     try Files.write(bytes, to: path + "/" + segment)
+    return (path, segment, lost, copy)
+  }
+
+  @Test(arguments: [false, true])
+  func committedFramesTurnedToZerosAreAProblemForVerify(tornAfter: Bool) async throws {
+    // Since zeros end the last segment as preallocated space, only the index, which named some
+    // of the lost frames, still tells that records were there. Verify must say so, not call the
+    // journal sound.
+    let (path, segment, lost, copy) = try await Self.committedFramesTurnedToZeros(tornAfter: tornAfter)
+    defer { withExtendedLifetime(copy) {} }
 
     let verification = try JournalReader(directory: path).verify()
     #expect(!verification.isSound, "records the index names are gone")
@@ -221,5 +231,28 @@ extension PreallocationReviewTests {
     #expect(problem.file == segment && problem.offset == Int64(lost.offset), "\(problem)")
     #expect(problem.sequences?.lowerBound == lost.header.firstSequence, "\(problem)")
     #expect(problem.message.contains("index"), "\(problem)")
+  }
+
+  @Test(arguments: [false, true])
+  func openingReportsCommittedFramesTurnedToZeros(tornAfter: Bool) async throws {
+    // The same loss seen by a writer: it cannot bring the records back, and it numbers the next
+    // append from the first of them, but it must say which records are gone, not go on as if
+    // the journal had simply ended there.
+    let (path, segment, lost, copy) = try await Self.committedFramesTurnedToZeros(tornAfter: tornAfter)
+    defer { withExtendedLifetime(copy) {} }
+    let index = try JournalReader(directory: path).loadIndex(JournalDirectory(path: path, io: PosixFileIO()))
+    let lastNamed = try #require(
+      index.entries.last(where: { $0.segment == Layout.firstSequence(ofSegmentNamed: segment) }))
+    #expect(lastNamed.offset >= Int64(lost.offset), "the index names a lost batch")
+
+    let journal = try Journal(directory: path, options: JournalFixtures.options())
+    defer { journal.close() }
+    let missing = try #require(journal.recovery.missingRecords, "\(journal.recovery)")
+    #expect(!journal.recovery.isClean)
+    #expect(missing.segment == segment && missing.offset == Int64(lost.offset), "\(missing)")
+    #expect(missing.sequences == lost.header.firstSequence...lastNamed.firstSequence, "\(missing)")
+    #expect(missing.indexedOffset == lastNamed.offset, "\(missing)")
+    #expect(journal.lastSequence == lost.header.firstSequence - 1)
+    #expect(journal.recovery.movedAside.count == (tornAfter ? 1 : 0), "a torn header moves aside as before")
   }
 }

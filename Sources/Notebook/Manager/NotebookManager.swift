@@ -18,6 +18,10 @@ public final class NotebookManager: Sendable {
     manager = try Manager(directory: directory, options: options, clock: clock, ids: ids)
   }
 
+  /// What opening found and did (see `Manager.recovery`): a torn tail or snapshots past the
+  /// journal's end moved aside, committed records found missing.
+  public var recovery: RecoveryReport { manager.recovery }
+
   /// The current workspace, a value.
   public var state: Workspace { manager.state }
   public var lastSequence: UInt64 { manager.lastSequence }

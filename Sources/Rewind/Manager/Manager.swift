@@ -174,8 +174,8 @@ public final class Manager<M: Model>: Sendable {
 
   /// Opens the journal in `directory` for writing (creating it if needed) and rebuilds the model
   /// by replaying every record in it.
-  /// - Throws: `JournalError` if the journal cannot be opened, `ReplayError` if a record does
-  ///   not decode as one of the model's events.
+  /// - Throws: `JournalError` if the journal cannot be opened (or a snapshot past its end cannot
+  ///   be moved aside), `ReplayError` if a record does not decode as one of the model's events.
   public init(
     directory: String, options: JournalOptions = JournalOptions(), clock: TimeSource = .system,
     ids: IdentifierSource = .random
@@ -183,13 +183,17 @@ public final class Manager<M: Model>: Sendable {
     let journal = try Journal(directory: directory, options: options)
     let registry = M.makeRegistry()
     let replayed: Replay.Result<M>
+    var recovery = journal.recovery
     do {
       replayed = try Replay.rebuild(registry: registry, reader: journal.reader())
+      recovery.movedAside += try SnapshotStore(journal: directory, io: options.io).setAside(
+        after: replayed.lastSequence)
     } catch {
       journal.close()
       throw error
     }
     self.journal = journal
+    self.recovery = recovery
     self.tables = registry.tables
     self.clock = clock
     self.ids = ids
@@ -209,6 +213,13 @@ public final class Manager<M: Model>: Sendable {
 
   /// The current model. A value: later commands do not change the copy you hold.
   public var state: M { live.withLock { $0 } }
+
+  /// What opening found and did: the journal's `Journal.recovery` (a torn tail moved aside,
+  /// committed records found missing, the index rebuilt), and the snapshot files past the
+  /// journal's last record that were moved into `quarantine/` before any append
+  /// (`SnapshotStore.setAside(after:)`). An app may log it; `isClean` is false if anything moved
+  /// or went missing.
+  public let recovery: RecoveryReport
 
   /// What the start-up replay did: the snapshot it started from (if any), the records it applied,
   /// and every snapshot it skipped with why (missing, corrupt, foreign, stale, beyond the journal).

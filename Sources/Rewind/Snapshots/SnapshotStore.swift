@@ -1,4 +1,4 @@
-internal import RewindJournal
+public import RewindJournal
 
 /// The `snapshots/` folder of a journal directory: shortcuts for replay, never a source of truth.
 ///
@@ -26,7 +26,7 @@ public struct SnapshotStore: Sendable {
   /// can make a reader allocate without bound.
   public static let maxFileBytes: Int64 = 1 << 30
 
-  static func fileName(_ sequence: UInt64) -> String {
+  public static func fileName(_ sequence: UInt64) -> String {
     let digits = String(sequence)
     return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".snapshot"
   }
@@ -42,14 +42,20 @@ public struct SnapshotStore: Sendable {
   }
 
   /// Writes the snapshot of `state` after record `sequence`, replacing one with the same number.
-  /// - Throws: `EncodingError` if the state does not encode; `SystemCallError` from the disk.
+  /// First makes the journal's records through `sequence` durable (`JournalReader.makeDurable`),
+  /// whatever the writer's policy: a snapshot never outlives the records it stands for, which a
+  /// power loss could otherwise take (under `none`) and the next writer number new records over.
+  /// - Throws: `EncodingError` if the state does not encode; `JournalError` if the journal cannot
+  ///   be synced; `SystemCallError` from the disk.
   @discardableResult
   public func write<M: SnapshotModel>(_ state: M, at sequence: UInt64) throws -> StateDigest {
-    let journalID = try JournalReader(directory: directory).id
+    let reader = try JournalReader(directory: directory, io: io)
+    let journalID = try reader.id
     let bytes = try CanonicalEncoding.encode(state)
     let digest = StateDigest(bytes: SHA256.hash(bytes))
     let file = SnapshotFile(
       sequence: sequence, journalID: journalID.bytes, fingerprint: M.fingerprint, digest: digest, state: bytes)
+    try reader.makeDurable(through: sequence)
     try io.makeJournalFolder(folder)
     try io.writeFileAtomically(file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder)
     return digest
@@ -126,6 +132,38 @@ public struct SnapshotStore: Sendable {
       throw .inconsistent("the decoded state does not encode back to the recorded digest")
     }
     return state
+  }
+
+  /// Moves every snapshot file past `lastSequence` (the journal's last record) into the journal's
+  /// `quarantine/` folder. A writer calls this as it opens, before it appends: such a file holds
+  /// the state after records the journal no longer has (a repair cut them, or a power loss took
+  /// an unsynced tail), and once new records are numbered over them it would pass every check.
+  /// - Returns: what was moved, and where, relative to the journal directory.
+  /// - Throws: `JournalError` `.io` naming the file that could not be moved (those before it were).
+  @discardableResult
+  public func setAside(after lastSequence: UInt64) throws -> [QuarantinedBytes] {
+    var moved: [QuarantinedBytes] = []
+    for sequence in sequences() where sequence > lastSequence {
+      let name = SnapshotStore.fileName(sequence)
+      let size: Int64
+      let movedTo: String
+      do {
+        let fd = try io.open(folder + "/" + name, flags: 0, mode: 0)
+        size = (try? io.size(fd, path: name)) ?? 0
+        io.close(fd)
+        movedTo = try Quarantine(directory: directory, io: io).moveFile("snapshots/" + name, as: name)
+      } catch {
+        throw JournalError(
+          .io, "cannot move a snapshot past the journal's end aside: \(error)", directory: directory,
+          file: "snapshots/" + name)
+      }
+      moved.append(
+        QuarantinedBytes(
+          segment: "snapshots/" + name, offset: 0, length: size, movedTo: movedTo,
+          reason: "a snapshot after sequence \(sequence), past the journal's last record \(lastSequence)",
+          sequences: nil))
+    }
+    return moved
   }
 
   /// Removes all but the newest `count` snapshot files (and leftover temporary files).

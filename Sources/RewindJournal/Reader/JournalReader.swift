@@ -1,6 +1,8 @@
+import Glibc
 import Synchronization
 
-/// Reads a journal directory, also while a writer appends to it. Takes no lock and writes nothing.
+/// Reads a journal directory, also while a writer appends to it. Takes no lock and writes nothing
+/// (`makeDurable(through:)` only syncs what a writer wrote).
 ///
 /// A reader sees every batch whose frame is completely written; an incomplete frame at the very
 /// end of the journal is treated as not yet written. Damage anywhere else is an error that
@@ -64,6 +66,25 @@ public struct JournalReader: Sendable {
   public func lastSequence() throws -> UInt64 {
     let cursor = try records(from: .max)
     return try cursor.lastSequenceReached()
+  }
+
+  /// Makes the records through `sequence` durable, whatever policy the writer follows: syncs the
+  /// data of the last segment if `sequence` lies in it (a sealed segment was synced before the
+  /// next one was made). For whatever is derived from records and kept on disk, such as a
+  /// snapshot, so that it never outlives them: under `none` a power loss can take the active
+  /// segment's unsynced tail, and the next writer numbers new records over it.
+  /// - Throws: `JournalError` `.io` if the segment cannot be opened or synced.
+  public func makeDurable(through sequence: UInt64) throws {
+    let layout = try JournalDirectory(path: directory, io: io)
+    guard let last = layout.segments.last, last <= sequence else { return }
+    let name = Layout.segmentName(firstSequence: last)
+    do {
+      let fd = try io.open(directory + "/" + name, flags: O_RDONLY, mode: 0)
+      defer { io.close(fd) }
+      try io.sync(fd, metadata: false, path: name)
+    } catch {
+      throw JournalError(error, directory: directory, file: name)
+    }
   }
 
   /// Records from `sequence` on, waiting for new ones as they are committed, every

@@ -209,6 +209,15 @@ package struct JournalRecovery {
       offset = Int64(Layout.segmentHeaderSize)
     }
 
+    // Entries are written only for committed batches: one of the last segment at or after where
+    // it now ends names records that are gone (zeros or a damaged frame where they were). They
+    // cannot be brought back; say so rather than number new records over them in silence.
+    if let named = loaded.entries.last(where: { $0.segment == last && $0.offset >= offset }) {
+      report.missingRecords = MissingRecords(
+        segment: Layout.segmentName(firstSequence: last), offset: offset,
+        sequences: nextSequence...max(nextSequence, named.firstSequence), indexedOffset: named.offset)
+    }
+
     // The index file is rewritten unless it was whole and already said all of this.
     let damaged = indexFileSize != validBytes || kept.count < loaded.entries.count
     let indexIsCurrent = !damaged && index.entries == kept

@@ -7,6 +7,11 @@ package struct Quarantine {
   let directory: String
   let io: any FileIO
 
+  package init(directory: String, io: any FileIO) {
+    self.directory = directory
+    self.io = io
+  }
+
   var folder: String { directory + "/" + Layout.quarantineName }
 
   private func uniqueName(_ stem: String) -> String {
@@ -56,13 +61,16 @@ package struct Quarantine {
     return (Layout.quarantineName + "/" + name, size - offset)
   }
 
-  /// Moves a whole file of the journal into quarantine. Returns its new relative path.
-  package func moveFile(_ file: String) throws -> String {
+  /// Moves a whole file of the journal (`file`, relative to the journal directory) into
+  /// quarantine, under the name `name` (its own by default; with a suffix if that is taken).
+  /// Returns its new relative path.
+  package func moveFile(_ file: String, as name: String? = nil) throws -> String {
     try io.makeJournalFolder(folder)
-    let name = uniqueName(file)
-    try io.rename(directory + "/" + file, to: folder + "/" + name)
+    let name = uniqueName(name ?? file)
+    let source = directory + "/" + file
+    try io.rename(source, to: folder + "/" + name)
     try io.syncDirectory(folder)
-    try io.syncDirectory(directory)
+    try io.syncDirectory(String(source[..<source.lastIndex(of: "/")!]))
     return Layout.quarantineName + "/" + name
   }
 }
