@@ -1,8 +1,8 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Dependency arrows go one way: rewind → NotebookTool → {RewindCLI, Notebook} → Rewind → RewindJournal → {CLZ4,
-// CCRC32C}.
+// Dependency arrows go one way: rewind → NotebookTool → {RewindCLI, Notebook} → Rewind → {RewindJournal → {CLZ4,
+// CCRC32C}, CSHA256}.
 // RewindCLI knows no app: NotebookTool registers Notebook's model and adds its demo.
 let strict: [SwiftSetting] = [
   .enableUpcomingFeature("InternalImportsByDefault"),
@@ -26,8 +26,11 @@ let package = Package(
       pkgConfig: "liblz4",
       providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
     ),
-    // CRC-32C by the CPU's instruction (SSE4.2, ARMv8 CRC32C): the core's only own C code.
+    // The core's only own C code, each for a CPU instruction Swift cannot reach: CRC-32C (SSE4.2,
+    // ARMv8 CRC32C) and SHA-256's block function (x86-64 SHA extensions). Each has a portable
+    // Swift version beside it, used where the CPU lacks the instructions.
     .target(name: "CCRC32C"),
+    .target(name: "CSHA256"),
     .target(name: "RewindJournal", dependencies: ["CLZ4", "CCRC32C"], swiftSettings: strict),
     // libsqlite3, for the benchmark's SQLite baseline only.
     .systemLibrary(
@@ -36,7 +39,7 @@ let package = Package(
       pkgConfig: "sqlite3",
       providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
     ),
-    .target(name: "Rewind", dependencies: ["RewindJournal"], swiftSettings: strict),
+    .target(name: "Rewind", dependencies: ["RewindJournal", "CSHA256"], swiftSettings: strict),
     // Notebook is "any app": it uses Rewind and the journal's public options, nothing more.
     .target(name: "Notebook", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),
     .target(name: "RewindCLI", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),

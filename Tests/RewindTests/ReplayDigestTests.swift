@@ -1,3 +1,5 @@
+import Foundation
+import RewindTestSupport
 import Testing
 
 @testable import Rewind
@@ -21,26 +23,59 @@ import Testing
     ),
   ])
   func sha256MatchesNISTVectors(message: String, expected: String) {
-    #expect(hex(SHA256.hash(Array(message.utf8))) == expected)
+    for hardware in [false, true] {
+      #expect(hex(SHA256.hash(Array(message.utf8), hardware: hardware)) == expected, "hardware: \(hardware)")
+    }
   }
 
-  @Test func sha256OfAMillionAs() {
-    var hasher = SHA256()
+  @Test(arguments: [false, true]) func sha256OfAMillionAs(hardware: Bool) {
+    var hasher = SHA256(hardware: hardware)
     let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 1000)
     for _ in 0..<1000 { hasher.update(chunk) }
     #expect(hex(hasher.finalize()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
   }
 
-  @Test func sha256IsTheSameWhateverTheChunks() {
+  @Test(arguments: [false, true]) func sha256IsTheSameWhateverTheChunks(hardware: Bool) {
     var generator = SystemRandomNumberGenerator()
     let bytes = (0..<300).map { _ in UInt8.random(in: 0...255, using: &generator) }
-    let whole = SHA256.hash(bytes)
+    let whole = SHA256.hash(bytes, hardware: hardware)
     for split in 0...bytes.count {
-      var hasher = SHA256()
+      var hasher = SHA256(hardware: hardware)
       hasher.update(Array(bytes[..<split]))
       hasher.update(Array(bytes[split...]))
       #expect(hasher.finalize() == whole, "split at \(split)")
     }
+  }
+
+  /// The CPU's SHA extensions and the portable rounds agree on every length up to a few blocks
+  /// past a page, and on long inputs fed in uneven pieces.
+  @Test func sha256HardwareAgreesWithThePortableCode() {
+    var generator = SeededGenerator(seed: 2026)
+    let bytes = (0..<5_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    for length in 0...4_200 {
+      let message = Array(bytes[..<length])
+      #expect(SHA256.hash(message, hardware: true) == SHA256.hash(message, hardware: false), "length \(length)")
+    }
+    var pieces = (SHA256(hardware: true), SHA256(hardware: false))
+    var start = 0
+    while start < bytes.count {
+      let end = min(bytes.count, start + Int.random(in: 1...700, using: &generator))
+      pieces.0.update(Array(bytes[start..<end]))
+      pieces.1.update(Array(bytes[start..<end]))
+      start = end
+    }
+    #expect(pieces.0.finalize() == pieces.1.finalize())
+  }
+
+  /// Where the kernel lists the SHA extensions, they are used (so the test above compares two
+  /// different implementations on this machine, not the portable one with itself).
+  @Test func sha256UsesTheExtensionsWhereTheCPUHasThem() throws {
+    #if arch(x86_64) && os(Linux)
+      let flags = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+        .split(separator: "\n").first { $0.hasPrefix("flags") }
+      let listed = try #require(flags).split(separator: " ").contains("sha_ni")
+      #expect(SHA256.hardwareAvailable == listed)
+    #endif
   }
 
   private struct Forward: Encodable {

@@ -2,9 +2,9 @@
 #define REWIND_CRC32C_HARDWARE_H
 
 // CRC-32C (Castagnoli) by the CPU's own instruction: SSE4.2 `crc32` on x86-64, the ARMv8 CRC32C
-// instructions on AArch64. The core's only own C code; imported by exactly one Swift
-// file (Sources/RewindJournal/Codec/CRC32C.swift), which keeps a table version for CPUs without
-// the instruction.
+// instructions on AArch64. Imported by exactly one Swift file
+// (Sources/RewindJournal/Codec/CRC32C.swift), which keeps a table version for CPUs without the
+// instruction. (The core's other C code is CSHA256, for the SHA extensions.)
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,9 +1,17 @@
+internal import CSHA256
+
 /// SHA-256 (FIPS 180-4), written here because the toolchain on Linux ships no hash function and
 /// the core takes no outside packages. Tested against the NIST example vectors.
+///
+/// Whole blocks go through the CPU's SHA extensions where it has them (`CSHA256`, about a tenth
+/// of the time per block), through `compress` otherwise; the tests check one against the other.
 ///
 /// Feed bytes with `update`, read the 32-byte hash with `finalize()`. A value type: copying a
 /// hasher forks it.
 struct SHA256 {
+  /// Whether this CPU has the instructions `CSHA256` uses, asked once.
+  static let hardwareAvailable = rewind_sha256_hardware_available()
+
   private static let roundConstants: [UInt32] = [
     0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
     0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
@@ -21,8 +29,15 @@ struct SHA256 {
   /// Bytes of an unfinished 64-byte block.
   private var pending: [UInt8] = []
   private var length: UInt64 = 0
+  /// Whether whole blocks go through the CPU's SHA extensions.
+  private let usesHardware: Bool
 
-  init() { pending.reserveCapacity(64) }
+  /// - Parameter hardware: use the CPU's SHA extensions (only where it has them; tests turn
+  ///   them off to check the portable code).
+  init(hardware: Bool = SHA256.hardwareAvailable) {
+    usesHardware = hardware && SHA256.hardwareAvailable
+    pending.reserveCapacity(64)
+  }
 
   mutating func update(_ bytes: [UInt8]) {
     length &+= UInt64(bytes.count)
@@ -32,17 +47,14 @@ struct SHA256 {
       pending.append(contentsOf: bytes[0..<take])
       index = take
       if pending.count == 64 {
-        pending.withUnsafeBytes { compress($0) }
+        pending.withUnsafeBytes { compressBlocks($0) }
         pending.removeAll(keepingCapacity: true)
       }
     }
-    if bytes.count - index >= 64 {
-      bytes.withUnsafeBytes { raw in
-        while bytes.count - index >= 64 {
-          compress(UnsafeRawBufferPointer(rebasing: raw[index..<index + 64]))
-          index += 64
-        }
-      }
+    let whole = (bytes.count - index) / 64 * 64
+    if whole > 0 {
+      bytes.withUnsafeBytes { raw in compressBlocks(UnsafeRawBufferPointer(rebasing: raw[index..<index + whole])) }
+      index += whole
     }
     if index < bytes.count { pending.append(contentsOf: bytes[index...]) }
   }
@@ -56,11 +68,7 @@ struct SHA256 {
     for shift in stride(from: 56, through: 0, by: -8) {
       tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
     }
-    tail.withUnsafeBytes { raw in
-      for start in stride(from: 0, to: raw.count, by: 64) {
-        compress(UnsafeRawBufferPointer(rebasing: raw[start..<start + 64]))
-      }
-    }
+    tail.withUnsafeBytes { compressBlocks($0) }
     var output: [UInt8] = []
     output.reserveCapacity(32)
     for word in [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7] {
@@ -73,10 +81,27 @@ struct SHA256 {
   }
 
   /// The hash of `bytes`.
-  static func hash(_ bytes: [UInt8]) -> [UInt8] {
-    var hasher = SHA256()
+  static func hash(_ bytes: [UInt8], hardware: Bool = SHA256.hardwareAvailable) -> [UInt8] {
+    var hasher = SHA256(hardware: hardware)
     hasher.update(bytes)
     return hasher.finalize()
+  }
+
+  /// Whole 64-byte blocks (`blocks.count` is a multiple of 64).
+  private mutating func compressBlocks(_ blocks: UnsafeRawBufferPointer) {
+    guard !blocks.isEmpty else { return }
+    if usesHardware {
+      withUnsafeMutableBytes(of: &state) { words in
+        rewind_sha256_hardware_blocks(
+          words.baseAddress!.assumingMemoryBound(to: UInt32.self),
+          blocks.baseAddress!.assumingMemoryBound(to: UInt8.self),
+          blocks.count / 64)
+      }
+    } else {
+      for start in stride(from: 0, to: blocks.count, by: 64) {
+        compress(UnsafeRawBufferPointer(rebasing: blocks[start..<start + 64]))
+      }
+    }
   }
 
   /// One 64-byte block. The message schedule lives on the stack; the constants are read through
