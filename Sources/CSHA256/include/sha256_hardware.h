@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/// FIPS 180-4's 64 round constants, for the portable version too.
+const uint32_t *rewind_sha256_round_constants(void);
+
 /// Whether this CPU has the instructions `rewind_sha256_hardware_blocks` uses (SHA, SSSE3 and
 /// SSE4.1). Asked of the CPU (cpuid) on each call; the caller keeps the answer.
 bool rewind_sha256_hardware_available(void);
