@@ -1,0 +1,72 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Failures that could lose acknowledged records, or report records as absent that the journal
+/// holds (found in a review of the append, recovery and verification paths).
+@Suite struct DataLossReviewTests {
+  /// Two appends of `count` records each, large enough that a frame target of 64 bytes puts each
+  /// in a frame of its own.
+  static func appends(_ tag: Int, count: Int = 2) -> [[NewRecord]] {
+    (0..<2).map { append in
+      (0..<count).map {
+        NewRecord(
+          timestamp: Int64(tag * 10 + append), payload: Array("append \(tag).\(append).\($0) ".utf8) + [1, 2, 3])
+      }
+    }
+  }
+
+  @Test func aWriteThatCouldNotBeUndoneSaysItsRecordsMayBeWritten() async throws {
+    // A group of two frames: the first reaches the file, the write of the second fails (a full
+    // disk), and cutting the first again fails too (EIO). The first frame is whole and checked,
+    // so every reader and the next writer take its records as committed. The appends must not
+    // fail with `.io`, which promises that a failed append consumed no sequence numbers (and
+    // which a manager turns into "nothing changed, and it can be retried": retried, the command
+    // would be in the journal twice).
+    var options = JournalFixtures.options(.none, frameBytes: 64)
+    options.mapsActiveSegment = false
+    let first = Self.appends(1, count: 1)[0]
+    let group = Self.appends(2)
+
+    // The first frame's length, from the same appends written without faults.
+    let scratch = TemporaryDirectory("review-undone-scratch")
+    let plain = try Journal(directory: scratch.path, options: options)
+    try await plain.append(first)
+    let segment = try #require(JournalFixtures.segments(scratch.path).last)
+    let before = Files.size(scratch.appending(segment))
+    try await plain.append(group[0])
+    let frameLength = Files.size(scratch.appending(segment)) - before
+    plain.close()
+
+    let dir = TemporaryDirectory("review-undone")
+    let faults = FaultInjectingFileIO()
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    try await journal.append(first)
+    faults.arm(.shortWrite(bytes: frameLength, thenErrno: ENOSPC))
+    faults.arm(.truncateError(EIO))
+    let outcomes = Locked<[Result<ClosedRange<UInt64>, JournalError>]>([])
+    for append in group {
+      journal.enqueue(append, expectedFirst: nil) { outcome in outcomes.withLock { $0.append(outcome) } }
+    }
+    journal.lead()
+    #expect(faults.struck == 2)
+    // The process dies before it closes the journal (closing cuts the frame, if it can).
+    let crashed = TemporaryDirectory("review-undone-crashed")
+    try Files.copyDirectory(dir.path, to: crashed.path)
+    journal.close()
+
+    let errors = outcomes.withLock { $0 }.compactMap { outcome -> JournalError? in
+      if case .failure(let error) = outcome { error } else { nil }
+    }
+    try #require(errors.count == 2, "both appends fail")
+    let reopened = try JournalFixtures.readAll(crashed.path)
+    #expect(reopened.count == 1 + group[0].count, "the first frame of the failed group is in the journal")
+    for error in errors {
+      #expect(error.code == .durabilityLost, "the outcome is unknown, not 'nothing written': \(error)")
+      #expect(error.file == segment && error.offset != nil, "\(error)")
+    }
+  }
+}
