@@ -13,7 +13,8 @@ import Testing
     (0..<2).map { append in
       (0..<count).map {
         NewRecord(
-          timestamp: Int64(tag * 10 + append), payload: Array("append \(tag).\(append).\($0) ".utf8) + [1, 2, 3])
+          timestamp: Int64(tag * 10 + append),
+          payload: Array("append \(tag).\(append).\($0) ".utf8) + [1, 2, 3])
       }
     }
   }
@@ -49,7 +50,9 @@ import Testing
     faults.arm(.truncateError(EIO))
     let outcomes = Locked<[Result<ClosedRange<UInt64>, JournalError>]>([])
     for append in group {
-      journal.enqueue(append, expectedFirst: nil) { outcome in outcomes.withLock { $0.append(outcome) } }
+      journal.enqueue(append, expectedFirst: nil) { outcome in
+        outcomes.withLock { $0.append(outcome) }
+      }
     }
     journal.lead()
     #expect(faults.struck == 2)
@@ -63,10 +66,66 @@ import Testing
     }
     try #require(errors.count == 2, "both appends fail")
     let reopened = try JournalFixtures.readAll(crashed.path)
-    #expect(reopened.count == 1 + group[0].count, "the first frame of the failed group is in the journal")
+    #expect(
+      reopened.count == 1 + group[0].count, "the first frame of the failed group is in the journal")
     for error in errors {
-      #expect(error.code == .durabilityLost, "the outcome is unknown, not 'nothing written': \(error)")
+      #expect(
+        error.code == .durabilityLost, "the outcome is unknown, not 'nothing written': \(error)")
       #expect(error.file == segment && error.offset != nil, "\(error)")
     }
+  }
+
+  /// A closed journal of 100 one-record frames, its last segment then cut short at the start of
+  /// its 51st frame (a file system that lost the file's last blocks and its size with them; under
+  /// `none` with `pwrite`, a power loss can, while the index file's own blocks survive). The
+  /// index (an entry every 256 bytes) names batches after the cut.
+  private static func committedFramesCutOff() async throws -> (
+    dir: TemporaryDirectory, segment: String, lost: JournalFixtures.Frame
+  ) {
+    let dir = TemporaryDirectory("review-cut-off")
+    var options = JournalFixtures.options(.none, indexBytes: 256)
+    options.mapsActiveSegment = false
+    let journal = try Journal(directory: dir.path, options: options)
+    for tag in 0..<100 { try await journal.append(Self.appends(tag, count: 1)[0]) }
+    journal.close()
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let frames = try JournalFixtures.frames(of: Files.read(dir.appending(segment)))
+    try #require(frames.count == 100)
+    let lost = frames[50]
+    try JournalFixtures.truncate(dir.appending(segment), at: lost.offset)
+    return (dir, segment, lost)
+  }
+
+  @Test func openingReportsCommittedFramesCutOffTheEnd() async throws {
+    // The same loss as committed frames turned to zeros (PreallocationReviewTests), but the file
+    // is shorter instead: the index still names the lost batches, so opening must say they are
+    // gone rather than number new records over them in silence.
+    let (dir, segment, lost) = try await Self.committedFramesCutOff()
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    defer { journal.close() }
+    #expect(journal.lastSequence == lost.header.firstSequence - 1)
+    let missing = try #require(journal.recovery.missingRecords, "\(journal.recovery)")
+    #expect(!journal.recovery.isClean)
+    #expect(missing.segment == segment && missing.offset == Int64(lost.offset), "\(missing)")
+    #expect(missing.sequences.lowerBound == lost.header.firstSequence, "\(missing)")
+    #expect(missing.sequences.upperBound > lost.header.firstSequence, "\(missing)")
+  }
+
+  @Test func verifyReportsCommittedFramesCutOffTheEnd() async throws {
+    let (dir, segment, lost) = try await Self.committedFramesCutOff()
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(!verification.isSound, "records the index names are gone")
+    let problem = try #require(verification.problems.first)
+    #expect(problem.file == segment && problem.offset == Int64(lost.offset), "\(problem)")
+    #expect(problem.sequences?.lowerBound == lost.header.firstSequence, "\(problem)")
+    #expect(problem.message.contains("index"), "\(problem)")
+
+    // Repair takes note of the loss (it has nothing to move) and drops the index: the journal
+    // then opens cleanly, at the cut.
+    _ = try Journal.repair(directory: dir.path)
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    defer { journal.close() }
+    #expect(journal.recovery.isClean, "\(journal.recovery)")
+    #expect(journal.lastSequence == lost.header.firstSequence - 1)
   }
 }
