@@ -128,4 +128,25 @@ import Testing
     #expect(journal.recovery.isClean, "\(journal.recovery)")
     #expect(journal.lastSequence == lost.header.firstSequence - 1)
   }
+
+  @Test func anIndexEntryWithAHugeOffsetIsRefusedNotATrap() async {
+    // The index is derived data that every reader and writer checks before trusting it. An entry
+    // whose checksum holds but whose offset is near Int64.max (a hostile or garbled file) must
+    // be refused like any entry pointing outside its segment, not overflow the check and stop
+    // the process: reading and opening the journal go on.
+    await #expect(processExitsWith: .success) {
+      let dir = TemporaryDirectory("review-huge-offset")
+      let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+      try await journal.append([NewRecord(timestamp: 1, payload: [1, 2, 3])])
+      journal.close()
+      var writer = ByteWriter(capacity: IndexEntry.size)
+      IndexEntry(firstSequence: 2, segment: 1, offset: .max - 8, maxTimestampBefore: 1).encode(into: &writer)
+      let index = dir.appending(Layout.indexName)
+      try Files.write(Files.read(index) + writer.bytes, to: index)
+      #expect(try JournalFixtures.readAll(dir.path).count == 1)
+      let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+      #expect(reopened.lastSequence == 1)
+      reopened.close()
+    }
+  }
 }
