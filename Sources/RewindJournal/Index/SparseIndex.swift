@@ -149,7 +149,8 @@ package struct SparseIndex {
   /// Whether `entry` can follow the current entries, given the segments that exist.
   func accepts(_ entry: IndexEntry, segments: [UInt64: Int64]) -> Bool {
     guard let segmentSize = segments[entry.segment], entry.offset >= Int64(Layout.segmentHeaderSize),
-      entry.offset + Int64(Layout.batchHeaderSize) <= segmentSize, entry.firstSequence >= entry.segment
+      // Not `offset + batchHeaderSize`: the offset comes from the file and may be near Int64.max.
+      entry.offset <= segmentSize - Int64(Layout.batchHeaderSize), entry.firstSequence >= entry.segment
     else { return false }
     guard let last = entries.last else { return true }
     return entry.firstSequence > last.firstSequence && entry.maxTimestampBefore >= last.maxTimestampBefore
