@@ -11,8 +11,9 @@ public struct ManagerError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The journal refused the append (I/O error, disk full…). Nothing was written; the same
     /// command can be retried.
     public static let appendFailed = Code("appendFailed")
-    /// The journal can no longer guarantee durability (an fsync failed). This command may or may
-    /// not be on disk; the manager accepts no further commands. Reopen once the disk is fixed.
+    /// The journal can no longer guarantee durability (an fsync failed, or a failed write could
+    /// not be cut off again). This command may or may not be on disk; the manager accepts no
+    /// further commands. Reopen once the disk is fixed.
     public static let durabilityLost = Code("durabilityLost")
     /// The manager refuses commands since an earlier `durabilityLost`.
     public static let stopped = Code("stopped")

@@ -98,32 +98,59 @@ package struct SparseIndex {
   package static func entryBeyondSegments(
     directory: String, journalID: JournalID, segments: [UInt64], io: any FileIO
   ) -> IndexEntry? {
+    let last = segments.last ?? 0
+    return wellFormedEntries(directory: directory, journalID: journalID, io: io).first { $0.segment > last }
+  }
+
+  /// The last well-formed entry that names a batch of segment `segment` at or after `offset`,
+  /// whether or not the segment still reaches that far. Entries are written only for committed
+  /// batches, so where the last segment now ends before such an entry (zeros, an unfinished frame,
+  /// or the end of a file cut short), committed records are gone.
+  package static func lastEntry(
+    directory: String, journalID: JournalID, segment: UInt64, atOrAfter offset: Int64, io: any FileIO
+  ) -> IndexEntry? {
+    wellFormedEntries(directory: directory, journalID: journalID, io: io).last {
+      $0.segment == segment && $0.offset >= offset
+    }
+  }
+
+  /// The entries of the index file up to the first that is not well-formed (right header, right
+  /// checksum) or does not follow the one before it (sequence numbers and places ascending), judged
+  /// on nothing else: not on the segments, which may have lost what they name.
+  private static func wellFormedEntries(directory: String, journalID: JournalID, io: any FileIO) -> [IndexEntry] {
     let path = directory + "/" + Layout.indexName
-    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return nil }
+    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return [] }
     defer { io.close(fd) }
     guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
-      return nil
+      return []
     }
-    let last = segments.last ?? 0
+    var entries: [IndexEntry] = []
     var offset = Int64(headerSize)
     let chunkEntries = 4096
     while let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty {
       var position = 0
       while position + IndexEntry.size <= chunk.count {
-        guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) else { return nil }
-        if entry.segment > last { return entry }
+        guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) else { return entries }
+        if let last = entries.last,
+          entry.firstSequence <= last.firstSequence || entry.segment < last.segment
+            || (entry.segment == last.segment && entry.offset <= last.offset)
+        {
+          return entries
+        }
+        entries.append(entry)
         position += IndexEntry.size
       }
       if chunk.count < chunkEntries * IndexEntry.size { break }
       offset += Int64(position)
     }
-    return nil
+    return entries
   }
 
   /// Whether `entry` can follow the current entries, given the segments that exist.
   func accepts(_ entry: IndexEntry, segments: [UInt64: Int64]) -> Bool {
     guard let segmentSize = segments[entry.segment], entry.offset >= Int64(Layout.segmentHeaderSize),
-      entry.offset + Int64(Layout.batchHeaderSize) <= segmentSize, entry.firstSequence >= entry.segment
+      // Not `offset + batchHeaderSize`: the offset comes from the file and may be near Int64.max.
+      entry.offset <= segmentSize - Int64(Layout.batchHeaderSize), entry.firstSequence >= entry.segment
     else { return false }
     guard let last = entries.last else { return true }
     return entry.firstSequence > last.firstSequence && entry.maxTimestampBefore >= last.maxTimestampBefore

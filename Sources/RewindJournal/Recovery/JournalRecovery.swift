@@ -210,9 +210,13 @@ package struct JournalRecovery {
     }
 
     // Entries are written only for committed batches: one of the last segment at or after where
-    // it now ends names records that are gone (zeros or a damaged frame where they were). They
-    // cannot be brought back; say so rather than number new records over them in silence.
-    if let named = loaded.entries.last(where: { $0.segment == last && $0.offset >= offset }) {
+    // it now ends names records that are gone (zeros or a damaged frame where they were, or the
+    // file ends before them: those entries are not in `loaded`, which keeps only entries inside
+    // the segments). They cannot be brought back; say so rather than number new records over them
+    // in silence.
+    if let named = SparseIndex.lastEntry(
+      directory: path, journalID: directory.journalID, segment: last, atOrAfter: offset, io: io)
+    {
       report.missingRecords = MissingRecords(
         segment: Layout.segmentName(firstSequence: last), offset: offset,
         sequences: nextSequence...max(nextSequence, named.firstSequence), indexedOffset: named.offset)

@@ -58,12 +58,16 @@ extension JournalReader {
     // segment, one where the walk finds zeros or an unfinished frame means committed records
     // turned to zeros (which read as preallocated space), not a write in progress.
     let index = loadIndex(layout)
+    // Of the last segment, also entries past its end (a file cut short), which `index` leaves out.
+    let lastSegment = layout.segments.last ?? 0
+    let named = SparseIndex.lastEntry(
+      directory: directory, journalID: layout.journalID, segment: lastSegment, atOrAfter: 0, io: io)
     func committedBeyond(_ offset: Int64, in file: SegmentFile) -> JournalProblem? {
-      guard let entry = index.entries.last(where: { $0.segment == file.firstSequence && $0.offset >= offset })
-      else { return nil }
+      guard let entry = named, entry.segment == file.firstSequence, entry.offset >= offset else { return nil }
       return JournalProblem(
         file: file.name, offset: offset, sequences: expected...max(expected, entry.firstSequence),
-        message: "the segment reads as ending here (zeros or an unfinished frame follow), but the index names "
+        message:
+          "the segment reads as ending here (zeros or an unfinished frame follow, or the file ends), but the index names "
           + "a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset): "
           + "committed records are missing")
     }
@@ -98,6 +102,10 @@ extension JournalReader {
         var damage: BatchDamage?
         switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
         case .end:
+          if isLast, let lost = committedBeyond(offset, in: file) {
+            report.problems.append(lost)
+            intact = false
+          }
           break walk
         case .damaged(let found) where isLast && found.kind == .zeroFilled:
           report.preallocatedBytes = file.size - found.offset

@@ -580,7 +580,13 @@ final class JournalWriter: @unchecked Sendable {
     } catch {
       // Undo whatever part reached the file, so nothing unacknowledged stays behind (the
       // preallocated zeros go too; the next group writes them again).
-      let undone = (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil
+      var cutFailure: (any Error)?
+      do {
+        try io.truncate(segmentFD, to: state.endOffset, path: activePath)
+      } catch {
+        cutFailure = error
+      }
+      let undone = cutFailure == nil
       allocatedEnd = undone ? state.endOffset : max(allocatedEnd, end)
       // What was allocated for the mapping went with the truncation: the next group allocates
       // again before it stores anything through it.
@@ -588,6 +594,14 @@ final class JournalWriter: @unchecked Sendable {
       reservedEnd = min(reservedEnd, state.endOffset)
       var failure = JournalError(error, directory: path, file: name)
       failure.offset = state.endOffset
+      if let cutFailure {
+        // Whole frames of the group may stay in the file, and every reader and the next writer
+        // take a whole frame as committed: the appends' outcome is unknown, not "nothing written".
+        failure.code = .durabilityLost
+        failure.message =
+          "a write failed (\(error)) and cutting it off again failed too (\(cutFailure)), "
+          + "so the appends may or may not be in the journal"
+      }
       return fail(failure, fatal: !undone)
     }
     allocatedEnd = max(allocatedEnd, end)

@@ -1,0 +1,152 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Failures that could lose acknowledged records, or report records as absent that the journal
+/// holds (found in a review of the append, recovery and verification paths).
+@Suite struct DataLossReviewTests {
+  /// Two appends of `count` records each, large enough that a frame target of 64 bytes puts each
+  /// in a frame of its own.
+  static func appends(_ tag: Int, count: Int = 2) -> [[NewRecord]] {
+    (0..<2).map { append in
+      (0..<count).map {
+        NewRecord(
+          timestamp: Int64(tag * 10 + append),
+          payload: Array("append \(tag).\(append).\($0) ".utf8) + [1, 2, 3])
+      }
+    }
+  }
+
+  @Test func aWriteThatCouldNotBeUndoneSaysItsRecordsMayBeWritten() async throws {
+    // A group of two frames: the first reaches the file, the write of the second fails (a full
+    // disk), and cutting the first again fails too (EIO). The first frame is whole and checked,
+    // so every reader and the next writer take its records as committed. The appends must not
+    // fail with `.io`, which promises that a failed append consumed no sequence numbers (and
+    // which a manager turns into "nothing changed, and it can be retried": retried, the command
+    // would be in the journal twice).
+    var options = JournalFixtures.options(.none, frameBytes: 64)
+    options.mapsActiveSegment = false
+    let first = Self.appends(1, count: 1)[0]
+    let group = Self.appends(2)
+
+    // The first frame's length, from the same appends written without faults.
+    let scratch = TemporaryDirectory("review-undone-scratch")
+    let plain = try Journal(directory: scratch.path, options: options)
+    try await plain.append(first)
+    let segment = try #require(JournalFixtures.segments(scratch.path).last)
+    let before = Files.size(scratch.appending(segment))
+    try await plain.append(group[0])
+    let frameLength = Files.size(scratch.appending(segment)) - before
+    plain.close()
+
+    let dir = TemporaryDirectory("review-undone")
+    let faults = FaultInjectingFileIO()
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    try await journal.append(first)
+    faults.arm(.shortWrite(bytes: frameLength, thenErrno: ENOSPC))
+    faults.arm(.truncateError(EIO))
+    let outcomes = Locked<[Result<ClosedRange<UInt64>, JournalError>]>([])
+    for append in group {
+      journal.enqueue(append, expectedFirst: nil) { outcome in
+        outcomes.withLock { $0.append(outcome) }
+      }
+    }
+    journal.lead()
+    #expect(faults.struck == 2)
+    // The process dies before it closes the journal (closing cuts the frame, if it can).
+    let crashed = TemporaryDirectory("review-undone-crashed")
+    try Files.copyDirectory(dir.path, to: crashed.path)
+    journal.close()
+
+    let errors = outcomes.withLock { $0 }.compactMap { outcome -> JournalError? in
+      if case .failure(let error) = outcome { error } else { nil }
+    }
+    try #require(errors.count == 2, "both appends fail")
+    let reopened = try JournalFixtures.readAll(crashed.path)
+    #expect(
+      reopened.count == 1 + group[0].count, "the first frame of the failed group is in the journal")
+    for error in errors {
+      #expect(
+        error.code == .durabilityLost, "the outcome is unknown, not 'nothing written': \(error)")
+      #expect(error.file == segment && error.offset != nil, "\(error)")
+    }
+  }
+
+  /// A closed journal of 100 one-record frames, its last segment then cut short at the start of
+  /// its 51st frame (a file system that lost the file's last blocks and its size with them; under
+  /// `none` with `pwrite`, a power loss can, while the index file's own blocks survive). The
+  /// index (an entry every 256 bytes) names batches after the cut.
+  private static func committedFramesCutOff() async throws -> (
+    dir: TemporaryDirectory, segment: String, lost: JournalFixtures.Frame
+  ) {
+    let dir = TemporaryDirectory("review-cut-off")
+    var options = JournalFixtures.options(.none, indexBytes: 256)
+    options.mapsActiveSegment = false
+    let journal = try Journal(directory: dir.path, options: options)
+    for tag in 0..<100 { try await journal.append(Self.appends(tag, count: 1)[0]) }
+    journal.close()
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let frames = try JournalFixtures.frames(of: Files.read(dir.appending(segment)))
+    try #require(frames.count == 100)
+    let lost = frames[50]
+    try JournalFixtures.truncate(dir.appending(segment), at: lost.offset)
+    return (dir, segment, lost)
+  }
+
+  @Test func openingReportsCommittedFramesCutOffTheEnd() async throws {
+    // The same loss as committed frames turned to zeros (PreallocationReviewTests), but the file
+    // is shorter instead: the index still names the lost batches, so opening must say they are
+    // gone rather than number new records over them in silence.
+    let (dir, segment, lost) = try await Self.committedFramesCutOff()
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    defer { journal.close() }
+    #expect(journal.lastSequence == lost.header.firstSequence - 1)
+    let missing = try #require(journal.recovery.missingRecords, "\(journal.recovery)")
+    #expect(!journal.recovery.isClean)
+    #expect(missing.segment == segment && missing.offset == Int64(lost.offset), "\(missing)")
+    #expect(missing.sequences.lowerBound == lost.header.firstSequence, "\(missing)")
+    #expect(missing.sequences.upperBound > lost.header.firstSequence, "\(missing)")
+  }
+
+  @Test func verifyReportsCommittedFramesCutOffTheEnd() async throws {
+    let (dir, segment, lost) = try await Self.committedFramesCutOff()
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(!verification.isSound, "records the index names are gone")
+    let problem = try #require(verification.problems.first)
+    #expect(problem.file == segment && problem.offset == Int64(lost.offset), "\(problem)")
+    #expect(problem.sequences?.lowerBound == lost.header.firstSequence, "\(problem)")
+    #expect(problem.message.contains("index"), "\(problem)")
+
+    // Repair takes note of the loss (it has nothing to move) and drops the index: the journal
+    // then opens cleanly, at the cut.
+    _ = try Journal.repair(directory: dir.path)
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    defer { journal.close() }
+    #expect(journal.recovery.isClean, "\(journal.recovery)")
+    #expect(journal.lastSequence == lost.header.firstSequence - 1)
+  }
+
+  @Test func anIndexEntryWithAHugeOffsetIsRefusedNotATrap() async {
+    // The index is derived data that every reader and writer checks before trusting it. An entry
+    // whose checksum holds but whose offset is near Int64.max (a hostile or garbled file) must
+    // be refused like any entry pointing outside its segment, not overflow the check and stop
+    // the process: reading and opening the journal go on.
+    await #expect(processExitsWith: .success) {
+      let dir = TemporaryDirectory("review-huge-offset")
+      let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+      try await journal.append([NewRecord(timestamp: 1, payload: [1, 2, 3])])
+      journal.close()
+      var writer = ByteWriter(capacity: IndexEntry.size)
+      IndexEntry(firstSequence: 2, segment: 1, offset: .max - 8, maxTimestampBefore: 1).encode(into: &writer)
+      let index = dir.appending(Layout.indexName)
+      try Files.write(Files.read(index) + writer.bytes, to: index)
+      #expect(try JournalFixtures.readAll(dir.path).count == 1)
+      let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+      #expect(reopened.lastSequence == 1)
+      reopened.close()
+    }
+  }
+}
