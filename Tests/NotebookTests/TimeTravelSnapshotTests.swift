@@ -155,6 +155,8 @@ import Testing
     try Files.write(bytes, to: segment)
     let repaired = try Journal.repair(directory: directory.path).lastSequence
     try #require(100 <= repaired && repaired < 200, "the damage is between the first two snapshots: \(repaired)")
+    // A name that is not twenty digits is not a snapshot's, whatever `UInt64(_:)` makes of it.
+    try Files.write([1], to: directory.appending("snapshots/+0000000000000000300.snapshot"))
 
     let manager = try Manager<Workspace>(directory: directory.path, options: JournalOptions(durability: .none))
     #expect(

@@ -31,12 +31,16 @@ public struct SnapshotStore: Sendable {
     return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".snapshot"
   }
 
-  /// The sequence numbers of the snapshot files present, ascending (whatever their contents).
+  /// The sequence numbers of the snapshot files present, ascending (whatever their contents):
+  /// files named as `fileName` names them, nothing else.
   public func sequences() -> [UInt64] {
     // A `snapshots` that is a link to elsewhere is not this journal's: its files are not read.
     guard io.isRealDirectory(folder), let names = try? io.contentsOfDirectory(folder) else { return [] }
     return names.compactMap { name -> UInt64? in
-      guard name.hasSuffix(".snapshot"), name.utf8.count == 29 else { return nil }
+      // Twenty ASCII digits, as `fileName` writes them: `UInt64("+000…300")` would read a sign.
+      guard name.hasSuffix(".snapshot"), name.utf8.count == 29,
+        name.utf8.prefix(20).allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+      else { return nil }
       return UInt64(name.prefix(20))
     }.sorted()
   }
