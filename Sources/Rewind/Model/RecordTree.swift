@@ -488,6 +488,13 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     var pending = Optional(value)
     if let outcome = Self.insertInPlace(&pending, forKey: key, in: &root!) {
       if outcome == nil { count += 1 }
+      // Stored: `pending` is empty. Ended by a switch, which sees that, rather than destroyed at
+      // the end of its scope, which for some value types (a `Note`) calls `Optional`'s generic
+      // value witness through the type's metadata.
+      switch consume pending {
+      case .none: break
+      case .some: preconditionFailure("insertInPlace kept the value it stored")
+      }
       return outcome
     }
     let (old, split) = Self.insert(pending.take().unsafelyUnwrapped, forKey: key, into: &root!)
