@@ -46,12 +46,16 @@ public struct Workspace: Model {
       context: &context)
   }
 
-  mutating func apply(_ event: NoteRetitled, _ context: inout ApplyContext) {
-    notes.update(id: event.id, context: &context) { $0.title = event.title }
+  // A retitle or a body edit takes its event `consuming` (the registry moves each decoded event
+  // into its apply) and swaps the new string into the note: the event leaves with the old one.
+  // Assigned instead, the string was retained for the note and released again with the event.
+
+  mutating func apply(_ event: consuming NoteRetitled, _ context: inout ApplyContext) {
+    notes.update(id: event.id, context: &context) { swap(&$0.title, &event.title) }
   }
 
-  mutating func apply(_ event: NoteBodyEdited, _ context: inout ApplyContext) {
-    notes.update(id: event.id, context: &context) { $0.body = event.body }
+  mutating func apply(_ event: consuming NoteBodyEdited, _ context: inout ApplyContext) {
+    notes.update(id: event.id, context: &context) { swap(&$0.body, &event.body) }
   }
 
   mutating func apply(_ event: NoteTagged, _ context: inout ApplyContext) {

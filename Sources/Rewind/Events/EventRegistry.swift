@@ -13,18 +13,22 @@ public struct EventRegistry<M: Model>: Sendable {
   /// Registers `E` as the current version of its name, applied by `apply`, coded through `Codable`.
   /// - Precondition: no other type is registered under `E.name`.
   ///
+  /// `apply` takes the event `consuming`: replay moves each decoded event into it, so an apply
+  /// that takes the event `consuming` too may move the event's strings and arrays into the model
+  /// instead of copying them (a retain, and a release when the event is dropped).
+  ///
   /// Inlinable, as the other `register`, so that `runApplier` is made in the app's module, where
   /// `E` and `M` are known.
   @inlinable
   public mutating func register<E: Event>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void
   ) {
     addCodable(E.self, apply: apply, applyRun: Self.runApplier(apply))
   }
 
   @usableFromInline
   mutating func addCodable<E: Event>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void,
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
     applyRun: @escaping ApplyRun
   ) {
     add(
@@ -38,14 +42,14 @@ public struct EventRegistry<M: Model>: Sendable {
   /// - Precondition: no other type is registered under `E.name`.
   @inlinable
   public mutating func register<E: Event & FieldCodable>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void
   ) {
     addFieldCodable(E.self, apply: apply, applyRun: Self.runApplier(apply))
   }
 
   @usableFromInline
   mutating func addFieldCodable<E: Event & FieldCodable>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void,
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
     applyRun: @escaping ApplyRun
   ) {
     add(
@@ -59,7 +63,7 @@ public struct EventRegistry<M: Model>: Sendable {
   /// `E` and `M` in the app's module: applying a run of replayed events (`DecodedEventsOf.apply`)
   /// then looks up no generic metadata and moves no event through value witnesses.
   @inlinable
-  static func runApplier<E: Event>(_ apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void)
+  static func runApplier<E: Event>(_ apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void)
     -> ApplyRun
   {
     { events, count, model, context in
@@ -70,7 +74,7 @@ public struct EventRegistry<M: Model>: Sendable {
   }
 
   private mutating func add<E: Event>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, E, inout ApplyContext) -> Void,
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
     applyRun: @escaping ApplyRun,
     encode: @escaping @Sendable (E, Origin, Identifier) throws -> [UInt8],
     decode: @escaping @Sendable ([UInt8], Int) throws -> E
@@ -89,7 +93,8 @@ public struct EventRegistry<M: Model>: Sendable {
       decode: { bytes, offset in try decode(bytes, offset) })
     current[E.name] = entry
     tables.setEncoder(for: ObjectIdentifier(E.self), entry.encode)
-    let applyTyped: @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void = { model, event, context in
+    let applyTyped: @Sendable (UnsafeMutableRawPointer, consuming E, inout ApplyContext) -> Void = {
+      model, event, context in
       apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
     }
     tables.add(
@@ -429,7 +434,7 @@ class DecodedEvents: @unchecked Sendable {
 /// applied, so applying one copies nothing and the buffer holds nothing to destroy when done.
 final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
   private let decode: @Sendable ([UInt8], Int) throws -> E
-  private let apply: @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void
+  private let apply: @Sendable (UnsafeMutableRawPointer, consuming E, inout ApplyContext) -> Void
   private let applyRun: ApplyRun
   // Only this object's methods touch these, on one thread at a time (no dynamic exclusivity checks).
   @exclusivity(unchecked) private var events: UnsafeMutablePointer<E>
@@ -440,7 +445,7 @@ final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
 
   init(
     decode: @escaping @Sendable ([UInt8], Int) throws -> E,
-    apply: @escaping @Sendable (UnsafeMutableRawPointer, E, inout ApplyContext) -> Void,
+    apply: @escaping @Sendable (UnsafeMutableRawPointer, consuming E, inout ApplyContext) -> Void,
     applyRun: @escaping ApplyRun
   ) {
     self.decode = decode

@@ -85,7 +85,9 @@ public protocol EntityIdentifier: Hashable, Comparable, Sendable, Codable, Custo
 }
 
 extension EntityIdentifier {
-  @inlinable public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
+  /// Always inlined, as `Identifier`'s: a store's tree search compares ids at every step, and the
+  /// last comparison of a leaf's search was otherwise left a call.
+  @inlinable @inline(__always) public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
   public var description: String { raw.description }
   public init(from decoder: any Decoder) throws {
     self.init(try decoder.singleValueContainer().decode(Identifier.self))

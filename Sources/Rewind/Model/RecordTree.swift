@@ -488,6 +488,13 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     var pending = Optional(value)
     if let outcome = Self.insertInPlace(&pending, forKey: key, in: &root!) {
       if outcome == nil { count += 1 }
+      // Stored: `pending` is empty. Ended by a switch, which sees that, rather than destroyed at
+      // the end of its scope, which for some value types (a `Note`) calls `Optional`'s generic
+      // value witness through the type's metadata.
+      switch consume pending {
+      case .none: break
+      case .some: preconditionFailure("insertInPlace kept the value it stored")
+      }
       return outcome
     }
     let (old, split) = Self.insert(pending.take().unsafelyUnwrapped, forKey: key, into: &root!)
@@ -537,23 +544,25 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       while true {
         guard isKnownUniquelyReferenced(&slot.pointee) else { return nil }
         if slot.pointee.isLeaf {
-          return slot.pointee.withUnsafeMutablePointers { fields, keys -> Value?? in
-            let count = fields.pointee.count
-            let index = Node.lowerBound(key, in: keys, count: count)
-            let values = Node.values(after: keys, fields)
-            if index < count && keys[index] == key {
-              let old = (values + index).move()
-              (values + index).initialize(to: value.take().unsafelyUnwrapped)
-              return .some(old)
-            }
-            guard count < maxLeafWidth && count < Int(fields.pointee.slots) else { return nil }
-            (keys + index + 1).moveInitialize(from: keys + index, count: count - index)
-            (keys + index).initialize(to: key)
-            (values + index + 1).moveInitialize(from: values + index, count: count - index)
+          // The leaf's parts are changed through its pointers after the closure that finds them,
+          // as `modify` does: the whole change inside that closure was a call of its own, with
+          // the leaf retained and released around it. The tree holds the leaf meanwhile.
+          let (fields, keys) = slot.pointee.withUnsafeMutablePointers { ($0, $1) }
+          let count = fields.pointee.count
+          let index = Node.lowerBound(key, in: keys, count: count)
+          let values = Node.values(after: keys, fields)
+          if index < count && keys[index] == key {
+            let old = (values + index).move()
             (values + index).initialize(to: value.take().unsafelyUnwrapped)
-            fields.pointee.count = count + 1
-            return .some(nil)
+            return .some(old)
           }
+          guard count < maxLeafWidth && count < Int(fields.pointee.slots) else { return nil }
+          (keys + index + 1).moveInitialize(from: keys + index, count: count - index)
+          (keys + index).initialize(to: key)
+          (values + index + 1).moveInitialize(from: values + index, count: count - index)
+          (values + index).initialize(to: value.take().unsafelyUnwrapped)
+          fields.pointee.count = count + 1
+          return .some(nil)
         }
         slot = slot.pointee.childSlot(key)
       }
@@ -649,19 +658,19 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       while true {
         guard isKnownUniquelyReferenced(&slot.pointee) else { return nil }
         if slot.pointee.isLeaf {
-          return slot.pointee.withUnsafeMutablePointers { fields, keys -> Value?? in
-            let count = fields.pointee.count
-            let index = Node.lowerBound(key, in: keys, count: count)
-            guard index < count && keys[index] == key else { return .some(nil) }
-            guard count > 1 else { return nil }
-            let values = Node.values(after: keys, fields)
-            (keys + index).deinitialize(count: 1)
-            (keys + index).moveInitialize(from: keys + index + 1, count: count - index - 1)
-            let old = (values + index).move()
-            (values + index).moveInitialize(from: values + index + 1, count: count - index - 1)
-            fields.pointee.count = count - 1
-            return .some(old)
-          }
+          // Changed after the closure that finds the parts, as in `insertInPlace`.
+          let (fields, keys) = slot.pointee.withUnsafeMutablePointers { ($0, $1) }
+          let count = fields.pointee.count
+          let index = Node.lowerBound(key, in: keys, count: count)
+          guard index < count && keys[index] == key else { return .some(nil) }
+          guard count > 1 else { return nil }
+          let values = Node.values(after: keys, fields)
+          (keys + index).deinitialize(count: 1)
+          (keys + index).moveInitialize(from: keys + index + 1, count: count - index - 1)
+          let old = (values + index).move()
+          (values + index).moveInitialize(from: values + index + 1, count: count - index - 1)
+          fields.pointee.count = count - 1
+          return .some(old)
         }
         slot = slot.pointee.childSlot(key)
       }

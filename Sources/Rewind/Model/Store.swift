@@ -99,29 +99,39 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// The record is moved into the tree, not copied (a copy retains each string and array it holds,
   /// and the caller's value is then released). So it is not at hand after the move: a
   /// replacement, which is rare, compares the old record with the one stored by looking it up.
-  @inlinable @discardableResult
+  ///
+  /// Always inlined, and the replaced record matched by a `switch`: an optional record left to be
+  /// destroyed (a caller's discarded nil, say) is destroyed, for some record types (a `Note`),
+  /// through `Optional`'s generic value witness and the type's metadata.
+  @inlinable @inline(__always) @discardableResult
   public mutating func insert(_ record: consuming Record, context: inout ApplyContext) -> Record? {
     let id = record.id
     let groupKeys = record.groupKeys
-    guard let old = records.updateValue(record, forKey: id) else {
+    switch records.updateValue(record, forKey: id) {
+    case .none:
       // A new record (the usual insert): compared with nothing, filed under its groups only.
       refile(id, from: [], to: groupKeys, context: &context)
       context.touch(record: name, id)
       return nil
+    case .some(let old):
+      if records[id] == old { return old }  // no change, nothing touched
+      refile(id, from: old.groupKeys, to: groupKeys, context: &context)
+      context.touch(record: name, id)
+      return old
     }
-    if records[id] == old { return old }  // no change, nothing touched
-    refile(id, from: old.groupKeys, to: groupKeys, context: &context)
-    context.touch(record: name, id)
-    return old
   }
 
   /// Removes the record with `id`; returns it, or nil (touching nothing) if there was none.
-  @inlinable @discardableResult
+  /// Always inlined, as `insert`.
+  @inlinable @inline(__always) @discardableResult
   public mutating func remove(id: Record.ID, context: inout ApplyContext) -> Record? {
-    guard let old = records.removeValue(forKey: id) else { return nil }
-    refile(id, from: old.groupKeys, to: [], context: &context)
-    context.touch(record: name, id)
-    return old
+    switch records.removeValue(forKey: id) {
+    case .none: return nil
+    case .some(let old):
+      refile(id, from: old.groupKeys, to: [], context: &context)
+      context.touch(record: name, id)
+      return old
+    }
   }
 
   /// Changes the record with `id` in place; returns false (touching nothing) if there is none.
