@@ -40,7 +40,8 @@ private struct SettledFlight {
   var failure: ManagerError?
 
   func resolve() {
-    for command in commands { command.completion.resolve(failingWith: failure) }
+    // By index: a `for … in` loop would copy each command (retaining its references) first.
+    for index in commands.indices { commands[index].completion.resolve(failingWith: failure) }
   }
 }
 
@@ -459,14 +460,17 @@ public final class Manager<M: Model>: Sendable {
     var records: [NewRecord] = []
     records.reserveCapacity(command.events.count)
     var bytes = 0
-    for event in command.events {
+    // By index, so that each event is lent in place (see `EventTables.apply(_:to:context:)`).
+    for index in command.events.indices {
       let encoded: [UInt8]?
       do {
-        encoded = try tables.encode(event, origin: origin, commandID: command.id)
+        encoded = try tables.encode(command.events[index], origin: origin, commandID: command.id)
       } catch {
+        let event = command.events[index]
         throw ManagerError(.encodingFailed, "\(type(of: event).name) could not be encoded: \(error)")
       }
       guard let payload = encoded else {
+        let event = command.events[index]
         throw ManagerError(
           .unregisteredEvent, "\(type(of: event)) (\(type(of: event).name)) is not registered with \(M.self)")
       }
@@ -558,14 +562,12 @@ public final class Manager<M: Model>: Sendable {
             return guarded.flights.flatMap { $0.commands.map(\.events) }
           }
           for events in unpublished {
-            for event in events { tables.apply(event, to: &working, context: &context) }
+            tables.apply(events, to: &working, context: &context)
           }
           pipeline.applied = 0
         }
         while pipeline.applied < pipeline.commands.count {
-          for event in pipeline.commands[pipeline.applied].events {
-            tables.apply(event, to: &working, context: &context)
-          }
+          tables.apply(pipeline.commands[pipeline.applied].events, to: &working, context: &context)
           pipeline.applied += 1
         }
       }
@@ -592,7 +594,7 @@ public final class Manager<M: Model>: Sendable {
         working.withLock { working in
           var context = ApplyContext(recording: false)
           for command in commands[pipeline.applied...] {
-            for event in command.events { tables.apply(event, to: &working, context: &context) }
+            tables.apply(command.events, to: &working, context: &context)
           }
         }
       }
@@ -689,11 +691,13 @@ public final class Manager<M: Model>: Sendable {
     // and hashing them is wasted (as in replay).
     let observed = !guarded.observers.isEmpty
     live.withLock { model in
-      for command in commands {
+      // By index, as `SettledFlight.resolve`; the command is copied only for observers.
+      for index in commands.indices {
         var context = ApplyContext(recording: observed)
-        for event in command.events { tables.apply(event, to: &model, context: &context) }
-        let count = UInt64(command.events.count)
+        tables.apply(commands[index].events, to: &model, context: &context)
+        let count = UInt64(commands[index].events.count)
         if observed {
+          let command = commands[index]
           var recorded: [RecordedEvent] = []
           recorded.reserveCapacity(command.events.count)
           for (offset, event) in command.events.enumerated() {
