@@ -30,6 +30,8 @@ final class CancelFlag: Sendable {
 /// hash-table search each time.
 private struct Flight: Sendable {
   var commands: [Staged]
+  /// The sequence number the append was made to start at: how the journal's answer names it.
+  var first: UInt64
   var outcome: Result<ClosedRange<UInt64>, JournalError>?
 }
 
@@ -70,10 +72,8 @@ private struct Guarded: Sendable {
   var stopped: ManagerError?
   var observers: [Int: AsyncStream<CommittedChange>.Continuation] = [:]
   var nextObserver = 0
-  /// Appends handed to the journal and not yet published, in sequence order; the first has id
-  /// `firstFlight`.
+  /// Appends handed to the journal and not yet published, in sequence order.
   var flights: [Flight] = []
-  var firstFlight: UInt64 = 0
   /// Set when an append failed; the commands validated after it fail too. Cleared by the gate
   /// holder once every append in flight has settled.
   var broken = false
@@ -616,14 +616,14 @@ public final class Manager<M: Model>: Sendable {
   /// Hands a batch taken by `takeBatch` to the journal. Holder of the gate only.
   private func send(_ batch: (records: [NewRecord], commands: [Staged], first: UInt64)) {
     _ = appends.advance(by: 1)
-    let flight = guarded.withLock { guarded -> UInt64 in
-      guarded.flights.append(Flight(commands: batch.commands))
-      return guarded.firstFlight + UInt64(guarded.flights.count - 1)
-    }
-    journal.enqueue(batch.records, expectedFirst: batch.first) { [self] outcome in settle(flight, outcome) }
+    guarded.withLock { $0.flights.append(Flight(commands: batch.commands, first: batch.first)) }
+    // The journal names the append by its first sequence number: the closure captures the
+    // manager alone, which serves as its context (capturing the flight too allocated one).
+    journal.enqueue(batch.records, expectedFirst: batch.first) { [self] first, outcome in settle(first, outcome) }
   }
 
-  /// Records the journal's answer for one append, then publishes every settled append at the head
+  /// Records the journal's answer for one append (`flight`, the sequence number it was made to
+  /// start at: no two appends in flight share one), then publishes every settled append at the head
   /// of the line, in sequence order: applies it to the live model, notifies observers (one change
   /// per command), and resolves each command; or fails its commands.
   ///
@@ -635,7 +635,9 @@ public final class Manager<M: Model>: Sendable {
     var first: SettledFlight?
     var more: [SettledFlight] = []
     let drained = guarded.withLock { guarded -> DrainWaiter? in
-      let index = Int(flight - guarded.firstFlight)
+      // Usually the head; at most a few appends are in flight.
+      var index = 0
+      while guarded.flights[index].first != flight { index += 1 }
       if index > 0 {
         guarded.flights[index].outcome = outcome
         return nil
@@ -661,7 +663,6 @@ public final class Manager<M: Model>: Sendable {
     with outcome: Result<ClosedRange<UInt64>, JournalError>, in guarded: inout Guarded
   ) -> SettledFlight {
     let head = guarded.flights.removeFirst()
-    guarded.firstFlight += 1
     switch outcome {
     case .success(let sequences):
       publish(head.commands, at: sequences, in: &guarded)
