@@ -269,25 +269,26 @@ public final class Manager<M: Model>: Sendable {
     // to another task (no ticket, no slot for the outcome, no cancellation handler: there is no
     // wait to cancel, and a task cancelled already fails before validation, as it would in one).
     if gate.tryEnter() {
-      // The body's value in a plain constant: an optional, tuple or `Result` of the generic `R`
-      // would have its metadata looked up at run time (about 330 instructions each time) and be
-      // copied and destroyed through it, in this unspecialized code.
-      let result: R
-      var completion: Completion?
       // `stage`'s steps inline: each asynchronous call costs a frame from the task's allocator and
       // a hop back to the executor, and the asynchronous steps are rarely needed.
       do {
         if try admit(cancelled: Task.isCancelled) { await recover() }
-        var staged: Staged?
-        result = try validate(origin, &staged, body)
-        if let bytes = staged?.bytes {
-          if overflows(adding: bytes) { await flush() }
-          completion = add(&staged)
-        }
       } catch {
         if !leaveQuietGate() { await serveTurn(first: nil) }
         journal.lead()
         throw error
+      }
+      // The body's value in a plain constant: an optional, tuple or `Result` of the generic `R`
+      // would have its metadata looked up at run time (about 330 instructions each time) and be
+      // copied and destroyed through it, in this unspecialized code. Set outside any `do` whose
+      // `catch` suspends: the compiler then builds it in this function's result, where otherwise
+      // it took two buffers of `R`'s size from the task's allocator.
+      var staged: Staged?
+      let result = try validateHolding(origin, &staged, body)
+      var completion: Completion?
+      if let bytes = staged?.bytes {
+        if overflows(adding: bytes) { await flush() }
+        completion = add(&staged)
       }
       if !leaveQuietGate() { await serveTurn(first: nil) }
       // Write what was handed over on this thread, unless a write is under way (it takes it next).
@@ -433,12 +434,35 @@ public final class Manager<M: Model>: Sendable {
     return broken
   }
 
+  /// `validate` for a command that took the free gate in `perform`: if it throws, the gate is
+  /// left first, without suspending (see `perform`). Nothing is staged then (the holder before it
+  /// sent its batch before leaving), so there is nothing to send; a task waiting at the gate gets
+  /// it and serves the queue.
+  @inline(never)
+  private func validateHolding<R>(
+    _ origin: Origin, _ staged: inout Staged?, _ body: (M, inout Command) throws -> R
+  ) throws -> R {
+    do {
+      return try validate(origin, &staged, body)
+    } catch {
+      _ = turns.advance(by: 1)
+      if let batch = takeBatch() { send(batch) }
+      gate.leave()
+      journal.lead()
+      throw error
+    }
+  }
+
   /// `stage`'s second step: runs the body against the state to validate against, encodes its
   /// events into `staged` (nil if it recorded none), and returns the body's value.
   ///
   /// Generic over the value so that it is returned as it is: `perform`'s unspecialized code
   /// holds it in a constant of type `R`, where an optional (or a tuple, or a `Result`) of `R`
   /// would have its metadata looked up at run time on every command (about 330 instructions).
+  /// Never inlined: inlined into `perform`, its temporaries of type `R` (of a size known only at
+  /// run time) took buffers from the task's allocator there, where a synchronous function keeps
+  /// them on its stack.
+  @inline(never)
   private func validate<R>(_ origin: Origin, _ staged: inout Staged?, _ body: (M, inout Command) throws -> R)
     throws -> R
   {
