@@ -656,7 +656,9 @@ public final class Manager<M: Model>: Sendable {
   /// `flights` whole and their commands resolved from them after the lock (no list of completions
   /// and outcomes is built for them).
   private func settle(_ flight: UInt64, _ outcome: Result<ClosedRange<UInt64>, JournalError>) {
-    var first: SettledFlight?
+    // Not an optional: an optional of this struct is destroyed through `Optional`'s generic value
+    // witness (run-time metadata); an empty one resolves nothing.
+    var first = SettledFlight(commands: [], failure: nil)
     var more: [SettledFlight] = []
     let drained = guarded.withLock { guarded -> DrainWaiter? in
       // Usually the head; at most a few appends are in flight.
@@ -676,7 +678,7 @@ public final class Manager<M: Model>: Sendable {
       guarded.drained = nil
       return waiter
     }
-    first?.resolve()
+    first.resolve()
     for settled in more { settled.resolve() }
     drained?.continuation.resume()
   }
