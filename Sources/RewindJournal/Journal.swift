@@ -135,6 +135,18 @@ public final class Journal: Sendable {
     writer.enqueue(records, expectedFirst: expectedFirst, lead: false, completion: completion)
   }
 
+  /// `enqueue(_:expectedFirst:completion:)` for a caller that hands all its appends one
+  /// completion: it is told which append it is by its `expectedFirst`, so it needs to capture
+  /// nothing per append (a closure capturing one object alone costs no allocation; one capturing
+  /// anything more allocates a context per append).
+  package func enqueue(
+    _ records: [NewRecord], expectedFirst: UInt64,
+    notifying completion: @escaping @Sendable (UInt64, Result<ClosedRange<UInt64>, JournalError>) -> Void
+  ) {
+    writer.enqueue(
+      records, expectedFirst: expectedFirst, lead: false, completion: .sequenced(expectedFirst, completion))
+  }
+
   /// Writes what `enqueue` queued, on this thread, unless a group is being written already.
   package func lead() { writer.lead() }
 

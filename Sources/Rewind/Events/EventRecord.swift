@@ -46,6 +46,22 @@ public enum EventRecord {
     return writer.bytes
   }
 
+  /// `encode(_:origin:commandID:)` of an event lent where it lies, which it does not change:
+  /// `inout` only because a borrowed read through a pointer (the registry's encoders get one)
+  /// would be copied first, through the event's value witnesses.
+  @usableFromInline static func encode<E: Event>(lent event: inout E, origin: Origin, commandID: Identifier) throws
+    -> [UInt8]
+  {
+    try encode(event, origin: origin, commandID: commandID)
+  }
+
+  /// `encodeFields(_:origin:commandID:)` of an event lent where it lies (see `encode(lent:…)`).
+  @usableFromInline static func encodeFields<E: Event & FieldCodable>(
+    lent event: inout E, origin: Origin, commandID: Identifier
+  ) -> [UInt8] {
+    encodeFields(event, origin: origin, commandID: commandID)
+  }
+
   private static func header<E: Event>(_ type: E.Type, origin: Origin, commandID: Identifier) -> FieldBytesWriter {
     // Room for the header and most events (Notebook's average 164 bytes, the benchmark's
     // `createNote` payloads up to about 300): one allocation, where 256 bytes made a third of those

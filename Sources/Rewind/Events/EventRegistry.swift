@@ -17,23 +17,26 @@ public struct EventRegistry<M: Model>: Sendable {
   /// that takes the event `consuming` too may move the event's strings and arrays into the model
   /// instead of copying them (a retain, and a release when the event is dropped).
   ///
-  /// Inlinable, as the other `register`, so that `runApplier` is made in the app's module, where
-  /// `E` and `M` are known.
+  /// Inlinable, as the other `register`, so that `runApplier`, `applier` and the encoder are made
+  /// in the app's module, where `E` and `M` are known.
   @inlinable
   public mutating func register<E: Event>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void
   ) {
-    addCodable(E.self, apply: apply, applyRun: Self.runApplier(apply))
+    addCodable(
+      E.self, apply: apply, applyRun: Self.runApplier(apply), applyAt: Self.applier(apply),
+      encodeAt: { event, origin, command in
+        try EventRecord.encode(lent: &event.assumingMemoryBound(to: E.self).pointee, origin: origin, commandID: command)
+      })
   }
 
   @usableFromInline
   mutating func addCodable<E: Event>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
-    applyRun: @escaping ApplyRun
+    applyRun: @escaping ApplyRun, applyAt: @escaping ApplyAt, encodeAt: @escaping EncodeAt
   ) {
     add(
-      E.self, apply: apply, applyRun: applyRun,
-      encode: { event, origin, command in try EventRecord.encode(event, origin: origin, commandID: command) },
+      E.self, apply: apply, applyRun: applyRun, applyAt: applyAt, encodeAt: encodeAt,
       decode: { bytes, offset in try FieldDecoder().decode(E.self, from: bytes, at: offset) })
   }
 
@@ -44,17 +47,21 @@ public struct EventRegistry<M: Model>: Sendable {
   public mutating func register<E: Event & FieldCodable>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void
   ) {
-    addFieldCodable(E.self, apply: apply, applyRun: Self.runApplier(apply))
+    addFieldCodable(
+      E.self, apply: apply, applyRun: Self.runApplier(apply), applyAt: Self.applier(apply),
+      encodeAt: { event, origin, command in
+        EventRecord.encodeFields(
+          lent: &event.assumingMemoryBound(to: E.self).pointee, origin: origin, commandID: command)
+      })
   }
 
   @usableFromInline
   mutating func addFieldCodable<E: Event & FieldCodable>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
-    applyRun: @escaping ApplyRun
+    applyRun: @escaping ApplyRun, applyAt: @escaping ApplyAt, encodeAt: @escaping EncodeAt
   ) {
     add(
-      E.self, apply: apply, applyRun: applyRun,
-      encode: { event, origin, command in EventRecord.encodeFields(event, origin: origin, commandID: command) },
+      E.self, apply: apply, applyRun: applyRun, applyAt: applyAt, encodeAt: encodeAt,
       decode: { bytes, offset in try FieldDecoder().decodeFields(E.self, from: bytes, at: offset) })
   }
 
@@ -73,26 +80,30 @@ public struct EventRegistry<M: Model>: Sendable {
     }
   }
 
+  /// Applies one event of type `E`, read in place where it lies, to the model `model` points at.
+  /// Made in the app's module, as `runApplier`: the manager's commands and replay's boxed events
+  /// reach `apply` without generic metadata or a reabstraction thunk. (`apply` consumes its
+  /// event, so it gets a copy: the command keeps the event for its observers.)
+  @inlinable
+  static func applier<E: Event>(_ apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void)
+    -> ApplyAt
+  {
+    { model, event, context in
+      apply(&model.assumingMemoryBound(to: M.self).pointee, event.assumingMemoryBound(to: E.self).pointee, &context)
+    }
+  }
+
   private mutating func add<E: Event>(
     _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
-    applyRun: @escaping ApplyRun,
-    encode: @escaping @Sendable (E, Origin, Identifier) throws -> [UInt8],
+    applyRun: @escaping ApplyRun, applyAt: @escaping ApplyAt, encodeAt: @escaping EncodeAt,
     decode: @escaping @Sendable ([UInt8], Int) throws -> E
   ) {
     precondition(current[E.name] == nil, "event \(E.name) registered twice")
     let entry = RegisteredEvent(
       type: ObjectIdentifier(E.self), version: E.version,
-      encode: { event, origin, command in
-        // Found by the event's dynamic type, so the event is an `E` (see the applier below).
-        func reinterpret<T: Event>(_ value: T) -> E {
-          precondition(T.self == E.self, "\(E.name) encoded from a \(T.self)")
-          return unsafeBitCast(value, to: E.self)
-        }
-        return try encode(reinterpret(event), origin, command)
-      },
       decode: { bytes, offset in try decode(bytes, offset) })
     current[E.name] = entry
-    tables.setEncoder(for: ObjectIdentifier(E.self), entry.encode)
+    tables.setEncoder(for: ObjectIdentifier(E.self), encodeAt)
     let applyTyped: @Sendable (UnsafeMutableRawPointer, consuming E, inout ApplyContext) -> Void = {
       model, event, context in
       apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
@@ -108,15 +119,7 @@ public struct EventRegistry<M: Model>: Sendable {
           apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
         },
         makeEvents: { DecodedEventsOf<E>(decode: decode, apply: applyTyped, applyRun: applyRun) }))
-    tables.setApplier(for: ObjectIdentifier(E.self)) { model, event, context in
-      // The caller found this applier by the event's dynamic type, so the event is an `E`: open
-      // the existential and reinterpret it (no dynamic cast, no optional `E`).
-      func reinterpret<T: Event>(_ value: T) -> E {
-        precondition(T.self == E.self, "\(E.name) applied with a \(T.self)")
-        return unsafeBitCast(value, to: E.self)
-      }
-      apply(&model.assumingMemoryBound(to: M.self).pointee, reinterpret(event), &context)
-    }
+    tables.setApplier(for: ObjectIdentifier(E.self), applyAt)
   }
 
   /// Registers how version `Old.version` of an event becomes version `Old.version + 1` (`New`).
@@ -211,6 +214,18 @@ public struct EventRegistry<M: Model>: Sendable {
   }
 }
 
+/// Encodes the event `event` points at (of the type the encoder was registered for) as a record
+/// payload, reading it in place (made by the inlinable `EventRegistry.register`s, in the app's
+/// module). It does not change the event: the pointer is mutable only so that the event can be
+/// lent on `inout` (see `EventRecord.encode(lent:origin:commandID:)`).
+@usableFromInline typealias EncodeAt =
+  @Sendable (_ event: UnsafeMutableRawPointer, _ origin: Origin, _ commandID: Identifier) throws -> [UInt8]
+
+/// Applies the event `event` points at (of the type the applier was registered for) to the model
+/// `model` points at, without moving it (made by `EventRegistry.applier`).
+@usableFromInline typealias ApplyAt =
+  @Sendable (_ model: UnsafeMutableRawPointer, _ event: UnsafeRawPointer, _ context: inout ApplyContext) -> Void
+
 /// Applies `count` events of one type, lying from `events` on, to the model `model` points at,
 /// moving each out as it is applied (made by `EventRegistry.runApplier`).
 @usableFromInline typealias ApplyRun =
@@ -218,11 +233,11 @@ public struct EventRegistry<M: Model>: Sendable {
     _ events: UnsafeMutableRawPointer, _ count: Int, _ model: UnsafeMutableRawPointer, _ context: inout ApplyContext
   ) -> Void
 
-/// The current version of a registered event: its type, version and coding.
+/// The current version of a registered event: its type, version and decoding (its encoder is in
+/// `EventTables`).
 struct RegisteredEvent: Sendable {
   var type: ObjectIdentifier
   var version: UInt32
-  var encode: @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
   var decode: @Sendable ([UInt8], Int) throws -> any Event
 }
 
@@ -256,9 +271,16 @@ struct EventTables: Sendable {
     var makeEvents: @Sendable () -> DecodedEvents
   }
 
-  /// Applies an event of one type: `model` points at the model, `event` has that type.
+  /// Applies an event of one type (see `ApplyAt`). The closure is kept in a struct, not in the
+  /// tuples of `appliers` directly: a closure in a tuple in an array is stored at its most general
+  /// abstraction, and taking it out made a reabstraction thunk, allocated, on every call.
   struct Applier: Sendable {
-    var apply: @Sendable (_ model: UnsafeMutableRawPointer, _ event: any Event, _ context: inout ApplyContext) -> Void
+    var apply: ApplyAt
+  }
+
+  /// Encodes an event of one type (see `EncodeAt`); in a struct, as `Applier`.
+  struct Encoder: Sendable {
+    var encode: EncodeAt
   }
 
   /// The registered names (and the checkpoint's); `decoders` is parallel to it, nil for a name
@@ -270,32 +292,24 @@ struct EventTables: Sendable {
   private var appliers: [(type: ObjectIdentifier, applier: Applier)] = []
   /// Encoders by event type: a short list searched in order, as `appliers` (every command the
   /// manager stages looks its events' encoders up here).
-  private var encoders: [(type: ObjectIdentifier, encode: Encode)] = []
-  typealias Encode = @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
+  private var encoders: [(type: ObjectIdentifier, encoder: Encoder)] = []
+
   /// The index in `names` of the checkpoint's name.
   static let checkpointNameIndex = 0
 
-  mutating func setApplier(
-    for type: ObjectIdentifier,
-    _ apply:
-      @escaping @Sendable (_ model: UnsafeMutableRawPointer, _ event: any Event, _ context: inout ApplyContext)
-      -> Void
-  ) {
-    let applier = Applier(apply: apply)
+  mutating func setApplier(for type: ObjectIdentifier, _ apply: @escaping ApplyAt) {
     if let index = appliers.firstIndex(where: { $0.type == type }) {
-      appliers[index].applier = applier
+      appliers[index].applier = Applier(apply: apply)
     } else {
-      appliers.append((type, applier))
+      appliers.append((type, Applier(apply: apply)))
     }
   }
 
-  mutating func setEncoder(
-    for type: ObjectIdentifier, _ encode: @escaping @Sendable (any Event, Origin, Identifier) throws -> [UInt8]
-  ) {
+  mutating func setEncoder(for type: ObjectIdentifier, _ encode: @escaping EncodeAt) {
     if let index = encoders.firstIndex(where: { $0.type == type }) {
-      encoders[index].encode = encode
+      encoders[index].encoder = Encoder(encode: encode)
     } else {
-      encoders.append((type, encode))
+      encoders.append((type, Encoder(encode: encode)))
     }
   }
 
@@ -378,10 +392,18 @@ struct EventTables: Sendable {
   }
 
   /// The record payload of `event`, or nil if its type is not registered as current.
+  ///
+  /// The event is opened, not asked for its dynamic type (a run-time call), and lent to the
+  /// encoder in place, as `apply` does.
   func encode(_ event: any Event, origin: Origin, commandID: Identifier) throws -> [UInt8]? {
-    let eventType = ObjectIdentifier(type(of: event))
-    guard let encode = encoders.first(where: { $0.type == eventType })?.encode else { return nil }
-    return try encode(event, origin, commandID)
+    try encode(opened: event, origin: origin, commandID: commandID)
+  }
+
+  private func encode<E: Event>(opened event: E, origin: Origin, commandID: Identifier) throws -> [UInt8]? {
+    let eventType = ObjectIdentifier(E.self)
+    guard let encode = encoders.first(where: { $0.type == eventType })?.encoder.encode else { return nil }
+    // Lent, not copied: the encoder only reads it (see `EncodeAt`).
+    return try withUnsafePointer(to: event) { try encode(UnsafeMutableRawPointer(mutating: $0), origin, commandID) }
   }
 
   /// Whether `eventType` is registered as the current version of its name.
@@ -394,14 +416,32 @@ struct EventTables: Sendable {
     withUnsafeMutablePointer(to: &model) { apply(event, toModelAt: UnsafeMutableRawPointer($0), context: &context) }
   }
 
+  /// Applies `events` (of types registered as current for `M`) to `model`, in order.
+  ///
+  /// By index: a `for … in` loop copies each event out of the array (retaining its box) and
+  /// destroys the copy, where `events[index]` is lent in place.
+  func apply<M: Model>(_ events: [any Event], to model: inout M, context: inout ApplyContext) {
+    withUnsafeMutablePointer(to: &model) { model in
+      for index in events.indices { apply(events[index], toModelAt: UnsafeMutableRawPointer(model), context: &context) }
+    }
+  }
+
   /// Applies `event` (of a type registered as current for the registry's model) to the model
   /// `model` points at.
+  ///
+  /// The event is opened, and its type read from the existential, not asked for (a run-time call
+  /// that also looks through a class instance); it is lent to the applier where it lies, not
+  /// copied.
   func apply(_ event: any Event, toModelAt model: UnsafeMutableRawPointer, context: inout ApplyContext) {
-    let eventType = ObjectIdentifier(type(of: event))
-    guard let applier = appliers.first(where: { $0.type == eventType })?.applier else {
-      preconditionFailure("event \(type(of: event).name) is not registered with this registry's model")
+    apply(opened: event, toModelAt: model, context: &context)
+  }
+
+  private func apply<E: Event>(opened event: E, toModelAt model: UnsafeMutableRawPointer, context: inout ApplyContext) {
+    let eventType = ObjectIdentifier(E.self)
+    guard let apply = appliers.first(where: { $0.type == eventType })?.applier.apply else {
+      preconditionFailure("event \(E.name) is not registered with this registry's model")
     }
-    applier.apply(model, event, &context)
+    withUnsafePointer(to: event) { apply(model, UnsafeRawPointer($0), &context) }
   }
 }
 

@@ -8,7 +8,7 @@ public struct Command: Sendable {
   public let timestamp: Int64
   public let origin: Origin
   private let ids: IdentifierSource
-  var events: [any Event] = []
+  @usableFromInline var events: [any Event] = []
 
   init(id: Identifier, timestamp: Int64, origin: Origin, ids: IdentifierSource) {
     self.id = id
@@ -21,7 +21,11 @@ public struct Command: Sendable {
   public func newID() -> Identifier { ids.next() }
 
   /// Adds `event` to the command. All of a command's events are appended in one atomic batch.
-  public mutating func record<E: Event>(_ event: consuming E) { events.append(event) }
+  ///
+  /// Inlinable, so that the event is boxed where its type is known: it is moved into the box.
+  /// Unspecialized, the event was copied into the box through its value witnesses and the
+  /// original destroyed.
+  @inlinable public mutating func record<E: Event>(_ event: consuming E) { events.append(event) }
 
   /// The events recorded so far.
   public var recorded: [any Event] { events }

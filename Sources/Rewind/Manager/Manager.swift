@@ -30,6 +30,8 @@ final class CancelFlag: Sendable {
 /// hash-table search each time.
 private struct Flight: Sendable {
   var commands: [Staged]
+  /// The sequence number the append was made to start at: how the journal's answer names it.
+  var first: UInt64
   var outcome: Result<ClosedRange<UInt64>, JournalError>?
 }
 
@@ -40,7 +42,8 @@ private struct SettledFlight {
   var failure: ManagerError?
 
   func resolve() {
-    for command in commands { command.completion.resolve(failingWith: failure) }
+    // By index: a `for … in` loop would copy each command (retaining its references) first.
+    for index in commands.indices { commands[index].completion.resolve(failingWith: failure) }
   }
 }
 
@@ -69,10 +72,8 @@ private struct Guarded: Sendable {
   var stopped: ManagerError?
   var observers: [Int: AsyncStream<CommittedChange>.Continuation] = [:]
   var nextObserver = 0
-  /// Appends handed to the journal and not yet published, in sequence order; the first has id
-  /// `firstFlight`.
+  /// Appends handed to the journal and not yet published, in sequence order.
   var flights: [Flight] = []
-  var firstFlight: UInt64 = 0
   /// Set when an append failed; the commands validated after it fail too. Cleared by the gate
   /// holder once every append in flight has settled.
   var broken = false
@@ -279,25 +280,26 @@ public final class Manager<M: Model>: Sendable {
     // to another task (no ticket, no slot for the outcome, no cancellation handler: there is no
     // wait to cancel, and a task cancelled already fails before validation, as it would in one).
     if gate.tryEnter() {
-      // The body's value in a plain constant: an optional, tuple or `Result` of the generic `R`
-      // would have its metadata looked up at run time (about 330 instructions each time) and be
-      // copied and destroyed through it, in this unspecialized code.
-      let result: R
-      var completion: Completion?
       // `stage`'s steps inline: each asynchronous call costs a frame from the task's allocator and
       // a hop back to the executor, and the asynchronous steps are rarely needed.
       do {
         if try admit(cancelled: Task.isCancelled) { await recover() }
-        var staged: Staged?
-        result = try validate(origin, &staged, body)
-        if let bytes = staged?.bytes {
-          if overflows(adding: bytes) { await flush() }
-          completion = add(&staged)
-        }
       } catch {
         if !leaveQuietGate() { await serveTurn(first: nil) }
         journal.lead()
         throw error
+      }
+      // The body's value in a plain constant: an optional, tuple or `Result` of the generic `R`
+      // would have its metadata looked up at run time (about 330 instructions each time) and be
+      // copied and destroyed through it, in this unspecialized code. Set outside any `do` whose
+      // `catch` suspends: the compiler then builds it in this function's result, where otherwise
+      // it took two buffers of `R`'s size from the task's allocator.
+      var staged: Staged?
+      let result = try validateHolding(origin, &staged, body)
+      var completion: Completion?
+      if let bytes = staged?.bytes {
+        if overflows(adding: bytes) { await flush() }
+        completion = add(&staged)
       }
       if !leaveQuietGate() { await serveTurn(first: nil) }
       // Write what was handed over on this thread, unless a write is under way (it takes it next).
@@ -443,12 +445,35 @@ public final class Manager<M: Model>: Sendable {
     return broken
   }
 
+  /// `validate` for a command that took the free gate in `perform`: if it throws, the gate is
+  /// left first, without suspending (see `perform`). Nothing is staged then (the holder before it
+  /// sent its batch before leaving), so there is nothing to send; a task waiting at the gate gets
+  /// it and serves the queue.
+  @inline(never)
+  private func validateHolding<R>(
+    _ origin: Origin, _ staged: inout Staged?, _ body: (M, inout Command) throws -> R
+  ) throws -> R {
+    do {
+      return try validate(origin, &staged, body)
+    } catch {
+      _ = turns.advance(by: 1)
+      if let batch = takeBatch() { send(batch) }
+      gate.leave()
+      journal.lead()
+      throw error
+    }
+  }
+
   /// `stage`'s second step: runs the body against the state to validate against, encodes its
   /// events into `staged` (nil if it recorded none), and returns the body's value.
   ///
   /// Generic over the value so that it is returned as it is: `perform`'s unspecialized code
   /// holds it in a constant of type `R`, where an optional (or a tuple, or a `Result`) of `R`
   /// would have its metadata looked up at run time on every command (about 330 instructions).
+  /// Never inlined: inlined into `perform`, its temporaries of type `R` (of a size known only at
+  /// run time) took buffers from the task's allocator there, where a synchronous function keeps
+  /// them on its stack.
+  @inline(never)
   private func validate<R>(_ origin: Origin, _ staged: inout Staged?, _ body: (M, inout Command) throws -> R)
     throws -> R
   {
@@ -470,14 +495,17 @@ public final class Manager<M: Model>: Sendable {
     var records: [NewRecord] = []
     records.reserveCapacity(command.events.count)
     var bytes = 0
-    for event in command.events {
+    // By index, so that each event is lent in place (see `EventTables.apply(_:to:context:)`).
+    for index in command.events.indices {
       let encoded: [UInt8]?
       do {
-        encoded = try tables.encode(event, origin: origin, commandID: command.id)
+        encoded = try tables.encode(command.events[index], origin: origin, commandID: command.id)
       } catch {
+        let event = command.events[index]
         throw ManagerError(.encodingFailed, "\(type(of: event).name) could not be encoded: \(error)")
       }
       guard let payload = encoded else {
+        let event = command.events[index]
         throw ManagerError(
           .unregisteredEvent, "\(type(of: event)) (\(type(of: event).name)) is not registered with \(M.self)")
       }
@@ -569,14 +597,12 @@ public final class Manager<M: Model>: Sendable {
             return guarded.flights.flatMap { $0.commands.map(\.events) }
           }
           for events in unpublished {
-            for event in events { tables.apply(event, to: &working, context: &context) }
+            tables.apply(events, to: &working, context: &context)
           }
           pipeline.applied = 0
         }
         while pipeline.applied < pipeline.commands.count {
-          for event in pipeline.commands[pipeline.applied].events {
-            tables.apply(event, to: &working, context: &context)
-          }
+          tables.apply(pipeline.commands[pipeline.applied].events, to: &working, context: &context)
           pipeline.applied += 1
         }
       }
@@ -603,7 +629,7 @@ public final class Manager<M: Model>: Sendable {
         working.withLock { working in
           var context = ApplyContext(recording: false)
           for command in commands[pipeline.applied...] {
-            for event in command.events { tables.apply(event, to: &working, context: &context) }
+            tables.apply(command.events, to: &working, context: &context)
           }
         }
       }
@@ -625,14 +651,14 @@ public final class Manager<M: Model>: Sendable {
   /// Hands a batch taken by `takeBatch` to the journal. Holder of the gate only.
   private func send(_ batch: (records: [NewRecord], commands: [Staged], first: UInt64)) {
     _ = appends.advance(by: 1)
-    let flight = guarded.withLock { guarded -> UInt64 in
-      guarded.flights.append(Flight(commands: batch.commands))
-      return guarded.firstFlight + UInt64(guarded.flights.count - 1)
-    }
-    journal.enqueue(batch.records, expectedFirst: batch.first) { [self] outcome in settle(flight, outcome) }
+    guarded.withLock { $0.flights.append(Flight(commands: batch.commands, first: batch.first)) }
+    // The journal names the append by its first sequence number: the closure captures the
+    // manager alone, which serves as its context (capturing the flight too allocated one).
+    journal.enqueue(batch.records, expectedFirst: batch.first) { [self] first, outcome in settle(first, outcome) }
   }
 
-  /// Records the journal's answer for one append, then publishes every settled append at the head
+  /// Records the journal's answer for one append (`flight`, the sequence number it was made to
+  /// start at: no two appends in flight share one), then publishes every settled append at the head
   /// of the line, in sequence order: applies it to the live model, notifies observers (one change
   /// per command), and resolves each command; or fails its commands.
   ///
@@ -641,10 +667,14 @@ public final class Manager<M: Model>: Sendable {
   /// `flights` whole and their commands resolved from them after the lock (no list of completions
   /// and outcomes is built for them).
   private func settle(_ flight: UInt64, _ outcome: Result<ClosedRange<UInt64>, JournalError>) {
-    var first: SettledFlight?
+    // Not an optional: an optional of this struct is destroyed through `Optional`'s generic value
+    // witness (run-time metadata); an empty one resolves nothing.
+    var first = SettledFlight(commands: [], failure: nil)
     var more: [SettledFlight] = []
     let drained = guarded.withLock { guarded -> DrainWaiter? in
-      let index = Int(flight - guarded.firstFlight)
+      // Usually the head; at most a few appends are in flight.
+      var index = 0
+      while guarded.flights[index].first != flight { index += 1 }
       if index > 0 {
         guarded.flights[index].outcome = outcome
         return nil
@@ -659,7 +689,7 @@ public final class Manager<M: Model>: Sendable {
       guarded.drained = nil
       return waiter
     }
-    first?.resolve()
+    first.resolve()
     for settled in more { settled.resolve() }
     drained?.continuation.resume()
   }
@@ -670,7 +700,6 @@ public final class Manager<M: Model>: Sendable {
     with outcome: Result<ClosedRange<UInt64>, JournalError>, in guarded: inout Guarded
   ) -> SettledFlight {
     let head = guarded.flights.removeFirst()
-    guarded.firstFlight += 1
     switch outcome {
     case .success(let sequences):
       publish(head.commands, at: sequences, in: &guarded)
@@ -700,11 +729,13 @@ public final class Manager<M: Model>: Sendable {
     // and hashing them is wasted (as in replay).
     let observed = !guarded.observers.isEmpty
     live.withLock { model in
-      for command in commands {
+      // By index, as `SettledFlight.resolve`; the command is copied only for observers.
+      for index in commands.indices {
         var context = ApplyContext(recording: observed)
-        for event in command.events { tables.apply(event, to: &model, context: &context) }
-        let count = UInt64(command.events.count)
+        tables.apply(commands[index].events, to: &model, context: &context)
+        let count = UInt64(commands[index].events.count)
         if observed {
+          let command = commands[index]
           var recorded: [RecordedEvent] = []
           recorded.reserveCapacity(command.events.count)
           for (offset, event) in command.events.enumerated() {

@@ -642,9 +642,13 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
 
   /// Whether `key` is in the subtree under `node`.
   @inlinable static func find(_ key: Key, under node: Node) -> Bool {
-    var node = node
-    while !node.isLeaf { node = node.child(at: node.childIndex(key)) }
-    return node.index(of: key) != nil
+    if node.isLeaf { return node.index(of: key) != nil }
+    // Down through the child slots, as `modify` walks: a local holding each node on the path
+    // would be retained and released at every level. `node`, which the caller holds, keeps the
+    // path alive.
+    var slot = node.childSlot(key)
+    while !slot.pointee.isLeaf { slot = slot.pointee.childSlot(key) }
+    return slot.pointee.index(of: key) != nil
   }
 
   /// `removeValue`'s usual case, in one loop down the path as `modify` walks it: every node on the

@@ -5,12 +5,16 @@ import Synchronization
 /// needs no closure context per append).
 enum AppendCompletion: Sendable {
   case callback(@Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void)
+  /// A callback that a caller shares between its appends, told which append it is by the first
+  /// sequence number the append expected (see `Journal.enqueue(_:expectedFirst:notifying:)`).
+  case sequenced(UInt64, @Sendable (UInt64, Result<ClosedRange<UInt64>, JournalError>) -> Void)
   /// Resumed exactly once: every path of `JournalWriter.enqueue` completes its append once.
   case task(AppendContinuation)
 
   func callAsFunction(_ outcome: Result<ClosedRange<UInt64>, JournalError>) {
     switch self {
     case .callback(let callback): callback(outcome)
+    case .sequenced(let first, let callback): callback(first, outcome)
     case .task(let continuation): continuation.resume(returning: outcome)
     }
   }
