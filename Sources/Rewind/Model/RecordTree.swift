@@ -540,32 +540,46 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   /// growing store, as leaves split).
   @inlinable static func insertInPlace(_ value: inout Value?, forKey key: Key, in root: inout Node) -> Value?? {
     withUnsafeMutablePointer(to: &root) { rootSlot in
-      var slot = rootSlot
-      while true {
-        guard isKnownUniquelyReferenced(&slot.pointee) else { return nil }
-        if slot.pointee.isLeaf {
-          // The leaf's parts are changed through its pointers after the closure that finds them,
-          // as `modify` does: the whole change inside that closure was a call of its own, with
-          // the leaf retained and released around it. The tree holds the leaf meanwhile.
-          let (fields, keys) = slot.pointee.withUnsafeMutablePointers { ($0, $1) }
-          let count = fields.pointee.count
-          let index = Node.lowerBound(key, in: keys, count: count)
-          let values = Node.values(after: keys, fields)
-          if index < count && keys[index] == key {
-            let old = (values + index).move()
-            (values + index).initialize(to: value.take().unsafelyUnwrapped)
-            return .some(old)
-          }
-          guard count < maxLeafWidth && count < Int(fields.pointee.slots) else { return nil }
-          (keys + index + 1).moveInitialize(from: keys + index, count: count - index)
-          (keys + index).initialize(to: key)
-          (values + index + 1).moveInitialize(from: values + index, count: count - index)
-          (values + index).initialize(to: value.take().unsafelyUnwrapped)
-          fields.pointee.count = count + 1
-          return .some(nil)
-        }
-        slot = slot.pointee.childSlot(key)
+      guard case (let fields, let keys, let count, let index)? = uniqueLeaf(for: key, under: rootSlot) else {
+        return nil
       }
+      let values = Node.values(after: keys, fields)
+      if index < count && keys[index] == key {
+        let old = (values + index).move()
+        (values + index).initialize(to: value.take().unsafelyUnwrapped)
+        return .some(old)
+      }
+      guard count < maxLeafWidth && count < Int(fields.pointee.slots) else { return nil }
+      (keys + index + 1).moveInitialize(from: keys + index, count: count - index)
+      (keys + index).initialize(to: key)
+      (values + index + 1).moveInitialize(from: values + index, count: count - index)
+      (values + index).initialize(to: value.take().unsafelyUnwrapped)
+      fields.pointee.count = count + 1
+      return .some(nil)
+    }
+  }
+
+  /// The leaf where `key` belongs, for `insertInPlace` and `removeInPlace`: one loop down the path
+  /// from the reference `rootSlot` points at, as `modify` walks it. Returns the leaf's header and
+  /// keys, how many keys it holds and `key`'s lower bound among them; nil when a node on the path
+  /// is shared (then nothing may change in place).
+  ///
+  /// The caller changes the leaf through these pointers, after the closure that finds them: the
+  /// whole change inside that closure was a call of its own, with the leaf retained and released
+  /// around it. The tree holds the leaf meanwhile.
+  @inlinable @inline(__always)
+  static func uniqueLeaf(for key: Key, under rootSlot: UnsafeMutablePointer<Node>) -> (
+    fields: UnsafeMutablePointer<NodeFields>, keys: UnsafeMutablePointer<Key>, count: Int, index: Int
+  )? {
+    var slot = rootSlot
+    while true {
+      guard isKnownUniquelyReferenced(&slot.pointee) else { return nil }
+      if slot.pointee.isLeaf {
+        let (fields, keys) = slot.pointee.withUnsafeMutablePointers { ($0, $1) }
+        let count = fields.pointee.count
+        return (fields, keys, count, Node.lowerBound(key, in: keys, count: count))
+      }
+      slot = slot.pointee.childSlot(key)
     }
   }
 
@@ -658,26 +672,18 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
   /// dropping the emptied nodes).
   @inlinable static func removeInPlace(_ key: Key, from root: inout Node) -> Value?? {
     withUnsafeMutablePointer(to: &root) { rootSlot in
-      var slot = rootSlot
-      while true {
-        guard isKnownUniquelyReferenced(&slot.pointee) else { return nil }
-        if slot.pointee.isLeaf {
-          // Changed after the closure that finds the parts, as in `insertInPlace`.
-          let (fields, keys) = slot.pointee.withUnsafeMutablePointers { ($0, $1) }
-          let count = fields.pointee.count
-          let index = Node.lowerBound(key, in: keys, count: count)
-          guard index < count && keys[index] == key else { return .some(nil) }
-          guard count > 1 else { return nil }
-          let values = Node.values(after: keys, fields)
-          (keys + index).deinitialize(count: 1)
-          (keys + index).moveInitialize(from: keys + index + 1, count: count - index - 1)
-          let old = (values + index).move()
-          (values + index).moveInitialize(from: values + index + 1, count: count - index - 1)
-          fields.pointee.count = count - 1
-          return .some(old)
-        }
-        slot = slot.pointee.childSlot(key)
+      guard case (let fields, let keys, let count, let index)? = uniqueLeaf(for: key, under: rootSlot) else {
+        return nil
       }
+      guard index < count && keys[index] == key else { return .some(nil) }
+      guard count > 1 else { return nil }
+      let values = Node.values(after: keys, fields)
+      (keys + index).deinitialize(count: 1)
+      (keys + index).moveInitialize(from: keys + index + 1, count: count - index - 1)
+      let old = (values + index).move()
+      (values + index).moveInitialize(from: values + index + 1, count: count - index - 1)
+      fields.pointee.count = count - 1
+      return .some(old)
     }
   }
 
