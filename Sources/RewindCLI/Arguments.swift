@@ -64,6 +64,15 @@ public struct Arguments {
     return value
   }
 
+  /// Exactly `count` positionals. Too few is a usage error saying what the command `needs` (for
+  /// example "the journal directory and a sequence number: rewind show DIR SEQ"); too many names
+  /// the first extra one.
+  public func positionals(exactly count: Int, needs: String) throws(UsageError) -> [String] {
+    guard positionals.count <= count else { throw UsageError("unexpected argument '\(positionals[count])'") }
+    guard positionals.count == count else { throw UsageError("needs \(needs)") }
+    return positionals
+  }
+
   /// The single positional naming a journal directory.
   public func directory(default fallback: String? = nil) throws(UsageError) -> String {
     guard positionals.count <= 1 else { throw UsageError("unexpected argument '\(positionals[1])'") }

@@ -22,10 +22,10 @@ enum BlameCommand: RewindCommand {
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let output = context.output
     let args = try Arguments(arguments, options: ["model"], flags: ["json"])
-    guard args.positionals.count == 2 else {
-      throw UsageError("expected DIR ENTITY (a journal and a record id), got \(args.positionals.count) arguments")
-    }
-    let (directory, entity) = (args.positionals[0], args.positionals[1])
+    let positionals = try args.positionals(
+      exactly: 2,
+      needs: "the journal directory and an entity (a record id or a value collection's name): rewind blame DIR ENTITY")
+    let (directory, entity) = (positionals[0], positionals[1])
     _ = try JournalBounds(directory: directory)
     let model = try context.registration(for: directory, named: args.value("model"))
     let session = try replaying(model, directory) { try model.open(directory) }

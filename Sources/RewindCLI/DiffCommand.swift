@@ -21,13 +21,12 @@ enum DiffCommand: RewindCommand {
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let output = context.output
     let args = try Arguments(arguments, options: ["model"], flags: ["json"])
-    guard args.positionals.count == 3 else {
-      throw UsageError("expected DIR A B (a journal and two sequence numbers), got \(args.positionals.count) arguments")
-    }
-    let directory = args.positionals[0]
+    let positionals = try args.positionals(
+      exactly: 3, needs: "the journal directory and two sequence numbers: rewind diff DIR A B")
+    let directory = positionals[0]
     let bounds = try JournalBounds(directory: directory)
-    let from = try bounds.sequence(args.positionals[1], what: "A")
-    let to = try bounds.sequence(args.positionals[2], what: "B")
+    let from = try bounds.sequence(positionals[1], what: "A")
+    let to = try bounds.sequence(positionals[2], what: "B")
     let model = try context.registration(for: directory, named: args.value("model"))
     let session = try replaying(model, directory) { try model.open(directory) }
     let progress = ProgressLine("diff: replaying", context: context)

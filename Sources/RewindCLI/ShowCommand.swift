@@ -35,14 +35,10 @@ enum ShowCommand: RewindCommand {
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let args = try Arguments(arguments, options: ["model"], flags: ["json"])
-    guard args.positionals.count == 2 else {
-      throw UsageError(
-        args.positionals.count < 2
-          ? "needs the journal directory and a sequence number: rewind show DIR SEQ"
-          : "unexpected argument '\(args.positionals[2])'")
-    }
-    let directory = args.positionals[0]
-    let text = args.positionals[1]
+    let positionals = try args.positionals(
+      exactly: 2, needs: "the journal directory and a sequence number: rewind show DIR SEQ")
+    let directory = positionals[0]
+    let text = positionals[1]
     guard let sequence = UInt64(text), sequence > 0 else {
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }
