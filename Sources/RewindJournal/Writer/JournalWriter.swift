@@ -78,7 +78,7 @@ final class JournalWriter: @unchecked Sendable {
   private var path: String { directory.path }
 
   // Guarded by `condition`.
-  private let condition = NSCondition()
+  private let condition = ConditionLock()
   @exclusivity(unchecked) private var queue: [PendingAppend] = []
   /// An empty array with the capacity of an earlier group, to be the next queue: taking a group
   /// then allocates nothing.
@@ -387,10 +387,10 @@ final class JournalWriter: @unchecked Sendable {
       // make the rest wait for that sync and then sync again; wait (at most about one sync's
       // duration) until as many appends as last time are queued, then sync them together.
       let limit = min(max(lastSyncNanos, 50_000), 2_000_000)
-      let deadline = Date(timeIntervalSinceNow: Double(limit) / 1e9)
+      let deadline = ConditionLock.deadline(after: limit)
       gatherTarget = lastGroupAppends
       while queue.count < gatherTarget && queuedBytes < frameTargetBytes && !closing {
-        if !condition.wait(until: deadline) { break }
+        if !condition.wait(untilNanoseconds: deadline) { break }
       }
       gatherTarget = 0
     }
@@ -401,15 +401,14 @@ final class JournalWriter: @unchecked Sendable {
       // are back: with producers that wait for their appends, no more are coming). Appends
       // queued below that count do not wake this thread (`gatherTarget`); it looks at the
       // queue's growth once per eighth instead.
-      let (seconds, attoseconds) = delay.components
-      let linger = Double(seconds) + Double(attoseconds) / 1e18
-      let deadline = Date(timeIntervalSinceNow: linger)
+      let linger = ConditionLock.nanoseconds(delay)
+      let deadline = ConditionLock.deadline(after: linger)
       gatherTarget = lastGroupAppends > 1 ? lastGroupAppends : 0
       var seen = queue.count
       while queuedBytes < frameTargetBytes && !closing && (gatherTarget == 0 || queue.count < gatherTarget) {
-        let now = Date()
+        let now = ConditionLock.now()
         if now >= deadline { break }
-        let signalled = condition.wait(until: min(deadline, now.addingTimeInterval(linger / 8)))
+        let signalled = condition.wait(untilNanoseconds: now + min(linger / 8, deadline - now))
         if !signalled && queue.count == seen { break }
         seen = queue.count
       }
