@@ -212,10 +212,12 @@ package struct JournalRecovery {
             try quarantine.moveTail(of: file.name, from: damage.offset, upTo: try file.tornEnd(of: damage))
           }
           fileSize = damage.offset
-          report.movedAside.append(
-            QuarantinedBytes(
-              segment: file.name, offset: damage.offset, length: length, movedTo: moved,
-              reason: "torn tail: " + damage.kind.description, sequences: damage.header?.sequences))
+          if let moved {
+            report.movedAside.append(
+              QuarantinedBytes(
+                segment: file.name, offset: damage.offset, length: length, movedTo: moved,
+                reason: "torn tail: " + damage.kind.description, sequences: damage.header?.sequences))
+          }
           index.removeEntries(from: first, offset: damage.offset)
           lastIndexedOffset = index.entries.last(where: { $0.segment == first })?.offset ?? 0
           break scan
