@@ -66,10 +66,13 @@ public final class TimeMachine<M: SnapshotModel> {
     options.verifyCheckpoints = false
   }
 
-  /// Sees records written since the journal was last read (and the index entries written for them).
+  /// Sees records written since the journal was last read (and the index entries written for them),
+  /// and the snapshots written since: snapshot files found unusable before are looked at again
+  /// (one past the journal's end then may lie within it now, or have been written anew).
   public func refresh() throws {
     reader.dropCachedIndex()
     lastSequence = try reader.lastSequence()
+    unusableSnapshots.removeAll()
   }
 
   // MARK: Moving
