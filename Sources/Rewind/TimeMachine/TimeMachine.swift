@@ -67,12 +67,15 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   /// Sees records written since the journal was last read (and the index entries written for them),
-  /// and the snapshots written since: snapshot files found unusable before are looked at again
-  /// (one past the journal's end then may lie within it now, or have been written anew).
+  /// and the snapshots that the journal's growth makes usable: those found past its end before,
+  /// which now lie within it, are looked at again.
   public func refresh() throws {
     reader.dropCachedIndex()
+    let before = lastSequence
     lastSequence = try reader.lastSequence()
-    unusableSnapshots.removeAll()
+    // Every snapshot marked unusable since the last refresh was judged against `before`: one
+    // past it was unusable for that alone. Damaged ones stay skipped.
+    unusableSnapshots = unusableSnapshots.filter { $0 <= before || $0 > lastSequence }
   }
 
   // MARK: Moving
