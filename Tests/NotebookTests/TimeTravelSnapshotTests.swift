@@ -216,4 +216,21 @@ import Testing
     #expect(machine.skippedSnapshots.isEmpty, "\(machine.skippedSnapshots)")
     #expect(state == manager.state)
   }
+
+  /// `refresh()` looks again at snapshots past the journal's old end, not at damaged ones: a
+  /// time machine refreshed at every step of a live loop would otherwise decode them again and
+  /// again.
+  @Test func refreshDoesNotReadADamagedSnapshotAgain() async throws {
+    let (directory, state, last) = try await journalWithSnapshots()
+    try Files.write(Array("garbage".utf8), to: snapshotPath(directory, 300))
+    // Two keyframes at most, so that a seek elsewhere leaves none near the end.
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 10, maxKeyframes: 2)
+    _ = try machine.state(at: last)
+    #expect(machine.skippedSnapshots.map(\.sequence) == [300])
+    _ = try machine.state(at: 150)
+    try machine.refresh()
+    let reads = machine.snapshotsRead
+    #expect(try machine.state(at: last) == state)
+    #expect(machine.snapshotsRead == reads, "the damaged snapshot at 300 is not read again")
+  }
 }
