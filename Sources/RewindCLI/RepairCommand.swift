@@ -45,17 +45,21 @@ enum RepairCommand: RewindCommand {
     }
     // Snapshots past the new end stand for records the repair takes away: they go too.
     let snapshots = SnapshotStore(journal: directory)
-    for sequence in snapshots.sequences() where sequence > plan.lastSequence {
+    let pastEnd = snapshots.sequences().filter { $0 > plan.lastSequence }
+    for sequence in pastEnd {
       output.out("will move snapshots/\(SnapshotStore.fileName(sequence)): a snapshot past the repaired end\n")
     }
     output.out("the journal would then end at sequence \(plan.lastSequence)\n")
+    // With nothing to move, the repair only drops the index (and cuts zeros): say that, not "move".
+    let action =
+      plan.moved.isEmpty && pastEnd.isEmpty ? "carry out the repair" : "move them into \(directory)/quarantine"
     var confirmed = args.flag("yes")
     if !confirmed {
       guard isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 else {
-        output.out("not at a terminal: run again with --yes to move them into \(directory)/quarantine\n")
+        output.out("not at a terminal: run again with --yes to \(action)\n")
         return .findings
       }
-      output.out("move them into \(directory)/quarantine? [y/N] ")
+      output.out("\(action)? [y/N] ")
       let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
       confirmed = answer == "y" || answer == "yes"
       guard confirmed else {

@@ -138,6 +138,8 @@ import Testing
     #expect(plan.status == 1, "\(plan.out)")
     #expect(!plan.out.contains("will move 0 bytes"), "\(plan.out)")
     #expect(plan.out.contains("nothing to move of \(segment) from byte offset \(cut)"), "\(plan.out)")
+    #expect(plan.out.contains("run again with --yes to carry out the repair"), "\(plan.out)")
+    #expect(!plan.out.contains("move them"), "there is nothing to move: \(plan.out)")
 
     let repair = try await Self.rewind(["repair", dir.path, "--yes"])
     #expect(repair.status == 0, "\(repair.err)")
