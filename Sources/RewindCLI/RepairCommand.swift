@@ -11,7 +11,9 @@ enum RepairCommand: RewindCommand {
     Moves everything from the first damaged frame on into DIR/quarantine/ (nothing is deleted),
     after saying exactly what it will move: which segment, from which byte offset, how many bytes,
     and the sequence number the journal will then end at. Snapshot files past that end stand for
-    records the repair takes away: they move into DIR/quarantine/ too. At a terminal it asks before moving;
+    records the repair takes away: they move into DIR/quarantine/ too. A loss that left no bytes
+    (committed records turned to zeros, or a segment cut short) has nothing to move: the plan says
+    so, and the repair only drops the index that names the lost records. At a terminal it asks before moving;
     otherwise it only shows the plan unless --yes is given. Run it while no writer has the
     journal open.
 
@@ -31,10 +33,11 @@ enum RepairCommand: RewindCommand {
     // Reading first: a directory that is not a journal is refused before anything is written there.
     _ = try openJournal(directory)
     let plan = try Journal.repair(directory: directory, dryRun: true)
-    if plan.moved.isEmpty {
+    guard plan.damage != nil else {
       output.out("nothing to repair: the journal is sound (last sequence \(plan.lastSequence))\n")
       return .success
     }
+    if let line = nothingLeft(plan) { output.out(line) }
     for entry in plan.moved {
       var line = "will move \(entry.length) bytes of \(entry.segment) from byte offset \(entry.offset)"
       if let sequences = entry.sequences { line += " (sequences \(sequences.lowerBound)-\(sequences.upperBound))" }
@@ -42,17 +45,21 @@ enum RepairCommand: RewindCommand {
     }
     // Snapshots past the new end stand for records the repair takes away: they go too.
     let snapshots = SnapshotStore(journal: directory)
-    for sequence in snapshots.sequences() where sequence > plan.lastSequence {
+    let pastEnd = snapshots.sequences().filter { $0 > plan.lastSequence }
+    for sequence in pastEnd {
       output.out("will move snapshots/\(SnapshotStore.fileName(sequence)): a snapshot past the repaired end\n")
     }
     output.out("the journal would then end at sequence \(plan.lastSequence)\n")
+    // With nothing to move, the repair only drops the index (and cuts zeros): say that, not "move".
+    let action =
+      plan.moved.isEmpty && pastEnd.isEmpty ? "carry out the repair" : "move them into \(directory)/quarantine"
     var confirmed = args.flag("yes")
     if !confirmed {
       guard isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 else {
-        output.out("not at a terminal: run again with --yes to move them into \(directory)/quarantine\n")
+        output.out("not at a terminal: run again with --yes to \(action)\n")
         return .findings
       }
-      output.out("move them into \(directory)/quarantine? [y/N] ")
+      output.out("\(action)? [y/N] ")
       let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
       confirmed = answer == "y" || answer == "yes"
       guard confirmed else {
@@ -61,9 +68,18 @@ enum RepairCommand: RewindCommand {
       }
     }
     let done = try Journal.repair(directory: directory)
+    if let line = nothingLeft(done) { output.out(line) }
     for entry in done.moved { output.out("\(entry)\n") }
     for entry in try snapshots.setAside(after: done.lastSequence) { output.out("\(entry)\n") }
     output.out("repaired: the journal ends at sequence \(done.lastSequence)\n")
     return .success
+  }
+
+  /// The line for a loss that left no bytes to set aside (committed frames turned to zeros, or
+  /// the segment cut short): the damaged segment has no entry among the moved bytes.
+  static func nothingLeft(_ report: RepairReport) -> String? {
+    guard let damage = report.damage, !report.moved.contains(where: { $0.segment == damage.file }) else { return nil }
+    return "nothing to move of \(damage.file) from byte offset \(damage.offset), no bytes are left there: "
+      + "\(damage.message) (the index that names them goes; the next writer rebuilds it)\n"
   }
 }

@@ -180,4 +180,57 @@ import Testing
     #expect(outcome.state == live)
     #expect(try Replay.rebuild(Workspace.self, directory: directory.path).state == live)
   }
+
+  /// Snapshots written after a time machine opened lie past the journal it knows; a seek then
+  /// finds them unusable. Once `refresh()` has seen the journal grow past them, a jump must start
+  /// from the newest one instead of replaying everything since the last state it had.
+  @Test func aJumpAfterRefreshStartsFromASnapshotWrittenSince() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try NotebookManager(
+      directory: directory.path, options: JournalOptions(durability: .none),
+      clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+    defer { manager.close() }
+    let book = try await manager.createNotebook(title: "inbox")
+    for step in 0..<60 { try await manager.createNote(in: book, title: "early \(step)") }
+    _ = try Snapshots.update(Workspace.self, directory: directory.path, every: 50, keep: 100)
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 10)
+    let opened = machine.lastSequence
+
+    for step in 0..<100 { try await manager.createNote(in: book, title: "late \(step)") }
+    _ = try Snapshots.update(Workspace.self, directory: directory.path, every: 50, keep: 100)
+    let last = manager.lastSequence
+    let newest = try #require(SnapshotStore(journal: directory.path).sequences().last)
+    try #require(newest > opened + 10 && newest < last, "opened at \(opened), snapshot \(newest), last \(last)")
+
+    // Before the refresh, the new snapshots lie past the journal the machine knows.
+    try machine.jump(to: opened)
+    #expect(machine.skippedSnapshots.contains { $0.sequence == newest }, "\(machine.skippedSnapshots)")
+
+    try machine.refresh()
+    #expect(machine.lastSequence == last)
+    let applied = machine.recordsApplied
+    let state = try machine.jump(to: last)
+    #expect(
+      machine.recordsApplied - applied == Int(last - newest),
+      "the jump replays from the snapshot at \(newest), not from \(opened)")
+    #expect(machine.skippedSnapshots.isEmpty, "\(machine.skippedSnapshots)")
+    #expect(state == manager.state)
+  }
+
+  /// `refresh()` looks again at snapshots past the journal's old end, not at damaged ones: a
+  /// time machine refreshed at every step of a live loop would otherwise decode them again and
+  /// again.
+  @Test func refreshDoesNotReadADamagedSnapshotAgain() async throws {
+    let (directory, state, last) = try await journalWithSnapshots()
+    try Files.write(Array("garbage".utf8), to: snapshotPath(directory, 300))
+    // Two keyframes at most, so that a seek elsewhere leaves none near the end.
+    let machine = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 10, maxKeyframes: 2)
+    _ = try machine.state(at: last)
+    #expect(machine.skippedSnapshots.map(\.sequence) == [300])
+    _ = try machine.state(at: 150)
+    try machine.refresh()
+    let reads = machine.snapshotsRead
+    #expect(try machine.state(at: last) == state)
+    #expect(machine.snapshotsRead == reads, "the damaged snapshot at 300 is not read again")
+  }
 }

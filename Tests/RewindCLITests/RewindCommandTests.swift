@@ -96,6 +96,65 @@ import Testing
     #expect(journal.lastSequence == first - 1)
   }
 
+  /// A journal whose last segment lost its last frames with its length (a file cut short at a
+  /// frame boundary) or to zeros, while the index (an entry every 256 bytes) still names them.
+  static func journalWithLostFrames(zeros: Bool) throws -> (dir: TemporaryDirectory, segment: String, cut: Int) {
+    let dir = TemporaryDirectory("cli-lost")
+    var options = JournalOptions(durability: .none)
+    options.indexIntervalBytes = 256
+    options.mapsActiveSegment = false
+    let journal = try Journal(directory: dir.path, options: options)
+    for i in 0..<100 {
+      try journal.appendAndWait([NewRecord(timestamp: Int64(i) * 1_000_000_000, payload: Array("record \(i)".utf8))])
+    }
+    journal.close()
+    let segment = try #require(Files.list(dir.path).filter { $0.hasSuffix(".lz4") }.last)
+    var bytes = try Files.read(dir.appending(segment))
+    var frames: [Int] = []
+    var offset = Layout.segmentHeaderSize
+    while offset < bytes.count,
+      case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
+    {
+      frames.append(offset)
+      offset += Int(header.totalLength)
+    }
+    try #require(frames.count == 100)
+    let cut = frames[50]
+    if zeros {
+      for i in cut..<bytes.count { bytes[i] = 0 }
+    } else {
+      bytes.removeSubrange(cut...)
+    }
+    try Files.write(bytes, to: dir.appending(segment))
+    return (dir, segment, cut)
+  }
+
+  @Test(arguments: [false, true])
+  func repairOfALossThatLeftNoBytesQuarantinesNothing(zeros: Bool) async throws {
+    // Nothing is left of the lost frames to set aside: an empty file in quarantine/ would claim
+    // bytes were kept that were not. The plan and the repair say what happened instead.
+    let (dir, segment, cut) = try Self.journalWithLostFrames(zeros: zeros)
+    let plan = try await Self.rewind(["repair", dir.path])
+    #expect(plan.status == 1, "\(plan.out)")
+    #expect(!plan.out.contains("will move 0 bytes"), "\(plan.out)")
+    #expect(plan.out.contains("nothing to move of \(segment) from byte offset \(cut)"), "\(plan.out)")
+    #expect(plan.out.contains("run again with --yes to carry out the repair"), "\(plan.out)")
+    #expect(!plan.out.contains("move them"), "there is nothing to move: \(plan.out)")
+
+    let repair = try await Self.rewind(["repair", dir.path, "--yes"])
+    #expect(repair.status == 0, "\(repair.err)")
+    #expect(!repair.out.contains("moved 0 bytes"), "\(repair.out)")
+    #expect(repair.out.contains("nothing to move of \(segment) from byte offset \(cut)"), "\(repair.out)")
+    let quarantined = Files.list(dir.appending("quarantine"))
+    #expect(quarantined.isEmpty, "\(quarantined)")
+    #expect(Files.size(dir.appending(segment)) == cut, "the zeros after the last frame are cut")
+    #expect(try await Self.rewind(["verify", dir.path]).status == 0)
+    let journal = try Journal(directory: dir.path)
+    defer { journal.close() }
+    #expect(journal.recovery.isClean, "\(journal.recovery)")
+    #expect(journal.lastSequence == 50)
+  }
+
   @Test func badInputGetsClearErrorsAndExitCodes() async throws {
     let missing = try await Self.rewind(["verify", "/nonexistent/journal"])
     #expect(missing.status == 3)

@@ -95,6 +95,53 @@ import Testing
     try await LZ4ToolTests.checkSegments(dir.path, records: more)
   }
 
+  /// A compacted segment that `repair` cuts into (damage in one of its merged frames) and leaves
+  /// last: the next writer appends ordinary frames to it, everything kept reads back and verifies,
+  /// and `lz4` decodes it; once it is sealed again, compaction leaves it as it is (its header
+  /// says compacted), so the frames appended after the repair stay as they were written.
+  @Test func aCompactedSegmentThatRepairCutsIntoAndLeavesLastIsAppendedTo() async throws {
+    let dir = TemporaryDirectory("compact-repair")
+    let options = JournalFixtures.options(.none, segmentBytes: 3 << 20, frameBytes: 64 << 10, indexBytes: 64 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    var random = SeededGenerator(seed: 5)
+    var expected: [JournalRecord] = []
+    func appendRandom(to journal: Journal) async throws {
+      // Random, so that it does not compress: few records fill a segment of several merged frames.
+      let payload = (0..<1024).flatMap { _ in withUnsafeBytes(of: random.next()) { Array($0) } }
+      let timestamp = Int64(expected.count)
+      let range = try await journal.append([NewRecord(timestamp: timestamp, payload: payload)])
+      expected.append(JournalRecord(sequence: range.lowerBound, timestamp: timestamp, payload: payload))
+    }
+    while JournalFixtures.segments(dir.path).count < 3 { try await appendRandom(to: journal) }
+    let names = JournalFixtures.segments(dir.path)
+    #expect(try journal.compactSealedSegments().compacted.map(\.segment) == Array(names.dropLast()))
+    journal.close()
+    let frames = try JournalFixtures.frames(of: Files.read(dir.appending(names[0])))
+    try #require(frames.count >= 3, "merged frames of at most 1 MiB decoded: \(frames.count)")
+
+    let damaged = frames[1]
+    try JournalFixtures.flip(dir.appending(names[0]), at: damaged.offset + Layout.batchHeaderSize + 100)
+    let repair = try Journal.repair(directory: dir.path)
+    #expect(repair.moved.map(\.segment) == names, "\(repair.moved)")
+    #expect(repair.moved.first?.offset == Int64(damaged.offset), "\(repair.moved)")
+    expected.removeSubrange(Int(damaged.header.firstSequence - 1)...)
+    #expect(try Self.header(dir.appending(names[0])).isCompacted)
+
+    let reopened = try Journal(directory: dir.path, options: options)
+    #expect(reopened.recovery.isClean, "\(reopened.recovery)")
+    #expect(reopened.lastSequence == UInt64(expected.count))
+    while JournalFixtures.segments(dir.path).count < 2 { try await appendRandom(to: reopened) }
+    let again = try reopened.compactSealedSegments()
+    #expect(again.compacted.isEmpty && again.alreadyCompacted == [names[0]], "\(again)")
+    reopened.close()
+
+    #expect(try JournalFixtures.readAll(dir.path) == expected)
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.isSound && verification.records == UInt64(expected.count), "\(verification)")
+    try Self.checkIndex(dir.path)
+    try await LZ4ToolTests.checkSegments(dir.path, records: expected)
+  }
+
   @Test func theRewrittenIndexIsTheOneAWriterDerivesFromScratch() async throws {
     let dir = TemporaryDirectory("compact-index")
     let journal = try Journal(directory: dir.path, options: Self.options())

@@ -122,7 +122,10 @@ import Testing
 
     // Repair takes note of the loss (it has nothing to move) and drops the index: the journal
     // then opens cleanly, at the cut.
-    _ = try Journal.repair(directory: dir.path)
+    let report = try Journal.repair(directory: dir.path)
+    #expect(report.moved.isEmpty, "no bytes are left to set aside: \(report.moved)")
+    #expect(report.damage?.file == segment && report.damage?.offset == Int64(lost.offset), "\(report)")
+    #expect(Files.list(dir.appending(Layout.quarantineName)).isEmpty, "no empty quarantine file")
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
     defer { journal.close() }
     #expect(journal.recovery.isClean, "\(journal.recovery)")

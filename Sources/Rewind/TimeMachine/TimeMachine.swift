@@ -66,10 +66,16 @@ public final class TimeMachine<M: SnapshotModel> {
     options.verifyCheckpoints = false
   }
 
-  /// Sees records written since the journal was last read (and the index entries written for them).
+  /// Sees records written since the journal was last read (and the index entries written for them),
+  /// and the snapshots that the journal's growth makes usable: those found past its end before,
+  /// which now lie within it, are looked at again.
   public func refresh() throws {
     reader.dropCachedIndex()
+    let before = lastSequence
     lastSequence = try reader.lastSequence()
+    // Every snapshot marked unusable since the last refresh was judged against `before`: one
+    // past it was unusable for that alone. Damaged ones stay skipped.
+    unusableSnapshots = unusableSnapshots.filter { $0 <= before || $0 > lastSequence }
   }
 
   // MARK: Moving

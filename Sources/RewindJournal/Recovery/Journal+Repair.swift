@@ -3,8 +3,12 @@ import Glibc
 /// What `Journal.repair` moved (or, for a dry run, would move) into quarantine.
 public struct RepairReport: Sendable, Equatable {
   /// Everything moved, in order: the damaged segment's bytes from the first damage on, then
-  /// every later segment whole.
+  /// every later segment whole. Only bytes that exist move: a loss that left none (committed
+  /// frames turned to zeros, or a segment cut short) has no entry here; `damage` names it.
   public var moved: [QuarantinedBytes] = []
+  /// The damage the repair starts from (the first problem `verify` found, or the unfinished tail
+  /// of the last segment); nil when the journal was sound and there was nothing to do.
+  public var damage: JournalProblem?
   /// The journal's last sequence number after the repair.
   public var lastSequence: UInt64 = 0
   /// The verification that found the damage.
@@ -46,6 +50,7 @@ extension Journal {
     var report = RepairReport(verification: verification, dryRun: dryRun)
     report.lastSequence = verification.lastSequence
     guard let first = verification.problems.first ?? verification.unfinishedTail else { return report }
+    report.damage = first
 
     let layout = try JournalDirectory(path: directory, io: io)
     let quarantine = Quarantine(directory: directory, io: io)
@@ -72,13 +77,16 @@ extension Journal {
           if from == 0 {
             entry.movedTo = try quarantine.moveFile(name)
           } else {
-            (entry.movedTo, entry.length) = try quarantine.moveTail(of: name, from: from, upTo: end)
+            let (movedTo, length) = try quarantine.moveTail(of: name, from: from, upTo: end)
+            entry.movedTo = movedTo ?? ""
+            entry.length = length
           }
         } catch {
           throw JournalError(error, directory: directory, file: name)
         }
       }
-      report.moved.append(entry)
+      // Of a loss that left no bytes (zeros, or the file ends there), nothing is set aside.
+      if from == 0 || entry.length > 0 { report.moved.append(entry) }
     }
     if !dryRun {
       // The index is derived; the next writer rebuilds it for what remains.

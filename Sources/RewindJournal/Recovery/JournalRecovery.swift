@@ -119,17 +119,31 @@ package struct JournalRecovery {
     var fileSize = Int64(Layout.segmentHeaderSize)
 
     // Sealed segments the scan below does not reach: check that each ends cleanly, one before
-    // the next segment's first sequence, walking headers from its last index entry (cheap).
+    // the next segment's first sequence, walking batch headers from its last index entry (cheap).
+    // A segment the index names nowhere (an index append failed, and a later writer appended
+    // entries after the gap) is walked from its start, and its entries are derived on the way.
+    var derived: [IndexEntry] = []
+    var timestampBefore = Int64.min  // the largest timestamp of the records before `at`
     for position in 0..<segmentPosition {
-      guard let entry = index.entries.last(where: { $0.segment == segments[position] }) else { continue }
-      let file = try directory.open(segment: segments[position])
-      var at = entry.offset
-      var expected = entry.firstSequence
+      let first = segments[position]
+      let file = try directory.open(segment: first)
+      let entry = index.entries.last(where: { $0.segment == first })
+      var at = entry?.offset ?? Int64(Layout.segmentHeaderSize)
+      var expected = entry?.firstSequence ?? first
+      timestampBefore = entry?.maxTimestampBefore ?? timestampBefore
+      var lastIndexed: Int64 = 0
       walk: while true {
         switch try wrap(
           file.name, { try file.batch(at: at, expecting: expected, checkFrame: false, limits: options.limits) })
         {
         case .batch(let header, _):
+          if entry == nil, lastIndexed == 0 || at - lastIndexed >= Int64(options.indexIntervalBytes) {
+            derived.append(
+              IndexEntry(
+                firstSequence: header.firstSequence, segment: first, offset: at, maxTimestampBefore: timestampBefore))
+            lastIndexed = at
+          }
+          timestampBefore = max(timestampBefore, header.maxTimestamp)
           at += header.totalLength
           expected = header.lastSequence + 1
         case .end:
@@ -145,6 +159,9 @@ package struct JournalRecovery {
           directory: path, file: file.name, offset: at,
           sequences: min(expected, segments[position + 1])...max(expected, segments[position + 1]))
       }
+    }
+    if !derived.isEmpty {
+      index.entries = (index.entries + derived).sorted { ($0.segment, $0.offset) < ($1.segment, $1.offset) }
     }
 
     while true {
@@ -195,10 +212,12 @@ package struct JournalRecovery {
             try quarantine.moveTail(of: file.name, from: damage.offset, upTo: try file.tornEnd(of: damage))
           }
           fileSize = damage.offset
-          report.movedAside.append(
-            QuarantinedBytes(
-              segment: file.name, offset: damage.offset, length: length, movedTo: moved,
-              reason: "torn tail: " + damage.kind.description, sequences: damage.header?.sequences))
+          if let moved {
+            report.movedAside.append(
+              QuarantinedBytes(
+                segment: file.name, offset: damage.offset, length: length, movedTo: moved,
+                reason: "torn tail: " + damage.kind.description, sequences: damage.header?.sequences))
+          }
           index.removeEntries(from: first, offset: damage.offset)
           lastIndexedOffset = index.entries.last(where: { $0.segment == first })?.offset ?? 0
           break scan

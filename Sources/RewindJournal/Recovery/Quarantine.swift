@@ -27,14 +27,22 @@ package struct Quarantine {
   /// Moves the bytes of `segment` from `offset` to its end (or to `end`, when only zeros follow
   /// it: preallocated space, not worth keeping) into a new quarantine file, then truncates the
   /// segment at `offset`. Returns the quarantine file's path relative to the journal and the
-  /// number of bytes moved.
-  package func moveTail(of segment: String, from offset: Int64, upTo end: Int64? = nil) throws -> (String, Int64) {
-    try io.makeJournalFolder(folder)
+  /// number of bytes moved; when there is nothing to move (the file ends at `offset`, or only
+  /// zeros follow it), no quarantine file is made, the zeros are cut, and the path is nil.
+  package func moveTail(of segment: String, from offset: Int64, upTo end: Int64? = nil) throws -> (String?, Int64) {
     let source = directory + "/" + segment
     let fd = try io.open(source, flags: O_RDWR, mode: 0)
     defer { io.close(fd) }
     let fileSize = try io.size(fd, path: source)
     let size = min(fileSize, max(offset, end ?? fileSize))
+    guard size > offset else {
+      if fileSize > offset {
+        try io.truncate(fd, to: offset, path: source)
+        try io.sync(fd, metadata: true, path: source)
+      }
+      return (nil, 0)
+    }
+    try io.makeJournalFolder(folder)
     let name = uniqueName("\(segment).from-\(offset).tail")
     let target = folder + "/" + name
     let out = try io.open(target, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)

@@ -1,0 +1,102 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// A sealed segment that the index names nowhere while later segments have entries: what an
+/// index append that failed leaves behind when a later writer could not rewrite the index at
+/// opening either (it then appends its entries to the old file, after the gap).
+@Suite struct IndexGapTests {
+  /// One index entry per segment (the interval is larger than a segment), small segments.
+  static func options(_ io: FaultInjectingFileIO) -> JournalOptions {
+    var options = JournalFixtures.options(.none, segmentBytes: 1 << 10, indexBytes: 1 << 20)
+    options.mapsActiveSegment = false
+    options.io = io
+    return options
+  }
+
+  /// Appends one-batch frames until the journal has `segments` segments.
+  static func write(
+    _ journal: Journal, until segments: Int, in dir: TemporaryDirectory, after: [JournalRecord], seed: UInt64
+  ) async throws -> [JournalRecord] {
+    var records = after
+    var seed = seed
+    while JournalFixtures.segments(dir.path).count < segments {
+      records = try await JournalFixtures.write(journal, batches: 1, seed: seed, after: records)
+      seed += 1
+    }
+    return records
+  }
+
+  /// Four segments; the index file holds an entry for the first and the fourth only.
+  static func journalWithIndexGap() async throws -> (dir: TemporaryDirectory, records: [JournalRecord]) {
+    let dir = TemporaryDirectory("unnamed-segment")
+    // First writer: the index append for segment 2's first frame fails (EIO), so it appends no
+    // more entries for the rest of its life.
+    let first = FaultInjectingFileIO()
+    var journal = try Journal(directory: dir.path, options: Self.options(first))
+    var records = try await JournalFixtures.write(journal, batches: 1, seed: 1)
+    first.arm(.writeError(EIO), pathContains: Layout.indexName)
+    records = try await Self.write(journal, until: 3, in: dir, after: records, seed: 100)
+    journal.close()
+    #expect(first.struck == 1)
+
+    // Second writer: rebuilding the index (index.tmp) fails, so it keeps appending to the old
+    // file, which ends with segment 1's entry: segment 4's entry follows it.
+    let second = FaultInjectingFileIO()
+    second.arm(.writeError(EIO), pathContains: "/" + Layout.indexName + ".tmp")
+    journal = try Journal(directory: dir.path, options: Self.options(second))
+    #expect(second.struck == 1)
+    records = try await Self.write(journal, until: 4, in: dir, after: records, seed: 200)
+    journal.close()
+
+    let index = try Files.read(dir.appending(Layout.indexName))
+    try #require(index.count == SparseIndex.headerSize + 2 * IndexEntry.size, "entries for segments 1 and 4 only")
+    let segments = JournalFixtures.segments(dir.path)
+    let named = (0..<2).compactMap {
+      IndexEntry.decode(index[(SparseIndex.headerSize + $0 * IndexEntry.size)...].prefix(IndexEntry.size))?.segment
+    }
+    try #require(
+      named.map { Layout.segmentName(firstSequence: $0) } == [segments[0], segments[3]], "\(named) \(segments)")
+    return (dir, records)
+  }
+
+  @Test func aSealedSegmentCutShortIsFoundWhenTheIndexNamesItNowhere() async throws {
+    // Segment 2 loses its last frame. The index has no entry for it, so the end check of
+    // sealed segments (which walks from a segment's last entry) skipped it: the journal opened
+    // as clean, and a reader then failed at a hole the writer had appended past.
+    let (dir, _) = try await Self.journalWithIndexGap()
+    let segment = JournalFixtures.segments(dir.path)[1]
+    let frames = try JournalFixtures.frames(of: Files.read(dir.appending(segment)))
+    try #require(frames.count > 1)
+    let lost = frames[frames.count - 1]
+    try JournalFixtures.truncate(dir.appending(segment), at: lost.offset)
+
+    let error = journalError {
+      let journal = try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO()))
+      journal.close()
+    }
+    #expect(error?.code == .sequenceBreak, "\(String(describing: error))")
+    #expect(error?.file == segment && error?.offset == Int64(lost.offset), "\(String(describing: error))")
+    #expect(error?.sequences?.contains(lost.header.firstSequence) == true, "\(String(describing: error))")
+  }
+
+  @Test func aSealedSegmentTheIndexNamesNowhereGetsItsEntriesBack() async throws {
+    // Undamaged, the journal opens and reads whole, and the index is rebuilt with an entry for
+    // the first frame of every segment again (it is derived data: missing parts are rebuilt).
+    let (dir, records) = try await Self.journalWithIndexGap()
+    let journal = try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO()))
+    #expect(journal.recovery.isClean, "\(journal.recovery)")
+    #expect(journal.recovery.indexRepairReason == "stale", "\(journal.recovery)")
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+    let index = try Files.read(dir.appending(Layout.indexName))
+    let segments = JournalFixtures.segments(dir.path).compactMap { Layout.firstSequence(ofSegmentNamed: $0) }
+    let named = stride(from: SparseIndex.headerSize, to: index.count, by: IndexEntry.size).compactMap {
+      IndexEntry.decode(index[$0...].prefix(IndexEntry.size))
+    }
+    #expect(named.map(\.segment) == segments, "\(named)")
+    #expect(named.map(\.offset).allSatisfy { $0 == Int64(Layout.segmentHeaderSize) }, "\(named)")
+  }
+}
