@@ -58,19 +58,43 @@ public enum Replay {
     }
     report.lastSequence = start
     let fingerprint = M.fingerprint.description
+    // The state at each mark of this code whose digest has not come yet, by the mark's sequence
+    // number: a copy shares the stores' nodes, so holding it costs what changes until the digest.
+    var marked: [UInt64: M] = [:]
     // Checkpoints are looked at only to verify them: without that, no observer, so each record is
     // applied as it is decoded (`apply`), as a manager's start-up replay wants.
     let checkCheckpoint: ((DecodedRecord, M) throws -> Void)? = { record, state in
-      guard case .checkpoint(let sequence, let checkpoint) = record else { return }
-      guard checkpoint.fingerprint == fingerprint else {
-        report.checkpointsSkipped += 1
-        return
+      func compare(_ recorded: String, at sequence: UInt64, with state: M, digestAt digestSequence: UInt64?) throws {
+        report.checkpointsVerified += 1
+        let digest = try StateDigest.of(state)
+        // The first divergence is the one at the earliest state: a digest may come after later checkpoints.
+        if digest.description != recorded, sequence < report.firstDivergence?.sequence ?? .max {
+          report.firstDivergence = CheckpointDivergence(
+            sequence: sequence, recorded: recorded, replayed: digest, digestSequence: digestSequence)
+        }
       }
-      report.checkpointsVerified += 1
-      let digest = try StateDigest.of(state)
-      if digest.description != checkpoint.digest, report.firstDivergence == nil {
-        report.firstDivergence = CheckpointDivergence(
-          sequence: sequence, recorded: checkpoint.digest, replayed: digest)
+      switch record {
+      case .event: return
+      case .checkpoint(let sequence, let checkpoint):
+        guard checkpoint.fingerprint == fingerprint else {
+          report.checkpointsSkipped += 1
+          return
+        }
+        try compare(checkpoint.digest, at: sequence, with: state, digestAt: nil)
+      case .checkpointMark(let sequence, let mark):
+        // A mark applies nothing: the state after it is the one after every record before it.
+        if mark.fingerprint == fingerprint { marked[sequence] = state }
+      case .checkpointDigest(let sequence, let digest):
+        guard digest.fingerprint == fingerprint else {
+          report.checkpointsSkipped += 1
+          return
+        }
+        if let state = marked.removeValue(forKey: digest.mark) {
+          try compare(digest.digest, at: digest.mark, with: state, digestAt: sequence)
+        } else if digest.mark > start {
+          // Not a mark of this code that replay passed (and not one before where it started).
+          report.strayCheckpointDigests.append(sequence)
+        }
       }
     }
     // Counted by `apply` and taken from its result, not by an `applied` closure: `report` is
@@ -81,6 +105,7 @@ public enum Replay {
       progress: progress, observe: options.verifyCheckpoints ? checkCheckpoint : nil)
     report.lastSequence = applied.lastSequence
     report.recordsApplied += applied.count
+    report.unfinishedCheckpoints = marked.keys.sorted()
     return Outcome(state: state, report: report)
   }
 
