@@ -59,6 +59,7 @@ struct CheckpointScenario: Scenario {
     context.record(name, configuration, "checkpoint duration, longest", Double(checkpointNanos) / 1e6, "ms")
     context.record(name, configuration, "commands during checkpoints", Double(during.samples.count), "")
     context.record(name, configuration, "command during checkpoint p50", during.percentileMilliseconds(0.5), "ms")
+    context.record(name, configuration, "command during checkpoint p99", during.percentileMilliseconds(0.99), "ms")
     context.record(name, configuration, "command during checkpoint max", during.percentileMilliseconds(1), "ms")
   }
 }
