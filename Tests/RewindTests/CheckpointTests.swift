@@ -230,6 +230,39 @@ final class EncodingHold: @unchecked Sendable {
     #expect(again.unfinishedCheckpoints == [mark])
   }
 
+  /// Replay holds the state of at most `maximumHeldMarks` marks waiting for their digests (marks
+  /// left by writers that stopped would otherwise each hold one to the end): beyond, the oldest is
+  /// given up, and a digest that names it after all is counted as not compared, not as stray.
+  @Test func replayHoldsTheStatesOfBoundedlyManyMarks() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try manager(directory)
+    let fingerprint = Tally.fingerprint
+    var marks: [UInt64] = []
+    var states: [Tally] = []
+    for _ in 0...Replay.maximumHeldMarks {
+      try await count(manager, by: 1)
+      let state = manager.state
+      try await manager.perform(.rewind) { _, command in command.record(CheckpointMark(fingerprint: fingerprint)) }
+      marks.append(manager.lastSequence)
+      states.append(state)
+    }
+    // Digests of the first mark (given up by now) and of the last, both right.
+    for index in [0, marks.count - 1] {
+      let digest = try StateDigest.of(states[index])
+      try await manager.perform(.rewind) { _, command in
+        command.record(CheckpointDigest(mark: marks[index], digest: digest, fingerprint: fingerprint))
+      }
+    }
+    manager.close()
+
+    let report = try Replay.verify(Tally.self, directory: directory.path)
+    #expect(report.checkpointsVerified == 1)
+    #expect(report.checkpointsSkipped == 1)
+    #expect(report.firstDivergence == nil)
+    #expect(report.strayCheckpointDigests.isEmpty)
+    #expect(report.unfinishedCheckpoints == Array(marks.dropFirst().dropLast()))
+  }
+
   /// Checkpoints of format 1, as a manager wrote them before marks (the digest computed in the
   /// command body), verify as before: compared when the fingerprint matches, the first that
   /// disagrees named, those of other code counted and not compared.

@@ -52,7 +52,10 @@ public struct ReplayReport: Sendable {
   /// Checkpoints whose digest was compared with the rebuilt state: `rewind.checkpoint` records
   /// and marks whose digest record came.
   public var checkpointsVerified = 0
-  /// Checkpoints written by other model code (another fingerprint), not compared.
+  /// Checkpoints not compared: written by other model code (another fingerprint), or digests
+  /// whose mark was given up (more than 64 later marks were waiting for their digests: replay
+  /// holds the state of at most 64 marks at once, so that marks whose writer stopped before their
+  /// digest do not each hold a state to the end).
   public var checkpointsSkipped = 0
   /// The first checkpoint whose digest differs from the rebuilt state, if any: the one at the
   /// earliest state (a mark's digest may come after later checkpoints).
