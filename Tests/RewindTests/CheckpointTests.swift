@@ -51,7 +51,7 @@ final class EncodingHold: @unchecked Sendable {
   private var holding = false
   private var released = false
   private var timedOut = false
-  let limit: TimeInterval = 20
+  let limit: TimeInterval = 60
 
   func arm() {
     condition.lock()
@@ -126,7 +126,7 @@ final class EncodingHold: @unchecked Sendable {
     hold.arm()
     let checkpoint = Task { try await manager.recordCheckpoint() }
     var polls = 0
-    while !hold.hasEntered, polls < 20_000 {
+    while !hold.hasEntered, polls < 60_000 {
       try await Task.sleep(for: .milliseconds(1))
       polls += 1
     }
@@ -135,7 +135,7 @@ final class EncodingHold: @unchecked Sendable {
     // wait is bounded well past the hold's limit, so that a held funnel fails the test, not hangs it.)
     let landed = Task { try await count(manager, by: 10) }
     var waited = 0
-    while manager.state.count.value != 11, waited < 40_000 {
+    while manager.state.count.value != 11, waited < 120_000 {
       try await Task.sleep(for: .milliseconds(1))
       waited += 1
     }

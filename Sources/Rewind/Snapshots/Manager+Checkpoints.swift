@@ -1,11 +1,14 @@
+internal import Foundation
+
 /// Checkpoints beside the funnel: the funnel only marks where a checkpoint is, between whole
 /// commands, and keeps the state there (a copy, which shares the stores' nodes); the digest of that
 /// state is computed outside the funnel while other commands go on, then appended naming the mark.
 extension Manager where M: SnapshotModel {
   /// Appends a `CheckpointMark` through the funnel, computes the digest of the state it stands for
-  /// (after every record before the mark) on the calling task, outside the funnel, and appends a
-  /// `CheckpointDigest` naming the mark. Commands issued meanwhile are not held up by the digest:
-  /// they may land between the two records.
+  /// (after every record before the mark) outside the funnel, on a thread of its own (not one of
+  /// the tasks' shared threads, which hashing a large state would hold for a second or more), and
+  /// appends a `CheckpointDigest` naming the mark. Commands issued meanwhile are not held up by
+  /// the digest: they may land between the two records.
   ///
   /// If the digest cannot be computed or appended, the mark stays without one; that is harmless
   /// (verification reports it as unfinished) and the error is thrown.
@@ -17,7 +20,12 @@ extension Manager where M: SnapshotModel {
       command.record(CheckpointMark(fingerprint: fingerprint))
       return (sequenceOfValidatingCommand(), state)
     }
-    let digest = try StateDigest.of(state)
+    let digest = try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<StateDigest, any Error>) in
+      let thread = Thread { continuation.resume(with: Result { try StateDigest.of(state) }) }
+      thread.name = "rewind.checkpoint.digest"
+      thread.start()
+    }
     try await perform(.rewind) { _, command in
       command.record(CheckpointDigest(mark: mark, digest: digest, fingerprint: fingerprint))
     }
