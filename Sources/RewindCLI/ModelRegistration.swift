@@ -183,7 +183,7 @@ extension RewindTool.Context {
     while records < 1000, let record = try cursor.next() {
       records += 1
       guard let header = try? EventRecord.header(of: record.payload) else { return [] }
-      guard header.name != Checkpoint.name else { continue }
+      guard !Checkpoint.recordNames.contains(header.name) else { continue }
       events += 1
       candidates = candidates.filter { $0.reads(header.name, header.version) }
     }

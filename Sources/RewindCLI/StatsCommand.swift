@@ -52,7 +52,7 @@ enum StatsCommand: RewindCommand {
         byOrigin[header.origin.name, default: 0] += 1
         if header.commandID != lastCommand { commands += 1 }
         lastCommand = header.commandID
-        if header.name == Checkpoint.name { checkpoints.append(record.sequence) }
+        if header.name == Checkpoint.name || header.name == CheckpointMark.name { checkpoints.append(record.sequence) }
       } else {
         foreign += 1
         lastCommand = nil

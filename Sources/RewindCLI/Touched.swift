@@ -7,7 +7,7 @@ import RewindJournal
 enum Touched {
   /// Applied with change recording to the state before it.
   case applied(model: String, effect: EventEffect)
-  /// A checkpoint: it records the state's digest and changes nothing.
+  /// A checkpoint record (a checkpoint, a mark or a mark's digest): it changes nothing.
   case checkpoint
   /// The identifiers in the event's fields, each with its field; `why` no model applied it.
   case inferred(why: String, ids: [(field: String, id: String)])
@@ -23,7 +23,7 @@ enum Touched {
       self = inferred("the record is not a Rewind event")
       return
     }
-    guard header.name != Checkpoint.name else {
+    guard !Checkpoint.recordNames.contains(header.name) else {
       self = .checkpoint
       return
     }

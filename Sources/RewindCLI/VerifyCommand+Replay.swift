@@ -5,7 +5,7 @@ import RewindJournal
 extension VerifyCommand {
   /// The replay part of `verify`: replays the whole journal with the registered model (no
   /// snapshots), compares every checkpoint digest written by this model code with the rebuilt
-  /// state, and checks that every store's cache equals a recomputation from its records.
+  /// state (notes marks without a digest, harmless; a digest naming no mark is a problem), and checks that every store's cache equals a recomputation from its records.
   /// - Returns: whether it found nothing wrong; nil when no registered model reads the journal, so
   ///   replay was not checked.
   static func verifyReplay(_ directory: String, model name: String?, context: RewindTool.Context) throws -> Bool? {
@@ -47,6 +47,13 @@ extension VerifyCommand {
         "problem: replay diverges from the recorded checkpoints first at sequence \(divergence.sequence): "
           + "\(divergence)\n")
     }
+    if let stray = report.strayCheckpointDigests.first {
+      sound = false
+      output.out(
+        "problem: \(report.strayCheckpointDigests.count) checkpoint digest record(s), the first at sequence \(stray), "
+          + "name a sequence number that holds no checkpoint mark of this model code: the journal is not what its "
+          + "writer wrote\n")
+    }
     for problem in verification.cacheProblems {
       sound = false
       output.out("problem: cache incoherent after sequence \(report.lastSequence): \(problem)\n")
@@ -56,6 +63,11 @@ extension VerifyCommand {
       + "\(report.checkpointsVerified) checkpoint(s) verified"
     if report.checkpointsSkipped > 0 {
       line += ", \(report.checkpointsSkipped) written by other model code not compared"
+    }
+    if let unfinished = report.unfinishedCheckpoints.first {
+      line +=
+        ", \(report.unfinishedCheckpoints.count) checkpoint mark(s) without a digest (the first at sequence "
+        + "\(unfinished); harmless: the writer stopped before appending it)"
     }
     line += sound ? ", caches coherent\n" : "\n"
     output.out(line)

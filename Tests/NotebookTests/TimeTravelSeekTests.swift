@@ -202,7 +202,7 @@ import Testing
     for block in 1...12 {
       try await commit(10)
       var polls = 0
-      while try checkpointSequences(directory.path).count < block, polls < 6000 {
+      while try checkpointSequences(directory.path, CheckpointDigest.name).count < block, polls < 6000 {
         polls += 1
         try await Task.sleep(for: .milliseconds(5))
       }
@@ -213,9 +213,11 @@ import Testing
     manager.close()
     try await job.value
 
-    // A checkpoint after every 10 user events: the k-th lands at 10k events + k - 1 checkpoints.
-    #expect(try checkpointSequences(directory.path) == (1...12).map { UInt64(11 * $0) })
-    #expect(last == 12 * 11 + 5)
+    // A checkpoint after every 10 user events, as a mark and its digest: the k-th mark lands after
+    // 10k events and k - 1 checkpoints (2 records each), its digest next (nothing else ran).
+    #expect(try checkpointSequences(directory.path, CheckpointMark.name) == (1...12).map { UInt64(12 * $0 - 1) })
+    #expect(try checkpointSequences(directory.path, CheckpointDigest.name) == (1...12).map { UInt64(12 * $0) })
+    #expect(last == 12 * 12 + 5)
     let verified = try Replay.verify(Workspace.self, directory: directory.path)
     #expect(verified.checkpointsVerified == 12)
     #expect(verified.firstDivergence == nil)
@@ -231,11 +233,11 @@ import Testing
     #expect(outcome.state == live)
   }
 
-  private func checkpointSequences(_ directory: String) throws -> [UInt64] {
+  private func checkpointSequences(_ directory: String, _ name: String) throws -> [UInt64] {
     let cursor = try JournalReader(directory: directory).records(from: 1)
     var found: [UInt64] = []
     while let record = try cursor.next() {
-      if try EventRecord.header(of: record.payload).name == Checkpoint.name { found.append(record.sequence) }
+      if try EventRecord.header(of: record.payload).name == name { found.append(record.sequence) }
     }
     return found
   }

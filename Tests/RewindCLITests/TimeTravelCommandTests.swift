@@ -195,6 +195,41 @@ import Testing
     #expect(diverged.out.contains("problem: replay diverges from the recorded checkpoints first at sequence \(bad): "))
   }
 
+  /// A mark whose digest never came is noted as harmless (verify still passes); a digest that names
+  /// no mark is a problem (exit 1), with its sequence number.
+  @Test func verifyNotesUnfinishedMarksAndReportsStrayDigests() async throws {
+    let journal = try await NotebookJournal.write(commands: 30, seed: 12)
+    let manager = try Manager<Workspace>(directory: journal.path, options: JournalOptions(durability: .none))
+    try await manager.recordCheckpoint()
+    try await manager.perform(.rewind) { _, command in
+      command.record(CheckpointMark(fingerprint: Workspace.fingerprint))
+    }
+    let mark = manager.lastSequence
+    try await manager.perform(.user) { _, command in
+      command.record(EditorSettingsChanged(settings: EditorSettings(fontSize: 29)))
+    }
+    let unfinished = try await rewind(["verify", journal.path])
+    #expect(unfinished.status == 0, "\(unfinished.out)\(unfinished.err)")
+    #expect(
+      unfinished.out.contains(
+        "replay: workspace rebuilt through sequence \(manager.lastSequence), 1 checkpoint(s) verified, "
+          + "1 checkpoint mark(s) without a digest (the first at sequence \(mark); harmless: the writer stopped "
+          + "before appending it), caches coherent\n"))
+    // A digest naming the first record, an event, not a mark.
+    let state = manager.state
+    try await manager.perform(.rewind) { _, command in
+      command.record(CheckpointDigest(mark: 1, digest: try StateDigest.of(state), fingerprint: Workspace.fingerprint))
+    }
+    let stray = manager.lastSequence
+    manager.close()
+    let strayRun = try await rewind(["verify", journal.path])
+    #expect(strayRun.status == 1)
+    #expect(
+      strayRun.out.contains(
+        "problem: 1 checkpoint digest record(s), the first at sequence \(stray), name a sequence number that holds "
+          + "no checkpoint mark of this model code"))
+  }
+
   @Test func aScriptedDebugSessionThroughAPipe() async throws {
     let journal = try await NotebookJournal.write(commands: 60, seed: 11)
     // A note that exists at 20 and changes again after 23.

@@ -31,6 +31,7 @@ enum ScenarioRegistry {
     QueryScenario(),
     InvalidationScenario(),
     TimeTravelScenario(),
+    CheckpointScenario(),
   ]
 }
 

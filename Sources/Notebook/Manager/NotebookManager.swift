@@ -29,6 +29,10 @@ public final class NotebookManager: Sendable {
   public func changes() -> AsyncStream<CommittedChange> { manager.changes() }
   public func close() { manager.close() }
 
+  /// Records a checkpoint of the workspace (see `Manager.recordCheckpoint()`).
+  @discardableResult
+  public func recordCheckpoint() async throws -> StateDigest { try await manager.recordCheckpoint() }
+
   // MARK: Notebooks
 
   @discardableResult

@@ -200,9 +200,12 @@ public struct EventRegistry<M: Model>: Sendable {
   }
 
   /// What the registry reads, one sorted line per event: `name@version<-old,older` (the versions
-  /// its upcasters read). Part of a `SnapshotModel`'s fingerprint.
+  /// its upcasters read). Part of a `SnapshotModel`'s fingerprint. The checkpoint mark and digest
+  /// are left out: every model reads them, and listing them would change every model's
+  /// fingerprint, so that the checkpoints and snapshots written before them were no longer
+  /// compared or used.
   var schema: [String] {
-    current.map { name, current in
+    current.filter { $0.key != CheckpointMark.name && $0.key != CheckpointDigest.name }.map { name, current in
       let old = upcasters.keys.filter { $0.name == name }.map(\.version).sorted()
       return "\(name)@\(current.version)<-" + old.map(String.init).joined(separator: ",")
     }.sorted()
@@ -294,8 +297,12 @@ struct EventTables: Sendable {
   /// manager stages looks its events' encoders up here).
   private var encoders: [(type: ObjectIdentifier, encoder: Encoder)] = []
 
-  /// The index in `names` of the checkpoint's name.
+  /// The index in `names` of the checkpoint's name (`Checkpoint`).
   static let checkpointNameIndex = 0
+  /// The index in `names` of a checkpoint mark's name (`CheckpointMark`).
+  static let checkpointMarkNameIndex = 1
+  /// The index in `names` of a checkpoint digest's name (`CheckpointDigest`).
+  static let checkpointDigestNameIndex = 2
 
   mutating func setApplier(for type: ObjectIdentifier, _ apply: @escaping ApplyAt) {
     if let index = appliers.firstIndex(where: { $0.type == type }) {
@@ -314,9 +321,10 @@ struct EventTables: Sendable {
   }
 
   init() {
-    // The checkpoint's name is known too (first, at `checkpointNameIndex`), so that reading it
-    // builds no string either.
-    add(name: Checkpoint.name, decoder: nil)
+    // The checkpoint records' names are known too (first, at `checkpointNameIndex` and the two
+    // after it, in the order of `Checkpoint.recordNames`), so that reading one builds no string
+    // either.
+    for name in Checkpoint.recordNames { add(name: name, decoder: nil) }
   }
 
   mutating func add(name: String, decoder: Decoder?) {

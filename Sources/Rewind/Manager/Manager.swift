@@ -517,6 +517,15 @@ public final class Manager<M: Model>: Sendable {
       bytes: bytes, completion: Completion())
   }
 
+  /// The sequence number the first record of the command being validated will get, if every
+  /// command before it is journaled (if one is not, this one fails too). Only for a command body,
+  /// while it runs: the gate is held then, and the commands staged before it are in `pipeline`.
+  func sequenceOfValidatingCommand() -> UInt64 {
+    pipeline.withLock { pipeline in
+      pipeline.nextSequence + UInt64(pipeline.commands.reduce(0) { $0 + $1.records.count })
+    }
+  }
+
   /// Whether adding a command of `bytes` would overflow the open batch (which must be sent first).
   private func overflows(adding bytes: Int) -> Bool {
     pipeline.withLock { !$0.commands.isEmpty && $0.bytes + bytes > batchBudget }

@@ -16,6 +16,8 @@ extension Model {
     var registry = EventRegistry<Self>()
     // Checkpoints ride in every model's journal; applying one changes nothing.
     registry.register(Checkpoint.self) { _, _, _ in }
+    registry.register(CheckpointMark.self) { _, _, _ in }
+    registry.register(CheckpointDigest.self) { _, _, _ in }
     registerEvents(in: &registry)
     return registry
   }

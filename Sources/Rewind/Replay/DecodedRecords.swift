@@ -1,15 +1,18 @@
 internal import Foundation
 internal import RewindJournal
 
-/// One journal record, decoded: an event of the model, or a checkpoint.
+/// One journal record, decoded: an event of the model, or a checkpoint record (a checkpoint of
+/// format 1, a mark, or a mark's digest).
 enum DecodedRecord: Sendable {
   case event(RecordedEvent)
   case checkpoint(sequence: UInt64, Checkpoint)
+  case checkpointMark(sequence: UInt64, CheckpointMark)
+  case checkpointDigest(sequence: UInt64, CheckpointDigest)
 
   var sequence: UInt64 {
     switch self {
     case .event(let recorded): recorded.envelope.sequence
-    case .checkpoint(let sequence, _): sequence
+    case .checkpoint(let sequence, _), .checkpointMark(let sequence, _), .checkpointDigest(let sequence, _): sequence
     }
   }
 }
@@ -99,7 +102,8 @@ final class DecodedRecords<M: Model> {
         case .event(let recorded):
           tables.apply(recorded.event, to: &state, context: &context)
           return recorded.envelope.sequence
-        case .checkpoint(let sequence, _): return sequence
+        case .checkpoint(let sequence, _), .checkpointMark(let sequence, _), .checkpointDigest(let sequence, _):
+          return sequence
         }
       }
       if !raw.isEmpty {
@@ -209,16 +213,31 @@ func eventHeader(of record: JournalRecord, tables: EventTables) throws -> (Event
 }
 
 /// Decodes one record: the event (current versions through `tables`, older ones upcast by
-/// `registry`) with its envelope, or a checkpoint. A free function, so that calling it per record
-/// from generic code looks up no generic metadata.
+/// `registry`) with its envelope, or a checkpoint record. A free function, so that calling it per
+/// record from generic code looks up no generic metadata.
 func decodeRecord<M: Model>(_ record: JournalRecord, tables: EventTables, registry: EventRegistry<M>) throws
   -> DecodedRecord
 {
   let (header, nameIndex) = try eventHeader(of: record, tables: tables)
-  if nameIndex.map({ $0 == EventTables.checkpointNameIndex }) ?? (header.name == Checkpoint.name) {
+  // The checkpoint records' names are the first in `tables.names`, in `Checkpoint.recordNames`' order.
+  if let kind = nameIndex ?? Checkpoint.recordNames.firstIndex(of: header.name),
+    kind <= EventTables.checkpointDigestNameIndex
+  {
     do {
-      let checkpoint = try FieldDecoder().decode(Checkpoint.self, from: record.payload, at: header.bodyOffset)
-      return .checkpoint(sequence: record.sequence, checkpoint)
+      let decoder = FieldDecoder()
+      switch kind {
+      case EventTables.checkpointNameIndex:
+        return .checkpoint(
+          sequence: record.sequence, try decoder.decode(Checkpoint.self, from: record.payload, at: header.bodyOffset))
+      case EventTables.checkpointMarkNameIndex:
+        return .checkpointMark(
+          sequence: record.sequence,
+          try decoder.decode(CheckpointMark.self, from: record.payload, at: header.bodyOffset))
+      default:
+        return .checkpointDigest(
+          sequence: record.sequence,
+          try decoder.decode(CheckpointDigest.self, from: record.payload, at: header.bodyOffset))
+      }
     } catch {
       throw ReplayError(
         .undecodableEvent, sequence: record.sequence, name: header.name, version: header.version,

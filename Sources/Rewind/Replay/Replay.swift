@@ -58,19 +58,53 @@ public enum Replay {
     }
     report.lastSequence = start
     let fingerprint = M.fingerprint.description
+    // The state at each mark of this code whose digest has not come yet, by the mark's sequence
+    // number: a copy shares the stores' nodes, so holding it costs what changes until the digest.
+    // At most `maximumHeldMarks`; the oldest beyond are given up (`givenUp`), as marks left by
+    // writers that stopped would otherwise each hold a state to the end.
+    var marked: [UInt64: M] = [:]
+    var givenUp: Set<UInt64> = []
     // Checkpoints are looked at only to verify them: without that, no observer, so each record is
     // applied as it is decoded (`apply`), as a manager's start-up replay wants.
     let checkCheckpoint: ((DecodedRecord, M) throws -> Void)? = { record, state in
-      guard case .checkpoint(let sequence, let checkpoint) = record else { return }
-      guard checkpoint.fingerprint == fingerprint else {
-        report.checkpointsSkipped += 1
-        return
+      func compare(_ recorded: String, at sequence: UInt64, with state: M, digestAt digestSequence: UInt64?) throws {
+        report.checkpointsVerified += 1
+        let digest = try StateDigest.of(state)
+        // The first divergence is the one at the earliest state: a digest may come after later checkpoints.
+        if digest.description != recorded, sequence < report.firstDivergence?.sequence ?? .max {
+          report.firstDivergence = CheckpointDivergence(
+            sequence: sequence, recorded: recorded, replayed: digest, digestSequence: digestSequence)
+        }
       }
-      report.checkpointsVerified += 1
-      let digest = try StateDigest.of(state)
-      if digest.description != checkpoint.digest, report.firstDivergence == nil {
-        report.firstDivergence = CheckpointDivergence(
-          sequence: sequence, recorded: checkpoint.digest, replayed: digest)
+      switch record {
+      case .event: return
+      case .checkpoint(let sequence, let checkpoint):
+        guard checkpoint.fingerprint == fingerprint else {
+          report.checkpointsSkipped += 1
+          return
+        }
+        try compare(checkpoint.digest, at: sequence, with: state, digestAt: nil)
+      case .checkpointMark(let sequence, let mark):
+        // A mark applies nothing: the state after it is the one after every record before it.
+        guard mark.fingerprint == fingerprint else { return }
+        marked[sequence] = state
+        if marked.count > maximumHeldMarks, let oldest = marked.keys.min() {
+          marked.removeValue(forKey: oldest)
+          givenUp.insert(oldest)
+        }
+      case .checkpointDigest(let sequence, let digest):
+        guard digest.fingerprint == fingerprint else {
+          report.checkpointsSkipped += 1
+          return
+        }
+        if let state = marked.removeValue(forKey: digest.mark) {
+          try compare(digest.digest, at: digest.mark, with: state, digestAt: sequence)
+        } else if givenUp.remove(digest.mark) != nil {
+          report.checkpointsSkipped += 1
+        } else if digest.mark > start {
+          // Not a mark of this code that replay passed (and not one before where it started).
+          report.strayCheckpointDigests.append(sequence)
+        }
       }
     }
     // Counted by `apply` and taken from its result, not by an `applied` closure: `report` is
@@ -81,8 +115,13 @@ public enum Replay {
       progress: progress, observe: options.verifyCheckpoints ? checkCheckpoint : nil)
     report.lastSequence = applied.lastSequence
     report.recordsApplied += applied.count
+    report.unfinishedCheckpoints = (Array(marked.keys) + givenUp).sorted()
     return Outcome(state: state, report: report)
   }
+
+  /// Most marks whose state replay holds at once while their digests have not come (see
+  /// `ReplayReport.unfinishedCheckpoints`); beyond, the oldest mark's state is given up.
+  static let maximumHeldMarks = 64
 
   /// Replays the whole journal from the empty state (no snapshots) and compares every checkpoint
   /// written by this model code with the rebuilt state. `report.firstDivergence` names the first

@@ -49,10 +49,22 @@ public struct ReplayReport: Sendable {
   /// Snapshots that were skipped, with why (none of them changed the result).
   public var skippedSnapshots: [SnapshotProblem] = []
   public var recordsApplied = 0
-  /// Checkpoints whose digest was compared with the rebuilt state.
+  /// Checkpoints whose digest was compared with the rebuilt state: `rewind.checkpoint` records
+  /// and marks whose digest record came.
   public var checkpointsVerified = 0
-  /// Checkpoints written by other model code (another fingerprint), not compared.
+  /// Checkpoints not compared: written by other model code (another fingerprint), or digests
+  /// whose mark was given up (more than 64 later marks were waiting for their digests: replay
+  /// holds the state of at most 64 marks at once, so that marks whose writer stopped before their
+  /// digest do not each hold a state to the end).
   public var checkpointsSkipped = 0
-  /// The first checkpoint whose digest differs from the rebuilt state, if any.
+  /// The first checkpoint whose digest differs from the rebuilt state, if any: the one at the
+  /// earliest state (a mark's digest may come after later checkpoints).
   public var firstDivergence: CheckpointDivergence?
+  /// Marks of this model code (`CheckpointMark`) with no digest record by the end of the replay,
+  /// in order: the writer ended before it appended the digest, or the digest lies past where
+  /// replay stopped. Harmless: nothing was claimed about those states.
+  public var unfinishedCheckpoints: [UInt64] = []
+  /// `CheckpointDigest` records of this model code naming a sequence number that replay passed
+  /// but that is not a mark of this code: the journal is not what its writer wrote.
+  public var strayCheckpointDigests: [UInt64] = []
 }

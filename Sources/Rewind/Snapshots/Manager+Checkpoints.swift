@@ -1,22 +1,42 @@
-/// Checkpoints through the funnel: a checkpoint is a command like any other, so it lands in the
-/// journal in order, between whole commands, and the digest it records is that of the state every
-/// earlier command left.
+internal import Foundation
+
+/// Checkpoints beside the funnel: the funnel only marks where a checkpoint is, between whole
+/// commands, and keeps the state there (a copy, which shares the stores' nodes); the digest of that
+/// state is computed outside the funnel while other commands go on, then appended naming the mark.
 extension Manager where M: SnapshotModel {
-  /// Appends a `Checkpoint` record with the digest of the current state.
+  /// Appends a `CheckpointMark` through the funnel, computes the digest of the state it stands for
+  /// (after every record before the mark) outside the funnel, on a thread of its own (not one of
+  /// the tasks' shared threads, which hashing a large state would hold for a second or more), and
+  /// appends a `CheckpointDigest` naming the mark. Commands issued meanwhile are not held up by
+  /// the digest: they may land between the two records.
+  ///
+  /// If the digest cannot be computed or appended, the mark stays without one; that is harmless
+  /// (verification reports it as unfinished) and the error is thrown.
   /// - Returns: the digest recorded.
   @discardableResult
   public func recordCheckpoint() async throws -> StateDigest {
-    try await perform(.rewind) { state, command in
-      let digest = try StateDigest.of(state)
-      command.record(Checkpoint(digest: digest, fingerprint: M.fingerprint))
-      return digest
+    let fingerprint = M.fingerprint
+    let (mark, state) = try await perform(.rewind) { state, command in
+      command.record(CheckpointMark(fingerprint: fingerprint))
+      return (sequenceOfValidatingCommand(), state)
     }
+    let digest = try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<StateDigest, any Error>) in
+      let thread = Thread { continuation.resume(with: Result { try StateDigest.of(state) }) }
+      thread.name = "rewind.checkpoint.digest"
+      thread.start()
+    }
+    try await perform(.rewind) { _, command in
+      command.record(CheckpointDigest(mark: mark, digest: digest, fingerprint: fingerprint))
+    }
+    return digest
   }
 
-  /// A job that follows this manager's committed changes and records a checkpoint once at least
-  /// `interval` records were committed since the last one; with `snapshots`, it also keeps the
-  /// snapshots of the manager's journal up to date (see `Snapshots.update`). Runs until the
-  /// manager is closed or the task is cancelled. Errors end it and are thrown.
+  /// A job that follows this manager's committed changes and records a checkpoint
+  /// (`recordCheckpoint()`) once at least `interval` records were committed since the last one;
+  /// with `snapshots`, it also keeps the snapshots of the manager's journal up to date (see
+  /// `Snapshots.update`). Runs until the manager is closed or the task is cancelled. Errors end it
+  /// and are thrown.
   public func maintain(checkpointEvery interval: UInt64, snapshots: SnapshotPolicy? = nil) async throws {
     precondition(interval > 0, "a checkpoint interval is at least 1")
     var since: UInt64 = 0
