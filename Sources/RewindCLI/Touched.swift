@@ -77,7 +77,7 @@ enum Touched {
     let indent = "            "
     switch self {
     case .checkpoint:
-      return ["  touched   nothing: a checkpoint records the state's digest and changes no record"]
+      return ["  touched   nothing: checkpoint records (a checkpoint, a mark or a digest) change no record"]
     case .inferred(let why, let ids):
       var lines = ["  touched   inferred from the identifiers in its fields, not applied (\(why))"]
       if ids.isEmpty { lines.append(indent + "(its fields name no record)") }

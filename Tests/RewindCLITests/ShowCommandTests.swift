@@ -105,9 +105,15 @@ import Testing
     try await manager.recordCheckpoint()
     let sequence = manager.lastSequence
     manager.close()
-    let run = try await rewind(["show", journal.path, String(sequence)])
-    #expect(run.status == 0, "\(run.err)")
-    #expect(run.out.hasSuffix("  touched   nothing: a checkpoint records the state's digest and changes no record\n"))
+    // The digest at `sequence`, its mark just before it.
+    for shown in [sequence - 1, sequence] {
+      let run = try await rewind(["show", journal.path, String(shown)])
+      #expect(run.status == 0, "\(run.err)")
+      #expect(
+        run.out.hasSuffix(
+          "  touched   nothing: checkpoint records (a checkpoint, a mark or a digest) change no record\n"), "\(run.out)"
+      )
+    }
     let json = try await rewind(["show", journal.path, String(sequence), "--json"])
     #expect(json.out.hasSuffix(#","touched":{"from":"checkpoint","records":[]}}"# + "\n"), "\(json.out)")
   }
