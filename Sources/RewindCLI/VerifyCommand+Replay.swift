@@ -5,7 +5,8 @@ import RewindJournal
 extension VerifyCommand {
   /// The replay part of `verify`: replays the whole journal with the registered model (no
   /// snapshots), compares every checkpoint digest written by this model code with the rebuilt
-  /// state (notes marks without a digest, harmless; a digest naming no mark is a problem), and checks that every store's cache equals a recomputation from its records.
+  /// state (a mark without a digest is noted, harmless; a digest naming no mark is a problem),
+  /// and checks that every store's cache equals a recomputation from its records.
   /// - Returns: whether it found nothing wrong; nil when no registered model reads the journal, so
   ///   replay was not checked.
   static func verifyReplay(_ directory: String, model name: String?, context: RewindTool.Context) throws -> Bool? {
