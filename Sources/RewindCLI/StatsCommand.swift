@@ -10,9 +10,12 @@ enum StatsCommand: RewindCommand {
 
     Reads the whole journal once and reports: events and commands, events per name and per
     origin, the time span (ISO 8601), segments and frames, bytes on disk and decoded and the
-    compression ratio, snapshots in DIR/snapshots, checkpoint records, and anything quarantined.
+    compression ratio, snapshots in DIR/snapshots, checkpoints, and anything quarantined.
+    A checkpoint is a `rewind.checkpoint` record, or a mark whose digest record follows it; a mark
+    whose digest never came (the writer stopped first; harmless) is counted apart as unfinished.
     Shows progress on standard error when it is a terminal. With --json, one object with the
-    same figures (times in ISO 8601, counts by name and origin as objects).
+    same figures (times in ISO 8601, counts by name and origin as objects, checkpoints and
+    unfinishedCheckpoints as arrays of sequence numbers).
 
     Exit 0; 1 when the journal is damaged (the counts then cover its intact part; `rewind verify`
     locates the damage); 3 when it cannot be read.
@@ -40,7 +43,7 @@ enum StatsCommand: RewindCommand {
     var commands = 0
     var lastCommand: Identifier?
     var foreign = 0
-    var checkpoints: [UInt64] = []
+    var checkpoints = CheckpointTally()
     var first: Int64?
     var last: Int64?
     let cursor = report.lastSequence > 0 ? try reader.records(from: 1) : nil
@@ -52,7 +55,9 @@ enum StatsCommand: RewindCommand {
         byOrigin[header.origin.name, default: 0] += 1
         if header.commandID != lastCommand { commands += 1 }
         lastCommand = header.commandID
-        if header.name == Checkpoint.name || header.name == CheckpointMark.name { checkpoints.append(record.sequence) }
+        if Checkpoint.recordNames.contains(header.name) {
+          checkpoints.count(header.name, sequence: record.sequence, payload: record.payload, body: header.bodyOffset)
+        }
       } else {
         foreign += 1
         lastCommand = nil
@@ -77,7 +82,8 @@ enum StatsCommand: RewindCommand {
         "\"frames\":\(report.batches)", "\"bytesOnDisk\":\(report.bytesOnDisk)",
         "\"bytesDecoded\":\(report.bytesDecoded)",
         "\"snapshots\":[\(snapshots.map(String.init).joined(separator: ","))]",
-        "\"checkpoints\":[\(checkpoints.map(String.init).joined(separator: ","))]",
+        "\"checkpoints\":[\(checkpoints.finished.map(String.init).joined(separator: ","))]",
+        "\"unfinishedCheckpoints\":[\(checkpoints.unfinished.map(String.init).joined(separator: ","))]",
         "\"quarantined\":\(quarantined.count)", "\"byName\":\(counts(byName))", "\"byOrigin\":\(counts(byOrigin))",
       ]
       fields.append("\"sound\":\(report.isSound)")
@@ -105,11 +111,7 @@ enum StatsCommand: RewindCommand {
           ? "none"
           : "\(snapshots.count), after sequences \(snapshots.suffix(5).map(String.init).joined(separator: ", "))"
             + (snapshots.count > 5 ? " (the last 5)" : "")))
-    lines.append(
-      "checkpoints  "
-        + (checkpoints.isEmpty
-          ? "none"
-          : "\(checkpoints.count), the last at sequence \(checkpoints.last!)"))
+    lines.append("checkpoints  " + checkpoints.summary)
     if !quarantined.isEmpty { lines.append("quarantined  \(quarantined.count) files in \(directory)/quarantine") }
     lines.append("by name")
     lines += table(byName)
@@ -144,6 +146,45 @@ enum StatsCommand: RewindCommand {
     }
     if parts.isEmpty || seconds > 0 { parts.append("\(seconds) s") }
     return parts.joined(separator: " ")
+  }
+}
+
+/// The checkpoints a journal holds: `rewind.checkpoint` records, which carry their digest, and
+/// marks, finished by a later digest record naming them or left unfinished.
+struct CheckpointTally {
+  private var complete: [UInt64] = []
+  private var marks: [UInt64] = []
+  private var digested: Set<UInt64> = []
+
+  /// Counts one record named by `Checkpoint.recordNames`. A digest whose fields do not decode
+  /// finishes nothing (`rewind verify` reports it).
+  mutating func count(_ name: String, sequence: UInt64, payload: [UInt8], body: Int) {
+    switch name {
+    case Checkpoint.name: complete.append(sequence)
+    case CheckpointMark.name: marks.append(sequence)
+    default:
+      if let digest = try? FieldDecoder().decode(CheckpointDigest.self, from: Array(payload[body...])) {
+        digested.insert(digest.mark)
+      }
+    }
+  }
+
+  /// Sequence numbers of the finished checkpoints, ascending.
+  var finished: [UInt64] { (complete + marks.filter { digested.contains($0) }).sorted() }
+  /// Sequence numbers of the marks no digest names, ascending.
+  var unfinished: [UInt64] { marks.filter { !digested.contains($0) } }
+
+  /// "none", or the count and the last one, and the unfinished marks if any.
+  var summary: String {
+    let finished = finished
+    let unfinished = unfinished
+    var parts: [String] = []
+    if let last = finished.last { parts.append("\(finished.count), the last at sequence \(last)") }
+    if let last = unfinished.last {
+      parts.append(
+        "\(unfinished.count) unfinished (a mark without its digest; the last at sequence \(last))")
+    }
+    return parts.isEmpty ? "none" : parts.joined(separator: "; ")
   }
 }
 

@@ -215,6 +215,15 @@ import Testing
         "replay: workspace rebuilt through sequence \(manager.lastSequence), 1 checkpoint(s) verified, "
           + "1 checkpoint mark(s) without a digest (the first at sequence \(mark); harmless: the writer stopped "
           + "before appending it), caches coherent\n"))
+    // stats tells the finished checkpoint (mark and digest) from the unfinished mark.
+    let stats = try await rewind(["stats", journal.path])
+    #expect(stats.status == 0, "\(stats.err)")
+    #expect(
+      stats.out.contains(
+        "checkpoints  1, the last at sequence \(mark - 2); 1 unfinished (a mark without its digest; "
+          + "the last at sequence \(mark))\n"), "\(stats.out)")
+    let statsJSON = try await rewind(["stats", journal.path, "--json"])
+    #expect(statsJSON.out.contains(#""checkpoints":[\#(mark - 2)],"unfinishedCheckpoints":[\#(mark)],"#))
     // A digest naming the first record, an event, not a mark.
     let state = manager.state
     try await manager.perform(.rewind) { _, command in
