@@ -3,8 +3,11 @@ import Rewind
 package import RewindJournal
 
 /// Bytes decoded per byte on disk, two decimals; "-" for an empty journal.
+/// Decoded bytes over the bytes the segments hold, not counting the zeros a live writer
+/// preallocated after the last frame (which would make a young journal look uncompressed).
 package func ratio(_ report: VerificationReport) -> String {
-  report.bytesOnDisk == 0 ? "-" : String(format: "%.2f", Double(report.bytesDecoded) / Double(report.bytesOnDisk))
+  let written = report.bytesOnDisk - report.preallocatedBytes
+  return written <= 0 ? "-" : String(format: "%.2f", Double(report.bytesDecoded) / Double(written))
 }
 
 /// ISO 8601 with nanoseconds, UTC.

@@ -9,12 +9,13 @@ enum StatsCommand: RewindCommand {
     Usage: rewind stats DIR [--json]
 
     Reads the whole journal once and reports: events and commands, events per name and per
-    origin, the time span (ISO 8601), segments and frames, bytes on disk and decoded and the
-    compression ratio, snapshots in DIR/snapshots, checkpoints, and anything quarantined.
-    A checkpoint is a `rewind.checkpoint` record, or a mark whose digest record follows it; a mark
-    whose digest never came (the writer stopped first; harmless) is counted apart as unfinished.
-    Shows progress on standard error when it is a terminal. With --json, one object with the
-    same figures (times in ISO 8601, counts by name and origin as objects, checkpoints and
+    origin, the time span (ISO 8601), segments and frames, bytes on disk (and how many of them
+    are zeros a live writer preallocated) and decoded, the compression ratio (without those
+    zeros), snapshots in DIR/snapshots, checkpoints, and anything quarantined. A checkpoint is a
+    `rewind.checkpoint` record, or a mark whose digest record follows it; a mark whose digest
+    never came (the writer stopped first; harmless) is counted apart as unfinished. Shows
+    progress on standard error when it is a terminal. With --json, one object with the same
+    figures (times in ISO 8601, counts by name and origin as objects, checkpoints and
     unfinishedCheckpoints as arrays of sequence numbers).
 
     Exit 0; 1 when the journal is damaged (the counts then cover its intact part; `rewind verify`
@@ -80,7 +81,7 @@ enum StatsCommand: RewindCommand {
         "\"first\":" + (first.map { "\"\(isoTime($0))\"" } ?? "null"),
         "\"last\":" + (last.map { "\"\(isoTime($0))\"" } ?? "null"), "\"segments\":\(report.segments)",
         "\"frames\":\(report.batches)", "\"bytesOnDisk\":\(report.bytesOnDisk)",
-        "\"bytesDecoded\":\(report.bytesDecoded)",
+        "\"bytesPreallocated\":\(report.preallocatedBytes)", "\"bytesDecoded\":\(report.bytesDecoded)",
         "\"snapshots\":[\(snapshots.map(String.init).joined(separator: ","))]",
         "\"checkpoints\":[\(checkpoints.finished.map(String.init).joined(separator: ","))]",
         "\"unfinishedCheckpoints\":[\(checkpoints.unfinished.map(String.init).joined(separator: ","))]",
@@ -103,8 +104,12 @@ enum StatsCommand: RewindCommand {
     lines.append(
       "segments     \(report.segments), \(report.batches) frames (\(report.batches == 0 ? 0 : report.records / UInt64(report.batches)) events per frame on average)"
     )
-    lines.append("bytes        \(report.bytesOnDisk) on disk, \(report.bytesDecoded) decoded")
-    lines.append("compression  ratio \(ratio(report)) (decoded / on disk)")
+    lines.append(
+      "bytes        \(report.bytesOnDisk) on disk"
+        + (report.preallocatedBytes > 0
+          ? " (\(report.preallocatedBytes) of them zeros preallocated after the last frame)" : "")
+        + ", \(report.bytesDecoded) decoded")
+    lines.append("compression  ratio \(ratio(report)) (decoded / on disk, without preallocated zeros)")
     lines.append(
       "snapshots    "
         + (snapshots.isEmpty

@@ -223,6 +223,15 @@ import Testing
         "checkpoints  1, the last at sequence \(mark - 2); 1 unfinished (a mark without its digest; "
           + "the last at sequence \(mark))\n"), "\(stats.out)")
     let statsJSON = try await rewind(["stats", journal.path, "--json"])
+    // The live manager's preallocated zeros are told apart, and the ratio leaves them out.
+    let figures = try #require(
+      try JSONSerialization.jsonObject(with: Data(statsJSON.out.utf8)) as? [String: Any])
+    let onDisk = try #require(figures["bytesOnDisk"] as? Int)
+    let preallocated = try #require(figures["bytesPreallocated"] as? Int)
+    let decoded = try #require(figures["bytesDecoded"] as? Int)
+    #expect(preallocated > 0 && preallocated < onDisk)
+    let ratio = String(format: "%.2f", Double(decoded) / Double(onDisk - preallocated))
+    #expect(stats.out.contains("compression  ratio \(ratio) ("), "\(stats.out)")
     #expect(statsJSON.out.contains(#""checkpoints":[\#(mark - 2)],"unfinishedCheckpoints":[\#(mark)],"#))
     // A digest naming the first record, an event, not a mark.
     let state = manager.state
