@@ -1,3 +1,4 @@
+import Foundation
 import Notebook
 import Rewind
 import RewindJournal
@@ -61,6 +62,33 @@ import Testing
     defer { manager.close() }
     let summary = try await workload.run(manager, events: 3_000)
     #expect(manager.lastSequence == 1 + UInt64(summary.events))
+  }
+
+  /// A run whose append fails (the disk fills under it) ends with that command's error, not with a
+  /// complaint about command order set off by the recovery after the failed append; the journal
+  /// then holds exactly what the manager acknowledged.
+  @Test func aFailedAppendEndsTheRunWithItsError() async throws {
+    let temporary = TemporaryDirectory("workload-full-disk")
+    let io = FaultInjectingFileIO()
+    var options = JournalOptions(durability: .always)
+    options.io = io
+    let workload = NotebookWorkload(seed: 3)
+    let manager = try NotebookManager(
+      directory: temporary.appending("journal"), options: options, clock: workload.clock, ids: workload.ids)
+    io.arm(.writeError(ENOSPC), skip: 400)
+    do {
+      let summary = try await workload.run(manager, events: 20_000)
+      Issue.record("the run went on past a failed append: \(summary)")
+    } catch let error as ManagerError {
+      #expect(error.code == .appendFailed, "\(error)")
+      #expect("\(error)".contains("No space left on device"), "\(error)")
+    }
+    #expect(io.struck == 1)
+    let state = manager.state
+    let last = manager.lastSequence
+    manager.close()
+    let replayed = try Replay.rebuild(Workspace.self, directory: temporary.appending("journal"))
+    #expect(replayed.lastSequence == last && replayed.state == state)
   }
 
   @Test func aWorkloadRunsOnce() async throws {

@@ -63,7 +63,7 @@ public final class NotebookWorkload: Sendable {
   /// Runs commands through `manager` until they have recorded at least `events` events in all
   /// (the last command may take it a few past), and returns once every one is committed.
   /// - Throws: `WorkloadError` if run twice or if a command arrived out of order; the error of a
-  ///   failed command (after the commands in flight have finished).
+  ///   failed command (after the commands in flight have finished), which comes first.
   public func run(_ manager: NotebookManager, events target: Int) async throws -> WorkloadSummary {
     try order.start()
     let executor = SerialTaskExecutor(name: "notebook-workload")
@@ -74,6 +74,10 @@ public final class NotebookWorkload: Sendable {
     }
     let result = await driving.result
     executor.shutdown()
+    // A failed command is the news, and the order check cannot judge what follows it: the gate
+    // holder that recovers from a failed append suspends holding the gate, so the commands issued
+    // meanwhile wait there and it stages them on its own task, whose ticket the clock then reads.
+    if case .failure(let error) = result { throw error }
     if let problem = order.problem { throw WorkloadError(problem) }
     return try result.get()
   }
