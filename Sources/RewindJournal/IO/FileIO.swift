@@ -270,18 +270,20 @@ extension FileIO {
   }
 
   /// Writes a whole new file durably and atomically: temporary file, fsync, rename, directory fsync.
+  /// If the write, the sync or the rename fails, the temporary file is removed (on a full disk it
+  /// would hold on to the space it took) and `path` is as it was.
   package func writeFileAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
     let temporary = path + ".tmp"
     let fd = try open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
     do {
+      defer { close(fd) }
       try bytes.withUnsafeBytes { (buffer) throws in try writeAll(fd, buffer, at: 0, path: temporary) }
       try sync(fd, metadata: true, path: temporary)
+      try rename(temporary, to: path)
     } catch {
-      close(fd)
+      try? removeFile(temporary)
       throw error
     }
-    close(fd)
-    try rename(temporary, to: path)
     try syncDirectory(directory)
   }
 

@@ -1,0 +1,31 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// `writeFileAtomically` (snapshots, the manifest, the index's rewrite): a failed write, sync or
+/// rename leaves the file as it was and no temporary file behind, which on a full disk would keep
+/// the space it took.
+@Suite struct AtomicWriteTests {
+  static let faults: [(FaultInjectingFileIO.Fault, String)] = [
+    (.writeError(ENOSPC), ".tmp"), (.shortWrite(bytes: 100, thenErrno: ENOSPC), ".tmp"),
+    (.syncError(EIO), ".tmp"), (.renameError(EIO), "state"),
+  ]
+
+  @Test(arguments: 0..<faults.count)
+  func aFailedWriteLeavesTheOldFileAndNoTemporary(fault index: Int) throws {
+    let (fault, path) = Self.faults[index]
+    let dir = TemporaryDirectory("atomic-write")
+    let io = FaultInjectingFileIO()
+    let target = dir.appending("state")
+    try io.writeFileAtomically(Array("old".utf8), to: target, directory: dir.path)
+    io.arm(fault, pathContains: path)
+    #expect(throws: (any Error).self, "\(fault)") {
+      try io.writeFileAtomically([UInt8](repeating: 1, count: 4_096), to: target, directory: dir.path)
+    }
+    #expect(io.struck == 1, "\(fault)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["state"], "\(fault)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == Data("old".utf8), "\(fault)")
+  }
+}
