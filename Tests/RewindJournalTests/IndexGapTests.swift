@@ -32,15 +32,16 @@ import Testing
   /// Four segments; the index file holds an entry for the first and the fourth only.
   static func journalWithIndexGap() async throws -> (dir: TemporaryDirectory, records: [JournalRecord]) {
     let dir = TemporaryDirectory("unnamed-segment")
-    // First writer: the index append for segment 2's first frame fails (EIO), so it appends no
-    // more entries for the rest of its life.
+    // First writer: the index append for segment 2's first frame fails (EIO) and cutting the
+    // file back fails too, so it gives up on the index for the rest of its life.
     let first = FaultInjectingFileIO()
     var journal = try Journal(directory: dir.path, options: Self.options(first))
     var records = try await JournalFixtures.write(journal, batches: 1, seed: 1)
     first.arm(.writeError(EIO), pathContains: Layout.indexName)
+    first.arm(.truncateError(EIO), pathContains: Layout.indexName)
     records = try await Self.write(journal, until: 3, in: dir, after: records, seed: 100)
     journal.close()
-    #expect(first.struck == 1)
+    #expect(first.struck == 2)
 
     // Second writer: rebuilding the index (index.tmp) fails, so it keeps appending to the old
     // file, which ends with segment 1's entry: segment 4's entry follows it.
@@ -98,5 +99,53 @@ import Testing
     }
     #expect(named.map(\.segment) == segments, "\(named)")
     #expect(named.map(\.offset).allSatisfy { $0 == Int64(Layout.segmentHeaderSize) }, "\(named)")
+  }
+
+  /// The entries of the index file at `path`; nil unless the file is a header and whole entries.
+  static func entries(_ path: String) throws -> [IndexEntry]? {
+    let bytes = try Files.read(path)
+    guard bytes.count >= SparseIndex.headerSize, (bytes.count - SparseIndex.headerSize) % IndexEntry.size == 0
+    else { return nil }
+    let entries = stride(from: SparseIndex.headerSize, to: bytes.count, by: IndexEntry.size).compactMap {
+      IndexEntry.decode(bytes[$0...].prefix(IndexEntry.size))
+    }
+    return entries.count == (bytes.count - SparseIndex.headerSize) / IndexEntry.size ? entries : nil
+  }
+
+  @Test(arguments: [
+    FaultInjectingFileIO.Fault.writeError(EIO), .shortWrite(bytes: 17, thenErrno: ENOSPC),
+  ])
+  func aWriterWritesTheEntriesOfAFailedIndexAppendLater(fault: FaultInjectingFileIO.Fault) async throws {
+    // One index append fails (EIO, or ENOSPC after part of an entry reached the file); later
+    // ones succeed. The writer used to give up on the index for the rest of its life; it now
+    // writes the entries it could not, in order, before the next ones, so the file it leaves
+    // equals what a fresh derivation gives, entry by entry.
+    let dir = TemporaryDirectory("resume")
+    var options = JournalFixtures.options(.none, segmentBytes: 1 << 10, indexBytes: 256)
+    options.mapsActiveSegment = false
+    let io = FaultInjectingFileIO()
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    var records = try await JournalFixtures.write(journal, batches: 1, seed: 1)
+    io.arm(fault, pathContains: Layout.indexName)
+    records = try await Self.write(journal, until: 3, in: dir, after: records, seed: 100)
+    #expect(io.struck == 1)
+    records = try await Self.write(journal, until: 5, in: dir, after: records, seed: 200)
+    journal.close()
+    let written = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
+
+    try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName))
+    var fresh = options
+    fresh.io = FaultInjectingFileIO()
+    let reopened = try Journal(directory: dir.path, options: fresh)
+    #expect(reopened.recovery.indexRepairReason == "missing", "\(reopened.recovery)")
+    reopened.close()
+    let derived = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
+    try #require(derived.count > 5, "several entries per segment: \(derived)")
+    #expect(written.count == derived.count)
+    for (position, entry) in derived.enumerated() {
+      #expect(position < written.count && written[position] == entry, "entry \(position) of \(derived.count)")
+    }
+    #expect(try JournalFixtures.readAll(dir.path) == records)
   }
 }

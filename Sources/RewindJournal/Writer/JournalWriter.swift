@@ -113,6 +113,11 @@ final class JournalWriter: @unchecked Sendable {
   private var segmentFD: Int32 = -1
   private var indexFD: Int32 = -1
   private var indexEnd: Int64 = 0
+  /// Index entries of committed batches whose append to the index file failed, oldest first:
+  /// written, in order, before the next entries (see `appendIndexEntriesLocked`).
+  private var indexBacklog: [IndexEntry] = []
+  /// Set once the writer gave up on the index file for good; the next opening extends it.
+  private var indexAbandoned = false
   /// The active segment's file size: `state.endOffset` plus the zeros written ahead of it
   /// (`JournalOptions.preallocationBytes`).
   private var allocatedEnd: Int64 = 0
@@ -367,6 +372,8 @@ final class JournalWriter: @unchecked Sendable {
     // of no use here, but its descriptor must not be closed (and its number reused) under it.
     _ = try? finishEarlySync()
     io.close(segmentFD)
+    // Entries an earlier index append failed to write get one more try (else opening derives them).
+    if !indexBacklog.isEmpty { appendIndexEntries([]) }
     if indexFD >= 0 { io.close(indexFD) }
     finished.signal()
   }
@@ -939,13 +946,26 @@ final class JournalWriter: @unchecked Sendable {
     if indexFD >= 0 { indexEnd = (try? io.size(indexFD, path: indexPath)) ?? 0 }
   }
 
+  /// The most index entries kept for a later append after appends to the index file failed
+  /// (40 bytes each; at the default 64 KiB interval, about a gigabyte of journal). Beyond it the
+  /// writer gives up on the index file, and the next opening extends it.
+  static let indexBacklogLimit = 16_384
+
   private func appendIndexEntries(_ entries: [IndexEntry]) {
-    guard !entries.isEmpty else { return }
+    guard !entries.isEmpty || !indexBacklog.isEmpty, !indexAbandoned else { return }
     indexGate.withLock { generation in
       if generation != indexGeneration {
         // Compaction replaced the file: append to the new one.
         indexGeneration = generation
         if indexFD >= 0 { io.close(indexFD) }
+        indexFD = -1
+        if !indexBacklog.isEmpty {
+          // The new file's entries were derived from the old one, which lacks the backlog, and
+          // entries of the compacted segment point into its old layout: appending the backlog
+          // could put entries out of order or stale. Leave the file for the next opening.
+          abandonIndex()
+          return
+        }
         indexFD = (try? io.open(path + "/" + Layout.indexName, flags: O_WRONLY, mode: 0)) ?? -1
         if indexFD >= 0 { indexEnd = (try? io.size(indexFD, path: Layout.indexName)) ?? 0 }
       }
@@ -953,22 +973,38 @@ final class JournalWriter: @unchecked Sendable {
     }
   }
 
+  /// Appends the backlog and then `entries` to the index file in one write at `indexEnd`, which
+  /// stays where the file's whole entries end. On failure the file is cut back to `indexEnd`, so
+  /// it holds whole entries in order with none missing before its last one, and the entries
+  /// join the backlog for the next append; a crash in between leaves a prefix of them plus at
+  /// most one torn entry, which readers ignore and the next opening cuts and extends.
   private func appendIndexEntriesLocked(_ entries: [IndexEntry]) {
     guard indexFD >= 0 else { return }
-    var writer = ByteWriter(capacity: entries.count * IndexEntry.size)
-    for entry in entries { entry.encode(into: &writer) }
+    indexBacklog.append(contentsOf: entries)
+    var writer = ByteWriter(capacity: indexBacklog.count * IndexEntry.size)
+    for entry in indexBacklog { entry.encode(into: &writer) }
     let ok =
       (try? writer.bytes.withUnsafeBytes { (b) throws in
         try io.writeAll(indexFD, b, at: indexEnd, path: Layout.indexName)
       }) != nil
     if ok {
       indexEnd += Int64(writer.bytes.count)
-    } else {
-      // Leave the index as it was; the next open finds it stale and extends it.
-      _ = try? io.truncate(indexFD, to: indexEnd, path: Layout.indexName)
-      io.close(indexFD)
-      indexFD = -1
+      indexBacklog.removeAll()
+      return
     }
+    // Leave the index as it was. If even that fails, the file may hold part of an entry where
+    // the next one would go: give up on it rather than write after bytes of unknown state.
+    let cut = (try? io.truncate(indexFD, to: indexEnd, path: Layout.indexName)) != nil
+    if !cut || indexBacklog.count > Self.indexBacklogLimit { abandonIndex() }
+  }
+
+  /// Stops appending to the index file for the writer's life; the next opening finds it stale
+  /// (it names nothing after where it stops) and extends it.
+  private func abandonIndex() {
+    if indexFD >= 0 { io.close(indexFD) }
+    indexFD = -1
+    indexBacklog.removeAll()
+    indexAbandoned = true
   }
 }
 
