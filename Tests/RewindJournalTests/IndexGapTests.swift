@@ -148,4 +148,23 @@ import Testing
     }
     #expect(try JournalFixtures.readAll(dir.path) == records)
   }
+
+  @Test func verifyNamesTheSegmentsTheIndexNamesNowhere() async throws {
+    // The index is derived data: the gap is a notice (which segments, which records), not a
+    // problem. It used to go unmentioned.
+    let (dir, records) = try await Self.journalWithIndexGap()
+    let firsts = JournalFixtures.segments(dir.path).compactMap { Layout.firstSequence(ofSegmentNamed: $0) }
+    try #require(firsts.count == 4)
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(report.isSound && report.records == UInt64(records.count), "\(report)")
+    #expect(
+      report.unindexed == [
+        UnindexedRecords(segment: Layout.segmentName(firstSequence: firsts[1]), sequences: firsts[1]...(firsts[2] - 1)),
+        UnindexedRecords(segment: Layout.segmentName(firstSequence: firsts[2]), sequences: firsts[2]...(firsts[3] - 1)),
+      ], "\(report.unindexed)")
+
+    // Once a writer opened the journal (and derived the entries), there is nothing to say.
+    try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO())).close()
+    #expect(try JournalReader(directory: dir.path).verify().unindexed == [])
+  }
 }
