@@ -167,4 +167,80 @@ import Testing
     try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO())).close()
     #expect(try JournalReader(directory: dir.path).verify().unindexed == [])
   }
+
+  @Test func aWriterGivesUpOnABacklogPastItsLimit() throws {
+    // Every index append fails for longer than the backlog may grow (one entry per frame):
+    // the writer gives up on the index, and writes nothing more to it when appends to it would
+    // succeed again. The file keeps what it held before, whole; the next opening extends it.
+    let dir = TemporaryDirectory("backlog-limit")
+    var options = JournalFixtures.options(.none, indexBytes: 1)
+    options.mapsActiveSegment = false
+    let io = IndexOutageFileIO()
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    let record = NewRecord(timestamp: 1, payload: [1, 2, 3])
+    _ = try journal.appendAndWait([record])
+    io.failing.withLock { $0 = true }
+    for _ in 0...JournalWriter.indexBacklogLimit { _ = try journal.appendAndWait([record]) }
+    io.failing.withLock { $0 = false }
+    let failed = io.failures.withLock { $0 }
+    for _ in 0..<10 { _ = try journal.appendAndWait([record]) }
+    journal.close()
+    #expect(failed == JournalWriter.indexBacklogLimit + 1)
+    #expect(io.failures.withLock { $0 } == failed, "no more tries")
+    let written = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
+    #expect(written.map(\.firstSequence) == [1])
+
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options(.none, indexBytes: 1))
+    #expect(reopened.recovery.indexRepairReason == "stale", "\(reopened.recovery)")
+    #expect(reopened.recovery.indexEntriesRebuilt == JournalWriter.indexBacklogLimit + 11, "\(reopened.recovery)")
+    reopened.close()
+  }
+
+  @Test func aBacklogIsDroppedWhenCompactionReplacesTheIndex() async throws {
+    // Compaction rewrites the index from the file, which lacks the backlog, and the backlog may
+    // name the compacted segment's old layout: the writer must not append it to the new file.
+    // The file stays whole and in order (no entry names a batch that is not there), and the
+    // next opening extends it.
+    let dir = TemporaryDirectory("backlog-compaction")
+    var options = JournalFixtures.options(.none, segmentBytes: 1 << 10, indexBytes: 256)
+    options.mapsActiveSegment = false
+    let io = IndexOutageFileIO()
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    var records = try await JournalFixtures.write(journal, batches: 1, seed: 1)
+    io.failing.withLock { $0 = true }
+    records = try await Self.write(journal, until: 3, in: dir, after: records, seed: 100)
+    #expect(io.failures.withLock { $0 } > 0)
+    #expect(try !journal.compactSealedSegments().compacted.isEmpty)
+    io.failing.withLock { $0 = false }
+    records = try await Self.write(journal, until: 5, in: dir, after: records, seed: 200)
+    journal.close()
+
+    let written = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
+    var fresh = options
+    fresh.io = FaultInjectingFileIO()
+    let reopened = try Journal(directory: dir.path, options: fresh)
+    #expect(reopened.recovery.indexRepairReason == "stale", "\(reopened.recovery)")
+    reopened.close()
+    let derived = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
+    #expect(Array(derived.prefix(written.count)) == written, "what the writer left is a prefix of the derivation")
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+}
+
+/// Fails every write to the index file (the writer's appends, named `index`) with ENOSPC while
+/// `failing` is set; compaction's `index.tmp` and everything else pass.
+final class IndexOutageFileIO: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  let failing = Locked(false)
+  let failures = Locked(0)
+
+  func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+    if path.hasSuffix(Layout.indexName), failing.withLock({ $0 }) {
+      failures.withLock { $0 += 1 }
+      throw SystemCallError("write", path: path, errno: ENOSPC)
+    }
+    return try base.pwrite(fd, bytes, at: offset, path: path)
+  }
 }

@@ -113,9 +113,9 @@ final class JournalWriter: @unchecked Sendable {
   private var segmentFD: Int32 = -1
   private var indexFD: Int32 = -1
   private var indexEnd: Int64 = 0
-  /// Index entries of committed batches whose append to the index file failed, oldest first:
-  /// written, in order, before the next entries (see `appendIndexEntriesLocked`).
-  private var indexBacklog: [IndexEntry] = []
+  /// Index entries of committed batches whose append to the index file failed, oldest first,
+  /// encoded: written, in order, before the next entries (see `appendIndexEntriesLocked`).
+  private var indexBacklog: [UInt8] = []
   /// Set once the writer gave up on the index file for good; the next opening extends it.
   private var indexAbandoned = false
   /// The active segment's file size: `state.endOffset` plus the zeros written ahead of it
@@ -640,7 +640,7 @@ final class JournalWriter: @unchecked Sendable {
     state.maxTimestamp = maxTimestamp
     state.lastIndexedOffset = lastIndexed
     lastSequence.store(sequence - 1, ordering: .releasing)
-    appendIndexEntries(entries)
+    if !entries.isEmpty { appendIndexEntries(entries) }
     if !earlySyncStarted, options.durability == .none,
       Double(state.endOffset) >= Double(options.segmentTargetBytes) * Self.earlySyncFraction
     {
@@ -951,6 +951,8 @@ final class JournalWriter: @unchecked Sendable {
   /// writer gives up on the index file, and the next opening extends it.
   static let indexBacklogLimit = 16_384
 
+  /// Appends `entries`, after the backlog if there is one. A backlog is tried again only with
+  /// new entries (so once per index interval at most, not at every append) and at closing.
   private func appendIndexEntries(_ entries: [IndexEntry]) {
     guard !entries.isEmpty || !indexBacklog.isEmpty, !indexAbandoned else { return }
     indexGate.withLock { generation in
@@ -980,22 +982,22 @@ final class JournalWriter: @unchecked Sendable {
   /// most one torn entry, which readers ignore and the next opening cuts and extends.
   private func appendIndexEntriesLocked(_ entries: [IndexEntry]) {
     guard indexFD >= 0 else { return }
-    indexBacklog.append(contentsOf: entries)
-    var writer = ByteWriter(capacity: indexBacklog.count * IndexEntry.size)
-    for entry in indexBacklog { entry.encode(into: &writer) }
+    var writer = ByteWriter(capacity: entries.count * IndexEntry.size)
+    for entry in entries { entry.encode(into: &writer) }
+    if indexBacklog.isEmpty { indexBacklog = writer.bytes } else { indexBacklog.append(contentsOf: writer.bytes) }
     let ok =
-      (try? writer.bytes.withUnsafeBytes { (b) throws in
+      (try? indexBacklog.withUnsafeBytes { (b) throws in
         try io.writeAll(indexFD, b, at: indexEnd, path: Layout.indexName)
       }) != nil
     if ok {
-      indexEnd += Int64(writer.bytes.count)
+      indexEnd += Int64(indexBacklog.count)
       indexBacklog.removeAll()
       return
     }
     // Leave the index as it was. If even that fails, the file may hold part of an entry where
     // the next one would go: give up on it rather than write after bytes of unknown state.
     let cut = (try? io.truncate(indexFD, to: indexEnd, path: Layout.indexName)) != nil
-    if !cut || indexBacklog.count > Self.indexBacklogLimit { abandonIndex() }
+    if !cut || indexBacklog.count > Self.indexBacklogLimit * IndexEntry.size { abandonIndex() }
   }
 
   /// Stops appending to the index file for the writer's life; the next opening finds it stale
