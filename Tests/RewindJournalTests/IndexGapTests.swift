@@ -5,8 +5,9 @@ import Testing
 @testable import RewindJournal
 
 /// A sealed segment that the index names nowhere while later segments have entries: what an
-/// index append that failed leaves behind when a later writer could not rewrite the index at
-/// opening either (it then appends its entries to the old file, after the gap).
+/// index append that failed left behind when a later writer could not rewrite the index at
+/// opening either and appended its entries to the old file, after the gap (writers before the
+/// index backlog did; see `aWriterThatCannotReplaceAStaleIndexRewritesItInPlace`).
 @Suite struct IndexGapTests {
   /// One index entry per segment (the interval is larger than a segment), small segments.
   static func options(_ io: FaultInjectingFileIO) -> JournalOptions {
@@ -29,37 +30,22 @@ import Testing
     return records
   }
 
-  /// Four segments; the index file holds an entry for the first and the fourth only.
+  /// Four segments; the index file holds an entry for the first and the fourth only (made by
+  /// removing the two between from the index a writer left).
   static func journalWithIndexGap() async throws -> (dir: TemporaryDirectory, records: [JournalRecord]) {
     let dir = TemporaryDirectory("unnamed-segment")
-    // First writer: the index append for segment 2's first frame fails (EIO) and cutting the
-    // file back fails too, so it gives up on the index for the rest of its life.
-    let first = FaultInjectingFileIO()
-    var journal = try Journal(directory: dir.path, options: Self.options(first))
-    var records = try await JournalFixtures.write(journal, batches: 1, seed: 1)
-    first.arm(.writeError(EIO), pathContains: Layout.indexName)
-    first.arm(.truncateError(EIO), pathContains: Layout.indexName)
-    records = try await Self.write(journal, until: 3, in: dir, after: records, seed: 100)
-    journal.close()
-    #expect(first.struck == 2)
-
-    // Second writer: rebuilding the index (index.tmp) fails, so it keeps appending to the old
-    // file, which ends with segment 1's entry: segment 4's entry follows it.
-    let second = FaultInjectingFileIO()
-    second.arm(.writeError(EIO), pathContains: "/" + Layout.indexName + ".tmp")
-    journal = try Journal(directory: dir.path, options: Self.options(second))
-    #expect(second.struck == 1)
-    records = try await Self.write(journal, until: 4, in: dir, after: records, seed: 200)
+    let journal = try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO()))
+    let records = try await Self.write(journal, until: 4, in: dir, after: [], seed: 100)
     journal.close()
 
-    let index = try Files.read(dir.appending(Layout.indexName))
-    try #require(index.count == SparseIndex.headerSize + 2 * IndexEntry.size, "entries for segments 1 and 4 only")
     let segments = JournalFixtures.segments(dir.path)
-    let named = (0..<2).compactMap {
-      IndexEntry.decode(index[(SparseIndex.headerSize + $0 * IndexEntry.size)...].prefix(IndexEntry.size))?.segment
-    }
+    let entries = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
     try #require(
-      named.map { Layout.segmentName(firstSequence: $0) } == [segments[0], segments[3]], "\(named) \(segments)")
+      entries.map { Layout.segmentName(firstSequence: $0.segment) } == segments, "one entry per segment: \(entries)")
+    var index = ByteWriter()
+    index.bytes = Array(try Files.read(dir.appending(Layout.indexName)).prefix(SparseIndex.headerSize))
+    for entry in [entries[0], entries[3]] { entry.encode(into: &index) }
+    try Files.write(index.bytes, to: dir.appending(Layout.indexName))
     return (dir, records)
   }
 
@@ -226,6 +212,28 @@ import Testing
     let derived = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
     #expect(Array(derived.prefix(written.count)) == written, "what the writer left is a prefix of the derivation")
     #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+
+  @Test func aWriterThatCannotReplaceAStaleIndexRewritesItInPlace() async throws {
+    // Opening finds the index stale (segments 2 and 3 named nowhere) and cannot replace it
+    // (index.tmp fails). The writer used to append its entries to the old file, after the gap;
+    // it now cuts the file and writes the derived entries in place, then its own after them.
+    let (dir, records) = try await Self.journalWithIndexGap()
+    let faults = FaultInjectingFileIO()
+    faults.arm(.writeError(EIO), pathContains: Layout.indexName + ".tmp")
+    let journal = try Journal(directory: dir.path, options: Self.options(faults))
+    #expect(faults.struck == 1)
+    #expect(journal.recovery.indexRepairReason == "stale", "\(journal.recovery)")
+    let all = try await Self.write(journal, until: 5, in: dir, after: records, seed: 300)
+    journal.close()
+    let written = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
+    let segments = JournalFixtures.segments(dir.path)
+    #expect(written.map { Layout.segmentName(firstSequence: $0.segment) } == segments, "\(written)")
+
+    let reopened = try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO()))
+    #expect(reopened.recovery.isClean && reopened.recovery.indexRepairReason == nil, "\(reopened.recovery)")
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == all)
   }
 }
 

@@ -926,10 +926,14 @@ final class JournalWriter: @unchecked Sendable {
 
   // MARK: The index (derived data: failures here only make it stale)
 
+  /// Opens the index file for appending; when opening found it out of date (`rewrite`), first
+  /// replaces it with the entries opening derived (`index.tmp`, rename).
   private func writeIndexFile(rewrite: Bool) {
     let indexPath = path + "/" + Layout.indexName
+    var writer = ByteWriter()
+    var replaced = !rewrite
     if rewrite {
-      var writer = ByteWriter(capacity: SparseIndex.headerSize + state.index.entries.count * IndexEntry.size)
+      writer = ByteWriter(capacity: SparseIndex.headerSize + state.index.entries.count * IndexEntry.size)
       writer.write(SparseIndex.header(journalID: directory.journalID))
       for entry in state.index.entries { entry.encode(into: &writer) }
       let temporary = indexPath + ".tmp"
@@ -939,11 +943,23 @@ final class JournalWriter: @unchecked Sendable {
             try io.writeAll(fd, b, at: 0, path: temporary)
           }) != nil
         io.close(fd)
-        if written { try? io.rename(temporary, to: indexPath) }
+        replaced = written && (try? io.rename(temporary, to: indexPath)) != nil
       }
     }
-    indexFD = (try? io.open(indexPath, flags: O_WRONLY, mode: 0)) ?? -1
-    if indexFD >= 0 { indexEnd = (try? io.size(indexFD, path: indexPath)) ?? 0 }
+    indexFD = (try? io.open(indexPath, flags: replaced ? O_WRONLY : O_WRONLY | O_CREAT, mode: 0o600)) ?? -1
+    guard indexFD >= 0 else { return }
+    if replaced {
+      indexEnd = (try? io.size(indexFD, path: indexPath)) ?? 0
+      return
+    }
+    // The old file may name what opening found gone (the next opening would report the same
+    // records missing again, though new ones took their numbers), or end in damage or a gap;
+    // appending after it would keep that. Cut it, then write the derived entries in place as a
+    // backlog: a crash or a failed write leaves a prefix of them, which the next opening extends.
+    guard (try? io.truncate(indexFD, to: 0, path: Layout.indexName)) != nil else { return abandonIndex() }
+    indexEnd = 0
+    indexBacklog = writer.bytes
+    appendIndexEntriesLocked([])
   }
 
   /// The most index entries kept for a later append after appends to the index file failed
