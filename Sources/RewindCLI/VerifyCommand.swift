@@ -14,7 +14,9 @@ enum VerifyCommand: RewindCommand {
     and checks that every cache equals its recomputation; when no registered model reads the
     journal, decodes every event's envelope and fields without the app's types instead. Exit 0
     when sound; exit 1 with a report that locates every problem (segment, byte offset, sequence
-    range).
+    range). Derived data that the next writer rebuilds by itself is a note, not a problem, and
+    leaves the exit status alone: a missing or damaged index, or segments the index names
+    nowhere (each with its sequence range).
 
     Examples:
       rewind verify /tmp/j
@@ -43,6 +45,7 @@ enum VerifyCommand: RewindCommand {
           + "(written ahead by a live writer, or left by one that stopped; not damage)\n")
     }
     for note in report.notes { output.out("note: \(note)\n") }
+    for unindexed in report.unindexed { output.out("note: \(unindexed)\n") }
     output.out(
       report.isSound
         ? "sound: \(report.records) records in \(report.batches) frames, \(report.segments) segments, last sequence \(report.lastSequence)\n"

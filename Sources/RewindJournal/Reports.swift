@@ -56,6 +56,28 @@ public struct MissingRecords: Sendable, Equatable, CustomStringConvertible {
   }
 }
 
+/// Committed records in a segment that the sparse index names nowhere: an index append failed
+/// and the writer gave up on the file, or the index stops before the end of the journal. The
+/// index is derived data, so nothing is lost: readers seeking into these records walk from an
+/// earlier entry, and the next opening for writing derives the missing entries (its report calls
+/// the index "stale").
+public struct UnindexedRecords: Sendable, Equatable, CustomStringConvertible {
+  /// The segment (file name inside the journal directory).
+  public var segment: String
+  /// The records of its valid batches, first to last.
+  public var sequences: ClosedRange<UInt64>
+
+  package init(segment: String, sequences: ClosedRange<UInt64>) {
+    self.segment = segment
+    self.sequences = sequences
+  }
+
+  public var description: String {
+    "the index names no batch of \(segment) (sequences \(sequences.lowerBound)-\(sequences.upperBound)); "
+      + "readers walk to them from an earlier entry, and the next writer derives their entries"
+  }
+}
+
 /// What opening a journal for writing found and did.
 public struct RecoveryReport: Sendable, Equatable {
   /// Torn tails moved aside: the incomplete last frame of a crash, never committed data. (A

@@ -96,6 +96,29 @@ import Testing
     #expect(journal.lastSequence == first - 1)
   }
 
+  @Test func verifyNotesSegmentsTheIndexNamesNowhere() async throws {
+    // An index that stops after the first segment's entry (derived data a writer gave up on):
+    // verify says which segments and records it leaves out, as a note, and exits 0.
+    let dir = try Self.journal()
+    let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }
+    try #require(segments.count >= 3)
+    let index = try Files.read(dir.appending("index"))
+    try #require(index.count == 32 + 40 * segments.count, "one entry per segment")
+    try Files.write(Array(index.prefix(32 + 40)), to: dir.appending("index"))
+
+    let verify = try await Self.rewind(["verify", dir.path])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+    #expect(verify.out.contains("sound: 300 records"), "\(verify.out)")
+    let firsts = segments.map { UInt64(SegmentName.firstSequence($0)) } + [301]
+    for position in 1..<segments.count {
+      let line =
+        "note: the index names no batch of \(segments[position]) "
+        + "(sequences \(firsts[position])-\(firsts[position + 1] - 1))"
+      #expect(verify.out.contains(line), "\(verify.out)")
+    }
+    #expect(!verify.out.contains(segments[0]), "\(verify.out)")
+  }
+
   /// A journal whose last segment lost its last frames with its length (a file cut short at a
   /// frame boundary) or to zeros, while the index (an entry every 256 bytes) still names them.
   static func journalWithLostFrames(zeros: Bool) throws -> (dir: TemporaryDirectory, segment: String, cut: Int) {

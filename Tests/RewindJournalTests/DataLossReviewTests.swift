@@ -132,6 +132,31 @@ import Testing
     #expect(journal.lastSequence == lost.header.firstSequence - 1)
   }
 
+  @Test func aLossIsReportedOnceWhenTheIndexCouldNotBeRewritten() async throws {
+    // The opening that reports the loss cannot rewrite the index (index.tmp fails), so the old
+    // file still names the lost batches. The writer must not leave those entries behind it:
+    // the next opening would take them for a loss again, of records numbered since.
+    let (dir, _, lost) = try await Self.committedFramesCutOff()
+    let faults = FaultInjectingFileIO()
+    faults.arm(.writeError(EIO), pathContains: Layout.indexName + ".tmp")
+    var options = JournalFixtures.options(.none, indexBytes: 256)
+    options.mapsActiveSegment = false
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    #expect(faults.struck == 1)
+    #expect(journal.recovery.missingRecords != nil, "\(journal.recovery)")
+    try await journal.append(Self.appends(1000, count: 1)[0])
+    journal.close()
+
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.isSound, "\(verification.problems)")
+    options.io = FaultInjectingFileIO()
+    let reopened = try Journal(directory: dir.path, options: options)
+    defer { reopened.close() }
+    #expect(reopened.recovery.missingRecords == nil, "\(reopened.recovery)")
+    #expect(reopened.lastSequence == lost.header.firstSequence)
+  }
+
   @Test func anIndexEntryWithAHugeOffsetIsRefusedNotATrap() async {
     // The index is derived data that every reader and writer checks before trusting it. An entry
     // whose checksum holds but whose offset is near Int64.max (a hostile or garbled file) must

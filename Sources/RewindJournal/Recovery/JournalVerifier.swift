@@ -30,8 +30,13 @@ public struct VerificationReport: Sendable, Equatable {
   /// Zeros at the end of the last segment, after its last frame: space a live writer
   /// preallocated (or one that crashed left), read as the end of the journal. Not a problem.
   public var preallocatedBytes: Int64 = 0
-  /// Notes about derived data (the index) that the next writer rebuilds by itself.
+  /// Notes about derived data (the index) that the next writer rebuilds by itself: a missing,
+  /// damaged or empty index. Not problems.
   public var notes: [String] = []
+  /// Segments with records that an index with entries names nowhere (see `UnindexedRecords`),
+  /// in order. Derived data the next writer rebuilds: not problems. On a live journal, the
+  /// newest segment can be listed while its writer is between a batch and its entry.
+  public var unindexed: [UnindexedRecords] = []
   public var segments = 0
   public var batches = 0
   public var records: UInt64 = 0
@@ -98,6 +103,13 @@ extension JournalReader {
         continue
       }
       var offset = Int64(Layout.segmentHeaderSize)
+      // The records of the segment's valid batches, for `unindexed`.
+      var segmentRecords: ClosedRange<UInt64>?
+      defer {
+        if let segmentRecords, !index.entries.isEmpty, !index.entries.contains(where: { $0.segment == first }) {
+          report.unindexed.append(UnindexedRecords(segment: file.name, sequences: segmentRecords))
+        }
+      }
       walk: while true {
         var damage: BatchDamage?
         switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
@@ -123,6 +135,12 @@ extension JournalReader {
             report.records += UInt64(header.recordCount)
             report.bytesDecoded += Int64(header.contentLength)
             if intact { report.lastSequence = header.lastSequence }
+            if header.lastSequence >= header.firstSequence {
+              segmentRecords =
+                min(
+                  segmentRecords?.lowerBound ?? .max, header.firstSequence)...max(
+                  segmentRecords?.upperBound ?? 0, header.lastSequence)
+            }
             expected = header.lastSequence + 1
             offset += header.totalLength
             progress?(header.lastSequence)

@@ -113,6 +113,11 @@ final class JournalWriter: @unchecked Sendable {
   private var segmentFD: Int32 = -1
   private var indexFD: Int32 = -1
   private var indexEnd: Int64 = 0
+  /// Index entries of committed batches whose append to the index file failed, oldest first,
+  /// encoded: written, in order, before the next entries (see `appendIndexEntriesLocked`).
+  private var indexBacklog: [UInt8] = []
+  /// Set once the writer gave up on the index file for good; the next opening extends it.
+  private var indexAbandoned = false
   /// The active segment's file size: `state.endOffset` plus the zeros written ahead of it
   /// (`JournalOptions.preallocationBytes`).
   private var allocatedEnd: Int64 = 0
@@ -367,6 +372,8 @@ final class JournalWriter: @unchecked Sendable {
     // of no use here, but its descriptor must not be closed (and its number reused) under it.
     _ = try? finishEarlySync()
     io.close(segmentFD)
+    // Entries an earlier index append failed to write get one more try (else opening derives them).
+    if !indexBacklog.isEmpty { appendIndexEntries([]) }
     if indexFD >= 0 { io.close(indexFD) }
     finished.signal()
   }
@@ -633,7 +640,7 @@ final class JournalWriter: @unchecked Sendable {
     state.maxTimestamp = maxTimestamp
     state.lastIndexedOffset = lastIndexed
     lastSequence.store(sequence - 1, ordering: .releasing)
-    appendIndexEntries(entries)
+    if !entries.isEmpty { appendIndexEntries(entries) }
     if !earlySyncStarted, options.durability == .none,
       Double(state.endOffset) >= Double(options.segmentTargetBytes) * Self.earlySyncFraction
     {
@@ -919,10 +926,14 @@ final class JournalWriter: @unchecked Sendable {
 
   // MARK: The index (derived data: failures here only make it stale)
 
+  /// Opens the index file for appending; when opening found it out of date (`rewrite`), first
+  /// replaces it with the entries opening derived (`index.tmp`, rename).
   private func writeIndexFile(rewrite: Bool) {
     let indexPath = path + "/" + Layout.indexName
+    var writer = ByteWriter()
+    var replaced = !rewrite
     if rewrite {
-      var writer = ByteWriter(capacity: SparseIndex.headerSize + state.index.entries.count * IndexEntry.size)
+      writer = ByteWriter(capacity: SparseIndex.headerSize + state.index.entries.count * IndexEntry.size)
       writer.write(SparseIndex.header(journalID: directory.journalID))
       for entry in state.index.entries { entry.encode(into: &writer) }
       let temporary = indexPath + ".tmp"
@@ -932,20 +943,47 @@ final class JournalWriter: @unchecked Sendable {
             try io.writeAll(fd, b, at: 0, path: temporary)
           }) != nil
         io.close(fd)
-        if written { try? io.rename(temporary, to: indexPath) }
+        replaced = written && (try? io.rename(temporary, to: indexPath)) != nil
       }
     }
-    indexFD = (try? io.open(indexPath, flags: O_WRONLY, mode: 0)) ?? -1
-    if indexFD >= 0 { indexEnd = (try? io.size(indexFD, path: indexPath)) ?? 0 }
+    indexFD = (try? io.open(indexPath, flags: replaced ? O_WRONLY : O_WRONLY | O_CREAT, mode: 0o600)) ?? -1
+    guard indexFD >= 0 else { return }
+    if replaced {
+      indexEnd = (try? io.size(indexFD, path: indexPath)) ?? 0
+      return
+    }
+    // The old file may name what opening found gone (the next opening would report the same
+    // records missing again, though new ones took their numbers), or end in damage or a gap;
+    // appending after it would keep that. Cut it, then write the derived entries in place as a
+    // backlog: a crash or a failed write leaves a prefix of them, which the next opening extends.
+    guard (try? io.truncate(indexFD, to: 0, path: Layout.indexName)) != nil else { return abandonIndex() }
+    indexEnd = 0
+    indexBacklog = writer.bytes
+    appendIndexEntriesLocked([])
   }
 
+  /// The most index entries kept for a later append after appends to the index file failed
+  /// (40 bytes each; at the default 64 KiB interval, about a gigabyte of journal). Beyond it the
+  /// writer gives up on the index file, and the next opening extends it.
+  static let indexBacklogLimit = 16_384
+
+  /// Appends `entries`, after the backlog if there is one. A backlog is tried again only with
+  /// new entries (so once per index interval at most, not at every append) and at closing.
   private func appendIndexEntries(_ entries: [IndexEntry]) {
-    guard !entries.isEmpty else { return }
+    guard !entries.isEmpty || !indexBacklog.isEmpty, !indexAbandoned else { return }
     indexGate.withLock { generation in
       if generation != indexGeneration {
         // Compaction replaced the file: append to the new one.
         indexGeneration = generation
         if indexFD >= 0 { io.close(indexFD) }
+        indexFD = -1
+        if !indexBacklog.isEmpty {
+          // The new file's entries were derived from the old one, which lacks the backlog, and
+          // entries of the compacted segment point into its old layout: appending the backlog
+          // could put entries out of order or stale. Leave the file for the next opening.
+          abandonIndex()
+          return
+        }
         indexFD = (try? io.open(path + "/" + Layout.indexName, flags: O_WRONLY, mode: 0)) ?? -1
         if indexFD >= 0 { indexEnd = (try? io.size(indexFD, path: Layout.indexName)) ?? 0 }
       }
@@ -953,22 +991,38 @@ final class JournalWriter: @unchecked Sendable {
     }
   }
 
+  /// Appends the backlog and then `entries` to the index file in one write at `indexEnd`, which
+  /// stays where the file's whole entries end. On failure the file is cut back to `indexEnd`, so
+  /// it holds whole entries in order with none missing before its last one, and the entries
+  /// join the backlog for the next append; a crash in between leaves a prefix of them plus at
+  /// most one torn entry, which readers ignore and the next opening cuts and extends.
   private func appendIndexEntriesLocked(_ entries: [IndexEntry]) {
     guard indexFD >= 0 else { return }
     var writer = ByteWriter(capacity: entries.count * IndexEntry.size)
     for entry in entries { entry.encode(into: &writer) }
+    if indexBacklog.isEmpty { indexBacklog = writer.bytes } else { indexBacklog.append(contentsOf: writer.bytes) }
     let ok =
-      (try? writer.bytes.withUnsafeBytes { (b) throws in
+      (try? indexBacklog.withUnsafeBytes { (b) throws in
         try io.writeAll(indexFD, b, at: indexEnd, path: Layout.indexName)
       }) != nil
     if ok {
-      indexEnd += Int64(writer.bytes.count)
-    } else {
-      // Leave the index as it was; the next open finds it stale and extends it.
-      _ = try? io.truncate(indexFD, to: indexEnd, path: Layout.indexName)
-      io.close(indexFD)
-      indexFD = -1
+      indexEnd += Int64(indexBacklog.count)
+      indexBacklog.removeAll()
+      return
     }
+    // Leave the index as it was. If even that fails, the file may hold part of an entry where
+    // the next one would go: give up on it rather than write after bytes of unknown state.
+    let cut = (try? io.truncate(indexFD, to: indexEnd, path: Layout.indexName)) != nil
+    if !cut || indexBacklog.count > Self.indexBacklogLimit * IndexEntry.size { abandonIndex() }
+  }
+
+  /// Stops appending to the index file for the writer's life; the next opening finds it stale
+  /// (it names nothing after where it stops) and extends it.
+  private func abandonIndex() {
+    if indexFD >= 0 { io.close(indexFD) }
+    indexFD = -1
+    indexBacklog.removeAll()
+    indexAbandoned = true
   }
 }
 
