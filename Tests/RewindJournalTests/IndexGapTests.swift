@@ -224,6 +224,8 @@ import Testing
     let journal = try Journal(directory: dir.path, options: Self.options(faults))
     #expect(faults.struck == 1)
     #expect(journal.recovery.indexRepairReason == "stale", "\(journal.recovery)")
+    // The failed replacement leaves no index.tmp behind (on a full disk it would keep its space).
+    #expect(!Files.list(dir.path).contains(Layout.indexName + ".tmp"))
     let all = try await Self.write(journal, until: 5, in: dir, after: records, seed: 300)
     journal.close()
     let written = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")

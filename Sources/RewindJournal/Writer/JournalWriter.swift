@@ -944,6 +944,7 @@ final class JournalWriter: @unchecked Sendable {
           }) != nil
         io.close(fd)
         replaced = written && (try? io.rename(temporary, to: indexPath)) != nil
+        if !replaced { try? io.removeFile(temporary) }  // on a full disk it would keep its space
       }
     }
     indexFD = (try? io.open(indexPath, flags: replaced ? O_WRONLY : O_WRONLY | O_CREAT, mode: 0o600)) ?? -1
