@@ -38,7 +38,7 @@ public enum NotebookDemoCommand: RewindCommand {
     Examples:
       rewind demo
       rewind demo /tmp/notes --events 200000 --seed 1 --durability batched
-      rewind demo /tmp/notes --events 5000 --seed 7 --json | tail -1
+      rewind demo /tmp/notes-7 --events 5000 --seed 7 --json | tail -1
 
     """
 

@@ -11,10 +11,11 @@ enum BlameCommand: RewindCommand {
     Every event that touched the record with id ENTITY (32 hex digits, in whichever collection
     holds it), or the value collection named ENTITY, oldest first, each with the record after it
     ("removed" once it is gone). An id no event ever touched is a usage error (exit 2). With
-    --json, one JSON object per event per line.
+    --json, one JSON object per event per line. The examples read a journal written by
+    `rewind demo /tmp/j --seed 1`.
 
     Examples:
-      rewind blame /tmp/j 0000000000000000000000000000002a
+      rewind blame /tmp/j a29091f1c4eab8dccb96c6e05cf03f5b
       rewind blame /tmp/j settings --json
 
     """

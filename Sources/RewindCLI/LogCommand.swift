@@ -26,11 +26,12 @@ enum LogCommand: RewindCommand {
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an entity no event mentions); 3 when the journal cannot be read.
+    The examples read a journal written by `rewind demo /tmp/notes --seed 1`.
 
     Examples:
       rewind log /tmp/notes --limit 5
-      rewind log /tmp/notes --type 'note.*' --origin sync --since 2026-01-02 --json
-      rewind log /tmp/notes --entity 5f0c9d2e8a7b41c3b6e1d0f9a8c7b6e5
+      rewind log /tmp/notes --type 'note.*' --origin sync --since 2026-01-01T01:00:00Z --json
+      rewind log /tmp/notes --entity a29091f1c4eab8dccb96c6e05cf03f5b
 
     """
 

@@ -17,7 +17,7 @@ enum ReplayCommand: RewindCommand {
     Examples:
       rewind replay /tmp/j
       rewind replay /tmp/j --to 1200 --json | jq '.state.notes.records | length'
-      rewind replay /tmp/j --at 2024-05-01T12:00:00Z
+      rewind replay /tmp/j --at 2026-01-01T01:00:00Z
 
     """
 
