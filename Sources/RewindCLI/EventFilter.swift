@@ -99,11 +99,13 @@ struct EventFilter {
 enum ISO8601 {
   /// Parses `2026-01-01`, `2026-01-01T10:00`, `2026-01-01T10:00:00`, with optional fractional
   /// seconds (up to nanoseconds) and a zone (`Z`, `+02:00`, `-0500`; UTC when absent), into
-  /// nanoseconds since 1970-01-01T00:00:00Z.
+  /// nanoseconds since 1970-01-01T00:00:00Z; nil for a time an Int64 of nanoseconds cannot hold
+  /// (before 1677-09-21 or after 2262-04-11).
   static func parse(_ text: String, option: String) throws(UsageError) -> Int64 {
     guard let value = parse(text) else {
       throw UsageError(
-        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01, not '\(text)'")
+        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01 (between 1677-09-22 "
+          + "and 2262-04-10), not '\(text)'")
     }
     return value
   }
@@ -168,8 +170,11 @@ enum ISO8601 {
     parts.tm_min = Int32(minute)
     parts.tm_sec = Int32(second)
     let seconds = Int64(timegm(&parts)) - Int64(offset)
+    // Nanoseconds in an Int64 reach from 1677-09-21T00:12:43.145224192Z to
+    // 2262-04-11T23:47:16.854775807Z; a time outside is no time a record can have.
     let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    guard !overflow else { return nil }
-    return product + nanos
+    let (sum, overflowAgain) = product.addingReportingOverflow(nanos)
+    guard !overflow, !overflowAgain else { return nil }
+    return sum
   }
 }

@@ -111,6 +111,9 @@ import Testing
     (["--entity", "note-1"], "--entity needs an identifier of 32 hexadecimal digits"),
     (["--since", "yesterday"], "--since needs an ISO 8601 time"),
     (["--until", "2026-13-01"], "--until needs an ISO 8601 time"),
+    // Past the last nanosecond an Int64 holds (2262-04-11T23:47:16.854775807Z): not a trap.
+    (["--since", "2262-04-11T23:47:16.9Z"], "--since needs an ISO 8601 time"),
+    (["--until", "2262-04-11T23:47:16.9Z"], "--until needs an ISO 8601 time"),
     (["--from", "5", "--to", "3"], "--from 5 is after --to 3"),
     (["--from", "0"], "--from needs a whole number"),
     (["--type", "no.such.event"], "no event in"),
