@@ -248,4 +248,21 @@ import Testing
     #expect(clean.syncs > 24, "under .always every append and every roll syncs")
     for n in 0..<clean.syncs { _ = try await Self.sweepRun(.syncError(EIO), skip: n) }
   }
+
+  /// A whole-file write that fails (a full disk, a failed sync or rename: what `rewind snapshot`
+  /// meets on a full disk) leaves no temporary file behind to take up the space.
+  @Test(arguments: [
+    FaultInjectingFileIO.Fault.writeError(ENOSPC), .shortWrite(bytes: 10, thenErrno: ENOSPC), .syncError(EIO),
+    .renameError(EIO),
+  ])
+  func aFailedAtomicWriteLeavesNoTemporaryFile(fault: FaultInjectingFileIO.Fault) throws {
+    let dir = TemporaryDirectory("atomic-write-fault")
+    let faults = FaultInjectingFileIO()
+    faults.arm(fault, pathContains: "state")
+    #expect(throws: (any Error).self) {
+      try faults.writeFileAtomically(
+        [UInt8](repeating: 1, count: 4096), to: dir.appending("state"), directory: dir.path)
+    }
+    #expect(Files.list(dir.path).isEmpty, "\(fault): \(Files.list(dir.path))")
+  }
 }

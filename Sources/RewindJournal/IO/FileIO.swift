@@ -270,6 +270,8 @@ extension FileIO {
   }
 
   /// Writes a whole new file durably and atomically: temporary file, fsync, rename, directory fsync.
+  /// When the write, the fsync or the rename fails, the temporary file is removed (a full disk
+  /// keeps no half-written copy); `path` is then as it was.
   package func writeFileAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
     let temporary = path + ".tmp"
     let fd = try open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
@@ -278,10 +280,16 @@ extension FileIO {
       try sync(fd, metadata: true, path: temporary)
     } catch {
       close(fd)
+      try? removeFile(temporary)
       throw error
     }
     close(fd)
-    try rename(temporary, to: path)
+    do {
+      try rename(temporary, to: path)
+    } catch {
+      try? removeFile(temporary)
+      throw error
+    }
     try syncDirectory(directory)
   }
 
