@@ -7,12 +7,13 @@ enum TailCommand: RewindCommand {
   static let name = "tail"
   static let summary = "the last events; with -f, each new one as it is committed"
   static let help = """
-    Usage: rewind tail DIR [-n N] [-f] [--json]
+    Usage: rewind tail DIR [-n N] [-f] [--json] [--full]
 
-    Shows the last N events (default 10) as `rewind log` does, oldest first. With -f (--follow),
-    then waits and shows each new event as a writer commits it, one line at a time, until
-    interrupted (Ctrl-C ends it with exit 0) or its output is closed. Takes no lock: a writer
-    may be appending meanwhile.
+    Shows the last N events (default 10; -n or --lines N) as `rewind log` does, oldest first,
+    fields cut at 160 characters unless --full, one JSON object per line with --json. With -f
+    (--follow), then waits and shows each new event as a writer commits it, one line at a time,
+    until interrupted (Ctrl-C ends it with exit 0) or its output is closed. Takes no lock: a
+    writer may be appending meanwhile.
 
     Examples:
       rewind tail /tmp/notes -n 3

@@ -205,6 +205,14 @@ import Testing
     #expect(object["sound"] as? Bool == true)
   }
 
+  /// tail takes --full and --lines as log and head do; its help names them.
+  @Test func tailHelpNamesEveryOptionItTakes() async throws {
+    let help = try await Self.rewind(["tail", "--help"])
+    for option in ["-n N", "--lines N", "-f", "--follow", "--json", "--full"] {
+      #expect(help.out.contains(option), "\(option): \(help.out)")
+    }
+  }
+
   @Test func tailShowsTheLastEventsAndFollowsNewOnes() async throws {
     let (dir, path, events) = try await Self.journal(events: 300)
     defer { withExtendedLifetime(dir) {} }
