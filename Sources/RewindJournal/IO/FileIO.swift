@@ -5,6 +5,8 @@ package struct SystemCallError: Error, Equatable, CustomStringConvertible {
   package var operation: String
   package var path: String
   package var errno: Int32
+  /// What went wrong, when `errno`'s own text would not say it (a FIFO where a file belongs).
+  package var reason: String?
 
   package init(_ operation: String, path: String, errno: Int32) {
     self.operation = operation
@@ -12,8 +14,13 @@ package struct SystemCallError: Error, Equatable, CustomStringConvertible {
     self.errno = errno
   }
 
+  package init(_ operation: String, path: String, errno: Int32, reason: String) {
+    self.init(operation, path: path, errno: errno)
+    self.reason = reason
+  }
+
   package var description: String {
-    "\(operation) \(path): \(String(cString: strerror(errno))) (errno \(errno))"
+    "\(operation) \(path): \(reason ?? String(cString: strerror(errno))) (errno \(errno))"
   }
 }
 
@@ -97,9 +104,33 @@ package struct PosixFileIO: FileIO {
     // Files of a journal are never symbolic links: one planted in a journal (say, one sent from
     // an untrusted device for audit) must not make Rewind read or write outside it. Directories
     // may be reached through links (the journal's own path is the user's business).
-    let noFollow = flags & O_DIRECTORY == 0 ? O_NOFOLLOW : 0
-    let fd = path.withCString { Glibc.open($0, flags | O_CLOEXEC | noFollow, mode_t(mode)) }
+    let isFile = flags & O_DIRECTORY == 0
+    // Nor are they directories, FIFOs, sockets or devices: opening a FIFO to read would wait for
+    // a writer for ever. O_NONBLOCK makes that open return at once (it changes nothing for a
+    // regular file), and the check after it refuses whatever is not a regular file.
+    let fileFlags = isFile ? O_NOFOLLOW | O_NONBLOCK : 0
+    let fd = path.withCString { Glibc.open($0, flags | O_CLOEXEC | fileFlags, mode_t(mode)) }
     if fd < 0 { throw SystemCallError("open", path: path, errno: Glibc.errno) }
+    if isFile {
+      var status = stat()
+      guard fstat(fd, &status) == 0 else {
+        let error = SystemCallError("fstat", path: path, errno: Glibc.errno)
+        Glibc.close(fd)
+        throw error
+      }
+      let type = status.st_mode & S_IFMT
+      guard type == S_IFREG else {
+        Glibc.close(fd)
+        let kind =
+          switch type {
+          case S_IFDIR: "a directory"
+          case S_IFIFO: "a FIFO"
+          case S_IFSOCK: "a socket"
+          default: "a device"
+          }
+        throw SystemCallError("open", path: path, errno: EINVAL, reason: "not a regular file: \(kind)")
+      }
+    }
     return fd
   }
 
