@@ -155,13 +155,17 @@ enum ISO8601 {
     if take("Z") || take("z") {
     } else if let sign = chars.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
       chars.removeFirst()
-      guard let h = number(2) else { return nil }
+      guard let h = number(2), h < 24 else { return nil }
       _ = take(":")
-      guard let m = number(2) else { return nil }
+      guard let m = number(2), m < 60 else { return nil }
       offset = (h * 3600 + m * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
     }
-    guard chars.isEmpty, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
-    else { return nil }
+    guard chars.isEmpty, (1...12).contains(month), hour < 24, minute < 60, second < 61 else { return nil }
+    // A day the month does not have (2026-02-31) is refused, not rolled over into the next month.
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    guard (1...[31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]).contains(day) else {
+      return nil
+    }
     var parts = tm()
     parts.tm_year = Int32(year - 1900)
     parts.tm_mon = Int32(month - 1)

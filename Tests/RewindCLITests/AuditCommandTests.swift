@@ -114,6 +114,9 @@ import Testing
     // Past the last nanosecond an Int64 holds (2262-04-11T23:47:16.854775807Z): not a trap.
     (["--since", "2262-04-11T23:47:16.9Z"], "--since needs an ISO 8601 time"),
     (["--until", "2262-04-11T23:47:16.9Z"], "--until needs an ISO 8601 time"),
+    // Days a month does not have and zone offsets past 23:59 are refused, not rolled over.
+    (["--until", "2026-02-31"], "--until needs an ISO 8601 time"),
+    (["--since", "2026-01-01T00:00:00+99:99"], "--since needs an ISO 8601 time"),
     (["--from", "5", "--to", "3"], "--from 5 is after --to 3"),
     (["--from", "0"], "--from needs a whole number"),
     (["--type", "no.such.event"], "no event in"),
