@@ -183,6 +183,6 @@ import Testing
     }
     #expect(releases == 0, "reading a journal whose \(name) is a FIFO waited on it")
     let message = try #require(outcome.withLock { $0 }, "still reading the FIFO")
-    #expect(message.contains("\(name): not a regular file"), "\(message)")
+    #expect(message.contains("\(name) (a FIFO, not a regular file)"), "\(message)")
   }
 }

@@ -5,8 +5,6 @@ package struct SystemCallError: Error, Equatable, CustomStringConvertible {
   package var operation: String
   package var path: String
   package var errno: Int32
-  /// What went wrong, when `errno`'s own text would not say it (a FIFO where a file belongs).
-  package var reason: String?
 
   package init(_ operation: String, path: String, errno: Int32) {
     self.operation = operation
@@ -14,13 +12,8 @@ package struct SystemCallError: Error, Equatable, CustomStringConvertible {
     self.errno = errno
   }
 
-  package init(_ operation: String, path: String, errno: Int32, reason: String) {
-    self.init(operation, path: path, errno: errno)
-    self.reason = reason
-  }
-
   package var description: String {
-    "\(operation) \(path): \(reason ?? String(cString: strerror(errno))) (errno \(errno))"
+    "\(operation) \(path): \(String(cString: strerror(errno))) (errno \(errno))"
   }
 }
 
@@ -128,7 +121,7 @@ package struct PosixFileIO: FileIO {
           case S_IFSOCK: "a socket"
           default: "a device"
           }
-        throw SystemCallError("open", path: path, errno: EINVAL, reason: "not a regular file: \(kind)")
+        throw SystemCallError("open", path: "\(path) (\(kind), not a regular file)", errno: EINVAL)
       }
     }
     return fd
