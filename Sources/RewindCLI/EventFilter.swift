@@ -99,11 +99,13 @@ struct EventFilter {
 enum ISO8601 {
   /// Parses `2026-01-01`, `2026-01-01T10:00`, `2026-01-01T10:00:00`, with optional fractional
   /// seconds (up to nanoseconds) and a zone (`Z`, `+02:00`, `-0500`; UTC when absent), into
-  /// nanoseconds since 1970-01-01T00:00:00Z.
+  /// nanoseconds since 1970-01-01T00:00:00Z; nil for a time an Int64 of nanoseconds cannot hold
+  /// (before 1677-09-21 or after 2262-04-11).
   static func parse(_ text: String, option: String) throws(UsageError) -> Int64 {
     guard let value = parse(text) else {
       throw UsageError(
-        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01, not '\(text)'")
+        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01 (between 1677-09-22 "
+          + "and 2262-04-10), not '\(text)'")
     }
     return value
   }
@@ -153,13 +155,17 @@ enum ISO8601 {
     if take("Z") || take("z") {
     } else if let sign = chars.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
       chars.removeFirst()
-      guard let h = number(2) else { return nil }
+      guard let h = number(2), h < 24 else { return nil }
       _ = take(":")
-      guard let m = number(2) else { return nil }
+      guard let m = number(2), m < 60 else { return nil }
       offset = (h * 3600 + m * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
     }
-    guard chars.isEmpty, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
-    else { return nil }
+    guard chars.isEmpty, (1...12).contains(month), hour < 24, minute < 60, second < 61 else { return nil }
+    // A day the month does not have (2026-02-31) is refused, not rolled over into the next month.
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    guard (1...[31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]).contains(day) else {
+      return nil
+    }
     var parts = tm()
     parts.tm_year = Int32(year - 1900)
     parts.tm_mon = Int32(month - 1)
@@ -168,8 +174,11 @@ enum ISO8601 {
     parts.tm_min = Int32(minute)
     parts.tm_sec = Int32(second)
     let seconds = Int64(timegm(&parts)) - Int64(offset)
+    // Nanoseconds in an Int64 reach from 1677-09-21T00:12:43.145224192Z to
+    // 2262-04-11T23:47:16.854775807Z; a time outside is no time a record can have.
     let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    guard !overflow else { return nil }
-    return product + nanos
+    let (sum, overflowAgain) = product.addingReportingOverflow(nanos)
+    guard !overflow, !overflowAgain else { return nil }
+    return sum
   }
 }

@@ -10,10 +10,15 @@ package func ratio(_ report: VerificationReport) -> String {
   return written <= 0 ? "-" : String(format: "%.2f", Double(report.bytesDecoded) / Double(written))
 }
 
-/// ISO 8601 with nanoseconds, UTC.
+/// ISO 8601 with nanoseconds, UTC; any Int64 (1677-09-21T00:12:43.145224192Z to
+/// 2262-04-11T23:47:16.854775807Z).
 package func isoTime(_ nanoseconds: Int64) -> String {
-  let seconds = nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000
-  let fraction = nanoseconds - seconds * 1_000_000_000
+  // Floor division, so a time before 1970 has a fraction in 0..<1e9, without overflow at Int64.min.
+  var (seconds, fraction) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+  if fraction < 0 {
+    seconds -= 1
+    fraction += 1_000_000_000
+  }
   var time = time_t(seconds)
   var parts = tm()
   gmtime_r(&time, &parts)

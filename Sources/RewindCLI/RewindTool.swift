@@ -4,7 +4,8 @@ import Foundation
 /// get the exit code; output goes to the given sinks.
 ///
 /// Exit codes: 0 success, 1 findings (verify or stats found damage, bisect found a failure, repair
-/// showed a plan only, compact met a damaged segment), 2 usage error, 3 the journal cannot be opened or read.
+/// showed a plan only, compact met a damaged segment), 2 usage error, 3 the journal cannot be opened or
+/// read (or standard output cannot be written).
 public struct RewindTool {
   public enum ExitCode: Int32 {
     case success = 0
@@ -14,6 +15,11 @@ public struct RewindTool {
   }
 
   /// Where output goes: standard output and standard error by default.
+  ///
+  /// The standard sinks write with `write(2)`. Standard output that cannot be written ends the
+  /// process: a closed pipe (`rewind log DIR | head -1`) quietly with status 141, as SIGPIPE
+  /// would; any other failure (a full disk) with a message on standard error and exit 3. A
+  /// message that standard error cannot take is dropped.
   public struct Output: Sendable {
     public var out: @Sendable (String) -> Void
     public var err: @Sendable (String) -> Void
@@ -24,8 +30,31 @@ public struct RewindTool {
     }
 
     public static let standard = Output(
-      out: { text in FileHandle.standardOutput.write(Data(text.utf8)) },
-      err: { text in FileHandle.standardError.write(Data(text.utf8)) })
+      out: { text in
+        let failure = writeAll(text, to: STDOUT_FILENO)
+        guard failure != 0 else { return }
+        // The reader is gone: nothing more to show, and nothing to say about it.
+        if failure == EPIPE { exit(128 + SIGPIPE) }
+        _ = writeAll(
+          "rewind: cannot write to standard output: \(String(cString: strerror(failure)))\n", to: STDERR_FILENO)
+        exit(ExitCode.unreadable.rawValue)
+      },
+      err: { text in _ = writeAll(text, to: STDERR_FILENO) })
+
+    /// Writes all of `text` to `descriptor`, retrying short and interrupted writes; returns 0, or
+    /// the `errno` of the write that failed.
+    static func writeAll(_ text: String, to descriptor: Int32) -> Int32 {
+      var bytes = Array(text.utf8)[...]
+      while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if written >= 0 {
+          bytes = bytes.dropFirst(written)
+        } else if errno != EINTR {
+          return errno
+        }
+      }
+      return 0
+    }
   }
 
   /// The models whose journals the replay-level commands can rebuild.
@@ -86,7 +115,8 @@ public struct RewindTool {
 
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
-    cannot be opened or read.
+    cannot be opened or read, or standard output cannot be written (a full disk). A reader that closes
+    the pipe early (rewind log DIR | head -1) ends the command quietly, with status 141 as SIGPIPE would.
     Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 

@@ -111,6 +111,12 @@ import Testing
     (["--entity", "note-1"], "--entity needs an identifier of 32 hexadecimal digits"),
     (["--since", "yesterday"], "--since needs an ISO 8601 time"),
     (["--until", "2026-13-01"], "--until needs an ISO 8601 time"),
+    // Past the last nanosecond an Int64 holds (2262-04-11T23:47:16.854775807Z): not a trap.
+    (["--since", "2262-04-11T23:47:16.9Z"], "--since needs an ISO 8601 time"),
+    (["--until", "2262-04-11T23:47:16.9Z"], "--until needs an ISO 8601 time"),
+    // Days a month does not have and zone offsets past 23:59 are refused, not rolled over.
+    (["--until", "2026-02-31"], "--until needs an ISO 8601 time"),
+    (["--since", "2026-01-01T00:00:00+99:99"], "--since needs an ISO 8601 time"),
     (["--from", "5", "--to", "3"], "--from 5 is after --to 3"),
     (["--from", "0"], "--from needs a whole number"),
     (["--type", "no.such.event"], "no event in"),
@@ -200,6 +206,14 @@ import Testing
     #expect((object["byOrigin"] as? [String: Int])?["sync"] == sync)
     #expect(object["first"] as? String == first)
     #expect(object["sound"] as? Bool == true)
+  }
+
+  /// tail takes --full and --lines as log and head do; its help names them.
+  @Test func tailHelpNamesEveryOptionItTakes() async throws {
+    let help = try await Self.rewind(["tail", "--help"])
+    for option in ["-n N", "--lines N", "-f", "--follow", "--json", "--full"] {
+      #expect(help.out.contains(option), "\(option): \(help.out)")
+    }
   }
 
   @Test func tailShowsTheLastEventsAndFollowsNewOnes() async throws {

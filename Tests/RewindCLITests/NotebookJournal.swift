@@ -72,14 +72,16 @@ struct NotebookJournal {
 
 /// Runs a built product with arguments and optional standard input; output goes through files,
 /// so neither stream can fill a pipe and stall the child. The child runs on a thread of its own
-/// (`onOwnThread`), so no thread of the cooperative pool waits for it.
+/// (`onOwnThread`), so no thread of the cooperative pool waits for it. `standardOutput` and
+/// `standardError` send a stream to that path instead (`/dev/full`); `out` or `err` is then empty.
 struct ToolRun: Sendable {
   var status: Int32
   var out: String
   var err: String
 
   static func run(
-    _ product: String, _ arguments: [String], input: String? = nil, in directory: String? = nil
+    _ product: String, _ arguments: [String], input: String? = nil, in directory: String? = nil,
+    standardOutput: String? = nil, standardError: String? = nil
   ) async throws -> ToolRun {
     let executable = try #require(
       product.hasPrefix("/") ? product : ChildProcess.builtProduct(product), "\(product) must be built with the tests")
@@ -93,8 +95,8 @@ struct ToolRun: Sendable {
       process.executableURL = URL(fileURLWithPath: executable)
       process.arguments = arguments
       if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-      process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-      process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+      process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: standardOutput ?? outPath))
+      process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: standardError ?? errPath))
       let stdin = Pipe()
       process.standardInput = input == nil ? FileHandle.nullDevice : stdin
       try process.run()

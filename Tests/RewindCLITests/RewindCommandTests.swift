@@ -55,6 +55,22 @@ import Testing
       ])
   }
 
+  /// The journal takes any Int64 timestamp; log shows the extremes rather than trapping on them.
+  @Test func logShowsTheExtremeTimestamps() async throws {
+    let dir = TemporaryDirectory("cli-extreme-times")
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    for timestamp in [Int64.min, -1, Int64.max] {
+      try journal.appendAndWait([NewRecord(timestamp: timestamp, payload: Array("x".utf8))])
+    }
+    journal.close()
+    let log = try await Self.rewind(["log", dir.path])
+    #expect(log.status == 0, "\(log.err)")
+    #expect(
+      log.out.split(separator: "\n").map { $0.split(separator: " ")[1] } == [
+        "1677-09-21T00:12:43.145224192Z", "1969-12-31T23:59:59.999999999Z", "2262-04-11T23:47:16.854775807Z",
+      ])
+  }
+
   @Test func verifyLocatesDamageAndRepairMovesItAside() async throws {
     let dir = try Self.journal()
     let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }

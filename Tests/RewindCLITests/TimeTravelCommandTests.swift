@@ -452,6 +452,7 @@ import Testing
       (["replay", journal.path, "--to", String(last + 1)], 2, "beyond the journal's last sequence number \(last)"),
       (["replay", journal.path, "--to", "-3"], 2, "not a whole number"),
       (["replay", journal.path, "--at", "yesterday"], 2, "is not ISO 8601"),
+      (["replay", journal.path, "--at", "2262-04-11T23:47:16.9Z"], 2, "is not ISO 8601"),
       (["replay", journal.path, "--at", "1999-01-01T00:00:00Z"], 2, "outside the journal's records"),
       (["replay", journal.path, "--to", "1", "--at", isoTime(journal.timestamps[0])], 2, "not both"),
       (["replay", journal.path, "--model", "ledger"], 2, "unknown model 'ledger'; registered models: workspace"),

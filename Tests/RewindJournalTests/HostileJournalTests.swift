@@ -6,7 +6,8 @@ import Testing
 
 /// A journal from an untrusted source (say, sent from a device for audit): decompression bombs
 /// are refused without decoding them, declared sizes never drive allocation, and no file or folder
-/// inside the journal can make Rewind read or write outside it (symbolic links are not followed).
+/// inside the journal can make Rewind read or write outside it (symbolic links are not followed),
+/// or wait on it (FIFOs are refused).
 @Suite struct HostileJournalTests {
   /// A one-segment journal whose only batch is `header` followed by `frame`, with both
   /// checksums right, so that only the sizes and the frame's content can be wrong.
@@ -152,5 +153,36 @@ import Testing
     let repair = journalError { _ = try Journal.repair(directory: journal) }
     #expect(repair?.errno == ENOTDIR, "\(String(describing: repair))")
     #expect(Files.list(outside).isEmpty, "nothing may be moved outside the journal")
+  }
+
+  /// A FIFO planted where a journal file belongs (a segment after the last, the manifest) is
+  /// refused at once: opening it to read would wait, for ever, for something to write to it.
+  @Test(arguments: [Layout.segmentName(firstSequence: 2), "manifest.json"])
+  func aFIFOInAJournalIsRefusedNotWaitedOn(name: String) async throws {
+    let dir = TemporaryDirectory("fifo")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    try journal.appendAndWait([NewRecord(timestamp: 1, payload: [1, 2, 3])])
+    journal.close()
+    let fifo = dir.appending(name)
+    try? FileManager.default.removeItem(atPath: fifo)
+    try #require(mkfifo(fifo, 0o600) == 0)
+    let outcome = Locked<String?>(nil)
+    let path = dir.path
+    Thread.detachNewThread {
+      let error = journalError { _ = try JournalFixtures.readAll(path) }
+      outcome.withLock { $0 = error.map { "\($0)" } ?? "no error" }
+    }
+    for _ in 0..<500 where outcome.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+    var releases = 0
+    while outcome.withLock({ $0 }) == nil && releases < 500 {
+      // A reader stuck in open(2): a writer's open lets it go, so the test fails rather than hangs.
+      let fd = open(fifo, O_WRONLY | O_NONBLOCK)
+      if fd >= 0 { close(fd) }
+      releases += 1
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    #expect(releases == 0, "reading a journal whose \(name) is a FIFO waited on it")
+    let message = try #require(outcome.withLock { $0 }, "still reading the FIFO")
+    #expect(message.contains("\(name) (a FIFO, not a regular file)"), "\(message)")
   }
 }

@@ -97,9 +97,33 @@ package struct PosixFileIO: FileIO {
     // Files of a journal are never symbolic links: one planted in a journal (say, one sent from
     // an untrusted device for audit) must not make Rewind read or write outside it. Directories
     // may be reached through links (the journal's own path is the user's business).
-    let noFollow = flags & O_DIRECTORY == 0 ? O_NOFOLLOW : 0
-    let fd = path.withCString { Glibc.open($0, flags | O_CLOEXEC | noFollow, mode_t(mode)) }
+    let isFile = flags & O_DIRECTORY == 0
+    // Nor are they directories, FIFOs, sockets or devices: opening a FIFO to read would wait for
+    // a writer for ever. O_NONBLOCK makes that open return at once (it changes nothing for a
+    // regular file), and the check after it refuses whatever is not a regular file.
+    let fileFlags = isFile ? O_NOFOLLOW | O_NONBLOCK : 0
+    let fd = path.withCString { Glibc.open($0, flags | O_CLOEXEC | fileFlags, mode_t(mode)) }
     if fd < 0 { throw SystemCallError("open", path: path, errno: Glibc.errno) }
+    if isFile {
+      var status = stat()
+      guard fstat(fd, &status) == 0 else {
+        let error = SystemCallError("fstat", path: path, errno: Glibc.errno)
+        Glibc.close(fd)
+        throw error
+      }
+      let type = status.st_mode & S_IFMT
+      guard type == S_IFREG else {
+        Glibc.close(fd)
+        let kind =
+          switch type {
+          case S_IFDIR: "a directory"
+          case S_IFIFO: "a FIFO"
+          case S_IFSOCK: "a socket"
+          default: "a device"
+          }
+        throw SystemCallError("open", path: "\(path) (\(kind), not a regular file)", errno: EINVAL)
+      }
+    }
     return fd
   }
 
