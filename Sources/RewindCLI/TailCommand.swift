@@ -9,7 +9,7 @@ enum TailCommand: RewindCommand {
   static let help = """
     Usage: rewind tail DIR [-n N] [-f] [--full] [--json]
 
-    Shows the last N events (-n or --lines; default 10) as `rewind log` does, oldest first, each
+    Shows the last N events (-n N or --lines N; default 10) as `rewind log` does, oldest first, each
     event's fields cut at 160 characters unless --full is given; --json as `rewind log --json`.
     With -f (--follow), then waits and shows each new event as a writer commits it, one line at
     a time, until interrupted (Ctrl-C ends it with exit 0) or its output is closed. Takes no
