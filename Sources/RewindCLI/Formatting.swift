@@ -2,9 +2,9 @@ import Foundation
 import Rewind
 package import RewindJournal
 
-/// Bytes decoded per byte on disk, two decimals; "-" for an empty journal.
-/// Decoded bytes over the bytes the segments hold, not counting the zeros a live writer
-/// preallocated after the last frame (which would make a young journal look uncompressed).
+/// Bytes decoded per byte on disk, two decimals; "-" for an empty journal. The bytes on disk are
+/// those the segments hold, not counting the zeros a live writer preallocated after the last frame
+/// (which would make a young journal look uncompressed).
 package func ratio(_ report: VerificationReport) -> String {
   let written = report.bytesOnDisk - report.preallocatedBytes
   return written <= 0 ? "-" : String(format: "%.2f", Double(report.bytesDecoded) / Double(written))
