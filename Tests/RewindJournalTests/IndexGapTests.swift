@@ -10,8 +10,8 @@ import Testing
 /// index backlog did; see `aWriterThatCannotReplaceAStaleIndexRewritesItInPlace`).
 @Suite struct IndexGapTests {
   /// One index entry per segment (the interval is larger than a segment), small segments.
-  static func options(_ io: FaultInjectingFileIO) -> JournalOptions {
-    var options = JournalFixtures.options(.none, segmentBytes: 1 << 10, indexBytes: 1 << 20)
+  static func options(_ io: any FileIO, indexBytes: Int = 1 << 20) -> JournalOptions {
+    var options = JournalFixtures.options(.none, segmentBytes: 1 << 10, indexBytes: indexBytes)
     options.mapsActiveSegment = false
     options.io = io
     return options
@@ -107,11 +107,8 @@ import Testing
     // writes the entries it could not, in order, before the next ones, so the file it leaves
     // equals what a fresh derivation gives, entry by entry.
     let dir = TemporaryDirectory("resume")
-    var options = JournalFixtures.options(.none, segmentBytes: 1 << 10, indexBytes: 256)
-    options.mapsActiveSegment = false
     let io = FaultInjectingFileIO()
-    options.io = io
-    let journal = try Journal(directory: dir.path, options: options)
+    let journal = try Journal(directory: dir.path, options: Self.options(io, indexBytes: 256))
     var records = try await JournalFixtures.write(journal, batches: 1, seed: 1)
     io.arm(fault, pathContains: Layout.indexName)
     records = try await Self.write(journal, until: 3, in: dir, after: records, seed: 100)
@@ -121,9 +118,7 @@ import Testing
     let written = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
 
     try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName))
-    var fresh = options
-    fresh.io = FaultInjectingFileIO()
-    let reopened = try Journal(directory: dir.path, options: fresh)
+    let reopened = try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO(), indexBytes: 256))
     #expect(reopened.recovery.indexRepairReason == "missing", "\(reopened.recovery)")
     reopened.close()
     let derived = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
@@ -189,11 +184,8 @@ import Testing
     // The file stays whole and in order (no entry names a batch that is not there), and the
     // next opening extends it.
     let dir = TemporaryDirectory("backlog-compaction")
-    var options = JournalFixtures.options(.none, segmentBytes: 1 << 10, indexBytes: 256)
-    options.mapsActiveSegment = false
     let io = IndexOutageFileIO()
-    options.io = io
-    let journal = try Journal(directory: dir.path, options: options)
+    let journal = try Journal(directory: dir.path, options: Self.options(io, indexBytes: 256))
     var records = try await JournalFixtures.write(journal, batches: 1, seed: 1)
     io.failing.withLock { $0 = true }
     records = try await Self.write(journal, until: 3, in: dir, after: records, seed: 100)
@@ -204,9 +196,7 @@ import Testing
     journal.close()
 
     let written = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
-    var fresh = options
-    fresh.io = FaultInjectingFileIO()
-    let reopened = try Journal(directory: dir.path, options: fresh)
+    let reopened = try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO(), indexBytes: 256))
     #expect(reopened.recovery.indexRepairReason == "stale", "\(reopened.recovery)")
     reopened.close()
     let derived = try #require(try Self.entries(dir.appending(Layout.indexName)), "whole entries")
