@@ -15,7 +15,9 @@ enum RepairCommand: RewindCommand {
     (committed records turned to zeros, or a segment cut short) has nothing to move: the plan says
     so, and the repair only drops the index that names the lost records. At a terminal it asks before moving;
     otherwise it only shows the plan unless --yes is given. Run it while no writer has the
-    journal open.
+    journal open. When every segment belongs to one journal and the manifest names another, it
+    refuses (exit 3) and names the segments' journal: the manifest is then the likelier damage,
+    and moving every segment aside would empty the journal.
 
     Exit 0 when there was nothing to repair or the repair is done; 1 when a plan was shown but not
     carried out; 3 when the journal cannot be opened.

@@ -39,4 +39,34 @@ import Testing
     #expect(Array(after.dropLast()) == Array(records.prefix(Int(first - 1))))
     #expect(after.last?.sequence == first)
   }
+
+  /// A manifest whose journal id no segment carries (every segment names one other journal) is
+  /// the one file likelier wrong: repair refuses, moving nothing, and names the segments' id, where
+  /// it used to move every segment aside and leave an empty journal. One foreign segment among
+  /// the journal's own is still repaired (`verify` locates it, repair moves it and what follows).
+  @Test func repairRefusesWhenOnlyTheManifestDisagrees() async throws {
+    let dir = TemporaryDirectory("manifest-id")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 62)
+    let ownID = journal.id
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let other = JournalID.random()
+    try Files.write(Manifest(journalID: other).encoded(), to: dir.appending(Layout.manifestName))
+
+    for dryRun in [true, false] {
+      let error = journalError { _ = try Journal.repair(directory: dir.path, dryRun: dryRun) }
+      #expect(error?.code == .badManifest, "\(String(describing: error))")
+      #expect(error?.file == Layout.manifestName)
+      #expect(error?.message.contains("belong to journal \(ownID)") == true, "\(String(describing: error))")
+    }
+    #expect(JournalFixtures.segments(dir.path) == segments, "nothing may be moved")
+    #expect(!Files.list(dir.path).contains("quarantine"))
+
+    // With the manifest put back, the journal is whole.
+    try Files.write(Manifest(journalID: ownID).encoded(), to: dir.appending(Layout.manifestName))
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
 }

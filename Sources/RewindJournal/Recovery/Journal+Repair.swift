@@ -53,6 +53,7 @@ extension Journal {
     report.damage = first
 
     let layout = try JournalDirectory(path: directory, io: io)
+    try refuseIfOnlyTheManifestDisagrees(layout)
     let quarantine = Quarantine(directory: directory, io: io)
     let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
     for segment in layout.segments where segment >= damagedSegment {
@@ -93,5 +94,26 @@ extension Journal {
       try? io.removeFile(directory + "/" + Layout.indexName)
     }
     return report
+  }
+
+  /// Throws `.badManifest` when every segment belongs to one journal and the manifest names
+  /// another: the one file is likelier wrong than all of them, and moving every segment aside
+  /// would empty the journal. A journal whose segments disagree among themselves, or with a
+  /// manifest some of them agree with, is repaired as usual.
+  private static func refuseIfOnlyTheManifestDisagrees(_ layout: JournalDirectory) throws {
+    var named: Set<JournalID> = []
+    for segment in layout.segments {
+      guard case .success(let header)? = try? layout.open(segment: segment).header() else { return }
+      named.insert(header.journalID)
+    }
+    guard named.count == 1, let segmentsID = named.first, segmentsID != layout.journalID else { return }
+    throw JournalError(
+      .badManifest,
+      "the manifest names journal \(layout.journalID), but "
+        + (layout.segments.count == 1 ? "the only segment belongs" : "all \(layout.segments.count) segments belong")
+        + " to journal \(segmentsID): the manifest is likelier wrong than every segment, and repair would move "
+        + "them all aside. Nothing was moved. If these segments are this journal's, set the manifest's journalID "
+        + "to \(segmentsID).",
+      directory: layout.path, file: Layout.manifestName)
   }
 }
