@@ -135,11 +135,10 @@ extension JournalReader {
             report.records += UInt64(header.recordCount)
             report.bytesDecoded += Int64(header.contentLength)
             if intact { report.lastSequence = header.lastSequence }
+            // A valid batch starts where the one before it ended, so the first batch's start
+            // and this one's end bound the segment's records.
             if header.lastSequence >= header.firstSequence {
-              segmentRecords =
-                min(
-                  segmentRecords?.lowerBound ?? .max, header.firstSequence)...max(
-                  segmentRecords?.upperBound ?? 0, header.lastSequence)
+              segmentRecords = (segmentRecords?.lowerBound ?? header.firstSequence)...header.lastSequence
             }
             expected = header.lastSequence + 1
             offset += header.totalLength
