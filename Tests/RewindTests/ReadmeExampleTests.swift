@@ -4,8 +4,9 @@ import RewindTestSupport
 import Testing
 
 /// The README's "Using the model layer" example, compiled and run: its code lies between the
-/// `README` markers below, and a test checks that the README shows exactly that code, so neither
-/// can change without the other.
+/// `README` markers below, and a test checks that the README and the overview of the library's
+/// documentation (`Rewind.docc/Rewind.md`) show exactly that code, so none can change without the
+/// others. The overview's last line, a read, lies between the `DocC` markers.
 enum ReadmeExample {
   struct NotFound: Error {}
 
@@ -53,6 +54,10 @@ enum ReadmeExample {
       command.record(NoteRetitled(id: id, title: title))
     }  // returns once journaled and applied
     // README end
+    // DocC begin: the read
+    let retitled = manager.state.notes.find(id: id)  // a read: no funnel
+    // DocC end
+    #expect(retitled?.title == title)
     return (manager, changes)
   }
 }
@@ -98,40 +103,58 @@ enum ReadmeExample {
     #expect(rebuilt.state.notes.find(id: Identifier(high: 7, low: 42))?.title == "draft")
   }
 
-  /// The lines between the `README begin` and `README end` markers of this file, each trimmed
-  /// and with runs of spaces made one (the formatter aligns comments differently from the README).
+  /// `lines`, each trimmed and with runs of spaces made one (the formatter aligns comments
+  /// differently from the README).
   static func normalized(_ lines: some Sequence<Substring>) -> [String] {
     lines.map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
   }
 
-  @Test func theReadmeShowsThisCode() throws {
-    let here = URL(fileURLWithPath: #filePath)
-    let source = try String(contentsOf: here, encoding: .utf8)
-    let readme = try String(
-      contentsOf: here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("README.md"), encoding: .utf8)
-    let section = try #require(readme.range(of: "## Using the model layer\n\n```swift\n"), "the README's section")
-    let end = try #require(readme[section.upperBound...].range(of: "```\n"))
-    let shown = Self.normalized(readme[section.upperBound..<end.lowerBound].split(separator: "\n")).joined(
-      separator: "\n")
-
+  /// The regions of this file between `// KIND begin` and `// KIND end` markers, normalized.
+  static func regions(_ kind: String) throws -> [String] {
+    let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
     var regions: [[Substring]] = []
     var current: [Substring]?
     for line in source.split(separator: "\n") {
       let trimmed = line.trimmingCharacters(in: .whitespaces)
-      if trimmed.hasPrefix("// README begin") {
+      if trimmed.hasPrefix("// \(kind) begin") {
         current = []
-      } else if trimmed == "// README end" {
+      } else if trimmed == "// \(kind) end" {
         regions.append(current ?? [])
         current = nil
       } else {
         current?.append(line)
       }
     }
+    return regions.map { normalized($0).joined(separator: "\n") }
+  }
+
+  /// The normalized lines of the first Swift code block after `heading` in the file at `path`
+  /// (relative to the package's root).
+  static func codeBlock(in path: String, after heading: String) throws -> String {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let text = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+    let section = try #require(text.range(of: heading + "\n\n"), "\(path)'s \(heading)")
+    let start = try #require(text[section.upperBound...].range(of: "```swift\n"), "\(path)'s code")
+    let end = try #require(text[start.upperBound...].range(of: "```\n"))
+    return normalized(text[start.upperBound..<end.lowerBound].split(separator: "\n")).joined(separator: "\n")
+  }
+
+  @Test func theReadmeShowsThisCode() throws {
+    let shown = try Self.codeBlock(in: "README.md", after: "## Using the model layer")
+    let regions = try Self.regions("README")
     #expect(regions.count == 2)
-    for region in regions {
-      let code = Self.normalized(region).joined(separator: "\n")
+    for code in regions {
       #expect(shown.contains(code), "README.md's \"Using the model layer\" must show:\n\(code)")
+    }
+  }
+
+  @Test func theDocumentationOverviewShowsThisCode() throws {
+    let shown = try Self.codeBlock(in: "Sources/Rewind/Rewind.docc/Rewind.md", after: "## Overview")
+    let regions = try Self.regions("README") + Self.regions("DocC")
+    #expect(regions.count == 3)
+    for code in regions {
+      #expect(shown.contains(code), "Rewind.docc/Rewind.md's overview must show:\n\(code)")
     }
   }
 }
