@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make demo   runs the main job: a demo workload, then an audit of the journal it wrote
 #   make test   runs the whole test suite (what CI runs), with the benchmark's small mode as a smoke test
+#               and DocC's check of the libraries' documentation (scripts/doc-check)
 #   make bench  builds the benchmark in release mode and runs it in full (Benchmarks/RESULTS.md)
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS seconds (docs/RELIABILITY.md)
 # Both install what is missing first (scripts/install-deps).
@@ -18,7 +19,7 @@ RELEASE_FLAGS ?= -Xcc -gdwarf-4
 # several threads or tasks at once.
 TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|FollowTests|LockTests|CompactionTests|SyncAcknowledgementTests|BlockModeTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
 
-.PHONY: deps demo test test-tsan bench fuzz lint format clean-demo
+.PHONY: deps demo test test-tsan bench fuzz lint doc-check format clean-demo
 
 deps:
 	@scripts/install-deps
@@ -33,6 +34,7 @@ demo: deps
 
 test: deps lint
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
+	scripts/doc-check
 	$(SWIFT) test -Xswiftc -warnings-as-errors
 	$(MAKE) test-tsan
 	$(SWIFT) run -Xswiftc -warnings-as-errors rewind-bench --small --json .build/bench-small.json
@@ -52,6 +54,10 @@ fuzz: deps
 
 lint:
 	@scripts/lint
+
+doc-check:
+	$(SWIFT) build
+	scripts/doc-check
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks Fuzz

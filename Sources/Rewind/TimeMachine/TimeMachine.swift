@@ -50,7 +50,10 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// Opens the journal in `directory` for reading, standing at the empty state.
   /// - Parameters:
+  ///   - directory: the journal's directory.
   ///   - keyframeInterval: records between kept states; seeking replays at most about this many.
+  ///   - maxKeyframes: the most states kept at once (at least 2); past it, the least recently
+  ///     used one goes, and `prepare()` spaces its keyframes to fit.
   ///   - useSnapshots: start seeks from snapshot files when they are closer than any keyframe.
   public init(
     directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 1024, useSnapshots: Bool = true

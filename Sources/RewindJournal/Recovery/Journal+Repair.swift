@@ -23,7 +23,10 @@ extension Journal {
   /// report says exactly what moved. Takes the writer's lock, so it refuses to run while a writer
   /// has the journal open.
   ///
-  /// - Parameter dryRun: only report what would be moved.
+  /// - Parameters:
+  ///   - directory: the journal's directory.
+  ///   - dryRun: only report what would be moved.
+  ///   - options: the file operations (`io`) and the limits the journal is read with (`limits`).
   public static func repair(directory: String, dryRun: Bool = false, options: JournalOptions = JournalOptions()) throws
     -> RepairReport
   {
