@@ -9,8 +9,9 @@ enum DiffCommand: RewindCommand {
     Usage: rewind diff DIR A B [--json] [--model NAME]
 
     The changes from the state after sequence A to the state after sequence B, per collection:
-    records inserted (+), updated (~, before and after) and removed (-), each list in id order.
-    Collections that did not change are left out. With --json, one JSON object.
+    records inserted (+), updated (~, the fields that changed, before and after) and removed (-),
+    each list in id order. Collections that did not change are left out. With --json, one JSON
+    object, with whole records before and after.
 
     Examples:
       rewind diff /tmp/j 100 200
@@ -67,8 +68,12 @@ enum DiffCommand: RewindCommand {
       }
       for change in collection.updated {
         lines.append("  ~ \(label(change.id))")
-        lines.append("      before \(change.before.map(StateInspector.json) ?? "")")
-        lines.append("      after  \(change.after.map(StateInspector.json) ?? "")")
+        // The fields that changed, when both versions are JSON objects; else the two whole.
+        let changed = change.before.flatMap { before in
+          change.after.flatMap { StateInspector.changedFields(before: before, after: $0) }
+        }
+        lines.append("      before \(changed?.before ?? change.before.map(StateInspector.json) ?? "")")
+        lines.append("      after  \(changed?.after ?? change.after.map(StateInspector.json) ?? "")")
       }
       for change in collection.removed {
         lines.append("  - \(label(change.id)) \(change.before.map(StateInspector.json) ?? "")")

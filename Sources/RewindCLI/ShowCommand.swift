@@ -15,7 +15,8 @@ enum ShowCommand: RewindCommand {
     When a registered model reads the event (the one named by --model, else the only one that
     reads its name and version), the touched records are found by applying the event to the
     state before it: each record (collection and id) inserted, updated, removed or touched
-    unchanged, with its value before and after, and the grouping-cache keys it changed. Otherwise
+    unchanged, with its value before and after (of an updated record, the fields that changed;
+    --json gives whole records), and the grouping-cache keys it changed. Otherwise
     (another app's journal, a rewind without the app's models, a model that cannot replay up to
     SEQ) they are inferred from the identifiers in its fields, and the output says so and why.
 

@@ -90,6 +90,15 @@ enum Touched {
       var lines = ["  touched   applied with model \(model) to the state after sequence \(sequence - 1):"]
       for record in effect.records {
         lines.append(indent + "\(record.store)\(record.id.isEmpty ? "" : " \(record.id)") \(record.change.rawValue)")
+        if record.change == .updated, let before = record.before, let after = record.after,
+          let changed = StateInspector.changedFields(before: before, after: after)
+        {
+          // Of an updated record, the fields that changed: a long note body edited once is not
+          // shown twice to find the tag that was added.
+          lines.append(indent + "  before " + changed.before)
+          lines.append(indent + "  after  " + changed.after)
+          continue
+        }
         if record.change == .updated || record.change == .removed, let before = record.before {
           lines.append(indent + "  before " + StateInspector.json(before))
         }

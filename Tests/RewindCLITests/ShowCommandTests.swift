@@ -77,15 +77,22 @@ import Testing
     let before = try #require(journal.states[Int(updated) - 1].notes.find(id: note.id))
     let run = try await rewind(["show", journal.path, String(updated)])
     #expect(run.status == 0, "\(run.err)")
+    // Of an updated record, the fields that changed (never its id).
+    let changed = try #require(StateInspector.changedFields(before: before, after: note))
+    #expect(!changed.before.contains(#""id":"#) && !changed.after.contains(#""id":"#))
     #expect(
       run.out.contains(
         """
           touched   applied with model workspace to the state after sequence \(updated - 1):
                     notes \(note.id) updated
-                      before \(try CanonicalJSON.render(before))
-                      after  \(try CanonicalJSON.render(note))
+                      before \(changed.before)
+                      after  \(changed.after)
 
         """), "\(run.out)")
+    // --json gives the whole records.
+    let json = try await rewind(["show", journal.path, String(updated), "--json"])
+    #expect(
+      json.out.contains(#""before":\#(try CanonicalJSON.render(before)),"after":\#(try CanonicalJSON.render(note))"#))
     // The first event creates a notebook.
     let first = try await rewind(["show", journal.path, "1"])
     let notebook = try #require(journal.states[1].notebooks.all().first)

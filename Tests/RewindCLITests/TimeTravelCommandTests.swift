@@ -101,6 +101,14 @@ import Testing
     // The text form shows the same changes, and an empty range says so.
     let text = try await rewind(["diff", journal.path, String(a), String(b)])
     #expect(text.out.contains("notes: \(ids("inserted").count) inserted, \(ids("updated").count) updated"))
+    // Each updated note by the fields that changed, never its id; --json has the whole records.
+    for id in ids("updated") {
+      let (before, after) = (try #require(old[id]), try #require(new[id]))
+      let changed = try #require(StateInspector.changedFields(before: before, after: after))
+      #expect(!changed.before.contains(#""id":"#) && !changed.after.contains(#""id":"#))
+      #expect(text.out.contains("  ~ \(id)\n      before \(changed.before)\n      after  \(changed.after)\n"), "\(id)")
+      #expect(run.out.contains(#""before":\#(try CanonicalJSON.render(before))"#))
+    }
     let none = try await rewind(["diff", journal.path, "5", "5"])
     #expect(none.out == "no changes from 5 to 5\n")
   }

@@ -40,6 +40,72 @@ public enum StateInspector {
     return text
   }
 
+  /// What changed between two versions of a record, as two JSON objects (`json(_:)`'s text)
+  /// holding only the fields that differ, each in its version's field order: a field present in
+  /// one version only appears on that side. Nil when either version is not a JSON object (a value
+  /// store's number, a record that is not `Encodable`) or no field differs: show the two whole.
+  public static func changedFields(before: any Sendable, after: any Sendable) -> (before: String, after: String)? {
+    guard let old = members(ofObject: json(before)), let new = members(ofObject: json(after)) else { return nil }
+    let oldValues = Dictionary(old.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+    let newValues = Dictionary(new.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+    let changedBefore = old.filter { newValues[$0.key] != $0.value }
+    let changedAfter = new.filter { oldValues[$0.key] != $0.value }
+    guard !changedBefore.isEmpty || !changedAfter.isEmpty else { return nil }
+    func object(_ members: [(key: String, value: String)]) -> String {
+      "{" + members.map { $0.key + ":" + $0.value }.joined(separator: ",") + "}"
+    }
+    return (object(changedBefore), object(changedAfter))
+  }
+
+  /// The members of the JSON object `json` as written: each key (quoted, as in the text) and its
+  /// value's text. Nil if `json` is not one object. Reads the compact JSON `json(_:)` writes (no
+  /// space between tokens); anything else reads as nil.
+  static func members(ofObject json: String) -> [(key: String, value: String)]? {
+    let bytes = Array(json.utf8)
+    let (quote, backslash) = (UInt8(ascii: "\""), UInt8(ascii: "\\"))
+    /// The index just past the string that starts at `start`, or nil if it does not end.
+    func endOfString(_ start: Int) -> Int? {
+      var index = start + 1
+      while index < bytes.count {
+        if bytes[index] == quote { return index + 1 }
+        index += bytes[index] == backslash ? 2 : 1
+      }
+      return nil
+    }
+    func text(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
+    guard bytes.count >= 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return nil }
+    var members: [(key: String, value: String)] = []
+    var index = 1
+    if bytes.count == 2 { return members }
+    while true {
+      guard index < bytes.count, bytes[index] == quote, let keyEnd = endOfString(index), keyEnd < bytes.count,
+        bytes[keyEnd] == UInt8(ascii: ":")
+      else { return nil }
+      let valueStart = keyEnd + 1
+      var end = valueStart
+      var depth = 0
+      scan: while end < bytes.count {
+        switch bytes[end] {
+        case quote:
+          guard let past = endOfString(end) else { return nil }
+          end = past
+          continue scan
+        case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+        case UInt8(ascii: "}"), UInt8(ascii: "]"):
+          if depth == 0 { break scan }
+          depth -= 1
+        case UInt8(ascii: ","): if depth == 0 { break scan }
+        default: break
+        }
+        end += 1
+      }
+      guard end < bytes.count, end > valueStart else { return nil }
+      members.append((text(index..<keyEnd), text(valueStart..<end)))
+      if bytes[end] == UInt8(ascii: "}") { return end == bytes.count - 1 ? members : nil }
+      index = end + 1
+    }
+  }
+
   static func stores<M: Model>(of state: M) -> [any ComparableCollection] {
     Mirror(reflecting: state).children.compactMap { $0.value as? any ComparableCollection }
   }
