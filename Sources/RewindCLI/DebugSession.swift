@@ -92,7 +92,9 @@ final class DebugSession {
 
   private func count(_ rest: [String]) throws -> UInt64 {
     guard let text = rest.first else { return 1 }
-    guard rest.count == 1, let value = UInt64(text) else { throw UsageError("expected a whole number, not '\(text)'") }
+    guard rest.count == 1, let value = UInt64(text) else {
+      throw UsageError("expected a count of records, a whole number from 0, not '\(text)'")
+    }
     return value
   }
 
@@ -112,6 +114,9 @@ final class DebugSession {
           throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
         }
         try move(to: sequence)
+      } else if let negative = Int(target), negative < 0 {
+        throw UsageError(
+          "sequence \(negative) is out of range: sequence numbers start at 0; give one in 0...\(machine.lastSequence)")
       } else if ISO8601.parse(target) != nil {
         // Within the journal's first and last record times, as `replay --at` requires.
         let time = try JournalBounds(directory: directory).time(target)
