@@ -116,6 +116,8 @@ public struct RewindTool {
     Options: --help (or -h) wherever a flag could stand shows a command's help (as an option's
     value it is just text); an option that takes a value may be given once (a second --since is a
     usage error), a flag twice counts once; -1 where a number is expected is out of range.
+    Text output shows control characters and bidi overrides from the journal (or echoed from the
+    command line) as escapes such as \\u{1B}; --json output is escaped as JSON.
 
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
@@ -155,10 +157,10 @@ public struct RewindTool {
       if let command = allCommands.first(where: { $0.name == name }) { output.out(command.help) }
       return ExitCode.success.rawValue
     } catch let error as UsageError {
-      output.err("rewind \(name): \(error.description)\n")
+      output.err("rewind \(visible(name)): \(visible(error.description))\n")
       return ExitCode.usage.rawValue
     } catch {
-      output.err("rewind \(name): \(error)\n")
+      output.err("rewind \(visible(name)): \(visible(String(describing: error)))\n")
       return ExitCode.unreadable.rawValue
     }
   }
