@@ -23,6 +23,9 @@ enum TailCommand: RewindCommand {
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let args = try Arguments(arguments, options: ["n", "lines"], flags: ["f", "follow", "json", "full"])
+    if let count = args.positionals.first(where: Arguments.isNegativeNumber) {
+      throw UsageError("the count is -n N (or --lines N): -n \(count.dropFirst()), not \(count)")
+    }
     let directory = try args.directory()
     if let short = args.value("n"), let long = args.value("lines") {
       throw UsageError("-n and --lines are one option, given twice ('\(short)' and '\(long)'); give it once")

@@ -85,6 +85,7 @@ import Testing
       (["export", journal, "--jsonl", "--from", "-2"], "--from needs a whole number in 1..."),
       (["log", journal, "--to", "-2"], "--to needs a whole number in 1..."),
       (["tail", journal, "-n", "-1"], "-n needs a whole number in 0..."),
+      (["tail", journal, "-5"], "the count is -n N (or --lines N): -n 5, not -5"),
       (["blame", journal, "-1"], "no event in \(journal) ever touched an entity '-1'"),
     ]
     for (arguments, message) in cases {
