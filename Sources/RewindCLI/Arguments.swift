@@ -1,11 +1,27 @@
 /// A usage error: exit code 2, with the message shown to the user.
 public struct UsageError: Error, CustomStringConvertible {
   public var description: String
+  /// Whether this is `helpRequested` rather than a mistake.
+  public private(set) var asksForHelp = false
   public init(_ description: String) { self.description = description }
+
+  /// `--help` or `-h` where a flag could stand: `RewindTool` shows the command's help and exits 0
+  /// instead of running it.
+  public static var helpRequested: UsageError {
+    var error = UsageError("--help asks for the command's help")
+    error.asksForHelp = true
+    return error
+  }
 }
 
 /// The arguments of one command: positionals, `--name value` options and `--flag`s. Knows which
 /// names each command accepts, so an unknown flag is a usage error rather than silently ignored.
+///
+/// A value option given twice is a usage error (`--since given twice`): last-wins would let a
+/// forgotten option narrow or widen a selection unseen. A flag given twice says the same thing
+/// twice and is accepted. `--help` and `-h` ask for help only where a flag could stand: as an
+/// option's value (`--type --help`) or after `--` they are text like any other. A word that is a
+/// negative number (`-1`) is a positional, so that the command can say it is out of range.
 public struct Arguments {
   public private(set) var positionals: [String] = []
   private var values: [String: String] = [:]
@@ -14,13 +30,17 @@ public struct Arguments {
   /// - Parameters:
   ///   - options: names that take a value (`--events 100`, `--events=100`).
   ///   - flags: names that take none (`--json`).
+  /// - Throws: `UsageError.helpRequested` when `--help` or `-h` stands where a flag could (even
+  ///   after a bad argument: asking for help wins); otherwise a `UsageError` for the first bad one.
   public init(_ arguments: some Sequence<String>, options: Set<String>, flags allowedFlags: Set<String>)
     throws(UsageError)
   {
     var iterator = arguments.makeIterator()
     var onlyPositionals = false
+    var helpRequested = false
+    var problem: UsageError?
     while let argument = iterator.next() {
-      if onlyPositionals || !argument.hasPrefix("-") || argument == "-" {
+      if onlyPositionals || !argument.hasPrefix("-") || argument == "-" || Self.isNegativeNumber(argument) {
         positionals.append(argument)
         continue
       }
@@ -34,16 +54,34 @@ public struct Arguments {
         inline = String(name[name.index(after: equals)...])
         name = String(name[..<equals])
       }
-      if allowedFlags.contains(name) {
-        guard inline == nil else { throw UsageError("\(Self.spelled(name)) takes no value") }
+      if (argument == "--help" || argument == "-h") && !allowedFlags.contains(name) && !options.contains(name) {
+        helpRequested = true
+      } else if allowedFlags.contains(name) {
+        if inline != nil { problem = problem ?? UsageError("\(Self.spelled(name)) takes no value") }
         flags.insert(name)
       } else if options.contains(name) {
-        guard let value = inline ?? iterator.next() else { throw UsageError("\(Self.spelled(name)) needs a value") }
+        guard let value = inline ?? iterator.next() else {
+          problem = problem ?? UsageError("\(Self.spelled(name)) needs a value")
+          break
+        }
+        if let earlier = values[name] {
+          problem =
+            problem
+            ?? UsageError(
+              "\(Self.spelled(name)) given twice ('\(earlier)' and '\(value)'); give it once")
+        }
         values[name] = value
       } else {
-        throw UsageError("unknown option \(argument)")
+        problem = problem ?? UsageError("unknown option \(argument)")
       }
     }
+    if helpRequested { throw .helpRequested }
+    if let problem { throw problem }
+  }
+
+  /// Whether `argument` is `-` and digits (`-1`): a number out of range, not an option.
+  static func isNegativeNumber(_ argument: String) -> Bool {
+    argument.count > 1 && argument.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
   }
 
   public func flag(_ name: String) -> Bool { flags.contains(name) }

@@ -46,13 +46,13 @@ struct AuditedEvent {
   }
 
   /// One line for people: sequence, time, name and version, origin, and the fields (cut after
-  /// `width` characters unless `width` is nil).
+  /// `width` characters unless `width` is nil), its control characters made `visible`.
   func line(width: Int?) -> String {
     var fields = payload
     if let width, fields.count > width { fields = String(fields.prefix(width)) + "…" }
     let name = header.map { "\($0.name) v\($0.version)" } ?? "(not a Rewind event, \(bytes) B)"
     let origin = header.map { " \($0.origin.name)" } ?? ""
-    return "\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  \(fields)"
+    return visible("\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  \(fields)")
   }
 }
 

@@ -46,18 +46,20 @@ enum BisectCommand: RewindCommand {
           + #""firstFailure":\#(failing.map(String.init) ?? "null"),"event":\#(event.map(eventJSON) ?? "null")}"#
           + "\n")
     } else if let failing {
-      output.out("invariant '\(name)' first fails at sequence \(failing)\n")
+      output.out(visible("invariant '\(name)' first fails at sequence \(failing)") + "\n")
       if let event {
-        output.out("  \(envelopeLine(event.envelope))\n    event \(StateInspector.json(event.event))\n")
+        output.out(
+          "  \(envelopeLine(event.envelope))\n" + visible("    event \(StateInspector.json(event.event))") + "\n")
       } else if failing == 0 {
         output.out("  it fails on the empty state, before any record\n")
       }
     } else {
       output.out(
-        args.flag("linear")
-          ? "invariant '\(name)' holds after every record through sequence \(bounds.lastSequence)\n"
-          : "invariant '\(name)' holds at the last sequence number, \(bounds.lastSequence) "
-            + "(bisect assumes a broken invariant stays broken; --linear checks every record)\n")
+        visible(
+          args.flag("linear")
+            ? "invariant '\(name)' holds after every record through sequence \(bounds.lastSequence)"
+            : "invariant '\(name)' holds at the last sequence number, \(bounds.lastSequence) "
+              + "(bisect assumes a broken invariant stays broken; --linear checks every record)") + "\n")
     }
     return failing == nil ? .success : .findings
   }

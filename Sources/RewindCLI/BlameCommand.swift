@@ -40,7 +40,7 @@ enum BlameCommand: RewindCommand {
           + "(as `rewind replay \(directory) --json` shows them) or a value collection's name")
     }
     if !args.flag("json") {
-      output.out("\(entity) in \(store): \(entries.count) event(s)\n")
+      output.out(visible("\(entity) in \(store): \(entries.count) event(s)") + "\n")
     }
     for entry in entries {
       let after = entry.after.map(StateInspector.json)
@@ -50,8 +50,9 @@ enum BlameCommand: RewindCommand {
             + #""event":\#(eventJSON(entry.event)),"after":\#(after ?? "null")}"# + "\n")
       } else {
         output.out(
-          "\(envelopeLine(entry.event.envelope))\n    event \(StateInspector.json(entry.event.event))\n"
-            + "    after \(after ?? "removed")\n")
+          "\(envelopeLine(entry.event.envelope))\n"
+            + visible("    event \(StateInspector.json(entry.event.event))") + "\n"
+            + visible("    after \(after ?? "removed")") + "\n")
       }
     }
     return .success

@@ -37,8 +37,10 @@ enum CompactCommand: RewindCommand {
       // Opening checks the segments as any writer does; compaction reads every frame it rewrites.
       let journal = try Journal(directory: directory, options: options)
       defer { journal.close() }
-      for moved in journal.recovery.movedAside { output.out("opening moved a torn tail aside: \(moved)\n") }
-      if let missing = journal.recovery.missingRecords { output.out("opening found \(missing)\n") }
+      for moved in journal.recovery.movedAside {
+        output.out(visible("opening moved a torn tail aside: \(moved)") + "\n")
+      }
+      if let missing = journal.recovery.missingRecords { output.out(visible("opening found \(missing)") + "\n") }
       report = try journal.compactSealedSegments { done in
         // Each as it is done: a failure later leaves these compacted.
         output.out(
@@ -46,7 +48,7 @@ enum CompactCommand: RewindCommand {
             + "\(done.bytesBefore) -> \(done.bytesAfter) bytes (\(percent(done.bytesAfter, of: done.bytesBefore)))\n")
       }
     } catch let error as JournalError where error.code == .corrupt || error.code == .sequenceBreak {
-      output.err("rewind compact: \(error)\n")
+      output.err(visible("rewind compact: \(error)") + "\n")
       return .findings
     }
     var summary =

@@ -27,8 +27,7 @@ final class DebugSession {
     var failed = false
     var unreadable = false
     if interactive {
-      output.out(
-        "rewind debug: \(model) in \(directory), sequences 0...\(machine.lastSequence); `help` lists commands\n")
+      say("rewind debug: \(model) in \(directory), sequences 0...\(machine.lastSequence); `help` lists commands")
     }
     while true {
       if interactive { output.out("rewind@\(machine.position)> ") }
@@ -41,13 +40,17 @@ final class DebugSession {
       } catch {
         failed = true
         if !(error is UsageError) { unreadable = true }
-        output.err("error: \(command): \(error)\n")
+        output.err(visible("error: \(command): \(error)") + "\n")
       }
     }
     if interactive { output.out("\n") }
     guard failed && !interactive else { return .success }
     return unreadable ? .unreadable : .usage
   }
+
+  /// Writes one line of output, made `visible`: ids, names and values come from the journal or
+  /// the user, and a control character in them must not reach the terminal.
+  private func say(_ line: String) { output.out(visible(line) + "\n") }
 
   private func perform(_ command: String, _ rest: [String]) throws {
     switch command {
@@ -63,7 +66,7 @@ final class DebugSession {
     case "check": try check(rest)
     case "mark":
       mark = machine.position
-      output.out("marked sequence \(machine.position)\n")
+      say("marked sequence \(machine.position)")
     case "diff": try diff(rest)
     case "watch":
       let id = try single(rest, "watch ID")
@@ -73,7 +76,7 @@ final class DebugSession {
       let id = try single(rest, "unwatch ID")
       guard watched.contains(where: { $0.id == id }) else { throw UsageError("'\(id)' is not watched") }
       watched.removeAll { $0.id == id }
-      output.out("no longer watching \(id)\n")
+      say("no longer watching \(id)")
     case "blame": try blame(rest)
     case "prepare":
       guard rest.isEmpty else { throw UsageError("usage: prepare") }
@@ -83,7 +86,7 @@ final class DebugSession {
           + "a move now replays fewer than \(spacing)\n")
     case "refresh":
       try machine.refresh()
-      output.out("the journal ends at sequence \(machine.lastSequence)\n")
+      say("the journal ends at sequence \(machine.lastSequence)")
     default: throw UsageError("unknown command; `help` lists the commands")
     }
   }
@@ -92,7 +95,9 @@ final class DebugSession {
 
   private func count(_ rest: [String]) throws -> UInt64 {
     guard let text = rest.first else { return 1 }
-    guard rest.count == 1, let value = UInt64(text) else { throw UsageError("expected a whole number, not '\(text)'") }
+    guard rest.count == 1, let value = UInt64(text) else {
+      throw UsageError("expected a count of records, a whole number from 0, not '\(text)'")
+    }
     return value
   }
 
@@ -112,6 +117,9 @@ final class DebugSession {
           throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
         }
         try move(to: sequence)
+      } else if let negative = Int(target), negative < 0 {
+        throw UsageError(
+          "sequence \(negative) is out of range: sequence numbers start at 0; give one in 0...\(machine.lastSequence)")
       } else if ISO8601.parse(target) != nil {
         // Within the journal's first and last record times, as `replay --at` requires.
         let time = try JournalBounds(directory: directory).time(target)
@@ -131,11 +139,11 @@ final class DebugSession {
   private func showPosition() {
     let position = machine.position
     if position == 0 {
-      output.out("at 0 of \(machine.lastSequence): the empty state\n")
+      say("at 0 of \(machine.lastSequence): the empty state")
     } else if let event = try? machine.event(at: position) {
-      output.out("at \(position) of \(machine.lastSequence): \(envelopeLine(event.envelope))\n")
+      say("at \(position) of \(machine.lastSequence): \(envelopeLine(event.envelope))")
     } else {
-      output.out("at \(position) of \(machine.lastSequence): a checkpoint record\n")
+      say("at \(position) of \(machine.lastSequence): a checkpoint record")
     }
   }
 
@@ -143,7 +151,7 @@ final class DebugSession {
     for index in watched.indices {
       let now = machine.recordJSON(watched[index].id).map { "\($0.store) \($0.json)" }
       if force || now != watched[index].last {
-        output.out("watch \(watched[index].id) at \(machine.position): \(now ?? "absent")\n")
+        say("watch \(watched[index].id) at \(machine.position): \(now ?? "absent")")
       }
       watched[index].last = now
     }
@@ -178,26 +186,27 @@ final class DebugSession {
       } ?? machine.position
     guard sequence > 0 else { throw UsageError("at sequence 0 there is no event; `step` to the first") }
     guard let event = try machine.event(at: sequence) else {
-      output.out("#\(sequence) is a checkpoint record\n")
+      say("#\(sequence) is a checkpoint record")
       return
     }
-    output.out("\(envelopeLine(event.envelope))\n  \(StateInspector.json(event.event))\n")
+    say(envelopeLine(event.envelope))
+    say("  \(StateInspector.json(event.event))")
   }
 
   private func print(_ rest: [String]) throws {
     guard let what = rest.first else {
       let collections = machine.collections()
-      output.out("at \(machine.position): digest \(try machine.digest())\n")
-      for collection in collections { output.out("  \(collection.name) \(collection.count)\n") }
+      say("at \(machine.position): digest \(try machine.digest())")
+      for collection in collections { say("  \(collection.name) \(collection.count)") }
       return
     }
     guard rest.count == 1 else { throw UsageError("usage: print [json|COLLECTION|ID]") }
     if what == "json" {
-      output.out(try machine.stateJSON() + "\n")
+      say(try machine.stateJSON())
     } else if let records = machine.collectionJSON(what) {
-      output.out(records + "\n")
+      say(records)
     } else if let record = machine.recordJSON(what) {
-      output.out("\(record.store) \(record.json)\n")
+      say("\(record.store) \(record.json)")
     } else {
       let names = machine.collections().map(\.name).joined(separator: ", ")
       throw UsageError("no collection or record '\(what)' at sequence \(machine.position) (collections: \(names))")
@@ -209,7 +218,7 @@ final class DebugSession {
     guard let answer = try machine.query(name) else {
       throw UsageError("unknown query '\(name)'; known: \(list(machine.queryNames))")
     }
-    output.out(answer + "\n")
+    say(answer)
   }
 
   private func check(_ rest: [String]) throws {
@@ -217,13 +226,13 @@ final class DebugSession {
     guard let holds = machine.check(name) else {
       throw UsageError("unknown invariant '\(name)'; known: \(list(machine.invariantNames))")
     }
-    output.out("'\(name)' \(holds ? "holds" : "fails") at sequence \(machine.position)\n")
+    say("'\(name)' \(holds ? "holds" : "fails") at sequence \(machine.position)")
   }
 
   /// The name the words spell, or nil after listing the known ones when there are no words.
   private func named(_ rest: [String], _ kind: String, _ known: [String]) -> String? {
     guard !rest.isEmpty else {
-      output.out("\(kind): \(list(known))\n")
+      say("\(kind): \(list(known))")
       return nil
     }
     return rest.joined(separator: " ")
@@ -252,8 +261,8 @@ final class DebugSession {
     let entries = try machine.blame(id)
     guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'") }
     for entry in entries {
-      output.out(
-        "\(envelopeLine(entry.event.envelope))\n    after \(entry.after.map(StateInspector.json) ?? "removed")\n")
+      say(envelopeLine(entry.event.envelope))
+      say("    after \(entry.after.map(StateInspector.json) ?? "removed")")
     }
   }
 }

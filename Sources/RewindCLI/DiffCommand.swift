@@ -57,6 +57,7 @@ enum DiffCommand: RewindCommand {
 
   static func text(_ diff: StateDiff) -> String {
     guard !diff.collections.isEmpty else { return "no changes from \(diff.from) to \(diff.to)\n" }
+    // Collection names, ids and values come from the journal: each line is made `visible`.
     var lines: [String] = []
     for collection in diff.collections {
       lines.append(
@@ -79,6 +80,6 @@ enum DiffCommand: RewindCommand {
         lines.append("  - \(label(change.id)) \(change.before.map(StateInspector.json) ?? "")")
       }
     }
-    return lines.joined(separator: "\n") + "\n"
+    return lines.map(visible).joined(separator: "\n") + "\n"
   }
 }

@@ -29,6 +29,11 @@ struct JournalBounds {
   /// `text` as a sequence number in 0...lastSequence.
   func sequence(_ text: String, what: String = "sequence number") throws(UsageError) -> UInt64 {
     guard let value = UInt64(text) else {
+      if let negative = Int(text), negative < 0 {
+        throw UsageError(
+          "\(what) \(negative) is out of range: sequence numbers start at 0 (the empty state); "
+            + "give one in 0...\(lastSequence)")
+      }
       throw UsageError("\(what) '\(text)' is not a whole number; give one in 0...\(lastSequence)")
     }
     guard value <= lastSequence else {

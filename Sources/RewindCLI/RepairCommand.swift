@@ -43,7 +43,7 @@ enum RepairCommand: RewindCommand {
     for entry in plan.moved {
       var line = "will move \(entry.length) bytes of \(entry.segment) from byte offset \(entry.offset)"
       if let sequences = entry.sequences { line += " (sequences \(sequences.lowerBound)-\(sequences.upperBound))" }
-      output.out(line + ": \(entry.reason)\n")
+      output.out(visible(line + ": \(entry.reason)") + "\n")
     }
     // Snapshots past the new end stand for records the repair takes away: they go too.
     let snapshots = SnapshotStore(journal: directory)
@@ -58,10 +58,10 @@ enum RepairCommand: RewindCommand {
     var confirmed = args.flag("yes")
     if !confirmed {
       guard isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 else {
-        output.out("not at a terminal: run again with --yes to \(action)\n")
+        output.out(visible("not at a terminal: run again with --yes to \(action)") + "\n")
         return .findings
       }
-      output.out("\(action)? [y/N] ")
+      output.out(visible("\(action)? [y/N] "))
       let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
       confirmed = answer == "y" || answer == "yes"
       guard confirmed else {
@@ -71,8 +71,8 @@ enum RepairCommand: RewindCommand {
     }
     let done = try Journal.repair(directory: directory)
     if let line = nothingLeft(done) { output.out(line) }
-    for entry in done.moved { output.out("\(entry)\n") }
-    for entry in try snapshots.setAside(after: done.lastSequence) { output.out("\(entry)\n") }
+    for entry in done.moved { output.out(visible("\(entry)") + "\n") }
+    for entry in try snapshots.setAside(after: done.lastSequence) { output.out(visible("\(entry)") + "\n") }
     output.out("repaired: the journal ends at sequence \(done.lastSequence)\n")
     return .success
   }

@@ -52,11 +52,11 @@ enum ReplayCommand: RewindCommand {
         lines.append(
           "  \(collection.name.padding(toLength: width + 2, withPad: " ", startingAt: 0))\(collection.count)")
       }
-      output.out(lines.joined(separator: "\n") + "\n")
+      output.out(lines.map(visible).joined(separator: "\n") + "\n")
     }
-    for problem in report.skippedSnapshots { output.err("note: \(problem)\n") }
+    for problem in report.skippedSnapshots { output.err(visible("note: \(problem)") + "\n") }
     if let divergence = report.firstDivergence {
-      output.err("warning: \(divergence); `rewind verify \(directory)` checks the whole journal\n")
+      output.err(visible("warning: \(divergence); `rewind verify \(directory)` checks the whole journal") + "\n")
     }
     return .success
   }

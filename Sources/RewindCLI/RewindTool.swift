@@ -113,6 +113,12 @@ public struct RewindTool {
     Commands:
     \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
+    Options: --help (or -h) wherever a flag could stand shows a command's help (as an option's
+    value it is just text); an option that takes a value may be given once (a second --since is a
+    usage error), a flag twice counts once; -1 where a number is expected is out of range.
+    Text output shows control characters and bidi overrides from the journal (or echoed from the
+    command line) as escapes such as \\u{1B}; --json output is escaped as JSON.
+
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
     cannot be opened or read, or standard output cannot be written (a full disk). A reader that closes
@@ -146,11 +152,15 @@ public struct RewindTool {
       }
       if command.printsHelp(rest, output) { return ExitCode.success.rawValue }
       return try await command.run(rest, context: context).rawValue
+    } catch let error as UsageError where error.asksForHelp {
+      // `--help` further on, where a flag could stand (`Arguments` tells it from an option's value).
+      if let command = allCommands.first(where: { $0.name == name }) { output.out(command.help) }
+      return ExitCode.success.rawValue
     } catch let error as UsageError {
-      output.err("rewind \(name): \(error.description)\n")
+      output.err("rewind \(visible(name)): \(visible(error.description))\n")
       return ExitCode.usage.rawValue
     } catch {
-      output.err("rewind \(name): \(error)\n")
+      output.err("rewind \(visible(name)): \(visible(String(describing: error)))\n")
       return ExitCode.unreadable.rawValue
     }
   }
@@ -164,14 +174,17 @@ public protocol RewindCommand {
   static var summary: String { get }
   /// The text of `rewind NAME --help`, with usage and examples.
   static var help: String { get }
-  /// Runs the command; `--help` is handled before this is called.
+  /// Runs the command. `rewind NAME --help` (or `-h`) is handled before this is called; a command
+  /// that parses its arguments with `Arguments` also gets help for `--help` further on, wherever a
+  /// flag could stand (`Arguments` throws `UsageError.helpRequested`, answered with `help`).
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode
 }
 
 extension RewindCommand {
-  /// Returns true (after printing the help) if `arguments` ask for help.
+  /// Returns true (after printing the help) if the first of `arguments` asks for help: there it
+  /// cannot be an option's value. Further on, `Arguments` tells (`UsageError.helpRequested`).
   static func printsHelp(_ arguments: [String], _ output: RewindTool.Output) -> Bool {
-    guard arguments.contains("--help") || arguments.contains("-h") else { return false }
+    guard arguments.first == "--help" || arguments.first == "-h" else { return false }
     output.out(help)
     return true
   }

@@ -77,7 +77,7 @@ enum ShowCommand: RewindCommand {
     lines.append("  bytes     \(event.bytes) (payload, decoded)")
     lines.append("  fields    " + prettyJSON(event.payload, indent: "            "))
     lines += touched.lines(sequence: sequence)
-    output.out(lines.joined(separator: "\n") + "\n")
+    output.out(lines.map(visible).joined(separator: "\n") + "\n")
     return .success
   }
 

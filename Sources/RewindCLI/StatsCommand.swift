@@ -127,16 +127,17 @@ enum StatsCommand: RewindCommand {
         "damaged      \(report.problems.count) problem(s); the counts cover the intact part up to sequence "
           + "\(report.lastSequence). `rewind verify \(directory)` locates them.")
     }
-    context.output.out(lines.joined(separator: "\n") + "\n")
+    context.output.out(lines.map(visible).joined(separator: "\n") + "\n")
     return report.isSound ? .success : .findings
   }
 
-  /// Rows of "name  count  percent", most frequent first, then by name.
+  /// Rows of "name  count  percent", most frequent first, then by name; names made `visible`
+  /// (and padded as they are shown).
   static func table(_ counts: [String: Int]) -> [String] {
     let total = max(1, counts.values.reduce(0, +))
-    let width = max(12, (counts.keys.map(\.count).max() ?? 0) + 2)
+    let width = max(12, (counts.keys.map { visible($0).count }.max() ?? 0) + 2)
     return counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { name, count in
-      "  " + name.padding(toLength: width, withPad: " ", startingAt: 0)
+      "  " + visible(name).padding(toLength: width, withPad: " ", startingAt: 0)
         + String(count).leftPadded(to: 9) + String(format: "  %5.1f%%", Double(count) * 100 / Double(total))
     }
   }

@@ -9,11 +9,11 @@ enum TailCommand: RewindCommand {
   static let help = """
     Usage: rewind tail DIR [-n N] [-f] [--full] [--json]
 
-    Shows the last N events (-n N or --lines N; default 10) as `rewind log` does, oldest first, each
-    event's fields cut at 160 characters unless --full is given; --json as `rewind log --json`.
-    With -f (--follow), then waits and shows each new event as a writer commits it, one line at
-    a time, until interrupted (Ctrl-C ends it with exit 0) or its output is closed. Takes no
-    lock: a writer may be appending meanwhile.
+    Shows the last N events (-n N or --lines N, one option given once; default 10) as
+    `rewind log` does, oldest first, each event's fields cut at 160 characters unless --full is
+    given; --json as `rewind log --json`. With -f (--follow), then waits and shows each new event
+    as a writer commits it, one line at a time, until interrupted (Ctrl-C ends it with exit 0) or
+    its output is closed. Takes no lock: a writer may be appending meanwhile.
 
     Examples:
       rewind tail /tmp/notes -n 3
@@ -23,7 +23,13 @@ enum TailCommand: RewindCommand {
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let args = try Arguments(arguments, options: ["n", "lines"], flags: ["f", "follow", "json", "full"])
+    if let count = args.positionals.first(where: Arguments.isNegativeNumber) {
+      throw UsageError("the count is -n N (or --lines N): -n \(count.dropFirst()), not \(count)")
+    }
     let directory = try args.directory()
+    if let short = args.value("n"), let long = args.value("lines") {
+      throw UsageError("-n and --lines are one option, given twice ('\(short)' and '\(long)'); give it once")
+    }
     let count = try args.integer(args.value("lines") == nil ? "n" : "lines", default: 10, range: 0...Int.max)
     let follow = args.flag("f") || args.flag("follow")
     let json = args.flag("json")

@@ -5,10 +5,11 @@ import RewindJournal
 // What the replay-level commands share: events on one line or as JSON, and replay errors that
 // name the model.
 
-/// `#SEQ TIME NAME vVERSION ORIGIN`: an event's envelope on one line.
+/// `#SEQ TIME NAME vVERSION ORIGIN`: an event's envelope on one line, made `visible`.
 func envelopeLine(_ envelope: Envelope) -> String {
-  "#\(envelope.sequence) \(isoTime(envelope.timestamp)) \(envelope.name) v\(envelope.version) "
-    + "origin \(envelope.origin) command \(envelope.commandID)"
+  visible(
+    "#\(envelope.sequence) \(isoTime(envelope.timestamp)) \(envelope.name) v\(envelope.version) "
+      + "origin \(envelope.origin) command \(envelope.commandID)")
 }
 
 /// An event's envelope and fields as one JSON object.

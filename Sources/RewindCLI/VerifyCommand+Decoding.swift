@@ -30,8 +30,10 @@ extension VerifyCommand {
         problems += 1
         progress.finish()
         output.out(
-          "problem: sequence \(record.sequence): \(header.name) v\(header.version) has Rewind's envelope but its "
-            + "fields do not decode (\(error)); `rewind show \(reader.directory) \(record.sequence)` shows its bytes\n")
+          visible(
+            "problem: sequence \(record.sequence): \(header.name) v\(header.version) has Rewind's envelope but its "
+              + "fields do not decode (\(error)); `rewind show \(reader.directory) \(record.sequence)` shows its bytes"
+          ) + "\n")
       }
     }
     progress.finish()

@@ -37,7 +37,7 @@ extension VerifyCommand {
       progress.finish()
     } catch let error as ReplayError {
       progress.finish()
-      output.out("problem: replay of \(model.name) stops at sequence \(error.sequence): \(error)\n")
+      output.out(visible("problem: replay of \(model.name) stops at sequence \(error.sequence): \(error)") + "\n")
       return false
     }
     let report = verification.report
@@ -45,8 +45,9 @@ extension VerifyCommand {
     if let divergence = report.firstDivergence {
       sound = false
       output.out(
-        "problem: replay diverges from the recorded checkpoints first at sequence \(divergence.sequence): "
-          + "\(divergence)\n")
+        visible(
+          "problem: replay diverges from the recorded checkpoints first at sequence \(divergence.sequence): "
+            + "\(divergence)") + "\n")
     }
     if let stray = report.strayCheckpointDigests.first {
       sound = false
@@ -57,7 +58,7 @@ extension VerifyCommand {
     }
     for problem in verification.cacheProblems {
       sound = false
-      output.out("problem: cache incoherent after sequence \(report.lastSequence): \(problem)\n")
+      output.out(visible("problem: cache incoherent after sequence \(report.lastSequence): \(problem)") + "\n")
     }
     var line =
       "replay: \(model.name) rebuilt through sequence \(report.lastSequence), "

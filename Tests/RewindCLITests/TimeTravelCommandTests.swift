@@ -458,7 +458,7 @@ import Testing
     let last = journal.lastSequence
     let cases: [([String], Int32, String)] = [
       (["replay", journal.path, "--to", String(last + 1)], 2, "beyond the journal's last sequence number \(last)"),
-      (["replay", journal.path, "--to", "-3"], 2, "not a whole number"),
+      (["replay", journal.path, "--to", "-3"], 2, "--to -3 is out of range: sequence numbers start at 0"),
       (["replay", journal.path, "--at", "yesterday"], 2, "is not ISO 8601"),
       (["replay", journal.path, "--at", "2262-04-11T23:47:16.9Z"], 2, "is not ISO 8601"),
       (["replay", journal.path, "--at", "1999-01-01T00:00:00Z"], 2, "outside the journal's records"),

@@ -1,0 +1,109 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+/// How every command reads its arguments: where `--help` asks for help, options given twice, and
+/// negative numbers where a sequence number or a count is expected.
+@Suite struct ArgumentTests {
+  static func rewind(_ arguments: [String], input: String? = nil) async throws -> ToolRun {
+    try await ToolRun.run("rewind", arguments, input: input)
+  }
+
+  /// A small seeded Notebook journal (`rewind demo --events 400 --seed 9`) in `dir/journal`.
+  static func journal(in dir: TemporaryDirectory) async throws -> String {
+    _ = try await BadInputTests.journal(in: dir)
+    return dir.appending("journal")
+  }
+
+  @Test func helpIsAskedOnlyWhereAFlagCouldStand() async throws {
+    let dir = TemporaryDirectory("cli-args-help")
+    defer { withExtendedLifetime(dir) {} }
+    let journal = try await Self.journal(in: dir)
+    // As an option's value, --help and -h are the text searched for.
+    for (option, value) in [("--type", "--help"), ("--origin", "-h"), ("--type", "-h")] {
+      let run = try await Self.rewind(["log", journal, option, value])
+      #expect(run.status == 2, "\(option) \(value): \(run.out)")
+      #expect(!run.out.contains("Usage:"), "\(option) \(value)")
+      #expect(run.err.contains("no event in \(journal) matches"), "\(run.err)")
+    }
+    let count = try await Self.rewind(["tail", journal, "-n", "--help"])
+    #expect(count.status == 2)
+    #expect(count.err.contains("-n needs a whole number in 0...9223372036854775807, not '--help'"), "\(count.err)")
+    let quoted = try await Self.rewind(["log", journal, "--", "--help"])
+    #expect(quoted.status == 2)
+    #expect(quoted.err.contains("unexpected argument '--help'"), "\(quoted.err)")
+    // Where a flag could stand, it asks for help, also after other options or a bad one.
+    for arguments in [
+      ["log", journal, "--limit", "2", "--help"], ["log", journal, "-h"], ["log", "--help"],
+      ["log", journal, "--frobnicate", "--help"], ["diff", journal, "1", "--help", "2"],
+    ] {
+      let run = try await Self.rewind(arguments)
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+      #expect(run.out.hasPrefix("Usage: rewind \(arguments[0]) DIR"), "\(arguments): \(run.out)")
+    }
+  }
+
+  @Test func anOptionGivenTwiceIsAnError() async throws {
+    let dir = TemporaryDirectory("cli-args-twice")
+    defer { withExtendedLifetime(dir) {} }
+    let journal = try await Self.journal(in: dir)
+    let cases: [(arguments: [String], message: String)] = [
+      (["log", journal, "--since", "2026-01-01", "--since", "2026-01-02"], "--since given twice"),
+      (["log", journal, "--from", "5", "--to", "9", "--from", "7"], "--from given twice ('5' and '7')"),
+      (["log", journal, "--type=note.created", "--type", "note.deleted"], "--type given twice"),
+      (["log", journal, "--limit", "1", "--limit", "2"], "--limit given twice"),
+      (["export", journal, "--jsonl", "--to", "5", "--to", "6"], "--to given twice"),
+      (["tail", journal, "-n", "3", "-n", "4"], "-n given twice"),
+      (["tail", journal, "-n", "3", "--lines", "4"], "-n and --lines are one option, given twice"),
+      (["show", journal, "3", "--model", "notebook", "--model", "notebook"], "--model given twice"),
+      (["replay", journal, "--to", "5", "--to", "6"], "--to given twice"),
+      (["bisect", journal, "--invariant", "a", "--invariant", "b"], "--invariant given twice"),
+      (["snapshot", journal, "--keep", "1", "--keep", "2"], "--keep given twice"),
+      (["demo", dir.appending("demo"), "--seed", "1", "--seed", "2"], "--seed given twice"),
+    ]
+    for (arguments, message) in cases {
+      let run = try await Self.rewind(arguments)
+      #expect(run.status == 2, "\(arguments)")
+      #expect(run.err.contains(message), "\(arguments): \(run.err)")
+      #expect(run.out.isEmpty, "\(arguments): nothing runs")
+    }
+    // A flag given twice says the same thing twice.
+    let flags = try await Self.rewind(["log", journal, "--limit", "1", "--json", "--json"])
+    #expect(flags.status == 0, "\(flags.err)")
+    #expect(flags.out.hasPrefix(#"{"seq":1,"#))
+  }
+
+  @Test func aNegativeNumberIsOutOfRangeNotAnOption() async throws {
+    let dir = TemporaryDirectory("cli-args-negative")
+    defer { withExtendedLifetime(dir) {} }
+    let journal = try await Self.journal(in: dir)
+    let cases: [(arguments: [String], message: String)] = [
+      (["diff", journal, "-1", "5"], "A -1 is out of range: sequence numbers start at 0"),
+      (["diff", journal, "5", "-3"], "B -3 is out of range"),
+      (["show", journal, "-1"], "the sequence number must be a whole number from 1, not '-1'"),
+      (["replay", journal, "--to", "-1"], "--to -1 is out of range"),
+      (["export", journal, "--jsonl", "--from", "-2"], "--from needs a whole number in 1..."),
+      (["log", journal, "--to", "-2"], "--to needs a whole number in 1..."),
+      (["tail", journal, "-n", "-1"], "-n needs a whole number in 0..."),
+      (["tail", journal, "-5"], "the count is -n N (or --lines N): -n 5, not -5"),
+      (["blame", journal, "-1"], "no event in \(journal) ever touched an entity '-1'"),
+    ]
+    for (arguments, message) in cases {
+      let run = try await Self.rewind(arguments)
+      #expect(run.status == 2, "\(arguments)")
+      #expect(run.err.contains(message), "\(arguments): \(run.err)")
+      #expect(!run.err.contains("unknown option"), "\(arguments)")
+    }
+    let debug = try await Self.rewind(["debug", journal], input: "goto -1\nstep -2\nback -1\nevent -1\ndiff -1 2\n")
+    #expect(debug.status == 2)
+    let errors = debug.err.split(separator: "\n").map(String.init)
+    #expect(
+      errors == [
+        "error: goto: sequence -1 is out of range: sequence numbers start at 0; give one in 0...400",
+        "error: step: expected a count of records, a whole number from 0, not '-2'",
+        "error: back: expected a count of records, a whole number from 0, not '-1'",
+        "error: event: expected a sequence number in 1...400, not '-1'",
+        "error: diff: expected two sequence numbers in 0...400",
+      ], "\(debug.err)")
+  }
+}

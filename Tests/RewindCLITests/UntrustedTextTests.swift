@@ -1,0 +1,123 @@
+import Foundation
+import Notebook
+import Rewind
+import RewindCLI
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// A journal is untrusted input for an audit tool: control characters in its strings (and in
+/// words typed on the command line and echoed back) are shown as escapes in text output, never
+/// sent to the terminal, and JSON output keeps the encoder's escaping.
+@Suite struct UntrustedTextTests {
+  /// Clears the screen, returns the carriage to forge a line, starts a new line, then DEL, a C1
+  /// CSI, a right-to-left override and an isolate.
+  static let hostile = "x\u{1B}[2J\r1  forged\n\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"
+
+  /// What a terminal would act on: C0 but the line breaks the tool writes, DEL, C1, bidi controls.
+  static func unsafe(_ text: String) -> [String] {
+    text.unicodeScalars.filter { scalar in
+      switch scalar.value {
+      case 0x0A: false
+      case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+      default: false
+      }
+    }.map { String(format: "U+%04X", $0.value) }
+  }
+
+  static func rewind(_ arguments: [String], input: String? = nil) async throws -> ToolRun {
+    try await ToolRun.run("rewind", arguments, input: input)
+  }
+
+  /// A Notebook journal whose notebook, note (title, body, tag) and origin hold `hostile`.
+  static func notebookJournal() async throws -> (TemporaryDirectory, note: String) {
+    let dir = TemporaryDirectory("cli-untrusted")
+    let manager = try NotebookManager(
+      directory: dir.path, options: JournalOptions(durability: .none),
+      clock: .stepping(from: 1_700_000_000_000_000_000, by: 1_000_000_000), ids: .sequential())
+    defer { manager.close() }
+    let book = try await manager.createNotebook(title: hostile)
+    let note = try await manager.createNote(
+      in: book, title: hostile, body: hostile, tags: [NoteTag(hostile)], origin: Origin(hostile))
+    try await manager.retitleNote(note, to: "plain " + hostile)
+    return (dir, note.raw.description)
+  }
+
+  @Test func textOutputShowsControlCharactersAsEscapes() async throws {
+    let (dir, note) = try await Self.notebookJournal()
+    let path = dir.path
+    // In a field's JSON, C0 is the encoder's escape and the rest is made visible; elsewhere all is.
+    let inJSON = #"x\u001b[2J\r1  forged\n\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"#
+    let bare = #"x\u{1B}[2J\u{D}1  forged\u{A}\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"#
+    let runs: [(arguments: [String], shows: String?)] = [
+      (["log", path], inJSON), (["log", path, "--full"], bare), (["tail", path], bare),
+      (["show", path, "1"], inJSON), (["show", path, "2"], bare), (["show", path, "3"], inJSON),
+      (["stats", path], bare), (["replay", path], nil), (["diff", path, "0", "3"], inJSON),
+      (["blame", path, note], bare), (["bisect", path, "--invariant", "notes belong to notebooks", "--linear"], nil),
+      // Words typed by the user, echoed in errors.
+      (["log", path, "--type", Self.hostile], bare), (["log", path, "--origin", Self.hostile], bare),
+      (["blame", path, Self.hostile], bare), (["show", path, Self.hostile], bare),
+      (["bisect", path, "--invariant", Self.hostile], bare), ([Self.hostile, path], bare),
+      (["log", path, "--" + Self.hostile], bare), (["debug", path, "--model", Self.hostile], bare),
+      // The overview names the escape, and sends none.
+      (["--help"], #"as \u{1B};"#),
+    ]
+    for (arguments, shows) in runs {
+      let run = try await Self.rewind(arguments)
+      #expect(Self.unsafe(run.out).isEmpty, "\(arguments): \(Self.unsafe(run.out)) in \(run.out)")
+      #expect(Self.unsafe(run.err).isEmpty, "\(arguments): \(Self.unsafe(run.err)) in \(run.err)")
+      if let shows { #expect((run.out + run.err).contains(shows), "\(arguments): \(run.out)\(run.err)") }
+    }
+    // Standard input splits lines and debug splits words: no newline or space in these.
+    let word = Self.hostile.replacingOccurrences(of: "\n", with: "").replacingOccurrences(of: " ", with: "")
+    let debug = try await Self.rewind(
+      ["debug", path],
+      input: "goto end\nprint\nprint json\nprint notes\nprint \(note)\nevent 2\nwatch \(note)\nback\nblame \(note)\n"
+        + "find name \(word)\ncheck \(word)\nquery \(word)\n\(word)\n")
+    #expect(Self.unsafe(debug.out).isEmpty, "debug: \(Self.unsafe(debug.out)) in \(debug.out)")
+    #expect(Self.unsafe(debug.err).isEmpty, "debug: \(Self.unsafe(debug.err)) in \(debug.err)")
+    #expect(debug.out.contains(inJSON) && debug.out.contains(bare), "\(debug.out)")
+    #expect(
+      debug.err.contains(#"error: x\u{1B}[2J\u{D}1forged\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y: unknown"#),
+      "\(debug.err)")
+  }
+
+  @Test func anEventNameFromTheJournalIsShownEscaped() async throws {
+    // A record with Rewind's envelope written by hand: the name and origin are the journal's.
+    let dir = TemporaryDirectory("cli-untrusted-name")
+    var payload: [UInt8] = [1]
+    for (text, version) in [(Self.hostile, UInt8(1)), (Self.hostile + "o", nil)] {
+      let bytes = Array(text.utf8)
+      payload += [UInt8(bytes.count)] + bytes
+      if let version { payload.append(version) }
+    }
+    payload += [UInt8](repeating: 0, count: 16) + [0]
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try journal.appendAndWait([NewRecord(timestamp: 1, payload: payload)])
+    journal.close()
+    for arguments in [["log", dir.path], ["tail", dir.path], ["show", dir.path, "1"], ["stats", dir.path]] {
+      let run = try await Self.rewind(arguments)
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+      #expect(Self.unsafe(run.out).isEmpty, "\(arguments): \(Self.unsafe(run.out)) in \(run.out)")
+      #expect(run.out.contains(#"x\u{1B}[2J\u{D}1  forged\u{A}"#), "\(arguments): \(run.out)")
+    }
+    // JSON output is the encoder's: C0 as JSON escapes, the rest (DEL, C1, bidi) as the text is.
+    let json = try await Self.rewind(["log", dir.path, "--json"])
+    let expected = #"x\u001b[2J\r1  forged\n"# + "\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"
+    #expect(json.out.contains(#""name":""# + expected + #"""#), "\(json.out)")
+    let object = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
+    #expect(object?["name"] as? String == Self.hostile)
+  }
+
+  @Test func visibleEscapesControlCharactersAndKeepsTheRest() {
+    #expect(
+      visible("a\u{0}\t\n\r\u{1B}\u{1F} \u{7F}\u{80}\u{9F}\u{A0}b")
+        == #"a\u{0}\u{9}\u{A}\u{D}\u{1B}\u{1F} \u{7F}\u{80}\u{9F}"# + "\u{A0}b")
+    #expect(
+      visible("\u{2029}\u{202A}\u{202E}\u{202F}\u{2065}\u{2066}\u{2069}\u{206A}")
+        == "\u{2029}" + #"\u{202A}\u{202E}"# + "\u{202F}\u{2065}" + #"\u{2066}\u{2069}"# + "\u{206A}")
+    let ordinary = #"plain é 漢 🙂 \ " ' \u{1B} ~"#
+    #expect(visible(ordinary) == ordinary)
+    #expect(visible(visible(Self.hostile)) == visible(Self.hostile))
+  }
+}
