@@ -8,7 +8,7 @@ import Testing
 
 /// A journal is untrusted input for an audit tool: control characters in its strings (and in
 /// words typed on the command line and echoed back) are shown as escapes in text output, never
-/// sent to the terminal, and JSON output keeps the encoder's escaping.
+/// sent to the terminal; JSON output escapes them as JSON does (`\u001b`), and reads back whole.
 @Suite struct UntrustedTextTests {
   /// Clears the screen, returns the carriage to forge a line, starts a new line, then DEL, a C1
   /// CSI, a right-to-left override and an isolate.
@@ -46,8 +46,8 @@ import Testing
   @Test func textOutputShowsControlCharactersAsEscapes() async throws {
     let (dir, note) = try await Self.notebookJournal()
     let path = dir.path
-    // In a field's JSON, C0 is the encoder's escape and the rest is made visible; elsewhere all is.
-    let inJSON = #"x\u001b[2J\r1  forged\n\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"#
+    // In a field's JSON, every control is the encoder's escape; elsewhere `visible`'s.
+    let inJSON = #"x\u001b[2J\r1  forged\n\u007f\u009b31m\u202egnp.exe\u2066y"#
     let bare = #"x\u{1B}[2J\u{D}1  forged\u{A}\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"#
     let runs: [(arguments: [String], shows: String?)] = [
       (["log", path], inJSON), (["log", path, "--full"], bare), (["tail", path], bare),
@@ -101,9 +101,10 @@ import Testing
       #expect(Self.unsafe(run.out).isEmpty, "\(arguments): \(Self.unsafe(run.out)) in \(run.out)")
       #expect(run.out.contains(#"x\u{1B}[2J\u{D}1  forged\u{A}"#), "\(arguments): \(run.out)")
     }
-    // JSON output is the encoder's: C0 as JSON escapes, the rest (DEL, C1, bidi) as the text is.
+    // JSON output escapes every control as JSON does, and decodes back to the journal's text.
     let json = try await Self.rewind(["log", dir.path, "--json"])
-    let expected = #"x\u001b[2J\r1  forged\n"# + "\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"
+    #expect(Self.unsafe(json.out).isEmpty, "\(Self.unsafe(json.out)) in \(json.out)")
+    let expected = #"x\u001b[2J\r1  forged\n\u007f\u009b31m\u202egnp.exe\u2066y"#
     #expect(json.out.contains(#""name":""# + expected + #"""#), "\(json.out)")
     let object = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
     #expect(object?["name"] as? String == Self.hostile)

@@ -68,6 +68,10 @@ public enum FieldRenderer {
   }
 
   /// Appends `string` as a JSON string literal (the one JSON string escaper of the package).
+  /// Escapes what JSON requires (C0, quote, backslash) and also DEL, C1, the line and paragraph
+  /// separators and the bidirectional controls (U+202A–202E, U+2066–2069): a journal's strings
+  /// are untrusted, and JSON printed to a terminal must not drive it or reorder what it shows.
+  /// Any JSON reader decodes the same string.
   package static func appendQuoted(_ string: String, to output: inout String) {
     output += "\""
     for scalar in string.unicodeScalars {
@@ -77,7 +81,9 @@ public enum FieldRenderer {
       case "\n": output += "\\n"
       case "\r": output += "\\r"
       case "\t": output += "\\t"
-      case let control where control.value < 0x20:
+      case let control
+      where control.value < 0x20 || (0x7F...0x9F).contains(control.value) || (0x2028...0x202E).contains(control.value)
+        || (0x2066...0x2069).contains(control.value):
         let hex = String(control.value, radix: 16)
         output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
       default: output.unicodeScalars.append(scalar)
