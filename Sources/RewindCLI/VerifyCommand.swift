@@ -16,7 +16,8 @@ enum VerifyCommand: RewindCommand {
     when sound; exit 1 with a report that locates every problem (segment, byte offset, sequence
     range). Derived data that the next writer rebuilds by itself is a note, not a problem, and
     leaves the exit status alone: a missing or damaged index, or segments the index names
-    nowhere (each with its sequence range).
+    nowhere (each with its sequence range). Records the index names and the disk no longer
+    holds (a deleted segment, a segment cut short) are a problem.
 
     Examples:
       rewind verify /tmp/j

@@ -196,13 +196,14 @@ extension JournalReader {
         expected = header.firstSequence
       }
     }
-    if let entry = SparseIndex.entryBeyondSegments(
-      directory: directory, journalID: layout.journalID, segments: layout.segments, io: io)
-    {
+    // Segments the index names and the directory lacks, last or in the middle (listed again: a
+    // writer creates a segment before any entry names it, perhaps after the first listing).
+    let present = index.missingSegments.isEmpty ? layout.segments : try JournalDirectory.listSegments(directory, io: io)
+    for missing in index.missingSegments where !present.contains(missing.segment) {
+      let through = max(missing.lastNamed, (present.first { $0 > missing.segment } ?? 1) - 1)
       report.problems.append(
         JournalProblem(
-          file: Layout.segmentName(firstSequence: entry.segment), offset: 0,
-          sequences: entry.segment...entry.firstSequence,
+          file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
           message: "this segment is missing, but the index names it: committed records are gone"))
     }
     if !io.fileExists(directory + "/" + Layout.indexName) {
