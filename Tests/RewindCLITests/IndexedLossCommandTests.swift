@@ -77,4 +77,29 @@ import Testing
       #expect(run.status == 0, "\(command): \(run.out)\(run.err)")
     }
   }
+
+  /// Repair refuses a journal whose manifest alone disagrees with every segment; verify's advice
+  /// says so, naming the id to put back, instead of sending the user to that repair.
+  @Test func verifyAdvisesWhatRepairWillDoWhenOnlyTheManifestDisagrees() async throws {
+    let dir = try RewindCommandTests.journal()
+    let own = try JournalReader(directory: dir.path).id
+    let other = String(repeating: "ab", count: 16)
+    let manifest = dir.appending("manifest.json")
+    try Files.write(Array("{\n  \"format\" : 1,\n  \"journalID\" : \"\(other)\"\n}\n".utf8), to: manifest)
+
+    let verify = try await ToolRun.run("rewind", ["verify", dir.path])
+    #expect(verify.status == 1, "\(verify.out)\(verify.err)")
+    let advice = try #require(verify.out.split(separator: "\n").last.map(String.init))
+    #expect(advice.hasPrefix("damaged: "), "\(verify.out)")
+    #expect(advice.contains("set the manifest's journalID to \(own)"), "\(advice)")
+    #expect(!advice.contains("moves the damaged part aside"), "repair refuses this journal: \(advice)")
+
+    let repair = try await ToolRun.run("rewind", ["repair", dir.path, "--yes"])
+    #expect(repair.status == 3, "\(repair.out)\(repair.err)")
+    #expect(repair.err.contains("set the manifest's journalID to \(own)"), "\(repair.err)")
+
+    // Following the advice makes the journal whole.
+    try Files.write(Array("{\n  \"format\" : 1,\n  \"journalID\" : \"\(own)\"\n}\n".utf8), to: manifest)
+    #expect(try await ToolRun.run("rewind", ["verify", dir.path]).status == 0)
+  }
 }

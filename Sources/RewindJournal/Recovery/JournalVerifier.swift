@@ -37,6 +37,11 @@ public struct VerificationReport: Sendable, Equatable {
   /// in order. Derived data the next writer rebuilds: not problems. On a live journal, the
   /// newest segment can be listed while its writer is between a batch and its entry.
   public var unindexed: [UnindexedRecords] = []
+  /// When every segment names one journal id and the manifest another (each segment is then
+  /// reported as belonging to another journal): that id. The manifest alone is likelier wrong;
+  /// `Journal.repair` refuses such a journal (`badManifest`) and moves nothing. Put this id back
+  /// in `manifest.json` if the segments are this journal's.
+  public var segmentsJournalID: JournalID?
   public var segments = 0
   public var batches = 0
   public var records: UInt64 = 0
@@ -206,6 +211,7 @@ extension JournalReader {
           file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
           message: "this segment is missing, but the index names it: committed records are gone"))
     }
+    report.segmentsJournalID = layout.journalIDOfEverySegmentButTheManifest()
     if !io.fileExists(directory + "/" + Layout.indexName) {
       report.notes.append("the index is missing; the next writer rebuilds it")
     } else if index.entries.isEmpty && report.batches > 0 {
