@@ -47,7 +47,8 @@ enum StatsCommand: RewindCommand {
     var checkpoints = CheckpointTally()
     var first: Int64?
     var last: Int64?
-    let cursor = report.lastSequence > 0 ? try reader.records(from: 1) : nil
+    // The intact part, also when the index names records that are gone (the report says so).
+    let cursor = report.lastSequence > 0 ? try reader.records(from: 1, reportingLoss: false) : nil
     while let record = try cursor?.next() {
       if first == nil { first = record.timestamp }
       last = record.timestamp

@@ -16,7 +16,10 @@ enum VerifyCommand: RewindCommand {
     when sound; exit 1 with a report that locates every problem (segment, byte offset, sequence
     range). Derived data that the next writer rebuilds by itself is a note, not a problem, and
     leaves the exit status alone: a missing or damaged index, or segments the index names
-    nowhere (each with its sequence range).
+    nowhere (each with its sequence range). Records the index names and the disk no longer
+    holds (a deleted segment, a segment cut short) are a problem. The last line of a damaged
+    journal says what to do: `rewind repair`, or, when every segment names one journal and only
+    the manifest names another (repair refuses that), the journal id to put back in it.
 
     Examples:
       rewind verify /tmp/j
@@ -46,10 +49,19 @@ enum VerifyCommand: RewindCommand {
     }
     for note in report.notes { output.out("note: \(note)\n") }
     for unindexed in report.unindexed { output.out("note: \(unindexed)\n") }
+    let advice =
+      if let id = report.segmentsJournalID {
+        // Repair refuses this journal (`badManifest`): the one file is likelier wrong than all.
+        "Every segment belongs to journal \(id) and only manifest.json names another: `rewind repair` "
+          + "refuses such a journal and moves nothing. If these segments are this journal's, set the "
+          + "manifest's journalID to \(id)."
+      } else {
+        "`rewind repair \(directory)` moves the damaged part aside."
+      }
     output.out(
       report.isSound
         ? "sound: \(report.records) records in \(report.batches) frames, \(report.segments) segments, last sequence \(report.lastSequence)\n"
-        : "damaged: \(report.problems.count) problem(s); intact up to sequence \(report.lastSequence). `rewind repair \(directory)` moves the damaged part aside.\n"
+        : "damaged: \(report.problems.count) problem(s); intact up to sequence \(report.lastSequence). \(advice)\n"
     )
     guard report.isSound else { return .findings }
     // With a model, replay decodes every event into its type; without one, the fields are decoded

@@ -20,11 +20,13 @@ struct NotebookJournal {
   var lastSequence: UInt64 { UInt64(states.count - 1) }
 
   /// Writes `commands` seeded random Notebook commands (sequential ids, a stepping clock); with
-  /// `plantAt`, a notebook titled "forbidden" is created at that step.
-  static func write(commands: Int, seed: UInt64, plantAt: Int? = nil) async throws -> NotebookJournal {
+  /// `plantAt`, a notebook titled "forbidden" is created at that step; `options` open the journal.
+  static func write(
+    commands: Int, seed: UInt64, plantAt: Int? = nil, options: JournalOptions = JournalOptions(durability: .none)
+  ) async throws -> NotebookJournal {
     var journal = NotebookJournal(directory: TemporaryDirectory("cli-travel"))
     let manager = try NotebookManager(
-      directory: journal.path, options: JournalOptions(durability: .none),
+      directory: journal.path, options: options,
       clock: .stepping(from: 1_700_000_000_000_000_000, by: 1_000_000_000), ids: .sequential())
     defer { manager.close() }
     var random = SeededGenerator(seed: seed)

@@ -179,12 +179,20 @@ import Testing
     #expect(
       readerError?.sequences?.contains(Layout.firstSequence(ofSegmentNamed: segments[1])!) == true,
       "\(String(describing: readerError))")
-    #expect(readerError?.file == segments[2], "\(String(describing: readerError))")
-    // Reading from before the gap runs into it too.
-    let fromTwo = journalError { _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: 2)) }
-    #expect(fromTwo?.code == .sequenceBreak, "\(String(describing: fromTwo))")
-    // A reader starting after the gap still reads what is there.
+    // The index names the missing segment: the error names it, and the records gone.
+    #expect(readerError?.file == segments[1], "\(String(describing: readerError))")
     let after = Layout.firstSequence(ofSegmentNamed: segments[2])!
+    #expect(readerError?.sequences?.upperBound == after - 1, "\(String(describing: readerError))")
+    // Reading from before the gap, or after it, is refused too: the journal has lost records.
+    for start in [2, after] {
+      let error = journalError {
+        _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: start))
+      }
+      #expect(error?.file == segments[1], "from \(start): \(String(describing: error))")
+    }
+    // Without the index (removed by `repair`) nothing witnesses the segment, and a reader starting
+    // after the gap reads what is there.
+    try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName))
     #expect(
       try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: after))
         == Array(records[Int(after - 1)...]))
@@ -205,14 +213,18 @@ import Testing
         _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: start))
       }
       #expect(readerError?.code == .sequenceBreak, "from \(start): \(String(describing: readerError))")
-      #expect(readerError?.file == segments[1], "from \(start): \(String(describing: readerError))")
+      // The index names the missing segment; without it, the error names the first one there.
+      #expect(readerError?.file == segments[0], "from \(start): \(String(describing: readerError))")
     }
     let sinceError = journalError {
       _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(since: 0))
     }
     #expect(sinceError?.code == .sequenceBreak, "\(String(describing: sinceError))")
-    // What is there can still be read from where it starts.
+    // Without the index, what is there can still be read from where it starts.
+    try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName))
     let second = Layout.firstSequence(ofSegmentNamed: segments[1])!
     #expect(try JournalReader(directory: dir.path).record(second)?.sequence == second)
+    let noIndex = journalError { _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records(from: 1)) }
+    #expect(noIndex?.file == segments[1], "\(String(describing: noIndex))")
   }
 }

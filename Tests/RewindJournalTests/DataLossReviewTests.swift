@@ -161,7 +161,8 @@ import Testing
     // The index is derived data that every reader and writer checks before trusting it. An entry
     // whose checksum holds but whose offset is near Int64.max (a hostile or garbled file) must
     // be refused like any entry pointing outside its segment, not overflow the check and stop
-    // the process: reading and opening the journal go on.
+    // the process. Such an entry names records past the end of the journal: a reader reports
+    // them gone (a located error), the writer's opening too (`missingRecords`), and goes on.
     await #expect(processExitsWith: .success) {
       let dir = TemporaryDirectory("review-huge-offset")
       let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
@@ -171,10 +172,13 @@ import Testing
       IndexEntry(firstSequence: 2, segment: 1, offset: .max - 8, maxTimestampBefore: 1).encode(into: &writer)
       let index = dir.appending(Layout.indexName)
       try Files.write(Files.read(index) + writer.bytes, to: index)
-      #expect(try JournalFixtures.readAll(dir.path).count == 1)
+      let error = journalError { _ = try JournalFixtures.readAll(dir.path) }
+      #expect(error?.code == .sequenceBreak && error?.sequences == 2...2, "\(String(describing: error))")
       let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
       #expect(reopened.lastSequence == 1)
+      #expect(reopened.recovery.missingRecords?.sequences == 2...2, "\(reopened.recovery)")
       reopened.close()
+      #expect(try JournalFixtures.readAll(dir.path).count == 1)
     }
   }
 }

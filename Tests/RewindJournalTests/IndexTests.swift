@@ -126,7 +126,18 @@ import Testing
       if dir === mine { records = written }
       journal.close()
     }
-    try Files.write(Files.read(theirs.appending("index")), to: mine.appending("index"))
+    // Only their entries that point inside segments of mine: an entry naming a segment mine lacks,
+    // or a place past the end of one, would witness lost records (FORMAT.md, "The sparse index").
+    let theirIndex = try Files.read(theirs.appending("index"))
+    var misleading = Array(theirIndex.prefix(SparseIndex.headerSize))
+    for start in stride(from: SparseIndex.headerSize, to: theirIndex.count, by: IndexEntry.size) {
+      let bytes = theirIndex[start..<(start + IndexEntry.size)]
+      let entry = try #require(IndexEntry.decode(bytes))
+      let size = Files.size(mine.appending(Layout.segmentName(firstSequence: entry.segment)))
+      if size > 0, entry.offset <= Int64(size - Layout.batchHeaderSize) { misleading += bytes }
+    }
+    try #require(misleading.count > SparseIndex.headerSize + 4 * IndexEntry.size)
+    try Files.write(misleading, to: mine.appending("index"))
     try Self.checkReads(mine.path, records, seed: 80, context: "misleading index")
     let journal = try Journal(directory: mine.path, options: options)
     #expect(journal.recovery.indexRepairReason == "damaged")

@@ -64,9 +64,12 @@ import Testing
     }
     #expect(JournalFixtures.segments(dir.path) == segments, "nothing may be moved")
     #expect(!Files.list(dir.path).contains("quarantine"))
+    // verify names the id repair names, rather than advise the repair that refuses.
+    #expect(try JournalReader(directory: dir.path).verify().segmentsJournalID == ownID)
 
     // With the manifest put back, the journal is whole.
     try Files.write(Manifest(journalID: ownID).encoded(), to: dir.appending(Layout.manifestName))
     #expect(try JournalFixtures.readAll(dir.path) == records)
+    #expect(try JournalReader(directory: dir.path).verify().segmentsJournalID == nil)
   }
 }

@@ -21,6 +21,13 @@ package struct IndexEntry: Equatable {
     writer.write(CRC32C.checksum(writer.bytes[start...]))
   }
 
+  /// Whether this entry can come after `previous` in a well-formed index: a later batch, at a later
+  /// place (judged on nothing else: not on the segments, which may have lost what they name).
+  package func follows(_ previous: IndexEntry) -> Bool {
+    firstSequence > previous.firstSequence
+      && (segment > previous.segment || (segment == previous.segment && offset > previous.offset))
+  }
+
   package static func decode(_ bytes: ArraySlice<UInt8>) -> IndexEntry? {
     guard bytes.count == size else { return nil }
     var reader = ByteReader(bytes)
@@ -42,6 +49,15 @@ package struct IndexEntry: Equatable {
 /// writer rebuilds whatever part is missing, stale or damaged when it opens the journal.
 package struct SparseIndex {
   package var entries: [IndexEntry] = []
+  /// The last well-formed entry of the file as loaded (right checksum, each one after the one
+  /// before it), whether or not it fits the segments: the furthest batch the index says was
+  /// committed. Entries are written only for committed batches in segments already on disk, so
+  /// a reader that ends before it (in the same segment, or in an earlier one) has lost records,
+  /// unless it is a stale entry of a segment compaction rewrote, which is never the last one.
+  package var lastNamed: IndexEntry?
+  /// The segments that well-formed entries of the file as loaded name and that were not among
+  /// the loaded segments, ascending, each with the first sequence of the last batch named in it.
+  package var missingSegments: [(segment: UInt64, lastNamed: UInt64)] = []
 
   package static let headerSize = 32
   private static let tag: UInt32 = 0x5849_5752  // "RWIX"
@@ -61,7 +77,8 @@ package struct SparseIndex {
 
   /// Loads the longest prefix of entries that is well-formed and consistent with `segments`
   /// (first sequence → file size). Returns how many bytes of the file that prefix spans, so the
-  /// writer can cut the rest.
+  /// writer can cut the rest. Reads on through the well-formed entries after that prefix too (none,
+  /// unless the index is stale or names what is gone) for `lastNamed` and `missingSegments`.
   package static func load(
     directory: String, journalID: JournalID, segments: [UInt64: Int64], io: any FileIO
   ) -> (SparseIndex, validBytes: Int64) {
@@ -73,22 +90,41 @@ package struct SparseIndex {
     }
     var index = SparseIndex()
     var offset = Int64(headerSize)
+    // Where the prefix of entries consistent with `segments` ends, once it has.
+    var validBytes: Int64?
     let chunkEntries = 4096
-    while true {
+    scan: while true {
       guard let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty
       else { break }
       var position = 0
       while position + IndexEntry.size <= chunk.count {
         guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]),
-          index.accepts(entry, segments: segments)
-        else { return (index, offset + Int64(position)) }
-        index.entries.append(entry)
+          index.lastNamed.map({ entry.follows($0) }) ?? true
+        else {
+          validBytes = validBytes ?? offset + Int64(position)
+          break scan
+        }
+        index.lastNamed = entry
+        if segments[entry.segment] == nil {
+          if let last = index.missingSegments.last, last.segment == entry.segment {
+            index.missingSegments[index.missingSegments.count - 1].lastNamed = entry.firstSequence
+          } else {
+            index.missingSegments.append((entry.segment, entry.firstSequence))
+          }
+        }
+        if validBytes == nil {
+          if index.accepts(entry, segments: segments) {
+            index.entries.append(entry)
+          } else {
+            validBytes = offset + Int64(position)
+          }
+        }
         position += IndexEntry.size
       }
       offset += Int64(position)
       if chunk.count < chunkEntries * IndexEntry.size { break }
     }
-    return (index, offset)
+    return (index, validBytes ?? offset)
   }
 
   /// The first well-formed entry (right header, right checksum) that names a segment missing from
@@ -131,12 +167,7 @@ package struct SparseIndex {
       var position = 0
       while position + IndexEntry.size <= chunk.count {
         guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) else { return entries }
-        if let last = entries.last,
-          entry.firstSequence <= last.firstSequence || entry.segment < last.segment
-            || (entry.segment == last.segment && entry.offset <= last.offset)
-        {
-          return entries
-        }
+        if let last = entries.last, !entry.follows(last) { return entries }
         entries.append(entry)
         position += IndexEntry.size
       }

@@ -18,6 +18,9 @@ public final class JournalCursor {
   private var start: Start?
   /// Whether the current position came from the index (and may be stale).
   private var positionedByIndex = false
+  /// The furthest batch the index named when the cursor was made (`SparseIndex.lastNamed`): the
+  /// cursor must not end before it.
+  private let lastNamed: IndexEntry?
   /// The current batch's records not yet returned, last first: `next()` takes them from the end,
   /// so a record is moved out without leaving an empty one in its place to be destroyed later.
   /// Accessed only by the cursor's one consumer (no dynamic exclusivity checks).
@@ -26,11 +29,18 @@ public final class JournalCursor {
   /// xxHash32 checksums of the same frame are not computed again (`JournalReader.verify()` does).
   private let decoder = LZ4FrameDecoder(verifyChecksums: false)
 
-  init(reader: JournalReader, start: Start) throws {
+  /// - Parameter reportingLoss: whether to refuse a journal whose index names records the disk no
+  ///   longer holds (`SparseIndex.missingSegments`, `lastNamed`); false only for a caller that has
+  ///   verified the journal and reads its intact part knowingly.
+  init(reader: JournalReader, start: Start, reportingLoss: Bool = true) throws {
     self.reader = reader
     self.layout = try JournalDirectory(path: reader.directory, io: reader.io)
     self.start = start
     let index = reader.index(for: layout)
+    lastNamed = reportingLoss ? index.lastNamed : nil
+    if reportingLoss, !index.missingSegments.isEmpty {
+      try Self.refuseMissingSegment(index, layout: &layout, reader: reader)
+    }
     let entry: IndexEntry? =
       switch start {
       case .sequence(let sequence): index.entry(atOrBefore: sequence)
@@ -46,6 +56,49 @@ public final class JournalCursor {
     } else {
       try positionAtSegmentStart(for: start)
     }
+  }
+
+  /// Throws `.sequenceBreak` naming the first segment that index entries name and the directory
+  /// does not hold: committed records are gone (FORMAT.md, "The sparse index"). The directory is
+  /// listed again first: it was listed before the index was read, and a writer creates a segment
+  /// (durably) before any entry names it.
+  private static func refuseMissingSegment(
+    _ index: SparseIndex, layout: inout JournalDirectory, reader: JournalReader
+  ) throws {
+    try layout.refresh()
+    guard let missing = index.missingSegments.first(where: { !layout.segments.contains($0.segment) }) else { return }
+    let next = layout.segments.first { $0 > missing.segment }
+    let through = max(missing.lastNamed, next.map { $0 - 1 } ?? 0)
+    let name = Layout.segmentName(firstSequence: missing.segment)
+    throw JournalError(
+      .sequenceBreak,
+      "segment \(name) is missing, but the index names it: committed records "
+        + (next == nil ? "from sequence \(missing.segment) on" : "\(missing.segment)-\(through)") + " are gone",
+      directory: reader.directory, file: name, offset: 0, sequences: missing.segment...through)
+  }
+
+  /// At the end of what is on disk (the cursor at `offset` of `file`, or no segment at all):
+  /// throws `.sequenceBreak` if the index named a batch there or beyond when the cursor was made.
+  /// That batch was committed before the entry was written, and so before this read, which would
+  /// have found it: its records are gone (zeros or an unfinished frame stand where they were, or
+  /// the file or segment ends before them). Compaction rewrites only sealed segments, never the
+  /// last one, where a cursor ends, so a stale entry is no false alarm here.
+  private func endOfJournal() throws -> Bool {
+    guard let lastNamed else { return false }
+    let segment = file?.firstSequence ?? 0
+    guard lastNamed.segment > segment || (lastNamed.segment == segment && lastNamed.offset >= offset) else {
+      return false
+    }
+    let name = Layout.segmentName(firstSequence: lastNamed.segment)
+    let place =
+      lastNamed.segment == segment
+      ? "at byte offset \(lastNamed.offset) of this segment" : "in segment \(name), after this one"
+    throw JournalError(
+      .sequenceBreak,
+      "the journal reads as ending here, but the index names a batch starting at sequence "
+        + "\(lastNamed.firstSequence) \(place): committed records are gone",
+      directory: reader.directory, file: file?.name ?? name, offset: file == nil ? 0 : offset,
+      sequences: expected...max(expected, lastNamed.firstSequence))
   }
 
   private func position(segment: UInt64, offset: Int64, expected: UInt64) throws {
@@ -161,7 +214,7 @@ public final class JournalCursor {
           try refreshSize(file)
           continue
         }
-        return false
+        return try endOfJournal()
       case .damaged(let damage):
         if positionedByIndex, let start {
           // A stale index entry: find the place again without the index.
@@ -174,11 +227,14 @@ public final class JournalCursor {
           try refreshSize(file)
           continue
         }
-        if try isUnfinishedTail(damage, in: file) { return false }
+        if try isUnfinishedTail(damage, in: file) {
+          // Not the end of the journal when a later segment appeared meanwhile: read on later.
+          return layout.segments.last == file.firstSequence ? try endOfJournal() : false
+        }
         throw layout.error(damage, in: file, expecting: expected)
       }
     }
-    return false
+    return try endOfJournal()
   }
 
   /// Drops records before the start from the first batch that reaches it: those before the first

@@ -6,7 +6,9 @@ import Synchronization
 ///
 /// A reader sees every batch whose frame is completely written; an incomplete frame at the very
 /// end of the journal is treated as not yet written. Damage anywhere else is an error that
-/// names the segment, byte offset and sequence numbers.
+/// names the segment, byte offset and sequence numbers. So is a loss the sparse index witnesses
+/// (a segment it names is missing, or the journal ends before a batch it names): a
+/// `.sequenceBreak` when a cursor is made or reaches the end, never a shorter journal.
 public struct JournalReader: Sendable {
   public let directory: String
   public let limits: JournalLimits
@@ -46,8 +48,16 @@ public struct JournalReader: Sendable {
   }
 
   /// Every record from `sequence` on (all of them by default), in order.
+  /// - Throws: `JournalError` `.sequenceBreak` when the index names a segment that is missing.
   public func records(from sequence: UInt64 = 1) throws -> JournalCursor {
     try JournalCursor(reader: self, start: .sequence(max(sequence, 1)))
+  }
+
+  /// Every record from `sequence` on, also of a journal whose index names records the disk no longer
+  /// holds (which `records(from:)` refuses): for a caller that has verified the journal and reads
+  /// only up to the end of its intact part (`VerificationReport.lastSequence`).
+  package func records(from sequence: UInt64, reportingLoss: Bool) throws -> JournalCursor {
+    try JournalCursor(reader: self, start: .sequence(max(sequence, 1)), reportingLoss: reportingLoss)
   }
 
   /// Every record from the first one stamped at or after `timestamp` (ns since 1970) on.

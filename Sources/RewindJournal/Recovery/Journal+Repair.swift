@@ -104,12 +104,7 @@ extension Journal {
   /// would empty the journal. A journal whose segments disagree among themselves, or with a
   /// manifest some of them agree with, is repaired as usual.
   private static func refuseIfOnlyTheManifestDisagrees(_ layout: JournalDirectory) throws {
-    var named: Set<JournalID> = []
-    for segment in layout.segments {
-      guard case .success(let header)? = try? layout.open(segment: segment).header() else { return }
-      named.insert(header.journalID)
-    }
-    guard named.count == 1, let segmentsID = named.first, segmentsID != layout.journalID else { return }
+    guard let segmentsID = layout.journalIDOfEverySegmentButTheManifest() else { return }
     throw JournalError(
       .badManifest,
       "the manifest names journal \(layout.journalID), but "

@@ -67,6 +67,19 @@ package struct JournalDirectory {
     }
   }
 
+  /// The journal id every segment's header names, when there are segments, they all name one id,
+  /// and the manifest names another: then the manifest alone is likelier wrong than every segment
+  /// (`Journal.repair` refuses such a journal). Nil otherwise, also when a header cannot be read.
+  package func journalIDOfEverySegmentButTheManifest() -> JournalID? {
+    var named: Set<JournalID> = []
+    for segment in segments {
+      guard case .success(let header)? = try? open(segment: segment).header() else { return nil }
+      named.insert(header.journalID)
+    }
+    guard named.count == 1, let segmentsID = named.first, segmentsID != journalID else { return nil }
+    return segmentsID
+  }
+
   /// Builds a `JournalError` for damage found in a segment.
   package func error(_ damage: BatchDamage, in file: SegmentFile, expecting: UInt64) -> JournalError {
     let code: JournalError.Code =

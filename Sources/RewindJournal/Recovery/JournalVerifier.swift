@@ -37,6 +37,11 @@ public struct VerificationReport: Sendable, Equatable {
   /// in order. Derived data the next writer rebuilds: not problems. On a live journal, the
   /// newest segment can be listed while its writer is between a batch and its entry.
   public var unindexed: [UnindexedRecords] = []
+  /// When every segment names one journal id and the manifest another (each segment is then
+  /// reported as belonging to another journal): that id. The manifest alone is likelier wrong;
+  /// `Journal.repair` refuses such a journal (`badManifest`) and moves nothing. Put this id back
+  /// in `manifest.json` if the segments are this journal's.
+  public var segmentsJournalID: JournalID?
   public var segments = 0
   public var batches = 0
   public var records: UInt64 = 0
@@ -196,15 +201,17 @@ extension JournalReader {
         expected = header.firstSequence
       }
     }
-    if let entry = SparseIndex.entryBeyondSegments(
-      directory: directory, journalID: layout.journalID, segments: layout.segments, io: io)
-    {
+    // Segments the index names and the directory lacks, last or in the middle (listed again: a
+    // writer creates a segment before any entry names it, perhaps after the first listing).
+    let present = index.missingSegments.isEmpty ? layout.segments : try JournalDirectory.listSegments(directory, io: io)
+    for missing in index.missingSegments where !present.contains(missing.segment) {
+      let through = max(missing.lastNamed, (present.first { $0 > missing.segment } ?? 1) - 1)
       report.problems.append(
         JournalProblem(
-          file: Layout.segmentName(firstSequence: entry.segment), offset: 0,
-          sequences: entry.segment...entry.firstSequence,
+          file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
           message: "this segment is missing, but the index names it: committed records are gone"))
     }
+    report.segmentsJournalID = layout.journalIDOfEverySegmentButTheManifest()
     if !io.fileExists(directory + "/" + Layout.indexName) {
       report.notes.append("the index is missing; the next writer rebuilds it")
     } else if index.entries.isEmpty && report.batches > 0 {

@@ -1,0 +1,105 @@
+import Foundation
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// Records the index names and the disk no longer holds (a deleted segment, last or in the
+/// middle; a last segment cut short before an indexed batch) are damage to every command: the
+/// readers used to exit 0 showing fewer events, as if those records had never been committed.
+@Suite struct IndexedLossCommandTests {
+  enum Loss: String, CaseIterable, CustomTestStringConvertible {
+    case lastSegment, middleSegment, cutShort
+    var testDescription: String { rawValue }
+  }
+
+  /// A Notebook journal of several small segments with dense index entries, damaged as `loss`
+  /// says: the journal, the file concerned, and its last sequence number before the damage.
+  static func damaged(_ loss: Loss) async throws -> (journal: NotebookJournal, file: String, last: UInt64) {
+    var options = JournalOptions(durability: .none)
+    options.segmentTargetBytes = 4096
+    options.indexIntervalBytes = 256
+    let journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
+    let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }
+    try #require(segments.count > 3)
+    let file = loss == .middleSegment ? segments[1] : try #require(segments.last)
+    let path = journal.directory.appending(file)
+    switch loss {
+    case .lastSegment, .middleSegment: try FileManager.default.removeItem(atPath: path)
+    case .cutShort:
+      var frames: [Int] = []
+      let bytes = try Files.read(path)
+      var offset = Layout.segmentHeaderSize
+      while offset < bytes.count,
+        case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
+      {
+        frames.append(offset)
+        offset += Int(header.totalLength)
+      }
+      try #require(frames.count > 2)
+      try Files.write(Array(bytes[..<frames[1]]), to: path)
+    }
+    return (journal, file, journal.lastSequence)
+  }
+
+  @Test(arguments: EveryCommandTests.commands, Loss.allCases)
+  func everyCommandReportsTheLoss(command: [String], loss: Loss) async throws {
+    let (journal, file, last) = try await Self.damaged(loss)
+    // Commands that read to the end of the journal: show the last event, diff up to it.
+    let reaching = command.map { $0 == "3" ? "LAST" : $0 }
+    let run = try await EveryCommandTests.run(reaching, journal.path, last: Int(last))
+    switch command[0] {
+    case "verify":
+      #expect(run.status == 1, "\(run.out)\(run.err)")
+      #expect(run.out.contains("problem: \(file)"), "\(run.out)")
+      #expect(run.out.contains("`rewind repair"), "\(run.out)")
+    case "repair":
+      #expect(run.status == 1, "a plan, carried out only with --yes: \(run.out)\(run.err)")
+    case "stats":
+      #expect(run.status == 1, "\(run.out)\(run.err)")
+      #expect(run.out.contains("damaged      "), "\(run.out)")
+    default:
+      let says =
+        loss == .cutShort
+        ? "\(file), byte offset" : "segment \(file) is missing, but the index names it"
+      EveryCommandTests.expectError(run, command, status: 3, containing: [says, "committed records", "rewind verify"])
+    }
+  }
+
+  /// Repair quarantines what follows the loss and removes the index: every reader then opens
+  /// the journal again, without the error.
+  @Test(arguments: Loss.allCases)
+  func afterRepairTheReadersOpenTheJournal(loss: Loss) async throws {
+    let (journal, _, _) = try await Self.damaged(loss)
+    let repair = try await ToolRun.run("rewind", ["repair", journal.path, "--yes"])
+    #expect(repair.status == 0, "\(repair.out)\(repair.err)")
+    for command in [["log"], ["stats"], ["export", "@", "--jsonl"], ["tail"], ["replay"], ["verify"]] {
+      let run = try await EveryCommandTests.run(command, journal.path)
+      #expect(run.status == 0, "\(command): \(run.out)\(run.err)")
+    }
+  }
+
+  /// Repair refuses a journal whose manifest alone disagrees with every segment; verify's advice
+  /// says so, naming the id to put back, instead of sending the user to that repair.
+  @Test func verifyAdvisesWhatRepairWillDoWhenOnlyTheManifestDisagrees() async throws {
+    let dir = try RewindCommandTests.journal()
+    let own = try JournalReader(directory: dir.path).id
+    let other = String(repeating: "ab", count: 16)
+    let manifest = dir.appending("manifest.json")
+    try Files.write(Array("{\n  \"format\" : 1,\n  \"journalID\" : \"\(other)\"\n}\n".utf8), to: manifest)
+
+    let verify = try await ToolRun.run("rewind", ["verify", dir.path])
+    #expect(verify.status == 1, "\(verify.out)\(verify.err)")
+    let advice = try #require(verify.out.split(separator: "\n").last.map(String.init))
+    #expect(advice.hasPrefix("damaged: "), "\(verify.out)")
+    #expect(advice.contains("set the manifest's journalID to \(own)"), "\(advice)")
+    #expect(!advice.contains("moves the damaged part aside"), "repair refuses this journal: \(advice)")
+
+    let repair = try await ToolRun.run("rewind", ["repair", dir.path, "--yes"])
+    #expect(repair.status == 3, "\(repair.out)\(repair.err)")
+    #expect(repair.err.contains("set the manifest's journalID to \(own)"), "\(repair.err)")
+
+    // Following the advice makes the journal whole.
+    try Files.write(Array("{\n  \"format\" : 1,\n  \"journalID\" : \"\(own)\"\n}\n".utf8), to: manifest)
+    #expect(try await ToolRun.run("rewind", ["verify", dir.path]).status == 0)
+  }
+}
