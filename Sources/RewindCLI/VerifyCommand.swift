@@ -37,18 +37,21 @@ enum VerifyCommand: RewindCommand {
     let expected = (try? reader.lastSequence()) ?? 0
     let report = try reader.verify { progress.update($0, of: expected) }
     progress.finish()
-    for problem in report.problems { output.out("problem: \(problem)\n") }
+    // Problems quote the journal's files and the directory typed: each line is made `visible`.
+    for problem in report.problems { output.out(visible("problem: \(problem)") + "\n") }
     if let tail = report.unfinishedTail {
       output.out(
-        "note: unfinished last frame (a write in progress, or a torn tail the next writer moves aside): \(tail)\n")
+        visible(
+          "note: unfinished last frame (a write in progress, or a torn tail the next writer moves aside): \(tail)")
+          + "\n")
     }
     if report.preallocatedBytes > 0 {
       output.out(
         "note: \(report.preallocatedBytes) zero bytes of preallocated space end the last segment "
           + "(written ahead by a live writer, or left by one that stopped; not damage)\n")
     }
-    for note in report.notes { output.out("note: \(note)\n") }
-    for unindexed in report.unindexed { output.out("note: \(unindexed)\n") }
+    for note in report.notes { output.out(visible("note: \(note)") + "\n") }
+    for unindexed in report.unindexed { output.out(visible("note: \(unindexed)") + "\n") }
     let advice =
       if let id = report.segmentsJournalID {
         // Repair refuses this journal (`badManifest`): the one file is likelier wrong than all.
@@ -61,7 +64,9 @@ enum VerifyCommand: RewindCommand {
     output.out(
       report.isSound
         ? "sound: \(report.records) records in \(report.batches) frames, \(report.segments) segments, last sequence \(report.lastSequence)\n"
-        : "damaged: \(report.problems.count) problem(s); intact up to sequence \(report.lastSequence). \(advice)\n"
+        : visible(
+          "damaged: \(report.problems.count) problem(s); intact up to sequence \(report.lastSequence). \(advice)")
+          + "\n"
     )
     guard report.isSound else { return .findings }
     // With a model, replay decodes every event into its type; without one, the fields are decoded

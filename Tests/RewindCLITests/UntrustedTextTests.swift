@@ -110,6 +110,26 @@ import Testing
     #expect(object?["name"] as? String == Self.hostile)
   }
 
+  @Test func verifyShowsADamagedJournalsDirectoryEscaped() async throws {
+    // A directory typed with control characters: verify's report and advice quote it.
+    let parent = TemporaryDirectory("cli-untrusted-verify")
+    let path = parent.path + "/j\u{1B}[2J\r"
+    let manager = try NotebookManager(directory: path, options: JournalOptions(durability: .none))
+    for index in 0..<20 { _ = try await manager.createNotebook(title: "notebook \(index)") }
+    manager.close()
+    // One byte flipped in the middle of the only segment.
+    let segment = path + "/00000000000000000001.lz4"
+    var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: segment)))
+    let middle = try #require(bytes.indices.reversed().first { bytes[$0] != 0 }) / 2
+    bytes[middle] ^= 0xFF
+    try Data(bytes).write(to: URL(fileURLWithPath: segment))
+    let run = try await Self.rewind(["verify", path])
+    #expect(run.status == 1, "\(run.out)\(run.err)")
+    #expect(run.out.contains("problem: "), "\(run.out)")
+    #expect(run.out.contains(#"j\u{1B}[2J\u{D}"#), "\(run.out)")
+    #expect(Self.unsafe(run.out).isEmpty, "\(Self.unsafe(run.out)) in \(run.out)")
+  }
+
   @Test func visibleEscapesControlCharactersAndKeepsTheRest() {
     #expect(
       visible("a\u{0}\t\n\r\u{1B}\u{1F} \u{7F}\u{80}\u{9F}\u{A0}b")
