@@ -92,6 +92,8 @@ package struct SparseIndex {
     var offset = Int64(headerSize)
     // Where the prefix of entries consistent with `segments` ends, once it has.
     var validBytes: Int64?
+    // The segment of the entry before, and its size (nil: not among `segments`).
+    var segment: (first: UInt64, size: Int64?)?
     let chunkEntries = 4096
     scan: while true {
       guard let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty
@@ -105,7 +107,11 @@ package struct SparseIndex {
           break scan
         }
         index.lastNamed = entry
-        if segments[entry.segment] == nil {
+        // Entries come in runs of one segment: its size is looked up once per run, not per entry
+        // (a reader without a cached index loads the whole file at each cursor: each seek).
+        if segment?.first != entry.segment { segment = (entry.segment, segments[entry.segment]) }
+        let segmentSize = segment?.size
+        if segmentSize == nil {
           if let last = index.missingSegments.last, last.segment == entry.segment {
             index.missingSegments[index.missingSegments.count - 1].lastNamed = entry.firstSequence
           } else {
@@ -113,7 +119,7 @@ package struct SparseIndex {
           }
         }
         if validBytes == nil {
-          if index.accepts(entry, segments: segments) {
+          if index.accepts(entry, segmentSize: segmentSize) {
             index.entries.append(entry)
           } else {
             validBytes = offset + Int64(position)
@@ -177,9 +183,10 @@ package struct SparseIndex {
     return entries
   }
 
-  /// Whether `entry` can follow the current entries, given the segments that exist.
-  func accepts(_ entry: IndexEntry, segments: [UInt64: Int64]) -> Bool {
-    guard let segmentSize = segments[entry.segment], entry.offset >= Int64(Layout.segmentHeaderSize),
+  /// Whether `entry` can follow the current entries, given the size of the segment it names (nil:
+  /// no such segment).
+  func accepts(_ entry: IndexEntry, segmentSize: Int64?) -> Bool {
+    guard let segmentSize, entry.offset >= Int64(Layout.segmentHeaderSize),
       // Not `offset + batchHeaderSize`: the offset comes from the file and may be near Int64.max.
       entry.offset <= segmentSize - Int64(Layout.batchHeaderSize), entry.firstSequence >= entry.segment
     else { return false }
