@@ -99,13 +99,16 @@ struct ToolRun: Sendable {
       if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
       process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: standardOutput ?? outPath))
       process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: standardError ?? errPath))
-      let stdin = Pipe()
-      process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-      try process.run()
+      // Input from a file, not a pipe: a child that exits before reading it (a usage error, a
+      // journal it cannot open) would make writing into a pipe raise SIGPIPE and end this process.
       if let input {
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
+        let inPath = scratch.appending("in")
+        _ = FileManager.default.createFile(atPath: inPath, contents: Data(input.utf8))
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+      } else {
+        process.standardInput = FileHandle.nullDevice
       }
+      try process.run()
       process.waitUntilExit()
       return process.terminationStatus
     }
