@@ -8,6 +8,7 @@
 //     of several blocks, compressed on several threads), 12 a thread, in segments of 1 MiB.
 //   journal-crash-child hold DIR
 //     Opens the journal for writing, prints "locked", and waits to be killed.
+// Either ends by itself once the process that started it is gone.
 import Foundation
 import RewindJournal
 import RewindTestSupport
@@ -37,6 +38,15 @@ enum Bulk {
     let count = Int.random(in: 8_000...20_000, using: &generator)
     return [0x2E] + (i % 2 == 0 ? generator.bytes(count) : generator.eventLikePayload(count))
   }
+}
+
+// This child runs until it is killed. Should its test process die first, it must not live on:
+// it would keep appending, and keep the test run's standard error open, so that `swift test`
+// waited for it for ever. It ends once its parent is gone (it is then another process's child).
+let parent = getppid()
+Thread.detachNewThread {
+  while getppid() == parent { usleep(200_000) }
+  _exit(0)
 }
 
 switch arguments[1] {
