@@ -256,7 +256,9 @@ import Testing
           + "no checkpoint mark of this model code"))
   }
 
-  @Test func aScriptedDebugSessionThroughAPipe() async throws {
+  @Test func aScriptedDebugSessionFromStandardInput() async throws {
+    // Standard input that is not a terminal (a file here; `printf ... | rewind debug` reads a pipe
+    // the same way): no prompt, one command per line.
     let journal = try await NotebookJournal.write(commands: 60, seed: 11)
     // A note that exists at 20 and changes again after 23.
     func changes(_ id: NoteID, at sequence: UInt64) -> Bool {
