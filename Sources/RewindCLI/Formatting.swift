@@ -60,28 +60,22 @@ func requireDirectory(_ directory: String) throws {
   }
 }
 
-/// `text` made safe for a terminal: each control character (C0 including tab, newline and
-/// carriage return; DEL; C1) and each bidirectional embedding, override or isolate (U+202A to
-/// U+202E, U+2066 to U+2069) written as a visible escape in Swift's spelling, `\u{1B}`, with
-/// uppercase hex digits. Everything else is kept as is.
+/// `text` made safe for a terminal: each scalar a terminal would act on
+/// (`FieldRenderer.isTerminalControl`: C0 including tab, newline and carriage return; DEL; C1;
+/// the bidirectional embeddings, overrides and isolates) written as a visible escape in Swift's
+/// spelling, `\u{1B}`, with uppercase hex digits. Everything else is kept as is.
 ///
 /// A journal is untrusted input for an audit tool: a note title holding ESC [ 2 J or a carriage
 /// return must neither drive the terminal nor forge a line of output, and neither may a word
 /// typed on the command line and echoed in an error. Every text (not JSON) output of strings from
 /// a journal or a user goes through here, one line at a time, so a newline inside them cannot
-/// start a line of its own. JSON output is left alone: its strings escape C0 already, and what
-/// else they hold is data for the program that reads them. Idempotent: the escapes are printable.
+/// start a line of its own. JSON output escapes the same scalars its own way (`\u001b`, in
+/// `FieldRenderer.appendQuoted`). Idempotent: the escapes are printable.
 package func visible(_ text: String) -> String {
-  func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
-    switch scalar.value {
-    case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
-    default: false
-    }
-  }
-  guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
+  guard text.unicodeScalars.contains(where: FieldRenderer.isTerminalControl) else { return text }
   var out = String.UnicodeScalarView()
   for scalar in text.unicodeScalars {
-    if isUnsafe(scalar) {
+    if FieldRenderer.isTerminalControl(scalar) {
       out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
     } else {
       out.append(scalar)

@@ -67,6 +67,17 @@ public enum FieldRenderer {
     }
   }
 
+  /// Whether a terminal acts on `scalar` rather than showing it: C0 (tab and line breaks too),
+  /// DEL, C1, and the bidirectional embeddings, overrides and isolates (U+202A–202E,
+  /// U+2066–2069). The one list of them: the JSON escaper below and the `rewind` tool's text
+  /// output (`visible`) escape exactly these, the JSON escaper also the line separators.
+  package static func isTerminalControl(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+    default: false
+    }
+  }
+
   /// Appends `string` as a JSON string literal (the one JSON string escaper of the package).
   /// Escapes what JSON requires (C0, quote, backslash) and also DEL, C1, the line and paragraph
   /// separators and the bidirectional controls (U+202A–202E, U+2066–2069): a journal's strings
@@ -81,9 +92,7 @@ public enum FieldRenderer {
       case "\n": output += "\\n"
       case "\r": output += "\\r"
       case "\t": output += "\\t"
-      case let control
-      where control.value < 0x20 || (0x7F...0x9F).contains(control.value) || (0x2028...0x202E).contains(control.value)
-        || (0x2066...0x2069).contains(control.value):
+      case let control where isTerminalControl(control) || control == "\u{2028}" || control == "\u{2029}":
         let hex = String(control.value, radix: 16)
         output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
       default: output.unicodeScalars.append(scalar)
