@@ -55,7 +55,7 @@ fuzz: deps
 lint:
 	@scripts/lint
 
-doc-check:
+doc-check: deps
 	$(SWIFT) build
 	scripts/doc-check
 
