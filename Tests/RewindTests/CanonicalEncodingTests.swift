@@ -51,7 +51,9 @@ import Testing
       case 2: return .string("s\(random.next() % 100)")
       case 3: return .array((0..<Int(random.next() % 4)).map { _ in Value.random(&random, depth: depth + 1) })
       default:
-        var entries = (0..<Int(random.next() % 6)).map { _ in
+        // Now and then an object of many entries (sorted otherwise than a record's few fields).
+        let count = random.next() % 8 == 0 ? 16 + Int(random.next() % 24) : Int(random.next() % 6)
+        var entries = (0..<count).map { _ in
           (keys[Int(random.next() % UInt64(keys.count))], Value.random(&random, depth: depth + 1))
         }
         // Often in order already (the fast path), sometimes in order but for the last key.
@@ -82,6 +84,132 @@ import Testing
       let canonical = try CanonicalEncoding.canonicalize(given.bytes)
       #expect(canonical == expected.bytes)
       #expect(try CanonicalEncoding.canonicalize(canonical) == canonical)
+    }
+  }
+
+  /// The canonical encoder sorts each object as it finishes it, in one pass: its bytes must be
+  /// those of the plain encoding canonicalized afterwards, for objects filled through `Codable`
+  /// containers in any order.
+  @Test func theCanonicalEncoderWritesWhatCanonicalizingGives() throws {
+    var random = SeededRandom(seed: 0xCA71)
+    for _ in 0..<2_000 {
+      let value = Value.random(&random, depth: 0)
+      var expected = FieldBytesWriter()
+      value.write(into: &expected, canonical: true)
+      #expect(try CanonicalEncoding.encode(value) == expected.bytes)
+      #expect(try CanonicalEncoding.encode(value) == CanonicalEncoding.canonicalize(FieldEncoder().encode(value)))
+    }
+  }
+
+  /// The same for records written by their hand-written fields out of order, with a nested object,
+  /// an array of objects, -0.0, and a value written through its `Encodable` form: each object is
+  /// sorted as it ends, inner ones first, and the encoding of the same records without sorting is
+  /// unchanged.
+  @Test func handWrittenFieldsAreSortedAsEachObjectEnds() throws {
+    var random = SeededRandom(seed: 0xCA72)
+    let records = (0..<300).map { _ in Shuffled.random(&random) }
+    let array = FieldCodableArray(records)
+    let plain = try FieldEncoder().encode(array)
+    #expect(try CanonicalEncoding.encode(array) == CanonicalEncoding.canonicalize(plain))
+    #expect(try CanonicalEncoding.encode(array) != plain)
+    // Without the canonical encoder, the fields stay in the order written.
+    #expect(try firstObjectKeys(plain) == ["zeta", "alpha", "mid", "extra"])
+    #expect(try firstObjectKeys(CanonicalEncoding.encode(array)) == ["alpha", "extra", "mid", "zeta"])
+  }
+
+  /// The keys of the first object in the array `bytes` holds, in stored order.
+  func firstObjectKeys(_ bytes: [UInt8]) throws -> [String] {
+    var reader = FieldBytesReader(bytes)
+    #expect(try reader.readTag() == .array)
+    #expect(try reader.readTag() == .object)
+    var keys: [String] = []
+    while try reader.peekByte() != 0 {
+      keys.append(try reader.readString(lengthBias: 1))
+      try reader.skipValue()
+    }
+    return keys
+  }
+
+  /// A record that writes its fields out of key order, nesting objects that do too.
+  struct Shuffled: Codable, FieldCodable {
+    struct Inner: Codable, FieldCodable {
+      var b: Double
+      var a: String
+
+      func encodeFields(into writer: inout FieldWriter) {
+        writer.write(b, for: "b")
+        writer.write(a, for: "a")
+      }
+      init(b: Double, a: String) { (self.b, self.a) = (b, a) }
+      init(fields reader: inout FieldReader) throws {
+        a = try reader.read(String.self, for: "a")
+        b = try reader.read(Double.self, for: "b")
+      }
+    }
+
+    var zeta: Int
+    var alpha: Inner
+    var mid: [Inner]
+    var extra: Value
+
+    static func random(_ random: inout SeededRandom) -> Shuffled {
+      func inner() -> Inner {
+        Inner(b: random.next() % 3 == 0 ? -0.0 : Double(random.next() % 100), a: "a\(random.next() % 10)")
+      }
+      return Shuffled(
+        zeta: Int(truncatingIfNeeded: random.next()), alpha: inner(),
+        mid: (0..<Int(random.next() % 3)).map { _ in inner() },
+        extra: Value.random(&random, depth: 1))
+    }
+
+    init(zeta: Int, alpha: Inner, mid: [Inner], extra: Value) {
+      (self.zeta, self.alpha, self.mid, self.extra) = (zeta, alpha, mid, extra)
+    }
+
+    func encodeFields(into writer: inout FieldWriter) {
+      writer.write(zeta, for: "zeta")
+      writer.write(alpha, for: "alpha")
+      writer.write(mid, for: "mid")
+      try? writer.write(encoding: extra, for: "extra")
+    }
+
+    /// Only written in these tests.
+    init(fields reader: inout FieldReader) throws {
+      throw DecodingError.valueNotFound(Self.self, .init(codingPath: [], debugDescription: "written only"))
+    }
+  }
+}
+
+/// `Value` through `Codable` containers, its objects' entries in the order given (repeats too).
+extension CanonicalEncodingTests.Value: Codable {
+  struct Key: CodingKey {
+    var stringValue: String
+    init(stringValue: String) { self.stringValue = stringValue }
+    var intValue: Int? { nil }
+    init?(intValue: Int) { nil }
+  }
+
+  init(from decoder: any Decoder) throws {
+    throw DecodingError.valueNotFound(Self.self, .init(codingPath: [], debugDescription: "written only"))
+  }
+
+  func encode(to encoder: any Encoder) throws {
+    switch self {
+    case .int(let value):
+      var container = encoder.singleValueContainer()
+      try container.encode(value)
+    case .double(let value):
+      var container = encoder.singleValueContainer()
+      try container.encode(value)
+    case .string(let value):
+      var container = encoder.singleValueContainer()
+      try container.encode(value)
+    case .array(let values):
+      var container = encoder.unkeyedContainer()
+      for value in values { try container.encode(value) }
+    case .object(let entries):
+      var container = encoder.container(keyedBy: Key.self)
+      for (key, value) in entries { try container.encode(value, forKey: Key(stringValue: key)) }
     }
   }
 }

@@ -8,9 +8,11 @@
 /// sorted, and no values whose equality is looser than their bytes (two strings that compare
 /// equal under Unicode canonical equivalence but are stored differently digest differently).
 enum CanonicalEncoding {
-  /// The canonical bytes of `value`.
-  static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-    try canonicalize(FieldEncoder().encode(value))
+  /// The canonical bytes of `value`, written in one pass: the encoder sorts each object's entries
+  /// as it finishes the object (`FieldObjectSorter`), so nothing is copied afterwards.
+  /// `capacity` is room to reserve, when the caller knows the size (a snapshot's state).
+  static func encode<T: Encodable>(_ value: T, capacity: Int = 128) throws -> [UInt8] {
+    try FieldEncoder(canonicalWithCapacity: capacity).encode(value)
   }
 
   /// Rewrites one field-encoded value canonically.
@@ -18,14 +20,15 @@ enum CanonicalEncoding {
   static func canonicalize(_ bytes: [UInt8]) throws(FieldFormatError) -> [UInt8] {
     var reader = FieldBytesReader(bytes)
     var writer = FieldBytesWriter(capacity: bytes.count)
-    try copy(&reader, into: &writer, depth: 0)
+    let sorter = FieldObjectSorter()
+    try copy(&reader, into: &writer, sorter: sorter, depth: 0)
     guard reader.isAtEnd else { throw FieldFormatError("bytes after the value", at: reader.position) }
     return writer.bytes
   }
 
-  private static func copy(_ reader: inout FieldBytesReader, into writer: inout FieldBytesWriter, depth: Int)
-    throws(FieldFormatError)
-  {
+  private static func copy(
+    _ reader: inout FieldBytesReader, into writer: inout FieldBytesWriter, sorter: FieldObjectSorter, depth: Int
+  ) throws(FieldFormatError) {
     guard depth < FieldLimits.maximumDepth else {
       throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: reader.position)
     }
@@ -42,12 +45,14 @@ enum CanonicalEncoding {
       writer.appendVarint(UInt64(count))
       writer.bytes.append(contentsOf: reader.bytes[start..<start + count])
     case .array:
-      while try reader.peekByte() != FieldTag.end.rawValue { try copy(&reader, into: &writer, depth: depth + 1) }
+      while try reader.peekByte() != FieldTag.end.rawValue {
+        try copy(&reader, into: &writer, sorter: sorter, depth: depth + 1)
+      }
       reader.position += 1
       writer.append(.end)
     case .object:
       // Entries are copied as they come; an object whose keys were not in order is sorted
-      // afterwards, in place (`sortEntries`). Stores and most records need no sorting.
+      // afterwards, in place. Stores and most records need no sorting.
       let objectStart = writer.count
       var previous: Range<Int>? = nil
       var inOrder = true
@@ -57,11 +62,11 @@ enum CanonicalEncoding {
         if inOrder, let previous, !precedes(reader.bytes, previous, key) { inOrder = false }
         writer.appendVarint(UInt64(count) + 1)
         writer.bytes.append(contentsOf: reader.bytes[key])
-        try copy(&reader, into: &writer, depth: depth + 1)
+        try copy(&reader, into: &writer, sorter: sorter, depth: depth + 1)
         previous = key
       }
       reader.position += 1
-      if !inOrder { try sortEntries(of: &writer, from: objectStart, depth: depth) }
+      if !inOrder { sorter.sortEntries(of: &writer.bytes, from: objectStart, depth: depth) }
       writer.append(0)
     case .identifier:
       // 16 fixed bytes: already canonical.
@@ -72,33 +77,136 @@ enum CanonicalEncoding {
     }
   }
 
-  /// Whether the key at `a` sorts strictly before the key at `b` (both ranges of `bytes`).
-  private static func precedes(_ bytes: [UInt8], _ a: Range<Int>, _ b: Range<Int>) -> Bool {
-    bytes.withUnsafeBufferPointer { buffer in
-      for offset in 0..<min(a.count, b.count) {
-        let (x, y) = (buffer[a.lowerBound + offset], buffer[b.lowerBound + offset])
-        if x != y { return x < y }
+  /// Whether the key at `a` sorts strictly before the key at `b` (both ranges of `bytes`): by
+  /// their bytes, a key before any longer key it begins.
+  static func precedes(_ bytes: [UInt8], _ a: Range<Int>, _ b: Range<Int>) -> Bool {
+    bytes.withUnsafeBufferPointer { buffer in precedes(buffer, a, b) }
+  }
+
+  static func precedes(_ buffer: UnsafeBufferPointer<UInt8>, _ a: Range<Int>, _ b: Range<Int>) -> Bool {
+    for offset in 0..<min(a.count, b.count) {
+      let (x, y) = (buffer[a.lowerBound + offset], buffer[b.lowerBound + offset])
+      if x != y { return x < y }
+    }
+    return a.count < b.count
+  }
+}
+
+/// Sorts the entries of objects by key, in place, for the canonical encoding: the one place that
+/// does, whether an object was just written by the canonical encoder or copied by
+/// `CanonicalEncoding.canonicalize`. It keeps its working arrays between objects, so sorting the
+/// fields of each of a store's records allocates nothing once they have grown.
+///
+/// Objects written by hand-written fields (`FieldWriter`) say where each entry starts as they
+/// write it (`beginObject`, `noteEntry`, `endObject`), so nothing is read back; other objects are
+/// scanned when they end (`sortEntries`).
+///
+/// Not `Sendable`: one encoding run's.
+final class FieldObjectSorter {
+  /// One entry of an object: where it starts and ends (its key and value), and its key's bytes.
+  private struct Entry {
+    var start: Int
+    var end: Int
+    var keyStart: Int
+    var keyCount: Int
+  }
+
+  // Touched for every field of every record of a snapshot; one run's, never shared.
+  /// The entries of the objects being written by hand-written fields, innermost object's last.
+  @exclusivity(unchecked) private var entries: [Entry] = []
+  /// A copy of an object's entries while they are written back in order.
+  @exclusivity(unchecked) private var scratch: [UInt8] = []
+
+  init() {}
+
+  /// Starts an object written by `FieldWriter`; returns what `endObject` needs.
+  @inline(__always)
+  func beginObject() -> Int { entries.count }
+
+  /// Notes an entry of the innermost object begun: it starts at `start`, with a key of `keyCount`
+  /// bytes (stored after its length plus one, as a varint).
+  @inline(__always)
+  func noteEntry(at start: Int, keyCount: Int) {
+    var lengthBytes = 1
+    while UInt64(keyCount + 1) >> (7 * lengthBytes) != 0 { lengthBytes += 1 }
+    entries.append(Entry(start: start, end: 0, keyStart: start + lengthBytes, keyCount: keyCount))
+  }
+
+  /// Ends the object begun when `beginObject` returned `first`: its entries run to the end of
+  /// `bytes` (its terminator not yet written), and are sorted there if they are not in order.
+  func endObject(of bytes: inout [UInt8], first: Int) {
+    if entries.count - first > 1 { reorder(&bytes, first: first, end: bytes.count) }
+    entries.removeSubrange(first...)
+  }
+
+  /// Sorts by key the entries of the object whose first entry starts at `start` and which runs to
+  /// the end of `bytes` (its terminator not yet written), if they are not in order already. Each
+  /// entry's value is left as it is (an object in it was sorted when it ended). The entries must
+  /// be well formed (this encoder's own bytes): anything else is a bug in the encoder, and traps.
+  func sortEntries(of bytes: inout [UInt8], from start: Int, depth: Int) {
+    let first = entries.count
+    do {
+      // Only this scope holds a second reference to the array: writing it back must not copy it.
+      let source = bytes
+      var reader = FieldBytesReader(source, position: start)
+      while !reader.isAtEnd {
+        let entryStart = reader.position
+        let (keyStart, keyCount) = try reader.readStringBounds(lengthBias: 1)
+        try reader.skipValue(depth: depth + 1)
+        entries.append(Entry(start: entryStart, end: reader.position, keyStart: keyStart, keyCount: keyCount))
       }
-      return a.count < b.count
+    } catch {
+      preconditionFailure("the canonical encoder wrote an object it cannot read back: \(error)")
+    }
+    endObject(of: &bytes, first: first)
+  }
+
+  /// Puts `entries[first...]`, an object's entries in the order written, which run to `end`, in
+  /// order of their keys' bytes, stably (repeated keys keep their order).
+  private func reorder(_ bytes: inout [UInt8], first: Int, end: Int) {
+    let last = entries.count - 1
+    let inOrder = bytes.withUnsafeBufferPointer { buffer in
+      (first..<last).allSatisfy { precedes(buffer, entries[$0], entries[$0 + 1]) }
+    }
+    guard !inOrder else { return }
+    for index in first..<last { entries[index].end = entries[index + 1].start }
+    entries[last].end = end
+    let objectStart = entries[first].start
+    bytes.withUnsafeBufferPointer { buffer in
+      if last - first < 16 {
+        // Insertion sort: a record's few fields, without a closure call per comparison.
+        for index in first + 1...last {
+          let entry = entries[index]
+          var hole = index
+          while hole > first, precedes(buffer, entry, entries[hole - 1]) {
+            entries[hole] = entries[hole - 1]
+            hole -= 1
+          }
+          entries[hole] = entry
+        }
+      } else {
+        // Ties broken by position: stable whatever the sort's algorithm.
+        entries[first...].sort { a, b in
+          precedes(buffer, a, b) || (!precedes(buffer, b, a) && a.start < b.start)
+        }
+      }
+    }
+    scratch.removeAll(keepingCapacity: true)
+    scratch.append(contentsOf: bytes[objectStart..<end])
+    scratch.withUnsafeBufferPointer { copy in
+      bytes.withUnsafeMutableBufferPointer { output in
+        var at = objectStart
+        for entry in entries[first...] {
+          let count = entry.end - entry.start
+          (output.baseAddress! + at).update(from: copy.baseAddress! + (entry.start - objectStart), count: count)
+          at += count
+        }
+      }
     }
   }
 
-  /// Sorts by key the entries of the object written from `objectStart` to the end of `writer`
-  /// (each key and its value, already canonical).
-  private static func sortEntries(of writer: inout FieldBytesWriter, from objectStart: Int, depth: Int)
-    throws(FieldFormatError)
-  {
-    let entries = Array(writer.bytes[objectStart...])
-    var ranges: [(key: Range<Int>, entry: Range<Int>)] = []
-    var reader = FieldBytesReader(entries)
-    while !reader.isAtEnd {
-      let entryStart = reader.position
-      let (start, count) = try reader.readStringBounds(lengthBias: 1)
-      try reader.skipValue(depth: depth + 1)
-      ranges.append((start..<start + count, entryStart..<reader.position))
-    }
-    ranges.sort { precedes(entries, $0.key, $1.key) }
-    writer.bytes.removeSubrange(objectStart...)
-    for range in ranges { writer.bytes.append(contentsOf: entries[range.entry]) }
+  @inline(__always)
+  private func precedes(_ buffer: UnsafeBufferPointer<UInt8>, _ a: Entry, _ b: Entry) -> Bool {
+    CanonicalEncoding.precedes(buffer, a.keyStart..<a.keyStart + a.keyCount, b.keyStart..<b.keyStart + b.keyCount)
   }
 }

@@ -41,7 +41,23 @@ extension Store: Codable where Record: Codable {
       } else {
         try container.decode([Record].self, forKey: .records)
       }
-    guard let tree = RecordTree(sortedKeys: records.map(\.id), values: records) else {
+    // The ids and the groups in one pass. This runs unspecialized (a model's stores are decoded
+    // through `Decodable`'s witness), where each generic call looks up metadata: no key path, no
+    // enumerated sequence or slice, one hash lookup per group key.
+    var ids: [Record.ID] = []
+    ids.reserveCapacity(records.count)
+    var grouped: [Record.GroupKey: [Record.ID]] = [:]
+    for record in records {
+      let id = record.id
+      ids.append(id)
+      let keys = record.groupKeys
+      for index in 0..<keys.count {
+        var repeated = false
+        for earlier in 0..<index where keys[earlier] == keys[index] { repeated = true }
+        if !repeated { grouped[keys[index], default: []].append(id) }
+      }
+    }
+    guard let tree = RecordTree(sortedKeys: ids, values: records) else {
       // Not in id order (the encoding always is, but any order of distinct ids is accepted).
       var context = ApplyContext(recording: false)
       for record in records where insert(record, context: &context) != nil {
@@ -51,10 +67,6 @@ extension Store: Codable where Record: Codable {
       return
     }
     self.records = tree
-    var grouped: [Record.GroupKey: [Record.ID]] = [:]
-    for record in records {
-      for key in record.groupKeys where grouped[key]?.last != record.id { grouped[key, default: []].append(record.id) }
-    }
     groups = grouped.mapValues { ids in
       RecordTree(sortedKeys: ids, values: Array(repeating: (), count: ids.count)) ?? RecordTree()
     }

@@ -14,8 +14,25 @@ public protocol FieldCodable {
 /// Writes the fields of one object. See `FieldCodable`.
 public struct FieldWriter {
   var output: FieldBytesWriter
+  /// Set for the canonical encoding (`CanonicalEncoding`): each object's entries are sorted by
+  /// key as it ends, and `-0.0` is written as `0.0`.
+  let sorter: FieldObjectSorter?
 
-  init(output: FieldBytesWriter) { self.output = output }
+  init(output: FieldBytesWriter, sorter: FieldObjectSorter? = nil) {
+    self.output = output
+    self.sorter = sorter
+  }
+
+  /// Writes the fields of `value` as an object: its tag, its entries (sorted, for the canonical
+  /// encoding) and its end.
+  @inline(__always)
+  mutating func writeObject(_ value: some FieldCodable) {
+    output.append(.object)
+    let first = sorter?.beginObject() ?? 0
+    value.encodeFields(into: &self)
+    if let sorter { sorter.endObject(of: &output.bytes, first: first) }
+    output.append(0)
+  }
 
   /// Writes a field's key (its length plus one, then its bytes) and then, into the same room,
   /// `value`, which takes at most `valueBytes` bytes: one check for the whole field.
@@ -24,6 +41,7 @@ public struct FieldWriter {
     _ name: StaticString, valueBytes: Int, _ value: (inout FieldBytesWriter.Room) -> Void
   ) {
     let key = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+    if let sorter { sorter.noteEntry(at: output.count, keyCount: key.count) }
     output.write(atMost: 10 + key.count + valueBytes) { room in
       room.appendString(key, lengthBias: 1)
       value(&room)
@@ -58,9 +76,10 @@ public struct FieldWriter {
   }
 
   public mutating func write(_ value: Double, for name: StaticString) {
+    let bits = sorter != nil && value == 0 ? 0 : value.bitPattern  // the canonical encoding's 0.0
     field(name, valueBytes: 9) { room in
       room.append(.double)
-      room.appendFixed64(value.bitPattern)
+      room.appendFixed64(bits)
     }
   }
 
@@ -87,26 +106,21 @@ public struct FieldWriter {
 
   /// A nested object.
   public mutating func write(_ value: some FieldCodable, for name: StaticString) {
-    field(name, valueBytes: 1) { room in room.append(.object) }
-    value.encodeFields(into: &self)
-    output.append(0)
+    field(name, valueBytes: 0) { _ in }
+    writeObject(value)
   }
 
   /// An array of nested objects.
   public mutating func write(_ values: [some FieldCodable], for name: StaticString) {
     field(name, valueBytes: 1) { room in room.append(.array) }
-    for value in values {
-      output.append(.object)
-      value.encodeFields(into: &self)
-      output.append(0)
-    }
+    for value in values { writeObject(value) }
     output.append(.end)
   }
 
   /// Anything else, through its `Encodable` form.
   public mutating func write(encoding value: some Encodable, for name: StaticString) throws {
     field(name, valueBytes: 0) { _ in }
-    try FieldEncoder().encode(value, appendingTo: &output.bytes)
+    try FieldEncoder(sorter: sorter).encode(value, appendingTo: &output.bytes)
   }
 }
 
@@ -190,6 +204,19 @@ public struct FieldReader {
     }
   }
 
+  /// Where the object ends (the position after its terminator), found from the entry after the
+  /// last one read: when the fields were read in order, only the terminator is left to check.
+  func endOfObject() throws -> Int {
+    var reader = FieldBytesReader(bytes, position: next)
+    try wrap {
+      while try reader.peekByte() != 0 {
+        _ = try reader.readStringBounds(lengthBias: 1)
+        try reader.skipValue(depth: depth + 1)
+      }
+    }
+    return reader.position + 1
+  }
+
   public mutating func contains(_ name: StaticString) -> Bool {
     let saved = next
     defer { next = saved }
@@ -267,7 +294,7 @@ func readObjects<T: FieldCodable>(_ type: T.Type, bytes: [UInt8], at position: I
   while try wrap({ try reader.peekByte() }) != FieldTag.end.rawValue {
     var nested = try FieldReader(bytes: bytes, position: reader.position, depth: depth + 1)
     elements.append(try T(fields: &nested))
-    try wrap { try reader.skipValue(depth: depth + 1) }
+    reader.position = try nested.endOfObject()
   }
   return elements
 }
@@ -307,15 +334,11 @@ extension FieldEncoderState {
   /// Writes `values` as an array of objects, each by its hand-written fields (`FieldCodableArray`).
   func writeObjects<T: FieldCodable>(_ values: [T], depth: Int) {
     close(downTo: depth)
-    var fields = FieldWriter(output: FieldBytesWriter(capacity: 0))
+    var fields = FieldWriter(output: FieldBytesWriter(capacity: 0), sorter: sorter)
     swap(&fields.output, &writer)
     defer { swap(&fields.output, &writer) }
     fields.output.append(.array)
-    for value in values {
-      fields.output.append(.object)
-      value.encodeFields(into: &fields)
-      fields.output.append(0)
-    }
+    for value in values { fields.writeObject(value) }
     fields.output.append(.end)
   }
 }

@@ -9,18 +9,38 @@
 /// `codingPath` is always empty (keeping it costs time on every field); `superEncoder` is not
 /// supported and traps, as no event type needs it.
 public struct FieldEncoder {
-  public init() {}
+  /// Sorts each object's entries as it is finished, for the canonical encoding; nil otherwise.
+  private let sorter: FieldObjectSorter?
+  private let capacity: Int
+
+  public init() {
+    sorter = nil
+    capacity = 128
+  }
+
+  /// An encoder that writes the canonical encoding (`CanonicalEncoding`) in one pass: every
+  /// object's entries sorted by key as the object is finished, `-0.0` as `0.0`.
+  init(canonicalWithCapacity capacity: Int) {
+    sorter = FieldObjectSorter()
+    self.capacity = capacity
+  }
+
+  /// An encoder that sorts as `sorter` does, or does not if it is nil.
+  init(sorter: FieldObjectSorter?) {
+    self.sorter = sorter
+    capacity = 128
+  }
 
   /// The encoded bytes of `value`.
   public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-    let state = FieldEncoderState(writer: FieldBytesWriter())
+    let state = FieldEncoderState(writer: FieldBytesWriter(capacity: capacity), sorter: sorter)
     try state.encodeValue(value, depth: 0)
     return state.writer.bytes
   }
 
   /// Appends the encoding of `value` to `bytes`.
   func encode<T: Encodable>(_ value: T, appendingTo bytes: inout [UInt8]) throws {
-    let state = FieldEncoderState(writer: FieldBytesWriter(capacity: 0))
+    let state = FieldEncoderState(writer: FieldBytesWriter(capacity: 0), sorter: sorter)
     swap(&state.writer.bytes, &bytes)
     defer { swap(&state.writer.bytes, &bytes) }
     try state.encodeValue(value, depth: 0)
@@ -36,6 +56,11 @@ final class FieldEncoderState {
     /// Which value opened it (a second `container(keyedBy:)` on the same value reuses it).
     var owner: Int
     var token: Int
+    /// Where its first entry starts (after its tag).
+    var start: Int
+    /// For the canonical encoding: whether its keys came in order so far, and the last one's bytes.
+    var inOrder = true
+    var lastKey: Range<Int>? = nil
   }
 
   // Touched for every field; a run is one task's, and no access to them calls out to other code
@@ -44,8 +69,13 @@ final class FieldEncoderState {
   @exclusivity(unchecked) var writer: FieldBytesWriter
   @exclusivity(unchecked) var open: [OpenContainer] = []
   @exclusivity(unchecked) private var nextID = 0
+  /// Set for the canonical encoding: objects whose keys came out of order are sorted as they end.
+  let sorter: FieldObjectSorter?
 
-  init(writer: FieldBytesWriter) { self.writer = writer }
+  init(writer: FieldBytesWriter, sorter: FieldObjectSorter?) {
+    self.writer = writer
+    self.sorter = sorter
+  }
 
   func makeID() -> Int {
     nextID += 1
@@ -55,7 +85,15 @@ final class FieldEncoderState {
   /// Writes the terminators of every open container at index `depth` or deeper.
   func close(downTo depth: Int) {
     while open.count > depth {
-      writer.append(open.removeLast().isObject ? 0 : FieldTag.end.rawValue)
+      let container = open.removeLast()
+      guard container.isObject else {
+        writer.append(.end)
+        continue
+      }
+      if let sorter, !container.inOrder {
+        sorter.sortEntries(of: &writer.bytes, from: container.start, depth: open.count)
+      }
+      writer.append(0)
     }
   }
 
@@ -97,11 +135,25 @@ final class FieldEncoderState {
     close(downTo: depth)
     writer.append(isObject ? .object : .array)
     let token = makeID()
-    open.append(OpenContainer(isObject: isObject, owner: owner, token: token))
+    open.append(OpenContainer(isObject: isObject, owner: owner, token: token, start: writer.count))
     return token
   }
 
-  @inline(__always) func writeKey(_ key: some CodingKey) { writer.appendString(key.stringValue, lengthBias: 1) }
+  /// Writes the key of an entry of the object open at `depth`; for the canonical encoding, notes
+  /// whether it came after the object's previous key.
+  @inline(__always) func writeKey(_ key: some CodingKey, depth: Int) {
+    let keyAt = writer.count
+    writer.appendString(key.stringValue, lengthBias: 1)
+    guard sorter != nil else { return }
+    // The key's bytes follow its length: one varint byte below 127 bytes, more above.
+    var reader = FieldBytesReader(writer.bytes, position: keyAt)
+    guard let (start, count) = try? reader.readStringBounds(lengthBias: 1) else { return }
+    let key = start..<start + count
+    if open[depth].inOrder, let last = open[depth].lastKey, !CanonicalEncoding.precedes(writer.bytes, last, key) {
+      open[depth].inOrder = false
+    }
+    open[depth].lastKey = key
+  }
 
   @inline(__always) func write(_ value: Bool) { writer.append(value ? .true : .false) }
   @inline(__always) func write(_ value: String) {
@@ -110,7 +162,8 @@ final class FieldEncoderState {
   }
   @inline(__always) func write(_ value: Double) {
     writer.append(.double)
-    writer.appendFixed64(value.bitPattern)
+    // The canonical encoding writes -0.0 as 0.0 (they compare equal).
+    writer.appendFixed64(sorter != nil && value == 0 ? 0 : value.bitPattern)
   }
   @inline(__always) func write(_ value: Identifier) {
     writer.append(.identifier)
@@ -158,7 +211,7 @@ struct FieldKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
   private func begin(_ key: Key) throws {
     try state.prepare(token: token, depth: depth)
-    state.writeKey(key)
+    state.writeKey(key, depth: depth)
   }
 
   mutating func encodeNil(forKey key: Key) throws {

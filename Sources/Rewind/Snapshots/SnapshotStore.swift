@@ -131,8 +131,9 @@ public struct SnapshotStore: Sendable {
       throw .inconsistent("the state does not decode: \(error)")
     }
     // The bytes hash to the digest (checked above), so re-encoding to the same bytes is
-    // re-encoding to the same digest, without hashing the state a second time.
-    guard (try? CanonicalEncoding.encode(state)) == file.state else {
+    // re-encoding to the same digest, without hashing the state a second time. Room for those
+    // bytes is made at once: growing into them would copy and fault in every page twice.
+    guard (try? CanonicalEncoding.encode(state, capacity: file.state.count)) == file.state else {
       throw .inconsistent("the decoded state does not encode back to the recorded digest")
     }
     return state
