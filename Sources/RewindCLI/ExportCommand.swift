@@ -30,6 +30,7 @@ enum ExportCommand: RewindCommand {
     let output = BufferedOutput(context.output)
     defer { output.flush() }
     let progress = ProgressLine("exporting", context: context, streaming: true)
+    defer { progress.finish() }  // an error then starts a line of its own
     let total = min(last, filter.to)
     while let record = try cursor.next() {
       if filter.isPast(record) { break }
