@@ -133,6 +133,12 @@ import Testing
     let text = try await rewind(["blame", journal.path, deleted.description])
     #expect(text.out.hasPrefix("\(deleted) in notes: \(expected.count) event(s)\n"))
     #expect(text.out.hasSuffix("    after removed\n"))
+    // An id in capitals is the same id (log --entity takes it so too), shown as the stores spell it.
+    let capitals = try await rewind(["blame", journal.path, deleted.description.uppercased(), "--json"])
+    #expect(capitals.status == 0, "\(capitals.err)")
+    #expect(capitals.out == run.out)
+    let capitalsText = try await rewind(["blame", journal.path, deleted.description.uppercased()])
+    #expect(capitalsText.out == text.out)
     // A value collection by name.
     let settings = try await rewind(["blame", journal.path, "settings", "--json"])
     #expect(settings.status == 0)
