@@ -70,8 +70,8 @@ public enum NotebookDemoCommand: RewindCommand {
       directory: directory, options: JournalOptions(durability: durability), clock: workload.clock,
       ids: workload.ids)
     let before = manager.lastSequence
-    for moved in manager.recovery.movedAside { output.err("opening moved aside: \(moved)\n") }
-    if let missing = manager.recovery.missingRecords { output.err("opening found \(missing)\n") }
+    for moved in manager.recovery.movedAside { output.err(visible("opening moved aside: \(moved)") + "\n") }
+    if let missing = manager.recovery.missingRecords { output.err(visible("opening found \(missing)") + "\n") }
     if seed != nil && before > 0 {
       manager.close()
       throw UsageError(
@@ -122,15 +122,17 @@ public enum NotebookDemoCommand: RewindCommand {
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let report = try JournalReader(directory: directory).verify()
     let origins = summary.committedByOrigin.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+    // The directory as typed: shown, not sent to the terminal, as every command echoes text.
+    let shown = visible(directory)
     output.out(
       """
-      notebook demo: \(directory) (\(seed.map { "seed \($0)" } ?? "unseeded"), durability \(durability))
+      notebook demo: \(shown) (\(seed.map { "seed \($0)" } ?? "unseeded"), durability \(durability))
         events        \(written) from \(summary.commands) commands, \(NotebookWorkload.commandsInFlight) in flight
         by origin     \(origins.joined(separator: ", ")) (commands that recorded events)
         throughput    \(Int(Double(written) / max(seconds, 1e-9))) events/s, \(Int(Double(summary.commands) / max(seconds, 1e-9))) commands/s in \(String(format: "%.3f", seconds)) s
         journal       \(report.records) events, \(report.batches) frames, \(report.segments) segments
         size          \(report.bytesOnDisk) bytes on disk, \(report.bytesDecoded) decoded (ratio \(ratio(report)))
-        integrity     \(report.isSound ? "sound" : "\(report.problems.count) problems: run rewind verify \(directory)")
+        integrity     \(report.isSound ? "sound" : "\(report.problems.count) problems: run rewind verify \(shown)")
 
       """)
     return report.isSound ? .success : .findings

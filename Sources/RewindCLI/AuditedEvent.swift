@@ -3,15 +3,17 @@ import RewindJournal
 
 /// A journal record as the audit commands show it, without the app's types: the envelope Rewind
 /// writes at the front of every payload (name, schema version, origin, command) and the event's
-/// fields rendered as JSON. A record that is not a Rewind event shows its bytes instead.
+/// fields rendered as JSON. A record that is not a Rewind event shows its bytes instead, and so
+/// does an event whose fields do not decode (with its envelope).
 struct AuditedEvent {
   var sequence: UInt64
   var timestamp: Int64
   var header: EventRecord.Header?
-  /// The event's fields as a JSON object, or the raw payload as a JSON string (UTF-8 text, or
-  /// hexadecimal) when it is not a Rewind event.
+  /// The event's fields as a JSON object; the raw payload as a JSON string (UTF-8 text, or
+  /// hexadecimal) when it is not a Rewind event; the fields' bytes in hexadecimal when only they
+  /// do not decode.
   var payload: String
-  /// Why the payload could not be read as a Rewind event, if it could not.
+  /// Why the payload (or, with a `header`, the fields) could not be read, if it could not.
   var problem: String?
   var bytes: Int
 
@@ -21,8 +23,15 @@ struct AuditedEvent {
     bytes = record.payload.count
     do {
       let header = try EventRecord.header(of: record.payload)
-      payload = try FieldRenderer.json(Array(record.payload[header.bodyOffset...]))
       self.header = header
+      // The envelope stands on its own: an event whose fields are damaged is still this event.
+      let fields = Array(record.payload[header.bodyOffset...])
+      do {
+        payload = try FieldRenderer.json(fields)
+      } catch {
+        problem = "its fields do not decode (\(error))"
+        payload = jsonString(hex(fields))
+      }
     } catch {
       header = nil
       problem = "not a Rewind event (\(error))"
@@ -31,7 +40,8 @@ struct AuditedEvent {
   }
 
   /// One JSON object: `seq`, `time` (ISO 8601), `name`, `version`, `origin`, `command`, `payload`
-  /// (and `problem` for a record that is not a Rewind event, whose envelope fields are null).
+  /// (and `problem` for a record that is not a Rewind event, whose envelope fields are null, or
+  /// an event whose fields do not decode).
   var json: String {
     var line = #"{"seq":\#(sequence),"time":"\#(isoTime(timestamp))","#
     if let header {
@@ -50,6 +60,7 @@ struct AuditedEvent {
   func line(width: Int?) -> String {
     var fields = payload
     if let width, fields.count > width { fields = String(fields.prefix(width)) + "…" }
+    if header != nil, problem != nil { fields = "(fields do not decode) " + fields }
     let name = header.map { "\($0.name) v\($0.version)" } ?? "(not a Rewind event, \(bytes) B)"
     let origin = header.map { " \($0.origin.name)" } ?? ""
     return visible("\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  \(fields)")

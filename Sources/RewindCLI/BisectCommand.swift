@@ -35,6 +35,7 @@ enum BisectCommand: RewindCommand {
     }
     let session = try model.open(directory)
     let progress = ProgressLine("bisect: replaying", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback
     let failing = try replaying(model, directory) { try session.bisect(name, linear: args.flag("linear")) }
     progress.finish()

@@ -8,11 +8,11 @@ enum BlameCommand: RewindCommand {
   static let help = """
     Usage: rewind blame DIR ENTITY [--json] [--model NAME]
 
-    Every event that touched the record with id ENTITY (32 hex digits, in whichever collection
-    holds it), or the value collection named ENTITY, oldest first, each with the record after it
-    ("removed" once it is gone). An id no event ever touched is a usage error (exit 2). With
-    --json, one JSON object per event per line. The examples read a journal written by
-    `rewind demo /tmp/j --seed 1`.
+    Every event that touched the record with id ENTITY (32 hex digits, in capitals or not, in
+    whichever collection holds it), or the value collection named ENTITY, oldest first, each with
+    the record after it ("removed" once it is gone). An id no event ever touched is a usage error
+    (exit 2). With --json, one JSON object per event per line. The examples read a journal
+    written by `rewind demo /tmp/j --seed 1`.
 
     Examples:
       rewind blame /tmp/j a29091f1c4eab8dccb96c6e05cf03f5b
@@ -31,22 +31,24 @@ enum BlameCommand: RewindCommand {
     let model = try context.registration(for: directory, named: args.value("model"))
     let session = try replaying(model, directory) { try model.open(directory) }
     let progress = ProgressLine("blame: replaying", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback
     let entries = try replaying(model, directory) { try session.blame(entity) }
     progress.finish()
-    guard let store = entries.first?.store else {
+    // The id as the stores spell it (an identifier typed in capitals is shown in lowercase).
+    guard let store = entries.first?.store, let id = entries.first?.id else {
       throw UsageError(
         "no event in \(directory) ever touched an entity '\(entity)'; give a record id as 32 hex digits "
           + "(as `rewind replay \(directory) --json` shows them) or a value collection's name")
     }
     if !args.flag("json") {
-      output.out(visible("\(entity) in \(store): \(entries.count) event(s)") + "\n")
+      output.out(visible("\(id) in \(store): \(entries.count) event(s)") + "\n")
     }
     for entry in entries {
       let after = entry.after.map(StateInspector.json)
       if args.flag("json") {
         output.out(
-          #"{"store":\#(StateInspector.json(store)),"id":\#(StateInspector.json(entity)),"#
+          #"{"store":\#(StateInspector.json(store)),"id":\#(StateInspector.json(id)),"#
             + #""event":\#(eventJSON(entry.event)),"after":\#(after ?? "null")}"# + "\n")
       } else {
         output.out(

@@ -31,6 +31,7 @@ enum DiffCommand: RewindCommand {
     let model = try context.registration(for: directory, named: args.value("model"))
     let session = try replaying(model, directory) { try model.open(directory) }
     let progress = ProgressLine("diff: replaying", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback
     let diff = try replaying(model, directory) { try session.diff(from: from, to: to) }
     progress.finish()

@@ -10,8 +10,11 @@ enum ExportCommand: RewindCommand {
 
     Writes every event (or those in the sequence range) to standard output, one JSON object per
     line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
-    with the event's fields rendered without the app's types, as `rewind log --json` does. Shows
-    progress on standard error when it is a terminal and standard output is not.
+    with the event's fields rendered without the app's types, as `rewind log --json` does. A
+    record that is not a Rewind event, or an event whose fields do not decode, also has "problem"
+    (what is wrong) and its bytes as "payload" (text, or hexadecimal); its envelope's fields are
+    null only when the envelope does not decode either. Shows progress on standard error when it
+    is a terminal and standard output is not.
 
     Examples:
       rewind export /tmp/notes --jsonl > events.jsonl
@@ -30,6 +33,7 @@ enum ExportCommand: RewindCommand {
     let output = BufferedOutput(context.output)
     defer { output.flush() }
     let progress = ProgressLine("exporting", context: context, streaming: true)
+    defer { progress.finish() }  // an error then starts a line of its own
     let total = min(last, filter.to)
     while let record = try cursor.next() {
       if filter.isPast(record) { break }

@@ -95,7 +95,13 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   }
 
   func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
-  func blame(_ id: String) throws -> [EntityBlame] { try machine.blame(entity: id) }
+  /// An identifier typed in capitals (as `log --entity` takes it) that no event touched as typed
+  /// is looked up again as the lowercase digits record keys hold.
+  func blame(_ id: String) throws -> [EntityBlame] {
+    let entries = try machine.blame(entity: id)
+    guard entries.isEmpty, let canonical = Identifier(id)?.description, canonical != id else { return entries }
+    return try machine.blame(entity: canonical)
+  }
   func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 
   func check(_ invariant: String) -> Bool? {

@@ -3,7 +3,9 @@ import Rewind
 
 /// Progress of a long operation on standard error, only when it is a terminal: one line,
 /// `LABEL P% (sequence N of M)`, rewritten in place when the percentage changes, and cleared by
-/// `finish()`. When standard error is not a terminal it writes nothing at all.
+/// `finish()`. When standard error is not a terminal it writes nothing at all. Commands also call
+/// `finish()` in a `defer`: an error that ends them must not trail the line (`finish()` is
+/// idempotent).
 final class ProgressLine: @unchecked Sendable {
   // `@unchecked`: used only from the thread running the command (replay calls back on it).
   private let output: RewindTool.Output

@@ -20,7 +20,9 @@ enum RepairCommand: RewindCommand {
     and moving every segment aside would empty the journal.
 
     Exit 0 when there was nothing to repair or the repair is done; 1 when a plan was shown but not
-    carried out; 3 when the journal cannot be opened.
+    carried out; 3 when the journal cannot be opened, or the repair could not finish: what it
+    could not do is named (an index it could not remove: the moves are done, and running it
+    again once the cause is fixed removes it).
 
     Examples:
       rewind repair /tmp/notes

@@ -29,6 +29,7 @@ enum ReplayCommand: RewindCommand {
     let target = try bounds.target(args)
     let model = try context.registration(for: directory, named: args.value("model"))
     let progress = ProgressLine("replaying", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
     let replayed = try replaying(model, directory) { try model.replay(directory, target, progress.callback) }
     progress.finish()
     let report = replayed.report

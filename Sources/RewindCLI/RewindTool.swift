@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Exit codes: 0 success, 1 findings (verify or stats found damage, bisect found a failure, repair
 /// showed a plan only, compact met a damaged segment), 2 usage error, 3 the journal cannot be opened or
-/// read (or standard output cannot be written).
+/// read, a repair could not finish (or standard output cannot be written).
 public struct RewindTool {
   public enum ExitCode: Int32 {
     case success = 0
@@ -121,8 +121,9 @@ public struct RewindTool {
 
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
-    cannot be opened or read, or standard output cannot be written (a full disk). A reader that closes
-    the pipe early (rewind log DIR | head -1) ends the command quietly, with status 141 as SIGPIPE would.
+    cannot be opened or read, a repair could not finish (it names what is left to do), or standard output
+    cannot be written (a full disk). A reader that closes the pipe early (rewind log DIR | head -1) ends
+    the command quietly, with status 141 as SIGPIPE would.
     Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 

@@ -71,9 +71,8 @@ enum ShowCommand: RewindCommand {
           ? "its only event" : "events \(command.lowerBound)-\(command.upperBound), \(command.count) in all"
         lines.append("  command   \(header.commandID) (\(others))")
       }
-    } else if let problem = event.problem {
-      lines.append("  note      \(problem)")
     }
+    if let problem = event.problem { lines.append("  note      \(problem)") }
     lines.append("  bytes     \(event.bytes) (payload, decoded)")
     lines.append("  fields    " + prettyJSON(event.payload, indent: "            "))
     lines += touched.lines(sequence: sequence)

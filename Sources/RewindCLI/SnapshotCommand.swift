@@ -27,6 +27,7 @@ enum SnapshotCommand: RewindCommand {
     _ = try JournalBounds(directory: directory)
     let model = try context.registration(for: directory, named: args.value("model"))
     let progress = ProgressLine("replaying", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
     let written = try replaying(model, directory) { try model.snapshot(directory, progress.callback) }
     progress.finish()
     guard let written else {

@@ -32,12 +32,14 @@ enum StatsCommand: RewindCommand {
     let directory = try args.directory()
     let reader = try openJournal(directory)
     let checking = ProgressLine("checking", context: context)
+    defer { checking.finish() }  // an error then starts a line of its own
     // Damage may hide the end; then no progress is shown rather than failing before the check.
     let expected = (try? reader.lastSequence()) ?? 0
     let report = try reader.verify { checking.update($0, of: expected) }
     checking.finish()
     let total = report.lastSequence
     let progress = ProgressLine("counting", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
 
     var byName: [String: Int] = [:]
     var byOrigin: [String: Int] = [:]

@@ -16,6 +16,7 @@ extension VerifyCommand {
     var others = 0
     var problems = 0
     let progress = ProgressLine("decoding", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
     let cursor = last > 0 ? try reader.records(from: 1) : nil
     while let record = try cursor?.next(), record.sequence <= last {
       progress.update(record.sequence, of: last)

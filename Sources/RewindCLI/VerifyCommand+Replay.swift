@@ -31,6 +31,7 @@ extension VerifyCommand {
       model = readers[0]
     }
     let progress = ProgressLine("verifying replay", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
     let verification: ReplayVerification
     do {
       verification = try model.verify(directory, progress.callback)

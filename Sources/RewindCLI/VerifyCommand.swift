@@ -33,6 +33,7 @@ enum VerifyCommand: RewindCommand {
     let directory = try args.directory()
     let reader = try openJournal(directory)
     let progress = ProgressLine("verifying", context: context)
+    defer { progress.finish() }  // an error then starts a line of its own
     // Damage may hide the end; then no progress is shown rather than failing before the check.
     let expected = (try? reader.lastSequence()) ?? 0
     let report = try reader.verify { progress.update($0, of: expected) }

@@ -40,6 +40,10 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// elsewhere (an append before it failed, or another writer got there first). Nothing of it
     /// was written.
     public static let sequenceConflict = Code("sequenceConflict")
+    /// A repair moved the damaged part aside (durably) but could not remove the index, which
+    /// still names what moved: until it is gone, readers report those records as lost. `errno`
+    /// says why the removal failed.
+    public static let staleIndex = Code("staleIndex")
   }
 
   public var code: Code
@@ -93,6 +97,8 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
       "Committed data is damaged. Run `rewind verify` for a full report; `rewind repair` moves the damaged part aside"
     case .durabilityLost: "Writes may not have reached the disk; check the disk, then reopen the journal"
     case .notAJournal: "Check the path, or create the journal by opening it for writing"
+    case .staleIndex:
+      "The index is derived data: fix the cause, then run `rewind repair` again to remove it (or delete the file)"
     default: nil
     }
   }

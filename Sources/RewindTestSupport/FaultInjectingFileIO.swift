@@ -24,6 +24,8 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
     case allocateError(Int32)
     /// The mmap fails with this errno.
     case mapError(Int32)
+    /// The unlink fails with this errno (EACCES, EIO...), removing nothing.
+    case removeError(Int32)
   }
 
   private struct State {
@@ -215,6 +217,13 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
       throw SystemCallError("mmap", path: path, errno: errno)
     }
     return try base.map(fd, at: offset, length: length, path: path)
+  }
+
+  package func removeFile(_ path: String) throws {
+    if case .removeError(let errno) = take(path, where: { if case .removeError = $0 { true } else { false } }) {
+      throw SystemCallError("unlink", path: path, errno: errno)
+    }
+    try base.removeFile(path)
   }
 
   package func rename(_ from: String, to: String) throws {

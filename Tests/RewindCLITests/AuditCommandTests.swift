@@ -1,4 +1,5 @@
 import Foundation
+import RewindJournal
 import RewindTestSupport
 import Testing
 
@@ -48,6 +49,35 @@ import Testing
     // log --json is the same rendering.
     let log = try await Self.rewind(["log", path, "--json"])
     #expect(log.out == (try await Self.rewind(["export", path, "--jsonl"])).out)
+  }
+
+  /// An event whose envelope reads and whose fields do not is still that event: export, log and
+  /// show name it, its origin and command, with the fields' bytes and what is wrong with them.
+  @Test func anEventWhoseFieldsDoNotDecodeKeepsItsEnvelope() async throws {
+    let dir = TemporaryDirectory("cli-audit-fields")
+    // note.created v2 from origin user, command 0…0, fields that start with an unknown type tag.
+    let payload: [UInt8] =
+      [1, 12] + Array("note.created".utf8) + [2, 4] + Array("user".utf8) + [UInt8](repeating: 0, count: 16)
+      + [0xFF, 0xFE]
+    let writer = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: 1, payload: payload)])
+    writer.close()
+
+    let export = try await Self.rewind(["export", dir.path, "--jsonl"])
+    #expect(export.status == 0, "\(export.err)")
+    let event = try #require(try Self.parse(export.out).first)
+    #expect(event["name"] as? String == "note.created", "\(export.out)")
+    #expect(event["version"] as? Int == 2)
+    #expect(event["origin"] as? String == "user")
+    #expect(event["command"] as? String == String(repeating: "0", count: 32))
+    #expect(event["payload"] as? String == "fffe")
+    #expect((event["problem"] as? String)?.hasPrefix("its fields do not decode (") == true, "\(export.out)")
+    let selected = try await Self.rewind(["log", dir.path, "--type", "note.created"])
+    #expect(selected.out.contains("note.created v2 user  (fields do not decode) \"fffe\""), "\(selected.out)")
+    let show = try await Self.rewind(["show", dir.path, "1"])
+    #expect(show.status == 0, "\(show.err)")
+    #expect(show.out.contains("  name      note.created (schema version 2)"), "\(show.out)")
+    #expect(show.out.contains("  note      its fields do not decode ("), "\(show.out)")
   }
 
   @Test func logSelectsByRangeTimeNameOriginAndEntity() async throws {

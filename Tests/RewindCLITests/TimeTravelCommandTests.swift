@@ -133,6 +133,12 @@ import Testing
     let text = try await rewind(["blame", journal.path, deleted.description])
     #expect(text.out.hasPrefix("\(deleted) in notes: \(expected.count) event(s)\n"))
     #expect(text.out.hasSuffix("    after removed\n"))
+    // An id in capitals is the same id (log --entity takes it so too), shown as the stores spell it.
+    let capitals = try await rewind(["blame", journal.path, deleted.description.uppercased(), "--json"])
+    #expect(capitals.status == 0, "\(capitals.err)")
+    #expect(capitals.out == run.out)
+    let capitalsText = try await rewind(["blame", journal.path, deleted.description.uppercased()])
+    #expect(capitalsText.out == text.out)
     // A value collection by name.
     let settings = try await rewind(["blame", journal.path, "settings", "--json"])
     #expect(settings.status == 0)
@@ -395,6 +401,46 @@ import Testing
       // With stdout at the terminal too, export shows no progress that would garble its output.
       let both = try await ToolRun.run("/usr/bin/script", ["-qec", line, "/dev/null"])
       #expect(!both.out.contains("exporting"))
+    }
+  }
+
+  /// A command that fails after its progress line was shown clears the line first: the error
+  /// starts a line of its own instead of trailing "exporting 66% (sequence N of M)". Export meets
+  /// a damaged frame two thirds in; the replaying commands an event past the first progress
+  /// report (every 10,000 records) whose fields do not decode.
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+  func anErrorAfterProgressStartsOnItsOwnLine() async throws {
+    let scratch = TemporaryDirectory("cli-progress-error")
+    let (damaged, undecodable) = (scratch.appending("damaged"), scratch.appending("undecodable"))
+    let demo = try await ToolRun.run(
+      "rewind", ["demo", damaged, "--events", "12000", "--seed", "1", "--durability", "none"])
+    try #require(demo.status == 0, "\(demo.err)")
+    try FileManager.default.copyItem(atPath: damaged, toPath: undecodable)
+    let segment = damaged + "/00000000000000000001.lz4"
+    var bytes = try Files.read(segment)
+    bytes[bytes.count * 2 / 3] ^= 0x5A
+    try Files.write(bytes, to: segment)
+    // note.created v2 with Rewind's envelope, and fields that start with an unknown type tag.
+    var payload: [UInt8] = [1, 12] + Array("note.created".utf8) + [2, 4] + Array("user".utf8)
+    payload += [UInt8](repeating: 0, count: 16) + [0xFF, 0xFE]
+    let writer = try Journal(directory: undecodable, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: 1, payload: payload)])
+    writer.close()
+
+    let binary = try #require(ChildProcess.builtProduct(Self.tool))
+    for (journal, command) in [
+      (damaged, ["export", "--jsonl"]), (undecodable, ["blame", "settings"]),
+      (undecodable, ["bisect", "--invariant", "notes belong to notebooks"]), (undecodable, ["replay"]),
+      (undecodable, ["diff", "0", "12001"]), (undecodable, ["snapshot"]),
+    ] {
+      let arguments = [binary, command[0], journal] + command.dropFirst()
+      let line = arguments.map { "'\($0)'" }.joined(separator: " ") + " > '\(scratch.appending("out"))'"
+      let terminal = try await ToolRun.run("/usr/bin/script", ["-qec", line, "/dev/null"])
+      #expect(terminal.status == 3, "\(command): \(terminal.out)")
+      let error = try #require(terminal.out.range(of: "rewind \(command[0]): "), "\(command): \(terminal.out)")
+      let before = terminal.out[..<error.lowerBound]
+      #expect(before.contains("% (sequence "), "\(command): progress was shown: \(terminal.out)")
+      #expect(before.hasSuffix("\r\u{1B}[K"), "\(command): \(terminal.out)")
     }
   }
 

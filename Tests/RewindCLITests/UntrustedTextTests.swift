@@ -130,6 +130,17 @@ import Testing
     #expect(Self.unsafe(run.out).isEmpty, "\(Self.unsafe(run.out)) in \(run.out)")
   }
 
+  @Test func theDemoShowsItsDirectoryEscaped() async throws {
+    // A directory typed with control characters: the demo's summary names it.
+    let parent = TemporaryDirectory("cli-untrusted-demo")
+    let path = parent.path + "/j\u{1B}[2J\r"
+    let run = try await Self.rewind(["demo", path, "--events", "30", "--seed", "1", "--durability", "none"])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains(#"notebook demo: "# + parent.path + #"/j\u{1B}[2J\u{D} (seed 1"#), "\(run.out)")
+    #expect(Self.unsafe(run.out).isEmpty, "\(Self.unsafe(run.out)) in \(run.out)")
+    #expect(Self.unsafe(run.err).isEmpty, "\(Self.unsafe(run.err)) in \(run.err)")
+  }
+
   @Test func visibleEscapesControlCharactersAndKeepsTheRest() {
     #expect(
       visible("a\u{0}\t\n\r\u{1B}\u{1F} \u{7F}\u{80}\u{9F}\u{A0}b")

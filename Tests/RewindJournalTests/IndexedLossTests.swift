@@ -111,4 +111,56 @@ import Testing
       #expect(try reader.record(UInt64(sequence)) == records[sequence - 1])
     }
   }
+
+  /// Repair removes the index last, once what it moved is safe in quarantine/. When that removal
+  /// fails (EACCES, EIO), the index still names the records moved, or lost without a byte left:
+  /// every reader would report them lost. Repair used to return as if done; it now throws
+  /// `.staleIndex` naming the file, and running it again once the cause is gone finishes it.
+  @Test(arguments: [Victim.middle, .last])
+  func aRepairThatCannotRemoveTheIndexSaysSo(victim: Victim) async throws {
+    let dir = TemporaryDirectory("indexed-loss-repair-index")
+    let options = JournalFixtures.options(segmentBytes: 4 << 10, indexBytes: 128)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 60, seed: 74)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let kept: [JournalRecord]
+    if victim == .middle {
+      // Later segments move into quarantine/.
+      let first = try #require(Layout.firstSequence(ofSegmentNamed: segments[1]))
+      try FileManager.default.removeItem(atPath: dir.appending(segments[1]))
+      kept = Array(records.prefix(Int(first - 1)))
+    } else {
+      // The last segment cut short where the index names a batch: no bytes to move, only the index.
+      let path = dir.appending(try #require(segments.last))
+      let frames = try JournalFixtures.frames(of: try Files.read(path))
+      let cut = frames[frames.count / 2]
+      try JournalFixtures.truncate(path, at: cut.offset)
+      kept = Array(records.prefix(Int(cut.header.firstSequence - 1)))
+    }
+
+    let io = FaultInjectingFileIO()
+    io.arm(.removeError(EACCES), pathContains: "/" + Layout.indexName)
+    var faulty = options
+    faulty.io = io
+    let error = journalError { _ = try Journal.repair(directory: dir.path, options: faulty) }
+    #expect(io.struck == 1)
+    #expect(error?.code == .staleIndex, "\(String(describing: error))")
+    #expect(error?.file == Layout.indexName)
+    #expect(error?.errno == EACCES)
+    #expect(error?.description.contains("could not remove the index") == true, "\(String(describing: error))")
+    #expect(error?.description.contains("run `rewind repair` again") == true, "\(String(describing: error))")
+    if victim == .middle {
+      #expect(error?.description.contains("moved the damaged part aside") == true)
+      #expect(!FileManager.default.fileExists(atPath: dir.appending(segments[2])), "the moves are done")
+    }
+    #expect(FileManager.default.fileExists(atPath: dir.appending(Layout.indexName)))
+
+    // Again, with nothing in the way: the index goes, and what is left reads whole.
+    let report = try Journal.repair(directory: dir.path, options: options)
+    #expect(report.lastSequence == UInt64(kept.count))
+    #expect(!FileManager.default.fileExists(atPath: dir.appending(Layout.indexName)))
+    #expect(try JournalFixtures.readAll(dir.path) == kept)
+  }
 }

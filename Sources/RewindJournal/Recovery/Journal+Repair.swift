@@ -27,6 +27,9 @@ extension Journal {
   ///   - directory: the journal's directory.
   ///   - dryRun: only report what would be moved.
   ///   - options: the file operations (`io`) and the limits the journal is read with (`limits`).
+  /// - Throws: `JournalError`; `.staleIndex` when everything was moved (durably, as the plan
+  ///   says) but the index could not be removed: readers report the moved records as lost until
+  ///   it is gone. Running the repair again once the cause is fixed finishes it.
   public static func repair(directory: String, dryRun: Bool = false, options: JournalOptions = JournalOptions()) throws
     -> RepairReport
   {
@@ -93,8 +96,22 @@ extension Journal {
       if from == 0 || entry.length > 0 { report.moved.append(entry) }
     }
     if !dryRun {
-      // The index is derived; the next writer rebuilds it for what remains.
-      try? io.removeFile(directory + "/" + Layout.indexName)
+      // The index is derived; the next writer rebuilds it for what remains. Left in place, it
+      // still names what moved, and every reader would report those records lost: the repair
+      // is not done. It goes last, after the moves: before them, it is the only witness of a
+      // loss that left no bytes, which a failed move would leave unrepaired and unreported.
+      do {
+        try io.removeFile(directory + "/" + Layout.indexName)
+      } catch {
+        var failure = JournalError(error, directory: directory, file: Layout.indexName)
+        failure.code = .staleIndex
+        failure.message =
+          (report.moved.isEmpty
+            ? "repair could not remove the index, which still names the records lost"
+            : "repair moved the damaged part aside but could not remove the index, which still names what moved")
+          + " (\(error))"
+        throw failure
+      }
     }
     return report
   }
