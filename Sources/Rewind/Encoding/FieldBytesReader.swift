@@ -124,7 +124,90 @@ struct FieldBytesReader {
   }
 
   /// Moves past one whole value without building it.
+  ///
+  /// Well-formed bytes are walked in one loop over the buffer, with the open arrays and objects
+  /// kept as bits (a container's whole contents, a store's records say, are skipped to find the
+  /// entries after it). Anything the loop does not accept at once (malformed or truncated bytes,
+  /// nesting at the limit, a varint of ten bytes) is walked again by the checked reads, which
+  /// throw the precise error at its position, or accept it.
   mutating func skipValue(depth: Int = 0) throws(FieldFormatError) {
+    let start = position
+    if let end = bytes.withUnsafeBufferPointer({ Self.endOfValue(in: $0, at: start, depth: depth) }) {
+      position = end
+    } else {
+      try skipValueChecked(depth: depth)
+    }
+  }
+
+  /// Where the value at `start` ends, or nil if its bytes are not plainly well formed (see
+  /// `skipValue`). `depth` is the value's own nesting, as for `skipValue`.
+  private static func endOfValue(in buffer: UnsafeBufferPointer<UInt8>, at start: Int, depth: Int) -> Int? {
+    let count = buffer.count
+    var at = start
+    /// A varint of at most nine bytes at `at`, or nil.
+    func varint() -> UInt64? {
+      var result: UInt64 = 0
+      var shift: UInt64 = 0
+      while at < count, shift < 63 {
+        let byte = buffer[at]
+        at += 1
+        result |= UInt64(byte & 0x7F) << shift
+        if byte < 0x80 { return result }
+        shift += 7
+      }
+      return nil
+    }
+    // Bit `level` is set while the container open at that level is an object.
+    var objects: UInt64 = 0
+    var level = 0
+    while true {
+      if level > 0 {
+        guard at < count else { return nil }
+        if objects >> UInt64(level - 1) & 1 == 1 {
+          if buffer[at] == 0 {  // the object's end
+            at += 1
+            level -= 1
+            if level == 0 { return at }
+            continue
+          }
+          guard let stored = varint(), stored >= 1, stored - 1 <= UInt64(count - at) else { return nil }
+          at += Int(stored - 1)  // the key
+        } else if buffer[at] == FieldTag.end.rawValue {
+          at += 1
+          level -= 1
+          if level == 0 { return at }
+          continue
+        }
+      }
+      guard at < count, depth + level < FieldLimits.maximumDepth else { return nil }
+      let tag = buffer[at]
+      at += 1
+      switch tag {
+      case FieldTag.null.rawValue, FieldTag.false.rawValue, FieldTag.true.rawValue: break
+      case FieldTag.int.rawValue, FieldTag.uint.rawValue:
+        guard varint() != nil else { return nil }
+      case FieldTag.double.rawValue:
+        guard count - at >= 8 else { return nil }
+        at += 8
+      case FieldTag.identifier.rawValue:
+        guard count - at >= 16 else { return nil }
+        at += 16
+      case FieldTag.string.rawValue:
+        guard let length = varint(), length <= UInt64(count - at) else { return nil }
+        at += Int(length)
+      case FieldTag.array.rawValue, FieldTag.object.rawValue:
+        if tag == FieldTag.object.rawValue { objects |= 1 << UInt64(level) } else { objects &= ~(1 << UInt64(level)) }
+        level += 1
+        continue
+      default: return nil  // an array's end where a value should be, or an unknown tag
+      }
+      if level == 0 { return at }
+    }
+  }
+
+  /// `skipValue` by the checked reads, one value at a time (internal for the tests that compare
+  /// the two).
+  mutating func skipValueChecked(depth: Int = 0) throws(FieldFormatError) {
     guard depth < FieldLimits.maximumDepth else {
       throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: position)
     }
@@ -135,12 +218,12 @@ struct FieldBytesReader {
     case .identifier: _ = try readIdentifier()
     case .string: _ = try readStringBounds()
     case .array:
-      while try peekByte() != FieldTag.end.rawValue { try skipValue(depth: depth + 1) }
+      while try peekByte() != FieldTag.end.rawValue { try skipValueChecked(depth: depth + 1) }
       position += 1
     case .object:
       while try peekByte() != 0 {
         _ = try readStringBounds(lengthBias: 1)
-        try skipValue(depth: depth + 1)
+        try skipValueChecked(depth: depth + 1)
       }
       position += 1
     case .end: throw FieldFormatError("array end where a value was expected", at: position - 1)
