@@ -142,13 +142,10 @@ final class FieldEncoderState {
   /// Writes the key of an entry of the object open at `depth`; for the canonical encoding, notes
   /// whether it came after the object's previous key.
   @inline(__always) func writeKey(_ key: some CodingKey, depth: Int) {
-    let keyAt = writer.count
-    writer.appendString(key.stringValue, lengthBias: 1)
+    let name = key.stringValue
+    writer.appendString(name, lengthBias: 1)
     guard sorter != nil else { return }
-    // The key's bytes follow its length: one varint byte below 127 bytes, more above.
-    var reader = FieldBytesReader(writer.bytes, position: keyAt)
-    guard let (start, count) = try? reader.readStringBounds(lengthBias: 1) else { return }
-    let key = start..<start + count
+    let key = writer.count - name.utf8.count..<writer.count  // the bytes just written
     if open[depth].inOrder, let last = open[depth].lastKey, !CanonicalEncoding.precedes(writer.bytes, last, key) {
       open[depth].inOrder = false
     }
