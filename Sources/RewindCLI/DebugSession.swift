@@ -69,14 +69,15 @@ final class DebugSession {
       say("marked sequence \(machine.position)")
     case "diff": try diff(rest)
     case "watch":
-      let id = try single(rest, "watch ID")
-      if !watched.contains(where: { $0.id == id }) { watched.append((id, nil)) }
+      let id = key(try single(rest, "watch ID"))
+      if !watched.contains(where: { RecordKey.same($0.id, id) }) { watched.append((id, nil)) }
       showWatches(force: true)
     case "unwatch":
-      let id = try single(rest, "unwatch ID")
-      guard watched.contains(where: { $0.id == id }) else { throw UsageError("'\(id)' is not watched") }
-      watched.removeAll { $0.id == id }
-      say("no longer watching \(id)")
+      let typed = try single(rest, "unwatch ID")
+      guard let index = watched.firstIndex(where: { RecordKey.same($0.id, typed) }) else {
+        throw UsageError("'\(typed)' is not watched")
+      }
+      say("no longer watching \(watched.remove(at: index).id)")
     case "blame": try blame(rest)
     case "prepare":
       guard rest.isEmpty else { throw UsageError("usage: prepare") }
@@ -99,6 +100,13 @@ final class DebugSession {
       throw UsageError("expected a count of records, a whole number from 0, not '\(text)'")
     }
     return value
+  }
+
+  /// The key of the record (or value collection) a typed id names at this position: as typed,
+  /// or as the lowercase digits of an identifier typed in capitals (see `RecordKey`).
+  private func key(_ typed: String) -> String {
+    let spellings = RecordKey.spellings(typed)
+    return spellings.first { machine.recordJSON($0) != nil } ?? spellings[spellings.count - 1]
   }
 
   private func single(_ rest: [String], _ usage: String) throws -> String {
@@ -205,7 +213,7 @@ final class DebugSession {
       say(try machine.stateJSON())
     } else if let records = machine.collectionJSON(what) {
       say(records)
-    } else if let record = machine.recordJSON(what) {
+    } else if let record = machine.recordJSON(key(what)) {
       say("\(record.store) \(record.json)")
     } else {
       let names = machine.collections().map(\.name).joined(separator: ", ")

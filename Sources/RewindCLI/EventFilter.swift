@@ -28,10 +28,10 @@ struct EventFilter {
     name = args.value("type")
     origin = args.value("origin")
     if let text = args.value("entity") {
-      guard let id = Identifier(text) else {
+      guard let id = RecordKey.identifier(text) else {
         throw UsageError("--entity needs an identifier of 32 hexadecimal digits (as log shows them), not '\(text)'")
       }
-      entity = id.description
+      entity = id
     }
   }
 

@@ -1,0 +1,25 @@
+internal import Rewind
+
+/// How the tool reads a record id a user typed, in one place for every command that takes one:
+/// `blame`, the `--entity` of `log` and `export`, and debug's `print`, `watch`, `unwatch`,
+/// `find entity` and `blame`.
+///
+/// Stores key a record by its id's description, and an `Identifier` describes itself as 32
+/// lowercase hex digits; users copy ids from other tools in capitals too. An id is looked up as
+/// typed first, so an app whose keys are not identifiers (or are spelled otherwise) loses
+/// nothing; then, when it reads as an identifier, as the lowercase digits.
+enum RecordKey {
+  /// The lowercase digits of `typed` when it reads as an `Identifier` (32 hex digits in either
+  /// case); nil for any other text (a value collection's name, say).
+  static func identifier(_ typed: String) -> String? { Identifier(typed)?.description }
+
+  /// The keys to look `typed` up under, in order: as typed, then, for an identifier typed with
+  /// capitals, its lowercase digits. Never empty; the last is the canonical spelling.
+  static func spellings(_ typed: String) -> [String] {
+    guard let lowercase = identifier(typed), lowercase != typed else { return [typed] }
+    return [typed, lowercase]
+  }
+
+  /// Whether two typed ids name the same record (an identifier in capitals and in lowercase do).
+  static func same(_ a: String, _ b: String) -> Bool { (identifier(a) ?? a) == (identifier(b) ?? b) }
+}
