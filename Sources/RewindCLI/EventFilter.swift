@@ -4,7 +4,9 @@ import RewindJournal
 
 /// The selection options `log`, `export` and `tail` share: a sequence range, a time range, an
 /// event name, an origin and an entity. Parsed and checked against the journal before anything
-/// is printed, so a selection outside the journal is a clear error rather than empty output.
+/// is printed, so a selection outside the journal is a clear error rather than empty output. A
+/// range that starts inside it and ends past it (`--to`, `--until`) reads to its end, as
+/// `sed -n 5,999p` does: the journal may grow meanwhile, and what it holds is what was asked.
 struct EventFilter {
   static let options: Set<String> = ["from", "to", "since", "until", "type", "origin", "entity"]
 
