@@ -120,6 +120,7 @@ final class DebugSession {
     case "start": try move(to: 0)
     case "end": try move(to: machine.lastSequence)
     default:
+      try RecordKey.refuseAsSequence(target, "goto")
       if let sequence = UInt64(target) {
         guard sequence <= machine.lastSequence else {
           throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
@@ -187,6 +188,7 @@ final class DebugSession {
   private func showEvent(_ rest: [String]) throws {
     let sequence =
       try rest.first.map { text -> UInt64 in
+        try RecordKey.refuseAsSequence(text, "event")
         guard rest.count == 1, let value = UInt64(text), value >= 1, value <= machine.lastSequence else {
           throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
         }
@@ -256,6 +258,7 @@ final class DebugSession {
       guard let mark else { throw UsageError("no mark yet: `mark` a position first, or give diff A B") }
       (from, to) = (mark, machine.position)
     case 2:
+      for text in rest { try RecordKey.refuseAsSequence(text, "diff") }
       guard let a = UInt64(rest[0]), let b = UInt64(rest[1]), a <= machine.lastSequence, b <= machine.lastSequence
       else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)") }
       (from, to) = (a, b)

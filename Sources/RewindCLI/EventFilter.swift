@@ -19,6 +19,9 @@ struct EventFilter {
   var entity: String?
 
   init(_ args: Arguments) throws(UsageError) {
+    for option in ["from", "to"] {
+      if let text = args.value(option) { try RecordKey.refuseAsSequence(text, "--" + option) }
+    }
     from = UInt64(try args.integer("from", default: 1, range: 1...Int.max))
     to = args.value("to") == nil ? .max : UInt64(try args.integer("to", default: 1, range: 1...Int.max))
     guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }

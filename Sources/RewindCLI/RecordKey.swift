@@ -20,6 +20,18 @@ enum RecordKey {
     return [typed, lowercase]
   }
 
+  /// Refuses an id typed where a sequence number is expected. The tool prints record and command
+  /// ids as 32 hex digits; an id with no letter among them (as `IdentifierSource.sequential`
+  /// makes: 0000…0021) also reads as a whole number, and `show`, `replay --to` or `log --from`
+  /// would silently take it for sequence 21.
+  /// - Throws: `UsageError` naming `what` was expected, when `text` reads as an identifier.
+  static func refuseAsSequence(_ text: String, _ what: String) throws(UsageError) {
+    guard identifier(text) != nil else { return }
+    throw UsageError(
+      "\(what) '\(text)' is a record or command id (32 hex digits), not a sequence number; "
+        + "`rewind log DIR --entity ID` lists the events that mention a record id")
+  }
+
   /// Whether two typed ids name the same record (an identifier in capitals and in lowercase do).
   static func same(_ a: String, _ b: String) -> Bool { (identifier(a) ?? a) == (identifier(b) ?? b) }
 }
