@@ -1,8 +1,8 @@
 internal import Rewind
 
 /// How the tool reads a record id a user typed, in one place for every command that takes one:
-/// `blame`, the `--entity` of `log` and `export`, and debug's `print`, `watch`, `unwatch`,
-/// `find entity` and `blame`.
+/// `blame`, `log --entity`, and debug's `print`, `watch`, `unwatch`, `find entity` and `blame`;
+/// and refuses one typed where a sequence number goes.
 ///
 /// Stores key a record by its id's description, and an `Identifier` describes itself as 32
 /// lowercase hex digits; users copy ids from other tools in capitals too. An id is looked up as
