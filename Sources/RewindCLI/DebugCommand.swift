@@ -21,7 +21,8 @@ enum DebugCommand: RewindCommand {
     """
 
   static let commands = """
-    Commands (SEQ is a sequence number, TIME an ISO 8601 time, ID a record id or value collection):
+    Commands (SEQ is a sequence number, TIME an ISO 8601 time, ID a record id, 32 hex digits in
+    capitals or not, or a value collection):
       step [N]            move N records forward (default 1)           alias: s, next
       back [N]            move N records back (default 1)              alias: b
       goto SEQ|TIME       move to the state after SEQ, or at TIME      also: goto start, goto end

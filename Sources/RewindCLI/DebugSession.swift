@@ -69,14 +69,15 @@ final class DebugSession {
       say("marked sequence \(machine.position)")
     case "diff": try diff(rest)
     case "watch":
-      let id = try single(rest, "watch ID")
-      if !watched.contains(where: { $0.id == id }) { watched.append((id, nil)) }
+      let id = key(try single(rest, "watch ID"))
+      if !watched.contains(where: { RecordKey.same($0.id, id) }) { watched.append((id, nil)) }
       showWatches(force: true)
     case "unwatch":
-      let id = try single(rest, "unwatch ID")
-      guard watched.contains(where: { $0.id == id }) else { throw UsageError("'\(id)' is not watched") }
-      watched.removeAll { $0.id == id }
-      say("no longer watching \(id)")
+      let typed = try single(rest, "unwatch ID")
+      guard let index = watched.firstIndex(where: { RecordKey.same($0.id, typed) }) else {
+        throw UsageError("'\(typed)' is not watched")
+      }
+      say("no longer watching \(watched.remove(at: index).id)")
     case "blame": try blame(rest)
     case "prepare":
       guard rest.isEmpty else { throw UsageError("usage: prepare") }
@@ -101,6 +102,13 @@ final class DebugSession {
     return value
   }
 
+  /// The key of the record (or value collection) a typed id names at this position: as typed,
+  /// or as the lowercase digits of an identifier typed in capitals (see `RecordKey`).
+  private func key(_ typed: String) -> String {
+    let spellings = RecordKey.spellings(typed)
+    return spellings.first { machine.recordJSON($0) != nil } ?? spellings[spellings.count - 1]
+  }
+
   private func single(_ rest: [String], _ usage: String) throws -> String {
     guard rest.count == 1 else { throw UsageError("usage: \(usage)") }
     return rest[0]
@@ -112,6 +120,7 @@ final class DebugSession {
     case "start": try move(to: 0)
     case "end": try move(to: machine.lastSequence)
     default:
+      try RecordKey.refuseAsSequence(target, "goto")
       if let sequence = UInt64(target) {
         guard sequence <= machine.lastSequence else {
           throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
@@ -179,6 +188,7 @@ final class DebugSession {
   private func showEvent(_ rest: [String]) throws {
     let sequence =
       try rest.first.map { text -> UInt64 in
+        try RecordKey.refuseAsSequence(text, "event")
         guard rest.count == 1, let value = UInt64(text), value >= 1, value <= machine.lastSequence else {
           throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
         }
@@ -205,7 +215,7 @@ final class DebugSession {
       say(try machine.stateJSON())
     } else if let records = machine.collectionJSON(what) {
       say(records)
-    } else if let record = machine.recordJSON(what) {
+    } else if let record = machine.recordJSON(key(what)) {
       say("\(record.store) \(record.json)")
     } else {
       let names = machine.collections().map(\.name).joined(separator: ", ")
@@ -248,6 +258,7 @@ final class DebugSession {
       guard let mark else { throw UsageError("no mark yet: `mark` a position first, or give diff A B") }
       (from, to) = (mark, machine.position)
     case 2:
+      for text in rest { try RecordKey.refuseAsSequence(text, "diff") }
       guard let a = UInt64(rest[0]), let b = UInt64(rest[1]), a <= machine.lastSequence, b <= machine.lastSequence
       else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)") }
       (from, to) = (a, b)

@@ -4,7 +4,9 @@ import RewindJournal
 
 /// The selection options `log`, `export` and `tail` share: a sequence range, a time range, an
 /// event name, an origin and an entity. Parsed and checked against the journal before anything
-/// is printed, so a selection outside the journal is a clear error rather than empty output.
+/// is printed, so a selection outside the journal is a clear error rather than empty output. A
+/// range that starts inside it and ends past it (`--to`, `--until`) reads to its end, as
+/// `sed -n 5,999p` does: the journal may grow meanwhile, and what it holds is what was asked.
 struct EventFilter {
   static let options: Set<String> = ["from", "to", "since", "until", "type", "origin", "entity"]
 
@@ -17,6 +19,9 @@ struct EventFilter {
   var entity: String?
 
   init(_ args: Arguments) throws(UsageError) {
+    for option in ["from", "to"] {
+      if let text = args.value(option) { try RecordKey.refuseAsSequence(text, "--" + option) }
+    }
     from = UInt64(try args.integer("from", default: 1, range: 1...Int.max))
     to = args.value("to") == nil ? .max : UInt64(try args.integer("to", default: 1, range: 1...Int.max))
     guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
@@ -28,10 +33,10 @@ struct EventFilter {
     name = args.value("type")
     origin = args.value("origin")
     if let text = args.value("entity") {
-      guard let id = Identifier(text) else {
+      guard let id = RecordKey.identifier(text) else {
         throw UsageError("--entity needs an identifier of 32 hexadecimal digits (as log shows them), not '\(text)'")
       }
-      entity = id.description
+      entity = id
     }
   }
 

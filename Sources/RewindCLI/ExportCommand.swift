@@ -8,13 +8,16 @@ enum ExportCommand: RewindCommand {
   static let help = """
     Usage: rewind export DIR --jsonl [--from SEQ] [--to SEQ]
 
-    Writes every event (or those in the sequence range) to standard output, one JSON object per
-    line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
+    Writes every event (or those in the sequence range, inclusive) to standard output, one JSON
+    object per line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
     with the event's fields rendered without the app's types, as `rewind log --json` does. A
     record that is not a Rewind event, or an event whose fields do not decode, also has "problem"
     (what is wrong) and its bytes as "payload" (text, or hexadecimal); its envelope's fields are
     null only when the envelope does not decode either. Shows progress on standard error when it
     is a terminal and standard output is not.
+
+    Exit 0; 2 for a bad option or a --from past the journal's end (a --to past it reads to the
+    end); 3 when the journal cannot be read.
 
     Examples:
       rewind export /tmp/notes --jsonl > events.jsonl

@@ -28,6 +28,7 @@ struct JournalBounds {
 
   /// `text` as a sequence number in 0...lastSequence.
   func sequence(_ text: String, what: String = "sequence number") throws(UsageError) -> UInt64 {
+    try RecordKey.refuseAsSequence(text, what)
     guard let value = UInt64(text) else {
       if let negative = Int(text), negative < 0 {
         throw UsageError(

@@ -13,13 +13,14 @@ enum LogCommand: RewindCommand {
     version, origin, and the event's fields rendered as JSON without the app's types (cut at
     160 characters; --full shows them whole). Works on any journal, also while it is written.
 
-      --from, --to       sequence numbers, inclusive
+      --from, --to       sequence numbers, inclusive; a --to past the end reads to the end
       --since, --until   ISO 8601 times, inclusive (2026-01-01, 2026-01-01T09:30:00Z,
                          2026-01-01T09:30:00.5+02:00; UTC when no zone is given; a date
                          alone is its midnight)
       --type NAME        events with this name (note.created), or a prefix ending in * (note.*)
       --origin ORIGIN    events from this origin (user, sync, automation, import, ...)
-      --entity ID        events whose fields mention this identifier (32 hex digits)
+      --entity ID        events whose fields mention this identifier (32 hex digits, in
+                         capitals or not)
       --limit N          at most N events
       --json             one object per event per line:
                          {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}

@@ -95,12 +95,14 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   }
 
   func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
-  /// An identifier typed in capitals (as `log --entity` takes it) that no event touched as typed
-  /// is looked up again as the lowercase digits record keys hold.
+  /// An identifier typed in capitals that no event touched as typed is looked up again as the
+  /// lowercase digits record keys hold (see `RecordKey`).
   func blame(_ id: String) throws -> [EntityBlame] {
-    let entries = try machine.blame(entity: id)
-    guard entries.isEmpty, let canonical = Identifier(id)?.description, canonical != id else { return entries }
-    return try machine.blame(entity: canonical)
+    for key in RecordKey.spellings(id) {
+      let entries = try machine.blame(entity: key)
+      if !entries.isEmpty { return entries }
+    }
+    return []
   }
   func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 

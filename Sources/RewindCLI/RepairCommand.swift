@@ -21,8 +21,8 @@ enum RepairCommand: RewindCommand {
 
     Exit 0 when there was nothing to repair or the repair is done; 1 when a plan was shown but not
     carried out; 3 when the journal cannot be opened, or the repair could not finish: what it
-    could not do is named (an index it could not remove: the moves are done, and running it
-    again once the cause is fixed removes it).
+    could not do is named (an index it could not remove: the moves are done, snapshots past the
+    new end too, and running it again once the cause is fixed removes the index).
 
     Examples:
       rewind repair /tmp/notes
@@ -48,8 +48,7 @@ enum RepairCommand: RewindCommand {
       output.out(visible(line + ": \(entry.reason)") + "\n")
     }
     // Snapshots past the new end stand for records the repair takes away: they go too.
-    let snapshots = SnapshotStore(journal: directory)
-    let pastEnd = snapshots.sequences().filter { $0 > plan.lastSequence }
+    let pastEnd = SnapshotStore(journal: directory).sequences().filter { $0 > plan.lastSequence }
     for sequence in pastEnd {
       output.out("will move snapshots/\(SnapshotStore.fileName(sequence)): a snapshot past the repaired end\n")
     }
@@ -71,12 +70,40 @@ enum RepairCommand: RewindCommand {
         return .findings
       }
     }
-    let done = try Journal.repair(directory: directory)
+    let done = try carryOut(directory, output: output)
+    output.out("repaired: the journal ends at sequence \(done.lastSequence)\n")
+    return .success
+  }
+
+  /// Moves the damaged part aside (`Journal.repair`), then the snapshots past the new end, and
+  /// says what moved. A repair that stops with `.staleIndex` has moved everything but could not
+  /// remove the index: the snapshots past the end the journal now has are set aside before that
+  /// error is thrown, not at the second run it asks for. They stand for records the repair took
+  /// away, and once a writer numbers new records over them they would pass every check.
+  /// - Parameter options: the file operations the journal is repaired with.
+  /// - Throws: `JournalError` from the repair, or naming a snapshot that could not be moved.
+  static func carryOut(_ directory: String, options: JournalOptions = JournalOptions(), output: RewindTool.Output)
+    throws -> RepairReport
+  {
+    let snapshots = SnapshotStore(journal: directory)
+    let done: RepairReport
+    do {
+      done = try Journal.repair(directory: directory, options: options)
+    } catch let error as JournalError where error.code == .staleIndex {
+      // The end the journal now has is the one a plan made now finds, the one the second run
+      // would set snapshots aside after (the stale index is damage to it, not more records).
+      // Should that plan or a move fail, the second run the error asks for still does it.
+      if let now = try? Journal.repair(directory: directory, dryRun: true, options: options),
+        let moved = try? snapshots.setAside(after: now.lastSequence)
+      {
+        for entry in moved { output.out(visible("\(entry)") + "\n") }
+      }
+      throw error
+    }
     if let line = nothingLeft(done) { output.out(line) }
     for entry in done.moved { output.out(visible("\(entry)") + "\n") }
     for entry in try snapshots.setAside(after: done.lastSequence) { output.out(visible("\(entry)") + "\n") }
-    output.out("repaired: the journal ends at sequence \(done.lastSequence)\n")
-    return .success
+    return done
   }
 
   /// The line for a loss that left no bytes to set aside (committed frames turned to zeros, or

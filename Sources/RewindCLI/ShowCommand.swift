@@ -25,8 +25,9 @@ enum ShowCommand: RewindCommand {
     "after"}],"keys":[..]}, or {"from":"payload","why":..,"records":[{"field","id"}]}, or
     {"from":"checkpoint","records":[]}.
 
-    Exit 0; 2 when SEQ is not a number or is outside the journal, or --model names no registered
-    model; 3 when the journal cannot be read.
+    Exit 0; 2 when SEQ is not a number (a record or command id, 32 hex digits, is not one, even
+    without letters) or is outside the journal, or --model names no registered model; 3 when the
+    journal cannot be read.
 
     Examples:
       rewind show /tmp/notes 42
@@ -40,6 +41,7 @@ enum ShowCommand: RewindCommand {
       exactly: 2, needs: "the journal directory and a sequence number: rewind show DIR SEQ")
     let directory = positionals[0]
     let text = positionals[1]
+    try RecordKey.refuseAsSequence(text, "SEQ")
     guard let sequence = UInt64(text), sequence > 0 else {
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }

@@ -80,6 +80,26 @@ import Testing
     #expect(show.out.contains("  note      its fields do not decode ("), "\(show.out)")
   }
 
+  /// A range that starts inside the journal and ends past it reads to the end, as `sed -n 5,999p`
+  /// does (the README and the help say so); one that starts past the end is a usage error.
+  @Test func aRangeEndingPastTheJournalReadsToItsEnd() async throws {
+    let (dir, path, events) = try await Self.journal(events: 200)
+    defer { withExtendedLifetime(dir) {} }
+    let last = try #require(Self.sequences(events).last)
+    let range = ["--from", "\(last - 2)", "--to", "\(last + 1_000)"]
+    let log = try await Self.rewind(["log", path, "--json"] + range)
+    #expect(log.status == 0, "\(log.err)")
+    #expect(Self.sequences(try Self.parse(log.out)) == Array((last - 2)...last))
+    let export = try await Self.rewind(["export", path, "--jsonl"] + range)
+    #expect(export.status == 0, "\(export.err)")
+    #expect(export.out == log.out, "export and log --json print the same objects")
+    for command in [["log", path], ["export", path, "--jsonl"]] {
+      let past = try await Self.rewind(command + ["--from", "\(last + 1)", "--to", "\(last + 1_000)"])
+      #expect(past.status == 2)
+      #expect(past.err.contains("--from \(last + 1) is out of range: the journal ends at sequence \(last)"))
+    }
+  }
+
   @Test func logSelectsByRangeTimeNameOriginAndEntity() async throws {
     let (dir, path, events) = try await Self.journal()
     defer { withExtendedLifetime(dir) {} }

@@ -3,6 +3,8 @@ import RewindJournal
 import RewindTestSupport
 import Testing
 
+@testable import RewindCLI
+
 /// Runs the built `rewind` binary and checks its output and exit codes.
 @Suite struct RewindCommandTests {
   typealias Run = ToolRun
@@ -110,6 +112,45 @@ import Testing
     // The intact prefix reopens and continues.
     let journal = try Journal(directory: dir.path)
     #expect(journal.lastSequence == first - 1)
+  }
+
+  /// A repair that moved the damaged part aside but could not remove the index (`.staleIndex`)
+  /// sets the snapshots past the new end aside all the same: they used to wait for the second
+  /// run, and a writer opening meanwhile would number new records over them.
+  @Test func aRepairStoppedByTheIndexStillSetsSnapshotsPastTheEndAside() async throws {
+    let dir = try Self.journal()
+    let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }
+    try #require(segments.count >= 3)
+    let first = UInt64(SegmentName.firstSequence(segments[1]))
+    try FileManager.default.removeItem(atPath: dir.appending(segments[1]))
+    let before = String(format: "%020d.snapshot", first - 1)
+    let past = String(format: "%020d.snapshot", first + 5)
+    try FileManager.default.createDirectory(atPath: dir.appending("snapshots"), withIntermediateDirectories: false)
+    for name in [before, past] { try Files.write([1, 2, 3], to: dir.appending("snapshots/" + name)) }
+
+    let io = FaultInjectingFileIO()
+    io.arm(.removeError(EACCES), pathContains: "/" + Layout.indexName)
+    var options = JournalOptions()
+    options.io = io
+    let captured = Captured()
+    var error: JournalError?
+    do {
+      _ = try RepairCommand.carryOut(dir.path, options: options, output: captured.output)
+    } catch let thrown as JournalError {
+      error = thrown
+    }
+    #expect(error?.code == .staleIndex, "\(String(describing: error))")
+    #expect(FileManager.default.fileExists(atPath: dir.appending(Layout.indexName)), "the index stayed")
+    #expect(Files.list(dir.appending("snapshots")) == [before], "the snapshot past the new end is aside")
+    #expect(Files.list(dir.appending("quarantine")).contains(past))
+    #expect(captured.out.contains("snapshots/\(past)"), "\(captured.out)")
+
+    // The second run removes the index; the journal ends where the snapshot left behind is.
+    let repair = try await Self.rewind(["repair", dir.path, "--yes"])
+    #expect(repair.status == 0, "\(repair.out)\(repair.err)")
+    #expect(repair.out.hasSuffix("repaired: the journal ends at sequence \(first - 1)\n"), "\(repair.out)")
+    #expect(Files.list(dir.appending("snapshots")) == [before])
+    #expect(try await Self.rewind(["verify", dir.path]).status == 0)
   }
 
   @Test func verifyNotesSegmentsTheIndexNamesNowhere() async throws {

@@ -326,6 +326,57 @@ import Testing
     #expect(!run.out.hasSuffix("at 1 of \(journal.lastSequence)"), "nothing runs after quit")
   }
 
+  /// Every debug command that takes a record id takes it in capitals too (as `blame` and
+  /// `log --entity` do), and shows it as the stores spell it: the same session typed in capitals
+  /// prints what it prints in lowercase, and `unwatch` finds a watch in either spelling.
+  @Test func debugTakesARecordIdInCapitals() async throws {
+    let journal = try await NotebookJournal.write(commands: 60, seed: 12)
+    // A note whose id has letters in it (the journal's ids count up from 1), and where it exists.
+    let (sequence, note) = try #require(
+      (1...Int(journal.lastSequence)).lazy.compactMap { sequence in
+        journal.states[sequence].notes.all().first { $0.id.description.contains { "abcdef".contains($0) } }
+          .map { (sequence, $0) }
+      }.first)
+    func script(_ id: String, unwatch: String) -> String {
+      "goto \(sequence)\nprint \(id)\nwatch \(id)\nblame \(id)\ngoto 0\nfind entity \(id)\nunwatch \(unwatch)\n"
+    }
+    let lower = note.id.description
+    let upper = lower.uppercased()
+    let typedLower = try await rewind(["debug", journal.path], input: script(lower, unwatch: upper))
+    #expect(typedLower.status == 0, "\(typedLower.err)")
+    #expect(typedLower.out.contains("notes \(try CanonicalJSON.render(note))\n"), "\(typedLower.out)")
+    #expect(typedLower.out.contains("watch \(lower) at \(sequence): notes "), "\(typedLower.out)")
+    #expect(typedLower.out.hasSuffix("no longer watching \(lower)\n"), "\(typedLower.out)")
+    let typedUpper = try await rewind(["debug", journal.path], input: script(upper, unwatch: lower))
+    #expect(typedUpper.status == 0, "\(typedUpper.err)")
+    #expect(typedUpper.out == typedLower.out)
+  }
+
+  /// An id copied where a sequence number goes is refused, not read as a number: this journal's
+  /// ids count up from 1 (`IdentifierSource.sequential`), so 0000…0021, a note's or a command's
+  /// id as `show` and `log` print it, also reads as 21, and `show` used to show event 21.
+  @Test func anIdWhereASequenceNumberGoesIsRefused() async throws {
+    let journal = try await NotebookJournal.write(commands: 40, seed: 13)
+    let id = String(repeating: "0", count: 30) + "21"
+    try #require(Identifier(id) != nil && journal.lastSequence >= 21)
+    let path = journal.path
+    let refused: [([String], String?, String)] = [
+      (["show", path, id], nil, "SEQ"), (["replay", path, "--to", id], nil, "--to"),
+      (["diff", path, "0", id], nil, "B"), (["log", path, "--from", id], nil, "--from"),
+      (["export", path, "--jsonl", "--to", id], nil, "--to"),
+      (["debug", path], "goto \(id)\n", "error: goto: goto"),
+      (["debug", path], "event \(id)\n", "error: event: event"),
+      (["debug", path], "diff 0 \(id)\n", "error: diff: diff"),
+    ]
+    for (arguments, input, what) in refused {
+      let run = try await rewind(arguments, input: input)
+      #expect(run.status == 2, "\(arguments) \(input ?? ""): \(run.out)")
+      #expect(
+        run.err.contains("\(what) '\(id)' is a record or command id (32 hex digits), not a sequence number"),
+        "\(run.err)")
+    }
+  }
+
   /// At a terminal (a pseudo-terminal from util-linux `script`), the session greets, prompts and
   /// shows the progress of a seek. The terminal does not echo the input (`stty -echo`): where the
   /// echo lands among the session's output depends on when the input arrives, which made the
