@@ -131,6 +131,37 @@ import Testing
     return keys
   }
 
+  /// Objects nested to the limit, their keys in order or not: the canonical encoder throws the
+  /// nesting error, as canonicalizing after encoding did, and neither traps nor returns bytes no
+  /// decoder reads.
+  @Test(arguments: [false, true])
+  func nestingPastTheLimitThrows(outOfOrder: Bool) throws {
+    #expect(throws: FieldFormatError.self) { try CanonicalEncoding.encode(Nest(levels: 63, outOfOrder: outOfOrder)) }
+    #expect(throws: FieldFormatError.self) {
+      try CanonicalEncoding.canonicalize(FieldEncoder().encode(Nest(levels: 63, outOfOrder: outOfOrder)))
+    }
+    let within = try CanonicalEncoding.encode(Nest(levels: 40, outOfOrder: outOfOrder))
+    #expect(
+      try within == CanonicalEncoding.canonicalize(FieldEncoder().encode(Nest(levels: 40, outOfOrder: outOfOrder))))
+  }
+
+  /// Objects nested `levels` deep, the innermost holding two keys in or out of order.
+  struct Nest: Encodable {
+    var levels: Int
+    var outOfOrder: Bool
+    enum Keys: String, CodingKey { case a, b, c }
+
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.container(keyedBy: Keys.self)
+      if levels > 0 {
+        try container.encode(Nest(levels: levels - 1, outOfOrder: outOfOrder), forKey: .c)
+      } else {
+        try container.encode(1, forKey: outOfOrder ? .b : .a)
+        try container.encode(2, forKey: outOfOrder ? .a : .b)
+      }
+    }
+  }
+
   /// A record that writes its fields out of key order, nesting objects that do too.
   struct Shuffled: Codable, FieldCodable {
     struct Inner: Codable, FieldCodable {

@@ -116,6 +116,8 @@ final class FieldObjectSorter {
   @exclusivity(unchecked) private var entries: [Entry] = []
   /// A copy of an object's entries while they are written back in order.
   @exclusivity(unchecked) private var scratch: [UInt8] = []
+  /// Why an object could not be read back to be sorted, if one could not.
+  private(set) var failure: FieldFormatError?
 
   init() {}
 
@@ -141,11 +143,12 @@ final class FieldObjectSorter {
 
   /// Sorts by key the entries of the object whose first entry starts at `start` and which runs to
   /// the end of `bytes` (its terminator not yet written), if they are not in order already. Each
-  /// entry's value is left as it is (an object in it was sorted when it ended). The entries must
-  /// be well formed (this encoder's own bytes): anything else is a bug in the encoder, and traps.
+  /// entry's value is left as it is (an object in it was sorted when it ended). Entries that do not
+  /// read back (nested past the limit, or left malformed by a misused container) are left as
+  /// they are, and the first such error is kept in `failure` for the encoding to throw.
   func sortEntries(of bytes: inout [UInt8], from start: Int, depth: Int) {
     let first = entries.count
-    do {
+    do throws(FieldFormatError) {
       // Only this scope holds a second reference to the array: writing it back must not copy it.
       let source = bytes
       var reader = FieldBytesReader(source, position: start)
@@ -156,7 +159,11 @@ final class FieldObjectSorter {
         entries.append(Entry(start: entryStart, end: reader.position, keyStart: keyStart, keyCount: keyCount))
       }
     } catch {
-      preconditionFailure("the canonical encoder wrote an object it cannot read back: \(error)")
+      // Nesting past the limit, or bytes a misused container left malformed: the encoding
+      // throws it at its end (`FieldEncoder.encode`); the object stays as it is.
+      if failure == nil { failure = error }
+      entries.removeSubrange(first...)
+      return
     }
     endObject(of: &bytes, first: first)
   }

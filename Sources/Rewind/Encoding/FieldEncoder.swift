@@ -35,6 +35,14 @@ public struct FieldEncoder {
   public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
     let state = FieldEncoderState(writer: FieldBytesWriter(capacity: capacity), sorter: sorter)
     try state.encodeValue(value, depth: 0)
+    if let sorter {
+      // The canonical bytes are one well-formed value within the nesting limit, or an error, as
+      // when they were canonicalized after encoding: a value written into a container at the
+      // limit, or a hand-written object nested past it, would otherwise pass unnoticed.
+      if let failure = sorter.failure { throw failure }
+      var reader = FieldBytesReader(state.writer.bytes)
+      try reader.skipValue()
+    }
     return state.writer.bytes
   }
 
