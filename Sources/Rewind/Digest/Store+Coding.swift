@@ -43,15 +43,28 @@ extension Store: Codable where Record: Codable {
       }
     // The ids and the groups in one pass. This runs unspecialized (a model's stores are decoded
     // through `Decodable`'s witness), where each generic call looks up metadata: no key path, no
-    // enumerated sequence or slice, one hash lookup per group key (a key a record names twice is
-    // the group's last id already: records come in id order).
+    // enumerated sequence or slice, one hash lookup per group key. A key a record names twice is
+    // filed once: found among a few keys by comparing, among many through a set (linear time).
     var ids: [Record.ID] = []
     ids.reserveCapacity(records.count)
     var grouped: [Record.GroupKey: [Record.ID]] = [:]
     for record in records {
       let id = record.id
       ids.append(id)
-      for key in record.groupKeys { grouped[key, default: []].appendUnlessLast(id) }
+      let keys = record.groupKeys
+      if keys.count <= 8 {
+        for index in 0..<keys.count {
+          var repeated = false
+          for earlier in 0..<index where keys[earlier] == keys[index] {
+            repeated = true
+            break
+          }
+          if !repeated { grouped[keys[index], default: []].append(id) }
+        }
+      } else {
+        var seen = Set<Record.GroupKey>()
+        for key in keys where seen.insert(key).inserted { grouped[key, default: []].append(id) }
+      }
     }
     guard let tree = RecordTree(sortedKeys: ids, values: records) else {
       // Not in id order (the encoding always is, but any order of distinct ids is accepted).
@@ -85,12 +98,5 @@ extension ValueStore: Codable where Value: Codable {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     self.init(
       name: try container.decode(String.self, forKey: .name), initial: try container.decode(Value.self, forKey: .value))
-  }
-}
-
-extension Array where Element: Equatable {
-  /// Appends `element` unless it is the last element already.
-  fileprivate mutating func appendUnlessLast(_ element: Element) {
-    if last != element { append(element) }
   }
 }
