@@ -112,7 +112,8 @@ final class FieldObjectSorter {
   }
 
   // Touched for every field of every record of a snapshot; one run's, never shared.
-  /// The entries of the objects being written by hand-written fields, innermost object's last.
+  /// The entries of the objects being sorted: those of objects open in a `FieldWriter`, innermost
+  /// object's last, then, while one is scanned (`sortEntries`), that object's.
   @exclusivity(unchecked) private var entries: [Entry] = []
   /// A copy of an object's entries while they are written back in order.
   @exclusivity(unchecked) private var scratch: [UInt8] = []
