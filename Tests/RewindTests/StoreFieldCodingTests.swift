@@ -79,6 +79,62 @@ import Testing
     }
   }
 
+  /// Decoding files each record under each of its group keys once, however many it has and
+  /// however often it names one (a few keys are compared among themselves, many go through a
+  /// set), whether the records are read by their hand-written fields or through `Codable`.
+  @Test func decodingFilesRepeatedAndManyGroupKeysOnce() throws {
+    let keys: [[String]] = [
+      [], ["a"], ["a", "a"], ["b", "a", "b", "a"],
+      ["a", "b", "c", "d", "e", "f", "g", "h"],  // eight: compared
+      ["c", "a", "c", "b", "d", "e", "f", "g", "h", "i", "j", "a"],  // twelve, two repeated: a set
+    ]
+    var plain = Store<Plain>(name: "things")
+    var fast = Store<Fast>(name: "things")
+    var context = ApplyContext(recording: false)
+    for (index, groups) in keys.enumerated() {
+      let record = Plain(id: Identifier(high: 0, low: UInt64(index + 1)), title: "t", count: index, groups: groups)
+      plain.insert(record, context: &context)
+      fast.insert(Fast(record), context: &context)
+    }
+    let bytes = try FieldEncoder().encode(plain)
+    let decodedPlain = try FieldDecoder().decode(Store<Plain>.self, from: bytes)
+    let decodedFast = try FieldDecoder().decode(Store<Fast>.self, from: bytes)
+    #expect(decodedPlain == plain)
+    #expect(decodedFast == fast)
+    for group in ["a", "b", "c", "i", "j", "z"] {
+      let expected = keys.indices.filter { keys[$0].contains(group) }.map { Identifier(high: 0, low: UInt64($0 + 1)) }
+      #expect(decodedPlain.records(inGroup: group).map(\.id) == expected, "\(group)")
+      #expect(decodedFast.records(inGroup: group).map(\.id) == expected, "\(group)")
+      #expect(decodedFast.count(inGroup: group) == expected.count, "\(group)")
+    }
+    #expect(decodedPlain.groupCounts().map(\.key) == plain.groupCounts().map(\.key))
+    #expect(decodedPlain.cacheProblems().isEmpty && decodedFast.cacheProblems().isEmpty)
+  }
+
+  /// Records out of id order are accepted (and filed as inserted); two with one id are not.
+  @Test func recordsOutOfOrderAreInsertedAndASharedIdThrows() throws {
+    struct Written: Encodable {
+      var name = "things"
+      var records: [Plain]
+    }
+    let first = Plain(id: Identifier(high: 0, low: 1), title: "one", count: 1, groups: ["a"])
+    let second = Plain(id: Identifier(high: 0, low: 2), title: "two", count: 2, groups: ["a", "b"])
+    let reversed = try FieldEncoder().encode(Written(records: [second, first]))
+    for store in [
+      try FieldDecoder().decode(Store<Plain>.self, from: reversed).all().map(\.title),
+      try FieldDecoder().decode(Store<Fast>.self, from: reversed).all().map(\.title),
+    ] {
+      #expect(store == ["one", "two"])
+    }
+    let decoded = try FieldDecoder().decode(Store<Fast>.self, from: reversed)
+    #expect(decoded.records(inGroup: "a").map(\.title) == ["one", "two"])
+    #expect(decoded.cacheProblems().isEmpty)
+
+    let twice = try FieldEncoder().encode(Written(records: [first, second, first]))
+    #expect(throws: DecodingError.self) { try FieldDecoder().decode(Store<Plain>.self, from: twice) }
+    #expect(throws: DecodingError.self) { try FieldDecoder().decode(Store<Fast>.self, from: twice) }
+  }
+
   /// Through another encoder (JSON), the records go element by element through `Codable`.
   @Test func otherCodersGoThroughCodable() throws {
     let (plain, fast) = stores(50, seed: 3)

@@ -189,7 +189,9 @@ enum ChildProcess {
           events: state.notebooks.count + state.notes.count + state.readingList.count, seconds: seconds,
           payloadBytes: 0, peakBytes: peakResidentBytes())
       }
-      try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: arguments[3]))
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = .sortedKeys  // the same bytes for the same result, run after run
+      try encoder.encode(result).write(to: URL(fileURLWithPath: arguments[3]))
       return 0
     } catch {
       printError("child \(kind): \(error)")

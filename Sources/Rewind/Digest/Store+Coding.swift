@@ -41,43 +41,16 @@ extension Store: Codable where Record: Codable {
       } else {
         try container.decode([Record].self, forKey: .records)
       }
-    // The ids and the groups in one pass. This runs unspecialized (a model's stores are decoded
-    // through `Decodable`'s witness), where each generic call looks up metadata: no key path, no
-    // enumerated sequence or slice, one hash lookup per group key. A key a record names twice is
-    // filed once: found among a few keys by comparing, among many through a set (linear time).
-    var ids: [Record.ID] = []
-    ids.reserveCapacity(records.count)
-    var grouped: [Record.GroupKey: [Record.ID]] = [:]
-    for record in records {
-      let id = record.id
-      ids.append(id)
-      let keys = record.groupKeys
-      if keys.count <= 8 {
-        for index in 0..<keys.count {
-          var repeated = false
-          for earlier in 0..<index where keys[earlier] == keys[index] {
-            repeated = true
-            break
-          }
-          if !repeated { grouped[keys[index], default: []].append(id) }
-        }
-      } else {
-        var seen = Set<Record.GroupKey>()
-        for key in keys where seen.insert(key).inserted { grouped[key, default: []].append(id) }
-      }
-    }
-    guard let tree = RecordTree(sortedKeys: ids, values: records) else {
-      // Not in id order (the encoding always is, but any order of distinct ids is accepted).
-      var context = ApplyContext(recording: false)
-      for record in records where insert(record, context: &context) != nil {
-        throw DecodingError.dataCorruptedError(
-          forKey: .records, in: container, debugDescription: "two records of store \(name) share id \(record.id)")
-      }
+    // Built by code specialized for the record type (see `StoreRecord._store`).
+    if let store = Record._store(named: name, sortedRecords: records) {
+      self = store
       return
     }
-    self.records = tree
-    groups = grouped.mapValues { ids in
-      RecordTree(sortedKeys: ids, values: Array(repeating: (), count: ids.count)) ?? RecordTree()
+    // Not in id order (the encoding always is, but any order of distinct ids is accepted).
+    var context = ApplyContext(recording: false)
+    for record in records where insert(record, context: &context) != nil {
+      throw DecodingError.dataCorruptedError(
+        forKey: .records, in: container, debugDescription: "two records of store \(name) share id \(record.id)")
     }
   }
 }
