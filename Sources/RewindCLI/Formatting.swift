@@ -62,8 +62,9 @@ func requireDirectory(_ directory: String) throws {
 
 /// `text` made safe for a terminal: each scalar a terminal would act on
 /// (`FieldRenderer.isTerminalControl`: C0 including tab, newline and carriage return; DEL; C1;
-/// the bidirectional embeddings, overrides and isolates) written as a visible escape in Swift's
-/// spelling, `\u{1B}`, with uppercase hex digits. Everything else is kept as is.
+/// the line and paragraph separators; the bidirectional marks, embeddings, overrides and
+/// isolates) written as a visible escape in Swift's spelling, `\u{1B}`, with uppercase hex
+/// digits. Everything else is kept as is.
 ///
 /// A journal is untrusted input for an audit tool: a note title holding ESC [ 2 J or a carriage
 /// return must neither drive the terminal nor forge a line of output, and neither may a word

@@ -14,12 +14,13 @@ import Testing
   /// CSI, a right-to-left override and an isolate.
   static let hostile = "x\u{1B}[2J\r1  forged\n\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"
 
-  /// What a terminal would act on: C0 but the line breaks the tool writes, DEL, C1, bidi controls.
+  /// What a terminal would act on: C0 but the line breaks the tool writes, DEL, C1, the line and
+  /// paragraph separators, the bidirectional marks and controls.
   static func unsafe(_ text: String) -> [String] {
     text.unicodeScalars.filter { scalar in
       switch scalar.value {
       case 0x0A: false
-      case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+      case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
       default: false
       }
     }.map { String(format: "U+%04X", $0.value) }
@@ -146,10 +147,33 @@ import Testing
       visible("a\u{0}\t\n\r\u{1B}\u{1F} \u{7F}\u{80}\u{9F}\u{A0}b")
         == #"a\u{0}\u{9}\u{A}\u{D}\u{1B}\u{1F} \u{7F}\u{80}\u{9F}"# + "\u{A0}b")
     #expect(
-      visible("\u{2029}\u{202A}\u{202E}\u{202F}\u{2065}\u{2066}\u{2069}\u{206A}")
-        == "\u{2029}" + #"\u{202A}\u{202E}"# + "\u{202F}\u{2065}" + #"\u{2066}\u{2069}"# + "\u{206A}")
-    let ordinary = #"plain é 漢 🙂 \ " ' \u{1B} ~"#
+      visible("\u{2027}\u{202A}\u{202E}\u{202F}\u{2065}\u{2066}\u{2069}\u{206A}")
+        == "\u{2027}" + #"\u{202A}\u{202E}"# + "\u{202F}\u{2065}" + #"\u{2066}\u{2069}"# + "\u{206A}")
+    let ordinary = #"plain é 漢 🙂 \ " ' \u{1B} ~"# + "\u{200D}\u{2010}\u{2027}\u{202F}\u{061B}\u{061D}"
     #expect(visible(ordinary) == ordinary)
     #expect(visible(visible(Self.hostile)) == visible(Self.hostile))
+  }
+
+  @Test func visibleEscapesTheBidiMarksAndLineSeparators() {
+    #expect(
+      visible("1\u{200E}2\u{200F}3\u{061C}4\u{2028}5\u{2029}6")
+        == #"1\u{200E}2\u{200F}3\u{61C}4\u{2028}5\u{2029}6"#)
+    // JSON escapes the same ones, and still decodes to the same string.
+    let marks = "1\u{200E}2\u{200F}3\u{061C}4\u{2028}5\u{2029}6"
+    #expect(jsonString(marks) == #""1\u200e2\u200f3\u061c4\u20285\u20296""#)
+    let decoded = try? JSONSerialization.jsonObject(with: Data("[\(jsonString(marks))]".utf8)) as? [String]
+    #expect(decoded == [marks])
+  }
+
+  @Test func visibleAndTheJSONEscaperEscapeTheSameScalars() {
+    // Every scalar below U+3000, a byte order mark and an emoji: `visible` shows it as an escape
+    // exactly when JSON output does (quote and backslash aside, which JSON's syntax needs).
+    let scalars = (0..<0x3000).compactMap(Unicode.Scalar.init) + [Unicode.Scalar(0xFEFF)!, Unicode.Scalar(0x1F642)!]
+    for scalar in scalars where scalar != "\"" && scalar != "\\" {
+      let text = String(Character(scalar))
+      let byVisible = visible(text) != text
+      let byJSON = jsonString(text) != "\"" + text + "\""
+      #expect(byVisible == byJSON, "U+\(String(scalar.value, radix: 16, uppercase: true))")
+    }
   }
 }
