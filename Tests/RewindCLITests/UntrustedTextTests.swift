@@ -61,7 +61,7 @@ import Testing
       (["bisect", path, "--invariant", Self.hostile], bare), ([Self.hostile, path], bare),
       (["log", path, "--" + Self.hostile], bare), (["debug", path, "--model", Self.hostile], bare),
       // The overview names the escape, and sends none.
-      (["--help"], #"as \u{1B};"#),
+      (["--help"], #"such as \u{1B} (a backslash as \\,"#),
     ]
     for (arguments, shows) in runs {
       let run = try await Self.rewind(arguments)
@@ -149,9 +149,19 @@ import Testing
     #expect(
       visible("\u{2027}\u{202A}\u{202E}\u{202F}\u{2065}\u{2066}\u{2069}\u{206A}")
         == "\u{2027}" + #"\u{202A}\u{202E}"# + "\u{202F}\u{2065}" + #"\u{2066}\u{2069}"# + "\u{206A}")
-    let ordinary = #"plain é 漢 🙂 \ " ' \u{1B} ~"# + "\u{200D}\u{2010}\u{2027}\u{202F}\u{061B}\u{061D}"
+    let ordinary = #"plain é 漢 🙂 " ' u{1B} ~"# + "\u{200D}\u{2010}\u{2027}\u{202F}\u{061B}\u{061D}"
     #expect(visible(ordinary) == ordinary)
-    #expect(visible(visible(Self.hostile)) == visible(Self.hostile))
+  }
+
+  @Test func visibleDoublesABackslashSoTextCannotImitateAnEscape() {
+    // A real ESC and the six characters that spell its escape are shown apart.
+    #expect(visible("\u{1B}") == #"\u{1B}"#)
+    #expect(visible(#"\u{1B}"#) == #"\\u{1B}"#)
+    #expect(visible("a\\\u{1B}") == #"a\\\u{1B}"#)
+    // A path is text like any other: its backslashes are doubled too.
+    #expect(visible(#"C:\notes\j"#) == #"C:\\notes\\j"#)
+    // Not idempotent: a second pass doubles the first one's backslashes.
+    #expect(visible(visible("\u{1B}")) == #"\\u{1B}"#)
   }
 
   @Test func visibleEscapesTheBidiMarksAndLineSeparators() {
@@ -175,5 +185,46 @@ import Testing
       let byJSON = jsonString(text) != "\"" + text + "\""
       #expect(byVisible == byJSON, "U+\(String(scalar.value, radix: 16, uppercase: true))")
     }
+  }
+
+  /// A Notebook journal whose origin and note title hold a real ESC and the text of its escape,
+  /// a path with backslashes, and a right-to-left mark.
+  static let imitation = "real \u{1B} fake \\u{1B} path C:\\dir mark \u{200F}1"
+
+  @Test func textThatSpellsAnEscapeIsShownApartFromARealControl() async throws {
+    let dir = TemporaryDirectory("cli-untrusted-imitation")
+    let manager = try NotebookManager(
+      directory: dir.path, options: JournalOptions(durability: .none),
+      clock: .stepping(from: 1_700_000_000_000_000_000, by: 1_000_000_000), ids: .sequential())
+    let book = try await manager.createNotebook(title: "book")
+    let note = try await manager.createNote(
+      in: book, title: Self.imitation, body: "", tags: [], origin: Origin(Self.imitation))
+    manager.close()
+    let path = dir.path
+    // In text, `visible`'s spelling: the fake escape's backslash doubled, the real one single.
+    let shown = #"real \u{1B} fake \\u{1B} path C:\\dir mark \u{200F}1"#
+    // In JSON (also where a line of text holds it), JSON's own escapes, not doubled again.
+    let inJSON = #""real \u001b fake \\u{1B} path C:\\dir mark \u200f1""#
+    let id = note.raw.description
+    let runs: [(arguments: [String], shows: [String])] = [
+      (["stats", path], [shown]), (["show", path, "2"], ["  origin    " + shown, inJSON]),
+      (["log", path], [" " + shown + "  {", inJSON]), (["tail", path], [" " + shown + "  {", inJSON]),
+      (["log", path, "--json"], [inJSON]), (["blame", path, id], ["origin " + shown, inJSON]),
+      (["diff", path, "1", "2"], [inJSON]),
+    ]
+    for (arguments, shows) in runs {
+      let run = try await Self.rewind(arguments)
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+      #expect(Self.unsafe(run.out).isEmpty, "\(arguments): \(Self.unsafe(run.out)) in \(run.out)")
+      for text in shows { #expect(run.out.contains(text), "\(arguments): \(text) in \(run.out)") }
+    }
+    // `show` writes the fields as indented lines, not as one line of escaped newlines.
+    let show = try await Self.rewind(["show", path, "2"])
+    #expect(!show.out.contains(#"\u{A}"#) && show.out.contains("\n              \"title\""), "\(show.out)")
+    let debug = try await Self.rewind(["debug", path], input: "goto end\nevent 2\nprint \(id)\nblame \(id)\n")
+    #expect(debug.status == 0, "\(debug.err)")
+    #expect(Self.unsafe(debug.out).isEmpty, "\(Self.unsafe(debug.out)) in \(debug.out)")
+    #expect(debug.out.contains("origin " + shown) && debug.out.contains("notes {"), "\(debug.out)")
+    #expect(debug.out.contains(inJSON) && !debug.out.contains(#"\\u001b"#), "\(debug.out)")
   }
 }
