@@ -131,6 +131,17 @@ import Testing
     #expect(Self.unsafe(run.out).isEmpty, "\(Self.unsafe(run.out)) in \(run.out)")
   }
 
+  @Test func snapshotShowsAnEmptyJournalsDirectoryEscaped() async throws {
+    // A directory typed with control characters: snapshot says that journal is empty.
+    let parent = TemporaryDirectory("cli-untrusted-snapshot")
+    let path = parent.path + "/j\u{1B}[2J\r"
+    try NotebookManager(directory: path, options: JournalOptions(durability: .none)).close()
+    let run = try await Self.rewind(["snapshot", path])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains(#"/j\u{1B}[2J\u{D} is empty"#), "\(run.out)")
+    #expect(Self.unsafe(run.out).isEmpty, "\(Self.unsafe(run.out)) in \(run.out)")
+  }
+
   @Test func theDemoShowsItsDirectoryEscaped() async throws {
     // A directory typed with control characters: the demo's summary names it.
     let parent = TemporaryDirectory("cli-untrusted-demo")
