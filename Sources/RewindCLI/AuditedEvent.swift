@@ -55,15 +55,15 @@ struct AuditedEvent {
     return line + "}"
   }
 
-  /// One line for people: sequence, time, name and version, origin, and the fields (cut after
-  /// `width` characters unless `width` is nil), its control characters made `visible`.
+  /// One line for people: sequence, time, name and version, origin, made `visible`, and the
+  /// fields as JSON (cut after `width` characters unless `width` is nil), whose escapes are JSON's.
   func line(width: Int?) -> String {
     var fields = payload
     if let width, fields.count > width { fields = String(fields.prefix(width)) + "…" }
     if header != nil, problem != nil { fields = "(fields do not decode) " + fields }
     let name = header.map { "\($0.name) v\($0.version)" } ?? "(not a Rewind event, \(bytes) B)"
     let origin = header.map { " \($0.origin.name)" } ?? ""
-    return visible("\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  \(fields)")
+    return visible("\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  ") + fields
   }
 }
 

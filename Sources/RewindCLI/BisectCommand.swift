@@ -50,7 +50,7 @@ enum BisectCommand: RewindCommand {
       output.out(visible("invariant '\(name)' first fails at sequence \(failing)") + "\n")
       if let event {
         output.out(
-          "  \(envelopeLine(event.envelope))\n" + visible("    event \(StateInspector.json(event.event))") + "\n")
+          "  \(envelopeLine(event.envelope))\n    event \(StateInspector.json(event.event))\n")
       } else if failing == 0 {
         output.out("  it fails on the empty state, before any record\n")
       }

@@ -53,8 +53,8 @@ enum BlameCommand: RewindCommand {
       } else {
         output.out(
           "\(envelopeLine(entry.event.envelope))\n"
-            + visible("    event \(StateInspector.json(entry.event.event))") + "\n"
-            + visible("    after \(after ?? "removed")") + "\n")
+            + "    event \(StateInspector.json(entry.event.event))\n"
+            + "    after \(after ?? "removed")\n")
       }
     }
     return .success

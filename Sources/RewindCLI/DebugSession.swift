@@ -50,7 +50,11 @@ final class DebugSession {
 
   /// Writes one line of output, made `visible`: ids, names and values come from the journal or
   /// the user, and a control character in them must not reach the terminal.
-  private func say(_ line: String) { output.out(visible(line) + "\n") }
+  private func say(_ line: String) { say(shown: visible(line)) }
+
+  /// Writes one line already safe to show: text made `visible` and JSON (whose escapes are its
+  /// own; passing it through `visible` would double its backslashes).
+  private func say(shown line: String) { output.out(line + "\n") }
 
   private func perform(_ command: String, _ rest: [String]) throws {
     switch command {
@@ -150,7 +154,7 @@ final class DebugSession {
     if position == 0 {
       say("at 0 of \(machine.lastSequence): the empty state")
     } else if let event = try? machine.event(at: position) {
-      say("at \(position) of \(machine.lastSequence): \(envelopeLine(event.envelope))")
+      say(shown: "at \(position) of \(machine.lastSequence): " + envelopeLine(event.envelope))
     } else {
       say("at \(position) of \(machine.lastSequence): a checkpoint record")
     }
@@ -158,9 +162,9 @@ final class DebugSession {
 
   private func showWatches(force: Bool) {
     for index in watched.indices {
-      let now = machine.recordJSON(watched[index].id).map { "\($0.store) \($0.json)" }
+      let now = machine.recordJSON(watched[index].id).map { visible($0.store) + " " + $0.json }
       if force || now != watched[index].last {
-        say("watch \(watched[index].id) at \(machine.position): \(now ?? "absent")")
+        say(shown: visible("watch \(watched[index].id) at \(machine.position): ") + (now ?? "absent"))
       }
       watched[index].last = now
     }
@@ -199,8 +203,8 @@ final class DebugSession {
       say("#\(sequence) is a checkpoint record")
       return
     }
-    say(envelopeLine(event.envelope))
-    say("  \(StateInspector.json(event.event))")
+    say(shown: envelopeLine(event.envelope))
+    say(shown: "  " + StateInspector.json(event.event))
   }
 
   private func print(_ rest: [String]) throws {
@@ -212,11 +216,11 @@ final class DebugSession {
     }
     guard rest.count == 1 else { throw UsageError("usage: print [json|COLLECTION|ID]") }
     if what == "json" {
-      say(try machine.stateJSON())
+      say(shown: try machine.stateJSON())
     } else if let records = machine.collectionJSON(what) {
-      say(records)
+      say(shown: records)
     } else if let record = machine.recordJSON(key(what)) {
-      say("\(record.store) \(record.json)")
+      say(shown: visible(record.store) + " " + record.json)
     } else {
       let names = machine.collections().map(\.name).joined(separator: ", ")
       throw UsageError("no collection or record '\(what)' at sequence \(machine.position) (collections: \(names))")
@@ -228,7 +232,7 @@ final class DebugSession {
     guard let answer = try machine.query(name) else {
       throw UsageError("unknown query '\(name)'; known: \(list(machine.queryNames))")
     }
-    say(answer)
+    say(shown: answer)
   }
 
   private func check(_ rest: [String]) throws {
@@ -272,8 +276,8 @@ final class DebugSession {
     let entries = try machine.blame(id)
     guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'") }
     for entry in entries {
-      say(envelopeLine(entry.event.envelope))
-      say("    after \(entry.after.map(StateInspector.json) ?? "removed")")
+      say(shown: envelopeLine(entry.event.envelope))
+      say(shown: "    after " + (entry.after.map(StateInspector.json) ?? "removed"))
     }
   }
 }

@@ -58,13 +58,15 @@ enum DiffCommand: RewindCommand {
 
   static func text(_ diff: StateDiff) -> String {
     guard !diff.collections.isEmpty else { return "no changes from \(diff.from) to \(diff.to)\n" }
-    // Collection names, ids and values come from the journal: each line is made `visible`.
+    // Collection names and ids come from the journal: they are made `visible`. Values are JSON,
+    // whose escapes already keep them safe.
     var lines: [String] = []
     for collection in diff.collections {
       lines.append(
-        "\(collection.name): \(collection.inserted.count) inserted, \(collection.updated.count) updated, "
-          + "\(collection.removed.count) removed (from \(diff.from) to \(diff.to))")
-      let label = { (id: String) in id.isEmpty ? collection.name : id }
+        visible(
+          "\(collection.name): \(collection.inserted.count) inserted, \(collection.updated.count) updated, "
+            + "\(collection.removed.count) removed (from \(diff.from) to \(diff.to))"))
+      let label = { (id: String) in visible(id.isEmpty ? collection.name : id) }
       for change in collection.inserted {
         lines.append("  + \(label(change.id)) \(change.after.map(StateInspector.json) ?? "")")
       }
@@ -81,6 +83,6 @@ enum DiffCommand: RewindCommand {
         lines.append("  - \(label(change.id)) \(change.before.map(StateInspector.json) ?? "")")
       }
     }
-    return lines.map(visible).joined(separator: "\n") + "\n"
+    return lines.joined(separator: "\n") + "\n"
   }
 }

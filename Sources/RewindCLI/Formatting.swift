@@ -60,22 +60,32 @@ func requireDirectory(_ directory: String) throws {
   }
 }
 
-/// `text` made safe for a terminal: each scalar a terminal would act on
+/// `text` made safe for a terminal, and unambiguous: each scalar a terminal would act on
 /// (`FieldRenderer.isTerminalControl`: C0 including tab, newline and carriage return; DEL; C1;
-/// the bidirectional embeddings, overrides and isolates) written as a visible escape in Swift's
-/// spelling, `\u{1B}`, with uppercase hex digits. Everything else is kept as is.
+/// the line and paragraph separators; the bidirectional marks, embeddings, overrides and
+/// isolates) written as a visible escape in Swift's spelling, `\u{1B}`, with uppercase hex
+/// digits, and each backslash doubled, `\\`, so that text spelling an escape (the six characters
+/// `\u{1B}`, shown as `\\u{1B}`) cannot pass for one. Everything else is kept as is: text without
+/// controls or backslashes comes back unchanged.
 ///
 /// A journal is untrusted input for an audit tool: a note title holding ESC [ 2 J or a carriage
-/// return must neither drive the terminal nor forge a line of output, and neither may a word
-/// typed on the command line and echoed in an error. Every text (not JSON) output of strings from
-/// a journal or a user goes through here, one line at a time, so a newline inside them cannot
-/// start a line of its own. JSON output escapes the same scalars its own way (`\u001b`, in
-/// `FieldRenderer.appendQuoted`). Idempotent: the escapes are printable.
+/// return must neither drive the terminal nor forge a line of output, nor may it imitate a control,
+/// and neither may a word typed on the command line and echoed in an error. Every text (not JSON)
+/// output of strings from a journal or a user goes through here, one line at a time, so a newline
+/// inside them cannot start a line of its own; a path is such a string too (a backslash in it is
+/// shown doubled). JSON output escapes the same scalars its own way (`\u001b`, in
+/// `FieldRenderer.appendQuoted`), and JSON within a line of text (an event's fields) is written as
+/// is, not through here: it is already safe, and its backslashes already unambiguous. Apply once,
+/// to text that is not yet escaped: a second pass doubles the backslashes of the first.
 package func visible(_ text: String) -> String {
-  guard text.unicodeScalars.contains(where: FieldRenderer.isTerminalControl) else { return text }
+  guard text.unicodeScalars.contains(where: { $0 == "\\" || FieldRenderer.isTerminalControl($0) }) else {
+    return text
+  }
   var out = String.UnicodeScalarView()
   for scalar in text.unicodeScalars {
-    if FieldRenderer.isTerminalControl(scalar) {
+    if scalar == "\\" {
+      out.append(contentsOf: #"\\"#.unicodeScalars)
+    } else if FieldRenderer.isTerminalControl(scalar) {
       out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
     } else {
       out.append(scalar)

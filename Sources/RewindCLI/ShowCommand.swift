@@ -63,10 +63,11 @@ enum ShowCommand: RewindCommand {
       output.out(line + #","touched":\#(touched.json)}"# + "\n")
       return .success
     }
-    var lines = ["event \(sequence) in \(directory)", "  time      \(isoTime(record.timestamp))"]
+    // The directory, name, origin and problem are made `visible`; the fields are JSON, already safe.
+    var lines = [visible("event \(sequence) in \(directory)"), "  time      \(isoTime(record.timestamp))"]
     if let header = event.header {
-      lines.append("  name      \(header.name) (schema version \(header.version))")
-      lines.append("  origin    \(header.origin.name)")
+      lines.append(visible("  name      \(header.name) (schema version \(header.version))"))
+      lines.append(visible("  origin    \(header.origin.name)"))
       if let command {
         let others =
           command.count == 1
@@ -74,11 +75,11 @@ enum ShowCommand: RewindCommand {
         lines.append("  command   \(header.commandID) (\(others))")
       }
     }
-    if let problem = event.problem { lines.append("  note      \(problem)") }
+    if let problem = event.problem { lines.append(visible("  note      \(problem)")) }
     lines.append("  bytes     \(event.bytes) (payload, decoded)")
     lines.append("  fields    " + prettyJSON(event.payload, indent: "            "))
     lines += touched.lines(sequence: sequence)
-    output.out(lines.map(visible).joined(separator: "\n") + "\n")
+    output.out(lines.joined(separator: "\n") + "\n")
     return .success
   }
 

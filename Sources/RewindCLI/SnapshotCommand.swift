@@ -31,7 +31,7 @@ enum SnapshotCommand: RewindCommand {
     let written = try replaying(model, directory) { try model.snapshot(directory, progress.callback) }
     progress.finish()
     guard let written else {
-      output.out("the journal \(directory) is empty: no snapshot written\n")
+      output.out(visible("the journal \(directory) is empty: no snapshot written") + "\n")
       return .success
     }
     output.out("snapshot of \(model.name) at sequence \(written.sequence), digest \(written.digest)\n")

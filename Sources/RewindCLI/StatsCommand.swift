@@ -94,8 +94,9 @@ enum StatsCommand: RewindCommand {
       context.output.out("{" + fields.joined(separator: ",") + "}\n")
       return report.isSound ? .success : .findings
     }
+    // The directory and the names and origins (in `table`) are made `visible`, each once.
     var lines = [
-      "journal      \(directory) (id \(try reader.id))",
+      visible("journal      \(directory) (id \(try reader.id))"),
       "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")) in \(commands) commands"
         + (foreign > 0 ? ", \(foreign) records that are not Rewind events" : ""),
     ]
@@ -120,17 +121,20 @@ enum StatsCommand: RewindCommand {
           : "\(snapshots.count), after sequences \(snapshots.suffix(5).map(String.init).joined(separator: ", "))"
             + (snapshots.count > 5 ? " (the last 5)" : "")))
     lines.append("checkpoints  " + checkpoints.summary)
-    if !quarantined.isEmpty { lines.append("quarantined  \(quarantined.count) files in \(directory)/quarantine") }
+    if !quarantined.isEmpty {
+      lines.append(visible("quarantined  \(quarantined.count) files in \(directory)/quarantine"))
+    }
     lines.append("by name")
     lines += table(byName)
     lines.append("by origin")
     lines += table(byOrigin)
     if !report.isSound {
       lines.append(
-        "damaged      \(report.problems.count) problem(s); the counts cover the intact part up to sequence "
-          + "\(report.lastSequence). `rewind verify \(directory)` locates them.")
+        visible(
+          "damaged      \(report.problems.count) problem(s); the counts cover the intact part up to sequence "
+            + "\(report.lastSequence). `rewind verify \(directory)` locates them."))
     }
-    context.output.out(lines.map(visible).joined(separator: "\n") + "\n")
+    context.output.out(lines.joined(separator: "\n") + "\n")
     return report.isSound ? .success : .findings
   }
 

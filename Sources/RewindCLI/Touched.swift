@@ -72,24 +72,25 @@ enum Touched {
     }
   }
 
-  /// The `touched` section of `rewind show`, for people.
+  /// The `touched` section of `rewind show`, for people: its text made `visible`, its values JSON.
   func lines(sequence: UInt64) -> [String] {
     let indent = "            "
     switch self {
     case .checkpoint:
       return ["  touched   nothing: checkpoint records (a checkpoint, a mark or a digest) change no record"]
     case .inferred(let why, let ids):
-      var lines = ["  touched   inferred from the identifiers in its fields, not applied (\(why))"]
+      var lines = [visible("  touched   inferred from the identifiers in its fields, not applied (\(why))")]
       if ids.isEmpty { lines.append(indent + "(its fields name no record)") }
-      for item in ids { lines.append(indent + "\(item.id) (field \(item.field))") }
+      for item in ids { lines.append(indent + visible("\(item.id) (field \(item.field))")) }
       return lines
     case .applied(let model, let effect):
       guard !effect.keys.isEmpty else {
-        return ["  touched   nothing: applied with model \(model), the event changed no record"]
+        return [visible("  touched   nothing: applied with model \(model), the event changed no record")]
       }
-      var lines = ["  touched   applied with model \(model) to the state after sequence \(sequence - 1):"]
+      var lines = [visible("  touched   applied with model \(model) to the state after sequence \(sequence - 1):")]
       for record in effect.records {
-        lines.append(indent + "\(record.store)\(record.id.isEmpty ? "" : " \(record.id)") \(record.change.rawValue)")
+        lines.append(
+          indent + visible("\(record.store)\(record.id.isEmpty ? "" : " \(record.id)") \(record.change.rawValue)"))
         if record.change == .updated, let before = record.before, let after = record.after,
           let changed = StateInspector.changedFields(before: before, after: after)
         {
@@ -106,7 +107,8 @@ enum Touched {
       }
       let groups = effect.keys.filter { $0.kind == .group }
       if !groups.isEmpty {
-        lines.append("  groups    " + groups.map(\.description).joined(separator: ", ") + " (grouping-cache keys)")
+        lines.append(
+          visible("  groups    " + groups.map(\.description).joined(separator: ", ") + " (grouping-cache keys)"))
       }
       return lines
     }

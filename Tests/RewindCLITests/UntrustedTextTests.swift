@@ -14,12 +14,13 @@ import Testing
   /// CSI, a right-to-left override and an isolate.
   static let hostile = "x\u{1B}[2J\r1  forged\n\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"
 
-  /// What a terminal would act on: C0 but the line breaks the tool writes, DEL, C1, bidi controls.
+  /// What a terminal would act on: C0 but the line breaks the tool writes, DEL, C1, the line and
+  /// paragraph separators, the bidirectional marks and controls.
   static func unsafe(_ text: String) -> [String] {
     text.unicodeScalars.filter { scalar in
       switch scalar.value {
       case 0x0A: false
-      case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+      case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
       default: false
       }
     }.map { String(format: "U+%04X", $0.value) }
@@ -60,7 +61,7 @@ import Testing
       (["bisect", path, "--invariant", Self.hostile], bare), ([Self.hostile, path], bare),
       (["log", path, "--" + Self.hostile], bare), (["debug", path, "--model", Self.hostile], bare),
       // The overview names the escape, and sends none.
-      (["--help"], #"as \u{1B};"#),
+      (["--help"], #"such as \u{1B} (a backslash as \\,"#),
     ]
     for (arguments, shows) in runs {
       let run = try await Self.rewind(arguments)
@@ -130,6 +131,17 @@ import Testing
     #expect(Self.unsafe(run.out).isEmpty, "\(Self.unsafe(run.out)) in \(run.out)")
   }
 
+  @Test func snapshotShowsAnEmptyJournalsDirectoryEscaped() async throws {
+    // A directory typed with control characters: snapshot says that journal is empty.
+    let parent = TemporaryDirectory("cli-untrusted-snapshot")
+    let path = parent.path + "/j\u{1B}[2J\r"
+    try NotebookManager(directory: path, options: JournalOptions(durability: .none)).close()
+    let run = try await Self.rewind(["snapshot", path])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains(#"/j\u{1B}[2J\u{D} is empty"#), "\(run.out)")
+    #expect(Self.unsafe(run.out).isEmpty, "\(Self.unsafe(run.out)) in \(run.out)")
+  }
+
   @Test func theDemoShowsItsDirectoryEscaped() async throws {
     // A directory typed with control characters: the demo's summary names it.
     let parent = TemporaryDirectory("cli-untrusted-demo")
@@ -146,10 +158,84 @@ import Testing
       visible("a\u{0}\t\n\r\u{1B}\u{1F} \u{7F}\u{80}\u{9F}\u{A0}b")
         == #"a\u{0}\u{9}\u{A}\u{D}\u{1B}\u{1F} \u{7F}\u{80}\u{9F}"# + "\u{A0}b")
     #expect(
-      visible("\u{2029}\u{202A}\u{202E}\u{202F}\u{2065}\u{2066}\u{2069}\u{206A}")
-        == "\u{2029}" + #"\u{202A}\u{202E}"# + "\u{202F}\u{2065}" + #"\u{2066}\u{2069}"# + "\u{206A}")
-    let ordinary = #"plain é 漢 🙂 \ " ' \u{1B} ~"#
+      visible("\u{2027}\u{202A}\u{202E}\u{202F}\u{2065}\u{2066}\u{2069}\u{206A}")
+        == "\u{2027}" + #"\u{202A}\u{202E}"# + "\u{202F}\u{2065}" + #"\u{2066}\u{2069}"# + "\u{206A}")
+    let ordinary = #"plain é 漢 🙂 " ' u{1B} ~"# + "\u{200D}\u{2010}\u{2027}\u{202F}\u{061B}\u{061D}"
     #expect(visible(ordinary) == ordinary)
-    #expect(visible(visible(Self.hostile)) == visible(Self.hostile))
+  }
+
+  @Test func visibleDoublesABackslashSoTextCannotImitateAnEscape() {
+    // A real ESC and the six characters that spell its escape are shown apart.
+    #expect(visible("\u{1B}") == #"\u{1B}"#)
+    #expect(visible(#"\u{1B}"#) == #"\\u{1B}"#)
+    #expect(visible("a\\\u{1B}") == #"a\\\u{1B}"#)
+    // A path is text like any other: its backslashes are doubled too.
+    #expect(visible(#"C:\notes\j"#) == #"C:\\notes\\j"#)
+    // Not idempotent: a second pass doubles the first one's backslashes.
+    #expect(visible(visible("\u{1B}")) == #"\\u{1B}"#)
+  }
+
+  @Test func visibleEscapesTheBidiMarksAndLineSeparators() {
+    #expect(
+      visible("1\u{200E}2\u{200F}3\u{061C}4\u{2028}5\u{2029}6")
+        == #"1\u{200E}2\u{200F}3\u{61C}4\u{2028}5\u{2029}6"#)
+    // JSON escapes the same ones, and still decodes to the same string.
+    let marks = "1\u{200E}2\u{200F}3\u{061C}4\u{2028}5\u{2029}6"
+    #expect(jsonString(marks) == #""1\u200e2\u200f3\u061c4\u20285\u20296""#)
+    let decoded = try? JSONSerialization.jsonObject(with: Data("[\(jsonString(marks))]".utf8)) as? [String]
+    #expect(decoded == [marks])
+  }
+
+  @Test func visibleAndTheJSONEscaperEscapeTheSameScalars() {
+    // Every scalar below U+3000, a byte order mark and an emoji: `visible` shows it as an escape
+    // exactly when JSON output does (quote and backslash aside, which JSON's syntax needs).
+    let scalars = (0..<0x3000).compactMap(Unicode.Scalar.init) + [Unicode.Scalar(0xFEFF)!, Unicode.Scalar(0x1F642)!]
+    for scalar in scalars where scalar != "\"" && scalar != "\\" {
+      let text = String(Character(scalar))
+      let byVisible = visible(text) != text
+      let byJSON = jsonString(text) != "\"" + text + "\""
+      #expect(byVisible == byJSON, "U+\(String(scalar.value, radix: 16, uppercase: true))")
+    }
+  }
+
+  /// A Notebook journal whose origin and note title hold a real ESC and the text of its escape,
+  /// a path with backslashes, and a right-to-left mark.
+  static let imitation = "real \u{1B} fake \\u{1B} path C:\\dir mark \u{200F}1"
+
+  @Test func textThatSpellsAnEscapeIsShownApartFromARealControl() async throws {
+    let dir = TemporaryDirectory("cli-untrusted-imitation")
+    let manager = try NotebookManager(
+      directory: dir.path, options: JournalOptions(durability: .none),
+      clock: .stepping(from: 1_700_000_000_000_000_000, by: 1_000_000_000), ids: .sequential())
+    let book = try await manager.createNotebook(title: "book")
+    let note = try await manager.createNote(
+      in: book, title: Self.imitation, body: "", tags: [], origin: Origin(Self.imitation))
+    manager.close()
+    let path = dir.path
+    // In text, `visible`'s spelling: the fake escape's backslash doubled, the real one single.
+    let shown = #"real \u{1B} fake \\u{1B} path C:\\dir mark \u{200F}1"#
+    // In JSON (also where a line of text holds it), JSON's own escapes, not doubled again.
+    let inJSON = #""real \u001b fake \\u{1B} path C:\\dir mark \u200f1""#
+    let id = note.raw.description
+    let runs: [(arguments: [String], shows: [String])] = [
+      (["stats", path], [shown]), (["show", path, "2"], ["  origin    " + shown, inJSON]),
+      (["log", path], [" " + shown + "  {", inJSON]), (["tail", path], [" " + shown + "  {", inJSON]),
+      (["log", path, "--json"], [inJSON]), (["blame", path, id], ["origin " + shown, inJSON]),
+      (["diff", path, "1", "2"], [inJSON]),
+    ]
+    for (arguments, shows) in runs {
+      let run = try await Self.rewind(arguments)
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+      #expect(Self.unsafe(run.out).isEmpty, "\(arguments): \(Self.unsafe(run.out)) in \(run.out)")
+      for text in shows { #expect(run.out.contains(text), "\(arguments): \(text) in \(run.out)") }
+    }
+    // `show` writes the fields as indented lines, not as one line of escaped newlines.
+    let show = try await Self.rewind(["show", path, "2"])
+    #expect(!show.out.contains(#"\u{A}"#) && show.out.contains("\n              \"title\""), "\(show.out)")
+    let debug = try await Self.rewind(["debug", path], input: "goto end\nevent 2\nprint \(id)\nblame \(id)\n")
+    #expect(debug.status == 0, "\(debug.err)")
+    #expect(Self.unsafe(debug.out).isEmpty, "\(Self.unsafe(debug.out)) in \(debug.out)")
+    #expect(debug.out.contains("origin " + shown) && debug.out.contains("notes {"), "\(debug.out)")
+    #expect(debug.out.contains(inJSON) && !debug.out.contains(#"\\u001b"#), "\(debug.out)")
   }
 }

@@ -67,22 +67,24 @@ public enum FieldRenderer {
     }
   }
 
-  /// Whether a terminal acts on `scalar` rather than showing it: C0 (tab and line breaks too),
-  /// DEL, C1, and the bidirectional embeddings, overrides and isolates (U+202A–202E,
-  /// U+2066–2069). The one list of them: the JSON escaper below and the `rewind` tool's text
-  /// output (`visible`) escape exactly these, the JSON escaper also the line separators.
+  /// Whether a terminal acts on `scalar` rather than showing it, or may show its neighbours out
+  /// of order: C0 (tab and line breaks too), DEL, C1, the line and paragraph separators
+  /// (U+2028, U+2029: some terminals break the line), and the bidirectional controls: the marks
+  /// (U+061C, U+200E, U+200F, which can move the digits beside them), embeddings and overrides
+  /// (U+202A–202E) and isolates (U+2066–2069). The one list of them: the JSON escaper below and
+  /// the `rewind` tool's text output (`visible`) escape exactly these.
   package static func isTerminalControl(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.value {
-    case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+    case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
     default: false
     }
   }
 
   /// Appends `string` as a JSON string literal (the one JSON string escaper of the package).
-  /// Escapes what JSON requires (C0, quote, backslash) and also DEL, C1, the line and paragraph
-  /// separators and the bidirectional controls (U+202A–202E, U+2066–2069): a journal's strings
-  /// are untrusted, and JSON printed to a terminal must not drive it or reorder what it shows.
-  /// Any JSON reader decodes the same string.
+  /// Escapes what JSON requires (C0, quote, backslash) and also every other `isTerminalControl`
+  /// scalar (DEL, C1, the line and paragraph separators, the bidirectional controls), as `\u001b`:
+  /// a journal's strings are untrusted, and JSON printed to a terminal must not drive it or
+  /// reorder what it shows. Any JSON reader decodes the same string.
   package static func appendQuoted(_ string: String, to output: inout String) {
     output += "\""
     for scalar in string.unicodeScalars {
@@ -92,7 +94,7 @@ public enum FieldRenderer {
       case "\n": output += "\\n"
       case "\r": output += "\\r"
       case "\t": output += "\\t"
-      case let control where isTerminalControl(control) || control == "\u{2028}" || control == "\u{2029}":
+      case let control where isTerminalControl(control):
         let hex = String(control.value, radix: 16)
         output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
       default: output.unicodeScalars.append(scalar)
