@@ -604,6 +604,33 @@ import Testing
     #expect(manager.lastSequence == before + 200)
   }
 
+  /// A debug session sees the journal as it was when it started, until `refresh`. `goto TIME`
+  /// for a time stamped on a record appended since does not land on the session's last state,
+  /// which is not the state at that time: it says so, and after `refresh` it goes there.
+  @Test func debugGotoATimeOfARecordAppendedSinceTheSessionStarted() async throws {
+    let journal = try await NotebookJournal.write(commands: 10, seed: 16)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path)
+    let manager = try NotebookManager(
+      directory: journal.path, options: JournalOptions(durability: .none),
+      clock: .stepping(from: try #require(journal.timestamps.last) + 1_000_000_000, by: 1_000_000_000))
+    _ = try await manager.addReadingItem(title: "later")
+    let later = manager.lastSequence
+    manager.close()
+    #expect(later == journal.lastSequence + 1)
+    let time = isoTime(try #require(try JournalReader(directory: journal.path).record(later)).timestamp)
+    let captured = Captured()
+    let debug = DebugSession(
+      machine, model: "workspace", directory: journal.path, output: captured.output, interactive: false)
+    var lines = ["goto \(time)", "refresh", "goto \(time)"][...]
+    #expect(debug.run { lines.popFirst() } == .usage)
+    #expect(
+      captured.err.contains(
+        "time \(time) is past the last record this session has read (sequence \(journal.lastSequence)); "
+          + "`refresh` reads the records appended since"), "\(captured.err)")
+    #expect(!captured.out.contains("at \(journal.lastSequence) of"), "\(captured.out)")
+    #expect(captured.out.hasPrefix("the journal ends at sequence \(later)\nat \(later) of \(later): #\(later) "))
+  }
+
   @Test func debugHelpListsTheCommands() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 12)
     let run = try await rewind(["debug", journal.path], input: "help\n")
