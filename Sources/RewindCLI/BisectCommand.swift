@@ -24,7 +24,7 @@ enum BisectCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["model", "invariant"], flags: ["json", "linear"])
     let directory = try args.directory()
-    let bounds = try JournalBounds(directory: directory)
+    _ = try JournalBounds(directory: directory)
     let model = try context.registration(for: directory, named: args.value("model"))
     let known = model.invariantNames.isEmpty ? "none" : model.invariantNames.map { "'\($0)'" }.joined(separator: ", ")
     guard let name = args.value("invariant") else {
@@ -33,6 +33,8 @@ enum BisectCommand: RewindCommand {
     guard model.invariantNames.contains(name) else {
       throw UsageError("unknown invariant '\(name)' for model \(model.name); known invariants: \(known)")
     }
+    // What the session checks, and so what the report names, ends at the journal's last
+    // sequence number as the session read it: a writer may have appended since the start.
     let session = try model.open(directory)
     let progress = ProgressLine("bisect: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
@@ -43,7 +45,7 @@ enum BisectCommand: RewindCommand {
     let event = try failing.flatMap { try session.event(at: $0) }
     if args.flag("json") {
       output.out(
-        #"{"invariant":\#(StateInspector.json(name)),"lastSequence":\#(bounds.lastSequence),"#
+        #"{"invariant":\#(StateInspector.json(name)),"lastSequence":\#(session.lastSequence),"#
           + #""firstFailure":\#(failing.map(String.init) ?? "null"),"event":\#(event.map(eventJSON) ?? "null")}"#
           + "\n")
     } else if let failing {
@@ -58,8 +60,8 @@ enum BisectCommand: RewindCommand {
       output.out(
         visible(
           args.flag("linear")
-            ? "invariant '\(name)' holds after every record through sequence \(bounds.lastSequence)"
-            : "invariant '\(name)' holds at the last sequence number, \(bounds.lastSequence) "
+            ? "invariant '\(name)' holds after every record through sequence \(session.lastSequence)"
+            : "invariant '\(name)' holds at the last sequence number, \(session.lastSequence) "
               + "(bisect assumes a broken invariant stays broken; --linear checks every record)") + "\n")
     }
     return failing == nil ? .success : .findings

@@ -43,7 +43,9 @@ enum DebugCommand: RewindCommand {
       blame ID            every event that touched ID
       prepare             lay keyframes over the whole history (one replay), so that
                           every later move is quick
-      refresh             see records appended since the session started
+      refresh             see records appended since the session started (until then,
+                          every command sees the journal as it was; goto refuses a later
+                          sequence number or time)
       help                this list
       quit                end the session (as does end of input)
 

@@ -136,7 +136,15 @@ final class DebugSession {
       } else if ISO8601.parse(target) != nil {
         // Within the journal's first and last record times, as `replay --at` requires.
         let time = try JournalBounds(directory: directory).time(target)
-        try move(to: try machine.sequence(atTime: time))
+        // The journal may have grown since the session read its end: the state at a time stamped
+        // on a record appended since is not the session's last state, so it does not go there.
+        let sequence = try machine.sequence(atTime: time)
+        guard sequence <= machine.lastSequence else {
+          throw UsageError(
+            "time \(target) is past the last record this session has read (sequence \(machine.lastSequence)); "
+              + "`refresh` reads the records appended since")
+        }
+        try move(to: sequence)
       } else {
         throw UsageError("'\(target)' is neither a sequence number nor an ISO 8601 time")
       }

@@ -2,7 +2,7 @@ import Foundation
 import Rewind
 import RewindJournal
 
-/// The selection options `log`, `export` and `tail` share: a sequence range, a time range, an
+/// The selection options `log` and `export` share: a sequence range, a time range, an
 /// event name, an origin and an entity. Parsed and checked against the journal before anything
 /// is printed, so a selection outside the journal is a clear error rather than empty output. A
 /// range that starts inside it and ends past it (`--to`, `--until`) reads to its end, as
@@ -64,6 +64,28 @@ struct EventFilter {
       if from <= 1 { return try reader.records(since: since) }
     }
     return try reader.records(from: from)
+  }
+
+  /// Calls `body` with each record the selection holds and its event, in order, at most `limit`
+  /// times: what `log` and `export` print.
+  /// - Throws: `UsageError` when the range starts past the end of the journal, or when a narrowed
+  ///   selection matches no event of the journal in `directory`; what `body` throws.
+  func forEachEvent(
+    in reader: JournalReader, directory: String, limit: Int = .max,
+    _ body: (JournalRecord, AuditedEvent) throws -> Void
+  ) throws {
+    let cursor = try cursor(reader)
+    var shown = 0
+    while shown < limit, let record = try cursor.next() {
+      if isPast(record) { break }
+      let event = AuditedEvent(record)
+      guard matches(record, event) else { continue }
+      try body(record, event)
+      shown += 1
+    }
+    if shown == 0 && isNarrowed {
+      throw UsageError("no event in \(directory) matches: \(summary)")
+    }
   }
 
   /// Whether the record's place and time are past the range, so no later record can match

@@ -44,21 +44,12 @@ enum LogCommand: RewindCommand {
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
     let reader = try openJournal(directory)
-    let cursor = try filter.cursor(reader)
     let output = BufferedOutput(context.output)
     defer { output.flush() }
-    var shown = 0
-    while shown < limit, let record = try cursor.next() {
-      if filter.isPast(record) { break }
-      let event = AuditedEvent(record)
-      guard filter.matches(record, event) else { continue }
+    try filter.forEachEvent(in: reader, directory: directory, limit: limit) { _, event in
       output.write((json ? event.json : event.line(width: width)) + "\n")
-      shown += 1
     }
     output.flush()
-    if shown == 0 && filter.isNarrowed {
-      throw UsageError("no event in \(directory) matches: \(filter.summary)")
-    }
     return .success
   }
 }

@@ -32,9 +32,10 @@ public struct ModelRegistration: Sendable {
   public let queryNames: [String]
   /// Whether the model reads events of this name and version (directly or by upcasting).
   let reads: @Sendable (String, UInt32) -> Bool
-  /// Opens a read-only time-travel session on a journal.
-  let open: @Sendable (String) throws -> any ModelSession
-  let replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
+  /// Opens a read-only time-travel session on a journal. (`open` and `replay` are `var` so that
+  /// tests can wrap them, to append to a journal between a command's steps as a live writer may.)
+  var open: @Sendable (String) throws -> any ModelSession
+  var replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
   let verify: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
   let snapshot: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> (sequence: UInt64, digest: StateDigest)?
 

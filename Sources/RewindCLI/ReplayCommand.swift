@@ -40,7 +40,8 @@ enum ReplayCommand: RewindCommand {
     } else {
       var lines = [
         "model        \(model.name)",
-        "sequence     \(report.lastSequence) of \(bounds.lastSequence)",
+        // A writer may have appended after the bounds were read, and replay to the end read on.
+        "sequence     \(report.lastSequence) of \(max(report.lastSequence, bounds.lastSequence))",
         "time         " + (try bounds.timestamp(of: report.lastSequence).map(isoTime) ?? "- (the empty state)"),
         "snapshot     "
           + (report.snapshotSequence.map { "started from the snapshot at sequence \($0)" } ?? "none used"),

@@ -16,9 +16,11 @@ enum ShowCommand: RewindCommand {
     reads its name and version), the touched records are found by applying the event to the
     state before it: each record (collection and id) inserted, updated, removed or touched
     unchanged, with its value before and after (of an updated record, the fields that changed;
-    --json gives whole records), and the grouping-cache keys it changed. Otherwise
-    (another app's journal, a rewind without the app's models, a model that cannot replay up to
-    SEQ) they are inferred from the identifiers in its fields, and the output says so and why.
+    --json gives whole records), and the grouping-cache keys it changed; a field that only looks
+    like an identifier (a title of 32 hex digits) is then no touched record. Otherwise (another
+    app's journal, a rewind without the app's models, a model that cannot replay up to SEQ)
+    there is nothing better than the fields: every string of 32 hex digits in them is taken for
+    a record's identifier, such a title too, and the output says they are inferred and why.
 
     With --json, one object: the event as `rewind log --json` shows it, "commandEvents" [FIRST,
     LAST], and "touched": {"from":"model","model":NAME,"records":[{"store","id","change","before",

@@ -143,6 +143,32 @@ import Testing
     #expect(Self.sequences(mentions) == Self.sequences(mentioning))
   }
 
+  /// export takes log's selection, so a narrowed log can be had as JSON lines: the same events,
+  /// the same lines as `log --json`.
+  @Test func exportSelectsTheEventsLogSelects() async throws {
+    let (dir, path, events) = try await Self.journal()
+    defer { withExtendedLifetime(dir) {} }
+    let note = try #require(
+      (events.first { $0["name"] as? String == "note.created" }?["payload"] as? [String: Any])?["id"] as? String)
+    let since = try #require(events[199]["time"] as? String)
+    let until = try #require(events[899]["time"] as? String)
+    for options in [
+      ["--type", "note.*", "--origin", "sync"],
+      ["--since", since, "--until", until, "--type", "note.created"],
+      ["--entity", note.uppercased()],
+      ["--from", "300", "--to", "1200", "--origin", "user"],
+    ] {
+      let log = try await Self.rewind(["log", path, "--json"] + options)
+      #expect(log.status == 0, "\(options): \(log.err)")
+      let selected = Self.sequences(try Self.parse(log.out))
+      #expect(!selected.isEmpty && selected.count < events.count, "\(options)")
+      let export = try await Self.rewind(["export", path, "--jsonl"] + options)
+      #expect(export.status == 0, "\(options): \(export.err)")
+      #expect(Self.sequences(try Self.parse(export.out)) == selected, "\(options)")
+      #expect(export.out == log.out, "\(options)")
+    }
+  }
+
   @Test func logForPeopleShowsOneLinePerEvent() async throws {
     let (dir, path, events) = try await Self.journal(events: 200)
     defer { withExtendedLifetime(dir) {} }
@@ -172,13 +198,15 @@ import Testing
     (["--type", "no.such.event"], "no event in"),
     (["--frobnicate"], "unknown option --frobnicate"),
   ])
-  func logRejectsSelectionsOutsideTheJournal(options: [String], message: String) async throws {
+  func logAndExportRejectSelectionsOutsideTheJournal(options: [String], message: String) async throws {
     let (dir, path, _) = try await Self.journal(events: 100)
     defer { withExtendedLifetime(dir) {} }
-    let run = try await Self.rewind(["log", path] + options)
-    #expect(run.status == 2, "\(options)")
-    #expect(run.err.contains(message), "\(run.err)")
-    #expect(run.out.isEmpty)
+    for command in [["log", path], ["export", path, "--jsonl"]] {
+      let run = try await Self.rewind(command + options)
+      #expect(run.status == 2, "\(command[0]) \(options)")
+      #expect(run.err.contains(message), "\(command[0]): \(run.err)")
+      #expect(run.out.isEmpty)
+    }
   }
 
   @Test func showPrintsOneEventItsCommandAndTheRecordsItTouched() async throws {

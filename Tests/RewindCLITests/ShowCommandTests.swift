@@ -106,6 +106,52 @@ import Testing
         """), "\(first.out)")
   }
 
+  /// A field whose value only looks like an identifier (a title of 32 hex digits, a checksum in a
+  /// body) is no touched record when a registered model reads the event: the model, applying it,
+  /// says what it touched. Only without one are the records inferred from the fields, where such
+  /// a value is listed too, and the output says they are inferred.
+  @Test func aFieldThatOnlyLooksLikeAnIdentifierIsNoTouchedRecordOfTheModel() async throws {
+    let dir = TemporaryDirectory("cli-show-lookalike")
+    let (title, checksum) = ("0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210")
+    let manager = try NotebookManager(
+      directory: dir.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1, by: 1),
+      ids: .sequential())
+    let book = try await manager.createNotebook(title: "inbox")
+    let note = try await manager.createNote(in: book, title: "plain", body: checksum)
+    try await manager.retitleNote(note, to: title)
+    #expect(manager.lastSequence == 3)
+    manager.close()
+    for (sequence, change) in [(2, "inserted"), (3, "updated")] {
+      let run = try await rewind(["show", dir.path, "\(sequence)", "--json"])
+      #expect(run.status == 0, "\(run.err)")
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any])
+      let touched = try #require(object["touched"] as? [String: Any])
+      #expect(touched["from"] as? String == "model", "\(run.out)")
+      let records = try #require(touched["records"] as? [[String: Any]])
+      #expect(!records.contains { [title, checksum].contains($0["id"] as? String) }, "\(run.out)")
+      let changed = records.filter { $0["change"] as? String != "unchanged" }
+      #expect(changed.count == 1, "\(run.out)")
+      #expect(changed.first?["id"] as? String == note.description, "\(run.out)")
+      #expect(changed.first?["change"] as? String == change, "\(run.out)")
+      let text = try await rewind(["show", dir.path, "\(sequence)"])
+      let section = try #require(text.out.range(of: "  touched   ").map { text.out[$0.lowerBound...] })
+      #expect(section.contains("notes \(note) \(change)\n"), "\(text.out)")
+      #expect(!section.contains(title + " ") && !section.contains(checksum + " "), "\(text.out)")
+    }
+    // Without the model there is nothing better than the fields: every value of 32 hex digits
+    // counts, the lookalike too, and the output says the list is inferred.
+    let captured = Captured()
+    #expect(await RewindTool().run(["show", dir.path, "3"], output: captured.output) == 0)
+    #expect(
+      captured.out.hasSuffix(
+        """
+          touched   inferred from the identifiers in its fields, not applied (this rewind has no registered model; an app's own rewind registers its models)
+                    \(note) (field id)
+                    \(title) (field title)
+
+        """), "\(captured.out)")
+  }
+
   @Test func aCheckpointTouchesNothing() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 33)
     let manager = try Manager<Workspace>(directory: journal.path, options: JournalOptions(durability: .none))

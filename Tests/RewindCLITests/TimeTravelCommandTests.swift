@@ -178,6 +178,67 @@ import Testing
     #expect(unknown.err.contains("'notes belong to notebooks', 'no notebook is titled forbidden'"))
   }
 
+  /// A writer may append while bisect or replay runs: what they report is the last sequence
+  /// number their replay reached, not the journal's end as read before it. Here a record lands
+  /// after the command read the journal's bounds and before it opened its session (or replayed),
+  /// through the registration's `open` and `replay`, which the commands call at that point.
+  @Test func bisectAndReplayNameTheLastSequenceTheyReplayed() async throws {
+    let journal = try await NotebookJournal.write(commands: 40, seed: 12)
+    let reader = try JournalReader(directory: journal.path)
+    // A settings event again: it applies to any state, so the grown journal still replays.
+    var settings: JournalRecord?
+    for sequence in 1...journal.lastSequence {
+      let record = try #require(try reader.record(sequence))
+      if try EventRecord.header(of: record.payload).name == "settings.changed" { settings = record }
+    }
+    let again = try #require(settings, "the seeded journal has a settings event")
+    let path = journal.path
+    let append: @Sendable () throws -> Void = {
+      let writer = try Journal(directory: path, options: JournalOptions(durability: .none))
+      defer { writer.close() }
+      try writer.appendAndWait([NewRecord(timestamp: again.timestamp, payload: again.payload)])
+    }
+    var workspace = ModelRegistration(
+      Workspace.self, name: "workspace",
+      invariants: [
+        Invariant("notes belong to notebooks") { state in
+          state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+        }
+      ])
+    let open = workspace.open
+    let replay = workspace.replay
+    workspace.open = { directory in
+      try append()
+      return try open(directory)
+    }
+    workspace.replay = { directory, target, progress in
+      try append()
+      return try replay(directory, target, progress)
+    }
+    let tool = RewindTool(models: [workspace])
+    func run(_ arguments: [String]) async -> (status: Int32, out: String) {
+      let captured = Captured()
+      let status = await tool.run(arguments, output: captured.output)
+      #expect(captured.err.isEmpty, "\(arguments): \(captured.err)")
+      return (status, captured.out)
+    }
+    var last = journal.lastSequence
+    let invariant = "notes belong to notebooks"
+    for linear in [false, true] {
+      last += 1
+      let json = await run(["bisect", path, "--invariant", invariant, "--json"] + (linear ? ["--linear"] : []))
+      #expect(json.status == 0)
+      #expect(json.out.contains(#""lastSequence":\#(last),"firstFailure":null"#), "\(json.out)")
+    }
+    last += 1
+    let text = await run(["bisect", path, "--invariant", invariant, "--linear"])
+    #expect(text.out == "invariant '\(invariant)' holds after every record through sequence \(last)\n", "\(text.out)")
+    last += 1
+    let replayed = await run(["replay", path])
+    #expect(replayed.status == 0)
+    #expect(replayed.out.contains("sequence     \(last) of \(last)\n"), "\(replayed.out)")
+  }
+
   @Test func verifyReplaysAgainstCheckpointsAndNamesTheFirstDivergence() async throws {
     let journal = try await NotebookJournal.write(commands: 60, seed: 10)
     let manager = try Manager<Workspace>(directory: journal.path, options: JournalOptions(durability: .none))
@@ -541,6 +602,33 @@ import Testing
     #expect(replayed.out.contains(#""seq":\#(manager.lastSequence),"#))
     #expect(replayed.out.contains(try CanonicalJSON.render(manager.state)))
     #expect(manager.lastSequence == before + 200)
+  }
+
+  /// A debug session sees the journal as it was when it started, until `refresh`. `goto TIME`
+  /// for a time stamped on a record appended since does not land on the session's last state,
+  /// which is not the state at that time: it says so, and after `refresh` it goes there.
+  @Test func debugGotoATimeOfARecordAppendedSinceTheSessionStarted() async throws {
+    let journal = try await NotebookJournal.write(commands: 10, seed: 16)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path)
+    let manager = try NotebookManager(
+      directory: journal.path, options: JournalOptions(durability: .none),
+      clock: .stepping(from: try #require(journal.timestamps.last) + 1_000_000_000, by: 1_000_000_000))
+    _ = try await manager.addReadingItem(title: "later")
+    let later = manager.lastSequence
+    manager.close()
+    #expect(later == journal.lastSequence + 1)
+    let time = isoTime(try #require(try JournalReader(directory: journal.path).record(later)).timestamp)
+    let captured = Captured()
+    let debug = DebugSession(
+      machine, model: "workspace", directory: journal.path, output: captured.output, interactive: false)
+    var lines = ["goto \(time)", "refresh", "goto \(time)"][...]
+    #expect(debug.run { lines.popFirst() } == .usage)
+    #expect(
+      captured.err.contains(
+        "time \(time) is past the last record this session has read (sequence \(journal.lastSequence)); "
+          + "`refresh` reads the records appended since"), "\(captured.err)")
+    #expect(!captured.out.contains("at \(journal.lastSequence) of"), "\(captured.out)")
+    #expect(captured.out.hasPrefix("the journal ends at sequence \(later)\nat \(later) of \(later): #\(later) "))
   }
 
   @Test func debugHelpListsTheCommands() async throws {
