@@ -17,12 +17,14 @@ extension Store: Codable where Record: Codable {
     }
   }
 
-  /// The records by their hand-written fields (`FieldCodableArray`): the same bytes, faster.
+  /// The records by their hand-written fields, written where they lie in the tree
+  /// (`FieldCodableTreeValues`): the same bytes, faster.
   private func encodeRecords<F: FieldCodable & Codable>(
     as _: F.Type, into container: inout KeyedEncodingContainer<CodingKeys>
   ) throws {
-    // `F` is `Record` (the cast above found it conforms), so the array is the same type.
-    try container.encode(FieldCodableArray(unsafeBitCast(all(), to: [F].self)), forKey: .records)
+    // `F` is `Record` (the cast above found it conforms), so the tree is the same type.
+    let tree = unsafeBitCast(records, to: RecordTree<Record.ID, F>.self)
+    try container.encode(FieldCodableTreeValues(tree: tree), forKey: .records)
   }
 
   private static func decodeRecords<F: FieldCodable & Codable>(

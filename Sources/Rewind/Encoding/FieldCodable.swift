@@ -330,15 +330,39 @@ struct FieldCodableArray<Element: FieldCodable & Codable>: Codable {
   }
 }
 
+/// The values of a `RecordTree` as an array of `FieldCodable` objects (a store's records), written
+/// where they lie in the tree: the same bytes as `FieldCodableArray` of `values`, without copying
+/// each value into an array first. Encode only.
+struct FieldCodableTreeValues<Key: Comparable, Element: FieldCodable & Codable>: Encodable {
+  var tree: RecordTree<Key, Element>
+
+  func encode(to encoder: any Encoder) throws {
+    guard let encoder = encoder as? FieldValueEncoder else {
+      var container = encoder.unkeyedContainer()
+      try tree.forEachValueInPlace { element in try container.encode(element) }
+      return
+    }
+    encoder.state.writeObjects(depth: encoder.depth) { write in tree.forEachValueInPlace(write) }
+  }
+}
+
 extension FieldEncoderState {
   /// Writes `values` as an array of objects, each by its hand-written fields (`FieldCodableArray`).
   func writeObjects<T: FieldCodable>(_ values: [T], depth: Int) {
+    writeObjects(depth: depth) { write in
+      for value in values { write(value) }
+    }
+  }
+
+  /// Writes an array of objects, each by its hand-written fields: those `forEach` hands to the
+  /// function it is given, in order.
+  func writeObjects<T: FieldCodable>(depth: Int, _ forEach: ((T) -> Void) -> Void) {
     close(downTo: depth)
     var fields = FieldWriter(output: FieldBytesWriter(capacity: 0), sorter: sorter)
     swap(&fields.output, &writer)
     defer { swap(&fields.output, &writer) }
     fields.output.append(.array)
-    for value in values { fields.writeObject(value) }
+    forEach { value in fields.writeObject(value) }
     fields.output.append(.end)
   }
 }

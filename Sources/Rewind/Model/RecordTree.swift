@@ -464,6 +464,24 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     return result
   }
 
+  /// Calls `body` with every value, in key order, where it lies in its leaf: no value is copied
+  /// (a copy retains each string and array it holds, and releases them after).
+  @inlinable func forEachValueInPlace(_ body: (Value) throws -> Void) rethrows {
+    guard let root else { return }
+    try Self.visitValues(root, body)
+  }
+
+  @inlinable static func visitValues(_ node: Node, _ body: (Value) throws -> Void) rethrows {
+    let count = node.keyCount
+    if node.isLeaf {
+      try node.withValues { values in
+        for index in 0..<count { try body(values[index]) }
+      }
+    } else {
+      for index in 0..<count { try visitValues(node.child(at: index), body) }
+    }
+  }
+
   @inlinable static func visit(_ node: Node, _ body: (Key, Value) throws -> Void) rethrows {
     let count = node.keyCount
     if node.isLeaf {
