@@ -127,7 +127,16 @@ final class DebugSession {
       try RecordKey.refuseAsSequence(target, "goto")
       if let sequence = UInt64(target) {
         guard sequence <= machine.lastSequence else {
-          throw UsageError("sequence \(sequence) is beyond the journal's last, \(machine.lastSequence)")
+          // As for a time: the journal may have grown since the session read its end.
+          let last = try openJournal(directory).lastSequence()
+          guard sequence <= last else {
+            let read =
+              last > machine.lastSequence
+              ? " (this session has read up to sequence \(machine.lastSequence); `refresh` reads the records "
+                + "appended since)" : ""
+            throw UsageError("sequence \(sequence) is beyond the journal's last, \(last)\(read)")
+          }
+          throw UsageError("sequence \(sequence) is " + pastSession)
         }
         try move(to: sequence)
       } else if let negative = Int(target), negative < 0 {
@@ -139,16 +148,18 @@ final class DebugSession {
         // The journal may have grown since the session read its end: the state at a time stamped
         // on a record appended since is not the session's last state, so it does not go there.
         let sequence = try machine.sequence(atTime: time)
-        guard sequence <= machine.lastSequence else {
-          throw UsageError(
-            "time \(target) is past the last record this session has read (sequence \(machine.lastSequence)); "
-              + "`refresh` reads the records appended since")
-        }
+        guard sequence <= machine.lastSequence else { throw UsageError("time \(target) is " + pastSession) }
         try move(to: sequence)
       } else {
         throw UsageError("'\(target)' is neither a sequence number nor an ISO 8601 time")
       }
     }
+  }
+
+  /// Why `goto` refuses a sequence number or time the journal holds and the session has not read.
+  private var pastSession: String {
+    "past the last record this session has read (sequence \(machine.lastSequence)); "
+      + "`refresh` reads the records appended since"
   }
 
   private func move(to sequence: UInt64) throws {

@@ -93,3 +93,17 @@ package func visible(_ text: String) -> String {
   }
   return String(out)
 }
+
+/// The width (in characters) of the widest of `texts` as `visible` shows them: a column of names
+/// from a journal or a model is measured as it is shown, since `visible` lengthens a control
+/// (`\u{1B}`) and a backslash (`\\`). 0 for none.
+func visibleWidth(_ texts: some Sequence<String>) -> Int {
+  texts.lazy.map { visible($0).count }.max() ?? 0
+}
+
+/// `visible(text)` followed by spaces up to `width` characters (none when it is as wide or wider;
+/// nothing is cut): a cell of a column measured with `visibleWidth`.
+func visible(_ text: String, paddedTo width: Int) -> String {
+  let shown = visible(text)
+  return shown + String(repeating: " ", count: max(0, width - shown.count))
+}

@@ -12,6 +12,9 @@ enum LogCommand: RewindCommand {
     Lists events in order: sequence number, time (ISO 8601, UTC), event name and schema
     version, origin, and the event's fields rendered as JSON without the app's types (cut at
     160 characters; --full shows them whole). Works on any journal, also while it is written.
+    The name and origin are the journal's text, shown as they are (controls escaped): one that
+    holds two spaces and a `{` can pass for the start of the fields. A program that reads the
+    events takes --json, where each is a value of its own.
 
       --from, --to       sequence numbers, inclusive; a --to past the end reads to the end
       --since, --until   ISO 8601 times, inclusive (2026-01-01, 2026-01-01T09:30:00Z,

@@ -48,13 +48,13 @@ enum ReplayCommand: RewindCommand {
         "applied      \(report.recordsApplied) records, \(report.checkpointsVerified) checkpoint(s) verified",
         "digest       \(try replayed.digest())",
         "collections",
-      ]
-      let width = replayed.collections.map(\.name.count).max() ?? 0
+      ].map(visible)
+      // Each name made `visible` once, and padded as it is shown.
+      let width = visibleWidth(replayed.collections.map(\.name)) + 2
       for collection in replayed.collections {
-        lines.append(
-          "  \(collection.name.padding(toLength: width + 2, withPad: " ", startingAt: 0))\(collection.count)")
+        lines.append("  " + visible(collection.name, paddedTo: width) + "\(collection.count)")
       }
-      output.out(lines.map(visible).joined(separator: "\n") + "\n")
+      output.out(lines.joined(separator: "\n") + "\n")
     }
     for problem in report.skippedSnapshots { output.err(visible("note: \(problem)") + "\n") }
     if let divergence = report.firstDivergence {

@@ -19,8 +19,9 @@ enum ShowCommand: RewindCommand {
     --json gives whole records), and the grouping-cache keys it changed; a field that only looks
     like an identifier (a title of 32 hex digits) is then no touched record. Otherwise (another
     app's journal, a rewind without the app's models, a model that cannot replay up to SEQ)
-    there is nothing better than the fields: every string of 32 hex digits in them is taken for
-    a record's identifier, such a title too, and the output says they are inferred and why.
+    there is nothing better than the fields: every string of 32 hex digits in them (in capitals
+    or not, as --entity and blame take an id) is taken for a record's identifier, as written,
+    such a title too, and the output says they are inferred and why.
 
     With --json, one object: the event as `rewind log --json` shows it, "commandEvents" [FIRST,
     LAST], and "touched": {"from":"model","model":NAME,"records":[{"store","id","change","before",
@@ -158,7 +159,10 @@ enum ShowCommand: RewindCommand {
 
 extension AuditedEvent {
   /// The identifiers in the event's fields, each with the name of the field that holds it (for an
-  /// identifier in an array, the array's field), in order of first appearance.
+  /// identifier in an array, the array's field), in order of first appearance. An identifier is a
+  /// string that reads as one (`RecordKey.identifier`: 32 hex digits, in capitals or not), kept as
+  /// written; a field's name is its text, unescaped from the payload's JSON (the caller escapes it
+  /// once for its output).
   var namedIdentifiers: [(field: String, id: String)] {
     var found: [(field: String, id: String)] = []
     var seen = Set<String>()
@@ -174,17 +178,22 @@ extension AuditedEvent {
       var end = index + 1
       while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
       guard end < bytes.count else { break }
-      let content = bytes[(index + 1)..<end]
+      let literal = bytes[index...end]
       if end + 1 < bytes.count, bytes[end + 1] == UInt8(ascii: ":") {
-        lastKey = String(decoding: content, as: UTF8.self)
-      } else if content.count == 32,
-        content.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
-      {
-        let id = String(decoding: content, as: UTF8.self)
-        if seen.insert(id).inserted { found.append((lastKey, id)) }
+        lastKey = Self.text(ofLiteral: literal)
+      } else if literal.count == 34 {
+        let id = String(decoding: literal.dropFirst().dropLast(), as: UTF8.self)
+        if RecordKey.identifier(id) != nil, seen.insert(id).inserted { found.append((lastKey, id)) }
       }
       index = end + 1
     }
     return found
+  }
+
+  /// The text a JSON string literal (quotes included) stands for. The payload's literals are
+  /// `FieldRenderer`'s and always decode; were one not to, its bytes between the quotes are kept.
+  private static func text(ofLiteral literal: ArraySlice<UInt8>) -> String {
+    (try? JSONDecoder().decode(String.self, from: Data(literal)))
+      ?? String(decoding: literal.dropFirst().dropLast(), as: UTF8.self)
   }
 }

@@ -142,9 +142,9 @@ enum StatsCommand: RewindCommand {
   /// (and padded as they are shown).
   static func table(_ counts: [String: Int]) -> [String] {
     let total = max(1, counts.values.reduce(0, +))
-    let width = max(12, (counts.keys.map { visible($0).count }.max() ?? 0) + 2)
+    let width = max(12, visibleWidth(counts.keys) + 2)
     return counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { name, count in
-      "  " + visible(name).padding(toLength: width, withPad: " ", startingAt: 0)
+      "  " + visible(name, paddedTo: width)
         + String(count).leftPadded(to: 9) + String(format: "  %5.1f%%", Double(count) * 100 / Double(total))
     }
   }

@@ -222,6 +222,36 @@ import Testing
 
         """), "\(captured.out)")
   }
+
+  /// Inferred from the fields, a field's name is shown as the event holds it, escaped once: in
+  /// text as `visible` shows it, in --json as a JSON string that decodes to the name. And an id
+  /// in capitals counts too (as `blame` and `--entity` take one), shown as written.
+  @Test func anInferredFieldsNameIsEscapedOnceAndAnIdInCapitalsCounts() async throws {
+    let (dir, counter) = try await VerifyDecodingTests.tallies()
+    let manager = try Manager<Tally>(directory: dir.path, options: JournalOptions(durability: .none))
+    let copy = "0123456789ABCDEF0123456789ABCDEF"
+    try await manager.perform(.user) { _, command in command.record(TallyCopied(tally: counter, copy: copy)) }
+    manager.close()
+    let captured = Captured()
+    #expect(await RewindTool().run(["show", dir.path, "3"], output: captured.output) == 0)
+    #expect(
+      captured.out.hasSuffix(
+        """
+          touched   inferred from the identifiers in its fields, not applied (this rewind has no registered model; an app's own rewind registers its models)
+                    \(counter) (field t\\u{1B}"\\\\y)
+                    \(copy) (field copy)
+
+        """), "\(captured.out)")
+    let json = Captured()
+    #expect(await RewindTool().run(["show", dir.path, "3", "--json"], output: json.output) == 0)
+    #expect(
+      json.out.contains(
+        #""records":[{"field":"t\u001b\"\\y","id":"\#(counter)"},{"field":"copy","id":"\#(copy)"}]"#),
+      "\(json.out)")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+    let records = try #require((object["touched"] as? [String: Any])?["records"] as? [[String: Any]])
+    #expect(records.first?["field"] as? String == TallyCopied.CodingKeys.tally.rawValue, "\(json.out)")
+  }
 }
 
 // A model no stock rewind registers: another app's journal.
@@ -244,6 +274,18 @@ struct TallyCounted: Event {
   var by: Int
 }
 
+/// A field named with an ESC, a quote and a backslash, and an id copied in capitals.
+struct TallyCopied: Event {
+  static let name = "tally.copied"
+  var tally: Identifier
+  var copy: String
+
+  enum CodingKeys: String, CodingKey {
+    case tally = "t\u{1B}\"\\y"
+    case copy
+  }
+}
+
 struct Tally: Model {
   var tallies = Store<TallyRecord>(name: "tallies")
 
@@ -254,5 +296,6 @@ struct Tally: Model {
     registry.register(TallyCounted.self) { state, event, context in
       state.tallies.update(id: event.tally, context: &context) { $0.count += event.by }
     }
+    registry.register(TallyCopied.self) { _, _, _ in }
   }
 }

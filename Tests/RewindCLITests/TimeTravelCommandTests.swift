@@ -631,6 +631,35 @@ import Testing
     #expect(captured.out.hasPrefix("the journal ends at sequence \(later)\nat \(later) of \(later): #\(later) "))
   }
 
+  /// As for a time: a sequence number appended since the session started is past what the
+  /// session has read, and `refresh` reads it; one past the journal's end says both.
+  @Test func debugGotoASequenceAppendedSinceTheSessionStarted() async throws {
+    let journal = try await NotebookJournal.write(commands: 10, seed: 17)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path)
+    let manager = try NotebookManager(directory: journal.path, options: JournalOptions(durability: .none))
+    _ = try await manager.addReadingItem(title: "later")
+    let later = manager.lastSequence
+    manager.close()
+    let read = journal.lastSequence
+    #expect(later == read + 1)
+    let captured = Captured()
+    let debug = DebugSession(
+      machine, model: "workspace", directory: journal.path, output: captured.output, interactive: false)
+    var lines = ["goto \(later)", "goto \(later + 1)", "refresh", "goto \(later)"][...]
+    #expect(debug.run { lines.popFirst() } == .usage)
+    let hint = "`refresh` reads the records appended since"
+    #expect(
+      captured.err.contains(
+        "sequence \(later) is past the last record this session has read (sequence \(read)); \(hint)"),
+      "\(captured.err)")
+    #expect(
+      captured.err.contains(
+        "sequence \(later + 1) is beyond the journal's last, \(later) (this session has read up to sequence \(read); \(hint))"
+      ),
+      "\(captured.err)")
+    #expect(captured.out.hasPrefix("the journal ends at sequence \(later)\nat \(later) of \(later): #\(later) "))
+  }
+
   @Test func debugHelpListsTheCommands() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 12)
     let run = try await rewind(["debug", journal.path], input: "help\n")

@@ -238,4 +238,33 @@ import Testing
     #expect(debug.out.contains("origin " + shown) && debug.out.contains("notes {"), "\(debug.out)")
     #expect(debug.out.contains(inJSON) && !debug.out.contains(#"\\u001b"#), "\(debug.out)")
   }
+
+  /// `replay`'s collection table pads each name as `visible` shows it (as `stats` does), so a
+  /// store named with a backslash, shown doubled, leaves the counts in one column.
+  @Test func replayAlignsCollectionsAsTheirNamesAreShown() async throws {
+    let (dir, _) = try await VerifyDecodingTests.tallies()
+    let tool = RewindTool(models: [ModelRegistration(Shelf.self, name: "shelf")])
+    let captured = Captured()
+    #expect(await tool.run(["replay", dir.path], output: captured.output) == 0, "\(captured.err)")
+    // The widest name shown, `tallies\\old`, is 12 characters; two spaces follow it.
+    #expect(captured.out.contains("\n  " + #"tallies\\old"# + "  0\n"), "\(captured.out)")
+    #expect(captured.out.contains("\n  tallies" + String(repeating: " ", count: 12 + 2 - 7) + "1\n"), "\(captured.out)")
+  }
+}
+
+/// A model with a store whose name holds a backslash, for another app's (`Tally`'s) journal.
+struct Shelf: SnapshotModel {
+  var tallies = Store<ShelfItem>(name: "tallies")
+  var old = Store<ShelfItem>(name: #"tallies\old"#)
+
+  static func registerEvents(in registry: inout EventRegistry<Shelf>) {
+    registry.register(TallyOpened.self) { state, event, context in
+      state.tallies.insert(ShelfItem(id: event.id), context: &context)
+    }
+    registry.register(TallyCounted.self) { _, _, _ in }
+  }
+}
+
+struct ShelfItem: StoreRecord, Codable {
+  var id: Identifier
 }
