@@ -117,7 +117,8 @@ struct EventFilter {
         let event = AuditedEvent(record)
         guard matches(record, event) else { continue }
         matching.append(event)
-        if matching.count >= 2 * wanted { matching.removeFirst(matching.count - wanted) }
+        // Trimmed when twice what is wanted (written so that -n near Int.max cannot overflow).
+        if matching.count - wanted >= wanted { matching.removeFirst(matching.count - wanted) }
       }
       let kept = matching.suffix(wanted)
       found.append(Array(kept))

@@ -326,7 +326,7 @@ import Testing
     // A rare name: the last few lie far apart, over hundreds of events.
     let rare = Self.sequences(events.filter { $0["name"] as? String == "settings.changed" })
     try #require(sync.count > 20 && rare.count > 3)
-    for count in [1, 3, 20, 10_000] {
+    for count in [1, 3, 20, 10_000, Int.max] {
       let bySync = try await Self.rewind(["tail", path, "-n", "\(count)", "--origin", "sync", "--json"])
       #expect(Self.sequences(try Self.parse(bySync.out)) == Array(sync.suffix(count)), "\(count): \(bySync.err)")
       let byName = try await Self.rewind(["tail", path, "--lines", "\(count)", "--type", "settings.changed", "--json"])
