@@ -2,7 +2,7 @@ import Foundation
 import Rewind
 import RewindJournal
 
-/// The selection options `log` and `export` share: a sequence range, a time range, an
+/// The selection options `log`, `export` and `tail` share: a sequence range, a time range, an
 /// event name, an origin and an entity. Parsed and checked against the journal before anything
 /// is printed, so a selection outside the journal is a clear error rather than empty output. A
 /// range that starts inside it and ends past it (`--to`, `--until`) reads to its end, as
@@ -45,7 +45,14 @@ struct EventFilter {
   /// A cursor at the first record the range may include.
   /// - Throws: `UsageError` when the range starts past the end of the journal.
   func cursor(_ reader: JournalReader) throws -> JournalCursor {
-    let last = try reader.lastSequence()
+    try check(reader, last: try reader.lastSequence())
+    if let since, from <= 1 { return try reader.records(since: since) }
+    return try reader.records(from: from)
+  }
+
+  /// Checks the range against a journal that ends at sequence `last`.
+  /// - Throws: `UsageError` when the range starts past that end (by sequence or by time).
+  func check(_ reader: JournalReader, last: UInt64) throws {
     if from > 1 && from > last {
       throw UsageError(
         last == 0
@@ -61,9 +68,7 @@ struct EventFilter {
           "--since \(isoTime(since)) is out of range: the last event (\(last)) is at \(isoTime(lastRecord.timestamp))"
         )
       }
-      if from <= 1 { return try reader.records(since: since) }
     }
-    return try reader.records(from: from)
   }
 
   /// Calls `body` with each record the selection holds and its event, in order, at most `limit`
@@ -83,9 +88,51 @@ struct EventFilter {
       try body(record, event)
       shown += 1
     }
-    if shown == 0 && isNarrowed {
-      throw UsageError("no event in \(directory) matches: \(summary)")
+    if shown == 0 && isNarrowed { throw nothingMatches(directory) }
+  }
+
+  /// The last `count` events the selection holds up to sequence `last` (the journal's end when it
+  /// was read), oldest first: the last of what `forEachEvent` would show, for `tail`. Reads
+  /// backwards in windows that double, so the end of a large journal costs what it shows.
+  /// - Throws: `UsageError` when the range starts past the end of the journal; what reading throws.
+  func lastEvents(in reader: JournalReader, through last: UInt64, count: Int) throws -> [AuditedEvent] {
+    try check(reader, last: last)
+    guard count > 0 else { return [] }
+    // The first sequence the selection may include: where `cursor` would start.
+    var first = from
+    if let since, from <= 1 {
+      guard let record = try reader.records(since: since).next() else { return [] }
+      first = record.sequence
     }
+    var end = min(to, last)
+    var window = UInt64(count)
+    var found: [[AuditedEvent]] = []
+    var total = 0
+    while end >= first && total < count {
+      let start = end - first + 1 > window ? end - window + 1 : first
+      let wanted = count - total
+      var matching: [AuditedEvent] = []
+      let cursor = try reader.records(from: start)
+      while let record = try cursor.next(), record.sequence <= end {
+        let event = AuditedEvent(record)
+        guard matches(record, event) else { continue }
+        matching.append(event)
+        // Trimmed when twice what is wanted (written so that -n near Int.max cannot overflow).
+        if matching.count - wanted >= wanted { matching.removeFirst(matching.count - wanted) }
+      }
+      let kept = matching.suffix(wanted)
+      found.append(Array(kept))
+      total += kept.count
+      guard start > first else { break }
+      end = start - 1
+      window = window > UInt64.max / 2 ? .max : window * 2
+    }
+    return found.reversed().flatMap { $0 }
+  }
+
+  /// The error for a narrowed selection that matches no event of the journal in `directory`.
+  func nothingMatches(_ directory: String) -> UsageError {
+    UsageError("no event in \(directory) matches: \(summary)")
   }
 
   /// Whether the record's place and time are past the range, so no later record can match

@@ -110,7 +110,9 @@ enum RepairCommand: RewindCommand {
   /// the segment cut short): the damaged segment has no entry among the moved bytes.
   static func nothingLeft(_ report: RepairReport) -> String? {
     guard let damage = report.damage, !report.moved.contains(where: { $0.segment == damage.file }) else { return nil }
-    return "nothing to move of \(damage.file) from byte offset \(damage.offset), no bytes are left there: "
-      + "\(damage.message) (the index that names them goes; the next writer rebuilds it)\n"
+    // The file and the message quote the journal, as verify's problems do: shown through `visible`.
+    return visible(
+      "nothing to move of \(damage.file) from byte offset \(damage.offset), no bytes are left there: "
+        + "\(damage.message) (the index that names them goes; the next writer rebuilds it)") + "\n"
   }
 }

@@ -7,7 +7,8 @@ enum TailCommand: RewindCommand {
   static let name = "tail"
   static let summary = "the last events; with -f, each new one as it is committed"
   static let help = """
-    Usage: rewind tail DIR [-n N] [-f] [--full] [--json]
+    Usage: rewind tail DIR [-n N] [-f] [--from SEQ] [--to SEQ] [--since TIME] [--until TIME]
+                           [--type NAME] [--origin ORIGIN] [--entity ID] [--full] [--json]
 
     Shows the last N events (-n N or --lines N, one option given once; default 10) as
     `rewind log` does, oldest first, each event's fields cut at 160 characters unless --full is
@@ -15,14 +16,31 @@ enum TailCommand: RewindCommand {
     as a writer commits it, one line at a time, until interrupted (Ctrl-C ends it with exit 0) or
     its output is closed. Takes no lock: a writer may be appending meanwhile.
 
+    The selection options of `rewind log` narrow both: -n N counts the last N events that match,
+    and -f shows only new events that match.
+
+      --from, --to       sequence numbers, inclusive: the last N events of this range
+      --since, --until   ISO 8601 times, inclusive, as `rewind log` reads them
+      --type NAME        events with this name (note.created), or a prefix ending in * (note.*)
+      --origin ORIGIN    events from this origin (user, sync, automation, import, ...)
+      --entity ID        events whose fields mention this identifier (32 hex digits)
+
+    --to and --until end the selection, so -f (which shows what comes after the journal's end)
+    refuses them. Exit 0; 2 for a bad option or a selection outside the journal (a --from past
+    its end, a --since after its last event; without -f, a selection no event matches); 3 when
+    the journal cannot be read.
+
     Examples:
       rewind tail /tmp/notes -n 3
+      rewind tail /tmp/notes -n 5 --type 'note.*' --origin sync
       rewind tail /tmp/notes -f --json | jq -c .name
+      rewind tail /tmp/notes -f --entity a29091f1c4eab8dccb96c6e05cf03f5b
 
     """
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
-    let args = try Arguments(arguments, options: ["n", "lines"], flags: ["f", "follow", "json", "full"])
+    let args = try Arguments(
+      arguments, options: EventFilter.options.union(["n", "lines"]), flags: ["f", "follow", "json", "full"])
     if let count = args.positionals.first(where: Arguments.isNegativeNumber) {
       throw UsageError("the count is -n N (or --lines N): -n \(count.dropFirst()), not \(count)")
     }
@@ -32,6 +50,11 @@ enum TailCommand: RewindCommand {
     }
     let count = try args.integer(args.value("lines") == nil ? "n" : "lines", default: 10, range: 0...Int.max)
     let follow = args.flag("f") || args.flag("follow")
+    let filter = try EventFilter(args)
+    if follow, let end = ["to", "until"].first(where: { args.value($0) != nil }) {
+      throw UsageError(
+        "--\(end) ends the selection, and -f shows the events after the journal's end; give one or the other")
+    }
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
     let reader = try openJournal(directory)
@@ -42,21 +65,17 @@ enum TailCommand: RewindCommand {
     }
     defer { if follow { signal(SIGINT, SIG_DFL) } }
     let last = try reader.lastSequence()
-    let start = last >= UInt64(count) ? last - UInt64(count) + 1 : 1
-    let render = { (record: JournalRecord) -> String in
-      let event = AuditedEvent(record)
-      return (json ? event.json : event.line(width: width)) + "\n"
-    }
-    if count > 0 {
-      let cursor = try reader.records(from: start)
-      let output = BufferedOutput(context.output)
-      defer { output.flush() }
-      while let record = try cursor.next(), record.sequence <= last { output.write(render(record)) }
-    }
+    let render = { (event: AuditedEvent) -> String in (json ? event.json : event.line(width: width)) + "\n" }
+    let events = try filter.lastEvents(in: reader, through: last, count: count)
+    if events.isEmpty && count > 0 && filter.isNarrowed && !follow { throw filter.nothingMatches(directory) }
+    let output = BufferedOutput(context.output)
+    for event in events { output.write(render(event)) }
+    output.flush()
     guard follow else { return .success }
 
     for try await record in reader.follow(from: last + 1, pollInterval: .milliseconds(50)) {
-      context.output.out(render(record))
+      let event = AuditedEvent(record)
+      if filter.matches(record, event) { context.output.out(render(event)) }
     }
     return .success
   }

@@ -316,6 +316,77 @@ import Testing
     #expect(Self.sequences(followed) == Array(events.count...last))
   }
 
+  /// tail with log's selection options shows the last N events that match: the end of what log
+  /// shows for the same selection, however far back the matches lie.
+  @Test func tailWithASelectionShowsTheLastMatchingEvents() async throws {
+    let (dir, path, events) = try await Self.journal()
+    defer { withExtendedLifetime(dir) {} }
+    // Counted here from the export, not by the code under test.
+    let sync = Self.sequences(events.filter { $0["origin"] as? String == "sync" })
+    // A rare name: the last few lie far apart, over hundreds of events.
+    let rare = Self.sequences(events.filter { $0["name"] as? String == "settings.changed" })
+    try #require(sync.count > 20 && rare.count > 3)
+    for count in [1, 3, 20, 10_000, Int.max] {
+      let bySync = try await Self.rewind(["tail", path, "-n", "\(count)", "--origin", "sync", "--json"])
+      #expect(Self.sequences(try Self.parse(bySync.out)) == Array(sync.suffix(count)), "\(count): \(bySync.err)")
+      let byName = try await Self.rewind(["tail", path, "--lines", "\(count)", "--type", "settings.changed", "--json"])
+      #expect(Self.sequences(try Self.parse(byName.out)) == Array(rare.suffix(count)), "\(count): \(byName.err)")
+    }
+    let entity = try #require((events.first?["payload"] as? [String: Any])?["id"] as? String)
+    let middle = try #require(events[events.count / 2]["time"] as? String)
+    for selection in [
+      ["--entity", entity], ["--type", "note.*", "--from", "200", "--to", "900"], ["--since", middle],
+      ["--until", middle, "--origin", "user"], ["--from", "1400"],
+    ] {
+      let log = try await Self.rewind(["log", path, "--json"] + selection)
+      let tail = try await Self.rewind(["tail", path, "-n", "7", "--json"] + selection)
+      #expect(tail.status == 0, "\(selection): \(tail.err)")
+      let shown = log.out.split(separator: "\n")
+      #expect(shown.count > 7, "\(selection)")
+      #expect(tail.out.split(separator: "\n") == Array(shown.suffix(7)), "\(selection)")
+    }
+  }
+
+  /// A selection tail cannot serve is a usage error that says why, before anything is shown.
+  @Test func tailRefusesASelectionItCannotShow() async throws {
+    let (dir, path, events) = try await Self.journal(events: 100)
+    defer { withExtendedLifetime(dir) {} }
+    for (arguments, message) in [
+      (["-f", "--to", "50"], "--to ends the selection, and -f shows the events after the journal's end"),
+      (["--follow", "--until", "2026-01-01"], "--until ends the selection, and -f shows"),
+      (["--entity", String(repeating: "0", count: 32)], "no event in \(path) matches: mentioning entity 000"),
+      (["--from", "\(events.count + 1)"], "--from \(events.count + 1) is out of range: the journal ends at"),
+      (["--type", "x", "--origin"], "--origin needs a value"),
+    ] {
+      let run = try await Self.rewind(["tail", path] + arguments)
+      #expect(run.status == 2 && run.out.isEmpty, "\(arguments): \(run.out)")
+      #expect(run.err.contains(message), "\(arguments): \(run.err)")
+    }
+  }
+
+  /// tail -f with a selection shows the last matching events, then only the new ones that match.
+  @Test func tailFollowsOnlyTheNewEventsThatMatch() async throws {
+    let (dir, path, events) = try await Self.journal(events: 300)
+    defer { withExtendedLifetime(dir) {} }
+    let before = Self.sequences(events.filter { $0["name"] as? String == "note.created" })
+    let executable = try #require(ChildProcess.builtProduct("rewind"))
+    let follower = try ChildProcess(
+      executable: executable, arguments: ["tail", path, "-f", "-n", "2", "--type", "note.created", "--json"])
+    let lastBefore = try #require(before.last)
+    #expect(try await follower.waitForLine { $0.contains("\"seq\":\(lastBefore),") })
+    let more = try await Self.rewind(["demo", path, "--events", "40", "--durability", "none"])
+    #expect(more.status == 0, "\(more.err)")
+    let added = try Self.parse(try await Self.rewind(["export", path, "--jsonl"]).out).dropFirst(events.count)
+    let created = Self.sequences(added.filter { $0["name"] as? String == "note.created" })
+    // The new events hold some that match and some that do not.
+    try #require(!created.isEmpty && created.count < added.count)
+    #expect(try await follower.waitForLine { $0.contains("\"seq\":\(created.last!),") })
+    try await follower.kill()
+    let followed = try Self.parse(follower.lines.joined(separator: "\n"))
+    #expect(Self.sequences(followed) == before.suffix(2) + created)
+    #expect(followed.allSatisfy { $0["name"] as? String == "note.created" })
+  }
+
   @Test func tailFollowEndsCleanlyOnInterrupt() async throws {
     let (dir, path, events) = try await Self.journal(events: 100)
     defer { withExtendedLifetime(dir) {} }
