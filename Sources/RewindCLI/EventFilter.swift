@@ -72,17 +72,20 @@ struct EventFilter {
   }
 
   /// Calls `body` with each record the selection holds and its event, in order, at most `limit`
-  /// times: what `log` and `export` print.
+  /// times: what `log` and `export` print. `reading` is called with every record read in the
+  /// range, matching or not (for progress, which a narrow selection would otherwise stall).
   /// - Throws: `UsageError` when the range starts past the end of the journal, or when a narrowed
   ///   selection matches no event of the journal in `directory`; what `body` throws.
   func forEachEvent(
     in reader: JournalReader, directory: String, limit: Int = .max,
+    reading: (JournalRecord) -> Void = { _ in },
     _ body: (JournalRecord, AuditedEvent) throws -> Void
   ) throws {
     let cursor = try cursor(reader)
     var shown = 0
     while shown < limit, let record = try cursor.next() {
       if isPast(record) { break }
+      reading(record)
       let event = AuditedEvent(record)
       guard matches(record, event) else { continue }
       try body(record, event)

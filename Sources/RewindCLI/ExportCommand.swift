@@ -41,9 +41,10 @@ enum ExportCommand: RewindCommand {
     defer { output.flush() }
     let progress = ProgressLine("exporting", context: context, streaming: true)
     defer { progress.finish() }  // an error then starts a line of its own
-    try filter.forEachEvent(in: reader, directory: directory) { record, event in
+    // Progress follows every record read, matching or not.
+    let read: (JournalRecord) -> Void = { progress.update($0.sequence, of: total) }
+    try filter.forEachEvent(in: reader, directory: directory, reading: read) { _, event in
       output.write(event.json + "\n")
-      progress.update(record.sequence, of: total)
     }
     output.flush()
     progress.finish()

@@ -468,6 +468,8 @@ import Testing
       (["verify"], ["verifying", "verifying replay"]),
       (["stats"], ["checking", "counting"]),
       (["export", "--jsonl"], ["exporting"]),
+      // Only the first two events match: the progress still reaches the last record read.
+      (["export", "--jsonl", "--type", "notebook.created"], ["exporting"]),
       (["blame", "settings"], ["blame: replaying"]),
       (["bisect", "--invariant", "notes belong to notebooks"], ["bisect: replaying"]),
       (["bisect", "--invariant", "notes belong to notebooks", "--linear"], ["bisect: replaying"]),
