@@ -12,10 +12,10 @@ public enum NotebookTool {
       Workspace.self, name: "workspace",
       invariants: [
         Invariant("notes belong to notebooks") { state in
-          state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+          state.notes.allSatisfy { state.notebooks.contains(id: $0.notebook) }
         },
         Invariant("notebook titles are not blank") { state in
-          state.notebooks.all().allSatisfy { !$0.title.allSatisfy(\.isWhitespace) }
+          state.notebooks.allSatisfy { !$0.title.allSatisfy(\.isWhitespace) }
         },
       ],
       queries: [

@@ -11,7 +11,7 @@ internal import RewindJournal
 /// let tool = RewindTool(models: [
 ///   ModelRegistration(Workspace.self, name: "workspace", invariants: [
 ///     Invariant("notes belong to notebooks") { state in
-///       state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+///       state.notes.allSatisfy { state.notebooks.contains(id: $0.notebook) }
 ///     }
 ///   ])
 /// ])

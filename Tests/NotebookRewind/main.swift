@@ -9,7 +9,7 @@ let workspace = ModelRegistration(
   Workspace.self, name: "workspace",
   invariants: [
     Invariant("notes belong to notebooks") { state in
-      state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+      state.notes.allSatisfy { state.notebooks.contains(id: $0.notebook) }
     },
     Invariant("no notebook is titled forbidden") { state in
       !state.notebooks.all().contains { $0.title == "forbidden" }
