@@ -194,6 +194,9 @@ import Testing
     }
     let whole = Invariant<Workspace>("notes are fine, whole", holds: incremental.holds)
     #expect(incremental.holdsAfterChange != nil && whole.holdsAfterChange == nil)
+    var replaced = incremental
+    replaced.holds = { _ in true }
+    #expect(replaced.holdsAfterChange == nil, "a replaced whole check drops the incremental one")
     for seed in 60..<66 as Range<UInt64> {
       var random = SeededGenerator(seed: seed)
       let at = Int.random(in: 0..<120, using: &random)

@@ -7,7 +7,8 @@ public struct ApplyContext: ~Copyable {
   @usableFromInline var touched: Set<ChangeKey> = []
   /// The ids of the records touched, with their stores' names, in the order touched, when
   /// `keepsRecordIDs` (else empty): for a check that asks only the records an event touched
-  /// (`TimeMachine.firstFailure(of:)`), which cannot find a record from its id's text.
+  /// (`TimeMachine.firstFailure(of:)`), which cannot find a record from its id's text. A record
+  /// kept here is not also named in `touched` (naming its key would format its id).
   @usableFromInline var touchedRecordIDs: [(store: String, id: any Sendable)] = []
   /// Whether touched keys are kept. Replay, which never reports them, turns this off: naming a key
   /// formats the record's id, which costs more than applying most events.
@@ -25,9 +26,11 @@ public struct ApplyContext: ~Copyable {
   public mutating func touch(_ key: ChangeKey) { if isRecording { touched.insert(key) } }
 
   @inlinable mutating func touch(record store: String, _ id: some CustomStringConvertible & Sendable) {
-    if isRecording {
+    guard isRecording else { return }
+    if keepsRecordIDs {
+      touchedRecordIDs.append((store, id))
+    } else {
       touched.insert(.record(store, id))
-      if keepsRecordIDs { touchedRecordIDs.append((store, id)) }
     }
   }
 

@@ -267,8 +267,9 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// Applies the records through `lastSequence` to the empty state, recording what each touched,
   /// and after each event calls `body` with it, the state after it, the keys it touched and (when
-  /// `keepingRecordIDs`) the ids of the records it touched; stops after an event for which `body`
-  /// returns false. Reports progress as seeks do, and where it stopped.
+  /// `keepingRecordIDs`, when they stand for the records' keys) the ids of the records it touched;
+  /// stops after an event for which `body` returns false. Reports progress as seeks do, and where
+  /// it stopped.
   private func forEachEvent(
     keepingRecordIDs: Bool,
     _ body: (RecordedEvent, M, Set<ChangeKey>, [(store: String, id: any Sendable)]) throws -> Bool
@@ -403,8 +404,9 @@ public struct Invariant<M: Model>: Sendable {
   }
 
   /// Whether the invariant holds of a state after an apply, given that it held before: from the
-  /// state after, the keys the apply touched and the ids of the records it touched (with their
-  /// stores' names). Nil when only `holds` can say.
+  /// state after, the keys the apply touched other than records and the ids of the records it
+  /// touched (with their stores' names; see `ApplyContext.touchedRecordIDs`). Nil when only
+  /// `holds` can say.
   typealias HoldsAfterChange = @Sendable (M, Set<ChangeKey>, [(store: String, id: any Sendable)]) -> Bool?
 
   /// The incremental check, for `firstFailure(of:)`; nil for an invariant checked whole.
@@ -436,10 +438,13 @@ public struct Invariant<M: Model>: Sendable {
     self.holds = { state in state[keyPath: store].allSatisfy { holds($0, state) } }
     let storeName = M()[keyPath: store].name
     holdsAfterChange = { state, touched, touchedRecords in
-      // A change outside the store (a value store, a hand-made key) can break untouched records.
-      guard touched.allSatisfy({ $0.store == storeName && $0.kind != .value }) else { return nil }
+      // A change outside the store (another store, a value store, a hand-made key) can break
+      // untouched records: only the whole check can say.
+      guard touched.allSatisfy({ $0.store == storeName && $0.kind == .group }),
+        touchedRecords.allSatisfy({ $0.store == storeName })
+      else { return nil }
       let records = state[keyPath: store]
-      for touch in touchedRecords where touch.store == storeName {
+      for touch in touchedRecords {
         guard let id = touch.id as? R.ID else { return nil }
         if let record = records.find(id: id), !holds(record, state) { return false }
       }
