@@ -448,9 +448,8 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     try Self.visit(root, body)
   }
 
-  /// Whether `predicate` is true of every value, asked in key order up to the first that fails.
-  /// Each value is lent to `predicate` where it lies in its leaf, not copied out (a copy retains
-  /// every string and array it holds, and releases them again).
+  /// Whether `predicate` is true of every value, asked in key order up to the first that fails,
+  /// leaf by leaf: without building the array of every value that `values` makes.
   @inlinable func allSatisfy(_ predicate: (Value) throws -> Bool) rethrows -> Bool {
     guard let root else { return true }
     return try Self.allSatisfy(under: root, predicate)

@@ -100,7 +100,7 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   @inlinable public func find(id: Record.ID) -> Record? { records[id] }
 
   /// Whether `predicate` is true of every record, asked in id order up to the first record it is
-  /// false of: `all().allSatisfy(predicate)` without the copy of every record that `all()` makes.
+  /// false of: `all().allSatisfy(predicate)` without the array of every record that `all()` makes.
   /// For a check run often over a large store (an invariant that `rewind bisect --linear` asks
   /// after every record).
   @inlinable public func allSatisfy(_ predicate: (Record) throws -> Bool) rethrows -> Bool {

@@ -407,10 +407,11 @@ public struct Invariant<M: Model>: Sendable {
   /// state after, the keys the apply touched other than records and the ids of the records it
   /// touched (with their stores' names; see `ApplyContext.touchedRecordIDs`). Nil when only
   /// `holds` can say.
-  typealias HoldsAfterChange = @Sendable (M, Set<ChangeKey>, [(store: String, id: any Sendable)]) -> Bool?
+  @usableFromInline typealias HoldsAfterChange =
+    @Sendable (M, Set<ChangeKey>, [(store: String, id: any Sendable)]) -> Bool?
 
   /// The incremental check, for `firstFailure(of:)`; nil for an invariant checked whole.
-  private(set) var holdsAfterChange: HoldsAfterChange?
+  @usableFromInline private(set) var holdsAfterChange: HoldsAfterChange?
 
   public init(_ name: String, holds: @escaping @Sendable (M) -> Bool) {
     self.name = name
@@ -418,7 +419,7 @@ public struct Invariant<M: Model>: Sendable {
   }
 
   /// An invariant over the records of one store: it holds when `holds(record, state)` is true of
-  /// every record of `store` (asked through `Store.allSatisfy(_:)`, without copying the records).
+  /// every record of `store` (asked through `Store.allSatisfy(_:)`, without building `all()`).
   ///
   /// `TimeMachine.firstFailure(of:)` checks it incrementally. When a record changed only records
   /// of `store` (and its grouping cache), the invariant holds after it exactly when `holds` is
@@ -430,7 +431,10 @@ public struct Invariant<M: Model>: Sendable {
   ///   records as touched keys: its other stores and value stores (and state it marks with
   ///   `ApplyContext.touch(_:)`), not other records of `store` or its grouping cache. Otherwise
   ///   the incremental check can miss a failure that the whole check finds.
-  public init<R: StoreRecord>(
+  ///
+  /// Inlinable, so that both checks are specialized for the record type where the invariant is
+  /// made, as `Store`'s reads are.
+  @inlinable public init<R: StoreRecord>(
     _ name: String, everyRecordOf store: any KeyPath<M, Store<R>> & Sendable,
     holds: @escaping @Sendable (R, M) -> Bool
   ) {
