@@ -11,11 +11,11 @@ public enum NotebookTool {
     ModelRegistration(
       Workspace.self, name: "workspace",
       invariants: [
-        Invariant("notes belong to notebooks") { state in
-          state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+        Invariant("notes belong to notebooks", everyRecordOf: \.notes) { note, state in
+          state.notebooks.contains(id: note.notebook)
         },
-        Invariant("notebook titles are not blank") { state in
-          state.notebooks.all().allSatisfy { !$0.title.allSatisfy(\.isWhitespace) }
+        Invariant("notebook titles are not blank", everyRecordOf: \.notebooks) { notebook, _ in
+          !notebook.title.allSatisfy(\.isWhitespace)
         },
       ],
       queries: [

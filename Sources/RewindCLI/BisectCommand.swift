@@ -11,8 +11,10 @@ enum BisectCommand: RewindCommand {
     Finds the first sequence number whose state breaks the registered invariant NAME. Like
     git bisect it assumes that once broken the invariant stays broken, and probes O(log n)
     states; --linear checks the state after every record instead, and so also finds a break that
-    was repaired later. Exit 1 with the sequence number and its event when the invariant fails (a
-    finding), 0 when it holds, 2 for an unknown invariant (the known ones are listed).
+    was repaired later (an invariant registered over a store's records is checked, after a
+    record that changed only that store, on the records it changed: the same answer, sooner).
+    Exit 1 with the sequence number and its event when the invariant fails (a finding), 0 when
+    it holds, 2 for an unknown invariant (the known ones are listed).
 
     Examples:
       rewind bisect /tmp/j --invariant "notes belong to notebooks"

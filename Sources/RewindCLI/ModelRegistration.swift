@@ -10,8 +10,8 @@ internal import RewindJournal
 /// ```swift
 /// let tool = RewindTool(models: [
 ///   ModelRegistration(Workspace.self, name: "workspace", invariants: [
-///     Invariant("notes belong to notebooks") { state in
-///       state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+///     Invariant("notes belong to notebooks", everyRecordOf: \.notes) { note, state in
+///       state.notebooks.contains(id: note.notebook)
 ///     }
 ///   ])
 /// ])

@@ -8,8 +8,8 @@ import RewindCLI
 let workspace = ModelRegistration(
   Workspace.self, name: "workspace",
   invariants: [
-    Invariant("notes belong to notebooks") { state in
-      state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+    Invariant("notes belong to notebooks", everyRecordOf: \.notes) { note, state in
+      state.notebooks.contains(id: note.notebook)
     },
     Invariant("no notebook is titled forbidden") { state in
       !state.notebooks.all().contains { $0.title == "forbidden" }

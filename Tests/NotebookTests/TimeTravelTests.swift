@@ -176,6 +176,72 @@ import Testing
     #expect(try machine.firstFailure(of: invariant) == planted.value)
     #expect(try machine.bisect(Invariant("always") { _ in true }) == nil)
   }
+
+  /// How a planted break is made: a note retitled "bad" (and left so, or retitled back by the next
+  /// command), or a note's notebook renamed "forbidden" and back, which breaks the note without
+  /// touching it.
+  enum PlantedBreak: CaseIterable {
+    case noteStays, noteRepaired, notebookRepaired
+  }
+
+  /// `firstFailure` of an invariant over the notes, checked incrementally, against the same
+  /// predicate checked on the whole state after every record, on seeded workloads with a break
+  /// planted at several points; and both against where the break was planted.
+  @Test(arguments: PlantedBreak.allCases)
+  func incrementalFirstFailureAgreesWithTheWholeCheck(kind: PlantedBreak) async throws {
+    let incremental = Invariant<Workspace>("notes are fine", everyRecordOf: \.notes) { note, state in
+      note.title != "bad" && state.notebooks.find(id: note.notebook)?.title != "forbidden"
+    }
+    let whole = Invariant<Workspace>("notes are fine, whole", holds: incremental.holds)
+    #expect(incremental.holdsAfterChange != nil && whole.holdsAfterChange == nil)
+    var replaced = incremental
+    replaced.holds = { _ in true }
+    #expect(replaced.holdsAfterChange == nil, "a replaced whole check drops the incremental one")
+    for seed in 60..<66 as Range<UInt64> {
+      var random = SeededGenerator(seed: seed)
+      let at = Int.random(in: 0..<120, using: &random)
+      let directory = TemporaryDirectory()
+      let planted = SequenceBox()
+      let manager = try await writeWorkload(
+        directory.path, seed: seed, commands: 120,
+        plant: (
+          at: at,
+          action: { manager in
+            let note = try await Self.someNote(of: manager)
+            switch kind {
+            case .noteStays, .noteRepaired:
+              try await manager.retitleNote(note.id, to: "bad")
+              planted.value = manager.lastSequence
+              if kind == .noteRepaired { try await manager.retitleNote(note.id, to: "fixed") }
+            case .notebookRepaired:
+              try await manager.renameNotebook(note.notebook, to: "forbidden")
+              planted.value = manager.lastSequence
+              try await manager.renameNotebook(note.notebook, to: "allowed")
+            }
+          }
+        ))
+      manager.close()
+      let machine = try TimeMachine<Workspace>(directory: directory.path)
+      #expect(planted.value > 0, "seed \(seed)")
+      #expect(try machine.firstFailure(of: whole) == planted.value, "seed \(seed), \(kind) at \(at)")
+      #expect(try machine.firstFailure(of: incremental) == planted.value, "seed \(seed), \(kind) at \(at)")
+      if kind != .noteStays { #expect(try machine.bisect(whole) == nil, "repaired: bisect sees it hold at the end") }
+    }
+    // Without a planted break, both hold throughout.
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 66, commands: 120).close()
+    let machine = try TimeMachine<Workspace>(directory: directory.path)
+    #expect(try machine.firstFailure(of: whole) == nil)
+    #expect(try machine.firstFailure(of: incremental) == nil)
+  }
+
+  /// A note of the workload's, made in the first notebook if there is none yet.
+  static func someNote(of manager: NotebookManager) async throws -> Note {
+    if let note = manager.state.notes.all().first { return note }
+    let notebook = try #require(manager.state.notebooks.all().first)
+    let id = try await manager.createNote(in: notebook.id, title: "planted", body: "", tags: [])
+    return try #require(manager.state.notes.find(id: id))
+  }
 }
 
 /// A sequence number set from inside a workload's planted action.

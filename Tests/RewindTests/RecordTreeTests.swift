@@ -345,3 +345,33 @@ import Testing
     #expect(store.count == 1 && store.cacheProblems().isEmpty)
   }
 }
+
+/// A store's `allSatisfy`, which walks the tree's leaves instead of copying `all()`.
+@Suite struct StoreAllSatisfyTests {
+  typealias Item = StoreDecodingTests.Item
+
+  /// Over stores of one leaf and of several levels, with the predicate false of no record, of the
+  /// first, of one in the middle and of the last: the answer is `all().allSatisfy`'s, and the
+  /// records asked are those of `all()`, in id order, up to the first the predicate is false of.
+  @Test(arguments: [0, 1, 7, 2_500])
+  func agreesWithAllAndStopsAtTheFirstFailure(count: Int) {
+    var random = SeededRandom(seed: UInt64(count))
+    var store = Store<Item>(name: "items")
+    var context = ApplyContext(recording: false)
+    for id in (0..<count).map({ $0 * 2 }).shuffled(using: &random) {
+      store.insert(Item(id: id, groups: []), context: &context)
+    }
+    let all = store.all().map(\.id)
+    for failing in [nil, all.first, all.dropFirst(all.count / 2).first, all.last] {
+      var asked: [Int] = []
+      let holds = store.allSatisfy { item in
+        asked.append(item.id)
+        return item.id != failing
+      }
+      #expect(
+        holds == all.allSatisfy { $0 != failing }, "count \(count), failing at \(failing.map(String.init) ?? "none")")
+      let expected = failing.map { id in Array(all.prefix { $0 != id }) + [id] } ?? all
+      #expect(asked == expected, "count \(count), failing at \(failing.map(String.init) ?? "none")")
+    }
+  }
+}

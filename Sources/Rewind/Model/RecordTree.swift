@@ -448,6 +448,25 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     try Self.visit(root, body)
   }
 
+  /// Whether `predicate` is true of every value, asked in key order up to the first that fails,
+  /// leaf by leaf: without building the array of every value that `values` makes.
+  @inlinable func allSatisfy(_ predicate: (Value) throws -> Bool) rethrows -> Bool {
+    guard let root else { return true }
+    return try Self.allSatisfy(under: root, predicate)
+  }
+
+  @inlinable static func allSatisfy(under node: Node, _ predicate: (Value) throws -> Bool) rethrows -> Bool {
+    let count = node.keyCount
+    if node.isLeaf {
+      return try node.withValues { values in
+        for index in 0..<count where try !predicate(values[index]) { return false }
+        return true
+      }
+    }
+    for index in 0..<count where try !allSatisfy(under: node.child(at: index), predicate) { return false }
+    return true
+  }
+
   /// Every value, in key order.
   @inlinable var values: [Value] {
     var result: [Value] = []

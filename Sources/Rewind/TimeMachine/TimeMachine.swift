@@ -258,10 +258,26 @@ public final class TimeMachine<M: SnapshotModel> {
 
   private func blame<V>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
     var entries: [Blame<V>] = []
-    guard lastSequence > 0 else { return entries }
+    try forEachEvent(keepingRecordIDs: false) { recorded, state, touched, _ in
+      if touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
+      return true
+    }
+    return entries
+  }
+
+  /// Applies the records through `lastSequence` to the empty state, recording what each touched,
+  /// and after each event calls `body` with it, the state after it, the keys it touched and (when
+  /// `keepingRecordIDs`, when they stand for the records' keys) the ids of the records it touched;
+  /// stops after an event for which `body` returns false. Reports progress as seeks do, and where
+  /// it stopped.
+  private func forEachEvent(
+    keepingRecordIDs: Bool,
+    _ body: (RecordedEvent, M, Set<ChangeKey>, [(store: String, id: any Sendable)]) throws -> Bool
+  ) throws {
+    guard lastSequence > 0 else { return }
     let records = try DecodedRecords(registry: registry, reader: reader, first: 1, last: lastSequence, options: options)
     var state = M()
-    var context = ApplyContext()
+    var context = ApplyContext(keepingRecordIDs: keepingRecordIDs)
     var count = 0
     let interval = max(1, options.progressInterval)
     while let record = try records.next() {
@@ -269,13 +285,16 @@ public final class TimeMachine<M: SnapshotModel> {
       if let progress, count % interval == 0 {
         progress(ReplayProgress(sequence: record.sequence, target: lastSequence, recordsApplied: count))
       }
-      guard case .event(let recorded) = record else { continue }
+      guard case .event(let recorded) = record else { continue }  // a checkpoint changes nothing
       registry.apply(recorded.event, to: &state, context: &context)
-      if context.touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
+      guard try body(recorded, state, context.touched, context.touchedRecordIDs) else {
+        progress?(ReplayProgress(sequence: record.sequence, target: lastSequence, recordsApplied: count))
+        return
+      }
       context.touched.removeAll(keepingCapacity: true)
+      context.touchedRecordIDs.removeAll(keepingCapacity: true)
     }
     progress?(ReplayProgress(sequence: lastSequence, target: lastSequence, recordsApplied: count))
-    return entries
   }
 
   /// The first sequence number whose state breaks `invariant`, found by bisection: like
@@ -296,10 +315,27 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The first sequence number whose state breaks `invariant`, checking after every record (no
   /// assumption about later states). Nil if it always holds. Replays the whole journal.
+  ///
+  /// An invariant over a store's records (`Invariant(_:everyRecordOf:holds:)`) is checked
+  /// incrementally: after a record that changed only records of its store, on those records
+  /// alone (see there); after any other change, and for any other invariant, on the whole state.
+  /// To check such an invariant on the whole state after every record, pass
+  /// `Invariant(name, holds: invariant.holds)`.
   public func firstFailure(of invariant: Invariant<M>) throws -> UInt64? {
     var state = M()
     if !invariant.holds(state) { return 0 }
     var found: UInt64?
+    if let holdsAfterChange = invariant.holdsAfterChange {
+      // The empty state holds: from there each state is checked given that the one before held.
+      try forEachEvent(keepingRecordIDs: true) { recorded, state, touched, touchedRecords in
+        guard holdsAfterChange(state, touched, touchedRecords) ?? invariant.holds(state) else {
+          found = recorded.envelope.sequence
+          return false
+        }
+        return true
+      }
+      return found
+    }
     do {
       try Replay.apply(
         registry: registry, reader: reader, to: &state, after: 0, through: lastSequence, options: options,
@@ -357,14 +393,67 @@ public struct EntityBlame: @unchecked Sendable {
   public var after: (any Sendable)?
 }
 
-/// A named predicate over a model's state, for `TimeMachine.bisect(_:)`.
+/// A named predicate over a model's state, for `TimeMachine.bisect(_:)` and
+/// `TimeMachine.firstFailure(of:)`.
 public struct Invariant<M: Model>: Sendable {
   public var name: String
-  public var holds: @Sendable (M) -> Bool
+  /// Whether the invariant holds of a whole state. Setting it drops the incremental check of an
+  /// invariant made by `init(_:everyRecordOf:holds:)`, which could disagree with the new one.
+  public var holds: @Sendable (M) -> Bool {
+    didSet { holdsAfterChange = nil }
+  }
+
+  /// Whether the invariant holds of a state after an apply, given that it held before: from the
+  /// state after, the keys the apply touched other than records and the ids of the records it
+  /// touched (with their stores' names; see `ApplyContext.touchedRecordIDs`). Nil when only
+  /// `holds` can say.
+  @usableFromInline typealias HoldsAfterChange =
+    @Sendable (M, Set<ChangeKey>, [(store: String, id: any Sendable)]) -> Bool?
+
+  /// The incremental check, for `firstFailure(of:)`; nil for an invariant checked whole.
+  @usableFromInline private(set) var holdsAfterChange: HoldsAfterChange?
 
   public init(_ name: String, holds: @escaping @Sendable (M) -> Bool) {
     self.name = name
     self.holds = holds
+  }
+
+  /// An invariant over the records of one store: it holds when `holds(record, state)` is true of
+  /// every record of `store` (asked through `Store.allSatisfy(_:)`, without building `all()`).
+  ///
+  /// `TimeMachine.firstFailure(of:)` checks it incrementally. When a record changed only records
+  /// of `store` (and its grouping cache), the invariant holds after it exactly when `holds` is
+  /// true of the changed records still present: the others, and what `holds` reads besides them,
+  /// are as they were when it last held. After a change anywhere else, every record is asked.
+  /// `holds` (the whole check) and `bisect` always ask every record.
+  ///
+  /// - Precondition: `holds` reads only the record it is given and state whose changes the model
+  ///   records as touched keys: its other stores and value stores (and state it marks with
+  ///   `ApplyContext.touch(_:)`), not other records of `store` or its grouping cache. Otherwise
+  ///   the incremental check can miss a failure that the whole check finds.
+  ///
+  /// Inlinable, so that both checks are specialized for the record type where the invariant is
+  /// made, as `Store`'s reads are.
+  @inlinable public init<R: StoreRecord>(
+    _ name: String, everyRecordOf store: any KeyPath<M, Store<R>> & Sendable,
+    holds: @escaping @Sendable (R, M) -> Bool
+  ) {
+    self.name = name
+    self.holds = { state in state[keyPath: store].allSatisfy { holds($0, state) } }
+    let storeName = M()[keyPath: store].name
+    holdsAfterChange = { state, touched, touchedRecords in
+      // A change outside the store (another store, a value store, a hand-made key) can break
+      // untouched records: only the whole check can say.
+      guard touched.allSatisfy({ $0.store == storeName && $0.kind == .group }),
+        touchedRecords.allSatisfy({ $0.store == storeName })
+      else { return nil }
+      let records = state[keyPath: store]
+      for touch in touchedRecords {
+        guard let id = touch.id as? R.ID else { return nil }
+        if let record = records.find(id: id), !holds(record, state) { return false }
+      }
+      return true
+    }
   }
 }
 
