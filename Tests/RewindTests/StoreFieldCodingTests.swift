@@ -5,7 +5,7 @@ import Testing
 @testable import Rewind
 
 /// A store whose records are `FieldCodable` writes and reads them by their hand-written fields
-/// (`FieldCodableArray`): the bytes must be those of the `Codable` records.
+/// (`FieldCodableTreeValues`, `FieldCodableArray`): the bytes must be those of the `Codable` records.
 @Suite struct StoreFieldCodingTests {
   /// The same record twice: `Plain` through `Codable` only, `Fast` also `FieldCodable`.
   struct Plain: StoreRecord, Codable {

@@ -1,7 +1,7 @@
 /// Hand-written field coding for hot event types: the same bytes `FieldEncoder` writes for the
 /// type's `Codable` form (an object of named, typed fields), without Codable's dispatch and
 /// allocations. A registered event that conforms is encoded and decoded this way, and so are the
-/// records of a `Store` that conform (snapshots and state digests, `FieldCodableArray`).
+/// records of a `Store` that conform (snapshots and state digests, `FieldCodableTreeValues`).
 ///
 /// Write fields in a fixed order and read them back in the same order (the reader then finds each
 /// at once; out of order still works, by scanning). Keep `Codable` conformance consistent with it:
@@ -299,24 +299,13 @@ func readObjects<T: FieldCodable>(_ type: T.Type, bytes: [UInt8], at position: I
   return elements
 }
 
-/// An array of `FieldCodable` objects in `Codable` form, for the records of a store, which a
-/// snapshot or a state digest encodes by the hundred thousand. Through `FieldEncoder` and
-/// `FieldDecoder` each element is written and read by its hand-written fields, without Codable's
-/// containers: the same bytes as its `Codable` form (the contract of `FieldCodable`). Through any
-/// other encoder or decoder, element by element through `Codable`.
-struct FieldCodableArray<Element: FieldCodable & Codable>: Codable {
+/// An array of `FieldCodable` objects in `Codable` form, read: the records of a store, which a
+/// snapshot holds by the hundred thousand. Through `FieldDecoder` each element is read by its
+/// hand-written fields, without Codable's containers (the same bytes as its `Codable` form, the
+/// contract of `FieldCodable`); through any other decoder, element by element through `Codable`.
+/// `FieldCodableTreeValues` writes them.
+struct FieldCodableArray<Element: FieldCodable & Codable>: Decodable {
   var elements: [Element]
-
-  init(_ elements: [Element]) { self.elements = elements }
-
-  func encode(to encoder: any Encoder) throws {
-    guard let encoder = encoder as? FieldValueEncoder else {
-      var container = encoder.unkeyedContainer()
-      for element in elements { try container.encode(element) }
-      return
-    }
-    encoder.state.writeObjects(elements, depth: encoder.depth)
-  }
 
   init(from decoder: any Decoder) throws {
     guard let decoder = decoder as? FieldValueDecoder else {
@@ -330,9 +319,11 @@ struct FieldCodableArray<Element: FieldCodable & Codable>: Codable {
   }
 }
 
-/// The values of a `RecordTree` as an array of `FieldCodable` objects (a store's records), written
-/// where they lie in the tree: the same bytes as `FieldCodableArray` of `values`, without copying
-/// each value into an array first. Encode only.
+/// The values of a `RecordTree` as an array of `FieldCodable` objects in `Codable` form (a store's
+/// records, which a snapshot or a state digest encodes by the hundred thousand), written where
+/// they lie in the tree, without an array of them. Through `FieldEncoder` each is written by its
+/// hand-written fields, without Codable's containers (the same bytes as its `Codable` form);
+/// through any other encoder, element by element through `Codable`. `FieldCodableArray` reads them.
 struct FieldCodableTreeValues<Key: Comparable, Element: FieldCodable & Codable>: Encodable {
   var tree: RecordTree<Key, Element>
 
@@ -342,27 +333,19 @@ struct FieldCodableTreeValues<Key: Comparable, Element: FieldCodable & Codable>:
       try tree.forEachValueInPlace { element in try container.encode(element) }
       return
     }
-    encoder.state.writeObjects(depth: encoder.depth) { write in tree.forEachValueInPlace(write) }
+    encoder.state.writeObjects(tree, depth: encoder.depth)
   }
 }
 
 extension FieldEncoderState {
-  /// Writes `values` as an array of objects, each by its hand-written fields (`FieldCodableArray`).
-  func writeObjects<T: FieldCodable>(_ values: [T], depth: Int) {
-    writeObjects(depth: depth) { write in
-      for value in values { write(value) }
-    }
-  }
-
-  /// Writes an array of objects, each by its hand-written fields: those `forEach` hands to the
-  /// function it is given, in order.
-  func writeObjects<T: FieldCodable>(depth: Int, _ forEach: ((T) -> Void) -> Void) {
+  /// Writes the values of `tree` as an array of objects, each by its hand-written fields.
+  func writeObjects<Key, T: FieldCodable>(_ tree: RecordTree<Key, T>, depth: Int) {
     close(downTo: depth)
     var fields = FieldWriter(output: FieldBytesWriter(capacity: 0), sorter: sorter)
     swap(&fields.output, &writer)
     defer { swap(&fields.output, &writer) }
     fields.output.append(.array)
-    forEach { value in fields.writeObject(value) }
+    tree.forEachValueInPlace { value in fields.writeObject(value) }
     fields.output.append(.end)
   }
 }

@@ -483,21 +483,13 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     return result
   }
 
-  /// Calls `body` with every value, in key order, where it lies in its leaf: no value is copied
-  /// (a copy retains each string and array it holds, and releases them after).
+  /// Calls `body` with every value, in key order, read where it lies in its leaf (`allSatisfy`'s
+  /// walk): no array of every value is built. Unspecialized code still copies each value to hand
+  /// it over.
   @inlinable func forEachValueInPlace(_ body: (Value) throws -> Void) rethrows {
-    guard let root else { return }
-    try Self.visitValues(root, body)
-  }
-
-  @inlinable static func visitValues(_ node: Node, _ body: (Value) throws -> Void) rethrows {
-    let count = node.keyCount
-    if node.isLeaf {
-      try node.withValues { values in
-        for index in 0..<count { try body(values[index]) }
-      }
-    } else {
-      for index in 0..<count { try visitValues(node.child(at: index), body) }
+    _ = try allSatisfy { value in
+      try body(value)
+      return true
     }
   }
 
