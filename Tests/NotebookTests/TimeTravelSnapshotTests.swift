@@ -89,6 +89,44 @@ import Testing
     #expect(outcome.report.skippedSnapshots.map(\.sequence) == [300, 200, 100])
   }
 
+  /// A state whose bytes do not hash to the recorded digest, do not decode, or do not encode back
+  /// to themselves, in a file whose checksum is good: skipped as inconsistent, for that reason,
+  /// whether the state is hashed before it is decoded (small states) or alongside (large ones; the
+  /// size from which it is, lowered here). A bad hash is reported even when the state also fails
+  /// to decode.
+  @Test(arguments: ["hash", "undecodable", "notCanonical"], [Int.max, 0])
+  func inconsistentStatesAreSkippedForTheirReason(damage: String, hashAlongsideBytes: Int) async throws {
+    let (directory, _, last) = try await journalWithSnapshots()
+    let path = snapshotPath(directory, 300)
+    var file = try SnapshotFile.decode(try Files.read(path))
+    let expected: String
+    switch damage {
+    case "hash":
+      file.state.removeLast(file.state.count / 2)  // does not decode either
+      expected = "do not hash to the recorded digest"
+    case "undecodable":
+      file.state.removeLast(file.state.count / 2)
+      file.digest = StateDigest(bytes: SHA256.hash(file.state))
+      expected = "the state does not decode"
+    default:  // decodes (a byte after the state's value is not read), then encodes one byte shorter
+      file.state.append(0)
+      file.digest = StateDigest(bytes: SHA256.hash(file.state))
+      expected = "does not encode back"
+    }
+    try Files.write(file.encoded(), to: path)
+    let store = SnapshotStore(journal: directory.path, io: PosixFileIO(), hashAlongsideBytes: hashAlongsideBytes)
+    let found = store.latest(Workspace.self, atOrBefore: last, lastSequence: last)
+    #expect(found.snapshot?.sequence == 200)
+    let rebuilt = try Replay.rebuild(Workspace.self, directory: directory.path, through: 200)
+    #expect(found.snapshot?.state == rebuilt.state)
+    let problem = try #require(found.problems.first)
+    guard case .inconsistent(let reason) = problem.reason, problem.sequence == 300 else {
+      Issue.record("\(damage) reported as \(problem)")
+      return
+    }
+    #expect(reason.contains(expected), "\(damage): \(reason)")
+  }
+
   @Test func checkpointsVerifyAndNameTheFirstDivergence() async throws {
     let directory = TemporaryDirectory()
     let manager = try await writeWorkload(directory.path, seed: 71, commands: 100)

@@ -32,6 +32,10 @@ struct SHA256 {
   }
 
   mutating func update(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { update($0) }
+  }
+
+  mutating func update(_ bytes: UnsafeRawBufferPointer) {
     length &+= UInt64(bytes.count)
     var index = 0
     if !pending.isEmpty {
@@ -45,7 +49,7 @@ struct SHA256 {
     }
     let whole = (bytes.count - index) / 64 * 64
     if whole > 0 {
-      bytes.withUnsafeBytes { raw in compressBlocks(UnsafeRawBufferPointer(rebasing: raw[index..<index + whole])) }
+      compressBlocks(UnsafeRawBufferPointer(rebasing: bytes[index..<index + whole]))
       index += whole
     }
     if index < bytes.count { pending.append(contentsOf: bytes[index...]) }
@@ -74,6 +78,11 @@ struct SHA256 {
 
   /// The hash of `bytes`.
   static func hash(_ bytes: [UInt8], hardware: Bool = SHA256.hardwareAvailable) -> [UInt8] {
+    bytes.withUnsafeBytes { hash($0, hardware: hardware) }
+  }
+
+  /// The hash of `bytes`.
+  static func hash(_ bytes: UnsafeRawBufferPointer, hardware: Bool = SHA256.hardwareAvailable) -> [UInt8] {
     var hasher = SHA256(hardware: hardware)
     hasher.update(bytes)
     return hasher.finalize()

@@ -41,6 +41,26 @@ struct SnapshotFile: Equatable {
   /// Parses a snapshot file.
   /// - Throws: `SnapshotProblem.Reason` `.corrupt` or `.unknownFormat`.
   static func decode(_ bytes: [UInt8]) throws(SnapshotProblem.Reason) -> SnapshotFile {
+    let parsed = try parse(bytes)
+    return SnapshotFile(
+      sequence: parsed.sequence, journalID: parsed.journalID, fingerprint: parsed.fingerprint, digest: parsed.digest,
+      state: Array(bytes[parsed.state]))
+  }
+
+  /// A snapshot file's fields and where its state lies in its bytes, checked as `decode` checks
+  /// them, without copying the state (tens of megabytes for a large model).
+  struct Parsed {
+    var sequence: UInt64
+    var journalID: [UInt8]
+    var fingerprint: StateDigest
+    var digest: StateDigest
+    /// The state's bytes in the file's.
+    var state: Range<Int>
+  }
+
+  /// Parses a snapshot file's bytes in place.
+  /// - Throws: `SnapshotProblem.Reason` `.corrupt` or `.unknownFormat`.
+  static func parse(_ bytes: [UInt8]) throws(SnapshotProblem.Reason) -> Parsed {
     guard bytes.count >= headerSize + 4, Array(bytes[0..<8]) == magic else {
       throw .corrupt("not a snapshot file, or cut short before its header ends")
     }
@@ -52,10 +72,10 @@ struct SnapshotFile: Equatable {
     }
     let stored = UInt32(truncatingIfNeeded: integer(bytes, at: bytes.count - 4, size: 4))
     guard CRC32C.checksum(bytes[0..<bytes.count - 4]) == stored else { throw .corrupt("checksum mismatch") }
-    return SnapshotFile(
+    return Parsed(
       sequence: integer(bytes, at: 12, size: 8), journalID: Array(bytes[20..<36]),
       fingerprint: StateDigest(bytes: Array(bytes[36..<68])), digest: StateDigest(bytes: Array(bytes[68..<100])),
-      state: Array(bytes[headerSize..<bytes.count - 4]))
+      state: headerSize..<bytes.count - 4)
   }
 
   private func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {

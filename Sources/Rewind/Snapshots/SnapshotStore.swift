@@ -1,4 +1,12 @@
+internal import Dispatch
 public import RewindJournal
+internal import Synchronization
+
+#if canImport(Glibc)
+  internal import Glibc
+#elseif canImport(Darwin)
+  internal import Darwin
+#endif
 
 /// The `snapshots/` folder of a journal directory: shortcuts for replay, never a source of truth.
 ///
@@ -10,14 +18,18 @@ public struct SnapshotStore: Sendable {
   /// The journal directory.
   public let directory: String
   let io: any FileIO
+  /// The state size from which reading hashes a state on a second core while decoding it: below
+  /// it (1 MiB unless a test says otherwise), handing the hash over costs more than it saves.
+  let hashAlongsideBytes: Int
 
   public init(journal directory: String) {
     self.init(journal: directory, io: PosixFileIO())
   }
 
-  init(journal directory: String, io: any FileIO) {
+  init(journal directory: String, io: any FileIO, hashAlongsideBytes: Int = 1 << 20) {
     self.directory = directory
     self.io = io
+    self.hashAlongsideBytes = hashAlongsideBytes
   }
 
   var folder: String { directory + "/snapshots" }
@@ -112,7 +124,7 @@ public struct SnapshotStore: Sendable {
     } catch {
       throw .unreadable(String(describing: error))
     }
-    let file = try SnapshotFile.decode(bytes)
+    let file = try SnapshotFile.parse(bytes)
     guard file.sequence == sequence else {
       throw .corrupt("holds sequence \(file.sequence) under the name of \(sequence)")
     }
@@ -121,22 +133,60 @@ public struct SnapshotStore: Sendable {
     }
     guard file.fingerprint == fingerprint else { throw .stale(fingerprint: file.fingerprint.description) }
     guard file.sequence <= lastSequence else { throw .beyondJournal(lastSequence: lastSequence) }
-    guard StateDigest(bytes: SHA256.hash(file.state)) == file.digest else {
+    // The state is read where it lies in the file's bytes. The digest is checked before the
+    // decoding's outcome; a large state is hashed on a second core while it decodes (both only
+    // read the bytes), a small one first, so that a bad file is not decoded.
+    let range = file.state
+    let hash: @Sendable () -> [UInt8] = {
+      bytes.withUnsafeBytes { SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+    let decode: @Sendable () -> Result<M, any Error> = {
+      Result { try FieldDecoder().decode(M.self, from: bytes, at: range.lowerBound) }
+    }
+    var decoded: Result<M, any Error>? = nil
+    let digest: [UInt8]
+    if range.count >= hashAlongsideBytes {
+      let outcome = Mutex<(digest: [UInt8], state: Result<M, any Error>?)>(([], nil))
+      DispatchQueue.concurrentPerform(iterations: 2) { part in
+        if part == 0 {
+          let digest = hash()
+          outcome.withLock { $0.digest = digest }
+        } else {
+          let state = decode()
+          outcome.withLock { $0.state = state }
+        }
+      }
+      (digest, decoded) = outcome.withLock { ($0.digest, $0.state) }
+    } else {
+      digest = hash()
+    }
+    guard StateDigest(bytes: digest) == file.digest else {
       throw .inconsistent("the state bytes do not hash to the recorded digest")
     }
     let state: M
     do {
-      state = try FieldDecoder().decode(M.self, from: file.state)
+      state = try (decoded ?? decode()).get()
     } catch {
       throw .inconsistent("the state does not decode: \(error)")
     }
     // The bytes hash to the digest (checked above), so re-encoding to the same bytes is
     // re-encoding to the same digest, without hashing the state a second time. Room for those
     // bytes is made at once: growing into them would copy and fault in every page twice.
-    guard (try? CanonicalEncoding.encode(state, capacity: file.state.count)) == file.state else {
+    let encoded = try? CanonicalEncoding.encode(state, capacity: file.state.count)
+    guard let encoded, Self.same(encoded, bytes, file.state) else {
       throw .inconsistent("the decoded state does not encode back to the recorded digest")
     }
     return state
+  }
+
+  /// Whether `encoded` holds exactly `bytes[range]` (compared by `memcmp`, not byte by byte).
+  private static func same(_ encoded: [UInt8], _ bytes: [UInt8], _ range: Range<Int>) -> Bool {
+    guard encoded.count == range.count else { return false }
+    return encoded.withUnsafeBytes { encoded in
+      bytes.withUnsafeBytes { bytes in
+        range.isEmpty || memcmp(encoded.baseAddress!, bytes.baseAddress! + range.lowerBound, range.count) == 0
+      }
+    }
   }
 
   /// Moves every snapshot file past `lastSequence` (the journal's last record) into the journal's
