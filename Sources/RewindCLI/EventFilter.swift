@@ -155,7 +155,7 @@ struct EventFilter {
       }
     }
     if let origin, event.header?.origin.name != origin { return false }
-    if let entity, !event.payload.contains("\"" + entity + "\"") { return false }
+    if let entity, !event.mentions(entity) { return false }
     return true
   }
 

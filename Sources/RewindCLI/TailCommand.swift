@@ -23,7 +23,8 @@ enum TailCommand: RewindCommand {
       --since, --until   ISO 8601 times, inclusive, as `rewind log` reads them
       --type NAME        events with this name (note.created), or a prefix ending in * (note.*)
       --origin ORIGIN    events from this origin (user, sync, automation, import, ...)
-      --entity ID        events whose fields mention this identifier (32 hex digits)
+      --entity ID        events whose fields mention this identifier (32 hex digits), as
+                         `rewind log` finds it: in capitals or not
 
     --to and --until end the selection, so -f (which shows what comes after the journal's end)
     refuses them. Exit 0; 2 for a bad option or a selection outside the journal (a --from past
