@@ -116,9 +116,11 @@ public struct RewindTool {
     Options: --help (or -h) wherever a flag could stand shows a command's help (as an option's
     value it is just text); an option that takes a value may be given once (a second --since is a
     usage error), a flag twice counts once; -1 where a number is expected is out of range.
-    Text output shows control characters, line separators and bidi marks and overrides from the
-    journal (or echoed from the command line) as escapes such as \\u{1B} (a backslash as \\\\, so
-    text cannot pass for an escape, in a path too); --json output as JSON escapes such as \\u001b.
+    Text output shows control characters, line separators, bidi marks and overrides, and
+    invisible characters (zero width space, word joiner, soft hyphen, byte order mark; not the
+    zero width joiner and non-joiner that scripts and emoji need) from the journal (or echoed from
+    the command line) as escapes such as \\u{1B} (a backslash as \\\\, so text cannot pass for an
+    escape, in a path too); --json output as JSON escapes such as \\u001b.
 
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
