@@ -104,6 +104,13 @@ public struct RewindTool {
       }
   }
 
+  /// One line per command, its name in a column as wide as the widest name shown plus a space
+  /// (an app's command may be longer than ours; none is cut), then its summary.
+  private var commandLines: String {
+    let width = max(9, visibleWidth(allCommands.map { $0.name }) + 1)
+    return allCommands.map { "  " + visible($0.name, paddedTo: width) + $0.summary }.joined(separator: "\n")
+  }
+
   var overview: String {
     """
     rewind: audit and inspect Rewind journals
@@ -111,7 +118,7 @@ public struct RewindTool {
     Usage: rewind COMMAND DIR [options]      rewind COMMAND --help for details
 
     Commands:
-    \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+    \(commandLines)
 
     Options: --help (or -h) wherever a flag could stand shows a command's help (as an option's
     value it is just text); an option that takes a value may be given once (a second --since is a
