@@ -112,6 +112,15 @@ import Testing
     #expect(json.out.contains(#""name":""# + expected + #"""#), "\(json.out)")
     let object = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
     #expect(object?["name"] as? String == Self.hostile)
+    // verify names such an event when its fields do not decode (here a tag no encoding has).
+    let damaged = TemporaryDirectory("cli-untrusted-name-fields")
+    let writer = try Journal(directory: damaged.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: 1, payload: payload.dropLast() + [0xFF])])
+    writer.close()
+    let verify = try await Self.rewind(["verify", damaged.path])
+    #expect(verify.status == 1, "\(verify.out)\(verify.err)")
+    #expect(Self.unsafe(verify.out).isEmpty, "\(Self.unsafe(verify.out)) in \(verify.out)")
+    #expect(verify.out.contains(#"sequence 1: x\u{1B}[2J\u{D}1  forged\u{A}"#), "\(verify.out)")
   }
 
   @Test func verifyShowsADamagedJournalsDirectoryEscaped() async throws {
