@@ -78,3 +78,43 @@ func hex(_ bytes: [UInt8]) -> String {
   }
   return String(decoding: out, as: UTF8.self)
 }
+
+extension AuditedEvent {
+  /// Calls `body` with each JSON string literal of the payload (quotes included) and whether it
+  /// is an object's key (a `:` follows it), in order, until `body` returns false. An escaped
+  /// quote (`\"`) inside a literal does not end it.
+  func forEachStringLiteral(_ body: (_ literal: ArraySlice<UInt8>, _ isKey: Bool) -> Bool) {
+    let bytes = Array(payload.utf8)
+    var index = 0
+    while index < bytes.count {
+      guard bytes[index] == UInt8(ascii: "\"") else {
+        index += 1
+        continue
+      }
+      var end = index + 1
+      while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+      guard end < bytes.count else { return }
+      let isKey = end + 1 < bytes.count && bytes[end + 1] == UInt8(ascii: ":")
+      guard body(bytes[index...end], isKey) else { return }
+      index = end + 1
+    }
+  }
+
+  /// Whether the fields hold the identifier `id` (32 lowercase hex digits, as
+  /// `RecordKey.identifier` spells it) as a string of its own, a value or an object's key, in
+  /// capitals or not: the ids `show` infers from the fields are the ones `--entity` finds. A
+  /// longer string that merely contains the digits does not mention it.
+  func mentions(_ id: String) -> Bool {
+    let wanted = Array(id.utf8)
+    var found = false
+    forEachStringLiteral { literal, _ in
+      found =
+        literal.count == wanted.count + 2
+        && zip(literal.dropFirst(), wanted).allSatisfy { byte, expected in
+          (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
+        }
+      return !found
+    }
+    return found
+  }
+}

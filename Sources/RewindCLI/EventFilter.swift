@@ -50,16 +50,18 @@ struct EventFilter {
     return try reader.records(from: from)
   }
 
-  /// Checks the range against a journal that ends at sequence `last`.
+  /// Checks the range against a journal that ends at sequence `last`. With `following` (`tail -f`,
+  /// which goes on to show the events appended after `last`), a `--since` after the last event,
+  /// or in an empty journal, is a time to wait for, not an error.
   /// - Throws: `UsageError` when the range starts past that end (by sequence or by time).
-  func check(_ reader: JournalReader, last: UInt64) throws {
+  func check(_ reader: JournalReader, last: UInt64, following: Bool = false) throws {
     if from > 1 && from > last {
       throw UsageError(
         last == 0
           ? "--from \(from) is out of range: the journal is empty"
           : "--from \(from) is out of range: the journal ends at sequence \(last)")
     }
-    if let since {
+    if let since, !following {
       guard let lastRecord = try reader.record(last) else {
         throw UsageError("--since \(isoTime(since)) is out of range: the journal is empty")
       }
@@ -97,9 +99,12 @@ struct EventFilter {
   /// The last `count` events the selection holds up to sequence `last` (the journal's end when it
   /// was read), oldest first: the last of what `forEachEvent` would show, for `tail`. Reads
   /// backwards in windows that double, so the end of a large journal costs what it shows.
+  /// With `following`, a `--since` past that end is not an error (see `check`): there are none.
   /// - Throws: `UsageError` when the range starts past the end of the journal; what reading throws.
-  func lastEvents(in reader: JournalReader, through last: UInt64, count: Int) throws -> [AuditedEvent] {
-    try check(reader, last: last)
+  func lastEvents(
+    in reader: JournalReader, through last: UInt64, count: Int, following: Bool = false
+  ) throws -> [AuditedEvent] {
+    try check(reader, last: last, following: following)
     guard count > 0 else { return [] }
     // The first sequence the selection may include: where `cursor` would start.
     var first = from
@@ -155,7 +160,7 @@ struct EventFilter {
       }
     }
     if let origin, event.header?.origin.name != origin { return false }
-    if let entity, !event.payload.contains("\"" + entity + "\"") { return false }
+    if let entity, !event.mentions(entity) { return false }
     return true
   }
 

@@ -63,7 +63,8 @@ func requireDirectory(_ directory: String) throws {
 /// `text` made safe for a terminal, and unambiguous: each scalar a terminal would act on
 /// (`FieldRenderer.isTerminalControl`: C0 including tab, newline and carriage return; DEL; C1;
 /// the line and paragraph separators; the bidirectional marks, embeddings, overrides and
-/// isolates) written as a visible escape in Swift's spelling, `\u{1B}`, with uppercase hex
+/// isolates; the invisible soft hyphen, zero width space, word joiner and byte order mark, but
+/// not the zero width non-joiner and joiner that scripts and emoji need) written as a visible escape in Swift's spelling, `\u{1B}`, with uppercase hex
 /// digits, and each backslash doubled, `\\`, so that text spelling an escape (the six characters
 /// `\u{1B}`, shown as `\\u{1B}`) cannot pass for one. Everything else is kept as is: text without
 /// controls or backslashes comes back unchanged.

@@ -22,8 +22,8 @@ enum LogCommand: RewindCommand {
                          alone is its midnight)
       --type NAME        events with this name (note.created), or a prefix ending in * (note.*)
       --origin ORIGIN    events from this origin (user, sync, automation, import, ...)
-      --entity ID        events whose fields mention this identifier (32 hex digits, in
-                         capitals or not)
+      --entity ID        events whose fields mention this identifier (32 hex digits): a value
+                         or key of exactly these digits, in capitals or not (typed either way)
       --limit N          at most N events
       --json             one object per event per line:
                          {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}

@@ -104,6 +104,13 @@ public struct RewindTool {
       }
   }
 
+  /// One line per command, its name in a column as wide as the widest name shown plus a space
+  /// (an app's command may be longer than ours; none is cut), then its summary.
+  private var commandLines: String {
+    let width = max(9, visibleWidth(allCommands.map { $0.name }) + 1)
+    return allCommands.map { "  " + visible($0.name, paddedTo: width) + $0.summary }.joined(separator: "\n")
+  }
+
   var overview: String {
     """
     rewind: audit and inspect Rewind journals
@@ -111,14 +118,16 @@ public struct RewindTool {
     Usage: rewind COMMAND DIR [options]      rewind COMMAND --help for details
 
     Commands:
-    \(allCommands.map { "  " + $0.name.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+    \(commandLines)
 
     Options: --help (or -h) wherever a flag could stand shows a command's help (as an option's
     value it is just text); an option that takes a value may be given once (a second --since is a
     usage error), a flag twice counts once; -1 where a number is expected is out of range.
-    Text output shows control characters, line separators and bidi marks and overrides from the
-    journal (or echoed from the command line) as escapes such as \\u{1B} (a backslash as \\\\, so
-    text cannot pass for an escape, in a path too); --json output as JSON escapes such as \\u001b.
+    Text output shows control characters, line separators, bidi marks and overrides, and
+    invisible characters (zero width space, word joiner, soft hyphen, byte order mark; not the
+    zero width joiner and non-joiner that scripts and emoji need) from the journal (or echoed from
+    the command line) as escapes such as \\u{1B} (a backslash as \\\\, so text cannot pass for an
+    escape, in a path too); --json output as JSON escapes such as \\u001b.
 
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal

@@ -166,26 +166,15 @@ extension AuditedEvent {
   var namedIdentifiers: [(field: String, id: String)] {
     var found: [(field: String, id: String)] = []
     var seen = Set<String>()
-    let bytes = Array(payload.utf8)
     var lastKey = ""
-    var index = 0
-    while index < bytes.count {
-      guard bytes[index] == UInt8(ascii: "\"") else {
-        index += 1
-        continue
-      }
-      // A string literal: find its end.
-      var end = index + 1
-      while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
-      guard end < bytes.count else { break }
-      let literal = bytes[index...end]
-      if end + 1 < bytes.count, bytes[end + 1] == UInt8(ascii: ":") {
+    forEachStringLiteral { literal, isKey in
+      if isKey {
         lastKey = Self.text(ofLiteral: literal)
       } else if literal.count == 34 {
         let id = String(decoding: literal.dropFirst().dropLast(), as: UTF8.self)
         if RecordKey.identifier(id) != nil, seen.insert(id).inserted { found.append((lastKey, id)) }
       }
-      index = end + 1
+      return true
     }
     return found
   }

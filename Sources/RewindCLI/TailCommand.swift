@@ -23,12 +23,14 @@ enum TailCommand: RewindCommand {
       --since, --until   ISO 8601 times, inclusive, as `rewind log` reads them
       --type NAME        events with this name (note.created), or a prefix ending in * (note.*)
       --origin ORIGIN    events from this origin (user, sync, automation, import, ...)
-      --entity ID        events whose fields mention this identifier (32 hex digits)
+      --entity ID        events whose fields mention this identifier (32 hex digits), as
+                         `rewind log` finds it: in capitals or not
 
     --to and --until end the selection, so -f (which shows what comes after the journal's end)
-    refuses them. Exit 0; 2 for a bad option or a selection outside the journal (a --from past
-    its end, a --since after its last event; without -f, a selection no event matches); 3 when
-    the journal cannot be read.
+    refuses them; a --since after the last event (or in an empty journal) it takes as a time to
+    wait for, showing the events from then on as they come. Exit 0; 2 for a bad option or a
+    selection outside the journal (a --from past its end; without -f, a --since after its last
+    event or a selection no event matches); 3 when the journal cannot be read.
 
     Examples:
       rewind tail /tmp/notes -n 3
@@ -66,7 +68,7 @@ enum TailCommand: RewindCommand {
     defer { if follow { signal(SIGINT, SIG_DFL) } }
     let last = try reader.lastSequence()
     let render = { (event: AuditedEvent) -> String in (json ? event.json : event.line(width: width)) + "\n" }
-    let events = try filter.lastEvents(in: reader, through: last, count: count)
+    let events = try filter.lastEvents(in: reader, through: last, count: count, following: follow)
     if events.isEmpty && count > 0 && filter.isNarrowed && !follow { throw filter.nothingMatches(directory) }
     let output = BufferedOutput(context.output)
     for event in events { output.write(render(event)) }

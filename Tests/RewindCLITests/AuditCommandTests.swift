@@ -1,4 +1,5 @@
 import Foundation
+import RewindCLI
 import RewindJournal
 import RewindTestSupport
 import Testing
@@ -385,6 +386,43 @@ import Testing
     let followed = try Self.parse(follower.lines.joined(separator: "\n"))
     #expect(Self.sequences(followed) == before.suffix(2) + created)
     #expect(followed.allSatisfy { $0["name"] as? String == "note.created" })
+  }
+
+  /// tail -f --since a time after the last event waits for it and shows the events at or after
+  /// it as they come; without -f such a --since is still refused.
+  @Test func tailFollowsFromATimeAfterTheLastEvent() async throws {
+    let (dir, path, events) = try await Self.journal(events: 50)
+    defer { withExtendedLifetime(dir) {} }
+    let reader = try JournalReader(directory: path)
+    let last = try #require(try reader.record(UInt64(events.count)))
+    let since = last.timestamp + 1_000_000_000
+    let iso = isoTime(since)
+    let refused = try await Self.rewind(["tail", path, "--since", iso])
+    #expect(refused.status == 2 && refused.err.contains("is out of range: the last event"), "\(refused.err)")
+    let executable = try #require(ChildProcess.builtProduct("rewind"))
+    let follower = try ChildProcess(executable: executable, arguments: ["tail", path, "-f", "--since", iso, "--json"])
+    // Most likely following by now; were it not, its first read shows the same events.
+    try await Task.sleep(for: .milliseconds(300))
+    // One record before the time (though after the last event), one at it, one after it.
+    let writer = try Journal(directory: path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait(
+      [since - 1, since, since + 1].map { NewRecord(timestamp: $0, payload: last.payload) })
+    writer.close()
+    let lastAppended = events.count + 3
+    #expect(try await follower.waitForLine { $0.contains("\"seq\":\(lastAppended),") })
+    try await follower.kill()
+    #expect(Self.sequences(try Self.parse(follower.lines.joined(separator: "\n"))) == [lastAppended - 1, lastAppended])
+    // An empty journal too: its first event at the time is shown.
+    let empty = TemporaryDirectory("cli-tail-empty")
+    try Journal(directory: empty.path, options: JournalOptions(durability: .none)).close()
+    let waiting = try ChildProcess(
+      executable: executable, arguments: ["tail", empty.path, "-f", "--since", iso, "--json"])
+    try await Task.sleep(for: .milliseconds(300))
+    let first = try Journal(directory: empty.path, options: JournalOptions(durability: .none))
+    try first.appendAndWait([NewRecord(timestamp: since, payload: last.payload)])
+    first.close()
+    #expect(try await waiting.waitForLine { $0.contains("\"seq\":1,") })
+    try await waiting.kill()
   }
 
   @Test func tailFollowEndsCleanlyOnInterrupt() async throws {

@@ -252,6 +252,30 @@ import Testing
     let records = try #require((object["touched"] as? [String: Any])?["records"] as? [[String: Any]])
     #expect(records.first?["field"] as? String == TallyCopied.CodingKeys.tally.rawValue, "\(json.out)")
   }
+
+  /// `--entity` finds an id the fields hold in capitals, as `show` lists it, typed either way;
+  /// but not a longer run of hex digits that merely contains it.
+  @Test func entityFindsAnIdTheFieldsHoldInCapitals() async throws {
+    let (dir, counter) = try await VerifyDecodingTests.tallies()
+    let manager = try Manager<Tally>(directory: dir.path, options: JournalOptions(durability: .none))
+    let copy = "0123456789ABCDEF0123456789ABCDEF"
+    for text in [copy, copy + "0", "0" + copy] {
+      try await manager.perform(.user) { _, command in command.record(TallyCopied(tally: counter, copy: text)) }
+    }
+    manager.close()
+    for typed in [copy, copy.lowercased()] {
+      for command in ["log", "export", "tail"] {
+        let captured = Captured()
+        let format = command == "export" ? "--jsonl" : "--json"
+        let status = await RewindTool().run([command, dir.path, format, "--entity", typed], output: captured.output)
+        #expect(status == 0, "\(command) \(typed): \(captured.err)")
+        let sequences = captured.out.split(separator: "\n").compactMap { line in
+          (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["seq"] as? Int
+        }
+        #expect(sequences == [3], "\(command) \(typed): \(captured.out)")
+      }
+    }
+  }
 }
 
 // A model no stock rewind registers: another app's journal.

@@ -201,8 +201,8 @@ import Testing
     var workspace = ModelRegistration(
       Workspace.self, name: "workspace",
       invariants: [
-        Invariant("notes belong to notebooks") { state in
-          state.notes.all().allSatisfy { state.notebooks.contains(id: $0.notebook) }
+        Invariant("notes belong to notebooks", everyRecordOf: \.notes) { note, state in
+          state.notebooks.contains(id: note.notebook)
         }
       ])
     let open = workspace.open

@@ -11,16 +11,19 @@ import Testing
 /// sent to the terminal; JSON output escapes them as JSON does (`\u001b`), and reads back whole.
 @Suite struct UntrustedTextTests {
   /// Clears the screen, returns the carriage to forge a line, starts a new line, then DEL, a C1
-  /// CSI, a right-to-left override and an isolate.
-  static let hostile = "x\u{1B}[2J\r1  forged\n\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"
+  /// CSI, a right-to-left override, a zero width space and an isolate.
+  static let hostile = "x\u{1B}[2J\r1  forged\n\u{7F}\u{9B}31m\u{202E}gnp\u{200B}.exe\u{2066}y"
 
   /// What a terminal would act on: C0 but the line breaks the tool writes, DEL, C1, the line and
-  /// paragraph separators, the bidirectional marks and controls.
+  /// paragraph separators, the bidirectional marks and controls; and what it shows as nothing
+  /// (soft hyphen, zero width space, word joiner, byte order mark, ...), though not the zero
+  /// width non-joiner and joiner.
   static func unsafe(_ text: String) -> [String] {
     text.unicodeScalars.filter { scalar in
       switch scalar.value {
       case 0x0A: false
       case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
+      case 0x00AD, 0x180E, 0x200B, 0x2060...0x2064, 0xFEFF: true
       default: false
       }
     }.map { String(format: "U+%04X", $0.value) }
@@ -48,8 +51,8 @@ import Testing
     let (dir, note) = try await Self.notebookJournal()
     let path = dir.path
     // In a field's JSON, every control is the encoder's escape; elsewhere `visible`'s.
-    let inJSON = #"x\u001b[2J\r1  forged\n\u007f\u009b31m\u202egnp.exe\u2066y"#
-    let bare = #"x\u{1B}[2J\u{D}1  forged\u{A}\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y"#
+    let inJSON = #"x\u001b[2J\r1  forged\n\u007f\u009b31m\u202egnp\u200b.exe\u2066y"#
+    let bare = #"x\u{1B}[2J\u{D}1  forged\u{A}\u{7F}\u{9B}31m\u{202E}gnp\u{200B}.exe\u{2066}y"#
     let runs: [(arguments: [String], shows: String?)] = [
       (["log", path], inJSON), (["log", path, "--full"], bare), (["tail", path], bare),
       (["show", path, "1"], inJSON), (["show", path, "2"], bare), (["show", path, "3"], inJSON),
@@ -79,7 +82,7 @@ import Testing
     #expect(Self.unsafe(debug.err).isEmpty, "debug: \(Self.unsafe(debug.err)) in \(debug.err)")
     #expect(debug.out.contains(inJSON) && debug.out.contains(bare), "\(debug.out)")
     #expect(
-      debug.err.contains(#"error: x\u{1B}[2J\u{D}1forged\u{7F}\u{9B}31m\u{202E}gnp.exe\u{2066}y: unknown"#),
+      debug.err.contains(#"error: x\u{1B}[2J\u{D}1forged\u{7F}\u{9B}31m\u{202E}gnp\u{200B}.exe\u{2066}y: unknown"#),
       "\(debug.err)")
   }
 
@@ -105,10 +108,19 @@ import Testing
     // JSON output escapes every control as JSON does, and decodes back to the journal's text.
     let json = try await Self.rewind(["log", dir.path, "--json"])
     #expect(Self.unsafe(json.out).isEmpty, "\(Self.unsafe(json.out)) in \(json.out)")
-    let expected = #"x\u001b[2J\r1  forged\n\u007f\u009b31m\u202egnp.exe\u2066y"#
+    let expected = #"x\u001b[2J\r1  forged\n\u007f\u009b31m\u202egnp\u200b.exe\u2066y"#
     #expect(json.out.contains(#""name":""# + expected + #"""#), "\(json.out)")
     let object = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
     #expect(object?["name"] as? String == Self.hostile)
+    // verify names such an event when its fields do not decode (here a tag no encoding has).
+    let damaged = TemporaryDirectory("cli-untrusted-name-fields")
+    let writer = try Journal(directory: damaged.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: 1, payload: payload.dropLast() + [0xFF])])
+    writer.close()
+    let verify = try await Self.rewind(["verify", damaged.path])
+    #expect(verify.status == 1, "\(verify.out)\(verify.err)")
+    #expect(Self.unsafe(verify.out).isEmpty, "\(Self.unsafe(verify.out)) in \(verify.out)")
+    #expect(verify.out.contains(#"sequence 1: x\u{1B}[2J\u{D}1  forged\u{A}"#), "\(verify.out)")
   }
 
   @Test func verifyShowsADamagedJournalsDirectoryEscaped() async throws {
@@ -188,14 +200,24 @@ import Testing
 
   @Test func visibleAndTheJSONEscaperEscapeTheSameScalars() {
     // Every scalar below U+3000, a byte order mark and an emoji: `visible` shows it as an escape
-    // exactly when JSON output does (quote and backslash aside, which JSON's syntax needs).
+    // exactly when JSON output does (quote and backslash aside, which JSON's syntax needs); and
+    // the invisible ones are among them, so two names that differ only by one do not look the
+    // same, while the zero width non-joiner and joiner, which words and emoji are spelled with,
+    // are kept.
+    let invisible: Set<UInt32> = [0x00AD, 0x180E, 0x200B, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0xFEFF]
+    let kept: Set<UInt32> = [0x200C, 0x200D, 0x1F642]
     let scalars = (0..<0x3000).compactMap(Unicode.Scalar.init) + [Unicode.Scalar(0xFEFF)!, Unicode.Scalar(0x1F642)!]
     for scalar in scalars where scalar != "\"" && scalar != "\\" {
       let text = String(Character(scalar))
       let byVisible = visible(text) != text
       let byJSON = jsonString(text) != "\"" + text + "\""
-      #expect(byVisible == byJSON, "U+\(String(scalar.value, radix: 16, uppercase: true))")
+      let name = "U+\(String(scalar.value, radix: 16, uppercase: true))"
+      #expect(byVisible == byJSON, "\(name)")
+      if invisible.contains(scalar.value) { #expect(byVisible, "\(name) is invisible: escaped") }
+      if kept.contains(scalar.value) { #expect(!byVisible, "\(name) is kept as is") }
     }
+    #expect(visible("a\u{200B}b\u{FEFF}") == #"a\u{200B}b\u{FEFF}"#)
+    #expect(jsonString("a\u{200B}b\u{AD}") == #""a\u200bb\u00ad""#)
   }
 
   /// A Notebook journal whose origin and note title hold a real ESC and the text of its escape,

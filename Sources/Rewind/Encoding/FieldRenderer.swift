@@ -67,22 +67,31 @@ public enum FieldRenderer {
     }
   }
 
-  /// Whether a terminal acts on `scalar` rather than showing it, or may show its neighbours out
-  /// of order: C0 (tab and line breaks too), DEL, C1, the line and paragraph separators
-  /// (U+2028, U+2029: some terminals break the line), and the bidirectional controls: the marks
-  /// (U+061C, U+200E, U+200F, which can move the digits beside them), embeddings and overrides
-  /// (U+202A–202E) and isolates (U+2066–2069). The one list of them: the JSON escaper below and
-  /// the `rewind` tool's text output (`visible`) escape exactly these.
+  /// Whether a terminal acts on `scalar` rather than showing it, may show its neighbours out of
+  /// order, or shows nothing for it: C0 (tab and line breaks too), DEL, C1, the line and
+  /// paragraph separators (U+2028, U+2029: some terminals break the line), the bidirectional
+  /// controls: the marks (U+061C, U+200E, U+200F, which can move the digits beside them),
+  /// embeddings and overrides (U+202A–202E) and isolates (U+2066–2069); and the invisible ones,
+  /// so that two names differing only by them do not look the same: the soft hyphen (U+00AD),
+  /// the Mongolian vowel separator (U+180E), the zero width space (U+200B), the word joiner and
+  /// invisible operators (U+2060–2064) and the zero width no-break space, or byte order mark
+  /// (U+FEFF). The zero width non-joiner and joiner (U+200C, U+200D) are kept: scripts such as
+  /// Persian and the Indic ones spell words with them, and emoji sequences join with U+200D.
+  /// The one list of them: the JSON escaper below and the `rewind` tool's text output
+  /// (`visible`) escape exactly these.
   package static func isTerminalControl(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.value {
-    case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
+    case 0x00...0x1F, 0x7F...0x9F, 0x00AD, 0x061C, 0x180E, 0x200B, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E,
+      0x2060...0x2064, 0x2066...0x2069, 0xFEFF:
+      true
     default: false
     }
   }
 
   /// Appends `string` as a JSON string literal (the one JSON string escaper of the package).
   /// Escapes what JSON requires (C0, quote, backslash) and also every other `isTerminalControl`
-  /// scalar (DEL, C1, the line and paragraph separators, the bidirectional controls), as `\u001b`:
+  /// scalar (DEL, C1, the line and paragraph separators, the bidirectional controls, the
+  /// invisible ones such as U+200B), as `\u001b`:
   /// a journal's strings are untrusted, and JSON printed to a terminal must not drive it or
   /// reorder what it shows. Any JSON reader decodes the same string.
   package static func appendQuoted(_ string: String, to output: inout String) {
