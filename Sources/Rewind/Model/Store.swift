@@ -56,23 +56,22 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   public init(name: String) { self.name = name }
 
   /// The store of `records`, given in strictly increasing id order, with its grouping cache; nil
-  /// if the ids are not strictly increasing. Builds both trees bottom-up, the ids and each
-  /// group's ids in one pass over the records. A key a record names twice is filed once: found
-  /// among a few keys by comparing, among many through a set (linear time).
+  /// if the ids are not strictly increasing (found before any group is built). Builds the trees
+  /// bottom-up: the records', then each group's from one pass over the records. A key a record
+  /// names twice is filed once: found among a few keys by comparing, among many through a set
+  /// (linear time).
   @inlinable init?(name: String, sortedRecords records: [Record]) {
     self.name = name
-    var ids: [Record.ID] = []
-    ids.reserveCapacity(records.count)
+    guard let tree = RecordTree(sortedKeys: records.map { $0.id }, values: records) else { return nil }
+    self.records = tree
     var grouped: [Record.GroupKey: [Record.ID]] = [:]
     for record in records {
-      let id = record.id
-      ids.append(id)
       let keys = record.groupKeys
       if keys.count <= 8 {
-        for index in keys.indices where !keys[..<index].contains(keys[index]) { file(id, under: keys[index]) }
+        for index in keys.indices where !keys[..<index].contains(keys[index]) { file(record.id, under: keys[index]) }
       } else {
         var seen = Set<Record.GroupKey>()
-        for key in keys where seen.insert(key).inserted { file(id, under: key) }
+        for key in keys where seen.insert(key).inserted { file(record.id, under: key) }
       }
     }
     // One hash lookup, and the group changed through its index (the `default:` subscript's
@@ -84,10 +83,12 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
         grouped[key] = [id]
       }
     }
-    guard let tree = RecordTree(sortedKeys: ids, values: records) else { return nil }
-    self.records = tree
+    // Each group's ids came in the records' order, strictly increasing, each once.
     groups = grouped.mapValues { ids in
-      RecordTree(sortedKeys: ids, values: Array(repeating: (), count: ids.count)) ?? RecordTree()
+      guard let group = RecordTree(sortedKeys: ids, values: Array(repeating: (), count: ids.count)) else {
+        preconditionFailure("a group's ids out of order in store \(name)")
+      }
+      return group
     }
   }
 

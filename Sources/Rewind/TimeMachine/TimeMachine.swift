@@ -429,8 +429,10 @@ public struct Invariant<M: Model>: Sendable {
   ///
   /// - Precondition: `holds` reads only the record it is given and state whose changes the model
   ///   records as touched keys: its other stores and value stores (and state it marks with
-  ///   `ApplyContext.touch(_:)`), not other records of `store` or its grouping cache. Otherwise
-  ///   the incremental check can miss a failure that the whole check finds.
+  ///   `ApplyContext.touch(_:)`), not other records of `store` or its grouping cache; `R`'s `==`
+  ///   compares everything `holds` reads of a record (a record replaced by an equal one counts as
+  ///   unchanged: synthesized equality does); and no other store of the model has `store`'s name.
+  ///   Otherwise the incremental check can miss a failure that the whole check finds.
   ///
   /// Inlinable, so that both checks are specialized for the record type where the invariant is
   /// made, as `Store`'s reads are.
