@@ -233,6 +233,17 @@ package struct BatchDamage: Equatable {
     /// the journal in the last segment; damage anywhere else.
     case zeroFilled
 
+    /// Whether a write cut short (by a crash, or still in progress) can leave this: not a header
+    /// or frame whose checksums hold but whose sequence or sizes are wrong. Only damage that can
+    /// be torn may end the last segment as its unfinished tail; anything else is committed.
+    package var canBeTorn: Bool {
+      switch self {
+      case .truncatedHeader, .truncatedFrame, .frameChecksumMismatch, .zeroFilled: true
+      case .badHeader(let problem): !problem.isWhole
+      case .sequenceBreak, .undecodable: false
+      }
+    }
+
     package var description: String {
       switch self {
       case .zeroFilled: "zeros from here to the end of the file (preallocated space, not written)"

@@ -204,7 +204,9 @@ package struct JournalRecovery {
           let followed = try wrap(file.name) { () throws in
             try file.hasValidBatchHeader(after: damage.offset, limits: options.limits)
           }
-          if !isLast || followed || { if case .sequenceBreak = damage.kind { true } else { false } }() {
+          // A header whose checksum holds is whole, even if it is wrong or too large for these
+          // limits: committed, not torn, so never moved aside.
+          if !isLast || followed || !damage.kind.canBeTorn {
             throw directory.error(damage, in: file, expecting: nextSequence)
           }
           // Only the torn bytes move aside, not the preallocated zeros after them.
