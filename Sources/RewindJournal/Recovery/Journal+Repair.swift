@@ -67,10 +67,11 @@ extension Journal {
       let file = try layout.open(segment: segment)
       // A segment whose header is damaged, or whose first frame is, goes whole.
       let from = segment > damagedSegment || first.offset <= Int64(Layout.segmentHeaderSize) ? 0 : first.offset
-      // Of a partly moved segment, the bytes up to its preallocated zeros (those are not kept).
+      // Of a partly moved last segment, the bytes up to its preallocated zeros (those are not
+      // kept); a sealed segment has none, so zeros at its end are data (a frame's checksum).
       let end: Int64
       do {
-        end = from == 0 ? file.size : try file.nonZeroEnd(from: from)
+        end = from == 0 || segment != layout.segments.last ? file.size : try file.keptEnd(from: from)
       } catch {
         throw JournalError(error, directory: directory, file: name)
       }

@@ -186,7 +186,8 @@ extension JournalReader {
           // Not a frame whose checksums hold but whose sequence or content is wrong: no write in
           // progress and no crash leaves one (opening refuses the one, readers fail on the other).
           let zerosFrom = try file.nonZeroEnd(from: damage.offset)
-          report.preallocatedBytes = file.size - zerosFrom
+          // Not the damaged frame's declared bytes: a frame may end in zeros (its checksum's).
+          report.preallocatedBytes = file.size - (try file.tornEnd(of: damage))
           let unwritten: Bool =
             switch damage.kind {
             case .truncatedHeader, .truncatedFrame: true
