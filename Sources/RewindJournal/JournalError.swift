@@ -41,8 +41,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// was written.
     public static let sequenceConflict = Code("sequenceConflict")
     /// A repair moved the damaged part aside (durably) but could not remove the index, which
-    /// still names what moved: until it is gone, readers report those records as lost. `errno`
-    /// says why the removal failed.
+    /// still names what moved (or could not fsync the directory after removing it, so a power
+    /// loss may bring it back): until it is gone, readers report those records as lost. `errno`
+    /// says why the removal or the fsync failed.
     public static let staleIndex = Code("staleIndex")
   }
 

@@ -101,15 +101,23 @@ extension Journal {
       // still names what moved, and every reader would report those records lost: the repair
       // is not done. It goes last, after the moves: before them, it is the only witness of a
       // loss that left no bytes, which a failed move would leave unrepaired and unreported.
+      // The removal is durable only once the directory is synced: a power loss before that can
+      // bring the index back, and with it a `sequenceBreak` at the next opening.
+      var removed = false
       do {
         try io.removeFile(directory + "/" + Layout.indexName)
+        removed = true
+        try io.syncDirectory(directory)
       } catch {
         var failure = JournalError(error, directory: directory, file: Layout.indexName)
         failure.code = .staleIndex
+        let what =
+          removed
+          ? "could not make the index's removal durable (the directory's fsync failed)" : "could not remove the index"
         failure.message =
           (report.moved.isEmpty
-            ? "repair could not remove the index, which still names the records lost"
-            : "repair moved the damaged part aside but could not remove the index, which still names what moved")
+            ? "repair \(what), which still names the records lost"
+            : "repair moved the damaged part aside but \(what), which still names what moved")
           + " (\(error))"
         throw failure
       }

@@ -936,16 +936,11 @@ final class JournalWriter: @unchecked Sendable {
       writer = ByteWriter(capacity: SparseIndex.headerSize + state.index.entries.count * IndexEntry.size)
       writer.write(SparseIndex.header(journalID: directory.journalID))
       for entry in state.index.entries { entry.encode(into: &writer) }
-      let temporary = indexPath + ".tmp"
-      if let fd = try? io.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
-        let written =
-          (try? writer.bytes.withUnsafeBytes { (b) throws in
-            try io.writeAll(fd, b, at: 0, path: temporary)
-          }) != nil
-        io.close(fd)
-        replaced = written && (try? io.rename(temporary, to: indexPath)) != nil
-        if !replaced { try? io.removeFile(temporary) }  // on a full disk it would keep its space
-      }
+      // Synced before the rename and the directory after it: otherwise a power loss can bring
+      // back the old file, which may name records opening found gone, now numbered anew.
+      // (`replaceFile` removes `index.tmp` when it fails: on a full disk it would keep its space.)
+      replaced = (try? io.replaceFile(indexPath, with: writer.bytes)) != nil
+      if replaced { try? io.syncDirectory(path) }
     }
     indexFD = (try? io.open(indexPath, flags: replaced ? O_WRONLY : O_WRONLY | O_CREAT, mode: 0o600)) ?? -1
     guard indexFD >= 0 else { return }
