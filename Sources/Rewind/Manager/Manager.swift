@@ -556,6 +556,10 @@ public final class Manager<M: Model>: Sendable {
       .appendFailed,
       "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried")
     for command in orphans { command.completion.resolve(failingWith: failure) }
+    // A batch sent earlier in this turn (a full batch, or one a large command overflowed) was
+    // queued without being written: under `none` nothing else may write it, and the wait below
+    // would never end.
+    journal.lead()
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let settled = guarded.withLock { guarded -> Bool in
         if guarded.flights.isEmpty { return true }
