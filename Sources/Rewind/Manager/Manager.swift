@@ -110,6 +110,8 @@ private struct Pipeline: Sendable {
 ///   throws `ManagerError` (`.appendFailed`); retrying it is safe.
 /// - If the journal reports that durability is lost (a failed fsync), the command throws
 ///   `.durabilityLost` and every later command throws `.stopped`.
+/// - A command whose events are larger than the journal's limits (`JournalLimits`) throws
+///   `.tooLarge` before it is staged: it writes nothing, and the commands around it are unaffected.
 /// - Commands never interleave: each validates against the state left by every command before it,
 ///   and none can run while another is half-way (see `SerialGate`).
 /// - Commands are applied and announced strictly in sequence order, each only after its append.
@@ -165,6 +167,8 @@ public final class Manager<M: Model>: Sendable {
   private let ids: IdentifierSource
   /// Most payload bytes (plus a per-record allowance) in one append: half the journal's limit.
   private let batchBudget: Int
+  /// The journal's limits: a command they refuse fails alone, before it is staged (`encode`).
+  private let limits: JournalLimits
   private let gate = SerialGate()
   /// Journal appends made, for tests of group commit.
   private let appends = Counter(0)
@@ -199,6 +203,7 @@ public final class Manager<M: Model>: Sendable {
     self.clock = clock
     self.ids = ids
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
+    self.limits = options.limits
     self.guarded = Mutex(Guarded(lastSequence: replayed.lastSequence))
     self.live = LockedValue(replayed.state)
     self.working = LockedValue(M())
@@ -509,8 +514,26 @@ public final class Manager<M: Model>: Sendable {
         throw ManagerError(
           .unregisteredEvent, "\(type(of: event)) (\(type(of: event).name)) is not registered with \(M.self)")
       }
+      if payload.count > limits.maxRecordBytes {
+        let event = command.events[index]
+        throw ManagerError(
+          .tooLarge,
+          "\(type(of: event).name) encodes to \(payload.count) bytes, more than the journal's limit of "
+            + "\(limits.maxRecordBytes) bytes per event (JournalLimits.maxRecordBytes); nothing was written")
+      }
       bytes += payload.count + 32
       records.append(NewRecord(timestamp: command.timestamp, payload: payload))
+    }
+    // `bytes` allows 32 bytes per record, more than its header in a frame: only a command over
+    // the limit by that measure is measured exactly.
+    if bytes > limits.maxBatchBytes {
+      let content = records.reduce(0) { $0 + BatchCodec.contentSize(of: $1) }
+      if content > limits.maxBatchBytes {
+        throw ManagerError(
+          .tooLarge,
+          "the command's \(records.count) events take \(content) bytes in a batch, more than the journal's limit "
+            + "of \(limits.maxBatchBytes) (JournalLimits.maxBatchBytes); nothing was written")
+      }
     }
     return Staged(
       id: command.id, origin: origin, timestamp: command.timestamp, events: command.events, records: records,
@@ -780,6 +803,13 @@ public final class Manager<M: Model>: Sendable {
       return failure
     case .closed:
       return ManagerError(.closed, "the manager is closed", journalError: error)
+    case .limitExceeded:
+      return ManagerError(
+        .tooLarge, "the command's events are larger than the journal accepts; nothing changed", journalError: error)
+    case .invalidArgument:
+      return ManagerError(
+        .appendFailed, "the journal refused the command's events; nothing changed, and a retry fails the same way",
+        journalError: error)
     default:
       return ManagerError(
         .appendFailed, "the command's events could not be journaled; nothing changed, and it can be retried",

@@ -23,6 +23,10 @@ public struct ManagerError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let unregisteredEvent = Code("unregisteredEvent")
     /// An event could not be encoded.
     public static let encodingFailed = Code("encodingFailed")
+    /// The command's events are larger than the journal accepts (`JournalLimits`): one event
+    /// over `maxRecordBytes`, or all of them over `maxBatchBytes`. Nothing was written, and the
+    /// same command will fail the same way; the commands around it are unaffected.
+    public static let tooLarge = Code("tooLarge")
   }
 
   public var code: Code
