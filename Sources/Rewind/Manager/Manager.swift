@@ -109,7 +109,8 @@ private struct Pipeline: Sendable {
 /// - If the append fails, the model, its queries and observers show no change, and the command
 ///   throws `ManagerError` (`.appendFailed`); retrying it is safe.
 /// - If the journal reports that durability is lost (a failed fsync), the command throws
-///   `.durabilityLost` and every later command throws `.stopped`.
+///   `.durabilityLost` and every later command throws `.stopped`; likewise, after `.appendFailed`,
+///   if the journal accepts no more appends at all (`Journal.failure`).
 /// - A command whose events are larger than the journal's limits (`JournalLimits`) throws
 ///   `.tooLarge` before it is staged: it writes nothing, and the commands around it are unaffected.
 /// - Commands never interleave: each validates against the state left by every command before it,
@@ -791,7 +792,8 @@ public final class Manager<M: Model>: Sendable {
     guarded.lastSequence = sequences.upperBound
   }
 
-  /// The error for a failed append; stops the manager when durability is lost.
+  /// The error for a failed append; stops the manager when durability is lost, or when the
+  /// journal accepts no more appends (`Journal.failure`).
   private func refusal(for error: JournalError, stopping guarded: inout Guarded) -> ManagerError {
     switch error.code {
     case .durabilityLost:
@@ -811,6 +813,17 @@ public final class Manager<M: Model>: Sendable {
         .appendFailed, "the journal refused the command's events; nothing changed, and a retry fails the same way",
         journalError: error)
     default:
+      if journal.failure != nil {
+        // The journal accepts no more appends (say a new segment could not be opened after a
+        // roll): every later command would fail the same way, so the manager stops.
+        let failure = ManagerError(
+          .appendFailed,
+          "the command's events could not be journaled and the journal accepts no more appends; nothing changed, "
+            + "and no more commands are accepted",
+          journalError: error)
+        if guarded.stopped == nil || guarded.stopped?.code == .closed { guarded.stopped = failure }
+        return failure
+      }
       return ManagerError(
         .appendFailed, "the command's events could not be journaled; nothing changed, and it can be retried",
         journalError: error)
