@@ -314,3 +314,18 @@ private final class FailingSegmentOpenIO: ForwardingFileIO {
   #expect(manager.state == before)
   manager.close()
 }
+
+/// Change streams asked for after `close()` end at once, also when durability was lost before.
+@Test func changesAfterCloseEndAlsoAfterLostDurability() async throws {
+  let temporary = TemporaryDirectory()
+  let io = FaultInjectingFileIO()
+  let manager = try makeManager(temporary.appending("journal"), io: io)
+  let id = try await manager.openAccount(owner: "ada")
+  io.arm(.syncError(EIO))
+  await #expect(throws: ManagerError.self) { try await manager.deposit(1, into: id) }
+  #expect(manager.stopReason?.code == .durabilityLost)
+  manager.close()
+  var changes = manager.changes().makeAsyncIterator()
+  #expect(await changes.next() == nil)
+  #expect(manager.observerCount == 0)
+}

@@ -70,6 +70,9 @@ private final class DrainWaiter: Sendable {
 private struct Guarded: Sendable {
   var lastSequence: UInt64
   var stopped: ManagerError?
+  /// Set by `close()`: new change streams end at once. Apart from `stopped`, which keeps an
+  /// earlier reason (lost durability) when there is one.
+  var closed = false
   var observers: [Int: AsyncStream<CommittedChange>.Continuation] = [:]
   var nextObserver = 0
   /// Appends handed to the journal and not yet published, in sequence order.
@@ -256,7 +259,7 @@ public final class Manager<M: Model>: Sendable {
   public func changes() -> AsyncStream<CommittedChange> {
     let (stream, continuation) = AsyncStream.makeStream(of: CommittedChange.self, bufferingPolicy: .unbounded)
     let id: Int? = guarded.withLock { guarded in
-      if guarded.stopped?.code == .closed { return nil }
+      if guarded.closed { return nil }
       guarded.nextObserver += 1
       guarded.observers[guarded.nextObserver] = continuation
       return guarded.nextObserver
@@ -834,6 +837,7 @@ public final class Manager<M: Model>: Sendable {
   /// Later commands throw `.closed`.
   public func close() {
     guarded.withLock { guarded in
+      guarded.closed = true
       if guarded.stopped == nil { guarded.stopped = ManagerError(.closed, "the manager is closed") }
     }
     journal.close()  // settles (and announces) the appends in flight
