@@ -117,6 +117,25 @@ private final class StalledServer: NoteServer {
   #expect(origins == [.user, .user, .user, .automation, .automation, .automation])
 }
 
+/// A rule whose tag is blank once trimmed adds nothing (as `tagNote` refuses a blank tag): no
+/// `NoteTagged` event with an empty tag is journaled.
+@Test func aBlankAutoTaggerRuleAddsNoTag() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeNotebookManager(directory)
+  let notebook = try await manager.createNotebook(title: "N")
+  let note = try await manager.createNote(in: notebook, title: "Fix the bug", body: "")
+  let tagger = AutoTagger(rules: [(keyword: "bug", tag: "  "), (keyword: "fix", tag: "todo")])
+
+  #expect(tagger.missingTags(for: try #require(Note.note(id: note, in: manager.state))) == ["todo"])
+  #expect(try await manager.runAutoTagger(tagger) == 1)
+  #expect(Note.note(id: note, in: manager.state)?.tags == ["todo"])
+  #expect(try await manager.runAutoTagger(tagger) == 0)  // nothing left to do, every run
+  manager.close()
+  let tags = try Replay.events(of: Workspace.self, directory: directory).compactMap { ($0.event as? NoteTagged)?.tag }
+  #expect(tags == ["todo"])
+}
+
 @Test func noteCreatedVersion1UpcastsToVersion2() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")

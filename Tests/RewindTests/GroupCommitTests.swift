@@ -6,9 +6,12 @@ import Testing
 
 @testable import Rewind
 
-private func makeManager(_ directory: String, io: FaultInjectingFileIO? = nil) throws -> Manager<Ledger> {
+private func makeManager(
+  _ directory: String, io: FaultInjectingFileIO? = nil, limits: JournalLimits = JournalLimits()
+) throws -> Manager<Ledger> {
   var options = JournalOptions(durability: .always)
   if let io { options.io = io }
+  options.limits = limits
   return try Manager<Ledger>(
     directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
 }
@@ -196,4 +199,58 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
   manager.close()
   let events = try Replay.events(of: Ledger.self, directory: directory)
   #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
+}
+
+/// A command whose event is larger than the journal accepts fails alone, before it is staged, as
+/// too large (retrying it would fail the same way); the commands sharing its turn and append are
+/// journaled as if it had not been there.
+@Test func anOversizedCommandFailsAloneAndTheOthersInItsTurnCommit() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeManager(directory, limits: JournalLimits(maxRecordBytes: 4096, maxBatchBytes: 64 << 10))
+  let id = try await manager.openAccount(owner: "shared")
+  let held = installHook(on: manager, waiting: 3)
+
+  let first = Task { try await increment(manager, id) }
+  await held.wait()
+  let small = Task { try await increment(manager, id) }
+  while manager.waitingCommands < 1 { await Task.yield() }
+  let large = Task {
+    try await manager.perform(.user) { _, command in
+      command.record(Deposited(account: id, amount: 100, memo: String(repeating: "m", count: 5000)))
+    }
+  }
+  while manager.waitingCommands < 2 { await Task.yield() }
+  let last = Task { try await increment(manager, id) }
+
+  #expect(try await first.value == 1)
+  #expect(try await small.value == 2)
+  let error = await #expect(throws: ManagerError.self) { try await large.value }
+  #expect(error?.code == .tooLarge)
+  #expect(error?.message.contains("4096") == true)
+  #expect(try await last.value == 3)
+  #expect(manager.state.accounts.find(id: id)?.balance == 3)
+  #expect(manager.lastSequence == 4)
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
+}
+
+/// A command whose events fit one record each but not one batch is too large too.
+@Test func aCommandLargerThanABatchIsTooLarge() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeManager(directory, limits: JournalLimits(maxRecordBytes: 4096, maxBatchBytes: 16 << 10))
+  let id = try await manager.openAccount(owner: "shared")
+  let error = await #expect(throws: ManagerError.self) {
+    try await manager.perform(.user) { _, command in
+      for _ in 0..<8 { command.record(Deposited(account: id, amount: 1, memo: String(repeating: "m", count: 3000))) }
+    }
+  }
+  #expect(error?.code == .tooLarge)
+  #expect(error?.message.contains("16384") == true)
+  #expect(manager.lastSequence == 1)
+  try await manager.deposit(1, into: id)  // the manager goes on
+  #expect(manager.state.accounts.find(id: id)?.balance == 1)
+  manager.close()
 }

@@ -264,3 +264,68 @@ private final class CommandValue: Sendable {}
   #expect(manager.state.accounts.find(id: id)?.owner == "ada")
   manager.close()
 }
+
+/// A `FileIO` that, once armed, fails the opening of a segment for writing (the last step of a
+/// segment roll), which stops the journal for good with an I/O error (not `durabilityLost`).
+private final class FailingSegmentOpenIO: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  private let armed = Locked(false)
+
+  func arm() { armed.withLock { $0 = true } }
+
+  func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+    if flags == O_RDWR, path.hasSuffix(".lz4"), armed.withLock({ $0 }) {
+      throw SystemCallError("open", path: path, errno: EMFILE)
+    }
+    return try base.open(path, flags: flags, mode: mode)
+  }
+}
+
+/// When the journal stops accepting appends for good with an error other than lost durability,
+/// the manager stops too and says why, instead of calling every later command retryable.
+@Test func aJournalThatStoppedForGoodStopsTheManager() async throws {
+  let temporary = TemporaryDirectory()
+  let io = FailingSegmentOpenIO()
+  var options = JournalOptions(durability: .always)
+  options.io = io
+  options.segmentTargetBytes = JournalOptions.minimumSegmentTargetBytes
+  let manager = try Manager<Ledger>(
+    directory: temporary.appending("journal"), options: options, clock: .stepping(from: 1_700_000_000_000_000_000),
+    ids: .sequential())
+  let id = try await manager.openAccount(owner: "ada")
+  io.arm()
+  var failure: ManagerError?
+  for _ in 0..<100 {  // until a roll fails
+    do {
+      try await manager.deposit(1, into: id)
+    } catch let error as ManagerError {
+      failure = error
+      break
+    }
+  }
+  let error = try #require(failure)
+  #expect(error.journalError?.code == .io)
+  #expect(error.code == .appendFailed)
+  #expect(!error.message.contains("retried"))
+  #expect(manager.stopReason == error)
+  let before = manager.state
+  let refused = await #expect(throws: ManagerError.self) { try await manager.deposit(1, into: id) }
+  #expect(refused?.code == .stopped)
+  #expect(manager.state == before)
+  manager.close()
+}
+
+/// Change streams asked for after `close()` end at once, also when durability was lost before.
+@Test func changesAfterCloseEndAlsoAfterLostDurability() async throws {
+  let temporary = TemporaryDirectory()
+  let io = FaultInjectingFileIO()
+  let manager = try makeManager(temporary.appending("journal"), io: io)
+  let id = try await manager.openAccount(owner: "ada")
+  io.arm(.syncError(EIO))
+  await #expect(throws: ManagerError.self) { try await manager.deposit(1, into: id) }
+  #expect(manager.stopReason?.code == .durabilityLost)
+  manager.close()
+  var changes = manager.changes().makeAsyncIterator()
+  #expect(await changes.next() == nil)
+  #expect(manager.observerCount == 0)
+}

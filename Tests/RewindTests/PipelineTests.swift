@@ -158,3 +158,70 @@ private func queueBehindAHeldAppend(
   #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1])
   #expect(try Replay.rebuild(Ledger.self, directory: directory).state == manager.state)
 }
+
+/// Under `none`, a batch sent in the middle of a gate turn (here: one a large command overflowed)
+/// is queued without being written, and an append that failed a moment before left nothing being
+/// written that would take it. The next command of the turn sees the failure and waits for every
+/// append in flight to settle: it must write that batch itself, or it waits forever while holding
+/// the gate.
+@Test(.timeLimit(.minutes(10))) func aRecoveryInATurnWritesTheBatchSentEarlierInIt() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let io = HoldingFileIO()
+  var options = JournalOptions(durability: .none)
+  options.io = io
+  options.mapsActiveSegment = false  // every write goes through `pwrite`, which `io` holds
+  options.limits = JournalLimits(maxRecordBytes: 1024, maxBatchBytes: 2048)  // two deposits overflow a batch
+  let manager = try Manager<Ledger>(
+    directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+  let id = try await manager.openAccount(owner: "shared")
+  let memo = String(repeating: "m", count: 600)
+  @Sendable func deposit() async throws {
+    try await manager.perform(.user) { _, command in
+      command.record(Deposited(account: id, amount: 1, memo: memo))
+    }
+  }
+
+  let calls = Mutex(0)
+  let firstDone = Mutex(false)
+  manager.beforeAppend.withLock {
+    $0 = { [weak manager] in
+      let call = calls.withLock { calls in
+        calls += 1
+        return calls
+      }
+      if call == 1 {  // the first deposit's batch: sent once three deposits wait at the gate
+        while let manager, manager.waitingCommands < 3 { await Task.yield() }
+      } else if call == 2 {
+        // The next holder staged one deposit and sends it because the second overflows: let the
+        // first deposit's held write fail now, and its writer finish, before this batch is queued.
+        io.releaseWrite(failing: true)
+        while !firstDone.withLock({ $0 }) { await Task.yield() }
+      }
+    }
+  }
+  io.holdNextWrite()
+  let first = Task(executorPreference: OwnThreadExecutor()) {
+    defer { firstDone.withLock { $0 = true } }
+    try await deposit()
+  }
+  while calls.withLock({ $0 }) < 1 { await Task.yield() }
+  var followers: [Task<Void, any Error>] = []
+  for count in 1...3 {  // one after another, so that they are staged in this order
+    followers.append(Task { try await deposit() })
+    // Not after the third: once three wait, the first deposit's hook lets them through at once.
+    while count < 3, manager.waitingCommands < count { await Task.yield() }
+  }
+
+  let failed = await #expect(throws: ManagerError.self) { try await first.value }
+  #expect(failed?.journalError?.code == .io)
+  for follower in followers.prefix(2) {  // the batch sent mid-turn, and the deposit staged after it
+    let error = await #expect(throws: ManagerError.self) { try await follower.value }
+    #expect(error?.code == .appendFailed)
+  }
+  try await followers[2].value  // validated after the recovery, against the committed state
+  #expect(manager.state.accounts.find(id: id)?.balance == 1)
+  #expect(manager.lastSequence == 2)
+  manager.close()
+  #expect(try Replay.rebuild(Ledger.self, directory: directory).state == manager.state)
+}

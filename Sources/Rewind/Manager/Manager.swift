@@ -70,6 +70,9 @@ private final class DrainWaiter: Sendable {
 private struct Guarded: Sendable {
   var lastSequence: UInt64
   var stopped: ManagerError?
+  /// Set by `close()`: new change streams end at once. Apart from `stopped`, which keeps an
+  /// earlier reason (lost durability) when there is one.
+  var closed = false
   var observers: [Int: AsyncStream<CommittedChange>.Continuation] = [:]
   var nextObserver = 0
   /// Appends handed to the journal and not yet published, in sequence order.
@@ -109,7 +112,10 @@ private struct Pipeline: Sendable {
 /// - If the append fails, the model, its queries and observers show no change, and the command
 ///   throws `ManagerError` (`.appendFailed`); retrying it is safe.
 /// - If the journal reports that durability is lost (a failed fsync), the command throws
-///   `.durabilityLost` and every later command throws `.stopped`.
+///   `.durabilityLost` and every later command throws `.stopped`; likewise, after `.appendFailed`,
+///   if the journal accepts no more appends at all (`Journal.failure`).
+/// - A command whose events are larger than the journal's limits (`JournalLimits`) throws
+///   `.tooLarge` before it is staged: it writes nothing, and the commands around it are unaffected.
 /// - Commands never interleave: each validates against the state left by every command before it,
 ///   and none can run while another is half-way (see `SerialGate`).
 /// - Commands are applied and announced strictly in sequence order, each only after its append.
@@ -165,6 +171,8 @@ public final class Manager<M: Model>: Sendable {
   private let ids: IdentifierSource
   /// Most payload bytes (plus a per-record allowance) in one append: half the journal's limit.
   private let batchBudget: Int
+  /// The journal's limits: a command they refuse fails alone, before it is staged (`encode`).
+  private let limits: JournalLimits
   private let gate = SerialGate()
   /// Journal appends made, for tests of group commit.
   private let appends = Counter(0)
@@ -199,6 +207,7 @@ public final class Manager<M: Model>: Sendable {
     self.clock = clock
     self.ids = ids
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
+    self.limits = options.limits
     self.guarded = Mutex(Guarded(lastSequence: replayed.lastSequence))
     self.live = LockedValue(replayed.state)
     self.working = LockedValue(M())
@@ -250,7 +259,7 @@ public final class Manager<M: Model>: Sendable {
   public func changes() -> AsyncStream<CommittedChange> {
     let (stream, continuation) = AsyncStream.makeStream(of: CommittedChange.self, bufferingPolicy: .unbounded)
     let id: Int? = guarded.withLock { guarded in
-      if guarded.stopped?.code == .closed { return nil }
+      if guarded.closed { return nil }
       guarded.nextObserver += 1
       guarded.observers[guarded.nextObserver] = continuation
       return guarded.nextObserver
@@ -509,8 +518,26 @@ public final class Manager<M: Model>: Sendable {
         throw ManagerError(
           .unregisteredEvent, "\(type(of: event)) (\(type(of: event).name)) is not registered with \(M.self)")
       }
+      if payload.count > limits.maxRecordBytes {
+        let event = command.events[index]
+        throw ManagerError(
+          .tooLarge,
+          "\(type(of: event).name) encodes to \(payload.count) bytes, more than the journal's limit of "
+            + "\(limits.maxRecordBytes) bytes per event (JournalLimits.maxRecordBytes); nothing was written")
+      }
       bytes += payload.count + 32
       records.append(NewRecord(timestamp: command.timestamp, payload: payload))
+    }
+    // `bytes` allows 32 bytes per record, more than its header in a frame: only a command over
+    // the limit by that measure is measured exactly.
+    if bytes > limits.maxBatchBytes {
+      let content = records.reduce(0) { $0 + BatchCodec.contentSize(of: $1) }
+      if content > limits.maxBatchBytes {
+        throw ManagerError(
+          .tooLarge,
+          "the command's \(records.count) events take \(content) bytes in a batch, more than the journal's limit "
+            + "of \(limits.maxBatchBytes) (JournalLimits.maxBatchBytes); nothing was written")
+      }
     }
     return Staged(
       id: command.id, origin: origin, timestamp: command.timestamp, events: command.events, records: records,
@@ -556,6 +583,10 @@ public final class Manager<M: Model>: Sendable {
       .appendFailed,
       "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried")
     for command in orphans { command.completion.resolve(failingWith: failure) }
+    // A batch sent earlier in this turn (a full batch, or one a large command overflowed) was
+    // queued without being written: under `none` nothing else may write it, and the wait below
+    // would never end.
+    journal.lead()
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let settled = guarded.withLock { guarded -> Bool in
         if guarded.flights.isEmpty { return true }
@@ -764,7 +795,8 @@ public final class Manager<M: Model>: Sendable {
     guarded.lastSequence = sequences.upperBound
   }
 
-  /// The error for a failed append; stops the manager when durability is lost.
+  /// The error for a failed append; stops the manager when durability is lost, or when the
+  /// journal accepts no more appends (`Journal.failure`).
   private func refusal(for error: JournalError, stopping guarded: inout Guarded) -> ManagerError {
     switch error.code {
     case .durabilityLost:
@@ -776,7 +808,25 @@ public final class Manager<M: Model>: Sendable {
       return failure
     case .closed:
       return ManagerError(.closed, "the manager is closed", journalError: error)
+    case .limitExceeded:
+      return ManagerError(
+        .tooLarge, "the command's events are larger than the journal accepts; nothing changed", journalError: error)
+    case .invalidArgument:
+      return ManagerError(
+        .appendFailed, "the journal refused the command's events; nothing changed, and a retry fails the same way",
+        journalError: error)
     default:
+      if journal.failure != nil {
+        // The journal accepts no more appends (say a new segment could not be opened after a
+        // roll): every later command would fail the same way, so the manager stops.
+        let failure = ManagerError(
+          .appendFailed,
+          "the command's events could not be journaled and the journal accepts no more appends; nothing changed, "
+            + "and no more commands are accepted",
+          journalError: error)
+        if guarded.stopped == nil || guarded.stopped?.code == .closed { guarded.stopped = failure }
+        return failure
+      }
       return ManagerError(
         .appendFailed, "the command's events could not be journaled; nothing changed, and it can be retried",
         journalError: error)
@@ -787,6 +837,7 @@ public final class Manager<M: Model>: Sendable {
   /// Later commands throw `.closed`.
   public func close() {
     guarded.withLock { guarded in
+      guarded.closed = true
       if guarded.stopped == nil { guarded.stopped = ManagerError(.closed, "the manager is closed") }
     }
     journal.close()  // settles (and announces) the appends in flight
