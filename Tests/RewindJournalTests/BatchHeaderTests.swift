@@ -52,4 +52,19 @@ private func encoded(_ header: BatchHeader) -> [UInt8] {
   var reversed = header
   reversed.minTimestamp = reversed.maxTimestamp &+ 1
   #expect(problem(encoded(reversed)) == .implausible("timestamps out of order"))
+  // A decoded size LZ4 cannot reach from the frame's bytes: refused before anything is allocated
+  // for it, even where the limits would allow it.
+  var inflated = header
+  inflated.contentLength = UInt32(200 * BatchHeader.maximumExpansion + 4097)
+  #expect(
+    BatchHeader.decode(encoded(inflated)[...], limits: .largest).failure
+      == .implausible("decoded size 55097 is more than an LZ4 frame of 200 bytes can hold"))
+  inflated.contentLength -= 1
+  #expect((try? BatchHeader.decode(encoded(inflated)[...], limits: .largest).get()) == inflated)
+}
+
+extension Result {
+  fileprivate var failure: Failure? {
+    if case .failure(let failure) = self { failure } else { nil }
+  }
 }

@@ -119,8 +119,18 @@ package struct BatchHeader: Equatable {
     if Int(frameLength) > Self.largestFrame(.largest) {
       return "frame size \(frameLength) exceeds what any writer writes (\(Self.largestFrame(.largest)))"
     }
+    // LZ4 decodes at most about 255 bytes from each byte of a frame. A larger claim is no
+    // writer's, and would have a reader allocate far more than the bytes it was given (readers
+    // such as `rewind` accept batches up to `JournalLimits.largest`).
+    if Int(contentLength) > Int(frameLength) * Self.maximumExpansion + 4096 {
+      return "decoded size \(contentLength) is more than an LZ4 frame of \(frameLength) bytes can hold"
+    }
     return nil
   }
+
+  /// The most bytes LZ4 decodes from one byte of a frame (a match's length grows by 255 per
+  /// byte that encodes it).
+  static let maximumExpansion = 255
 
   /// What the header declares beyond `limits` (a frame a writer with larger limits wrote), or nil.
   func excess(over limits: JournalLimits) -> String? {
