@@ -21,7 +21,8 @@ enum VerifyCommand: RewindCommand {
     journal says what to do: `rewind repair`; or, when every segment names one journal and only
     the manifest names another (repair refuses that), the journal id to put back in it; or, when
     the first problem is records missing before intact segments (the first segment missing, or
-    one in the middle; repair refuses that too), to restore them from a backup.
+    one in the middle; repair refuses that too), to restore them from a backup. An index entry
+    that fails its checksum is a note too.
 
     Examples:
       rewind verify /tmp/j

@@ -223,6 +223,12 @@ extension JournalReader {
     report.segmentsJournalID = layout.journalIDOfEverySegmentButTheManifest()
     if !io.fileExists(directory + "/" + Layout.indexName) {
       report.notes.append("the index is missing; the next writer rebuilds it")
+    } else if let damage = SparseIndex.firstDamage(directory: directory, journalID: layout.journalID, io: io) {
+      // Every entry is checked, not only those a reader needs: readers use the entries before
+      // the damage and read on from there, so nothing else shows it.
+      report.notes.append(
+        "the index is damaged at byte offset \(damage.offset) (\(damage.reason)); readers use only the entries "
+          + "before it, and the next writer rebuilds the rest")
     } else if index.entries.isEmpty && report.batches > 0 {
       report.notes.append("the index is damaged or empty; the next writer rebuilds it")
     }
