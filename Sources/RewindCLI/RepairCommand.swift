@@ -17,7 +17,10 @@ enum RepairCommand: RewindCommand {
     otherwise it only shows the plan unless --yes is given. Run it while no writer has the
     journal open. When every segment belongs to one journal and the manifest names another, it
     refuses (exit 3) and names the segments' journal: the manifest is then the likelier damage,
-    and moving every segment aside would empty the journal.
+    and moving every segment aside would empty the journal. It refuses too (exit 3, nothing
+    moved) when the damage starts with records no segment holds before segments that are intact
+    (the first segment missing, or one in the middle): it would move those intact segments
+    aside. Restore the missing segment from a backup.
 
     Exit 0 when there was nothing to repair or the repair is done; 1 when a plan was shown but not
     carried out; 3 when the journal cannot be opened, or the repair could not finish: what it

@@ -18,8 +18,11 @@ enum VerifyCommand: RewindCommand {
     leaves the exit status alone: a missing or damaged index, or segments the index names
     nowhere (each with its sequence range). Records the index names and the disk no longer
     holds (a deleted segment, a segment cut short) are a problem. The last line of a damaged
-    journal says what to do: `rewind repair`, or, when every segment names one journal and only
-    the manifest names another (repair refuses that), the journal id to put back in it.
+    journal says what to do: `rewind repair`; or, when every segment names one journal and only
+    the manifest names another (repair refuses that), the journal id to put back in it; or, when
+    the first problem is records missing before intact segments (the first segment missing, or
+    one in the middle; repair refuses that too), to restore them from a backup. An index entry
+    that fails its checksum is a note too.
 
     Examples:
       rewind verify /tmp/j
@@ -59,6 +62,10 @@ enum VerifyCommand: RewindCommand {
         "Every segment belongs to journal \(id) and only manifest.json names another: `rewind repair` "
           + "refuses such a journal and moves nothing. If these segments are this journal's, set the "
           + "manifest's journalID to \(id)."
+      } else if report.problems.first?.missingBeforeIntactSegments == true {
+        // Repair refuses this journal too: it would move the intact segments after the gap aside.
+        "Records are missing before intact segments: restore the segment that held them from a backup. "
+          + "`rewind repair` refuses such a journal and moves nothing."
       } else {
         "`rewind repair \(directory)` moves the damaged part aside."
       }

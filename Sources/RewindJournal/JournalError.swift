@@ -61,6 +61,13 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   public var sequences: ClosedRange<UInt64>?
   /// The `errno` of a failed system call.
   public var errno: Int32?
+  /// `sequences` ends at the last record known gone (the first of the last batch the index
+  /// names there): later records may be gone too, and nothing is left to count them by.
+  public var sequencesMayGoFurther = false
+  /// The records `sequences` names are gone while later segments are intact (a segment missing
+  /// before others: the first, or one in the middle). Only a backup brings them back:
+  /// `Journal.repair` refuses such a journal rather than move the intact segments aside.
+  public var missingBeforeIntactSegments = false
 
   public init(
     _ code: Code, _ message: String, directory: String? = nil, file: String? = nil, offset: Int64? = nil,
@@ -80,11 +87,7 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     var place: [String] = []
     if let file { place.append(file) }
     if let offset { place.append("byte offset \(offset)") }
-    if let sequences {
-      place.append(
-        sequences.count == 1
-          ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)")
-    }
+    if let sequences { place.append(Self.describe(sequences, mayGoFurther: sequencesMayGoFurther)) }
     if !place.isEmpty { text += " (" + place.joined(separator: ", ") + ")" }
     if let directory { text += " in journal \(directory)" }
     if let advice { text += ". " + advice }
@@ -93,7 +96,12 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
 
   /// What a user can do about it.
   var advice: String? {
-    switch code {
+    if missingBeforeIntactSegments {
+      return "Committed records are missing before intact segments. Run `rewind verify` for a full report; "
+        + "restore the segment that held them from a backup (`rewind repair` refuses such a journal: it would "
+        + "move the intact segments after the gap aside)"
+    }
+    return switch code {
     case .locked: "Another process is writing to this journal; close it first, or open a reader instead"
     case .corrupt, .sequenceBreak:
       "Committed data is damaged. Run `rewind verify` for a full report; `rewind repair` moves the damaged part aside"
@@ -107,6 +115,36 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
 }
 
 extension JournalError {
+  /// "sequence 7", "sequences 7-9", or, when later records may be gone too (`sequencesMayGoFurther`),
+  /// "sequences from 7 at least through 9 (...)".
+  static func describe(_ sequences: ClosedRange<UInt64>, mayGoFurther: Bool) -> String {
+    if mayGoFurther {
+      return "sequences from \(sequences.lowerBound) at least through \(sequences.upperBound) (the first record of "
+        + "the last batch the index names there; later records of that segment cannot be counted)"
+    }
+    return sequences.count == 1
+      ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)"
+  }
+
+  /// The records between two segments, or two batches, that do not follow each other: the next
+  /// starts at `next` where `expected` was due. A gap (`next` later) names only the missing
+  /// records, not `next` itself; a repeat (`next` earlier) names those read twice.
+  static func breakSequences(expected: UInt64, next: UInt64) -> ClosedRange<UInt64> {
+    next > expected ? expected...(next - 1) : next...expected
+  }
+
+  /// `.sequenceBreak` where a segment starts at `next` and `expected` was due: a gap (records
+  /// missing before the intact segment `next`, `missingBeforeIntactSegments`) or a repeat.
+  static func segmentBreak(
+    _ message: String, expected: UInt64, next: UInt64, directory: String, file: String, offset: Int64
+  ) -> JournalError {
+    var error = JournalError(
+      .sequenceBreak, message, directory: directory, file: file, offset: offset,
+      sequences: breakSequences(expected: expected, next: next))
+    error.missingBeforeIntactSegments = next > expected
+    return error
+  }
+
   /// Wraps a failure of the layers below (a system call, liblz4) with where it happened;
   /// a `JournalError` passes through unchanged.
   init(_ error: any Error, directory: String, file: String? = nil) {

@@ -14,14 +14,17 @@ import Testing
 
   /// A Notebook journal of several small segments with dense index entries, damaged as `loss`
   /// says: the journal, the file concerned, and its last sequence number before the damage.
-  static func damaged(_ loss: Loss) async throws -> (journal: NotebookJournal, file: String, last: UInt64) {
+  /// With `firstSegment`, the first segment is deleted instead of the one `loss` names.
+  static func damaged(_ loss: Loss, firstSegment: Bool = false) async throws -> (
+    journal: NotebookJournal, file: String, last: UInt64
+  ) {
     var options = JournalOptions(durability: .none)
     options.segmentTargetBytes = 4096
     options.indexIntervalBytes = 256
     let journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
     let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }
     try #require(segments.count > 3)
-    let file = loss == .middleSegment ? segments[1] : try #require(segments.last)
+    let file = firstSegment ? segments[0] : loss == .middleSegment ? segments[1] : try #require(segments.last)
     let path = journal.directory.appending(file)
     switch loss {
     case .lastSegment, .middleSegment: try FileManager.default.removeItem(atPath: path)
@@ -52,6 +55,8 @@ import Testing
       #expect(run.status == 1, "\(run.out)\(run.err)")
       #expect(run.out.contains("problem: \(file)"), "\(run.out)")
       #expect(run.out.contains("`rewind repair"), "\(run.out)")
+    case "repair" where loss == .middleSegment:
+      #expect(run.status == 3, "refused: the segments after the gap are intact. \(run.out)\(run.err)")
     case "repair":
       #expect(run.status == 1, "a plan, carried out only with --yes: \(run.out)\(run.err)")
     case "stats":
@@ -67,7 +72,7 @@ import Testing
 
   /// Repair quarantines what follows the loss and removes the index: every reader then opens
   /// the journal again, without the error.
-  @Test(arguments: Loss.allCases)
+  @Test(arguments: [Loss.lastSegment, .cutShort])
   func afterRepairTheReadersOpenTheJournal(loss: Loss) async throws {
     let (journal, _, _) = try await Self.damaged(loss)
     let repair = try await ToolRun.run("rewind", ["repair", journal.path, "--yes"])
@@ -76,6 +81,35 @@ import Testing
       let run = try await EveryCommandTests.run(command, journal.path)
       #expect(run.status == 0, "\(command): \(run.out)\(run.err)")
     }
+  }
+
+  /// A segment missing before intact ones (the first, or one in the middle) is a gap only a
+  /// backup fills. Repair used to move every segment after it aside (all of them, when the first
+  /// was missing: an empty journal), as verify's and every reader's advice said it would; it now
+  /// refuses (exit 3) moving nothing, and that advice sends the user to a backup instead.
+  @Test(arguments: [false, true])
+  func repairRefusesASegmentMissingBeforeIntactOnes(first: Bool) async throws {
+    let (journal, _, _) = try await Self.damaged(.middleSegment, firstSegment: first)
+    let before = Files.list(journal.path)
+
+    let verify = try await ToolRun.run("rewind", ["verify", journal.path])
+    #expect(verify.status == 1, "\(verify.out)\(verify.err)")
+    let advice = try #require(verify.out.split(separator: "\n").last.map(String.init))
+    #expect(advice.contains("from a backup"), "\(verify.out)")
+    #expect(!advice.contains("moves the damaged part aside"), "repair refuses this journal: \(advice)")
+
+    for arguments in [["repair", journal.path], ["repair", journal.path, "--yes"]] {
+      let repair = try await ToolRun.run("rewind", arguments)
+      #expect(repair.status == 3, "\(arguments): \(repair.out)\(repair.err)")
+      #expect(repair.err.contains("Nothing was moved"), "\(repair.err)")
+      #expect(repair.err.contains("from a backup"), "\(repair.err)")
+    }
+    #expect(Files.list(journal.path) == before, "nothing may be moved")
+
+    let log = try await ToolRun.run("rewind", ["log", journal.path])
+    #expect(log.status == 3, "\(log.out)\(log.err)")
+    #expect(log.err.contains("from a backup"), "\(log.err)")
+    #expect(!log.err.contains("moves the damaged part aside"), "\(log.err)")
   }
 
   /// Repair refuses a journal whose manifest alone disagrees with every segment; verify's advice

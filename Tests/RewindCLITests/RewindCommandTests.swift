@@ -122,7 +122,11 @@ import Testing
     let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }
     try #require(segments.count >= 3)
     let first = UInt64(SegmentName.firstSequence(segments[1]))
-    try FileManager.default.removeItem(atPath: dir.appending(segments[1]))
+    // A damaged header: the segment and the ones after it move aside. (A deleted one would not:
+    // repair refuses records missing before intact segments.)
+    var bytes = try Files.read(dir.appending(segments[1]))
+    bytes[10] ^= 0xFF
+    try Files.write(bytes, to: dir.appending(segments[1]))
     let before = String(format: "%020d.snapshot", first - 1)
     let past = String(format: "%020d.snapshot", first + 5)
     try FileManager.default.createDirectory(atPath: dir.appending("snapshots"), withIntermediateDirectories: false)

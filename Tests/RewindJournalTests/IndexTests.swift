@@ -102,6 +102,31 @@ import Testing
     again.close()
   }
 
+  /// Every entry carries a checksum, and `verify` checks every one: a flipped byte anywhere in an
+  /// entry is a note naming its place. Readers stop using the index there (and read on from the
+  /// entry before), so `verify` used to note it only when the first entry was hit.
+  @Test func verifyNotesAFlippedByteInAnyIndexEntry() async throws {
+    let (dir, _) = try await Self.makeJournal(seed: 28)
+    let path = dir.appending(Layout.indexName)
+    let original = try Files.read(path)
+    let entries = (original.count - SparseIndex.headerSize) / IndexEntry.size
+    try #require(entries > 4)
+    #expect(try JournalReader(directory: dir.path).verify().notes == [])
+    // Every byte of an entry in the middle, and one byte of the last entry.
+    let middle = SparseIndex.headerSize + entries / 2 * IndexEntry.size
+    let last = SparseIndex.headerSize + (entries - 1) * IndexEntry.size
+    for byte in Array(middle..<(middle + IndexEntry.size)) + [last + 9] {
+      try Files.write(original, to: path)
+      try JournalFixtures.flip(path, at: byte)
+      let entryStart = byte - (byte - SparseIndex.headerSize) % IndexEntry.size
+      let report = try JournalReader(directory: dir.path).verify()
+      #expect(report.isSound)
+      #expect(
+        report.notes.contains { $0.hasPrefix("the index is damaged at byte offset \(entryStart) (") },
+        "byte \(byte): \(report.notes)")
+    }
+  }
+
   @Test func anIndexFromAnotherJournalIsIgnored() async throws {
     let (mine, records) = try await Self.makeJournal(seed: 75)
     let (theirs, _) = try await Self.makeJournal(seed: 76)

@@ -40,9 +40,20 @@ import Testing
       if victim == .middle {
         let next = try #require(Layout.firstSequence(ofSegmentNamed: segments[2]))
         #expect(error?.sequences?.upperBound == next - 1, "\(what): \(String(describing: error))")
+        #expect(error?.missingBeforeIntactSegments == true, "\(what): \(String(describing: error))")
+      } else {
+        // The last segment's records are known gone through its last batch the index names.
+        #expect(error?.sequencesMayGoFurther == true, "\(what): \(String(describing: error))")
+        #expect(error?.description.contains("from \(first) at least through") == true, "\(String(describing: error))")
       }
     }
 
+    if victim == .middle {
+      // Records missing before intact segments: repair refuses, moving nothing (see
+      // MissingSegmentTests.repairRefusesRecordsMissingBeforeIntactSegments).
+      #expect(journalError { _ = try Journal.repair(directory: dir.path) }?.missingBeforeIntactSegments == true)
+      return
+    }
     // Repair leaves a journal every reader opens: the index goes, what is left reads whole.
     _ = try Journal.repair(directory: dir.path)
     #expect(try JournalFixtures.readAll(dir.path) == Array(records.prefix(Int(first - 1))))
@@ -81,6 +92,17 @@ import Testing
     #expect(error?.offset == Int64(cut.offset))
     #expect(error?.sequences?.lowerBound == cut.header.firstSequence, "\(String(describing: error))")
     #expect(error?.message.contains("committed records are gone") == true, "\(String(describing: error))")
+    // The count stops at the last batch the index names: later records of the segment left no
+    // trace, and the text says so rather than give the range as if it were all.
+    #expect(error?.sequencesMayGoFurther == true, "\(String(describing: error))")
+    #expect(
+      error?.description.contains("sequences from \(cut.header.firstSequence) at least through") == true,
+      "\(String(describing: error))")
+    let problem = try #require(reader.verify().problems.first)
+    #expect(problem.sequencesMayGoFurther, "\(problem)")
+    #expect(
+      problem.description.contains("sequences from \(cut.header.firstSequence) at least through "), "\(problem)")
+    #expect(problem.description.contains("cannot be counted"), "\(problem)")
     #expect(journalError { _ = try reader.lastSequence() }?.code == .sequenceBreak)
     #expect(journalError { _ = try reader.record(UInt64(records.count)) }?.code == .sequenceBreak)
     // Records before the loss are still there to be read one by one.
@@ -127,10 +149,12 @@ import Testing
     try #require(segments.count > 2)
     let kept: [JournalRecord]
     if victim == .middle {
-      // Later segments move into quarantine/.
-      let first = try #require(Layout.firstSequence(ofSegmentNamed: segments[1]))
-      try FileManager.default.removeItem(atPath: dir.appending(segments[1]))
-      kept = Array(records.prefix(Int(first - 1)))
+      // A damaged frame in a middle segment: it and later segments move into quarantine/.
+      let path = dir.appending(segments[1])
+      let frames = try JournalFixtures.frames(of: try Files.read(path))
+      let damaged = frames[frames.count / 2]
+      try JournalFixtures.flip(path, at: damaged.offset + Layout.batchHeaderSize + 2)
+      kept = Array(records.prefix(Int(damaged.header.firstSequence - 1)))
     } else {
       // The last segment cut short where the index names a batch: no bytes to move, only the index.
       let path = dir.appending(try #require(segments.last))

@@ -26,9 +26,20 @@ import Testing
     #expect(error?.offset == 0, "\(String(describing: error))")
     let first = Layout.firstSequence(ofSegmentNamed: victim)!
     #expect(error?.sequences?.lowerBound == first, "\(String(describing: error))")
+    // Known gone through the last batch the index names in it (not only its first), and maybe
+    // further: the text says so.
+    let lastNamed = try #require(
+      SparseIndex.lastEntry(
+        directory: dir.path, journalID: JournalReader(directory: dir.path).id, segment: first, atOrAfter: 0,
+        io: PosixFileIO()))
+    if onlySegment { #expect(lastNamed.firstSequence > first) }
+    #expect(error?.sequences == first...lastNamed.firstSequence, "\(String(describing: error))")
+    #expect(error?.sequencesMayGoFurther == true, "\(String(describing: error))")
 
     let report = try JournalReader(directory: dir.path).verify()
     #expect(report.problems.map(\.file) == [victim], "\(report.problems)")
+    #expect(report.problems.first?.sequences == first...lastNamed.firstSequence, "\(report.problems)")
+    #expect(report.problems.first?.description.contains("from \(first) at least through") == true)
 
     _ = try Journal.repair(directory: dir.path)
     let reopened = try Journal(directory: dir.path, options: options)
@@ -38,6 +49,64 @@ import Testing
     let after = try JournalFixtures.readAll(dir.path)
     #expect(Array(after.dropLast()) == Array(records.prefix(Int(first - 1))))
     #expect(after.last?.sequence == first)
+  }
+
+  /// A missing segment before intact ones (the first, or one in the middle) is a gap only a
+  /// backup fills: repair used to move every later segment aside (the first case left an empty
+  /// journal), though they were intact. It now refuses, moving nothing, and neither it nor the
+  /// writer or a reader sends the user to it. Each names exactly the records missing: the missing
+  /// first segment's range used to include the first record of the segment after it.
+  @Test(arguments: [0, 1])
+  func repairRefusesRecordsMissingBeforeIntactSegments(victim: Int) async throws {
+    let dir = TemporaryDirectory("missing-gap")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 63)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let backup = try Files.read(dir.appending(segments[victim]))
+    try FileManager.default.removeItem(atPath: dir.appending(segments[victim]))
+    let gone =
+      Layout.firstSequence(
+        ofSegmentNamed: segments[victim])!...(Layout.firstSequence(
+        ofSegmentNamed: segments[victim + 1])! - 1)
+    let left = JournalFixtures.segments(dir.path)
+
+    let verification = try JournalReader(directory: dir.path).verify()
+    let problem = try #require(verification.problems.first)
+    #expect(problem.missingBeforeIntactSegments, "\(verification.problems)")
+    #expect(problem.sequences == gone, "\(problem)")
+
+    for index in [true, false] {
+      if !index { try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName)) }
+      let writer = journalError("writer, index \(index)") { _ = try Journal(directory: dir.path, options: options) }
+      let reader = journalError("reader, index \(index)") { _ = try JournalFixtures.readAll(dir.path) }
+      for error in [writer, reader] {
+        #expect(error?.code == .sequenceBreak, "\(String(describing: error))")
+        #expect(error?.sequences == gone, "index \(index): \(String(describing: error))")
+        #expect(error?.missingBeforeIntactSegments == true, "index \(index): \(String(describing: error))")
+        #expect(error?.description.contains("from a backup") == true, "\(String(describing: error))")
+        #expect(error?.description.contains("moves the damaged part aside") == false, "\(String(describing: error))")
+      }
+      for dryRun in [true, false] {
+        let error = journalError("repair, index \(index)") {
+          _ = try Journal.repair(directory: dir.path, dryRun: dryRun)
+        }
+        #expect(error?.code == .sequenceBreak, "\(String(describing: error))")
+        #expect(error?.sequences == gone, "\(String(describing: error))")
+        #expect(error?.description.contains("Nothing was moved") == true, "\(String(describing: error))")
+        let says = victim == 0 ? "the journal's first records are missing" : "records are missing between segments"
+        #expect(error?.description.contains(says) == true, "\(String(describing: error))")
+      }
+      #expect(JournalFixtures.segments(dir.path) == left, "nothing may be moved")
+      #expect(!Files.list(dir.path).contains("quarantine"))
+      #expect(FileManager.default.fileExists(atPath: dir.appending(Layout.indexName)) == index)
+    }
+
+    // Restored from a backup, the journal is whole.
+    try Files.write(backup, to: dir.appending(segments[victim]))
+    #expect(try JournalFixtures.readAll(dir.path) == records)
   }
 
   /// A manifest whose journal id no segment carries (every segment names one other journal) is

@@ -160,11 +160,27 @@ package struct SparseIndex {
   /// checksum) or does not follow the one before it (sequence numbers and places ascending), judged
   /// on nothing else: not on the segments, which may have lost what they name.
   private static func wellFormedEntries(directory: String, journalID: JournalID, io: any FileIO) -> [IndexEntry] {
+    scanWellFormed(directory: directory, journalID: journalID, io: io).entries
+  }
+
+  /// Where the index file stops being well-formed, for `verify`: its header, or the first whole
+  /// entry whose checksum fails or that does not follow the one before it (byte offset and why).
+  /// Nil when there is no index file, or every whole entry is well-formed (a part of an entry at
+  /// the end is an append in progress, or one a crash cut: the next writer cuts it).
+  package static func firstDamage(
+    directory: String, journalID: JournalID, io: any FileIO
+  ) -> (offset: Int64, reason: String)? {
+    scanWellFormed(directory: directory, journalID: journalID, io: io).damage
+  }
+
+  private static func scanWellFormed(
+    directory: String, journalID: JournalID, io: any FileIO
+  ) -> (entries: [IndexEntry], damage: (offset: Int64, reason: String)?) {
     let path = directory + "/" + Layout.indexName
-    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return [] }
+    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return ([], nil) }
     defer { io.close(fd) }
     guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
-      return []
+      return ([], (0, "its header is damaged, cut short or names another journal"))
     }
     var entries: [IndexEntry] = []
     var offset = Int64(headerSize)
@@ -172,15 +188,20 @@ package struct SparseIndex {
     while let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty {
       var position = 0
       while position + IndexEntry.size <= chunk.count {
-        guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) else { return entries }
-        if let last = entries.last, !entry.follows(last) { return entries }
+        let at = offset + Int64(position)
+        guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) else {
+          return (entries, (at, "entry \(entries.count + 1) fails its checksum"))
+        }
+        if let last = entries.last, !entry.follows(last) {
+          return (entries, (at, "entry \(entries.count + 1) does not follow the one before it"))
+        }
         entries.append(entry)
         position += IndexEntry.size
       }
       if chunk.count < chunkEntries * IndexEntry.size { break }
       offset += Int64(position)
     }
-    return entries
+    return (entries, nil)
   }
 
   /// Whether `entry` can follow the current entries, given the size of the segment it names (nil:

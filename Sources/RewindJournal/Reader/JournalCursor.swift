@@ -70,11 +70,16 @@ public final class JournalCursor {
     let next = layout.segments.first { $0 > missing.segment }
     let through = max(missing.lastNamed, next.map { $0 - 1 } ?? 0)
     let name = Layout.segmentName(firstSequence: missing.segment)
-    throw JournalError(
+    var error = JournalError(
       .sequenceBreak,
       "segment \(name) is missing, but the index names it: committed records "
         + (next == nil ? "from sequence \(missing.segment) on" : "\(missing.segment)-\(through)") + " are gone",
       directory: reader.directory, file: name, offset: 0, sequences: missing.segment...through)
+    // The last segment: gone through its last batch the index names, at least. An earlier one:
+    // exactly the records before the next, which is intact.
+    error.sequencesMayGoFurther = next == nil
+    error.missingBeforeIntactSegments = next != nil
+    throw error
   }
 
   /// At the end of what is on disk (the cursor at `offset` of `file`, or no segment at all):
@@ -93,12 +98,14 @@ public final class JournalCursor {
     let place =
       lastNamed.segment == segment
       ? "at byte offset \(lastNamed.offset) of this segment" : "in segment \(name), after this one"
-    throw JournalError(
+    var error = JournalError(
       .sequenceBreak,
       "the journal reads as ending here, but the index names a batch starting at sequence "
         + "\(lastNamed.firstSequence) \(place): committed records are gone",
       directory: reader.directory, file: file?.name ?? name, offset: file == nil ? 0 : offset,
       sequences: expected...max(expected, lastNamed.firstSequence))
+    error.sequencesMayGoFurther = true
+    throw error
   }
 
   private func position(segment: UInt64, offset: Int64, expected: UInt64) throws {
@@ -123,9 +130,9 @@ public final class JournalCursor {
     if segment > wanted {
       // The segment that would hold the start is missing: the journal starts at 1.
       let name = Layout.segmentName(firstSequence: segment)
-      throw JournalError(
-        .sequenceBreak, "the first segment starts at sequence \(segment); earlier segments are missing",
-        directory: reader.directory, file: name, offset: 0, sequences: 1...segment)
+      throw JournalError.segmentBreak(
+        "the first segment starts at sequence \(segment); earlier segments are missing", expected: 1, next: segment,
+        directory: reader.directory, file: name, offset: 0)
     }
     try position(segment: segment, offset: Int64(Layout.segmentHeaderSize), expected: segment)
   }
@@ -263,10 +270,9 @@ public final class JournalCursor {
         // size again (after listing): if it grew, read on in it.
         try refreshSize(file)
         if offset < file.size { return true }
-        throw JournalError(
-          .sequenceBreak, "segment starts at sequence \(later), but the previous one ends at \(expected - 1)",
-          directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0,
-          sequences: expected...later)
+        throw JournalError.segmentBreak(
+          "segment starts at sequence \(later), but the previous one ends at \(expected - 1)", expected: expected,
+          next: later, directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0)
       }
       return false
     }

@@ -60,6 +60,7 @@ extension Journal {
 
     let layout = try JournalDirectory(path: directory, io: io)
     try refuseIfOnlyTheManifestDisagrees(layout)
+    try refuseIfRecordsAreMissingBeforeIntactSegments(first, layout)
     let quarantine = Quarantine(directory: directory, io: io)
     let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
     for segment in layout.segments where segment >= damagedSegment {
@@ -139,5 +140,29 @@ extension Journal {
         + "them all aside. Nothing was moved. If these segments are this journal's, set the manifest's journalID "
         + "to \(segmentsID).",
       directory: layout.path, file: Layout.manifestName)
+  }
+
+  /// Throws `.sequenceBreak` when the damage starts with records missing before segments that
+  /// are there (the first segment missing, or one in the middle, or one cut short before its
+  /// successor): repair would move those intact segments aside, the first case leaving an empty
+  /// journal, and only a backup brings the missing records back.
+  private static func refuseIfRecordsAreMissingBeforeIntactSegments(
+    _ damage: JournalProblem, _ layout: JournalDirectory
+  ) throws {
+    guard damage.missingBeforeIntactSegments, let sequences = damage.sequences,
+      let next = layout.segments.first(where: { $0 > sequences.upperBound })
+    else { return }
+    let name = Layout.segmentName(firstSequence: next)
+    let message =
+      sequences.lowerBound == 1
+      ? "the journal's first records are missing: no segment holds them, and repair would move every segment "
+        + "aside, leaving an empty journal. Nothing was moved"
+      : "records are missing between segments: no segment holds them, and repair would move \(name) and every "
+        + "later segment aside, intact as they are. Nothing was moved. To keep only the records before the gap "
+        + "instead, move those segments out of the journal directory yourself, then run repair again"
+    var error = JournalError(
+      .sequenceBreak, message, directory: layout.path, file: damage.file, offset: damage.offset, sequences: sequences)
+    error.missingBeforeIntactSegments = true
+    throw error
   }
 }

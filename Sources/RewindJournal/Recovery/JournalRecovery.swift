@@ -45,21 +45,27 @@ package struct JournalRecovery {
     if let entry = SparseIndex.entryBeyondSegments(
       directory: path, journalID: directory.journalID, segments: segments, io: io)
     {
-      throw JournalError(
+      // Through the last batch the index names in that segment, at least.
+      let lastNamed =
+        SparseIndex.lastEntry(
+          directory: path, journalID: directory.journalID, segment: entry.segment, atOrAfter: 0, io: io) ?? entry
+      var error = JournalError(
         .sequenceBreak,
         "the index names segment \(Layout.segmentName(firstSequence: entry.segment)), which is missing: "
           + "committed records from sequence \(entry.segment) on are gone",
         directory: path, file: Layout.segmentName(firstSequence: entry.segment), offset: 0,
-        sequences: entry.segment...entry.firstSequence)
+        sequences: entry.segment...max(entry.segment, lastNamed.firstSequence))
+      error.sequencesMayGoFurther = true
+      throw error
     }
     if segments.isEmpty {
       try createSegment(firstSequence: 1)
       segments = [1]
     }
     guard segments[0] == 1 else {
-      throw JournalError(
-        .sequenceBreak, "the first segment starts at sequence \(segments[0]); earlier segments are missing",
-        directory: path, file: Layout.segmentName(firstSequence: segments[0]), offset: 0, sequences: 1...segments[0])
+      throw JournalError.segmentBreak(
+        "the first segment starts at sequence \(segments[0]); earlier segments are missing", expected: 1,
+        next: segments[0], directory: path, file: Layout.segmentName(firstSequence: segments[0]), offset: 0)
     }
 
     // Every segment but the last must have a valid header; a last segment whose header is torn
@@ -164,11 +170,9 @@ package struct JournalRecovery {
         }
       }
       if segments[position + 1] != expected {
-        throw JournalError(
-          .sequenceBreak,
+        throw JournalError.segmentBreak(
           "segment ends at sequence \(expected - 1), but the next one starts at \(segments[position + 1])",
-          directory: path, file: file.name, offset: at,
-          sequences: min(expected, segments[position + 1])...max(expected, segments[position + 1]))
+          expected: expected, next: segments[position + 1], directory: path, file: file.name, offset: at)
       }
     }
     if !derived.isEmpty {
@@ -180,9 +184,9 @@ package struct JournalRecovery {
       let isLast = segmentPosition == segments.count - 1
       let file = try directory.open(segment: first)
       if offset == Int64(Layout.segmentHeaderSize), first != nextSequence {
-        throw JournalError(
-          .sequenceBreak, "segment starts at sequence \(first), but the previous one ends at \(nextSequence - 1)",
-          directory: path, file: file.name, offset: 0, sequences: min(first, nextSequence)...max(first, nextSequence))
+        throw JournalError.segmentBreak(
+          "segment starts at sequence \(first), but the previous one ends at \(nextSequence - 1)",
+          expected: nextSequence, next: first, directory: path, file: file.name, offset: 0)
       }
       // Entries the index already has for this segment stay; new ones follow the interval rule.
       let existing = index.entries.last(where: { $0.segment == first })?.offset ?? 0

@@ -8,14 +8,17 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   public var sequences: ClosedRange<UInt64>?
   /// What is wrong.
   public var message: String
+  /// `sequences` ends at the last record known gone (the first of the last batch the index
+  /// names there): later records may be gone too, and nothing is left to count them by.
+  public var sequencesMayGoFurther = false
+  /// The records `sequences` names are gone while later segments are intact (a segment missing
+  /// before others, or one cut short before its successor). Only a backup brings them back:
+  /// `Journal.repair` refuses a journal whose first problem is this, moving nothing.
+  public var missingBeforeIntactSegments = false
 
   public var description: String {
     var text = "\(file) at byte offset \(offset)"
-    if let sequences {
-      text +=
-        sequences.count == 1
-        ? ", sequence \(sequences.lowerBound)" : ", sequences \(sequences.lowerBound)-\(sequences.upperBound)"
-    }
+    if let sequences { text += ", " + JournalError.describe(sequences, mayGoFurther: sequencesMayGoFurther) }
     return text + ": " + message
   }
 }
@@ -83,13 +86,14 @@ extension JournalReader {
         message:
           "the segment reads as ending here (zeros or an unfinished frame follow, or the file ends), but the index names "
           + "a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset): "
-          + "committed records are missing")
+          + "committed records are missing", sequencesMayGoFurther: true)
     }
     if let first = layout.segments.first, first != 1 {
       report.problems.append(
         JournalProblem(
           file: Layout.segmentName(firstSequence: first), offset: 0, sequences: 1...(first - 1),
-          message: "segments before this one are missing"))
+          message: "segments before this one are missing: the journal's first records are gone",
+          missingBeforeIntactSegments: true))
       intact = false
     }
     for (position, first) in layout.segments.enumerated() {
@@ -100,8 +104,9 @@ extension JournalReader {
       if first != expected && !(position == 0 && first != 1) {
         report.problems.append(
           JournalProblem(
-            file: file.name, offset: 0, sequences: min(first, expected)...max(first, expected),
-            message: "segment starts at sequence \(first), but the previous one ends at \(expected - 1)"))
+            file: file.name, offset: 0, sequences: JournalError.breakSequences(expected: expected, next: first),
+            message: "segment starts at sequence \(first), but the previous one ends at \(expected - 1)",
+            missingBeforeIntactSegments: first > expected))
         intact = false
       }
       expected = first
@@ -215,15 +220,25 @@ extension JournalReader {
     // writer creates a segment before any entry names it, perhaps after the first listing).
     let present = index.missingSegments.isEmpty ? layout.segments : try JournalDirectory.listSegments(directory, io: io)
     for missing in index.missingSegments where !present.contains(missing.segment) {
-      let through = max(missing.lastNamed, (present.first { $0 > missing.segment } ?? 1) - 1)
+      // Before a later segment: exactly the records up to it. The last: through the last batch the
+      // index names in it, at least.
+      let next = present.first { $0 > missing.segment }
+      let through = max(missing.lastNamed, (next ?? 1) - 1)
       report.problems.append(
         JournalProblem(
           file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
-          message: "this segment is missing, but the index names it: committed records are gone"))
+          message: "this segment is missing, but the index names it: committed records are gone",
+          sequencesMayGoFurther: next == nil, missingBeforeIntactSegments: next != nil))
     }
     report.segmentsJournalID = layout.journalIDOfEverySegmentButTheManifest()
     if !io.fileExists(directory + "/" + Layout.indexName) {
       report.notes.append("the index is missing; the next writer rebuilds it")
+    } else if let damage = SparseIndex.firstDamage(directory: directory, journalID: layout.journalID, io: io) {
+      // Every entry is checked, not only those a reader needs: readers use the entries before
+      // the damage and read on from there, so nothing else shows it.
+      report.notes.append(
+        "the index is damaged at byte offset \(damage.offset) (\(damage.reason)); readers use only the entries "
+          + "before it, and the next writer rebuilds the rest")
     } else if index.entries.isEmpty && report.batches > 0 {
       report.notes.append("the index is damaged or empty; the next writer rebuilds it")
     }

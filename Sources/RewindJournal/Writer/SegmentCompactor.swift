@@ -281,9 +281,9 @@ package final class SegmentCompactor: @unchecked Sendable {
       }
     }
     guard expected == next else {
-      throw JournalError(
-        .sequenceBreak, "segment ends at sequence \(expected - 1), but the next one starts at \(next)",
-        directory: path, file: original.name, offset: offset, sequences: min(expected, next)...max(expected, next))
+      throw JournalError.segmentBreak(
+        "segment ends at sequence \(expected - 1), but the next one starts at \(next)", expected: expected,
+        next: next, directory: path, file: original.name, offset: offset)
     }
     try flushFrame()
     try writeOut()
