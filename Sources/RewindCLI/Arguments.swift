@@ -81,7 +81,7 @@ public struct Arguments {
 
   /// Whether `argument` is `-` and digits (`-1`): a number out of range, not an option.
   static func isNegativeNumber(_ argument: String) -> Bool {
-    argument.count > 1 && argument.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
+    argument.first == "-" && argument.count > 1 && argument.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
   }
 
   public func flag(_ name: String) -> Bool { flags.contains(name) }
