@@ -48,6 +48,48 @@ func openJournal(_ directory: String) throws -> JournalReader {
   return try JournalReader(directory: directory)
 }
 
+/// What to do about a journal whose `manifest.json` is missing or is not a manifest while
+/// segments remain: the library's advice for a directory without one (create a journal) would
+/// loop, as a writer refuses a directory with segments. Names the journal id every segment's
+/// header names, when they agree. Nil for any other error, also for a manifest of an unknown
+/// format or naming another journal (their messages say what to do).
+func manifestAdvice(_ error: JournalError) -> String? {
+  guard error.code == .notAJournal || error.code == .badManifest, error.file == Layout.manifestName,
+    let directory = error.directory,
+    let segments = try? JournalDirectory.listSegments(directory, io: PosixFileIO()), !segments.isEmpty
+  else { return nil }
+  let path = directory + "/" + Layout.manifestName
+  let missing = !FileManager.default.fileExists(atPath: path)
+  if !missing {
+    // A manifest with a format and a well-formed id is refused for another reason.
+    let object = FileManager.default.contents(atPath: path).flatMap { try? JSONSerialization.jsonObject(with: $0) }
+    if let fields = object as? [String: Any], fields["format"] is Int,
+      let id = fields["journalID"] as? String, JournalID(hex: id) != nil
+    {
+      return nil
+    }
+  }
+  var ids: Set<String> = []
+  for first in segments {
+    let file = FileHandle(forReadingAtPath: directory + "/" + Layout.segmentName(firstSequence: first))
+    defer { try? file?.close() }
+    guard let bytes = try? file?.read(upToCount: Layout.segmentHeaderSize),
+      case .success(let header) = SegmentHeader.decode(Array(bytes))
+    else { continue }
+    ids.insert(header.journalID.description)
+  }
+  let written =
+    ids.count == 1
+    ? #"{"format": 1, "journalID": "\#(ids.first!)"} (the id every segment's header names)"#
+    : "format 1 and the journal id of its segments' headers (they name \(ids.isEmpty ? "none that can be read" : "several: \(ids.sorted().joined(separator: ", "))"))"
+  return
+    (missing
+    ? "no \(Layout.manifestName)" : "\(Layout.manifestName) is not a manifest (JSON with a format and a journalID)")
+    + " in journal \(directory), which holds \(segments.count) segment(s): its records are there, but no command "
+    + "reads them, and a writer will not create a manifest beside them. Restore \(Layout.manifestName) from a backup, "
+    + "or write it as Journal/FORMAT.md describes: \(written)."
+}
+
 /// Throws `JournalUnreadable` unless `directory` exists and is a directory.
 func requireDirectory(_ directory: String) throws {
   var isDirectory: ObjCBool = false

@@ -1,4 +1,5 @@
 import Foundation
+import RewindJournal
 
 /// The `rewind` command line tool as a library: tests and apps call `run` with arguments and
 /// get the exit code; output goes to the given sinks.
@@ -174,7 +175,8 @@ public struct RewindTool {
       output.err("rewind \(visible(name)): \(visible(error.description))\n")
       return ExitCode.usage.rawValue
     } catch {
-      output.err("rewind \(visible(name)): \(visible(String(describing: error)))\n")
+      let message = (error as? JournalError).flatMap(manifestAdvice) ?? String(describing: error)
+      output.err("rewind \(visible(name)): \(visible(message))\n")
       return ExitCode.unreadable.rawValue
     }
   }

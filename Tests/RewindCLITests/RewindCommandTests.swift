@@ -203,6 +203,39 @@ import Testing
     #expect(json.out.contains("\"snapshotsPastTheEnd\":[\(last + 114)]") && json.out.contains("\"sound\":false"))
   }
 
+  @Test func aMissingOrInvalidManifestBesideSegmentsGetsAdvice() async throws {
+    let dir = try Self.journal()
+    let id = try JournalReader(directory: dir.path).id
+    let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }.count
+    let manifest = dir.appending(Layout.manifestName)
+    try FileManager.default.removeItem(atPath: manifest)
+    for command in ["verify", "log", "stats", "repair", "compact"] {
+      let run = try await Self.rewind([command, dir.path])
+      #expect(run.status == 3, "\(command): \(run.err)")
+      #expect(
+        run.err.contains("no manifest.json in journal \(dir.path), which holds \(segments) segment(s)"),
+        "\(command): \(run.err)")
+      #expect(run.err.contains(#"{"format": 1, "journalID": "\#(id)"}"#), "\(command): \(run.err)")
+      #expect(!run.err.contains("create the journal by opening it for writing"), "\(command): \(run.err)")
+    }
+    // The library's own advice no longer sends a writer round in a circle.
+    #expect(throws: JournalError.self) { try Journal(directory: dir.path, options: JournalOptions()) }
+    do {
+      _ = try Journal(directory: dir.path, options: JournalOptions())
+    } catch {
+      #expect(!"\(error)".contains("create the journal by opening it for writing"), "\(error)")
+    }
+    try Files.write(Array("{garbage".utf8), to: manifest)
+    let garbage = try await Self.rewind(["log", dir.path])
+    #expect(garbage.status == 3)
+    #expect(
+      garbage.err.contains("manifest.json is not a manifest (JSON with a format and a journalID)"), "\(garbage.err)")
+    #expect(garbage.err.contains("Restore manifest.json from a backup"), "\(garbage.err)")
+    // Put back as advised, the journal reads again.
+    try Files.write(Array(#"{"format": 1, "journalID": "\#(id)"}"#.utf8), to: manifest)
+    #expect(try await Self.rewind(["verify", dir.path]).status == 0)
+  }
+
   @Test func verifyNotesSegmentsTheIndexNamesNowhere() async throws {
     // An index that stops after the first segment's entry (derived data a writer gave up on):
     // verify says which segments and records it leaves out, as a note, and exits 0.
