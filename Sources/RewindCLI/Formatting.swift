@@ -48,6 +48,28 @@ func openJournal(_ directory: String) throws -> JournalReader {
   return try JournalReader(directory: directory)
 }
 
+/// What to do when every segment belongs to journal `id` and only `manifest.json` names another:
+/// `rewind repair` refuses such a journal, so the advice is to fix the manifest.
+func onlyTheManifestDisagrees(_ id: JournalID) -> String {
+  "Every segment belongs to journal \(id) and only manifest.json names another: `rewind repair` "
+    + "refuses such a journal and moves nothing. If these segments are this journal's, set the "
+    + "manifest's journalID to \(id)."
+}
+
+/// The message of damage found reading a journal whose segments all belong to one journal and
+/// whose manifest alone names another, with `onlyTheManifestDisagrees` in place of the library's
+/// advice (`rewind repair`, which refuses it). Nil for any other error.
+func foreignManifestMessage(_ error: JournalError) -> String? {
+  guard error.code == .corrupt || error.code == .sequenceBreak, let directory = error.directory,
+    let id = (try? JournalDirectory(path: directory, io: PosixFileIO()))?.journalIDOfEverySegmentButTheManifest()
+  else { return nil }
+  // The same place and message, under a code that carries no advice of its own.
+  let plain = JournalError(
+    .badManifest, error.message, directory: directory, file: error.file, offset: error.offset,
+    sequences: error.sequences, errno: error.errno)
+  return "\(plain). " + onlyTheManifestDisagrees(id)
+}
+
 /// What to do about a journal whose `manifest.json` is missing or is not a manifest while
 /// segments remain: the library's advice for a directory without one (create a journal) would
 /// loop, as a writer refuses a directory with segments. Names the journal id every segment's

@@ -175,7 +175,10 @@ public struct RewindTool {
       output.err("rewind \(visible(name)): \(visible(error.description))\n")
       return ExitCode.usage.rawValue
     } catch {
-      let message = (error as? JournalError).flatMap(manifestAdvice) ?? String(describing: error)
+      let journalError = error as? JournalError
+      let message =
+        journalError.flatMap(manifestAdvice) ?? journalError.flatMap(foreignManifestMessage)
+        ?? String(describing: error)
       output.err("rewind \(visible(name)): \(visible(message))\n")
       return ExitCode.unreadable.rawValue
     }

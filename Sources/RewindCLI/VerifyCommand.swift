@@ -79,9 +79,7 @@ enum VerifyCommand: RewindCommand {
     let advice =
       if let id = report.segmentsJournalID {
         // Repair refuses this journal (`badManifest`): the one file is likelier wrong than all.
-        "Every segment belongs to journal \(id) and only manifest.json names another: `rewind repair` "
-          + "refuses such a journal and moves nothing. If these segments are this journal's, set the "
-          + "manifest's journalID to \(id)."
+        onlyTheManifestDisagrees(id)
       } else if report.isSound {
         "Records after sequence \(report.lastSequence) were lost: restore the journal from a backup if there "
           + "is one. `rewind repair \(directory)` (or the next writer) moves such snapshots aside."
