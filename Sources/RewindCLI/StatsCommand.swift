@@ -103,7 +103,7 @@ enum StatsCommand: RewindCommand {
     // The directory and the names and origins (in `table`) are made `visible`, each once.
     var lines = [
       visible("journal      \(directory) (id \(try reader.id))"),
-      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")) in \(commands) commands"
+      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")) in \(commands) command\(commands == 1 ? "" : "s")"
         + (foreign > 0 ? ", \(foreign) records that are not Rewind events" : ""),
     ]
     if let first, let last {
@@ -111,8 +111,9 @@ enum StatsCommand: RewindCommand {
     } else {
       lines.append("time span    - (no events)")
     }
+    let perFrame = report.batches == 0 ? 0 : report.records / UInt64(report.batches)
     lines.append(
-      "segments     \(report.segments), \(report.batches) frames (\(report.batches == 0 ? 0 : report.records / UInt64(report.batches)) events per frame on average)"
+      "segments     \(report.segments), \(report.batches) frame\(report.batches == 1 ? "" : "s") (\(perFrame) event\(perFrame == 1 ? "" : "s") per frame on average)"
     )
     lines.append(
       "bytes        \(report.bytesOnDisk) on disk"

@@ -236,6 +236,15 @@ import Testing
     #expect(try await Self.rewind(["verify", dir.path]).status == 0)
   }
 
+  @Test func statsCountsOneInTheSingular() async throws {
+    let dir = TemporaryDirectory("cli-stats-one")
+    let demo = try await Self.rewind(["demo", dir.appending("j"), "--events", "1", "--durability", "none"])
+    try #require(demo.status == 0, "\(demo.err)")
+    let stats = try await Self.rewind(["stats", dir.appending("j")])
+    #expect(stats.out.contains("(sequences 1-1) in 1 command\n"), "\(stats.out)")
+    #expect(stats.out.contains("1, 1 frame (1 event per frame on average)\n"), "\(stats.out)")
+  }
+
   @Test func verifyNotesSegmentsTheIndexNamesNowhere() async throws {
     // An index that stops after the first segment's entry (derived data a writer gave up on):
     // verify says which segments and records it leaves out, as a note, and exits 0.
