@@ -42,10 +42,11 @@ struct JournalUnreadable: Error, CustomStringConvertible {
 }
 
 /// A reader of the journal in `directory`, with a plain message when the directory is missing
-/// or is a file.
+/// or is a file. It reads with the largest limits (`JournalLimits.largest`), so that a journal
+/// written with larger limits than the default reads too.
 func openJournal(_ directory: String) throws -> JournalReader {
   try requireDirectory(directory)
-  return try JournalReader(directory: directory)
+  return try JournalReader(directory: directory, limits: .largest)
 }
 
 /// What to do when every segment belongs to journal `id` and only `manifest.json` names another:

@@ -23,7 +23,7 @@ struct JournalBounds {
   /// The timestamp of record `sequence`, or nil (0, or beyond the journal).
   func timestamp(of sequence: UInt64) throws -> Int64? {
     guard sequence > 0 else { return nil }
-    return try JournalReader(directory: directory).record(sequence)?.timestamp
+    return try JournalReader(directory: directory, limits: .largest).record(sequence)?.timestamp
   }
 
   /// `text` as a sequence number in 0...lastSequence.

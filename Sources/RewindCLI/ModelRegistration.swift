@@ -177,7 +177,7 @@ extension RewindTool.Context {
   /// The registrations that read every event name and version among the journal's first 1000
   /// records: none when no record there is an event (another app's journal, raw records).
   func readers(of directory: String) throws -> [ModelRegistration] {
-    let cursor = try JournalReader(directory: directory).records(from: 1)
+    let cursor = try JournalReader(directory: directory, limits: .largest).records(from: 1)
     var candidates = models
     var events = 0
     var records = 0

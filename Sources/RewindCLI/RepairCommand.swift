@@ -36,7 +36,7 @@ enum RepairCommand: RewindCommand {
     let directory = try args.directory()
     // Reading first: a directory that is not a journal is refused before anything is written there.
     _ = try openJournal(directory)
-    let plan = try Journal.repair(directory: directory, dryRun: true)
+    let plan = try Journal.repair(directory: directory, dryRun: true, options: readingAnyLimits(JournalOptions()))
     guard plan.damage != nil else {
       output.out("nothing to repair: the journal is sound (last sequence \(plan.lastSequence))\n")
       return .success
@@ -75,16 +75,26 @@ enum RepairCommand: RewindCommand {
     return .success
   }
 
+  /// `options` with the largest limits: a batch written with larger limits than the default is
+  /// committed data, which the repair must not take for damage and move aside.
+  static func readingAnyLimits(_ options: JournalOptions) -> JournalOptions {
+    var options = options
+    options.limits = .largest
+    return options
+  }
+
   /// Moves the damaged part aside (`Journal.repair`), then the snapshots past the new end, and
   /// says what moved. A repair that stops with `.staleIndex` has moved everything but could not
   /// remove the index: the snapshots past the end the journal now has are set aside before that
   /// error is thrown, not at the second run it asks for. They stand for records the repair took
   /// away, and once a writer numbers new records over them they would pass every check.
-  /// - Parameter options: the file operations the journal is repaired with.
+  /// - Parameter options: the file operations the journal is repaired with (its limits are
+  ///   replaced by the largest, as for every command).
   /// - Throws: `JournalError` from the repair, or naming a snapshot that could not be moved.
   static func carryOut(_ directory: String, options: JournalOptions = JournalOptions(), output: RewindTool.Output)
     throws -> RepairReport
   {
+    let options = readingAnyLimits(options)
     let snapshots = SnapshotStore(journal: directory)
     let done: RepairReport
     do {

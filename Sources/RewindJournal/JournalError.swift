@@ -28,7 +28,8 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// A system call failed (EIO, ENOSPC, permission...). `errno` says which.
     public static let io = Code("io")
     /// An fsync failed: what was written may not be durable; or a write failed and what it wrote
-    /// could not be cut off again: its appends may be in the journal after all. Either way the
+    /// could not be cut off again (or, under `always` and `batched`, the cut could not be synced):
+    /// its appends may be in the journal after all. Either way the
     /// appends' outcome is unknown, and the journal accepts no more appends. Reopen it (a new
     /// process, or a new `Journal`) once the cause is fixed.
     public static let durabilityLost = Code("durabilityLost")
@@ -41,8 +42,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// was written.
     public static let sequenceConflict = Code("sequenceConflict")
     /// A repair moved the damaged part aside (durably) but could not remove the index, which
-    /// still names what moved: until it is gone, readers report those records as lost. `errno`
-    /// says why the removal failed.
+    /// still names what moved (or could not fsync the directory after removing it, so a power
+    /// loss may bring it back): until it is gone, readers report those records as lost. `errno`
+    /// says why the removal or the fsync failed.
     public static let staleIndex = Code("staleIndex")
   }
 

@@ -39,6 +39,14 @@ public struct JournalLimits: Sendable, Equatable {
     self.maxRecordBytes = maxRecordBytes
     self.maxBatchBytes = maxBatchBytes
   }
+
+  /// The largest limits a writer accepts (`JournalOptions.maximumBatchBytes`): they read every
+  /// journal, whatever limits it was written with. A reader with smaller limits fails with
+  /// `.limitExceeded` at a batch larger than they allow. The `rewind` tool reads with these; a
+  /// hostile header can then make a reader allocate up to about 2 GiB for one batch.
+  public static let largest = JournalLimits(
+    maxRecordBytes: JournalOptions.maximumBatchBytes - Layout.recordHeaderSize,
+    maxBatchBytes: JournalOptions.maximumBatchBytes)
 }
 
 /// How a journal is opened for writing.

@@ -245,6 +245,29 @@ import Testing
     #expect(stats.out.contains("1, 1 frame (1 event per frame on average)\n"), "\(stats.out)")
   }
 
+  /// A journal written with limits larger than the default (64 MiB batches) whose last batch is
+  /// larger than the default allows: the tool reads with the largest limits, so it is sound, and
+  /// repair leaves it alone. Read with the default limits, it was a torn tail to verify and repair.
+  @Test func aJournalWrittenWithLargerLimitsIsSound() async throws {
+    let dir = TemporaryDirectory("cli-larger-limits")
+    var options = JournalOptions(durability: .none)
+    options.limits = JournalLimits(maxRecordBytes: 8 << 20, maxBatchBytes: 64 << 20)
+    let journal = try Journal(directory: dir.path, options: options)
+    try journal.appendAndWait([NewRecord(timestamp: 1, payload: Array("small".utf8))])
+    try journal.appendAndWait(
+      (0..<3).map { _ in NewRecord(timestamp: 2, payload: [UInt8](repeating: UInt8(ascii: "z"), count: 7 << 20)) })
+    journal.close()
+    let verify = try await Self.rewind(["verify", dir.path])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+    #expect(verify.out.contains("sound: 4 records"), "\(verify.out)")
+    let repair = try await Self.rewind(["repair", dir.path, "--yes"])
+    #expect(repair.status == 0, "\(repair.out)\(repair.err)")
+    #expect(repair.out.contains("nothing to repair"), "\(repair.out)")
+    let stats = try await Self.rewind(["stats", dir.path])
+    #expect(stats.status == 0, "\(stats.out)\(stats.err)")
+    #expect(!Files.list(dir.path).contains("quarantine"))
+  }
+
   @Test func verifyNotesSegmentsTheIndexNamesNowhere() async throws {
     // An index that stops after the first segment's entry (derived data a writer gave up on):
     // verify says which segments and records it leaves out, as a note, and exits 0.

@@ -182,3 +182,69 @@ import Testing
     }
   }
 }
+
+/// A frame ends with its content checksum (xxh32), whose last byte is 0 for about one frame in
+/// 256: committed bytes, not preallocated space. Repair used to leave such zeros out of what it
+/// moved aside (and cut them), and `verify` counted them as preallocated.
+@Suite struct TrailingZeroFrameTests {
+  /// A payload whose batch of one record, numbered `sequence`, encodes to a frame ending in 0.
+  static func payloadEndingInZero(sequence: UInt64, timestamp: Int64) throws -> [UInt8]? {
+    var scratch: [UInt8] = []
+    var output: [UInt8] = []
+    let encoder = LZ4FrameEncoder()
+    for n in 0..<100_000 {
+      let payload = Array("record \(n)".utf8)
+      let (_, end) = try BatchCodec.encode(
+        [NewRecord(timestamp: timestamp, payload: payload)], firstSequence: sequence, encoder: encoder,
+        scratch: &scratch, into: &output, at: 0)
+      if output[end - 1] == 0 { return payload }
+    }
+    return nil
+  }
+
+  /// A closed journal whose first segment's last frame ends in a zero byte; with `sealed`, a
+  /// second segment follows it. Returns the first segment's path and frames.
+  static func journal(sealed: Bool) async throws -> (TemporaryDirectory, segment: String, [JournalFixtures.Frame]) {
+    let dir = TemporaryDirectory("trailing-zero")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 1 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 3, seed: 44)
+    let sequence = UInt64(records.count + 1)
+    let payload = try #require(try Self.payloadEndingInZero(sequence: sequence, timestamp: Int64.max / 2))
+    try journal.appendAndWait([NewRecord(timestamp: Int64.max / 2, payload: payload)])
+    if sealed {
+      // Too large for the rest of the first segment: it goes into a second one.
+      var random = SeededGenerator(seed: 45)
+      let noise = (0..<1200).map { _ in UInt8.random(in: 0...255, using: &random) }
+      try journal.appendAndWait([NewRecord(timestamp: Int64.max / 2, payload: noise)])
+    }
+    journal.close()
+    try #require(JournalFixtures.segments(dir.path).count == (sealed ? 2 : 1))
+    let segment = dir.appending(Layout.segmentName(firstSequence: 1))
+    let bytes = try Files.read(segment)
+    let frames = try JournalFixtures.frames(of: bytes)
+    try #require(frames.count == 4 && frames.last?.header.firstSequence == sequence && bytes.last == 0)
+    return (dir, segment, frames)
+  }
+
+  @Test(arguments: [false, true])
+  func repairMovesAFrameEndingInZeroWhole(sealed: Bool) async throws {
+    let (dir, segment, frames) = try await Self.journal(sealed: sealed)
+    try JournalFixtures.flip(segment, at: frames[1].offset + Layout.batchHeaderSize + 3)
+    let damaged = try Files.read(segment)
+    let report = try Journal.repair(directory: dir.path)
+    let moved = try #require(report.moved.first, "\(report)")
+    #expect(moved.offset == Int64(frames[1].offset), "\(report)")
+    #expect(moved.length == Int64(damaged.count - frames[1].offset), "every byte up to the file's end: \(report)")
+    #expect(try Files.read(dir.appending(moved.movedTo)) == Array(damaged[frames[1].offset...]))
+    #expect(Files.size(segment) == frames[1].offset)
+    #expect(report.lastSequence == frames[0].header.lastSequence)
+  }
+
+  @Test func verifyCountsNoByteOfALastFrameAsPreallocated() async throws {
+    let (dir, segment, frames) = try await Self.journal(sealed: false)
+    try JournalFixtures.flip(segment, at: frames[3].offset + Layout.batchHeaderSize + 3)
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(report.preallocatedBytes == 0, "\(report)")
+    #expect(report.lastSequence == frames[2].header.lastSequence, "\(report)")
+  }
+}

@@ -77,6 +77,33 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
   }
 
+  /// Under the durable policies the cut that undoes a failed write is synced before the failure
+  /// is reported: writeback may already have flushed the frames, and a power loss would then
+  /// bring them back as committed. A cut that cannot be synced leaves the outcome unknown.
+  @Test(arguments: [Durability.none, .always, .batched(maxDelay: .milliseconds(1))], [false, true])
+  func theCutAfterAFailedWriteIsSynced(durability: Durability, syncFails: Bool) async throws {
+    let dir = TemporaryDirectory("faults-cut")
+    let faults = FaultInjectingFileIO()
+    var options = Self.options(faults, durability)
+    options.mapsActiveSegment = false
+    let journal = try Journal(directory: dir.path, options: options)
+    defer { journal.close() }
+    try await journal.append(Self.records(1))
+    let syncsBefore = faults.counts.syncs
+    faults.arm(.writeError(EIO))
+    if syncFails { faults.arm(.syncError(EIO)) }
+    let error = await #expect(throws: JournalError.self) { try await journal.append(Self.records(2)) }
+    let synced = durability != .none
+    #expect(faults.counts.syncs - syncsBefore == (synced ? 1 : 0), "\(durability)")
+    if synced && syncFails {
+      #expect(error?.code == .durabilityLost, "\(String(describing: error))")
+      #expect(journal.failure?.code == .durabilityLost, "the journal stops")
+    } else {
+      #expect(error?.code == .io, "\(String(describing: error))")
+      #expect(journal.failure == nil, "a failed write that was undone does not stop the journal")
+    }
+  }
+
   @Test(arguments: [Durability.always, .batched])
   func aFailedSyncLosesDurabilityForGood(durability: Durability) async throws {
     let dir = TemporaryDirectory("sync-fault")

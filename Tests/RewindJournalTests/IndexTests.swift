@@ -211,3 +211,63 @@ import Testing
     }
   }
 }
+
+/// A replaced or removed index is durable before what relies on it goes on: the new file is synced
+/// before its rename and the directory after it, and repair syncs the directory after removing
+/// it. Otherwise a power loss can bring back an old index that names records gone (or moved),
+/// which the next opening reports missing again, now numbered anew, or refuses.
+@Suite struct IndexDurabilityTests {
+  /// Whether `expected` occurs in `events` in this order (other events between them allowed).
+  static func inOrder(_ expected: [String], in events: [String]) -> Bool {
+    var rest = expected[...]
+    for event in events where event == rest.first { rest = rest.dropFirst() }
+    return rest.isEmpty
+  }
+
+  /// The syncs and rename of replacing `dir`'s index, in their order.
+  static func replacement(_ dir: String) -> [String] {
+    ["sync " + dir + "/index.tmp", "rename " + dir + "/index", "sync " + dir]
+  }
+
+  @Test func aWriterRewritingTheIndexSyncsItAndTheDirectory() async throws {
+    let dir = TemporaryDirectory("index-durable")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    _ = try await JournalFixtures.write(journal, batches: 20, seed: 61)
+    journal.close()
+    try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName))
+    let io = SyncRecordingFileIO()
+    var options = JournalFixtures.options()
+    options.io = io
+    let reopened = try Journal(directory: dir.path, options: options)
+    reopened.close()
+    #expect(Self.inOrder(Self.replacement(dir.path), in: io.events), "\(io.events)")
+  }
+
+  @Test func compactionReplacingTheIndexSyncsItAndTheDirectory() async throws {
+    let dir = TemporaryDirectory("index-durable-compact")
+    let io = SyncRecordingFileIO()
+    let journal = try Journal(directory: dir.path, options: CompactionTests.options(io))
+    _ = try await JournalFixtures.write(journal, batches: 200, maxPayload: 60, seed: 62)
+    let report = try journal.compactSealedSegments()
+    journal.close()
+    try #require(!report.compacted.isEmpty)
+    #expect(Self.inOrder(Self.replacement(dir.path), in: io.events), "\(io.events)")
+  }
+
+  @Test func repairSyncsTheDirectoryAfterRemovingTheIndex() async throws {
+    let dir = TemporaryDirectory("index-durable-repair")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    _ = try await JournalFixtures.write(journal, batches: 20, seed: 63)
+    journal.close()
+    let segment = dir.appending(Layout.segmentName(firstSequence: 1))
+    let frames = try JournalFixtures.frames(of: try Files.read(segment))
+    try JournalFixtures.flip(segment, at: frames[5].offset + Layout.batchHeaderSize + 3)
+    let io = SyncRecordingFileIO()
+    var options = JournalOptions()
+    options.io = io
+    let report = try Journal.repair(directory: dir.path, options: options)
+    #expect(report.moved.count == 1, "\(report)")
+    #expect(!Files.list(dir.path).contains(Layout.indexName))
+    #expect(io.events.last == "sync " + dir.path, "the directory is synced last: \(io.events)")
+  }
+}

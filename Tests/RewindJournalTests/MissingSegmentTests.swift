@@ -44,6 +44,39 @@ import Testing
   /// the one file likelier wrong: repair refuses, moving nothing, and names the segments' id, where
   /// it used to move every segment aside and leave an empty journal. One foreign segment among
   /// the journal's own is still repaired (`verify` locates it, repair moves it and what follows).
+  /// A last segment whose header is damaged and which holds no valid batch is moved aside by
+  /// opening (the trace of a crash while it was made); but when the index names batches in it,
+  /// they were committed, and opening says they are gone.
+  @Test(arguments: [false, true])
+  func aDamagedLastSegmentTheIndexNamesIsReportedMissing(indexed: Bool) async throws {
+    let dir = TemporaryDirectory("damaged-last")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10, indexBytes: 256)
+    let journal = try Journal(directory: dir.path, options: options)
+    _ = try await JournalFixtures.write(journal, batches: 60, seed: 64)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let victim = try #require(segments.last)
+    let first = try #require(Layout.firstSequence(ofSegmentNamed: victim))
+    let index = try JournalReader(directory: dir.path).loadIndex(JournalDirectory(path: dir.path, io: PosixFileIO()))
+    let named = try #require(index.entries.last(where: { $0.segment == first }))
+    if !indexed { try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName)) }
+    let size = Files.size(dir.appending(victim))
+    try Files.write([UInt8](repeating: 0, count: size), to: dir.appending(victim))
+
+    let reopened = try Journal(directory: dir.path, options: options)
+    defer { reopened.close() }
+    #expect(reopened.recovery.movedAside.map(\.segment) == [victim], "\(reopened.recovery)")
+    #expect(reopened.lastSequence == first - 1)
+    if indexed {
+      let missing = try #require(reopened.recovery.missingRecords, "\(reopened.recovery)")
+      #expect(missing.segment == victim && missing.sequences == first...named.firstSequence, "\(missing)")
+      #expect(missing.indexedOffset == named.offset, "\(missing)")
+    } else {
+      #expect(reopened.recovery.missingRecords == nil, "nothing witnesses records there")
+    }
+  }
+
   @Test func repairRefusesWhenOnlyTheManifestDisagrees() async throws {
     let dir = TemporaryDirectory("manifest-id")
     let options = JournalFixtures.options(segmentBytes: 2 << 10)

@@ -208,3 +208,72 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path) == Array(records.prefix(kept)))
   }
 }
+
+/// A batch written with larger limits than a reader's is committed data: its header's checksum
+/// holds, which no torn write leaves. Opening, reading, `verify` and `repair` with smaller limits
+/// used to take the last such batch for a torn tail: readers stopped before it, and opening moved
+/// it aside and numbered new records over it.
+@Suite struct LargerLimitsTests {
+  /// A journal whose limits allow 64 MiB batches: two small batches, then one of about 21 MiB
+  /// (over the default 16 MiB), last. Returns the journal's records and the large batch's offset.
+  static func journal() async throws -> (TemporaryDirectory, records: [JournalRecord], offset: Int) {
+    let dir = TemporaryDirectory("larger-limits")
+    var options = JournalFixtures.options()
+    options.limits = Self.writerLimits
+    let journal = try Journal(directory: dir.path, options: options)
+    var records = try await JournalFixtures.write(journal, batches: 2, seed: 31)
+    let large = (0..<3).map { NewRecord(timestamp: Int64($0), payload: [UInt8](repeating: UInt8($0), count: 7 << 20)) }
+    let range = try await journal.append(large)
+    for (sequence, record) in zip(range, large) {
+      records.append(JournalRecord(sequence: sequence, timestamp: record.timestamp, payload: record.payload))
+    }
+    journal.close()
+    let bytes = try Files.read(dir.appending(Layout.segmentName(firstSequence: 1)))
+    let offset = JournalFixtures.usedLength(bytes)
+    let header = try BatchHeader.decode(bytes[offset...], limits: Self.writerLimits).get()
+    try #require(header.firstSequence == range.lowerBound && Int(header.contentLength) > JournalLimits().maxBatchBytes)
+    return (dir, records, offset)
+  }
+
+  static let writerLimits = JournalLimits(maxRecordBytes: 8 << 20, maxBatchBytes: 64 << 20)
+
+  /// The error names the segment, the offset, the batch's size and the limit, and says what to do.
+  static func expectLimitError(_ error: JournalError?, offset: Int, _ what: String) {
+    #expect(error?.code == .limitExceeded, "\(what): \(String(describing: error))")
+    #expect(error?.file == Layout.segmentName(firstSequence: 1), "\(what)")
+    #expect(error?.offset == Int64(offset), "\(what)")
+    let text = error?.description ?? ""
+    #expect(text.contains("exceeds the limit of \(JournalLimits().maxBatchBytes)"), "\(what): \(text)")
+    #expect(text.contains("written with larger limits"), "\(what): \(text)")
+  }
+
+  @Test func smallerLimitsFailClearlyAndChangeNothing() async throws {
+    let (dir, _, offset) = try await Self.journal()
+    let segment = dir.appending(Layout.segmentName(firstSequence: 1))
+    let before = try Files.read(segment)
+    let reader = try JournalReader(directory: dir.path)
+    Self.expectLimitError(journalError { _ = try JournalFixtures.readAll(reader.records()) }, offset: offset, "read")
+    Self.expectLimitError(journalError { _ = try reader.verify() }, offset: offset, "verify")
+    Self.expectLimitError(journalError { _ = try reader.lastSequence() }, offset: offset, "lastSequence")
+    Self.expectLimitError(
+      journalError { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) }, offset: offset, "open")
+    Self.expectLimitError(journalError { _ = try Journal.repair(directory: dir.path) }, offset: offset, "repair")
+    #expect(try Files.read(segment) == before, "nothing moved or cut")
+    #expect(!Files.list(dir.path).contains("quarantine"))
+  }
+
+  @Test(arguments: [writerLimits, JournalLimits.largest])
+  func theWritersLimitsOrLargerReadIt(limits: JournalLimits) async throws {
+    let (dir, records, _) = try await Self.journal()
+    let reader = try JournalReader(directory: dir.path, limits: limits)
+    #expect(try JournalFixtures.readAll(reader.records()) == records)
+    let report = try reader.verify()
+    #expect(report.isSound && report.unfinishedTail == nil && report.records == UInt64(records.count), "\(report)")
+    var options = JournalFixtures.options()
+    options.limits = limits
+    #expect(try Journal.repair(directory: dir.path, options: options).damage == nil)
+    let journal = try Journal(directory: dir.path, options: options)
+    #expect(journal.recovery.isClean && journal.lastSequence == UInt64(records.count), "\(journal.recovery)")
+    journal.close()
+  }
+}

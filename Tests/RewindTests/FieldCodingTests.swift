@@ -158,3 +158,83 @@ private func sample() -> Sample {
   }
   #expect(throws: EncodingError.self) { try FieldEncoder().encode(Misuse()) }
 }
+
+/// A value's `Codable` form written by its own `encode(to:)`, bypassing the encoder's own handling
+/// of sets and dictionaries: the shape they must keep.
+private struct OwnEncoding<Value: Encodable>: Encodable {
+  var value: Value
+  func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}
+
+/// A key `Dictionary` encodes through its `CodingKeyRepresentable` conformance.
+private struct Code: Hashable, Comparable, Codable, CodingKeyRepresentable {
+  var raw: String
+  var codingKey: any CodingKey { OwnKey(stringValue: raw) }
+  init(raw: String) { self.raw = raw }
+  init?<T: CodingKey>(codingKey: T) { raw = codingKey.stringValue }
+  static func < (a: Code, b: Code) -> Bool { a.raw < b.raw }
+  private struct OwnKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+  }
+}
+
+/// Sets and dictionaries iterate in an order that depends on the process's hash seed and on their
+/// capacity: two equal ones built differently (here, one with room for many more) usually iterate
+/// differently. The encoder writes them sorted, so equal values give equal bytes, in the shape
+/// their own encoding has (one entry: the same bytes), and they decode back equal.
+@Test func setsAndDictionariesEncodeInOneOrder() throws {
+  func twoWays<C: Equatable>(_ make: (Int) -> C) -> (C, C) { (make(0), make(4_096)) }
+  let words = (0..<200).map { "word\($0 * 7919 % 1000)" }
+  let sets = twoWays { room -> Set<String> in
+    var set = Set<String>(minimumCapacity: room)
+    for word in words { set.insert(word) }
+    return set
+  }
+  let byName = twoWays { room -> [String: Int] in
+    var table = [String: Int](minimumCapacity: room)
+    for (index, word) in words.enumerated() { table[word] = index }
+    return table
+  }
+  let byNumber = twoWays { room -> [Int: String] in
+    var table = [Int: String](minimumCapacity: room)
+    for (index, word) in words.enumerated() { table[index * 31] = word }
+    return table
+  }
+  let byCode = twoWays { room -> [Code: Int] in
+    var table = [Code: Int](minimumCapacity: room)
+    for (index, word) in words.enumerated() { table[Code(raw: word)] = index }
+    return table
+  }
+  let byValue = twoWays { room -> [Double: String] in  // keys written as values
+    var table = [Double: String](minimumCapacity: room)
+    for (index, word) in words.enumerated() { table[Double(index) / 3] = word }
+    return table
+  }
+  // The premise: built two ways, they iterate differently.
+  #expect(Array(sets.0) != Array(sets.1) && Array(byName.0.keys) != Array(byName.1.keys))
+  func check<C: Codable & Equatable>(_ pair: (C, C), _ label: String) throws {
+    let bytes = try FieldEncoder().encode(pair.0)
+    #expect(try FieldEncoder().encode(pair.1) == bytes, "\(label)")
+    #expect(try CanonicalEncoding.encode(pair.1) == CanonicalEncoding.encode(pair.0), "\(label)")
+    #expect(try FieldDecoder().decode(C.self, from: bytes) == pair.0, "\(label)")
+  }
+  try check(sets, "Set<String>")
+  try check(byName, "[String: Int]")
+  try check(byNumber, "[Int: String]")
+  try check(byCode, "[Code: Int]")
+  try check(byValue, "[Double: String]")
+  // Sorted: the set's elements in order.
+  let json = try FieldRenderer.json(FieldEncoder().encode(sets.0))
+  #expect(json == "[" + Set(words).sorted().map { "\"\($0)\"" }.joined(separator: ",") + "]")
+  // One entry: the bytes of their own encoding.
+  #expect(try FieldEncoder().encode(["a": 1]) == FieldEncoder().encode(OwnEncoding(value: ["a": 1])))
+  #expect(try FieldEncoder().encode([7: "a"]) == FieldEncoder().encode(OwnEncoding(value: [7: "a"])))
+  #expect(
+    try FieldEncoder().encode([Code(raw: "k"): 1]) == FieldEncoder().encode(OwnEncoding(value: [Code(raw: "k"): 1])))
+  #expect(try FieldEncoder().encode([0.5: "a"]) == FieldEncoder().encode(OwnEncoding(value: [0.5: "a"])))
+  #expect(try FieldEncoder().encode(Set(["x"])) == FieldEncoder().encode(OwnEncoding(value: Set(["x"]))))
+  #expect(try FieldEncoder().encode([String: Int]()) == FieldEncoder().encode(OwnEncoding(value: [String: Int]())))
+}

@@ -3,10 +3,12 @@
 /// and `-0.0` is written as `0.0`.
 ///
 /// Stores encode their records in id order (see `Store+Coding.swift`), so nothing that depends on
-/// a hash seed, a dictionary's order or a property's declaration order reaches the bytes. What a
-/// model must do in return: no `Dictionary` or `Set` in its `Codable` form unless it encodes them
-/// sorted, and no values whose equality is looser than their bytes (two strings that compare
-/// equal under Unicode canonical equivalence but are stored differently digest differently).
+/// a hash seed, a dictionary's order or a property's declaration order reaches the bytes; sets and
+/// dictionaries of `Comparable` elements or keys are written sorted (`HashOrderedEncodable`).
+/// What a model must do in return: no other `Set` or `Dictionary` in its `Codable` form unless it
+/// encodes them sorted itself, and no values whose equality is looser than their bytes (two
+/// strings that compare equal under Unicode canonical equivalence but are stored differently
+/// digest differently).
 enum CanonicalEncoding {
   /// The canonical bytes of `value`, written in one pass: the encoder sorts each object's entries
   /// as it finishes the object (`FieldObjectSorter`), so nothing is copied afterwards.

@@ -127,7 +127,12 @@ final class FieldEncoderState {
       return
     }
     let start = writer.count
-    try value.encode(to: FieldValueEncoder(state: self, depth: depth, owner: makeID()))
+    let encoder = FieldValueEncoder(state: self, depth: depth, owner: makeID())
+    if let collection = value as? any HashOrderedEncodable {
+      try collection.encodeInSortedOrder(to: encoder)
+    } else {
+      try value.encode(to: encoder)
+    }
     close(downTo: depth)
     if writer.count == start {  // the value wrote nothing: an empty object, as JSONEncoder does
       writer.append(.object)

@@ -16,8 +16,9 @@ extension EventVersion {
 /// An event carries everything that was nondeterministic when it was made (identifiers, times,
 /// choices), so applying it is a pure function of the state and the event.
 ///
-/// Avoid `Dictionary` fields: their encoding order is not stable, so equal events could encode
-/// differently.
+/// A `Set` or `Dictionary` field is written sorted (by element, by key) when its elements or keys
+/// are `Comparable`, so that equal events encode alike; one of anything else would be written in
+/// hash order, which changes from process to process: avoid it.
 public protocol Event: EventVersion, Encodable, Equatable {}
 
 extension Event {

@@ -24,7 +24,8 @@ public enum Replay {
   }
 
   /// Rebuilds `M` from the journal in `directory`, through `sequence` (or to the end), without
-  /// snapshots.
+  /// snapshots. A `sequence` inside a command of several events stops inside it: the state holds
+  /// the command's earlier events only.
   /// - Throws: `ReplayError` locating the first record that is not a known event;
   ///   `JournalError` if the journal cannot be read.
   public static func rebuild<M: Model>(_ type: M.Type, directory: String, through sequence: UInt64 = .max) throws

@@ -49,6 +49,19 @@ package struct BatchHeader: Equatable {
     case badSize(UInt32)
     case checksumMismatch
     case implausible(String)
+    /// A header whose checksum holds but which declares more than the reader's limits accept:
+    /// written with larger limits (or hostile), never torn.
+    case exceedsLimits(String)
+
+    /// Whether a torn write could have left it. A header whose checksum holds is whole, and a
+    /// writer writes none that it would refuse: implausible or too large for the reader, it is
+    /// committed data (or hostile), not an unfinished frame.
+    package var isWhole: Bool {
+      switch self {
+      case .implausible, .exceedsLimits: true
+      case .truncated, .badMagic, .badSize, .checksumMismatch: false
+      }
+    }
 
     package var description: String {
       switch self {
@@ -57,6 +70,7 @@ package struct BatchHeader: Equatable {
       case .badSize(let size): "batch header declares payload size \(size), expected \(Layout.batchHeaderPayloadSize)"
       case .checksumMismatch: "batch header checksum mismatch"
       case .implausible(let why): "batch header is implausible: \(why)"
+      case .exceedsLimits(let why): "batch header declares \(why)"
       }
     }
   }
@@ -85,25 +99,45 @@ package struct BatchHeader: Equatable {
     let crcPosition = Layout.batchHeaderSize - 4
     let covered = UnsafeRawBufferPointer(rebasing: bytes[Layout.skippableHeaderSize..<crcPosition])
     guard CRC32C.checksum(covered) == load(crcPosition, as: UInt32.self) else { return .failure(.checksumMismatch) }
-    if let why = header.implausibility(limits: limits) { return .failure(.implausible(why)) }
+    if let why = header.implausibility { return .failure(.implausible(why)) }
+    if let why = header.excess(over: limits) { return .failure(.exceedsLimits(why)) }
     return .success(header)
   }
 
-  /// A reason the header cannot describe a frame this journal would accept, or nil.
-  func implausibility(limits: JournalLimits) -> String? {
+  /// A reason the header cannot describe a frame any writer writes, or nil.
+  var implausibility: String? {
     if recordCount == 0 { return "no records" }
     if firstSequence == 0 { return "sequence numbers start at 1" }
     if firstSequence > UInt64.max - UInt64(recordCount) { return "sequence numbers overflow" }
-    if Int(contentLength) > limits.maxBatchBytes {
-      return "decoded size \(contentLength) exceeds the limit \(limits.maxBatchBytes)"
-    }
     if Int(contentLength) < Int(recordCount) * Layout.recordHeaderSize {
       return "decoded size \(contentLength) too small for \(recordCount) records"
     }
-    if Int(frameLength) > limits.maxBatchBytes + limits.maxBatchBytes / 128 + 4096 {
-      return "frame size \(frameLength) exceeds the limit"
-    }
     if minTimestamp > maxTimestamp { return "timestamps out of order" }
+    if Int(contentLength) > JournalLimits.largest.maxBatchBytes {
+      return "decoded size \(contentLength) exceeds what any writer writes (\(JournalLimits.largest.maxBatchBytes))"
+    }
+    if Int(frameLength) > Self.largestFrame(.largest) {
+      return "frame size \(frameLength) exceeds what any writer writes (\(Self.largestFrame(.largest)))"
+    }
     return nil
+  }
+
+  /// What the header declares beyond `limits` (a frame a writer with larger limits wrote), or nil.
+  func excess(over limits: JournalLimits) -> String? {
+    if Int(contentLength) > limits.maxBatchBytes {
+      return "a decoded size of \(contentLength) bytes, which exceeds the limit of \(limits.maxBatchBytes) "
+        + "(limits.maxBatchBytes)"
+    }
+    if Int(frameLength) > Self.largestFrame(limits) {
+      return "a frame of \(frameLength) bytes, which exceeds the limit of \(Self.largestFrame(limits)) "
+        + "for limits.maxBatchBytes \(limits.maxBatchBytes)"
+    }
+    return nil
+  }
+
+  /// The largest LZ4 frame a writer makes of `limits.maxBatchBytes` bytes (incompressible data
+  /// grows a little).
+  static func largestFrame(_ limits: JournalLimits) -> Int {
+    limits.maxBatchBytes + limits.maxBatchBytes / 128 + 4096
   }
 }

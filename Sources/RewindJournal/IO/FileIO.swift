@@ -297,6 +297,13 @@ extension FileIO {
   /// If the write, the sync or the rename fails, the temporary file is removed (on a full disk it
   /// would hold on to the space it took) and `path` is as it was.
   package func writeFileAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
+    try replaceFile(path, with: bytes)
+    try syncDirectory(directory)
+  }
+
+  /// `writeFileAtomically` but for the directory fsync, which the caller makes once it has noted
+  /// that `path` was replaced (after this returns, it was, even if that sync fails).
+  package func replaceFile(_ path: String, with bytes: [UInt8]) throws {
     let temporary = path + ".tmp"
     let fd = try open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
     do {
@@ -308,7 +315,6 @@ extension FileIO {
       try? removeFile(temporary)
       throw error
     }
-    try syncDirectory(directory)
   }
 
   /// Makes a directory's entries (new files, renames) durable.

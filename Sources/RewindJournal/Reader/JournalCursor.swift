@@ -284,8 +284,10 @@ public final class JournalCursor {
   /// So are zeros to the end of the last segment: space the writer preallocated and has not
   /// written yet (FORMAT.md, "Writing"); a frame being written over them reads as damage
   /// followed by zeros until it is complete.
+  /// A header or frame whose checksums hold is never that (a frame written with larger limits
+  /// than this reader's included): it is an error.
   private func isUnfinishedTail(_ damage: BatchDamage, in file: SegmentFile) throws -> Bool {
-    if case .sequenceBreak = damage.kind { return false }
+    if !damage.kind.canBeTorn { return false }
     try layout.refresh()
     guard layout.segments.last == file.firstSequence else {
       // A later segment exists, so this one was complete before it was created. If its size

@@ -162,6 +162,44 @@ package final class SegmentFile {
     return min(size, max(declared, try nonZeroEnd(from: damage.offset)))
   }
 
+  /// Where the bytes from `offset` on that are worth keeping end, in the last segment of a
+  /// journal: after the last non-zero byte, and after the last whole frame (a frame's last bytes
+  /// are its content checksum's, which can be zeros: about one frame in 256 ends in one). Only
+  /// zeros after that are preallocated space. A frame is whole when its batch header's checksum
+  /// holds (whatever the limits) and so does its frame's: not one whose header was written and
+  /// whose frame was not.
+  package func keptEnd(from offset: Int64) throws -> Int64 {
+    var end = try nonZeroEnd(from: offset)
+    var after = offset - 1
+    while let (at, header) = try nextValidBatchHeader(after: after, limits: .largest) {
+      let frameEnd = at + header.totalLength
+      if frameEnd <= end {
+        after = frameEnd - 1  // kept anyway
+      } else if frameEnd <= size, try frameChecksum(at: at + Int64(Layout.batchHeaderSize), header) {
+        end = frameEnd
+        after = frameEnd - 1
+      } else {
+        after = at
+      }
+    }
+    return end
+  }
+
+  /// Whether the frame `header` declares, at `offset`, has the checksum it declares. Reads it in
+  /// bounded chunks.
+  private func frameChecksum(at offset: Int64, _ header: BatchHeader) throws -> Bool {
+    var crc: UInt32 = 0
+    var position = offset
+    let end = offset + Int64(header.frameLength)
+    while position < end {
+      let bytes = try io.read(fd, count: Int(min(Int64(1 << 20), end - position)), at: position, path: path)
+      if bytes.isEmpty { return false }
+      crc = bytes.withUnsafeBytes { CRC32C.checksum($0, continuing: crc) }
+      position += Int64(bytes.count)
+    }
+    return crc == header.frameChecksum
+  }
+
   /// The first non-zero byte in `from..<to`, and the last one of the chunk it was found in.
   private func firstNonZero(from: Int64, to: Int64) throws -> (first: Int64, last: Int64)? {
     let chunk = Int64(1 << 20)
@@ -232,6 +270,17 @@ package struct BatchDamage: Equatable {
     /// Zeros from here to the end of the file: preallocated space not written yet. The end of
     /// the journal in the last segment; damage anywhere else.
     case zeroFilled
+
+    /// Whether a write cut short (by a crash, or still in progress) can leave this: not a header
+    /// or frame whose checksums hold but whose sequence or sizes are wrong. Only damage that can
+    /// be torn may end the last segment as its unfinished tail; anything else is committed.
+    package var canBeTorn: Bool {
+      switch self {
+      case .truncatedHeader, .truncatedFrame, .frameChecksumMismatch, .zeroFilled: true
+      case .badHeader(let problem): !problem.isWhole
+      case .sequenceBreak, .undecodable: false
+      }
+    }
 
     package var description: String {
       switch self {

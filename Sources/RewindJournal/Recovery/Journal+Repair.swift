@@ -67,10 +67,11 @@ extension Journal {
       let file = try layout.open(segment: segment)
       // A segment whose header is damaged, or whose first frame is, goes whole.
       let from = segment > damagedSegment || first.offset <= Int64(Layout.segmentHeaderSize) ? 0 : first.offset
-      // Of a partly moved segment, the bytes up to its preallocated zeros (those are not kept).
+      // Of a partly moved last segment, the bytes up to its preallocated zeros (those are not
+      // kept); a sealed segment has none, so zeros at its end are data (a frame's checksum).
       let end: Int64
       do {
-        end = from == 0 ? file.size : try file.nonZeroEnd(from: from)
+        end = from == 0 || segment != layout.segments.last ? file.size : try file.keptEnd(from: from)
       } catch {
         throw JournalError(error, directory: directory, file: name)
       }
@@ -100,15 +101,23 @@ extension Journal {
       // still names what moved, and every reader would report those records lost: the repair
       // is not done. It goes last, after the moves: before them, it is the only witness of a
       // loss that left no bytes, which a failed move would leave unrepaired and unreported.
+      // The removal is durable only once the directory is synced: a power loss before that can
+      // bring the index back, and with it a `sequenceBreak` at the next opening.
+      var removed = false
       do {
         try io.removeFile(directory + "/" + Layout.indexName)
+        removed = true
+        try io.syncDirectory(directory)
       } catch {
         var failure = JournalError(error, directory: directory, file: Layout.indexName)
         failure.code = .staleIndex
+        let what =
+          removed
+          ? "could not make the index's removal durable (the directory's fsync failed)" : "could not remove the index"
         failure.message =
           (report.moved.isEmpty
-            ? "repair could not remove the index, which still names the records lost"
-            : "repair moved the damaged part aside but could not remove the index, which still names what moved")
+            ? "repair \(what), which still names the records lost"
+            : "repair moved the damaged part aside but \(what), which still names what moved")
           + " (\(error))"
         throw failure
       }

@@ -83,14 +83,23 @@ package struct JournalDirectory {
   /// Builds a `JournalError` for damage found in a segment.
   package func error(_ damage: BatchDamage, in file: SegmentFile, expecting: UInt64) -> JournalError {
     let code: JournalError.Code =
-      if case .sequenceBreak = damage.kind { .sequenceBreak } else { .corrupt }
+      switch damage.kind {
+      case .sequenceBreak: .sequenceBreak
+      case .badHeader(.exceedsLimits): .limitExceeded
+      default: .corrupt
+      }
     let sequences =
       damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) } ?? expecting...expecting
     let message =
-      damage.kind == .zeroFilled
-      ? "zeros from here to the end of a segment that is not the last: a writer cuts its preallocated space "
-        + "before it seals a segment, so records may be missing here"
-      : damage.kind.description
+      switch damage.kind {
+      case .zeroFilled:
+        "zeros from here to the end of a segment that is not the last: a writer cuts its preallocated space "
+          + "before it seals a segment, so records may be missing here"
+      case .badHeader(.exceedsLimits):
+        damage.kind.description + ": the journal was written with larger limits than these; open it "
+          + "with a limits.maxBatchBytes large enough for this batch (nothing was changed)"
+      default: damage.kind.description
+      }
     return JournalError(
       code, message, directory: path, file: file.name, offset: damage.offset, sequences: sequences)
   }

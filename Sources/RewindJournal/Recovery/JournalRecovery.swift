@@ -65,6 +65,8 @@ package struct JournalRecovery {
     // Every segment but the last must have a valid header; a last segment whose header is torn
     // (and which holds nothing valid) is the trace of a crash while it was being made.
     var sizes: [UInt64: Int64] = [:]
+    // Records of a last segment moved aside here that the index vouches for: committed, and gone.
+    var lostWithSegment: MissingRecords?
     for (position, first) in segments.enumerated() {
       let file = try directory.open(segment: first)
       let header = try wrap(file.name) { () throws in try file.header() }
@@ -75,6 +77,15 @@ package struct JournalRecovery {
         }
         guard isLast, !holdsData, segments.count > 1 || file.size < Int64(Layout.segmentHeaderSize) else {
           throw JournalError(.corrupt, problem, directory: path, file: file.name, offset: 0)
+        }
+        // Segments are created durably before any index entry names them: one that does names
+        // committed records, which must be reported, not numbered over in silence.
+        if let named = SparseIndex.lastEntry(
+          directory: path, journalID: directory.journalID, segment: first, atOrAfter: 0, io: io)
+        {
+          lostWithSegment = MissingRecords(
+            segment: file.name, offset: 0, sequences: first...max(first, named.firstSequence),
+            indexedOffset: named.offset)
         }
         let moved = try wrap(file.name) { () throws in try quarantine.moveFile(file.name) }
         report.movedAside.append(
@@ -204,7 +215,9 @@ package struct JournalRecovery {
           let followed = try wrap(file.name) { () throws in
             try file.hasValidBatchHeader(after: damage.offset, limits: options.limits)
           }
-          if !isLast || followed || { if case .sequenceBreak = damage.kind { true } else { false } }() {
+          // A header whose checksum holds is whole, even if it is wrong or too large for these
+          // limits: committed, not torn, so never moved aside.
+          if !isLast || followed || !damage.kind.canBeTorn {
             throw directory.error(damage, in: file, expecting: nextSequence)
           }
           // Only the torn bytes move aside, not the preallocated zeros after them.
@@ -236,9 +249,13 @@ package struct JournalRecovery {
     if let named = SparseIndex.lastEntry(
       directory: path, journalID: directory.journalID, segment: last, atOrAfter: offset, io: io)
     {
+      let through = max(nextSequence, named.firstSequence, lostWithSegment?.sequences.upperBound ?? 0)
       report.missingRecords = MissingRecords(
-        segment: Layout.segmentName(firstSequence: last), offset: offset,
-        sequences: nextSequence...max(nextSequence, named.firstSequence), indexedOffset: named.offset)
+        segment: Layout.segmentName(firstSequence: last), offset: offset, sequences: nextSequence...through,
+        indexedOffset: named.offset)
+    } else if var lost = lostWithSegment {
+      lost.sequences = nextSequence...max(nextSequence, lost.sequences.upperBound)
+      report.missingRecords = lost
     }
 
     // The index file is rewritten unless it was whole and already said all of this.

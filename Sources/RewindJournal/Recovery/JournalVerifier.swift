@@ -58,6 +58,10 @@ extension JournalReader {
   /// LZ4 decoding with its own checksums, record framing, sequence continuity within and across
   /// segments. Keeps going after damage (resynchronising on the next valid batch header), so
   /// every damaged place is reported, not just the first. Reads only; safe while a writer appends.
+  ///
+  /// - Throws: `JournalError` `.limitExceeded` for a batch whose header checksum holds but which
+  ///   declares more than the reader's `limits`: a journal written with larger limits, to be read
+  ///   with them (`JournalLimits.largest` reads any), not damage to report.
   public func verify(progress: ((UInt64) -> Void)? = nil) throws -> VerificationReport {
     let layout = try JournalDirectory(path: directory, io: io)
     var report = VerificationReport()
@@ -156,6 +160,11 @@ extension JournalReader {
           }
         }
         guard let damage else { continue }
+        if case .badHeader(.exceedsLimits) = damage.kind {
+          // A whole batch too large for these limits, not damage: reported as a problem, `repair`
+          // would move committed records aside. The caller must read with larger limits.
+          throw layout.error(damage, in: file, expecting: expected)
+        }
         let resume = try file.nextValidBatchHeader(after: damage.offset, limits: limits)
         let sequences = damage.header.map { min($0.firstSequence, expected)...max($0.lastSequence, expected) }
         let problem = JournalProblem(
@@ -177,11 +186,12 @@ extension JournalReader {
           // Not a frame whose checksums hold but whose sequence or content is wrong: no write in
           // progress and no crash leaves one (opening refuses the one, readers fail on the other).
           let zerosFrom = try file.nonZeroEnd(from: damage.offset)
-          report.preallocatedBytes = file.size - zerosFrom
+          // Not the damaged frame's declared bytes: a frame may end in zeros (its checksum's).
+          report.preallocatedBytes = file.size - (try file.tornEnd(of: damage))
           let unwritten: Bool =
             switch damage.kind {
             case .truncatedHeader, .truncatedFrame: true
-            case .badHeader, .frameChecksumMismatch: zerosFrom < file.size
+            case .badHeader, .frameChecksumMismatch: damage.kind.canBeTorn && zerosFrom < file.size
             case .sequenceBreak, .undecodable, .zeroFilled: false
             }
           if unwritten {

@@ -591,10 +591,21 @@ final class JournalWriter: @unchecked Sendable {
       // Undo whatever part reached the file, so nothing unacknowledged stays behind (the
       // preallocated zeros go too; the next group writes them again).
       var cutFailure: (any Error)?
+      var syncFailure: (any Error)?
       do {
         try io.truncate(segmentFD, to: state.endOffset, path: activePath)
       } catch {
         cutFailure = error
+      }
+      // Under the durable policies the cut must reach the disk before the failure is reported as
+      // "nothing written": writeback may already have flushed the frames, and after a power loss
+      // they would come back whole, taken for committed.
+      if cutFailure == nil, options.durability != .none {
+        do {
+          try io.sync(segmentFD, metadata: true, path: activePath)
+        } catch {
+          syncFailure = error
+        }
       }
       let undone = cutFailure == nil
       allocatedEnd = undone ? state.endOffset : max(allocatedEnd, end)
@@ -611,8 +622,13 @@ final class JournalWriter: @unchecked Sendable {
         failure.message =
           "a write failed (\(error)) and cutting it off again failed too (\(cutFailure)), "
           + "so the appends may or may not be in the journal"
+      } else if let syncFailure {
+        failure.code = .durabilityLost
+        failure.message =
+          "a write failed (\(error)) and was cut off again, but syncing the cut failed (\(syncFailure)), "
+          + "so after a power loss the appends may be in the journal"
       }
-      return fail(failure, fatal: !undone)
+      return fail(failure, fatal: !undone || syncFailure != nil)
     }
     allocatedEnd = max(allocatedEnd, end)
     if options.durability != .none {
@@ -936,16 +952,11 @@ final class JournalWriter: @unchecked Sendable {
       writer = ByteWriter(capacity: SparseIndex.headerSize + state.index.entries.count * IndexEntry.size)
       writer.write(SparseIndex.header(journalID: directory.journalID))
       for entry in state.index.entries { entry.encode(into: &writer) }
-      let temporary = indexPath + ".tmp"
-      if let fd = try? io.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
-        let written =
-          (try? writer.bytes.withUnsafeBytes { (b) throws in
-            try io.writeAll(fd, b, at: 0, path: temporary)
-          }) != nil
-        io.close(fd)
-        replaced = written && (try? io.rename(temporary, to: indexPath)) != nil
-        if !replaced { try? io.removeFile(temporary) }  // on a full disk it would keep its space
-      }
+      // Synced before the rename and the directory after it: otherwise a power loss can bring
+      // back the old file, which may name records opening found gone, now numbered anew.
+      // (`replaceFile` removes `index.tmp` when it fails: on a full disk it would keep its space.)
+      replaced = (try? io.replaceFile(indexPath, with: writer.bytes)) != nil
+      if replaced { try? io.syncDirectory(path) }
     }
     indexFD = (try? io.open(indexPath, flags: replaced ? O_WRONLY : O_WRONLY | O_CREAT, mode: 0o600)) ?? -1
     guard indexFD >= 0 else { return }

@@ -418,17 +418,10 @@ package final class SegmentCompactor: @unchecked Sendable {
       var writer = ByteWriter(capacity: SparseIndex.headerSize + entries.count * IndexEntry.size)
       writer.write(SparseIndex.header(journalID: directory.journalID))
       for entry in entries { entry.encode(into: &writer) }
-      let temporary = indexPath + ".tmp"
-      guard let out = try? io.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) else { return }
-      let done =
-        (try? writer.bytes.withUnsafeBytes { (bytes) throws in try io.writeAll(out, bytes, at: 0, path: temporary) })
-        != nil
-      io.close(out)
-      guard done, (try? io.rename(temporary, to: indexPath)) != nil else {
-        try? io.removeFile(temporary)
-        return
-      }
+      // Synced before the rename, the directory after it (derived data: a failure leaves it stale).
+      guard (try? io.replaceFile(indexPath, with: writer.bytes)) != nil else { return }
       generation &+= 1
+      try? io.syncDirectory(path)
     }
   }
 
