@@ -25,8 +25,8 @@ enum VerifyCommand: RewindCommand {
     bad checksum, an unknown format, a state that does not hash to its digest or another
     journal's id is a note (replay skips it; snapshots are never the only copy of anything). A
     snapshot after the journal's last sequence is a problem: its records were made durable
-    before it was written, so records were lost. Verify moves nothing; repair or the next
-    writer sets such a snapshot aside.
+    before it was written, so records were lost. Verify moves nothing; the next writer sets
+    such a snapshot aside.
 
     Examples:
       rewind verify /tmp/j
@@ -82,7 +82,7 @@ enum VerifyCommand: RewindCommand {
         onlyTheManifestDisagrees(id)
       } else if report.isSound {
         "Records after sequence \(report.lastSequence) were lost: restore the journal from a backup if there "
-          + "is one. `rewind repair \(directory)` (or the next writer) moves such snapshots aside."
+          + "is one. The next writer moves such snapshots aside (`rewind repair` leaves a sound journal alone)."
       } else {
         "`rewind repair \(directory)` moves the damaged part aside."
       }
