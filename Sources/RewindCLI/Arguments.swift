@@ -21,7 +21,8 @@ public struct UsageError: Error, CustomStringConvertible {
 /// forgotten option narrow or widen a selection unseen. A flag given twice says the same thing
 /// twice and is accepted. `--help` and `-h` ask for help only where a flag could stand: as an
 /// option's value (`--type --help`) or after `--` they are text like any other. A word that is a
-/// negative number (`-1`) is a positional, so that the command can say it is out of range.
+/// negative number (`-1`) is a positional, so that the command can say it is out of range. A
+/// one-letter option takes its value attached too (`-n2`), as `head` and `tail` do.
 public struct Arguments {
   public private(set) var positionals: [String] = []
   private var values: [String: String] = [:]
@@ -53,6 +54,10 @@ public struct Arguments {
       if let equals = name.firstIndex(of: "=") {
         inline = String(name[name.index(after: equals)...])
         name = String(name[..<equals])
+      } else if !argument.hasPrefix("--"), name.count > 1, let letter = name.first, options.contains(String(letter)) {
+        // A one-letter option with its value attached, as head and tail take it: -n2.
+        inline = String(name.dropFirst())
+        name = String(letter)
       }
       if (argument == "--help" || argument == "-h") && !allowedFlags.contains(name) && !options.contains(name) {
         helpRequested = true
@@ -81,7 +86,7 @@ public struct Arguments {
 
   /// Whether `argument` is `-` and digits (`-1`): a number out of range, not an option.
   static func isNegativeNumber(_ argument: String) -> Bool {
-    argument.count > 1 && argument.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
+    argument.first == "-" && argument.count > 1 && argument.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
   }
 
   public func flag(_ name: String) -> Bool { flags.contains(name) }

@@ -49,6 +49,70 @@ func openJournal(_ directory: String) throws -> JournalReader {
   return try JournalReader(directory: directory, limits: .largest)
 }
 
+/// What to do when every segment belongs to journal `id` and only `manifest.json` names another:
+/// `rewind repair` refuses such a journal, so the advice is to fix the manifest.
+func onlyTheManifestDisagrees(_ id: JournalID) -> String {
+  "Every segment belongs to journal \(id) and only manifest.json names another: `rewind repair` "
+    + "refuses such a journal and moves nothing. If these segments are this journal's, set the "
+    + "manifest's journalID to \(id)."
+}
+
+/// The message of damage found reading a journal whose segments all belong to one journal and
+/// whose manifest alone names another, with `onlyTheManifestDisagrees` in place of the library's
+/// advice (`rewind repair`, which refuses it). Nil for any other error.
+func foreignManifestMessage(_ error: JournalError) -> String? {
+  guard error.code == .corrupt || error.code == .sequenceBreak, let directory = error.directory,
+    let id = (try? JournalDirectory(path: directory, io: PosixFileIO()))?.journalIDOfEverySegmentButTheManifest()
+  else { return nil }
+  // The same place and message, under a code that carries no advice of its own.
+  let plain = JournalError(
+    .badManifest, error.message, directory: directory, file: error.file, offset: error.offset,
+    sequences: error.sequences, errno: error.errno)
+  return "\(plain). " + onlyTheManifestDisagrees(id)
+}
+
+/// What to do about a journal whose `manifest.json` is missing or is not a manifest while
+/// segments remain: the library's advice for a directory without one (create a journal) would
+/// loop, as a writer refuses a directory with segments. Names the journal id every segment's
+/// header names, when they agree. Nil for any other error, also for a manifest of an unknown
+/// format or naming another journal (their messages say what to do).
+func manifestAdvice(_ error: JournalError) -> String? {
+  guard error.code == .notAJournal || error.code == .badManifest, error.file == Layout.manifestName,
+    let directory = error.directory,
+    let segments = try? JournalDirectory.listSegments(directory, io: PosixFileIO()), !segments.isEmpty
+  else { return nil }
+  let path = directory + "/" + Layout.manifestName
+  let missing = !FileManager.default.fileExists(atPath: path)
+  if !missing {
+    // A manifest with a format and a well-formed id is refused for another reason.
+    let object = FileManager.default.contents(atPath: path).flatMap { try? JSONSerialization.jsonObject(with: $0) }
+    if let fields = object as? [String: Any], fields["format"] is Int,
+      let id = fields["journalID"] as? String, JournalID(hex: id) != nil
+    {
+      return nil
+    }
+  }
+  var ids: Set<String> = []
+  for first in segments {
+    let file = FileHandle(forReadingAtPath: directory + "/" + Layout.segmentName(firstSequence: first))
+    defer { try? file?.close() }
+    guard let bytes = try? file?.read(upToCount: Layout.segmentHeaderSize),
+      case .success(let header) = SegmentHeader.decode(Array(bytes))
+    else { continue }
+    ids.insert(header.journalID.description)
+  }
+  let written =
+    ids.count == 1
+    ? #"{"format": 1, "journalID": "\#(ids.first!)"} (the id every segment's header names)"#
+    : "format 1 and the journal id of its segments' headers (they name \(ids.isEmpty ? "none that can be read" : "several: \(ids.sorted().joined(separator: ", "))"))"
+  return
+    (missing
+    ? "no \(Layout.manifestName)" : "\(Layout.manifestName) is not a manifest (JSON with a format and a journalID)")
+    + " in journal \(directory), which holds \(segments.count) segment(s): its records are there, but no command "
+    + "reads them, and a writer will not create a manifest beside them. Restore \(Layout.manifestName) from a backup, "
+    + "or write it as Journal/FORMAT.md describes: \(written)."
+}
+
 /// Throws `JournalUnreadable` unless `directory` exists and is a directory.
 func requireDirectory(_ directory: String) throws {
   var isDirectory: ObjCBool = false

@@ -1,4 +1,5 @@
 import Foundation
+import RewindJournal
 
 /// The `rewind` command line tool as a library: tests and apps call `run` with arguments and
 /// get the exit code; output goes to the given sinks.
@@ -120,9 +121,10 @@ public struct RewindTool {
     Commands:
     \(commandLines)
 
-    Options: --help (or -h) wherever a flag could stand shows a command's help (as an option's
-    value it is just text); an option that takes a value may be given once (a second --since is a
-    usage error), a flag twice counts once; -1 where a number is expected is out of range.
+    Options: rewind help COMMAND, or --help (or -h) wherever a flag could stand, shows a command's
+    help (as an option's value it is just text); an option that takes a value may be given once
+    (a second --since is a usage error), a flag twice counts once; -1 where a number is expected is
+    out of range.
     Text output shows control characters, line separators, bidi marks and overrides, and
     invisible characters (zero width space, word joiner, soft hyphen, byte order mark; not the
     zero width joiner and non-joiner that scripts and emoji need) from the journal (or echoed from
@@ -149,6 +151,8 @@ public struct RewindTool {
 
   /// Runs one command line (without the program name) and returns the exit code.
   public func run(_ arguments: [String], output: Output = .standard) async -> Int32 {
+    // `rewind help COMMAND` is `rewind COMMAND --help`.
+    if arguments.count == 2, arguments[0] == "help" { return await run([arguments[1], "--help"], output: output) }
     guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
       output.out(overview)
       return arguments.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue
@@ -171,7 +175,11 @@ public struct RewindTool {
       output.err("rewind \(visible(name)): \(visible(error.description))\n")
       return ExitCode.usage.rawValue
     } catch {
-      output.err("rewind \(visible(name)): \(visible(String(describing: error)))\n")
+      let journalError = error as? JournalError
+      let message =
+        journalError.flatMap(manifestAdvice) ?? journalError.flatMap(foreignManifestMessage)
+        ?? String(describing: error)
+      output.err("rewind \(visible(name)): \(visible(message))\n")
       return ExitCode.unreadable.rawValue
     }
   }

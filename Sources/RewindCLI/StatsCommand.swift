@@ -16,10 +16,12 @@ enum StatsCommand: RewindCommand {
     never came (the writer stopped first; harmless) is counted apart as unfinished. Shows
     progress on standard error when it is a terminal. With --json, one object with the same
     figures (times in ISO 8601, counts by name and origin as objects, checkpoints and
-    unfinishedCheckpoints as arrays of sequence numbers).
+    unfinishedCheckpoints as arrays of sequence numbers). A snapshot after the journal's last
+    sequence is flagged (snapshotsPastTheEnd in JSON): its records were made durable before it
+    was written, so records were lost.
 
-    Exit 0; 1 when the journal is damaged (the counts then cover its intact part; `rewind verify`
-    locates the damage); 3 when it cannot be read.
+    Exit 0; 1 when the journal is damaged or a snapshot is past its end (the counts then cover
+    its intact part; `rewind verify` locates the damage); 3 when it cannot be read.
 
     Examples:
       rewind stats /tmp/notes
@@ -73,6 +75,9 @@ enum StatsCommand: RewindCommand {
 
     let events = report.lastSequence
     let snapshots = SnapshotStore(journal: directory).sequences()
+    // A snapshot is written after its records are made durable: one past the end shows records lost.
+    let pastTheEnd = snapshots.filter { $0 > report.lastSequence }
+    let sound = report.isSound && pastTheEnd.isEmpty
     let quarantined = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/quarantine")) ?? []
     if args.flag("json") {
       func counts(_ table: [String: Int]) -> String {
@@ -86,18 +91,19 @@ enum StatsCommand: RewindCommand {
         "\"frames\":\(report.batches)", "\"bytesOnDisk\":\(report.bytesOnDisk)",
         "\"bytesPreallocated\":\(report.preallocatedBytes)", "\"bytesDecoded\":\(report.bytesDecoded)",
         "\"snapshots\":[\(snapshots.map(String.init).joined(separator: ","))]",
+        "\"snapshotsPastTheEnd\":[\(pastTheEnd.map(String.init).joined(separator: ","))]",
         "\"checkpoints\":[\(checkpoints.finished.map(String.init).joined(separator: ","))]",
         "\"unfinishedCheckpoints\":[\(checkpoints.unfinished.map(String.init).joined(separator: ","))]",
         "\"quarantined\":\(quarantined.count)", "\"byName\":\(counts(byName))", "\"byOrigin\":\(counts(byOrigin))",
       ]
-      fields.append("\"sound\":\(report.isSound)")
+      fields.append("\"sound\":\(sound)")
       context.output.out("{" + fields.joined(separator: ",") + "}\n")
-      return report.isSound ? .success : .findings
+      return sound ? .success : .findings
     }
     // The directory and the names and origins (in `table`) are made `visible`, each once.
     var lines = [
       visible("journal      \(directory) (id \(try reader.id))"),
-      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")) in \(commands) commands"
+      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")) in \(commands) command\(commands == 1 ? "" : "s")"
         + (foreign > 0 ? ", \(foreign) records that are not Rewind events" : ""),
     ]
     if let first, let last {
@@ -105,8 +111,9 @@ enum StatsCommand: RewindCommand {
     } else {
       lines.append("time span    - (no events)")
     }
+    let perFrame = report.batches == 0 ? 0 : report.records / UInt64(report.batches)
     lines.append(
-      "segments     \(report.segments), \(report.batches) frames (\(report.batches == 0 ? 0 : report.records / UInt64(report.batches)) events per frame on average)"
+      "segments     \(report.segments), \(report.batches) frame\(report.batches == 1 ? "" : "s") (\(perFrame) event\(perFrame == 1 ? "" : "s") per frame on average)"
     )
     lines.append(
       "bytes        \(report.bytesOnDisk) on disk"
@@ -120,6 +127,12 @@ enum StatsCommand: RewindCommand {
           ? "none"
           : "\(snapshots.count), after sequences \(snapshots.suffix(5).map(String.init).joined(separator: ", "))"
             + (snapshots.count > 5 ? " (the last 5)" : "")))
+    if let first = pastTheEnd.first {
+      lines.append(
+        visible(
+          "             \(pastTheEnd.count) past the journal's end, \(report.lastSequence) (the first after \(first)): "
+            + "records were made durable before it was written and are lost. `rewind verify \(directory)` says more."))
+    }
     lines.append("checkpoints  " + checkpoints.summary)
     if !quarantined.isEmpty {
       lines.append(visible("quarantined  \(quarantined.count) files in \(directory)/quarantine"))
@@ -135,7 +148,7 @@ enum StatsCommand: RewindCommand {
             + "\(report.lastSequence). `rewind verify \(directory)` locates them."))
     }
     context.output.out(lines.joined(separator: "\n") + "\n")
-    return report.isSound ? .success : .findings
+    return sound ? .success : .findings
   }
 
   /// Rows of "name  count  percent", most frequent first, then by name; names made `visible`

@@ -10,7 +10,7 @@ enum TailCommand: RewindCommand {
     Usage: rewind tail DIR [-n N] [-f] [--from SEQ] [--to SEQ] [--since TIME] [--until TIME]
                            [--type NAME] [--origin ORIGIN] [--entity ID] [--full] [--json]
 
-    Shows the last N events (-n N or --lines N, one option given once; default 10) as
+    Shows the last N events (-n N, -nN or --lines N, one option given once; default 10) as
     `rewind log` does, oldest first, each event's fields cut at 160 characters unless --full is
     given; --json as `rewind log --json`. With -f (--follow), then waits and shows each new event
     as a writer commits it, one line at a time, until interrupted (Ctrl-C ends it with exit 0) or

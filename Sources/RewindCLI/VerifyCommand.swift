@@ -24,6 +24,13 @@ enum VerifyCommand: RewindCommand {
     one in the middle; repair refuses that too), to restore them from a backup. An index entry
     that fails its checksum is a note too.
 
+    Snapshot files are checked without a model: one that cannot be read, is cut short, has a
+    bad checksum, an unknown format, a state that does not hash to its digest or another
+    journal's id is a note (replay skips it; snapshots are never the only copy of anything). A
+    snapshot after the journal's last sequence is a problem: its records were made durable
+    before it was written, so records were lost. Verify moves nothing; the next writer sets
+    such a snapshot aside.
+
     Examples:
       rewind verify /tmp/j
       rewind verify /tmp/j --model workspace
@@ -56,27 +63,46 @@ enum VerifyCommand: RewindCommand {
     }
     for note in report.notes { output.out(visible("note: \(note)") + "\n") }
     for unindexed in report.unindexed { output.out(visible("note: \(unindexed)") + "\n") }
+    // Snapshots are checked as files (no model needed): a bad one only costs replay time, but one
+    // past the journal's end shows committed records were lost, as its records were made durable
+    // before it was written (`SnapshotStore.write`).
+    var lostRecords = 0
+    for problem in SnapshotStore(journal: directory).fileProblems(lastSequence: report.lastSequence) {
+      let file = "snapshots/\(problem.file)"
+      if case .beyondJournal(let last) = problem.reason {
+        lostRecords += 1
+        output.out(
+          visible(
+            "problem: \(file): records up to \(problem.sequence) were made durable before this snapshot was "
+              + "written; the journal ends at \(last)") + "\n")
+      } else {
+        output.out(visible("note: \(file) \(problem.reason); replay skips it (a snapshot is only a shortcut)") + "\n")
+      }
+    }
     let advice =
       if let id = report.segmentsJournalID {
         // Repair refuses this journal (`badManifest`): the one file is likelier wrong than all.
-        "Every segment belongs to journal \(id) and only manifest.json names another: `rewind repair` "
-          + "refuses such a journal and moves nothing. If these segments are this journal's, set the "
-          + "manifest's journalID to \(id)."
+        onlyTheManifestDisagrees(id)
       } else if report.problems.first?.missingBeforeIntactSegments == true {
         // Repair refuses this journal too: it would move the intact segments after the gap aside.
         "Records are missing before intact segments: restore the segment that held them from a backup. "
           + "`rewind repair` refuses such a journal and moves nothing."
+      } else if report.isSound {
+        "Records after sequence \(report.lastSequence) were lost: restore the journal from a backup if there "
+          + "is one. The next writer moves such snapshots aside (`rewind repair` leaves a sound journal alone)."
       } else {
         "`rewind repair \(directory)` moves the damaged part aside."
       }
+    let whole = report.isSound && lostRecords == 0
     output.out(
-      report.isSound
+      whole
         ? "sound: \(report.records) records in \(report.batches) frames, \(report.segments) segments, last sequence \(report.lastSequence)\n"
         : visible(
-          "damaged: \(report.problems.count) problem(s); intact up to sequence \(report.lastSequence). \(advice)")
+          "damaged: \(report.problems.count + lostRecords) problem(s); intact up to sequence \(report.lastSequence). \(advice)"
+        )
           + "\n"
     )
-    guard report.isSound else { return .findings }
+    guard whole else { return .findings }
     // With a model, replay decodes every event into its type; without one, the fields are decoded
     // as the audit commands render them.
     let sound =

@@ -106,7 +106,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     case .corrupt, .sequenceBreak:
       "Committed data is damaged. Run `rewind verify` for a full report; `rewind repair` moves the damaged part aside"
     case .durabilityLost: "Writes may not have reached the disk; check the disk, then reopen the journal"
-    case .notAJournal: "Check the path, or create the journal by opening it for writing"
+    case .notAJournal:
+      "Check the path. A directory with segments but no manifest.json needs its manifest back (from a backup, "
+        + "or written as Journal/FORMAT.md describes); opening for writing creates a journal only where none is"
     case .staleIndex:
       "The index is derived data: fix the cause, then run `rewind repair` again to remove it (or delete the file)"
     default: nil

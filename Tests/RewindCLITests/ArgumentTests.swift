@@ -94,6 +94,22 @@ import Testing
       #expect(run.err.contains(message), "\(arguments): \(run.err)")
       #expect(!run.err.contains("unknown option"), "\(arguments)")
     }
+    // Only a word starting with `-` can be a mistyped count: a directory named a letter and
+    // digits (j1, h1) or digits alone is a path like any other.
+    for name in ["j1", "h12", "123"] {
+      try FileManager.default.copyItem(atPath: journal, toPath: dir.appending(name))
+      let run = try await ToolRun.run("rewind", ["tail", name, "-n", "3"], in: dir.path)
+      #expect(run.status == 0, "tail \(name): \(run.err)")
+      #expect(run.out.split(separator: "\n").count == 3, "tail \(name)")
+    }
+    // A one-letter option takes its value attached (-n2), as head and tail do; a sign is no digit.
+    let attached = try await Self.rewind(["tail", journal, "-n2"])
+    #expect(attached.status == 0, "\(attached.err)")
+    #expect(attached.out == (try await Self.rewind(["tail", journal, "-n", "2"])).out)
+    #expect(attached.out.split(separator: "\n").count == 2)
+    let signed = try await Self.rewind(["show", journal, "+5"])
+    #expect(signed.status == 2)
+    #expect(signed.err.contains("the sequence number must be a whole number from 1, not '+5'"), "\(signed.err)")
     let debug = try await Self.rewind(["debug", journal], input: "goto -1\nstep -2\nback -1\nevent -1\ndiff -1 2\n")
     #expect(debug.status == 2)
     let errors = debug.err.split(separator: "\n").map(String.init)

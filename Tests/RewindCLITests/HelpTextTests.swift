@@ -68,6 +68,19 @@ import Testing
     }
   }
 
+  @Test(arguments: commands)
+  func helpCommandShowsTheCommandsHelp(command: String) async throws {
+    let asked = try await ToolRun.run("rewind", ["help", command])
+    #expect(asked.status == 0, "\(asked.err)")
+    #expect(asked.out == (try await ToolRun.run("rewind", [command, "--help"])).out, "rewind help \(command)")
+  }
+
+  @Test func helpForAnUnknownCommandIsAUsageError() async throws {
+    let run = try await ToolRun.run("rewind", ["help", "lgo"])
+    #expect(run.status == 2)
+    #expect(run.err.contains("unknown command 'lgo'"), "\(run.err)")
+  }
+
   @Test func everyExampleRunsAsShown() async throws {
     let rewind = try #require(ChildProcess.builtProduct("rewind"))
     let scratch = TemporaryDirectory("cli-help-examples")

@@ -132,6 +132,15 @@ import Testing
     #expect(repair.status == 3, "\(repair.out)\(repair.err)")
     #expect(repair.err.contains("set the manifest's journalID to \(own)"), "\(repair.err)")
 
+    // The reading commands give verify's advice, not the repair that refuses.
+    for command in [["log"], ["export", "@", "--jsonl"], ["tail"]] {
+      let run = try await EveryCommandTests.run(command, dir.path)
+      #expect(run.status == 3, "\(command): \(run.out)\(run.err)")
+      #expect(run.err.contains("belongs to another journal"), "\(command): \(run.err)")
+      #expect(run.err.contains("set the manifest's journalID to \(own)"), "\(command): \(run.err)")
+      #expect(!run.err.contains("moves the damaged part aside"), "\(command): \(run.err)")
+    }
+
     // Following the advice makes the journal whole.
     try Files.write(Array("{\n  \"format\" : 1,\n  \"journalID\" : \"\(own)\"\n}\n".utf8), to: manifest)
     #expect(try await ToolRun.run("rewind", ["verify", dir.path]).status == 0)

@@ -3,6 +3,7 @@ import RewindJournal
 import RewindTestSupport
 import Testing
 
+@testable import Rewind
 @testable import RewindCLI
 
 /// Runs the built `rewind` binary and checks its output and exit codes.
@@ -155,6 +156,97 @@ import Testing
     #expect(repair.out.hasSuffix("repaired: the journal ends at sequence \(first - 1)\n"), "\(repair.out)")
     #expect(Files.list(dir.appending("snapshots")) == [before])
     #expect(try await Self.rewind(["verify", dir.path]).status == 0)
+  }
+
+  @Test func verifyChecksSnapshotFilesAndAProblemOnePastTheEnd() async throws {
+    let dir = try Self.journal()
+    let last = try JournalReader(directory: dir.path).lastSequence()
+    let id = try JournalReader(directory: dir.path).id.bytes
+    let folder = dir.appending("snapshots")
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+    func snapshot(_ sequence: UInt64, journal: [UInt8] = id, digest: [UInt8]? = nil) throws {
+      let state: [UInt8] = [1, 2, 3]
+      let file = SnapshotFile(
+        sequence: sequence, journalID: journal, fingerprint: StateDigest(bytes: Array(repeating: 7, count: 32)),
+        digest: StateDigest(bytes: digest ?? SHA256.hash(state)), state: state)
+      try Files.write(file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence))
+    }
+    try snapshot(100)
+    try snapshot(150, journal: Array(repeating: 9, count: 16))
+    try Files.write(Array("not a snapshot".utf8), to: folder + "/" + SnapshotStore.fileName(200))
+    try snapshot(250, digest: Array(repeating: 0, count: 32))
+    // A bad snapshot costs replay time, not data: notes, and the journal is sound.
+    let notes = try await Self.rewind(["verify", dir.path])
+    #expect(notes.status == 0, "\(notes.out)\(notes.err)")
+    let lines = notes.out.split(separator: "\n").filter { $0.contains("snapshots/") }
+    #expect(lines.count == 3, "\(notes.out)")
+    #expect(lines.allSatisfy { $0.hasPrefix("note: snapshots/") }, "\(notes.out)")
+    #expect(lines.first?.contains("\(SnapshotStore.fileName(150)) belongs to another journal") == true)
+    #expect(lines.dropFirst().first?.contains("\(SnapshotStore.fileName(200)) corrupt: not a snapshot file") == true)
+    #expect(lines.last?.contains("\(SnapshotStore.fileName(250)) inconsistent: ") == true)
+    #expect(notes.out.contains("sound: "))
+
+    // One past the end: records made durable before it was written are gone.
+    let past = SnapshotStore.fileName(last + 114)
+    try Files.write([1, 2, 3], to: folder + "/" + past)
+    let verify = try await Self.rewind(["verify", dir.path])
+    #expect(verify.status == 1, "\(verify.out)\(verify.err)")
+    #expect(
+      verify.out.contains(
+        "problem: snapshots/\(past): records up to \(last + 114) were made durable before this snapshot was "
+          + "written; the journal ends at \(last)\n"), "\(verify.out)")
+    #expect(
+      verify.out.contains(
+        "damaged: 1 problem(s); intact up to sequence \(last). Records after sequence \(last) were lost"))
+    #expect(Files.list(folder).contains(past), "verify moves nothing")
+    let stats = try await Self.rewind(["stats", dir.path])
+    #expect(stats.status == 1)
+    #expect(stats.out.contains("1 past the journal's end, \(last) (the first after \(last + 114))"), "\(stats.out)")
+    let json = try await Self.rewind(["stats", dir.path, "--json"])
+    #expect(json.status == 1)
+    #expect(json.out.contains("\"snapshotsPastTheEnd\":[\(last + 114)]") && json.out.contains("\"sound\":false"))
+  }
+
+  @Test func aMissingOrInvalidManifestBesideSegmentsGetsAdvice() async throws {
+    let dir = try Self.journal()
+    let id = try JournalReader(directory: dir.path).id
+    let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }.count
+    let manifest = dir.appending(Layout.manifestName)
+    try FileManager.default.removeItem(atPath: manifest)
+    for command in ["verify", "log", "stats", "repair", "compact"] {
+      let run = try await Self.rewind([command, dir.path])
+      #expect(run.status == 3, "\(command): \(run.err)")
+      #expect(
+        run.err.contains("no manifest.json in journal \(dir.path), which holds \(segments) segment(s)"),
+        "\(command): \(run.err)")
+      #expect(run.err.contains(#"{"format": 1, "journalID": "\#(id)"}"#), "\(command): \(run.err)")
+      #expect(!run.err.contains("create the journal by opening it for writing"), "\(command): \(run.err)")
+    }
+    // The library's own advice no longer sends a writer round in a circle.
+    #expect(throws: JournalError.self) { try Journal(directory: dir.path, options: JournalOptions()) }
+    do {
+      _ = try Journal(directory: dir.path, options: JournalOptions())
+    } catch {
+      #expect(!"\(error)".contains("create the journal by opening it for writing"), "\(error)")
+    }
+    try Files.write(Array("{garbage".utf8), to: manifest)
+    let garbage = try await Self.rewind(["log", dir.path])
+    #expect(garbage.status == 3)
+    #expect(
+      garbage.err.contains("manifest.json is not a manifest (JSON with a format and a journalID)"), "\(garbage.err)")
+    #expect(garbage.err.contains("Restore manifest.json from a backup"), "\(garbage.err)")
+    // Put back as advised, the journal reads again.
+    try Files.write(Array(#"{"format": 1, "journalID": "\#(id)"}"#.utf8), to: manifest)
+    #expect(try await Self.rewind(["verify", dir.path]).status == 0)
+  }
+
+  @Test func statsCountsOneInTheSingular() async throws {
+    let dir = TemporaryDirectory("cli-stats-one")
+    let demo = try await Self.rewind(["demo", dir.appending("j"), "--events", "1", "--durability", "none"])
+    try #require(demo.status == 0, "\(demo.err)")
+    let stats = try await Self.rewind(["stats", dir.appending("j")])
+    #expect(stats.out.contains("(sequences 1-1) in 1 command\n"), "\(stats.out)")
+    #expect(stats.out.contains("1, 1 frame (1 event per frame on average)\n"), "\(stats.out)")
   }
 
   /// A journal written with limits larger than the default (64 MiB batches) whose last batch is

@@ -54,6 +54,13 @@ import Testing
     #expect(summary.out.contains("started from the snapshot at sequence \(journal.lastSequence)"))
     #expect(summary.out.contains("digest       \(try StateDigest.of(live))"))
     #expect(summary.out.contains("  notes        \(live.notes.count)\n"))
+    // A snapshot after the target is not beyond the journal's end: nothing is said of it.
+    let last = journal.lastSequence
+    for target in [["--to", String(last - 1)], ["--at", isoTime(journal.timestamps[Int(last) - 2])]] {
+      let earlier = try await rewind(["replay", journal.path] + target)
+      #expect(earlier.status == 0, "\(earlier.err)")
+      #expect(earlier.err.isEmpty, "\(target): \(earlier.err)")
+    }
     // From the snapshot or from the journal, the state is the same.
     let json = try await rewind(["replay", journal.path, "--json"])
     #expect(json.out.contains(try CanonicalJSON.render(live)))

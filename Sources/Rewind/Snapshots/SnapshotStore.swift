@@ -105,9 +105,34 @@ public struct SnapshotStore: Sendable {
     return (nil, problems)
   }
 
-  private func load<M: SnapshotModel>(
-    _ name: String, sequence: UInt64, journalID: JournalID?, fingerprint: StateDigest, lastSequence: UInt64
-  ) throws(SnapshotProblem.Reason) -> M {
+  /// Each snapshot file's problem that needs no model, in sequence order: a sequence number past
+  /// `lastSequence` (the journal's end), then what reading and `SnapshotFile.parse` find (length,
+  /// magic, format, checksum), a sequence number other than its name's, another journal's id, a
+  /// state whose bytes do not hash to the recorded digest.
+  /// Reads every file whole; moves nothing (`setAside` does, for a writer or repair).
+  package func fileProblems(lastSequence: UInt64) -> [SnapshotProblem] {
+    let journalID = try? JournalReader(directory: directory, io: io).id
+    return sequences().compactMap { sequence in
+      let name = SnapshotStore.fileName(sequence)
+      do throws(SnapshotProblem.Reason) {
+        guard sequence <= lastSequence else { throw .beyondJournal(lastSequence: lastSequence) }
+        let (bytes, file) = try parsedFile(name, sequence: sequence, journalID: journalID)
+        let digest = bytes.withUnsafeBytes { SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[file.state])) }
+        guard StateDigest(bytes: digest) == file.digest else {
+          throw .inconsistent("the state bytes do not hash to the recorded digest")
+        }
+        return nil
+      } catch {
+        return SnapshotProblem(file: name, sequence: sequence, reason: error)
+      }
+    }
+  }
+
+  /// The bytes of file `name` and their parse, checked against the name's `sequence` and the
+  /// journal's id (when known).
+  private func parsedFile(_ name: String, sequence: UInt64, journalID: JournalID?) throws(SnapshotProblem.Reason)
+    -> (bytes: [UInt8], file: SnapshotFile.Parsed)
+  {
     let bytes: [UInt8]
     do {
       let fd = try io.open(folder + "/" + name, flags: 0, mode: 0)
@@ -131,6 +156,13 @@ public struct SnapshotStore: Sendable {
     if let journalID, file.journalID != journalID.bytes {
       throw .foreign(journalID: JournalID(bytes: file.journalID).description)
     }
+    return (bytes, file)
+  }
+
+  private func load<M: SnapshotModel>(
+    _ name: String, sequence: UInt64, journalID: JournalID?, fingerprint: StateDigest, lastSequence: UInt64
+  ) throws(SnapshotProblem.Reason) -> M {
+    let (bytes, file) = try parsedFile(name, sequence: sequence, journalID: journalID)
     guard file.fingerprint == fingerprint else { throw .stale(fingerprint: file.fingerprint.description) }
     guard file.sequence <= lastSequence else { throw .beyondJournal(lastSequence: lastSequence) }
     // The state is read where it lies in the file's bytes. The digest is checked before the
