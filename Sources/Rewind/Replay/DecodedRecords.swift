@@ -47,16 +47,16 @@ final class DecodedRecords<M: Model> {
   ) throws {
     self.registry = registry
     self.tables = registry.tables
+    let size = max(1, options.recordsPerBatch)
     if last < first {
       queue = nil
-    } else if last - first < UInt64(options.recordsPerBatch * 2) || options.batchesInFlight == 0 {
+    } else if last - first < UInt64(size * 2) || options.batchesInFlight <= 0 {
       inline = RawBatches(cursor: try reader.records(from: first), last: last)
       queue = nil
     } else {
       let batches = SendableBox(RawBatches(cursor: try reader.records(from: first), last: last))
       let queue = RecordQueue(capacity: options.batchesInFlight)
       self.queue = queue
-      let size = options.recordsPerBatch
       // Decode on the producer while at least this many batches wait for the consumer.
       let ahead = max(1, options.batchesInFlight / 4)
       let thread = Thread { [registry, tables] in
