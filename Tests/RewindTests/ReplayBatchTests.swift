@@ -42,4 +42,25 @@ import Testing
     while let record = try records.next() { seen.append(record.sequence) }
     #expect(seen == Array(1...20))
   }
+
+  /// A rebuild through the last record of a frame reads nothing after it: a damaged frame right
+  /// after does not fail it (a rebuild through the damaged frame still does).
+  @Test func rebuildStopsAtItsTargetBeforeADamagedFrame() throws {
+    let temporary = TemporaryDirectory()
+    let directory = temporary.appending("journal")
+    try appendFrame(directory, count: 2, opening: true)
+    let segment = try #require(Files.list(directory).filter { $0.hasSuffix(".lz4") }.first)
+    let path = directory + "/" + segment
+    let start = try Files.read(path).count
+    try appendFrame(directory, count: 30)
+    let end = try Files.read(path).count
+    try appendFrame(directory, count: 3)  // so that the damaged frame is not a torn end
+    var bytes = try Files.read(path)
+    bytes[(start + end) / 2] ^= 0x10
+    try Files.write(bytes, to: path)
+
+    let rebuilt = try Replay.rebuild(Ledger.self, directory: directory, through: 3)
+    #expect(rebuilt.state.accounts.find(id: account)?.balance == 3)
+    #expect(throws: (any Error).self) { try Replay.rebuild(Ledger.self, directory: directory, through: 4) }
+  }
 }

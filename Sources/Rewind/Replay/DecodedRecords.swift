@@ -200,7 +200,9 @@ final class DecodedRecords<M: Model> {
 ///
 /// An error of the journal's cursor part way through a batch comes after the records read before
 /// it: the batch is returned and the error thrown by the next call, so that those records are
-/// applied whoever decodes them.
+/// applied whoever decodes them. Once `last` is read, the cursor is not read again: the frame after
+/// it is not decompressed, nor the journal's end checked, so damage there does not fail a replay
+/// that stops before it.
 struct RawBatches {
   private let cursor: JournalCursor
   private let last: UInt64
@@ -229,7 +231,10 @@ struct RawBatches {
           break
         }
         batch.append(record)
-        if record.sequence == last { break }
+        if record.sequence == last {
+          finished = true
+          break
+        }
       }
     } catch {
       if batch.isEmpty {
