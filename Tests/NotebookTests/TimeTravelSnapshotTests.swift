@@ -36,6 +36,16 @@ import Testing
     #expect(try SnapshotStore(journal: directory.path).prune(keeping: 1) == [100, 200])
   }
 
+  /// A replay to a point before the newest snapshots starts from the newest one at or before it;
+  /// the later ones are not candidates, and not problems (they are not beyond the journal).
+  @Test func snapshotsAfterTheTargetAreNotReported() async throws {
+    let (directory, _, _) = try await journalWithSnapshots()
+    let outcome = try Replay.run(Workspace.self, directory: directory.path, to: .sequence(150))
+    #expect(outcome.report.snapshotSequence == 100)
+    #expect(outcome.report.skippedSnapshots.isEmpty, "\(outcome.report.skippedSnapshots)")
+    #expect(outcome.state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: 150).state))
+  }
+
   /// Damages the newest snapshot in one way; replay must report it, fall back to 200, and be right.
   @Test(arguments: ["corrupt", "truncated", "foreign", "stale", "unknownFormat", "beyond", "empty"])
   func badSnapshotsAreSkippedWithAReport(damage: String) async throws {

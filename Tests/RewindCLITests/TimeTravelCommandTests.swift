@@ -64,6 +64,10 @@ import Testing
     // From the snapshot or from the journal, the state is the same.
     let json = try await rewind(["replay", journal.path, "--json"])
     #expect(json.out.contains(try CanonicalJSON.render(live)))
+    // A replay to an earlier point does not start from the later snapshot, and says nothing of it.
+    let earlier = try await rewind(["replay", journal.path, "--to", String(journal.lastSequence / 2)])
+    #expect(earlier.status == 0)
+    #expect(earlier.err.isEmpty, "\(earlier.err)")
     // A damaged snapshot is skipped, reported on stderr, and costs nothing in correctness.
     let file = journal.directory.appending("snapshots/" + SnapshotStore.fileName(journal.lastSequence))
     try Files.write(Array("not a snapshot".utf8), to: file)

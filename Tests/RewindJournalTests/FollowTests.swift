@@ -48,6 +48,19 @@ import Testing
     return task
   }
 
+  /// A follower that starts between a new journal's manifest and its first segment (a writer
+  /// creating it) sees the records appended once the segment exists.
+  @Test func aFollowerStartedBeforeTheFirstSegmentSeesItsRecords() async throws {
+    let dir = TemporaryDirectory("follow")
+    try Files.write(Manifest(journalID: .random()).encoded(), to: dir.path + "/" + Layout.manifestName)
+    let follower = try Self.follow(dir.path, from: 1, count: 3)
+    try await Task.sleep(for: .milliseconds(50))
+    let journal = try Journal(directory: dir.path)
+    try journal.appendAndWait((1...3).map { NewRecord(timestamp: 1, payload: [UInt8($0)]) })
+    journal.close()
+    #expect(try await follower.value.map(\.sequence) == [1, 2, 3])
+  }
+
   @Test(arguments: [Durability.none, .batched])
   func aFollowerSeesEveryRecordOnceWhileAWriterAppends(durability: Durability) async throws {
     let dir = TemporaryDirectory("follow")

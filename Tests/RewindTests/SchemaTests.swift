@@ -1,3 +1,4 @@
+import Foundation
 import RewindJournal
 import RewindTestSupport
 import Testing
@@ -86,6 +87,46 @@ func unknownEventIsALocatedError(name: String, version: UInt32) throws {
     #expect(error?.name == Deposited.name)
     #expect(error?.version == Deposited.version)
   }
+}
+
+/// A record that does not decode after others in the same batch: whichever thread decodes the
+/// batch, the records before it are handed out (or applied), then the error comes in its place.
+/// Nothing is taken for a while, so the reading thread gets ahead and decodes every batch after the
+/// first itself.
+@Test(arguments: [false, true])
+func recordsBeforeAnUndecodableOneComeFirstWhoeverDecodes(applyOnly: Bool) throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  var payloads = [try opened()]
+  for amount in 1...15 {
+    payloads.append(
+      try EventRecord.encode(
+        Deposited(account: account, amount: amount, memo: "memo"), origin: .sync, commandID: Identifier(high: 1, low: 4)
+      ))
+  }
+  payloads[6] = Array(payloads[6].dropLast(3))  // sequence 7, in the second batch of 4
+  try writeJournal(directory, payloads)
+  var options = ReplayOptions()
+  options.recordsPerBatch = 4
+  options.batchesInFlight = 2
+  let records = try DecodedRecords(
+    registry: Ledger.makeRegistry(), reader: JournalReader(directory: directory), first: 1, last: 16,
+    options: options, applyOnly: applyOnly)
+  Thread.sleep(forTimeInterval: 0.3)
+  var seen: [UInt64] = []
+  var state = Ledger()
+  var context = ApplyContext(recording: false)
+  let error = #expect(throws: ReplayError.self) {
+    if applyOnly {
+      while let sequence = try records.applyNext(to: &state, context: &context) { seen.append(sequence) }
+    } else {
+      while let record = try records.next() { seen.append(record.sequence) }
+    }
+  }
+  #expect(seen == Array(1...6))
+  #expect(error?.code == .undecodableEvent)
+  #expect(error?.sequence == 7)
+  if applyOnly { #expect(state.accounts.find(id: account)?.balance == 15) }
 }
 
 @Test func malformedRecordIsALocatedError() throws {

@@ -30,8 +30,7 @@ final class DecodedRecords<M: Model> {
   private let registry: EventRegistry<M>
   private let tables: EventTables
   private let queue: RecordQueue?
-  private var inline: JournalCursor?
-  private let last: UInt64
+  private var inline: RawBatches?
   /// What is left of the current batch (one of the two), last first: `next()` moves each record
   /// out of the end instead of copying it, with its strings, arrays and event box, and leaves
   /// nothing behind to destroy later. Only `next()` touches them (no dynamic exclusivity checks).
@@ -48,28 +47,35 @@ final class DecodedRecords<M: Model> {
   ) throws {
     self.registry = registry
     self.tables = registry.tables
-    self.last = last
+    let size = max(1, options.recordsPerBatch)
     if last < first {
       queue = nil
-    } else if last - first < UInt64(options.recordsPerBatch * 2) || options.batchesInFlight == 0 {
-      inline = try reader.records(from: first)
+    } else if last - first < UInt64(size * 2) || options.batchesInFlight <= 0 {
+      inline = RawBatches(cursor: try reader.records(from: first), last: last)
       queue = nil
     } else {
-      let cursor = SendableBox(try reader.records(from: first))
+      let batches = SendableBox(RawBatches(cursor: try reader.records(from: first), last: last))
       let queue = RecordQueue(capacity: options.batchesInFlight)
       self.queue = queue
-      let size = options.recordsPerBatch
       // Decode on the producer while at least this many batches wait for the consumer.
       let ahead = max(1, options.batchesInFlight / 4)
       let thread = Thread { [registry, tables] in
+        var batches = batches.value
         queue.produce { backlog throws -> RecordBatch? in
-          guard var records = try DecodedRecords.readRaw(cursor.value, last: last, size: size) else { return nil }
-          guard backlog >= ahead else {
-            records.reverse()
-            return .raw(records)
+          guard var records = try batches.next(size: size) else { return nil }
+          if backlog >= ahead {
+            // A record that does not decode: the batch goes over raw, so that the consumer applies
+            // (or hands out) the records before it and meets the error in its place, as when it
+            // decodes the batch itself.
+            if applyOnly, let batch = try? decodeApplicable(records, tables: tables, registry: registry) {
+              return .applicable(batch)
+            }
+            if !applyOnly, let decoded = try? decodeReversed(records, tables: tables, registry: registry) {
+              return .decoded(decoded)
+            }
           }
-          if applyOnly { return .applicable(try decodeApplicable(records, tables: tables, registry: registry)) }
-          return .decoded(try decodeReversed(records, tables: tables, registry: registry))
+          records.reverse()
+          return .raw(records)
         }
       }
       thread.name = "rewind.replay.decode"
@@ -171,8 +177,8 @@ final class DecodedRecords<M: Model> {
         case .applicable(let batch)?: applicable = batch
         case nil: return false
         }
-      } else if let cursor = inline {
-        guard var next = try DecodedRecords.readRaw(cursor, last: last, size: 64) else {
+      } else if inline != nil {
+        guard var next = try inline?.next(size: 64) else {
           inline = nil
           return false
         }
@@ -185,20 +191,59 @@ final class DecodedRecords<M: Model> {
     }
   }
 
-  /// Up to `size` records, not yet decoded, or nil at the end.
-  static func readRaw(_ cursor: JournalCursor, last: UInt64, size: Int) throws -> [JournalRecord]? {
-    var batch: [JournalRecord] = []
-    batch.reserveCapacity(size)
-    while batch.count < size, let record = try cursor.next() {
-      if record.sequence > last { break }
-      batch.append(record)
-      if record.sequence == last { break }
-    }
-    return batch.isEmpty ? nil : batch
-  }
-
   static func decode(_ record: JournalRecord, registry: EventRegistry<M>) throws -> DecodedRecord {
     try decodeRecord(record, tables: registry.tables, registry: registry)
+  }
+}
+
+/// The records of a journal through `last`, in batches, not yet decoded.
+///
+/// An error of the journal's cursor part way through a batch comes after the records read before
+/// it: the batch is returned and the error thrown by the next call, so that those records are
+/// applied whoever decodes them. Once `last` is read, the cursor is not read again: the frame after
+/// it is not decompressed, nor the journal's end checked, so damage there does not fail a replay
+/// that stops before it.
+struct RawBatches {
+  private let cursor: JournalCursor
+  private let last: UInt64
+  private var finished = false
+  private var pending: (any Error)?
+
+  init(cursor: JournalCursor, last: UInt64) {
+    self.cursor = cursor
+    self.last = last
+  }
+
+  /// Up to `size` records, or nil at the end.
+  mutating func next(size: Int) throws -> [JournalRecord]? {
+    if let error = pending {
+      pending = nil
+      finished = true
+      throw error
+    }
+    if finished { return nil }
+    var batch: [JournalRecord] = []
+    batch.reserveCapacity(size)
+    do {
+      while batch.count < size {
+        guard let record = try cursor.next(), record.sequence <= last else {
+          finished = true
+          break
+        }
+        batch.append(record)
+        if record.sequence == last {
+          finished = true
+          break
+        }
+      }
+    } catch {
+      if batch.isEmpty {
+        finished = true
+        throw error
+      }
+      pending = error
+    }
+    return batch.isEmpty ? nil : batch
   }
 }
 

@@ -49,7 +49,7 @@ public enum Replay {
     var state = M()
     var start: UInt64 = 0
     if options.useSnapshots {
-      // A snapshot after the target is not one beyond the journal: measured against its end.
+      // A snapshot after the target is not a candidate; only one after the journal's end is a problem.
       let found = SnapshotStore(journal: directory).latest(
         M.self, atOrBefore: last, lastSequence: try reader.lastSequence())
       report.skippedSnapshots = found.problems

@@ -12,12 +12,13 @@ public enum ReplayTarget: Sendable, Equatable {
 
 /// How replay runs.
 public struct ReplayOptions: Sendable {
-  /// Records per batch handed from the reading thread to the applying one. Default 256.
+  /// Records per batch handed from the reading thread to the applying one; less than 1 counts as
+  /// 1. Default 256.
   public var recordsPerBatch = 256
   /// Batches that may wait to be applied; with `recordsPerBatch` this bounds replay's memory
   /// beyond the state. The reading thread decodes a batch itself while at least a quarter of
-  /// them wait, and otherwise leaves it to the applying thread. 0 reads and decodes on the
-  /// applying thread. Default 8.
+  /// them wait, and otherwise leaves it to the applying thread. 0 (or less) reads and decodes on
+  /// the applying thread. Default 8.
   public var batchesInFlight = 8
   /// Start from the newest usable snapshot at or before the target. Default true.
   public var useSnapshots = true

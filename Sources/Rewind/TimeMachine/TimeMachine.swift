@@ -246,8 +246,10 @@ public final class TimeMachine<M: SnapshotModel> {
         return match
       },
       read: { (state: M) -> (any Sendable)? in
-        guard let store = found else { return nil }
-        return StateInspector.record(stores[store] == true ? store : id, in: state)?.value
+        // In the store the match pinned: another store may hold a record with the same id's text.
+        guard let store = found, let holder = StateInspector.stores(of: state).first(where: { $0.name == store })
+        else { return nil }
+        return holder.record(described: stores[store] == true ? "" : id)
       })
     return entries.map { EntityBlame(event: $0.event, store: found ?? "", id: id, after: $0.after) }
   }

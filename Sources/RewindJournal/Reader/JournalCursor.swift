@@ -11,6 +11,9 @@ public final class JournalCursor {
   /// exclusivity checks).
   @exclusivity(unchecked) private var layout: JournalDirectory
   @exclusivity(unchecked) private var file: SegmentFile?
+  /// Whether the journal had a segment when the cursor was made: a cursor made between a new
+  /// journal's manifest and its first segment never looks for one (its follower makes a new one).
+  var hasSegment: Bool { file != nil }
   private var offset: Int64 = 0
   /// The first sequence number of the next batch.
   private var expected: UInt64 = 1

@@ -25,6 +25,7 @@ public struct JournalFollower: AsyncSequence, Sendable {
           nextSequence = record.sequence + 1
           return record
         }
+        if cursor?.hasSegment == false { cursor = nil }  // made before the first segment existed
         do { try await Task.sleep(for: pollInterval) } catch { return nil }
       }
       return nil
