@@ -104,6 +104,28 @@ import Testing
     }
   }
 
+  /// A roll whose new segment cannot be opened stops the journal; closing it afterwards must not
+  /// close the old segment's descriptor a second time: by then that number may be another file's
+  /// (a test's, an app's), which the second close would take from under it.
+  @Test func aRollThatCannotOpenTheNewSegmentClosesNothingTwice() async throws {
+    let dir = TemporaryDirectory("faults-roll")
+    let io = SegmentOpenFailingIO()
+    var options = JournalFixtures.options(.none, segmentBytes: JournalOptions.minimumSegmentTargetBytes)
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    try await journal.append(Self.records(0))
+    io.armed.withLock { $0 = true }
+    var failed = false
+    for tag in 1..<200 where !failed {  // until a roll fails
+      do { try await journal.append(Self.records(tag)) } catch { failed = true }
+    }
+    #expect(failed && journal.failure != nil)
+    journal.close()
+    let (opened, closedTwice) = io.descriptors.withLock { ($0.opened, $0.closedTwice) }
+    #expect(opened > 0)
+    #expect(closedTwice.isEmpty, "descriptors closed again after they were closed: \(closedTwice)")
+  }
+
   @Test(arguments: [Durability.always, .batched])
   func aFailedSyncLosesDurabilityForGood(durability: Durability) async throws {
     let dir = TemporaryDirectory("sync-fault")
@@ -274,5 +296,30 @@ import Testing
     let clean = try await Self.sweepRun(nil, skip: 0)
     #expect(clean.syncs > 24, "under .always every append and every roll syncs")
     for n in 0..<clean.syncs { _ = try await Self.sweepRun(.syncError(EIO), skip: n) }
+  }
+}
+
+/// Fails opening a segment for writing once armed, and records which descriptors are closed
+/// while not open (as far as this journal's own opens and closes say).
+private final class SegmentOpenFailingIO: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  let armed = Locked(false)
+  let descriptors = Locked((open: Set<Int32>(), opened: 0, closedTwice: [Int32]()))
+
+  func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+    if flags == O_RDWR, path.hasSuffix(".lz4"), armed.withLock({ $0 }) {
+      throw SystemCallError("open", path: path, errno: EMFILE)
+    }
+    let fd = try base.open(path, flags: flags, mode: mode)
+    descriptors.withLock {
+      $0.open.insert(fd)
+      $0.opened += 1
+    }
+    return fd
+  }
+
+  func close(_ fd: Int32) {
+    descriptors.withLock { if $0.open.remove(fd) == nil { $0.closedTwice.append(fd) } }
+    base.close(fd)
   }
 }

@@ -371,7 +371,8 @@ final class JournalWriter: @unchecked Sendable {
     // `none` promises nothing of the disk, and closing syncs nothing: an early sync's error is
     // of no use here, but its descriptor must not be closed (and its number reused) under it.
     _ = try? finishEarlySync()
-    io.close(segmentFD)
+    if segmentFD >= 0 { io.close(segmentFD) }
+    segmentFD = -1
     // Entries an earlier index append failed to write get one more try (else opening derives them).
     if !indexBacklog.isEmpty { appendIndexEntries([]) }
     if indexFD >= 0 { io.close(indexFD) }
@@ -919,7 +920,10 @@ final class JournalWriter: @unchecked Sendable {
       }
       throw RollFailure(error: JournalError(error, directory: path, file: newName), fatal: false)
     }
+    // Closed and forgotten: should the new segment not open, nothing may close this number again
+    // (by then another file's, perhaps another thread's).
     io.close(segmentFD)
+    segmentFD = -1
     state.segments.append(state.nextSequence)
     state.endOffset = Int64(Layout.segmentHeaderSize)
     allocatedEnd = state.endOffset
