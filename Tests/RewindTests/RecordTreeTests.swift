@@ -121,6 +121,31 @@ import Testing
     }
   }
 
+  /// The merged walk of `values(forSortedKeys:)` against a lookup per key, on trees of one leaf to
+  /// three levels (built in bulk, and grown by random inserts and removals, so nodes are of every
+  /// fill), for wanted keys that are all, some, none or one of the stored ones, below and above them.
+  @Test(arguments: [0, 1, 15, 16, 17, 600, 20_000])
+  func valuesForSortedKeysAgreeWithALookupPerKey(size: Int) {
+    var random = SeededRandom(seed: UInt64(size) + 1)
+    let bulk = RecordTree(sortedKeys: (0..<size).map { $0 * 3 }, values: (0..<size).map { "v\($0 * 3)" })!
+    var grown = RecordTree<Int, String>()
+    for _ in 0..<(size * 2) {
+      let key = Int(random.next() % UInt64(max(size * 3, 1)))
+      if random.next() % 4 == 0 { grown.removeValue(forKey: key) } else { grown.updateValue("v\(key)", forKey: key) }
+    }
+    for tree in [bulk, grown] {
+      let all = Array(-2...(size * 3 + 2))
+      var wantedLists: [[Int]] = [[], all, tree.keys, [size * 3 + 7], [-1], [size * 3 / 2]]
+      for percent in [1, 10, 50, 90] {
+        wantedLists.append(all.filter { _ in random.next() % 100 < UInt64(percent) })
+      }
+      for wanted in wantedLists {
+        let expected = wanted.compactMap { tree[$0] }
+        #expect(tree.values(forSortedKeys: wanted) == expected, "\(wanted.count) wanted of \(tree.count)")
+      }
+    }
+  }
+
   @Test func removingEverythingLeavesAnEmptyTreeThatStillWorks() {
     var tree = RecordTree<Int, Int>()
     for key in 0..<1_000 { tree.updateValue(key * 2, forKey: key) }

@@ -120,10 +120,11 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
 
   // MARK: The grouping cache
 
-  /// The records filed under `key`, in id order. Answered from the cache.
+  /// The records filed under `key`, in id order. Answered from the cache: the group's ids, in
+  /// order, matched to the records in one walk of the records' tree.
   @inlinable public func records(inGroup key: Record.GroupKey) -> [Record] {
     guard let ids = groups[key] else { return [] }
-    return ids.keys.compactMap { records[$0] }
+    return records.values(forSortedKeys: ids.keys)
   }
 
   /// Every group with its number of records, in key order. Answered from the cache.
