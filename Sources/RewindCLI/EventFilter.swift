@@ -65,9 +65,12 @@ struct EventFilter {
       guard let lastRecord = try reader.record(last) else {
         throw UsageError("--since \(isoTime(since)) is out of range: the journal is empty")
       }
-      if since > lastRecord.timestamp {
+      // Timestamps need not increase (a clock set back): an earlier record may be stamped after
+      // the last one, so the range is empty only when no record is stamped at or after `since`.
+      if since > lastRecord.timestamp, try reader.records(since: since).next() == nil {
         throw UsageError(
-          "--since \(isoTime(since)) is out of range: the last event (\(last)) is at \(isoTime(lastRecord.timestamp))"
+          "--since \(isoTime(since)) is out of range: the last event (\(last)) is at \(isoTime(lastRecord.timestamp)), "
+            + "and no event is stamped at or after it"
         )
       }
     }

@@ -55,12 +55,20 @@ struct JournalBounds {
     guard let first = firstTime, let last = lastTime else {
       throw UsageError("the journal \(directory) is empty: there is no time to go to")
     }
-    guard value >= first, value <= last else {
+    // Timestamps need not increase: a time after the last record's is still inside the journal
+    // when an earlier record is stamped after it (the target is then the record before that one).
+    guard value >= first, value <= last || (try? laterRecordExists(after: value)) == true else {
       throw UsageError(
         "time \(text) is outside the journal's records, \(isoTime(first)) to \(isoTime(last)); give a time in that range"
       )
     }
     return value
+  }
+
+  /// Whether some record is stamped after `timestamp`.
+  private func laterRecordExists(after timestamp: Int64) throws -> Bool {
+    guard timestamp < .max else { return false }
+    return try JournalReader(directory: directory, limits: .largest).records(since: timestamp + 1).next() != nil
   }
 
   /// The target of `--to SEQ` or `--at TIME` (at most one), or the end.

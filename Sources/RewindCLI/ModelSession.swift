@@ -18,7 +18,8 @@ protocol ModelSession: AnyObject {
   func move(to sequence: UInt64) throws
   /// Lays keyframes over the whole journal (`TimeMachine.prepare()`); returns their spacing.
   func prepare() throws -> UInt64
-  /// The last sequence number stamped at or before `timestamp`.
+  /// The last sequence number before the first record stamped after `timestamp` (with timestamps
+  /// in order, the last one stamped at or before it; `ReplayTarget.time`).
   func sequence(atTime timestamp: Int64) throws -> UInt64
   func event(at sequence: UInt64) throws -> RecordedEvent?
   func firstEvent(after sequence: UInt64, where predicate: (RecordedEvent) -> Bool) throws -> RecordedEvent?

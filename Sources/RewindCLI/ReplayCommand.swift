@@ -9,8 +9,9 @@ enum ReplayCommand: RewindCommand {
     Usage: rewind replay DIR [--to SEQ | --at TIME] [--json] [--model NAME]
 
     Rebuilds the registered model's state from the journal in DIR, through sequence SEQ, through
-    the last record stamped at or before TIME (ISO 8601), or through the last record. Starts from
-    the newest usable snapshot; snapshots it skips are listed with why. Prints a summary (records
+    the last record stamped at or before TIME (ISO 8601; if the clock was set back, the last record
+    before the first one stamped after TIME), or through the last record. Starts from the newest
+    usable snapshot; snapshots it skips are listed with why. Prints a summary (records
     per collection, digest); with --json, one JSON object holding the whole state, every
     collection and record, fields sorted by name and records by id.
 

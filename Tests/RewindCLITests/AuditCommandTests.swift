@@ -425,6 +425,37 @@ import Testing
     try await waiting.kill()
   }
 
+  /// Timestamps need not increase (a clock set back): a time after the last record's but at or
+  /// before an earlier record's is inside the journal for `log --since` and `replay --at`; a
+  /// time after every record's is still refused.
+  @Test func aClockSetBackLeavesLaterTimesInRange() async throws {
+    let (dir, path, events) = try await Self.journal(events: 50)
+    defer { withExtendedLifetime(dir) {} }
+    let last = try #require(try JournalReader(directory: path).record(UInt64(events.count)))
+    let ahead = last.timestamp + 10_000_000_000
+    // The clock ran ten seconds ahead for one record, then was set back.
+    let writer = try Journal(directory: path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: ahead, payload: last.payload)])
+    try writer.appendAndWait([NewRecord(timestamp: last.timestamp + 1, payload: last.payload)])
+    writer.close()
+    let between = isoTime(ahead - 5_000_000_000)
+    let log = try await Self.rewind(["log", path, "--since", between, "--json"])
+    #expect(log.status == 0, "\(log.err)")
+    #expect(Self.sequences(try Self.parse(log.out)) == [events.count + 1])
+    // Through the record before the first one stamped after the time: the original last.
+    let replay = try await Self.rewind(["replay", path, "--at", between, "--json"])
+    #expect(replay.status == 0, "\(replay.err)")
+    let state = try JSONSerialization.jsonObject(with: Data(replay.out.utf8)) as? [String: Any]
+    #expect(state?["seq"] as? Int == events.count, "\(replay.out.prefix(200))")
+    let beyond = isoTime(ahead + 1_000_000_000)
+    let refusedLog = try await Self.rewind(["log", path, "--since", beyond])
+    #expect(
+      refusedLog.status == 2 && refusedLog.err.contains("no event is stamped at or after it"), "\(refusedLog.err)")
+    let refusedReplay = try await Self.rewind(["replay", path, "--at", beyond])
+    #expect(
+      refusedReplay.status == 2 && refusedReplay.err.contains("outside the journal's records"), "\(refusedReplay.err)")
+  }
+
   @Test func tailFollowEndsCleanlyOnInterrupt() async throws {
     let (dir, path, events) = try await Self.journal(events: 100)
     defer { withExtendedLifetime(dir) {} }
