@@ -13,6 +13,10 @@ struct AuditedEvent {
   /// hexadecimal) when it is not a Rewind event; the fields' bytes in hexadecimal when only they
   /// do not decode.
   var payload: String
+  /// How a raw `payload` string is written: "text" (its bytes are UTF-8) or "hex"; nil when the
+  /// payload is the fields as JSON. Without it, the bytes `de ad` and the text "dead" would read
+  /// the same.
+  var payloadEncoding: String?
   /// Why the payload (or, with a `header`, the fields) could not be read, if it could not.
   var problem: String?
   var bytes: Int
@@ -31,17 +35,24 @@ struct AuditedEvent {
       } catch {
         problem = "its fields do not decode (\(error))"
         payload = jsonString(hex(fields))
+        payloadEncoding = "hex"
       }
     } catch {
       header = nil
       problem = "not a Rewind event (\(error))"
-      payload = jsonString(String(validating: record.payload, as: UTF8.self) ?? hex(record.payload))
+      if let text = String(validating: record.payload, as: UTF8.self) {
+        payload = jsonString(text)
+        payloadEncoding = "text"
+      } else {
+        payload = jsonString(hex(record.payload))
+        payloadEncoding = "hex"
+      }
     }
   }
 
   /// One JSON object: `seq`, `time` (ISO 8601), `name`, `version`, `origin`, `command`, `payload`
-  /// (and `problem` for a record that is not a Rewind event, whose envelope fields are null, or
-  /// an event whose fields do not decode).
+  /// (and `payloadEncoding` and `problem` for a record that is not a Rewind event, whose envelope
+  /// fields are null, or an event whose fields do not decode).
   var json: String {
     var line = #"{"seq":\#(sequence),"time":"\#(isoTime(timestamp))","#
     if let header {
@@ -51,6 +62,7 @@ struct AuditedEvent {
       line += #""name":null,"version":null,"origin":null,"command":null,"#
     }
     line += #""payload":\#(payload)"#
+    if let payloadEncoding { line += #","payloadEncoding":"\#(payloadEncoding)""# }
     if let problem { line += #","problem":\#(jsonString(problem))"# }
     return line + "}"
   }

@@ -15,8 +15,8 @@ enum ExportCommand: RewindCommand {
     options select as `rewind log`'s do (see `rewind log --help`), so an export prints the same
     lines as `rewind log --json` with the same options. A record that is not a Rewind event, or
     an event whose fields do not decode, also has "problem" (what is wrong) and its bytes as
-    "payload" (text, or hexadecimal); its envelope's fields are null only when the envelope does
-    not decode either. Shows progress on standard error when it is a terminal and standard output
+    "payload", with "payloadEncoding" saying how: "text" (UTF-8) or "hex"; its envelope's fields
+    are null only when the envelope does not decode either. Shows progress on standard error when it is a terminal and standard output
     is not.
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a

@@ -72,6 +72,7 @@ import Testing
     #expect(event["origin"] as? String == "user")
     #expect(event["command"] as? String == String(repeating: "0", count: 32))
     #expect(event["payload"] as? String == "fffe")
+    #expect(event["payloadEncoding"] as? String == "hex")
     #expect((event["problem"] as? String)?.hasPrefix("its fields do not decode (") == true, "\(export.out)")
     let selected = try await Self.rewind(["log", dir.path, "--type", "note.created"])
     #expect(selected.out.contains("note.created v2 user  (fields do not decode) \"fffe\""), "\(selected.out)")
@@ -79,6 +80,21 @@ import Testing
     #expect(show.status == 0, "\(show.err)")
     #expect(show.out.contains("  name      note.created (schema version 2)"), "\(show.out)")
     #expect(show.out.contains("  note      its fields do not decode ("), "\(show.out)")
+  }
+
+  /// A record that is not a Rewind event shows its bytes as text when they are UTF-8 and in hex
+  /// otherwise, and says which: the bytes de ad be ef and the text "deadbeef" read apart.
+  @Test func aRawPayloadSaysWhetherItIsTextOrHex() async throws {
+    let dir = TemporaryDirectory("cli-audit-raw")
+    let writer = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: 1, payload: Array("deadbeef".utf8))])
+    try writer.appendAndWait([NewRecord(timestamp: 2, payload: [0xDE, 0xAD, 0xBE, 0xEF])])
+    writer.close()
+    let log = try await Self.rewind(["log", dir.path, "--json"])
+    #expect(log.status == 0, "\(log.err)")
+    let records = try Self.parse(log.out)
+    #expect(records.map { $0["payload"] as? String } == ["deadbeef", "deadbeef"])
+    #expect(records.map { $0["payloadEncoding"] as? String } == ["text", "hex"], "\(log.out)")
   }
 
   /// A range that starts inside the journal and ends past it reads to the end, as `sed -n 5,999p`
