@@ -54,8 +54,8 @@ extension VerifyCommand {
       sound = false
       output.out(
         "problem: \(report.strayCheckpointDigests.count) checkpoint digest record(s), the first at sequence \(stray), "
-          + "name a sequence number that holds no checkpoint mark of this model code: the journal is not what its "
-          + "writer wrote\n")
+          + "name no checkpoint mark of this model code before them (a digest follows its mark): the journal is not "
+          + "what its writer wrote\n")
     }
     for problem in verification.cacheProblems {
       sound = false

@@ -319,19 +319,24 @@ import Testing
     let ratio = String(format: "%.2f", Double(decoded) / Double(onDisk - preallocated))
     #expect(stats.out.contains("compression  ratio \(ratio) ("), "\(stats.out)")
     #expect(statsJSON.out.contains(#""checkpoints":[\#(mark - 2)],"unfinishedCheckpoints":[\#(mark)],"#))
-    // A digest naming the first record, an event, not a mark.
+    // A digest naming the first record, an event, not a mark; then one naming a sequence after
+    // itself (whatever comes to stand there, a digest follows its mark).
     let state = manager.state
     try await manager.perform(.rewind) { _, command in
       command.record(CheckpointDigest(mark: 1, digest: try StateDigest.of(state), fingerprint: Workspace.fingerprint))
     }
     let stray = manager.lastSequence
+    try await manager.perform(.rewind) { _, command in
+      command.record(
+        CheckpointDigest(mark: stray + 5, digest: try StateDigest.of(state), fingerprint: Workspace.fingerprint))
+    }
     manager.close()
     let strayRun = try await rewind(["verify", journal.path])
     #expect(strayRun.status == 1)
     #expect(
       strayRun.out.contains(
-        "problem: 1 checkpoint digest record(s), the first at sequence \(stray), name a sequence number that holds "
-          + "no checkpoint mark of this model code"))
+        "problem: 2 checkpoint digest record(s), the first at sequence \(stray), name no checkpoint mark of this "
+          + "model code before them (a digest follows its mark)"), "\(strayRun.out)")
   }
 
   @Test func aScriptedDebugSessionFromStandardInput() async throws {

@@ -105,7 +105,8 @@ public enum Replay {
         } else if givenUp.remove(digest.mark) != nil {
           report.checkpointsSkipped += 1
         } else if digest.mark > start {
-          // Not a mark of this code that replay passed (and not one before where it started).
+          // Not a mark of this code that replay passed (and not one before where it started): a
+          // sequence that holds none, or one the digest does not follow.
           report.strayCheckpointDigests.append(sequence)
         }
       }

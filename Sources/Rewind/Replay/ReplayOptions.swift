@@ -65,7 +65,8 @@ public struct ReplayReport: Sendable {
   /// in order: the writer ended before it appended the digest, or the digest lies past where
   /// replay stopped. Harmless: nothing was claimed about those states.
   public var unfinishedCheckpoints: [UInt64] = []
-  /// `CheckpointDigest` records of this model code naming a sequence number that replay passed
-  /// but that is not a mark of this code: the journal is not what its writer wrote.
+  /// `CheckpointDigest` records of this model code naming no mark of this code before them: a
+  /// sequence number replay passed that is not such a mark, or one at or after the digest record
+  /// itself (a digest follows its mark). The journal is not what its writer wrote.
   public var strayCheckpointDigests: [UInt64] = []
 }
