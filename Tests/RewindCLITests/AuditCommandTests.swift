@@ -425,6 +425,43 @@ import Testing
     try await waiting.kill()
   }
 
+  /// `rewind tail -f J | head -1` on an idle journal: once the reader has its line and closes the
+  /// pipe, tail ends as a write to the closed pipe would (status 141), with no event to come.
+  @Test func tailFollowEndsWhenItsReaderLeaves() async throws {
+    let (dir, path, _) = try await Self.journal(events: 20)
+    defer { withExtendedLifetime(dir) {} }
+    let executable = try #require(ChildProcess.builtProduct("rewind"))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = ["tail", path, "-f", "-n", "1"]
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    try out.fileHandleForWriting.close()
+    // Its one line first, read on a thread of its own: then it waits, and the reader leaves.
+    let reading = out.fileHandleForReading.fileDescriptor
+    let line = try await onOwnThread {
+      var received: [UInt8] = []
+      var byte: UInt8 = 0
+      while received.last != 0x0A, read(reading, &byte, 1) == 1 { received.append(byte) }
+      return String(decoding: received, as: UTF8.self)
+    }
+    #expect(line.hasPrefix("20 "), "\(line)")
+    try out.fileHandleForReading.close()
+    // Nothing is written to the journal: only the reader's leaving can end it. Polled with
+    // `Task.sleep`, so no thread of the cooperative pool waits; the deadline only stops a hang.
+    let deadline = Date().addingTimeInterval(30)
+    while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+    let ended = !process.isRunning
+    if !ended {
+      process.terminate()
+      process.waitUntilExit()
+    }
+    #expect(ended, "tail -f was still waiting 30 s after its reader left")
+    #expect(ended && process.terminationReason == .exit && process.terminationStatus == 128 + SIGPIPE)
+  }
+
   @Test func tailFollowEndsCleanlyOnInterrupt() async throws {
     let (dir, path, events) = try await Self.journal(events: 100)
     defer { withExtendedLifetime(dir) {} }
