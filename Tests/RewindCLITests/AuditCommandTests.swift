@@ -224,7 +224,7 @@ import Testing
     #expect(run.out.contains("  origin    \(event["origin"] as? String ?? "?")\n"))
     // The stock rewind registers Notebook's model, so it applies the event to find what it touched.
     #expect(run.out.contains("  touched   applied with model workspace to the state after sequence \(index):\n"))
-    #expect(run.out.contains("            notes \(payload["id"] as? String ?? "?") inserted\n"))
+    #expect(run.out.contains("            notes/\(payload["id"] as? String ?? "?") inserted\n"))
     #expect(run.out.contains("\"title\": \(try jsonText(payload["title"]))"))
 
     // An event of a command with several: the command's range.
