@@ -285,6 +285,7 @@ import Testing
     #expect((object["byOrigin"] as? [String: Int])?["sync"] == sync)
     #expect(object["first"] as? String == first)
     #expect(object["sound"] as? Bool == true)
+    #expect(object["partial"] as? [String] == [], "a sound journal's counts are whole")
   }
 
   /// tail takes --full and --lines as log and head do; its help names them.
