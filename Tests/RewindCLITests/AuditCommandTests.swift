@@ -101,6 +101,28 @@ import Testing
     }
   }
 
+  /// In an empty journal, `--from 1` names a sequence past its end, as `--since` names a time
+  /// after its last event: both are a selection outside the journal (exit 2), where `--from 1`
+  /// used to exit 0. Without a selection, an empty journal lists nothing, fine; `tail -f` takes
+  /// `--from 1` as the first event to come.
+  @Test func anEmptyJournalRefusesFromAsItRefusesSince() async throws {
+    let empty = TemporaryDirectory("cli-empty-from")
+    try Journal(directory: empty.path, options: JournalOptions(durability: .none)).close()
+    for (command, format) in [("log", []), ("export", ["--jsonl"]), ("tail", [])] {
+      let arguments = [command, empty.path] + format
+      let plain = try await Self.rewind(arguments)
+      #expect(plain.status == 0 && plain.out.isEmpty, "\(command): \(plain.out)\(plain.err)")
+      for (selection, says) in [
+        (["--from", "1"], "--from 1 is out of range: the journal is empty"),
+        (["--since", "2026-01-01"], "is out of range: the journal is empty"),
+      ] {
+        let run = try await Self.rewind(arguments + selection)
+        #expect(run.status == 2, "\(command) \(selection): \(run.out)\(run.err)")
+        #expect(run.err.contains(says), "\(command) \(selection): \(run.err)")
+      }
+    }
+  }
+
   @Test func logSelectsByRangeTimeNameOriginAndEntity() async throws {
     let (dir, path, events) = try await Self.journal()
     defer { withExtendedLifetime(dir) {} }
