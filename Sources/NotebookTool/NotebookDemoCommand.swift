@@ -19,8 +19,9 @@ public enum NotebookDemoCommand: RewindCommand {
     committed to the journal in DIR (default ./\(defaultDirectory)): users' commands on notebooks,
     notes, tags, settings and the reading list, the sync job landing a server's changes, and the
     auto-tagger tagging what users wrote. \(NotebookWorkload.commandsInFlight) commands are in flight at a time, so group
-    commit batches them. Then prints a summary: events, commands per origin, throughput, journal
-    size and compression ratio.
+    commit batches them. Then prints a summary: events, events and commands per origin (the
+    events as `rewind stats` counts them), throughput, journal size and compression ratio. DIR
+    and its missing parent directories are created (as mkdir -p does).
 
     With --seed, the run is fully deterministic: a simulated clock (from 2026-01-01T00:00:00Z)
     and seeded identifiers, so the same seed writes the same events, payloads and timestamps
@@ -63,6 +64,12 @@ public enum NotebookDemoCommand: RewindCommand {
     }
     let json = args.flag("json")
 
+    // As mkdir -p: the journal creates DIR itself, its parents are made here. A parent that cannot
+    // be made (a file in the way) is left to the journal's own error about DIR.
+    let parent = (directory as NSString).deletingLastPathComponent
+    if !parent.isEmpty && !FileManager.default.fileExists(atPath: directory) {
+      try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+    }
     let workload =
       seed.map { NotebookWorkload(seed: $0) }
       ?? NotebookWorkload(seed: UInt64.random(in: 0...UInt64.max), clock: .system, ids: .random)
@@ -80,9 +87,12 @@ public enum NotebookDemoCommand: RewindCommand {
     }
 
     let committed = Mutex(0)
+    // Returns the events committed per origin, as `rewind stats` counts them.
     let printer = Task { [changes = manager.changes(), progress = context.stderrIsTerminal && !json] in
       var shown = 0
+      var eventsByOrigin: [String: Int] = [:]
       for await change in changes {
+        eventsByOrigin[change.origin.name, default: 0] += change.events.count
         let total = committed.withLock { total in
           total += change.events.count
           return total
@@ -94,6 +104,7 @@ public enum NotebookDemoCommand: RewindCommand {
         }
       }
       if progress { output.err("\r\u{1B}[K") }
+      return eventsByOrigin
     }
 
     let clock = ContinuousClock()
@@ -103,13 +114,13 @@ public enum NotebookDemoCommand: RewindCommand {
       summary = try await workload.run(manager, events: target)
     } catch {
       manager.close()
-      await printer.value
+      _ = await printer.value
       throw error
     }
     let elapsed = started.duration(to: clock.now)
     let written = manager.lastSequence - before
     manager.close()
-    await printer.value
+    let eventsByOrigin = await printer.value
 
     guard written == UInt64(summary.events) else {
       output.err(
@@ -121,14 +132,17 @@ public enum NotebookDemoCommand: RewindCommand {
 
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let report = try JournalReader(directory: directory).verify()
-    let origins = summary.committedByOrigin.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+    func perOrigin(_ counts: [String: Int]) -> String {
+      counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+    }
     // The directory as typed: shown, not sent to the terminal, as every command echoes text.
     let shown = visible(directory)
     output.out(
       """
       notebook demo: \(shown) (\(seed.map { "seed \($0)" } ?? "unseeded"), durability \(durability))
         events        \(written) from \(summary.commands) commands, \(NotebookWorkload.commandsInFlight) in flight
-        by origin     \(origins.joined(separator: ", ")) (commands that recorded events)
+        by origin     \(perOrigin(eventsByOrigin)) events (as rewind stats counts them)
+                      \(perOrigin(summary.committedByOrigin)) commands (that recorded events)
         throughput    \(Int(Double(written) / max(seconds, 1e-9))) events/s, \(Int(Double(summary.commands) / max(seconds, 1e-9))) commands/s in \(String(format: "%.3f", seconds)) s
         journal       \(report.records) events, \(report.batches) frames, \(report.segments) segments
         size          \(report.bytesOnDisk) bytes on disk, \(report.bytesDecoded) decoded (ratio \(ratio(report)))

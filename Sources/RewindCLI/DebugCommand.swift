@@ -23,8 +23,9 @@ enum DebugCommand: RewindCommand {
   static let commands = """
     Commands (SEQ is a sequence number, TIME an ISO 8601 time, ID a record id, 32 hex digits in
     capitals or not, or a value collection):
-      step [N]            move N records forward (default 1)           alias: s, next
-      back [N]            move N records back (default 1)              alias: b
+      step [N]            move N records forward (default 1), up to    alias: s, next
+                          the journal's end (it says when it is there)
+      back [N]            move N records back (default 1), down to 0   alias: b
       goto SEQ|TIME       move to the state after SEQ, or at TIME      also: goto start, goto end
       where               where the session stands, and the event there
       event [SEQ]         the event at SEQ (default: here), with its fields

@@ -59,8 +59,8 @@ final class DebugSession {
   private func perform(_ command: String, _ rest: [String]) throws {
     switch command {
     case "help", "?": output.out(DebugCommand.commands)
-    case "step", "s", "next": try move(to: machine.position.addingReportingOverflow(try count(rest)).partialValue)
-    case "back", "b": try move(to: machine.position - min(machine.position, try count(rest)))
+    case "step", "s", "next": try step(try count(rest), forward: true)
+    case "back", "b": try step(try count(rest), forward: false)
     case "goto", "g": try goto(rest)
     case "where": showPosition()
     case "event": try showEvent(rest)
@@ -160,6 +160,24 @@ final class DebugSession {
   private var pastSession: String {
     "past the last record this session has read (sequence \(machine.lastSequence)); "
       + "`refresh` reads the records appended since"
+  }
+
+  /// Moves `count` records forward or back, stopping at the journal's end or at 0 and saying
+  /// so; at that edge already, says so instead of showing the same position again.
+  private func step(_ count: UInt64, forward: Bool) throws {
+    let position = machine.position
+    let room = forward ? machine.lastSequence - min(position, machine.lastSequence) : position
+    let edge = forward ? "the journal's end, sequence \(machine.lastSequence)" : "the start, sequence 0"
+    guard room > 0 || count == 0 else {
+      say(
+        forward
+          ? "at \(edge): no event after it (`refresh` reads records appended since)"
+          : "at \(edge), the empty state: no event before it")
+      return
+    }
+    let moved = min(count, room)
+    try move(to: forward ? position + moved : position - moved)
+    if moved < count { say("stopped at \(edge): \(moved) of the \(count) records asked") }
   }
 
   private func move(to sequence: UInt64) throws {

@@ -11,6 +11,9 @@ struct EventFilter {
   static let options: Set<String> = ["from", "to", "since", "until", "type", "origin", "entity"]
 
   var from: UInt64 = 1
+  /// Whether `--from` was given: then it names a record, which an empty journal does not hold
+  /// (the default, 1, selects nothing).
+  var fromGiven = false
   var to: UInt64 = .max
   var since: Int64?
   var until: Int64?
@@ -23,6 +26,7 @@ struct EventFilter {
       if let text = args.value(option) { try RecordKey.refuseAsSequence(text, "--" + option) }
     }
     from = UInt64(try args.integer("from", default: 1, range: 1...Int.max))
+    fromGiven = args.value("from") != nil
     to = args.value("to") == nil ? .max : UInt64(try args.integer("to", default: 1, range: 1...Int.max))
     guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
     since = try args.value("since").map { text throws(UsageError) in try ISO8601.parse(text, option: "since") }
@@ -52,10 +56,11 @@ struct EventFilter {
 
   /// Checks the range against a journal that ends at sequence `last`. With `following` (`tail -f`,
   /// which goes on to show the events appended after `last`), a `--since` after the last event,
-  /// or in an empty journal, is a time to wait for, not an error.
-  /// - Throws: `UsageError` when the range starts past that end (by sequence or by time).
+  /// or in an empty journal, is a time to wait for, not an error, and so is a `--from 1` there.
+  /// - Throws: `UsageError` when the range starts past that end (by sequence or by time): a
+  ///   `--from` given past it, `--from 1` of an empty journal too, as a `--since` there is.
   func check(_ reader: JournalReader, last: UInt64, following: Bool = false) throws {
-    if from > 1 && from > last {
+    if from > last && (from > 1 || fromGiven && !following) {
       throw UsageError(
         last == 0
           ? "--from \(from) is out of range: the journal is empty"

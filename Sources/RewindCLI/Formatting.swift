@@ -74,30 +74,34 @@ func foreignManifestMessage(_ error: JournalError) -> String? {
 /// What to do about a journal whose `manifest.json` is missing or is not a manifest while
 /// segments remain: the library's advice for a directory without one (create a journal) would
 /// loop, as a writer refuses a directory with segments. Names the journal id every segment's
-/// header names, when they agree. Nil for any other error, also for a manifest of an unknown
-/// format or naming another journal (their messages say what to do).
+/// header names, when they agree. A manifest that is not one beside no segments gets advice too
+/// (restore it, or remove it so that a writer creates a journal there). Nil for any other error,
+/// also for a missing manifest beside no segments (not a journal: the library's advice holds) and
+/// for a manifest of an unknown format or naming another journal (their messages say what to do).
+/// Reads with the journal's own file layer and manifest parser.
 func manifestAdvice(_ error: JournalError) -> String? {
+  let io = PosixFileIO()
   guard error.code == .notAJournal || error.code == .badManifest, error.file == Layout.manifestName,
-    let directory = error.directory,
-    let segments = try? JournalDirectory.listSegments(directory, io: PosixFileIO()), !segments.isEmpty
+    let directory = error.directory, let segments = try? JournalDirectory.listSegments(directory, io: io)
   else { return nil }
   let path = directory + "/" + Layout.manifestName
-  let missing = !FileManager.default.fileExists(atPath: path)
-  if !missing {
-    // A manifest with a format and a well-formed id is refused for another reason.
-    let object = FileManager.default.contents(atPath: path).flatMap { try? JSONSerialization.jsonObject(with: $0) }
-    if let fields = object as? [String: Any], fields["format"] is Int,
-      let id = fields["journalID"] as? String, JournalID(hex: id) != nil
-    {
-      return nil
-    }
+  let missing = !io.fileExists(path)
+  if missing, segments.isEmpty { return nil }
+  if !missing, let fd = try? io.open(path, flags: O_RDONLY, mode: 0) {
+    defer { io.close(fd) }
+    // A manifest the journal's parser reads (a format and a well-formed id) is refused for another reason.
+    if let bytes = try? io.read(fd, count: 64 << 10, at: 0, path: path), Manifest.decode(bytes) != nil { return nil }
+  }
+  let problem =
+    missing
+    ? "no \(Layout.manifestName)" : "\(Layout.manifestName) is not a manifest (JSON with a format and a journalID)"
+  if segments.isEmpty {
+    return problem + " in journal \(directory), which holds no segments, so no records. Restore "
+      + "\(Layout.manifestName) from a backup, or remove it: a writer then creates a new journal there."
   }
   var ids: Set<String> = []
   for first in segments {
-    let file = FileHandle(forReadingAtPath: directory + "/" + Layout.segmentName(firstSequence: first))
-    defer { try? file?.close() }
-    guard let bytes = try? file?.read(upToCount: Layout.segmentHeaderSize),
-      case .success(let header) = SegmentHeader.decode(Array(bytes))
+    guard case .success(let header)? = try? SegmentFile(directory: directory, firstSequence: first, io: io).header()
     else { continue }
     ids.insert(header.journalID.description)
   }
@@ -105,9 +109,7 @@ func manifestAdvice(_ error: JournalError) -> String? {
     ids.count == 1
     ? #"{"format": 1, "journalID": "\#(ids.first!)"} (the id every segment's header names)"#
     : "format 1 and the journal id of its segments' headers (they name \(ids.isEmpty ? "none that can be read" : "several: \(ids.sorted().joined(separator: ", "))"))"
-  return
-    (missing
-    ? "no \(Layout.manifestName)" : "\(Layout.manifestName) is not a manifest (JSON with a format and a journalID)")
+  return problem
     + " in journal \(directory), which holds \(segments.count) segment(s): its records are there, but no command "
     + "reads them, and a writer will not create a manifest beside them. Restore \(Layout.manifestName) from a backup, "
     + "or write it as Journal/FORMAT.md describes: \(written)."

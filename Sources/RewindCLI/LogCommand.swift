@@ -29,7 +29,9 @@ enum LogCommand: RewindCommand {
                          {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
-    --since after its last event, an entity no event mentions); 3 when the journal cannot be read.
+    --since after its last event, either of them in an empty journal, an entity no event
+    mentions); 3 when the journal cannot be read. An empty journal with no selection lists
+    nothing, with exit 0.
     The examples read a journal written by `rewind demo /tmp/notes --seed 1`.
 
     Examples:

@@ -24,10 +24,19 @@ public struct RewindTool {
   public struct Output: Sendable {
     public var out: @Sendable (String) -> Void
     public var err: @Sendable (String) -> Void
+    /// Called by a command about to wait with nothing to write (`tail -f` on an idle journal),
+    /// so that it ends when the reader of `out` goes away rather than at its next write. Nil (the
+    /// default) where `out` cannot tell. The standard sinks watch standard output when it is a
+    /// pipe, and end the process as a write to the closed pipe would (status 141).
+    public var endWhenReaderLeaves: (@Sendable () -> Void)?
 
-    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void) {
+    public init(
+      out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
+      endWhenReaderLeaves: (@Sendable () -> Void)? = nil
+    ) {
       self.out = out
       self.err = err
+      self.endWhenReaderLeaves = endWhenReaderLeaves
     }
 
     public static let standard = Output(
@@ -40,7 +49,28 @@ public struct RewindTool {
           "rewind: cannot write to standard output: \(String(cString: strerror(failure)))\n", to: STDERR_FILENO)
         exit(ExitCode.unreadable.rawValue)
       },
-      err: { text in _ = writeAll(text, to: STDERR_FILENO) })
+      err: { text in _ = writeAll(text, to: STDERR_FILENO) },
+      endWhenReaderLeaves: { watchReader(of: STDOUT_FILENO) })
+
+    /// When `descriptor` is a pipe, starts a thread that waits for its reader to go away (Linux
+    /// reports `POLLERR` on a pipe's write end once its read end is closed) and then ends the
+    /// process with status 141, as the write to the closed pipe would. Does nothing for a file or
+    /// a terminal, whose reader cannot leave that way.
+    static func watchReader(of descriptor: Int32) {
+      var status = stat()
+      guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFIFO else { return }
+      Thread.detachNewThread {
+        // No events asked for: POLLERR and POLLHUP are reported regardless.
+        var watched = pollfd(fd: descriptor, events: 0, revents: 0)
+        while true {
+          let ready = poll(&watched, 1, -1)
+          if ready < 0 && errno == EINTR { continue }
+          if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { exit(128 + SIGPIPE) }
+          // Anything else (the descriptor closed, an error): stop watching; a write still tells.
+          return
+        }
+      }
+    }
 
     /// Writes all of `text` to `descriptor`, retrying short and interrupted writes; returns 0, or
     /// the `errno` of the write that failed.
@@ -135,7 +165,7 @@ public struct RewindTool {
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
     cannot be opened or read, a repair could not finish (it names what is left to do), or standard output
     cannot be written (a full disk). A reader that closes the pipe early (rewind log DIR | head -1) ends
-    the command quietly, with status 141 as SIGPIPE would.
+    the command quietly, with status 141 as SIGPIPE would (tail -f as soon as the reader leaves).
     Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 

@@ -14,9 +14,10 @@ enum ShowCommand: RewindCommand {
 
     When a registered model reads the event (the one named by --model, else the only one that
     reads its name and version), the touched records are found by applying the event to the
-    state before it: each record (collection and id) inserted, updated, removed or touched
-    unchanged, with its value before and after (of an updated record, the fields that changed;
-    --json gives whole records), and the grouping-cache keys it changed; a field that only looks
+    state before it: each key it touched, named as --json's "keys" name it (notes/ID; a value
+    collection by its name), inserted, updated, removed or unchanged, with the record's value
+    before and after (of an updated record, the fields that changed; --json gives whole
+    records), and the grouping-cache keys it changed (notes#TAG); a field that only looks
     like an identifier (a title of 32 hex digits) is then no touched record. Otherwise (another
     app's journal, a rewind without the app's models, a model that cannot replay up to SEQ)
     there is nothing better than the fields: every string of 32 hex digits in them (in capitals
@@ -24,8 +25,8 @@ enum ShowCommand: RewindCommand {
     such a title too, and the output says they are inferred and why.
 
     With --json, one object: the event as `rewind log --json` shows it, "commandEvents" [FIRST,
-    LAST], and "touched": {"from":"model","model":NAME,"records":[{"store","id","change","before",
-    "after"}],"keys":[..]}, or {"from":"payload","why":..,"records":[{"field","id"}]}, or
+    LAST], and "touched": {"from":"model","model":NAME,"records":[{"key","store","id","change",
+    "before","after"}],"keys":[..]}, or {"from":"payload","why":..,"records":[{"field","id"}]}, or
     {"from":"checkpoint","records":[]}.
 
     Exit 0; 2 when SEQ is not a number (a record or command id, 32 hex digits, is not one, even

@@ -20,8 +20,13 @@ enum StatsCommand: RewindCommand {
     sequence is flagged (snapshotsPastTheEnd in JSON): its records were made durable before it
     was written, so records were lost.
 
-    Exit 0; 1 when the journal is damaged or a snapshot is past its end (the counts then cover
-    its intact part; `rewind verify` locates the damage); 3 when it cannot be read.
+    In a damaged journal, the counts read from its records (events, commands, the time span,
+    checkpoints, by name and by origin) cover its intact part, up to the first damage, and say
+    so ("partial" in JSON names those fields; it is empty for a sound journal); segments, frames,
+    records per frame and bytes cover every segment file on disk, past the damage too.
+
+    Exit 0; 1 when the journal is damaged or a snapshot is past its end; 3 when it cannot be
+    read. `rewind verify` locates the damage.
 
     Examples:
       rewind stats /tmp/notes
@@ -96,30 +101,35 @@ enum StatsCommand: RewindCommand {
         "\"unfinishedCheckpoints\":[\(checkpoints.unfinished.map(String.init).joined(separator: ","))]",
         "\"quarantined\":\(quarantined.count)", "\"byName\":\(counts(byName))", "\"byOrigin\":\(counts(byOrigin))",
       ]
+      let partial = report.isSound ? [] : Self.partialFields
+      fields.append("\"partial\":[\(partial.map(jsonString).joined(separator: ","))]")
       fields.append("\"sound\":\(sound)")
       context.output.out("{" + fields.joined(separator: ",") + "}\n")
       return sound ? .success : .findings
     }
+    // Damaged, the counts read from records cover the intact part, the rest every file: say which.
+    let intact = report.isSound ? "" : "; intact part"
+    let everyFile = report.isSound ? "" : "; every segment file, past the damage too"
     // The directory and the names and origins (in `table`) are made `visible`, each once.
     var lines = [
       visible("journal      \(directory) (id \(try reader.id))"),
-      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")) in \(commands) command\(commands == 1 ? "" : "s")"
+      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")\(intact)) in \(commands) command\(commands == 1 ? "" : "s")"
         + (foreign > 0 ? ", \(foreign) records that are not Rewind events" : ""),
     ]
     if let first, let last {
-      lines.append("time span    \(isoTime(first)) to \(isoTime(last)) (\(span(last - first)))")
+      lines.append("time span    \(isoTime(first)) to \(isoTime(last)) (\(span(last - first))\(intact))")
     } else {
-      lines.append("time span    - (no events)")
+      lines.append("time span    - (no events\(intact))")
     }
     let perFrame = report.batches == 0 ? 0 : report.records / UInt64(report.batches)
     lines.append(
-      "segments     \(report.segments), \(report.batches) frame\(report.batches == 1 ? "" : "s") (\(perFrame) event\(perFrame == 1 ? "" : "s") per frame on average)"
+      "segments     \(report.segments), \(report.batches) frame\(report.batches == 1 ? "" : "s") (\(perFrame) event\(perFrame == 1 ? "" : "s") per frame on average\(everyFile))"
     )
     lines.append(
       "bytes        \(report.bytesOnDisk) on disk"
         + (report.preallocatedBytes > 0
           ? " (\(report.preallocatedBytes) of them zeros preallocated after the last frame)" : "")
-        + ", \(report.bytesDecoded) decoded")
+        + ", \(report.bytesDecoded) decoded" + (report.isSound ? "" : " (every segment file)"))
     lines.append("compression  ratio \(ratio(report)) (decoded / on disk, without preallocated zeros)")
     lines.append(
       "snapshots    "
@@ -133,23 +143,31 @@ enum StatsCommand: RewindCommand {
           "             \(pastTheEnd.count) past the journal's end, \(report.lastSequence) (the first after \(first)): "
             + "records were made durable before it was written and are lost. `rewind verify \(directory)` says more."))
     }
-    lines.append("checkpoints  " + checkpoints.summary)
+    lines.append("checkpoints  " + checkpoints.summary + (report.isSound ? "" : " (intact part)"))
     if !quarantined.isEmpty {
       lines.append(visible("quarantined  \(quarantined.count) files in \(directory)/quarantine"))
     }
-    lines.append("by name")
+    lines.append("by name" + (report.isSound ? "" : " (intact part)"))
     lines += table(byName)
-    lines.append("by origin")
+    lines.append("by origin" + (report.isSound ? "" : " (intact part)"))
     lines += table(byOrigin)
     if !report.isSound {
       lines.append(
         visible(
-          "damaged      \(report.problems.count) problem(s); the counts cover the intact part up to sequence "
-            + "\(report.lastSequence). `rewind verify \(directory)` locates them."))
+          "damaged      \(report.problems.count) problem(s); the counts of events, commands, the time span, "
+            + "checkpoints, names and origins cover the intact part, up to sequence \(report.lastSequence); "
+            + "segments, frames and bytes every segment file. `rewind verify \(directory)` locates them."))
     }
     context.output.out(lines.joined(separator: "\n") + "\n")
     return sound ? .success : .findings
   }
+
+  /// The fields of `--json` counted from the records read, which cover only the intact part of a
+  /// damaged journal (the others, from `verify`'s report, every segment file).
+  static let partialFields = [
+    "events", "commands", "notRewindEvents", "first", "last", "checkpoints", "unfinishedCheckpoints", "byName",
+    "byOrigin",
+  ]
 
   /// Rows of "name  count  percent", most frequent first, then by name; names made `visible`
   /// (and padded as they are shown).

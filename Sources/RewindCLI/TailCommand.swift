@@ -14,7 +14,8 @@ enum TailCommand: RewindCommand {
     `rewind log` does, oldest first, each event's fields cut at 160 characters unless --full is
     given; --json as `rewind log --json`. With -f (--follow), then waits and shows each new event
     as a writer commits it, one line at a time, until interrupted (Ctrl-C ends it with exit 0) or
-    its output is closed. Takes no lock: a writer may be appending meanwhile.
+    its output is closed: a pipe whose reader leaves (| head -1) ends it at once with status 141,
+    even while no event comes. Takes no lock: a writer may be appending meanwhile.
 
     The selection options of `rewind log` narrow both: -n N counts the last N events that match,
     and -f shows only new events that match.
@@ -28,9 +29,10 @@ enum TailCommand: RewindCommand {
 
     --to and --until end the selection, so -f (which shows what comes after the journal's end)
     refuses them; a --since after the last event (or in an empty journal) it takes as a time to
-    wait for, showing the events from then on as they come. Exit 0; 2 for a bad option or a
-    selection outside the journal (a --from past its end; without -f, a --since after its last
-    event or a selection no event matches); 3 when the journal cannot be read.
+    wait for, showing the events from then on as they come, and a --from 1 in an empty journal
+    the first event to come. Exit 0; 2 for a bad option or a selection outside the journal (a
+    --from past its end, --from 1 in an empty journal without -f; without -f, a --since after
+    its last event or a selection no event matches); 3 when the journal cannot be read.
 
     Examples:
       rewind tail /tmp/notes -n 3
@@ -74,6 +76,8 @@ enum TailCommand: RewindCommand {
     for event in events { output.write(render(event)) }
     output.flush()
     guard follow else { return .success }
+    // Idle, it writes nothing: notice a reader that leaves (`rewind tail -f J | head -1`) meanwhile.
+    context.output.endWhenReaderLeaves?()
 
     for try await record in reader.follow(from: last + 1, pollInterval: .milliseconds(50)) {
       let event = AuditedEvent(record)

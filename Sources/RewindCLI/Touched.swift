@@ -88,9 +88,14 @@ enum Touched {
         return [visible("  touched   nothing: applied with model \(model), the event changed no record")]
       }
       var lines = [visible("  touched   applied with model \(model) to the state after sequence \(sequence - 1):")]
-      for record in effect.records {
-        lines.append(
-          indent + visible("\(record.store)\(record.id.isEmpty ? "" : " \(record.id)") \(record.change.rawValue)"))
+      // Every key but the groups (shown below), named as --json's "keys" name it; each with its
+      // record, when there is one.
+      for key in effect.keys where key.kind != .group {
+        guard let record = effect.record(of: key) else {
+          lines.append(indent + visible("\(key) touched (no record value to show)"))
+          continue
+        }
+        lines.append(indent + visible("\(key) \(record.change.rawValue)"))
         if record.change == .updated, let before = record.before, let after = record.after,
           let changed = StateInspector.changedFields(before: before, after: after)
         {
@@ -124,7 +129,8 @@ enum Touched {
       return #"{"from":"payload","why":\#(jsonString(why)),"records":[\#(records.joined(separator: ","))]}"#
     case .applied(let model, let effect):
       let records = effect.records.map { record in
-        #"{"store":\#(jsonString(record.store)),"id":\#(jsonString(record.id)),"#
+        #"{"key":\#(jsonString(effect.keyName(of: record))),"store":\#(jsonString(record.store)),"#
+          + #""id":\#(jsonString(record.id)),"#
           + #""change":"\#(record.change.rawValue)","before":\#(record.before.map(StateInspector.json) ?? "null"),"#
           + #""after":\#(record.after.map(StateInspector.json) ?? "null")}"#
       }
@@ -132,5 +138,22 @@ enum Touched {
       return #"{"from":"model","model":\#(jsonString(model)),"records":[\#(records.joined(separator: ","))],"#
         + #""keys":[\#(keys.joined(separator: ","))]}"#
     }
+  }
+}
+
+extension EventEffect {
+  /// The record among `records` that `key` names; nil for a group, or a key with no record.
+  func record(of key: ChangeKey) -> TouchedRecord? { records.first { Self.key(key, names: $0) } }
+
+  /// `record`'s key as `keys` (and `rewind show`'s text) name it.
+  func keyName(of record: TouchedRecord) -> String {
+    keys.first { Self.key($0, names: record) }?.description
+      ?? (record.id.isEmpty ? record.store : "\(record.store)/\(record.id)")
+  }
+
+  /// Whether `key` names `record`, as `TimeMachine.effect(of:)` makes records of keys: of the
+  /// key's store, with the key as the id (empty for a value store); a group names none.
+  private static func key(_ key: ChangeKey, names record: TouchedRecord) -> Bool {
+    key.kind != .group && key.store == record.store && (key.kind == .value ? "" : key.key) == record.id
   }
 }

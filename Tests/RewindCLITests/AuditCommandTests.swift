@@ -117,6 +117,28 @@ import Testing
     }
   }
 
+  /// In an empty journal, `--from 1` names a sequence past its end, as `--since` names a time
+  /// after its last event: both are a selection outside the journal (exit 2), where `--from 1`
+  /// used to exit 0. Without a selection, an empty journal lists nothing, fine; `tail -f` takes
+  /// `--from 1` as the first event to come.
+  @Test func anEmptyJournalRefusesFromAsItRefusesSince() async throws {
+    let empty = TemporaryDirectory("cli-empty-from")
+    try Journal(directory: empty.path, options: JournalOptions(durability: .none)).close()
+    for (command, format) in [("log", []), ("export", ["--jsonl"]), ("tail", [])] {
+      let arguments = [command, empty.path] + format
+      let plain = try await Self.rewind(arguments)
+      #expect(plain.status == 0 && plain.out.isEmpty, "\(command): \(plain.out)\(plain.err)")
+      for (selection, says) in [
+        (["--from", "1"], "--from 1 is out of range: the journal is empty"),
+        (["--since", "2026-01-01"], "is out of range: the journal is empty"),
+      ] {
+        let run = try await Self.rewind(arguments + selection)
+        #expect(run.status == 2, "\(command) \(selection): \(run.out)\(run.err)")
+        #expect(run.err.contains(says), "\(command) \(selection): \(run.err)")
+      }
+    }
+  }
+
   @Test func logSelectsByRangeTimeNameOriginAndEntity() async throws {
     let (dir, path, events) = try await Self.journal()
     defer { withExtendedLifetime(dir) {} }
@@ -240,7 +262,7 @@ import Testing
     #expect(run.out.contains("  origin    \(event["origin"] as? String ?? "?")\n"))
     // The stock rewind registers Notebook's model, so it applies the event to find what it touched.
     #expect(run.out.contains("  touched   applied with model workspace to the state after sequence \(index):\n"))
-    #expect(run.out.contains("            notes \(payload["id"] as? String ?? "?") inserted\n"))
+    #expect(run.out.contains("            notes/\(payload["id"] as? String ?? "?") inserted\n"))
     #expect(run.out.contains("\"title\": \(try jsonText(payload["title"]))"))
 
     // An event of a command with several: the command's range.
@@ -301,6 +323,7 @@ import Testing
     #expect((object["byOrigin"] as? [String: Int])?["sync"] == sync)
     #expect(object["first"] as? String == first)
     #expect(object["sound"] as? Bool == true)
+    #expect(object["partial"] as? [String] == [], "a sound journal's counts are whole")
   }
 
   /// tail takes --full and --lines as log and head do; its help names them.
@@ -470,6 +493,43 @@ import Testing
     let refusedReplay = try await Self.rewind(["replay", path, "--at", beyond])
     #expect(
       refusedReplay.status == 2 && refusedReplay.err.contains("outside the journal's records"), "\(refusedReplay.err)")
+  }
+
+  /// `rewind tail -f J | head -1` on an idle journal: once the reader has its line and closes the
+  /// pipe, tail ends as a write to the closed pipe would (status 141), with no event to come.
+  @Test func tailFollowEndsWhenItsReaderLeaves() async throws {
+    let (dir, path, _) = try await Self.journal(events: 20)
+    defer { withExtendedLifetime(dir) {} }
+    let executable = try #require(ChildProcess.builtProduct("rewind"))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = ["tail", path, "-f", "-n", "1"]
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    try out.fileHandleForWriting.close()
+    // Its one line first, read on a thread of its own: then it waits, and the reader leaves.
+    let reading = out.fileHandleForReading.fileDescriptor
+    let line = try await onOwnThread {
+      var received: [UInt8] = []
+      var byte: UInt8 = 0
+      while received.last != 0x0A, read(reading, &byte, 1) == 1 { received.append(byte) }
+      return String(decoding: received, as: UTF8.self)
+    }
+    #expect(line.hasPrefix("20 "), "\(line)")
+    try out.fileHandleForReading.close()
+    // Nothing is written to the journal: only the reader's leaving can end it. Polled with
+    // `Task.sleep`, so no thread of the cooperative pool waits; the deadline only stops a hang.
+    let deadline = Date().addingTimeInterval(30)
+    while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+    let ended = !process.isRunning
+    if !ended {
+      process.terminate()
+      process.waitUntilExit()
+    }
+    #expect(ended, "tail -f was still waiting 30 s after its reader left")
+    #expect(ended && process.terminationReason == .exit && process.terminationStatus == 128 + SIGPIPE)
   }
 
   @Test func tailFollowEndsCleanlyOnInterrupt() async throws {

@@ -126,7 +126,13 @@ import Testing
     let (dir, run, exported) = try await Self.demo(events: 1_000, seed: 2, durability: "none")
     #expect(run.out.contains("notebook demo: \(dir.appending("journal")) (seed 2, durability none)"))
     #expect(run.out.contains("events        \(exported.count) from"))
-    #expect(run.out.contains("by origin     automation "))
+    // Events per origin, as stats counts them; then the commands, labelled so.
+    let stats = try await Self.rewind(["stats", dir.appending("journal"), "--json"])
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.out.utf8)) as? [String: Any])
+    let byOrigin = try #require(object["byOrigin"] as? [String: Int])
+    let events = byOrigin.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+    #expect(run.out.contains("  by origin     \(events) events (as rewind stats counts them)\n"), "\(run.out)")
+    #expect(run.out.contains(" commands (that recorded events)\n"), "\(run.out)")
     #expect(run.out.contains("integrity     sound"))
     let names = Set(
       try exported.map { line in
@@ -135,6 +141,22 @@ import Testing
     for name in ["notebook.created", "note.created", "note.bodyEdited", "note.tagged", "reading.itemAdded"] {
       #expect(names.contains(name), "\(name)")
     }
+  }
+
+  /// DIR's missing parent directories are made, as mkdir -p would; where a file stands in the
+  /// way, the journal's error names it.
+  @Test func theDemoMakesMissingParentDirectories() async throws {
+    let dir = TemporaryDirectory("cli-demo-parents")
+    let journal = dir.appending("a/b/journal")
+    let run = try await Self.rewind(["demo", journal, "--events", "5", "--seed", "1", "--durability", "none"])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(try await Self.rewind(["verify", journal]).status == 0)
+    try Files.write(Array("x".utf8), to: dir.appending("file"))
+    let blocked = try await Self.rewind([
+      "demo", dir.appending("file/journal"), "--events", "5", "--durability", "none",
+    ])
+    #expect(blocked.status == 3, "\(blocked.out)\(blocked.err)")
+    #expect(blocked.err.contains(dir.appending("file/journal")), "\(blocked.err)")
   }
 
   /// Without DIR the demo writes to ./rewind-demo, the directory the README names.

@@ -70,6 +70,34 @@ import Testing
     }
   }
 
+  /// With a segment missing before intact ones, the counts read from records cover the part
+  /// before the gap, while segments, frames and bytes cover every file: stats says which is which,
+  /// in text and in JSON ("partial"), instead of mixing them unmarked.
+  @Test(arguments: [false, true])
+  func statsSaysWhichCountsCoverOnlyTheIntactPart(first: Bool) async throws {
+    let (journal, _, _) = try await Self.damaged(.middleSegment, firstSegment: first)
+    let json = try await ToolRun.run("rewind", ["stats", journal.path, "--json"])
+    #expect(json.status == 1, "\(json.out)\(json.err)")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+    let events = try #require(object["events"] as? Int)
+    #expect(events < Int(journal.lastSequence), "\(json.out)")
+    #expect(
+      object["partial"] as? [String] == [
+        "events", "commands", "notRewindEvents", "first", "last", "checkpoints", "unfinishedCheckpoints", "byName",
+        "byOrigin",
+      ], "\(json.out)")
+    let text = try await ToolRun.run("rewind", ["stats", journal.path])
+    #expect(text.status == 1, "\(text.out)\(text.err)")
+    for marked in [
+      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)"); intact part) in ",
+      "average; every segment file, past the damage too)\n", "decoded (every segment file)\n",
+      "\nby name (intact part)\n", "\nby origin (intact part)\n",
+      "cover the intact part, up to sequence \(events); segments, frames and bytes every segment file.",
+    ] {
+      #expect(text.out.contains(marked), "\(marked)\n\(text.out)")
+    }
+  }
+
   /// Repair quarantines what follows the loss and removes the index: every reader then opens
   /// the journal again, without the error.
   @Test(arguments: [Loss.lastSegment, .cutShort])

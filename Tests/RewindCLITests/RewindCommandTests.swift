@@ -235,8 +235,34 @@ import Testing
     #expect(
       garbage.err.contains("manifest.json is not a manifest (JSON with a format and a journalID)"), "\(garbage.err)")
     #expect(garbage.err.contains("Restore manifest.json from a backup"), "\(garbage.err)")
+    // A manifest the journal reads, of a format it does not know, has its own message, not this advice.
+    try Files.write(Array(#"{"format": 9, "journalID": "\#(id)"}"#.utf8), to: manifest)
+    let unknown = try await Self.rewind(["log", dir.path])
+    #expect(unknown.status == 3)
+    #expect(unknown.err.contains("journal format 9 is not supported"), "\(unknown.err)")
+    #expect(!unknown.err.contains("is not a manifest"), "\(unknown.err)")
     // Put back as advised, the journal reads again.
     try Files.write(Array(#"{"format": 1, "journalID": "\#(id)"}"#.utf8), to: manifest)
+    #expect(try await Self.rewind(["verify", dir.path]).status == 0)
+  }
+
+  /// Without segments there are no records to lose: the advice is to restore the manifest or to
+  /// remove it, so that a writer creates a journal there.
+  @Test func anInvalidManifestBesideNoSegmentsGetsAdvice() async throws {
+    let dir = TemporaryDirectory("cli-manifest-alone")
+    try Files.write(Array("{garbage".utf8), to: dir.appending(Layout.manifestName))
+    for command in ["verify", "log", "stats"] {
+      let run = try await Self.rewind([command, dir.path])
+      #expect(run.status == 3, "\(command): \(run.err)")
+      #expect(
+        run.err.contains(
+          "manifest.json is not a manifest (JSON with a format and a journalID) in journal \(dir.path), which holds "
+            + "no segments, so no records. Restore manifest.json from a backup, or remove it"), "\(command): \(run.err)"
+      )
+    }
+    // Removed as advised, a writer creates a journal there.
+    try FileManager.default.removeItem(atPath: dir.appending(Layout.manifestName))
+    try Journal(directory: dir.path, options: JournalOptions(durability: .none)).close()
     #expect(try await Self.rewind(["verify", dir.path]).status == 0)
   }
 

@@ -1,10 +1,11 @@
 import Foundation
 import Notebook
-import Rewind
-import RewindCLI
 import RewindJournal
 import RewindTestSupport
 import Testing
+
+@testable import Rewind
+@testable import RewindCLI
 
 /// `rewind show`'s touched records, run as the built binary: applied through the registered model
 /// and checked against a naive comparison of the live states before and after each event; and,
@@ -18,7 +19,9 @@ import Testing
     var found: [String] = []
     func entry(_ store: String, _ id: String, _ before: (any Encodable)?, _ after: (any Encodable)?) throws -> String {
       let change = before == nil ? "inserted" : after == nil ? "removed" : "updated"
-      return #"{"store":"\#(store)","id":"\#(id)","change":"\#(change)","#
+      let key = id.isEmpty ? store : "\(store)/\(id)"
+      return #"{"key":"\#(key)","store":"\#(store)","id":"\#(id)","#
+        + #""change":"\#(change)","#
         + #""before":\#(try before.map { try CanonicalJSON.render($0) } ?? "null"),"#
         + #""after":\#(try after.map { try CanonicalJSON.render($0) } ?? "null")}"#
     }
@@ -60,6 +63,20 @@ import Testing
         let (store, id) = (record["store"] as? String ?? "", record["id"] as? String ?? "")
         #expect(keys.contains(id.isEmpty ? store : "\(store)/\(id)"), "\(n)")
       }
+      // The text names every key as "keys" does: each record's on a line with its change, the
+      // groups' on the groups line.
+      let text = try await rewind(["show", journal.path, String(n)])
+      let section = try #require(text.out.range(of: "  touched   ").map { text.out[$0.lowerBound...] })
+      for record in records {
+        let key = try #require(record["key"] as? String)
+        #expect(keys.contains(key), "\(n): \(key)")
+        #expect(section.contains("\n            \(key) \(record["change"] as? String ?? "")\n"), "\(n): \(text.out)")
+      }
+      let groups = keys.filter { $0.contains("#") }
+      if !groups.isEmpty {
+        #expect(section.contains("  groups    " + groups.joined(separator: ", ") + " (grouping-cache keys)\n"))
+      }
+      #expect(records.count + groups.count == keys.count, "\(n): \(run.out)")
     }
     #expect(kinds == ["inserted", "updated", "removed"], "the journal exercises every kind of change")
   }
@@ -84,7 +101,7 @@ import Testing
       run.out.contains(
         """
           touched   applied with model workspace to the state after sequence \(updated - 1):
-                    notes \(note.id) updated
+                    notes/\(note.id) updated
                       before \(changed.before)
                       after  \(changed.after)
 
@@ -100,7 +117,7 @@ import Testing
       first.out.hasSuffix(
         """
           touched   applied with model workspace to the state after sequence 0:
-                    notebooks \(notebook.id) inserted
+                    notebooks/\(notebook.id) inserted
                       after  \(try CanonicalJSON.render(notebook))
 
         """), "\(first.out)")
@@ -135,7 +152,7 @@ import Testing
       #expect(changed.first?["change"] as? String == change, "\(run.out)")
       let text = try await rewind(["show", dir.path, "\(sequence)"])
       let section = try #require(text.out.range(of: "  touched   ").map { text.out[$0.lowerBound...] })
-      #expect(section.contains("notes \(note) \(change)\n"), "\(text.out)")
+      #expect(section.contains("notes/\(note) \(change)\n"), "\(text.out)")
       #expect(!section.contains(title + " ") && !section.contains(checksum + " "), "\(text.out)")
     }
     // Without the model there is nothing better than the fields: every value of 32 hex digits
@@ -251,6 +268,27 @@ import Testing
     let object = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
     let records = try #require((object["touched"] as? [String: Any])?["records"] as? [[String: Any]])
     #expect(records.first?["field"] as? String == TallyCopied.CodingKeys.tally.rawValue, "\(json.out)")
+  }
+
+  /// A key with no record among the effect's records (`TimeMachine.effect(of:)` makes none, but
+  /// the text must not drop one) is listed still, named as --json's "keys" names it.
+  @Test func theTextListsAKeyWithNoRecord() throws {
+    let opened = TallyOpened(id: Identifier(high: 1, low: 2), label: "a")
+    let envelope = Envelope(
+      sequence: 2, timestamp: 0, name: TallyOpened.name, version: 1, origin: .user,
+      commandID: Identifier(high: 3, low: 4))
+    let effect = EventEffect(
+      event: RecordedEvent(envelope: envelope, event: opened),
+      keys: [.record("tallies", opened.id), .group("tallies", "a")],
+      records: [])
+    let touched = Touched.applied(model: "tally", effect: effect)
+    #expect(
+      touched.lines(sequence: 2) == [
+        "  touched   applied with model tally to the state after sequence 1:",
+        "            tallies/\(opened.id) touched (no record value to show)",
+        "  groups    tallies#a (grouping-cache keys)",
+      ])
+    #expect(touched.json.hasSuffix(#""records":[],"keys":["tallies/\#(opened.id)","tallies#a"]}"#), "\(touched.json)")
   }
 
   /// `--entity` finds an id the fields hold in capitals, as `show` lists it, typed either way;

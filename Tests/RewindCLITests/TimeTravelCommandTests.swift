@@ -403,6 +403,30 @@ import Testing
     #expect(!run.out.hasSuffix("at 1 of \(journal.lastSequence)"), "nothing runs after quit")
   }
 
+  /// `step` at the journal's end says it is there (it used to show the same position again, as
+  /// if it had moved), and one that runs past the end stops there saying so, as `back` does at 0;
+  /// a count too large to add no longer wraps round to an earlier position.
+  @Test func debugStepSaysWhenItIsAtTheJournalsEnd() async throws {
+    let journal = try await NotebookJournal.write(commands: 8, seed: 15)
+    let last = journal.lastSequence
+    let run = try await rewind(
+      ["debug", journal.path],
+      input: "goto end\nstep\ngoto 2\nstep 99\ngoto 3\nback 5\nback\ngoto 2\nstep \(UInt64.max)\n")
+    #expect(run.status == 0, "\(run.err)")
+    let out = run.out.split(separator: "\n").map(String.init)
+    try #require(out.count == 12, "\(run.out)")
+    #expect(out[0].hasPrefix("at \(last) of \(last): #\(last) "))
+    #expect(
+      out[1] == "at the journal's end, sequence \(last): no event after it (`refresh` reads records appended since)")
+    #expect(out[3] == out[0])
+    #expect(out[4] == "stopped at the journal's end, sequence \(last): \(last - 2) of the 99 records asked")
+    #expect(out[6] == "at 0 of \(last): the empty state")
+    #expect(out[7] == "stopped at the start, sequence 0: 3 of the 5 records asked")
+    #expect(out[8] == "at the start, sequence 0, the empty state: no event before it")
+    #expect(out[10] == out[0], "\(run.out)")
+    #expect(out[11] == "stopped at the journal's end, sequence \(last): \(last - 2) of the \(UInt64.max) records asked")
+  }
+
   /// Every debug command that takes a record id takes it in capitals too (as `blame` and
   /// `log --entity` do), and shows it as the stores spell it: the same session typed in capitals
   /// prints what it prints in lowercase, and `unwatch` finds a watch in either spelling.

@@ -17,6 +17,15 @@ package struct Manifest: Codable, Equatable {
     return Array((try? encoder.encode(self)) ?? Data()) + [0x0A]
   }
 
+  /// The manifest `bytes` hold and its journal id, whatever format it names; nil unless they
+  /// are JSON with a format and a well-formed journalID.
+  package static func decode(_ bytes: [UInt8]) -> (Manifest, JournalID)? {
+    guard let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(bytes)),
+      let id = JournalID(hex: manifest.journalID)
+    else { return nil }
+    return (manifest, id)
+  }
+
   /// Reads and checks the manifest of `directory`.
   package static func load(directory: String, io: any FileIO) throws -> (Manifest, JournalID) {
     let path = directory + "/" + Layout.manifestName
@@ -33,9 +42,7 @@ package struct Manifest: Codable, Equatable {
       }
       throw JournalError(error, directory: directory, file: Layout.manifestName)
     }
-    guard let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(bytes)),
-      let id = JournalID(hex: manifest.journalID)
-    else {
+    guard let (manifest, id) = decode(bytes) else {
       throw JournalError(
         .badManifest, "the manifest is not valid JSON with a format and a journalID", directory: directory,
         file: Layout.manifestName)
