@@ -12,7 +12,8 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// names there): later records may be gone too, and nothing is left to count them by.
   public var sequencesMayGoFurther = false
   /// The records `sequences` names are gone while later segments are intact (a segment missing
-  /// before others, or one cut short before its successor). Only a backup brings them back:
+  /// before others, or one cut short or ending in zeros before its successor). Only a backup
+  /// brings them back:
   /// `Journal.repair` refuses a journal whose first problem is this, moving nothing.
   public var missingBeforeIntactSegments = false
 
@@ -177,12 +178,22 @@ extension JournalReader {
           message: damage.kind.description)
         if damage.kind == .zeroFilled {
           // Zeros to the end of a segment that has a successor: the writer cuts them before it
-          // seals a segment, so records may be missing here.
+          // seals a segment, so they stand for the records up to the next segment's first, gone
+          // while the segments after are intact (reported here once, not again as a break).
+          let next = layout.segments[position + 1]
+          let gone = next > expected ? expected...(next - 1) : nil
+          let what =
+            gone == nil
+            ? "; the next segment starts at sequence \(next), so no records are missing, but readers stop here"
+            : ": they stand for the records before the next segment's first (\(next)), which are gone"
           report.problems.append(
             JournalProblem(
-              file: file.name, offset: damage.offset, sequences: expected...expected,
-              message: layout.error(damage, in: file, expecting: expected).message))
+              file: file.name, offset: damage.offset, sequences: gone,
+              message: "zeros from here to the end of a segment that is not the last (a writer cuts its "
+                + "preallocated space before it seals a segment)" + what,
+              missingBeforeIntactSegments: gone != nil))
           intact = false
+          expected = max(expected, next)
           break walk
         }
         if resume == nil, isLast {
