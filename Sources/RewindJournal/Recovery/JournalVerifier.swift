@@ -235,11 +235,21 @@ extension JournalReader {
       // index names in it, at least.
       let next = present.first { $0 > missing.segment }
       let through = max(missing.lastNamed, (next ?? 1) - 1)
-      report.problems.append(
-        JournalProblem(
-          file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
-          message: "this segment is missing, but the index names it: committed records are gone",
-          sequencesMayGoFurther: next == nil, missingBeforeIntactSegments: next != nil))
+      let problem = JournalProblem(
+        file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
+        message: "this segment is missing, but the index names it: committed records are gone",
+        sequencesMayGoFurther: next == nil, missingBeforeIntactSegments: next != nil)
+      // A gap before a segment that is there was reported by the walk already (the first
+      // segments missing, or a break in the sequence), at the segment after it: this names the
+      // missing file, in that report's place. One loss, one problem.
+      let reported = report.problems.firstIndex {
+        $0.missingBeforeIntactSegments && $0.sequences?.contains(missing.segment) == true
+      }
+      if next != nil, let reported {
+        report.problems[reported] = problem
+      } else {
+        report.problems.append(problem)
+      }
     }
     report.segmentsJournalID = layout.journalIDOfEverySegmentButTheManifest()
     if !io.fileExists(directory + "/" + Layout.indexName) {
