@@ -64,8 +64,9 @@ extension JournalReader {
   /// every damaged place is reported, not just the first. Reads only; safe while a writer appends.
   ///
   /// - Throws: `JournalError` `.limitExceeded` for a batch whose header checksum holds but which
-  ///   declares more than the reader's `limits`: a journal written with larger limits, to be read
-  ///   with them (`JournalLimits.largest` reads any), not damage to report.
+  ///   declares more than the reader's `limits`, or a record of a whole frame larger than them: a
+  ///   journal written with larger limits, to be read with them (`JournalLimits.largest` reads
+  ///   any), not damage to report.
   public func verify(progress: ((UInt64) -> Void)? = nil) throws -> VerificationReport {
     let layout = try JournalDirectory(path: directory, io: io)
     var report = VerificationReport()
@@ -159,6 +160,9 @@ extension JournalReader {
             offset += header.totalLength
             progress?(header.lastSequence)
             continue walk
+          } catch let failure as BatchDecodingFailure where failure.exceedsLimits {
+            // A whole record too large for these limits, not damage (see `.exceedsLimits` below).
+            throw failure.error(directory: directory, file: file.name, offset: offset, sequences: header.sequences)
           } catch {
             damage = BatchDamage(
               offset: offset, kind: .undecodable((error as? BatchDecodingFailure)?.reason ?? "\(error)"), header: header
