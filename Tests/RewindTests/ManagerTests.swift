@@ -315,8 +315,9 @@ private final class FailingSegmentOpenIO: ForwardingFileIO {
   manager.close()
 }
 
-/// Change streams asked for after `close()` end at once, also when durability was lost before.
-@Test func changesAfterCloseEndAlsoAfterLostDurability() async throws {
+/// After `close()`, change streams asked for end at once and commands say closed (they used to
+/// say stopped), also when durability was lost before; `stopReason` still says why it stopped.
+@Test func afterCloseStreamsEndAndCommandsSayClosedAlsoAfterLostDurability() async throws {
   let temporary = TemporaryDirectory()
   let io = FaultInjectingFileIO()
   let manager = try makeManager(temporary.appending("journal"), io: io)
@@ -328,4 +329,8 @@ private final class FailingSegmentOpenIO: ForwardingFileIO {
   var changes = manager.changes().makeAsyncIterator()
   #expect(await changes.next() == nil)
   #expect(manager.observerCount == 0)
+  let refused = await #expect(throws: ManagerError.self) { try await manager.deposit(1, into: id) }
+  #expect(refused?.code == .closed, "\(String(describing: refused))")
+  #expect(refused?.message.contains("durability") == true, "\(String(describing: refused))")
+  #expect(manager.stopReason?.code == .durabilityLost)
 }
