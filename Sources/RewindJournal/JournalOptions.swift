@@ -42,8 +42,10 @@ public struct JournalLimits: Sendable, Equatable {
 
   /// The largest limits a writer accepts (`JournalOptions.maximumBatchBytes`): they read every
   /// journal, whatever limits it was written with. A reader with smaller limits fails with
-  /// `.limitExceeded` at a batch larger than they allow. The `rewind` tool reads with these; a
-  /// hostile header can then make a reader allocate up to about 2 GiB for one batch.
+  /// `.limitExceeded` at a batch larger than they allow. The `rewind` tool and the model layer
+  /// (replay, time travel, snapshots, a manager's start-up) read with these; a hostile header can
+  /// then make a reader allocate up to about 2 GiB for one batch, and never more than about 255
+  /// times the bytes of its frame, which must be in the file with its checksum holding.
   public static let largest = JournalLimits(
     maxRecordBytes: JournalOptions.maximumBatchBytes - Layout.recordHeaderSize,
     maxBatchBytes: JournalOptions.maximumBatchBytes)

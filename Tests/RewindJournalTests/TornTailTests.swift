@@ -262,6 +262,29 @@ import Testing
     #expect(!Files.list(dir.path).contains("quarantine"))
   }
 
+  /// Damage before the large batch is in the middle of committed data, whatever the limits it
+  /// is judged with: the batch after it is whole, though too large for them. Before, the scan
+  /// for a valid header after the damage used the reader's limits and missed it, so the damage
+  /// read as a torn tail: readers stopped before it in silence and opening moved the large batch
+  /// aside with the damaged one.
+  @Test func damageBeforeALargerBatchIsNotATornTail() async throws {
+    let (dir, records, offset) = try await Self.journal()
+    let segment = dir.appending(Layout.segmentName(firstSequence: 1))
+    var bytes = try Files.read(segment)
+    let frames = try JournalFixtures.frames(of: Array(bytes[..<offset]))
+    let second = try #require(frames.last)
+    bytes[second.end - 8] ^= 0x40  // inside the second small batch's frame
+    try Files.write(bytes, to: segment)
+    let sequences = second.header.firstSequence...second.header.lastSequence
+    let read = journalError { _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records()) }
+    #expect(read?.code == .corrupt && read?.offset == Int64(second.offset), "\(String(describing: read))")
+    let opened = journalError { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) }
+    #expect(opened?.code == .corrupt && opened?.offset == Int64(second.offset), "\(String(describing: opened))")
+    #expect(opened?.sequences?.contains(sequences.lowerBound) == true, "\(String(describing: opened))")
+    #expect(try Files.read(segment) == bytes, "nothing moved or cut")
+    #expect(records.count > Int(sequences.upperBound))
+  }
+
   @Test(arguments: [writerLimits, JournalLimits.largest])
   func theWritersLimitsOrLargerReadIt(limits: JournalLimits) async throws {
     let (dir, records, _) = try await Self.journal()

@@ -8,6 +8,9 @@ internal import RewindJournal
 /// `ReplayOptions`) while the calling thread applies them, so memory is the state plus a fixed
 /// buffer whatever the journal's length. Each batch is decoded by whichever thread has time: the
 /// reading one while it is ahead, the applying one otherwise.
+///
+/// Replay (like time travel and snapshots) reads a journal whatever limits it was written with
+/// (`JournalLimits.largest`).
 public enum Replay {
   /// A rebuilt state and the last sequence number applied to it.
   public struct Result<M: Model>: Sendable {
@@ -31,7 +34,7 @@ public enum Replay {
   public static func rebuild<M: Model>(_ type: M.Type, directory: String, through sequence: UInt64 = .max) throws
     -> Result<M>
   {
-    try rebuild(registry: M.makeRegistry(), reader: JournalReader(directory: directory), through: sequence)
+    try rebuild(registry: M.makeRegistry(), reader: reader(directory), through: sequence)
   }
 
   /// Rebuilds `M` from the journal in `directory` up to `target`, starting from the newest usable
@@ -42,7 +45,7 @@ public enum Replay {
     _ type: M.Type, directory: String, to target: ReplayTarget = .end, options: ReplayOptions = ReplayOptions(),
     progress: ((ReplayProgress) -> Void)? = nil
   ) throws -> Outcome<M> {
-    let reader = try JournalReader(directory: directory)
+    let reader = try reader(directory)
     let registry = M.makeRegistry()
     let last = try resolve(target, reader: reader)
     var report = ReplayReport()
@@ -142,7 +145,7 @@ public enum Replay {
   /// left out).
   public static func events<M: Model>(of type: M.Type, directory: String) throws -> [RecordedEvent] {
     let registry = M.makeRegistry()
-    let cursor = try JournalReader(directory: directory).records(from: 1)
+    let cursor = try reader(directory).records(from: 1)
     var events: [RecordedEvent] = []
     while let record = try cursor.next() {
       if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) {
@@ -150,6 +153,18 @@ public enum Replay {
       }
     }
     return events
+  }
+
+  /// A reader of the journal in `directory` for the model layer (replay, time travel, snapshots,
+  /// a manager's start-up): with `JournalLimits.largest`, so that it reads every journal a writer
+  /// can write, whatever limits it was written with. A reader's limits only cap what one batch
+  /// makes it allocate, and that is bounded without them: a batch's frame is read only when the
+  /// file holds all of it and decoded only when its checksum holds, and a header claiming more
+  /// than LZ4 can decode from that frame is refused (`BatchHeader`'s plausibility check), so a
+  /// damaged or hostile journal costs at most a constant times its own bytes. Smaller limits would
+  /// only refuse batches that a writer with larger ones committed.
+  static func reader(_ directory: String, cachingIndex: Bool = false) throws -> JournalReader {
+    try JournalReader(directory: directory, limits: .largest, cachingIndex: cachingIndex)
   }
 
   /// Full replay for a manager's start-up. Starts from a snapshot when `M` is a `SnapshotModel`

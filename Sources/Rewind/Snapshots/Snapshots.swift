@@ -31,7 +31,7 @@ public enum Snapshots {
     var options = ReplayOptions()
     options.verifyCheckpoints = false
     var failure: (any Error)?
-    let reader = try JournalReader(directory: directory)
+    let reader = try Replay.reader(directory)
     let last = try reader.lastSequence()
     let found = store.latest(M.self, atOrBefore: last, lastSequence: last)
     var state = found.snapshot?.state ?? M()

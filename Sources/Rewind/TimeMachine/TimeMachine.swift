@@ -48,7 +48,8 @@ public final class TimeMachine<M: SnapshotModel> {
   /// `ReplayOptions.progressInterval` records and at the end of each pass. For progress displays.
   public var progress: ((ReplayProgress) -> Void)?
 
-  /// Opens the journal in `directory` for reading, standing at the empty state.
+  /// Opens the journal in `directory` for reading, standing at the empty state. Reads it whatever
+  /// limits it was written with (`JournalLimits.largest`).
   /// - Parameters:
   ///   - directory: the journal's directory.
   ///   - keyframeInterval: records between kept states; seeking replays at most about this many.
@@ -59,7 +60,7 @@ public final class TimeMachine<M: SnapshotModel> {
     directory: String, keyframeInterval: UInt64 = 1024, maxKeyframes: Int = 1024, useSnapshots: Bool = true
   ) throws {
     // Every seek opens a cursor: the sparse index is loaded once, not at each (see `refresh()`).
-    reader = try JournalReader(directory: directory, cachingIndex: true)
+    reader = try Replay.reader(directory, cachingIndex: true)
     registry = M.makeRegistry()
     snapshots = useSnapshots ? SnapshotStore(journal: directory) : nil
     interval = max(1, keyframeInterval)

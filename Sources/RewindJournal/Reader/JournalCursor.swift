@@ -321,7 +321,7 @@ public final class JournalCursor {
     }
     if damage.kind == .zeroFilled { return true }
     do {
-      return try !file.hasValidBatchHeader(after: damage.offset, limits: reader.limits)
+      return try !file.hasValidBatchHeader(after: damage.offset)
     } catch {
       throw JournalError(error, directory: reader.directory, file: file.name)
     }

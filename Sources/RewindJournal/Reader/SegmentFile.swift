@@ -217,9 +217,10 @@ package final class SegmentFile {
   }
 
   /// Whether a checksum-valid batch header starts anywhere after `offset`: if one does, damage at
-  /// `offset` is in the middle of committed data, not a torn tail.
-  package func hasValidBatchHeader(after offset: Int64, limits: JournalLimits) throws -> Bool {
-    try nextValidBatchHeader(after: offset, limits: limits) != nil
+  /// `offset` is in the middle of committed data, not a torn tail. Judged whatever the reader's
+  /// limits: a header written with larger ones is as whole (committed) as any.
+  package func hasValidBatchHeader(after offset: Int64) throws -> Bool {
+    try nextValidBatchHeader(after: offset, limits: .largest) != nil
   }
 
   /// The first checksum-valid batch header after `offset`, and where it starts. Scans the bytes

@@ -79,7 +79,7 @@ package struct JournalRecovery {
       if let problem = JournalDirectory.problem(with: header, expecting: first, journalID: directory.journalID) {
         let isLast = position == segments.count - 1
         let holdsData = try wrap(file.name) { () throws in
-          try file.hasValidBatchHeader(after: 0, limits: options.limits)
+          try file.hasValidBatchHeader(after: 0)
         }
         guard isLast, !holdsData, segments.count > 1 || file.size < Int64(Layout.segmentHeaderSize) else {
           throw JournalError(.corrupt, problem, directory: path, file: file.name, offset: 0)
@@ -217,7 +217,7 @@ package struct JournalRecovery {
           break scan
         case .damaged(let damage):
           let followed = try wrap(file.name) { () throws in
-            try file.hasValidBatchHeader(after: damage.offset, limits: options.limits)
+            try file.hasValidBatchHeader(after: damage.offset)
           }
           // A header whose checksum holds is whole, even if it is wrong or too large for these
           // limits: committed, not torn, so never moved aside.
