@@ -154,12 +154,33 @@ package final class SegmentFile {
   }
 
   /// Where the bytes that `damage` makes unreadable end, when nothing valid follows them: the
-  /// damaged batch's declared extent (or a batch header's length, if that is unreadable), and
-  /// beyond it up to the last non-zero byte. Zeros after that are preallocated space, not part
-  /// of a torn tail.
+  /// damaged batch's extent, and beyond it up to the last non-zero byte. Zeros after that are
+  /// preallocated space, not part of a torn tail.
   package func tornEnd(of damage: BatchDamage) throws -> Int64 {
-    let declared = damage.offset + (damage.header?.totalLength ?? Int64(Layout.batchHeaderSize))
-    return min(size, max(declared, try nonZeroEnd(from: damage.offset)))
+    try tornEnd(from: damage.offset, header: damage.header)
+  }
+
+  /// The end of the damaged batch at `offset` (whose header is `header` when its checksum holds)
+  /// and of any non-zero bytes after it. Its extent is the one its header declares; when the
+  /// header's checksum fails, the frame length it states anyway, if that frame ends inside the
+  /// file and past its last non-zero byte (a frame's last bytes are its content checksum's, and
+  /// can be zeros: they are the frame's, not preallocated space); otherwise a header's 52 bytes.
+  /// The same for any bytes: `verify`, opening and `repair` all judge a damaged tail by this.
+  private func tornEnd(from offset: Int64, header: BatchHeader?) throws -> Int64 {
+    let nonZero = try nonZeroEnd(from: offset)
+    // Only zeros: nothing of a batch was written there.
+    guard nonZero > offset else { return offset }
+    var declared = offset + Int64(Layout.batchHeaderSize)
+    if let header {
+      declared = offset + header.totalLength
+    } else if offset + Int64(Layout.batchHeaderSize) <= size {
+      // Bytes 24-27 of a batch header: the frame length, unchecked here, so only believed when
+      // it agrees with what the file holds.
+      let stated = try bytes(at: offset + 24, count: 4).reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) }
+      let end = offset + Int64(Layout.batchHeaderSize) + stated
+      if end <= size, end >= nonZero { declared = end }
+    }
+    return min(size, max(declared, nonZero))
   }
 
   /// Where the bytes from `offset` on that are worth keeping end, in the last segment of a

@@ -186,20 +186,14 @@ extension JournalReader {
           break walk
         }
         if resume == nil, isLast {
-          // Cut short by the end of the file, or followed by nothing but preallocated zeros (a
-          // frame being written over them, or torn there by a crash): unfinished, not committed.
-          // Not a frame whose checksums hold but whose sequence or content is wrong: no write in
-          // progress and no crash leaves one (opening refuses the one, readers fail on the other).
-          let zerosFrom = try file.nonZeroEnd(from: damage.offset)
-          // Not the damaged frame's declared bytes: a frame may end in zeros (its checksum's).
+          // Damage with nothing valid after it (cut short by the end of the file, followed by
+          // preallocated zeros, or filling the file to its end): unfinished, not committed, as
+          // readers and opening judge it, whatever its bytes are. Not a frame whose checksums
+          // hold but whose sequence or content is wrong: no write in progress and no crash leaves
+          // one (opening refuses the one, readers fail on the other).
+          // Not the damaged frame's bytes: a frame may end in zeros (its checksum's).
           report.preallocatedBytes = file.size - (try file.tornEnd(of: damage))
-          let unwritten: Bool =
-            switch damage.kind {
-            case .truncatedHeader, .truncatedFrame: true
-            case .badHeader, .frameChecksumMismatch: damage.kind.canBeTorn && zerosFrom < file.size
-            case .sequenceBreak, .undecodable, .zeroFilled: false
-            }
-          if unwritten {
+          if damage.kind.canBeTorn {
             if let lost = committedBeyond(damage.offset, in: file) {
               report.problems.append(lost)
               intact = false
