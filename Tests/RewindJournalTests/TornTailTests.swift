@@ -185,6 +185,72 @@ import Testing
     }
   }
 
+  @Test(arguments: [0, 4096])
+  func openingAndRepairMoveTheSameBytesOfADamagedLastFrame(zeros: Int) async throws {
+    // Opening moved a damaged last frame's declared extent, repair only up to its last non-zero
+    // byte, cutting a checksum byte that was zero; of a torn header, the bytes the file holds
+    // against those up to its last non-zero one. Both now move all of the damaged frame, and
+    // neither the preallocated zeros after it.
+    let original = try await Self.makeOriginal(batches: 4, seed: 28)
+    let last = original.frames.last!
+    var frameDamaged = original.bytes
+    frameDamaged[last.offset + Layout.batchHeaderSize + 5] ^= 0x5A
+    frameDamaged[last.end - 1] = 0
+    var headerDamaged = frameDamaged
+    headerDamaged[last.offset + Layout.batchHeaderSize + 5] ^= 0x5A
+    headerDamaged[last.offset + 30] ^= 0x5A
+    var tornHeader = Array(original.bytes.prefix(last.offset + 20))
+    tornHeader[tornHeader.count - 3..<tornHeader.count] = [0, 0, 0]
+    let cases = [
+      ("damaged frame", frameDamaged, Int(last.header.totalLength)),
+      ("damaged header", headerDamaged, Int(last.header.totalLength)),
+      // Cut short by the end of the file: what it holds; followed by zeros: a header's 52 bytes.
+      ("torn header", tornHeader, zeros == 0 ? 20 : Layout.batchHeaderSize),
+    ]
+    for (what, damaged, length) in cases {
+      let bytes = damaged + [UInt8](repeating: 0, count: zeros)
+      var moved: [[UInt8]] = []
+      for repair in [false, true] {
+        let copy = TemporaryDirectory("torn-agree")
+        let path = copy.appending("j")
+        try Files.copyDirectory(original.dir.path, to: path)
+        try Files.write(bytes, to: path + "/" + original.segment)
+        let entries: [QuarantinedBytes]
+        if repair {
+          entries = try Journal.repair(directory: path).moved
+        } else {
+          let journal = try Journal(directory: path, options: JournalFixtures.options())
+          entries = journal.recovery.movedAside
+          journal.close()
+        }
+        let context = "\(what), \(repair ? "repair" : "opening")"
+        #expect(entries.map(\.offset) == [Int64(last.offset)], "\(context)")
+        #expect(entries.map(\.length) == [Int64(length)], "\(context)")
+        moved += try entries.map { try Files.read(path + "/" + $0.movedTo) }
+        #expect(Files.size(path + "/" + original.segment) == last.offset, "\(context)")
+      }
+      #expect(moved.count == 2 && moved[0] == moved[1], "\(what): the same bytes")
+      #expect(moved.first == Array(bytes[last.offset..<(last.offset + length)]), "\(what)")
+    }
+  }
+
+  @Test func repairCutsTheZerosOfALastSegmentItMovesWhole() async throws {
+    // Damage at the last segment's first frame moves the whole segment; its preallocated zeros
+    // were kept in the quarantined copy, against FORMAT.md ("cut, not kept").
+    let original = try await Self.makeOriginal(batches: 4, seed: 29)
+    let copy = TemporaryDirectory("torn-whole")
+    let path = copy.appending("j")
+    try Files.copyDirectory(original.dir.path, to: path)
+    var damaged = original.bytes
+    damaged[original.frames[0].offset + Layout.batchHeaderSize + 5] ^= 0x5A
+    try Files.write(damaged + [UInt8](repeating: 0, count: 8192), to: path + "/" + original.segment)
+    let report = try Journal.repair(directory: path)
+    let moved = try #require(report.moved.first, "\(report)")
+    #expect(report.moved.count == 1 && moved.offset == 0, "\(report)")
+    #expect(moved.length == Int64(damaged.count), "\(report)")
+    #expect(try Files.read(path + "/" + moved.movedTo) == damaged)
+  }
+
   @Test(arguments: [1, 7, 47, 48, 49, 300, 4096])
   func randomBytesAfterTheLastFrameAreMovedAside(count: Int) async throws {
     let original = try await Self.makeOriginal(batches: 4, seed: 23)

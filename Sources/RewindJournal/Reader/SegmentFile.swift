@@ -184,14 +184,17 @@ package final class SegmentFile {
   }
 
   /// Where the bytes from `offset` on that are worth keeping end, in the last segment of a
-  /// journal: after the last non-zero byte, and after the last whole frame (a frame's last bytes
-  /// are its content checksum's, which can be zeros: about one frame in 256 ends in one). Only
-  /// zeros after that are preallocated space. A frame is whole when its batch header's checksum
-  /// holds (whatever the limits) and so does its frame's: not one whose header was written and
-  /// whose frame was not.
+  /// journal: after the damaged batch at `offset` (as `tornEnd(of:)` finds its extent), after the
+  /// last non-zero byte, and after the last whole frame (a frame's last bytes are its content
+  /// checksum's, which can be zeros: about one frame in 256 ends in one). Only zeros after that
+  /// are preallocated space. A frame is whole when its batch header's checksum holds (whatever
+  /// the limits) and so does its frame's: not one whose header was written and whose frame was
+  /// not.
   package func keptEnd(from offset: Int64) throws -> Int64 {
-    var end = try nonZeroEnd(from: offset)
-    var after = offset - 1
+    guard offset < size else { return size }
+    let atOffset = BatchHeader.decode(try bytes(at: offset, count: Layout.batchHeaderSize), limits: .largest)
+    var end = try tornEnd(from: offset, header: try? atOffset.get())
+    var after = offset
     while let (at, header) = try nextValidBatchHeader(after: after, limits: .largest) {
       let frameEnd = at + header.totalLength
       if frameEnd <= end {
