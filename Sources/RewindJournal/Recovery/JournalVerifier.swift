@@ -88,6 +88,9 @@ extension JournalReader {
           + "a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset): "
           + "committed records are missing", sequencesMayGoFurther: true)
     }
+    // Each entry is checked against the batch it names as the walk passes it, while it is intact.
+    let indexFile = SparseIndex.scanForVerify(directory: directory, journalID: layout.journalID, io: io)
+    var entryCheck = EntryCheck(entries: indexFile.entries)
     if let first = layout.segments.first, first != 1 {
       report.problems.append(
         JournalProblem(
@@ -128,6 +131,7 @@ extension JournalReader {
         var damage: BatchDamage?
         switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
         case .end:
+          if intact { entryCheck.passed(segment: first, offset: offset) }
           if isLast, let lost = committedBeyond(offset, in: file) {
             report.problems.append(lost)
             intact = false
@@ -145,6 +149,7 @@ extension JournalReader {
         case .batch(let header, let frame):
           do {
             _ = try BatchCodec.decode(frame, header: header, decoder: decoder, limits: limits)
+            if intact { entryCheck.batch(header, segment: first, offset: offset, in: file.name) }
             report.batches += 1
             report.records += UInt64(header.recordCount)
             report.bytesDecoded += Int64(header.contentLength)
@@ -236,6 +241,73 @@ extension JournalReader {
     } else if index.entries.isEmpty && report.batches > 0 {
       report.notes.append("the index is damaged or empty; the next writer rebuilds it")
     }
+    if let mismatch = entryCheck.first {
+      report.notes.append(
+        "the index's entry \(mismatch)"
+          + (entryCheck.count > 1 ? " (\(entryCheck.count) entries disagree with the batches they name)" : "")
+          + ". Readers check an entry's sequence number, not its timestamp column: a wrong one can make a read "
+          + "by time (log --since) skip records. Delete the index file and the next writer rebuilds it")
+    }
+    if let pad = indexFile.nonZeroPads.first {
+      report.notes.append(
+        "the index entry at byte offset \(pad) has non-zero bytes 32-35, which are 0"
+          + (indexFile.nonZeroPads.count > 1 ? " (so have \(indexFile.nonZeroPads.count - 1) more entries)" : "")
+          + "; readers ignore them")
+    }
+    if indexFile.partialBytes > 0 {
+      report.notes.append(
+        "the index ends in \(indexFile.partialBytes) bytes of an unfinished entry (an append in progress, or one "
+          + "a crash cut); readers ignore them, and the next writer cuts them")
+    }
     return report
+  }
+}
+
+/// Compares the index's well-formed entries, in order, with the batches a walk of the segments
+/// finds: each must name a batch header by its offset and first sequence, and carry the largest
+/// timestamp of the records before that batch. Only while the walk is intact: after damage, what
+/// the entries name is judged by the problems reported.
+private struct EntryCheck {
+  let entries: [IndexEntry]
+  var next = 0
+  /// The largest timestamp (as batch headers state them) of the records before the walk's place.
+  var timestampBefore = Int64.min
+  /// The first disagreement, described, and how many entries disagree.
+  var first: String?
+  var count = 0
+
+  init(entries: [IndexEntry]) { self.entries = entries }
+
+  mutating func batch(_ header: BatchHeader, segment: UInt64, offset: Int64, in name: String) {
+    defer { timestampBefore = max(timestampBefore, header.maxTimestamp) }
+    passed(segment: segment, offset: offset)
+    guard next < entries.count, entries[next].segment == segment, entries[next].offset == offset else { return }
+    let entry = entries[next]
+    if entry.firstSequence != header.firstSequence {
+      disagree(
+        "names sequence \(entry.firstSequence) at byte offset \(offset) of \(name), where the batch starts at "
+          + "sequence \(header.firstSequence)")
+    } else if entry.maxTimestampBefore != timestampBefore {
+      disagree(
+        "says the records before sequence \(entry.firstSequence) are stamped at most \(entry.maxTimestampBefore), "
+          + "but the largest of their timestamps is \(timestampBefore)")
+    }
+    next += 1
+  }
+
+  /// The walk reached `offset` of `segment`: entries before it that named no batch it found.
+  mutating func passed(segment: UInt64, offset: Int64) {
+    while next < entries.count, (entries[next].segment, entries[next].offset) < (segment, offset) {
+      let entry = entries[next]
+      disagree(
+        "names a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset) of "
+          + "\(Layout.segmentName(firstSequence: entry.segment)), where no batch starts")
+      next += 1
+    }
+  }
+
+  private mutating func disagree(_ what: String) {
+    count += 1
+    if first == nil { first = "\(next + 1) (byte offset \(SparseIndex.headerSize + next * IndexEntry.size)) \(what)" }
   }
 }
