@@ -180,6 +180,24 @@ import Testing
     }
   }
 
+  @Test func oneDamagedEntryIsOneNote() async throws {
+    // Readers stop using the index at a damaged entry, and verify notes it. It also listed every
+    // segment after the last entry before it as one the index names nowhere, though the
+    // well-formed entries after the damaged one name them all.
+    let (dir, _) = try await Self.makeJournal(seed: 29)
+    try #require(JournalFixtures.segments(dir.path).count > 3)
+    let path = dir.appending(Layout.indexName)
+    var bytes = try Files.read(path)
+    let second = SparseIndex.headerSize + IndexEntry.size
+    for i in second..<(second + IndexEntry.size) { bytes[i] = 0 }
+    try Files.write(bytes, to: path)
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(report.isSound)
+    #expect(report.unindexed == [], "\(report.unindexed)")
+    #expect(report.notes.count == 1, "\(report.notes)")
+    #expect(report.notes.first?.hasPrefix("the index is damaged at byte offset \(second) (") == true, "\(report.notes)")
+  }
+
   @Test func anIndexFromAnotherJournalIsIgnored() async throws {
     let (mine, records) = try await Self.makeJournal(seed: 75)
     let (theirs, _) = try await Self.makeJournal(seed: 76)

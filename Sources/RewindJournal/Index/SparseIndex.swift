@@ -184,6 +184,31 @@ package struct SparseIndex {
     return (scan.entries, scan.nonZeroPads, scan.damage == nil ? scan.partialBytes : 0)
   }
 
+  /// The segments named by the entries whose checksum holds, anywhere in the file: after a
+  /// damaged entry too. For `verify`, which notes the damage once rather than also each segment
+  /// that only entries after it name.
+  package static func segmentsNamed(directory: String, journalID: JournalID, io: any FileIO) -> Set<UInt64> {
+    let path = directory + "/" + Layout.indexName
+    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return [] }
+    defer { io.close(fd) }
+    guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
+      return []
+    }
+    var named = Set<UInt64>()
+    var offset = Int64(headerSize)
+    let chunkEntries = 4096
+    while let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty {
+      var position = 0
+      while position + IndexEntry.size <= chunk.count {
+        if let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) { named.insert(entry.segment) }
+        position += IndexEntry.size
+      }
+      if chunk.count < chunkEntries * IndexEntry.size { break }
+      offset += Int64(position)
+    }
+    return named
+  }
+
   private static func scanWellFormed(
     directory: String, journalID: JournalID, io: any FileIO
   ) -> (

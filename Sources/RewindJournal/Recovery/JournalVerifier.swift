@@ -91,6 +91,10 @@ extension JournalReader {
     // Each entry is checked against the batch it names as the walk passes it, while it is intact.
     let indexFile = SparseIndex.scanForVerify(directory: directory, journalID: layout.journalID, io: io)
     var entryCheck = EntryCheck(entries: indexFile.entries)
+    // Named by any entry whose checksum holds: one damaged entry is one note, not also a note for
+    // each later segment that only entries after it name.
+    let namedSegments =
+      index.entries.isEmpty ? [] : SparseIndex.segmentsNamed(directory: directory, journalID: layout.journalID, io: io)
     if let first = layout.segments.first, first != 1 {
       report.problems.append(
         JournalProblem(
@@ -123,7 +127,7 @@ extension JournalReader {
       // The records of the segment's valid batches, for `unindexed`.
       var segmentRecords: ClosedRange<UInt64>?
       defer {
-        if let segmentRecords, !index.entries.isEmpty, !index.entries.contains(where: { $0.segment == first }) {
+        if let segmentRecords, !index.entries.isEmpty, !namedSegments.contains(first) {
           report.unindexed.append(UnindexedRecords(segment: file.name, sequences: segmentRecords))
         }
       }
