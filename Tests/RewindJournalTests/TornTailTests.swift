@@ -251,6 +251,29 @@ import Testing
     #expect(try Files.read(path + "/" + moved.movedTo) == damaged)
   }
 
+  @Test func theRecordsOfADamagedIndexedFrameAreCountedByItsHeader() async throws {
+    // A damaged last frame the index names holds committed records: verify and opening counted
+    // only its first ("187 at least through 187"), though its header, whose checksum holds,
+    // declares them all.
+    let dir = TemporaryDirectory("torn-counted")
+    let options = JournalFixtures.options(indexBytes: 1)
+    let journal = try Journal(directory: dir.path, options: options)
+    _ = try await JournalFixtures.write(journal, batches: 3, seed: 30)
+    let record = NewRecord(timestamp: 9, payload: Array("one of four".utf8))
+    let range = try await journal.append([record, record, record, record])
+    journal.close()
+    let segment = dir.appending(try #require(JournalFixtures.segments(dir.path).last))
+    let last = try #require(try JournalFixtures.frames(of: Files.read(segment)).last)
+    try #require(last.header.sequences == range)
+    try JournalFixtures.flip(segment, at: last.offset + Layout.batchHeaderSize + 5)
+    let verification = try JournalReader(directory: dir.path).verify()
+    let problem = try #require(verification.problems.first, "\(verification)")
+    #expect(problem.sequences == range && problem.sequencesMayGoFurther, "\(problem)")
+    let reopened = try Journal(directory: dir.path, options: options)
+    #expect(reopened.recovery.missingRecords?.sequences == range, "\(reopened.recovery)")
+    reopened.close()
+  }
+
   @Test(arguments: [1, 7, 47, 48, 49, 300, 4096])
   func randomBytesAfterTheLastFrameAreMovedAside(count: Int) async throws {
     let original = try await Self.makeOriginal(batches: 4, seed: 23)

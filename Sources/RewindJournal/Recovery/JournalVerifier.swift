@@ -9,7 +9,8 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// What is wrong.
   public var message: String
   /// `sequences` ends at the last record known gone (the first of the last batch the index
-  /// names there): later records may be gone too, and nothing is left to count them by.
+  /// names there, or the last a damaged batch's intact header declares, if later): later records
+  /// may be gone too, and nothing is left to count them by.
   public var sequencesMayGoFurther = false
   /// The records `sequences` names are gone while later segments are intact (a segment missing
   /// before others, or one cut short before its successor). Only a backup brings them back:
@@ -79,10 +80,13 @@ extension JournalReader {
     let lastSegment = layout.segments.last ?? 0
     let named = SparseIndex.lastEntry(
       directory: directory, journalID: layout.journalID, segment: lastSegment, atOrAfter: 0, io: io)
-    func committedBeyond(_ offset: Int64, in file: SegmentFile) -> JournalProblem? {
+    // `damaged`: the header, whose checksum holds, of a damaged batch at `offset`; its records are
+    // gone too, and it counts them.
+    func committedBeyond(_ offset: Int64, in file: SegmentFile, damaged: BatchHeader? = nil) -> JournalProblem? {
       guard let entry = named, entry.segment == file.firstSequence, entry.offset >= offset else { return nil }
+      let through = max(expected, entry.firstSequence, damaged?.lastSequence ?? 0)
       return JournalProblem(
-        file: file.name, offset: offset, sequences: expected...max(expected, entry.firstSequence),
+        file: file.name, offset: offset, sequences: expected...through,
         message:
           "the segment reads as ending here (zeros or an unfinished frame follow, or the file ends), but the index names "
           + "a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset): "
@@ -203,7 +207,7 @@ extension JournalReader {
           // Not the damaged frame's bytes: a frame may end in zeros (its checksum's).
           report.preallocatedBytes = file.size - (try file.tornEnd(of: damage))
           if damage.kind.canBeTorn {
-            if let lost = committedBeyond(damage.offset, in: file) {
+            if let lost = committedBeyond(damage.offset, in: file, damaged: damage.header) {
               report.problems.append(lost)
               intact = false
             } else {
