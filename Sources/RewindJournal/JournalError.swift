@@ -46,6 +46,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// loss may bring it back): until it is gone, readers report those records as lost. `errno`
     /// says why the removal or the fsync failed.
     public static let staleIndex = Code("staleIndex")
+    /// The journal ends before where a reader last saw it end: records it read are gone (moved
+    /// aside by a repair, or the directory replaced). `sequences` names them.
+    public static let shortened = Code("shortened")
   }
 
   public var code: Code
@@ -112,6 +115,7 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
         + "or written as Journal/FORMAT.md describes); opening for writing creates a journal only where none is"
     case .staleIndex:
       "The index is derived data: fix the cause, then run `rewind repair` again to remove it (or delete the file)"
+    case .shortened: "What was read of those records no longer holds; open the journal again to read what it holds now"
     default: nil
     }
   }

@@ -136,6 +136,18 @@ private final class StalledServer: NoteServer {
   #expect(tags == ["todo"])
 }
 
+/// A rule with a blank keyword (empty, or white space only) would tag every note (every text
+/// contains the empty string): it is refused where it is made, as a programming error.
+@Test func anAutoTaggerRuleWithABlankKeywordIsRefused() async {
+  await #expect(processExitsWith: .failure) {
+    _ = AutoTagger(rules: [(keyword: "bug", tag: "todo"), (keyword: "", tag: "all")])
+  }
+  await #expect(processExitsWith: .failure) {
+    _ = AutoTagger(rules: [(keyword: " \t\n", tag: "all")])
+  }
+  #expect(AutoTagger(rules: [(keyword: " bug ", tag: "todo")]).rules.count == 1, "a keyword with spaces around it")
+}
+
 @Test func noteCreatedVersion1UpcastsToVersion2() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")

@@ -55,7 +55,9 @@ import Testing
   /// backup fills: repair used to move every later segment aside (the first case left an empty
   /// journal), though they were intact. It now refuses, moving nothing, and neither it nor the
   /// writer or a reader sends the user to it. Each names exactly the records missing: the missing
-  /// first segment's range used to include the first record of the segment after it.
+  /// first segment's range used to include the first record of the segment after it. `verify`
+  /// reports the gap once, naming the missing file (it used to report it at the segment after
+  /// the gap too).
   @Test(arguments: [0, 1])
   func repairRefusesRecordsMissingBeforeIntactSegments(victim: Int) async throws {
     let dir = TemporaryDirectory("missing-gap")
@@ -74,9 +76,11 @@ import Testing
     let left = JournalFixtures.segments(dir.path)
 
     let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.problems.count == 1, "reported once: \(verification.problems)")
     let problem = try #require(verification.problems.first)
     #expect(problem.missingBeforeIntactSegments, "\(verification.problems)")
     #expect(problem.sequences == gone, "\(problem)")
+    #expect(problem.file == segments[victim], "the missing file is named: \(problem)")
 
     for index in [true, false] {
       if !index { try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName)) }

@@ -35,6 +35,45 @@ import Testing
     bytes.withUnsafeMutableBytes { header.encode(to: $0.baseAddress! + offset) }
   }
 
+  /// A sealed segment that ends in zeros: its last frames turned to zeros (its size unchanged), or
+  /// zeros after its last frame. `verify` reports it once, naming the records the zeros stand
+  /// for (from the first zero to the next segment's first record), or none when the next
+  /// segment follows on. Records gone before intact segments: repair refuses and moves nothing,
+  /// as for a sealed segment cut short.
+  @Test(arguments: [true, false])
+  func zerosEndingASealedSegmentAreReportedAsTheRecordsTheyStandFor(overFrames: Bool) async throws {
+    let dir = TemporaryDirectory("review-sealed-zeros")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 80, seed: 47)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count >= 3)
+    let path = dir.appending(segments[0])
+    var bytes = try Files.read(path)
+    let frames = try JournalFixtures.frames(of: bytes)
+    try #require(frames.count >= 3)
+    let zeros = overFrames ? frames[frames.count - 2].offset : bytes.count
+    bytes = Array(bytes[..<zeros]) + [UInt8](repeating: 0, count: overFrames ? bytes.count - zeros : 4096)
+    try Files.write(bytes, to: path)
+    let next = try #require(Layout.firstSequence(ofSegmentNamed: segments[1]))
+    let first = overFrames ? frames[frames.count - 2].header.firstSequence : next
+
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(report.problems.count == 1, "reported once: \(report.problems)")
+    let problem = try #require(report.problems.first)
+    #expect(problem.file == segments[0] && problem.offset == Int64(zeros), "\(problem)")
+    #expect(problem.sequences == (overFrames ? first...(next - 1) : nil), "\(problem)")
+    #expect(problem.missingBeforeIntactSegments == overFrames, "\(problem)")
+    #expect(problem.message.contains(overFrames ? "which are gone" : "no records are missing"), "\(problem)")
+    #expect(report.lastSequence == first - 1)
+    if overFrames {
+      let refused = journalError { _ = try Journal.repair(directory: dir.path) }
+      #expect(
+        refused?.code == .sequenceBreak && refused?.sequences == first...(next - 1), "\(String(describing: refused))")
+      #expect(try Files.read(path) == bytes && JournalFixtures.segments(dir.path) == segments, "nothing moved")
+    }
+  }
+
   @Test func aSequenceBreakBeforeTheZerosIsAProblemForVerifyAsForOpening() async throws {
     // A last frame whose checksums are valid but whose sequence does not follow: no write in
     // progress and no crash leaves that, and opening refuses it; verify must not call it sound.

@@ -402,6 +402,37 @@ import Testing
     #expect(records.count > Int(sequences.upperBound))
   }
 
+  /// A record over the reader's `maxRecordBytes`, in a batch within its `maxBatchBytes`: a whole
+  /// record, not damage. Reading and `verify` fail with `limitExceeded` naming it, and repair
+  /// moves nothing; before, they called it corrupt, and repair moved it aside.
+  @Test func aRecordWrittenWithLargerLimitsIsNotDamage() async throws {
+    let dir = TemporaryDirectory("larger-record")
+    var options = JournalFixtures.options()
+    options.limits = Self.writerLimits
+    let journal = try Journal(directory: dir.path, options: options)
+    var records = try await JournalFixtures.write(journal, batches: 2, seed: 37)
+    let large = NewRecord(timestamp: 1, payload: [UInt8](repeating: 5, count: 5 << 20))
+    let range = try await journal.append([large])
+    records.append(JournalRecord(sequence: range.lowerBound, timestamp: 1, payload: large.payload))
+    journal.close()
+    let segment = dir.appending(Layout.segmentName(firstSequence: 1))
+    let before = try Files.read(segment)
+    let offset = JournalFixtures.usedLength(Array(before[..<(before.count - 1)]))
+
+    let reader = try JournalReader(directory: dir.path)
+    for (what, error) in [
+      ("read", journalError { _ = try JournalFixtures.readAll(reader.records()) }),
+      ("verify", journalError { _ = try reader.verify() }),
+      ("repair", journalError { _ = try Journal.repair(directory: dir.path) }),
+    ] {
+      #expect(error?.code == .limitExceeded, "\(what): \(String(describing: error))")
+      #expect(error?.offset == Int64(offset) && error?.sequences == range, "\(what): \(String(describing: error))")
+      #expect(error?.description.contains("written with larger limits") == true, "\(what)")
+    }
+    #expect(try Files.read(segment) == before, "nothing moved or cut")
+    #expect(try JournalFixtures.readAll(JournalReader(directory: dir.path, limits: .largest).records()) == records)
+  }
+
   @Test(arguments: [writerLimits, JournalLimits.largest])
   func theWritersLimitsOrLargerReadIt(limits: JournalLimits) async throws {
     let (dir, records, _) = try await Self.journal()

@@ -329,3 +329,19 @@ private final class FailingSegmentOpenIO: ForwardingFileIO {
   #expect(await changes.next() == nil)
   #expect(manager.observerCount == 0)
 }
+
+/// A manager closed after it stopped says closed to later commands (it used to say stopped), and
+/// `stopReason` still says why it stopped.
+@Test func commandsAfterCloseSayClosedAlsoAfterLostDurability() async throws {
+  let temporary = TemporaryDirectory()
+  let io = FaultInjectingFileIO()
+  let manager = try makeManager(temporary.appending("journal"), io: io)
+  let id = try await manager.openAccount(owner: "ada")
+  io.arm(.syncError(EIO))
+  await #expect(throws: ManagerError.self) { try await manager.deposit(1, into: id) }
+  manager.close()
+  let refused = await #expect(throws: ManagerError.self) { try await manager.deposit(1, into: id) }
+  #expect(refused?.code == .closed, "\(String(describing: refused))")
+  #expect(refused?.message.contains("durability") == true, "\(String(describing: refused))")
+  #expect(manager.stopReason?.code == .durabilityLost)
+}

@@ -63,4 +63,32 @@ import Testing
     #expect(rebuilt.state.accounts.find(id: account)?.balance == 3)
     #expect(throws: (any Error).self) { try Replay.rebuild(Ledger.self, directory: directory, through: 4) }
   }
+
+  /// `RawBatches` hands out the records a batch read before the journal's cursor failed (so that
+  /// they are applied whoever decodes them), then throws the error, then ends: in batches larger
+  /// than what was read, and split across batches.
+  @Test(arguments: [64, 2])
+  func rawBatchesReturnTheRecordsBeforeAReadError(size: Int) throws {
+    let temporary = TemporaryDirectory()
+    let directory = temporary.appending("journal")
+    try appendFrame(directory, count: 2, opening: true)  // 1...3
+    let segment = try #require(Files.list(directory).filter { $0.hasSuffix(".lz4") }.first)
+    let path = directory + "/" + segment
+    let start = try Files.read(path).count
+    try appendFrame(directory, count: 30)  // 4...33, damaged below
+    let end = try Files.read(path).count
+    try appendFrame(directory, count: 3)  // so that the damaged frame is not a torn end
+    var bytes = try Files.read(path)
+    bytes[(start + end) / 2] ^= 0x10
+    try Files.write(bytes, to: path)
+
+    var batches = RawBatches(cursor: try JournalReader(directory: directory).records(from: 1), last: .max)
+    var read: [[UInt64]] = []
+    let error = #expect(throws: JournalError.self) {
+      while let batch = try batches.next(size: size) { read.append(batch.map(\.sequence)) }
+    }
+    #expect(read == (size == 2 ? [[1, 2], [3]] : [[1, 2, 3]]))
+    #expect(error?.code == .corrupt, "\(String(describing: error))")
+    #expect(try batches.next(size: size) == nil, "ended after the error")
+  }
 }

@@ -3,9 +3,17 @@
 public struct AutoTagger: Sendable {
   /// Keyword (matched case-insensitively in title and body) and the tag it adds. A rule whose tag
   /// is blank (empty once trimmed) adds nothing, as `NotebookManager.tagNote` refuses such a tag.
-  public var rules: [(keyword: String, tag: NoteTag)]
+  /// No keyword is blank (see `init(rules:)`).
+  public let rules: [(keyword: String, tag: NoteTag)]
 
-  public init(rules: [(keyword: String, tag: NoteTag)]) { self.rules = rules }
+  /// - Precondition: no rule's keyword is blank (empty once trimmed): every note's text contains
+  ///   the empty string, so such a rule would tag every note. Rules are the app's code, not data.
+  public init(rules: [(keyword: String, tag: NoteTag)]) {
+    for rule in rules {
+      precondition(!rule.keyword.trimmed.isEmpty, "an auto-tagger rule's keyword is blank (tag \(rule.tag))")
+    }
+    self.rules = rules
+  }
 
   /// The tags the rules give `note` that it does not have yet, in tag order.
   public func missingTags(for note: Note) -> [NoteTag] {

@@ -112,8 +112,9 @@ private struct Pipeline: Sendable {
 /// - If the append fails, the model, its queries and observers show no change, and the command
 ///   throws `ManagerError` (`.appendFailed`); retrying it is safe.
 /// - If the journal reports that durability is lost (a failed fsync), the command throws
-///   `.durabilityLost` and every later command throws `.stopped`; likewise, after `.appendFailed`,
-///   if the journal accepts no more appends at all (`Journal.failure`).
+///   `.durabilityLost` and every later command throws `.stopped` (`.closed` once the manager is
+///   closed); likewise, after `.appendFailed`, if the journal accepts no more appends at all
+///   (`Journal.failure`).
 /// - A command whose events are larger than the journal's limits (`JournalLimits`) throws
 ///   `.tooLarge` before it is staged: it writes nothing, and the commands around it are unaffected.
 /// - Commands never interleave: each validates against the state left by every command before it,
@@ -446,9 +447,11 @@ public final class Manager<M: Model>: Sendable {
       if case .none = guarded.stopped { return (false, guarded.broken) }
       return (true, guarded.broken)
     }
-    if isStopped, let stopped = guarded.withLock({ $0.stopped }) {
-      throw stopped.code == .closed
-        ? stopped : ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
+    if isStopped, case (let stopped?, let closed) = guarded.withLock({ ($0.stopped, $0.closed) }) {
+      // Closed says closed, also when the manager had stopped before (`stopReason` keeps why).
+      if stopped.code == .closed { throw stopped }
+      if closed { throw ManagerError(.closed, "the manager is closed (it had stopped after: \(stopped))") }
+      throw ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
     if cancelled { throw CancellationError() }
     return broken

@@ -85,6 +85,10 @@ final class DecodedRecords<M: Model> {
 
   deinit { queue?.cancel() }
 
+  /// Waits until the reading thread has filled the queue (`batchesInFlight` batches wait), or
+  /// finished; returns at once for a short range read inline. For tests that need it ahead.
+  func waitForReadAhead() { queue?.waitUntilFull() }
+
   /// The next record, or nil after `last` (or the end of the journal).
   func next() throws -> DecodedRecord? {
     while true {
@@ -491,6 +495,14 @@ final class RecordQueue: @unchecked Sendable {
     condition.signal()
     condition.unlock()
     return try item.get()
+  }
+
+  /// Waits until the queue is full (or the producer finished): for tests that need the producer
+  /// ahead of the consumer, so that it decodes batches itself.
+  func waitUntilFull() {
+    condition.lock()
+    while batches.count - head < capacity && !finished { condition.wait() }
+    condition.unlock()
   }
 
   /// Stops the producer and waits for its thread to leave the queue.

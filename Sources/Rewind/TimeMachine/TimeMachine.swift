@@ -73,10 +73,22 @@ public final class TimeMachine<M: SnapshotModel> {
   /// Sees records written since the journal was last read (and the index entries written for them),
   /// and the snapshots that the journal's growth makes usable: those found past its end before,
   /// which now lie within it, are looked at again.
+  /// - Throws: `JournalError` `.shortened` when the journal now ends before `lastSequence`
+  ///   (records were moved aside by a repair, or the directory replaced): the states this time
+  ///   machine holds may show records that are gone, so it serves none of them as current. It is
+  ///   left as it was; open a new one. Other `JournalError`s when the journal cannot be read.
   public func refresh() throws {
     reader.dropCachedIndex()
     let before = lastSequence
-    lastSequence = try reader.lastSequence()
+    let now = try reader.lastSequence()
+    guard now >= before else {
+      throw JournalError(
+        .shortened,
+        "the journal now ends at sequence \(now), before the end this time machine read (\(before)): the records "
+          + "after it are gone, and its states may show them",
+        directory: reader.directory, sequences: (now + 1)...before)
+    }
+    lastSequence = now
     // Every snapshot marked unusable since the last refresh was judged against `before`: one
     // past it was unusable for that alone. Damaged ones stay skipped.
     unusableSnapshots = unusableSnapshots.filter { $0 <= before || $0 > lastSequence }

@@ -111,9 +111,17 @@ package enum BatchCodec {
       guard sequence == expected else {
         throw BatchDecodingFailure(reason: "record \(count) has sequence \(sequence), expected \(expected)")
       }
-      guard length <= limits.maxRecordBytes, length <= content.count - position else {
+      guard length <= content.count - position else {
+        throw BatchDecodingFailure(reason: "record \(sequence) declares \(length) payload bytes, beyond the frame")
+      }
+      // Within a frame whose checksums hold: a whole record, written with larger limits (or
+      // hostile), not damage.
+      guard length <= limits.maxRecordBytes else {
         throw BatchDecodingFailure(
-          reason: "record \(sequence) declares \(length) payload bytes, beyond the frame or the limit")
+          reason: "record \(sequence) has \(length) payload bytes, which exceeds the limit of "
+            + "\(limits.maxRecordBytes) (limits.maxRecordBytes): the journal was written with larger limits than "
+            + "these; read it with a limits.maxRecordBytes large enough for this record (nothing was changed)",
+          exceedsLimits: true)
       }
       guard timestamp >= header.minTimestamp, timestamp <= header.maxTimestamp else {
         throw BatchDecodingFailure(reason: "record \(sequence) timestamp outside the batch header's range")
@@ -131,4 +139,19 @@ package enum BatchCodec {
 
 package struct BatchDecodingFailure: Error {
   package var reason: String
+  /// A whole record larger than the reader's `limits.maxRecordBytes`: not damage.
+  package var exceedsLimits = false
+
+  package init(reason: String, exceedsLimits: Bool = false) {
+    self.reason = reason
+    self.exceedsLimits = exceedsLimits
+  }
+
+  /// The error reading a batch fails with: `.limitExceeded` for a record too large for the
+  /// limits, `.corrupt` otherwise.
+  package func error(directory: String, file: String, offset: Int64, sequences: ClosedRange<UInt64>) -> JournalError {
+    JournalError(
+      exceedsLimits ? .limitExceeded : .corrupt, reason, directory: directory, file: file, offset: offset,
+      sequences: sequences)
+  }
 }

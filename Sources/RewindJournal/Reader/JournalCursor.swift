@@ -203,9 +203,8 @@ public final class JournalCursor {
           buffer.removeAll(keepingCapacity: true)  // no records of a batch that does not decode
           offset -= header.totalLength
           expected = header.firstSequence
-          throw JournalError(
-            .corrupt, (error as? BatchDecodingFailure)?.reason ?? "\(error)", directory: reader.directory,
-            file: file.name, offset: offset, sequences: header.sequences)
+          throw (error as? BatchDecodingFailure ?? BatchDecodingFailure(reason: "\(error)")).error(
+            directory: reader.directory, file: file.name, offset: offset, sequences: header.sequences)
         }
         trimToStart()
         if buffer.isEmpty { continue }

@@ -13,7 +13,8 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// may be gone too, and nothing is left to count them by.
   public var sequencesMayGoFurther = false
   /// The records `sequences` names are gone while later segments are intact (a segment missing
-  /// before others, or one cut short before its successor). Only a backup brings them back:
+  /// before others, or one cut short or ending in zeros before its successor). Only a backup
+  /// brings them back:
   /// `Journal.repair` refuses a journal whose first problem is this, moving nothing.
   public var missingBeforeIntactSegments = false
 
@@ -64,8 +65,9 @@ extension JournalReader {
   /// every damaged place is reported, not just the first. Reads only; safe while a writer appends.
   ///
   /// - Throws: `JournalError` `.limitExceeded` for a batch whose header checksum holds but which
-  ///   declares more than the reader's `limits`: a journal written with larger limits, to be read
-  ///   with them (`JournalLimits.largest` reads any), not damage to report.
+  ///   declares more than the reader's `limits`, or a record of a whole frame larger than them: a
+  ///   journal written with larger limits, to be read with them (`JournalLimits.largest` reads
+  ///   any), not damage to report.
   public func verify(progress: ((UInt64) -> Void)? = nil) throws -> VerificationReport {
     let layout = try JournalDirectory(path: directory, io: io)
     var report = VerificationReport()
@@ -171,6 +173,9 @@ extension JournalReader {
             offset += header.totalLength
             progress?(header.lastSequence)
             continue walk
+          } catch let failure as BatchDecodingFailure where failure.exceedsLimits {
+            // A whole record too large for these limits, not damage (see `.exceedsLimits` below).
+            throw failure.error(directory: directory, file: file.name, offset: offset, sequences: header.sequences)
           } catch {
             damage = BatchDamage(
               offset: offset, kind: .undecodable((error as? BatchDecodingFailure)?.reason ?? "\(error)"), header: header
@@ -190,12 +195,22 @@ extension JournalReader {
           message: damage.kind.description)
         if damage.kind == .zeroFilled {
           // Zeros to the end of a segment that has a successor: the writer cuts them before it
-          // seals a segment, so records may be missing here.
+          // seals a segment, so they stand for the records up to the next segment's first, gone
+          // while the segments after are intact (reported here once, not again as a break).
+          let next = layout.segments[position + 1]
+          let gone = next > expected ? expected...(next - 1) : nil
+          let what =
+            gone == nil
+            ? "; the next segment starts at sequence \(next), so no records are missing, but readers stop here"
+            : ": they stand for the records before the next segment's first (\(next)), which are gone"
           report.problems.append(
             JournalProblem(
-              file: file.name, offset: damage.offset, sequences: expected...expected,
-              message: layout.error(damage, in: file, expecting: expected).message))
+              file: file.name, offset: damage.offset, sequences: gone,
+              message: "zeros from here to the end of a segment that is not the last (a writer cuts its "
+                + "preallocated space before it seals a segment)" + what,
+              missingBeforeIntactSegments: gone != nil))
           intact = false
+          expected = max(expected, next)
           break walk
         }
         if resume == nil, isLast {
@@ -231,11 +246,21 @@ extension JournalReader {
       // index names in it, at least.
       let next = present.first { $0 > missing.segment }
       let through = max(missing.lastNamed, (next ?? 1) - 1)
-      report.problems.append(
-        JournalProblem(
-          file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
-          message: "this segment is missing, but the index names it: committed records are gone",
-          sequencesMayGoFurther: next == nil, missingBeforeIntactSegments: next != nil))
+      let problem = JournalProblem(
+        file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
+        message: "this segment is missing, but the index names it: committed records are gone",
+        sequencesMayGoFurther: next == nil, missingBeforeIntactSegments: next != nil)
+      // A gap before a segment that is there was reported by the walk already (the first
+      // segments missing, or a break in the sequence), at the segment after it: this names the
+      // missing file, in that report's place. One loss, one problem.
+      let reported = report.problems.firstIndex {
+        $0.missingBeforeIntactSegments && $0.sequences?.contains(missing.segment) == true
+      }
+      if next != nil, let reported {
+        report.problems[reported] = problem
+      } else {
+        report.problems.append(problem)
+      }
     }
     report.segmentsJournalID = layout.journalIDOfEverySegmentButTheManifest()
     if !io.fileExists(directory + "/" + Layout.indexName) {

@@ -309,8 +309,7 @@ package final class SegmentCompactor: @unchecked Sendable {
         .corrupt, "LZ4 frame does not decode: \(failure)", directory: path, file: file.name, offset: offset,
         sequences: header.sequences)
     } catch let failure as BatchDecodingFailure {
-      throw JournalError(
-        .corrupt, failure.reason, directory: path, file: file.name, offset: offset, sequences: header.sequences)
+      throw failure.error(directory: path, file: file.name, offset: offset, sequences: header.sequences)
     }
   }
 
