@@ -22,7 +22,9 @@ enum VerifyCommand: RewindCommand {
     the manifest names another (repair refuses that), the journal id to put back in it; or, when
     the first problem is records missing before intact segments (the first segment missing, or
     one in the middle; repair refuses that too), to restore them from a backup. An index entry
-    that fails its checksum is a note too.
+    that fails its checksum, or that disagrees with the batch it names (its offset, sequence or
+    timestamp column; a wrong timestamp column can make `log --since` skip records until the
+    index file is deleted and rebuilt), is a note too.
 
     Snapshot files are checked without a model: one that cannot be read, is cut short, has a
     bad checksum, an unknown format, a state that does not hash to its digest or another

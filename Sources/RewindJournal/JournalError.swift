@@ -65,7 +65,8 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   /// The `errno` of a failed system call.
   public var errno: Int32?
   /// `sequences` ends at the last record known gone (the first of the last batch the index
-  /// names there): later records may be gone too, and nothing is left to count them by.
+  /// names there, or the last a damaged batch's intact header declares, if later): later records
+  /// may be gone too, and nothing is left to count them by.
   public var sequencesMayGoFurther = false
   /// The records `sequences` names are gone while later segments are intact (a segment missing
   /// before others: the first, or one in the middle). Only a backup brings them back:
@@ -125,8 +126,8 @@ extension JournalError {
   /// "sequences from 7 at least through 9 (...)".
   static func describe(_ sequences: ClosedRange<UInt64>, mayGoFurther: Bool) -> String {
     if mayGoFurther {
-      return "sequences from \(sequences.lowerBound) at least through \(sequences.upperBound) (the first record of "
-        + "the last batch the index names there; later records of that segment cannot be counted)"
+      return "sequences from \(sequences.lowerBound) at least through \(sequences.upperBound) (as far as the index "
+        + "and the batch headers there tell; later records of that segment cannot be counted)"
     }
     return sequences.count == 1
       ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)"

@@ -43,16 +43,16 @@ public struct MissingRecords: Sendable, Equatable, CustomStringConvertible {
   /// Where the segment now ends: the next append is written here.
   public var offset: Int64
   /// The records known to be gone: from the first one the journal no longer holds through the
-  /// first record of the last batch the index names (later ones, if any, left no trace). The next
-  /// append is numbered from `sequences.lowerBound` again.
+  /// first record of the last batch the index names, or through the last record a damaged batch
+  /// moved aside declares in its intact header, if later (later ones, if any, left no trace). The
+  /// next append is numbered from `sequences.lowerBound` again.
   public var sequences: ClosedRange<UInt64>
   /// Where the index says that last batch began.
   public var indexedOffset: Int64
 
   public var description: String {
     "committed records \(sequences.lowerBound)-\(sequences.upperBound) (at least) are missing from \(segment): "
-      + "it ends at byte offset \(offset), but the index names a batch starting at sequence "
-      + "\(sequences.upperBound) at byte offset \(indexedOffset)"
+      + "it ends at byte offset \(offset), but the index names a batch at byte offset \(indexedOffset)"
   }
 }
 

@@ -298,12 +298,13 @@ extension PreallocationReviewTests {
   @Test(arguments: [false, true])
   func repairOfCommittedFramesTurnedToZerosMovesOnlyWhatIsLeft(tornAfter: Bool) async throws {
     // Of frames turned to zeros nothing is left to set aside: no quarantine file, no moved entry,
-    // the damage named. A header left before the zeros is bytes: it moves.
+    // the damage named. A header left before the zeros is bytes: it moves, with the extent it
+    // declares, as opening moves it.
     let (path, segment, lost, copy) = try await Self.committedFramesTurnedToZeros(tornAfter: tornAfter)
     defer { withExtendedLifetime(copy) {} }
     let report = try Journal.repair(directory: path)
     #expect(report.damage?.file == segment && report.damage?.offset == Int64(lost.offset), "\(report)")
-    #expect(report.moved.map(\.length) == (tornAfter ? [Int64(Layout.batchHeaderSize)] : []), "\(report.moved)")
+    #expect(report.moved.map(\.length) == (tornAfter ? [lost.header.totalLength] : []), "\(report.moved)")
     let quarantined = Files.list(path + "/" + Layout.quarantineName)
     #expect(quarantined.count == (tornAfter ? 1 : 0), "\(quarantined)")
     #expect(Files.size(path + "/" + segment) == lost.offset, "the zeros are cut")

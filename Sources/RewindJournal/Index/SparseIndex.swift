@@ -173,35 +173,78 @@ package struct SparseIndex {
     scanWellFormed(directory: directory, journalID: journalID, io: io).damage
   }
 
-  private static func scanWellFormed(
+  /// What `verify` checks of the index file beyond its checksums and order: its well-formed
+  /// entries (up to `firstDamage`), the byte offset of each that has non-zero pad bytes (32-35,
+  /// which are 0), and how many bytes of a part of an entry end the file (an append in progress,
+  /// or one a crash cut).
+  package static func scanForVerify(
     directory: String, journalID: JournalID, io: any FileIO
-  ) -> (entries: [IndexEntry], damage: (offset: Int64, reason: String)?) {
+  ) -> (entries: [IndexEntry], nonZeroPads: [Int64], partialBytes: Int) {
+    let scan = scanWellFormed(directory: directory, journalID: journalID, io: io)
+    return (scan.entries, scan.nonZeroPads, scan.damage == nil ? scan.partialBytes : 0)
+  }
+
+  /// The segments named by the entries whose checksum holds, anywhere in the file: after a
+  /// damaged entry too. For `verify`, which notes the damage once rather than also each segment
+  /// that only entries after it name.
+  package static func segmentsNamed(directory: String, journalID: JournalID, io: any FileIO) -> Set<UInt64> {
     let path = directory + "/" + Layout.indexName
-    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return ([], nil) }
+    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return [] }
     defer { io.close(fd) }
     guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
-      return ([], (0, "its header is damaged, cut short or names another journal"))
+      return []
     }
-    var entries: [IndexEntry] = []
+    var named = Set<UInt64>()
     var offset = Int64(headerSize)
     let chunkEntries = 4096
     while let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty {
       var position = 0
       while position + IndexEntry.size <= chunk.count {
-        let at = offset + Int64(position)
-        guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) else {
-          return (entries, (at, "entry \(entries.count + 1) fails its checksum"))
-        }
-        if let last = entries.last, !entry.follows(last) {
-          return (entries, (at, "entry \(entries.count + 1) does not follow the one before it"))
-        }
-        entries.append(entry)
+        if let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) { named.insert(entry.segment) }
         position += IndexEntry.size
       }
       if chunk.count < chunkEntries * IndexEntry.size { break }
       offset += Int64(position)
     }
-    return (entries, nil)
+    return named
+  }
+
+  private static func scanWellFormed(
+    directory: String, journalID: JournalID, io: any FileIO
+  ) -> (
+    entries: [IndexEntry], damage: (offset: Int64, reason: String)?, nonZeroPads: [Int64], partialBytes: Int
+  ) {
+    let path = directory + "/" + Layout.indexName
+    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return ([], nil, [], 0) }
+    defer { io.close(fd) }
+    guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
+      return ([], (0, "its header is damaged, cut short or names another journal"), [], 0)
+    }
+    var entries: [IndexEntry] = []
+    var nonZeroPads: [Int64] = []
+    var offset = Int64(headerSize)
+    var partialBytes = 0
+    let chunkEntries = 4096
+    while let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty {
+      var position = 0
+      while position + IndexEntry.size <= chunk.count {
+        let at = offset + Int64(position)
+        let bytes = chunk[position..<(position + IndexEntry.size)]
+        guard let entry = IndexEntry.decode(bytes) else {
+          return (entries, (at, "entry \(entries.count + 1) fails its checksum"), nonZeroPads, 0)
+        }
+        if let last = entries.last, !entry.follows(last) {
+          return (entries, (at, "entry \(entries.count + 1) does not follow the one before it"), nonZeroPads, 0)
+        }
+        if bytes.dropFirst(32).prefix(4).contains(where: { $0 != 0 }) { nonZeroPads.append(at) }
+        entries.append(entry)
+        position += IndexEntry.size
+      }
+      partialBytes = chunk.count - position
+      if chunk.count < chunkEntries * IndexEntry.size { break }
+      offset += Int64(position)
+    }
+    return (entries, nil, nonZeroPads, partialBytes)
   }
 
   /// Whether `entry` can follow the current entries, given the size of the segment it names (nil:

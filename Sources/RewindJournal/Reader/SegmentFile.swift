@@ -154,23 +154,47 @@ package final class SegmentFile {
   }
 
   /// Where the bytes that `damage` makes unreadable end, when nothing valid follows them: the
-  /// damaged batch's declared extent (or a batch header's length, if that is unreadable), and
-  /// beyond it up to the last non-zero byte. Zeros after that are preallocated space, not part
-  /// of a torn tail.
+  /// damaged batch's extent, and beyond it up to the last non-zero byte. Zeros after that are
+  /// preallocated space, not part of a torn tail.
   package func tornEnd(of damage: BatchDamage) throws -> Int64 {
-    let declared = damage.offset + (damage.header?.totalLength ?? Int64(Layout.batchHeaderSize))
-    return min(size, max(declared, try nonZeroEnd(from: damage.offset)))
+    try tornEnd(from: damage.offset, header: damage.header)
+  }
+
+  /// The end of the damaged batch at `offset` (whose header is `header` when its checksum holds)
+  /// and of any non-zero bytes after it. Its extent is the one its header declares; when the
+  /// header's checksum fails, the frame length it states anyway, if that frame ends inside the
+  /// file and past its last non-zero byte (a frame's last bytes are its content checksum's, and
+  /// can be zeros: they are the frame's, not preallocated space); otherwise a header's 52 bytes.
+  /// The same for any bytes: `verify`, opening and `repair` all judge a damaged tail by this.
+  private func tornEnd(from offset: Int64, header: BatchHeader?) throws -> Int64 {
+    let nonZero = try nonZeroEnd(from: offset)
+    // Only zeros: nothing of a batch was written there.
+    guard nonZero > offset else { return offset }
+    var declared = offset + Int64(Layout.batchHeaderSize)
+    if let header {
+      declared = offset + header.totalLength
+    } else if offset + Int64(Layout.batchHeaderSize) <= size {
+      // Bytes 24-27 of a batch header: the frame length, unchecked here, so only believed when
+      // it agrees with what the file holds.
+      let stated = try bytes(at: offset + 24, count: 4).reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) }
+      let end = offset + Int64(Layout.batchHeaderSize) + stated
+      if end <= size, end >= nonZero { declared = end }
+    }
+    return min(size, max(declared, nonZero))
   }
 
   /// Where the bytes from `offset` on that are worth keeping end, in the last segment of a
-  /// journal: after the last non-zero byte, and after the last whole frame (a frame's last bytes
-  /// are its content checksum's, which can be zeros: about one frame in 256 ends in one). Only
-  /// zeros after that are preallocated space. A frame is whole when its batch header's checksum
-  /// holds (whatever the limits) and so does its frame's: not one whose header was written and
-  /// whose frame was not.
+  /// journal: after the damaged batch at `offset` (as `tornEnd(of:)` finds its extent), after the
+  /// last non-zero byte, and after the last whole frame (a frame's last bytes are its content
+  /// checksum's, which can be zeros: about one frame in 256 ends in one). Only zeros after that
+  /// are preallocated space. A frame is whole when its batch header's checksum holds (whatever
+  /// the limits) and so does its frame's: not one whose header was written and whose frame was
+  /// not.
   package func keptEnd(from offset: Int64) throws -> Int64 {
-    var end = try nonZeroEnd(from: offset)
-    var after = offset - 1
+    guard offset < size else { return size }
+    let atOffset = BatchHeader.decode(try bytes(at: offset, count: Layout.batchHeaderSize), limits: .largest)
+    var end = try tornEnd(from: offset, header: try? atOffset.get())
+    var after = offset
     while let (at, header) = try nextValidBatchHeader(after: after, limits: .largest) {
       let frameEnd = at + header.totalLength
       if frameEnd <= end {

@@ -68,11 +68,15 @@ extension Journal {
       let file = try layout.open(segment: segment)
       // A segment whose header is damaged, or whose first frame is, goes whole.
       let from = segment > damagedSegment || first.offset <= Int64(Layout.segmentHeaderSize) ? 0 : first.offset
-      // Of a partly moved last segment, the bytes up to its preallocated zeros (those are not
-      // kept); a sealed segment has none, so zeros at its end are data (a frame's checksum).
+      // Of the last segment, moved whole or in part, the bytes up to its preallocated zeros
+      // (those are not kept), judged as opening judges a torn tail: all of the damaged frame, a
+      // frame's last bytes being its checksum's, which can be zeros. A sealed segment has no
+      // preallocated space, so zeros at its end are data.
       let end: Int64
       do {
-        end = from == 0 || segment != layout.segments.last ? file.size : try file.keptEnd(from: from)
+        end =
+          segment != layout.segments.last
+          ? file.size : try file.keptEnd(from: from == 0 ? min(file.size, Int64(Layout.segmentHeaderSize)) : from)
       } catch {
         throw JournalError(error, directory: directory, file: name)
       }
@@ -84,7 +88,7 @@ extension Journal {
       } else {
         do {
           if from == 0 {
-            entry.movedTo = try quarantine.moveFile(name)
+            entry.movedTo = try quarantine.moveFile(name, upTo: end)
           } else {
             let (movedTo, length) = try quarantine.moveTail(of: name, from: from, upTo: end)
             entry.movedTo = movedTo ?? ""

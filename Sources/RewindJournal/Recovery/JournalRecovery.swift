@@ -73,6 +73,8 @@ package struct JournalRecovery {
     var sizes: [UInt64: Int64] = [:]
     // Records of a last segment moved aside here that the index vouches for: committed, and gone.
     var lostWithSegment: MissingRecords?
+    // The last record a torn tail moved aside declares, when its batch header's checksum holds.
+    var lastDeclaredMoved: UInt64 = 0
     for (position, first) in segments.enumerated() {
       let file = try directory.open(segment: first)
       let header = try wrap(file.name) { () throws in try file.header() }
@@ -229,6 +231,7 @@ package struct JournalRecovery {
             try quarantine.moveTail(of: file.name, from: damage.offset, upTo: try file.tornEnd(of: damage))
           }
           fileSize = damage.offset
+          lastDeclaredMoved = damage.header?.lastSequence ?? 0
           if let moved {
             report.movedAside.append(
               QuarantinedBytes(
@@ -253,7 +256,8 @@ package struct JournalRecovery {
     if let named = SparseIndex.lastEntry(
       directory: path, journalID: directory.journalID, segment: last, atOrAfter: offset, io: io)
     {
-      let through = max(nextSequence, named.firstSequence, lostWithSegment?.sequences.upperBound ?? 0)
+      let through = max(
+        nextSequence, named.firstSequence, lostWithSegment?.sequences.upperBound ?? 0, lastDeclaredMoved)
       report.missingRecords = MissingRecords(
         segment: Layout.segmentName(firstSequence: last), offset: offset, sequences: nextSequence...through,
         indexedOffset: named.offset)

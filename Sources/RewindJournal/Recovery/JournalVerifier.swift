@@ -9,7 +9,8 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// What is wrong.
   public var message: String
   /// `sequences` ends at the last record known gone (the first of the last batch the index
-  /// names there): later records may be gone too, and nothing is left to count them by.
+  /// names there, or the last a damaged batch's intact header declares, if later): later records
+  /// may be gone too, and nothing is left to count them by.
   public var sequencesMayGoFurther = false
   /// The records `sequences` names are gone while later segments are intact (a segment missing
   /// before others, or one cut short or ending in zeros before its successor). Only a backup
@@ -81,15 +82,25 @@ extension JournalReader {
     let lastSegment = layout.segments.last ?? 0
     let named = SparseIndex.lastEntry(
       directory: directory, journalID: layout.journalID, segment: lastSegment, atOrAfter: 0, io: io)
-    func committedBeyond(_ offset: Int64, in file: SegmentFile) -> JournalProblem? {
+    // `damaged`: the header, whose checksum holds, of a damaged batch at `offset`; its records are
+    // gone too, and it counts them.
+    func committedBeyond(_ offset: Int64, in file: SegmentFile, damaged: BatchHeader? = nil) -> JournalProblem? {
       guard let entry = named, entry.segment == file.firstSequence, entry.offset >= offset else { return nil }
+      let through = max(expected, entry.firstSequence, damaged?.lastSequence ?? 0)
       return JournalProblem(
-        file: file.name, offset: offset, sequences: expected...max(expected, entry.firstSequence),
+        file: file.name, offset: offset, sequences: expected...through,
         message:
           "the segment reads as ending here (zeros or an unfinished frame follow, or the file ends), but the index names "
           + "a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset): "
           + "committed records are missing", sequencesMayGoFurther: true)
     }
+    // Each entry is checked against the batch it names as the walk passes it, while it is intact.
+    let indexFile = SparseIndex.scanForVerify(directory: directory, journalID: layout.journalID, io: io)
+    var entryCheck = EntryCheck(entries: indexFile.entries)
+    // Named by any entry whose checksum holds: one damaged entry is one note, not also a note for
+    // each later segment that only entries after it name.
+    let namedSegments =
+      index.entries.isEmpty ? [] : SparseIndex.segmentsNamed(directory: directory, journalID: layout.journalID, io: io)
     if let first = layout.segments.first, first != 1 {
       report.problems.append(
         JournalProblem(
@@ -122,7 +133,7 @@ extension JournalReader {
       // The records of the segment's valid batches, for `unindexed`.
       var segmentRecords: ClosedRange<UInt64>?
       defer {
-        if let segmentRecords, !index.entries.isEmpty, !index.entries.contains(where: { $0.segment == first }) {
+        if let segmentRecords, !index.entries.isEmpty, !namedSegments.contains(first) {
           report.unindexed.append(UnindexedRecords(segment: file.name, sequences: segmentRecords))
         }
       }
@@ -130,6 +141,7 @@ extension JournalReader {
         var damage: BatchDamage?
         switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
         case .end:
+          if intact { entryCheck.passed(segment: first, offset: offset) }
           if isLast, let lost = committedBeyond(offset, in: file) {
             report.problems.append(lost)
             intact = false
@@ -147,6 +159,7 @@ extension JournalReader {
         case .batch(let header, let frame):
           do {
             _ = try BatchCodec.decode(frame, header: header, decoder: decoder, limits: limits)
+            if intact { entryCheck.batch(header, segment: first, offset: offset, in: file.name) }
             report.batches += 1
             report.records += UInt64(header.recordCount)
             report.bytesDecoded += Int64(header.contentLength)
@@ -201,21 +214,15 @@ extension JournalReader {
           break walk
         }
         if resume == nil, isLast {
-          // Cut short by the end of the file, or followed by nothing but preallocated zeros (a
-          // frame being written over them, or torn there by a crash): unfinished, not committed.
-          // Not a frame whose checksums hold but whose sequence or content is wrong: no write in
-          // progress and no crash leaves one (opening refuses the one, readers fail on the other).
-          let zerosFrom = try file.nonZeroEnd(from: damage.offset)
-          // Not the damaged frame's declared bytes: a frame may end in zeros (its checksum's).
+          // Damage with nothing valid after it (cut short by the end of the file, followed by
+          // preallocated zeros, or filling the file to its end): unfinished, not committed, as
+          // readers and opening judge it, whatever its bytes are. Not a frame whose checksums
+          // hold but whose sequence or content is wrong: no write in progress and no crash leaves
+          // one (opening refuses the one, readers fail on the other).
+          // Not the damaged frame's bytes: a frame may end in zeros (its checksum's).
           report.preallocatedBytes = file.size - (try file.tornEnd(of: damage))
-          let unwritten: Bool =
-            switch damage.kind {
-            case .truncatedHeader, .truncatedFrame: true
-            case .badHeader, .frameChecksumMismatch: damage.kind.canBeTorn && zerosFrom < file.size
-            case .sequenceBreak, .undecodable, .zeroFilled: false
-            }
-          if unwritten {
-            if let lost = committedBeyond(damage.offset, in: file) {
+          if damage.kind.canBeTorn {
+            if let lost = committedBeyond(damage.offset, in: file, damaged: damage.header) {
               report.problems.append(lost)
               intact = false
             } else {
@@ -267,6 +274,73 @@ extension JournalReader {
     } else if index.entries.isEmpty && report.batches > 0 {
       report.notes.append("the index is damaged or empty; the next writer rebuilds it")
     }
+    if let mismatch = entryCheck.first {
+      report.notes.append(
+        "the index's entry \(mismatch)"
+          + (entryCheck.count > 1 ? " (\(entryCheck.count) entries disagree with the batches they name)" : "")
+          + ". Readers check an entry's sequence number, not its timestamp column: a wrong one can make a read "
+          + "by time (log --since) skip records. Delete the index file and the next writer rebuilds it")
+    }
+    if let pad = indexFile.nonZeroPads.first {
+      report.notes.append(
+        "the index entry at byte offset \(pad) has non-zero bytes 32-35, which are 0"
+          + (indexFile.nonZeroPads.count > 1 ? " (so have \(indexFile.nonZeroPads.count - 1) more entries)" : "")
+          + "; readers ignore them")
+    }
+    if indexFile.partialBytes > 0 {
+      report.notes.append(
+        "the index ends in \(indexFile.partialBytes) bytes of an unfinished entry (an append in progress, or one "
+          + "a crash cut); readers ignore them, and the next writer cuts them")
+    }
     return report
+  }
+}
+
+/// Compares the index's well-formed entries, in order, with the batches a walk of the segments
+/// finds: each must name a batch header by its offset and first sequence, and carry the largest
+/// timestamp of the records before that batch. Only while the walk is intact: after damage, what
+/// the entries name is judged by the problems reported.
+private struct EntryCheck {
+  let entries: [IndexEntry]
+  var next = 0
+  /// The largest timestamp (as batch headers state them) of the records before the walk's place.
+  var timestampBefore = Int64.min
+  /// The first disagreement, described, and how many entries disagree.
+  var first: String?
+  var count = 0
+
+  init(entries: [IndexEntry]) { self.entries = entries }
+
+  mutating func batch(_ header: BatchHeader, segment: UInt64, offset: Int64, in name: String) {
+    defer { timestampBefore = max(timestampBefore, header.maxTimestamp) }
+    passed(segment: segment, offset: offset)
+    guard next < entries.count, entries[next].segment == segment, entries[next].offset == offset else { return }
+    let entry = entries[next]
+    if entry.firstSequence != header.firstSequence {
+      disagree(
+        "names sequence \(entry.firstSequence) at byte offset \(offset) of \(name), where the batch starts at "
+          + "sequence \(header.firstSequence)")
+    } else if entry.maxTimestampBefore != timestampBefore {
+      disagree(
+        "says the records before sequence \(entry.firstSequence) are stamped at most \(entry.maxTimestampBefore), "
+          + "but the largest of their timestamps is \(timestampBefore)")
+    }
+    next += 1
+  }
+
+  /// The walk reached `offset` of `segment`: entries before it that named no batch it found.
+  mutating func passed(segment: UInt64, offset: Int64) {
+    while next < entries.count, (entries[next].segment, entries[next].offset) < (segment, offset) {
+      let entry = entries[next]
+      disagree(
+        "names a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset) of "
+          + "\(Layout.segmentName(firstSequence: entry.segment)), where no batch starts")
+      next += 1
+    }
+  }
+
+  private mutating func disagree(_ what: String) {
+    count += 1
+    if first == nil { first = "\(next + 1) (byte offset \(SparseIndex.headerSize + next * IndexEntry.size)) \(what)" }
   }
 }
