@@ -9,13 +9,16 @@ enum StatsCommand: RewindCommand {
     Usage: rewind stats DIR [--json]
 
     Reads the whole journal once and reports: events and commands, events per name and per
-    origin, the time span (ISO 8601), segments and frames, bytes on disk (and how many of them
+    origin, the time span (ISO 8601; when a clock was set back, how many records are stamped
+    before the one preceding them, and the earliest and latest stamps), segments and frames, bytes on disk (and how many of them
     are zeros a live writer preallocated) and decoded, the compression ratio (without those
     zeros), snapshots in DIR/snapshots, checkpoints, and anything quarantined. A checkpoint is a
     `rewind.checkpoint` record, or a mark whose digest record follows it; a mark whose digest
     never came (the writer stopped first; harmless) is counted apart as unfinished. Shows
     progress on standard error when it is a terminal. With --json, one object with the same
-    figures (times in ISO 8601, counts by name and origin as objects, checkpoints and
+    figures (times in ISO 8601: first and last are the first and last records', earliest and
+    latest the extremes, stampedBeforePrevious the records stamped before the one preceding
+    them; counts by name and origin as objects, checkpoints and
     unfinishedCheckpoints as arrays of sequence numbers). A snapshot after the journal's last
     sequence is flagged (snapshotsPastTheEnd in JSON): its records were made durable before it
     was written, so records were lost.
@@ -56,11 +59,18 @@ enum StatsCommand: RewindCommand {
     var checkpoints = CheckpointTally()
     var first: Int64?
     var last: Int64?
+    // Timestamps need not increase (a clock set back): the extremes, and how often they went back.
+    var earliest: Int64?
+    var latest: Int64?
+    var stampedBeforePrevious = 0
     // The intact part, also when the index names records that are gone (the report says so).
     let cursor = report.lastSequence > 0 ? try reader.records(from: 1, reportingLoss: false) : nil
     while let record = try cursor?.next() {
       if first == nil { first = record.timestamp }
+      if let last, record.timestamp < last { stampedBeforePrevious += 1 }
       last = record.timestamp
+      earliest = min(earliest ?? record.timestamp, record.timestamp)
+      latest = max(latest ?? record.timestamp, record.timestamp)
       if let header = try? EventRecord.header(of: record.payload) {
         byName[header.name, default: 0] += 1
         byOrigin[header.origin.name, default: 0] += 1
@@ -92,7 +102,10 @@ enum StatsCommand: RewindCommand {
         "\"journal\":\(jsonString(directory))", "\"id\":\"\(try reader.id)\"", "\"events\":\(events)",
         "\"commands\":\(commands)", "\"notRewindEvents\":\(foreign)",
         "\"first\":" + (first.map { "\"\(isoTime($0))\"" } ?? "null"),
-        "\"last\":" + (last.map { "\"\(isoTime($0))\"" } ?? "null"), "\"segments\":\(report.segments)",
+        "\"last\":" + (last.map { "\"\(isoTime($0))\"" } ?? "null"),
+        "\"earliest\":" + (earliest.map { "\"\(isoTime($0))\"" } ?? "null"),
+        "\"latest\":" + (latest.map { "\"\(isoTime($0))\"" } ?? "null"),
+        "\"stampedBeforePrevious\":\(stampedBeforePrevious)", "\"segments\":\(report.segments)",
         "\"frames\":\(report.batches)", "\"bytesOnDisk\":\(report.bytesOnDisk)",
         "\"bytesPreallocated\":\(report.preallocatedBytes)", "\"bytesDecoded\":\(report.bytesDecoded)",
         "\"snapshots\":[\(snapshots.map(String.init).joined(separator: ","))]",
@@ -118,6 +131,12 @@ enum StatsCommand: RewindCommand {
     ]
     if let first, let last {
       lines.append("time span    \(isoTime(first)) to \(isoTime(last)) (\(span(last - first))\(intact))")
+      if stampedBeforePrevious > 0, let earliest, let latest {
+        let records = stampedBeforePrevious == 1 ? "1 record is" : "\(stampedBeforePrevious) records are"
+        lines.append(
+          "             \(records) stamped before the one preceding it (a clock set back): "
+            + "stamps from \(isoTime(earliest)) to \(isoTime(latest))")
+      }
     } else {
       lines.append("time span    - (no events\(intact))")
     }
@@ -165,8 +184,8 @@ enum StatsCommand: RewindCommand {
   /// The fields of `--json` counted from the records read, which cover only the intact part of a
   /// damaged journal (the others, from `verify`'s report, every segment file).
   static let partialFields = [
-    "events", "commands", "notRewindEvents", "first", "last", "checkpoints", "unfinishedCheckpoints", "byName",
-    "byOrigin",
+    "events", "commands", "notRewindEvents", "first", "last", "earliest", "latest", "stampedBeforePrevious",
+    "checkpoints", "unfinishedCheckpoints", "byName", "byOrigin",
   ]
 
   /// Rows of "name  count  percent", most frequent first, then by name; names made `visible`

@@ -466,11 +466,13 @@ import Testing
 
   /// Timestamps need not increase (a clock set back): a time after the last record's but at or
   /// before an earlier record's is inside the journal for `log --since` and `replay --at`; a
-  /// time after every record's is still refused.
+  /// time after every record's is still refused; `stats` counts the step back and gives the
+  /// extremes.
   @Test func aClockSetBackLeavesLaterTimesInRange() async throws {
     let (dir, path, events) = try await Self.journal(events: 50)
     defer { withExtendedLifetime(dir) {} }
     let last = try #require(try JournalReader(directory: path).record(UInt64(events.count)))
+    let first = try #require(try JournalReader(directory: path).record(1)).timestamp
     let ahead = last.timestamp + 10_000_000_000
     // The clock ran ten seconds ahead for one record, then was set back.
     let writer = try Journal(directory: path, options: JournalOptions(durability: .none))
@@ -490,6 +492,18 @@ import Testing
     let refusedLog = try await Self.rewind(["log", path, "--since", beyond])
     #expect(
       refusedLog.status == 2 && refusedLog.err.contains("no event is stamped at or after it"), "\(refusedLog.err)")
+    // stats says the clock went back once, and gives the extremes beside the first and last.
+    let stats = try await Self.rewind(["stats", path])
+    #expect(
+      stats.out.contains(
+        "1 record is stamped before the one preceding it (a clock set back): stamps from \(isoTime(first)) to "
+          + "\(isoTime(ahead))\n"), "\(stats.out)")
+    let statsJSON = try #require(
+      try JSONSerialization.jsonObject(with: Data(try await Self.rewind(["stats", path, "--json"]).out.utf8))
+        as? [String: Any])
+    #expect(statsJSON["stampedBeforePrevious"] as? Int == 1)
+    #expect(statsJSON["earliest"] as? String == isoTime(first) && statsJSON["latest"] as? String == isoTime(ahead))
+    #expect(statsJSON["last"] as? String == isoTime(last.timestamp + 1))
     let refusedReplay = try await Self.rewind(["replay", path, "--at", beyond])
     #expect(
       refusedReplay.status == 2 && refusedReplay.err.contains("outside the journal's records"), "\(refusedReplay.err)")

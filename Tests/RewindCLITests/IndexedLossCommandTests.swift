@@ -83,8 +83,8 @@ import Testing
     #expect(events < Int(journal.lastSequence), "\(json.out)")
     #expect(
       object["partial"] as? [String] == [
-        "events", "commands", "notRewindEvents", "first", "last", "checkpoints", "unfinishedCheckpoints", "byName",
-        "byOrigin",
+        "events", "commands", "notRewindEvents", "first", "last", "earliest", "latest", "stampedBeforePrevious",
+        "checkpoints", "unfinishedCheckpoints", "byName", "byOrigin",
       ], "\(json.out)")
     let text = try await ToolRun.run("rewind", ["stats", journal.path])
     #expect(text.status == 1, "\(text.out)\(text.err)")
