@@ -87,10 +87,9 @@ func manifestAdvice(_ error: JournalError) -> String? {
   let path = directory + "/" + Layout.manifestName
   let missing = !io.fileExists(path)
   if missing, segments.isEmpty { return nil }
-  if !missing, let fd = try? io.open(path, flags: O_RDONLY, mode: 0) {
-    defer { io.close(fd) }
-    // A manifest the journal's parser reads (a format and a well-formed id) is refused for another reason.
-    if let bytes = try? io.read(fd, count: 64 << 10, at: 0, path: path), Manifest.decode(bytes) != nil { return nil }
+  // A manifest the journal's parser reads (a format and a well-formed id) is refused for another reason.
+  if !missing, let bytes = try? Manifest.readBytes(directory: directory, io: io), Manifest.decode(bytes) != nil {
+    return nil
   }
   let problem =
     missing

@@ -26,14 +26,20 @@ package struct Manifest: Codable, Equatable {
     return (manifest, id)
   }
 
+  /// The bytes of `directory`'s manifest file (its first 64 KiB: a manifest is a few dozen).
+  /// - Throws: what the file layer throws (`SystemCallError`; ENOENT when there is none).
+  package static func readBytes(directory: String, io: any FileIO) throws -> [UInt8] {
+    let path = directory + "/" + Layout.manifestName
+    let fd = try io.open(path, flags: O_RDONLY, mode: 0)
+    defer { io.close(fd) }
+    return try io.read(fd, count: 64 << 10, at: 0, path: path)
+  }
+
   /// Reads and checks the manifest of `directory`.
   package static func load(directory: String, io: any FileIO) throws -> (Manifest, JournalID) {
-    let path = directory + "/" + Layout.manifestName
     let bytes: [UInt8]
     do {
-      let fd = try io.open(path, flags: O_RDONLY, mode: 0)
-      defer { io.close(fd) }
-      bytes = try io.read(fd, count: 64 << 10, at: 0, path: path)
+      bytes = try readBytes(directory: directory, io: io)
     } catch {
       if let error = error as? SystemCallError, error.errno == ENOENT {
         throw JournalError(

@@ -176,7 +176,8 @@ package final class SegmentFile {
     } else if offset + Int64(Layout.batchHeaderSize) <= size {
       // Bytes 24-27 of a batch header: the frame length, unchecked here, so only believed when
       // it agrees with what the file holds.
-      let stated = try bytes(at: offset + 24, count: 4).reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) }
+      var field = ByteReader(try bytes(at: offset + 24, count: 4))
+      let stated = Int64(field.read(UInt32.self) ?? 0)
       let end = offset + Int64(Layout.batchHeaderSize) + stated
       if end <= size, end >= nonZero { declared = end }
     }
