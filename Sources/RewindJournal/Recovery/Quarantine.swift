@@ -70,25 +70,25 @@ package struct Quarantine {
   }
 
   /// Moves a whole file of the journal (`file`, relative to the journal directory) into
-  /// quarantine, under the name `name` (its own by default; with a suffix if that is taken), and
-  /// there cuts it at `end` when that is given and shorter (only zeros follow: preallocated
-  /// space, not worth keeping). Returns its new relative path.
+  /// quarantine, under the name `name` (its own by default; with a suffix if that is taken),
+  /// first cutting it at `end` when that is given and shorter (only zeros follow: preallocated
+  /// space, not worth keeping). Cut before the move, so that a failure leaves the file where it
+  /// was, with nothing but those zeros gone. Returns its new relative path.
   package func moveFile(_ file: String, as name: String? = nil, upTo end: Int64? = nil) throws -> String {
-    try io.makeJournalFolder(folder)
-    let name = uniqueName(name ?? file)
     let source = directory + "/" + file
-    let target = folder + "/" + name
-    try io.rename(source, to: target)
-    try io.syncDirectory(folder)
-    try io.syncDirectory(String(source[..<source.lastIndex(of: "/")!]))
     if let end {
-      let fd = try io.open(target, flags: O_RDWR, mode: 0)
+      let fd = try io.open(source, flags: O_RDWR, mode: 0)
       defer { io.close(fd) }
-      if try io.size(fd, path: target) > end {
-        try io.truncate(fd, to: end, path: target)
-        try io.sync(fd, metadata: true, path: target)
+      if try io.size(fd, path: source) > end {
+        try io.truncate(fd, to: end, path: source)
+        try io.sync(fd, metadata: true, path: source)
       }
     }
+    try io.makeJournalFolder(folder)
+    let name = uniqueName(name ?? file)
+    try io.rename(source, to: folder + "/" + name)
+    try io.syncDirectory(folder)
+    try io.syncDirectory(String(source[..<source.lastIndex(of: "/")!]))
     return Layout.quarantineName + "/" + name
   }
 }
