@@ -47,14 +47,15 @@ public enum Replay {
   ) throws -> Outcome<M> {
     let reader = try reader(directory)
     let registry = M.makeRegistry()
-    let last = try resolve(target, reader: reader)
+    let end = try reader.lastSequence()
+    let last = try resolve(target, reader: reader, end: end)
     var report = ReplayReport()
     var state = M()
     var start: UInt64 = 0
     if options.useSnapshots {
       // A snapshot after the target is not a candidate; only one after the journal's end is a problem.
       let found = SnapshotStore(journal: directory).latest(
-        M.self, atOrBefore: last, lastSequence: try reader.lastSequence())
+        M.self, atOrBefore: last, lastSequence: end)
       report.skippedSnapshots = found.problems
       if let snapshot = found.snapshot {
         state = snapshot.state
@@ -193,9 +194,10 @@ public enum Replay {
     return Result(state: state, lastSequence: report.lastSequence, report: report)
   }
 
-  /// The last sequence number `target` includes.
-  static func resolve(_ target: ReplayTarget, reader: JournalReader) throws -> UInt64 {
-    let last = try reader.lastSequence()
+  /// The last sequence number `target` includes, in a journal that ends at `end` (read from
+  /// `reader` when not given).
+  static func resolve(_ target: ReplayTarget, reader: JournalReader, end: UInt64? = nil) throws -> UInt64 {
+    let last = try end ?? reader.lastSequence()
     switch target {
     case .end: return last
     case .sequence(let sequence): return min(sequence, last)

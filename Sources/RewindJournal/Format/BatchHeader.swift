@@ -17,6 +17,9 @@ package struct BatchHeader: Equatable {
   package var sequences: ClosedRange<UInt64> { firstSequence...lastSequence }
   /// Bytes of header and frame together.
   package var totalLength: Int64 { Int64(Layout.batchHeaderSize) + Int64(frameLength) }
+  /// Where `frameLength` lies in the header: read alone, unchecked, to measure a damaged batch
+  /// (`SegmentFile.tornEnd`).
+  package static let frameLengthOffset = 24
 
   /// Writes the header's `Layout.batchHeaderSize` bytes at `pointer` (as `encode(into:)` does).
   package func encode(to pointer: UnsafeMutableRawPointer) {
@@ -25,7 +28,7 @@ package struct BatchHeader: Equatable {
     pointer.storeBytes(of: firstSequence.littleEndian, toByteOffset: 8, as: UInt64.self)
     pointer.storeBytes(of: recordCount.littleEndian, toByteOffset: 16, as: UInt32.self)
     pointer.storeBytes(of: contentLength.littleEndian, toByteOffset: 20, as: UInt32.self)
-    pointer.storeBytes(of: frameLength.littleEndian, toByteOffset: 24, as: UInt32.self)
+    pointer.storeBytes(of: frameLength.littleEndian, toByteOffset: Self.frameLengthOffset, as: UInt32.self)
     pointer.storeBytes(of: minTimestamp.littleEndian, toByteOffset: 28, as: Int64.self)
     pointer.storeBytes(of: maxTimestamp.littleEndian, toByteOffset: 36, as: Int64.self)
     pointer.storeBytes(of: frameChecksum.littleEndian, toByteOffset: 44, as: UInt32.self)
@@ -94,7 +97,7 @@ package struct BatchHeader: Equatable {
     guard size == UInt32(Layout.batchHeaderPayloadSize) else { return .failure(.badSize(size)) }
     guard bytes.count >= Layout.batchHeaderSize else { return .failure(.truncated) }
     let header = BatchHeader(
-      firstSequence: load(8), recordCount: load(16), contentLength: load(20), frameLength: load(24),
+      firstSequence: load(8), recordCount: load(16), contentLength: load(20), frameLength: load(frameLengthOffset),
       minTimestamp: load(28), maxTimestamp: load(36), frameChecksum: load(44))
     let crcPosition = Layout.batchHeaderSize - 4
     let covered = UnsafeRawBufferPointer(rebasing: bytes[Layout.skippableHeaderSize..<crcPosition])

@@ -174,9 +174,9 @@ package final class SegmentFile {
     if let header {
       declared = offset + header.totalLength
     } else if offset + Int64(Layout.batchHeaderSize) <= size {
-      // Bytes 24-27 of a batch header: the frame length, unchecked here, so only believed when
-      // it agrees with what the file holds.
-      var field = ByteReader(try bytes(at: offset + 24, count: 4))
+      // The frame length the header states, unchecked here, so only believed when it agrees
+      // with what the file holds.
+      var field = ByteReader(try bytes(at: offset + Int64(BatchHeader.frameLengthOffset), count: 4))
       let stated = Int64(field.read(UInt32.self) ?? 0)
       let end = offset + Int64(Layout.batchHeaderSize) + stated
       if end <= size, end >= nonZero { declared = end }
