@@ -113,6 +113,34 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path) == records)
   }
 
+  /// Two segments missing side by side: `verify` names each file with its own records. The
+  /// first one's range used to run to the next segment present, over the second's.
+  @Test(arguments: [false, true])
+  func twoMissingSegmentsInARowEachNameTheirOwnRecords(atTheEnd: Bool) async throws {
+    let dir = TemporaryDirectory("missing-two")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 80, seed: 65)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let gone = atTheEnd ? Array(segments.suffix(2)) : [segments[1], segments[2]]
+    for name in gone { try FileManager.default.removeItem(atPath: dir.appending(name)) }
+    let firsts = try gone.map { try #require(Layout.firstSequence(ofSegmentNamed: $0)) }
+
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(report.problems.map(\.file) == gone, "\(report.problems)")
+    #expect(report.problems.first?.sequences == firsts[0]...(firsts[1] - 1), "\(report.problems)")
+    #expect(report.problems.first?.sequencesMayGoFurther == false, "\(report.problems)")
+    #expect(report.problems.last?.sequences?.lowerBound == firsts[1], "\(report.problems)")
+    if atTheEnd {
+      #expect(report.problems.last?.sequencesMayGoFurther == true, "\(report.problems)")
+    } else {
+      let next = try #require(Layout.firstSequence(ofSegmentNamed: segments[3]))
+      #expect(report.problems.last?.sequences == firsts[1]...(next - 1), "\(report.problems)")
+    }
+    #expect(report.problems.allSatisfy(\.missingBeforeIntactSegments) == !atTheEnd, "\(report.problems)")
+  }
+
   /// A manifest whose journal id no segment carries (every segment names one other journal) is
   /// the one file likelier wrong: repair refuses, moving nothing, and names the segments' id, where
   /// it used to move every segment aside and leave an empty journal. One foreign segment among

@@ -241,15 +241,17 @@ extension JournalReader {
     // Segments the index names and the directory lacks, last or in the middle (listed again: a
     // writer creates a segment before any entry names it, perhaps after the first listing).
     let present = index.missingSegments.isEmpty ? layout.segments : try JournalDirectory.listSegments(directory, io: io)
+    let absent = index.missingSegments.map(\.segment).filter { !present.contains($0) }
     for missing in index.missingSegments where !present.contains(missing.segment) {
-      // Before a later segment: exactly the records up to it. The last: through the last batch the
-      // index names in it, at least.
+      // Before a later segment, present or missing too: exactly the records up to it. The last:
+      // through the last batch the index names in it, at least.
       let next = present.first { $0 > missing.segment }
-      let through = max(missing.lastNamed, (next ?? 1) - 1)
+      let bound = [next, absent.first { $0 > missing.segment }].compactMap { $0 }.min()
+      let through = max(missing.lastNamed, (bound ?? 1) - 1)
       let problem = JournalProblem(
         file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
         message: "this segment is missing, but the index names it: committed records are gone",
-        sequencesMayGoFurther: next == nil, missingBeforeIntactSegments: next != nil)
+        sequencesMayGoFurther: bound == nil, missingBeforeIntactSegments: next != nil)
       // A gap before a segment that is there was reported by the walk already (the first
       // segments missing, or a break in the sequence), at the segment after it: this names the
       // missing file, in that report's place. One loss, one problem.
