@@ -163,88 +163,70 @@ package struct SparseIndex {
     scanWellFormed(directory: directory, journalID: journalID, io: io).entries
   }
 
-  /// Where the index file stops being well-formed, for `verify`: its header, or the first whole
-  /// entry whose checksum fails or that does not follow the one before it (byte offset and why).
-  /// Nil when there is no index file, or every whole entry is well-formed (a part of an entry at
-  /// the end is an append in progress, or one a crash cut: the next writer cuts it).
-  package static func firstDamage(
-    directory: String, journalID: JournalID, io: any FileIO
-  ) -> (offset: Int64, reason: String)? {
-    scanWellFormed(directory: directory, journalID: journalID, io: io).damage
+  /// What `verify` checks of the index file, in one read of it:
+  /// - its well-formed entries, up to `damage`;
+  /// - `damage`: where it stops being well-formed (its header, or the first whole entry whose
+  ///   checksum fails or that does not follow the one before it: byte offset and why); nil when
+  ///   there is no index file or every whole entry is well-formed;
+  /// - the byte offset of each well-formed entry whose pad bytes (32-35, which are 0) are not;
+  /// - how many bytes of a part of an entry end an undamaged file (an append in progress, or one a
+  ///   crash cut: the next writer cuts them);
+  /// - the segments named by the entries whose checksum holds anywhere in the file, after the
+  ///   damage too: `verify` notes a damaged entry once rather than also each segment that only
+  ///   entries after it name.
+  package static func scanForVerify(directory: String, journalID: JournalID, io: any FileIO) -> Scan {
+    var scan = scanWellFormed(directory: directory, journalID: journalID, io: io)
+    if scan.damage != nil { scan.partialBytes = 0 }
+    return scan
   }
 
-  /// What `verify` checks of the index file beyond its checksums and order: its well-formed
-  /// entries (up to `firstDamage`), the byte offset of each that has non-zero pad bytes (32-35,
-  /// which are 0), and how many bytes of a part of an entry end the file (an append in progress,
-  /// or one a crash cut).
-  package static func scanForVerify(
-    directory: String, journalID: JournalID, io: any FileIO
-  ) -> (entries: [IndexEntry], nonZeroPads: [Int64], partialBytes: Int) {
-    let scan = scanWellFormed(directory: directory, journalID: journalID, io: io)
-    return (scan.entries, scan.nonZeroPads, scan.damage == nil ? scan.partialBytes : 0)
+  /// An index file as `scanWellFormed` reads it (see `scanForVerify`).
+  package struct Scan {
+    package var entries: [IndexEntry] = []
+    package var damage: (offset: Int64, reason: String)?
+    package var nonZeroPads: [Int64] = []
+    package var partialBytes = 0
+    package var namedSegments = Set<UInt64>()
   }
 
-  /// The segments named by the entries whose checksum holds, anywhere in the file: after a
-  /// damaged entry too. For `verify`, which notes the damage once rather than also each segment
-  /// that only entries after it name.
-  package static func segmentsNamed(directory: String, journalID: JournalID, io: any FileIO) -> Set<UInt64> {
+  /// Reads the whole index file: the entries up to the first that fails its checksum or does not
+  /// follow the one before it, and what `Scan` notes besides.
+  private static func scanWellFormed(directory: String, journalID: JournalID, io: any FileIO) -> Scan {
     let path = directory + "/" + Layout.indexName
-    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return [] }
+    var scan = Scan()
+    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return scan }
     defer { io.close(fd) }
     guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
-      return []
+      scan.damage = (0, "its header is damaged, cut short or names another journal")
+      return scan
     }
-    var named = Set<UInt64>()
     var offset = Int64(headerSize)
-    let chunkEntries = 4096
-    while let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty {
-      var position = 0
-      while position + IndexEntry.size <= chunk.count {
-        if let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]) { named.insert(entry.segment) }
-        position += IndexEntry.size
-      }
-      if chunk.count < chunkEntries * IndexEntry.size { break }
-      offset += Int64(position)
-    }
-    return named
-  }
-
-  private static func scanWellFormed(
-    directory: String, journalID: JournalID, io: any FileIO
-  ) -> (
-    entries: [IndexEntry], damage: (offset: Int64, reason: String)?, nonZeroPads: [Int64], partialBytes: Int
-  ) {
-    let path = directory + "/" + Layout.indexName
-    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return ([], nil, [], 0) }
-    defer { io.close(fd) }
-    guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
-      return ([], (0, "its header is damaged, cut short or names another journal"), [], 0)
-    }
-    var entries: [IndexEntry] = []
-    var nonZeroPads: [Int64] = []
-    var offset = Int64(headerSize)
-    var partialBytes = 0
     let chunkEntries = 4096
     while let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty {
       var position = 0
       while position + IndexEntry.size <= chunk.count {
         let at = offset + Int64(position)
         let bytes = chunk[position..<(position + IndexEntry.size)]
-        guard let entry = IndexEntry.decode(bytes) else {
-          return (entries, (at, "entry \(entries.count + 1) fails its checksum"), nonZeroPads, 0)
-        }
-        if let last = entries.last, !entry.follows(last) {
-          return (entries, (at, "entry \(entries.count + 1) does not follow the one before it"), nonZeroPads, 0)
-        }
-        if bytes.dropFirst(32).prefix(4).contains(where: { $0 != 0 }) { nonZeroPads.append(at) }
-        entries.append(entry)
         position += IndexEntry.size
+        let entry = IndexEntry.decode(bytes)
+        if let entry { scan.namedSegments.insert(entry.segment) }
+        guard scan.damage == nil else { continue }
+        guard let entry else {
+          scan.damage = (at, "entry \(scan.entries.count + 1) fails its checksum")
+          continue
+        }
+        if let last = scan.entries.last, !entry.follows(last) {
+          scan.damage = (at, "entry \(scan.entries.count + 1) does not follow the one before it")
+          continue
+        }
+        if bytes.dropFirst(32).prefix(4).contains(where: { $0 != 0 }) { scan.nonZeroPads.append(at) }
+        scan.entries.append(entry)
       }
-      partialBytes = chunk.count - position
+      scan.partialBytes = chunk.count - position
       if chunk.count < chunkEntries * IndexEntry.size { break }
       offset += Int64(position)
     }
-    return (entries, nil, nonZeroPads, partialBytes)
+    return scan
   }
 
   /// Whether `entry` can follow the current entries, given the size of the segment it names (nil:

@@ -99,8 +99,7 @@ extension JournalReader {
     var entryCheck = EntryCheck(entries: indexFile.entries)
     // Named by any entry whose checksum holds: one damaged entry is one note, not also a note for
     // each later segment that only entries after it name.
-    let namedSegments =
-      index.entries.isEmpty ? [] : SparseIndex.segmentsNamed(directory: directory, journalID: layout.journalID, io: io)
+    let namedSegments = index.entries.isEmpty ? [] : indexFile.namedSegments
     if let first = layout.segments.first, first != 1 {
       report.problems.append(
         JournalProblem(
@@ -267,7 +266,7 @@ extension JournalReader {
     report.segmentsJournalID = layout.journalIDOfEverySegmentButTheManifest()
     if !io.fileExists(directory + "/" + Layout.indexName) {
       report.notes.append("the index is missing; the next writer rebuilds it")
-    } else if let damage = SparseIndex.firstDamage(directory: directory, journalID: layout.journalID, io: io) {
+    } else if let damage = indexFile.damage {
       // Every entry is checked, not only those a reader needs: readers use the entries before
       // the damage and read on from there, so nothing else shows it.
       report.notes.append(
