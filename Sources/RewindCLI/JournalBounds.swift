@@ -55,20 +55,24 @@ struct JournalBounds {
     guard let first = firstTime, let last = lastTime else {
       throw UsageError("the journal \(directory) is empty: there is no time to go to")
     }
-    // Timestamps need not increase: a time after the last record's is still inside the journal
-    // when an earlier record is stamped after it (the target is then the record before that one).
-    guard value >= first, value <= last || (try? laterRecordExists(after: value)) == true else {
+    guard value >= first else {
       throw UsageError(
-        "time \(text) is outside the journal's records, \(isoTime(first)) to \(isoTime(last)); give a time in that range"
-      )
+        "time \(text) is before the journal's first record, stamped \(isoTime(first)); give a time from then on")
+    }
+    // Timestamps need not increase: a time after the last record's is still inside the journal
+    // when a record is stamped at or after it (the target is then the record before the first
+    // one stamped after it, or the end).
+    guard value <= last || (try? recordExists(atOrAfter: value)) == true else {
+      throw UsageError(
+        "time \(text) is after every record's time (the last record is stamped \(isoTime(last))); "
+          + "give one from \(isoTime(first)) to the latest record's time")
     }
     return value
   }
 
-  /// Whether some record is stamped after `timestamp`.
-  private func laterRecordExists(after timestamp: Int64) throws -> Bool {
-    guard timestamp < .max else { return false }
-    return try JournalReader(directory: directory, limits: .largest).records(since: timestamp + 1).next() != nil
+  /// Whether some record is stamped at or after `timestamp`.
+  private func recordExists(atOrAfter timestamp: Int64) throws -> Bool {
+    try JournalReader(directory: directory, limits: .largest).records(since: timestamp).next() != nil
   }
 
   /// The target of `--to SEQ` or `--at TIME` (at most one), or the end.

@@ -488,6 +488,11 @@ import Testing
     #expect(replay.status == 0, "\(replay.err)")
     let state = try JSONSerialization.jsonObject(with: Data(replay.out.utf8)) as? [String: Any]
     #expect(state?["seq"] as? Int == events.count, "\(replay.out.prefix(200))")
+    // At the latest record's own time, which is not the last's: every record, through the end.
+    let atLatest = try await Self.rewind(["replay", path, "--at", isoTime(ahead), "--json"])
+    #expect(atLatest.status == 0, "\(atLatest.err)")
+    let whole = try JSONSerialization.jsonObject(with: Data(atLatest.out.utf8)) as? [String: Any]
+    #expect(whole?["seq"] as? Int == events.count + 2, "\(atLatest.out.prefix(200))")
     let beyond = isoTime(ahead + 1_000_000_000)
     let refusedLog = try await Self.rewind(["log", path, "--since", beyond])
     #expect(
@@ -506,7 +511,14 @@ import Testing
     #expect(statsJSON["last"] as? String == isoTime(last.timestamp + 1))
     let refusedReplay = try await Self.rewind(["replay", path, "--at", beyond])
     #expect(
-      refusedReplay.status == 2 && refusedReplay.err.contains("outside the journal's records"), "\(refusedReplay.err)")
+      refusedReplay.status == 2
+        && refusedReplay.err.contains(
+          "is after every record's time (the last record is stamped \(isoTime(last.timestamp + 1)))"),
+      "\(refusedReplay.err)")
+    let before = try await Self.rewind(["replay", path, "--at", isoTime(first - 1)])
+    #expect(
+      before.status == 2 && before.err.contains("is before the journal's first record, stamped \(isoTime(first))"),
+      "\(before.err)")
   }
 
   /// `rewind tail -f J | head -1` on an idle journal: once the reader has its line and closes the

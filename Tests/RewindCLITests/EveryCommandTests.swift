@@ -197,11 +197,14 @@ import Testing
       (["export", journal, "--jsonl", "--from", "999999"], nil, "--from 999999 is out of range"),
       (["tail", journal, "-n", "-1"], nil, "-n needs a whole number in 0..."),
       (["replay", journal, "--to", "999999"], nil, "--to 999999 is beyond the journal's last sequence number"),
-      (["replay", journal, "--at", "2031-01-01T00:00:00Z"], nil, "outside the journal's records"),
+      (["replay", journal, "--at", "2031-01-01T00:00:00Z"], nil, "is after every record's time"),
       (["diff", journal, "0", "999999"], nil, "B 999999 is beyond the journal's last sequence number"),
       (["blame", journal, never], nil, "no event in \(journal) ever touched an entity '\(never)'"),
       (["debug", journal], "goto 999999\n", "error: goto: sequence 999999 is beyond the journal's last"),
-      (["debug", journal], "goto 2031-01-01T00:00:00Z\n", "error: goto: time 2031-01-01T00:00:00Z is outside"),
+      (
+        ["debug", journal], "goto 2031-01-01T00:00:00Z\n",
+        "error: goto: time 2031-01-01T00:00:00Z is after every record's time"
+      ),
       (["debug", journal], "find entity \(never)\n", "error: find: no event after sequence 0 touched \(never)"),
       (["debug", journal], "blame \(never)\n", "error: blame: no event ever touched '\(never)'"),
     ]

@@ -399,7 +399,7 @@ import Testing
     #expect(run.out.contains("\n[]\n"), "the titles query at the empty state")
     #expect(run.err.contains("error: frobnicate: unknown command"))
     #expect(run.err.contains("error: goto: sequence 99999 is beyond the journal's last"))
-    #expect(run.err.contains("error: goto: time 1999-01-01T00:00:00Z is outside the journal's records"))
+    #expect(run.err.contains("error: goto: time 1999-01-01T00:00:00Z is before the journal's first record"))
     #expect(!run.out.hasSuffix("at 1 of \(journal.lastSequence)"), "nothing runs after quit")
   }
 
@@ -719,7 +719,7 @@ import Testing
       (["replay", journal.path, "--to", "-3"], 2, "--to -3 is out of range: sequence numbers start at 0"),
       (["replay", journal.path, "--at", "yesterday"], 2, "is not ISO 8601"),
       (["replay", journal.path, "--at", "2262-04-11T23:47:16.9Z"], 2, "is not ISO 8601"),
-      (["replay", journal.path, "--at", "1999-01-01T00:00:00Z"], 2, "outside the journal's records"),
+      (["replay", journal.path, "--at", "1999-01-01T00:00:00Z"], 2, "is before the journal's first record"),
       (["replay", journal.path, "--to", "1", "--at", isoTime(journal.timestamps[0])], 2, "not both"),
       (["replay", journal.path, "--model", "ledger"], 2, "unknown model 'ledger'; registered models: workspace"),
       (["diff", journal.path, "1"], 2, "needs the journal directory and two sequence numbers: rewind diff DIR A B"),
