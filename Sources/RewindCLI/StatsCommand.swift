@@ -130,7 +130,10 @@ enum StatsCommand: RewindCommand {
         + (foreign > 0 ? ", \(foreign) records that are not Rewind events" : ""),
     ]
     if let first, let last {
-      lines.append("time span    \(isoTime(first)) to \(isoTime(last)) (\(span(last - first))\(intact))")
+      // A clock set back can stamp the last record before the first: say so, not "0 s".
+      let length =
+        last >= first ? span(last - first) : "the last record is stamped \(span(first - last)) before the first"
+      lines.append("time span    \(isoTime(first)) to \(isoTime(last)) (\(length)\(intact))")
       if stampedBeforePrevious > 0, let earliest, let latest {
         let records = stampedBeforePrevious == 1 ? "1 record is" : "\(stampedBeforePrevious) records are"
         lines.append(

@@ -521,6 +521,23 @@ import Testing
       "\(before.err)")
   }
 
+  /// A journal whose last record a clock set back stamped before its first: `stats`' time span
+  /// says so, where it used to say "(0 s)" beside a range running backwards.
+  @Test func aLastRecordStampedBeforeTheFirstIsSaidSo() async throws {
+    let (dir, path, _) = try await Self.journal(events: 5)
+    defer { withExtendedLifetime(dir) {} }
+    let first = try #require(try JournalReader(directory: path).record(1))
+    let writer = try Journal(directory: path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: first.timestamp - 90_000_000_000, payload: first.payload)])
+    writer.close()
+    let stats = try await Self.rewind(["stats", path])
+    #expect(stats.status == 0, "\(stats.err)")
+    #expect(
+      stats.out.contains(
+        "time span    \(isoTime(first.timestamp)) to \(isoTime(first.timestamp - 90_000_000_000)) "
+          + "(the last record is stamped 1 min 30 s before the first)\n"), "\(stats.out)")
+  }
+
   /// `rewind tail -f J | head -1` on an idle journal: once the reader has its line and closes the
   /// pipe, tail ends as a write to the closed pipe would (status 141), with no event to come.
   @Test func tailFollowEndsWhenItsReaderLeaves() async throws {
