@@ -61,6 +61,7 @@ public struct ModelRegistration: Sendable {
       var options = ReplayOptions()
       options.useSnapshots = false
       options.verifyCheckpoints = true
+      options.verifySnapshots = true
       let outcome = try Replay.run(M.self, directory: directory, options: options, progress: progress)
       return ReplayVerification(
         report: outcome.report, cacheProblems: StateInspector.cacheProblems(in: outcome.state))

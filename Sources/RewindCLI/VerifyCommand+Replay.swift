@@ -57,13 +57,17 @@ extension VerifyCommand {
           + "name no checkpoint mark of this model code before them (a digest follows its mark): the journal is not "
           + "what its writer wrote\n")
     }
+    for divergence in report.snapshotDivergences {
+      sound = false
+      output.out(visible("problem: \(divergence)") + "\n")
+    }
     for problem in verification.cacheProblems {
       sound = false
       output.out(visible("problem: cache incoherent after sequence \(report.lastSequence): \(problem)") + "\n")
     }
     var line =
       "replay: \(model.name) rebuilt through sequence \(report.lastSequence), "
-      + "\(report.checkpointsVerified) checkpoint(s) verified"
+      + "\(report.checkpointsVerified) checkpoint(s) and \(report.snapshotsVerified) snapshot(s) verified"
     if report.checkpointsSkipped > 0 {
       line += ", \(report.checkpointsSkipped) written by other model code not compared"
     }

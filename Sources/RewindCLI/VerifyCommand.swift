@@ -11,7 +11,7 @@ enum VerifyCommand: RewindCommand {
     Checks every segment header, batch header and frame checksum, decodes every LZ4 frame and
     checks record framing and sequence continuity. Then, for a registered model, replays the
     journal against its recorded checkpoint digests (naming the first diverging sequence number)
-    and checks that every cache equals its recomputation; when no registered model reads the
+    and against each snapshot's state, and checks that every cache equals its recomputation; when no registered model reads the
     journal, decodes every event's envelope and fields without the app's types instead. Exit 0
     when sound; exit 1 with a report that locates every problem (segment, byte offset, sequence
     range). Derived data that the next writer rebuilds by itself is a note, not a problem, and
@@ -30,8 +30,10 @@ enum VerifyCommand: RewindCommand {
     bad checksum, an unknown format, a state that does not hash to its digest or another
     journal's id is a note (replay skips it; snapshots are never the only copy of anything). A
     snapshot after the journal's last sequence is a problem: its records were made durable
-    before it was written, so records were lost. Verify moves nothing; the next writer sets
-    such a snapshot aside.
+    before it was written, so records were lost. With a model, a snapshot whose state is not
+    the one replay rebuilds at its sequence number is a problem too: replay and time travel
+    would start from it; delete it. Verify moves nothing; the next writer sets a snapshot past
+    the journal's end aside.
 
     Examples:
       rewind verify /tmp/j

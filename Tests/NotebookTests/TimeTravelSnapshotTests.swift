@@ -175,6 +175,32 @@ import Testing
       try Replay.events(of: Workspace.self, directory: directory.path).allSatisfy { $0.envelope.origin != .rewind })
   }
 
+  /// A snapshot whose file is whole and whose state hashes to its digest, but is not the state
+  /// the journal rebuilds at its sequence number (a faulty build wrote it, or someone altered it
+  /// and made digest and checksum match): replay would start from it, so verification compares
+  /// each snapshot with the state it rebuilds there, and names the one that differs.
+  @Test func verificationComparesEachSnapshotWithTheRebuiltState() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 73, commands: 80)
+    let last = manager.lastSequence
+    manager.close()
+    let store = SnapshotStore(journal: directory.path)
+    let earlier = try Replay.rebuild(Workspace.self, directory: directory.path, through: last / 2 - 3).state
+    try store.write(
+      try Replay.rebuild(Workspace.self, directory: directory.path, through: last / 4).state, at: last / 4)
+    let wrong = try store.write(earlier, at: last / 2)
+    let good = try Replay.verify(Workspace.self, directory: directory.path)
+    #expect(good.snapshotsVerified == 2)
+    let divergence = try #require(good.snapshotDivergences.first)
+    #expect(good.snapshotDivergences.count == 1, "\(good.snapshotDivergences)")
+    #expect(divergence.sequence == last / 2 && divergence.file == SnapshotStore.fileName(last / 2))
+    #expect(divergence.recorded == wrong)
+    let rebuilt = try Replay.rebuild(Workspace.self, directory: directory.path, through: last / 2).state
+    #expect(divergence.replayed == (try StateDigest.of(rebuilt)))
+    // Replay without verification would start from it: the reason this is a finding.
+    #expect(try Replay.run(Workspace.self, directory: directory.path, to: .sequence(last / 2)).state == earlier)
+  }
+
   @Test func aSnapshotIsWrittenOnlyOnceItsRecordsAreOnDisk() async throws {
     // Under `none` the live segment's records are in the page cache only; a power loss could
     // take them while a snapshot standing for them survives, and new records be numbered over

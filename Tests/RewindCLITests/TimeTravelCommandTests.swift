@@ -262,7 +262,8 @@ import Testing
     #expect(sound.status == 0, "\(sound.out)\(sound.err)")
     #expect(
       sound.out.contains(
-        "replay: workspace rebuilt through sequence \(manager.lastSequence), 2 checkpoint(s) verified, caches coherent")
+        "replay: workspace rebuilt through sequence \(manager.lastSequence), 2 checkpoint(s) and 0 snapshot(s) verified, "
+          + "caches coherent")
     )
     // A checkpoint that disagrees with the rebuilt state, as a changed apply function would leave.
     try await manager.perform(.rewind) { _, command in
@@ -279,6 +280,28 @@ import Testing
     #expect(replay.out.contains("records, 4 checkpoint(s) verified\n"))
     #expect(replay.err.contains("warning: checkpoint at sequence \(bad) recorded digest"))
     #expect(diverged.out.contains("problem: replay diverges from the recorded checkpoints first at sequence \(bad): "))
+  }
+
+  /// verify compares each snapshot with the state replay rebuilds at its sequence number: a
+  /// well-formed snapshot of another state is a problem (exit 1) naming the file.
+  @Test func verifyComparesEachSnapshotWithTheReplayedState() async throws {
+    let journal = try await NotebookJournal.write(commands: 60, seed: 14)
+    let snapshot = try await rewind(["snapshot", journal.path])
+    #expect(snapshot.status == 0, "\(snapshot.err)")
+    let last = try JournalReader(directory: journal.path).lastSequence()
+    let sound = try await rewind(["verify", journal.path])
+    #expect(sound.status == 0, "\(sound.out)\(sound.err)")
+    #expect(sound.out.contains("0 checkpoint(s) and 1 snapshot(s) verified, caches coherent\n"), "\(sound.out)")
+    let earlier = try Replay.rebuild(Workspace.self, directory: journal.path, through: last - 10).state
+    try SnapshotStore(journal: journal.path).write(earlier, at: last - 5)
+    let diverged = try await rewind(["verify", journal.path])
+    #expect(diverged.status == 1, "\(diverged.out)\(diverged.err)")
+    #expect(
+      diverged.out.contains(
+        "problem: snapshots/\(SnapshotStore.fileName(last - 5)) holds a state with digest "
+          + "\(try StateDigest.of(earlier)) for the records through \(last - 5), but replay of the journal rebuilt"),
+      "\(diverged.out)")
+    #expect(diverged.out.contains("0 checkpoint(s) and 2 snapshot(s) verified\n"), "\(diverged.out)")
   }
 
   /// A mark whose digest never came is noted as harmless (verify still passes); a digest that names
@@ -298,7 +321,8 @@ import Testing
     #expect(unfinished.status == 0, "\(unfinished.out)\(unfinished.err)")
     #expect(
       unfinished.out.contains(
-        "replay: workspace rebuilt through sequence \(manager.lastSequence), 1 checkpoint(s) verified, "
+        "replay: workspace rebuilt through sequence \(manager.lastSequence), 1 checkpoint(s) and 0 snapshot(s) "
+          + "verified, "
           + "1 checkpoint mark(s) without a digest (the first at sequence \(mark); harmless: the writer stopped "
           + "before appending it), caches coherent\n"))
     // stats tells the finished checkpoint (mark and digest) from the unfinished mark.

@@ -71,9 +71,14 @@ public enum Replay {
     // writers that stopped would otherwise each hold a state to the end.
     var marked: [UInt64: M] = [:]
     var givenUp: Set<UInt64> = []
-    // Checkpoints are looked at only to verify them: without that, no observer, so each record is
-    // applied as it is decoded (`apply`), as a manager's start-up replay wants.
-    let checkCheckpoint: ((DecodedRecord, M) throws -> Void)? = { record, state in
+    // The snapshots of this code replay passes, ascending, and the next one to compare.
+    let snapshots =
+      options.verifySnapshots
+      ? SnapshotStore(journal: directory).recordedDigests(fingerprint: M.fingerprint, after: start, through: last) : []
+    var nextSnapshot = 0
+    // Checkpoints and snapshots are looked at only to verify them: without that, no observer, so
+    // each record is applied as it is decoded (`apply`), as a manager's start-up replay wants.
+    let checkAfter: ((DecodedRecord, M) throws -> Void)? = { record, state in
       func compare(_ recorded: String, at sequence: UInt64, with state: M, digestAt digestSequence: UInt64?) throws {
         report.checkpointsVerified += 1
         let digest = try StateDigest.of(state)
@@ -83,6 +88,18 @@ public enum Replay {
             sequence: sequence, recorded: recorded, replayed: digest, digestSequence: digestSequence)
         }
       }
+      if nextSnapshot < snapshots.count, snapshots[nextSnapshot].sequence == record.sequence {
+        let (sequence, recorded) = snapshots[nextSnapshot]
+        nextSnapshot += 1
+        report.snapshotsVerified += 1
+        let replayed = try StateDigest.of(state)
+        if replayed != recorded {
+          report.snapshotDivergences.append(
+            SnapshotDivergence(
+              file: SnapshotStore.fileName(sequence), sequence: sequence, recorded: recorded, replayed: replayed))
+        }
+      }
+      guard options.verifyCheckpoints else { return }
       switch record {
       case .event: return
       case .checkpoint(let sequence, let checkpoint):
@@ -116,11 +133,11 @@ public enum Replay {
       }
     }
     // Counted by `apply` and taken from its result, not by an `applied` closure: `report` is
-    // captured by `checkCheckpoint` too, so a closure changing it per record would reach it through
+    // captured by `checkAfter` too, so a closure changing it per record would reach it through
     // a box with a dynamic exclusivity check each time.
     let applied = try apply(
       registry: registry, reader: reader, to: &state, after: start, through: last, options: options,
-      progress: progress, observe: options.verifyCheckpoints ? checkCheckpoint : nil)
+      progress: progress, observe: options.verifyCheckpoints || !snapshots.isEmpty ? checkAfter : nil)
     report.lastSequence = applied.lastSequence
     report.recordsApplied += applied.count
     report.unfinishedCheckpoints = (Array(marked.keys) + givenUp).sorted()
@@ -140,6 +157,7 @@ public enum Replay {
     var options = ReplayOptions()
     options.useSnapshots = false
     options.verifyCheckpoints = true
+    options.verifySnapshots = true
     return try run(M.self, directory: directory, options: options, progress: progress).report
   }
 

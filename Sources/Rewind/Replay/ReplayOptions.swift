@@ -25,6 +25,10 @@ public struct ReplayOptions: Sendable {
   /// Compare the digests of checkpoint records written by the same model code with the rebuilt
   /// state. Default true.
   public var verifyCheckpoints = true
+  /// Compare the state replay rebuilds at each usable snapshot of this model code it passes
+  /// (one whose file is whole and whose state bytes hash to its recorded digest) with that
+  /// digest (`ReplayReport.snapshotDivergences`). Default false; `Replay.verify` sets it.
+  public var verifySnapshots = false
   /// Call the progress callback after this many records (and once at the end). Default 10 000.
   public var progressInterval = 10_000
 
@@ -69,4 +73,10 @@ public struct ReplayReport: Sendable {
   /// sequence number replay passed that is not such a mark, or one at or after the digest record
   /// itself (a digest follows its mark). The journal is not what its writer wrote.
   public var strayCheckpointDigests: [UInt64] = []
+  /// Snapshots whose recorded digest was compared with the rebuilt state at their sequence
+  /// number (`ReplayOptions.verifySnapshots`).
+  public var snapshotsVerified = 0
+  /// Those whose state is not the one replay rebuilt there, in sequence order: replay and time
+  /// travel starting from one would give a state the journal does not.
+  public var snapshotDivergences: [SnapshotDivergence] = []
 }

@@ -37,3 +37,31 @@ public struct SnapshotProblem: Sendable, Equatable, CustomStringConvertible {
 
   public var description: String { "snapshot \(file) skipped: \(reason)" }
 }
+
+/// A snapshot whose file is whole and whose state hashes to its recorded digest, but whose state
+/// is not the one replay rebuilds from the journal at its sequence number: written by a faulty
+/// build of the same model code, or altered with its digest and checksum made to match. Replay and
+/// time travel would start from it; deleting it loses nothing (a snapshot is only a shortcut).
+public struct SnapshotDivergence: Sendable, Equatable, CustomStringConvertible {
+  /// The file name in the `snapshots/` folder.
+  public var file: String
+  /// The sequence number of the last record its state includes.
+  public var sequence: UInt64
+  /// The digest the file records, which its state bytes hash to.
+  public var recorded: StateDigest
+  /// The digest of the state replay rebuilt through `sequence`.
+  public var replayed: StateDigest
+
+  public init(file: String, sequence: UInt64, recorded: StateDigest, replayed: StateDigest) {
+    self.file = file
+    self.sequence = sequence
+    self.recorded = recorded
+    self.replayed = replayed
+  }
+
+  public var description: String {
+    "snapshots/\(file) holds a state with digest \(recorded) for the records through \(sequence), but replay of the "
+      + "journal rebuilt \(replayed) there: replay and time travel starting from it give a state the journal does not. "
+      + "Delete it (a snapshot is only a shortcut)"
+  }
+}

@@ -128,6 +128,26 @@ public struct SnapshotStore: Sendable {
     }
   }
 
+  /// The snapshots of model code `fingerprint` after `start` and through `last`, ascending, each
+  /// with the digest it records: those whose file is whole, names this journal, and holds state
+  /// bytes that hash to that digest (the others are `fileProblems`, and replay skips them). For
+  /// verification, which compares each with the state replay rebuilds there. Reads every such
+  /// file whole; decodes no state.
+  package func recordedDigests(fingerprint: StateDigest, after start: UInt64, through last: UInt64) -> [(
+    sequence: UInt64, digest: StateDigest
+  )] {
+    let journalID = try? JournalReader(directory: directory, io: io).id
+    return sequences().compactMap { sequence in
+      guard sequence > start, sequence <= last else { return nil }
+      let name = SnapshotStore.fileName(sequence)
+      guard let (bytes, file) = try? parsedFile(name, sequence: sequence, journalID: journalID),
+        file.fingerprint == fingerprint
+      else { return nil }
+      let digest = bytes.withUnsafeBytes { SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[file.state])) }
+      return StateDigest(bytes: digest) == file.digest ? (sequence, file.digest) : nil
+    }
+  }
+
   /// The bytes of file `name` and their parse, checked against the name's `sequence` and the
   /// journal's id (when known).
   private func parsedFile(_ name: String, sequence: UInt64, journalID: JournalID?) throws(SnapshotProblem.Reason)
