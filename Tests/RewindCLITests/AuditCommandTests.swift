@@ -303,7 +303,7 @@ import Testing
     defer { withExtendedLifetime(dir) {} }
     let run = try await Self.rewind(["stats", path])
     #expect(run.status == 0, "\(run.err)")
-    #expect(run.out.contains("events       \(events.count) (sequences 1-\(events.count)) in "))
+    #expect(run.out.contains("events       \(events.count) (sequences 1-\(events.count)), recorded by "))
     let created = events.filter { $0["name"] as? String == "note.created" }.count
     let sync = events.filter { $0["origin"] as? String == "sync" }.count
     let lines = run.out.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }

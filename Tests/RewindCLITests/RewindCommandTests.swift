@@ -271,7 +271,7 @@ import Testing
     let demo = try await Self.rewind(["demo", dir.appending("j"), "--events", "1", "--durability", "none"])
     try #require(demo.status == 0, "\(demo.err)")
     let stats = try await Self.rewind(["stats", dir.appending("j")])
-    #expect(stats.out.contains("(sequences 1-1) in 1 command\n"), "\(stats.out)")
+    #expect(stats.out.contains("(sequences 1-1), recorded by 1 command\n"), "\(stats.out)")
     #expect(stats.out.contains("1, 1 frame (1 event per frame on average)\n"), "\(stats.out)")
   }
 
