@@ -12,7 +12,8 @@ enum StatsCommand: RewindCommand {
     command is counted by the run of records carrying its id; one that found nothing to change
     recorded none, so the journal holds no trace of it), events per name and per origin, the
     time span (ISO 8601; when a clock was set back, how many records are stamped before the one
-    preceding them, and the earliest and latest stamps), segments and frames, bytes on disk (and
+    preceding them, and the earliest and latest stamps), segments and frames (with the records
+    per frame on average: every record a frame holds, a Rewind event or not), bytes on disk (and
     how many of them are zeros a live writer preallocated) and decoded, the compression ratio
     (without those zeros), snapshots in DIR/snapshots, checkpoints, and anything quarantined. A
     checkpoint is a `rewind.checkpoint` record, or a mark whose digest record follows it; a mark
@@ -142,9 +143,11 @@ enum StatsCommand: RewindCommand {
     } else {
       lines.append("time span    - (no events\(intact))")
     }
-    let perFrame = report.batches == 0 ? 0 : report.records / UInt64(report.batches)
+    // Every record of every frame that decodes (Rewind events or not), as the frames are counted.
+    let perFrame = report.batches == 0 ? 0 : Double(report.records) / Double(report.batches)
+    let records = perFrame == perFrame.rounded() ? String(Int(perFrame)) : String(format: "%.1f", perFrame)
     lines.append(
-      "segments     \(report.segments), \(report.batches) frame\(report.batches == 1 ? "" : "s") (\(perFrame) event\(perFrame == 1 ? "" : "s") per frame on average\(everyFile))"
+      "segments     \(report.segments), \(report.batches) frame\(report.batches == 1 ? "" : "s") (\(records) record\(records == "1" ? "" : "s") per frame on average\(everyFile))"
     )
     lines.append(
       "bytes        \(report.bytesOnDisk) on disk"
