@@ -15,10 +15,11 @@ public enum NotebookDemoCommand: RewindCommand {
   public static let help = """
     Usage: rewind demo [DIR] [--events N] [--seed S] [--durability always|batched|none] [--json]
 
-    Runs the Notebook workload through NotebookManager until about N events (default 100000) are
-    committed to the journal in DIR (default ./\(defaultDirectory)): users' commands on notebooks,
-    notes, tags, settings and the reading list, the sync job landing a server's changes, and the
-    auto-tagger tagging what users wrote. \(NotebookWorkload.commandsInFlight) commands are in flight at a time, so group
+    Runs the Notebook workload through NotebookManager until about N events (default 100000; 0
+    issues no command, so DIR is left an empty journal, verified) are committed to the journal
+    in DIR (default ./\(defaultDirectory)): users' commands on notebooks, notes, tags, settings
+    and the reading list, the sync job landing a server's changes, and the auto-tagger tagging
+    what users wrote. \(NotebookWorkload.commandsInFlight) commands are in flight at a time, so group
     commit batches them. Then prints a summary: the events and the commands that recorded them
     (both as `rewind stats` counts them), the commands issued (some find nothing to change and
     record no event, so the journal holds no trace of them), events and commands per origin,
@@ -50,7 +51,7 @@ public enum NotebookDemoCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["events", "seed", "durability"], flags: ["json"])
     let directory = try args.directory(default: defaultDirectory)
-    let target = try args.integer("events", default: 100_000, range: 1...1_000_000_000)
+    let target = try args.integer("events", default: 100_000, range: 0...1_000_000_000)
     var seed: UInt64?
     if let text = args.value("seed") {
       guard let value = UInt64(text) else {

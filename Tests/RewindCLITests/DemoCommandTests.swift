@@ -190,6 +190,24 @@ import Testing
     #expect(lines.out.split(separator: "\n").count == recording)
   }
 
+  /// --events 0 issues no command: DIR is an empty journal, verified, and the summary says so.
+  @Test func zeroEventsLeavesAnEmptyJournal() async throws {
+    let dir = TemporaryDirectory("cli-demo-zero")
+    let journal = dir.appending("journal")
+    let run = try await Self.rewind(["demo", journal, "--events", "0", "--seed", "1", "--durability", "none"])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(run.out.contains("  events        0, recorded by 0 commands (as rewind stats counts them)\n"), "\(run.out)")
+    #expect(run.out.contains("  commands      0 issued, 0 of them with nothing to record; "), "\(run.out)")
+    #expect(run.out.contains("  integrity     sound\n"), "\(run.out)")
+    let verify = try await Self.rewind(["verify", journal])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+    let export = try await Self.rewind(["export", journal, "--jsonl"])
+    #expect(export.status == 0 && export.out.isEmpty, "\(export.out)\(export.err)")
+    // Empty, it still takes a seeded run.
+    let again = try await Self.rewind(["demo", journal, "--events", "5", "--seed", "1", "--durability", "none"])
+    #expect(again.status == 0, "\(again.err)")
+  }
+
   /// DIR's missing parent directories are made, as mkdir -p would; where a file stands in the
   /// way, the journal's error names it.
   @Test func theDemoMakesMissingParentDirectories() async throws {
@@ -237,7 +255,7 @@ import Testing
 
   @Test(arguments: [
     (["--durability", "sometimes"], "--durability must be always, batched or none"),
-    (["--events", "0"], "--events needs a whole number"),
+    (["--events", "-1"], "--events needs a whole number in 0...1000000000, not '-1'"),
     (["--seed", "-1"], "--seed needs a whole number"),
     (["--records", "5"], "unknown option --records"),
   ])
