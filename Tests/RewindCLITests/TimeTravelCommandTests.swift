@@ -747,6 +747,40 @@ import Testing
     #expect(captured.out.contains(DebugCommand.commands), "help still answers")
   }
 
+  /// A Notebook journal written with limits larger than the default, holding a record (a note's
+  /// body) larger than a default reader accepts: replay and debug read it, with the largest
+  /// limits, to the writer's live state.
+  @Test func replayAndDebugReadAJournalWrittenWithLargerLimits() async throws {
+    let dir = TemporaryDirectory("cli-travel-larger")
+    var options = JournalOptions(durability: .none)
+    options.limits = JournalLimits(maxRecordBytes: 8 << 20, maxBatchBytes: 64 << 20)
+    let manager = try NotebookManager(
+      directory: dir.path, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+    let book = try await manager.createNotebook(title: "large")
+    let note = try await manager.createNote(in: book, title: "large", body: String(repeating: "z", count: 5 << 20))
+    try await manager.retitleNote(note, to: "after")
+    let live = manager.state
+    let last = manager.lastSequence
+    manager.close()
+    #expect(last == 3)
+    // The journal needs the larger limits: a reader with the default ones refuses its note.
+    #expect(throws: JournalError.self) {
+      let cursor = try JournalReader(directory: dir.path).records(from: 1)
+      while try cursor.next() != nil {}
+    }
+    let replay = try await rewind(["replay", dir.path, "--json"])
+    #expect(replay.status == 0, "\(replay.err)")
+    #expect(
+      replay.out
+        == #"{"model":"workspace","seq":\#(last),"digest":"\#(try StateDigest.of(live))","state":"#
+        + "\(try CanonicalJSON.render(live))}\n")
+    let debug = try await rewind(["debug", dir.path], input: "goto end\nprint\nback\nquery titles\n")
+    #expect(debug.status == 0, "\(debug.err)")
+    #expect(debug.out.contains("at \(last): digest \(try StateDigest.of(live))\n"), "\(debug.out.prefix(500))")
+    #expect(debug.out.contains("at \(last - 1) of \(last): #\(last - 1) "), "\(debug.out.prefix(500))")
+    #expect(debug.out.hasSuffix("\n[\"large\"]\n"), "the title before the last event: \(debug.out.suffix(500))")
+  }
+
   @Test func debugHelpListsTheCommands() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 12)
     let run = try await rewind(["debug", journal.path], input: "help\n")
