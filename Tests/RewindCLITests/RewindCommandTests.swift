@@ -33,7 +33,9 @@ import Testing
     let demo = try await Self.rewind(["demo", dir.path, "--events", "2000", "--seed", "1", "--durability", "none"])
     #expect(demo.status == 0, "\(demo.err)")
     let written = try #require(
-      demo.out.split(separator: "\n").first { $0.hasPrefix("  events") }?.split(separator: " ").dropFirst().first
+      demo.out.split(separator: "\n").first { $0.hasPrefix("  events") }?.split(whereSeparator: {
+        $0 == " " || $0 == ","
+      }).dropFirst().first
         .flatMap { Int($0) })
     #expect(written >= 2000)
     let verify = try await Self.rewind(["verify", dir.path])
