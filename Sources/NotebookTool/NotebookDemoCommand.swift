@@ -15,13 +15,16 @@ public enum NotebookDemoCommand: RewindCommand {
   public static let help = """
     Usage: rewind demo [DIR] [--events N] [--seed S] [--durability always|batched|none] [--json]
 
-    Runs the Notebook workload through NotebookManager until about N events (default 100000) are
-    committed to the journal in DIR (default ./\(defaultDirectory)): users' commands on notebooks,
-    notes, tags, settings and the reading list, the sync job landing a server's changes, and the
-    auto-tagger tagging what users wrote. \(NotebookWorkload.commandsInFlight) commands are in flight at a time, so group
-    commit batches them. Then prints a summary: events, events and commands per origin (the
-    events as `rewind stats` counts them), throughput, journal size and compression ratio. DIR
-    and its missing parent directories are created (as mkdir -p does).
+    Runs the Notebook workload through NotebookManager until about N events (default 100000; 0
+    issues no command, so DIR is left an empty journal, verified) are committed to the journal
+    in DIR (default ./\(defaultDirectory)): users' commands on notebooks, notes, tags, settings
+    and the reading list, the sync job landing a server's changes, and the auto-tagger tagging
+    what users wrote. \(NotebookWorkload.commandsInFlight) commands are in flight at a time, so group
+    commit batches them. Then prints a summary: the events and the commands that recorded them
+    (both as `rewind stats` counts them), the commands issued (some find nothing to change and
+    record no event, so the journal holds no trace of them), events and commands per origin,
+    throughput, journal size and compression ratio. DIR and its missing parent directories are
+    created (as mkdir -p does).
 
     With --seed, the run is fully deterministic: a simulated clock (from 2026-01-01T00:00:00Z)
     and seeded identifiers, so the same seed writes the same events, payloads and timestamps
@@ -31,8 +34,9 @@ public enum NotebookDemoCommand: RewindCommand {
 
     --durability  when an append is acknowledged: always (after fsync, the default), batched
                   (fsync within a short interval), none (left to the OS)
-    --json        instead of the summary, one JSON object per committed command on its own line,
-                  written as soon as the command is acknowledged:
+    --json        instead of the summary, one JSON object per command that recorded events (the
+                  commands `rewind stats` counts), on its own line, written as soon as the
+                  command is acknowledged:
                   {"seq":LAST,"first":FIRST,"events":K,"origin":"user","command":"ID",
                    "time":"ISO 8601","names":["note.created"]}
 
@@ -47,7 +51,7 @@ public enum NotebookDemoCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["events", "seed", "durability"], flags: ["json"])
     let directory = try args.directory(default: defaultDirectory)
-    let target = try args.integer("events", default: 100_000, range: 1...1_000_000_000)
+    let target = try args.integer("events", default: 100_000, range: 0...1_000_000_000)
     var seed: UInt64?
     if let text = args.value("seed") {
       guard let value = UInt64(text) else {
@@ -135,15 +139,19 @@ public enum NotebookDemoCommand: RewindCommand {
     func perOrigin(_ counts: [String: Int]) -> String {
       counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
     }
+    // The commands that recorded events: what `rewind stats` can count (a command that records
+    // nothing leaves no trace in the journal), as against all the commands issued.
+    let recording = summary.committedByOrigin.values.reduce(0, +)
     // The directory as typed: shown, not sent to the terminal, as every command echoes text.
     let shown = visible(directory)
     output.out(
       """
       notebook demo: \(shown) (\(seed.map { "seed \($0)" } ?? "unseeded"), durability \(durability))
-        events        \(written) from \(summary.commands) commands, \(NotebookWorkload.commandsInFlight) in flight
+        events        \(written), recorded by \(recording) command\(recording == 1 ? "" : "s") (as rewind stats counts them)
+        commands      \(summary.commands) issued, \(summary.commands - recording) of them with nothing to record; \(NotebookWorkload.commandsInFlight) in flight
         by origin     \(perOrigin(eventsByOrigin)) events (as rewind stats counts them)
-                      \(perOrigin(summary.committedByOrigin)) commands (that recorded events)
-        throughput    \(Int(Double(written) / max(seconds, 1e-9))) events/s, \(Int(Double(summary.commands) / max(seconds, 1e-9))) commands/s in \(String(format: "%.3f", seconds)) s
+                      \(perOrigin(summary.committedByOrigin)) commands that recorded events
+        throughput    \(Int(Double(written) / max(seconds, 1e-9))) events/s, \(Int(Double(summary.commands) / max(seconds, 1e-9))) commands issued/s in \(String(format: "%.3f", seconds)) s
         journal       \(report.records) events, \(report.batches) frames, \(report.segments) segments
         size          \(report.bytesOnDisk) bytes on disk, \(report.bytesDecoded) decoded (ratio \(ratio(report)))
         integrity     \(report.isSound ? "sound" : "\(report.problems.count) problems: run rewind verify \(shown)")

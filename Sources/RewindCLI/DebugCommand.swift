@@ -12,7 +12,8 @@ enum DebugCommand: RewindCommand {
     state (sequence 0). Reads one command per line from standard input: at a terminal with a
     prompt, from a pipe or file without one, so sessions can be scripted. Type `help` for the
     commands. A script's failing command is reported on stderr and the session goes on; the exit
-    code is then 2, or 3 if a command could not read the journal (damage found while seeking).
+    code is then 2, or 3 if a command could not read the journal (damage found while seeking, or
+    a `refresh` that found it shorter than the session had read: later commands are refused).
 
     Examples:
       rewind debug /tmp/j
@@ -46,7 +47,9 @@ enum DebugCommand: RewindCommand {
                           every later move is quick
       refresh             see records appended since the session started (until then,
                           every command sees the journal as it was; goto refuses a later
-                          sequence number or time)
+                          sequence number or time). A journal found shorter than the
+                          session has read (a repair moved records aside) ends its use:
+                          start `rewind debug` again
       help                this list
       quit                end the session (as does end of input)
 

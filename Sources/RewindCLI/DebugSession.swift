@@ -1,5 +1,6 @@
 import Foundation
 import Rewind
+import RewindJournal
 
 /// One `rewind debug` session: a position in a journal's history, a mark and watched entities.
 final class DebugSession {
@@ -10,6 +11,9 @@ final class DebugSession {
   private let interactive: Bool
   private var mark: UInt64?
   private var watched: [(id: String, last: String?)] = []
+  /// Set when `refresh` found the journal shorter than what the session has read: its states
+  /// may show records that are gone, so it serves no more of them.
+  private var shortened: ClosedRange<UInt64>?
 
   init(
     _ machine: any ModelSession, model: String, directory: String, output: RewindTool.Output, interactive: Bool
@@ -35,8 +39,23 @@ final class DebugSession {
       let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
       guard let command = words.first, !command.hasPrefix("#") else { continue }
       if command == "quit" || command == "exit" || command == "q" { break }
+      if shortened != nil && command != "help" && command != "?" {
+        failed = true
+        unreadable = true
+        output.err(
+          visible(
+            "error: \(command): not done: the journal got shorter under this session (see above); quit and start "
+              + "`rewind debug \(directory)` again")
+            + "\n")
+        continue
+      }
       do {
         try perform(command, Array(words.dropFirst()))
+      } catch let error as JournalError where error.code == .shortened {
+        failed = true
+        unreadable = true
+        shortened = error.sequences ?? machine.lastSequence...machine.lastSequence
+        output.err(visible("error: \(command): " + cutShort) + "\n")
       } catch {
         failed = true
         if !(error is UsageError) { unreadable = true }
@@ -55,6 +74,19 @@ final class DebugSession {
   /// Writes one line already safe to show: text made `visible` and JSON (whose escapes are its
   /// own; passing it through `visible` would double its backslashes).
   private func say(shown line: String) { output.out(line + "\n") }
+
+  /// What happened when the journal got shorter under the session, and what to do.
+  private var cutShort: String {
+    let gone =
+      shortened.map {
+        $0.count == 1 ? "sequence \($0.lowerBound) is" : "sequences \($0.lowerBound)-\($0.upperBound) are"
+      }
+      ?? "records are"
+    return "the journal \(directory) got shorter under this session: \(gone) gone, which this session had read "
+      + "(moved aside by `rewind repair`, or the directory replaced), "
+      + "so the states it holds may show what is gone and it shows no more. Quit and start `rewind debug \(directory)` "
+      + "again to see what the journal holds now; `rewind verify \(directory)` reports on it"
+  }
 
   private func perform(_ command: String, _ rest: [String]) throws {
     switch command {

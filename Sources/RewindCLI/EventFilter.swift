@@ -56,15 +56,17 @@ struct EventFilter {
 
   /// Checks the range against a journal that ends at sequence `last`. With `following` (`tail -f`,
   /// which goes on to show the events appended after `last`), a `--since` after the last event,
-  /// or in an empty journal, is a time to wait for, not an error, and so is a `--from 1` there.
+  /// or in an empty journal, is a time to wait for, not an error, and so is a `--from` of the
+  /// next record to be written, `last + 1` (1 in an empty journal): only new events.
   /// - Throws: `UsageError` when the range starts past that end (by sequence or by time): a
-  ///   `--from` given past it, `--from 1` of an empty journal too, as a `--since` there is.
+  ///   `--from` given past it (following, past `last + 1`), `--from 1` of an empty journal too,
+  ///   as a `--since` there is.
   func check(_ reader: JournalReader, last: UInt64, following: Bool = false) throws {
-    if from > last && (from > 1 || fromGiven && !following) {
+    if following ? from > last + 1 : from > last && (from > 1 || fromGiven) {
+      let end = last == 0 ? "the journal is empty" : "the journal ends at sequence \(last)"
       throw UsageError(
-        last == 0
-          ? "--from \(from) is out of range: the journal is empty"
-          : "--from \(from) is out of range: the journal ends at sequence \(last)")
+        "--from \(from) is out of range: \(end)"
+          + (following ? "; -f --from \(last + 1) follows from the next event to be written" : ""))
     }
     if let since, !following {
       guard let lastRecord = try reader.record(last) else {

@@ -8,20 +8,23 @@ enum StatsCommand: RewindCommand {
   static let help = """
     Usage: rewind stats DIR [--json]
 
-    Reads the whole journal once and reports: events and commands, events per name and per
-    origin, the time span (ISO 8601; when a clock was set back, how many records are stamped
-    before the one preceding them, and the earliest and latest stamps), segments and frames, bytes on disk (and how many of them
-    are zeros a live writer preallocated) and decoded, the compression ratio (without those
-    zeros), snapshots in DIR/snapshots, checkpoints, and anything quarantined. A checkpoint is a
-    `rewind.checkpoint` record, or a mark whose digest record follows it; a mark whose digest
-    never came (the writer stopped first; harmless) is counted apart as unfinished. Shows
-    progress on standard error when it is a terminal. With --json, one object with the same
-    figures (times in ISO 8601: first and last are the first and last records', earliest and
-    latest the extremes, stampedBeforePrevious the records stamped before the one preceding
-    them; counts by name and origin as objects, checkpoints and
-    unfinishedCheckpoints as arrays of sequence numbers). A snapshot after the journal's last
-    sequence is flagged (snapshotsPastTheEnd in JSON): its records were made durable before it
-    was written, so records were lost.
+    Reads the whole journal once and reports: events and the commands that recorded them (a
+    command is counted by the run of records carrying its id; one that found nothing to change
+    recorded none, so the journal holds no trace of it), events per name and per origin, the
+    time span (ISO 8601; when a clock was set back, how many records are stamped before the one
+    preceding them, and the earliest and latest stamps), segments and frames (with the records
+    per frame on average: every record a frame holds, a Rewind event or not), bytes on disk (and
+    how many of them are zeros a live writer preallocated) and decoded, the compression ratio
+    (without those zeros), snapshots in DIR/snapshots, checkpoints, and anything quarantined. A
+    checkpoint is a `rewind.checkpoint` record, or a mark whose digest record follows it; a mark
+    whose digest never came (the writer stopped first; harmless) is counted apart as
+    unfinished. Shows progress on standard error when it is a terminal. With --json, one object
+    with the same figures (commandsWithEvents the commands that recorded events; times in ISO
+    8601: first and last are the first and last records', earliest and latest the extremes,
+    stampedBeforePrevious the records stamped before the one preceding them; counts by name and
+    origin as objects, checkpoints and unfinishedCheckpoints as arrays of sequence numbers). A
+    snapshot after the journal's last sequence is flagged (snapshotsPastTheEnd in JSON): its
+    records were made durable before it was written, so records were lost.
 
     In a damaged journal, the counts read from its records (events, commands, the time span,
     checkpoints, by name and by origin) cover its intact part, up to the first damage, and say
@@ -100,7 +103,7 @@ enum StatsCommand: RewindCommand {
       }
       var fields = [
         "\"journal\":\(jsonString(directory))", "\"id\":\"\(try reader.id)\"", "\"events\":\(events)",
-        "\"commands\":\(commands)", "\"notRewindEvents\":\(foreign)",
+        "\"commandsWithEvents\":\(commands)", "\"notRewindEvents\":\(foreign)",
         "\"first\":" + (first.map { "\"\(isoTime($0))\"" } ?? "null"),
         "\"last\":" + (last.map { "\"\(isoTime($0))\"" } ?? "null"),
         "\"earliest\":" + (earliest.map { "\"\(isoTime($0))\"" } ?? "null"),
@@ -126,7 +129,7 @@ enum StatsCommand: RewindCommand {
     // The directory and the names and origins (in `table`) are made `visible`, each once.
     var lines = [
       visible("journal      \(directory) (id \(try reader.id))"),
-      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")\(intact)) in \(commands) command\(commands == 1 ? "" : "s")"
+      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")\(intact)), recorded by \(commands) command\(commands == 1 ? "" : "s")"
         + (foreign > 0 ? ", \(foreign) records that are not Rewind events" : ""),
     ]
     if let first, let last {
@@ -143,9 +146,11 @@ enum StatsCommand: RewindCommand {
     } else {
       lines.append("time span    - (no events\(intact))")
     }
-    let perFrame = report.batches == 0 ? 0 : report.records / UInt64(report.batches)
+    // Every record of every frame that decodes (Rewind events or not), as the frames are counted.
+    let perFrame = report.batches == 0 ? 0 : Double(report.records) / Double(report.batches)
+    let records = perFrame == perFrame.rounded() ? String(Int(perFrame)) : String(format: "%.1f", perFrame)
     lines.append(
-      "segments     \(report.segments), \(report.batches) frame\(report.batches == 1 ? "" : "s") (\(perFrame) event\(perFrame == 1 ? "" : "s") per frame on average\(everyFile))"
+      "segments     \(report.segments), \(report.batches) frame\(report.batches == 1 ? "" : "s") (\(records) record\(records == "1" ? "" : "s") per frame on average\(everyFile))"
     )
     lines.append(
       "bytes        \(report.bytesOnDisk) on disk"
@@ -187,7 +192,7 @@ enum StatsCommand: RewindCommand {
   /// The fields of `--json` counted from the records read, which cover only the intact part of a
   /// damaged journal (the others, from `verify`'s report, every segment file).
   static let partialFields = [
-    "events", "commands", "notRewindEvents", "first", "last", "earliest", "latest", "stampedBeforePrevious",
+    "events", "commandsWithEvents", "notRewindEvents", "first", "last", "earliest", "latest", "stampedBeforePrevious",
     "checkpoints", "unfinishedCheckpoints", "byName", "byOrigin",
   ]
 

@@ -29,10 +29,12 @@ enum TailCommand: RewindCommand {
 
     --to and --until end the selection, so -f (which shows what comes after the journal's end)
     refuses them; a --since after the last event (or in an empty journal) it takes as a time to
-    wait for, showing the events from then on as they come, and a --from 1 in an empty journal
-    the first event to come. Exit 0; 2 for a bad option or a selection outside the journal (a
-    --from past its end, --from 1 in an empty journal without -f; without -f, a --since after
-    its last event or a selection no event matches); 3 when the journal cannot be read.
+    wait for, showing the events from then on as they come, and a --from of the next sequence
+    number to be written (the last one plus 1; 1 in an empty journal) as the first event to
+    come: -f --from LAST+1 shows only new events. Exit 0; 2 for a bad option or a selection
+    outside the journal (a --from past its end, with -f past the next sequence number; --from 1
+    in an empty journal without -f; without -f, a --since after its last event or a selection
+    no event matches); 3 when the journal cannot be read.
 
     Examples:
       rewind tail /tmp/notes -n 3

@@ -303,7 +303,7 @@ import Testing
     defer { withExtendedLifetime(dir) {} }
     let run = try await Self.rewind(["stats", path])
     #expect(run.status == 0, "\(run.err)")
-    #expect(run.out.contains("events       \(events.count) (sequences 1-\(events.count)) in "))
+    #expect(run.out.contains("events       \(events.count) (sequences 1-\(events.count)), recorded by "))
     let created = events.filter { $0["name"] as? String == "note.created" }.count
     let sync = events.filter { $0["origin"] as? String == "sync" }.count
     let lines = run.out.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
@@ -396,6 +396,11 @@ import Testing
       (["--follow", "--until", "2026-01-01"], "--until ends the selection, and -f shows"),
       (["--entity", String(repeating: "0", count: 32)], "no event in \(path) matches: mentioning entity 000"),
       (["--from", "\(events.count + 1)"], "--from \(events.count + 1) is out of range: the journal ends at"),
+      (
+        ["-f", "--from", "\(events.count + 2)"],
+        "--from \(events.count + 2) is out of range: the journal ends at sequence \(events.count); "
+          + "-f --from \(events.count + 1) follows from the next event to be written"
+      ),
       (["--type", "x", "--origin"], "--origin needs a value"),
     ] {
       let run = try await Self.rewind(["tail", path] + arguments)
@@ -462,6 +467,27 @@ import Testing
     first.close()
     #expect(try await waiting.waitForLine { $0.contains("\"seq\":1,") })
     try await waiting.kill()
+  }
+
+  /// tail -f --from the last sequence number plus 1 shows no event of the journal, only those
+  /// appended after it started, from the first of them on.
+  @Test func tailFollowsFromTheNextSequenceNumber() async throws {
+    let (dir, path, events) = try await Self.journal(events: 50)
+    defer { withExtendedLifetime(dir) {} }
+    let next = events.count + 1
+    let executable = try #require(ChildProcess.builtProduct("rewind"))
+    let follower = try ChildProcess(
+      executable: executable, arguments: ["tail", path, "-f", "--from", "\(next)", "--json"])
+    // Most likely following by now; were it not, its first read shows the same events.
+    try await Task.sleep(for: .milliseconds(300))
+    let last = try #require(try JournalReader(directory: path).record(UInt64(events.count)))
+    let writer = try Journal(directory: path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait(
+      Array(repeating: NewRecord(timestamp: last.timestamp + 1, payload: last.payload), count: 3))
+    writer.close()
+    #expect(try await follower.waitForLine { $0.contains("\"seq\":\(next + 2),") })
+    try await follower.kill()
+    #expect(Self.sequences(try Self.parse(follower.lines.joined(separator: "\n"))) == [next, next + 1, next + 2])
   }
 
   /// Timestamps need not increase (a clock set back): a time after the last record's but at or

@@ -30,7 +30,7 @@ import Testing
   @Test func aSeedWritesTheSameEventsWhateverTheDurability() async throws {
     let (_, always, reference) = try await Self.demo(events: 3_000, seed: 5, durability: "always")
     #expect(reference.count >= 3_000 && reference.count < 3_100, "\(reference.count) events")
-    #expect(always.out.contains("events        \(reference.count) from"), "\(always.out)")
+    #expect(always.out.contains("events        \(reference.count), recorded by "), "\(always.out)")
     for durability in ["batched", "none"] {
       let (_, _, lines) = try await Self.demo(events: 3_000, seed: 5, durability: durability)
       #expect(lines.count == reference.count, "\(durability)")
@@ -125,14 +125,14 @@ import Testing
   @Test func theSummarySaysWhatWasWritten() async throws {
     let (dir, run, exported) = try await Self.demo(events: 1_000, seed: 2, durability: "none")
     #expect(run.out.contains("notebook demo: \(dir.appending("journal")) (seed 2, durability none)"))
-    #expect(run.out.contains("events        \(exported.count) from"))
+    #expect(run.out.contains("events        \(exported.count), recorded by "))
     // Events per origin, as stats counts them; then the commands, labelled so.
     let stats = try await Self.rewind(["stats", dir.appending("journal"), "--json"])
     let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.out.utf8)) as? [String: Any])
     let byOrigin = try #require(object["byOrigin"] as? [String: Int])
     let events = byOrigin.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
     #expect(run.out.contains("  by origin     \(events) events (as rewind stats counts them)\n"), "\(run.out)")
-    #expect(run.out.contains(" commands (that recorded events)\n"), "\(run.out)")
+    #expect(run.out.contains(" commands that recorded events\n"), "\(run.out)")
     #expect(run.out.contains("integrity     sound"))
     let names = Set(
       try exported.map { line in
@@ -141,6 +141,71 @@ import Testing
     for name in ["notebook.created", "note.created", "note.bodyEdited", "note.tagged", "reading.itemAdded"] {
       #expect(names.contains(name), "\(name)")
     }
+  }
+
+  /// The demo counts the commands it issued, `stats` those the journal shows (a command that
+  /// finds nothing to change records no event): each output says which it counts, and the
+  /// commands that recorded events are the same number in the demo's summary, its --json lines,
+  /// and stats' text and JSON.
+  @Test func theDemoAndStatsSayWhichCommandsTheyCount() async throws {
+    let (dir, run, exported) = try await Self.demo(events: 1_000, seed: 2, durability: "none")
+    // Counted here: the runs of one command id among the exported events.
+    var recording = 0
+    var previous: String?
+    for line in exported {
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+      let command = try #require(object["command"] as? String)
+      if command != previous { recording += 1 }
+      previous = command
+    }
+    // The commands issued, counted by the same seeded workload run in process.
+    let scratch = TemporaryDirectory("cli-demo-issued")
+    let workload = NotebookWorkload(seed: 2)
+    let manager = try NotebookManager(
+      directory: scratch.path, options: JournalOptions(durability: .none), clock: workload.clock, ids: workload.ids)
+    let issued = try await workload.run(manager, events: 1_000).commands
+    manager.close()
+    try #require(issued > recording, "some commands found nothing to record")
+    #expect(
+      run.out.contains(
+        "  events        \(exported.count), recorded by \(recording) commands (as rewind stats counts them)\n"),
+      "\(run.out)")
+    #expect(
+      run.out.contains("  commands      \(issued) issued, \(issued - recording) of them with nothing to record; "),
+      "\(run.out)")
+    #expect(run.out.contains(" commands issued/s in "), "\(run.out)")
+    let journal = dir.appending("journal")
+    let stats = try await Self.rewind(["stats", journal])
+    #expect(
+      stats.out.contains(
+        "events       \(exported.count) (sequences 1-\(exported.count)), recorded by \(recording) commands\n"),
+      "\(stats.out)")
+    let object = try #require(
+      try JSONSerialization.jsonObject(with: Data(try await Self.rewind(["stats", journal, "--json"]).out.utf8))
+        as? [String: Any])
+    #expect(object["commandsWithEvents"] as? Int == recording, "\(object)")
+    #expect(object["commands"] == nil, "the count says which commands it counts")
+    // --json writes one line per command that recorded events: as many.
+    let (_, lines, _) = try await Self.demo(events: 1_000, seed: 2, durability: "none", json: true)
+    #expect(lines.out.split(separator: "\n").count == recording)
+  }
+
+  /// --events 0 issues no command: DIR is an empty journal, verified, and the summary says so.
+  @Test func zeroEventsLeavesAnEmptyJournal() async throws {
+    let dir = TemporaryDirectory("cli-demo-zero")
+    let journal = dir.appending("journal")
+    let run = try await Self.rewind(["demo", journal, "--events", "0", "--seed", "1", "--durability", "none"])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(run.out.contains("  events        0, recorded by 0 commands (as rewind stats counts them)\n"), "\(run.out)")
+    #expect(run.out.contains("  commands      0 issued, 0 of them with nothing to record; "), "\(run.out)")
+    #expect(run.out.contains("  integrity     sound\n"), "\(run.out)")
+    let verify = try await Self.rewind(["verify", journal])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+    let export = try await Self.rewind(["export", journal, "--jsonl"])
+    #expect(export.status == 0 && export.out.isEmpty, "\(export.out)\(export.err)")
+    // Empty, it still takes a seeded run.
+    let again = try await Self.rewind(["demo", journal, "--events", "5", "--seed", "1", "--durability", "none"])
+    #expect(again.status == 0, "\(again.err)")
   }
 
   /// DIR's missing parent directories are made, as mkdir -p would; where a file stands in the
@@ -190,7 +255,7 @@ import Testing
 
   @Test(arguments: [
     (["--durability", "sometimes"], "--durability must be always, batched or none"),
-    (["--events", "0"], "--events needs a whole number"),
+    (["--events", "-1"], "--events needs a whole number in 0...1000000000, not '-1'"),
     (["--seed", "-1"], "--seed needs a whole number"),
     (["--records", "5"], "unknown option --records"),
   ])

@@ -83,13 +83,14 @@ import Testing
     #expect(events < Int(journal.lastSequence), "\(json.out)")
     #expect(
       object["partial"] as? [String] == [
-        "events", "commands", "notRewindEvents", "first", "last", "earliest", "latest", "stampedBeforePrevious",
+        "events", "commandsWithEvents", "notRewindEvents", "first", "last", "earliest", "latest",
+        "stampedBeforePrevious",
         "checkpoints", "unfinishedCheckpoints", "byName", "byOrigin",
       ], "\(json.out)")
     let text = try await ToolRun.run("rewind", ["stats", journal.path])
     #expect(text.status == 1, "\(text.out)\(text.err)")
     for marked in [
-      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)"); intact part) in ",
+      "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)"); intact part), recorded by ",
       "average; every segment file, past the damage too)\n", "decoded (every segment file)\n",
       "\nby name (intact part)\n", "\nby origin (intact part)\n",
       "cover the intact part, up to sequence \(events); segments, frames and bytes every segment file.",

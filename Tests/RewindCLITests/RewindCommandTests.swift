@@ -33,7 +33,9 @@ import Testing
     let demo = try await Self.rewind(["demo", dir.path, "--events", "2000", "--seed", "1", "--durability", "none"])
     #expect(demo.status == 0, "\(demo.err)")
     let written = try #require(
-      demo.out.split(separator: "\n").first { $0.hasPrefix("  events") }?.split(separator: " ").dropFirst().first
+      demo.out.split(separator: "\n").first { $0.hasPrefix("  events") }?.split(whereSeparator: {
+        $0 == " " || $0 == ","
+      }).dropFirst().first
         .flatMap { Int($0) })
     #expect(written >= 2000)
     let verify = try await Self.rewind(["verify", dir.path])
@@ -271,8 +273,23 @@ import Testing
     let demo = try await Self.rewind(["demo", dir.appending("j"), "--events", "1", "--durability", "none"])
     try #require(demo.status == 0, "\(demo.err)")
     let stats = try await Self.rewind(["stats", dir.appending("j")])
-    #expect(stats.out.contains("(sequences 1-1) in 1 command\n"), "\(stats.out)")
-    #expect(stats.out.contains("1, 1 frame (1 event per frame on average)\n"), "\(stats.out)")
+    #expect(stats.out.contains("(sequences 1-1), recorded by 1 command\n"), "\(stats.out)")
+    #expect(stats.out.contains("1, 1 frame (1 record per frame on average)\n"), "\(stats.out)")
+  }
+
+  /// The figure per frame divides every record of the frames by the frames, Rewind events or
+  /// not, and its label says records; not cut to a whole number.
+  @Test func statsCountsTheRecordsPerFrame() async throws {
+    let dir = TemporaryDirectory("cli-stats-per-frame")
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    let foreign = NewRecord(timestamp: 1, payload: Array("not a Rewind event".utf8))
+    try journal.appendAndWait(Array(repeating: foreign, count: 3))
+    try journal.appendAndWait(Array(repeating: foreign, count: 2))
+    journal.close()
+    let stats = try await Self.rewind(["stats", dir.path])
+    #expect(stats.status == 0, "\(stats.err)")
+    #expect(stats.out.contains(", 5 records that are not Rewind events\n"), "\(stats.out)")
+    #expect(stats.out.contains("1, 2 frames (2.5 records per frame on average)\n"), "\(stats.out)")
   }
 
   /// A journal written with limits larger than the default (64 MiB batches) whose last batch is

@@ -726,6 +726,85 @@ import Testing
     #expect(captured.out.hasPrefix("the journal ends at sequence \(later)\nat \(later) of \(later): #\(later) "))
   }
 
+  /// A journal that got shorter under a session (a repair moved its last frame aside between two
+  /// commands): `refresh` says so plainly and what to do, and the session serves no more states,
+  /// which may show the records gone; `help` still answers. Exit 3.
+  @Test func debugSaysWhenTheJournalGotShorterUnderIt() async throws {
+    let journal = try await NotebookJournal.write(commands: 10, seed: 18)
+    let last = journal.lastSequence
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path)
+    let captured = Captured()
+    let debug = DebugSession(
+      machine, model: "workspace", directory: journal.path, output: captured.output, interactive: false)
+    var lines = ["goto end", "refresh", "print", "step", "help"][...]
+    var shortened: UInt64?
+    let status = debug.run {
+      if lines.count == 4 {
+        // Between `goto end` and `refresh`: a bit of the last frame flipped, and repaired.
+        shortened = try? { () throws -> UInt64 in
+          let segment = try #require(Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted().last)
+          var bytes = try Files.read(journal.directory.appending(segment))
+          bytes[bytes.count - 6] ^= 0x20
+          try Files.write(bytes, to: journal.directory.appending(segment))
+          return try Journal.repair(directory: journal.path).lastSequence
+        }()
+      }
+      return lines.popFirst()
+    }
+    try #require(shortened == last - 1, "the repair moved the last record aside")
+    #expect(status == .unreadable)
+    #expect(captured.out.hasPrefix("at \(last) of \(last): #\(last) "), "\(captured.out)")
+    #expect(
+      captured.err.contains(
+        "error: refresh: the journal \(journal.path) got shorter under this session: sequence \(last) is gone, "
+          + "which this session had read (moved aside by `rewind repair`, or the directory replaced), so the "
+          + "states it holds may show what is gone and it shows no more. Quit and start `rewind debug \(journal.path)` "
+          + "again to see what the journal holds now; `rewind verify \(journal.path)` reports on it\n"),
+      "\(captured.err)")
+    for command in ["print", "step"] {
+      #expect(
+        captured.err.contains(
+          "error: \(command): not done: the journal got shorter under this session (see above); quit and start "
+            + "`rewind debug \(journal.path)` again\n"), "\(captured.err)")
+    }
+    #expect(!captured.out.contains("at \(last): digest "), "print showed a state: \(captured.out)")
+    #expect(captured.out.contains(DebugCommand.commands), "help still answers")
+  }
+
+  /// A Notebook journal written with limits larger than the default, holding a record (a note's
+  /// body) larger than a default reader accepts: replay and debug read it, with the largest
+  /// limits, to the writer's live state.
+  @Test func replayAndDebugReadAJournalWrittenWithLargerLimits() async throws {
+    let dir = TemporaryDirectory("cli-travel-larger")
+    var options = JournalOptions(durability: .none)
+    options.limits = JournalLimits(maxRecordBytes: 8 << 20, maxBatchBytes: 64 << 20)
+    let manager = try NotebookManager(
+      directory: dir.path, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+    let book = try await manager.createNotebook(title: "large")
+    let note = try await manager.createNote(in: book, title: "large", body: String(repeating: "z", count: 5 << 20))
+    try await manager.retitleNote(note, to: "after")
+    let live = manager.state
+    let last = manager.lastSequence
+    manager.close()
+    #expect(last == 3)
+    // The journal needs the larger limits: a reader with the default ones refuses its note.
+    #expect(throws: JournalError.self) {
+      let cursor = try JournalReader(directory: dir.path).records(from: 1)
+      while try cursor.next() != nil {}
+    }
+    let replay = try await rewind(["replay", dir.path, "--json"])
+    #expect(replay.status == 0, "\(replay.err)")
+    #expect(
+      replay.out
+        == #"{"model":"workspace","seq":\#(last),"digest":"\#(try StateDigest.of(live))","state":"#
+        + "\(try CanonicalJSON.render(live))}\n")
+    let debug = try await rewind(["debug", dir.path], input: "goto end\nprint\nback\nquery titles\n")
+    #expect(debug.status == 0, "\(debug.err)")
+    #expect(debug.out.contains("at \(last): digest \(try StateDigest.of(live))\n"), "\(debug.out.prefix(500))")
+    #expect(debug.out.contains("at \(last - 1) of \(last): #\(last - 1) "), "\(debug.out.prefix(500))")
+    #expect(debug.out.hasSuffix("\n[\"large\"]\n"), "the title before the last event: \(debug.out.suffix(500))")
+  }
+
   @Test func debugHelpListsTheCommands() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 12)
     let run = try await rewind(["debug", journal.path], input: "help\n")
