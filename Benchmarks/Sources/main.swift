@@ -13,8 +13,10 @@ guard let options = BenchOptions.parse(arguments) else { exit(arguments.contains
 let work: String
 if let given = options.workDirectory {
   work = given
-  try? FileManager.default.removeItem(atPath: work)
-  try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+  do { try ScratchDirectory.prepare(work) } catch {
+    printError("\(error)")
+    exit(2)
+  }
 } else {
   var template = Array("/tmp/rewind-bench.XXXXXX".utf8CString)
   guard let made = mkdtemp(&template) else {

@@ -214,6 +214,39 @@ import Testing
     #expect(checks.keys.allSatisfy { !$0.hasPrefix("replay") })
   }
 
+  /// `--work DIR` empties DIR only when the benchmark made it (its marker is there) or it is
+  /// empty; a directory of other files, or a file, is refused and left as it was.
+  @Test func scratchDirectoriesAreEmptiedOnlyWhenTheBenchMadeThem() throws {
+    let manager = FileManager.default
+    let root = manager.temporaryDirectory.appendingPathComponent("bench-scratch-\(UUID())").path
+    defer { try? manager.removeItem(atPath: root) }
+    let fresh = root + "/fresh/nested"
+    try ScratchDirectory.prepare(fresh)
+    #expect(try manager.contentsOfDirectory(atPath: fresh) == [ScratchDirectory.marker])
+
+    // An earlier run's directory is emptied, its marker kept.
+    #expect(manager.createFile(atPath: fresh + "/journal", contents: Data([1])))
+    try ScratchDirectory.prepare(fresh)
+    #expect(try manager.contentsOfDirectory(atPath: fresh) == [ScratchDirectory.marker])
+
+    // Someone's directory is refused, untouched.
+    let theirs = root + "/theirs"
+    try manager.createDirectory(atPath: theirs, withIntermediateDirectories: true)
+    #expect(manager.createFile(atPath: theirs + "/thesis.tex", contents: Data([1])))
+    #expect(throws: BenchError.self) { try ScratchDirectory.prepare(theirs) }
+    #expect(try manager.contentsOfDirectory(atPath: theirs) == ["thesis.tex"])
+
+    // So is a file.
+    #expect(throws: BenchError.self) { try ScratchDirectory.prepare(theirs + "/thesis.tex") }
+    #expect(manager.fileExists(atPath: theirs + "/thesis.tex"))
+
+    // An empty directory is taken.
+    let empty = root + "/empty"
+    try manager.createDirectory(atPath: empty, withIntermediateDirectories: true)
+    try ScratchDirectory.prepare(empty)
+    #expect(try manager.contentsOfDirectory(atPath: empty) == [ScratchDirectory.marker])
+  }
+
   /// The command line: sizes and seeds are checked, an unknown argument is refused.
   @Test func optionsAreParsedAndCheckedOnTheCommandLine() {
     let full = BenchOptions.parse(["--full", "--seed", "0x10", "--only", "replay", "--only", "seek"])

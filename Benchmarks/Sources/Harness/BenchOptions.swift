@@ -4,7 +4,9 @@ struct BenchOptions: Sendable {
 
   var mode: Mode = .small
   var jsonPath = "Benchmarks/results/latest.json"
-  /// Where the journals, databases and JSON files of the run are written; removed at the end.
+  /// Where the journals, databases and JSON files of the run are written (`--work`): emptied
+  /// first (`ScratchDirectory.prepare`) and kept at the end; when nil, a new one in /tmp, removed
+  /// at the end.
   var workDirectory: String?
   /// Runs only the scenarios whose name contains one of these (all when empty).
   var only: [String] = []
@@ -40,7 +42,8 @@ struct BenchOptions: Sendable {
                    build with -c release (make bench)
       --json PATH  where to write the results (default Benchmarks/results/latest.json)
       --work DIR   scratch directory for journals and baselines, kept afterwards (default: a
-                   new one in /tmp, removed afterwards)
+                   new one in /tmp, removed afterwards); emptied first, so it must be new, empty
+                   or one an earlier run made (it holds the file .rewind-bench-scratch)
       --only NAME  run only scenarios whose name contains NAME (repeatable)
       --seed N     workload seed (default 0x5EED2026)
       --events N   corpus size instead of the mode's (the other sizes follow the mode)
