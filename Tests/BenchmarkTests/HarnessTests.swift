@@ -1,4 +1,5 @@
 import Foundation
+import RewindJournal
 import Synchronization
 import Testing
 
@@ -113,6 +114,26 @@ import Testing
     }
     #expect(seen.indices.withLock { $0.sorted() } == Array(0..<1_000))
     #expect(latencies.samples.count == 1_000)
+  }
+
+  /// SQLite's producers committing each append under a lock wait for it suspended, with their
+  /// clocks running (as the journal's wait for their group commit): the latencies of 64 producers
+  /// add up to about 64 times the elapsed time (the appends in flight, by Little's law), not to
+  /// the 2 a lock that blocks the cooperative pool's threads lets start.
+  @Test func sqliteProducersWaitForTheLockWithTheirClocksRunning() async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-sqlite-\(UUID())").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let appender = try SQLiteAppender(path: directory + "/events.db", synchronous: "OFF", commit: .eachAppend)
+    let record = NewRecord(timestamp: 1, payload: [UInt8](repeating: 7, count: 200))
+    let producers = 64
+    let (seconds, latencies) = try await timedAsync {
+      try await runProducers(producers, count: producers * 40) { _ in try await appender.append([record]) }
+    }
+    appender.close()
+    #expect(latencies.samples.count == producers * 40)
+    let inFlight = Double(latencies.samples.reduce(0, +)) / 1e9 / seconds
+    #expect(inFlight >= Double(producers) / 2)
   }
 
   /// The allocator's bytes in use are read from `malloc_info`'s totals after the last heap (all
