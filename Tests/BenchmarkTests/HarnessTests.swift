@@ -268,6 +268,33 @@ import Testing
     #expect(try manager.contentsOfDirectory(atPath: empty) == [ScratchDirectory.marker])
   }
 
+  /// Each SQLite append configuration makes as many appends as the journal configuration it is
+  /// compared with, or says how many it makes; the targets find the figures under it.
+  @Test(arguments: [BenchOptions.Mode.small, .full])
+  func sqliteAppendCountsMatchTheJournalsOrAreNamed(mode: BenchOptions.Mode) {
+    var options = BenchOptions()
+    options.mode = mode
+    for variant in SQLiteAppendScenario.Variant.all {
+      for producers in [1, 64] {
+        let count = SQLiteAppendScenario.appendCount(variant, producers: producers, options: options)
+        let journal = SQLiteAppendScenario.journalAppendCount(variant, producers: producers, options: options)
+        let configuration = SQLiteAppendScenario.configuration(variant, producers: producers, options: options)
+        #expect(
+          count == journal || configuration.contains("\(Report.format(Double(count))) appends"),
+          "\(configuration): \(count) appends, the journal's \(journal)")
+      }
+    }
+    let durable = SQLiteAppendScenario.configuration(.eachAppendFull, producers: 64, options: options)
+    let context = BenchContext(options: options, work: "/nonexistent")
+    let many = JournalAppendScenario.configuration("always", 64)
+    context.record("journal.append", many, "events/s", 300_000, "ev/s")
+    context.record(
+      baseline: "sqlite", "sqlite.append", durable, "events/s", 1_000, "ev/s",
+      comparedWith: (scenario: "journal.append", configuration: many, metric: "events/s"))
+    let checks = Targets.check(context)
+    #expect(checks.contains { $0.target.hasPrefix("durable append ≥ 10× SQLite") && $0.met == true })
+  }
+
   /// The command line: sizes and seeds are checked, an unknown argument is refused.
   @Test func optionsAreParsedAndCheckedOnTheCommandLine() {
     let full = BenchOptions.parse(["--full", "--seed", "0x10", "--only", "replay", "--only", "seek"])

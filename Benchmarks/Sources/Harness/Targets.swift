@@ -9,8 +9,8 @@ enum Targets {
     func journal(_ durability: String, _ producers: Int) -> String {
       JournalAppendScenario.configuration(durability, producers)
     }
-    func sqlite(_ variant: String, _ producers: Int) -> String {
-      "\(variant), \(producers) producer\(producers == 1 ? "" : "s")"
+    func sqlite(_ variant: SQLiteAppendScenario.Variant, _ producers: Int) -> String {
+      SQLiteAppendScenario.configuration(variant, producers: producers, options: context.options)
     }
     func rate(_ value: Double) -> String { Report.format(value) + " ev/s" }
     var checks: [TargetCheck] = []
@@ -26,7 +26,7 @@ enum Targets {
           met: max(one, many) >= 1_500_000))
     }
     if let rewind = value("journal.append", journal("none", 64), "events/s"),
-      let base = value("sqlite.append", sqlite("grouped, synchronous=OFF", 64), "events/s", "sqlite")
+      let base = value("sqlite.append", sqlite(.groupedOff, 64), "events/s", "sqlite")
     {
       checks.append(
         TargetCheck(
@@ -35,7 +35,7 @@ enum Targets {
     }
     if let rewind = value("journal.append", journal("none", 1), "events/s"),
       let base = value(
-        "sqlite.append", sqlite("commit per append under a lock, synchronous=OFF", 1), "events/s", "sqlite")
+        "sqlite.append", sqlite(.eachAppendOff, 1), "events/s", "sqlite")
     {
       checks.append(
         TargetCheck(
@@ -44,8 +44,7 @@ enum Targets {
     }
     if let rewind = value("journal.append", JournalAppendScenario.bulkConfiguration("none"), "events/s"),
       let base = value(
-        "sqlite.append", "synchronous=OFF, 1 producer, \(JournalAppendScenario.bulkSize) records per transaction",
-        "events/s", "sqlite")
+        "sqlite.append", SQLiteAppendScenario.bulkConfiguration(synchronous: "OFF"), "events/s", "sqlite")
     {
       checks.append(
         TargetCheck(
@@ -58,7 +57,7 @@ enum Targets {
           target: "durable append (always), 64 producers ≥ 200k events/s", measured: rate(rewind),
           met: rewind >= 200_000))
       if let base = value(
-        "sqlite.append", sqlite("commit per append under a lock, synchronous=FULL", 64), "events/s", "sqlite")
+        "sqlite.append", sqlite(.eachAppendFull, 64), "events/s", "sqlite")
       {
         checks.append(
           TargetCheck(
