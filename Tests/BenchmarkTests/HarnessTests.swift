@@ -295,6 +295,34 @@ import Testing
     #expect(checks.contains { $0.target.hasPrefix("durable append ≥ 10× SQLite") && $0.met == true })
   }
 
+  /// "Seek p99 ≤ 20 ms" is the scenario 3: judged on time travel with snapshots as the
+  /// default policy keeps them, with the journal's cursor seek and the prepared jumps shown beside
+  /// it and not judged.
+  @Test func seekTargetIsJudgedOnTimeTravelWithTheDefaultSnapshots() {
+    let options = BenchOptions()
+    let context = BenchContext(options: options, work: "/nonexistent")
+    context.corpus = Array(repeating: NewRecord(timestamp: 0, payload: []), count: 1_000)
+    let jumps = TimeTravelScenario.jumpCounts(options.mode)
+    let fromSnapshots = TimeTravelScenario.snapshotConfiguration(total: 1_000, jumps: jumps.fromSnapshots)
+    #expect(fromSnapshots.contains("newest 4 kept"))
+    context.record(
+      "journal.seek", SeekScenario.configuration(total: 1_000, seeks: options.seeks), "seek p99", 0.5, "ms")
+    context.record(
+      "timetravel.seek", TimeTravelScenario.preparedConfiguration(total: 1_000, jumps: jumps.prepared), "jump p99", 3,
+      "ms")
+    context.record("timetravel.seek", fromSnapshots, "jump p99", 250, "ms")
+    let seek = Targets.check(context).filter { $0.target.hasPrefix("seek p99") }
+    #expect(seek.count == 1)
+    #expect(seek.first?.met == false)
+    #expect(seek.first?.measured == "250 ms; journal cursor seek p99 0.500 ms; after TimeMachine.prepare() p99 3.00 ms")
+    #expect(!Targets.check(context).contains { $0.target.contains("prepare") })
+
+    let fast = BenchContext(options: options, work: "/nonexistent")
+    fast.corpus = context.corpus
+    fast.record("timetravel.seek", fromSnapshots, "jump p99", 20, "ms")
+    #expect(Targets.check(fast).first { $0.target.hasPrefix("seek p99") }?.met == true)
+  }
+
   /// The command line: sizes and seeds are checked, an unknown argument is refused.
   @Test func optionsAreParsedAndCheckedOnTheCommandLine() {
     let full = BenchOptions.parse(["--full", "--seed", "0x10", "--only", "replay", "--only", "seek"])

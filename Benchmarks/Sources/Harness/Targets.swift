@@ -88,11 +88,31 @@ enum Targets {
             measured: Report.format(replay / lz4 * 100) + "%", met: replay / lz4 >= 0.25))
       }
     }
-    if let p99 = value("journal.seek", "\(n)-event journal, \(context.options.seeks) seeks", "seek p99") {
+    let jumps = TimeTravelScenario.jumpCounts(context.options.mode)
+    if let p99 = value(
+      "timetravel.seek", TimeTravelScenario.snapshotConfiguration(total: UInt64(n), jumps: jumps.fromSnapshots),
+      "jump p99")
+    {
+      // The scenario 3: time travel with the default snapshot policy. The journal's cursor
+      // seek and the jumps of a prepared time machine are shown beside it, not judged.
+      var measured = Report.format(p99) + " ms"
+      if let seek = value(
+        "journal.seek", SeekScenario.configuration(total: n, seeks: context.options.seeks), "seek p99")
+      {
+        measured += "; journal cursor seek p99 \(Report.format(seek)) ms"
+      }
+      if let prepared = value(
+        "timetravel.seek", TimeTravelScenario.preparedConfiguration(total: UInt64(n), jumps: jumps.prepared), "jump p99"
+      ) {
+        measured += "; after TimeMachine.prepare() p99 \(Report.format(prepared)) ms"
+      }
       checks.append(
         TargetCheck(
-          target: "seek p99 ≤ 20 ms (journal level: records(from:) + next())",
-          measured: Report.format(p99) + " ms", met: p99 <= 20))
+          target:
+            "seek p99 ≤ 20 ms (time travel, TimeMachine.jump, snapshots every "
+            + "\(TimeTravelScenario.snapshotInterval(total: UInt64(n))), the newest \(TimeTravelScenario.keep) kept"
+            + " as by default)",
+          measured: measured, met: p99 <= 20))
     }
     let stateTargets = min(context.options.seeks, context.options.mode == .full ? 5 : 3)
     if let state = value(
@@ -102,25 +122,6 @@ enum Targets {
         TargetCheck(
           target: "state by replay from sequence 1, no snapshots (for comparison) ≤ 20 ms",
           measured: Report.format(state) + " ms (max of \(stateTargets))", met: state <= 20))
-    }
-    let interval = max(1, n / 20)
-    let jumps = TimeTravelScenario.jumpCounts(context.options.mode)
-    if let p99 = value(
-      "timetravel.seek", "\(n)-event journal, snapshot every \(interval) (20), \(jumps.fromSnapshots) jumps",
-      "jump p99")
-    {
-      checks.append(
-        TargetCheck(
-          target: "time travel (TimeMachine.jump, snapshots every \(interval)) p99 ≤ 20 ms",
-          measured: Report.format(p99) + " ms", met: p99 <= 20))
-    }
-    if let p99 = value(
-      "timetravel.seek", TimeTravelScenario.preparedConfiguration(total: UInt64(n), jumps: jumps.prepared), "jump p99")
-    {
-      checks.append(
-        TargetCheck(
-          target: "time travel after TimeMachine.prepare() p99 ≤ 20 ms",
-          measured: Report.format(p99) + " ms", met: p99 <= 20))
     }
     if let json = value("json.lines", "\(n) events", "bytes/event on disk", "json"),
       let single = value("corpus", "\(n) events", "journal bytes/event")

@@ -13,7 +13,7 @@ struct SeekScenario: Scenario {
     let total = context.corpus.count
     var random = SeededRandom(seed: context.options.seed ^ 0x5EE4)
     let targets = (0..<context.options.seeks).map { _ in 1 + random.next() % UInt64(total) }
-    let configuration = "\(total)-event journal, \(targets.count) seeks"
+    let configuration = Self.configuration(total: total, seeks: targets.count)
 
     let reader = try JournalReader(directory: context.corpusDirectory)
     var latencies = Latencies()
@@ -67,4 +67,7 @@ struct SeekScenario: Scenario {
         comparedWith: (name, configuration, metric))
     }
   }
+
+  /// The configuration of the seeks' figures.
+  static func configuration(total: Int, seeks: Int) -> String { "\(total)-event journal, \(seeks) seeks" }
 }
