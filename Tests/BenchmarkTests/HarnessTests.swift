@@ -323,6 +323,26 @@ import Testing
     #expect(Targets.check(fast).first { $0.target.hasPrefix("seek p99") }?.met == true)
   }
 
+  /// Replay's memory is judged per live record of the state it rebuilds: at ten times the
+  /// history, at most 1.5 times as much per record.
+  @Test func replayMemoryIsJudgedPerLiveRecord() {
+    let options = BenchOptions()
+    func check(longPeak: Double) -> TargetCheck? {
+      let context = BenchContext(options: options, work: "/nonexistent")
+      context.corpus = Array(repeating: NewRecord(timestamp: 0, payload: []), count: 1_000)
+      context.record("replay", "1000 events, cold", "peak memory", 20, "MB")
+      context.record("replay", "1000 events, cold", "live records", 500, "")
+      let long = ReplayScenario.longConfiguration(1_000 * options.readRepeats)
+      context.record("replay", long, "peak memory", longPeak, "MB")
+      context.record("replay", long, "live records", 1_000, "")
+      return Targets.check(context).first { $0.target.hasPrefix("replay memory bounded") }
+    }
+    // 40,000 B per live record at 1,000 events; 60,000 and 80,000 at 2,000.
+    #expect(check(longPeak: 60)?.met == true)
+    #expect(check(longPeak: 60)?.measured.hasPrefix("40,000 B per live record at 1000 events") == true)
+    #expect(check(longPeak: 80)?.met == false)
+  }
+
   /// The command line: sizes and seeds are checked, an unknown argument is refused.
   @Test func optionsAreParsedAndCheckedOnTheCommandLine() {
     let full = BenchOptions.parse(["--full", "--seed", "0x10", "--only", "replay", "--only", "seek"])

@@ -167,6 +167,26 @@ enum Targets {
             "read \(Report.format(small)) → \(Report.format(large)) MB\(longText)\(replayText) (replay includes the state)",
           met: max(large, long ?? 0) <= small * 1.5 + 8))
     }
+    let repeats = context.options.readRepeats
+    let long = ReplayScenario.longConfiguration(n * repeats)
+    if let peak = value("replay", "\(n) events, cold", "peak memory"),
+      let live = value("replay", "\(n) events, cold", "live records"), live > 0,
+      let longPeak = value("replay", long, "peak memory"),
+      let longLive = value("replay", long, "live records"), longLive > 0
+    {
+      // Replay's peak holds the rebuilt state, which grows with the live records: per live record,
+      // a history ten times as long may cost no more than half as much again.
+      let perRecord = peak * 1e6 / live
+      let longPerRecord = longPeak * 1e6 / longLive
+      checks.append(
+        TargetCheck(
+          target: "replay memory bounded by the state (peak per live record at \(n * repeats) vs \(n) events ≤ 1.5×)",
+          measured:
+            "\(Report.format(perRecord)) B per live record at \(n) events (\(Report.format(peak)) MB,"
+            + " \(Report.format(live)) records) → \(Report.format(longPerRecord)) B at \(n * repeats)"
+            + " (\(Report.format(longPeak)) MB, \(Report.format(longLive)) records)",
+          met: longPerRecord <= perRecord * 1.5))
+    }
     return checks
   }
 }
