@@ -45,6 +45,9 @@ for scenario in ScenarioRegistry.all {
   }
 }
 
+for problem in context.problems { printError("harness problem: \(problem)") }
+failed = failed || !context.problems.isEmpty
+
 let report = Report(
   command: (["rewind-bench"] + arguments).joined(separator: " "), mode: options.mode.rawValue, seed: options.seed,
   machine: Report.machine(), totalSeconds: Double(monotonicNanos() - started) / 1e9, figures: context.figures,

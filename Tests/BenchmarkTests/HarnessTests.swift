@@ -102,6 +102,32 @@ import Testing
     #expect(figures["missing"]?.ratio == nil)
     #expect(figures["missing"]?.comparedWith == nil)
     #expect(figures["against zero"]?.ratio == nil)
+    #expect(context.problems.isEmpty)
+  }
+
+  /// A baseline is only divided by a Rewind figure of the same metric in the same unit: decoded
+  /// bytes per second are not payload bytes per second. A pair that differs gets no ratio and is
+  /// reported as a problem of the run.
+  @Test func baselinesComparedWithAnotherMetricGetNoRatio() {
+    let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
+    context.record("read", "cold", "payload MB/s", 100, "MB/s")
+    context.record("read", "cold", "events/s", 1_000, "ev/s")
+    context.record(
+      baseline: "lz4", "lz4.tool", "dc", "decoded MB/s", 400, "MB/s",
+      comparedWith: (scenario: "read", configuration: "cold", metric: "payload MB/s"))
+    context.record(
+      baseline: "lz4", "lz4.tool", "dc", "events/s", 4_000, "MB/s",
+      comparedWith: (scenario: "read", configuration: "cold", metric: "events/s"))
+    context.record(
+      baseline: "lz4", "lz4.tool", "dc", "payload MB/s", 200, "MB/s",
+      comparedWith: (scenario: "read", configuration: "cold", metric: "payload MB/s"))
+    let figures = Dictionary(uniqueKeysWithValues: context.figures.map { ($0.key, $0) })
+    #expect(figures["lz4.tool|lz4|dc|decoded MB/s"]?.ratio == nil)
+    #expect(figures["lz4.tool|lz4|dc|decoded MB/s"]?.comparedWith == nil)
+    #expect(figures["lz4.tool|lz4|dc|events/s"]?.ratio == nil)
+    #expect(figures["lz4.tool|lz4|dc|payload MB/s"]?.ratio == 2)
+    #expect(context.problems.count == 2)
+    #expect(context.problems.first?.contains("lz4.tool|lz4|dc|decoded MB/s") == true)
   }
 
   /// Every index is appended once, by one of the producers, and timed once.

@@ -35,11 +35,11 @@ struct JSONLinesScenario: Scenario {
     let count = lines.count
     let configuration = "\(count) events"
     context.record(
-      baseline: "json", name, configuration, "encode+write events/s", Double(count) / writeSeconds, "ev/s",
-      comparedWith: ("manager.append", "mixed commands, none, 1 producer", "events/s"))
+      baseline: "json", name, "\(count) events, encode+write", "events/s", Double(count) / writeSeconds, "ev/s",
+      comparedWith: ("manager.append", CorpusScenario.managerConfiguration, "events/s"))
     context.record(
       baseline: "json", name, configuration, "bytes/event on disk", Double(size) / Double(count), "B",
-      comparedWith: ("corpus", configuration, "journal bytes/event"))
+      comparedWith: ("manager.append", CorpusScenario.managerConfiguration, "bytes/event on disk"))
 
     evictFromPageCache(context.work, prefix: path)
     let decoder = JSONDecoder()
@@ -56,7 +56,7 @@ struct JSONLinesScenario: Scenario {
     }
     guard decoded == count else { throw BenchError("decoded \(decoded) JSON lines, wrote \(count)") }
     context.record(
-      baseline: "json", name, "\(count) events, cold", "read+decode events/s", Double(count) / readSeconds, "ev/s",
+      baseline: "json", name, "\(count) events, cold, read+decode", "events/s", Double(count) / readSeconds, "ev/s",
       comparedWith: ("replay", "\(count) events, cold", "events/s"))
   }
 }

@@ -81,7 +81,7 @@ enum Targets {
     if let replay = value("replay", "\(n) events, cold", "events/s") {
       checks.append(
         TargetCheck(target: "replay into the stores ≥ 4M events/s", measured: rate(replay), met: replay >= 4_000_000))
-      if let lz4 = value("lz4.tool", "\(n) events", "decompress events/s", "lz4") {
+      if let lz4 = value("lz4.tool", LZ4ToolScenario.decompressConfiguration(n), "events/s", "lz4") {
         checks.append(
           TargetCheck(
             target: "replay ≥ 25% of lz4 -dc of the same segments",

@@ -13,7 +13,7 @@ struct CorpusScenario: Scenario {
     let (events, commands, seconds) = try await Self.writeHistory(
       events: context.options.corpusEvents, seed: context.options.seed, directory: directory)
     let disk = bytesOnDisk(directory)
-    let configuration = "mixed commands, none, 1 producer"
+    let configuration = Self.managerConfiguration
     context.record("manager.append", configuration, "events/s", Double(events) / seconds, "ev/s")
     context.record("manager.append", configuration, "commands/s", Double(commands) / seconds, "cmd/s")
     context.record("manager.append", configuration, "bytes/event on disk", Double(disk) / Double(events), "B")
@@ -34,6 +34,9 @@ struct CorpusScenario: Scenario {
     context.record("corpus", "\(events) events", "mean payload", Double(payloadBytes) / Double(events), "B")
     context.record("corpus", "\(events) events", "journal bytes/event", Double(disk) / Double(events), "B")
   }
+
+  /// The configuration of the manager's figures for writing the history.
+  static let managerConfiguration = "mixed commands, none, 1 producer"
 
   /// Writes the seeded Notebook history to a new journal in `directory` through `NotebookManager`
   /// (one producer, durability `.none`) until it holds at least `target` events. The same seed
