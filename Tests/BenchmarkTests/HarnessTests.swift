@@ -10,10 +10,12 @@ import Testing
 /// finite figures; these check that the figures are the right ones.
 @Suite struct HarnessTests {
   /// Nearest-rank percentiles: the smallest sample with at least that fraction of samples at or
-  /// below it, whatever order the samples came in.
+  /// below it, whatever order the samples came in. Without samples there is none, and a figure
+  /// asked of none is an error (not a latency of 0).
   @Test func percentilesAreNearestRank() {
     var latencies = Latencies()
-    #expect(latencies.percentileMilliseconds(0.5) == 0)
+    #expect(latencies.percentileMilliseconds(0.5) == nil)
+    #expect(throws: BenchError.self) { try latencies.requiredMilliseconds(0.5) }
     // 1 ms … 100 ms, added out of order and in two parts.
     var other = Latencies()
     for millisecond in (1...100).reversed() {
@@ -54,7 +56,7 @@ import Testing
 
   /// Every figure of an append configuration comes from its median run; the spread is recorded
   /// beside it only when there was more than one run.
-  @Test func appendRunsRecordTheMedianRunsFigures() {
+  @Test func appendRunsRecordTheMedianRunsFigures() throws {
     let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
     func run(_ events: Int, seconds: Double, bytes: Int, latency: UInt64) -> AppendRun {
       var latencies = Latencies()
@@ -66,7 +68,7 @@ import Testing
       run(100, seconds: 1, bytes: 2_000_000, latency: 2_000_000),
       run(100, seconds: 0.5, bytes: 3_000, latency: 3_000_000),
     ]
-    context.recordAppendRuns("s", "c", runs, eventsOnDisk: 200)
+    try context.recordAppendRuns("s", "c", runs, eventsOnDisk: 200)
     #expect(context.value("s", "c", "events/s") == 100)
     #expect(context.value("s", "c", "events/s, lowest of 3") == 50)
     #expect(context.value("s", "c", "events/s, highest of 3") == 200)
@@ -75,7 +77,7 @@ import Testing
     #expect(context.value("s", "c", "ack p50") == 2)
     #expect(context.value("s", "c", "ack p99") == 2)
 
-    context.recordAppendRuns("s", "single", [runs[0]])
+    try context.recordAppendRuns("s", "single", [runs[0]])
     #expect(context.value("s", "single", "events/s") == 50)
     #expect(context.value("s", "single", "bytes/event on disk") == 10)
     #expect(context.value("s", "single", "events/s, lowest of 1") == nil)
@@ -102,7 +104,17 @@ import Testing
     #expect(figures["missing"]?.ratio == nil)
     #expect(figures["missing"]?.comparedWith == nil)
     #expect(figures["against zero"]?.ratio == nil)
-    #expect(context.problems.isEmpty)
+    // With every scenario run, a reference that was not measured is a problem of the run; with
+    // --only, its scenario may have been left out.
+    #expect(
+      context.problems == [
+        "sqlite.append|sqlite|missing|events/s is compared with append|rewind|absent|events/s, which was not measured"
+      ])
+    let only = BenchContext(options: BenchOptions.parse(["--only", "sqlite"])!, work: "/nonexistent")
+    only.record(
+      baseline: "sqlite", "sqlite.append", "missing", "events/s", 100, "ev/s",
+      comparedWith: (scenario: "append", configuration: "absent", metric: "events/s"))
+    #expect(only.problems.isEmpty)
   }
 
   /// A baseline is only divided by a Rewind figure of the same metric in the same unit: decoded
@@ -257,8 +269,25 @@ import Testing
     let single = checks["append without fsync ≥ 5× SQLite committing each append on the caller's thread, 1 producer"]
     #expect(single?.met == false)
     #expect(single?.measured == "4.00×")
-    // Targets whose figures were not measured are left out, not judged.
-    #expect(checks.keys.allSatisfy { !$0.hasPrefix("replay") })
+    // Targets whose figures were not measured are reported unjudged (a run without --only fails
+    // on them), or left out when --only left their scenarios out.
+    #expect(checks["replay into the stores ≥ 4M events/s"]?.met == nil)
+    #expect(checks["replay into the stores ≥ 4M events/s"]?.measured == Targets.unmeasured)
+    let only = BenchContext(options: BenchOptions.parse(["--only", "append"])!, work: "/nonexistent")
+    only.record("journal.append", one, "events/s", 1_600_000, "ev/s")
+    only.record("journal.append", many, "events/s", 400_000, "ev/s")
+    #expect(
+      Targets.check(only).map(\.target) == ["journal append without fsync ≥ 1.5M events/s (one record per append)"])
+  }
+
+  /// A run of every scenario that left a target without its figures reports every such target
+  /// unjudged, by name.
+  @Test func targetsWithoutFiguresAreReportedInAFullRun() {
+    let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
+    context.corpus = Array(repeating: NewRecord(timestamp: 0, payload: []), count: 1_000)
+    let checks = Targets.check(context)
+    #expect(checks.count == 14)
+    #expect(checks.allSatisfy { $0.met == nil && $0.measured == Targets.unmeasured })
   }
 
   /// `--work DIR` empties DIR only when the benchmark made it (its marker is there) or it is

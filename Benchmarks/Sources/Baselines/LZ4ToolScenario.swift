@@ -39,7 +39,12 @@ struct LZ4ToolScenario: Scenario {
 
     // The bulk appends' journal: the same records, 1,000 per frame.
     let bulk = context.path("journal-none-bulk")
-    guard FileManager.default.fileExists(atPath: bulk) else { return }
+    guard FileManager.default.fileExists(atPath: bulk) else {
+      if context.ran("journal.append") {
+        throw BenchError("no bulk appends' journal at \(bulk): journal.append ran and did not leave one")
+      }
+      return
+    }
     let bulkSegments = try Self.segments(in: bulk)
     let bulkDecompress = try Self.best(of: 3) {
       for segment in bulkSegments { try Self.lz4(["-dc", segment], output: "/dev/null") }

@@ -26,6 +26,10 @@ final class BenchContext: @unchecked Sendable {
 
   var figures: [Figure] { recorded.withLock { $0 } }
 
+  /// Whether the scenario `name` produced what it leaves for later ones: false only when `--only`
+  /// left it out (a later scenario that finds nothing where it should throws otherwise).
+  func ran(_ name: String) -> Bool { options.runs(name) }
+
   /// A fresh, not yet existing path in the scratch directory.
   func path(_ name: String) -> String { work + "/" + name }
 
@@ -54,6 +58,9 @@ final class BenchContext: @unchecked Sendable {
       var problem: String?
       if let reference, reference.metric != metric || reference.unit != unit {
         problem = "\(figureKey) (\(unit)) is compared with \(key) (\(reference.unit)): not the same metric"
+      } else if reference == nil && options.only.isEmpty {
+        // With every scenario run, the figure must exist: it was renamed, or its scenario failed.
+        problem = "\(figureKey) is compared with \(key), which was not measured"
       }
       let ratio = reference.flatMap { problem == nil && $0.value > 0 ? value / $0.value : nil }
       figures.append(
@@ -66,14 +73,17 @@ final class BenchContext: @unchecked Sendable {
   }
 
   /// What went wrong in recording figures that no scenario threw for (a baseline compared with a
-  /// figure that measures something else): a run with any fails.
+  /// figure that measures something else, or, when every scenario ran, with one that was not
+  /// measured): a run with any fails.
   var problems: [String] { noted.withLock { $0 } }
 
   /// Records an append configuration's figures from its runs (`appendRounds`): the median run's
   /// events/s, MB/s written, bytes per event on disk and acknowledgement p50 and p99, with the
   /// spread of events/s. `eventsOnDisk`: how many events the bytes on disk hold, if set-up wrote
   /// some beside the run's (a manager's first notebook).
-  func recordAppendRuns(_ scenario: String, _ configuration: String, _ runs: [AppendRun], eventsOnDisk: Int? = nil) {
+  func recordAppendRuns(
+    _ scenario: String, _ configuration: String, _ runs: [AppendRun], eventsOnDisk: Int? = nil
+  ) throws {
     let run = runs.median
     var latencies = run.latencies
     let bytes = Double(run.bytesOnDisk)
@@ -81,8 +91,8 @@ final class BenchContext: @unchecked Sendable {
     recordSpread(scenario, configuration, runs)
     record(scenario, configuration, "MB/s written", bytes / run.seconds / 1e6, "MB/s")
     record(scenario, configuration, "bytes/event on disk", bytes / Double(eventsOnDisk ?? run.events), "B")
-    record(scenario, configuration, "ack p50", latencies.percentileMilliseconds(0.5), "ms")
-    record(scenario, configuration, "ack p99", latencies.percentileMilliseconds(0.99), "ms")
+    record(scenario, configuration, "ack p50", try latencies.requiredMilliseconds(0.5), "ms")
+    record(scenario, configuration, "ack p99", try latencies.requiredMilliseconds(0.99), "ms")
   }
 
   /// Records the slowest and fastest events/s of a configuration's runs (from `appendRounds`),

@@ -14,6 +14,10 @@ struct BenchOptions: Sendable {
   /// Overrides the corpus size of the mode.
   var events: Int?
 
+  /// Whether the scenario `name` runs: every one without `--only`, else those whose name contains
+  /// one of its values.
+  func runs(_ name: String) -> Bool { only.isEmpty || only.contains { name.contains($0) } }
+
   /// Events in the corpus: the Notebook history every scenario and baseline works on.
   var corpusEvents: Int { events ?? (mode == .full ? 1_000_000 : 20_000) }
   /// Appends per run where each append waits for an fsync of its own (one producer), or where a

@@ -40,10 +40,10 @@ enum ChildProcess {
     var p99: Double
     var total: Double
 
-    init(_ latencies: Latencies) {
+    init(_ latencies: Latencies) throws {
       var latencies = latencies
-      p50 = latencies.percentileMilliseconds(0.5) / 1e3
-      p99 = latencies.percentileMilliseconds(0.99) / 1e3
+      p50 = try latencies.requiredMilliseconds(0.5) / 1e3
+      p99 = try latencies.requiredMilliseconds(0.99) / 1e3
       total = Double(latencies.samples.reduce(0, +)) / 1e9
     }
   }
@@ -333,9 +333,9 @@ enum ChildProcess {
     }
     var result = Result(
       events: limit, seconds: Double(wall.samples.reduce(0, +)) / 1e9, payloadBytes: 0, peakBytes: peakResidentBytes())
-    result.jumpThreadCPU = Percentiles(thread)
-    result.jumpProcessCPU = Percentiles(process)
-    result.jumpWall = Percentiles(wall)
+    result.jumpThreadCPU = try Percentiles(thread)
+    result.jumpProcessCPU = try Percentiles(process)
+    result.jumpWall = try Percentiles(wall)
     result.keyframeBytes = prepared
     result.recordsApplied = machine.recordsApplied - appliedBefore
     return result
