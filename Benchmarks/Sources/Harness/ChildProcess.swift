@@ -149,10 +149,12 @@ enum ChildProcess {
         }
         result = Result(events: events, seconds: seconds, payloadBytes: bytes, peakBytes: peakResidentBytes())
       case .replay:
-        let last = try JournalReader(directory: directory).lastSequence()
-        let through = UInt64(limit) >= last ? .max : UInt64(limit)
+        // Finding the last sequence reads the index and the newest segment: timed with the
+        // replay, so that the cold run finds nothing of the journal cached by it.
         let (seconds, rebuilt) = try timed {
-          try Replay.rebuild(Workspace.self, directory: directory, through: through)
+          let last = try JournalReader(directory: directory).lastSequence()
+          let through = UInt64(limit) >= last ? .max : UInt64(limit)
+          return try Replay.rebuild(Workspace.self, directory: directory, through: through)
         }
         let state = rebuilt.state
         result = Result(

@@ -126,8 +126,12 @@ func bytesOnDisk(_ directory: String, prefix: String) -> Int {
 }
 
 /// Asks the kernel to drop its cached pages of every file under `directory`, so the next read
-/// comes from the device (or at least from outside this guest's page cache).
+/// comes from the device (or at least from outside this guest's page cache). First writes back
+/// every dirty page (`sync`; Glibc's module does not export `syncfs`), not only those files':
+/// earlier scenarios' journals and databases would otherwise be written back during the cold run
+/// that follows.
 func evictFromPageCache(_ directory: String, prefix: String = "") {
+  sync()
   guard let dir = opendir(directory) else { return }
   defer { closedir(dir) }
   while let entry = readdir(dir) {

@@ -49,7 +49,7 @@ struct CorpusScenario: Scenario {
     -> (events: Int, commands: Int, seconds: Double)
   {
     let manager = try NotebookManager(
-      directory: directory, options: JournalOptions(durability: .none),
+      directory: directory, options: benchJournalOptions(.none),
       clock: NotebookWorkload.clock(seed: seed), ids: NotebookWorkload.identifiers(seed: seed))
     var workload = NotebookWorkload(seed: seed)
     var history = NotebookHistory()

@@ -13,7 +13,8 @@ internal import RewindJournal
 /// it goes. Before that (and before the snapshots exist), the same jumps and more (`jumpCounts`)
 /// on a time machine that first lays keyframes over the whole journal (`prepare()`).
 ///
-/// The snapshots go into the corpus journal's directory: scenarios that replay it run before.
+/// The snapshots go into the corpus journal's directory: the scenarios that replay it cold run
+/// before this one; `checkpoint`, after it, works on a copy (snapshots included).
 struct TimeTravelScenario: Scenario {
   let name = "timetravel.seek"
   let summary = "TimeMachine.jump(to:) to random points, snapshots every 1/20 of the journal"
@@ -69,11 +70,11 @@ struct TimeTravelScenario: Scenario {
     context.record(name, configuration, "jump p99", try latencies.requiredMilliseconds(0.99), "ms")
     context.record(name, configuration, "prepare", prepareSeconds, "s")
     context.record(name, configuration, "keyframe tree nodes", Double(footprint.nodes), "nodes")
-    context.record(name, configuration, "keyframe tree bytes", Double(footprint.bytes) / 1_048_576, "MB")
+    context.record(name, configuration, "keyframe tree bytes", Double(footprint.bytes) / 1e6, "MB")
     if let heapGrowth {
-      context.record(name, configuration, "heap in use growth while preparing", Double(heapGrowth) / 1_048_576, "MB")
+      context.record(name, configuration, "heap in use growth while preparing", Double(heapGrowth) / 1e6, "MB")
     }
-    context.record(name, configuration, "resident growth while preparing", Double(residentGrowth) / 1_048_576, "MB")
+    context.record(name, configuration, "resident growth while preparing", Double(residentGrowth) / 1e6, "MB")
     context.record(name, configuration, "keyframe spacing", Double(machine.keyframeSpacing), "records")
   }
 
