@@ -413,4 +413,12 @@ import Testing
     #expect(BenchOptions.parse(["--json"]) == nil)
     #expect(BenchOptions.parse(["--fast"]) == nil)
   }
+
+  /// The profiling children take their workload seed from REWIND_BENCH_SEED, as --seed takes it.
+  @Test func profilingChildrenTakeTheSeedFromTheEnvironment() throws {
+    #expect(try ChildProcess.workloadSeed(nil) == BenchOptions().seed)
+    #expect(try ChildProcess.workloadSeed("0x10") == 16)
+    #expect(try ChildProcess.workloadSeed("12") == 12)
+    #expect(throws: BenchError.self) { try ChildProcess.workloadSeed("twelve") }
+  }
 }

@@ -53,6 +53,12 @@ struct BenchOptions: Sendable {
       --events N   corpus size instead of the mode's (the other sizes follow the mode)
     """
 
+  /// A seed as `--seed` takes it: decimal, or hexadecimal after `0x`.
+  static func seed(_ value: String) -> UInt64? {
+    let digits = value.hasPrefix("0x") ? String(value.dropFirst(2)) : value
+    return UInt64(digits, radix: value.hasPrefix("0x") ? 16 : 10)
+  }
+
   /// Parses the command line; returns nil (after printing why) on a usage error.
   static func parse(_ arguments: [String]) -> BenchOptions? {
     var options = BenchOptions()
@@ -77,8 +83,7 @@ struct BenchOptions: Sendable {
           }
           options.events = events
         default:
-          let digits = value.hasPrefix("0x") ? String(value.dropFirst(2)) : value
-          guard let seed = UInt64(digits, radix: value.hasPrefix("0x") ? 16 : 10) else {
+          guard let seed = seed(value) else {
             printError("--seed: not a number: \(value)")
             return nil
           }
