@@ -13,8 +13,10 @@ guard let options = BenchOptions.parse(arguments) else { exit(arguments.contains
 let work: String
 if let given = options.workDirectory {
   work = given
-  try? FileManager.default.removeItem(atPath: work)
-  try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+  do { try ScratchDirectory.prepare(work) } catch {
+    printError("\(error)")
+    exit(2)
+  }
 } else {
   var template = Array("/tmp/rewind-bench.XXXXXX".utf8CString)
   guard let made = mkdtemp(&template) else {
@@ -30,9 +32,7 @@ var failed = false
 var ran: [String] = []
 for scenario in ScenarioRegistry.all {
   let dependsOnly = scenario is CorpusScenario
-  if !options.only.isEmpty && !dependsOnly && !options.only.contains(where: { scenario.name.contains($0) }) {
-    continue
-  }
+  if !dependsOnly && !options.runs(scenario.name) { continue }
   printError("[\(Report.format(Double(monotonicNanos() - started) / 1e9))s] \(scenario.name): \(scenario.summary)")
   ran.append(scenario.name)
   do {
@@ -43,10 +43,19 @@ for scenario in ScenarioRegistry.all {
   }
 }
 
+for problem in context.problems { printError("harness problem: \(problem)") }
+failed = failed || !context.problems.isEmpty
+
+let targets = Targets.check(context)
+// Without --only, every target has its figures (Targets reports those that do not, unjudged).
+for target in targets where target.met == nil {
+  printError("harness problem: target \"\(target.target)\": \(target.measured)")
+  failed = true
+}
 let report = Report(
   command: (["rewind-bench"] + arguments).joined(separator: " "), mode: options.mode.rawValue, seed: options.seed,
   machine: Report.machine(), totalSeconds: Double(monotonicNanos() - started) / 1e9, figures: context.figures,
-  targets: Targets.check(context))
+  targets: targets)
 print(report.table())
 do {
   try report.write(to: options.jsonPath)

@@ -1,4 +1,5 @@
 import Foundation
+import RewindJournal
 import Synchronization
 import Testing
 
@@ -9,10 +10,12 @@ import Testing
 /// finite figures; these check that the figures are the right ones.
 @Suite struct HarnessTests {
   /// Nearest-rank percentiles: the smallest sample with at least that fraction of samples at or
-  /// below it, whatever order the samples came in.
+  /// below it, whatever order the samples came in. Without samples there is none, and a figure
+  /// asked of none is an error (not a latency of 0).
   @Test func percentilesAreNearestRank() {
     var latencies = Latencies()
-    #expect(latencies.percentileMilliseconds(0.5) == 0)
+    #expect(latencies.percentileMilliseconds(0.5) == nil)
+    #expect(throws: BenchError.self) { try latencies.requiredMilliseconds(0.5) }
     // 1 ms … 100 ms, added out of order and in two parts.
     var other = Latencies()
     for millisecond in (1...100).reversed() {
@@ -53,7 +56,7 @@ import Testing
 
   /// Every figure of an append configuration comes from its median run; the spread is recorded
   /// beside it only when there was more than one run.
-  @Test func appendRunsRecordTheMedianRunsFigures() {
+  @Test func appendRunsRecordTheMedianRunsFigures() throws {
     let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
     func run(_ events: Int, seconds: Double, bytes: Int, latency: UInt64) -> AppendRun {
       var latencies = Latencies()
@@ -65,7 +68,7 @@ import Testing
       run(100, seconds: 1, bytes: 2_000_000, latency: 2_000_000),
       run(100, seconds: 0.5, bytes: 3_000, latency: 3_000_000),
     ]
-    context.recordAppendRuns("s", "c", runs, eventsOnDisk: 200)
+    try context.recordAppendRuns("s", "c", runs, eventsOnDisk: 200)
     #expect(context.value("s", "c", "events/s") == 100)
     #expect(context.value("s", "c", "events/s, lowest of 3") == 50)
     #expect(context.value("s", "c", "events/s, highest of 3") == 200)
@@ -74,7 +77,7 @@ import Testing
     #expect(context.value("s", "c", "ack p50") == 2)
     #expect(context.value("s", "c", "ack p99") == 2)
 
-    context.recordAppendRuns("s", "single", [runs[0]])
+    try context.recordAppendRuns("s", "single", [runs[0]])
     #expect(context.value("s", "single", "events/s") == 50)
     #expect(context.value("s", "single", "bytes/event on disk") == 10)
     #expect(context.value("s", "single", "events/s, lowest of 1") == nil)
@@ -101,6 +104,42 @@ import Testing
     #expect(figures["missing"]?.ratio == nil)
     #expect(figures["missing"]?.comparedWith == nil)
     #expect(figures["against zero"]?.ratio == nil)
+    // With every scenario run, a reference that was not measured is a problem of the run; with
+    // --only, its scenario may have been left out.
+    #expect(
+      context.problems == [
+        "sqlite.append|sqlite|missing|events/s is compared with append|rewind|absent|events/s, which was not measured"
+      ])
+    let only = BenchContext(options: BenchOptions.parse(["--only", "sqlite"])!, work: "/nonexistent")
+    only.record(
+      baseline: "sqlite", "sqlite.append", "missing", "events/s", 100, "ev/s",
+      comparedWith: (scenario: "append", configuration: "absent", metric: "events/s"))
+    #expect(only.problems.isEmpty)
+  }
+
+  /// A baseline is only divided by a Rewind figure of the same metric in the same unit: decoded
+  /// bytes per second are not payload bytes per second. A pair that differs gets no ratio and is
+  /// reported as a problem of the run.
+  @Test func baselinesComparedWithAnotherMetricGetNoRatio() {
+    let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
+    context.record("read", "cold", "payload MB/s", 100, "MB/s")
+    context.record("read", "cold", "events/s", 1_000, "ev/s")
+    context.record(
+      baseline: "lz4", "lz4.tool", "dc", "decoded MB/s", 400, "MB/s",
+      comparedWith: (scenario: "read", configuration: "cold", metric: "payload MB/s"))
+    context.record(
+      baseline: "lz4", "lz4.tool", "dc", "events/s", 4_000, "MB/s",
+      comparedWith: (scenario: "read", configuration: "cold", metric: "events/s"))
+    context.record(
+      baseline: "lz4", "lz4.tool", "dc", "payload MB/s", 200, "MB/s",
+      comparedWith: (scenario: "read", configuration: "cold", metric: "payload MB/s"))
+    let figures = Dictionary(uniqueKeysWithValues: context.figures.map { ($0.key, $0) })
+    #expect(figures["lz4.tool|lz4|dc|decoded MB/s"]?.ratio == nil)
+    #expect(figures["lz4.tool|lz4|dc|decoded MB/s"]?.comparedWith == nil)
+    #expect(figures["lz4.tool|lz4|dc|events/s"]?.ratio == nil)
+    #expect(figures["lz4.tool|lz4|dc|payload MB/s"]?.ratio == 2)
+    #expect(context.problems.count == 2)
+    #expect(context.problems.first?.contains("lz4.tool|lz4|dc|decoded MB/s") == true)
   }
 
   /// Every index is appended once, by one of the producers, and timed once.
@@ -113,6 +152,26 @@ import Testing
     }
     #expect(seen.indices.withLock { $0.sorted() } == Array(0..<1_000))
     #expect(latencies.samples.count == 1_000)
+  }
+
+  /// SQLite's producers committing each append under a lock wait for it suspended, with their
+  /// clocks running (as the journal's wait for their group commit): the latencies of 64 producers
+  /// add up to about 64 times the elapsed time (the appends in flight, by Little's law), not to
+  /// the 2 a lock that blocks the cooperative pool's threads lets start.
+  @Test func sqliteProducersWaitForTheLockWithTheirClocksRunning() async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-sqlite-\(UUID())").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let appender = try SQLiteAppender(path: directory + "/events.db", synchronous: "OFF", commit: .eachAppend)
+    let record = NewRecord(timestamp: 1, payload: [UInt8](repeating: 7, count: 200))
+    let producers = 64
+    let (seconds, latencies) = try await timedAsync {
+      try await runProducers(producers, count: producers * 200) { _ in try await appender.append([record]) }
+    }
+    appender.close()
+    #expect(latencies.samples.count == producers * 200)
+    let inFlight = Double(latencies.samples.reduce(0, +)) / 1e9 / seconds
+    #expect(inFlight >= Double(producers) / 2)
   }
 
   /// The allocator's bytes in use are read from `malloc_info`'s totals after the last heap (all
@@ -210,8 +269,133 @@ import Testing
     let single = checks["append without fsync ≥ 5× SQLite committing each append on the caller's thread, 1 producer"]
     #expect(single?.met == false)
     #expect(single?.measured == "4.00×")
-    // Targets whose figures were not measured are left out, not judged.
-    #expect(checks.keys.allSatisfy { !$0.hasPrefix("replay") })
+    // Targets whose figures were not measured are reported unjudged (a run without --only fails
+    // on them), or left out when --only left their scenarios out.
+    #expect(checks["replay into the stores ≥ 4M events/s"]?.met == nil)
+    #expect(checks["replay into the stores ≥ 4M events/s"]?.measured == Targets.unmeasured)
+    let only = BenchContext(options: BenchOptions.parse(["--only", "append"])!, work: "/nonexistent")
+    only.record("journal.append", one, "events/s", 1_600_000, "ev/s")
+    only.record("journal.append", many, "events/s", 400_000, "ev/s")
+    #expect(
+      Targets.check(only).map(\.target) == ["journal append without fsync ≥ 1.5M events/s (one record per append)"])
+  }
+
+  /// A run of every scenario that left a target without its figures reports every such target
+  /// unjudged, by name.
+  @Test func targetsWithoutFiguresAreReportedInAFullRun() {
+    let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
+    context.corpus = Array(repeating: NewRecord(timestamp: 0, payload: []), count: 1_000)
+    let checks = Targets.check(context)
+    #expect(checks.count == 14)
+    #expect(checks.allSatisfy { $0.met == nil && $0.measured == Targets.unmeasured })
+  }
+
+  /// `--work DIR` empties DIR only when the benchmark made it (its marker is there) or it is
+  /// empty; a directory of other files, or a file, is refused and left as it was.
+  @Test func scratchDirectoriesAreEmptiedOnlyWhenTheBenchMadeThem() throws {
+    let manager = FileManager.default
+    let root = manager.temporaryDirectory.appendingPathComponent("bench-scratch-\(UUID())").path
+    defer { try? manager.removeItem(atPath: root) }
+    let fresh = root + "/fresh/nested"
+    try ScratchDirectory.prepare(fresh)
+    #expect(try manager.contentsOfDirectory(atPath: fresh) == [ScratchDirectory.marker])
+
+    // An earlier run's directory is emptied, its marker kept.
+    #expect(manager.createFile(atPath: fresh + "/journal", contents: Data([1])))
+    try ScratchDirectory.prepare(fresh)
+    #expect(try manager.contentsOfDirectory(atPath: fresh) == [ScratchDirectory.marker])
+
+    // Someone's directory is refused, untouched.
+    let theirs = root + "/theirs"
+    try manager.createDirectory(atPath: theirs, withIntermediateDirectories: true)
+    #expect(manager.createFile(atPath: theirs + "/thesis.tex", contents: Data([1])))
+    #expect(throws: BenchError.self) { try ScratchDirectory.prepare(theirs) }
+    #expect(try manager.contentsOfDirectory(atPath: theirs) == ["thesis.tex"])
+
+    // So is a file.
+    #expect(throws: BenchError.self) { try ScratchDirectory.prepare(theirs + "/thesis.tex") }
+    #expect(manager.fileExists(atPath: theirs + "/thesis.tex"))
+
+    // An empty directory is taken.
+    let empty = root + "/empty"
+    try manager.createDirectory(atPath: empty, withIntermediateDirectories: true)
+    try ScratchDirectory.prepare(empty)
+    #expect(try manager.contentsOfDirectory(atPath: empty) == [ScratchDirectory.marker])
+  }
+
+  /// Each SQLite append configuration makes as many appends as the journal configuration it is
+  /// compared with, or says how many it makes; the targets find the figures under it.
+  @Test(arguments: [BenchOptions.Mode.small, .full])
+  func sqliteAppendCountsMatchTheJournalsOrAreNamed(mode: BenchOptions.Mode) {
+    var options = BenchOptions()
+    options.mode = mode
+    for variant in SQLiteAppendScenario.Variant.all {
+      for producers in [1, 64] {
+        let count = SQLiteAppendScenario.appendCount(variant, producers: producers, options: options)
+        let journal = SQLiteAppendScenario.journalAppendCount(variant, producers: producers, options: options)
+        let configuration = SQLiteAppendScenario.configuration(variant, producers: producers, options: options)
+        #expect(
+          count == journal || configuration.contains("\(Report.format(Double(count))) appends"),
+          "\(configuration): \(count) appends, the journal's \(journal)")
+      }
+    }
+    let durable = SQLiteAppendScenario.configuration(.eachAppendFull, producers: 64, options: options)
+    let context = BenchContext(options: options, work: "/nonexistent")
+    let many = JournalAppendScenario.configuration("always", 64)
+    context.record("journal.append", many, "events/s", 300_000, "ev/s")
+    context.record(
+      baseline: "sqlite", "sqlite.append", durable, "events/s", 1_000, "ev/s",
+      comparedWith: (scenario: "journal.append", configuration: many, metric: "events/s"))
+    let checks = Targets.check(context)
+    #expect(checks.contains { $0.target.hasPrefix("durable append ≥ 10× SQLite") && $0.met == true })
+  }
+
+  /// "Seek p99 ≤ 20 ms" is the scenario 3: judged on time travel with snapshots as the
+  /// default policy keeps them, with the journal's cursor seek and the prepared jumps shown beside
+  /// it and not judged.
+  @Test func seekTargetIsJudgedOnTimeTravelWithTheDefaultSnapshots() {
+    let options = BenchOptions()
+    let context = BenchContext(options: options, work: "/nonexistent")
+    context.corpus = Array(repeating: NewRecord(timestamp: 0, payload: []), count: 1_000)
+    let jumps = TimeTravelScenario.jumpCounts(options.mode)
+    let fromSnapshots = TimeTravelScenario.snapshotConfiguration(total: 1_000, jumps: jumps.fromSnapshots)
+    #expect(fromSnapshots.contains("newest 4 kept"))
+    context.record(
+      "journal.seek", SeekScenario.configuration(total: 1_000, seeks: options.seeks), "seek p99", 0.5, "ms")
+    context.record(
+      "timetravel.seek", TimeTravelScenario.preparedConfiguration(total: 1_000, jumps: jumps.prepared), "jump p99", 3,
+      "ms")
+    context.record("timetravel.seek", fromSnapshots, "jump p99", 250, "ms")
+    let seek = Targets.check(context).filter { $0.target.hasPrefix("seek p99") }
+    #expect(seek.count == 1)
+    #expect(seek.first?.met == false)
+    #expect(seek.first?.measured == "250 ms; journal cursor seek p99 0.500 ms; after TimeMachine.prepare() p99 3.00 ms")
+    #expect(!Targets.check(context).contains { $0.target.contains("prepare") })
+
+    let fast = BenchContext(options: options, work: "/nonexistent")
+    fast.corpus = context.corpus
+    fast.record("timetravel.seek", fromSnapshots, "jump p99", 20, "ms")
+    #expect(Targets.check(fast).first { $0.target.hasPrefix("seek p99") }?.met == true)
+  }
+
+  /// Replay's memory is judged per live record of the state it rebuilds: at ten times the
+  /// history, at most 1.5 times as much per record.
+  @Test func replayMemoryIsJudgedPerLiveRecord() {
+    let options = BenchOptions()
+    func check(longPeak: Double) -> TargetCheck? {
+      let context = BenchContext(options: options, work: "/nonexistent")
+      context.corpus = Array(repeating: NewRecord(timestamp: 0, payload: []), count: 1_000)
+      context.record("replay", "1000 events, cold", "peak memory", 20, "MB")
+      context.record("replay", "1000 events, cold", "live records", 500, "")
+      let long = ReplayScenario.longConfiguration(1_000 * options.readRepeats)
+      context.record("replay", long, "peak memory", longPeak, "MB")
+      context.record("replay", long, "live records", 1_000, "")
+      return Targets.check(context).first { $0.target.hasPrefix("replay memory bounded") }
+    }
+    // 40,000 B per live record at 1,000 events; 60,000 and 80,000 at 2,000.
+    #expect(check(longPeak: 60)?.met == true)
+    #expect(check(longPeak: 60)?.measured.hasPrefix("40,000 B per live record at 1000 events") == true)
+    #expect(check(longPeak: 80)?.met == false)
   }
 
   /// The command line: sizes and seeds are checked, an unknown argument is refused.
@@ -228,5 +412,13 @@ import Testing
     #expect(BenchOptions.parse(["--seed", "x"]) == nil)
     #expect(BenchOptions.parse(["--json"]) == nil)
     #expect(BenchOptions.parse(["--fast"]) == nil)
+  }
+
+  /// The profiling children take their workload seed from REWIND_BENCH_SEED, as --seed takes it.
+  @Test func profilingChildrenTakeTheSeedFromTheEnvironment() throws {
+    #expect(try ChildProcess.workloadSeed(nil) == BenchOptions().seed)
+    #expect(try ChildProcess.workloadSeed("0x10") == 16)
+    #expect(try ChildProcess.workloadSeed("12") == 12)
+    #expect(throws: BenchError.self) { try ChildProcess.workloadSeed("twelve") }
   }
 }

@@ -5,31 +5,73 @@ internal import RewindJournal
 /// journal's appends:
 /// - grouped commits by a writer thread, synchronous=OFF, against the journal without fsync (`none`);
 /// - the same with synchronous=FULL, against the journal's group commit with fsync (`always`);
-/// - a commit per append by the caller under a lock, synchronous=OFF (`none`) and FULL (`always`);
+/// - a commit per append by the caller under a lock, synchronous=OFF (`none`) and FULL (`always`;
+///   64 producers make fewer appends than the journal's, which their configuration names);
 /// - bulk: 1,000 records per transaction from one producer.
 /// Each configuration `BenchOptions.appendRounds` times, the median run reported, as the journal's.
 struct SQLiteAppendScenario: Scenario {
   let name = "sqlite.append"
   let summary = "SQLite (WAL, prepared INSERT, one writer) on the same records and producers"
 
+  /// One way of committing: its label, SQLite's `synchronous` setting, who commits, and the
+  /// journal durability it is compared with.
+  struct Variant: Sendable {
+    var label: String
+    var synchronous: String
+    var commit: SQLiteAppender.Commit
+    var rewind: String
+
+    static let groupedOff = Variant(
+      label: "grouped, synchronous=OFF", synchronous: "OFF", commit: .grouped, rewind: "none")
+    static let groupedFull = Variant(
+      label: "grouped, synchronous=FULL", synchronous: "FULL", commit: .grouped, rewind: "always")
+    static let eachAppendOff = Variant(
+      label: "commit per append under a lock, synchronous=OFF", synchronous: "OFF", commit: .eachAppend, rewind: "none")
+    static let eachAppendFull = Variant(
+      label: "commit per append under a lock, synchronous=FULL", synchronous: "FULL", commit: .eachAppend,
+      rewind: "always")
+    static let all = [groupedOff, groupedFull, eachAppendOff, eachAppendFull]
+  }
+
+  /// How many appends `variant` makes from `producers`: as many as the journal configuration it is
+  /// compared with, except a durable commit per append from 64 producers, which makes
+  /// `BenchOptions.syncedAppends` (each commit waits for its own fsync: the journal's count would
+  /// take hours); `configuration` says so.
+  static func appendCount(_ variant: Variant, producers: Int, options: BenchOptions) -> Int {
+    if variant.commit == .eachAppend && variant.rewind != "none" {
+      return min(options.syncedAppends, options.corpusEvents)
+    }
+    return journalAppendCount(variant, producers: producers, options: options)
+  }
+
+  /// The appends of the journal configuration `variant` is compared with.
+  static func journalAppendCount(_ variant: Variant, producers: Int, options: BenchOptions) -> Int {
+    let durability = durabilities.first { $0.0 == variant.rewind }?.1 ?? .none
+    return rewind_bench.appendCount(durability: durability, producers: producers, options: options)
+  }
+
+  /// The configuration a variant's figures are recorded under: its label and producers, and its
+  /// count of appends where it is not the journal's.
+  static func configuration(_ variant: Variant, producers: Int, options: BenchOptions) -> String {
+    var configuration = "\(variant.label), \(producers) producer\(producers == 1 ? "" : "s")"
+    let count = appendCount(variant, producers: producers, options: options)
+    let journal = journalAppendCount(variant, producers: producers, options: options)
+    if count != journal {
+      configuration += ", \(Report.format(Double(count))) appends (the journal's: \(Report.format(Double(journal))))"
+    }
+    return configuration
+  }
+
+  /// The configuration of the bulk appends' figures.
+  static func bulkConfiguration(synchronous: String) -> String {
+    "synchronous=\(synchronous), 1 producer, \(JournalAppendScenario.bulkSize) records per transaction"
+  }
+
   func run(in context: BenchContext) async throws {
     let corpus = context.corpus
-    let variants: [(label: String, synchronous: String, commit: SQLiteAppender.Commit, rewind: String)] = [
-      ("grouped, synchronous=OFF", "OFF", .grouped, "none"),
-      ("grouped, synchronous=FULL", "FULL", .grouped, "always"),
-      ("commit per append under a lock, synchronous=OFF", "OFF", .eachAppend, "none"),
-      ("commit per append under a lock, synchronous=FULL", "FULL", .eachAppend, "always"),
-    ]
-    for variant in variants {
+    for variant in Variant.all {
       for producers in [1, 64] {
-        let count: Int
-        switch (variant.commit, variant.rewind) {
-        case (_, "none"):
-          count = appendCount(durability: .none, producers: producers, options: context.options)
-        case (.grouped, _):
-          count = appendCount(durability: .always, producers: producers, options: context.options)
-        default: count = min(context.options.syncedAppends, corpus.count)
-        }
+        let count = Self.appendCount(variant, producers: producers, options: context.options)
         let path = context.path("sqlite-\(variant.synchronous)-\(variant.commit)-\(producers).db")
         let runs = try await appendRounds(context.options.appendRounds) { _ in
           try await Self.appendRun(
@@ -40,7 +82,7 @@ struct SQLiteAppendScenario: Scenario {
         }
         let run = runs.median
         var all = run.latencies
-        let configuration = "\(variant.label), \(producers) producer\(producers == 1 ? "" : "s")"
+        let configuration = Self.configuration(variant, producers: producers, options: context.options)
         let rewind = JournalAppendScenario.configuration(variant.rewind, producers)
         let journal = "journal.append"
         context.record(
@@ -51,10 +93,10 @@ struct SQLiteAppendScenario: Scenario {
           baseline: "sqlite", name, configuration, "bytes/event on disk", Double(run.bytesOnDisk) / Double(count), "B",
           comparedWith: (journal, rewind, "bytes/event on disk"))
         context.record(
-          baseline: "sqlite", name, configuration, "ack p50", all.percentileMilliseconds(0.5), "ms",
+          baseline: "sqlite", name, configuration, "ack p50", try all.requiredMilliseconds(0.5), "ms",
           comparedWith: (journal, rewind, "ack p50"))
         context.record(
-          baseline: "sqlite", name, configuration, "ack p99", all.percentileMilliseconds(0.99), "ms",
+          baseline: "sqlite", name, configuration, "ack p99", try all.requiredMilliseconds(0.99), "ms",
           comparedWith: (journal, rewind, "ack p99"))
       }
     }
@@ -70,8 +112,7 @@ struct SQLiteAppendScenario: Scenario {
         }
       }
       let run = runs.median
-      let configuration =
-        "synchronous=\(synchronous), 1 producer, \(JournalAppendScenario.bulkSize) records per transaction"
+      let configuration = Self.bulkConfiguration(synchronous: synchronous)
       let reference = JournalAppendScenario.bulkConfiguration(rewind)
       context.record(
         baseline: "sqlite", name, configuration, "events/s", run.eventsPerSecond, "ev/s",

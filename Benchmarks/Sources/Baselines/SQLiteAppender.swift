@@ -7,11 +7,13 @@ internal import RewindJournal
 ///
 /// `grouped` hands appends to a writer thread that commits everything waiting in one transaction,
 /// as the journal's group commit does. `eachAppend` is the plain way: the caller takes a lock and
-/// commits its append in a transaction of its own, on its own thread.
+/// commits its append in a transaction of its own, on its own thread; callers waiting for the lock
+/// are suspended in arrival order (`AsyncFIFOLock`), not blocking the cooperative pool's threads,
+/// so that each one's latency includes its wait in the queue.
 ///
 /// `@unchecked Sendable`: `pending` and `closed` are guarded by `condition`. The connection and its
-/// statements are touched only by the writer thread (`grouped`) or under `condition` held by the
-/// caller (`eachAppend`).
+/// statements are touched only by the writer thread (`grouped`) or by the caller holding `callers`
+/// (`eachAppend`).
 final class SQLiteAppender: @unchecked Sendable {
   enum Commit { case grouped, eachAppend }
 
@@ -21,6 +23,7 @@ final class SQLiteAppender: @unchecked Sendable {
   }
 
   private let condition = NSCondition()
+  private let callers = AsyncFIFOLock()
   private var pending: [Pending] = []
   private var closed = false
   private let database: SQLiteDatabase
@@ -50,7 +53,7 @@ final class SQLiteAppender: @unchecked Sendable {
   /// returns once it is committed.
   func append(_ records: [NewRecord]) async throws {
     if commit == .eachAppend {
-      try condition.withLock { try insertInTransaction(records) }
+      try await callers.withLock { try insertInTransaction(records) }
       return
     }
     try await withCheckedThrowingContinuation { continuation in

@@ -17,6 +17,7 @@ final class BenchContext: @unchecked Sendable {
   /// The journal the corpus was written to through `NotebookManager`: a replayable history.
   var corpusDirectory = ""
   private let recorded = Mutex<[Figure]>([])
+  private let noted = Mutex<[String]>([])
 
   init(options: BenchOptions, work: String) {
     self.options = options
@@ -24,6 +25,10 @@ final class BenchContext: @unchecked Sendable {
   }
 
   var figures: [Figure] { recorded.withLock { $0 } }
+
+  /// Whether the scenario `name` produced what it leaves for later ones: false only when `--only`
+  /// left it out (a later scenario that finds nothing where it should throws otherwise).
+  func ran(_ name: String) -> Bool { options.runs(name) }
 
   /// A fresh, not yet existing path in the scratch directory.
   func path(_ name: String) -> String { work + "/" + name }
@@ -38,28 +43,47 @@ final class BenchContext: @unchecked Sendable {
     recorded.withLock { $0.append(figure) }
   }
 
-  /// Records a baseline's figure and its ratio to the Rewind figure `rewindKey` names
-  /// (scenario|rewind|configuration|metric).
+  /// Records a baseline's figure and its ratio to the Rewind figure `rewind` names (scenario,
+  /// configuration, metric). The ratio is computed only when the two measure the same thing: the
+  /// same metric in the same unit. A pair that does not is a mistake in the harness, recorded
+  /// without a ratio and reported in `problems`.
   func record(
     baseline system: String, _ scenario: String, _ configuration: String, _ metric: String, _ value: Double,
     _ unit: String, comparedWith rewind: (scenario: String, configuration: String, metric: String)
   ) {
     let key = "\(rewind.scenario)|rewind|\(rewind.configuration)|\(rewind.metric)"
-    recorded.withLock { figures in
-      let reference = figures.first { $0.key == key }?.value
+    let figureKey = "\(scenario)|\(system)|\(configuration)|\(metric)"
+    let problem = recorded.withLock { figures -> String? in
+      let reference = figures.first { $0.key == key }
+      var problem: String?
+      if let reference, reference.metric != metric || reference.unit != unit {
+        problem = "\(figureKey) (\(unit)) is compared with \(key) (\(reference.unit)): not the same metric"
+      } else if reference == nil && options.only.isEmpty {
+        // With every scenario run, the figure must exist: it was renamed, or its scenario failed.
+        problem = "\(figureKey) is compared with \(key), which was not measured"
+      }
+      let ratio = reference.flatMap { problem == nil && $0.value > 0 ? value / $0.value : nil }
       figures.append(
         Figure(
           scenario: scenario, system: system, configuration: configuration, metric: metric, value: value, unit: unit,
-          comparedWith: reference == nil ? nil : key,
-          ratio: reference.flatMap { $0 > 0 ? value / $0 : nil }))
+          comparedWith: ratio == nil ? nil : key, ratio: ratio))
+      return problem
     }
+    if let problem { noted.withLock { $0.append(problem) } }
   }
+
+  /// What went wrong in recording figures that no scenario threw for (a baseline compared with a
+  /// figure that measures something else, or, when every scenario ran, with one that was not
+  /// measured): a run with any fails.
+  var problems: [String] { noted.withLock { $0 } }
 
   /// Records an append configuration's figures from its runs (`appendRounds`): the median run's
   /// events/s, MB/s written, bytes per event on disk and acknowledgement p50 and p99, with the
   /// spread of events/s. `eventsOnDisk`: how many events the bytes on disk hold, if set-up wrote
   /// some beside the run's (a manager's first notebook).
-  func recordAppendRuns(_ scenario: String, _ configuration: String, _ runs: [AppendRun], eventsOnDisk: Int? = nil) {
+  func recordAppendRuns(
+    _ scenario: String, _ configuration: String, _ runs: [AppendRun], eventsOnDisk: Int? = nil
+  ) throws {
     let run = runs.median
     var latencies = run.latencies
     let bytes = Double(run.bytesOnDisk)
@@ -67,8 +91,8 @@ final class BenchContext: @unchecked Sendable {
     recordSpread(scenario, configuration, runs)
     record(scenario, configuration, "MB/s written", bytes / run.seconds / 1e6, "MB/s")
     record(scenario, configuration, "bytes/event on disk", bytes / Double(eventsOnDisk ?? run.events), "B")
-    record(scenario, configuration, "ack p50", latencies.percentileMilliseconds(0.5), "ms")
-    record(scenario, configuration, "ack p99", latencies.percentileMilliseconds(0.99), "ms")
+    record(scenario, configuration, "ack p50", try latencies.requiredMilliseconds(0.5), "ms")
+    record(scenario, configuration, "ack p99", try latencies.requiredMilliseconds(0.99), "ms")
   }
 
   /// Records the slowest and fastest events/s of a configuration's runs (from `appendRounds`),

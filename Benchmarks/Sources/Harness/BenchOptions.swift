@@ -4,13 +4,19 @@ struct BenchOptions: Sendable {
 
   var mode: Mode = .small
   var jsonPath = "Benchmarks/results/latest.json"
-  /// Where the journals, databases and JSON files of the run are written; removed at the end.
+  /// Where the journals, databases and JSON files of the run are written (`--work`): emptied
+  /// first (`ScratchDirectory.prepare`) and kept at the end; when nil, a new one in /tmp, removed
+  /// at the end.
   var workDirectory: String?
   /// Runs only the scenarios whose name contains one of these (all when empty).
   var only: [String] = []
   var seed: UInt64 = 0x5EED_2026
   /// Overrides the corpus size of the mode.
   var events: Int?
+
+  /// Whether the scenario `name` runs: every one without `--only`, else those whose name contains
+  /// one of its values.
+  func runs(_ name: String) -> Bool { only.isEmpty || only.contains { name.contains($0) } }
 
   /// Events in the corpus: the Notebook history every scenario and baseline works on.
   var corpusEvents: Int { events ?? (mode == .full ? 1_000_000 : 20_000) }
@@ -40,11 +46,18 @@ struct BenchOptions: Sendable {
                    build with -c release (make bench)
       --json PATH  where to write the results (default Benchmarks/results/latest.json)
       --work DIR   scratch directory for journals and baselines, kept afterwards (default: a
-                   new one in /tmp, removed afterwards)
+                   new one in /tmp, removed afterwards); emptied first, so it must be new, empty
+                   or one an earlier run made (it holds the file .rewind-bench-scratch)
       --only NAME  run only scenarios whose name contains NAME (repeatable)
       --seed N     workload seed (default 0x5EED2026)
       --events N   corpus size instead of the mode's (the other sizes follow the mode)
     """
+
+  /// A seed as `--seed` takes it: decimal, or hexadecimal after `0x`.
+  static func seed(_ value: String) -> UInt64? {
+    let digits = value.hasPrefix("0x") ? String(value.dropFirst(2)) : value
+    return UInt64(digits, radix: value.hasPrefix("0x") ? 16 : 10)
+  }
 
   /// Parses the command line; returns nil (after printing why) on a usage error.
   static func parse(_ arguments: [String]) -> BenchOptions? {
@@ -70,8 +83,7 @@ struct BenchOptions: Sendable {
           }
           options.events = events
         default:
-          let digits = value.hasPrefix("0x") ? String(value.dropFirst(2)) : value
-          guard let seed = UInt64(digits, radix: value.hasPrefix("0x") ? 16 : 10) else {
+          guard let seed = seed(value) else {
             printError("--seed: not a number: \(value)")
             return nil
           }

@@ -40,10 +40,10 @@ enum ChildProcess {
     var p99: Double
     var total: Double
 
-    init(_ latencies: Latencies) {
+    init(_ latencies: Latencies) throws {
       var latencies = latencies
-      p50 = latencies.percentileMilliseconds(0.5) / 1e3
-      p99 = latencies.percentileMilliseconds(0.99) / 1e3
+      p50 = try latencies.requiredMilliseconds(0.5) / 1e3
+      p99 = try latencies.requiredMilliseconds(0.99) / 1e3
       total = Double(latencies.samples.reduce(0, +)) / 1e9
     }
   }
@@ -63,7 +63,7 @@ enum ChildProcess {
     /// As `manager`, from 64 concurrent producers (for profiling contended commands: the gate,
     /// group commit, suspensions and resumptions).
     case managerConcurrent = "manager-64"
-    /// LIMIT commands of the corpus's mixed workload (`NotebookWorkload`, the corpus's seed,
+    /// LIMIT commands of the corpus's mixed workload (`NotebookWorkload`, the seed `workloadSeed`,
     /// planned before the timed part) through a new `NotebookManager` in DIR, durability `none`,
     /// one producer (for profiling the mixed commands; `NotebookHistory.run`'s inclusive count is
     /// theirs alone).
@@ -130,7 +130,9 @@ enum ChildProcess {
       printError(
         "usage: rewind-bench --child read|replay|manager|manager-64|history|pulls|append|append-bulk|append-64|jump|snapshot"
           + " DIR LIMIT OUT"
-          + " [none|batched|always (append kinds)]")
+          + " [none|batched|always (append kinds)]"
+          + "\n  (manager, manager-64, history and pulls use the seed in REWIND_BENCH_SEED, as --seed takes it;"
+          + " the default seed without it)")
       return 2
     }
     let directory = arguments[1]
@@ -149,10 +151,12 @@ enum ChildProcess {
         }
         result = Result(events: events, seconds: seconds, payloadBytes: bytes, peakBytes: peakResidentBytes())
       case .replay:
-        let last = try JournalReader(directory: directory).lastSequence()
-        let through = UInt64(limit) >= last ? .max : UInt64(limit)
+        // Finding the last sequence reads the index and the newest segment: timed with the
+        // replay, so that the cold run finds nothing of the journal cached by it.
         let (seconds, rebuilt) = try timed {
-          try Replay.rebuild(Workspace.self, directory: directory, through: through)
+          let last = try JournalReader(directory: directory).lastSequence()
+          let through = UInt64(limit) >= last ? .max : UInt64(limit)
+          return try Replay.rebuild(Workspace.self, directory: directory, through: through)
         }
         let state = rebuilt.state
         result = Result(
@@ -199,6 +203,16 @@ enum ChildProcess {
     }
   }
 
+  /// The workload seed of the profiling kinds: `REWIND_BENCH_SEED` from the environment (as
+  /// `--seed` takes it, which a child's command line has no room for), else the default seed.
+  static func workloadSeed(_ value: String? = getenv("REWIND_BENCH_SEED").map { String(cString: $0) }) throws
+    -> UInt64
+  {
+    guard let value else { return BenchOptions().seed }
+    guard let seed = BenchOptions.seed(value) else { throw BenchError("REWIND_BENCH_SEED: not a number: \(value)") }
+    return seed
+  }
+
   /// Runs `body` on the cooperative pool while this thread waits. (An `await` in top-level code
   /// would park the main thread in `dispatch_main`, which valgrind does not survive.)
   private static func blocking(_ body: @escaping @Sendable () async throws -> Result) throws -> Result {
@@ -215,7 +229,7 @@ enum ChildProcess {
   }
 
   private static func manager(directory: String, limit: Int, producers: Int = 1) async throws -> Result {
-    let seed = BenchOptions().seed
+    let seed = try workloadSeed()
     let manager = try NotebookManager(
       directory: directory, options: benchJournalOptions(.none),
       ids: NotebookWorkload.identifiers(seed: seed))
@@ -242,7 +256,7 @@ enum ChildProcess {
   }
 
   private static func history(directory: String, limit: Int) async throws -> Result {
-    let seed = BenchOptions().seed
+    let seed = try workloadSeed()
     let manager = try NotebookManager(
       directory: directory, options: benchJournalOptions(.none), clock: NotebookWorkload.clock(seed: seed),
       ids: NotebookWorkload.identifiers(seed: seed))
@@ -261,7 +275,7 @@ enum ChildProcess {
     guard limit >= ManagerAppendScenario.notesPerPull else {
       throw BenchError("LIMIT \(limit) is less than one pull of \(ManagerAppendScenario.notesPerPull) notes")
     }
-    let seed = BenchOptions().seed
+    let seed = try workloadSeed()
     let manager = try NotebookManager(
       directory: directory, options: benchJournalOptions(.none), ids: NotebookWorkload.identifiers(seed: seed))
     let notebook = try await manager.createNotebook(title: "Benchmark")
@@ -333,9 +347,9 @@ enum ChildProcess {
     }
     var result = Result(
       events: limit, seconds: Double(wall.samples.reduce(0, +)) / 1e9, payloadBytes: 0, peakBytes: peakResidentBytes())
-    result.jumpThreadCPU = Percentiles(thread)
-    result.jumpProcessCPU = Percentiles(process)
-    result.jumpWall = Percentiles(wall)
+    result.jumpThreadCPU = try Percentiles(thread)
+    result.jumpProcessCPU = try Percentiles(process)
+    result.jumpWall = try Percentiles(wall)
     result.keyframeBytes = prepared
     result.recordsApplied = machine.recordsApplied - appliedBefore
     return result

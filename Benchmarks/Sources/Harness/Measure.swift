@@ -64,15 +64,24 @@ struct Latencies: Sendable {
     sorted = false
   }
 
-  /// The `fraction` percentile (0.5, 0.99) in milliseconds; 0 without samples.
-  mutating func percentileMilliseconds(_ fraction: Double) -> Double {
-    guard !samples.isEmpty else { return 0 }
+  /// The `fraction` percentile (0.5, 0.99) in milliseconds; nil without samples.
+  mutating func percentileMilliseconds(_ fraction: Double) -> Double? {
+    guard !samples.isEmpty else { return nil }
     if !sorted {
       samples.sort()
       sorted = true
     }
     let rank = Int((fraction * Double(samples.count)).rounded(.up)) - 1
     return Double(samples[min(max(rank, 0), samples.count - 1)]) / 1e6
+  }
+
+  /// The `fraction` percentile in milliseconds, for a figure: a measurement that took no samples
+  /// is an error of the scenario, not a latency of 0.
+  mutating func requiredMilliseconds(_ fraction: Double) throws -> Double {
+    guard let value = percentileMilliseconds(fraction) else {
+      throw BenchError("no latency samples for the \(fraction) percentile")
+    }
+    return value
   }
 }
 
@@ -117,8 +126,12 @@ func bytesOnDisk(_ directory: String, prefix: String) -> Int {
 }
 
 /// Asks the kernel to drop its cached pages of every file under `directory`, so the next read
-/// comes from the device (or at least from outside this guest's page cache).
+/// comes from the device (or at least from outside this guest's page cache). First writes back
+/// every dirty page (`sync`; Glibc's module does not export `syncfs`), not only those files':
+/// earlier scenarios' journals and databases would otherwise be written back during the cold run
+/// that follows.
 func evictFromPageCache(_ directory: String, prefix: String = "") {
+  sync()
   guard let dir = opendir(directory) else { return }
   defer { closedir(dir) }
   while let entry = readdir(dir) {

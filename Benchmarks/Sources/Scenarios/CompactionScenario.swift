@@ -14,6 +14,11 @@ struct CompactionScenario: Scenario {
 
   /// The configuration of the figures for a corpus of `events` events.
   static func configuration(_ events: Int) -> String { "\(events) events" }
+  /// The configuration when the corpus journal has no sealed segment (the small mode), and the
+  /// same records are re-appended into small segments to have some.
+  static func reappendedConfiguration(_ events: Int) -> String {
+    configuration(events) + ", re-appended one per append into 256 KiB segments"
+  }
   static let sealedBytesPerEvent = "bytes/event, sealed segments compacted"
 
   func run(in context: BenchContext) async throws {
@@ -30,7 +35,7 @@ struct CompactionScenario: Scenario {
       let small = try Journal(directory: source, options: options)
       for record in context.corpus { try small.appendAndWait([record]) }
       small.close()
-      configuration += ", re-appended one per append into 256 KiB segments"
+      configuration = Self.reappendedConfiguration(events)
     }
     let directory = context.path("corpus-journal-compacted")
     try Self.copyJournal(source, to: directory)
@@ -76,7 +81,9 @@ struct CompactionScenario: Scenario {
   /// and at the chosen level with other frame sizes.
   private func curve(in context: BenchContext, source: String) throws {
     let segments = try FileManager.default.contentsOfDirectory(atPath: source).filter { $0.hasSuffix(".lz4") }.sorted()
-    guard segments.count >= 2 else { return }
+    guard segments.count >= 2 else {
+      throw BenchError("the compaction curve needs two segments in \(source), found \(segments.count)")
+    }
     let settings: [(level: Int32, frame: Int)] =
       [0, 3, 6, 9, 12].map { ($0, SegmentCompactor.defaultFrameContentBytes) }
       + [256 << 10, 4 << 20].map { (SegmentCompactor.defaultLevel, $0) }
@@ -94,7 +101,9 @@ struct CompactionScenario: Scenario {
       let (seconds, outcome) = try timed { try compactor.compact(segment: first, next: second) }
       compactor.close()
       try? FileManager.default.removeItem(atPath: directory)
-      guard case .compacted(let done) = outcome else { continue }
+      guard case .compacted(let done) = outcome else {
+        throw BenchError("compacting \(segments[0]) at level \(level), \(frame >> 10) KiB frames: \(outcome)")
+      }
       let configuration = "\(segments[0]) (\(done.records) events), level \(level), \(frame >> 10) KiB frames"
       context.record(name + ".curve", configuration, "bytes/event", Double(done.bytesAfter) / Double(done.records), "B")
       context.record(name + ".curve", configuration, "decoded MB/s", Double(done.decodedBytes) / seconds / 1e6, "MB/s")

@@ -13,7 +13,7 @@ struct CorpusScenario: Scenario {
     let (events, commands, seconds) = try await Self.writeHistory(
       events: context.options.corpusEvents, seed: context.options.seed, directory: directory)
     let disk = bytesOnDisk(directory)
-    let configuration = "mixed commands, none, 1 producer"
+    let configuration = Self.managerConfiguration
     context.record("manager.append", configuration, "events/s", Double(events) / seconds, "ev/s")
     context.record("manager.append", configuration, "commands/s", Double(commands) / seconds, "cmd/s")
     context.record("manager.append", configuration, "bytes/event on disk", Double(disk) / Double(events), "B")
@@ -35,6 +35,9 @@ struct CorpusScenario: Scenario {
     context.record("corpus", "\(events) events", "journal bytes/event", Double(disk) / Double(events), "B")
   }
 
+  /// The configuration of the manager's figures for writing the history.
+  static let managerConfiguration = "mixed commands, none, 1 producer"
+
   /// Writes the seeded Notebook history to a new journal in `directory` through `NotebookManager`
   /// (one producer, durability `.none`) until it holds at least `target` events. The same seed
   /// writes the same history, so a longer one starts with the records of a shorter one.
@@ -46,7 +49,7 @@ struct CorpusScenario: Scenario {
     -> (events: Int, commands: Int, seconds: Double)
   {
     let manager = try NotebookManager(
-      directory: directory, options: JournalOptions(durability: .none),
+      directory: directory, options: benchJournalOptions(.none),
       clock: NotebookWorkload.clock(seed: seed), ids: NotebookWorkload.identifiers(seed: seed))
     var workload = NotebookWorkload(seed: seed)
     var history = NotebookHistory()

@@ -20,7 +20,7 @@ struct JournalAppendScenario: Scenario {
             try await runProducers(producers, count: count) { index in try await journal.append([corpus[index]]) }
           }
         }
-        context.recordAppendRuns(name, Self.configuration(label, producers), runs)
+        try context.recordAppendRuns(name, Self.configuration(label, producers), runs)
       }
     }
     // Bulk appends (an import, a sync pull): 1,000 records per append from one producer.
@@ -32,7 +32,7 @@ struct JournalAppendScenario: Scenario {
           try await runProducers(1, count: batches.count) { index in try await journal.append(batches[index]) }
         }
       }
-      context.recordAppendRuns(name, Self.bulkConfiguration(label), runs)
+      try context.recordAppendRuns(name, Self.bulkConfiguration(label), runs)
     }
   }
 

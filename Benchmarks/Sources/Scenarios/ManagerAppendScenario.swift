@@ -34,7 +34,7 @@ struct ManagerAppendScenario: Scenario {
           return AppendRun(events: count, seconds: seconds, latencies: latencies, bytesOnDisk: bytesOnDisk(directory))
         }
         let configuration = "\(label), \(producers) producer\(producers == 1 ? "" : "s")"
-        context.recordAppendRuns(name, configuration, runs, eventsOnDisk: count + 1)
+        try context.recordAppendRuns(name, configuration, runs, eventsOnDisk: count + 1)
       }
     }
     try await runSyncPulls(in: context)
@@ -85,7 +85,7 @@ struct ManagerAppendScenario: Scenario {
         manager.close()
         return AppendRun(events: events, seconds: seconds, latencies: latencies, bytesOnDisk: bytesOnDisk(directory))
       }
-      context.recordAppendRuns(name, Self.pullConfiguration(label), runs, eventsOnDisk: events + 1)
+      try context.recordAppendRuns(name, Self.pullConfiguration(label), runs, eventsOnDisk: events + 1)
     }
   }
 }

@@ -13,7 +13,7 @@ struct SeekScenario: Scenario {
     let total = context.corpus.count
     var random = SeededRandom(seed: context.options.seed ^ 0x5EE4)
     let targets = (0..<context.options.seeks).map { _ in 1 + random.next() % UInt64(total) }
-    let configuration = "\(total)-event journal, \(targets.count) seeks"
+    let configuration = Self.configuration(total: total, seeks: targets.count)
 
     let reader = try JournalReader(directory: context.corpusDirectory)
     var latencies = Latencies()
@@ -26,13 +26,13 @@ struct SeekScenario: Scenario {
         throw BenchError("seek to \(target) read \(String(describing: record?.sequence))")
       }
     }
-    context.record(name, configuration, "seek p50", latencies.percentileMilliseconds(0.5), "ms")
-    context.record(name, configuration, "seek p99", latencies.percentileMilliseconds(0.99), "ms")
+    context.record(name, configuration, "seek p50", try latencies.requiredMilliseconds(0.5), "ms")
+    context.record(name, configuration, "seek p99", try latencies.requiredMilliseconds(0.99), "ms")
 
     // Time travel to a state, as it can be done today: replay from sequence 1 through the target
     // (no snapshots yet). A few targets only: each costs a replay of everything before it.
     var states = Latencies()
-    for target in targets.prefix(min(targets.count, context.options.mode == .full ? 5 : 3)) {
+    for target in targets.prefix(Self.stateTargets(context.options)) {
       let start = monotonicNanos()
       let rebuilt = try Replay.rebuild(Workspace.self, directory: context.corpusDirectory, through: target)
       states.add(monotonicNanos() - start)
@@ -40,9 +40,9 @@ struct SeekScenario: Scenario {
         throw BenchError("state at \(target) stopped at \(rebuilt.lastSequence)")
       }
     }
-    let stateConfiguration = "\(total)-event journal, \(states.samples.count) targets, no snapshots"
-    context.record("timetravel.state", stateConfiguration, "state(at:) p50", states.percentileMilliseconds(0.5), "ms")
-    context.record("timetravel.state", stateConfiguration, "state(at:) max", states.percentileMilliseconds(1), "ms")
+    let stateConfiguration = Self.stateConfiguration(total: total, targets: states.samples.count)
+    context.record("timetravel.state", stateConfiguration, "state(at:) p50", try states.requiredMilliseconds(0.5), "ms")
+    context.record("timetravel.state", stateConfiguration, "state(at:) max", try states.requiredMilliseconds(1), "ms")
 
     let path = context.path("sqlite-corpus.db")
     if !FileManager.default.fileExists(atPath: path) { try SQLiteReadScenario.load(context.corpus, into: path) }
@@ -63,8 +63,20 @@ struct SeekScenario: Scenario {
     }
     for (metric, fraction) in [("seek p50", 0.5), ("seek p99", 0.99)] {
       context.record(
-        baseline: "sqlite", "sqlite.seek", configuration, metric, baseline.percentileMilliseconds(fraction), "ms",
+        baseline: "sqlite", "sqlite.seek", configuration, metric, try baseline.requiredMilliseconds(fraction), "ms",
         comparedWith: (name, configuration, metric))
     }
+  }
+
+  /// The configuration of the seeks' figures.
+  static func configuration(total: Int, seeks: Int) -> String { "\(total)-event journal, \(seeks) seeks" }
+
+  /// How many states are rebuilt by replay from sequence 1 (each costs a replay of everything
+  /// before it).
+  static func stateTargets(_ options: BenchOptions) -> Int { min(options.seeks, options.mode == .full ? 5 : 3) }
+
+  /// The configuration of the states' figures.
+  static func stateConfiguration(total: Int, targets: Int) -> String {
+    "\(total)-event journal, \(targets) targets, no snapshots"
   }
 }

@@ -3,20 +3,25 @@ internal import Rewind
 internal import RewindJournal
 
 /// Time travel to random points of the corpus journal through `TimeMachine.jump(to:)`, with
-/// snapshots written by `Snapshots.update` every twentieth of the journal (50,000 records at 1M)
-/// and all of them kept, and the time machine's default keyframes. One time machine serves every
-/// seek, as a debugging session would: its keyframes accumulate as it goes. Before that (and
-/// before the snapshots exist), the same jumps and more (`jumpCounts`) on a time machine that
-/// first lays keyframes over the whole journal (`prepare()`).
+/// snapshots as the default `SnapshotPolicy` keeps them: written every twentieth of the journal
+/// (50,000 records at 1M) by `Snapshots.update`, the newest `SnapshotPolicy`'s default `keep` (4)
+/// kept; and the time machine's default keyframes. This is the scenario 3 (time travel
+/// over a 1M-event journal with the default snapshot policy), on which its "seek p99 ≤ 20 ms" is
+/// judged: keeping every snapshot instead would measure a configuration a manager does not have
+/// unless told to keep them all (jumps before the oldest kept snapshot replay from further back).
+/// One time machine serves every seek, as a debugging session would: its keyframes accumulate as
+/// it goes. Before that (and before the snapshots exist), the same jumps and more (`jumpCounts`)
+/// on a time machine that first lays keyframes over the whole journal (`prepare()`).
 ///
-/// Runs last: the snapshots go into the corpus journal's directory.
+/// The snapshots go into the corpus journal's directory: the scenarios that replay it cold run
+/// before this one; `checkpoint`, after it, works on a copy (snapshots included).
 struct TimeTravelScenario: Scenario {
   let name = "timetravel.seek"
   let summary = "TimeMachine.jump(to:) to random points, snapshots every 1/20 of the journal"
 
   func run(in context: BenchContext) async throws {
     let total = UInt64(context.corpus.count)
-    let interval = max(1, total / 20)
+    let interval = Self.snapshotInterval(total: total)
     var random = SeededRandom(seed: context.options.seed ^ 0x7143)
     let counts = Self.jumpCounts(context.options.mode)
     let allTargets = (0..<max(counts.prepared, counts.fromSnapshots)).map { _ in 1 + random.next() % total }
@@ -24,17 +29,18 @@ struct TimeTravelScenario: Scenario {
     let targets = Array(allTargets.prefix(counts.fromSnapshots))
     let seeks = targets.count
     let (writeSeconds, written) = try timed {
-      try Snapshots.update(Workspace.self, directory: context.corpusDirectory, every: interval, keep: .max)
+      try Snapshots.update(Workspace.self, directory: context.corpusDirectory, every: interval, keep: Self.keep)
     }
     // What a jump that starts from a snapshot pays first: reading and checking the newest one (the
     // whole state at the end of the journal), alone in a child.
     let read = try ChildProcess.run(
       .snapshot, directory: context.corpusDirectory, limit: Int(total), resultPath: context.path("snapshot-read.json"))
     var latencies = try jumps(TimeMachine<Workspace>(directory: context.corpusDirectory), to: targets)
-    let configuration = "\(total)-event journal, snapshot every \(interval) (\(written.count)), \(seeks) jumps"
-    context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
-    context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
+    let configuration = Self.snapshotConfiguration(total: total, jumps: seeks)
+    context.record(name, configuration, "jump p50", try latencies.requiredMilliseconds(0.5), "ms")
+    context.record(name, configuration, "jump p99", try latencies.requiredMilliseconds(0.99), "ms")
     context.record(name, configuration, "snapshot writing", writeSeconds, "s")
+    context.record(name, configuration, "snapshots written", Double(written.count), "")
     context.record(name, configuration, "newest snapshot read", read.seconds, "s")
     context.record(name, configuration, "newest snapshot records", Double(read.events), "records")
   }
@@ -60,15 +66,15 @@ struct TimeTravelScenario: Scenario {
     var latencies = try jumps(machine, to: targets)
     let footprint = machine.keyframeFootprint
     let configuration = Self.preparedConfiguration(total: total, jumps: targets.count)
-    context.record(name, configuration, "jump p50", latencies.percentileMilliseconds(0.5), "ms")
-    context.record(name, configuration, "jump p99", latencies.percentileMilliseconds(0.99), "ms")
+    context.record(name, configuration, "jump p50", try latencies.requiredMilliseconds(0.5), "ms")
+    context.record(name, configuration, "jump p99", try latencies.requiredMilliseconds(0.99), "ms")
     context.record(name, configuration, "prepare", prepareSeconds, "s")
     context.record(name, configuration, "keyframe tree nodes", Double(footprint.nodes), "nodes")
-    context.record(name, configuration, "keyframe tree bytes", Double(footprint.bytes) / 1_048_576, "MB")
+    context.record(name, configuration, "keyframe tree bytes", Double(footprint.bytes) / 1e6, "MB")
     if let heapGrowth {
-      context.record(name, configuration, "heap in use growth while preparing", Double(heapGrowth) / 1_048_576, "MB")
+      context.record(name, configuration, "heap in use growth while preparing", Double(heapGrowth) / 1e6, "MB")
     }
-    context.record(name, configuration, "resident growth while preparing", Double(residentGrowth) / 1_048_576, "MB")
+    context.record(name, configuration, "resident growth while preparing", Double(residentGrowth) / 1e6, "MB")
     context.record(name, configuration, "keyframe spacing", Double(machine.keyframeSpacing), "records")
   }
 
@@ -89,6 +95,17 @@ struct TimeTravelScenario: Scenario {
   /// jumps from snapshots can take seconds, so they keep 200.
   static func jumpCounts(_ mode: BenchOptions.Mode) -> (prepared: Int, fromSnapshots: Int) {
     mode == .full ? (1_000, 200) : (20, 20)
+  }
+
+  /// The snapshots kept: as many as the default `SnapshotPolicy` keeps.
+  static let keep = SnapshotPolicy(directory: "", every: 1).keep
+
+  /// The interval between snapshots in a journal of `total` records: a twentieth of it.
+  static func snapshotInterval(total: UInt64) -> UInt64 { max(1, total / 20) }
+
+  /// The configuration of the jumps from snapshots (the scenario 3).
+  static func snapshotConfiguration(total: UInt64, jumps: Int) -> String {
+    "\(total)-event journal, snapshot every \(snapshotInterval(total: total)), newest \(keep) kept, \(jumps) jumps"
   }
 
   static func preparedConfiguration(total: UInt64, jumps: Int) -> String {
