@@ -156,8 +156,8 @@ import Testing
 
   /// SQLite's producers committing each append under a lock wait for it suspended, with their
   /// clocks running (as the journal's wait for their group commit): the latencies of 64 producers
-  /// add up to about 64 times the elapsed time (the appends in flight, by Little's law), not to
-  /// the 2 a lock that blocks the cooperative pool's threads lets start.
+  /// add up to many times the elapsed time (the appends in flight, by Little's law; up to 64), not
+  /// to the 2 a lock that blocks the cooperative pool's threads lets start.
   @Test func sqliteProducersWaitForTheLockWithTheirClocksRunning() async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-sqlite-\(UUID())").path
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -170,8 +170,11 @@ import Testing
     }
     appender.close()
     #expect(latencies.samples.count == producers * 200)
+    // A lock that blocks the pool's threads keeps about 2 in flight (1.97 measured); queued
+    // producers keep most of the 64 (18-64 measured, the fewer while other tests load the
+    // machine). The bound sits between, with room on either side for a loaded machine.
     let inFlight = Double(latencies.samples.reduce(0, +)) / 1e9 / seconds
-    #expect(inFlight >= Double(producers) / 2)
+    #expect(inFlight >= 8)
   }
 
   /// The allocator's bytes in use are read from `malloc_info`'s totals after the last heap (all
