@@ -337,6 +337,7 @@ import Testing
     let reopened = try Journal(directory: dir.path, options: options)
     reopened.close()
     #expect(Self.inOrder(Self.replacement(dir.path), in: io.events), "\(io.events)")
+    #expect(DirectorySyncTests.unsyncedRenames(io.events, journal: dir.path).isEmpty, "\(io.events)")
   }
 
   @Test func compactionReplacingTheIndexSyncsItAndTheDirectory() async throws {
@@ -346,8 +347,10 @@ import Testing
     _ = try await JournalFixtures.write(journal, batches: 200, maxPayload: 60, seed: 62)
     let report = try journal.compactSealedSegments()
     journal.close()
-    try #require(!report.compacted.isEmpty)
+    try #require(report.compacted.count >= 2, "\(report)")
     #expect(Self.inOrder(Self.replacement(dir.path), in: io.events), "\(io.events)")
+    // Each compacted segment's rename and each index's, the directory synced after it.
+    #expect(DirectorySyncTests.unsyncedRenames(io.events, journal: dir.path).isEmpty, "\(io.events)")
   }
 
   @Test func repairSyncsTheDirectoryAfterRemovingTheIndex() async throws {
@@ -364,6 +367,8 @@ import Testing
     let report = try Journal.repair(directory: dir.path, options: options)
     #expect(report.moved.count == 1, "\(report)")
     #expect(!Files.list(dir.path).contains(Layout.indexName))
-    #expect(io.events.last == "sync " + dir.path, "the directory is synced last: \(io.events)")
+    #expect(
+      Array(io.events.suffix(2)) == ["remove " + dir.appending(Layout.indexName), "sync " + dir.path],
+      "the index is removed, then the directory synced, last: \(io.events)")
   }
 }

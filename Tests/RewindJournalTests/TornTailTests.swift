@@ -293,6 +293,47 @@ import Testing
     try await Self.checkGarbage(writer.bytes, after: original)
   }
 
+  /// Counts the bytes read, for tests of how much a scan reads.
+  final class ReadCountingFileIO: ForwardingFileIO {
+    let base: any FileIO = PosixFileIO()
+    private let count = Locked(0)
+    var bytesRead: Int { count.withLock { $0 } }
+
+    func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+      let n = try base.pread(fd, into: buffer, at: offset, path: path)
+      count.withLock { $0 += n }
+      return n
+    }
+  }
+
+  @Test func aTailOfManyValidHeadersWhoseFramesFailIsScannedOnce() async throws {
+    // Each header found after the damage started a new scan reading up to 1 MiB from it: a tail
+    // of n such headers cost n times its length in reads. (Opening refuses such a segment: valid
+    // headers after damage are damage in the middle; repair moves it, judged by `keptEnd`.)
+    let original = try await Self.makeOriginal(batches: 4, seed: 31)
+    var header = original.frames.last!.header
+    header.frameLength = 8
+    header.frameChecksum = 0
+    var garbage: [UInt8] = []
+    for n in 0..<2_000 {
+      header.firstSequence = original.frames.last!.header.lastSequence + 1 + UInt64(n)
+      var writer = ByteWriter()
+      header.encode(into: &writer)
+      garbage += writer.bytes + [UInt8](repeating: 0xAB, count: Int(header.frameLength))
+    }
+
+    let copy = TemporaryDirectory("torn-headers")
+    try Files.copyDirectory(original.dir.path, to: copy.path)
+    try Files.write(original.bytes + garbage, to: copy.appending(original.segment))
+    let io = ReadCountingFileIO()
+    let file = try SegmentFile(directory: copy.path, firstSequence: 1, io: io)
+    let from = Int64(original.bytes.count)
+    try #require(try file.nextValidBatchHeader(after: from, limits: .largest)?.0 == from + header.totalLength)
+    let before = io.bytesRead
+    #expect(try file.keptEnd(from: from) == file.size)
+    #expect(io.bytesRead - before < 4 * Int(file.size), "\(io.bytesRead - before) bytes read of \(file.size)")
+  }
+
   static func checkGarbage(_ garbage: [UInt8], after original: Original) async throws {
     let copy = TemporaryDirectory("torn-garbage")
     let path = copy.appending("j")

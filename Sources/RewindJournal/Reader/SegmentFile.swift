@@ -196,7 +196,10 @@ package final class SegmentFile {
     let atOffset = BatchHeader.decode(try bytes(at: offset, count: Layout.batchHeaderSize), limits: .largest)
     var end = try tornEnd(from: offset, header: try? atOffset.get())
     var after = offset
-    while let (at, header) = try nextValidBatchHeader(after: after, limits: .largest) {
+    // One window for the whole scan: `after` only moves forward, so each byte is read about once,
+    // not once per header found (a hostile tail of headers whose frames fail holds thousands).
+    var window = ScanWindow()
+    while let (at, header) = try nextValidBatchHeader(after: after, limits: .largest, window: &window) {
       let frameEnd = at + header.totalLength
       if frameEnd <= end {
         after = frameEnd - 1  // kept anyway
@@ -255,23 +258,40 @@ package final class SegmentFile {
   /// since (a follower's view of the active segment) would make a frame still being written look
   /// like damage in the middle of committed data.
   package func nextValidBatchHeader(after offset: Int64, limits: JournalLimits) throws -> (Int64, BatchHeader)? {
+    var window = ScanWindow()
+    return try nextValidBatchHeader(after: offset, limits: limits, window: &window)
+  }
+
+  /// Bytes of the file read by one scan for batch headers, kept for its next call.
+  struct ScanWindow {
+    var start: Int64 = 0
+    var bytes: [UInt8] = []
+  }
+
+  /// `nextValidBatchHeader(after:limits:)`, reading only what `window` does not already hold.
+  private func nextValidBatchHeader(after offset: Int64, limits: JournalLimits, window: inout ScanWindow) throws
+    -> (Int64, BatchHeader)?
+  {
     let magic: [UInt8] = [0x51, 0x2A, 0x4D, 0x18]
+    let headerSize = Layout.batchHeaderSize
     var position = offset + 1
-    let chunk = 1 << 20
-    while position + Int64(Layout.batchHeaderSize) <= size {
-      let count = Int(min(Int64(chunk + Layout.batchHeaderSize), size - position))
-      let bytes = try io.read(fd, count: count, at: position, path: path)
-      if bytes.count < Layout.batchHeaderSize { return nil }
-      var i = 0
-      while i + Layout.batchHeaderSize <= bytes.count, i < chunk {
+    while position + Int64(headerSize) <= size {
+      if position < window.start || position + Int64(headerSize) > window.start + Int64(window.bytes.count) {
+        let count = Int(min(Int64((1 << 20) + headerSize), size - position))
+        window = ScanWindow(start: position, bytes: try io.read(fd, count: count, at: position, path: path))
+        if window.bytes.count < headerSize { return nil }
+      }
+      let bytes = window.bytes
+      var i = Int(position - window.start)
+      while i + headerSize <= bytes.count {
         if bytes[i] == magic[0], bytes[i + 1] == magic[1], bytes[i + 2] == magic[2], bytes[i + 3] == magic[3],
-          case .success(let header) = BatchHeader.decode(bytes[i..<(i + Layout.batchHeaderSize)], limits: limits)
+          case .success(let header) = BatchHeader.decode(bytes[i..<(i + headerSize)], limits: limits)
         {
-          return (position + Int64(i), header)
+          return (window.start + Int64(i), header)
         }
         i += 1
       }
-      position += Int64(chunk)
+      position = window.start + Int64(i)
     }
     return nil
   }

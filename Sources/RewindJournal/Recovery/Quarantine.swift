@@ -29,6 +29,7 @@ package struct Quarantine {
   /// segment at `offset`. Returns the quarantine file's path relative to the journal and the
   /// number of bytes moved; when there is nothing to move (the file ends at `offset`, or only
   /// zeros follow it), no quarantine file is made, the zeros are cut, and the path is nil.
+  /// A failure before the cut leaves no quarantine file; a failed sync of the cut leaves the copy.
   package func moveTail(of segment: String, from offset: Int64, upTo end: Int64? = nil) throws -> (String?, Int64) {
     let source = directory + "/" + segment
     let fd = try io.open(source, flags: O_RDWR, mode: 0)
@@ -47,24 +48,29 @@ package struct Quarantine {
     let target = folder + "/" + name
     let out = try io.open(target, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
     do {
-      var position = offset
-      while position < size {
-        let chunk = try io.read(fd, count: Int(min(Int64(1 << 20), size - position)), at: position, path: source)
-        if chunk.isEmpty { break }
-        try chunk.withUnsafeBytes { (bytes) throws in
-          try io.writeAll(out, bytes, at: position - offset, path: target)
+      do {
+        defer { io.close(out) }
+        var position = offset
+        while position < size {
+          let chunk = try io.read(fd, count: Int(min(Int64(1 << 20), size - position)), at: position, path: source)
+          if chunk.isEmpty { break }
+          try chunk.withUnsafeBytes { (bytes) throws in
+            try io.writeAll(out, bytes, at: position - offset, path: target)
+          }
+          position += Int64(chunk.count)
         }
-        position += Int64(chunk.count)
+        try io.sync(out, metadata: true, path: target)
       }
-      try io.sync(out, metadata: true, path: target)
+      try io.syncDirectory(folder)
+      try io.syncDirectory(directory)
+      try io.truncate(fd, to: offset, path: source)
     } catch {
-      io.close(out)
+      // Until the cut, the segment holds every byte: the copy, whole or partial, is not needed,
+      // and left behind it would pass for what was moved (the next try copies to `<name>.2`) and
+      // hold on to its space on a full disk.
+      try? io.removeFile(target)
       throw error
     }
-    io.close(out)
-    try io.syncDirectory(folder)
-    try io.syncDirectory(directory)
-    try io.truncate(fd, to: offset, path: source)
     try io.sync(fd, metadata: true, path: source)
     return (Layout.quarantineName + "/" + name, size - offset)
   }
