@@ -193,6 +193,9 @@ public final class Journal: Sendable {
   /// The last failure of the background compaction, if any (the segment concerned was left as it was).
   public var backgroundCompactionFailure: JournalError? { compactor.backgroundState.1 }
 
-  /// A reader of this journal's directory.
-  public func reader() throws -> JournalReader { try JournalReader(directory: directory) }
+  /// A reader of this journal's directory. It reads with `JournalLimits.largest`, as the
+  /// library's other readers do: a reader's limits bound what a damaged header can make it
+  /// allocate, which the journal's own plausibility checks bound already, while smaller ones would
+  /// refuse records this journal, or an earlier writer with larger limits, wrote.
+  public func reader() throws -> JournalReader { try JournalReader(directory: directory, limits: .largest) }
 }

@@ -405,6 +405,17 @@ import Testing
     #expect(text.contains("written with larger limits"), "\(what): \(text)")
   }
 
+  /// A journal's own `reader()` reads what the journal holds, whatever limits it was opened
+  /// with: as every other reader in the library, with the largest limits.
+  @Test func aJournalsOwnReaderReadsItsLargeBatches() async throws {
+    let (dir, records, _) = try await Self.journal()
+    var options = JournalFixtures.options()
+    options.limits = Self.writerLimits
+    let journal = try Journal(directory: dir.path, options: options)
+    defer { journal.close() }
+    #expect(try JournalFixtures.readAll(journal.reader().records()) == records)
+  }
+
   @Test func smallerLimitsFailClearlyAndChangeNothing() async throws {
     let (dir, _, offset) = try await Self.journal()
     let segment = dir.appending(Layout.segmentName(firstSequence: 1))
