@@ -182,7 +182,7 @@ import Testing
     #expect(linear.status == 0)
     #expect(
       linear.out
-        == "invariant 'notes belong to notebooks' holds after every record through sequence \(journal.lastSequence)\n")
+        == "invariant 'notes belong to notebooks' holds after every command through sequence \(journal.lastSequence)\n")
     let unknown = try await rewind(["bisect", journal.path, "--invariant", "nope"])
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("unknown invariant 'nope'"))
@@ -243,7 +243,7 @@ import Testing
     }
     last += 1
     let text = await run(["bisect", path, "--invariant", invariant, "--linear"])
-    #expect(text.out == "invariant '\(invariant)' holds after every record through sequence \(last)\n", "\(text.out)")
+    #expect(text.out == "invariant '\(invariant)' holds after every command through sequence \(last)\n", "\(text.out)")
     last += 1
     let replayed = await run(["replay", path])
     #expect(replayed.status == 0)

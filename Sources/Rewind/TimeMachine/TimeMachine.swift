@@ -273,7 +273,7 @@ public final class TimeMachine<M: SnapshotModel> {
 
   private func blame<V>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
     var entries: [Blame<V>] = []
-    try forEachEvent(keepingRecordIDs: false) { recorded, state, touched, _ in
+    try forEachEvent(keepingRecordIDs: false, wholeCommands: false) { recorded, state, touched, _ in
       if touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
       return true
     }
@@ -283,10 +283,12 @@ public final class TimeMachine<M: SnapshotModel> {
   /// Applies the records through `lastSequence` to the empty state, recording what each touched,
   /// and after each event calls `body` with it, the state after it, the keys it touched and (when
   /// `keepingRecordIDs`, when they stand for the records' keys) the ids of the records it touched;
-  /// stops after an event for which `body` returns false. Reports progress as seeks do, and where
-  /// it stopped.
+  /// stops after an event for which `body` returns false. With `wholeCommands`, only after the
+  /// last event of each command (the next event's command id differs, or the journal ends), with
+  /// what the command's events touched: the states readers see (DESIGN.md, contract 3). Reports
+  /// progress as seeks do, and where it stopped.
   private func forEachEvent(
-    keepingRecordIDs: Bool,
+    keepingRecordIDs: Bool, wholeCommands: Bool,
     _ body: (RecordedEvent, M, Set<ChangeKey>, [(store: String, id: any Sendable)]) throws -> Bool
   ) throws {
     guard lastSequence > 0 else { return }
@@ -295,74 +297,94 @@ public final class TimeMachine<M: SnapshotModel> {
     var context = ApplyContext(keepingRecordIDs: keepingRecordIDs)
     var count = 0
     let interval = max(1, options.progressInterval)
+    /// The last event applied, not yet shown to `body`: with `wholeCommands`, until the next
+    /// event (or the end) says whether its command goes on.
+    var pending: RecordedEvent?
+    func show(_ recorded: RecordedEvent, stoppingAt sequence: UInt64) throws -> Bool {
+      pending = nil
+      guard try body(recorded, state, context.touched, context.touchedRecordIDs) else {
+        progress?(ReplayProgress(sequence: sequence, target: lastSequence, recordsApplied: count))
+        return false
+      }
+      context.touched.removeAll(keepingCapacity: true)
+      context.touchedRecordIDs.removeAll(keepingCapacity: true)
+      return true
+    }
     while let record = try records.next() {
       count += 1
       if let progress, count % interval == 0 {
         progress(ReplayProgress(sequence: record.sequence, target: lastSequence, recordsApplied: count))
       }
       guard case .event(let recorded) = record else { continue }  // a checkpoint changes nothing
-      registry.apply(recorded.event, to: &state, context: &context)
-      guard try body(recorded, state, context.touched, context.touchedRecordIDs) else {
-        progress?(ReplayProgress(sequence: record.sequence, target: lastSequence, recordsApplied: count))
-        return
+      if let before = pending, before.envelope.commandID != recorded.envelope.commandID {
+        guard try show(before, stoppingAt: before.envelope.sequence) else { return }
       }
-      context.touched.removeAll(keepingCapacity: true)
-      context.touchedRecordIDs.removeAll(keepingCapacity: true)
+      registry.apply(recorded.event, to: &state, context: &context)
+      pending = recorded
+      if !wholeCommands, try !show(recorded, stoppingAt: record.sequence) { return }
     }
+    if let last = pending, try !show(last, stoppingAt: lastSequence) { return }
     progress?(ReplayProgress(sequence: lastSequence, target: lastSequence, recordsApplied: count))
+  }
+
+  /// The last sequence number of the command whose record is at `sequence`: the records after it
+  /// while they are events with its command id (`sequence` itself when it is 0, or not an event).
+  /// Readers see the state after a whole command, never between its events (DESIGN.md, contract
+  /// 3).
+  private func commandEnd(from sequence: UInt64) throws -> UInt64 {
+    func commandID(at sequence: UInt64) throws -> Identifier? {
+      guard let record = try reader.record(sequence) else { return nil }
+      return try? EventRecord.header(of: record.payload).commandID
+    }
+    guard sequence > 0, let command = try commandID(at: sequence) else { return sequence }
+    var end = sequence
+    while end < lastSequence, try commandID(at: end + 1) == command { end += 1 }
+    return end
   }
 
   /// The first sequence number whose state breaks `invariant`, found by bisection: like
   /// `git bisect`, it assumes that once broken the invariant stays broken. Nil if it holds at
-  /// `lastSequence`. Costs O(log(history)) seeks, each from the nearest keyframe or snapshot;
-  /// the first pass lays keyframes down.
+  /// `lastSequence`. Probes only states after whole commands, the states readers see (DESIGN.md,
+  /// contract 3): a probe inside a command looks at the state after its last record, and the
+  /// answer is the last record of the first command after which the invariant fails. Costs
+  /// O(log(history)) seeks, each from the nearest keyframe or snapshot; the first pass lays
+  /// keyframes down.
   public func bisect(_ invariant: Invariant<M>) throws -> UInt64? {
     guard try !invariant.holds(state(at: lastSequence)) else { return nil }
     if try !invariant.holds(state(at: 0)) { return 0 }
+    // The invariant at a sequence number is its value after that record's whole command.
     var good: UInt64 = 0
     var bad = lastSequence
     while bad - good > 1 {
       let middle = good + (bad - good) / 2
-      if try invariant.holds(state(at: middle)) { good = middle } else { bad = middle }
+      if try invariant.holds(state(at: commandEnd(from: middle))) { good = middle } else { bad = middle }
     }
-    return bad
+    return try commandEnd(from: bad)
   }
 
-  /// The first sequence number whose state breaks `invariant`, checking after every record (no
-  /// assumption about later states). Nil if it always holds. Replays the whole journal.
+  /// The first sequence number whose state breaks `invariant`, checking after every command (no
+  /// assumption about later states): the last record of the first command after which it fails,
+  /// as readers see states only between commands (DESIGN.md, contract 3). Nil if it always
+  /// holds. Replays the whole journal.
   ///
   /// An invariant over a store's records (`Invariant(_:everyRecordOf:holds:)`) is checked
-  /// incrementally: after a record that changed only records of its store, on those records
+  /// incrementally: after a command that changed only records of its store, on those records
   /// alone (see there); after any other change, and for any other invariant, on the whole state.
   /// To check such an invariant on the whole state after every record, pass
   /// `Invariant(name, holds: invariant.holds)`.
   public func firstFailure(of invariant: Invariant<M>) throws -> UInt64? {
-    var state = M()
-    if !invariant.holds(state) { return 0 }
+    if !invariant.holds(M()) { return 0 }
     var found: UInt64?
-    if let holdsAfterChange = invariant.holdsAfterChange {
-      // The empty state holds: from there each state is checked given that the one before held.
-      try forEachEvent(keepingRecordIDs: true) { recorded, state, touched, touchedRecords in
-        guard holdsAfterChange(state, touched, touchedRecords) ?? invariant.holds(state) else {
-          found = recorded.envelope.sequence
-          return false
-        }
-        return true
+    let holdsAfterChange = invariant.holdsAfterChange
+    // The empty state holds: from there each state is checked given that the one before held.
+    try forEachEvent(keepingRecordIDs: holdsAfterChange != nil, wholeCommands: true) {
+      recorded, state, touched, touchedRecords in
+      guard holdsAfterChange?(state, touched, touchedRecords) ?? invariant.holds(state) else {
+        found = recorded.envelope.sequence
+        return false
       }
-      return found
+      return true
     }
-    do {
-      try Replay.apply(
-        registry: registry, reader: reader, to: &state, after: 0, through: lastSequence, options: options,
-        progress: progress,
-        observe: nil,
-        observeSequence: { sequence, state in
-          if !invariant.holds(state) {
-            found = sequence
-            throw FoundFailure()
-          }
-        })
-    } catch is FoundFailure {}
     return found
   }
 
@@ -473,6 +495,3 @@ public struct Invariant<M: Model>: Sendable {
     }
   }
 }
-
-/// Ends `firstFailure(of:)`'s replay early.
-private struct FoundFailure: Error {}
