@@ -244,27 +244,34 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// Every event that touched the entity `id` (a record's id as text, in whichever store holds
   /// it, or a value store's name), with the record after each (nil once removed). One pass over
-  /// the journal's events; an id no event touched gives an empty list.
+  /// the journal's events; an id no event touched gives an empty list. Formats the ids of the
+  /// records each event touched, no others: the record after a match is found by its id.
   public func blame(entity id: String) throws -> [EntityBlame] {
-    var stores: [String: Bool] = [:]  // store name: is a value store
-    for store in StateInspector.stores(of: M()) { stores[store.name] = store is any ValueStoreMarker }
-    var found: String?
-    let entries: [Blame<any Sendable>] = try blame(
-      matching: { key in
-        let match =
-          key.kind == .record
-          ? key.key == id && found.map { $0 == key.store } ?? true
-          : key.kind == .value && key.store == id
-        if match { found = key.store }
-        return match
-      },
-      read: { (state: M) -> (any Sendable)? in
-        // In the store the match pinned: another store may hold a record with the same id's text.
-        guard let store = found, let holder = StateInspector.stores(of: state).first(where: { $0.name == store })
-        else { return nil }
-        return holder.record(described: stores[store] == true ? "" : id)
-      })
-    return entries.map { EntityBlame(event: $0.event, store: found ?? "", id: id, after: $0.after) }
+    // The store the first match pinned (another store may hold a record with the same id's
+    // text), and the record's id as its store types it (nil for a value store).
+    var found: (store: String, id: (any Sendable)?)?
+    var entries: [EntityBlame] = []
+    try forEachEvent(keepingRecordIDs: true, wholeCommands: false) { recorded, state, touched, touchedRecords in
+      var matched = false
+      for record in touchedRecords where found.map({ $0.store == record.store && $0.id != nil }) ?? true {
+        if String(describing: record.id) == id {
+          found = (record.store, record.id)
+          matched = true
+          break
+        }
+      }
+      if !matched, found.map({ $0.id == nil }) ?? true, touched.contains(.value(id)) {
+        found = (id, nil)
+        matched = true
+      }
+      guard matched, let found else { return true }
+      let holder = StateInspector.stores(of: state).first { $0.name == found.store }
+      let after: (any Sendable)? =
+        if let recordID = found.id { holder?.record(id: recordID) } else { holder?.record(described: "") }
+      entries.append(EntityBlame(event: recorded, store: found.store, id: id, after: after))
+      return true
+    }
+    return entries
   }
 
   private func blame<V>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
