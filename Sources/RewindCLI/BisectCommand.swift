@@ -16,7 +16,9 @@ enum BisectCommand: RewindCommand {
     later (an invariant registered over a store's records is checked, after a command that
     changed only that store, on the records it changed: the same answer, sooner).
     Exit 1 with the sequence number and its event when the invariant fails (a finding), 0 when
-    it holds, 2 for an unknown invariant (the known ones are listed).
+    it holds, 2 for an unknown invariant (the known ones are listed). The event is shown as
+    replay applied it, upcast to its current schema version when it was written in an older one,
+    which its line says ("v1 (upcast to v2)"; in JSON "upcastTo": 2 after "version": 1).
 
     Examples:
       rewind bisect /tmp/j --invariant "notes belong to notebooks"
@@ -56,7 +58,7 @@ enum BisectCommand: RewindCommand {
       output.out(visible("invariant '\(name)' first fails at sequence \(failing)") + "\n")
       if let event {
         output.out(
-          "  \(envelopeLine(event.envelope))\n    event \(StateInspector.json(event.event))\n")
+          "  \(envelopeLine(event))\n    event \(StateInspector.json(event.event))\n")
       } else if failing == 0 {
         output.out("  it fails on the empty state, before any record\n")
       }
