@@ -128,6 +128,31 @@ import Testing
     #expect(show.out.contains("  note      the entry at byte 47 repeats the key \"notebook\""), "\(show.out)")
   }
 
+  /// Two titles whose bytes differ but are not UTF-8 render alike (U+FFFD, as replay reads
+  /// them): export and log say so, so that the difference is not lost without a word.
+  @Test func aStringThatIsNotUTF8IsNoted() async throws {
+    let dir = TemporaryDirectory("cli-audit-not-utf8")
+    let envelope: [UInt8] =
+      [1, 16] + Array("notebook.created".utf8) + [1, 4] + Array("user".utf8) + [UInt8](repeating: 0, count: 16)
+    let id: [UInt8] =
+      [3] + Array("id".utf8) + [10] + [UInt8](repeating: 0, count: 8) + [1] + [UInt8](repeating: 0, count: 7)
+    let payloads = [[0xFF], [0xFE]].map { title -> [UInt8] in
+      envelope + [8] + id + [6] + Array("title".utf8) + [6, 1] + title + [0]
+    }
+    let writer = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait(payloads.map { NewRecord(timestamp: 1, payload: $0) })
+    writer.close()
+
+    let export = try await Self.rewind(["export", dir.path, "--jsonl"])
+    #expect(export.status == 0, "\(export.err)")
+    let events = try Self.parse(export.out)
+    #expect(events.map { ($0["payload"] as? [String: Any])?["title"] as? String } == ["\u{FFFD}", "\u{FFFD}"])
+    let note = "the string at byte 27 is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+    #expect(events.map { $0["problem"] as? String } == [note, note], "\(export.out)")
+    let log = try await Self.rewind(["log", dir.path])
+    #expect(log.out.contains("notebook.created v1 user  (\(note)) {"), "\(log.out)")
+  }
+
   /// A record that is not a Rewind event shows its bytes as text when they are UTF-8 and in hex
   /// otherwise, and says which: the bytes de ad be ef and the text "deadbeef" read apart.
   @Test func aRawPayloadSaysWhetherItIsTextOrHex() async throws {

@@ -12,7 +12,9 @@ public enum FieldRenderer {
 
   /// The JSON rendering of the one value in `bytes`; `notes` gets what it does not show as
   /// stored, one sentence each, locating it by its offset in `bytes`: an entry left out because
-  /// an earlier one of its object has its key.
+  /// an earlier one of its object has its key, a string or key whose bytes are not UTF-8 (shown
+  /// with U+FFFD for each ill-formed sequence, as readers read it, so that two such strings can
+  /// show alike).
   /// - Throws: `FieldFormatError` locating the first malformed byte.
   public static func json(_ bytes: [UInt8], notes: inout [String]) throws(FieldFormatError) -> String {
     try json(bytes, from: 0, notes: &notes)
@@ -54,7 +56,10 @@ public enum FieldRenderer {
       } else {
         output += String(describing: value)
       }
-    case .string: appendQuoted(try reader.readString(), to: &output)
+    case .string:
+      let at = reader.position - 1
+      let (start, count) = try reader.readStringBounds()
+      appendString(reader.bytes[start..<start + count], of: "string", at: at, to: &output, notes: &notes)
     case .identifier: output += "\"\(try reader.readIdentifier())\""
     case .array:
       output += "["
@@ -86,7 +91,7 @@ public enum FieldRenderer {
         }
         if !first { output += "," }
         first = false
-        appendQuoted(String(decoding: key, as: UTF8.self), to: &output)
+        appendString(key, of: "key", at: entry, to: &output, notes: &notes)
         output += ":"
         try render(&reader, into: &output, depth: depth + 1, notes: &notes)
       }
@@ -94,6 +99,20 @@ public enum FieldRenderer {
       output += "}"
     case .end: throw FieldFormatError("array end where a value was expected", at: reader.position - 1)
     }
+  }
+
+  /// Appends `bytes`, a string or key (`what`) at `offset`, as a JSON string literal, noting in
+  /// `notes` when they are not UTF-8: they are shown as readers decode them, each ill-formed
+  /// sequence as U+FFFD.
+  private static func appendString(
+    _ bytes: ArraySlice<UInt8>, of what: String, at offset: Int, to output: inout String, notes: inout [String]
+  ) {
+    if let text = String(validating: bytes, as: UTF8.self) {
+      appendQuoted(text, to: &output)
+      return
+    }
+    appendQuoted(String(decoding: bytes, as: UTF8.self), to: &output)
+    notes.append("the \(what) at byte \(offset) is not UTF-8: its ill-formed bytes are shown as U+FFFD")
   }
 
   /// Whether a terminal acts on `scalar` rather than showing it, may show its neighbours out of
