@@ -16,7 +16,8 @@ enum BisectCommand: RewindCommand {
     later (an invariant registered over a store's records is checked, after a command that
     changed only that store, on the records it changed: the same answer, sooner).
     Exit 1 with the sequence number and its event when the invariant fails (a finding), 0 when
-    it holds, 2 for an unknown invariant (the known ones are listed). The event is shown as
+    it holds, 2 for an unknown invariant (the known ones are listed) or a bad option, 3 when the
+    journal cannot be read or the model cannot replay it. The event is shown as
     replay applied it, upcast to its current schema version when it was written in an older one,
     which its line says ("v1 (upcast to v2)"; in JSON "upcastTo": 2 after "version": 1).
 

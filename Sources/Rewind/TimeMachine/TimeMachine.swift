@@ -16,7 +16,10 @@ internal import RewindJournal
 /// max(N, `keyframeSpacing`) records; a seek near a keyframe applies fewer than the spacing.
 /// `prepare()` lays keyframes over the whole history in one replay, after which every seek
 /// applies fewer than `keyframeSpacing` records and reads no file but the journal. Keyframes are
-/// cheap to keep: a `Store` shares its unchanged nodes with its copies.
+/// cheap to keep: a `Store` shares its unchanged nodes with its copies, so those passed in one
+/// replay share what did not change between them. A state read from a snapshot file shares
+/// nothing with the others: the keyframe kept at it, and those replayed from it, hold a state
+/// of their own.
 /// `recordsApplied` counts the work. Not thread-safe: one user at a time.
 public final class TimeMachine<M: SnapshotModel> {
   private let reader: JournalReader
@@ -36,7 +39,8 @@ public final class TimeMachine<M: SnapshotModel> {
   public private(set) var position: UInt64 = 0
   /// The state at `position`.
   public private(set) var state = M()
-  /// Snapshots skipped while seeking, with why.
+  /// The snapshots skipped, with why, by the last seek that looked for a snapshot file to start
+  /// from (each such seek replaces the list; one that reads none leaves it).
   public private(set) var skippedSnapshots: [SnapshotProblem] = []
   /// Snapshot files found unusable, not read again.
   private var unusableSnapshots: Set<UInt64> = []
@@ -274,11 +278,11 @@ public final class TimeMachine<M: SnapshotModel> {
     return entries
   }
 
-  private func blame<V>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
+  private func blame<V: Sendable>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
     try blame(matching: { $0 == key }, read: read)
   }
 
-  private func blame<V>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
+  private func blame<V: Sendable>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
     var entries: [Blame<V>] = []
     try forEachEvent(keepingRecordIDs: false, wholeCommands: false) { recorded, state, touched, _ in
       if touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
@@ -420,16 +424,14 @@ public final class TimeMachine<M: SnapshotModel> {
 }
 
 /// One event that touched a record, and the record after it (nil when the event removed it).
-public struct Blame<Value>: @unchecked Sendable {
-  // `@unchecked`: `Value` is a store's record or value, which are `Sendable` by their protocols.
+public struct Blame<Value: Sendable>: Sendable {
   public var event: RecordedEvent
   public var after: Value?
 }
 
 /// One event that touched an entity found by its id as text (`TimeMachine.blame(entity:)`), and
 /// the record after it (nil when the event removed it).
-public struct EntityBlame: @unchecked Sendable {
-  // `@unchecked`: `after` is a store's record or value, which are `Sendable` by their protocols.
+public struct EntityBlame: Sendable {
   public var event: RecordedEvent
   /// The store holding the entity.
   public var store: String
