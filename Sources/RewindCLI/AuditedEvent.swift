@@ -17,7 +17,8 @@ struct AuditedEvent {
   /// payload is the fields as JSON. Without it, the bytes `de ad` and the text "dead" would read
   /// the same.
   var payloadEncoding: String?
-  /// Why the payload (or, with a `header`, the fields) could not be read, if it could not.
+  /// Why the payload (or, with a `header`, the fields) could not be read, if it could not; or,
+  /// for fields that render, what `payload` does not show as stored (`FieldRenderer`'s notes).
   var problem: String?
   var bytes: Int
 
@@ -31,7 +32,9 @@ struct AuditedEvent {
       // The envelope stands on its own: an event whose fields are damaged is still this event.
       let fields = Array(record.payload[header.bodyOffset...])
       do {
-        payload = try FieldRenderer.json(fields)
+        var notes: [String] = []
+        payload = try FieldRenderer.json(fields, notes: &notes)
+        if !notes.isEmpty { problem = notes.joined(separator: "; ") }
       } catch {
         problem = "its fields do not decode (\(error))"
         payload = jsonString(hex(fields))
@@ -52,7 +55,8 @@ struct AuditedEvent {
 
   /// One JSON object: `seq`, `time` (ISO 8601), `name`, `version`, `origin`, `command`, `payload`
   /// (and `payloadEncoding` and `problem` for a record that is not a Rewind event, whose envelope
-  /// fields are null, or an event whose fields do not decode).
+  /// fields are null, or an event whose fields do not decode; `problem` alone for fields shown
+  /// otherwise than stored).
   var json: String {
     var line = #"{"seq":\#(sequence),"time":"\#(isoTime(timestamp))","#
     if let header {
@@ -72,7 +76,10 @@ struct AuditedEvent {
   func line(width: Int?) -> String {
     var fields = payload
     if let width, fields.count > width { fields = String(fields.prefix(width)) + "…" }
-    if header != nil, problem != nil { fields = "(fields do not decode) " + fields }
+    if header != nil, let problem {
+      // The notes quote keys as JSON does, escaping what a terminal would act on.
+      fields = (payloadEncoding != nil ? "(fields do not decode) " : "(\(problem)) ") + fields
+    }
     let name = header.map { "\($0.name) v\($0.version)" } ?? "(not a Rewind event, \(bytes) B)"
     let origin = header.map { " \($0.origin.name)" } ?? ""
     return visible("\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  ") + fields

@@ -8,13 +8,18 @@ enum BisectCommand: RewindCommand {
   static let help = """
     Usage: rewind bisect DIR --invariant NAME [--linear] [--json] [--model NAME]
 
-    Finds the first sequence number whose state breaks the registered invariant NAME. Like
-    git bisect it assumes that once broken the invariant stays broken, and probes O(log n)
-    states; --linear checks the state after every record instead, and so also finds a break that
-    was repaired later (an invariant registered over a store's records is checked, after a
-    record that changed only that store, on the records it changed: the same answer, sooner).
+    Finds the first sequence number whose state breaks the registered invariant NAME. Only
+    states after a whole command count, as readers never see one between its events: the answer
+    is the last record of the first command after which the invariant fails. Like git bisect it
+    assumes that once broken the invariant stays broken, and probes O(log n) states; --linear
+    checks the state after every command instead, and so also finds a break that was repaired
+    later (an invariant registered over a store's records is checked, after a command that
+    changed only that store, on the records it changed: the same answer, sooner).
     Exit 1 with the sequence number and its event when the invariant fails (a finding), 0 when
-    it holds, 2 for an unknown invariant (the known ones are listed).
+    it holds, 2 for an unknown invariant (the known ones are listed) or a bad option, 3 when the
+    journal cannot be read or the model cannot replay it. The event is shown as
+    replay applied it, upcast to its current schema version when it was written in an older one,
+    which its line says ("v1 (upcast to v2)"; in JSON "upcastTo": 2 after "version": 1).
 
     Examples:
       rewind bisect /tmp/j --invariant "notes belong to notebooks"
@@ -54,7 +59,7 @@ enum BisectCommand: RewindCommand {
       output.out(visible("invariant '\(name)' first fails at sequence \(failing)") + "\n")
       if let event {
         output.out(
-          "  \(envelopeLine(event.envelope))\n    event \(StateInspector.json(event.event))\n")
+          "  \(envelopeLine(event))\n    event \(StateInspector.json(event.event))\n")
       } else if failing == 0 {
         output.out("  it fails on the empty state, before any record\n")
       }
@@ -62,9 +67,9 @@ enum BisectCommand: RewindCommand {
       output.out(
         visible(
           args.flag("linear")
-            ? "invariant '\(name)' holds after every record through sequence \(session.lastSequence)"
+            ? "invariant '\(name)' holds after every command through sequence \(session.lastSequence)"
             : "invariant '\(name)' holds at the last sequence number, \(session.lastSequence) "
-              + "(bisect assumes a broken invariant stays broken; --linear checks every record)") + "\n")
+              + "(bisect assumes a broken invariant stays broken; --linear checks every command)") + "\n")
     }
     return failing == nil ? .success : .findings
   }

@@ -10,9 +10,14 @@ enum BlameCommand: RewindCommand {
 
     Every event that touched the record with id ENTITY (32 hex digits, in capitals or not, in
     whichever collection holds it), or the value collection named ENTITY, oldest first, each with
-    the record after it ("removed" once it is gone). An id no event ever touched is a usage error
-    (exit 2). With --json, one JSON object per event per line. The examples read a journal
-    written by `rewind demo /tmp/j --seed 1`.
+    the record after it ("removed" once it is gone). With --json, one JSON object per event per
+    line. An event is shown as replay applied it: one written in an older schema version,
+    upcast to the current one, says so after its version ("v1 (upcast to v2)"; in JSON
+    "upcastTo": 2 after "version": 1, which is the version written, as `rewind log` shows it).
+    The examples read a journal written by `rewind demo /tmp/j --seed 1`.
+
+    Exit 0; 2 for a bad option or an id no event ever touched; 3 when the journal cannot be read
+    or the model cannot replay it.
 
     Examples:
       rewind blame /tmp/j a29091f1c4eab8dccb96c6e05cf03f5b
@@ -52,7 +57,7 @@ enum BlameCommand: RewindCommand {
             + #""event":\#(eventJSON(entry.event)),"after":\#(after ?? "null")}"# + "\n")
       } else {
         output.out(
-          "\(envelopeLine(entry.event.envelope))\n"
+          "\(envelopeLine(entry.event))\n"
             + "    event \(StateInspector.json(entry.event.event))\n"
             + "    after \(after ?? "removed")\n")
       }

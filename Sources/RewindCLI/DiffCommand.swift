@@ -13,6 +13,9 @@ enum DiffCommand: RewindCommand {
     each list in id order. Collections that did not change are left out. With --json, one JSON
     object, with whole records before and after.
 
+    Exit 0; 2 for a bad option or an A or B outside the journal; 3 when the journal cannot be
+    read or the model cannot replay it.
+
     Examples:
       rewind diff /tmp/j 100 200
       rewind diff /tmp/j 0 1200 --json | jq '.collections[].name'

@@ -16,8 +16,11 @@ enum ExportCommand: RewindCommand {
     lines as `rewind log --json` with the same options. A record that is not a Rewind event, or
     an event whose fields do not decode, also has "problem" (what is wrong) and its bytes as
     "payload", with "payloadEncoding" saying how: "text" (UTF-8) or "hex"; its envelope's fields
-    are null only when the envelope does not decode either. Shows progress on standard error when it is a terminal and standard output
-    is not.
+    are null only when the envelope does not decode either. An event whose fields are shown
+    otherwise than stored has "problem" saying how: of two entries with one key, only the first,
+    the one replay reads; a string or key that is not UTF-8, with U+FFFD for its ill-formed
+    bytes, as replay reads it (so two such strings can show alike). Shows progress on standard
+    error when it is a terminal and standard output is not.
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an entity no event mentions; a --to or --until past it reads

@@ -38,7 +38,8 @@ protocol ModelSession: AnyObject {
   func effect(of sequence: UInt64) throws -> EventEffect?
   /// Whether the invariant holds at `position`; nil for an unknown name.
   func check(_ invariant: String) -> Bool?
-  /// The first failing sequence number; nil if it holds. `linear` checks every record.
+  /// The first failing sequence number (the last record of a command); nil if it holds. `linear`
+  /// checks after every command.
   func bisect(_ invariant: String, linear: Bool) throws -> UInt64?
   /// The query's answer at `position` as JSON; nil for an unknown name.
   func query(_ name: String) throws -> String?

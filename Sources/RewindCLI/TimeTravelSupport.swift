@@ -12,12 +12,28 @@ func envelopeLine(_ envelope: Envelope) -> String {
       + "origin \(envelope.origin) command \(envelope.commandID)")
 }
 
-/// An event's envelope and fields as one JSON object.
+/// The version of `recorded`'s event as decoded, when an upcaster brought it there from the
+/// version it was written with (the envelope's); nil when it was decoded as written.
+func upcastVersion(_ recorded: RecordedEvent) -> UInt32? {
+  let decoded = type(of: recorded.event).version
+  return decoded == recorded.envelope.version ? nil : decoded
+}
+
+/// `envelopeLine`, followed by ` (upcast to vN)` when the event was upcast: its fields, shown
+/// decoded, are version N's.
+func envelopeLine(_ recorded: RecordedEvent) -> String {
+  envelopeLine(recorded.envelope) + (upcastVersion(recorded).map { " (upcast to v\($0))" } ?? "")
+}
+
+/// An event's envelope and fields as one JSON object. "version" is the version the event was
+/// written with, as `rewind log --json` says it; the fields are decoded, upcast to the current
+/// version: when that is another, "upcastTo" says which.
 func eventJSON(_ recorded: RecordedEvent) -> String {
   let envelope = recorded.envelope
+  let upcast = upcastVersion(recorded).map { #""upcastTo":\#($0),"# } ?? ""
   return
     #"{"seq":\#(envelope.sequence),"time":"\#(isoTime(envelope.timestamp))","name":\#(StateInspector.json(envelope.name)),"#
-    + #""version":\#(envelope.version),"origin":\#(StateInspector.json(envelope.origin.description)),"#
+    + #""version":\#(envelope.version),\#(upcast)"origin":\#(StateInspector.json(envelope.origin.description)),"#
     + #""command":"\#(envelope.commandID)","payload":\#(StateInspector.json(recorded.event))}"#
 }
 

@@ -4,6 +4,7 @@ import RewindJournal
 import RewindTestSupport
 import Testing
 
+@testable import Notebook
 @testable import Rewind
 
 @Suite struct TimeTravelTests {
@@ -255,6 +256,44 @@ import Testing
     #expect(try machine.firstFailure(of: Invariant("the same, whole", holds: incremental.holds)) == nil)
     let wholeQuestions = asked.withLock { $0 }
     #expect(questions > 0 && questions * 4 < wholeQuestions, "\(questions) against \(wholeQuestions)")
+  }
+
+  /// Readers see states between commands only (DESIGN.md, contract 3): a command whose first
+  /// event makes a note in a notebook its second event makes breaks "notes have notebooks" in a
+  /// state no reader saw, and neither `firstFailure` nor `bisect` reports it. The next command
+  /// breaks it for readers, at its first event of two: both report that command's last record.
+  @Test func invariantsAreCheckedBetweenCommandsOnly() async throws {
+    let directory = TemporaryDirectory()
+    let journal = try Journal(directory: directory.path, options: JournalOptions(durability: .none))
+    let a = NotebookID(Identifier(high: 2, low: 1))
+    let b = NotebookID(Identifier(high: 2, low: 2))
+    let missing = NotebookID(Identifier(high: 2, low: 3))
+    let (first, second) = (NoteID(Identifier(high: 3, low: 1)), NoteID(Identifier(high: 3, low: 2)))
+    let commands: [[any Event]] = [
+      [NotebookCreated(id: a, title: "a")],
+      [NoteCreated(id: first, notebook: b, title: "n", body: "", tags: []), NotebookCreated(id: b, title: "b")],
+      [
+        NoteCreated(id: second, notebook: missing, title: "n", body: "", tags: []),
+        NoteRetitled(id: second, title: "m"),
+      ],
+    ]
+    for (index, events) in commands.enumerated() {
+      let command = Identifier(high: 1, low: UInt64(index + 1))
+      try await journal.append(
+        events.map { NewRecord(timestamp: 1, payload: try EventRecord.encode($0, origin: .user, commandID: command)) })
+    }
+    journal.close()
+    let whole = Invariant<Workspace>("notes have notebooks") { state in
+      state.notes.all().allSatisfy { state.notebooks.find(id: $0.notebook) != nil }
+    }
+    let incremental = Invariant<Workspace>("notes have notebooks, incrementally", everyRecordOf: \.notes) {
+      note, state in state.notebooks.find(id: note.notebook) != nil
+    }
+    let machine = try TimeMachine<Workspace>(directory: directory.path)
+    #expect(try machine.firstFailure(of: whole) == 5)
+    #expect(try machine.firstFailure(of: incremental) == 5)
+    #expect(try machine.bisect(whole) == 5)
+    #expect(try !whole.holds(machine.state(at: 2)), "the state inside the second command breaks it")
   }
 
   /// A note of the workload's, made in the first notebook if there is none yet.

@@ -82,6 +82,77 @@ import Testing
     #expect(show.out.contains("  note      its fields do not decode ("), "\(show.out)")
   }
 
+  /// An event with two entries of one key: replay reads the first (FORMAT.md), and export, log and
+  /// show print that one only, saying that the other is not shown, so that what they print is
+  /// what replay applied. The note's second "notebook" stands right after "id", which the
+  /// hand-written reader of note.created reads first.
+  @Test func aRepeatedKeyShowsTheEntryReplayReads() async throws {
+    let dir = TemporaryDirectory("cli-audit-repeated-key")
+    func envelope(_ name: String, version: UInt8) -> [UInt8] {
+      [1, UInt8(name.utf8.count)] + Array(name.utf8) + [version, 4] + Array("user".utf8)
+        + [UInt8](repeating: 0, count: 16)
+    }
+    func identifier(_ low: UInt8) -> [UInt8] { [10] + [UInt8](repeating: 0, count: 8) + [low] + [0, 0, 0, 0, 0, 0, 0] }
+    func entry(_ key: String, _ value: [UInt8]) -> [UInt8] { [UInt8(key.utf8.count + 1)] + Array(key.utf8) + value }
+    func string(_ text: String) -> [UInt8] { [6, UInt8(text.utf8.count)] + Array(text.utf8) }
+    let notebooks = [(0xA, "first"), (0xB, "second")].map { low, title in
+      envelope("notebook.created", version: 1) + [8] + entry("id", identifier(low)) + entry("title", string(title))
+        + [0]
+    }
+    let note =
+      envelope("note.created", version: 2) + [8] + entry("notebook", identifier(0xA)) + entry("id", identifier(1))
+      + entry("notebook", identifier(0xB)) + entry("title", string("t")) + entry("body", string("b"))
+      + entry("tags", [7, 9]) + [0]
+    let writer = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait((notebooks + [note]).map { NewRecord(timestamp: 1, payload: $0) })
+    writer.close()
+
+    let first = String(repeating: "0", count: 30) + "0a"
+    let replay = try await Self.rewind(["replay", dir.path, "--json"])
+    #expect(replay.status == 0, "\(replay.err)")
+    let state = try #require(try Self.parse(replay.out).first?["state"] as? [String: Any], "\(replay.out)")
+    let notes = try #require((state["notes"] as? [String: Any])?["records"] as? [[String: Any]], "\(replay.out)")
+    #expect(notes.map { $0["notebook"] as? String } == [first], "\(replay.out)")
+
+    let export = try await Self.rewind(["export", dir.path, "--jsonl"])
+    #expect(export.status == 0, "\(export.err)")
+    let event = try #require(try Self.parse(export.out).last)
+    #expect((event["payload"] as? [String: Any])?["notebook"] as? String == first, "\(export.out)")
+    #expect(!export.out.contains(String(repeating: "0", count: 30) + "0b\",\"title\":\"t\""), "\(export.out)")
+    let problem = "the entry at byte 47 repeats the key \\\"notebook\\\" and is not shown: the first is read"
+    #expect(export.out.contains(#""problem":"\#(problem)""#), "\(export.out)")
+    #expect(event["payloadEncoding"] == nil)
+    let log = try await Self.rewind(["log", dir.path, "--type", "note.created"])
+    #expect(log.out.contains("note.created v2 user  (the entry at byte 47 repeats the key"), "\(log.out)")
+    let show = try await Self.rewind(["show", dir.path, "3"])
+    #expect(show.out.contains("  note      the entry at byte 47 repeats the key \"notebook\""), "\(show.out)")
+  }
+
+  /// Two titles whose bytes differ but are not UTF-8 render alike (U+FFFD, as replay reads
+  /// them): export and log say so, so that the difference is not lost without a word.
+  @Test func aStringThatIsNotUTF8IsNoted() async throws {
+    let dir = TemporaryDirectory("cli-audit-not-utf8")
+    let envelope: [UInt8] =
+      [1, 16] + Array("notebook.created".utf8) + [1, 4] + Array("user".utf8) + [UInt8](repeating: 0, count: 16)
+    let id: [UInt8] =
+      [3] + Array("id".utf8) + [10] + [UInt8](repeating: 0, count: 8) + [1] + [UInt8](repeating: 0, count: 7)
+    let payloads = [[0xFF], [0xFE]].map { title -> [UInt8] in
+      envelope + [8] + id + [6] + Array("title".utf8) + [6, 1] + title + [0]
+    }
+    let writer = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait(payloads.map { NewRecord(timestamp: 1, payload: $0) })
+    writer.close()
+
+    let export = try await Self.rewind(["export", dir.path, "--jsonl"])
+    #expect(export.status == 0, "\(export.err)")
+    let events = try Self.parse(export.out)
+    #expect(events.map { ($0["payload"] as? [String: Any])?["title"] as? String } == ["\u{FFFD}", "\u{FFFD}"])
+    let note = "the string at byte 27 is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+    #expect(events.map { $0["problem"] as? String } == [note, note], "\(export.out)")
+    let log = try await Self.rewind(["log", dir.path])
+    #expect(log.out.contains("notebook.created v1 user  (\(note)) {"), "\(log.out)")
+  }
+
   /// A record that is not a Rewind event shows its bytes as text when they are UTF-8 and in hex
   /// otherwise, and says which: the bytes de ad be ef and the text "deadbeef" read apart.
   @Test func aRawPayloadSaysWhetherItIsTextOrHex() async throws {

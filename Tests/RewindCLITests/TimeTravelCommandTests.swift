@@ -161,6 +161,46 @@ import Testing
     #expect(unknown.out.isEmpty)
   }
 
+  /// blame and bisect show an event as replay applied it, upcast to the current schema version,
+  /// and say so beside the version it was written with (which `log` shows with its stored fields).
+  @Test func blameAndBisectSayWhenAnEventWasUpcast() async throws {
+    let dir = TemporaryDirectory("cli-upcast")
+    let book = NotebookID(Identifier(high: 2, low: 1))
+    let note = NoteID(Identifier(high: 3, low: 1))
+    let missing = NotebookID(Identifier(high: 2, low: 9))
+    let events: [any Event] = [
+      NotebookCreated(id: book, title: "book"),
+      NoteCreatedV1(id: note, notebook: book, title: "old", body: "b"),
+      NoteRetitled(id: note, title: "new"),
+      NoteCreatedV1(id: NoteID(Identifier(high: 3, low: 2)), notebook: missing, title: "stray", body: ""),
+    ]
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    for (index, event) in events.enumerated() {
+      let command = Identifier(high: 1, low: UInt64(index + 1))
+      try journal.appendAndWait(
+        [NewRecord(timestamp: 1, payload: try EventRecord.encode(event, origin: .user, commandID: command))])
+    }
+    journal.close()
+
+    let json = try await rewind(["blame", dir.path, note.description, "--json"])
+    #expect(json.status == 0, "\(json.err)")
+    let lines = json.out.split(separator: "\n")
+    #expect(lines.count == 2, "\(json.out)")
+    #expect(lines.first?.contains(#""name":"note.created","version":1,"upcastTo":2,"origin":"user","#) == true)
+    #expect(lines.first?.contains(#""tags":[]"#) == true, "the fields are version 2's: \(json.out)")
+    #expect(lines.last?.contains(#""name":"note.retitled","version":1,"origin":"user","#) == true, "\(json.out)")
+    let text = try await rewind(["blame", dir.path, note.description])
+    #expect(text.out.contains(" note.created v1 origin user command \(Identifier(high: 1, low: 2)) (upcast to v2)\n"))
+    #expect(text.out.contains(" note.retitled v1 origin user command \(Identifier(high: 1, low: 3))\n"), "\(text.out)")
+
+    let bisect = try await rewind(["bisect", dir.path, "--invariant", "notes belong to notebooks", "--json"])
+    #expect(bisect.status == 1, "\(bisect.err)")
+    #expect(bisect.out.contains(#""firstFailure":4,"event":{"seq":4,"#), "\(bisect.out)")
+    #expect(bisect.out.contains(#""version":1,"upcastTo":2,"#), "\(bisect.out)")
+    let bisectText = try await rewind(["bisect", dir.path, "--invariant", "notes belong to notebooks"])
+    #expect(bisectText.out.contains("(upcast to v2)\n    event "), "\(bisectText.out)")
+  }
+
   @Test func bisectFindsAPlantedBreakAndExitsOne() async throws {
     let journal = try await NotebookJournal.write(commands: 200, seed: 9, plantAt: 131)
     let planted = try #require(journal.planted)
@@ -182,7 +222,7 @@ import Testing
     #expect(linear.status == 0)
     #expect(
       linear.out
-        == "invariant 'notes belong to notebooks' holds after every record through sequence \(journal.lastSequence)\n")
+        == "invariant 'notes belong to notebooks' holds after every command through sequence \(journal.lastSequence)\n")
     let unknown = try await rewind(["bisect", journal.path, "--invariant", "nope"])
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("unknown invariant 'nope'"))
@@ -243,7 +283,7 @@ import Testing
     }
     last += 1
     let text = await run(["bisect", path, "--invariant", invariant, "--linear"])
-    #expect(text.out == "invariant '\(invariant)' holds after every record through sequence \(last)\n", "\(text.out)")
+    #expect(text.out == "invariant '\(invariant)' holds after every command through sequence \(last)\n", "\(text.out)")
     last += 1
     let replayed = await run(["replay", path])
     #expect(replayed.status == 0)

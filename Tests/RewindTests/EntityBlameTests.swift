@@ -58,3 +58,67 @@ struct ShelfPlaced: Event {
   #expect(entries.map(\.store) == ["crates", "crates"])
   #expect(entries.map { ($0.after as? Shelved)?.label } == ["crate one", "crate one, relabelled"])
 }
+
+/// An id that counts how often it is formatted.
+struct CountedID: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
+  static let formatted = Locked(0)
+  var raw: Int
+  var description: String {
+    Self.formatted.withLock { $0 += 1 }
+    return "counted-\(raw)"
+  }
+  static func < (a: CountedID, b: CountedID) -> Bool { a.raw < b.raw }
+}
+
+struct CountedItems: SnapshotModel {
+  var items = Store<CountedItem>(name: "items")
+
+  static func registerEvents(in registry: inout EventRegistry<CountedItems>) {
+    registry.register(CountedSet.self) { model, event, context in
+      let id = CountedID(raw: event.id)
+      if model.items.contains(id: id) {
+        model.items.update(id: id, context: &context) { $0.value = event.value }
+      } else {
+        model.items.insert(CountedItem(id: id, value: event.value), context: &context)
+      }
+    }
+  }
+}
+
+struct CountedItem: StoreRecord, Codable {
+  var id: CountedID
+  var value: Int
+}
+
+struct CountedSet: Event {
+  static let name = "counted.set"
+  var id: Int
+  var value: Int
+}
+
+/// `blame(entity:)` finds the record after each matching event by its id: it formats the ids
+/// of the records the events touched, once each, not every record's id after every match (which
+/// made blaming an entity edited n times among m records cost n × m).
+@Test func entityBlameFormatsOnlyTheTouchedIds() throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let journal = try Journal(directory: directory)
+  let placed = (0..<200).map { CountedSet(id: $0, value: 0) }
+  let edits = (1...300).map { CountedSet(id: 199, value: $0) }  // the last id: found after all others
+  try journal.appendAndWait(
+    try (placed + edits).enumerated().map { index, event in
+      let command = Identifier(high: 1, low: UInt64(index + 1))
+      return NewRecord(timestamp: 1, payload: try EventRecord.encode(event, origin: .user, commandID: command))
+    })
+  journal.close()
+
+  let machine = try TimeMachine<CountedItems>(directory: directory)
+  let before = CountedID.formatted.withLock { $0 }
+  let entries = try machine.blame(entity: "counted-199")
+  let formatted = CountedID.formatted.withLock { $0 } - before
+  #expect(entries.count == 301)
+  #expect(entries.map { ($0.after as? CountedItem)?.value } == [0] + (1...300).map { $0 })
+  #expect(entries.allSatisfy { $0.store == "items" })
+  #expect(
+    formatted <= placed.count + edits.count, "\(formatted) ids formatted for \(placed.count + edits.count) events")
+}

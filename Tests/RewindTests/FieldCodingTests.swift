@@ -53,6 +53,25 @@ private func sample() -> Sample {
   #expect(try FieldRenderer.json(bytes) == #"{"id":-3,"title":"a\"b","tags":["x"],"ok":false}"#)
 }
 
+/// Bytes that are not UTF-8 render as readers decode them, U+FFFD for each ill-formed sequence,
+/// so two different strings can render alike: the notes say where, for a string and for a key.
+@Test func renderingNotesStringsThatAreNotUTF8() throws {
+  // {"a": "x\xFF", "b\xFE": "ok", "c": ["\xC3"]}
+  let bytes: [UInt8] = [8, 2, 0x61, 6, 2, 0x78, 0xFF, 3, 0x62, 0xFE, 6, 2, 0x6F, 0x6B, 2, 0x63, 7, 6, 1, 0xC3, 9, 0]
+  var notes: [String] = []
+  #expect(
+    try FieldRenderer.json(bytes, notes: &notes) == "{\"a\":\"x\u{FFFD}\",\"b\u{FFFD}\":\"ok\",\"c\":[\"\u{FFFD}\"]}")
+  #expect(
+    notes == [
+      "the string at byte 3 is not UTF-8: its ill-formed bytes are shown as U+FFFD",
+      "the key at byte 7 is not UTF-8: its ill-formed bytes are shown as U+FFFD",
+      "the string at byte 17 is not UTF-8: its ill-formed bytes are shown as U+FFFD",
+    ])
+  var none: [String] = []
+  _ = try FieldRenderer.json(FieldEncoder().encode(["ü": "ß ✓"]), notes: &none)
+  #expect(none.isEmpty)
+}
+
 @Test func emptyValuesAndTopLevelPrimitives() throws {
   struct Empty: Codable, Equatable {}
   #expect(try FieldDecoder().decode(Empty.self, from: FieldEncoder().encode(Empty())) == Empty())

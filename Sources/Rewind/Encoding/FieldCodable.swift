@@ -125,12 +125,16 @@ public struct FieldWriter {
 }
 
 /// Reads the fields of one object. See `FieldCodable`. Every read is bounds-checked and throws
-/// `DecodingError` for malformed or missing fields.
+/// `DecodingError` for malformed or missing fields. Of two entries with equal keys the first is
+/// read, as `FieldDecoder` and `FieldRenderer` read it (FORMAT.md), provided each field is read
+/// once, as `init(fields:)` does.
 public struct FieldReader {
   let bytes: [UInt8]
   /// The first entry of the object.
   private let first: Int
-  /// The entry after the last one read.
+  /// The first entry not known to be read: every entry before it holds a key read already, so the
+  /// first entry of a key not read yet is at or after it. Reads in the order of the entries move
+  /// it past each one; a read that skips entries to find its key leaves it at the first skipped.
   private var next: Int
   private let depth: Int
 
@@ -151,21 +155,23 @@ public struct FieldReader {
     self.depth = depth
   }
 
-  /// A reader positioned at the value of field `name`.
-  private mutating func value(for name: StaticString) throws -> FieldValueReader {
+  /// The value of field `name`, where its entry starts and the position after its value: the
+  /// first such entry from `next` (see there), else from the object's first entry (a key read
+  /// before).
+  private func value(for name: StaticString) throws -> (value: FieldValueReader, entry: Int, end: Int) {
     let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
     if let found = try find(wanted, from: next) ?? find(wanted, from: first) { return found }
     throw DecodingError.keyNotFound(
       AnyFieldKey(name.description), DecodingError.Context(codingPath: [], debugDescription: "no field \"\(name)\""))
   }
 
-  /// The value of field `name`, for a read that consumes the whole value and then sets `next` to
-  /// the reader's position (the entry after it). In the usual case, fields read in the order they
-  /// were written, the entry at `next` is the one: its value is not skipped over first.
+  /// The value of field `name` and where its entry starts, for a read that consumes the whole
+  /// value and then calls `passed(_:end:)`. In the usual case, fields read in the order they were
+  /// written, the entry at `next` is the one: its value is not skipped over first.
   /// The key is compared in place: its length is one varint byte (keys under 127 bytes, the
   /// length stored plus one), then its bytes. Anything else is left to `value(for:)`, which finds
   /// any key or says it is missing.
-  private mutating func valueToConsume(for name: StaticString) throws -> FieldValueReader {
+  private func valueToConsume(for name: StaticString) throws -> (value: FieldValueReader, entry: Int) {
     let count = name.utf8CodeUnitCount
     let entry = next
     let matches = bytes.withUnsafeBufferPointer { buffer -> Bool in
@@ -175,37 +181,47 @@ public struct FieldReader {
       for index in 0..<count where key[index] != name.utf8Start[index] { return false }
       return true
     }
-    if matches { return FieldValueReader(reader: FieldBytesReader(bytes, position: entry + 1 + count)) }
-    return try value(for: name)
+    if matches { return (FieldValueReader(reader: FieldBytesReader(bytes, position: entry + 1 + count)), entry) }
+    let found = try value(for: name)
+    return (found.value, found.entry)
   }
 
-  /// Reads a whole value of field `name` with `read` and moves `next` past it.
+  /// Notes that the entry at `entry`, ending at `end`, was read: `next` moves past it when it is
+  /// the entry at `next`, and stays where it is when entries before it were skipped.
+  private mutating func passed(_ entry: Int, end: Int) {
+    if entry == next { next = end }
+  }
+
+  /// Reads a whole value of field `name` with `read`.
   private mutating func consume<T>(_ name: StaticString, _ read: (inout FieldValueReader) throws -> T) throws -> T {
-    var value = try valueToConsume(for: name)
+    let found = try valueToConsume(for: name)
+    var value = found.value
     let result = try read(&value)
-    next = value.reader.position
+    passed(found.entry, end: value.reader.position)
     return result
   }
 
-  /// Scans the entries from `start` to the end of the object for the key `wanted`.
-  private mutating func find(_ wanted: UnsafeBufferPointer<UInt8>, from start: Int) throws -> FieldValueReader? {
+  /// Scans the entries from `start` to the end of the object for the first with the key `wanted`.
+  private func find(_ wanted: UnsafeBufferPointer<UInt8>, from start: Int) throws -> (
+    value: FieldValueReader, entry: Int, end: Int
+  )? {
     var reader = FieldBytesReader(bytes, position: start)
-    return try wrap { () -> FieldValueReader? in
+    return try wrap { () -> (value: FieldValueReader, entry: Int, end: Int)? in
       while try reader.peekByte() != 0 {
+        let entry = reader.position
         let (keyStart, keyCount) = try reader.readStringBounds(lengthBias: 1)
         let valueStart = reader.position
         try reader.skipValue(depth: depth + 1)
         if reader.bytesEqual(start: keyStart, count: keyCount, wanted) {
-          next = reader.position
-          return FieldValueReader(reader: FieldBytesReader(bytes, position: valueStart))
+          return (FieldValueReader(reader: FieldBytesReader(bytes, position: valueStart)), entry, reader.position)
         }
       }
       return nil
     }
   }
 
-  /// Where the object ends (the position after its terminator), found from the entry after the
-  /// last one read: when the fields were read in order, only the terminator is left to check.
+  /// Where the object ends (the position after its terminator), found from `next`: when the
+  /// fields were read in order, only the terminator is left to check.
   func endOfObject() throws -> Int {
     var reader = FieldBytesReader(bytes, position: next)
     try wrap {
@@ -217,10 +233,8 @@ public struct FieldReader {
     return reader.position + 1
   }
 
-  public mutating func contains(_ name: StaticString) -> Bool {
-    let saved = next
-    defer { next = saved }
-    return (try? value(for: name)) != nil
+  public func contains(_ name: StaticString) -> Bool {
+    (try? value(for: name)) != nil
   }
 
   public mutating func read(_ type: String.Type, for name: StaticString) throws -> String {
@@ -248,7 +262,7 @@ public struct FieldReader {
   }
 
   public mutating func read(_ type: [String].Type, for name: StaticString) throws -> [String] {
-    let value = try valueToConsume(for: name)
+    let (value, entry) = try valueToConsume(for: name)
     var reader = value.reader
     let tag = try wrap { try reader.readTag() }
     guard tag == .array else { throw value.mismatch([String].self, tag) }
@@ -259,27 +273,33 @@ public struct FieldReader {
       strings.append(try element.string())
       reader = element.reader
     }
-    next = reader.position + 1  // past the array's end tag
+    passed(entry, end: reader.position + 1)  // past the array's end tag
     return strings
   }
 
   /// A nested object.
   public mutating func read<T: FieldCodable>(_ type: T.Type, for name: StaticString) throws -> T {
-    let value = try value(for: name)
-    var nested = try FieldReader(bytes: bytes, position: value.reader.position, depth: depth + 1)
-    return try T(fields: &nested)
+    let found = try value(for: name)
+    var nested = try FieldReader(bytes: bytes, position: found.value.reader.position, depth: depth + 1)
+    let result = try T(fields: &nested)
+    passed(found.entry, end: found.end)
+    return result
   }
 
   /// An array of nested objects.
   public mutating func read<T: FieldCodable>(_ type: [T].Type, for name: StaticString) throws -> [T] {
-    let value = try value(for: name)
-    return try readObjects(T.self, bytes: bytes, at: value.reader.position, depth: depth)
+    let found = try value(for: name)
+    let result = try readObjects(T.self, bytes: bytes, at: found.value.reader.position, depth: depth)
+    passed(found.entry, end: found.end)
+    return result
   }
 
   /// Anything else, through its `Decodable` form.
   public mutating func read<T: Decodable>(decoding type: T.Type, for name: StaticString) throws -> T {
-    let value = try value(for: name)
-    return try decodeValue(T.self, bytes: bytes, at: value.reader.position, depth: depth + 1)
+    let found = try value(for: name)
+    let result = try decodeValue(T.self, bytes: bytes, at: found.value.reader.position, depth: depth + 1)
+    passed(found.entry, end: found.end)
+    return result
   }
 }
 
@@ -381,9 +401,13 @@ extension FieldEncoder {
 }
 
 extension FieldDecoder {
-  /// Decodes a `FieldCodable` value from the object at `offset`.
+  /// Decodes a `FieldCodable` value from the object at `offset`, which must end (as `decode`
+  /// reads it): the entries after the last one read are checked up to the object's end, which
+  /// after reads in the order of the entries is only its terminator.
   public func decodeFields<T: FieldCodable>(_ type: T.Type, from bytes: [UInt8], at offset: Int = 0) throws -> T {
     var reader = try FieldReader(bytes: bytes, position: offset, depth: 0)
-    return try T(fields: &reader)
+    let value = try T(fields: &reader)
+    _ = try reader.endOfObject()
+    return value
   }
 }

@@ -1,26 +1,43 @@
 /// Renders field-encoded bytes as JSON text without knowing the types that wrote them: the audit
 /// view of an event payload. Objects keep their stored field order; non-finite doubles render as
-/// strings (`"nan"`, `"inf"`, `"-inf"`), which JSON cannot express as numbers.
+/// strings (`"nan"`, `"inf"`, `"-inf"`), which JSON cannot express as numbers. Of two entries of
+/// an object with equal keys only the first is shown: the one a reader reads (FORMAT.md).
 public enum FieldRenderer {
   /// The JSON rendering of the one value in `bytes`.
   /// - Throws: `FieldFormatError` locating the first malformed byte.
   public static func json(_ bytes: [UInt8]) throws(FieldFormatError) -> String {
-    try json(bytes, from: 0)
+    var notes: [String] = []
+    return try json(bytes, from: 0, notes: &notes)
+  }
+
+  /// The JSON rendering of the one value in `bytes`; `notes` gets what it does not show as
+  /// stored, one sentence each, locating it by its offset in `bytes`: an entry left out because
+  /// an earlier one of its object has its key, a string or key whose bytes are not UTF-8 (shown
+  /// with U+FFFD for each ill-formed sequence, as readers read it, so that two such strings can
+  /// show alike).
+  /// - Throws: `FieldFormatError` locating the first malformed byte.
+  public static func json(_ bytes: [UInt8], notes: inout [String]) throws(FieldFormatError) -> String {
+    try json(bytes, from: 0, notes: &notes)
   }
 
   static func json(_ bytes: [UInt8], from offset: Int) throws(FieldFormatError) -> String {
+    var notes: [String] = []
+    return try json(bytes, from: offset, notes: &notes)
+  }
+
+  static func json(_ bytes: [UInt8], from offset: Int, notes: inout [String]) throws(FieldFormatError) -> String {
     var reader = FieldBytesReader(bytes, position: offset)
     var output = ""
-    try render(&reader, into: &output, depth: 0)
+    try render(&reader, into: &output, depth: 0, notes: &notes)
     guard reader.isAtEnd else {
       throw FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position)
     }
     return output
   }
 
-  private static func render(_ reader: inout FieldBytesReader, into output: inout String, depth: Int)
-    throws(FieldFormatError)
-  {
+  private static func render(
+    _ reader: inout FieldBytesReader, into output: inout String, depth: Int, notes: inout [String]
+  ) throws(FieldFormatError) {
     guard depth < FieldLimits.maximumDepth else {
       throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: reader.position)
     }
@@ -39,7 +56,10 @@ public enum FieldRenderer {
       } else {
         output += String(describing: value)
       }
-    case .string: appendQuoted(try reader.readString(), to: &output)
+    case .string:
+      let at = reader.position - 1
+      let (start, count) = try reader.readStringBounds()
+      appendString(reader.bytes[start..<start + count], of: "string", at: at, to: &output, notes: &notes)
     case .identifier: output += "\"\(try reader.readIdentifier())\""
     case .array:
       output += "["
@@ -47,24 +67,52 @@ public enum FieldRenderer {
       while try reader.peekByte() != FieldTag.end.rawValue {
         if !first { output += "," }
         first = false
-        try render(&reader, into: &output, depth: depth + 1)
+        try render(&reader, into: &output, depth: depth + 1, notes: &notes)
       }
       reader.position += 1
       output += "]"
     case .object:
       output += "{"
       var first = true
+      var keys: Set<ArraySlice<UInt8>> = []  // compared by their bytes, as readers compare them
       while try reader.peekByte() != 0 {
+        let entry = reader.position
+        let (keyStart, keyCount) = try reader.readStringBounds(lengthBias: 1)
+        let key = reader.bytes[keyStart..<keyStart + keyCount]
+        guard keys.insert(key).inserted else {
+          // Still checked as any value is, but not shown: a reader reads the first.
+          var ignored = ""
+          var ignoredNotes: [String] = []
+          try render(&reader, into: &ignored, depth: depth + 1, notes: &ignoredNotes)
+          var quoted = ""
+          appendQuoted(String(decoding: key, as: UTF8.self), to: &quoted)
+          notes.append("the entry at byte \(entry) repeats the key \(quoted) and is not shown: the first is read")
+          continue
+        }
         if !first { output += "," }
         first = false
-        appendQuoted(try reader.readString(lengthBias: 1), to: &output)
+        appendString(key, of: "key", at: entry, to: &output, notes: &notes)
         output += ":"
-        try render(&reader, into: &output, depth: depth + 1)
+        try render(&reader, into: &output, depth: depth + 1, notes: &notes)
       }
       reader.position += 1
       output += "}"
     case .end: throw FieldFormatError("array end where a value was expected", at: reader.position - 1)
     }
+  }
+
+  /// Appends `bytes`, a string or key (`what`) at `offset`, as a JSON string literal, noting in
+  /// `notes` when they are not UTF-8: they are shown as readers decode them, each ill-formed
+  /// sequence as U+FFFD.
+  private static func appendString(
+    _ bytes: ArraySlice<UInt8>, of what: String, at offset: Int, to output: inout String, notes: inout [String]
+  ) {
+    if let text = String(validating: bytes, as: UTF8.self) {
+      appendQuoted(text, to: &output)
+      return
+    }
+    appendQuoted(String(decoding: bytes, as: UTF8.self), to: &output)
+    notes.append("the \(what) at byte \(offset) is not UTF-8: its ill-formed bytes are shown as U+FFFD")
   }
 
   /// Whether a terminal acts on `scalar` rather than showing it, may show its neighbours out of

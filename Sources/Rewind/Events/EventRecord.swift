@@ -127,7 +127,8 @@ public enum EventRecord {
   }
 
   /// Renders a record as one JSON object, field by field, without the app's event types:
-  /// `{"sequence":…,"timestamp":…,"name":…,"version":…,"origin":…,"command":…,"event":{…}}`.
+  /// `{"sequence":…,"timestamp":…,"name":…,"version":…,"origin":…,"command":…,"event":{…}}`,
+  /// the fields as `FieldRenderer` shows them.
   public static func json(sequence: UInt64, timestamp: Int64, payload: [UInt8]) throws(FieldFormatError) -> String {
     let header = try header(of: payload)
     var output = "{\"sequence\":\(sequence),\"timestamp\":\(timestamp),\"name\":"

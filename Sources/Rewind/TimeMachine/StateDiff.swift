@@ -54,7 +54,10 @@ protocol ComparableCollection {
   /// The changes from `older` (a value of the same type) to `self`.
   func changes(since older: Any) -> CollectionChanges
   /// The record whose id's `description` is `id` (a value store's value for ""), or nil.
+  /// Formats every record's id: `record(id:)` finds one by its id.
   func record(described id: String) -> (any Sendable)?
+  /// The record whose id is `id`, if `id` is of the store's id type (a value store's value), or nil.
+  func record(id: any Sendable) -> (any Sendable)?
   /// Every record in id order (a value store: its value).
   func recordValues() -> [any Sendable]
   /// Where a cache disagrees with the same answer recomputed from the records.
@@ -73,6 +76,10 @@ extension Store: ComparableCollection {
 
   func record(described id: String) -> (any Sendable)? {
     all().first { $0.id.description == id }
+  }
+
+  func record(id: any Sendable) -> (any Sendable)? {
+    (id as? Record.ID).flatMap { find(id: $0) }
   }
 
   func recordValues() -> [any Sendable] { all() }
@@ -105,6 +112,7 @@ extension Store: ComparableCollection {
 extension ValueStore: ComparableCollection {
   var recordCount: Int { 1 }
   func record(described id: String) -> (any Sendable)? { id.isEmpty || id == name ? value : nil }
+  func record(id: any Sendable) -> (any Sendable)? { value }
   func recordValues() -> [any Sendable] { [value] }
   func cacheProblems() -> [String] { [] }
   func addStorage(to census: inout StorageCensus) {}

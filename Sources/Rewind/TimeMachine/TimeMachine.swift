@@ -16,7 +16,10 @@ internal import RewindJournal
 /// max(N, `keyframeSpacing`) records; a seek near a keyframe applies fewer than the spacing.
 /// `prepare()` lays keyframes over the whole history in one replay, after which every seek
 /// applies fewer than `keyframeSpacing` records and reads no file but the journal. Keyframes are
-/// cheap to keep: a `Store` shares its unchanged nodes with its copies.
+/// cheap to keep: a `Store` shares its unchanged nodes with its copies, so those passed in one
+/// replay share what did not change between them. A state read from a snapshot file shares
+/// nothing with the others: the keyframe kept at it, and those replayed from it, hold a state
+/// of their own.
 /// `recordsApplied` counts the work. Not thread-safe: one user at a time.
 public final class TimeMachine<M: SnapshotModel> {
   private let reader: JournalReader
@@ -36,7 +39,8 @@ public final class TimeMachine<M: SnapshotModel> {
   public private(set) var position: UInt64 = 0
   /// The state at `position`.
   public private(set) var state = M()
-  /// Snapshots skipped while seeking, with why.
+  /// The snapshots skipped, with why, by the last seek that looked for a snapshot file to start
+  /// from (each such seek replaces the list; one that reads none leaves it).
   public private(set) var skippedSnapshots: [SnapshotProblem] = []
   /// Snapshot files found unusable, not read again.
   private var unusableSnapshots: Set<UInt64> = []
@@ -244,36 +248,43 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// Every event that touched the entity `id` (a record's id as text, in whichever store holds
   /// it, or a value store's name), with the record after each (nil once removed). One pass over
-  /// the journal's events; an id no event touched gives an empty list.
+  /// the journal's events; an id no event touched gives an empty list. Formats the ids of the
+  /// records each event touched, no others: the record after a match is found by its id.
   public func blame(entity id: String) throws -> [EntityBlame] {
-    var stores: [String: Bool] = [:]  // store name: is a value store
-    for store in StateInspector.stores(of: M()) { stores[store.name] = store is any ValueStoreMarker }
-    var found: String?
-    let entries: [Blame<any Sendable>] = try blame(
-      matching: { key in
-        let match =
-          key.kind == .record
-          ? key.key == id && found.map { $0 == key.store } ?? true
-          : key.kind == .value && key.store == id
-        if match { found = key.store }
-        return match
-      },
-      read: { (state: M) -> (any Sendable)? in
-        // In the store the match pinned: another store may hold a record with the same id's text.
-        guard let store = found, let holder = StateInspector.stores(of: state).first(where: { $0.name == store })
-        else { return nil }
-        return holder.record(described: stores[store] == true ? "" : id)
-      })
-    return entries.map { EntityBlame(event: $0.event, store: found ?? "", id: id, after: $0.after) }
+    // The store the first match pinned (another store may hold a record with the same id's
+    // text), and the record's id as its store types it (nil for a value store).
+    var found: (store: String, id: (any Sendable)?)?
+    var entries: [EntityBlame] = []
+    try forEachEvent(keepingRecordIDs: true, wholeCommands: false) { recorded, state, touched, touchedRecords in
+      var matched = false
+      for record in touchedRecords where found.map({ $0.store == record.store && $0.id != nil }) ?? true {
+        if String(describing: record.id) == id {
+          found = (record.store, record.id)
+          matched = true
+          break
+        }
+      }
+      if !matched, found.map({ $0.id == nil }) ?? true, touched.contains(.value(id)) {
+        found = (id, nil)
+        matched = true
+      }
+      guard matched, let found else { return true }
+      let holder = StateInspector.stores(of: state).first { $0.name == found.store }
+      let after: (any Sendable)? =
+        if let recordID = found.id { holder?.record(id: recordID) } else { holder?.record(described: "") }
+      entries.append(EntityBlame(event: recorded, store: found.store, id: id, after: after))
+      return true
+    }
+    return entries
   }
 
-  private func blame<V>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
+  private func blame<V: Sendable>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
     try blame(matching: { $0 == key }, read: read)
   }
 
-  private func blame<V>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
+  private func blame<V: Sendable>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
     var entries: [Blame<V>] = []
-    try forEachEvent(keepingRecordIDs: false) { recorded, state, touched, _ in
+    try forEachEvent(keepingRecordIDs: false, wholeCommands: false) { recorded, state, touched, _ in
       if touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
       return true
     }
@@ -283,10 +294,12 @@ public final class TimeMachine<M: SnapshotModel> {
   /// Applies the records through `lastSequence` to the empty state, recording what each touched,
   /// and after each event calls `body` with it, the state after it, the keys it touched and (when
   /// `keepingRecordIDs`, when they stand for the records' keys) the ids of the records it touched;
-  /// stops after an event for which `body` returns false. Reports progress as seeks do, and where
-  /// it stopped.
+  /// stops after an event for which `body` returns false. With `wholeCommands`, only after the
+  /// last event of each command (the next event's command id differs, or the journal ends), with
+  /// what the command's events touched: the states readers see (DESIGN.md, contract 3). Reports
+  /// progress as seeks do, and where it stopped.
   private func forEachEvent(
-    keepingRecordIDs: Bool,
+    keepingRecordIDs: Bool, wholeCommands: Bool,
     _ body: (RecordedEvent, M, Set<ChangeKey>, [(store: String, id: any Sendable)]) throws -> Bool
   ) throws {
     guard lastSequence > 0 else { return }
@@ -295,74 +308,94 @@ public final class TimeMachine<M: SnapshotModel> {
     var context = ApplyContext(keepingRecordIDs: keepingRecordIDs)
     var count = 0
     let interval = max(1, options.progressInterval)
+    /// The last event applied, not yet shown to `body`: with `wholeCommands`, until the next
+    /// event (or the end) says whether its command goes on.
+    var pending: RecordedEvent?
+    func show(_ recorded: RecordedEvent, stoppingAt sequence: UInt64) throws -> Bool {
+      pending = nil
+      guard try body(recorded, state, context.touched, context.touchedRecordIDs) else {
+        progress?(ReplayProgress(sequence: sequence, target: lastSequence, recordsApplied: count))
+        return false
+      }
+      context.touched.removeAll(keepingCapacity: true)
+      context.touchedRecordIDs.removeAll(keepingCapacity: true)
+      return true
+    }
     while let record = try records.next() {
       count += 1
       if let progress, count % interval == 0 {
         progress(ReplayProgress(sequence: record.sequence, target: lastSequence, recordsApplied: count))
       }
       guard case .event(let recorded) = record else { continue }  // a checkpoint changes nothing
-      registry.apply(recorded.event, to: &state, context: &context)
-      guard try body(recorded, state, context.touched, context.touchedRecordIDs) else {
-        progress?(ReplayProgress(sequence: record.sequence, target: lastSequence, recordsApplied: count))
-        return
+      if let before = pending, before.envelope.commandID != recorded.envelope.commandID {
+        guard try show(before, stoppingAt: before.envelope.sequence) else { return }
       }
-      context.touched.removeAll(keepingCapacity: true)
-      context.touchedRecordIDs.removeAll(keepingCapacity: true)
+      registry.apply(recorded.event, to: &state, context: &context)
+      pending = recorded
+      if !wholeCommands, try !show(recorded, stoppingAt: record.sequence) { return }
     }
+    if let last = pending, try !show(last, stoppingAt: lastSequence) { return }
     progress?(ReplayProgress(sequence: lastSequence, target: lastSequence, recordsApplied: count))
+  }
+
+  /// The last sequence number of the command whose record is at `sequence`: the records after it
+  /// while they are events with its command id (`sequence` itself when it is 0, or not an event).
+  /// Readers see the state after a whole command, never between its events (DESIGN.md, contract
+  /// 3).
+  private func commandEnd(from sequence: UInt64) throws -> UInt64 {
+    func commandID(at sequence: UInt64) throws -> Identifier? {
+      guard let record = try reader.record(sequence) else { return nil }
+      return try? EventRecord.header(of: record.payload).commandID
+    }
+    guard sequence > 0, let command = try commandID(at: sequence) else { return sequence }
+    var end = sequence
+    while end < lastSequence, try commandID(at: end + 1) == command { end += 1 }
+    return end
   }
 
   /// The first sequence number whose state breaks `invariant`, found by bisection: like
   /// `git bisect`, it assumes that once broken the invariant stays broken. Nil if it holds at
-  /// `lastSequence`. Costs O(log(history)) seeks, each from the nearest keyframe or snapshot;
-  /// the first pass lays keyframes down.
+  /// `lastSequence`. Probes only states after whole commands, the states readers see (DESIGN.md,
+  /// contract 3): a probe inside a command looks at the state after its last record, and the
+  /// answer is the last record of the first command after which the invariant fails. Costs
+  /// O(log(history)) seeks, each from the nearest keyframe or snapshot; the first pass lays
+  /// keyframes down.
   public func bisect(_ invariant: Invariant<M>) throws -> UInt64? {
     guard try !invariant.holds(state(at: lastSequence)) else { return nil }
     if try !invariant.holds(state(at: 0)) { return 0 }
+    // The invariant at a sequence number is its value after that record's whole command.
     var good: UInt64 = 0
     var bad = lastSequence
     while bad - good > 1 {
       let middle = good + (bad - good) / 2
-      if try invariant.holds(state(at: middle)) { good = middle } else { bad = middle }
+      if try invariant.holds(state(at: commandEnd(from: middle))) { good = middle } else { bad = middle }
     }
-    return bad
+    return try commandEnd(from: bad)
   }
 
-  /// The first sequence number whose state breaks `invariant`, checking after every record (no
-  /// assumption about later states). Nil if it always holds. Replays the whole journal.
+  /// The first sequence number whose state breaks `invariant`, checking after every command (no
+  /// assumption about later states): the last record of the first command after which it fails,
+  /// as readers see states only between commands (DESIGN.md, contract 3). Nil if it always
+  /// holds. Replays the whole journal.
   ///
   /// An invariant over a store's records (`Invariant(_:everyRecordOf:holds:)`) is checked
-  /// incrementally: after a record that changed only records of its store, on those records
+  /// incrementally: after a command that changed only records of its store, on those records
   /// alone (see there); after any other change, and for any other invariant, on the whole state.
   /// To check such an invariant on the whole state after every record, pass
   /// `Invariant(name, holds: invariant.holds)`.
   public func firstFailure(of invariant: Invariant<M>) throws -> UInt64? {
-    var state = M()
-    if !invariant.holds(state) { return 0 }
+    if !invariant.holds(M()) { return 0 }
     var found: UInt64?
-    if let holdsAfterChange = invariant.holdsAfterChange {
-      // The empty state holds: from there each state is checked given that the one before held.
-      try forEachEvent(keepingRecordIDs: true) { recorded, state, touched, touchedRecords in
-        guard holdsAfterChange(state, touched, touchedRecords) ?? invariant.holds(state) else {
-          found = recorded.envelope.sequence
-          return false
-        }
-        return true
+    let holdsAfterChange = invariant.holdsAfterChange
+    // The empty state holds: from there each state is checked given that the one before held.
+    try forEachEvent(keepingRecordIDs: holdsAfterChange != nil, wholeCommands: true) {
+      recorded, state, touched, touchedRecords in
+      guard holdsAfterChange?(state, touched, touchedRecords) ?? invariant.holds(state) else {
+        found = recorded.envelope.sequence
+        return false
       }
-      return found
+      return true
     }
-    do {
-      try Replay.apply(
-        registry: registry, reader: reader, to: &state, after: 0, through: lastSequence, options: options,
-        progress: progress,
-        observe: nil,
-        observeSequence: { sequence, state in
-          if !invariant.holds(state) {
-            found = sequence
-            throw FoundFailure()
-          }
-        })
-    } catch is FoundFailure {}
     return found
   }
 
@@ -391,16 +424,14 @@ public final class TimeMachine<M: SnapshotModel> {
 }
 
 /// One event that touched a record, and the record after it (nil when the event removed it).
-public struct Blame<Value>: @unchecked Sendable {
-  // `@unchecked`: `Value` is a store's record or value, which are `Sendable` by their protocols.
+public struct Blame<Value: Sendable>: Sendable {
   public var event: RecordedEvent
   public var after: Value?
 }
 
 /// One event that touched an entity found by its id as text (`TimeMachine.blame(entity:)`), and
 /// the record after it (nil when the event removed it).
-public struct EntityBlame: @unchecked Sendable {
-  // `@unchecked`: `after` is a store's record or value, which are `Sendable` by their protocols.
+public struct EntityBlame: Sendable {
   public var event: RecordedEvent
   /// The store holding the entity.
   public var store: String
@@ -473,6 +504,3 @@ public struct Invariant<M: Model>: Sendable {
     }
   }
 }
-
-/// Ends `firstFailure(of:)`'s replay early.
-private struct FoundFailure: Error {}
