@@ -40,6 +40,9 @@ final class AsyncFIFOLock: Sendable {
     next?.resume()
   }
 
+  /// How many tasks wait for the lock now.
+  var waiting: Int { state.withLock { $0.waiters.count } }
+
   /// Runs `body` holding the lock.
   func withLock<R>(_ body: () throws -> R) async rethrows -> R {
     await lock()

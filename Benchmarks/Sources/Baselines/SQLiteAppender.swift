@@ -23,7 +23,8 @@ final class SQLiteAppender: @unchecked Sendable {
   }
 
   private let condition = NSCondition()
-  private let callers = AsyncFIFOLock()
+  /// Held by the caller committing under `eachAppend` (a test holds it to see callers queue).
+  let callers = AsyncFIFOLock()
   private var pending: [Pending] = []
   private var closed = false
   private let database: SQLiteDatabase
