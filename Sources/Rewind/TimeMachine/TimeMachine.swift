@@ -343,13 +343,19 @@ public final class TimeMachine<M: SnapshotModel> {
   /// Readers see the state after a whole command, never between its events (DESIGN.md, contract
   /// 3).
   private func commandEnd(from sequence: UInt64) throws -> UInt64 {
-    func commandID(at sequence: UInt64) throws -> Identifier? {
-      guard let record = try reader.record(sequence) else { return nil }
-      return try? EventRecord.header(of: record.payload).commandID
+    guard sequence > 0 else { return sequence }
+    // One cursor over the command's records: a command of many events (a sync pull) lies in
+    // one frame, which `record(_:)` per event would decode again for each.
+    let records = try reader.records(from: sequence)
+    guard let first = try records.next(), let command = try? EventRecord.header(of: first.payload).commandID else {
+      return sequence
     }
-    guard sequence > 0, let command = try commandID(at: sequence) else { return sequence }
     var end = sequence
-    while end < lastSequence, try commandID(at: end + 1) == command { end += 1 }
+    while end < lastSequence, let next = try records.next(),
+      (try? EventRecord.header(of: next.payload).commandID) == command
+    {
+      end = next.sequence
+    }
     return end
   }
 
