@@ -116,11 +116,7 @@ public struct SnapshotStore: Sendable {
       let name = SnapshotStore.fileName(sequence)
       do throws(SnapshotProblem.Reason) {
         guard sequence <= lastSequence else { throw .beyondJournal(lastSequence: lastSequence) }
-        let (bytes, file) = try parsedFile(name, sequence: sequence, journalID: journalID)
-        let digest = bytes.withUnsafeBytes { SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[file.state])) }
-        guard StateDigest(bytes: digest) == file.digest else {
-          throw .inconsistent("the state bytes do not hash to the recorded digest")
-        }
+        _ = try hashedFile(name, sequence: sequence, journalID: journalID)
         return nil
       } catch {
         return SnapshotProblem(file: name, sequence: sequence, reason: error)
@@ -140,12 +136,23 @@ public struct SnapshotStore: Sendable {
     return sequences().compactMap { sequence in
       guard sequence > start, sequence <= last else { return nil }
       let name = SnapshotStore.fileName(sequence)
-      guard let (bytes, file) = try? parsedFile(name, sequence: sequence, journalID: journalID),
-        file.fingerprint == fingerprint
+      guard let file = try? hashedFile(name, sequence: sequence, journalID: journalID), file.fingerprint == fingerprint
       else { return nil }
-      let digest = bytes.withUnsafeBytes { SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[file.state])) }
-      return StateDigest(bytes: digest) == file.digest ? (sequence, file.digest) : nil
+      return (sequence, file.digest)
     }
+  }
+
+  /// The parse of file `name` (see `parsedFile`), once its state bytes are seen to hash to the
+  /// digest it records.
+  private func hashedFile(_ name: String, sequence: UInt64, journalID: JournalID?) throws(SnapshotProblem.Reason)
+    -> SnapshotFile.Parsed
+  {
+    let (bytes, file) = try parsedFile(name, sequence: sequence, journalID: journalID)
+    let digest = bytes.withUnsafeBytes { SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[file.state])) }
+    guard StateDigest(bytes: digest) == file.digest else {
+      throw .inconsistent("the state bytes do not hash to the recorded digest")
+    }
+    return file
   }
 
   /// The bytes of file `name` and their parse, checked against the name's `sequence` and the
