@@ -33,6 +33,35 @@ import Testing
     }
   }
 
+  /// A seek reads a snapshot only when that costs less than replaying from where it would start
+  /// otherwise (a file of B bytes counts as B / `snapshotBytesPerRecord` records): a jump from
+  /// just before the snapshot to just after it replays the records between, a jump from the empty
+  /// state to just after it reads the file. Both land on the state a replay from scratch gives.
+  @Test func aSnapshotIsReadOnlyWhenThatCostsLessThanReplaying() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 97, commands: 1500).close()
+    let middle = try JournalReader(directory: directory.path).lastSequence() / 2
+    let store = SnapshotStore(journal: directory.path)
+    try store.write(try Replay.rebuild(Workspace.self, directory: directory.path, through: middle).state, at: middle)
+    let worth = UInt64(try #require(store.fileBytes(middle)) / TimeMachine<Workspace>.snapshotBytesPerRecord)
+    // The test's shape: the file is worth more than the 15 records of the near jump, and less
+    // than the replay from the empty state.
+    #expect(worth > 15 && worth + 5 < middle, "the snapshot counts as \(worth) records")
+    let expected = try Replay.rebuild(Workspace.self, directory: directory.path, through: middle + 5).state
+
+    let near = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 5)
+    try near.jump(to: middle - 10)
+    let before = near.recordsApplied
+    #expect(try near.jump(to: middle + 5) == expected)
+    #expect(near.snapshotsRead == 0)
+    #expect(near.recordsApplied - before == 15)
+
+    let far = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 5)
+    #expect(try far.jump(to: middle + 5) == expected)
+    #expect(far.snapshotsRead == 1)
+    #expect(far.recordsApplied == 5)
+  }
+
   /// Without snapshots, keyframes bound the cost near where the machine has been: stepping back
   /// from the end of a long journal costs at most the keyframe interval per step, even after far
   /// more keyframes were laid down than are kept (the least recently used go first).

@@ -57,6 +57,15 @@ public struct SnapshotStore: Sendable {
     }.sorted()
   }
 
+  /// The size in bytes of the snapshot file after record `sequence`, or nil if it cannot be opened:
+  /// what reading it would cost, without reading it.
+  package func fileBytes(_ sequence: UInt64) -> Int64? {
+    let path = folder + "/" + SnapshotStore.fileName(sequence)
+    guard let fd = try? io.open(path, flags: 0, mode: 0) else { return nil }
+    defer { io.close(fd) }
+    return try? io.size(fd, path: path)
+  }
+
   /// Writes the snapshot of `state` after record `sequence`, replacing one with the same number.
   /// First makes the journal's records through `sequence` durable (`JournalReader.makeDurable`),
   /// whatever the writer's policy: a snapshot never outlives the records it stands for, which a

@@ -11,9 +11,12 @@ internal import RewindJournal
 /// at or before its target among the in-memory keyframes (the state at every
 /// `keyframeInterval`-th sequence number passed on the way, at most `maxKeyframes` of them, the
 /// least recently used dropped first) and the usable snapshots on disk (written every N records by
-/// the manager's `maintain` job or `rewind snapshot`), a snapshot only when no keyframe is within
-/// `keyframeSpacing` of the target. With snapshots every N records a seek applies fewer than
-/// max(N, `keyframeSpacing`) records; a seek near a keyframe applies fewer than the spacing.
+/// the manager's `maintain` job or `rewind snapshot`). It reads a snapshot only when no keyframe is
+/// within `keyframeSpacing` of the target and reading the file costs less than replaying from the
+/// nearest keyframe: a file of B bytes counts as B / 400 records (reading and checking a state
+/// costs in proportion to the whole state, a replay only to the distance). With snapshots every N
+/// records a seek applies fewer than max(N, `keyframeSpacing`, B / 400) records; a seek near a
+/// keyframe applies fewer than the spacing.
 /// `prepare()` lays keyframes over the whole history in one replay, after which every seek
 /// applies fewer than `keyframeSpacing` records and reads no file but the journal. Keyframes are
 /// cheap to keep: a `Store` shares its unchanged nodes with its copies, so those passed in one
@@ -166,11 +169,13 @@ public final class TimeMachine<M: SnapshotModel> {
       base = state
       start = position
     }
-    // A snapshot is read only when no keyframe lies within the spacing: reading and checking one
-    // costs in proportion to the whole state, replaying from a near keyframe only to the distance.
+    // A snapshot is read only when no keyframe lies within the spacing and reading it costs less
+    // than replaying from where the seek would otherwise start: reading and checking one costs in
+    // proportion to the whole state, replaying only to the distance.
     if readingSnapshots, let snapshots, target - start > keyframeSpacing,
       let closest = snapshots.sequences().last(where: { $0 <= target }), closest > start,
-      !unusableSnapshots.contains(closest)
+      !unusableSnapshots.contains(closest),
+      Self.snapshotIsCheaper(bytes: snapshots.fileBytes(closest), at: closest, than: start, toward: target)
     {
       let found = snapshots.latest(M.self, atOrBefore: target, lastSequence: lastSequence)
       skippedSnapshots = found.problems
@@ -182,6 +187,24 @@ public final class TimeMachine<M: SnapshotModel> {
       }
     }
     return try replay(from: base, after: start, through: target)
+  }
+
+  /// Snapshot file bytes read and checked in about the time a seek replays one record. Measured
+  /// with the Notebook model on its 1M-event journal (Benchmarks/RESULTS.md): the 46 MB snapshot at
+  /// its end read and checked in 0.56 s (12 ns a byte), and a seek's replay, which keeps a
+  /// keyframe every 1,024 records, at about 5 µs a record (`prepare()` of the journal: 4.95 s).
+  static var snapshotBytesPerRecord: Int64 { 400 }
+
+  /// Whether starting from the snapshot after record `snapshot`, of `bytes` bytes (nil: unknown),
+  /// costs less than replaying records `start+1 ... target`: the file counted as
+  /// `snapshotBytesPerRecord` bytes a record, plus the records after it. An unknown size is read:
+  /// reading finds what is wrong with the file.
+  static func snapshotIsCheaper(bytes: Int64?, at snapshot: UInt64, than start: UInt64, toward target: UInt64)
+    -> Bool
+  {
+    guard let bytes else { return true }
+    let reading = UInt64(max(0, bytes) / snapshotBytesPerRecord) + (target - snapshot)
+    return reading < target - start
   }
 
   /// The state after applying records `start+1 ... target` to `base`, keeping a keyframe at every
