@@ -14,6 +14,8 @@ enum DebugCommand: RewindCommand {
     commands. A script's failing command is reported on stderr and the session goes on; the exit
     code is then 2, or 3 if a command could not read the journal (damage found while seeking, or
     a `refresh` that found it shorter than the session had read: later commands are refused).
+    An event is shown as replay applied it: one written in an older schema version, upcast to
+    the current one, says so after its version ("v1 (upcast to v2)"), as blame and bisect do.
 
     Examples:
       rewind debug /tmp/j

@@ -223,7 +223,7 @@ final class DebugSession {
     if position == 0 {
       say("at 0 of \(machine.lastSequence): the empty state")
     } else if let event = try? machine.event(at: position) {
-      say(shown: "at \(position) of \(machine.lastSequence): " + envelopeLine(event.envelope))
+      say(shown: "at \(position) of \(machine.lastSequence): " + envelopeLine(event))
     } else {
       say("at \(position) of \(machine.lastSequence): a checkpoint record")
     }
@@ -272,7 +272,7 @@ final class DebugSession {
       say("#\(sequence) is a checkpoint record")
       return
     }
-    say(shown: envelopeLine(event.envelope))
+    say(shown: envelopeLine(event))
     say(shown: "  " + StateInspector.json(event.event))
   }
 
@@ -345,7 +345,7 @@ final class DebugSession {
     let entries = try machine.blame(id)
     guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'") }
     for entry in entries {
-      say(shown: envelopeLine(entry.event.envelope))
+      say(shown: envelopeLine(entry.event))
       say(shown: "    after " + (entry.after.map(StateInspector.json) ?? "removed"))
     }
   }
