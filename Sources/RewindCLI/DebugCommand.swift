@@ -39,7 +39,9 @@ enum DebugCommand: RewindCommand {
       print COLLECTION    every record of one collection
       print ID            one record, from whichever collection holds it
       query NAME          a registered query's answer, as JSON (`query` lists them)
-      check NAME          whether a registered invariant holds here (`check` lists them)
+      check NAME          whether a registered invariant holds here (`check` lists them);
+                          inside a command of several events, after its last one, as
+                          readers never see a state between them (the answer says where)
       mark                remember this position
       diff [A B]          changes from the mark (or A) to here (or B)
       watch ID            show ID now, and again after each move whenever it changed

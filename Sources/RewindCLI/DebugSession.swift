@@ -304,12 +304,25 @@ final class DebugSession {
     say(shown: answer)
   }
 
+  /// Checks an invariant where readers see states: after a whole command (DESIGN.md, contract 3),
+  /// as bisect does. Inside a command (its events but the last), that is the state after the
+  /// command's last record, which the answer names; the session stays where it is.
   private func check(_ rest: [String]) throws {
     guard let name = named(rest, "invariants", machine.invariantNames) else { return }
-    guard let holds = machine.check(name) else {
+    guard machine.invariantNames.contains(name) else {
       throw UsageError("unknown invariant '\(name)'; known: \(list(machine.invariantNames))")
     }
-    say("'\(name)' \(holds ? "holds" : "fails") at sequence \(machine.position)")
+    let position = machine.position
+    let end = try machine.commandEnd(from: position)
+    guard let holds = try machine.check(name, at: end) else { return }
+    let verdict = "'\(name)' \(holds ? "holds" : "fails")"
+    guard end != position else {
+      say("\(verdict) at sequence \(position)")
+      return
+    }
+    say(
+      "\(verdict) at sequence \(end), the end of the command sequence \(position) is part of: readers see a "
+        + "command's events together, never the state between them (`goto \(end)` stands there)")
   }
 
   /// The name the words spell, or nil after listing the known ones when there are no words.

@@ -231,6 +231,60 @@ import Testing
     #expect(out[8].hasPrefix("#3 ") && out[8].hasSuffix(retitled), "blame: \(out[8])")
   }
 
+  /// debug's `check` judges the states readers see, after whole commands (DESIGN.md, contract 3),
+  /// as bisect does: inside a command it checks after the command's last event and says so,
+  /// without moving. Here command 2 creates a note before its notebook (a state between its
+  /// events breaks "notes belong to notebooks", the state after it does not), and command 3
+  /// creates a note in a notebook that never exists and retitles it.
+  @Test func debugChecksAnInvariantAfterWholeCommands() async throws {
+    let dir = TemporaryDirectory("cli-debug-check")
+    let book = NotebookID(Identifier(high: 2, low: 1))
+    let later = NotebookID(Identifier(high: 2, low: 2))
+    let missing = NotebookID(Identifier(high: 2, low: 9))
+    let stray = NoteID(Identifier(high: 3, low: 2))
+    let commands: [[any Event]] = [
+      [NotebookCreated(id: book, title: "book")],
+      [
+        NoteCreated(id: NoteID(Identifier(high: 3, low: 1)), notebook: later, title: "early", body: "", tags: []),
+        NotebookCreated(id: later, title: "later"),
+      ],
+      [
+        NoteCreated(id: stray, notebook: missing, title: "stray", body: "", tags: []),
+        NoteRetitled(id: stray, title: "still stray"),
+      ],
+    ]
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    for (index, events) in commands.enumerated() {
+      let command = Identifier(high: 1, low: UInt64(index + 1))
+      try journal.appendAndWait(
+        try events.map {
+          NewRecord(timestamp: 1, payload: try EventRecord.encode($0, origin: .user, commandID: command))
+        })
+    }
+    journal.close()
+    let invariant = "notes belong to notebooks"
+    let script = [
+      "goto 2", "check \(invariant)", "where", "goto 3", "check \(invariant)", "goto 4", "check \(invariant)",
+      "goto 5", "check \(invariant)", "goto 0", "check \(invariant)",
+    ].joined(separator: "\n")
+    let run = try await rewind(["debug", dir.path], input: script + "\n")
+    #expect(run.status == 0, "\(run.err)")
+    let out = run.out.split(separator: "\n").map(String.init)
+    let between = "readers see a command's events together, never the state between them"
+    #expect(out.count == 11, "\(run.out)")
+    guard out.count == 11 else { return }
+    #expect(
+      out[1] == "'\(invariant)' holds at sequence 3, the end of the command sequence 2 is part of: \(between) "
+        + "(`goto 3` stands there)")
+    #expect(out[2].hasPrefix("at 2 of 5: #2 "), "check does not move: \(out[2])")
+    #expect(out[4] == "'\(invariant)' holds at sequence 3")
+    #expect(
+      out[6] == "'\(invariant)' fails at sequence 5, the end of the command sequence 4 is part of: \(between) "
+        + "(`goto 5` stands there)")
+    #expect(out[8] == "'\(invariant)' fails at sequence 5")
+    #expect(out[10] == "'\(invariant)' holds at sequence 0")
+  }
+
   @Test func bisectFindsAPlantedBreakAndExitsOne() async throws {
     let journal = try await NotebookJournal.write(commands: 200, seed: 9, plantAt: 131)
     let planted = try #require(journal.planted)
