@@ -132,7 +132,7 @@ final class DebugSession {
 
   private func count(_ rest: [String]) throws -> UInt64 {
     guard let text = rest.first else { return 1 }
-    guard rest.count == 1, let value = UInt64(text) else {
+    guard rest.count == 1, let value = Arguments.sequenceNumber(text) else {
       throw UsageError("expected a count of records, a whole number from 0, not '\(text)'")
     }
     return value
@@ -157,7 +157,7 @@ final class DebugSession {
     case "end": try move(to: machine.lastSequence)
     default:
       try RecordKey.refuseAsSequence(target, "goto")
-      if let sequence = UInt64(target) {
+      if let sequence = Arguments.sequenceNumber(target) {
         guard sequence <= machine.lastSequence else {
           // As for a time: the journal may have grown since the session read its end.
           let last = try openJournal(directory).lastSequence()
@@ -262,7 +262,8 @@ final class DebugSession {
     let sequence =
       try rest.first.map { text -> UInt64 in
         try RecordKey.refuseAsSequence(text, "event")
-        guard rest.count == 1, let value = UInt64(text), value >= 1, value <= machine.lastSequence else {
+        guard rest.count == 1, let value = Arguments.sequenceNumber(text), value >= 1, value <= machine.lastSequence
+        else {
           throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
         }
         return value
@@ -345,7 +346,8 @@ final class DebugSession {
       (from, to) = (mark, machine.position)
     case 2:
       for text in rest { try RecordKey.refuseAsSequence(text, "diff") }
-      guard let a = UInt64(rest[0]), let b = UInt64(rest[1]), a <= machine.lastSequence, b <= machine.lastSequence
+      guard let a = Arguments.sequenceNumber(rest[0]), let b = Arguments.sequenceNumber(rest[1]),
+        a <= machine.lastSequence, b <= machine.lastSequence
       else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)") }
       (from, to) = (a, b)
     default: throw UsageError("usage: diff [A B]")
