@@ -152,7 +152,7 @@ public enum NotebookDemoCommand: RewindCommand {
         by origin     \(perOrigin(eventsByOrigin)) events (as rewind stats counts them)
                       \(perOrigin(summary.committedByOrigin)) commands that recorded events
         throughput    \(Int(Double(written) / max(seconds, 1e-9))) events/s, \(Int(Double(summary.commands) / max(seconds, 1e-9))) commands issued/s in \(String(format: "%.3f", seconds)) s
-        journal       \(report.records) events, \(report.batches) frames, \(report.segments) segments
+        journal       \(report.records) records, \(report.batches) frames, \(report.segments) segments
         size          \(report.bytesOnDisk) bytes on disk, \(report.bytesDecoded) decoded (ratio \(ratio(report)))
         integrity     \(report.isSound ? "sound" : "\(report.problems.count) problems: run rewind verify \(shown)")
 

@@ -107,6 +107,29 @@ public struct Arguments {
     return value
   }
 
+  /// A sequence-number option's value (`--from`, `--to`): any `UInt64` from `lowest`, as
+  /// `sequenceNumber` reads it, or `fallback` when the option is absent.
+  /// - Throws: `UsageError` saying the range when the value is not such a number.
+  public func sequence(_ name: String, default fallback: UInt64, from lowest: UInt64 = 0) throws(UsageError)
+    -> UInt64
+  {
+    guard let text = values[name] else { return fallback }
+    guard let value = Self.sequenceNumber(text), value >= lowest else {
+      throw UsageError(
+        "\(Self.spelled(name)) needs a whole number in \(lowest)...\(UInt64.max), not '\(text)'")
+    }
+    return value
+  }
+
+  /// `text` as a sequence number, the way every command reads one: decimal digits alone (no
+  /// sign: `UInt64("+5")` would take one), up to `UInt64.max`; nil for anything else.
+  public static func sequenceNumber(_ text: some StringProtocol) -> UInt64? {
+    guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+      return nil
+    }
+    return UInt64(text)
+  }
+
   /// Exactly `count` positionals. Too few is a usage error saying what the command `needs` (for
   /// example "the journal directory and a sequence number: rewind show DIR SEQ"); too many names
   /// the first extra one.

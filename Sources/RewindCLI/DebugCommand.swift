@@ -14,6 +14,8 @@ enum DebugCommand: RewindCommand {
     commands. A script's failing command is reported on stderr and the session goes on; the exit
     code is then 2, or 3 if a command could not read the journal (damage found while seeking, or
     a `refresh` that found it shorter than the session had read: later commands are refused).
+    An event is shown as replay applied it: one written in an older schema version, upcast to
+    the current one, says so after its version ("v1 (upcast to v2)"), as blame and bisect do.
 
     Examples:
       rewind debug /tmp/j
@@ -37,7 +39,9 @@ enum DebugCommand: RewindCommand {
       print COLLECTION    every record of one collection
       print ID            one record, from whichever collection holds it
       query NAME          a registered query's answer, as JSON (`query` lists them)
-      check NAME          whether a registered invariant holds here (`check` lists them)
+      check NAME          whether a registered invariant holds here (`check` lists them);
+                          inside a command of several events, after its last one, as
+                          readers never see a state between them (the answer says where)
       mark                remember this position
       diff [A B]          changes from the mark (or A) to here (or B)
       watch ID            show ID now, and again after each move whenever it changed

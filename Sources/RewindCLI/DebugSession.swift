@@ -132,7 +132,7 @@ final class DebugSession {
 
   private func count(_ rest: [String]) throws -> UInt64 {
     guard let text = rest.first else { return 1 }
-    guard rest.count == 1, let value = UInt64(text) else {
+    guard rest.count == 1, let value = Arguments.sequenceNumber(text) else {
       throw UsageError("expected a count of records, a whole number from 0, not '\(text)'")
     }
     return value
@@ -157,7 +157,7 @@ final class DebugSession {
     case "end": try move(to: machine.lastSequence)
     default:
       try RecordKey.refuseAsSequence(target, "goto")
-      if let sequence = UInt64(target) {
+      if let sequence = Arguments.sequenceNumber(target) {
         guard sequence <= machine.lastSequence else {
           // As for a time: the journal may have grown since the session read its end.
           let last = try openJournal(directory).lastSequence()
@@ -223,7 +223,7 @@ final class DebugSession {
     if position == 0 {
       say("at 0 of \(machine.lastSequence): the empty state")
     } else if let event = try? machine.event(at: position) {
-      say(shown: "at \(position) of \(machine.lastSequence): " + envelopeLine(event.envelope))
+      say(shown: "at \(position) of \(machine.lastSequence): " + envelopeLine(event))
     } else {
       say("at \(position) of \(machine.lastSequence): a checkpoint record")
     }
@@ -262,7 +262,8 @@ final class DebugSession {
     let sequence =
       try rest.first.map { text -> UInt64 in
         try RecordKey.refuseAsSequence(text, "event")
-        guard rest.count == 1, let value = UInt64(text), value >= 1, value <= machine.lastSequence else {
+        guard rest.count == 1, let value = Arguments.sequenceNumber(text), value >= 1, value <= machine.lastSequence
+        else {
           throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
         }
         return value
@@ -272,7 +273,7 @@ final class DebugSession {
       say("#\(sequence) is a checkpoint record")
       return
     }
-    say(shown: envelopeLine(event.envelope))
+    say(shown: envelopeLine(event))
     say(shown: "  " + StateInspector.json(event.event))
   }
 
@@ -304,12 +305,25 @@ final class DebugSession {
     say(shown: answer)
   }
 
+  /// Checks an invariant where readers see states: after a whole command (DESIGN.md, contract 3),
+  /// as bisect does. Inside a command (its events but the last), that is the state after the
+  /// command's last record, which the answer names; the session stays where it is.
   private func check(_ rest: [String]) throws {
     guard let name = named(rest, "invariants", machine.invariantNames) else { return }
-    guard let holds = machine.check(name) else {
+    guard machine.invariantNames.contains(name) else {
       throw UsageError("unknown invariant '\(name)'; known: \(list(machine.invariantNames))")
     }
-    say("'\(name)' \(holds ? "holds" : "fails") at sequence \(machine.position)")
+    let position = machine.position
+    let end = try machine.commandEnd(from: position)
+    guard let holds = try machine.check(name, at: end) else { return }
+    let verdict = "'\(name)' \(holds ? "holds" : "fails")"
+    guard end != position else {
+      say("\(verdict) at sequence \(position)")
+      return
+    }
+    say(
+      "\(verdict) at sequence \(end), the end of the command sequence \(position) is part of: readers see a "
+        + "command's events together, never the state between them (`goto \(end)` stands there)")
   }
 
   /// The name the words spell, or nil after listing the known ones when there are no words.
@@ -332,7 +346,8 @@ final class DebugSession {
       (from, to) = (mark, machine.position)
     case 2:
       for text in rest { try RecordKey.refuseAsSequence(text, "diff") }
-      guard let a = UInt64(rest[0]), let b = UInt64(rest[1]), a <= machine.lastSequence, b <= machine.lastSequence
+      guard let a = Arguments.sequenceNumber(rest[0]), let b = Arguments.sequenceNumber(rest[1]),
+        a <= machine.lastSequence, b <= machine.lastSequence
       else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)") }
       (from, to) = (a, b)
     default: throw UsageError("usage: diff [A B]")
@@ -345,7 +360,7 @@ final class DebugSession {
     let entries = try machine.blame(id)
     guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'") }
     for entry in entries {
-      say(shown: envelopeLine(entry.event.envelope))
+      say(shown: envelopeLine(entry.event))
       say(shown: "    after " + (entry.after.map(StateInspector.json) ?? "removed"))
     }
   }

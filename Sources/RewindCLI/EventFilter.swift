@@ -25,9 +25,10 @@ struct EventFilter {
     for option in ["from", "to"] {
       if let text = args.value(option) { try RecordKey.refuseAsSequence(text, "--" + option) }
     }
-    from = UInt64(try args.integer("from", default: 1, range: 1...Int.max))
+    // Any sequence number a journal can hold: a --to past the journal's end reads to its end.
+    from = try args.sequence("from", default: 1, from: 1)
     fromGiven = args.value("from") != nil
-    to = args.value("to") == nil ? .max : UInt64(try args.integer("to", default: 1, range: 1...Int.max))
+    to = try args.sequence("to", default: .max, from: 1)
     guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
     since = try args.value("since").map { text throws(UsageError) in try ISO8601.parse(text, option: "since") }
     until = try args.value("until").map { text throws(UsageError) in try ISO8601.parse(text, option: "until") }

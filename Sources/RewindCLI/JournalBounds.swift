@@ -29,7 +29,7 @@ struct JournalBounds {
   /// `text` as a sequence number in 0...lastSequence.
   func sequence(_ text: String, what: String = "sequence number") throws(UsageError) -> UInt64 {
     try RecordKey.refuseAsSequence(text, what)
-    guard let value = UInt64(text) else {
+    guard let value = Arguments.sequenceNumber(text) else {
       if let negative = Int(text), negative < 0 {
         throw UsageError(
           "\(what) \(negative) is out of range: sequence numbers start at 0 (the empty state); "

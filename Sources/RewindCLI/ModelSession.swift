@@ -36,8 +36,12 @@ protocol ModelSession: AnyObject {
   func blame(_ id: String) throws -> [EntityBlame]
   /// What the event at `sequence` did, applied to the state before it; nil for a checkpoint.
   func effect(of sequence: UInt64) throws -> EventEffect?
-  /// Whether the invariant holds at `position`; nil for an unknown name.
-  func check(_ invariant: String) -> Bool?
+  /// The last sequence number of the command whose record is at `sequence` (see
+  /// `TimeMachine.commandEnd(from:)`).
+  func commandEnd(from sequence: UInt64) throws -> UInt64
+  /// Whether the invariant holds in the state after `sequence`, without moving; nil for an
+  /// unknown name.
+  func check(_ invariant: String, at sequence: UInt64) throws -> Bool?
   /// The first failing sequence number (the last record of a command); nil if it holds. `linear`
   /// checks after every command.
   func bisect(_ invariant: String, linear: Bool) throws -> UInt64?
@@ -108,8 +112,11 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   }
   func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 
-  func check(_ invariant: String) -> Bool? {
-    invariants.first { $0.name == invariant }.map { $0.holds(machine.state) }
+  func commandEnd(from sequence: UInt64) throws -> UInt64 { try machine.commandEnd(from: sequence) }
+
+  func check(_ invariant: String, at sequence: UInt64) throws -> Bool? {
+    guard let invariant = invariants.first(where: { $0.name == invariant }) else { return nil }
+    return invariant.holds(sequence == machine.position ? machine.state : try machine.state(at: sequence))
   }
 
   func bisect(_ invariant: String, linear: Bool) throws -> UInt64? {

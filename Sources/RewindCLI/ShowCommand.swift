@@ -46,10 +46,7 @@ enum ShowCommand: RewindCommand {
     let directory = positionals[0]
     let text = positionals[1]
     try RecordKey.refuseAsSequence(text, "SEQ")
-    // Digits only: `UInt64("+5")` would take the sign.
-    guard text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let sequence = UInt64(text),
-      sequence > 0
-    else {
+    guard let sequence = Arguments.sequenceNumber(text), sequence > 0 else {
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }
     let reader = try openJournal(directory)

@@ -73,6 +73,57 @@ import Testing
     #expect(flags.out.hasPrefix(#"{"seq":1,"#))
   }
 
+  /// Sequence numbers are `UInt64`: every option that takes one takes any of them, digits alone.
+  /// A --to past the journal's end reads to its end however far past it is; a --from past it,
+  /// or a value that is no such number (too large, signed, not digits), is a usage error.
+  @Test func aSequenceOptionTakesAnyUInt64() async throws {
+    let dir = TemporaryDirectory("cli-args-uint64")
+    defer { withExtendedLifetime(dir) {} }
+    let journal = try await Self.journal(in: dir)
+    let whole = try await Self.rewind(["export", journal, "--jsonl"])
+    let lastLines = try await Self.rewind(["tail", journal, "-n", "3"])
+    for to in ["400", "401", "9223372036854775807", "9223372036854775808", "18446744073709551615"] {
+      let export = try await Self.rewind(["export", journal, "--jsonl", "--to", to])
+      #expect(export.status == 0, "export --to \(to): \(export.err)")
+      #expect(export.out == whole.out, "export --to \(to) reads to the end")
+      let log = try await Self.rewind(["log", journal, "--from", "399", "--to", to])
+      #expect(log.status == 0, "log --to \(to): \(log.err)")
+      #expect(log.out.split(separator: "\n").count == 2, "log --to \(to): \(log.out)")
+      let tail = try await Self.rewind(["tail", journal, "-n", "3", "--to", to])
+      #expect(tail.status == 0, "tail --to \(to): \(tail.err)")
+      #expect(tail.out == lastLines.out, "tail --to \(to)")
+    }
+    let max = "18446744073709551615"
+    let cases: [(arguments: [String], message: String)] = [
+      (
+        ["export", journal, "--jsonl", "--to", "18446744073709551616"],
+        "--to needs a whole number in 1...\(max), not '18446744073709551616'"
+      ),
+      (["export", journal, "--jsonl", "--to", "ten"], "--to needs a whole number in 1...\(max), not 'ten'"),
+      (["log", journal, "--to", "+5"], "--to needs a whole number in 1...\(max), not '+5'"),
+      (["log", journal, "--from", ""], "--from needs a whole number in 1...\(max), not ''"),
+      (
+        ["export", journal, "--jsonl", "--from", "9223372036854775808"],
+        "--from 9223372036854775808 is out of range: the journal ends at sequence 400"
+      ),
+      (["tail", journal, "--from", max], "--from \(max) is out of range: the journal ends at sequence 400"),
+      (["replay", journal, "--to", "+5"], "--to '+5' is not a whole number; give one in 0...400"),
+      (["replay", journal, "--to", max], "--to \(max) is beyond the journal's last sequence number 400"),
+      (["diff", journal, "1", "18446744073709551616"], "B '18446744073709551616' is not a whole number"),
+    ]
+    for (arguments, message) in cases {
+      let run = try await Self.rewind(arguments)
+      #expect(run.status == 2, "\(arguments)")
+      #expect(run.err.contains(message), "\(arguments): \(run.err)")
+      #expect(run.out.isEmpty, "\(arguments): nothing runs")
+    }
+    let debug = try await Self.rewind(["debug", journal], input: "goto +5\nstep +1\n")
+    #expect(debug.status == 2)
+    #expect(
+      debug.err == "error: goto: '+5' is neither a sequence number nor an ISO 8601 time\n"
+        + "error: step: expected a count of records, a whole number from 0, not '+1'\n", "\(debug.err)")
+  }
+
   @Test func aNegativeNumberIsOutOfRangeNotAnOption() async throws {
     let dir = TemporaryDirectory("cli-args-negative")
     defer { withExtendedLifetime(dir) {} }

@@ -134,6 +134,15 @@ import Testing
     #expect(run.out.contains("  by origin     \(events) events (as rewind stats counts them)\n"), "\(run.out)")
     #expect(run.out.contains(" commands that recorded events\n"), "\(run.out)")
     #expect(run.out.contains("integrity     sound"))
+    // The journal line counts what the frames hold, records (a checkpoint is one, not an event),
+    // in the figures and words of stats' segments line.
+    let records = try #require(object["events"] as? Int)
+    let frames = try #require(object["frames"] as? Int)
+    let segments = try #require(object["segments"] as? Int)
+    #expect(
+      run.out.contains("  journal       \(records) records, \(frames) frames, \(segments) segments\n"), "\(run.out)")
+    let statsText = try await Self.rewind(["stats", dir.appending("journal")])
+    #expect(statsText.out.contains("segments     \(segments), \(frames) frames ("), "\(statsText.out)")
     let names = Set(
       try exported.map { line in
         try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["name"] as? String

@@ -165,22 +165,7 @@ import Testing
   /// and say so beside the version it was written with (which `log` shows with its stored fields).
   @Test func blameAndBisectSayWhenAnEventWasUpcast() async throws {
     let dir = TemporaryDirectory("cli-upcast")
-    let book = NotebookID(Identifier(high: 2, low: 1))
-    let note = NoteID(Identifier(high: 3, low: 1))
-    let missing = NotebookID(Identifier(high: 2, low: 9))
-    let events: [any Event] = [
-      NotebookCreated(id: book, title: "book"),
-      NoteCreatedV1(id: note, notebook: book, title: "old", body: "b"),
-      NoteRetitled(id: note, title: "new"),
-      NoteCreatedV1(id: NoteID(Identifier(high: 3, low: 2)), notebook: missing, title: "stray", body: ""),
-    ]
-    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
-    for (index, event) in events.enumerated() {
-      let command = Identifier(high: 1, low: UInt64(index + 1))
-      try journal.appendAndWait(
-        [NewRecord(timestamp: 1, payload: try EventRecord.encode(event, origin: .user, commandID: command))])
-    }
-    journal.close()
+    let note = try Self.writeUpcastJournal(dir.path)
 
     let json = try await rewind(["blame", dir.path, note.description, "--json"])
     #expect(json.status == 0, "\(json.err)")
@@ -199,6 +184,105 @@ import Testing
     #expect(bisect.out.contains(#""version":1,"upcastTo":2,"#), "\(bisect.out)")
     let bisectText = try await rewind(["bisect", dir.path, "--invariant", "notes belong to notebooks"])
     #expect(bisectText.out.contains("(upcast to v2)\n    event "), "\(bisectText.out)")
+  }
+
+  /// A journal of four commands of one event each, two of them `note.created` written in
+  /// version 1 (replay upcasts them to 2): a notebook (1), a note in it (2, upcast), the note
+  /// retitled (3), and a note in a notebook that does not exist (4, upcast), which breaks
+  /// "notes belong to notebooks". Returns the id of the note at 2.
+  static func writeUpcastJournal(_ path: String) throws -> NoteID {
+    let book = NotebookID(Identifier(high: 2, low: 1))
+    let note = NoteID(Identifier(high: 3, low: 1))
+    let missing = NotebookID(Identifier(high: 2, low: 9))
+    let events: [any Event] = [
+      NotebookCreated(id: book, title: "book"),
+      NoteCreatedV1(id: note, notebook: book, title: "old", body: "b"),
+      NoteRetitled(id: note, title: "new"),
+      NoteCreatedV1(id: NoteID(Identifier(high: 3, low: 2)), notebook: missing, title: "stray", body: ""),
+    ]
+    let journal = try Journal(directory: path, options: JournalOptions(durability: .none))
+    defer { journal.close() }
+    for (index, event) in events.enumerated() {
+      let command = Identifier(high: 1, low: UInt64(index + 1))
+      try journal.appendAndWait(
+        [NewRecord(timestamp: 1, payload: try EventRecord.encode(event, origin: .user, commandID: command))])
+    }
+    return note
+  }
+
+  /// debug shows an event as replay applied it too, and its lines (`where`, a move, `event`,
+  /// `blame`) say when it was upcast, as blame's and bisect's do.
+  @Test func debugSaysWhenAnEventWasUpcast() async throws {
+    let dir = TemporaryDirectory("cli-upcast-debug")
+    let note = try Self.writeUpcastJournal(dir.path)
+    let run = try await rewind(["debug", dir.path], input: "goto 2\nwhere\nevent\nevent 3\nblame \(note)\n")
+    #expect(run.status == 0, "\(run.err)")
+    let created = " note.created v1 origin user command \(Identifier(high: 1, low: 2)) (upcast to v2)"
+    let retitled = " note.retitled v1 origin user command \(Identifier(high: 1, low: 3))"
+    let out = run.out.split(separator: "\n").map(String.init)
+    #expect(out.count == 10, "\(run.out)")
+    guard out.count == 10 else { return }
+    #expect(out[0].hasPrefix("at 2 of 4: #2 ") && out[0].hasSuffix(created), "goto: \(out[0])")
+    #expect(out[1] == out[0], "where: \(out[1])")
+    #expect(out[2].hasPrefix("#2 ") && out[2].hasSuffix(created), "event: \(out[2])")
+    #expect(out[3].contains(#""tags":[]"#), "the fields are version 2's: \(out[3])")
+    #expect(out[4].hasPrefix("#3 ") && out[4].hasSuffix(retitled), "an event decoded as written: \(out[4])")
+    #expect(out[6].hasPrefix("#2 ") && out[6].hasSuffix(created), "blame: \(out[6])")
+    #expect(out[8].hasPrefix("#3 ") && out[8].hasSuffix(retitled), "blame: \(out[8])")
+  }
+
+  /// debug's `check` judges the states readers see, after whole commands (DESIGN.md, contract 3),
+  /// as bisect does: inside a command it checks after the command's last event and says so,
+  /// without moving. Here command 2 creates a note before its notebook (a state between its
+  /// events breaks "notes belong to notebooks", the state after it does not), and command 3
+  /// creates a note in a notebook that never exists and retitles it.
+  @Test func debugChecksAnInvariantAfterWholeCommands() async throws {
+    let dir = TemporaryDirectory("cli-debug-check")
+    let book = NotebookID(Identifier(high: 2, low: 1))
+    let later = NotebookID(Identifier(high: 2, low: 2))
+    let missing = NotebookID(Identifier(high: 2, low: 9))
+    let stray = NoteID(Identifier(high: 3, low: 2))
+    let commands: [[any Event]] = [
+      [NotebookCreated(id: book, title: "book")],
+      [
+        NoteCreated(id: NoteID(Identifier(high: 3, low: 1)), notebook: later, title: "early", body: "", tags: []),
+        NotebookCreated(id: later, title: "later"),
+      ],
+      [
+        NoteCreated(id: stray, notebook: missing, title: "stray", body: "", tags: []),
+        NoteRetitled(id: stray, title: "still stray"),
+      ],
+    ]
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    for (index, events) in commands.enumerated() {
+      let command = Identifier(high: 1, low: UInt64(index + 1))
+      try journal.appendAndWait(
+        try events.map {
+          NewRecord(timestamp: 1, payload: try EventRecord.encode($0, origin: .user, commandID: command))
+        })
+    }
+    journal.close()
+    let invariant = "notes belong to notebooks"
+    let script = [
+      "goto 2", "check \(invariant)", "where", "goto 3", "check \(invariant)", "goto 4", "check \(invariant)",
+      "goto 5", "check \(invariant)", "goto 0", "check \(invariant)",
+    ].joined(separator: "\n")
+    let run = try await rewind(["debug", dir.path], input: script + "\n")
+    #expect(run.status == 0, "\(run.err)")
+    let out = run.out.split(separator: "\n").map(String.init)
+    let between = "readers see a command's events together, never the state between them"
+    #expect(out.count == 11, "\(run.out)")
+    guard out.count == 11 else { return }
+    #expect(
+      out[1] == "'\(invariant)' holds at sequence 3, the end of the command sequence 2 is part of: \(between) "
+        + "(`goto 3` stands there)")
+    #expect(out[2].hasPrefix("at 2 of 5: #2 "), "check does not move: \(out[2])")
+    #expect(out[4] == "'\(invariant)' holds at sequence 3")
+    #expect(
+      out[6] == "'\(invariant)' fails at sequence 5, the end of the command sequence 4 is part of: \(between) "
+        + "(`goto 5` stands there)")
+    #expect(out[8] == "'\(invariant)' fails at sequence 5")
+    #expect(out[10] == "'\(invariant)' holds at sequence 0")
   }
 
   @Test func bisectFindsAPlantedBreakAndExitsOne() async throws {

@@ -257,3 +257,38 @@ private struct Code: Hashable, Comparable, Codable, CodingKeyRepresentable {
   #expect(try FieldEncoder().encode(Set(["x"])) == FieldEncoder().encode(OwnEncoding(value: Set(["x"]))))
   #expect(try FieldEncoder().encode([String: Int]()) == FieldEncoder().encode(OwnEncoding(value: [String: Int]())))
 }
+
+/// The keys a keyed container lists: what a type that decodes by walking `allKeys` (a
+/// dictionary, an open set of fields) sees.
+private struct ListedKeys: Decodable {
+  struct Key: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+  }
+  var keys: [String]
+  var values: [Int]
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: Key.self)
+    keys = container.allKeys.map(\.stringValue)
+    values = try container.allKeys.map { try container.decode(Int.self, forKey: $0) }
+  }
+}
+
+/// FORMAT.md: a key's first entry wins wherever it is read. `allKeys` lists a repeated key once,
+/// where its first entry stands, so a type that walks the keys reads each once (and the first
+/// entry's value), never the same key twice.
+@Test func allKeysListsARepeatedKeyOnce() throws {
+  func entry(_ key: String, _ value: Int) -> [UInt8] {
+    [UInt8(key.utf8.count + 1)] + Array(key.utf8) + [FieldTag.int.rawValue, UInt8(value * 2)]
+  }
+  let bytes: [UInt8] =
+    [FieldTag.object.rawValue] + entry("a", 1) + entry("b", 2) + entry("a", 3) + entry("c", 4) + entry("b", 5)
+    + entry("a", 6) + [0]
+  let listed = try FieldDecoder().decode(ListedKeys.self, from: bytes)
+  #expect(listed.keys == ["a", "b", "c"])
+  #expect(listed.values == [1, 2, 4])
+  // A dictionary reads the first entries too (its keys once each).
+  #expect(try FieldDecoder().decode([String: Int].self, from: bytes) == ["a": 1, "b": 2, "c": 4])
+}

@@ -163,9 +163,15 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   }
 
   var codingPath: [any CodingKey] { [] }
+  /// Each key once, where its first entry stands: a key's first entry is the one every read
+  /// finds (FORMAT.md), so a later entry of it names no other field. Keys are told apart by the
+  /// bytes `index(of:)` compares.
   var allKeys: [Key] {
-    entries.compactMap {
-      Key(stringValue: String(decoding: bytes[$0.keyStart..<$0.keyStart + $0.keyCount], as: UTF8.self))
+    var seen: Set<[UInt8]> = []
+    return entries.compactMap {
+      let name = String(decoding: bytes[$0.keyStart..<$0.keyStart + $0.keyCount], as: UTF8.self)
+      guard seen.insert(Array(name.utf8)).inserted else { return nil }
+      return Key(stringValue: name)
     }
   }
 

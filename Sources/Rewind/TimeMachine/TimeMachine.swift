@@ -362,10 +362,11 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   /// The last sequence number of the command whose record is at `sequence`: the records after it
-  /// while they are events with its command id (`sequence` itself when it is 0, or not an event).
-  /// Readers see the state after a whole command, never between its events (DESIGN.md, contract
-  /// 3).
-  private func commandEnd(from sequence: UInt64) throws -> UInt64 {
+  /// while they are events with its command id, through `lastSequence` (`sequence` itself when it
+  /// is 0, or not an event). Readers see the state after a whole command, never between its
+  /// events (DESIGN.md, contract 3): the state at `sequence` is one a reader sees when this
+  /// returns `sequence`.
+  public func commandEnd(from sequence: UInt64) throws -> UInt64 {
     guard sequence > 0 else { return sequence }
     // One cursor over the command's records: a command of many events (a sync pull) lies in
     // one frame, which `record(_:)` per event would decode again for each.
