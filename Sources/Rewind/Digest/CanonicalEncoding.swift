@@ -17,6 +17,25 @@ enum CanonicalEncoding {
     try FieldEncoder(canonicalWithCapacity: capacity).encode(value)
   }
 
+  /// `encode`, for bytes that must decode to a value equal to `value` bit for bit (a snapshot's
+  /// state, which later events apply to): the double -0.0, which the canonical encoding writes
+  /// as 0.0, would come back as 0.0, equal to it but not alike (1 / x is -inf for one, +inf for
+  /// the other), and a state restored from it would part from the one replay gives.
+  /// - Throws: `EncodingError.invalidValue` if `value` holds -0.0; what `encode` throws.
+  static func encodeExactly<T: Encodable>(_ value: T, capacity: Int = 128) throws -> [UInt8] {
+    let sorter = FieldObjectSorter()
+    let bytes = try FieldEncoder(sorter: sorter, capacity: capacity).encode(value)
+    guard !sorter.wroteNegativeZero else {
+      throw EncodingError.invalidValue(
+        -0.0,
+        EncodingError.Context(
+          codingPath: [],
+          debugDescription: "the value holds the double -0.0, which the canonical encoding writes as 0.0: read "
+            + "back, it would be 0.0, equal to it but not alike (1 / x differs)"))
+    }
+    return bytes
+  }
+
   /// Rewrites one field-encoded value canonically.
   /// - Throws: `FieldFormatError` if `bytes` is not one well-formed value.
   static func canonicalize(_ bytes: [UInt8]) throws(FieldFormatError) -> [UInt8] {
@@ -121,8 +140,20 @@ final class FieldObjectSorter {
   @exclusivity(unchecked) private var scratch: [UInt8] = []
   /// Why an object could not be read back to be sorted, if one could not.
   private(set) var failure: FieldFormatError?
+  /// Whether a double -0.0 was written, as 0.0 (see `CanonicalEncoding.encodeExactly`).
+  private(set) var wroteNegativeZero = false
 
   init() {}
+
+  /// The bits the canonical encoding writes for `value`: those of 0.0 for -0.0 (they compare
+  /// equal), noted in `wroteNegativeZero`; `value`'s own otherwise. One place for both writers,
+  /// `FieldEncoder` and the hand-written fields of `FieldWriter`.
+  @inline(__always)
+  func canonicalBits(of value: Double) -> UInt64 {
+    guard value == 0 else { return value.bitPattern }
+    if value.sign == .minus { wroteNegativeZero = true }
+    return 0
+  }
 
   /// Starts an object written by `FieldWriter`; returns what `endObject` needs.
   @inline(__always)

@@ -76,7 +76,7 @@ public struct FieldWriter {
   }
 
   public mutating func write(_ value: Double, for name: StaticString) {
-    let bits = sorter != nil && value == 0 ? 0 : value.bitPattern  // the canonical encoding's 0.0
+    let bits = sorter?.canonicalBits(of: value) ?? value.bitPattern  // the canonical encoding's 0.0 for -0.0
     field(name, valueBytes: 9) { room in
       room.append(.double)
       room.appendFixed64(bits)

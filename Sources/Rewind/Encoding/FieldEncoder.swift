@@ -26,9 +26,9 @@ public struct FieldEncoder {
   }
 
   /// An encoder that sorts as `sorter` does, or does not if it is nil.
-  init(sorter: FieldObjectSorter?) {
+  init(sorter: FieldObjectSorter?, capacity: Int = 128) {
     self.sorter = sorter
-    capacity = 128
+    self.capacity = capacity
   }
 
   /// The encoded bytes of `value`.
@@ -173,7 +173,7 @@ final class FieldEncoderState {
   @inline(__always) func write(_ value: Double) {
     writer.append(.double)
     // The canonical encoding writes -0.0 as 0.0 (they compare equal).
-    writer.appendFixed64(sorter != nil && value == 0 ? 0 : value.bitPattern)
+    writer.appendFixed64(sorter?.canonicalBits(of: value) ?? value.bitPattern)
   }
   @inline(__always) func write(_ value: Identifier) {
     writer.append(.identifier)

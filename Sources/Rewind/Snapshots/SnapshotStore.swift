@@ -70,13 +70,15 @@ public struct SnapshotStore: Sendable {
   /// First makes the journal's records through `sequence` durable (`JournalReader.makeDurable`),
   /// whatever the writer's policy: a snapshot never outlives the records it stands for, which a
   /// power loss could otherwise take (under `none`) and the next writer number new records over.
-  /// - Throws: `EncodingError` if the state does not encode; `JournalError` if the journal cannot
-  ///   be synced; `SystemCallError` from the disk.
+  /// - Throws: `EncodingError` if the state does not encode, or holds the double -0.0 (a snapshot
+  ///   holds the canonical encoding, which writes it as 0.0: a state read back would differ from
+  ///   the one replay gives, see `CanonicalEncoding.encodeExactly`); `JournalError` if the journal
+  ///   cannot be synced; `SystemCallError` from the disk.
   @discardableResult
   public func write<M: SnapshotModel>(_ state: M, at sequence: UInt64) throws -> StateDigest {
     let reader = try JournalReader(directory: directory, io: io)
     let journalID = try reader.id
-    let bytes = try CanonicalEncoding.encode(state)
+    let bytes = try CanonicalEncoding.encodeExactly(state)
     let digest = StateDigest(bytes: SHA256.hash(bytes))
     let file = SnapshotFile(
       sequence: sequence, journalID: journalID.bytes, fingerprint: M.fingerprint, digest: digest, state: bytes)

@@ -1,0 +1,119 @@
+import Foundation
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+/// A gauge: one reading, and readings by id in a store of hand-encoded records, so that a double
+/// reaches the canonical encoding through both writers (`FieldEncoder` and `FieldWriter`).
+struct Gauge: SnapshotModel {
+  struct Reading: StoreRecord, Codable, FieldCodable {
+    var id: Int
+    var value: Double
+
+    init(id: Int, value: Double) {
+      self.id = id
+      self.value = value
+    }
+    init(fields reader: inout FieldReader) throws {
+      id = try reader.read(Int.self, for: "id")
+      value = try reader.read(Double.self, for: "value")
+    }
+    func encodeFields(into writer: inout FieldWriter) {
+      writer.write(id, for: "id")
+      writer.write(value, for: "value")
+    }
+    var groupKeys: [NoGroupKey] { [] }
+  }
+
+  var level = ValueStore<Double>(name: "level", initial: 1)
+  var readings = Store<Reading>(name: "readings")
+
+  static func registerEvents(in registry: inout EventRegistry<Gauge>) {
+    registry.register(LevelSet.self) { model, event, context in model.level.set(event.value, context: &context) }
+    registry.register(LevelInverted.self) { model, _, context in
+      model.level.set(1 / model.level.value, context: &context)
+    }
+    registry.register(ReadingTaken.self) { model, event, context in
+      _ = model.readings.insert(Reading(id: event.id, value: event.value), context: &context)
+    }
+  }
+}
+
+struct LevelSet: Event {
+  static let name = "gauge.levelSet"
+  var value: Double
+}
+
+struct LevelInverted: Event {
+  static let name = "gauge.levelInverted"
+}
+
+struct ReadingTaken: Event {
+  static let name = "gauge.readingTaken"
+  var id: Int
+  var value: Double
+}
+
+/// A snapshot holds the canonical encoding of a state, which writes the double -0.0 as 0.0 (they
+/// compare equal, so equal states digest alike). A state read back from it would hold 0.0 where
+/// replay holds -0.0, and part from replay at the first event that tells them apart (1 / x).
+/// Snapshots are shortcuts, never a source of truth: such a state gets none.
+@Suite struct SnapshotExactnessTests {
+  private func manager(_ directory: TemporaryDirectory) throws -> Manager<Gauge> {
+    try Manager<Gauge>(
+      directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
+      ids: .sequential())
+  }
+
+  @Test(arguments: ["level", "reading"])
+  func aStateHoldingNegativeZeroGetsNoSnapshot(place: String) async throws {
+    let directory = TemporaryDirectory()
+    let manager = try manager(directory)
+    try await manager.perform(.user) { _, command in
+      if place == "level" {
+        command.record(LevelSet(value: -0.0))
+      } else {
+        command.record(ReadingTaken(id: 7, value: -0.0))
+      }
+    }
+    manager.close()
+    #expect(throws: EncodingError.self) { try Snapshots.take(Gauge.self, directory: directory.path) }
+    #expect(SnapshotStore(journal: directory.path).sequences().isEmpty)
+
+    // The state replay gives keeps the sign, and so does every state after it.
+    let reopened = try self.manager(directory)
+    try await reopened.perform(.user) { _, command in command.record(LevelInverted()) }
+    let expected: Double = place == "level" ? -.infinity : 1
+    #expect(reopened.state.level.value == expected)
+    #expect(reopened.state.readings.all().allSatisfy { $0.value.sign == .minus })
+    reopened.close()
+    #expect(try Replay.rebuild(Gauge.self, directory: directory.path).state.level.value == expected)
+  }
+
+  /// 0.0 and every other double are written as they are, and read back alike.
+  @Test func aStateWithoutNegativeZeroIsSnapshotted() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try manager(directory)
+    try await manager.perform(.user) { _, command in
+      command.record(LevelSet(value: 0.0))
+      command.record(ReadingTaken(id: 1, value: -2.5))
+      command.record(ReadingTaken(id: 2, value: 0.0))
+    }
+    manager.close()
+    let taken = try #require(try Snapshots.take(Gauge.self, directory: directory.path))
+    let found = SnapshotStore(journal: directory.path).latest(
+      Gauge.self, atOrBefore: taken.sequence, lastSequence: taken.sequence)
+    let state = try #require(found.snapshot?.state)
+    #expect(state == (try Replay.rebuild(Gauge.self, directory: directory.path).state))
+    #expect(state.level.value.bitPattern == 0 && state.readings.all().map(\.value) == [-2.5, 0.0])
+  }
+
+  /// The canonical encoding itself still writes -0.0 as 0.0: a digest of equal states is equal.
+  @Test func theCanonicalEncodingStillWritesNegativeZeroAsZero() throws {
+    #expect(try CanonicalEncoding.encode([-0.0]) == (try CanonicalEncoding.encode([0.0])))
+    #expect(throws: EncodingError.self) { try CanonicalEncoding.encodeExactly([1.5, -0.0]) }
+    #expect(try CanonicalEncoding.encodeExactly([1.5, 0.0]) == (try CanonicalEncoding.encode([1.5, 0.0])))
+  }
+}
