@@ -118,6 +118,30 @@ final class EncodingHold: @unchecked Sendable {
   /// commits while it is still being computed, before the digest record: the funnel does not wait
   /// for the hash. (With the digest computed inside the funnel, the command waited for it: the
   /// hold ran out, and the command landed after the checkpoint.)
+  /// The work a checkpoint's digest and the snapshots' upkeep hand off runs on threads of their
+  /// own, not on the tasks' shared threads: more hand-offs blocked at once than there are shared
+  /// threads leave a task free to run and release them (run in place, they would hold every
+  /// shared thread until their waits gave up). Their values and errors come back.
+  @Test(.timeLimit(.minutes(10))) func handedOffWorkLeavesTheSharedThreadsFree() async throws {
+    let release = DispatchSemaphore(value: 0)
+    let count = ProcessInfo.processInfo.activeProcessorCount + 1
+    try await withThrowingTaskGroup(of: Bool.self) { group in
+      for _ in 0..<count {
+        group.addTask {
+          try await onThreadOfItsOwn(named: "rewind.test.handoff") { release.wait(timeout: .now() + 300) == .success }
+        }
+      }
+      group.addTask {
+        for _ in 0..<count { release.signal() }
+        return true
+      }
+      for try await released in group { #expect(released) }
+    }
+    await #expect(throws: CancellationError.self) {
+      try await onThreadOfItsOwn(named: "rewind.test.handoff") { () throws -> Int in throw CancellationError() }
+    }
+  }
+
   @Test func aCommandIssuedWhileTheDigestIsComputedLandsFirst() async throws {
     let directory = TemporaryDirectory()
     let manager = try manager(directory)

@@ -20,12 +20,7 @@ extension Manager where M: SnapshotModel {
       command.record(CheckpointMark(fingerprint: fingerprint))
       return (sequenceOfValidatingCommand(), state)
     }
-    let digest = try await withCheckedThrowingContinuation {
-      (continuation: CheckedContinuation<StateDigest, any Error>) in
-      let thread = Thread { continuation.resume(with: Result { try StateDigest.of(state) }) }
-      thread.name = "rewind.checkpoint.digest"
-      thread.start()
-    }
+    let digest = try await onThreadOfItsOwn(named: "rewind.checkpoint.digest") { try StateDigest.of(state) }
     try await perform(.rewind) { _, command in
       command.record(CheckpointDigest(mark: mark, digest: digest, fingerprint: fingerprint))
     }
@@ -35,8 +30,9 @@ extension Manager where M: SnapshotModel {
   /// A job that follows this manager's committed changes and records a checkpoint
   /// (`recordCheckpoint()`) once at least `interval` records were committed since the last one;
   /// with `snapshots`, it also keeps the snapshots of the manager's journal up to date (see
-  /// `Snapshots.update`). Runs until the manager is closed or the task is cancelled. Errors end it
-  /// and are thrown.
+  /// `Snapshots.update`, on a thread of its own, as the digest: it replays the records since the
+  /// newest snapshot, and reads and writes whole states). Runs until the manager is closed or the
+  /// task is cancelled, and holds the manager until then. Errors end it and are thrown.
   public func maintain(checkpointEvery interval: UInt64, snapshots: SnapshotPolicy? = nil) async throws {
     precondition(interval > 0, "a checkpoint interval is at least 1")
     var since: UInt64 = 0
@@ -50,9 +46,22 @@ extension Manager where M: SnapshotModel {
       }
       if let snapshots, lastSequence - snapshotted >= snapshots.interval {
         snapshotted = lastSequence
-        try Snapshots.update(M.self, directory: snapshots.directory, every: snapshots.interval, keep: snapshots.keep)
+        _ = try await onThreadOfItsOwn(named: "rewind.snapshots.update") {
+          try Snapshots.update(M.self, directory: snapshots.directory, every: snapshots.interval, keep: snapshots.keep)
+        }
       }
     }
+  }
+}
+
+/// Runs `work` on a new thread named `name` and returns what it returns: for work that takes a
+/// second or more of one core (hashing or replaying a large state), which on one of the tasks'
+/// shared threads would hold up every other task scheduled there (two on a 2-core machine).
+func onThreadOfItsOwn<T: Sendable>(named name: String, _ work: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+    let thread = Thread { continuation.resume(with: Result { try work() }) }
+    thread.name = name
+    thread.start()
   }
 }
 
