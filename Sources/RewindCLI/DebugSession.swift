@@ -11,8 +11,8 @@ final class DebugSession {
   private let interactive: Bool
   private var mark: UInt64?
   private var watched: [(id: String, last: String?)] = []
-  /// Set when `refresh` found the journal shorter than what the session has read: its states
-  /// may show records that are gone, so it serves no more of them.
+  /// Set when `refresh` found the journal shorter than what the session has read, or cut and
+  /// written again: its states may show records that are gone, so it serves no more of them.
   private var shortened: ClosedRange<UInt64>?
 
   init(
@@ -82,8 +82,10 @@ final class DebugSession {
         $0.count == 1 ? "sequence \($0.lowerBound) is" : "sequences \($0.lowerBound)-\($0.upperBound) are"
       }
       ?? "records are"
+    let numbers = shortened?.count == 1 ? "its number" : "their numbers"
     return "the journal \(directory) got shorter under this session: \(gone) gone, which this session had read "
-      + "(moved aside by `rewind repair`, or the directory replaced), "
+      + "(moved aside by `rewind repair`, perhaps with other records written under \(numbers) since, or the "
+      + "directory replaced), "
       + "so the states it holds may show what is gone and it shows no more. Quit and start `rewind debug \(directory)` "
       + "again to see what the journal holds now; `rewind verify \(directory)` reports on it"
   }

@@ -47,7 +47,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// says why the removal or the fsync failed.
     public static let staleIndex = Code("staleIndex")
     /// The journal ends before where a reader last saw it end: records it read are gone (moved
-    /// aside by a repair, or the directory replaced). `sequences` names them.
+    /// aside by a repair, or the directory replaced). `sequences` names them. Or the batch that
+    /// ended it there is no longer there as read: the journal was cut at or before it and written
+    /// again; `sequences`, `file` and `offset` name that batch (earlier records may be others too).
     public static let shortened = Code("shortened")
   }
 

@@ -851,9 +851,10 @@ import Testing
   }
 
   /// A journal that got shorter under a session (a repair moved its last frame aside between two
-  /// commands): `refresh` says so plainly and what to do, and the session serves no more states,
-  /// which may show the records gone; `help` still answers. Exit 3.
-  @Test func debugSaysWhenTheJournalGotShorterUnderIt() async throws {
+  /// commands), and one written again past its old end after that: `refresh` says so plainly and
+  /// what to do, and the session serves no more states, which may show the records gone; `help`
+  /// still answers. Exit 3.
+  @Test(arguments: [0, 2]) func debugSaysWhenTheJournalGotShorterUnderIt(appendedAfterRepair: Int) async throws {
     let journal = try await NotebookJournal.write(commands: 10, seed: 18)
     let last = journal.lastSequence
     let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path)
@@ -870,7 +871,12 @@ import Testing
           var bytes = try Files.read(journal.directory.appending(segment))
           bytes[bytes.count - 6] ^= 0x20
           try Files.write(bytes, to: journal.directory.appending(segment))
-          return try Journal.repair(directory: journal.path).lastSequence
+          let repaired = try Journal.repair(directory: journal.path).lastSequence
+          let writer = try Journal(directory: journal.path)
+          defer { writer.close() }
+          // Never decoded: the refresh refuses the journal first.
+          for _ in 0..<appendedAfterRepair { try writer.appendAndWait([NewRecord(timestamp: 1, payload: [0])]) }
+          return repaired
         }()
       }
       return lines.popFirst()
@@ -881,8 +887,8 @@ import Testing
     #expect(
       captured.err.contains(
         "error: refresh: the journal \(journal.path) got shorter under this session: sequence \(last) is gone, "
-          + "which this session had read (moved aside by `rewind repair`, or the directory replaced), so the "
-          + "states it holds may show what is gone and it shows no more. Quit and start `rewind debug \(journal.path)` "
+          + "which this session had read (moved aside by `rewind repair`, perhaps with other records written under "
+          + "its number since, or the directory replaced), so the states it holds may show what is gone and it shows no more. Quit and start `rewind debug \(journal.path)` "
           + "again to see what the journal holds now; `rewind verify \(journal.path)` reports on it\n"),
       "\(captured.err)")
     for command in ["print", "step"] {

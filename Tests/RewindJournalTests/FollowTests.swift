@@ -134,6 +134,51 @@ import Testing
     #expect(try await follower.value == written)
     journal.close()
   }
+
+  /// A follower that returned records 1-3 of a journal that repair then cut back to 2, and that
+  /// a writer then wrote again to 4 (record 3 as long as the one moved aside, so record 4 starts
+  /// where the follower stopped reading): it says the journal was cut instead of going on with
+  /// record 4 of the other history.
+  @Test func aFollowerReportsAJournalCutAndWrittenAgain() async throws {
+    let dir = TemporaryDirectory("follow")
+    let journal = try Journal(directory: dir.path)
+    for n in 1...3 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
+    journal.close()
+    let follower = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1))
+    var iterator = follower.makeAsyncIterator()
+    for n in 1...3 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+
+    let segment = try #require(JournalFixtures.segments(dir.path).first)
+    var bytes = try Files.read(dir.path + "/" + segment)
+    bytes[bytes.count - 6] ^= 0x20  // in the last frame
+    try Files.write(bytes, to: dir.path + "/" + segment)
+    try #require(try Journal.repair(directory: dir.path).lastSequence == 2)
+    let again = try Journal(directory: dir.path)
+    try again.appendAndWait([NewRecord(timestamp: 3, payload: Array("RECORD 3".utf8))])
+    try again.appendAndWait([NewRecord(timestamp: 4, payload: Array("record 4".utf8))])
+    again.close()
+    try #require(try Files.read(dir.path + "/" + segment).count > bytes.count)
+
+    let error = await #expect(throws: JournalError.self) { _ = try await iterator.next() }
+    #expect(error?.code == .shortened, "\(String(describing: error))")
+    #expect(error?.sequences == 3...3, "\(String(describing: error))")
+    #expect(error?.description.contains("cut and written again") == true, "\(String(describing: error))")
+  }
+
+  /// A follower goes on with records appended after the last one it returned, read from disk
+  /// later (the batch before them checked, and found where it was).
+  @Test func aFollowerGoesOnWithRecordsAppendedLater() async throws {
+    let dir = TemporaryDirectory("follow")
+    let journal = try Journal(directory: dir.path)
+    try journal.appendAndWait([NewRecord(timestamp: 1, payload: [1])])
+    let follower = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1))
+    var iterator = follower.makeAsyncIterator()
+    #expect(try await iterator.next()?.sequence == 1)
+    try journal.appendAndWait([NewRecord(timestamp: 2, payload: [2]), NewRecord(timestamp: 3, payload: [3])])
+    try journal.appendAndWait([NewRecord(timestamp: 4, payload: [4])])
+    journal.close()
+    for n in 2...4 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+  }
 }
 
 /// A reader judges a frame cut short by the end of the file on the bytes it saw: bytes a writer

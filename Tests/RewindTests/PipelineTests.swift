@@ -7,21 +7,48 @@ import Testing
 
 @testable import Rewind
 
+/// A flag that tasks wait for without polling: `wait()` suspends until `set()` (or returns at
+/// once after it).
+private final class Signal: Sendable {
+  private let state = Mutex<(isSet: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+  func set() {
+    let waiters = state.withLock { state in
+      state.isSet = true
+      defer { state.waiters = [] }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  func wait() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let isSet = state.withLock { state in
+        if !state.isSet { state.waiters.append(continuation) }
+        return state.isSet
+      }
+      if isSet { continuation.resume() }
+    }
+  }
+}
+
 /// A `FileIO` whose next segment write, once armed, waits until the test releases it, then
 /// writes or fails with ENOSPC: it holds one append in the journal's writer while later commands
 /// queue behind it.
 private final class HoldingFileIO: ForwardingFileIO {
   private struct State {
     var armed = false
-    var holding = false
     var fail = false
   }
   let base: any FileIO = PosixFileIO()
   private let state = Mutex(State())
   private let release = DispatchSemaphore(value: 0)
+  /// Set when the armed write starts being held.
+  private let held = Signal()
 
   func holdNextWrite() { state.withLock { $0.armed = true } }
-  var isHolding: Bool { state.withLock { $0.holding } }
+  /// Returns once the armed write is held (at once if it was held before).
+  func waitUntilHolding() async { await held.wait() }
   func releaseWrite(failing: Bool) {
     state.withLock { $0.fail = failing }
     release.signal()
@@ -31,16 +58,12 @@ private final class HoldingFileIO: ForwardingFileIO {
     let hold = state.withLock { state -> Bool in
       guard state.armed, path.hasSuffix(".lz4") else { return false }
       state.armed = false
-      state.holding = true
       return true
     }
     if hold {
+      held.set()
       release.wait()
-      let fail = state.withLock { state -> Bool in
-        state.holding = false
-        return state.fail
-      }
-      if fail { throw SystemCallError("pwrite", path: path, errno: ENOSPC) }
+      if state.withLock({ $0.fail }) { throw SystemCallError("pwrite", path: path, errno: ENOSPC) }
     }
     return try base.pwrite(fd, bytes, at: offset, path: path)
   }
@@ -82,19 +105,21 @@ private func queueBehindAHeldAppend(
   let appendsBefore = manager.journalAppendCount
   io.holdNextWrite()
   var tasks = [Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }]
-  while !io.isHolding { await Task.yield() }
+  await io.waitUntilHolding()
   for index in 1...behind {
     tasks.append(Task { try await increment(manager, id) })
-    while manager.journalAppendCount < appendsBefore + 1 + index { await Task.yield() }
+    await manager.waitUntil(journalAppends: appendsBefore + 1 + index)
   }
   return tasks
 }
 
 // The time limits catch a deadlock (a command waiting forever behind a held write). They are
 // generous because the limit runs on the wall clock: alone each test takes milliseconds, but in
-// the full parallel suite on two cores every `await` here queues behind CPU-bound tests, and
-// both took 60-100 s in loaded runs without anything being stuck, and 320-406 s (past an earlier
-// limit of 5 minutes) in full runs on a machine whose load was 12-18, with no deadlock.
+// the full parallel suite on two cores every `await` here queues behind CPU-bound tests. The
+// tests wait for what they need by signals (`Signal`, `Manager.waitUntil`), each wait one
+// wake-up: spinning with `Task.yield()` needed a turn of the thread pool per look, and took
+// 320-406 s (past an earlier limit of 5 minutes), then past 10 minutes, in full runs on a
+// machine whose load was 12-18, with no deadlock.
 
 /// Commands handed to the journal behind one still being written are applied and announced only
 /// after it, in sequence order, each validated against the state its predecessors leave.
@@ -183,7 +208,8 @@ private func queueBehindAHeldAppend(
   }
 
   let calls = Mutex(0)
-  let firstDone = Mutex(false)
+  let called = Signal()  // the first deposit's batch reached the hook
+  let firstDone = Signal()
   manager.beforeAppend.withLock {
     $0 = { [weak manager] in
       let call = calls.withLock { calls in
@@ -191,26 +217,27 @@ private func queueBehindAHeldAppend(
         return calls
       }
       if call == 1 {  // the first deposit's batch: sent once three deposits wait at the gate
-        while let manager, manager.waitingCommands < 3 { await Task.yield() }
+        called.set()
+        await manager?.waitUntil(waitingCommands: 3)
       } else if call == 2 {
         // The next holder staged one deposit and sends it because the second overflows: let the
         // first deposit's held write fail now, and its writer finish, before this batch is queued.
         io.releaseWrite(failing: true)
-        while !firstDone.withLock({ $0 }) { await Task.yield() }
+        await firstDone.wait()
       }
     }
   }
   io.holdNextWrite()
   let first = Task(executorPreference: OwnThreadExecutor()) {
-    defer { firstDone.withLock { $0 = true } }
+    defer { firstDone.set() }
     try await deposit()
   }
-  while calls.withLock({ $0 }) < 1 { await Task.yield() }
+  await called.wait()
   var followers: [Task<Void, any Error>] = []
   for count in 1...3 {  // one after another, so that they are staged in this order
     followers.append(Task { try await deposit() })
     // Not after the third: once three wait, the first deposit's hook lets them through at once.
-    while count < 3, manager.waitingCommands < count { await Task.yield() }
+    if count < 3 { await manager.waitUntil(waitingCommands: count) }
   }
 
   let failed = await #expect(throws: ManagerError.self) { try await first.value }

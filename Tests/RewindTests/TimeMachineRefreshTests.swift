@@ -4,7 +4,8 @@ import Testing
 
 @testable import Rewind
 
-/// `TimeMachine.refresh()` against a journal that got shorter under it.
+/// `TimeMachine.refresh()` against a journal that got shorter under it, or was cut and written
+/// again.
 @Suite struct TimeMachineRefreshTests {
   /// A journal of three boxes placed, one frame each.
   static func journal(_ temporary: TemporaryDirectory) throws -> String {
@@ -20,6 +21,30 @@ import Testing
     return directory
   }
 
+  /// Damages the last frame of `directory`'s only segment and repairs the journal: the frame
+  /// (record 3) is moved aside.
+  static func cutTheLastFrame(_ directory: String) throws {
+    let segment = try #require(Files.list(directory).first { $0.hasSuffix(".lz4") })
+    var bytes = try Files.read(directory + "/" + segment)
+    bytes[bytes.count - 6] ^= 0x20  // in the last frame
+    try Files.write(bytes, to: directory + "/" + segment)
+    let repair = try Journal.repair(directory: directory)
+    try #require(repair.lastSequence == 2, "\(repair)")
+  }
+
+  /// Appends a crate placed per record, numbered from `id`, one frame each.
+  static func placeCrates(_ directory: String, ids: ClosedRange<Int>, options: JournalOptions = JournalOptions())
+    throws
+  {
+    let journal = try Journal(directory: directory, options: options)
+    defer { journal.close() }
+    for id in ids {
+      let payload = try EventRecord.encode(
+        ShelfPlaced(crate: true, id: id, label: "crate \(id)"), origin: .user, commandID: Identifier(high: 2, low: 8))
+      try journal.appendAndWait([NewRecord(timestamp: Int64(id), payload: payload)])
+    }
+  }
+
   /// Repair moved the last frame aside: the time machine, which stood on it, says the records
   /// past the new end are gone instead of going on with a state that shows them.
   @Test func refreshReportsAJournalThatGotShorter() throws {
@@ -28,12 +53,7 @@ import Testing
     let machine = try TimeMachine<Shelves>(directory: directory)
     #expect(try machine.jump(to: 3).boxes.count == 3)
 
-    let segment = try #require(Files.list(directory).first { $0.hasSuffix(".lz4") })
-    var bytes = try Files.read(directory + "/" + segment)
-    bytes[bytes.count - 6] ^= 0x20  // in the last frame
-    try Files.write(bytes, to: directory + "/" + segment)
-    let repair = try Journal.repair(directory: directory)
-    try #require(repair.lastSequence == 2, "\(repair)")
+    try Self.cutTheLastFrame(directory)
 
     let error = #expect(throws: JournalError.self) { try machine.refresh() }
     #expect(error?.code == .shortened, "\(String(describing: error))")
@@ -59,5 +79,54 @@ import Testing
     try machine.refresh()
     #expect(machine.lastSequence == 4)
     #expect(try machine.jump(to: 4).crates.count == 1)
+  }
+
+  /// Repair moved the last frame aside and a writer appended again, to the same end (one record)
+  /// or past it (two): the numbers are back, the records are others. The time machine, whose
+  /// states show the box that was record 3, says so instead of applying crates on top of them.
+  @Test(arguments: [1, 2]) func refreshReportsAJournalCutAndWrittenAgain(appended: Int) throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    #expect(try machine.jump(to: 3).boxes.count == 3)
+    try Self.cutTheLastFrame(directory)
+    try Self.placeCrates(directory, ids: 3...(2 + appended))
+
+    let error = #expect(throws: JournalError.self) { try machine.refresh() }
+    #expect(error?.code == .shortened, "\(String(describing: error))")
+    #expect(error?.sequences == 3...3, "\(String(describing: error))")
+    #expect(error?.file == "00000000000000000001.lz4", "\(String(describing: error))")
+    #expect(error?.description.contains("cut and written again") == true, "\(String(describing: error))")
+    #expect(machine.lastSequence == 3, "left as it was")
+    #expect(machine.state.boxes.count == 3)
+
+    let fresh = try TimeMachine<Shelves>(directory: directory)
+    #expect(fresh.lastSequence == UInt64(2 + appended))
+    let state = try fresh.jump(to: 3)
+    #expect(state.boxes.count == 2)
+    #expect(state.crates.count == 1)
+  }
+
+  /// Compaction rewrote the segment that held the batch the time machine last read (into one
+  /// frame, so another header stands at its place): the same records, so a refresh takes the
+  /// new end.
+  @Test func refreshSeesAJournalWhoseLastReadSegmentWasCompacted() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    #expect(try machine.jump(to: 3).boxes.count == 3)
+    var options = JournalOptions()
+    options.segmentTargetBytes = JournalOptions.minimumSegmentTargetBytes
+    try Self.placeCrates(directory, ids: 4...40, options: options)
+    let journal = try Journal(directory: directory, options: options)
+    let report = try journal.compactSealedSegments()
+    journal.close()
+    let compacted = try #require(report.compacted.first, "\(report)")
+    try #require(compacted.segment == "00000000000000000001.lz4" && compacted.framesAfter == 1, "\(report)")
+
+    try machine.refresh()
+    #expect(machine.lastSequence == 40)
+    #expect(try machine.jump(to: 40).crates.count == 37)
+    #expect(machine.state.boxes.count == 3)
   }
 }

@@ -249,8 +249,16 @@ public final class Manager<M: Model>: Sendable {
   /// How many commands wait for their turn to validate.
   var waitingCommands: Int { gate.waiterCount }
 
+  /// Returns once `waitingCommands` is at least `count`, woken by the command that makes them
+  /// as many (for tests, which must not spin on the thread pool to see it).
+  func waitUntil(waitingCommands count: Int) async { await gate.wait(forWaiters: count) }
+
   /// How many journal appends this manager has made.
   var journalAppendCount: Int { Int(appends.advance(by: 0)) }
+
+  /// Returns once `journalAppendCount` is at least `count`, woken by the append that makes them
+  /// as many (for tests).
+  func waitUntil(journalAppends count: Int) async { await appends.wait(untilAtLeast: Int64(count)) }
 
   /// How many turns at the gate this manager's commands have taken.
   var gateTurnCount: Int { Int(turns.advance(by: 0)) }

@@ -54,6 +54,8 @@ final class SerialGate: Sendable {
   private struct State {
     var busy = false
     var waiters: [GateTicket] = []
+    /// Tasks waiting for `waiters` to reach a count (`wait(forWaiters:)`, for tests).
+    var watchers: [(atLeast: Int, continuation: CheckedContinuation<Void, Never>)] = []
   }
 
   private let state = Mutex(State())
@@ -74,15 +76,33 @@ final class SerialGate: Sendable {
     if tryEnter() { return .hold }
     return await withCheckedContinuation { (continuation: CheckedContinuation<GateRole, Never>) in
       ticket.suspend(continuation)
-      let holds = state.withLock { state in
+      let (holds, reached) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
         if state.busy {
           state.waiters.append(ticket)
-          return false
+          if state.watchers.isEmpty { return (false, []) }
+          let count = state.waiters.count
+          let reached = state.watchers.filter { $0.atLeast <= count }.map(\.continuation)
+          state.watchers.removeAll { $0.atLeast <= count }
+          return (false, reached)
         }
         state.busy = true
-        return true
+        return (true, [])
       }
+      for watcher in reached { watcher.resume() }
       if holds { ticket.resume(.hold) }
+    }
+  }
+
+  /// Returns once at least `count` tasks wait to enter at the same time: suspended until one
+  /// that starts waiting makes them as many, not polling (for tests).
+  func wait(forWaiters count: Int) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let reached = state.withLock { state -> Bool in
+        if state.waiters.count >= count { return true }
+        state.watchers.append((count, continuation))
+        return false
+      }
+      if reached { continuation.resume() }
     }
   }
 

@@ -38,6 +38,9 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The last sequence number of the journal as last read (see `refresh()`).
   public private(set) var lastSequence: UInt64
+  /// The journal's end as last read, with the batch that ended it: `refresh()` checks that the
+  /// batch is still there before it takes records past it.
+  private var end: JournalEnd
   /// Where the time machine stands: `state` is the state after this record (0: the empty state).
   public private(set) var position: UInt64 = 0
   /// The state at `position`.
@@ -73,29 +76,45 @@ public final class TimeMachine<M: SnapshotModel> {
     interval = max(1, keyframeInterval)
     keyframeSpacing = interval
     self.maxKeyframes = max(2, maxKeyframes)
-    lastSequence = try reader.lastSequence()
+    end = try reader.end()
+    lastSequence = end.lastSequence
     options.verifyCheckpoints = false
   }
 
   /// Sees records written since the journal was last read (and the index entries written for them),
   /// and the snapshots that the journal's growth makes usable: those found past its end before,
-  /// which now lie within it, are looked at again.
+  /// which now lie within it, are looked at again. Before it takes the new end, it reads the
+  /// header of the batch that ended the journal as last read at its place again (one read): the
+  /// records it holds must be the ones read.
   /// - Throws: `JournalError` `.shortened` when the journal now ends before `lastSequence`
-  ///   (records were moved aside by a repair, or the directory replaced): the states this time
-  ///   machine holds may show records that are gone, so it serves none of them as current. It is
-  ///   left as it was; open a new one. Other `JournalError`s when the journal cannot be read.
+  ///   (records were moved aside by a repair, or the directory replaced), or when the batch that
+  ///   ended it is no longer there as read (the journal was cut at or before it and written
+  ///   again, to the same end or past it: other records stand under the same numbers). The
+  ///   states this time machine holds may show records that are gone, so it serves none of them
+  ///   as current. It is left as it was; open a new one. Other `JournalError`s when the journal
+  ///   cannot be read.
   public func refresh() throws {
     reader.dropCachedIndex()
     let before = lastSequence
-    let now = try reader.lastSequence()
-    guard now >= before else {
+    let now = try reader.end()
+    guard now.lastSequence >= before else {
       throw JournalError(
         .shortened,
-        "the journal now ends at sequence \(now), before the end this time machine read (\(before)): the records "
-          + "after it are gone, and its states may show them",
-        directory: reader.directory, sequences: (now + 1)...before)
+        "the journal now ends at sequence \(now.lastSequence), before the end this time machine read (\(before)): "
+          + "the records after it are gone, and its states may show them",
+        directory: reader.directory, sequences: (now.lastSequence + 1)...before)
     }
-    lastSequence = now
+    if let read = end.batch, read != now.batch, try !reader.holds(read) {
+      let file = Layout.segmentName(firstSequence: read.segment)
+      throw JournalError(
+        .shortened,
+        "the journal was cut and written again since this time machine read it: the batch that ended it then is "
+          + "no longer there, other records stand under its numbers (and perhaps under earlier ones), and its "
+          + "states may show the records gone",
+        directory: reader.directory, file: file, offset: read.offset, sequences: read.header.sequences)
+    }
+    end = now
+    lastSequence = now.lastSequence
     // Every snapshot marked unusable since the last refresh was judged against `before`: one
     // past it was unusable for that alone. Damaged ones stay skipped.
     unusableSnapshots = unusableSnapshots.filter { $0 <= before || $0 > lastSequence }

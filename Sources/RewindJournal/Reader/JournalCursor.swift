@@ -15,6 +15,15 @@ public final class JournalCursor {
   /// journal's manifest and its first segment never looks for one (its follower makes a new one).
   var hasSegment: Bool { file != nil }
   private var offset: Int64 = 0
+  /// The last batch read (or skipped over by its header): the one whose records `next()` returns
+  /// now, or returned last. A reader checks by it later that the journal still holds what it read
+  /// (`JournalReader.holds(_:)`).
+  package private(set) var lastBatch: BatchPlace?
+  /// Reads from disk so far, in every segment file the cursor has had open: when it changed
+  /// across `next()`, the record returned was read after the ones before it, and the journal may
+  /// have been cut and written again in between (`JournalFollower` checks then).
+  package var reads: Int { readsBefore + (file?.reads ?? 0) }
+  private var readsBefore = 0
   /// The first sequence number of the next batch.
   private var expected: UInt64 = 1
   /// Records before the start are skipped; nil once the start is reached.
@@ -112,6 +121,7 @@ public final class JournalCursor {
   }
 
   private func position(segment: UInt64, offset: Int64, expected: UInt64) throws {
+    readsBefore += file?.reads ?? 0
     file = try layout.openChecked(segment: segment)
     self.offset = offset
     self.expected = expected
@@ -126,6 +136,7 @@ public final class JournalCursor {
     case .time: segment = layout.segments.first
     }
     guard let segment else {
+      readsBefore += file?.reads ?? 0
       file = nil
       return
     }
@@ -190,6 +201,7 @@ public final class JournalCursor {
       switch read {
       case .batch(let header, let frame):
         positionedByIndex = false
+        lastBatch = BatchPlace(segment: file.firstSequence, offset: offset, header: header)
         offset += header.totalLength
         expected = header.lastSequence + 1
         if skips(header) { continue }

@@ -98,7 +98,8 @@ public struct JournalReader: Sendable {
   }
 
   /// Records from `sequence` on, waiting for new ones as they are committed, every
-  /// `pollInterval`. Ends only with an error or when the consuming task is cancelled.
+  /// `pollInterval`. Ends only with an error (`.shortened` when the journal was cut under it and
+  /// written again) or when the consuming task is cancelled.
   public func follow(from sequence: UInt64 = 1, pollInterval: Duration = .milliseconds(10)) -> JournalFollower {
     JournalFollower(reader: self, start: sequence, pollInterval: pollInterval)
   }

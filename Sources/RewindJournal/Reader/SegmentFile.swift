@@ -31,6 +31,15 @@ package final class SegmentFile {
 
   deinit { io.close(fd) }
 
+  /// Reads from the file so far: a reader following a live journal knows by it when bytes it
+  /// goes on with were read after those before them (`JournalCursor.reads`).
+  package private(set) var reads = 0
+
+  private func read(count: Int, at offset: Int64) throws -> [UInt8] {
+    reads += 1
+    return try io.read(fd, count: count, at: offset, path: path)
+  }
+
   /// Looks again at the file's size (a writer may have appended).
   package func refreshSize() throws {
     size = try io.size(fd, path: path)
@@ -45,14 +54,14 @@ package final class SegmentFile {
       return window[start..<(start + count)]
     }
     if count >= Self.readAhead {
-      return try io.read(fd, count: count, at: offset, path: path)[...]
+      return try read(count: count, at: offset)[...]
     }
     // Refill the window from `offset`; near the (last known) end of the file, read no more than
     // is there, so polling a live tail does not allocate a whole window each time. Likewise in
     // zeros seen earlier (preallocated space a writer is filling): only what is asked for.
     let ahead = zeroChecked.contains(offset) ? 0 : min(Int64(Self.readAhead), size - offset)
     let wanted = Int(max(Int64(count), ahead))
-    window = try io.read(fd, count: wanted, at: offset, path: path)
+    window = try read(count: wanted, at: offset)
     windowOffset = offset
     return window.prefix(count)
   }
@@ -90,7 +99,7 @@ package final class SegmentFile {
     if offset == size { return .end }
     let headerBytes =
       fresh
-      ? try io.read(fd, count: Layout.batchHeaderSize, at: offset, path: path)[...]
+      ? try read(count: Layout.batchHeaderSize, at: offset)[...]
       : try bytes(at: offset, count: Layout.batchHeaderSize)
     if headerBytes.first == 0, try isZeroFilled(from: offset) {
       return .damaged(BatchDamage(offset: offset, kind: .zeroFilled))
@@ -113,7 +122,7 @@ package final class SegmentFile {
     guard checkFrame else { return .batch(header, frame: [][...]) }
     let frame =
       fresh
-      ? try io.read(fd, count: Int(header.frameLength), at: frameOffset, path: path)[...]
+      ? try read(count: Int(header.frameLength), at: frameOffset)[...]
       : try bytes(at: frameOffset, count: Int(header.frameLength))
     guard frame.count == Int(header.frameLength) else {
       return .damaged(BatchDamage(offset: offset, kind: .truncatedFrame, header: header))
@@ -220,7 +229,7 @@ package final class SegmentFile {
     var position = offset
     let end = offset + Int64(header.frameLength)
     while position < end {
-      let bytes = try io.read(fd, count: Int(min(Int64(1 << 20), end - position)), at: position, path: path)
+      let bytes = try read(count: Int(min(Int64(1 << 20), end - position)), at: position)
       if bytes.isEmpty { return false }
       crc = bytes.withUnsafeBytes { CRC32C.checksum($0, continuing: crc) }
       position += Int64(bytes.count)
@@ -233,7 +242,7 @@ package final class SegmentFile {
     let chunk = Int64(1 << 20)
     var position = from
     while position < to {
-      let bytes = try io.read(fd, count: Int(min(chunk, to - position)), at: position, path: path)
+      let bytes = try read(count: Int(min(chunk, to - position)), at: position)
       if bytes.isEmpty { return nil }
       if let first = bytes.firstIndex(where: { $0 != 0 }) {
         let last = bytes.lastIndex(where: { $0 != 0 })!
@@ -278,7 +287,7 @@ package final class SegmentFile {
     while position + Int64(headerSize) <= size {
       if position < window.start || position + Int64(headerSize) > window.start + Int64(window.bytes.count) {
         let count = Int(min(Int64((1 << 20) + headerSize), size - position))
-        window = ScanWindow(start: position, bytes: try io.read(fd, count: count, at: position, path: path))
+        window = ScanWindow(start: position, bytes: try read(count: count, at: position))
         if window.bytes.count < headerSize { return nil }
       }
       let bytes = window.bytes

@@ -1,0 +1,85 @@
+/// Where a journal ended when a reader looked: its last sequence number and the batch that ended
+/// it, by place and header. A reader that keeps what it read (a time machine's states, a
+/// follower's records) looks again later with `JournalReader.holds(_:)` before it takes records
+/// past it: a journal cut back (by `repair`, or a torn tail moved aside) and written again to
+/// the same end or past it holds other records under the same sequence numbers, which only the
+/// place tells.
+package struct JournalEnd: Equatable, Sendable {
+  /// The last sequence number (0: the journal was empty).
+  package var lastSequence: UInt64
+  /// The batch that holds `lastSequence`; nil when the journal was empty.
+  package var batch: BatchPlace?
+}
+
+/// A batch as a reader found it: its segment, the byte offset of its header there, and the
+/// header, whose checksums cover its sequence numbers, timestamps and frame (FORMAT.md, "Batch
+/// header frame").
+package struct BatchPlace: Equatable, Sendable {
+  /// The segment's first sequence number (its name).
+  package var segment: UInt64
+  package var offset: Int64
+  package var header: BatchHeader
+}
+
+extension JournalReader {
+  /// The journal's end as it is now. Costs what `lastSequence()` costs: the batches after the
+  /// last index entry are read by their headers. Only when the last segment holds no batch yet
+  /// is the batch that ends the previous one read, and decoded.
+  package func end() throws -> JournalEnd {
+    let cursor = try records(from: .max)
+    let last = try cursor.lastSequenceReached()
+    if last == 0 { return JournalEnd(lastSequence: 0, batch: nil) }
+    if let batch = cursor.lastBatch, batch.header.lastSequence == last {
+      return JournalEnd(lastSequence: last, batch: batch)
+    }
+    let holding = try records(from: last)
+    guard try holding.next()?.sequence == last, let batch = holding.lastBatch else {
+      // The journal changed between the two looks: what `holds(_:)` would say of any end.
+      throw JournalError(
+        .shortened, "the journal changed while its end was looked for: sequence \(last) is no longer where it was",
+        directory: directory, sequences: last...last)
+    }
+    return JournalEnd(lastSequence: last, batch: batch)
+  }
+
+  /// Whether `batch` is still in the journal as it was found: its header, read again at its place,
+  /// is the same. Otherwise the journal was cut at or before it, and perhaps written again over
+  /// the place (records under the same numbers are not the ones read), unless compaction
+  /// rewrote its segment (FORMAT.md, "Compaction": the same records in larger frames), which
+  /// the segment header's flag tells; then the batch's records are read and must match its
+  /// header: numbers, count, decoded size and timestamp range.
+  /// Costs one segment header and one batch header read, and the records of one compacted frame
+  /// after a compaction.
+  /// - Throws: `JournalError` when the journal cannot be read.
+  package func holds(_ batch: BatchPlace) throws -> Bool {
+    let layout = try JournalDirectory(path: directory, io: io)
+    guard layout.segments.contains(batch.segment) else { return false }
+    let file = try layout.openChecked(segment: batch.segment)
+    do {
+      let read = try file.batch(
+        at: batch.offset, expecting: batch.header.firstSequence, checkFrame: false, limits: limits)
+      if case .batch(let header, _) = read, header == batch.header { return true }
+      guard case .success(let segmentHeader) = try file.header(), segmentHeader.isCompacted else { return false }
+    } catch {
+      throw JournalError(error, directory: directory, file: file.name)
+    }
+    return try holdsCompacted(batch.header)
+  }
+
+  /// Whether the records `header` numbers are there, as many, as large and stamped within the
+  /// same range (compaction keeps each record's bytes; writers write the range exact).
+  private func holdsCompacted(_ header: BatchHeader) throws -> Bool {
+    let cursor = try records(from: header.firstSequence)
+    var count: UInt32 = 0
+    var contentLength = 0
+    var timestamps = (min: Int64.max, max: Int64.min)
+    while count < header.recordCount, let record = try cursor.next() {
+      guard record.sequence == header.firstSequence + UInt64(count) else { return false }
+      count += 1
+      contentLength += Layout.recordHeaderSize + record.payload.count
+      timestamps = (min(timestamps.min, record.timestamp), max(timestamps.max, record.timestamp))
+    }
+    return count == header.recordCount && contentLength == Int(header.contentLength)
+      && timestamps.min == header.minTimestamp && timestamps.max == header.maxTimestamp
+  }
+}
