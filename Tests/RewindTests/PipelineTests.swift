@@ -359,3 +359,33 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Flag
   #expect(manager.state.accounts.find(id: id)?.balance == 0)
   manager.close()
 }
+
+/// `current` pairs the live state with the sequence number of its last event, also while commands
+/// are being published: the balance (one per increment after the account's opening, record 1) is
+/// always the sequence number less one. Reading `state` and `lastSequence` one after the other
+/// can pair a state with a later sequence number (a publish in between). A stress test: without
+/// the pairing, some of the readings disagree with high probability; with it, none can.
+@Test(.timeLimit(.minutes(10))) func currentPairsTheStateWithItsSequenceNumber() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try Manager<Ledger>(
+    directory: temporary.appending("journal"), options: JournalOptions(durability: .none),
+    clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+  let id = try await manager.openAccount(owner: "shared")
+  let done = Mutex(false)
+  let writer = Task(executorPreference: OwnThreadExecutor()) {
+    defer { done.withLock { $0 = true } }
+    for _ in 0..<20_000 { _ = try await increment(manager, id) }
+  }
+  var readings = 0
+  var mismatches: [String] = []
+  while !done.withLock({ $0 }) || readings < 1_000 {
+    let (state, sequence) = manager.current
+    let balance = state.accounts.find(id: id)?.balance ?? 0
+    if UInt64(balance) + 1 != sequence, mismatches.count < 5 { mismatches.append("\(balance) at \(sequence)") }
+    readings += 1
+  }
+  try await writer.value
+  #expect(mismatches.isEmpty, "\(readings) readings")
+  #expect(manager.current.lastSequence == 20_001)
+  manager.close()
+}

@@ -137,7 +137,8 @@ private struct Pipeline: Sendable {
 /// fails too and nothing of them is visible. The next command waits for those to settle and
 /// validates against the committed state.
 ///
-/// Reads skip the manager's funnel: `state` returns the current model value, which queries read.
+/// Reads skip the manager's funnel: `state` returns the current model value, which queries read;
+/// `current` returns it with its sequence number.
 ///
 /// `Sendable`: `guarded` (last sequence, stop reason, observers, appends in flight) with `live`
 /// (the model; taken only while holding `guarded`, or alone to read it), and `pipeline`
@@ -224,7 +225,8 @@ public final class Manager<M: Model>: Sendable {
     for observer in observers { observer.finish() }
   }
 
-  /// The current model. A value: later commands do not change the copy you hold.
+  /// The current model. A value: later commands do not change the copy you hold. To know which
+  /// sequence number it stands at, read `current` instead (not `lastSequence` after it).
   public var state: M { live.withLock { $0 } }
 
   /// What opening found and did: the journal's `Journal.recovery` (a torn tail moved aside,
@@ -239,8 +241,21 @@ public final class Manager<M: Model>: Sendable {
   /// Skipped snapshots cost time, never correctness; an app may log them.
   public let startupReport: ReplayReport
 
-  /// The sequence number of the last applied event; 0 for an empty journal.
+  /// The sequence number of the last applied event; 0 for an empty journal. Read alone, it may
+  /// already be past (or not yet at) a `state` read just before or after: `current` reads both
+  /// together.
   public var lastSequence: UInt64 { guarded.withLock { $0.lastSequence } }
+
+  /// The current model and the sequence number of its last event, read together: the state is
+  /// exactly the journal's records through `lastSequence` applied. What to pair with a sequence
+  /// number (a snapshot, `SnapshotStore.write(_:at:)`; a digest to compare with a replay):
+  /// `state` and `lastSequence` read one after the other can straddle a publish, pairing a state
+  /// with a sequence number before or after it.
+  public var current: (state: M, lastSequence: UInt64) {
+    // `publish` changes both while holding `guarded` (and `live` within it): held here too, in
+    // the same order, for the copy of the model and the number.
+    guarded.withLock { guarded in (live.withLock { $0 }, guarded.lastSequence) }
+  }
 
   /// Why the manager refuses commands, if it does.
   public var stopReason: ManagerError? { guarded.withLock { $0.stopped } }
