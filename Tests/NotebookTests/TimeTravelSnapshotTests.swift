@@ -208,7 +208,7 @@ import Testing
     let directory = TemporaryDirectory()
     let manager = try await writeWorkload(directory.path, seed: 62, commands: 40)
     defer { manager.close() }
-    let (state, last) = (manager.state, manager.lastSequence)
+    let (state, last) = manager.current
     let io = SyncRecordingFileIO()
     try SnapshotStore(journal: directory.path, io: io).write(state, at: last)
     let segment = try #require(Files.list(directory.path).last(where: { $0.hasSuffix(".lz4") }))

@@ -400,3 +400,52 @@ import Testing
     }
   }
 }
+
+/// A store's grouping cache after a record with many group keys changes: the same as a store built
+/// afresh from the records, and the change touches exactly the groups entered or left.
+@Suite struct StoreRefileTests {
+  typealias Item = StoreDecodingTests.Item
+
+  /// Among 1,000 tags, a record's tags go from all of them (some twice) to random subsets (with
+  /// duplicates), to a few, and back to many; a second record keeps some of the same tags. After
+  /// each change, every group equals that of a fresh store, and the touched keys are the record
+  /// and the symmetric difference of the old and new tags.
+  @Test func manyGroupKeysAreRefiledAsAFreshStoreFilesThem() throws {
+    var random = SeededRandom(seed: 11)
+    let tags = (0..<1_000).map { "t\($0)" }
+    var items = [
+      Item(id: 1, groups: tags + tags.prefix(10)),
+      Item(id: 2, groups: (0..<300).map { _ in tags[Int(random.next() % 1_000)] }),
+    ]
+    var store = Store<Item>(name: "items")
+    var context = ApplyContext(recording: false)
+    for item in items { store.insert(item, context: &context) }
+
+    let sizes = [600, 1_200, 3, 8, 9, 0, 1_000, 400]
+    for size in sizes {
+      let groups = (0..<size).map { _ in tags[Int(random.next() % 1_000)] }
+      var recording = ApplyContext()
+      #expect(store.update(id: 1, context: &recording) { $0.groups = groups })
+      let changed = Set(items[0].groups).symmetricDifference(Set(groups))
+      var expected: Set<ChangeKey> = Set(changed.map { ChangeKey.group("items", $0) })
+      expected.insert(.record("items", 1))
+      #expect(recording.touched == expected, "size \(size)")
+      items[0].groups = groups
+
+      let fresh = try #require(Store<Item>(name: "items", sortedRecords: items))
+      #expect(store == fresh, "size \(size)")
+      #expect(store.cacheProblems().isEmpty, "size \(size)")
+      let mismatched = tags.filter { store.records(inGroup: $0) != fresh.records(inGroup: $0) }
+      #expect(mismatched.isEmpty, "size \(size)")
+    }
+
+    var recording = ApplyContext()
+    #expect(store.remove(id: 1, context: &recording) != nil)
+    var expected: Set<ChangeKey> = Set(Set(items[0].groups).map { ChangeKey.group("items", $0) })
+    expected.insert(.record("items", 1))
+    #expect(recording.touched == expected)
+    let fresh = try #require(Store<Item>(name: "items", sortedRecords: [items[1]]))
+    #expect(store == fresh)
+    #expect(store.groupCounts().map(\.count) == fresh.groupCounts().map(\.count))
+  }
+}

@@ -25,6 +25,9 @@ public final class NotebookManager: Sendable {
   /// The current workspace, a value.
   public var state: Workspace { manager.state }
   public var lastSequence: UInt64 { manager.lastSequence }
+  /// The workspace with the sequence number of its last event, read together (see
+  /// `Manager.current`): what to write a snapshot of.
+  public var current: (state: Workspace, lastSequence: UInt64) { manager.current }
   /// One settled change per committed command.
   public func changes() -> AsyncStream<CommittedChange> { manager.changes() }
   public func close() { manager.close() }

@@ -46,14 +46,42 @@ final class Completion: Sendable {
     callback?()
   }
 
-  /// Calls `callback` once the outcome is set (at once if it is). At most one per completion.
+  /// Calls `callback` once the outcome is set (at once if it is). Callbacks registered before
+  /// then run in the order they were registered.
   func whenResolved(_ callback: @escaping @Sendable () -> Void) {
     let ready = state.withLock { state -> Bool in
       if state.settled { return true }
-      state.callback = callback
+      if let earlier = state.callback {
+        // Rare: a command that recorded nothing or threw follows this one (`follower()`).
+        state.callback = {
+          earlier()
+          callback()
+        }
+      } else {
+        state.callback = callback
+      }
       return false
     }
     if ready { callback() }
+  }
+
+  /// A completion resolved once this one is: a success if this one succeeded, else with
+  /// `appendFailed` (naming this one's journal error). The outcome of a command that recorded
+  /// nothing, or threw, after reading a state that included this one's command: it read a state
+  /// that exists only if this one is journaled.
+  func follower() -> Completion {
+    let follower = Completion()
+    whenResolved { [self] in
+      let failure = state.withLock { $0.failure }
+      follower.resolve(
+        failingWith: failure.map {
+          ManagerError(
+            .appendFailed,
+            "an earlier command this one read the effect of could not be journaled; nothing changed, and it can be "
+              + "retried", journalError: $0.journalError)
+        })
+    }
+    return follower
   }
 
   /// Whether the outcome is set; throws the batch's error if it is a failure.

@@ -108,7 +108,9 @@ private struct Pipeline: Sendable {
 /// settled `CommittedChange`. Nothing is visible before the append is acknowledged.
 ///
 /// Guarantees:
-/// - A body that throws, or records no event, writes nothing and changes nothing.
+/// - A body that throws, or records no event, writes nothing and changes nothing. If it read
+///   commands not yet acknowledged, its error or value is delivered only once they are
+///   journaled; if they fail, it throws `.appendFailed` instead.
 /// - If the append fails, the model, its queries and observers show no change, and the command
 ///   throws `ManagerError` (`.appendFailed`); retrying it is safe.
 /// - If the journal reports that durability is lost (a failed fsync), the command throws
@@ -135,7 +137,8 @@ private struct Pipeline: Sendable {
 /// fails too and nothing of them is visible. The next command waits for those to settle and
 /// validates against the committed state.
 ///
-/// Reads skip the manager's funnel: `state` returns the current model value, which queries read.
+/// Reads skip the manager's funnel: `state` returns the current model value, which queries read;
+/// `current` returns it with its sequence number.
 ///
 /// `Sendable`: `guarded` (last sequence, stop reason, observers, appends in flight) with `live`
 /// (the model; taken only while holding `guarded`, or alone to read it), and `pipeline`
@@ -222,7 +225,8 @@ public final class Manager<M: Model>: Sendable {
     for observer in observers { observer.finish() }
   }
 
-  /// The current model. A value: later commands do not change the copy you hold.
+  /// The current model. A value: later commands do not change the copy you hold. To know which
+  /// sequence number it stands at, read `current` instead (not `lastSequence` after it).
   public var state: M { live.withLock { $0 } }
 
   /// What opening found and did: the journal's `Journal.recovery` (a torn tail moved aside,
@@ -237,8 +241,21 @@ public final class Manager<M: Model>: Sendable {
   /// Skipped snapshots cost time, never correctness; an app may log them.
   public let startupReport: ReplayReport
 
-  /// The sequence number of the last applied event; 0 for an empty journal.
+  /// The sequence number of the last applied event; 0 for an empty journal. Read alone, it may
+  /// already be past (or not yet at) a `state` read just before or after: `current` reads both
+  /// together.
   public var lastSequence: UInt64 { guarded.withLock { $0.lastSequence } }
+
+  /// The current model and the sequence number of its last event, read together: the state is
+  /// exactly the journal's records through `lastSequence` applied. What to pair with a sequence
+  /// number (a snapshot, `SnapshotStore.write(_:at:)`; a digest to compare with a replay):
+  /// `state` and `lastSequence` read one after the other can straddle a publish, pairing a state
+  /// with a sequence number before or after it.
+  public var current: (state: M, lastSequence: UInt64) {
+    // `publish` changes both while holding `guarded` (and `live` within it): held here too, in
+    // the same order, for the copy of the model and the number.
+    guarded.withLock { guarded in (live.withLock { $0 }, guarded.lastSequence) }
+  }
 
   /// Why the manager refuses commands, if it does.
   public var stopReason: ManagerError? { guarded.withLock { $0.stopped } }
@@ -288,10 +305,12 @@ public final class Manager<M: Model>: Sendable {
   /// are committed.
   ///
   /// `body` must only read the model and record events: it may run against a state that includes
-  /// commands not yet acknowledged (if those fail, so does this one). It must not call back into
-  /// this manager's commands (it would wait for itself).
-  /// - Throws: whatever `body` throws (nothing written); `ManagerError`; `CancellationError` if the
-  ///   task was cancelled before validation (nothing written).
+  /// commands not yet acknowledged (if those fail, so does this one, also when it recorded nothing
+  /// or threw: its value or error is delivered only once they are journaled). It must not call
+  /// back into this manager's commands (it would wait for itself).
+  /// - Throws: whatever `body` throws (nothing written); `ManagerError` (`.appendFailed` if a
+  ///   command it read could not be journaled); `CancellationError` if the task was cancelled
+  ///   before validation (nothing written).
   @discardableResult
   public func perform<R: Sendable>(_ origin: Origin, _ body: (M, inout Command) throws -> R) async throws -> R {
     // A free gate: this task holds it and stages its own command at once, with nothing to hand
@@ -312,8 +331,11 @@ public final class Manager<M: Model>: Sendable {
       // copied and destroyed through it, in this unspecialized code. Set outside any `do` whose
       // `catch` suspends: the compiler then builds it in this function's result, where otherwise
       // it took two buffers of `R`'s size from the task's allocator.
+      // Commands still unpublished: the state to validate against includes them, and a command
+      // that records nothing or throws must wait for them (see `performAfterUnpublished`).
+      if prepareValidationState() { return try await performAfterUnpublished(origin, body) }
       var staged: Staged?
-      let result = try validateHolding(origin, &staged, body)
+      let result = try validateHolding(origin, &staged, working: false, body)
       var completion: Completion?
       if let bytes = staged?.bytes {
         if overflows(adding: bytes) { await flush() }
@@ -336,15 +358,19 @@ public final class Manager<M: Model>: Sendable {
       let value = UnsafeMutablePointer<R>.allocate(capacity: 1)
       defer { value.deallocate() }
       func staged() throws -> R {
-        if let failure = slot.failure { throw failure }
+        if let failure = slot.failure {
+          _ = try slot.completion?.isSettled()  // the failure of a command the body read, if any
+          throw failure
+        }
         precondition(slot.staged, "a command left the gate without being staged")
         return value.move()
       }
       let cancelled = CancelFlag()
       let ticket = GateTicket { [self] in
         var initialized = false
+        var predecessor: Completion?
         do {
-          let completion = try await stage(origin, cancelled: cancelled.isCancelled) {
+          let completion = try await stage(origin, cancelled: cancelled.isCancelled, after: &predecessor) {
             value.initialize(to: try body($0, &$1))
             initialized = true
           }
@@ -354,7 +380,9 @@ public final class Manager<M: Model>: Sendable {
         } catch {
           if initialized { value.deinitialize(count: 1) }  // the body ran, a later step failed
           slot.failure = error
-          return nil
+          // The error stands only once what the body read is journaled.
+          slot.completion = predecessor?.follower()
+          return slot.completion
         }
       }
       let role = await withTaskCancellationHandler {
@@ -366,6 +394,9 @@ public final class Manager<M: Model>: Sendable {
       case .hold:
         await serveTurn(first: ticket)
         journal.lead()
+        if slot.failure != nil, let completion = slot.completion {
+          if try !completion.isSettled() { try await completion.wait() }
+        }
         let result = try staged()
         if let completion = slot.completion {
           if try !completion.isSettled() { try await completion.wait() }
@@ -382,7 +413,8 @@ public final class Manager<M: Model>: Sendable {
   /// One turn at the gate: stages the holder's command and every command waiting behind it, in
   /// arrival order, hands them to the journal (one append, unless they overflow a batch), and
   /// passes the gate on. Each waiting command's task is woken once its outcome is settled (at
-  /// once if it failed validation or recorded nothing).
+  /// once if it failed validation or recorded nothing against the committed state; once the
+  /// commands it read are resolved if it did so against unpublished ones).
   private func serveTurn(first: GateTicket?) async {
     _ = turns.advance(by: 1)
     // Without a first ticket, the holder staged its own command already (and counts as one).
@@ -421,13 +453,19 @@ public final class Manager<M: Model>: Sendable {
 
   /// Validates and encodes one command and adds it to the open batch. Holder of the gate only.
   /// `body` runs the command's body and keeps its value (not generic over it, see `StageSlot`).
-  private func stage(_ origin: Origin, cancelled: Bool, _ body: (M, inout Command) throws -> Void) async throws
-    -> Completion?
-  {
+  /// Returns the command's completion; for a command that recorded nothing, nil, or if it read
+  /// unpublished commands, the `follower()` of the last of them (`predecessor`, which is also
+  /// set for a body that throws).
+  private func stage(
+    _ origin: Origin, cancelled: Bool, after predecessor: inout Completion?,
+    _ body: (M, inout Command) throws -> Void
+  ) async throws -> Completion? {
     if try admit(cancelled: cancelled) { await recover() }
+    let pipelined = prepareValidationState()
+    if pipelined { predecessor = lastUnpublished() }
     var staged: Staged?
-    try validate(origin, &staged, body)
-    guard let bytes = staged?.bytes else { return nil }
+    try validate(origin, &staged, working: pipelined, body)
+    guard let bytes = staged?.bytes else { return predecessor?.follower() }
     // A command that would overflow the batch sends the batch before it on its way first. It was
     // validated against that batch, so if the batch fails, it fails too.
     if overflows(adding: bytes) { await flush() }
@@ -465,16 +503,68 @@ public final class Manager<M: Model>: Sendable {
     return broken
   }
 
+  /// `perform`'s fast path for a command that validates against the working copy: commands
+  /// before it are still unpublished, and may yet fail. One that records events is appended on
+  /// the condition that they succeed; one that records nothing or throws writes nothing, so it is
+  /// made to wait for the last of them (`lastUnpublished()`) instead: it returns its value, or
+  /// throws its error, only once that one is journaled, and throws `appendFailed` if it is not.
+  /// Out of `perform`, so that the `do`/`catch` around the body's value costs nothing there.
+  @inline(never)
+  private func performAfterUnpublished<R: Sendable>(
+    _ origin: Origin, _ body: (M, inout Command) throws -> R
+  ) async throws -> R {
+    let predecessor = lastUnpublished()
+    var staged: Staged?
+    let result: R
+    do {
+      result = try validateHolding(origin, &staged, working: true, body)
+    } catch {
+      // The gate is left. The error stands only once what the body read is journaled.
+      if let follower = predecessor?.follower() { try await follower.wait() }
+      throw error
+    }
+    var completion: Completion?
+    if let bytes = staged?.bytes {
+      if overflows(adding: bytes) { await flush() }
+      completion = add(&staged)
+    } else {
+      completion = predecessor?.follower()
+    }
+    if !leaveQuietGate() { await serveTurn(first: nil) }
+    journal.lead()
+    if let completion {
+      if try !completion.isSettled() { try await completion.wait() }
+    }
+    return result
+  }
+
+  /// The completion of the last command the working copy includes that is not published yet:
+  /// the last one staged, else the last one in flight; nil if every one is published. If an
+  /// append failed since the working copy was made (its flights settled, the copy may include
+  /// them), one that has failed already. Gate holder only, after `prepareValidationState()`.
+  private func lastUnpublished() -> Completion? {
+    if let last = pipeline.withLock({ $0.commands.last?.completion }) { return last }
+    return guarded.withLock { guarded -> Completion? in
+      if let last = guarded.flights.last?.commands.last?.completion { return last }
+      guard guarded.broken else { return nil }
+      let failed = Completion()
+      failed.resolve(
+        failingWith: ManagerError(
+          .appendFailed, "an earlier command could not be journaled; nothing changed, and it can be retried"))
+      return failed
+    }
+  }
+
   /// `validate` for a command that took the free gate in `perform`: if it throws, the gate is
   /// left first, without suspending (see `perform`). Nothing is staged then (the holder before it
   /// sent its batch before leaving), so there is nothing to send; a task waiting at the gate gets
   /// it and serves the queue.
   @inline(never)
   private func validateHolding<R>(
-    _ origin: Origin, _ staged: inout Staged?, _ body: (M, inout Command) throws -> R
+    _ origin: Origin, _ staged: inout Staged?, working: Bool, _ body: (M, inout Command) throws -> R
   ) throws -> R {
     do {
-      return try validate(origin, &staged, body)
+      return try validate(origin, &staged, working: working, body)
     } catch {
       _ = turns.advance(by: 1)
       if let batch = takeBatch() { send(batch) }
@@ -484,8 +574,9 @@ public final class Manager<M: Model>: Sendable {
     }
   }
 
-  /// `stage`'s second step: runs the body against the state to validate against, encodes its
-  /// events into `staged` (nil if it recorded none), and returns the body's value.
+  /// `stage`'s second step: runs the body against the state to validate against (the working copy
+  /// if `working`, as `prepareValidationState()` told), encodes its events into `staged` (nil if
+  /// it recorded none), and returns the body's value.
   ///
   /// Generic over the value so that it is returned as it is: `perform`'s unspecialized code
   /// holds it in a constant of type `R`, where an optional (or a tuple, or a `Result`) of `R`
@@ -494,15 +585,15 @@ public final class Manager<M: Model>: Sendable {
   /// run time) took buffers from the task's allocator there, where a synchronous function keeps
   /// them on its stack.
   @inline(never)
-  private func validate<R>(_ origin: Origin, _ staged: inout Staged?, _ body: (M, inout Command) throws -> R)
-    throws -> R
-  {
+  private func validate<R>(
+    _ origin: Origin, _ staged: inout Staged?, working isWorking: Bool, _ body: (M, inout Command) throws -> R
+  ) throws -> R {
     var command = Command(id: ids.next(), timestamp: clock.now(), origin: origin, ids: ids)
     // The body reads the state in place, without the lock and without a copy (about 450
     // instructions for the notebook's model, through its value witnesses): nothing else writes
     // it until this holder hands a batch over (see `prepareValidationState`).
     let result =
-      try prepareValidationState()
+      try isWorking
       ? working.withoutLock { try body($0, &command) } : live.withoutLock { try body($0, &command) }
     staged = try encode(command, origin: origin)
     return result

@@ -67,6 +67,10 @@ public struct SnapshotStore: Sendable {
   }
 
   /// Writes the snapshot of `state` after record `sequence`, replacing one with the same number.
+  /// `state` must be exactly the records through `sequence` applied: every check of the file
+  /// trusts the pair, and replay from it applies the records after `sequence` only. For a running
+  /// manager, pass the two halves of one `Manager.current` (its `state` and `lastSequence` read
+  /// apart can straddle a commit).
   /// First makes the journal's records through `sequence` durable (`JournalReader.makeDurable`),
   /// whatever the writer's policy: a snapshot never outlives the records it stands for, which a
   /// power loss could otherwise take (under `none`) and the next writer number new records over.
