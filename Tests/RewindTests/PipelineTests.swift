@@ -254,14 +254,8 @@ private func queueBehindAHeldAppend(
 }
 
 /// Set once, read by another task.
-private final class Flag: Sendable {
-  private let value = Mutex(false)
-  var isSet: Bool { value.withLock { $0 } }
-  func set() { value.withLock { $0 = true } }
-}
-
 /// Reads the balance of `id` in a command that records nothing; sets `ran` once the body ran.
-private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Flag) async throws -> Int {
+private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Signal) async throws -> Int {
   try await manager.perform(.user) { ledger, _ in
     defer { ran.set() }
     return ledger.accounts.find(id: id)?.balance ?? -1
@@ -281,10 +275,10 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Flag
   for failing in [true, false] {
     io.holdNextWrite()
     let held = Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }
-    while !io.isHolding { await Task.yield() }
-    let ran = Flag()
+    await io.waitUntilHolding()
+    let ran = Signal()
     let reader = Task { try await readBalance(manager, id, ran: ran) }
-    while !ran.isSet { await Task.yield() }  // it read the increment's effect
+    await ran.wait()  // it read the increment's effect
     io.releaseWrite(failing: failing)
 
     if failing {
@@ -315,8 +309,8 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Flag
     let closing = Task(executorPreference: OwnThreadExecutor()) {
       try await manager.perform(.user) { _, command in command.record(AccountClosed(id: id)) }
     }
-    while !io.isHolding { await Task.yield() }
-    let ran = Flag()
+    await io.waitUntilHolding()
+    let ran = Signal()
     let depositing = Task {
       try await manager.perform(.user) { ledger, command in
         defer { ran.set() }
@@ -324,7 +318,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Flag
         command.record(Deposited(account: id, amount: 1, memo: ""))
       }
     }
-    while !ran.isSet { await Task.yield() }  // it found the account closed
+    await ran.wait()  // it found the account closed
     io.releaseWrite(failing: failing)
 
     if failing {
@@ -352,6 +346,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Flag
   let id = try await manager.openAccount(owner: "shared")
 
   let calls = Mutex(0)
+  let firstCall = Signal()
   manager.beforeAppend.withLock {
     $0 = { [weak manager] in
       let call = calls.withLock { calls in
@@ -359,23 +354,28 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Flag
         return calls
       }
       // The increment's batch: sent once both commands wait at the gate.
-      if call == 1 { while let manager, manager.waitingCommands < 2 { await Task.yield() } }
+      if call == 1 {
+        firstCall.set()
+        await manager?.waitUntil(waitingCommands: 2)
+      }
     }
   }
   io.holdNextWrite()
   let held = Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }
-  while calls.withLock({ $0 }) < 1 { await Task.yield() }
-  let ran = Flag()
+  await firstCall.wait()
+  let ran = Signal()
   let reader = Task { try await readBalance(manager, id, ran: ran) }
-  while manager.waitingCommands < 1 { await Task.yield() }
-  let refusingRan = Flag()
+  await manager.waitUntil(waitingCommands: 1)
+  let refusingRan = Signal()
   let refusing = Task {
     try await manager.perform(.user) { ledger, _ in
       defer { refusingRan.set() }
       if ledger.accounts.find(id: id)?.balance == 1 { throw LedgerError(reason: "already incremented") }
     }
   }
-  while !io.isHolding || !ran.isSet || !refusingRan.isSet { await Task.yield() }
+  await io.waitUntilHolding()
+  await ran.wait()
+  await refusingRan.wait()
   io.releaseWrite(failing: true)
 
   await #expect(throws: ManagerError.self) { try await held.value }
