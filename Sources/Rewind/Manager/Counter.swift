@@ -1,42 +1,56 @@
 internal import Synchronization
 
-/// A thread-safe counter. `Mutex` guards `state`: the value, and the tasks waiting for it to
-/// reach a value (`wait(untilAtLeast:)`, for tests).
+/// A thread-safe counter. `Mutex` guards `value`; tests can wait for it to reach a value
+/// (`wait(untilAtLeast:)`) without polling.
+///
+/// Advancing is on every command's path (identifiers, timestamps, the manager's counts), so the
+/// waiting costs it one atomic load while no one waits: the waiters have a lock of their own,
+/// looked at only when `hasWaiters` says so.
 final class Counter: Sendable {
-  private struct State {
-    var value: Int64
-    var waiters: [(atLeast: Int64, continuation: CheckedContinuation<Void, Never>)] = []
-  }
+  private let value: Mutex<Int64>
+  private let waiters = Mutex<[(atLeast: Int64, continuation: CheckedContinuation<Void, Never>)]>([])
+  /// Whether `waiters` may hold any. Set and cleared only while holding `waiters`; set before
+  /// the waiter reads `value`, so an advance after that read sees it.
+  private let hasWaiters = Atomic<Bool>(false)
 
-  private let state: Mutex<State>
-
-  init(_ start: Int64) { state = Mutex(State(value: start)) }
+  init(_ start: Int64) { value = Mutex(start) }
 
   /// Returns the current value and moves it on by `step`.
   func advance(by step: Int64) -> Int64 {
-    let (value, reached) = state.withLock { state -> (Int64, [CheckedContinuation<Void, Never>]) in
-      let value = state.value
-      state.value += step
-      if state.waiters.isEmpty { return (value, []) }
-      let now = state.value
-      let reached = state.waiters.filter { $0.atLeast <= now }.map(\.continuation)
-      state.waiters.removeAll { $0.atLeast <= now }
-      return (value, reached)
+    let old = value.withLock { value in
+      defer { value += step }
+      return value
     }
-    for waiter in reached { waiter.resume() }
-    return value
+    if hasWaiters.load(ordering: .acquiring) { wakeWaiters() }
+    return old
   }
 
   /// Returns once the value is at least `target`: suspended until an `advance` takes it there,
   /// not polling (for tests that wait for the work it counts).
   func wait(untilAtLeast target: Int64) async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let reached = state.withLock { state -> Bool in
-        if state.value >= target { return true }
-        state.waiters.append((target, continuation))
+      let reached = waiters.withLock { waiters -> Bool in
+        hasWaiters.store(true, ordering: .releasing)
+        if value.withLock({ $0 }) >= target {
+          if waiters.isEmpty { hasWaiters.store(false, ordering: .releasing) }
+          return true
+        }
+        waiters.append((target, continuation))
         return false
       }
       if reached { continuation.resume() }
     }
+  }
+
+  /// Resumes the waiters whose target the value has reached.
+  private func wakeWaiters() {
+    let reached = waiters.withLock { waiters -> [CheckedContinuation<Void, Never>] in
+      let now = value.withLock { $0 }
+      let reached = waiters.filter { $0.atLeast <= now }.map(\.continuation)
+      waiters.removeAll { $0.atLeast <= now }
+      if waiters.isEmpty { hasWaiters.store(false, ordering: .releasing) }
+      return reached
+    }
+    for waiter in reached { waiter.resume() }
   }
 }

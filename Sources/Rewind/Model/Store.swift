@@ -270,7 +270,8 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// Takes `id` out of group `key` (dropping the group once empty). Each group is found by one
   /// hash lookup and changed through its index (no `subscript` accessor, which hashes again to
   /// write back).
-  @inlinable mutating func leave(_ id: Record.ID, _ key: Record.GroupKey, context: inout ApplyContext) {
+  @inlinable @inline(__always) mutating func leave(_ id: Record.ID, _ key: Record.GroupKey, context: inout ApplyContext)
+  {
     if let slot = groups.index(forKey: key), groups.values[slot].removeValue(forKey: id) != nil,
       groups.values[slot].isEmpty
     {
@@ -280,7 +281,8 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   }
 
   /// Files `id` under group `key` (making the group if needed), as `leave`.
-  @inlinable mutating func enter(_ id: Record.ID, _ key: Record.GroupKey, context: inout ApplyContext) {
+  @inlinable @inline(__always) mutating func enter(_ id: Record.ID, _ key: Record.GroupKey, context: inout ApplyContext)
+  {
     if let slot = groups.index(forKey: key) {
       groups.values[slot].updateValue((), forKey: id)
     } else {

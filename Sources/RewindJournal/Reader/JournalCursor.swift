@@ -18,12 +18,14 @@ public final class JournalCursor {
   /// The last batch read (or skipped over by its header): the one whose records `next()` returns
   /// now, or returned last. A reader checks by it later that the journal still holds what it read
   /// (`JournalReader.holds(_:)`).
-  package private(set) var lastBatch: BatchPlace?
+  /// Set for every batch; accessed only by the cursor's one consumer (no dynamic exclusivity
+  /// checks).
+  @exclusivity(unchecked) package private(set) var lastBatch: BatchPlace?
   /// Reads from disk so far, in every segment file the cursor has had open: when it changed
   /// across `next()`, the record returned was read after the ones before it, and the journal may
   /// have been cut and written again in between (`JournalFollower` checks then).
   package var reads: Int { readsBefore + (file?.reads ?? 0) }
-  private var readsBefore = 0
+  @exclusivity(unchecked) private var readsBefore = 0
   /// The first sequence number of the next batch.
   private var expected: UInt64 = 1
   /// Records before the start are skipped; nil once the start is reached.

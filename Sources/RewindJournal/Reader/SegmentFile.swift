@@ -33,7 +33,8 @@ package final class SegmentFile {
 
   /// Reads from the file so far: a reader following a live journal knows by it when bytes it
   /// goes on with were read after those before them (`JournalCursor.reads`).
-  package private(set) var reads = 0
+  /// Accessed only by the owning thread (no dynamic exclusivity checks).
+  @exclusivity(unchecked) package private(set) var reads = 0
 
   private func read(count: Int, at offset: Int64) throws -> [UInt8] {
     reads += 1
