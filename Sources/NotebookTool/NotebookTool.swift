@@ -11,7 +11,7 @@ public enum NotebookTool {
     ModelRegistration(
       Workspace.self, name: "workspace",
       invariants: [
-        Invariant("notes belong to notebooks", everyRecordOf: \.notes) { note, state in
+        Invariant("notes belong to notebooks", everyRecordOf: \.notes, reading: [\.notebooks]) { note, state in
           state.notebooks.contains(id: note.notebook)
         },
         Invariant("notebook titles are not blank", everyRecordOf: \.notebooks) { notebook, _ in

@@ -14,7 +14,8 @@ enum BisectCommand: RewindCommand {
     assumes that once broken the invariant stays broken, and probes O(log n) states; --linear
     checks the state after every command instead, and so also finds a break that was repaired
     later (an invariant registered over a store's records is checked, after a command that
-    changed only that store, on the records it changed: the same answer, sooner).
+    changed only that store and stores the invariant does not read, on the records it changed:
+    the same answer, sooner).
     Exit 1 with the sequence number and its event when the invariant fails (a finding), 0 when
     it holds, 2 for an unknown invariant (the known ones are listed) or a bad option, 3 when the
     journal cannot be read or the model cannot replay it. The event is shown as

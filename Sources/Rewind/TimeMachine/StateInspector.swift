@@ -106,6 +106,15 @@ public enum StateInspector {
     }
   }
 
+  /// The name of the store or value store at `path` in `state`.
+  /// - Precondition: `path` leads to a `Store` or a `ValueStore`.
+  @usableFromInline static func storeName<M: Model>(_ state: M, at path: PartialKeyPath<M>) -> String {
+    guard let store = state[keyPath: path] as? any ComparableCollection else {
+      preconditionFailure("\(path) leads to no Store or ValueStore of \(M.self)")
+    }
+    return store.name
+  }
+
   static func stores<M: Model>(of state: M) -> [any ComparableCollection] {
     Mirror(reflecting: state).children.compactMap { $0.value as? any ComparableCollection }
   }

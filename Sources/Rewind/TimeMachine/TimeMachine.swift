@@ -522,30 +522,43 @@ public struct Invariant<M: Model>: Sendable {
   /// are as they were when it last held. After a change anywhere else, every record is asked.
   /// `holds` (the whole check) and `bisect` always ask every record.
   ///
+  /// `reading` names the other stores and value stores `holds` reads (by key path): a change to
+  /// any other part of the state cannot break it, and is passed over. Nil (the default): any
+  /// change outside `store` may, and is followed by the whole check. A model whose commands often
+  /// change stores the invariant does not read (a reading list beside its notes) should name the
+  /// ones it does: otherwise `firstFailure` checks the whole state after each such command.
+  ///
   /// - Precondition: `holds` reads only the record it is given and state whose changes the model
   ///   records as touched keys: its other stores and value stores (and state it marks with
-  ///   `ApplyContext.touch(_:)`), not other records of `store` or its grouping cache; `R`'s `==`
-  ///   compares everything `holds` reads of a record (a record replaced by an equal one counts as
-  ///   unchanged: synthesized equality does); and no other store of the model has `store`'s name.
-  ///   Otherwise the incremental check can miss a failure that the whole check finds.
+  ///   `ApplyContext.touch(_:)`), only those in `reading` if given, not other records of `store`
+  ///   or its grouping cache; `R`'s `==` compares everything `holds` reads of a record (a record
+  ///   replaced by an equal one counts as unchanged: synthesized equality does); and no other
+  ///   store of the model has `store`'s name. Each key path of `reading` leads to a `Store` or a
+  ///   `ValueStore` of the model. Otherwise the incremental check can miss a failure that the
+  ///   whole check finds.
   ///
   /// Inlinable, so that both checks are specialized for the record type where the invariant is
   /// made, as `Store`'s reads are.
   @inlinable public init<R: StoreRecord>(
     _ name: String, everyRecordOf store: any KeyPath<M, Store<R>> & Sendable,
+    reading: [PartialKeyPath<M>]? = nil,
     holds: @escaping @Sendable (R, M) -> Bool
   ) {
     self.name = name
     self.holds = { state in state[keyPath: store].allSatisfy { holds($0, state) } }
     let storeName = M()[keyPath: store].name
+    // The names of the stores read besides `store`; nil: any of them.
+    let read = reading.map { paths in Set(paths.map { StateInspector.storeName(M(), at: $0) }) }
     holdsAfterChange = { state, touched, touchedRecords in
       // A change outside the store (another store, a value store, a hand-made key) can break
-      // untouched records: only the whole check can say.
-      guard touched.allSatisfy({ $0.store == storeName && $0.kind == .group }),
-        touchedRecords.allSatisfy({ $0.store == storeName })
+      // untouched records, unless `holds` does not read what changed: only the whole check can
+      // say.
+      func passedOver(_ other: String) -> Bool { read.map { !$0.contains(other) } ?? false }
+      guard touched.allSatisfy({ $0.store == storeName ? $0.kind == .group : passedOver($0.store) }),
+        touchedRecords.allSatisfy({ $0.store == storeName || passedOver($0.store) })
       else { return nil }
       let records = state[keyPath: store]
-      for touch in touchedRecords {
+      for touch in touchedRecords where touch.store == storeName {
         guard let id = touch.id as? R.ID else { return nil }
         if let record = records.find(id: id), !holds(record, state) { return false }
       }
