@@ -51,6 +51,9 @@ public enum NotebookDemoCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["events", "seed", "durability"], flags: ["json"])
     let directory = try args.directory(default: defaultDirectory)
+    guard !directory.isEmpty else {
+      throw UsageError("DIR is empty: name a directory, or leave DIR out for ./\(defaultDirectory)")
+    }
     let target = try args.integer("events", default: 100_000, range: 0...1_000_000_000)
     var seed: UInt64?
     if let text = args.value("seed") {
@@ -70,8 +73,7 @@ public enum NotebookDemoCommand: RewindCommand {
 
     // As mkdir -p: the journal creates DIR itself, its parents are made here. A parent that cannot
     // be made (a file in the way) is left to the journal's own error about DIR.
-    let parent = (directory as NSString).deletingLastPathComponent
-    if !parent.isEmpty && !FileManager.default.fileExists(atPath: directory) {
+    if let parent = parentDirectory(of: directory), !FileManager.default.fileExists(atPath: directory) {
       try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
     }
     let workload =
@@ -158,6 +160,19 @@ public enum NotebookDemoCommand: RewindCommand {
 
       """)
     return report.isSound ? .success : .findings
+  }
+
+  /// The directory holding `path`, as typed (`a/b` for `a/b/c/`, `/` for `/x`), or nil when the
+  /// path has no directory part (`q`, `x/`: the working directory holds it). Plain splitting at the
+  /// last slash: Foundation's `deletingLastPathComponent` traps on Linux for a one-character
+  /// relative name.
+  static func parentDirectory(of path: String) -> String? {
+    var trimmed = Substring(path)
+    while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+    guard let slash = trimmed.lastIndex(of: "/") else { return nil }
+    var parent = trimmed[..<slash]
+    while parent.hasSuffix("/") { parent = parent.dropLast() }
+    return parent.isEmpty ? "/" : String(parent)
   }
 
   /// One committed command as a JSON line.
