@@ -30,7 +30,9 @@ public enum NotebookDemoCommand: RewindCommand {
     and seeded identifiers, so the same seed writes the same events, payloads and timestamps
     whatever the durability policy, and a run to fewer events is an exact prefix of a longer one
     (a problem seen at event 40000 reproduces with --events 40000). A seeded run needs an empty
-    or new DIR. Without --seed, the system clock and random identifiers are used.
+    or new DIR. Without --seed, the system clock and random identifiers are used, and the events
+    are appended to the journal in DIR. A DIR holding anything but a journal's files is refused
+    (exit 2), as is an empty DIR argument.
 
     --durability  when an append is acknowledged: always (after fsync, the default), batched
                   (fsync within a short interval), none (left to the OS)
@@ -71,6 +73,13 @@ public enum NotebookDemoCommand: RewindCommand {
     }
     let json = args.flag("json")
 
+    // The workload writes into DIR: one holding anything but a journal (`demo /`, a home directory)
+    // is refused before a file is made there.
+    if let stranger = try strangerEntry(in: directory) {
+      throw UsageError(
+        "\(directory) holds \(stranger), which is not part of a journal; the demo writes only into a new "
+          + "or empty directory or a journal: name another directory")
+    }
     // As mkdir -p: the journal creates DIR itself, its parents are made here. A parent that cannot
     // be made (a file in the way) is left to the journal's own error about DIR.
     if let parent = parentDirectory(of: directory), !FileManager.default.fileExists(atPath: directory) {
@@ -173,6 +182,24 @@ public enum NotebookDemoCommand: RewindCommand {
     var parent = trimmed[..<slash]
     while parent.hasSuffix("/") { parent = parent.dropLast() }
     return parent.isEmpty ? "/" : String(parent)
+  }
+
+  /// What a journal directory holds: its manifest, lock, index, segments, snapshots, quarantine,
+  /// and the temporary files of an interrupted write (`index.tmp`, `<segment>.compact.tmp`).
+  static func isJournalEntry(_ name: String) -> Bool {
+    ["manifest.json", "LOCK", "index", "snapshots", "quarantine"].contains(name) || name.hasSuffix(".lz4")
+      || name.hasSuffix(".tmp")
+  }
+
+  /// The first entry of `directory` that a journal does not hold, in name order; nil when the
+  /// directory is missing, empty or a journal's.
+  static func strangerEntry(in directory: String) throws -> String? {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+      return nil  // new, or a file in the way: the journal's own error says so
+    }
+    let entries = try FileManager.default.contentsOfDirectory(atPath: directory)
+    return entries.sorted().first { !isJournalEntry($0) }
   }
 
   /// One committed command as a JSON line.
