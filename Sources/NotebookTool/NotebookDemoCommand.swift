@@ -59,7 +59,7 @@ public enum NotebookDemoCommand: RewindCommand {
     let target = try args.integer("events", default: 100_000, range: 0...1_000_000_000)
     var seed: UInt64?
     if let text = args.value("seed") {
-      guard let value = UInt64(text) else {
+      guard let value = Arguments.sequenceNumber(text) else {
         throw UsageError("--seed needs a whole number in 0...\(UInt64.max), not '\(text)'")
       }
       seed = value

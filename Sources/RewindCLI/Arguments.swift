@@ -96,15 +96,19 @@ public struct Arguments {
 
   public func value(_ name: String) -> String? { values[name] }
 
+  /// A count option's value (`--limit`, `-n`): decimal digits alone, as `sequenceNumber` reads a
+  /// sequence number (no sign: `Int("+3")` would take one, and `tail -n +3` means another thing
+  /// elsewhere), within `range`; `fallback` when the option is absent.
+  /// - Throws: `UsageError` saying the range when the value is not such a number.
   public func integer(_ name: String, default fallback: Int, range: ClosedRange<Int> = 0...Int.max) throws(UsageError)
     -> Int
   {
     guard let text = values[name] else { return fallback }
-    guard let value = Int(text), range.contains(value) else {
+    guard let digits = Self.sequenceNumber(text), digits <= UInt64(Int.max), range.contains(Int(digits)) else {
       throw UsageError(
         "\(Self.spelled(name)) needs a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
     }
-    return value
+    return Int(digits)
   }
 
   /// A sequence-number option's value (`--from`, `--to`): any `UInt64` from `lowest`, as
