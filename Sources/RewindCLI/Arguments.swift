@@ -49,15 +49,22 @@ public struct Arguments {
         onlyPositionals = true
         continue
       }
-      var name = String(argument.drop(while: { $0 == "-" }))
+      // Exactly two dashes before a name, one before a letter: `-from` and `---from` are mistakes.
+      let long = argument.hasPrefix("--")
+      var name = String(argument.dropFirst(long ? 2 : 1))
       var inline: String?
       if let equals = name.firstIndex(of: "=") {
         inline = String(name[name.index(after: equals)...])
         name = String(name[..<equals])
-      } else if !argument.hasPrefix("--"), name.count > 1, let letter = name.first, options.contains(String(letter)) {
+      } else if !long, name.count > 1, let letter = name.first, options.contains(String(letter)) {
         // A one-letter option with its value attached, as head and tail take it: -n2.
         inline = String(name.dropFirst())
         name = String(letter)
+      }
+      if long ? name.isEmpty || name.hasPrefix("-") : name.count != 1 {
+        let known = !long && (options.contains(name) || allowedFlags.contains(name))
+        problem = problem ?? UsageError("unknown option \(argument)" + (known ? "; did you mean --\(name)?" : ""))
+        continue
       }
       if (argument == "--help" || argument == "-h") && !allowedFlags.contains(name) && !options.contains(name) {
         helpRequested = true
