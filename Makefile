@@ -26,7 +26,8 @@ deps:
 
 demo: deps
 	$(SWIFT) build -c release $(RELEASE_FLAGS) --product rewind
-	rm -rf $(DEMO_DIR)
+	scripts/demo-dir-check '$(DEMO_DIR)'
+	rm -rf '$(DEMO_DIR)'
 	.build/release/rewind demo $(DEMO_DIR) --events $(DEMO_EVENTS) --seed $(DEMO_SEED) --durability always
 	.build/release/rewind verify $(DEMO_DIR)
 	.build/release/rewind stats $(DEMO_DIR)
@@ -63,4 +64,5 @@ format:
 	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks Fuzz
 
 clean-demo:
-	rm -rf $(DEMO_DIR)
+	scripts/demo-dir-check '$(DEMO_DIR)'
+	rm -rf '$(DEMO_DIR)'

@@ -30,7 +30,9 @@ public enum NotebookDemoCommand: RewindCommand {
     and seeded identifiers, so the same seed writes the same events, payloads and timestamps
     whatever the durability policy, and a run to fewer events is an exact prefix of a longer one
     (a problem seen at event 40000 reproduces with --events 40000). A seeded run needs an empty
-    or new DIR. Without --seed, the system clock and random identifiers are used.
+    or new DIR. Without --seed, the system clock and random identifiers are used, and the events
+    are appended to the journal in DIR. A DIR holding anything but a journal's files is refused
+    (exit 2), as is an empty DIR argument.
 
     --durability  when an append is acknowledged: always (after fsync, the default), batched
                   (fsync within a short interval), none (left to the OS)
@@ -51,10 +53,13 @@ public enum NotebookDemoCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["events", "seed", "durability"], flags: ["json"])
     let directory = try args.directory(default: defaultDirectory)
+    guard !directory.isEmpty else {
+      throw UsageError("DIR is empty: name a directory, or leave DIR out for ./\(defaultDirectory)")
+    }
     let target = try args.integer("events", default: 100_000, range: 0...1_000_000_000)
     var seed: UInt64?
     if let text = args.value("seed") {
-      guard let value = UInt64(text) else {
+      guard let value = Arguments.sequenceNumber(text) else {
         throw UsageError("--seed needs a whole number in 0...\(UInt64.max), not '\(text)'")
       }
       seed = value
@@ -68,10 +73,16 @@ public enum NotebookDemoCommand: RewindCommand {
     }
     let json = args.flag("json")
 
+    // The workload writes into DIR: one holding anything but a journal (`demo /`, a home directory)
+    // is refused before a file is made there.
+    if let stranger = try strangerEntry(in: directory) {
+      throw UsageError(
+        "\(directory) holds \(stranger), which is not part of a journal; the demo writes only into a new "
+          + "or empty directory or a journal: name another directory")
+    }
     // As mkdir -p: the journal creates DIR itself, its parents are made here. A parent that cannot
     // be made (a file in the way) is left to the journal's own error about DIR.
-    let parent = (directory as NSString).deletingLastPathComponent
-    if !parent.isEmpty && !FileManager.default.fileExists(atPath: directory) {
+    if let parent = parentDirectory(of: directory), !FileManager.default.fileExists(atPath: directory) {
       try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
     }
     let workload =
@@ -158,6 +169,37 @@ public enum NotebookDemoCommand: RewindCommand {
 
       """)
     return report.isSound ? .success : .findings
+  }
+
+  /// The directory holding `path`, as typed (`a/b` for `a/b/c/`, `/` for `/x`), or nil when the
+  /// path has no directory part (`q`, `x/`: the working directory holds it). Plain splitting at the
+  /// last slash: Foundation's `deletingLastPathComponent` traps on Linux for a one-character
+  /// relative name.
+  static func parentDirectory(of path: String) -> String? {
+    var trimmed = Substring(path)
+    while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+    guard let slash = trimmed.lastIndex(of: "/") else { return nil }
+    var parent = trimmed[..<slash]
+    while parent.hasSuffix("/") { parent = parent.dropLast() }
+    return parent.isEmpty ? "/" : String(parent)
+  }
+
+  /// What a journal directory holds: its manifest, lock, index, segments, snapshots, quarantine,
+  /// and the temporary files of an interrupted write (`index.tmp`, `<segment>.compact.tmp`).
+  static func isJournalEntry(_ name: String) -> Bool {
+    ["manifest.json", "LOCK", "index", "snapshots", "quarantine"].contains(name) || name.hasSuffix(".lz4")
+      || name.hasSuffix(".tmp")
+  }
+
+  /// The first entry of `directory` that a journal does not hold, in name order; nil when the
+  /// directory is missing, empty or a journal's.
+  static func strangerEntry(in directory: String) throws -> String? {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+      return nil  // new, or a file in the way: the journal's own error says so
+    }
+    let entries = try FileManager.default.contentsOfDirectory(atPath: directory)
+    return entries.sorted().first { !isJournalEntry($0) }
   }
 
   /// One committed command as a JSON line.

@@ -49,15 +49,22 @@ public struct Arguments {
         onlyPositionals = true
         continue
       }
-      var name = String(argument.drop(while: { $0 == "-" }))
+      // Exactly two dashes before a name, one before a letter: `-from` and `---from` are mistakes.
+      let long = argument.hasPrefix("--")
+      var name = String(argument.dropFirst(long ? 2 : 1))
       var inline: String?
       if let equals = name.firstIndex(of: "=") {
         inline = String(name[name.index(after: equals)...])
         name = String(name[..<equals])
-      } else if !argument.hasPrefix("--"), name.count > 1, let letter = name.first, options.contains(String(letter)) {
+      } else if !long, name.count > 1, let letter = name.first, options.contains(String(letter)) {
         // A one-letter option with its value attached, as head and tail take it: -n2.
         inline = String(name.dropFirst())
         name = String(letter)
+      }
+      if long ? name.isEmpty || name.hasPrefix("-") : name.count != 1 {
+        let known = !long && (options.contains(name) || allowedFlags.contains(name))
+        problem = problem ?? UsageError("unknown option \(argument)" + (known ? "; did you mean --\(name)?" : ""))
+        continue
       }
       if (argument == "--help" || argument == "-h") && !allowedFlags.contains(name) && !options.contains(name) {
         helpRequested = true
@@ -96,15 +103,19 @@ public struct Arguments {
 
   public func value(_ name: String) -> String? { values[name] }
 
+  /// A count option's value (`--limit`, `-n`): decimal digits alone, as `sequenceNumber` reads a
+  /// sequence number (no sign: `Int("+3")` would take one, and `tail -n +3` means another thing
+  /// elsewhere), within `range`; `fallback` when the option is absent.
+  /// - Throws: `UsageError` saying the range when the value is not such a number.
   public func integer(_ name: String, default fallback: Int, range: ClosedRange<Int> = 0...Int.max) throws(UsageError)
     -> Int
   {
     guard let text = values[name] else { return fallback }
-    guard let value = Int(text), range.contains(value) else {
+    guard let digits = Self.sequenceNumber(text), digits <= UInt64(Int.max), range.contains(Int(digits)) else {
       throw UsageError(
         "\(Self.spelled(name)) needs a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
     }
-    return value
+    return Int(digits)
   }
 
   /// A sequence-number option's value (`--from`, `--to`): any `UInt64` from `lowest`, as

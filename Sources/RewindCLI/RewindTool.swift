@@ -183,9 +183,19 @@ public struct RewindTool {
   public func run(_ arguments: [String], output: Output = .standard) async -> Int32 {
     // `rewind help COMMAND` is `rewind COMMAND --help`.
     if arguments.count == 2, arguments[0] == "help" { return await run([arguments[1], "--help"], output: output) }
-    guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
+    if arguments.count > 2, arguments[0] == "help" {
+      output.err(
+        "rewind help: unexpected argument '\(visible(arguments[2]))'; rewind help COMMAND shows one command's help\n")
+      return ExitCode.usage.rawValue
+    }
+    guard let name = arguments.first else {
+      // A usage error: the overview goes where errors go, so a script's output stays empty.
+      output.err(overview)
+      return ExitCode.usage.rawValue
+    }
+    guard name != "--help", name != "-h", name != "help" else {
       output.out(overview)
-      return arguments.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue
+      return ExitCode.success.rawValue
     }
     let rest = Array(arguments.dropFirst())
     let context = Context(

@@ -91,15 +91,22 @@ enum ShowCommand: RewindCommand {
   static func commandRange(of command: Identifier, around sequence: UInt64, in reader: JournalReader) throws
     -> ClosedRange<UInt64>
   {
+    // Back in windows of 4096 records, each read from where the index places it, while the
+    // command's events fill the window: the cost follows the command's length, not the journal's.
     var first = sequence
-    let lookBack: UInt64 = 4096
-    let back = try reader.records(from: sequence > lookBack ? sequence - lookBack : 1)
-    var run: UInt64?
-    while let record = try back.next(), record.sequence < sequence {
-      let same = (try? EventRecord.header(of: record.payload))?.commandID == command
-      run = same ? (run ?? record.sequence) : nil
+    var windowEnd = sequence  // exclusive
+    let window: UInt64 = 4096
+    while first == windowEnd && windowEnd > 1 {
+      let start = windowEnd > window ? windowEnd - window : 1
+      let back = try reader.records(from: start)
+      var run: UInt64?
+      while let record = try back.next(), record.sequence < windowEnd {
+        let same = (try? EventRecord.header(of: record.payload))?.commandID == command
+        run = same ? (run ?? record.sequence) : nil
+      }
+      if let run { first = run }
+      windowEnd = start
     }
-    if let run { first = run }
     var last = sequence
     let forward = try reader.records(from: sequence + 1)
     while let record = try forward.next(), (try? EventRecord.header(of: record.payload))?.commandID == command {

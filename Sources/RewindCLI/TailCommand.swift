@@ -54,7 +54,14 @@ enum TailCommand: RewindCommand {
     if let short = args.value("n"), let long = args.value("lines") {
       throw UsageError("-n and --lines are one option, given twice ('\(short)' and '\(long)'); give it once")
     }
-    let count = try args.integer(args.value("lines") == nil ? "n" : "lines", default: 10, range: 0...Int.max)
+    let countName = args.value("lines") == nil ? "n" : "lines"
+    if let text = args.value(countName), text.hasPrefix("+"), let from = Arguments.sequenceNumber(text.dropFirst()) {
+      // GNU tail's -n +N starts at line N; here -n counts the last events.
+      throw UsageError(
+        "\(Arguments.spelled(countName)) counts the last events: a whole number in 0...\(Int.max), not '\(text)'; "
+          + "--from \(from) reads from sequence \(from)")
+    }
+    let count = try args.integer(countName, default: 10, range: 0...Int.max)
     let follow = args.flag("f") || args.flag("follow")
     let filter = try EventFilter(args)
     if follow, let end = ["to", "until"].first(where: { args.value($0) != nil }) {

@@ -9,15 +9,19 @@ extension VerifyCommand {
   /// and checks that every store's cache equals a recomputation from its records.
   /// - Returns: whether it found nothing wrong; nil when no registered model reads the journal, so
   ///   replay was not checked.
-  static func verifyReplay(_ directory: String, model name: String?, context: RewindTool.Context) throws -> Bool? {
+  /// - Parameter chosen: the model `--model` named, resolved before the frames were walked; nil
+  ///   to find the one registered model that reads the journal.
+  static func verifyReplay(_ directory: String, model chosen: ModelRegistration?, context: RewindTool.Context) throws
+    -> Bool?
+  {
     let output = context.output
     guard !context.models.isEmpty else {
       output.out("note: replay not checked: this rewind has no registered model (see the README)\n")
       return nil
     }
     let model: ModelRegistration
-    if name != nil {
-      model = try context.registration(named: name)
+    if let chosen {
+      model = chosen
     } else {
       let readers = try context.readers(of: directory)
       guard readers.count == 1 else {

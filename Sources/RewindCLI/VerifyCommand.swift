@@ -26,6 +26,12 @@ enum VerifyCommand: RewindCommand {
     timestamp column; a wrong timestamp column can make `log --since` skip records until the
     index file is deleted and rebuilt), is a note too.
 
+    When the frames are sound, a line `frames: sound, ...` says so (of the frames alone), then
+    replay or decoding is checked. The last line is the verdict on the whole journal: `sound:`
+    (exit 0), `not sound:` (the frames are sound, replay or decoding found the problems above;
+    exit 1) or `damaged:` (exit 1). An unknown --model is a usage error (exit 2) before anything
+    is read.
+
     Snapshot files are checked without a model: one that cannot be read, is cut short, has a
     bad checksum, an unknown format, a state that does not hash to its digest or another
     journal's id is a note (replay skips it; snapshots are never the only copy of anything). A
@@ -45,6 +51,9 @@ enum VerifyCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["model"], flags: [])
     let directory = try args.directory()
+    // An unknown --model is a usage error before the walk, not after it (or never, when the
+    // journal turns out damaged).
+    let model = try args.value("model").map { name throws(UsageError) in try context.registration(named: name) }
     let reader = try openJournal(directory)
     let progress = ProgressLine("verifying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
@@ -98,9 +107,11 @@ enum VerifyCommand: RewindCommand {
         "`rewind repair \(directory)` moves the damaged part aside."
       }
     let whole = report.isSound && lostRecords == 0
+    let frames =
+      "\(report.records) records in \(report.batches) frames, \(report.segments) segments, last sequence \(report.lastSequence)"
     output.out(
       whole
-        ? "sound: \(report.records) records in \(report.batches) frames, \(report.segments) segments, last sequence \(report.lastSequence)\n"
+        ? "frames: sound, \(frames)\n"
         : visible(
           "damaged: \(report.problems.count + lostRecords) problem(s); intact up to sequence \(report.lastSequence). \(advice)"
         )
@@ -109,9 +120,15 @@ enum VerifyCommand: RewindCommand {
     guard whole else { return .findings }
     // With a model, replay decodes every event into its type; without one, the fields are decoded
     // as the audit commands render them.
-    let sound =
-      try verifyReplay(directory, model: args.value("model"), context: context)
-      ?? verifyDecoding(reader, through: report.lastSequence, context: context)
+    // The frames' line above judges the frames alone; the last line judges the whole journal.
+    let replayed = try verifyReplay(directory, model: model, context: context)
+    let sound = try replayed ?? verifyDecoding(reader, through: report.lastSequence, context: context)
+    let checked = replayed == nil ? "frames and event decoding" : "frames and replay"
+    output.out(
+      sound
+        ? "sound: \(frames); \(checked) checked\n"
+        : "not sound: the frames are sound through sequence \(report.lastSequence), but \(checked) found "
+          + "the problem(s) above\n")
     return sound ? .success : .findings
   }
 }

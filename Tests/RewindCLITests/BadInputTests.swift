@@ -74,7 +74,7 @@ import Testing
     #expect(unknown.err.contains("unknown command 'explode'; run rewind --help"))
     let none = try await Self.rewind([])
     #expect(none.status == 2)
-    #expect(none.out.contains("Usage: rewind COMMAND"))
+    #expect(none.err.contains("Usage: rewind COMMAND"))
     let help = try await Self.rewind(["--help"])
     #expect(help.status == 0)
     for command in ["demo", "log", "show", "stats", "export", "tail", "verify", "repair"] {

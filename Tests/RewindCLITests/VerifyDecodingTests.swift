@@ -43,7 +43,11 @@ import Testing
     let run = try await ToolRun.run("rewind", ["verify", dir.path])
     #expect(run.status == 0, "\(run.out)\(run.err)")
     #expect(run.out.contains("note: replay not checked: no registered model (workspace) reads this journal's events\n"))
-    #expect(run.out.hasSuffix("decoded: 2 events field by field, all sound\n"), "\(run.out)")
+    #expect(
+      run.out.hasSuffix(
+        "decoded: 2 events field by field, all sound\n"
+          + "sound: 2 records in 1 frames, 1 segments, last sequence 2; frames and event decoding checked\n"),
+      "\(run.out)")
   }
 
   @Test func anEventWhoseFieldsDoNotDecodeIsAFinding() async throws {
@@ -55,9 +59,16 @@ import Testing
         "problem: sequence 2: tally.counted v1 has Rewind's envelope but its fields do not decode ("),
       "\(run.out)")
     #expect(run.out.contains("`rewind show \(dir.path) 2` shows its bytes\n"))
-    #expect(run.out.hasSuffix("decoded: 2 events field by field, 1 do not decode\n"), "\(run.out)")
-    // The frames themselves are sound: the finding is the decoding, not a checksum.
-    #expect(run.out.contains("sound: 2 records"))
+    // The frames themselves are sound: the finding is the decoding, not a checksum. The frames'
+    // line says so of the frames alone; no line calls the journal sound (it said `sound: 2
+    // records ...` above the problem), and the last line is the verdict.
+    #expect(run.out.contains("frames: sound, 2 records in 1 frames, 1 segments, last sequence 2\n"), "\(run.out)")
+    #expect(!run.out.split(separator: "\n").contains { $0.hasPrefix("sound") }, "\(run.out)")
+    #expect(
+      run.out.hasSuffix(
+        "decoded: 2 events field by field, 1 do not decode\n"
+          + "not sound: the frames are sound through sequence 2, but frames and event decoding found the problem(s) "
+          + "above\n"), "\(run.out)")
   }
 
   @Test func recordsThatAreNotRewindEventsAreCountedNotFaulted() async throws {
@@ -69,7 +80,8 @@ import Testing
     #expect(run.status == 0, "\(run.out)\(run.err)")
     #expect(
       run.out.hasSuffix(
-        "decoded: 0 events field by field, 1 records that are not Rewind events (not checked), all sound\n"),
+        "decoded: 0 events field by field, 1 records that are not Rewind events (not checked), all sound\n"
+          + "sound: 1 records in 1 frames, 1 segments, last sequence 1; frames and event decoding checked\n"),
       "\(run.out)")
   }
 }

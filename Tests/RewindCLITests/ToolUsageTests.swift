@@ -1,0 +1,52 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+/// How `rewind` reads its command line as a whole: no command, `help` with too much, and the
+/// dashes before an option's name.
+@Suite struct ToolUsageTests {
+  /// With no arguments the overview went to standard output with exit 2: a usage error, but not
+  /// where usage errors go.
+  @Test func noCommandIsAUsageErrorOnStandardError() async throws {
+    let none = try await ToolRun.run("rewind", [])
+    #expect(none.status == 2)
+    #expect(none.out.isEmpty, "\(none.out)")
+    #expect(none.err.contains("Usage: rewind COMMAND"))
+    let help = try await ToolRun.run("rewind", ["help"])
+    #expect(help.status == 0)
+    #expect(help.out.contains("Usage: rewind COMMAND"))
+  }
+
+  /// `rewind help log extra` printed the overview with exit 0.
+  @Test func helpTakesOneCommand() async throws {
+    let run = try await ToolRun.run("rewind", ["help", "log", "extra"])
+    #expect(run.status == 2, "\(run.out)")
+    #expect(run.out.isEmpty)
+    #expect(run.err == "rewind help: unexpected argument 'extra'; rewind help COMMAND shows one command's help\n")
+  }
+
+  /// Any number of dashes was taken: `-from 5`, `---from 5`.
+  @Test func anOptionTakesExactlyTwoDashesALetterOne() async throws {
+    let dir = TemporaryDirectory("cli-dashes")
+    let journal = dir.appending("journal")
+    let demo = try await ToolRun.run("rewind", ["demo", journal, "--events", "20", "--seed", "1"])
+    #expect(demo.status == 0, "\(demo.err)")
+    let cases: [([String], String)] = [
+      (["log", journal, "-from", "5"], "rewind log: unknown option -from; did you mean --from?\n"),
+      (["log", journal, "---from", "5"], "rewind log: unknown option ---from\n"),
+      (["log", journal, "-json"], "rewind log: unknown option -json; did you mean --json?\n"),
+      (["tail", journal, "-from", "5"], "rewind tail: unknown option -from; did you mean --from?\n"),
+    ]
+    for (arguments, message) in cases {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 2, "\(arguments): \(run.out)")
+      #expect(run.err == message, "\(arguments)")
+    }
+    // The documented short forms stand.
+    for arguments in [["tail", journal, "-n", "2"], ["tail", journal, "-n2"], ["log", journal, "--limit=2"]] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+      #expect(run.out.split(separator: "\n").count == 2, "\(arguments): \(run.out)")
+    }
+  }
+}
