@@ -21,7 +21,8 @@ extension Journal {
   /// Quarantines everything from the first damaged frame on, so the intact prefix can be
   /// opened and appended to again. Nothing is deleted: moved bytes go to `quarantine/`, and the
   /// report says exactly what moved. Takes the writer's lock, so it refuses to run while a writer
-  /// has the journal open.
+  /// has the journal open. A file named like a segment that holds nothing committed (no valid
+  /// segment header, no valid batch, named by no index entry) moves aside alone.
   ///
   /// - Parameters:
   ///   - directory: the journal's directory.
@@ -55,13 +56,36 @@ extension Journal {
     let verification = try reader.verify()
     var report = RepairReport(verification: verification, dryRun: dryRun)
     report.lastSequence = verification.lastSequence
-    guard let first = verification.problems.first ?? verification.unfinishedTail else { return report }
-    report.damage = first
+    // Stray files (named like segments, holding nothing committed) move aside alone, each: their
+    // names say nothing about where the journal's damage is. The rest moves from the first other
+    // damage on.
+    let strays = verification.problems.filter(\.strayFile)
+    let damage = verification.problems.first { !$0.strayFile } ?? verification.unfinishedTail
+    guard let reported = strays.first ?? damage else { return report }
+    report.damage = reported
 
-    let layout = try JournalDirectory(path: directory, io: io)
+    var layout = try JournalDirectory(path: directory, io: io)
     try refuseIfOnlyTheManifestDisagrees(layout)
-    try refuseIfRecordsAreMissingBeforeIntactSegments(first, layout)
+    let strayNames = Set(strays.map(\.file))
+    layout.segments.removeAll { strayNames.contains(Layout.segmentName(firstSequence: $0)) }
+    if let damage { try refuseIfRecordsAreMissingBeforeIntactSegments(damage, layout) }
     let quarantine = Quarantine(directory: directory, io: io)
+    for stray in strays {
+      var entry = QuarantinedBytes(
+        segment: stray.file, offset: 0, length: 0, movedTo: Layout.quarantineName + "/", reason: stray.message,
+        sequences: nil)
+      do {
+        entry.length = try SegmentFile(
+          directory: directory, firstSequence: Layout.firstSequence(ofSegmentNamed: stray.file) ?? 0, io: io
+        ).size
+        if !dryRun { entry.movedTo = try quarantine.moveFile(stray.file) }
+      } catch {
+        throw JournalError(error, directory: directory, file: stray.file)
+      }
+      report.moved.append(entry)
+    }
+    // Only stray files: the index names none of them, so it stays.
+    guard let first = damage else { return report }
     let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
     for segment in layout.segments where segment >= damagedSegment {
       let name = Layout.segmentName(firstSequence: segment)
