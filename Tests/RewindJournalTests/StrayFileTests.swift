@@ -99,4 +99,28 @@ import Testing
       #expect(done.moved.first?.reason.contains("holds committed records") == true, "\(done.moved)")
     }
   }
+
+  /// A plan (a dry run) opened the journal as a writer: it created `LOCK` in a journal that had
+  /// none, and failed while a writer held the lock. It now only reads.
+  @Test func aPlanTakesNoLockAndWritesNothing() async throws {
+    let dir = TemporaryDirectory("plan-lock")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 20, seed: 74)
+    // While a writer holds the journal: a plan works, the repair itself refuses.
+    let plan = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(plan.damage == nil)
+    #expect(plan.lastSequence == UInt64(records.count))
+    #expect(journalError { _ = try Journal.repair(directory: dir.path) }?.code == .locked)
+    journal.close()
+
+    try FileManager.default.removeItem(atPath: dir.appending(Layout.lockName))
+    var bytes = try Files.read(dir.appending(try #require(JournalFixtures.segments(dir.path).last)))
+    bytes.append(contentsOf: [0x51, 0x2A, 0x4D, 0x18, 1, 2, 3])
+    try Files.write(bytes, to: dir.appending(try #require(JournalFixtures.segments(dir.path).last)))
+    let before = Files.list(dir.path)
+    let damaged = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(damaged.damage != nil)
+    #expect(Files.list(dir.path) == before, "a plan creates nothing, not even LOCK")
+  }
 }

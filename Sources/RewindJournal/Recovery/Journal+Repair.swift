@@ -26,7 +26,9 @@ extension Journal {
   ///
   /// - Parameters:
   ///   - directory: the journal's directory.
-  ///   - dryRun: only report what would be moved.
+  ///   - dryRun: only report what would be moved. A plan reads only: it takes no lock, writes
+  ///     nothing (not even a `LOCK` file), and works while a writer holds the journal, whose
+  ///     appends may change what a repair made later finds.
   ///   - options: the file operations (`io`) and the limits the journal is read with (`limits`).
   /// - Throws: `JournalError`; `.staleIndex` when everything was moved (durably, as the plan
   ///   says) but the index could not be removed: readers report the moved records as lost until
@@ -35,22 +37,28 @@ extension Journal {
     -> RepairReport
   {
     let io = options.io
+    // A plan only reads, as `verify` does: it takes no lock (creating no LOCK file) and works
+    // while a writer has the journal open, though what it finds may change as the writer appends.
     let lockPath = directory + "/" + Layout.lockName
-    let lockFD: Int32
-    do {
-      lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
-    } catch {
-      throw JournalError(error, directory: directory, file: Layout.lockName)
-    }
+    var lockFD: Int32?
     // Unlock explicitly (harmless when not locked): a child process forked meanwhile shares the
     // descriptor until it execs, and would otherwise keep the lock.
     defer {
-      io.unlock(lockFD, path: lockPath)
-      io.close(lockFD)
+      if let lockFD {
+        io.unlock(lockFD, path: lockPath)
+        io.close(lockFD)
+      }
     }
-    guard (try? io.tryLock(lockFD, path: lockPath)) == true else {
-      throw JournalError(
-        .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+    if !dryRun {
+      do {
+        lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
+      } catch {
+        throw JournalError(error, directory: directory, file: Layout.lockName)
+      }
+      guard let fd = lockFD, (try? io.tryLock(fd, path: lockPath)) == true else {
+        throw JournalError(
+          .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+      }
     }
     let reader = try JournalReader(directory: directory, limits: options.limits, io: io)
     let verification = try reader.verify()
