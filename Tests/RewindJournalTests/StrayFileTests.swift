@@ -123,4 +123,42 @@ import Testing
     #expect(damaged.damage != nil)
     #expect(Files.list(dir.path) == before, "a plan creates nothing, not even LOCK")
   }
+
+  /// A copy of a segment under another name (its header's first sequence is not its name's, and
+  /// the segment its header names is there) made `verify` stop at the copy's name and `repair`
+  /// move it and every later segment aside, though every record was there. Now the copy alone is
+  /// the damage: `verify` reports it alone, and repair moves it alone.
+  @Test(arguments: ["inside", "after"])
+  func aCopyOfASegmentUnderAnotherNameIsMovedAsideAlone(place: String) async throws {
+    let dir = TemporaryDirectory("misnamed-\(place)")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 75)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let second = try #require(Layout.firstSequence(ofSegmentNamed: segments[1]))
+    let copy = Layout.segmentName(firstSequence: place == "inside" ? second - 3 : UInt64(records.count) + 10)
+    try Files.write(try Files.read(dir.appending(segments[1])), to: dir.appending(copy))
+
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.problems.count == 1, "\(verification.problems)")
+    let problem = try #require(verification.problems.first)
+    #expect(problem.file == copy)
+    #expect(problem.strayFile)
+    #expect(problem.sequences == nil, "no records are missing: \(problem)")
+    #expect(problem.message.contains("a copy of it under another name"), "\(problem)")
+    #expect(problem.message.contains(segments[1]), "\(problem)")
+    #expect(verification.lastSequence == UInt64(records.count))
+
+    let plan = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(plan.moved.map(\.segment) == [copy], "\(plan.moved)")
+    #expect(plan.lastSequence == UInt64(records.count))
+    let done = try Journal.repair(directory: dir.path)
+    #expect(done.moved.map(\.segment) == [copy], "\(done.moved)")
+    #expect(JournalFixtures.segments(dir.path) == segments)
+    #expect(try Files.read(dir.appending(Layout.quarantineName + "/" + copy)) == Files.read(dir.appending(segments[1])))
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
 }

@@ -17,9 +17,11 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// brings them back:
   /// `Journal.repair` refuses a journal whose first problem is this, moving nothing.
   public var missingBeforeIntactSegments = false
-  /// The file is named like a segment but is none: its segment header is not valid, no valid
-  /// batch header follows in it, and the index names it nowhere, so it holds nothing committed.
-  /// Its name is no evidence of records before it, and `Journal.repair` moves it aside alone.
+  /// The file is named like a segment but is none of the journal's: the index names it nowhere,
+  /// and either its segment header is not valid and no valid batch header follows in it (it holds
+  /// nothing committed), or its header names another segment the directory holds, whole (a copy
+  /// under another name). Its name is no evidence of records before it or of a break in the
+  /// sequence, and `Journal.repair` moves it aside alone.
   package var strayFile = false
 
   public var description: String {
@@ -325,10 +327,16 @@ extension JournalReader {
     for first in layout.segments {
       let file = try layout.open(segment: first)
       var problem: String?
+      var copyOf: String?
       do {
-        problem = JournalDirectory.problem(with: try file.header(), expecting: first, journalID: layout.journalID)
-        // Scanned for batch headers only when its header is not valid: a sound journal is read once.
-        if problem != nil, try namedByIndex.contains(first) || file.hasValidBatchHeader(after: 0) { problem = nil }
+        let header = try file.header()
+        problem = JournalDirectory.problem(with: header, expecting: first, journalID: layout.journalID)
+        if problem != nil, !namedByIndex.contains(first), let original = try Self.original(of: header, in: layout) {
+          copyOf = original
+        } else if problem != nil, try namedByIndex.contains(first) || file.hasValidBatchHeader(after: 0) {
+          // Scanned for batch headers only when its header is not valid: a sound journal is read once.
+          problem = nil
+        }
       } catch {
         throw JournalError(error, directory: layout.path, file: file.name)
       }
@@ -339,12 +347,33 @@ extension JournalReader {
       var stray = JournalProblem(
         file: file.name, offset: 0, sequences: nil,
         message: problem
-          + "; no valid batch follows in it and the index names it nowhere: a stray file named like a segment, "
-          + "holding no committed record (repair moves it aside alone)")
+          + (copyOf.map {
+            "; \($0) is that segment, with a valid header: this file is a copy of it under another name, "
+              + "and the index names it nowhere (repair moves it aside alone)"
+          }
+            ?? "; no valid batch follows in it and the index names it nowhere: a stray file named like a segment, "
+            + "holding no committed record (repair moves it aside alone)"))
       stray.strayFile = true
       report.problems.append(stray)
     }
     return segments
+  }
+
+  /// The name of the segment a misnamed file's header names, when it is this journal's, the
+  /// directory holds that segment, and its own header is valid: the file is a copy of a segment
+  /// under another name (its records are that segment's), nothing missing or out of place.
+  private static func original(
+    of header: Result<SegmentHeader, SegmentHeader.Problem>, in layout: JournalDirectory
+  ) throws -> String? {
+    guard case .success(let copy) = header, copy.journalID == layout.journalID,
+      layout.segments.contains(copy.firstSequence)
+    else { return nil }
+    let original = try layout.open(segment: copy.firstSequence)
+    guard
+      JournalDirectory.problem(
+        with: try original.header(), expecting: copy.firstSequence, journalID: layout.journalID) == nil
+    else { return nil }
+    return original.name
   }
 }
 
