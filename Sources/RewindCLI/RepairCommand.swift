@@ -14,8 +14,11 @@ enum RepairCommand: RewindCommand {
     records the repair takes away: they move into DIR/quarantine/ too. A loss that left no bytes
     (committed records turned to zeros, or a segment cut short) has nothing to move: the plan says
     so, and the repair only drops the index that names the lost records. At a terminal it asks before moving;
-    otherwise it only shows the plan unless --yes is given. Run it while no writer has the
-    journal open. When every segment belongs to one journal and the manifest names another, it
+    otherwise it only shows the plan unless --yes is given. The plan only reads (it takes no lock
+    and creates nothing, so it can be shown while a writer has the journal open, and may change if
+    that writer appends meanwhile); the repair itself refuses while a writer has the journal open.
+    A file named like a segment that holds nothing committed (no valid header, no valid batch, no
+    index entry naming it) is moved aside alone. When every segment belongs to one journal and the manifest names another, it
     refuses (exit 3) and names the segments' journal: the manifest is then the likelier damage,
     and moving every segment aside would empty the journal. It refuses too (exit 3, nothing
     moved) when the damage starts with records no segment holds before segments that are intact
@@ -56,6 +59,10 @@ enum RepairCommand: RewindCommand {
       output.out("will move snapshots/\(SnapshotStore.fileName(sequence)): a snapshot past the repaired end\n")
     }
     output.out("the journal would then end at sequence \(plan.lastSequence)\n")
+    // The plan was made read-only, without the lock (it creates nothing and works beside a writer).
+    output.out(
+      "(a plan, made without the writer's lock: it may change if a writer appends meanwhile; the repair itself "
+        + "refuses while a writer has the journal open)\n")
     // With nothing to move, the repair only drops the index (and cuts zeros): say that, not "move".
     let action =
       plan.moved.isEmpty && pastEnd.isEmpty ? "carry out the repair" : "move them into \(directory)/quarantine"

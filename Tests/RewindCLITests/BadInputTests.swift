@@ -36,6 +36,33 @@ import Testing
     #expect(verify.out.contains("problem: "))
   }
 
+  /// Garbage named like a later segment: verify reported records missing up to its name and
+  /// repair refused, calling it intact. Now verify reports the file, and repair moves it alone.
+  /// The plan (without --yes) creates no LOCK and says it may change.
+  @Test func aGarbageFileNamedLikeASegmentIsRepaired() async throws {
+    let dir = TemporaryDirectory("cli-stray")
+    _ = try await Self.journal(in: dir)
+    let journal = dir.appending("journal")
+    let before = try await Self.rewind(["log", journal, "--json"]).out
+    try Files.write(Array(String(repeating: "garbage", count: 10).utf8), to: journal + "/00000000000000099999.lz4")
+    try FileManager.default.removeItem(atPath: journal + "/LOCK")
+    let verify = try await Self.rewind(["verify", journal])
+    #expect(verify.status == 1)
+    #expect(verify.out.contains("a stray file"), "\(verify.out)")
+    #expect(!verify.out.contains("missing"), "\(verify.out)")
+    let plan = try await Self.rewind(["repair", journal])
+    #expect(plan.status == 1, "\(plan.out)\(plan.err)")
+    #expect(plan.out.contains("will move 70 bytes of 00000000000000099999.lz4"), "\(plan.out)")
+    #expect(plan.out.contains("may change if a writer appends meanwhile"), "\(plan.out)")
+    #expect(!Files.list(journal).contains("LOCK"), "a plan creates nothing")
+    let repair = try await Self.rewind(["repair", journal, "--yes"])
+    #expect(repair.status == 0, "\(repair.out)\(repair.err)")
+    #expect(Files.list(journal + "/quarantine") == ["00000000000000099999.lz4"])
+    let log = try await Self.rewind(["log", journal, "--json"])
+    #expect(log.status == 0, "\(log.err)")
+    #expect(log.out == before, "every event reads as before")
+  }
+
   @Test func aTruncatedSegmentReadsUpToItsLastWholeFrame() async throws {
     let dir = TemporaryDirectory("cli-truncated")
     let segment = try await Self.journal(in: dir)

@@ -21,11 +21,14 @@ extension Journal {
   /// Quarantines everything from the first damaged frame on, so the intact prefix can be
   /// opened and appended to again. Nothing is deleted: moved bytes go to `quarantine/`, and the
   /// report says exactly what moved. Takes the writer's lock, so it refuses to run while a writer
-  /// has the journal open.
+  /// has the journal open. A file named like a segment that holds nothing committed (no valid
+  /// segment header, no valid batch, named by no index entry) moves aside alone.
   ///
   /// - Parameters:
   ///   - directory: the journal's directory.
-  ///   - dryRun: only report what would be moved.
+  ///   - dryRun: only report what would be moved. A plan reads only: it takes no lock, writes
+  ///     nothing (not even a `LOCK` file), and works while a writer holds the journal, whose
+  ///     appends may change what a repair made later finds.
   ///   - options: the file operations (`io`) and the limits the journal is read with (`limits`).
   /// - Throws: `JournalError`; `.staleIndex` when everything was moved (durably, as the plan
   ///   says) but the index could not be removed: readers report the moved records as lost until
@@ -34,34 +37,63 @@ extension Journal {
     -> RepairReport
   {
     let io = options.io
+    // A plan only reads, as `verify` does: it takes no lock (creating no LOCK file) and works
+    // while a writer has the journal open, though what it finds may change as the writer appends.
     let lockPath = directory + "/" + Layout.lockName
-    let lockFD: Int32
-    do {
-      lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
-    } catch {
-      throw JournalError(error, directory: directory, file: Layout.lockName)
-    }
+    var lockFD: Int32?
     // Unlock explicitly (harmless when not locked): a child process forked meanwhile shares the
     // descriptor until it execs, and would otherwise keep the lock.
     defer {
-      io.unlock(lockFD, path: lockPath)
-      io.close(lockFD)
+      if let lockFD {
+        io.unlock(lockFD, path: lockPath)
+        io.close(lockFD)
+      }
     }
-    guard (try? io.tryLock(lockFD, path: lockPath)) == true else {
-      throw JournalError(
-        .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+    if !dryRun {
+      do {
+        lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
+      } catch {
+        throw JournalError(error, directory: directory, file: Layout.lockName)
+      }
+      guard let fd = lockFD, (try? io.tryLock(fd, path: lockPath)) == true else {
+        throw JournalError(
+          .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+      }
     }
     let reader = try JournalReader(directory: directory, limits: options.limits, io: io)
     let verification = try reader.verify()
     var report = RepairReport(verification: verification, dryRun: dryRun)
     report.lastSequence = verification.lastSequence
-    guard let first = verification.problems.first ?? verification.unfinishedTail else { return report }
-    report.damage = first
+    // Stray files (named like segments, holding nothing committed) move aside alone, each: their
+    // names say nothing about where the journal's damage is. The rest moves from the first other
+    // damage on.
+    let strays = verification.problems.filter(\.strayFile)
+    let damage = verification.problems.first { !$0.strayFile } ?? verification.unfinishedTail
+    guard let reported = strays.first ?? damage else { return report }
+    report.damage = reported
 
-    let layout = try JournalDirectory(path: directory, io: io)
+    var layout = try JournalDirectory(path: directory, io: io)
     try refuseIfOnlyTheManifestDisagrees(layout)
-    try refuseIfRecordsAreMissingBeforeIntactSegments(first, layout)
+    let strayNames = Set(strays.map(\.file))
+    layout.segments.removeAll { strayNames.contains(Layout.segmentName(firstSequence: $0)) }
+    if let damage { try refuseIfRecordsAreMissingBeforeIntactSegments(damage, layout) }
     let quarantine = Quarantine(directory: directory, io: io)
+    for stray in strays {
+      var entry = QuarantinedBytes(
+        segment: stray.file, offset: 0, length: 0, movedTo: Layout.quarantineName + "/", reason: stray.message,
+        sequences: nil)
+      do {
+        entry.length = try SegmentFile(
+          directory: directory, firstSequence: Layout.firstSequence(ofSegmentNamed: stray.file) ?? 0, io: io
+        ).size
+        if !dryRun { entry.movedTo = try quarantine.moveFile(stray.file) }
+      } catch {
+        throw JournalError(error, directory: directory, file: stray.file)
+      }
+      report.moved.append(entry)
+    }
+    // Only stray files: the index names none of them, so it stays.
+    guard let first = damage else { return report }
     let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
     for segment in layout.segments where segment >= damagedSegment {
       let name = Layout.segmentName(firstSequence: segment)

@@ -17,6 +17,12 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// brings them back:
   /// `Journal.repair` refuses a journal whose first problem is this, moving nothing.
   public var missingBeforeIntactSegments = false
+  /// The file is named like a segment but is none of the journal's: the index names it nowhere,
+  /// and either its segment header is not valid and no valid batch header follows in it (it holds
+  /// nothing committed), or its header names another segment the directory holds, whole (a copy
+  /// under another name). Its name is no evidence of records before it or of a break in the
+  /// sequence, and `Journal.repair` moves it aside alone.
+  package var strayFile = false
 
   public var description: String {
     var text = "\(file) at byte offset \(offset)"
@@ -78,8 +84,12 @@ extension JournalReader {
     // segment, one where the walk finds zeros or an unfinished frame means committed records
     // turned to zeros (which read as preallocated space), not a write in progress.
     let index = loadIndex(layout)
+    // Each entry is checked against the batch it names as the walk passes it, while it is intact.
+    let indexFile = SparseIndex.scanForVerify(directory: directory, journalID: layout.journalID, io: io)
+    // Files named like segments that are none are set aside first: their names say nothing.
+    let segments = try Self.strayFiles(layout, namedByIndex: indexFile.namedSegments, into: &report)
     // Of the last segment, also entries past its end (a file cut short), which `index` leaves out.
-    let lastSegment = layout.segments.last ?? 0
+    let lastSegment = segments.last ?? 0
     let named = SparseIndex.lastEntry(
       directory: directory, journalID: layout.journalID, segment: lastSegment, atOrAfter: 0, io: io)
     // `damaged`: the header, whose checksum holds, of a damaged batch at `offset`; its records are
@@ -94,13 +104,11 @@ extension JournalReader {
           + "a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset): "
           + "committed records are missing", sequencesMayGoFurther: true)
     }
-    // Each entry is checked against the batch it names as the walk passes it, while it is intact.
-    let indexFile = SparseIndex.scanForVerify(directory: directory, journalID: layout.journalID, io: io)
     var entryCheck = EntryCheck(entries: indexFile.entries)
     // Named by any entry whose checksum holds: one damaged entry is one note, not also a note for
     // each later segment that only entries after it name.
     let namedSegments = index.entries.isEmpty ? [] : indexFile.namedSegments
-    if let first = layout.segments.first, first != 1 {
+    if let first = segments.first, first != 1 {
       report.problems.append(
         JournalProblem(
           file: Layout.segmentName(firstSequence: first), offset: 0, sequences: 1...(first - 1),
@@ -108,8 +116,8 @@ extension JournalReader {
           missingBeforeIntactSegments: true))
       intact = false
     }
-    for (position, first) in layout.segments.enumerated() {
-      let isLast = position == layout.segments.count - 1
+    for (position, first) in segments.enumerated() {
+      let isLast = position == segments.count - 1
       let file = try layout.open(segment: first)
       report.segments += 1
       report.bytesOnDisk += file.size
@@ -124,7 +132,12 @@ extension JournalReader {
       expected = first
       if let problem = JournalDirectory.problem(with: try file.header(), expecting: first, journalID: layout.journalID)
       {
-        report.problems.append(JournalProblem(file: file.name, offset: 0, sequences: nil, message: problem))
+        // Not a stray file (see `strayFiles`): valid batches follow the header, or the index
+        // names the segment. Its records were committed; they move with it if it is repaired.
+        report.problems.append(
+          JournalProblem(
+            file: file.name, offset: 0, sequences: nil,
+            message: problem + "; the segment holds committed records (valid batches follow, or the index names it)"))
         intact = false
         continue
       }
@@ -196,7 +209,7 @@ extension JournalReader {
           // Zeros to the end of a segment that has a successor: the writer cuts them before it
           // seals a segment, so they stand for the records up to the next segment's first, gone
           // while the segments after are intact (reported here once, not again as a break).
-          let next = layout.segments[position + 1]
+          let next = segments[position + 1]
           let gone = next > expected ? expected...(next - 1) : nil
           let what =
             gone == nil
@@ -294,6 +307,73 @@ extension JournalReader {
           + "a crash cut); readers ignore them, and the next writer cuts them")
     }
     return report
+  }
+}
+
+extension JournalReader {
+  /// The segments of `layout` but its stray files, which are reported in `report` as problems
+  /// (`JournalProblem.strayFile`). A stray file is named like a segment, but its segment header is
+  /// not valid, no valid batch header follows in it, and no index entry names it: nothing shows
+  /// it ever held a committed record, so its name says nothing about the sequence numbers before
+  /// it (a garbage file named like a later segment is not records missing before it). A segment
+  /// whose header is damaged but whose batches are there, or that the index names, is no stray:
+  /// its records were committed, and it is damage where it stands.
+  package static func strayFiles(
+    _ layout: JournalDirectory, namedByIndex: Set<UInt64>, into report: inout VerificationReport
+  )
+    throws -> [UInt64]
+  {
+    var segments: [UInt64] = []
+    for first in layout.segments {
+      let file = try layout.open(segment: first)
+      var problem: String?
+      var copyOf: String?
+      do {
+        let header = try file.header()
+        problem = JournalDirectory.problem(with: header, expecting: first, journalID: layout.journalID)
+        if problem != nil, !namedByIndex.contains(first), let original = try Self.original(of: header, in: layout) {
+          copyOf = original
+        } else if problem != nil, try namedByIndex.contains(first) || file.hasValidBatchHeader(after: 0) {
+          // Scanned for batch headers only when its header is not valid: a sound journal is read once.
+          problem = nil
+        }
+      } catch {
+        throw JournalError(error, directory: layout.path, file: file.name)
+      }
+      guard let problem else {
+        segments.append(first)
+        continue
+      }
+      var stray = JournalProblem(
+        file: file.name, offset: 0, sequences: nil,
+        message: problem
+          + (copyOf.map {
+            "; \($0) is that segment, with a valid header: this file is a copy of it under another name, "
+              + "and the index names it nowhere (repair moves it aside alone)"
+          }
+            ?? "; no valid batch follows in it and the index names it nowhere: a stray file named like a segment, "
+            + "holding no committed record (repair moves it aside alone)"))
+      stray.strayFile = true
+      report.problems.append(stray)
+    }
+    return segments
+  }
+
+  /// The name of the segment a misnamed file's header names, when it is this journal's, the
+  /// directory holds that segment, and its own header is valid: the file is a copy of a segment
+  /// under another name (its records are that segment's), nothing missing or out of place.
+  private static func original(
+    of header: Result<SegmentHeader, SegmentHeader.Problem>, in layout: JournalDirectory
+  ) throws -> String? {
+    guard case .success(let copy) = header, copy.journalID == layout.journalID,
+      layout.segments.contains(copy.firstSequence)
+    else { return nil }
+    let original = try layout.open(segment: copy.firstSequence)
+    guard
+      JournalDirectory.problem(
+        with: try original.header(), expecting: copy.firstSequence, journalID: layout.journalID) == nil
+    else { return nil }
+    return original.name
   }
 }
 

@@ -1,0 +1,164 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// A file named like a segment whose segment header is not valid, with no valid batch in it and
+/// no index entry naming it, holds nothing committed: a stray file. Its name is no evidence of
+/// records before it, and repair moves it aside alone. A segment whose header is damaged but
+/// whose batches are there is no stray: its records were committed.
+@Suite struct StrayFileTests {
+  /// Garbage named like a later segment made the journal unreadable and unrepairable: `verify`
+  /// reported records missing up to its name (records that never existed) and `repair` refused,
+  /// calling the garbage an intact segment. Named inside the journal's range, it made `verify`
+  /// stop there and `repair` move every later segment aside. Now `verify` reports the file alone,
+  /// and repair moves it alone, keeping every record.
+  @Test(arguments: ["after", "inside"])
+  func aGarbageFileNamedLikeASegmentIsMovedAsideAlone(place: String) async throws {
+    let dir = TemporaryDirectory("stray-\(place)")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 71)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let second = try #require(Layout.firstSequence(ofSegmentNamed: segments[1]))
+    let stray = Layout.segmentName(firstSequence: place == "after" ? 99_999 : second + 1)
+    try Files.write(Array(String(repeating: "garbage", count: 10).utf8), to: dir.appending(stray))
+
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.problems.count == 1, "\(verification.problems)")
+    let problem = try #require(verification.problems.first)
+    #expect(problem.file == stray)
+    #expect(problem.strayFile)
+    #expect(!problem.missingBeforeIntactSegments)
+    #expect(problem.sequences == nil, "no records are missing: \(problem)")
+    #expect(problem.message.contains("not a Rewind segment"), "\(problem)")
+    #expect(verification.lastSequence == UInt64(records.count))
+
+    let plan = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(plan.moved.map(\.segment) == [stray], "\(plan.moved)")
+    #expect(plan.lastSequence == UInt64(records.count))
+    let done = try Journal.repair(directory: dir.path)
+    #expect(done.moved.map(\.segment) == [stray], "\(done.moved)")
+    #expect(done.moved.first?.movedTo == Layout.quarantineName + "/" + stray)
+    #expect(try Files.read(dir.appending(Layout.quarantineName + "/" + stray)).count == 70)
+    #expect(JournalFixtures.segments(dir.path) == segments)
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+
+  /// Opening for writing already moved a stray last file aside (it is the trace of a segment
+  /// creation cut short, or of something from outside), numbering on after the last record.
+  @Test func openingForWritingMovesAStrayLastFileAside() async throws {
+    let dir = TemporaryDirectory("stray-open")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 72)
+    journal.close()
+    let stray = Layout.segmentName(firstSequence: 99_999)
+    try Files.write(Array(String(repeating: "garbage", count: 10).utf8), to: dir.appending(stray))
+    let reopened = try Journal(directory: dir.path, options: options)
+    #expect(reopened.recovery.movedAside.map(\.segment) == [stray])
+    #expect(reopened.lastSequence == UInt64(records.count))
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+
+  /// A segment whose header is destroyed but whose batches are there is no stray: `verify` says
+  /// it holds committed records, and repair moves it saying so. Past a missing segment, repair
+  /// still refuses (records are missing before it), moving nothing.
+  @Test(arguments: [false, true])
+  func aSegmentWithADamagedHeaderIsNoStray(afterAGap: Bool) async throws {
+    let dir = TemporaryDirectory("stray-header")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    _ = try await JournalFixtures.write(journal, batches: 40, seed: 73)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let victim = try #require(segments.last)
+    var bytes = try Files.read(dir.appending(victim))
+    for offset in 0..<Layout.segmentHeaderSize { bytes[offset] = 0x47 }
+    try Files.write(bytes, to: dir.appending(victim))
+    if afterAGap { try FileManager.default.removeItem(atPath: dir.appending(segments[segments.count - 2])) }
+
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(!verification.problems.contains { $0.strayFile }, "\(verification.problems)")
+    if afterAGap {
+      let error = journalError { _ = try Journal.repair(directory: dir.path, dryRun: true) }
+      #expect(error?.code == .sequenceBreak, "\(String(describing: error))")
+      #expect(JournalFixtures.segments(dir.path).last == victim, "nothing moved")
+    } else {
+      let problem = try #require(verification.problems.first)
+      #expect(problem.file == victim)
+      #expect(problem.message.contains("holds committed records"), "\(problem)")
+      let done = try Journal.repair(directory: dir.path)
+      #expect(done.moved.map(\.segment) == [victim])
+      #expect(done.moved.first?.reason.contains("holds committed records") == true, "\(done.moved)")
+    }
+  }
+
+  /// A plan (a dry run) opened the journal as a writer: it created `LOCK` in a journal that had
+  /// none, and failed while a writer held the lock. It now only reads.
+  @Test func aPlanTakesNoLockAndWritesNothing() async throws {
+    let dir = TemporaryDirectory("plan-lock")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 20, seed: 74)
+    // While a writer holds the journal: a plan works, the repair itself refuses.
+    let plan = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(plan.damage == nil)
+    #expect(plan.lastSequence == UInt64(records.count))
+    #expect(journalError { _ = try Journal.repair(directory: dir.path) }?.code == .locked)
+    journal.close()
+
+    try FileManager.default.removeItem(atPath: dir.appending(Layout.lockName))
+    var bytes = try Files.read(dir.appending(try #require(JournalFixtures.segments(dir.path).last)))
+    bytes.append(contentsOf: [0x51, 0x2A, 0x4D, 0x18, 1, 2, 3])
+    try Files.write(bytes, to: dir.appending(try #require(JournalFixtures.segments(dir.path).last)))
+    let before = Files.list(dir.path)
+    let damaged = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(damaged.damage != nil)
+    #expect(Files.list(dir.path) == before, "a plan creates nothing, not even LOCK")
+  }
+
+  /// A copy of a segment under another name (its header's first sequence is not its name's, and
+  /// the segment its header names is there) made `verify` stop at the copy's name and `repair`
+  /// move it and every later segment aside, though every record was there. Now the copy alone is
+  /// the damage: `verify` reports it alone, and repair moves it alone.
+  @Test(arguments: ["inside", "after"])
+  func aCopyOfASegmentUnderAnotherNameIsMovedAsideAlone(place: String) async throws {
+    let dir = TemporaryDirectory("misnamed-\(place)")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 75)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let second = try #require(Layout.firstSequence(ofSegmentNamed: segments[1]))
+    let copy = Layout.segmentName(firstSequence: place == "inside" ? second - 3 : UInt64(records.count) + 10)
+    try Files.write(try Files.read(dir.appending(segments[1])), to: dir.appending(copy))
+
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.problems.count == 1, "\(verification.problems)")
+    let problem = try #require(verification.problems.first)
+    #expect(problem.file == copy)
+    #expect(problem.strayFile)
+    #expect(problem.sequences == nil, "no records are missing: \(problem)")
+    #expect(problem.message.contains("a copy of it under another name"), "\(problem)")
+    #expect(problem.message.contains(segments[1]), "\(problem)")
+    #expect(verification.lastSequence == UInt64(records.count))
+
+    let plan = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(plan.moved.map(\.segment) == [copy], "\(plan.moved)")
+    #expect(plan.lastSequence == UInt64(records.count))
+    let done = try Journal.repair(directory: dir.path)
+    #expect(done.moved.map(\.segment) == [copy], "\(done.moved)")
+    #expect(JournalFixtures.segments(dir.path) == segments)
+    #expect(try Files.read(dir.appending(Layout.quarantineName + "/" + copy)) == Files.read(dir.appending(segments[1])))
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+}
