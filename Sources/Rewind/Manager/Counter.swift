@@ -15,7 +15,9 @@ final class Counter: Sendable {
 
   init(_ start: Int64) { value = Mutex(start) }
 
-  /// Returns the current value and moves it on by `step`.
+  /// Returns the current value and moves it on by `step`. Inlined where it is called, as the
+  /// lock alone was; waking waiters is not.
+  @inline(__always)
   func advance(by step: Int64) -> Int64 {
     let old = value.withLock { value in
       defer { value += step }
@@ -43,6 +45,7 @@ final class Counter: Sendable {
   }
 
   /// Resumes the waiters whose target the value has reached.
+  @inline(never)
   private func wakeWaiters() {
     let reached = waiters.withLock { waiters -> [CheckedContinuation<Void, Never>] in
       let now = value.withLock { $0 }
