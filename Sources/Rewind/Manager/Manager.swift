@@ -935,8 +935,9 @@ public final class Manager<M: Model>: Sendable {
     }
   }
 
-  /// Finishes the commands already running, closes the journal and ends every change stream.
-  /// Later commands throw `.closed`.
+  /// Settles the appends already handed to the journal (their commands finish as it says), closes
+  /// the journal and ends every change stream. Commands not handed to it yet (waiting at the
+  /// gate, or staged in a batch not yet sent) and later ones throw `.closed`.
   public func close() {
     guarded.withLock { guarded in
       guarded.closed = true
