@@ -67,9 +67,16 @@ package final class SegmentFile {
     return window.prefix(count)
   }
 
-  /// The segment header at the start of the file.
+  /// The segment header at the start of the file, through the read-ahead window: for a reader
+  /// that goes on to read the batches after it.
   package func header() throws -> Result<SegmentHeader, SegmentHeader.Problem> {
     SegmentHeader.decode(Array(try bytes(at: 0, count: Layout.segmentHeaderSize)))
+  }
+
+  /// The segment header, read by itself: for a look at a file that reads nothing more of it,
+  /// where `header()` would read a whole window ahead (1 MiB) for the next reader to read again.
+  package func headerAlone() throws -> Result<SegmentHeader, SegmentHeader.Problem> {
+    SegmentHeader.decode(try read(count: Layout.segmentHeaderSize, at: 0))
   }
 
   /// What lies at `offset`: a whole, checked batch, the clean end of the file, or damage.

@@ -73,7 +73,7 @@ package struct JournalDirectory {
   package func journalIDOfEverySegmentButTheManifest() -> JournalID? {
     var named: Set<JournalID> = []
     for segment in segments {
-      guard case .success(let header)? = try? open(segment: segment).header() else { return nil }
+      guard case .success(let header)? = try? open(segment: segment).headerAlone() else { return nil }
       named.insert(header.journalID)
     }
     guard named.count == 1, let segmentsID = named.first, segmentsID != journalID else { return nil }

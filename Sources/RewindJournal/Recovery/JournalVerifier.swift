@@ -329,7 +329,8 @@ extension JournalReader {
       var problem: String?
       var copyOf: String?
       do {
-        let header = try file.header()
+        // Its header alone: the walk that follows reads the segment from its start.
+        let header = try file.headerAlone()
         problem = JournalDirectory.problem(with: header, expecting: first, journalID: layout.journalID)
         if problem != nil, !namedByIndex.contains(first), let original = try Self.original(of: header, in: layout) {
           copyOf = original
@@ -371,7 +372,7 @@ extension JournalReader {
     let original = try layout.open(segment: copy.firstSequence)
     guard
       JournalDirectory.problem(
-        with: try original.header(), expecting: copy.firstSequence, journalID: layout.journalID) == nil
+        with: try original.headerAlone(), expecting: copy.firstSequence, journalID: layout.journalID) == nil
     else { return nil }
     return original.name
   }
