@@ -187,8 +187,8 @@ public enum NotebookDemoCommand: RewindCommand {
   /// What a journal directory holds: its manifest, lock, index, segments, snapshots, quarantine,
   /// and the temporary files of an interrupted write (`index.tmp`, `<segment>.compact.tmp`).
   static func isJournalEntry(_ name: String) -> Bool {
-    ["manifest.json", "LOCK", "index", "snapshots", "quarantine"].contains(name) || name.hasSuffix(".lz4")
-      || name.hasSuffix(".tmp")
+    [Layout.manifestName, Layout.lockName, Layout.indexName, SnapshotStore.folderName, Layout.quarantineName]
+      .contains(name) || name.hasSuffix(Layout.segmentSuffix) || name.hasSuffix(".tmp")
   }
 
   /// The first entry of `directory` that a journal does not hold, in name order; nil when the

@@ -32,7 +32,10 @@ public struct SnapshotStore: Sendable {
     self.hashAlongsideBytes = hashAlongsideBytes
   }
 
-  var folder: String { directory + "/snapshots" }
+  /// The folder's name in the journal directory.
+  package static let folderName = "snapshots"
+
+  var folder: String { directory + "/" + SnapshotStore.folderName }
 
   /// The largest snapshot file read (1 GiB): a larger one is skipped as unreadable, so no file
   /// can make a reader allocate without bound.
