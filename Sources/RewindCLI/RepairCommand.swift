@@ -13,17 +13,17 @@ enum RepairCommand: RewindCommand {
     and the sequence number the journal will then end at. Snapshot files past that end stand for
     records the repair takes away: they move into DIR/quarantine/ too. A loss that left no bytes
     (committed records turned to zeros, or a segment cut short) has nothing to move: the plan says
-    so, and the repair only drops the index that names the lost records. At a terminal it asks before moving;
-    otherwise it only shows the plan unless --yes is given. The plan only reads (it takes no lock
-    and creates nothing, so it can be shown while a writer has the journal open, and may change if
-    that writer appends meanwhile); the repair itself refuses while a writer has the journal open.
-    A file named like a segment that holds nothing committed (no valid header, no valid batch, no
-    index entry naming it) is moved aside alone. When every segment belongs to one journal and the manifest names another, it
-    refuses (exit 3) and names the segments' journal: the manifest is then the likelier damage,
-    and moving every segment aside would empty the journal. It refuses too (exit 3, nothing
-    moved) when the damage starts with records no segment holds before segments that are intact
-    (the first segment missing, or one in the middle): it would move those intact segments
-    aside. Restore the missing segment from a backup.
+    so, and the repair only drops the index that names the lost records. At a terminal it asks
+    before moving; otherwise it only shows the plan unless --yes is given. The plan only reads (it
+    takes no lock and creates nothing, so it can be shown while a writer has the journal open, and
+    may change if that writer appends meanwhile); the repair itself refuses while a writer has the
+    journal open. A file named like a segment that holds nothing committed (no valid header, no
+    valid batch, no index entry naming it) is moved aside alone. When every segment belongs to one
+    journal and the manifest names another, it refuses (exit 3) and names the segments' journal:
+    the manifest is then the likelier damage, and moving every segment aside would empty the
+    journal. It refuses too (exit 3, nothing moved) when the damage starts with records no segment
+    holds before segments that are intact (the first segment missing, or one in the middle): it
+    would move those intact segments aside. Restore the missing segment from a backup.
 
     Exit 0 when there was nothing to repair or the repair is done; 1 when a plan was shown but not
     carried out; 3 when the journal cannot be opened, or the repair could not finish: what it
