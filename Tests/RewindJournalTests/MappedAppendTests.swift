@@ -100,6 +100,61 @@ import Testing
     journal.close()
   }
 
+  /// A reader's view of the active segment while the writer stores a frame through its mapping:
+  /// the file up to `storedTo` (a byte inside the frame at `frameStart`), then the zeros of the
+  /// allocated space that the store has not reached. The writer finishes that frame and stores
+  /// the next one just before the first read that starts inside the frame's header: only a scan
+  /// for a valid header after damage at `frameStart` reads there. From then on, the whole file.
+  final class FrameBeingStored: ForwardingFileIO, @unchecked Sendable {
+    let base: any FileIO = PosixFileIO()
+    let segment: String
+    let frameStart: Int64
+    let storedTo: Int64
+    private let storing = Locked(true)
+    /// Whether the reader scanned past the half-stored frame (and so saw the writer finish it).
+    var scanned: Bool { !storing.withLock { $0 } }
+
+    init(segment: String, frameStart: Int64, storedTo: Int64) {
+      (self.segment, self.frameStart, self.storedTo) = (segment, frameStart, storedTo)
+    }
+
+    func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+      let ofSegment = path.hasSuffix("/" + segment)
+      let stillStoring = storing.withLock { (storing: inout Bool) -> Bool in
+        if ofSegment, offset > frameStart, offset < frameStart + Int64(Layout.batchHeaderSize) { storing = false }
+        return storing
+      }
+      let count = try base.pread(fd, into: buffer, at: offset, path: path)
+      if ofSegment, stillStoring, offset + Int64(count) > storedTo {
+        let from = Int(max(0, storedTo - offset))
+        for i in from..<count { buffer[i] = 0 }
+      }
+      return count
+    }
+  }
+
+  @Test func aFrameReadWhileItIsStoredIsNotDamageWhenTheNextOneFollowsIt() async throws {
+    // A reader read a frame half stored through the mapping (its header whole, its frame not),
+    // twice, then found the next frame's valid header after it: the writer had finished the one
+    // and stored the next meanwhile. It took that header for committed data after damage and
+    // reported "frame checksum mismatch ... Committed data is damaged" on a healthy journal.
+    let dir = TemporaryDirectory("mapped-half-stored")
+    let journal = try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO()))
+    let batches = Self.batches(3, seed: 27)
+    for batch in batches { try await journal.append(batch) }
+    let name = try #require(JournalFixtures.segments(dir.path).last)
+    let bytes = try Files.read(dir.appending(name))
+    let first = try BatchHeader.decode(bytes[Layout.segmentHeaderSize...], limits: JournalLimits()).get()
+    let middle = Int64(Layout.segmentHeaderSize) + first.totalLength
+    #expect(Int64(bytes.count) > middle + 600, "space allocated after the frames")
+    let io = FrameBeingStored(
+      segment: name, frameStart: middle, storedTo: middle + Int64(Layout.batchHeaderSize) + 100)
+    let read = try JournalFixtures.readAll(JournalReader(directory: dir.path, io: io).records())
+    #expect(io.scanned, "the reader looked for a header after the half-stored frame")
+    #expect(read == Self.records(batches))
+    journal.close()
+  }
+
   @Test func aCopyTakenWhileTheWriterIsLiveReopensWithEveryAcknowledgedRecord() async throws {
     // What killing the process leaves: the files of a live writer, allocated zeros and all.
     let batches = Self.batches(300, seed: 25)

@@ -180,6 +180,7 @@ public final class JournalCursor {
   /// Loads the next batch into `buffer`. Returns false at the end of what is written.
   private func loadBatch() throws -> Bool {
     var refreshed = false
+    var rereads = 0
     while let file {
       let read: BatchRead
       do {
@@ -250,11 +251,16 @@ public final class JournalCursor {
           try refreshSize(file)
           continue
         }
-        if try isUnfinishedTail(damage, in: file) {
+        switch try judge(damage, in: file) {
+        case .unfinishedTail:
           // Not the end of the journal when a later segment appeared meanwhile: read on later.
           return layout.segments.last == file.firstSequence ? try endOfJournal() : false
+        case .changed where rereads < Self.maximumRereads:
+          rereads += 1
+          continue
+        case .changed, .damage:
+          throw layout.error(damage, in: file, expecting: expected)
         }
-        throw layout.error(damage, in: file, expecting: expected)
       }
     }
     return try endOfJournal()
@@ -301,15 +307,31 @@ public final class JournalCursor {
     do { try file.refreshSize() } catch { throw JournalError(error, directory: reader.directory, file: file.name) }
   }
 
+  /// What damage found in the current segment is.
+  private enum Judgement {
+    /// A frame still being written, a torn tail the next writer moves aside, or preallocated
+    /// zeros: the end, for a reader, for now.
+    case unfinishedTail
+    /// The bytes judged changed since: a writer was storing them; read them again.
+    case changed
+    /// Committed data is damaged.
+    case damage
+  }
+
+  /// How often one batch is read again because it changed while it was judged (`.changed`): a
+  /// writer stores a frame once, so more means bytes that keep changing, reported as damage.
+  private static let maximumRereads = 16
+
   /// Damage that ends the last segment with nothing valid after it is a frame still being
   /// written (or a torn tail the next writer will move aside): the end, for a reader, for now.
   /// So are zeros to the end of the last segment: space the writer preallocated and has not
   /// written yet (FORMAT.md, "Writing"); a frame being written over them reads as damage
   /// followed by zeros until it is complete.
   /// A header or frame whose checksums hold is never that (a frame written with larger limits
-  /// than this reader's included): it is an error.
-  private func isUnfinishedTail(_ damage: BatchDamage, in file: SegmentFile) throws -> Bool {
-    if !damage.kind.canBeTorn { return false }
+  /// than this reader's included): it is an error. Neither is damage with a valid header after
+  /// it, unless the damaged batch reads differently when read again (`.changed`).
+  private func judge(_ damage: BatchDamage, in file: SegmentFile) throws -> Judgement {
+    if !damage.kind.canBeTorn { return .damage }
     try layout.refresh()
     guard layout.segments.last == file.firstSequence else {
       // A later segment exists, so this one was complete before it was created. If its size
@@ -318,23 +340,31 @@ public final class JournalCursor {
       // meanwhile: not damage; the next read looks again from here.
       let judged = file.size
       try refreshSize(file)
-      if file.size != judged { return true }
+      if file.size != judged { return .unfinishedTail }
       // Its size need not change: frames that fill its preallocated space exactly leave nothing
       // to cut. Sealed before the next segment appeared, it now reads as it stays: read again.
       do {
         if case .damaged = try file.batch(
           at: damage.offset, expecting: expected, checkFrame: true, limits: reader.limits)
         {
-          return false
+          return .damage
         }
       } catch {
         throw JournalError(error, directory: reader.directory, file: file.name)
       }
-      return true
+      return .unfinishedTail
     }
-    if damage.kind == .zeroFilled { return true }
+    if damage.kind == .zeroFilled { return .unfinishedTail }
     do {
-      return try !file.hasValidBatchHeader(after: damage.offset)
+      guard try file.hasValidBatchHeader(after: damage.offset) else { return .unfinishedTail }
+      // That header need not have been there when the damage was read: a writer storing through
+      // its mapping (FORMAT.md, "Writing") writes inside the file's size, so a read can catch a
+      // frame half stored and the scan after it find the next frame, stored since. The writer
+      // finished the one before it began the next: read it again. Only if it still reads as it
+      // did is it damage.
+      let again = try file.batch(at: damage.offset, expecting: expected, checkFrame: true, limits: reader.limits)
+      if case .damaged(let now) = again, now == damage { return .damage }
+      return .changed
     } catch {
       throw JournalError(error, directory: reader.directory, file: file.name)
     }

@@ -273,7 +273,9 @@ package final class SegmentFile {
   ///
   /// Only the first `size` bytes count: the damage was judged on them, and bytes a writer appended
   /// since (a follower's view of the active segment) would make a frame still being written look
-  /// like damage in the middle of committed data.
+  /// like damage in the middle of committed data. A writer storing through a mapping writes
+  /// inside that size: a reader then reads the damaged batch again after the scan
+  /// (`JournalCursor.judge`).
   package func nextValidBatchHeader(after offset: Int64, limits: JournalLimits) throws -> (Int64, BatchHeader)? {
     var window = ScanWindow()
     return try nextValidBatchHeader(after: offset, limits: limits, window: &window)
