@@ -137,7 +137,8 @@ import Testing
     // A reader read a frame half stored through the mapping (its header whole, its frame not),
     // twice, then found the next frame's valid header after it: the writer had finished the one
     // and stored the next meanwhile. It took that header for committed data after damage and
-    // reported "frame checksum mismatch ... Committed data is damaged" on a healthy journal.
+    // reported "frame checksum mismatch ... Committed data is damaged" on a healthy journal;
+    // `verify` reported the frame as a problem.
     let dir = TemporaryDirectory("mapped-half-stored")
     let journal = try Journal(directory: dir.path, options: Self.options(FaultInjectingFileIO()))
     let batches = Self.batches(3, seed: 27)
@@ -152,6 +153,12 @@ import Testing
     let read = try JournalFixtures.readAll(JournalReader(directory: dir.path, io: io).records())
     #expect(io.scanned, "the reader looked for a header after the half-stored frame")
     #expect(read == Self.records(batches))
+    // `verify` (safe while a writer appends) judged it the same way, on one read of the frame.
+    let again = FrameBeingStored(segment: name, frameStart: io.frameStart, storedTo: io.storedTo)
+    let report = try JournalReader(directory: dir.path, io: again).verify()
+    #expect(again.scanned, "verify looked for a header after the half-stored frame")
+    #expect(report.problems.isEmpty, "\(report.problems)")
+    #expect(report.records == UInt64(batches.count))
     journal.close()
   }
 

@@ -149,6 +149,8 @@ extension JournalReader {
           report.unindexed.append(UnindexedRecords(segment: file.name, sequences: segmentRecords))
         }
       }
+      // Batches read again because they changed while they were judged (see below).
+      var rereads = 0
       walk: while true {
         var damage: BatchDamage?
         switch try file.batch(at: offset, expecting: expected, checkFrame: true, limits: limits) {
@@ -201,6 +203,16 @@ extension JournalReader {
           throw layout.error(damage, in: file, expecting: expected)
         }
         let resume = try file.nextValidBatchHeader(after: damage.offset, limits: limits)
+        // As for readers (`JournalCursor.judge`): in the last segment, that header may have been
+        // stored since the damage was read, by a writer storing through its mapping, which
+        // finished the damaged frame first. Read it again: if it reads differently, walk on
+        // from it (a few times at most: a writer stores a frame once).
+        if isLast, resume != nil, damage.kind.canBeTorn, rereads < 16 {
+          rereads += 1
+          let again = try file.batch(at: damage.offset, expecting: expected, checkFrame: true, limits: limits)
+          let same = if case .damaged(let now) = again { now == damage } else { false }
+          if !same { continue walk }
+        }
         let sequences = damage.header.map { min($0.firstSequence, expected)...max($0.lastSequence, expected) }
         let problem = JournalProblem(
           file: file.name, offset: damage.offset, sequences: sequences ?? (expected...expected),
