@@ -219,7 +219,7 @@ import Testing
         checkpointEvery: 10, snapshots: SnapshotPolicy(directory: directory.path, every: 25, keep: 2))
     }
     // The job subscribes when it starts: wait for it before committing anything.
-    while manager.observerCount == 0 { await Task.yield() }
+    try await manager.waitUntil(observersAttached: 1)
     // Blocks of 10 commands, each waited for until its checkpoint is in (a bounded wait), then 5.
     func commit(_ count: Int) async throws {
       for step in 0..<count {
