@@ -25,6 +25,29 @@ import Testing
     #expect(run.err == "rewind help: unexpected argument 'extra'; rewind help COMMAND shows one command's help\n")
   }
 
+  /// `rewind --help extra` printed the overview with exit 0. In the command's place, `--help` and
+  /// `-h` are `help`: what follows is a command's name, and anything more is a usage error.
+  /// (After a command, `--help` where a flag could stand wins over any other argument: see
+  /// `ArgumentTests.helpIsAskedOnlyWhereAFlagCouldStand`.)
+  @Test func helpInTheCommandsPlaceTakesOneCommand() async throws {
+    for flag in ["--help", "-h"] {
+      let extra = try await ToolRun.run("rewind", [flag, "extra"])
+      #expect(extra.status == 2, "\(flag): \(extra.out)")
+      #expect(extra.out.isEmpty, "\(flag): \(extra.out)")
+      #expect(extra.err == "rewind extra: unknown command 'extra'; run rewind --help for the list\n", "\(extra.err)")
+      let more = try await ToolRun.run("rewind", [flag, "log", "extra"])
+      #expect(more.status == 2, "\(flag): \(more.out)")
+      #expect(
+        more.err == "rewind \(flag): unexpected argument 'extra'; rewind help COMMAND shows one command's help\n",
+        "\(more.err)")
+      let log = try await ToolRun.run("rewind", [flag, "log"])
+      #expect(log.status == 0, "\(flag): \(log.err)")
+      #expect(log.out.hasPrefix("Usage: rewind log DIR"), "\(flag): \(log.out)")
+      let alone = try await ToolRun.run("rewind", [flag])
+      #expect(alone.status == 0 && alone.out.contains("Usage: rewind COMMAND"), "\(flag): \(alone.out)")
+    }
+  }
+
   /// Any number of dashes was taken: `-from 5`, `---from 5`.
   @Test func anOptionTakesExactlyTwoDashesALetterOne() async throws {
     let dir = TemporaryDirectory("cli-dashes")
