@@ -48,6 +48,22 @@ import Testing
     }
   }
 
+  /// `rewind log` on a directory that is not a journal said "not a Rewind journal (manifest.json)
+  /// in journal DIR", then advice for a directory with segments, which it has not. Every command
+  /// that reads a journal says the same plain line (`verify` too).
+  @Test func aDirectoryThatIsNotAJournalIsNamedPlainly() async throws {
+    let dir = TemporaryDirectory("cli-not-a-journal")
+    try Files.write(Array("shopping list".utf8), to: dir.appending("notes.txt"))
+    for command in ["log", "verify", "stats", "tail"] {
+      let run = try await ToolRun.run("rewind", [command, dir.path])
+      #expect(run.status == 3, "\(command): \(run.out)")
+      #expect(
+        run.err
+          == "rewind \(command): \(dir.path) is not a Rewind journal: it holds no manifest.json and no segment. "
+          + "Check the path (rewind COMMAND DIR takes a journal directory).\n", "\(command): \(run.err)")
+    }
+  }
+
   /// Any number of dashes was taken: `-from 5`, `---from 5`.
   @Test func anOptionTakesExactlyTwoDashesALetterOne() async throws {
     let dir = TemporaryDirectory("cli-dashes")
