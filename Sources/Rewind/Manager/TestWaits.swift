@@ -7,8 +7,9 @@ internal import Synchronization
 // `testWaitBound` instead of hanging it (a test's time limit cannot end a wait that ignores
 // cancellation, and a hook's wait runs in a task the limit does not cancel).
 
-/// How long a test's wait lasts before it gives up: a hundred times what the slowest of them took
-/// in a loaded full run, and shorter than the 10-minute limits of the tests that have one.
+/// How long a test's wait lasts before it gives up: a wait is one wake-up, which even a loaded
+/// full run (where whole tests took 100-320 s, most of it queued) gives far sooner; and shorter
+/// than the 10-minute limits of the tests that have one, so the wait's message is the one seen.
 let testWaitBound: Duration = .seconds(300)
 
 /// Thrown by a test's wait that gave up: what it waited for, and what it saw then.
