@@ -147,25 +147,37 @@ public enum NotebookDemoCommand: RewindCommand {
 
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let report = try JournalReader(directory: directory).verify()
-    func perOrigin(_ counts: [String: Int]) -> String {
-      counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+    func perOrigin(_ counts: [String: Int], _ what: String) -> String {
+      if counts.isEmpty { return "no " + what }
+      return counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + " " + what
     }
     // The commands that recorded events: what `rewind stats` can count (a command that records
     // nothing leaves no trace in the journal), as against all the commands issued.
     let recording = summary.committedByOrigin.values.reduce(0, +)
     // The directory as typed: shown, not sent to the terminal, as every command echoes text.
     let shown = visible(directory)
+    let commands =
+      summary.commands == 0
+      ? "none issued"
+      : "\(summary.commands) issued, \(summary.commands - recording) of them with nothing to record; "
+        + "\(NotebookWorkload.commandsInFlight) in flight"
+    // With no command (--events 0), rates of nothing over the time it took to open the journal.
+    let throughput =
+      summary.commands == 0
+      ? "- (no command issued)"
+      : "\(Int(Double(written) / max(seconds, 1e-9))) events/s, "
+        + "\(Int(Double(summary.commands) / max(seconds, 1e-9))) commands issued/s in \(String(format: "%.3f", seconds)) s"
     output.out(
       """
       notebook demo: \(shown) (\(seed.map { "seed \($0)" } ?? "unseeded"), durability \(durability))
-        events        \(written), recorded by \(recording) command\(recording == 1 ? "" : "s") (as rewind stats counts them)
-        commands      \(summary.commands) issued, \(summary.commands - recording) of them with nothing to record; \(NotebookWorkload.commandsInFlight) in flight
-        by origin     \(perOrigin(eventsByOrigin)) events (as rewind stats counts them)
-                      \(perOrigin(summary.committedByOrigin)) commands that recorded events
-        throughput    \(Int(Double(written) / max(seconds, 1e-9))) events/s, \(Int(Double(summary.commands) / max(seconds, 1e-9))) commands issued/s in \(String(format: "%.3f", seconds)) s
-        journal       \(report.records) records, \(report.batches) frames, \(report.segments) segments
+        events        \(written), recorded by \(counted(recording, "command")) (as rewind stats counts them)
+        commands      \(commands)
+        by origin     \(perOrigin(eventsByOrigin, "events")) (as rewind stats counts them)
+                      \(perOrigin(summary.committedByOrigin, "commands that recorded events"))
+        throughput    \(throughput)
+        journal       \(counted(report.records, "record")), \(counted(report.batches, "frame")), \(counted(report.segments, "segment"))
         size          \(report.bytesOnDisk) bytes on disk, \(report.bytesDecoded) decoded (ratio \(ratio(report)))
-        integrity     \(report.isSound ? "sound" : "\(report.problems.count) problems: run rewind verify \(shown)")
+        integrity     \(report.isSound ? "sound" : "\(counted(report.problems.count, "problem")): run rewind verify \(shown)")
 
       """)
     return report.isSound ? .success : .findings

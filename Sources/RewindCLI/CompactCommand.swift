@@ -44,7 +44,8 @@ enum CompactCommand: RewindCommand {
       report = try journal.compactSealedSegments { done in
         // Each as it is done: a failure later leaves these compacted.
         output.out(
-          "compacted \(done.segment): \(done.records) records, \(done.framesBefore) -> \(done.framesAfter) frames, "
+          "compacted \(done.segment): \(counted(done.records, "record")), \(done.framesBefore) -> "
+            + "\(counted(done.framesAfter, "frame")), "
             + "\(done.bytesBefore) -> \(done.bytesAfter) bytes (\(percent(done.bytesAfter, of: done.bytesBefore)))\n")
       }
     } catch let error as JournalError where error.code == .corrupt || error.code == .sequenceBreak {

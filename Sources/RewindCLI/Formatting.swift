@@ -7,7 +7,14 @@ package import RewindJournal
 /// (which would make a young journal look uncompressed).
 package func ratio(_ report: VerificationReport) -> String {
   let written = report.bytesOnDisk - report.preallocatedBytes
-  return written <= 0 ? "-" : String(format: "%.2f", Double(report.bytesDecoded) / Double(written))
+  // Nothing decoded (no records): a ratio of 0.00 would read as a journal that compresses to nothing.
+  return written <= 0 || report.bytesDecoded == 0
+    ? "-" : String(format: "%.2f", Double(report.bytesDecoded) / Double(written))
+}
+
+/// `count` and `noun`, in the plural unless `count` is 1: "1 segment", "0 segments", "3 frames".
+package func counted(_ count: some BinaryInteger, _ noun: String) -> String {
+  "\(count) \(noun)\(count == 1 ? "" : "s")"
 }
 
 /// ISO 8601 with nanoseconds, UTC; any Int64 (1677-09-21T00:12:43.145224192Z to
@@ -75,9 +82,9 @@ func foreignManifestMessage(_ error: JournalError) -> String? {
 /// segments remain: the library's advice for a directory without one (create a journal) would
 /// loop, as a writer refuses a directory with segments. Names the journal id every segment's
 /// header names, when they agree. A manifest that is not one beside no segments gets advice too
-/// (restore it, or remove it so that a writer creates a journal there). Nil for any other error,
-/// also for a missing manifest beside no segments (not a journal: the library's advice holds) and
-/// for a manifest of an unknown format or naming another journal (their messages say what to do).
+/// (restore it, or remove it so that a writer creates a journal there), and a missing manifest
+/// beside no segments a plain "not a Rewind journal". Nil for any other error, also for a
+/// manifest of an unknown format or naming another journal (their messages say what to do).
 /// Reads with the journal's own file layer and manifest parser.
 func manifestAdvice(_ error: JournalError) -> String? {
   let io = PosixFileIO()
@@ -86,7 +93,12 @@ func manifestAdvice(_ error: JournalError) -> String? {
   else { return nil }
   let path = directory + "/" + Layout.manifestName
   let missing = !io.fileExists(path)
-  if missing, segments.isEmpty { return nil }
+  if missing, segments.isEmpty {
+    // The library's message serves a writer too ("in journal DIR", advice about segments): say
+    // only what is wrong with the path given.
+    return "\(directory) is not a Rewind journal: it holds no \(Layout.manifestName) and no segment. Check the "
+      + "path (rewind COMMAND DIR takes a journal directory)."
+  }
   // A manifest the journal's parser reads (a format and a well-formed id) is refused for another reason.
   if !missing, let bytes = try? Manifest.readBytes(directory: directory, io: io), Manifest.decode(bytes) != nil {
     return nil
@@ -109,7 +121,7 @@ func manifestAdvice(_ error: JournalError) -> String? {
     ? #"{"format": 1, "journalID": "\#(ids.first!)"} (the id every segment's header names)"#
     : "format 1 and the journal id of its segments' headers (they name \(ids.isEmpty ? "none that can be read" : "several: \(ids.sorted().joined(separator: ", "))"))"
   return problem
-    + " in journal \(directory), which holds \(segments.count) segment(s): its records are there, but no command "
+    + " in journal \(directory), which holds \(counted(segments.count, "segment")): its records are there, but no command "
     + "reads them, and a writer will not create a manifest beside them. Restore \(Layout.manifestName) from a backup, "
     + "or write it as Journal/FORMAT.md describes: \(written)."
 }

@@ -151,10 +151,10 @@ public struct RewindTool {
     Commands:
     \(commandLines)
 
-    Options: rewind help COMMAND, or --help (or -h) wherever a flag could stand, shows a command's
-    help (as an option's value it is just text); an option that takes a value may be given once
-    (a second --since is a usage error), a flag twice counts once; -1 where a number is expected is
-    out of range.
+    Options: rewind help COMMAND (or rewind --help COMMAND), or --help (or -h) wherever a flag
+    could stand, shows a command's help (as an option's value it is just text); an option that
+    takes a value may be given once (a second --since is a usage error), a flag twice counts once;
+    -1 where a number is expected is out of range.
     Text output shows control characters, line separators, bidi marks and overrides, and
     invisible characters (zero width space, word joiner, soft hyphen, byte order mark; not the
     zero width joiner and non-joiner that scripts and emoji need) from the journal (or echoed from
@@ -181,11 +181,16 @@ public struct RewindTool {
 
   /// Runs one command line (without the program name) and returns the exit code.
   public func run(_ arguments: [String], output: Output = .standard) async -> Int32 {
-    // `rewind help COMMAND` is `rewind COMMAND --help`.
-    if arguments.count == 2, arguments[0] == "help" { return await run([arguments[1], "--help"], output: output) }
-    if arguments.count > 2, arguments[0] == "help" {
+    // `rewind help COMMAND` is `rewind COMMAND --help`. In the command's place, `--help` and `-h`
+    // are `help`: what follows them is a command's name, not more flags (`rewind --help extra`
+    // is a usage error, as `rewind help log extra` is).
+    if arguments.count == 2, ["help", "--help", "-h"].contains(arguments[0]) {
+      return await run([arguments[1], "--help"], output: output)
+    }
+    if arguments.count > 2, ["help", "--help", "-h"].contains(arguments[0]) {
       output.err(
-        "rewind help: unexpected argument '\(visible(arguments[2]))'; rewind help COMMAND shows one command's help\n")
+        "rewind \(arguments[0]): unexpected argument '\(visible(arguments[2]))'; rewind help COMMAND shows one "
+          + "command's help\n")
       return ExitCode.usage.rawValue
     }
     guard let name = arguments.first else {

@@ -12,10 +12,12 @@ enum TailCommand: RewindCommand {
 
     Shows the last N events (-n N, -nN or --lines N, one option given once; default 10) as
     `rewind log` does, oldest first, each event's fields cut at 160 characters unless --full is
-    given; --json as `rewind log --json`. With -f (--follow), then waits and shows each new event
-    as a writer commits it, one line at a time, until interrupted (Ctrl-C ends it with exit 0) or
-    its output is closed: a pipe whose reader leaves (| head -1) ends it at once with status 141,
-    even while no event comes. Takes no lock: a writer may be appending meanwhile.
+    given; --json as `rewind log --json`. N is digits alone: -n +N (tail(1)'s "from the N-th")
+    is a usage error; --from N reads from sequence N. With -f (--follow), then waits and shows
+    each new event as a writer commits it, one line at a time, until interrupted (Ctrl-C ends it
+    with exit 0) or its output is closed: a pipe whose reader leaves (| head -1) ends it at once
+    with status 141, even while no event comes. Takes no lock: a writer may be appending
+    meanwhile.
 
     The selection options of `rewind log` narrow both: -n N counts the last N events that match,
     and -f shows only new events that match.

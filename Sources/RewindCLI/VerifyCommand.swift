@@ -108,7 +108,8 @@ enum VerifyCommand: RewindCommand {
       }
     let whole = report.isSound && lostRecords == 0
     let frames =
-      "\(report.records) records in \(report.batches) frames, \(report.segments) segments, last sequence \(report.lastSequence)"
+      "\(counted(report.records, "record")) in \(counted(report.batches, "frame")), \(counted(report.segments, "segment")), "
+      + "last sequence \(report.lastSequence)"
     output.out(
       whole
         ? "frames: sound, \(frames)\n"

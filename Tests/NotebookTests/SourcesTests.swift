@@ -12,24 +12,24 @@ import Testing
 /// it saw that.
 private final class StalledServer: NoteServer {
   private struct State {
-    var started = false
     var cancelled = false
     var waiter: CheckedContinuation<Void, Never>?
   }
   private let state = Mutex(State())
 
-  var started: Bool { state.withLock { $0.started } }
+  /// Set once a fetch has started waiting.
+  let started = Signal("the fetch started")
   var sawCancellation: Bool { state.withLock { $0.cancelled } }
 
   func fetchNotes(in notebook: NotebookID) async throws -> [RemoteNote] {
     await withTaskCancellationHandler {
       await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
         let resumeNow = state.withLock { state in
-          state.started = true
           if state.cancelled { return true }
           state.waiter = continuation
           return false
         }
+        started.set()
         if resumeNow { continuation.resume() }
       }
     } onCancel: {
@@ -79,7 +79,7 @@ private final class StalledServer: NoteServer {
   let written = manager.lastSequence
   let server = StalledServer()
   let pull = Task { try await manager.pullNotes(from: server, into: notebook) }
-  while !server.started { await Task.yield() }
+  try await server.started.wait()
   // The funnel stays open while the job runs off it.
   let other = try await manager.createNote(in: notebook, title: "meanwhile")
   pull.cancel()

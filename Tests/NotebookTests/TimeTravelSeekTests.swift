@@ -219,8 +219,12 @@ import Testing
         checkpointEvery: 10, snapshots: SnapshotPolicy(directory: directory.path, every: 25, keep: 2))
     }
     // The job subscribes when it starts: wait for it before committing anything.
-    while manager.observerCount == 0 { await Task.yield() }
-    // Blocks of 10 commands, each waited for until its checkpoint is in (a bounded wait), then 5.
+    try await manager.waitUntil(observersAttached: 1)
+    // Blocks of 10 commands, each waited for until its checkpoint is sent, then 5. One append
+    // per command (each awaited) and two per checkpoint (its mark, then its digest): the k-th
+    // digest is append 12k. Once sent, its sequence number is fixed, and the next block's
+    // commands come after it. (A poll of the journal's files every 5 ms gave up after 6000
+    // looks, which a loaded parallel run could outlast.)
     func commit(_ count: Int) async throws {
       for step in 0..<count {
         try await manager.perform(.user) { _, command in
@@ -230,11 +234,7 @@ import Testing
     }
     for block in 1...12 {
       try await commit(10)
-      var polls = 0
-      while try checkpointSequences(directory.path, CheckpointDigest.name).count < block, polls < 6000 {
-        polls += 1
-        try await Task.sleep(for: .milliseconds(5))
-      }
+      try await manager.waitUntil(journalAppends: 12 * block)
     }
     try await commit(5)
     let live = manager.state

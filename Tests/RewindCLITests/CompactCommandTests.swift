@@ -23,6 +23,9 @@ import Testing
     #expect(run.err.isEmpty)
     for name in names.dropLast() { #expect(run.out.contains("compacted \(name): "), "\(run.out)") }
     #expect(run.out.contains("compacted \(names.count - 1) segments: "), "\(run.out)")
+    // A count of one is singular: "-> 1 frame", not "1 frames".
+    #expect(run.out.contains(" -> 1 frame, "), "\(run.out)")
+    #expect(!run.out.contains(" 1 frames") && !run.out.contains(" 1 records"), "\(run.out)")
     for name in names.dropLast() { #expect(Files.size(dir.appending(name)) < before[name]!.count, "\(name)") }
     #expect(try Files.read(dir.appending(names.last!)) == before[names.last!], "the last segment is left as it is")
 

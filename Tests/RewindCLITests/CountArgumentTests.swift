@@ -45,6 +45,10 @@ import Testing
       #expect(run.err == message, "\(arguments)")
       #expect(run.out.isEmpty, "\(arguments): \(run.out)")
     }
+    // tail's help says so: tail(1)'s `-n +N` (from the N-th line on) is refused.
+    let help = try await ToolRun.run("rewind", ["tail", "--help"])
+    #expect(help.out.contains("N is digits alone: -n +N"), "\(help.out)")
+    #expect(help.out.contains("is a usage error; --from N reads from sequence N."), "\(help.out)")
     // Digits alone are still counts.
     let tail = try await ToolRun.run("rewind", ["tail", journal, "-n", "3"])
     #expect(tail.status == 0, "\(tail.err)")

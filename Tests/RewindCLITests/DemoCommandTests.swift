@@ -139,8 +139,9 @@ import Testing
     let records = try #require(object["events"] as? Int)
     let frames = try #require(object["frames"] as? Int)
     let segments = try #require(object["segments"] as? Int)
-    #expect(
-      run.out.contains("  journal       \(records) records, \(frames) frames, \(segments) segments\n"), "\(run.out)")
+    func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+    let line = [counted(records, "record"), counted(frames, "frame"), counted(segments, "segment")]
+    #expect(run.out.contains("  journal       \(line.joined(separator: ", "))\n"), "\(run.out)")
     let statsText = try await Self.rewind(["stats", dir.appending("journal")])
     #expect(statsText.out.contains("segments     \(segments), \(frames) frames ("), "\(statsText.out)")
     let names = Set(
@@ -200,16 +201,26 @@ import Testing
   }
 
   /// --events 0 issues no command: DIR is an empty journal, verified, and the summary says so.
+  /// The summary printed an empty origin list before "events", a throughput of nothing, a
+  /// compression ratio of 0.00 and "1 segments".
   @Test func zeroEventsLeavesAnEmptyJournal() async throws {
     let dir = TemporaryDirectory("cli-demo-zero")
     let journal = dir.appending("journal")
     let run = try await Self.rewind(["demo", journal, "--events", "0", "--seed", "1", "--durability", "none"])
     #expect(run.status == 0, "\(run.err)")
     #expect(run.out.contains("  events        0, recorded by 0 commands (as rewind stats counts them)\n"), "\(run.out)")
-    #expect(run.out.contains("  commands      0 issued, 0 of them with nothing to record; "), "\(run.out)")
+    #expect(run.out.contains("  commands      none issued\n"), "\(run.out)")
+    #expect(run.out.contains("  by origin     no events (as rewind stats counts them)\n"), "\(run.out)")
+    #expect(run.out.contains("                no commands that recorded events\n"), "\(run.out)")
+    #expect(run.out.contains("  throughput    - (no command issued)\n"), "\(run.out)")
+    #expect(run.out.contains("  journal       0 records, 0 frames, 1 segment\n"), "\(run.out)")
+    #expect(run.out.contains(" decoded (ratio -)\n"), "\(run.out)")
     #expect(run.out.contains("  integrity     sound\n"), "\(run.out)")
     let verify = try await Self.rewind(["verify", journal])
     #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+    #expect(verify.out.contains("frames: sound, 0 records in 0 frames, 1 segment, last sequence 0\n"), "\(verify.out)")
+    let stats = try await Self.rewind(["stats", journal])
+    #expect(stats.out.contains("compression  ratio - ("), "\(stats.out)")
     let export = try await Self.rewind(["export", journal, "--jsonl"])
     #expect(export.status == 0 && export.out.isEmpty, "\(export.out)\(export.err)")
     // Empty, it still takes a seeded run.

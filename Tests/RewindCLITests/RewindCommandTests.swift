@@ -219,7 +219,8 @@ import Testing
       let run = try await Self.rewind([command, dir.path])
       #expect(run.status == 3, "\(command): \(run.err)")
       #expect(
-        run.err.contains("no manifest.json in journal \(dir.path), which holds \(segments) segment(s)"),
+        run.err.contains(
+          "no manifest.json in journal \(dir.path), which holds \(segments) segment\(segments == 1 ? "" : "s"):"),
         "\(command): \(run.err)")
       #expect(run.err.contains(#"{"format": 1, "journalID": "\#(id)"}"#), "\(command): \(run.err)")
       #expect(!run.err.contains("create the journal by opening it for writing"), "\(command): \(run.err)")

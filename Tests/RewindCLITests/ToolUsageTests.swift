@@ -25,6 +25,45 @@ import Testing
     #expect(run.err == "rewind help: unexpected argument 'extra'; rewind help COMMAND shows one command's help\n")
   }
 
+  /// `rewind --help extra` printed the overview with exit 0. In the command's place, `--help` and
+  /// `-h` are `help`: what follows is a command's name, and anything more is a usage error.
+  /// (After a command, `--help` where a flag could stand wins over any other argument: see
+  /// `ArgumentTests.helpIsAskedOnlyWhereAFlagCouldStand`.)
+  @Test func helpInTheCommandsPlaceTakesOneCommand() async throws {
+    for flag in ["--help", "-h"] {
+      let extra = try await ToolRun.run("rewind", [flag, "extra"])
+      #expect(extra.status == 2, "\(flag): \(extra.out)")
+      #expect(extra.out.isEmpty, "\(flag): \(extra.out)")
+      #expect(extra.err == "rewind extra: unknown command 'extra'; run rewind --help for the list\n", "\(extra.err)")
+      let more = try await ToolRun.run("rewind", [flag, "log", "extra"])
+      #expect(more.status == 2, "\(flag): \(more.out)")
+      #expect(
+        more.err == "rewind \(flag): unexpected argument 'extra'; rewind help COMMAND shows one command's help\n",
+        "\(more.err)")
+      let log = try await ToolRun.run("rewind", [flag, "log"])
+      #expect(log.status == 0, "\(flag): \(log.err)")
+      #expect(log.out.hasPrefix("Usage: rewind log DIR"), "\(flag): \(log.out)")
+      let alone = try await ToolRun.run("rewind", [flag])
+      #expect(alone.status == 0 && alone.out.contains("Usage: rewind COMMAND"), "\(flag): \(alone.out)")
+    }
+  }
+
+  /// `rewind log` on a directory that is not a journal said "not a Rewind journal (manifest.json)
+  /// in journal DIR", then advice for a directory with segments, which it has not. Every command
+  /// that reads a journal says the same plain line (`verify` too).
+  @Test func aDirectoryThatIsNotAJournalIsNamedPlainly() async throws {
+    let dir = TemporaryDirectory("cli-not-a-journal")
+    try Files.write(Array("shopping list".utf8), to: dir.appending("notes.txt"))
+    for command in ["log", "verify", "stats", "tail"] {
+      let run = try await ToolRun.run("rewind", [command, dir.path])
+      #expect(run.status == 3, "\(command): \(run.out)")
+      #expect(
+        run.err
+          == "rewind \(command): \(dir.path) is not a Rewind journal: it holds no manifest.json and no segment. "
+          + "Check the path (rewind COMMAND DIR takes a journal directory).\n", "\(command): \(run.err)")
+    }
+  }
+
   /// Any number of dashes was taken: `-from 5`, `---from 5`.
   @Test func anOptionTakesExactlyTwoDashesALetterOne() async throws {
     let dir = TemporaryDirectory("cli-dashes")

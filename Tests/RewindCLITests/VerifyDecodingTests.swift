@@ -46,7 +46,7 @@ import Testing
     #expect(
       run.out.hasSuffix(
         "decoded: 2 events field by field, all sound\n"
-          + "sound: 2 records in 1 frames, 1 segments, last sequence 2; frames and event decoding checked\n"),
+          + "sound: 2 records in 1 frame, 1 segment, last sequence 2; frames and event decoding checked\n"),
       "\(run.out)")
   }
 
@@ -62,11 +62,11 @@ import Testing
     // The frames themselves are sound: the finding is the decoding, not a checksum. The frames'
     // line says so of the frames alone; no line calls the journal sound (it said `sound: 2
     // records ...` above the problem), and the last line is the verdict.
-    #expect(run.out.contains("frames: sound, 2 records in 1 frames, 1 segments, last sequence 2\n"), "\(run.out)")
+    #expect(run.out.contains("frames: sound, 2 records in 1 frame, 1 segment, last sequence 2\n"), "\(run.out)")
     #expect(!run.out.split(separator: "\n").contains { $0.hasPrefix("sound") }, "\(run.out)")
     #expect(
       run.out.hasSuffix(
-        "decoded: 2 events field by field, 1 do not decode\n"
+        "decoded: 2 events field by field, 1 does not decode\n"
           + "not sound: the frames are sound through sequence 2, but frames and event decoding found the problem(s) "
           + "above\n"), "\(run.out)")
   }
@@ -80,8 +80,8 @@ import Testing
     #expect(run.status == 0, "\(run.out)\(run.err)")
     #expect(
       run.out.hasSuffix(
-        "decoded: 0 events field by field, 1 records that are not Rewind events (not checked), all sound\n"
-          + "sound: 1 records in 1 frames, 1 segments, last sequence 1; frames and event decoding checked\n"),
+        "decoded: 0 events field by field, 1 record that is not a Rewind event (not checked), all sound\n"
+          + "sound: 1 record in 1 frame, 1 segment, last sequence 1; frames and event decoding checked\n"),
       "\(run.out)")
   }
 }

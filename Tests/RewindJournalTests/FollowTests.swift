@@ -67,7 +67,10 @@ import Testing
     let options = JournalFixtures.options(durability, segmentBytes: 2 << 10, frameBytes: 512)
     let journal = try Journal(directory: dir.path, options: options)
     let batches = 150
-    // Concurrent appenders, so frames hold several batches; the follower starts first.
+    // Concurrent appenders, so frames hold several batches; the follower starts first. Each on a
+    // thread of its own, so that the appenders interleave with one another and with the
+    // followers without a `Task.yield()` after each append (a turn of the shared threads each,
+    // minutes in a loaded parallel run).
     var random = SeededGenerator(seed: 61)
     let plan = (0..<batches).map { _ in Int.random(in: 1...6, using: &random) }
     let total = plan.reduce(0, +)
@@ -76,10 +79,11 @@ import Testing
     try await withThrowingTaskGroup(of: Void.self) { group in
       for lane in 0..<4 {
         group.addTask {
-          for (index, count) in plan.enumerated() where index % 4 == lane {
-            let batch = (0..<count).map { NewRecord(timestamp: Int64(index), payload: Array("b\(index)r\($0)".utf8)) }
-            try await journal.append(batch)
-            await Task.yield()
+          try await onOwnThread {
+            for (index, count) in plan.enumerated() where index % 4 == lane {
+              let batch = (0..<count).map { NewRecord(timestamp: Int64(index), payload: Array("b\(index)r\($0)".utf8)) }
+              _ = try journal.appendAndWait(batch)
+            }
           }
         }
       }

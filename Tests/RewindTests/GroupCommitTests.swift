@@ -17,12 +17,12 @@ private func makeManager(
 }
 
 /// Holds the first append it sees until `waiting` commands queue behind it, then runs `then`
-/// before every later append. Returns a flag set once the first append is being held.
+/// before every later append. Returns a signal set once the first append is being held.
 private func installHook(
   on manager: Manager<Ledger>, waiting: Int, then: @escaping @Sendable () async -> Void = {}
-) -> Held {
+) -> Signal {
   let calls = Mutex(0)
-  let held = Held()
+  let held = Signal("the first append held")
   manager.beforeAppend.withLock {
     $0 = { [weak manager] in
       let call = calls.withLock { calls in
@@ -30,20 +30,11 @@ private func installHook(
         return calls
       }
       guard call == 1 else { return await then() }
-      held.flag.withLock { $0 = true }
-      while let manager, manager.waitingCommands < waiting { await Task.yield() }
+      held.set()
+      do { try await manager?.waitUntil(waitingCommands: waiting) } catch { Issue.record(error) }
     }
   }
   return held
-}
-
-private final class Held: Sendable {
-  let flag = Mutex(false)
-  var isHeld: Bool { flag.withLock { $0 } }
-
-  func wait() async {
-    while !isHeld { await Task.yield() }
-  }
 }
 
 private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throws -> Int {
@@ -65,7 +56,7 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
   let held = installHook(on: manager, waiting: 5)
 
   let first = Task { try await increment(manager, id) }
-  await held.wait()
+  try await held.wait()
   let followers = (0..<5).map { _ in Task { try await increment(manager, id) } }
   var results = [try await first.value]
   for follower in followers { results.append(try await follower.value) }
@@ -97,15 +88,19 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
   let manager = try makeManager(directory, io: io)
   let id = try await manager.openAccount(owner: "shared")
   var changes = manager.changes().makeAsyncIterator()
+  let firstDone = Signal("the first increment committed")
   let held = installHook(on: manager, waiting: 3) {
     // The next holder stages the followers while the writer may still be writing the first
     // append: arm the fault only once that one is committed.
-    while manager.lastSequence < 2 { await Task.yield() }
+    do { try await firstDone.wait() } catch { Issue.record(error) }
     io.arm(.writeError(ENOSPC))
   }
 
-  let first = Task { try await increment(manager, id) }
-  await held.wait()
+  let first = Task {
+    defer { firstDone.set() }
+    return try await increment(manager, id)
+  }
+  try await held.wait()
   let followers = (0..<3).map { _ in Task { try await increment(manager, id) } }
   #expect(try await first.value == 1)
   for follower in followers {
@@ -136,14 +131,14 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
   let held = installHook(on: manager, waiting: 5)
 
   let first = Task { try await increment(manager, id) }
-  await held.wait()
+  try await held.wait()
   var followers: [Task<Int, any Error>] = []
   for index in 1...5 {
     followers.append(Task { try await increment(manager, id) })
     // Each follower queues before the next starts, so they arrive in order. Not the fifth: the
     // hook lets the turn go on once five wait, and the next holder takes them off the queue, so a
     // check for five waiting could come too late and never see it.
-    while index < 5 && manager.waitingCommands < index { await Task.yield() }
+    if index < 5 { try await manager.waitUntil(waitingCommands: index) }
   }
   #expect(try await first.value == 1)
   var results: [Int] = []
@@ -171,18 +166,18 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
   let held = installHook(on: manager, waiting: 4)
 
   let first = Task { try await increment(manager, id) }
-  await held.wait()
+  try await held.wait()
   let second = Task { try await increment(manager, id) }
-  while manager.waitingCommands < 1 { await Task.yield() }
+  try await manager.waitUntil(waitingCommands: 1)
   let rejected = Task {
     try await manager.perform(.user) { _, command in
       command.record(BalanceSet(account: id, balance: 1_000))
       throw LedgerError(reason: "rejected")
     }
   }
-  while manager.waitingCommands < 2 { await Task.yield() }
+  try await manager.waitUntil(waitingCommands: 2)
   let cancelled = Task { try await increment(manager, id) }
-  while manager.waitingCommands < 3 { await Task.yield() }
+  try await manager.waitUntil(waitingCommands: 3)
   cancelled.cancel()
   let last = Task { try await increment(manager, id) }
 
@@ -212,15 +207,15 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
   let held = installHook(on: manager, waiting: 3)
 
   let first = Task { try await increment(manager, id) }
-  await held.wait()
+  try await held.wait()
   let small = Task { try await increment(manager, id) }
-  while manager.waitingCommands < 1 { await Task.yield() }
+  try await manager.waitUntil(waitingCommands: 1)
   let large = Task {
     try await manager.perform(.user) { _, command in
       command.record(Deposited(account: id, amount: 100, memo: String(repeating: "m", count: 5000)))
     }
   }
-  while manager.waitingCommands < 2 { await Task.yield() }
+  try await manager.waitUntil(waitingCommands: 2)
   let last = Task { try await increment(manager, id) }
 
   #expect(try await first.value == 1)

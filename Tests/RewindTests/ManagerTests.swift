@@ -185,22 +185,32 @@ func concurrentCommandsFormOneSerialGaplessHistory(durability: Durability) async
   let manager = try makeManager(temporary.appending("journal"))
   let changes = manager.changes()
   let commands = 60
+  let writing = Locked(true)
   let writer = Task {
+    defer { writing.withLock { $0 = false } }
     for _ in 0..<commands {
       try await manager.perform(.user) { _, command in
         for _ in 0..<3 { command.record(AccountOpened(id: command.newID(), owner: "o", labels: ["bulk"])) }
       }
     }
   }
-  var observed = 0
-  var partial = 0
-  while observed < commands * 3 {
-    let state = manager.state
-    observed = state.accounts.count
-    if observed % 3 != 0 || state.accounts.count(inGroup: "bulk") != observed { partial += 1 }
-    await Task.yield()
+  // The reader polls on a thread of its own while the writer writes: a loop of `Task.yield()`
+  // on the shared threads needed a turn of them per look, minutes in a loaded parallel run.
+  let (observed, partial) = try await onOwnThread {
+    var observed = 0
+    var partial = 0
+    var last = false
+    while !last {
+      last = !writing.withLock { $0 }  // one more look after the writer ended
+      let state = manager.state
+      observed = state.accounts.count
+      if observed % 3 != 0 || state.accounts.count(inGroup: "bulk") != observed { partial += 1 }
+      sched_yield()
+    }
+    return (observed, partial)
   }
   try await writer.value
+  #expect(observed == commands * 3)
   #expect(partial == 0)
   manager.close()
   var sizes: [Int] = []

@@ -7,31 +7,6 @@ import Testing
 
 @testable import Rewind
 
-/// A flag that tasks wait for without polling: `wait()` suspends until `set()` (or returns at
-/// once after it).
-private final class Signal: Sendable {
-  private let state = Mutex<(isSet: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-  func set() {
-    let waiters = state.withLock { state in
-      state.isSet = true
-      defer { state.waiters = [] }
-      return state.waiters
-    }
-    for waiter in waiters { waiter.resume() }
-  }
-
-  func wait() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let isSet = state.withLock { state in
-        if !state.isSet { state.waiters.append(continuation) }
-        return state.isSet
-      }
-      if isSet { continuation.resume() }
-    }
-  }
-}
-
 /// A `FileIO` whose next segment write, once armed, waits until the test releases it, then
 /// writes or fails with ENOSPC: it holds one append in the journal's writer while later commands
 /// queue behind it.
@@ -44,11 +19,11 @@ private final class HoldingFileIO: ForwardingFileIO {
   private let state = Mutex(State())
   private let release = DispatchSemaphore(value: 0)
   /// Set when the armed write starts being held.
-  private let held = Signal()
+  private let held = Signal("the armed write held")
 
   func holdNextWrite() { state.withLock { $0.armed = true } }
   /// Returns once the armed write is held (at once if it was held before).
-  func waitUntilHolding() async { await held.wait() }
+  func waitUntilHolding() async throws { try await held.wait() }
   func releaseWrite(failing: Bool) {
     state.withLock { $0.fail = failing }
     release.signal()
@@ -101,14 +76,14 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
 /// behind the held one). Returns the tasks, first the held one.
 private func queueBehindAHeldAppend(
   _ manager: Manager<Ledger>, _ id: Identifier, io: HoldingFileIO, behind: Int
-) async -> [Task<Int, any Error>] {
+) async throws -> [Task<Int, any Error>] {
   let appendsBefore = manager.journalAppendCount
   io.holdNextWrite()
   var tasks = [Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }]
-  await io.waitUntilHolding()
+  try await io.waitUntilHolding()
   for index in 1...behind {
     tasks.append(Task { try await increment(manager, id) })
-    await manager.waitUntil(journalAppends: appendsBefore + 1 + index)
+    try await manager.waitUntil(journalAppends: appendsBefore + 1 + index)
   }
   return tasks
 }
@@ -117,7 +92,7 @@ private func queueBehindAHeldAppend(
 // generous because the limit runs on the wall clock: alone each test takes milliseconds, but in
 // the full parallel suite on two cores every `await` here queues behind CPU-bound tests. The
 // tests wait for what they need by signals (`Signal`, `Manager.waitUntil`), each wait one
-// wake-up: spinning with `Task.yield()` needed a turn of the thread pool per look, and took
+// wake-up and given up after `testWaitBound`: spinning with `Task.yield()` needed a turn of the thread pool per look, and took
 // 320-406 s (past an earlier limit of 5 minutes), then past 10 minutes, in full runs on a
 // machine whose load was 12-18, with no deadlock.
 
@@ -131,7 +106,7 @@ private func queueBehindAHeldAppend(
   let id = try await manager.openAccount(owner: "shared")
   var changes = manager.changes().makeAsyncIterator()
 
-  let tasks = await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
+  let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
   // Nothing is visible while the first append is unresolved, though three more wait behind it.
   #expect(manager.state.accounts.find(id: id)?.balance == 0)
   #expect(manager.lastSequence == 1)
@@ -161,7 +136,7 @@ private func queueBehindAHeldAppend(
   let id = try await manager.openAccount(owner: "shared")
   var changes = manager.changes().makeAsyncIterator()
 
-  let tasks = await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
+  let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
   #expect(manager.state.accounts.find(id: id)?.balance == 0)
   io.releaseWrite(failing: true)
 
@@ -218,12 +193,12 @@ private func queueBehindAHeldAppend(
       }
       if call == 1 {  // the first deposit's batch: sent once three deposits wait at the gate
         called.set()
-        await manager?.waitUntil(waitingCommands: 3)
+        do { try await manager?.waitUntil(waitingCommands: 3) } catch { Issue.record(error) }
       } else if call == 2 {
         // The next holder staged one deposit and sends it because the second overflows: let the
         // first deposit's held write fail now, and its writer finish, before this batch is queued.
         io.releaseWrite(failing: true)
-        await firstDone.wait()
+        do { try await firstDone.wait() } catch { Issue.record(error) }
       }
     }
   }
@@ -232,12 +207,12 @@ private func queueBehindAHeldAppend(
     defer { firstDone.set() }
     try await deposit()
   }
-  await called.wait()
+  try await called.wait()
   var followers: [Task<Void, any Error>] = []
   for count in 1...3 {  // one after another, so that they are staged in this order
     followers.append(Task { try await deposit() })
     // Not after the third: once three wait, the first deposit's hook lets them through at once.
-    if count < 3 { await manager.waitUntil(waitingCommands: count) }
+    if count < 3 { try await manager.waitUntil(waitingCommands: count) }
   }
 
   let failed = await #expect(throws: ManagerError.self) { try await first.value }
@@ -275,10 +250,10 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
   for failing in [true, false] {
     io.holdNextWrite()
     let held = Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }
-    await io.waitUntilHolding()
+    try await io.waitUntilHolding()
     let ran = Signal()
     let reader = Task { try await readBalance(manager, id, ran: ran) }
-    await ran.wait()  // it read the increment's effect
+    try await ran.wait()  // it read the increment's effect
     io.releaseWrite(failing: failing)
 
     if failing {
@@ -309,7 +284,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
     let closing = Task(executorPreference: OwnThreadExecutor()) {
       try await manager.perform(.user) { _, command in command.record(AccountClosed(id: id)) }
     }
-    await io.waitUntilHolding()
+    try await io.waitUntilHolding()
     let ran = Signal()
     let depositing = Task {
       try await manager.perform(.user) { ledger, command in
@@ -318,7 +293,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
         command.record(Deposited(account: id, amount: 1, memo: ""))
       }
     }
-    await ran.wait()  // it found the account closed
+    try await ran.wait()  // it found the account closed
     io.releaseWrite(failing: failing)
 
     if failing {
@@ -356,16 +331,16 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
       // The increment's batch: sent once both commands wait at the gate.
       if call == 1 {
         firstCall.set()
-        await manager?.waitUntil(waitingCommands: 2)
+        do { try await manager?.waitUntil(waitingCommands: 2) } catch { Issue.record(error) }
       }
     }
   }
   io.holdNextWrite()
   let held = Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }
-  await firstCall.wait()
+  try await firstCall.wait()
   let ran = Signal()
   let reader = Task { try await readBalance(manager, id, ran: ran) }
-  await manager.waitUntil(waitingCommands: 1)
+  try await manager.waitUntil(waitingCommands: 1)
   let refusingRan = Signal()
   let refusing = Task {
     try await manager.perform(.user) { ledger, _ in
@@ -373,9 +348,9 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
       if ledger.accounts.find(id: id)?.balance == 1 { throw LedgerError(reason: "already incremented") }
     }
   }
-  await io.waitUntilHolding()
-  await ran.wait()
-  await refusingRan.wait()
+  try await io.waitUntilHolding()
+  try await ran.wait()
+  try await refusingRan.wait()
   io.releaseWrite(failing: true)
 
   await #expect(throws: ManagerError.self) { try await held.value }

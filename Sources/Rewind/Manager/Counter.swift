@@ -1,14 +1,14 @@
 internal import Synchronization
 
 /// A thread-safe counter. `Mutex` guards `value`; tests can wait for it to reach a value
-/// (`wait(untilAtLeast:)`) without polling.
+/// (`wait(untilAtLeast:)`) without polling, for a bounded time (`BoundedWaiter`).
 ///
 /// Advancing is on every command's path (identifiers, timestamps, the manager's counts), so the
 /// waiting costs it one atomic load while no one waits: the waiters have a lock of their own,
 /// looked at only when `hasWaiters` says so.
 final class Counter: Sendable {
   private let value: Mutex<Int64>
-  private let waiters = Mutex<[(atLeast: Int64, continuation: CheckedContinuation<Void, Never>)]>([])
+  private let waiters = Mutex<[(atLeast: Int64, waiter: BoundedWaiter)]>([])
   /// Whether `waiters` may hold any. Set and cleared only while holding `waiters`; set before
   /// the waiter reads `value`, so an advance after that read sees it.
   private let hasWaiters = Atomic<Bool>(false)
@@ -27,33 +27,33 @@ final class Counter: Sendable {
     return old
   }
 
-  /// Returns once the value is at least `target`: suspended until an `advance` takes it there,
-  /// not polling (for tests that wait for the work it counts).
-  func wait(untilAtLeast target: Int64) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let reached = waiters.withLock { waiters -> Bool in
+  /// Returns true once the value is at least `target`: suspended until an `advance` takes it
+  /// there, not polling (for tests that wait for the work it counts). Returns false if that did
+  /// not happen within `testWaitBound` (or the task was cancelled).
+  func wait(untilAtLeast target: Int64) async -> Bool {
+    await BoundedWaiter.wait { waiter in
+      waiters.withLock { waiters -> Bool in
         hasWaiters.store(true, ordering: .releasing)
         if value.withLock({ $0 }) >= target {
           if waiters.isEmpty { hasWaiters.store(false, ordering: .releasing) }
           return true
         }
-        waiters.append((target, continuation))
+        waiters.append((target, waiter))
         return false
       }
-      if reached { continuation.resume() }
     }
   }
 
   /// Resumes the waiters whose target the value has reached.
   @inline(never)
   private func wakeWaiters() {
-    let reached = waiters.withLock { waiters -> [CheckedContinuation<Void, Never>] in
+    let reached = waiters.withLock { waiters -> [BoundedWaiter] in
       let now = value.withLock { $0 }
-      let reached = waiters.filter { $0.atLeast <= now }.map(\.continuation)
+      let reached = waiters.filter { $0.atLeast <= now }.map(\.waiter)
       waiters.removeAll { $0.atLeast <= now }
       if waiters.isEmpty { hasWaiters.store(false, ordering: .releasing) }
       return reached
     }
-    for waiter in reached { waiter.resume() }
+    for waiter in reached { waiter.resume(true) }
   }
 }

@@ -182,6 +182,8 @@ public final class Manager<M: Model>: Sendable {
   private let appends = Counter(0)
   /// Turns at the gate, for tests that commands waiting together are served in one turn.
   private let turns = Counter(0)
+  /// Observers `changes()` attached, for tests that wait for a job to subscribe.
+  private let attached = Counter(0)
   /// Runs before each append, for tests that need a batch to form.
   let beforeAppend = Mutex<(@Sendable () async -> Void)?>(nil)
 
@@ -260,22 +262,39 @@ public final class Manager<M: Model>: Sendable {
   /// Why the manager refuses commands, if it does.
   public var stopReason: ManagerError? { guarded.withLock { $0.stopped } }
 
-  /// How many observers (`changes()` streams) are attached, for tests that wait for a job.
+  /// How many observers (`changes()` streams) are attached.
   var observerCount: Int { guarded.withLock { $0.observers.count } }
+
+  /// Returns once `changes()` has attached `count` observers since the manager opened (including
+  /// any that ended since), woken by the one that makes them as many: for tests that wait for a
+  /// job to subscribe.
+  /// - Throws: `WaitGaveUp` if it had not attached as many within `testWaitBound`.
+  func waitUntil(observersAttached count: Int) async throws {
+    if await attached.wait(untilAtLeast: Int64(count)) { return }
+    throw WaitGaveUp(waitingFor: "\(count) observers attached", saw: "\(attached.advance(by: 0)) attached")
+  }
 
   /// How many commands wait for their turn to validate.
   var waitingCommands: Int { gate.waiterCount }
 
   /// Returns once `waitingCommands` is at least `count`, woken by the command that makes them
   /// as many (for tests, which must not spin on the thread pool to see it).
-  func waitUntil(waitingCommands count: Int) async { await gate.wait(forWaiters: count) }
+  /// - Throws: `WaitGaveUp` if they were not as many within `testWaitBound`.
+  func waitUntil(waitingCommands count: Int) async throws {
+    if await gate.wait(forWaiters: count) { return }
+    throw WaitGaveUp(waitingFor: "\(count) commands waiting at the gate", saw: "\(waitingCommands) wait")
+  }
 
   /// How many journal appends this manager has made.
   var journalAppendCount: Int { Int(appends.advance(by: 0)) }
 
   /// Returns once `journalAppendCount` is at least `count`, woken by the append that makes them
   /// as many (for tests).
-  func waitUntil(journalAppends count: Int) async { await appends.wait(untilAtLeast: Int64(count)) }
+  /// - Throws: `WaitGaveUp` if they were not as many within `testWaitBound`.
+  func waitUntil(journalAppends count: Int) async throws {
+    if await appends.wait(untilAtLeast: Int64(count)) { return }
+    throw WaitGaveUp(waitingFor: "\(count) journal appends", saw: "\(journalAppendCount) made")
+  }
 
   /// How many turns at the gate this manager's commands have taken.
   var gateTurnCount: Int { Int(turns.advance(by: 0)) }
@@ -290,6 +309,7 @@ public final class Manager<M: Model>: Sendable {
       guarded.observers[guarded.nextObserver] = continuation
       return guarded.nextObserver
     }
+    if id != nil { _ = attached.advance(by: 1) }
     guard let id else {
       continuation.finish()
       return stream

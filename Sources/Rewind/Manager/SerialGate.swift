@@ -55,7 +55,7 @@ final class SerialGate: Sendable {
     var busy = false
     var waiters: [GateTicket] = []
     /// Tasks waiting for `waiters` to reach a count (`wait(forWaiters:)`, for tests).
-    var watchers: [(atLeast: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    var watchers: [(atLeast: Int, waiter: BoundedWaiter)] = []
   }
 
   private let state = Mutex(State())
@@ -76,33 +76,33 @@ final class SerialGate: Sendable {
     if tryEnter() { return .hold }
     return await withCheckedContinuation { (continuation: CheckedContinuation<GateRole, Never>) in
       ticket.suspend(continuation)
-      let (holds, reached) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+      let (holds, reached) = state.withLock { state -> (Bool, [BoundedWaiter]) in
         if state.busy {
           state.waiters.append(ticket)
           if state.watchers.isEmpty { return (false, []) }
           let count = state.waiters.count
-          let reached = state.watchers.filter { $0.atLeast <= count }.map(\.continuation)
+          let reached = state.watchers.filter { $0.atLeast <= count }.map(\.waiter)
           state.watchers.removeAll { $0.atLeast <= count }
           return (false, reached)
         }
         state.busy = true
         return (true, [])
       }
-      for watcher in reached { watcher.resume() }
+      for watcher in reached { watcher.resume(true) }
       if holds { ticket.resume(.hold) }
     }
   }
 
-  /// Returns once at least `count` tasks wait to enter at the same time: suspended until one
-  /// that starts waiting makes them as many, not polling (for tests).
-  func wait(forWaiters count: Int) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let reached = state.withLock { state -> Bool in
+  /// Returns true once at least `count` tasks wait to enter at the same time: suspended until one
+  /// that starts waiting makes them as many, not polling (for tests). Returns false if that did
+  /// not happen within `testWaitBound` (or the task was cancelled).
+  func wait(forWaiters count: Int) async -> Bool {
+    await BoundedWaiter.wait { waiter in
+      state.withLock { state -> Bool in
         if state.waiters.count >= count { return true }
-        state.watchers.append((count, continuation))
+        state.watchers.append((count, waiter))
         return false
       }
-      if reached { continuation.resume() }
     }
   }
 
