@@ -33,7 +33,7 @@ private final class SnapshotReadCounter: ForwardingFileIO {
 }
 
 /// Defects a reviewer found in the snapshot store: what `prune` removes, what reading does when
-/// the journal's id cannot be read or the model code changed.
+/// the journal's id cannot be read or the model code changed, and what a snapshot policy accepts.
 @Suite struct SnapshotStoreReviewTests {
   /// A journal of `Gauge` with `count` one-event commands.
   static func journal(_ directory: String, commands count: Int) async throws {
@@ -133,6 +133,39 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     io.bytes.withLock { $0 = 0 }
     #expect(store.recordedDigests(fingerprint: Gauge.fingerprint, after: 0, through: 3).isEmpty)
     #expect(io.bytes.withLock { $0 } <= SnapshotFile.headerSize, "read \(io.bytes.withLock { $0 }) bytes")
+  }
+
+  /// A policy (or an update) that keeps no snapshot traps: it would remove each one as it is
+  /// written (`keep: 0` was taken, and a negative count too).
+  @Test func aPolicyKeepingNoSnapshotTraps() async {
+    await #expect(processExitsWith: .failure) { _ = SnapshotPolicy(directory: "/tmp", every: 10, keep: 0) }
+    await #expect(processExitsWith: .failure) { _ = SnapshotPolicy(directory: "/tmp", every: 10, keep: -1) }
+    await #expect(processExitsWith: .failure) {
+      _ = try? Snapshots.update(Gauge.self, directory: "/nonexistent", every: 10, keep: 0)
+    }
+  }
+
+  /// `maintain` used to take any directory for its snapshots: another journal's got snapshots of
+  /// it replayed with this model, and this one's none. It now throws at once.
+  @Test func maintainRefusesASnapshotPolicyForAnotherJournal() async throws {
+    let mine = TemporaryDirectory()
+    let other = TemporaryDirectory()
+    try await Self.journal(other.path, commands: 30)
+    let manager = try Manager<Gauge>(
+      directory: mine.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
+      ids: .sequential())
+    let policy = SnapshotPolicy(directory: other.path, every: 5, keep: 2)
+    let job = Task { try await manager.maintain(checkpointEvery: 100, snapshots: policy) }
+    for index in 0..<10 {
+      try await manager.perform(.user) { _, command in command.record(LevelSet(value: Double(index))) }
+    }
+    manager.close()  // ends the job if it took the policy (it used to)
+    let outcome = await job.result
+    #expect(throws: JournalError.self) { try outcome.get() }
+    if case .failure(let error as JournalError) = outcome {
+      #expect(error.code == .invalidArgument && error.message.contains("not this manager's"), "\(error)")
+    }
+    #expect(SnapshotStore(journal: other.path).sequences().isEmpty, "nothing was written to the other journal")
   }
 }
 

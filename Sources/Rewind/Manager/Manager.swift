@@ -170,6 +170,8 @@ public final class Manager<M: Model>: Sendable {
   static var quietCommandsBeforeDroppingCopy: Int { 1024 }
 
   private let journal: Journal
+  /// The journal's identity (what `maintain` checks a snapshot policy's directory against).
+  var journalID: JournalID { journal.id }
   /// The registry's tables (not generic over the model, unlike the registry: see `EventTables`).
   private let tables: EventTables
   private let clock: TimeSource
