@@ -11,7 +11,9 @@ import Synchronization
 /// (group commit). Each append is atomic: after a crash its records are all present or all absent,
 /// numbered contiguously. An append is acknowledged (its call returns) only when the durability
 /// policy is satisfied. A failed append consumed nothing and can be retried, except after
-/// `.durabilityLost`, when the journal refuses all further appends until it is reopened.
+/// `.durabilityLost` (its outcome is unknown), when the journal refuses all further appends
+/// until it is reopened: they fail with `.stopped`, which says that nothing of them was written,
+/// also those queued behind the failed one before it failed.
 public final class Journal: Sendable {
   /// The journal directory.
   public let directory: String
@@ -97,8 +99,10 @@ public final class Journal: Sendable {
   /// once the durability policy is met. If nothing is being written, the append is written (and
   /// synced) on the calling thread; otherwise it joins the next group. Cancelling the calling task does not withdraw an append
   /// that was already handed to the writer.
-  /// - Throws: `JournalError` (`.limitExceeded`, `.io`, `.durabilityLost`, `.closed`, ...). Nothing of
-  ///   a failed append was acknowledged; unless the code is `.durabilityLost`, it can be retried.
+  /// - Throws: `JournalError` (`.limitExceeded`, `.io`, `.durabilityLost`, `.stopped`, `.closed`, ...).
+  ///   Nothing of a failed append was acknowledged; unless the code is `.durabilityLost`, nothing of
+  ///   it was written either. After `.durabilityLost` or `.stopped` the journal takes no more
+  ///   appends (`failure`); otherwise the append can be retried.
   @discardableResult
   public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
     // The continuation is handed to the writer as it is (no closure to allocate per append);
@@ -158,7 +162,8 @@ public final class Journal: Sendable {
     return try done.wait().get()
   }
 
-  /// The error that stopped the journal accepting appends, if one did.
+  /// The error that stopped the journal accepting appends, if one did (later appends fail with
+  /// `.stopped`).
   public var failure: JournalError? { writer.currentFailure }
 
   /// Finishes queued appends, closes the files and releases the lock; later appends fail with

@@ -30,11 +30,17 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// An fsync failed: what was written may not be durable; or a write failed and what it wrote
     /// could not be cut off again (or, under `always` and `batched`, the cut could not be synced):
     /// its appends may be in the journal after all. Either way the
-    /// appends' outcome is unknown, and the journal accepts no more appends. Reopen it (a new
-    /// process, or a new `Journal`) once the cause is fixed.
+    /// appends' outcome is unknown, and the journal accepts no more appends (they fail with
+    /// `.stopped`). Reopen it (a new process, or a new `Journal`) once the cause is fixed.
     public static let durabilityLost = Code("durabilityLost")
     /// The journal was closed.
     public static let closed = Code("closed")
+    /// The journal accepts no more appends since an earlier failure stopped it (`Journal.failure`
+    /// says which: `.durabilityLost`, or a failure that left the writer unable to go on). Nothing
+    /// of this append was written, whether it was made after that failure or queued behind the
+    /// appends that met it; only those get the failure itself. Reopen the journal once the cause
+    /// is fixed.
+    public static let stopped = Code("stopped")
     /// A caller asked for something out of range (a sequence number past the end, an empty batch).
     public static let invalidArgument = Code("invalidArgument")
     /// An append made on the condition that it start at a given sequence number found the journal
@@ -112,6 +118,7 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     case .corrupt, .sequenceBreak:
       "Committed data is damaged. Run `rewind verify` for a full report; `rewind repair` moves the damaged part aside"
     case .durabilityLost: "Writes may not have reached the disk; check the disk, then reopen the journal"
+    case .stopped: "Fix the cause of the earlier failure (`Journal.failure`), then reopen the journal"
     case .notAJournal:
       "Check the path. A directory with segments but no manifest.json needs its manifest back (from a backup, "
         + "or written as Journal/FORMAT.md describes); opening for writing creates a journal only where none is"

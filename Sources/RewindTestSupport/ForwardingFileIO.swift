@@ -33,6 +33,7 @@ extension ForwardingFileIO {
   package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
   package func removeFile(_ path: String) throws { try base.removeFile(path) }
   package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
+  package func lockShared(_ fd: Int32, path: String) throws { try base.lockShared(fd, path: path) }
   package func unlock(_ fd: Int32, path: String) { base.unlock(fd, path: path) }
   package func allocate(_ fd: Int32, at offset: Int64, length: Int64, path: String) throws {
     try base.allocate(fd, at: offset, length: length, path: path)

@@ -80,6 +80,47 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
   }
 
+  /// A failed sync leaves its own group's outcome unknown (`durabilityLost`), but appends queued
+  /// behind that group were never written: they fail with `stopped`, so that their callers can
+  /// tell "maybe written" from "certainly not written" (they used to get `durabilityLost` too).
+  @Test(arguments: [Durability.always, .batched(maxDelay: .milliseconds(1))])
+  func appendsQueuedBehindAFailedSyncAreRefusedAsNotWritten(durability: Durability) async throws {
+    let dir = TemporaryDirectory("sync-fail-queued")
+    let faults = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: FaultInjectionTests.options(faults, durability))
+    var acknowledged: [NewRecord] = []
+    for tag in 0..<3 {
+      try await journal.append(Self.records(tag))
+      acknowledged += Self.records(tag)
+    }
+    faults.holdSyncs()
+    let failing = Outcome(faults)
+    journal.enqueue(Self.records(10), expectedFirst: nil, completion: failing.completion)
+    _ = try await onOwnThread { faults.waitForHeldSyncs(1) }
+    let queued = [Outcome(faults), Outcome(faults)]
+    journal.enqueue(Self.records(11), expectedFirst: nil, completion: queued[0].completion)
+    journal.enqueue(Self.records(12), expectedFirst: 16, completion: queued[1].completion)
+    faults.arm(.syncError(EIO))
+    faults.stopHoldingSyncs()
+
+    let lost = try await failing.wait()
+    #expect(throws: JournalError.self) { try lost.get() }
+    if case .failure(let error) = lost { #expect(error.code == .durabilityLost, "\(error)") }
+    for outcome in queued {
+      guard case .failure(let error) = try await outcome.wait() else {
+        Issue.record("an append queued behind a failed sync was acknowledged")
+        continue
+      }
+      #expect(error.code == .stopped, "\(error)")
+      #expect(error.description.contains("nothing of this append was written"), "\(error)")
+      #expect(error.description.contains("durabilityLost"), "names the failure that stopped the journal: \(error)")
+    }
+    #expect(journal.failure?.code == .durabilityLost, "the journal's failure stays the one that stopped it")
+    #expect(faults.struck == 1)
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+  }
+
   @Test func closeWaitsForTheSyncInFlightAndItsAcknowledgement() async throws {
     let dir = TemporaryDirectory("pipelined-close")
     let faults = FaultInjectingFileIO()

@@ -8,12 +8,13 @@ import Testing
 @testable import Rewind
 
 /// A `FileIO` whose next segment write, once armed, waits until the test releases it, then
-/// writes or fails with ENOSPC: it holds one append in the journal's writer while later commands
-/// queue behind it.
+/// writes or fails with ENOSPC (and, if asked, the data sync after it fails with EIO): it holds
+/// one append in the journal's writer while later commands queue behind it.
 private final class HoldingFileIO: ForwardingFileIO {
   private struct State {
     var armed = false
     var fail = false
+    var failSync = false
   }
   let base: any FileIO = PosixFileIO()
   private let state = Mutex(State())
@@ -24,9 +25,22 @@ private final class HoldingFileIO: ForwardingFileIO {
   func holdNextWrite() { state.withLock { $0.armed = true } }
   /// Returns once the armed write is held (at once if it was held before).
   func waitUntilHolding() async throws { try await held.wait() }
-  func releaseWrite(failing: Bool) {
-    state.withLock { $0.fail = failing }
+  func releaseWrite(failing: Bool, syncFailing: Bool = false) {
+    state.withLock {
+      $0.fail = failing
+      $0.failSync = syncFailing
+    }
     release.signal()
+  }
+
+  func sync(_ fd: Int32, metadata: Bool, path: String) throws {
+    let fail = state.withLock { state -> Bool in
+      guard state.failSync, !metadata, path.hasSuffix(".lz4") else { return false }
+      state.failSync = false
+      return true
+    }
+    if fail { throw SystemCallError("fdatasync", path: path, errno: EIO) }
+    try base.sync(fd, metadata: metadata, path: path)
   }
 
   func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
@@ -157,6 +171,40 @@ private func queueBehindAHeldAppend(
   #expect(events.map(\.envelope.sequence) == [1, 2])
   #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1])
   #expect(try Replay.rebuild(Ledger.self, directory: directory).state == manager.state)
+}
+
+/// When the append being written loses durability (its fsync fails), its command may or may not
+/// be on disk (`durabilityLost`), but the commands queued behind it were never written: they throw
+/// `appendFailed` with the journal's `stopped`, so a caller can tell them apart (they used to
+/// throw `durabilityLost` too).
+@Test(.timeLimit(.minutes(10))) func commandsBehindAnAppendThatLostDurabilityWereNotWritten() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let io = HoldingFileIO()
+  let manager = try makeManager(directory, io: io)
+  let id = try await manager.openAccount(owner: "shared")
+
+  let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
+  io.releaseWrite(failing: false, syncFailing: true)
+
+  for (index, task) in tasks.enumerated() {
+    let error = await #expect(throws: ManagerError.self) { try await task.value }
+    if index == 0 {
+      #expect(error?.code == .durabilityLost, "\(String(describing: error))")
+    } else {
+      #expect(error?.code == .appendFailed, "\(String(describing: error))")
+      #expect(error?.journalError?.code == .stopped, "\(String(describing: error))")
+      #expect(error?.message.contains("nothing of this command was written") == true)
+    }
+  }
+  #expect(manager.stopReason?.code == .durabilityLost, "the first failure says why the manager stopped")
+  #expect(manager.state.accounts.find(id: id)?.balance == 0)
+  #expect(manager.lastSequence == 1)
+  let refused = await #expect(throws: ManagerError.self) { try await increment(manager, id) }
+  #expect(refused?.code == .stopped)
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.map(\.envelope.sequence) == [1], "the queued commands reached no segment")
 }
 
 /// Under `none`, a batch sent in the middle of a gate turn (here: one a large command overflowed)

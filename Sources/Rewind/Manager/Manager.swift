@@ -134,7 +134,8 @@ private struct Pipeline: Sendable {
 /// A command validated against a command that then fails is not valid either: each append is
 /// made on the condition that it starts where its predecessors end
 /// (`Journal.append(_:expectingFirstSequence:)`), so once one fails, every append queued behind it
-/// fails too and nothing of them is visible. The next command waits for those to settle and
+/// fails too (`.appendFailed`, also after `.durabilityLost`: they were not written) and nothing of
+/// them is visible. The next command waits for those to settle and
 /// validates against the committed state.
 ///
 /// Reads skip the manager's funnel: `state` returns the current model value, which queries read;
@@ -169,6 +170,8 @@ public final class Manager<M: Model>: Sendable {
   static var quietCommandsBeforeDroppingCopy: Int { 1024 }
 
   private let journal: Journal
+  /// The journal's identity (what `maintain` checks a snapshot policy's directory against).
+  var journalID: JournalID { journal.id }
   /// The registry's tables (not generic over the model, unlike the registry: see `EventTables`).
   private let tables: EventTables
   private let clock: TimeSource
@@ -867,13 +870,24 @@ public final class Manager<M: Model>: Sendable {
       publish(head.commands, at: sequences, in: &guarded)
       return SettledFlight(commands: head.commands, failure: nil)
     case .failure(let error):
-      let failure =
-        error.code == .sequenceConflict && guarded.broken
-        ? ManagerError(
+      let failure: ManagerError
+      if error.code == .sequenceConflict && guarded.broken {
+        failure = ManagerError(
           .appendFailed,
           "an earlier command this one was validated after could not be journaled; nothing changed, and it can be retried",
           journalError: error)
-        : refusal(for: error, stopping: &guarded)
+      } else if error.code == .stopped && guarded.broken {
+        // Queued behind an append that stopped the journal (which stopped the manager): not
+        // written, unlike that append's commands after `durabilityLost`, whose outcome is unknown.
+        failure = ManagerError(
+          .appendFailed,
+          "an earlier command this one was validated after could not be journaled, and the journal accepts no more "
+            + "appends; nothing of this command was written, and no more commands are accepted",
+          journalError: error)
+        if guarded.stopped == nil || guarded.stopped?.code == .closed { guarded.stopped = failure }
+      } else {
+        failure = refusal(for: error, stopping: &guarded)
+      }
       guarded.broken = true
       return SettledFlight(commands: head.commands, failure: failure)
     }

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import RewindJournal
 
 /// Checkpoints beside the funnel: the funnel only marks where a checkpoint is, between whole
 /// commands, and keeps the state there (a copy, which shares the stores' nodes); the digest of that
@@ -33,8 +34,29 @@ extension Manager where M: SnapshotModel {
   /// `Snapshots.update`, on a thread of its own, as the digest: it replays the records since the
   /// newest snapshot, and reads and writes whole states). Runs until the manager is closed or the
   /// task is cancelled, and holds the manager until then. Errors end it and are thrown.
+  /// - Precondition: `interval` and `snapshots.interval` are at least 1, `snapshots.keep` at least 1.
+  /// - Throws: `JournalError` `.invalidArgument` at once if `snapshots.directory` is not this
+  ///   manager's journal (another journal's id, or none can be read there): its snapshots would
+  ///   be of another journal, and this one's would never be written.
   public func maintain(checkpointEvery interval: UInt64, snapshots: SnapshotPolicy? = nil) async throws {
     precondition(interval > 0, "a checkpoint interval is at least 1")
+    if let snapshots {
+      snapshots.check()
+      let id: JournalID
+      do {
+        id = try JournalReader(directory: snapshots.directory).id
+      } catch {
+        throw JournalError(
+          .invalidArgument, "the snapshot policy's directory is not a journal that can be read: \(error)",
+          directory: snapshots.directory)
+      }
+      guard id == journalID else {
+        throw JournalError(
+          .invalidArgument,
+          "the snapshot policy's directory is journal \(id), not this manager's (\(journalID))",
+          directory: snapshots.directory)
+      }
+    }
     var since: UInt64 = 0
     var snapshotted = lastSequence
     for await change in changes() {
@@ -66,16 +88,28 @@ func onThreadOfItsOwn<T: Sendable>(named name: String, _ work: @escaping @Sendab
 }
 
 /// Where and how often to write snapshots: every `interval` records, keeping the newest `keep`.
+///
+/// - Precondition: `interval` and `keep` are at least 1 (checked by `init`, and by
+///   `Manager.maintain` for values set later): keeping none would remove each snapshot as soon
+///   as it is written. `Manager.maintain` throws if `directory` is not its journal.
 public struct SnapshotPolicy: Sendable {
   /// The journal directory (the manager's).
   public var directory: String
+  /// Records between snapshots; at least 1.
   public var interval: UInt64
+  /// How many of the newest snapshots to keep; at least 1.
   public var keep: Int
 
   public init(directory: String, every interval: UInt64, keep: Int = 4) {
-    precondition(interval > 0, "a snapshot interval is at least 1")
     self.directory = directory
     self.interval = interval
     self.keep = keep
+    check()
+  }
+
+  /// Traps unless the policy's numbers are valid (see the type's preconditions).
+  func check() {
+    precondition(interval > 0, "a snapshot interval is at least 1")
+    precondition(keep > 0, "a snapshot policy keeps at least 1 snapshot, not \(keep)")
   }
 }

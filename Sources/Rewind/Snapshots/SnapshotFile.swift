@@ -58,6 +58,15 @@ struct SnapshotFile: Equatable {
     var state: Range<Int>
   }
 
+  /// The fields of a snapshot file's header (its first `headerSize` bytes), if its magic and
+  /// format version are right; nothing in it is checked against the file's checksum.
+  static func header(_ bytes: [UInt8]) -> (sequence: UInt64, journalID: [UInt8], fingerprint: StateDigest)? {
+    guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic,
+      UInt32(truncatingIfNeeded: integer(bytes, at: 8, size: 4)) == formatVersion
+    else { return nil }
+    return (integer(bytes, at: 12, size: 8), Array(bytes[20..<36]), StateDigest(bytes: Array(bytes[36..<68])))
+  }
+
   /// Parses a snapshot file's bytes in place.
   /// - Throws: `SnapshotProblem.Reason` `.corrupt` or `.unknownFormat`.
   static func parse(_ bytes: [UInt8]) throws(SnapshotProblem.Reason) -> Parsed {

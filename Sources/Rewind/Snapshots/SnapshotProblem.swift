@@ -15,6 +15,9 @@ public struct SnapshotProblem: Sendable, Equatable, CustomStringConvertible {
     case beyondJournal(lastSequence: UInt64)
     /// The state does not decode, or decodes to a state with another digest than recorded.
     case inconsistent(String)
+    /// Cannot be checked against the journal (its id could not be read): it might be another
+    /// journal's, so it is not used.
+    case unverifiable(String)
 
     public var description: String {
       switch self {
@@ -25,6 +28,7 @@ public struct SnapshotProblem: Sendable, Equatable, CustomStringConvertible {
       case .stale(let fingerprint): "written by other model code (fingerprint \(fingerprint))"
       case .beyondJournal(let last): "is beyond the journal's last sequence number \(last)"
       case .inconsistent(let why): "inconsistent: \(why)"
+      case .unverifiable(let why): "unverifiable: \(why)"
       }
     }
   }

@@ -91,19 +91,39 @@ public struct SnapshotStore: Sendable {
       sequence: sequence, journalID: journalID.bytes, fingerprint: M.fingerprint, digest: digest, state: bytes)
     try reader.makeDurable(through: sequence)
     try io.makeJournalFolder(folder)
-    try io.writeFileAtomically(file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder)
+    try whileWriting {
+      try io.writeFileAtomically(file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder)
+    }
     return digest
+  }
+
+  /// The folder's lock file. Writers hold it shared while their temporary file exists, `prune`
+  /// exclusively while it removes temporary files (see `removeAbandonedTemporaries`).
+  package static let lockName = "LOCK"
+
+  /// Runs `body` (which makes and removes or renames a temporary file in the folder) holding the
+  /// folder's lock shared: writers, in this process or others, do not wait for each other, and
+  /// `prune` leaves their temporary files alone.
+  private func whileWriting(_ body: () throws -> Void) throws {
+    let path = folder + "/" + SnapshotStore.lockName
+    let fd = try io.open(path, flags: O_RDWR | O_CREAT, mode: 0o600)
+    defer { io.close(fd) }
+    try io.lockShared(fd, path: path)
+    defer { io.unlock(fd, path: path) }
+    try body()
   }
 
   /// The newest usable snapshot at or before `limit`, and every file skipped on the way (newer
   /// ones up to `limit`, and any beyond `lastSequence`), with the reason. A file is usable when it parses, has a good checksum,
   /// this journal's id, this code's fingerprint, a sequence number the journal reaches, and a state
-  /// that decodes to the digest it records.
+  /// that decodes to the digest it records. If the journal's id cannot be read, no file is usable
+  /// (each is skipped as `unverifiable`): none can be told from another journal's. A file of other
+  /// model code (`stale`) is skipped after reading its header alone.
   public func latest<M: SnapshotModel>(_ type: M.Type, atOrBefore limit: UInt64, lastSequence: UInt64) -> (
     snapshot: (state: M, sequence: UInt64)?, problems: [SnapshotProblem]
   ) {
     var problems: [SnapshotProblem] = []
-    let journalID = try? JournalReader(directory: directory).id
+    let journalID = self.journalID()
     let fingerprint = M.fingerprint
     for sequence in sequences().reversed() where sequence <= limit || sequence > lastSequence {
       let name = SnapshotStore.fileName(sequence)
@@ -127,9 +147,10 @@ public struct SnapshotStore: Sendable {
   /// `lastSequence` (the journal's end), then what reading and `SnapshotFile.parse` find (length,
   /// magic, format, checksum), a sequence number other than its name's, another journal's id, a
   /// state whose bytes do not hash to the recorded digest.
-  /// Reads every file whole; moves nothing (`setAside` does, for a writer or repair).
+  /// Reads every file whole; moves nothing (`setAside` does, for a writer or repair). If the
+  /// journal's id cannot be read, every file is `unverifiable`.
   package func fileProblems(lastSequence: UInt64) -> [SnapshotProblem] {
-    let journalID = try? JournalReader(directory: directory, io: io).id
+    let journalID = self.journalID()
     return sequences().compactMap { sequence in
       let name = SnapshotStore.fileName(sequence)
       do throws(SnapshotProblem.Reason) {
@@ -146,26 +167,43 @@ public struct SnapshotStore: Sendable {
   /// with the digest it records: those whose file is whole, names this journal, and holds state
   /// bytes that hash to that digest (the others are `fileProblems`, and replay skips them). For
   /// verification, which compares each with the state replay rebuilds there. Reads every such
-  /// file whole; decodes no state.
+  /// file whole (files of other model code only to the end of their header); decodes no state.
+  /// None if the journal's id cannot be read.
   package func recordedDigests(fingerprint: StateDigest, after start: UInt64, through last: UInt64) -> [(
     sequence: UInt64, digest: StateDigest
   )] {
-    let journalID = try? JournalReader(directory: directory, io: io).id
+    let journalID = self.journalID()
     return sequences().compactMap { sequence in
       guard sequence > start, sequence <= last else { return nil }
       let name = SnapshotStore.fileName(sequence)
-      guard let file = try? hashedFile(name, sequence: sequence, journalID: journalID), file.fingerprint == fingerprint
+      guard
+        let file = try? hashedFile(name, sequence: sequence, journalID: journalID, fingerprint: fingerprint),
+        file.fingerprint == fingerprint
       else { return nil }
       return (sequence, file.digest)
     }
   }
 
+  /// The journal's id, which every file read is checked against, or why it cannot be: then no
+  /// file can be told from another journal's, and none is usable.
+  private func journalID() -> Result<JournalID, SnapshotProblem.Reason> {
+    do {
+      return .success(try JournalReader(directory: directory, io: io).id)
+    } catch {
+      return .failure(
+        .unverifiable(
+          "the journal's id could not be read, so the snapshot cannot be told from another journal's: \(error)")
+      )
+    }
+  }
+
   /// The parse of file `name` (see `parsedFile`), once its state bytes are seen to hash to the
   /// digest it records.
-  private func hashedFile(_ name: String, sequence: UInt64, journalID: JournalID?) throws(SnapshotProblem.Reason)
-    -> SnapshotFile.Parsed
-  {
-    let (bytes, file) = try parsedFile(name, sequence: sequence, journalID: journalID)
+  private func hashedFile(
+    _ name: String, sequence: UInt64, journalID: Result<JournalID, SnapshotProblem.Reason>,
+    fingerprint: StateDigest? = nil
+  ) throws(SnapshotProblem.Reason) -> SnapshotFile.Parsed {
+    let (bytes, file) = try parsedFile(name, sequence: sequence, journalID: journalID, fingerprint: fingerprint)
     let digest = bytes.withUnsafeBytes { SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[file.state])) }
     guard StateDigest(bytes: digest) == file.digest else {
       throw .inconsistent("the state bytes do not hash to the recorded digest")
@@ -174,10 +212,15 @@ public struct SnapshotStore: Sendable {
   }
 
   /// The bytes of file `name` and their parse, checked against the name's `sequence` and the
-  /// journal's id (when known).
-  private func parsedFile(_ name: String, sequence: UInt64, journalID: JournalID?) throws(SnapshotProblem.Reason)
-    -> (bytes: [UInt8], file: SnapshotFile.Parsed)
-  {
+  /// journal's id (a file is not read when that id could not be). With `fingerprint`, a file of
+  /// other model code is `stale` as soon as its header says so: after a change of model code every
+  /// snapshot is, and reading each whole (tens of megabytes for a large model) only to skip it
+  /// would cost a start-up that much more.
+  private func parsedFile(
+    _ name: String, sequence: UInt64, journalID: Result<JournalID, SnapshotProblem.Reason>,
+    fingerprint: StateDigest? = nil
+  ) throws(SnapshotProblem.Reason) -> (bytes: [UInt8], file: SnapshotFile.Parsed) {
+    let journalID = try journalID.get()
     let bytes: [UInt8]
     do {
       let fd = try io.open(folder + "/" + name, flags: 0, mode: 0)
@@ -188,6 +231,17 @@ public struct SnapshotStore: Sendable {
         throw SnapshotProblem.Reason.unreadable(
           "\(size) bytes, more than the \(SnapshotStore.maxFileBytes) a snapshot file may have")
       }
+      if let fingerprint, size > SnapshotFile.headerSize {
+        // The header is not checksummed apart from the rest: a header that does not parse here is
+        // left for the whole file's checks to name.
+        let header = try io.read(fd, count: SnapshotFile.headerSize, at: 0, path: name)
+        if let fields = SnapshotFile.header(header) {
+          try check(fields.sequence, fields.journalID, against: sequence, journalID)
+          guard fields.fingerprint == fingerprint else {
+            throw SnapshotProblem.Reason.stale(fingerprint: fields.fingerprint.description)
+          }
+        }
+      }
       bytes = try io.read(fd, count: Int(size), at: 0, path: name)
     } catch let reason as SnapshotProblem.Reason {
       throw reason
@@ -195,19 +249,27 @@ public struct SnapshotStore: Sendable {
       throw .unreadable(String(describing: error))
     }
     let file = try SnapshotFile.parse(bytes)
-    guard file.sequence == sequence else {
-      throw .corrupt("holds sequence \(file.sequence) under the name of \(sequence)")
-    }
-    if let journalID, file.journalID != journalID.bytes {
-      throw .foreign(journalID: JournalID(bytes: file.journalID).description)
-    }
+    try check(file.sequence, file.journalID, against: sequence, journalID)
     return (bytes, file)
   }
 
+  /// Checks a file's sequence number and journal id against its name's and the journal's.
+  private func check(_ fileSequence: UInt64, _ fileJournalID: [UInt8], against sequence: UInt64, _ journalID: JournalID)
+    throws(SnapshotProblem.Reason)
+  {
+    guard fileSequence == sequence else {
+      throw .corrupt("holds sequence \(fileSequence) under the name of \(sequence)")
+    }
+    guard fileJournalID == journalID.bytes else {
+      throw .foreign(journalID: JournalID(bytes: fileJournalID).description)
+    }
+  }
+
   private func load<M: SnapshotModel>(
-    _ name: String, sequence: UInt64, journalID: JournalID?, fingerprint: StateDigest, lastSequence: UInt64
+    _ name: String, sequence: UInt64, journalID: Result<JournalID, SnapshotProblem.Reason>, fingerprint: StateDigest,
+    lastSequence: UInt64
   ) throws(SnapshotProblem.Reason) -> M {
-    let (bytes, file) = try parsedFile(name, sequence: sequence, journalID: journalID)
+    let (bytes, file) = try parsedFile(name, sequence: sequence, journalID: journalID, fingerprint: fingerprint)
     guard file.fingerprint == fingerprint else { throw .stale(fingerprint: file.fingerprint.description) }
     guard file.sequence <= lastSequence else { throw .beyondJournal(lastSequence: lastSequence) }
     // The state is read where it lies in the file's bytes. The digest is checked before the
@@ -298,16 +360,37 @@ public struct SnapshotStore: Sendable {
     return moved
   }
 
-  /// Removes all but the newest `count` snapshot files (and leftover temporary files).
+  /// Removes all but the newest `count` snapshot files, and the temporary files of writes that
+  /// were abandoned (a writer that died half-way); never those of a write under way, in this
+  /// process or another.
   /// - Returns: the sequence numbers removed.
   @discardableResult
   public func prune(keeping count: Int) throws -> [UInt64] {
     let all = sequences()
     let doomed = Array(all.dropLast(max(0, count)))
     for sequence in doomed { try io.removeFile(folder + "/" + SnapshotStore.fileName(sequence)) }
+    removeAbandonedTemporaries()
+    return doomed
+  }
+
+  /// Removes the folder's temporary files if no write is under way: every writer holds the
+  /// folder's lock shared from before its temporary file exists until it is renamed or removed
+  /// (`whileWriting`), so while this holds it exclusively, a temporary file left there is one
+  /// whose writer is gone (the kernel drops a dead process's locks). If a writer holds the lock,
+  /// nothing is removed: the next prune tries again. A lock, not the files' age: a write of a
+  /// large state on a loaded machine can take any time, and clocks can jump.
+  private func removeAbandonedTemporaries() {
+    guard io.isRealDirectory(folder), let names = try? io.contentsOfDirectory(folder),
+      names.contains(where: { $0.hasSuffix(".tmp") })
+    else { return }
+    let path = folder + "/" + SnapshotStore.lockName
+    guard let fd = try? io.open(path, flags: O_RDWR | O_CREAT, mode: 0o600) else { return }
+    defer { io.close(fd) }
+    guard (try? io.tryLock(fd, path: path)) == true else { return }
+    defer { io.unlock(fd, path: path) }
+    // Listed again under the lock: only what is there while no write can be under way is abandoned.
     for name in (try? io.contentsOfDirectory(folder)) ?? [] where name.hasSuffix(".tmp") {
       try? io.removeFile(folder + "/" + name)
     }
-    return doomed
   }
 }

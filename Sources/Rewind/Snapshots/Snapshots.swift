@@ -20,12 +20,15 @@ public enum Snapshots {
 
   /// Brings snapshots up to date with the policy: a snapshot at every multiple of `interval` the
   /// journal has reached beyond the newest usable snapshot, then all but the newest `keep` removed.
+  /// - Precondition: `interval` and `keep` are at least 1 (keeping none would remove each
+  ///   snapshot as soon as it is written).
   /// - Returns: the sequence numbers written.
   @discardableResult
   public static func update<M: SnapshotModel>(_ type: M.Type, directory: String, every interval: UInt64, keep: Int = 4)
     throws -> [UInt64]
   {
     precondition(interval > 0, "a snapshot interval is at least 1")
+    precondition(keep > 0, "snapshots are pruned to at least 1, not \(keep)")
     let store = SnapshotStore(journal: directory)
     var written: [UInt64] = []
     var options = ReplayOptions()

@@ -41,7 +41,9 @@ package protocol FileIO: Sendable {
   func removeFile(_ path: String) throws
   /// Takes an exclusive, non-blocking advisory lock (flock). Returns false if another holder has it.
   func tryLock(_ fd: Int32, path: String) throws -> Bool
-  /// Releases the lock taken by `tryLock`. Closing the descriptor is not enough: a child forked
+  /// Takes a shared advisory lock (flock), waiting while another holder has it exclusively.
+  func lockShared(_ fd: Int32, path: String) throws
+  /// Releases the lock taken by `tryLock` or `lockShared`. Closing the descriptor is not enough: a child forked
   /// by any thread shares the open file description (and so the lock) until it execs.
   func unlock(_ fd: Int32, path: String)
   /// Allocates the file's blocks for `length` bytes at `offset`, growing the file to
@@ -206,6 +208,13 @@ package struct PosixFileIO: FileIO {
       case EWOULDBLOCK: return false
       default: throw SystemCallError("flock", path: path, errno: Glibc.errno)
       }
+    }
+  }
+
+  package func lockShared(_ fd: Int32, path: String) throws {
+    while flock(fd, LOCK_SH) != 0 {
+      if Glibc.errno == EINTR { continue }
+      throw SystemCallError("flock", path: path, errno: Glibc.errno)
     }
   }
 

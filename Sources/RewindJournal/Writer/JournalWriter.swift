@@ -92,6 +92,10 @@ final class JournalWriter: @unchecked Sendable {
   private var contended = false
   /// Set when the journal can no longer accept appends (a failed fsync, a write that could not be undone).
   private var failure: JournalError?
+  /// What every append gets once `failure` is set, unless it was in the group that failed:
+  /// `.stopped`, which says that nothing of it was written (the failed group's own appends get
+  /// `failure`, whose outcome may be unknown).
+  private var refusal: JournalError?
   /// While the writer thread gathers a group under `always` or `batched`: how many appends it
   /// waits for (enqueue wakes it only once that many are queued, or a frame's worth); 0 otherwise.
   private var gatherTarget = 0
@@ -249,9 +253,9 @@ final class JournalWriter: @unchecked Sendable {
             directory: path)))
     }
     condition.lock()
-    if let failure {
+    if let refusal {
       condition.unlock()
-      return completion(.failure(failure))
+      return completion(.failure(refusal))
     }
     if closing {
       condition.unlock()
@@ -316,17 +320,19 @@ final class JournalWriter: @unchecked Sendable {
     condition.unlock()
   }
 
-  /// Takes everything queued as one group, or the reason it must fail. Holder of `condition`.
+  /// Takes everything queued as one group, or the reason it must fail (`refusal`: these appends
+  /// were queued behind a group whose failure stopped the journal, and are not written). Holder
+  /// of `condition`.
   private func takeGroup() -> ([PendingAppend], JournalError?) {
     var group: [PendingAppend] = []
     swap(&group, &spare)
     swap(&group, &queue)
     queuedBytes = 0
     contended = group.count > 1
-    return (group, failure)
+    return (group, refusal)
   }
 
-  /// Writes `group`, or fails all of it with `failure`.
+  /// Writes `group`, or fails all of it with `failure` (writing nothing).
   private func complete(_ group: [PendingAppend], failure: JournalError?) {
     if let failure {
       for append in group { append.completion(.failure(failure)) }
@@ -865,11 +871,20 @@ final class JournalWriter: @unchecked Sendable {
     if (try? io.truncate(segmentFD, to: state.endOffset, path: activePath)) != nil { allocatedEnd = state.endOffset }
   }
 
-  /// A failed group: makes the journal refuse further appends if `fatal`.
+  /// A failed group: makes the journal refuse further appends if `fatal`. The group's appends get
+  /// `error`; every later one gets `.stopped` (appends queued behind this group too, which were
+  /// never written: their callers must be able to tell them from the group's, whose outcome may
+  /// be unknown).
   private func fail(_ error: JournalError, fatal: Bool) -> Result<UInt64, JournalError> {
     if fatal {
       condition.lock()
-      failure = failure ?? error
+      if failure == nil {
+        failure = error
+        refusal = JournalError(
+          .stopped,
+          "nothing of this append was written: the journal stopped accepting appends after an earlier failure "
+            + "(\(error.code): \(error.message))", directory: path)
+      }
       condition.unlock()
     }
     return .failure(error)

@@ -1,0 +1,176 @@
+import Foundation
+import Glibc
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+/// A `FileIO` that runs `hook` once, when a snapshot's temporary file is first synced: what
+/// another thread or process does while that write is under way.
+private final class TemporarySyncHook: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  private let hook: Locked<(@Sendable () -> Void)?>
+
+  init(_ hook: @escaping @Sendable () -> Void) { self.hook = Locked(hook) }
+
+  func sync(_ fd: Int32, metadata: Bool, path: String) throws {
+    if path.hasSuffix(".snapshot.tmp"), let hook = hook.withLock({ $0.take() }) { hook() }
+    try base.sync(fd, metadata: metadata, path: path)
+  }
+}
+
+/// A `FileIO` that counts the bytes read from snapshot files.
+private final class SnapshotReadCounter: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  let bytes = Locked(0)
+
+  func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+    let count = try base.pread(fd, into: buffer, at: offset, path: path)
+    if path.hasSuffix(".snapshot") { bytes.withLock { $0 += count } }
+    return count
+  }
+}
+
+/// Defects a reviewer found in the snapshot store: what `prune` removes, what reading does when
+/// the journal's id cannot be read or the model code changed, and what a snapshot policy accepts.
+@Suite struct SnapshotStoreReviewTests {
+  /// A journal of `Gauge` with `count` one-event commands.
+  static func journal(_ directory: String, commands count: Int) async throws {
+    let manager = try Manager<Gauge>(
+      directory: directory, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
+      ids: .sequential())
+    for index in 0..<count {
+      try await manager.perform(.user) { _, command in command.record(LevelSet(value: Double(index + 2))) }
+    }
+    manager.close()
+  }
+
+  /// `prune` used to remove every `.tmp` file in the folder, also that of a snapshot another
+  /// thread or process was writing, whose rename then failed. A write under way holds the folder's
+  /// lock, and `prune` leaves its temporary file alone.
+  @Test func pruneLeavesTheTemporaryFileOfAWriteUnderWay() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 3)
+    try #require(try Snapshots.take(Gauge.self, directory: directory.path)?.sequence == 3)
+    let pruned = Locked<[UInt64]?>(nil)
+    let temporaries = Locked<[String]>([])
+    let folder = directory.appending(SnapshotStore.folderName)
+    let io = TemporarySyncHook {
+      // Another store (another open of the lock file, as another process's would be) prunes.
+      pruned.withLock { $0 = try? SnapshotStore(journal: directory.path).prune(keeping: 1) }
+      let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+      temporaries.withLock { $0 = names.filter { $0.hasSuffix(".tmp") } }
+    }
+    let state = try Replay.rebuild(Gauge.self, directory: directory.path, through: 2).state
+    try SnapshotStore(journal: directory.path, io: io).write(state, at: 2)
+    #expect(pruned.withLock { $0 } == [], "the prune ran while the write was under way, keeping the newest")
+    #expect(temporaries.withLock { $0 } == [SnapshotStore.fileName(2) + ".tmp"], "the write's temporary file stayed")
+    let store = SnapshotStore(journal: directory.path)
+    #expect(store.sequences() == [2, 3])
+    let found = store.latest(Gauge.self, atOrBefore: 2, lastSequence: 3)
+    #expect(found.snapshot?.sequence == 2 && found.problems.isEmpty, "\(found.problems)")
+  }
+
+  /// A temporary file that no write holds (its writer died half-way) is removed.
+  @Test func pruneRemovesTheTemporaryFileOfAnAbandonedWrite() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 3)
+    try #require(try Snapshots.take(Gauge.self, directory: directory.path)?.sequence == 3)
+    let folder = directory.appending(SnapshotStore.folderName)
+    let abandoned = folder + "/" + SnapshotStore.fileName(2) + ".tmp"
+    try Files.write(Array("half a snapshot".utf8), to: abandoned)
+    #expect(try SnapshotStore(journal: directory.path).prune(keeping: 1) == [])
+    #expect(!FileManager.default.fileExists(atPath: abandoned))
+    #expect(SnapshotStore(journal: directory.path).sequences() == [3])
+  }
+
+  /// Reading used to take the journal's id with `try?`: when it could not be read, the check that
+  /// a snapshot is this journal's was skipped, and another journal's snapshot was used. Now no
+  /// snapshot is, and each is reported as unverifiable.
+  @Test func noSnapshotIsUsedWhenTheJournalsIDCannotBeRead() async throws {
+    let mine = TemporaryDirectory()
+    let other = TemporaryDirectory()
+    try await Self.journal(mine.path, commands: 3)
+    try await Self.journal(other.path, commands: 3)
+    try #require(try Snapshots.take(Gauge.self, directory: other.path)?.sequence == 3)
+    try FileManager.default.createDirectory(
+      atPath: mine.appending(SnapshotStore.folderName), withIntermediateDirectories: true)
+    let name = SnapshotStore.folderName + "/" + SnapshotStore.fileName(3)
+    try Files.write(try Files.read(other.appending(name)), to: mine.appending(name))
+    let store = SnapshotStore(journal: mine.path)
+    #expect(store.latest(Gauge.self, atOrBefore: 3, lastSequence: 3).problems.first?.reason.isForeign == true)
+
+    try Files.write(Array("not a manifest".utf8), to: mine.appending("manifest.json"))
+    let found = store.latest(Gauge.self, atOrBefore: 3, lastSequence: 3)
+    #expect(found.snapshot == nil, "another journal's snapshot was used")
+    #expect(found.problems.map(\.reason.isUnverifiable) == [true], "\(found.problems)")
+    #expect(found.problems.first?.description.contains("journal's id could not be read") == true)
+    #expect(store.fileProblems(lastSequence: 3).map(\.reason.isUnverifiable) == [true])
+    #expect(store.recordedDigests(fingerprint: Gauge.fingerprint, after: 0, through: 3).isEmpty)
+  }
+
+  /// After a change of model code, every snapshot is stale; each used to be read whole (tens of
+  /// megabytes for a large model) before its fingerprint was looked at. Its header is enough.
+  @Test func aStaleSnapshotIsSkippedByItsHeader() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 3)
+    let state = [UInt8](repeating: 0x5A, count: 1 << 20)
+    let file = SnapshotFile(
+      sequence: 3, journalID: try JournalReader(directory: directory.path).id.bytes,
+      fingerprint: StateDigest(bytes: SHA256.hash(Array("other model code".utf8))),
+      digest: StateDigest(bytes: SHA256.hash(state)), state: state)
+    try FileManager.default.createDirectory(
+      atPath: directory.appending(SnapshotStore.folderName), withIntermediateDirectories: true)
+    try Files.write(file.encoded(), to: directory.appending(SnapshotStore.folderName + "/" + SnapshotStore.fileName(3)))
+
+    let io = SnapshotReadCounter()
+    let store = SnapshotStore(journal: directory.path, io: io)
+    let found = store.latest(Gauge.self, atOrBefore: 3, lastSequence: 3)
+    #expect(found.snapshot == nil)
+    #expect(found.problems.map(\.reason.isStale) == [true], "\(found.problems)")
+    #expect(io.bytes.withLock { $0 } <= SnapshotFile.headerSize, "read \(io.bytes.withLock { $0 }) bytes")
+    io.bytes.withLock { $0 = 0 }
+    #expect(store.recordedDigests(fingerprint: Gauge.fingerprint, after: 0, through: 3).isEmpty)
+    #expect(io.bytes.withLock { $0 } <= SnapshotFile.headerSize, "read \(io.bytes.withLock { $0 }) bytes")
+  }
+
+  /// A policy (or an update) that keeps no snapshot traps: it would remove each one as it is
+  /// written (`keep: 0` was taken, and a negative count too).
+  @Test func aPolicyKeepingNoSnapshotTraps() async {
+    await #expect(processExitsWith: .failure) { _ = SnapshotPolicy(directory: "/tmp", every: 10, keep: 0) }
+    await #expect(processExitsWith: .failure) { _ = SnapshotPolicy(directory: "/tmp", every: 10, keep: -1) }
+    await #expect(processExitsWith: .failure) {
+      _ = try? Snapshots.update(Gauge.self, directory: "/nonexistent", every: 10, keep: 0)
+    }
+  }
+
+  /// `maintain` used to take any directory for its snapshots: another journal's got snapshots of
+  /// it replayed with this model, and this one's none. It now throws at once.
+  @Test func maintainRefusesASnapshotPolicyForAnotherJournal() async throws {
+    let mine = TemporaryDirectory()
+    let other = TemporaryDirectory()
+    try await Self.journal(other.path, commands: 30)
+    let manager = try Manager<Gauge>(
+      directory: mine.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
+      ids: .sequential())
+    let policy = SnapshotPolicy(directory: other.path, every: 5, keep: 2)
+    let job = Task { try await manager.maintain(checkpointEvery: 100, snapshots: policy) }
+    for index in 0..<10 {
+      try await manager.perform(.user) { _, command in command.record(LevelSet(value: Double(index))) }
+    }
+    manager.close()  // ends the job if it took the policy (it used to)
+    let outcome = await job.result
+    #expect(throws: JournalError.self) { try outcome.get() }
+    if case .failure(let error as JournalError) = outcome {
+      #expect(error.code == .invalidArgument && error.message.contains("not this manager's"), "\(error)")
+    }
+    #expect(SnapshotStore(journal: other.path).sequences().isEmpty, "nothing was written to the other journal")
+  }
+}
+
+extension SnapshotProblem.Reason {
+  fileprivate var isForeign: Bool { if case .foreign = self { true } else { false } }
+  fileprivate var isUnverifiable: Bool { if case .unverifiable = self { true } else { false } }
+  fileprivate var isStale: Bool { if case .stale = self { true } else { false } }
+}
