@@ -184,10 +184,14 @@ public struct RewindTool {
     // `rewind help COMMAND` is `rewind COMMAND --help`. In the command's place, `--help` and `-h`
     // are `help`: what follows them is a command's name, not more flags (`rewind --help extra`
     // is a usage error, as `rewind help log extra` is).
-    if arguments.count == 2, ["help", "--help", "-h"].contains(arguments[0]) {
+    let helpWords = ["help", "--help", "-h"]
+    if arguments.count == 2, helpWords.contains(arguments[0]) {
+      // Help about help is the overview, as `rewind help` alone is (rewritten to
+      // `[help word, "--help"]`, it would come back here without end).
+      if helpWords.contains(arguments[1]) { return await run([arguments[1]], output: output) }
       return await run([arguments[1], "--help"], output: output)
     }
-    if arguments.count > 2, ["help", "--help", "-h"].contains(arguments[0]) {
+    if arguments.count > 2, helpWords.contains(arguments[0]) {
       output.err(
         "rewind \(arguments[0]): unexpected argument '\(visible(arguments[2]))'; rewind help COMMAND shows one "
           + "command's help\n")

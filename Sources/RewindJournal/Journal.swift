@@ -58,7 +58,10 @@ public final class Journal: Sendable {
         let segments = try JournalDirectory.listSegments(directory, io: io)
         guard segments.isEmpty, options.createIfMissing else {
           throw JournalError(
-            .notAJournal, segments.isEmpty ? "no manifest.json: not a journal" : "segments but no manifest.json",
+            .notAJournal,
+            segments.isEmpty
+              ? "not a Rewind journal: it holds no \(Layout.manifestName) and no segment"
+              : "it holds segments but no \(Layout.manifestName)",
             directory: directory, file: Layout.manifestName)
         }
         let manifest = Manifest(journalID: options.newJournalID ?? .random())

@@ -95,6 +95,10 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   }
 
   public var description: String {
+    if code == .notAJournal, let directory {
+      // Not "in journal DIR": the point is that DIR is not one (the message names what is missing).
+      return "\(directory): \(message)" + (advice.map { ". " + $0 } ?? "")
+    }
     var text = message
     var place: [String] = []
     if let file { place.append(file) }

@@ -48,6 +48,18 @@ import Testing
     }
   }
 
+  /// Help about help is the overview. `rewind help --help` was rewritten to `--help --help`,
+  /// which was rewritten to itself: the command never returned.
+  @Test func helpAboutHelpIsTheOverview() async throws {
+    for first in ["help", "--help", "-h"] {
+      for second in ["help", "--help", "-h"] {
+        let run = try await ToolRun.run("rewind", [first, second])
+        #expect(run.status == 0, "\(first) \(second): \(run.err)")
+        #expect(run.out.contains("Usage: rewind COMMAND"), "\(first) \(second): \(run.out)")
+      }
+    }
+  }
+
   /// `rewind log` on a directory that is not a journal said "not a Rewind journal (manifest.json)
   /// in journal DIR", then advice for a directory with segments, which it has not. Every command
   /// that reads a journal says the same plain line (`verify` too).

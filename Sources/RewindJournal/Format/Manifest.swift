@@ -43,7 +43,7 @@ package struct Manifest: Codable, Equatable {
     } catch {
       if let error = error as? SystemCallError, error.errno == ENOENT {
         throw JournalError(
-          .notAJournal, "no \(Layout.manifestName): this directory is not a Rewind journal", directory: directory,
+          .notAJournal, "not a Rewind journal: it holds no \(Layout.manifestName)", directory: directory,
           file: Layout.manifestName)
       }
       throw JournalError(error, directory: directory, file: Layout.manifestName)
