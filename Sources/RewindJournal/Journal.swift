@@ -105,7 +105,8 @@ public final class Journal: Sendable {
   /// - Throws: `JournalError` (`.limitExceeded`, `.io`, `.durabilityLost`, `.stopped`, `.closed`, ...).
   ///   Nothing of a failed append was acknowledged; unless the code is `.durabilityLost`, nothing of
   ///   it was written either. After `.durabilityLost` or `.stopped` the journal takes no more
-  ///   appends (`failure`); otherwise the append can be retried.
+  ///   appends; nor after some other failures (a new segment that could not be opened): the
+  ///   append can be retried unless `failure` is set.
   @discardableResult
   public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
     // The continuation is handed to the writer as it is (no closure to allocate per append);

@@ -36,8 +36,9 @@ extension Manager where M: SnapshotModel {
   /// task is cancelled, and holds the manager until then. Errors end it and are thrown.
   /// - Precondition: `interval` and `snapshots.interval` are at least 1, `snapshots.keep` at least 1.
   /// - Throws: `JournalError` `.invalidArgument` at once if `snapshots.directory` is not this
-  ///   manager's journal (another journal's id, or none can be read there): its snapshots would
-  ///   be of another journal, and this one's would never be written.
+  ///   manager's journal (another journal's id, or no journal there): its snapshots would be of
+  ///   another journal, and this one's would never be written; the error that reading its id met,
+  ///   if that failed otherwise.
   public func maintain(checkpointEvery interval: UInt64, snapshots: SnapshotPolicy? = nil) async throws {
     precondition(interval > 0, "a checkpoint interval is at least 1")
     if let snapshots {
@@ -45,6 +46,8 @@ extension Manager where M: SnapshotModel {
       let id: JournalID
       do {
         id = try JournalReader(directory: snapshots.directory).id
+      } catch let error as JournalError where error.code != .notAJournal && error.code != .badManifest {
+        throw error  // a failure to read (EACCES, EIO, ...): as it is, not as a wrong argument
       } catch {
         throw JournalError(
           .invalidArgument, "the snapshot policy's directory is not a journal that can be read: \(error)",

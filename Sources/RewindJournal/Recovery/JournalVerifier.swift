@@ -149,7 +149,8 @@ extension JournalReader {
           report.unindexed.append(UnindexedRecords(segment: file.name, sequences: segmentRecords))
         }
       }
-      // Batches read again because they changed while they were judged (see below).
+      // How often the batch at `offset` was read again because it changed while it was judged
+      // (see below); back to 0 at each batch read whole.
       var rereads = 0
       walk: while true {
         var damage: BatchDamage?
@@ -171,6 +172,7 @@ extension JournalReader {
         case .damaged(let found):
           damage = found
         case .batch(let header, let frame):
+          rereads = 0
           do {
             _ = try BatchCodec.decode(frame, header: header, decoder: decoder, limits: limits)
             if intact { entryCheck.batch(header, segment: first, offset: offset, in: file.name) }
