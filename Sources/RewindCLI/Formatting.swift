@@ -94,8 +94,8 @@ func manifestAdvice(_ error: JournalError) -> String? {
   let path = directory + "/" + Layout.manifestName
   let missing = !io.fileExists(path)
   if missing, segments.isEmpty {
-    // The library's message serves a writer too ("in journal DIR", advice about segments): say
-    // only what is wrong with the path given.
+    // The library's advice serves a writer too (about a directory with segments): say only what
+    // is wrong with the path given, and what a command takes.
     return "\(directory) is not a Rewind journal: it holds no \(Layout.manifestName) and no segment. Check the "
       + "path (rewind COMMAND DIR takes a journal directory)."
   }
