@@ -60,11 +60,19 @@ struct SnapshotFile: Equatable {
 
   /// The fields of a snapshot file's header (its first `headerSize` bytes), if its magic and
   /// format version are right; nothing in it is checked against the file's checksum.
-  static func header(_ bytes: [UInt8]) -> (sequence: UInt64, journalID: [UInt8], fingerprint: StateDigest)? {
+  static func header(_ bytes: [UInt8]) -> Identity? {
     guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic,
       UInt32(truncatingIfNeeded: integer(bytes, at: 8, size: 4)) == formatVersion
     else { return nil }
-    return (integer(bytes, at: 12, size: 8), Array(bytes[20..<36]), StateDigest(bytes: Array(bytes[36..<68])))
+    return identity(bytes)
+  }
+
+  /// What a file is a snapshot of: the fields after the magic and format version.
+  typealias Identity = (sequence: UInt64, journalID: [UInt8], fingerprint: StateDigest)
+
+  /// The identity fields of `bytes`, which hold at least a header.
+  private static func identity(_ bytes: [UInt8]) -> Identity {
+    (integer(bytes, at: 12, size: 8), Array(bytes[20..<36]), StateDigest(bytes: Array(bytes[36..<68])))
   }
 
   /// Parses a snapshot file's bytes in place.
@@ -81,10 +89,10 @@ struct SnapshotFile: Equatable {
     }
     let stored = UInt32(truncatingIfNeeded: integer(bytes, at: bytes.count - 4, size: 4))
     guard CRC32C.checksum(bytes[0..<bytes.count - 4]) == stored else { throw .corrupt("checksum mismatch") }
+    let (sequence, journalID, fingerprint) = identity(bytes)
     return Parsed(
-      sequence: integer(bytes, at: 12, size: 8), journalID: Array(bytes[20..<36]),
-      fingerprint: StateDigest(bytes: Array(bytes[36..<68])), digest: StateDigest(bytes: Array(bytes[68..<100])),
-      state: headerSize..<bytes.count - 4)
+      sequence: sequence, journalID: journalID, fingerprint: fingerprint,
+      digest: StateDigest(bytes: Array(bytes[68..<100])), state: headerSize..<bytes.count - 4)
   }
 
   private func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
