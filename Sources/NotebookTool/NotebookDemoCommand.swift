@@ -147,8 +147,10 @@ public enum NotebookDemoCommand: RewindCommand {
 
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let report = try JournalReader(directory: directory).verify()
-    func perOrigin(_ counts: [String: Int], _ what: String) -> String {
-      if counts.isEmpty { return "no " + what }
+    // The noun agrees with the total ("app 1 event", "app 1, sync 2 events").
+    func perOrigin(_ counts: [String: Int], _ one: String, _ many: String) -> String {
+      if counts.isEmpty { return "no " + many }
+      let what = counts.values.reduce(0, +) == 1 ? one : many
       return counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + " " + what
     }
     // The commands that recorded events: what `rewind stats` can count (a command that records
@@ -172,8 +174,8 @@ public enum NotebookDemoCommand: RewindCommand {
       notebook demo: \(shown) (\(seed.map { "seed \($0)" } ?? "unseeded"), durability \(durability))
         events        \(written), recorded by \(counted(recording, "command")) (as rewind stats counts them)
         commands      \(commands)
-        by origin     \(perOrigin(eventsByOrigin, "events")) (as rewind stats counts them)
-                      \(perOrigin(summary.committedByOrigin, "commands that recorded events"))
+        by origin     \(perOrigin(eventsByOrigin, "event", "events")) (as rewind stats counts them)
+                      \(perOrigin(summary.committedByOrigin, "command that recorded events", "commands that recorded events"))
         throughput    \(throughput)
         journal       \(counted(report.records, "record")), \(counted(report.batches, "frame")), \(counted(report.segments, "segment"))
         size          \(report.bytesOnDisk) bytes on disk, \(report.bytesDecoded) decoded (ratio \(ratio(report)))

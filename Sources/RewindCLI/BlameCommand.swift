@@ -47,7 +47,7 @@ enum BlameCommand: RewindCommand {
           + "(as `rewind replay \(directory) --json` shows them) or a value collection's name")
     }
     if !args.flag("json") {
-      output.out(visible("\(id) in \(store): \(entries.count) event(s)") + "\n")
+      output.out(visible("\(id) in \(store): \(counted(entries.count, "event"))") + "\n")
     }
     for entry in entries {
       let after = entry.after.map(StateInspector.json)

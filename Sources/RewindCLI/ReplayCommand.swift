@@ -46,7 +46,7 @@ enum ReplayCommand: RewindCommand {
         "time         " + (try bounds.timestamp(of: report.lastSequence).map(isoTime) ?? "- (the empty state)"),
         "snapshot     "
           + (report.snapshotSequence.map { "started from the snapshot at sequence \($0)" } ?? "none used"),
-        "applied      \(report.recordsApplied) records, \(report.checkpointsVerified) checkpoint(s) verified",
+        "applied      \(counted(report.recordsApplied, "record")), \(counted(report.checkpointsVerified, "checkpoint")) verified",
         "digest       \(try replayed.digest())",
         "collections",
       ].map(visible)

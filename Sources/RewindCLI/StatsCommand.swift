@@ -181,7 +181,7 @@ enum StatsCommand: RewindCommand {
     if !report.isSound {
       lines.append(
         visible(
-          "damaged      \(report.problems.count) problem(s); the counts of events, commands, the time span, "
+          "damaged      \(counted(report.problems.count, "problem")); the counts of events, commands, the time span, "
             + "checkpoints, names and origins cover the intact part, up to sequence \(report.lastSequence); "
             + "segments, frames and bytes every segment file. `rewind verify \(directory)` locates them."))
     }

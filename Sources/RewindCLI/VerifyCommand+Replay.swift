@@ -56,10 +56,13 @@ extension VerifyCommand {
     }
     if let stray = report.strayCheckpointDigests.first {
       sound = false
+      let records =
+        report.strayCheckpointDigests.count == 1
+        ? "a checkpoint digest record at sequence \(stray) names no checkpoint mark of this model code before it"
+        : "\(report.strayCheckpointDigests.count) checkpoint digest records, the first at sequence \(stray), name no "
+          + "checkpoint mark of this model code before them"
       output.out(
-        "problem: \(report.strayCheckpointDigests.count) checkpoint digest record(s), the first at sequence \(stray), "
-          + "name no checkpoint mark of this model code before them (a digest follows its mark): the journal is not "
-          + "what its writer wrote\n")
+        "problem: \(records) (a digest follows its mark): the journal is not what its writer wrote\n")
     }
     for divergence in report.snapshotDivergences {
       sound = false
@@ -71,14 +74,17 @@ extension VerifyCommand {
     }
     var line =
       "replay: \(model.name) rebuilt through sequence \(report.lastSequence), "
-      + "\(report.checkpointsVerified) checkpoint(s) and \(report.snapshotsVerified) snapshot(s) verified"
+      + "\(counted(report.checkpointsVerified, "checkpoint")) and \(counted(report.snapshotsVerified, "snapshot")) verified"
     if report.checkpointsSkipped > 0 {
       line += ", \(report.checkpointsSkipped) written by other model code not compared"
     }
     if let unfinished = report.unfinishedCheckpoints.first {
       line +=
-        ", \(report.unfinishedCheckpoints.count) checkpoint mark(s) without a digest (the first at sequence "
-        + "\(unfinished); harmless: the writer stopped before appending it)"
+        report.unfinishedCheckpoints.count == 1
+        ? ", a checkpoint mark without a digest (at sequence \(unfinished); harmless: the writer stopped before "
+          + "appending it)"
+        : ", \(report.unfinishedCheckpoints.count) checkpoint marks without a digest (the first at sequence "
+          + "\(unfinished); harmless: the writer stopped before appending them)"
     }
     line += sound ? ", caches coherent\n" : "\n"
     output.out(line)

@@ -114,7 +114,7 @@ enum VerifyCommand: RewindCommand {
       whole
         ? "frames: sound, \(frames)\n"
         : visible(
-          "damaged: \(report.problems.count + lostRecords) problem(s); intact up to sequence \(report.lastSequence). \(advice)"
+          "damaged: \(counted(report.problems.count + lostRecords, "problem")); intact up to sequence \(report.lastSequence). \(advice)"
         )
           + "\n"
     )
@@ -128,8 +128,8 @@ enum VerifyCommand: RewindCommand {
     output.out(
       sound
         ? "sound: \(frames); \(checked) checked\n"
-        : "not sound: the frames are sound through sequence \(report.lastSequence), but \(checked) found "
-          + "the problem(s) above\n")
+        : "not sound: the frames are sound through sequence \(report.lastSequence), but \(checked) failed: "
+          + "see the problem lines above\n")
     return sound ? .success : .findings
   }
 }

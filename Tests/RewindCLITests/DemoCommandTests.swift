@@ -200,6 +200,20 @@ import Testing
     #expect(lines.out.split(separator: "\n").count == recording)
   }
 
+  /// One event is counted in the singular in every line of the summary (it read "user 1 events").
+  @Test func oneEventIsCountedInTheSingular() async throws {
+    let dir = TemporaryDirectory("cli-demo-one")
+    let journal = dir.appending("journal")
+    let run = try await Self.rewind(["demo", journal, "--events", "1", "--seed", "1", "--durability", "none"])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(run.out.contains("  events        1, recorded by 1 command (as rewind stats counts them)\n"), "\(run.out)")
+    #expect(run.out.contains("  by origin     user 1 event (as rewind stats counts them)\n"), "\(run.out)")
+    #expect(run.out.contains("                user 1 command that recorded events\n"), "\(run.out)")
+    #expect(run.out.contains("  journal       1 record, 1 frame, 1 segment\n"), "\(run.out)")
+    let replay = try await Self.rewind(["replay", journal])
+    #expect(replay.out.contains("applied      1 record, 0 checkpoints verified\n"), "\(replay.out)")
+  }
+
   /// --events 0 issues no command: DIR is an empty journal, verified, and the summary says so.
   /// The summary printed an empty origin list before "events", a throughput of nothing, a
   /// compression ratio of 0.00 and "1 segments".

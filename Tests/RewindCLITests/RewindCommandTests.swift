@@ -199,7 +199,7 @@ import Testing
           + "written; the journal ends at \(last)\n"), "\(verify.out)")
     #expect(
       verify.out.contains(
-        "damaged: 1 problem(s); intact up to sequence \(last). Records after sequence \(last) were lost"))
+        "damaged: 1 problem; intact up to sequence \(last). Records after sequence \(last) were lost"))
     #expect(Files.list(folder).contains(past), "verify moves nothing")
     let stats = try await Self.rewind(["stats", dir.path])
     #expect(stats.status == 1)

@@ -142,7 +142,7 @@ import Testing
       #expect(line.hasSuffix(#","after":\#(try note.map { try CanonicalJSON.render($0) } ?? "null")}"#))
     }
     let text = try await rewind(["blame", journal.path, deleted.description])
-    #expect(text.out.hasPrefix("\(deleted) in notes: \(expected.count) event(s)\n"))
+    #expect(text.out.hasPrefix("\(deleted) in notes: \(expected.count) events\n"))
     #expect(text.out.hasSuffix("    after removed\n"))
     // An id in capitals is the same id (log --entity takes it so too), shown as the stores spell it.
     let capitals = try await rewind(["blame", journal.path, deleted.description.uppercased(), "--json"])
@@ -386,7 +386,7 @@ import Testing
     #expect(sound.status == 0, "\(sound.out)\(sound.err)")
     #expect(
       sound.out.contains(
-        "replay: workspace rebuilt through sequence \(manager.lastSequence), 2 checkpoint(s) and 0 snapshot(s) verified, "
+        "replay: workspace rebuilt through sequence \(manager.lastSequence), 2 checkpoints and 0 snapshots verified, "
           + "caches coherent")
     )
     // A checkpoint that disagrees with the rebuilt state, as a changed apply function would leave.
@@ -401,7 +401,7 @@ import Testing
     #expect(diverged.status == 1)
     let replay = try await rewind(["replay", journal.path])
     #expect(replay.status == 0)
-    #expect(replay.out.contains("records, 4 checkpoint(s) verified\n"))
+    #expect(replay.out.contains("records, 4 checkpoints verified\n"))
     #expect(replay.err.contains("warning: checkpoint at sequence \(bad) recorded digest"))
     #expect(diverged.out.contains("problem: replay diverges from the recorded checkpoints first at sequence \(bad): "))
   }
@@ -415,7 +415,7 @@ import Testing
     let last = try JournalReader(directory: journal.path).lastSequence()
     let sound = try await rewind(["verify", journal.path])
     #expect(sound.status == 0, "\(sound.out)\(sound.err)")
-    #expect(sound.out.contains("0 checkpoint(s) and 1 snapshot(s) verified, caches coherent\n"), "\(sound.out)")
+    #expect(sound.out.contains("0 checkpoints and 1 snapshot verified, caches coherent\n"), "\(sound.out)")
     let earlier = try Replay.rebuild(Workspace.self, directory: journal.path, through: last - 10).state
     try SnapshotStore(journal: journal.path).write(earlier, at: last - 5)
     let diverged = try await rewind(["verify", journal.path])
@@ -425,7 +425,7 @@ import Testing
         "problem: snapshots/\(SnapshotStore.fileName(last - 5)) holds a state with digest "
           + "\(try StateDigest.of(earlier)) for the records through \(last - 5), but replay of the journal rebuilt"),
       "\(diverged.out)")
-    #expect(diverged.out.contains("0 checkpoint(s) and 2 snapshot(s) verified\n"), "\(diverged.out)")
+    #expect(diverged.out.contains("0 checkpoints and 2 snapshots verified\n"), "\(diverged.out)")
   }
 
   /// A mark whose digest never came is noted as harmless (verify still passes); a digest that names
@@ -445,9 +445,8 @@ import Testing
     #expect(unfinished.status == 0, "\(unfinished.out)\(unfinished.err)")
     #expect(
       unfinished.out.contains(
-        "replay: workspace rebuilt through sequence \(manager.lastSequence), 1 checkpoint(s) and 0 snapshot(s) "
-          + "verified, "
-          + "1 checkpoint mark(s) without a digest (the first at sequence \(mark); harmless: the writer stopped "
+        "replay: workspace rebuilt through sequence \(manager.lastSequence), 1 checkpoint and 0 snapshots "
+          + "verified, a checkpoint mark without a digest (at sequence \(mark); harmless: the writer stopped "
           + "before appending it), caches coherent\n"))
     // stats tells the finished checkpoint (mark and digest) from the unfinished mark.
     let stats = try await rewind(["stats", journal.path])
@@ -483,7 +482,7 @@ import Testing
     #expect(strayRun.status == 1)
     #expect(
       strayRun.out.contains(
-        "problem: 2 checkpoint digest record(s), the first at sequence \(stray), name no checkpoint mark of this "
+        "problem: 2 checkpoint digest records, the first at sequence \(stray), name no checkpoint mark of this "
           + "model code before them (a digest follows its mark)"), "\(strayRun.out)")
   }
 

@@ -67,7 +67,7 @@ import Testing
     #expect(
       run.out.hasSuffix(
         "decoded: 2 events field by field, 1 does not decode\n"
-          + "not sound: the frames are sound through sequence 2, but frames and event decoding found the problem(s) "
+          + "not sound: the frames are sound through sequence 2, but frames and event decoding failed: see the problem lines "
           + "above\n"), "\(run.out)")
   }
 
