@@ -45,4 +45,7 @@ extension ForwardingFileIO {
   package func protectReadOnly(_ address: UnsafeMutableRawPointer, length: Int, path: String) throws {
     try base.protectReadOnly(address, length: length, path: path)
   }
+  package func store(_ bytes: UnsafeRawBufferPointer, at address: UnsafeMutableRawPointer) {
+    base.store(bytes, at: address)
+  }
 }

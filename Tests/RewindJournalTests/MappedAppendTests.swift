@@ -162,6 +162,71 @@ import Testing
     journal.close()
   }
 
+  /// Records where in the file each store through a mapping went, in the order they were made.
+  final class StoreRecorder: ForwardingFileIO, @unchecked Sendable {
+    let base: any FileIO = PosixFileIO()
+    private struct Mapping {
+      var address: UnsafeMutableRawPointer
+      var length: Int
+      var offset: Int64
+    }
+    private let state = Locked((mappings: [Mapping](), stores: [Range<Int64>]()))
+    /// The file ranges stored, in order (only segments are ever mapped, and these tests write one).
+    var stores: [Range<Int64>] { state.withLock { $0.stores } }
+
+    func map(_ fd: Int32, at offset: Int64, length: Int, path: String) throws -> UnsafeMutableRawPointer {
+      let address = try base.map(fd, at: offset, length: length, path: path)
+      state.withLock { $0.mappings.append(Mapping(address: address, length: length, offset: offset)) }
+      return address
+    }
+
+    func unmap(_ address: UnsafeMutableRawPointer, length: Int) {
+      state.withLock { $0.mappings.removeAll { $0.address == address } }
+      base.unmap(address, length: length)
+    }
+
+    func store(_ bytes: UnsafeRawBufferPointer, at address: UnsafeMutableRawPointer) {
+      state.withLock { state in
+        let mapping = state.mappings.first { address >= $0.address && address < $0.address + $0.length }!
+        let start = mapping.offset + Int64(address - mapping.address)
+        state.stores.append(start..<start + Int64(bytes.count))
+      }
+      base.store(bytes, at: address)
+    }
+  }
+
+  @Test func aGroupOfSeveralFramesIsStoredFrameByFrameInOrder() async throws {
+    // A group of appends is encoded as several frames and was copied into the mapping at once:
+    // `memcpy` may store a copy's last bytes first, so a reader could see the second frame whole
+    // while the first was still half stored, and (the writer preempted there) call a healthy
+    // journal damaged, the first frame reading the same each time it read it again.
+    let dir = TemporaryDirectory("mapped-frame-order")
+    let recorder = StoreRecorder()
+    var options = Self.options(FaultInjectingFileIO())
+    options.io = recorder
+    options.frameTargetBytes = 1  // a frame per append
+    let journal = try Journal(directory: dir.path, options: options)
+    let batches = Self.batches(6, seed: 35, payload: 80)
+    try await journal.append(batches[0])
+    // Queued without writing, then written together: one group, four frames, one window.
+    let outcomes = Locked([Result<ClosedRange<UInt64>, JournalError>]())
+    for batch in batches[1...4] {
+      journal.enqueue(batch, expectedFirst: nil) { outcome in outcomes.withLock { $0.append(outcome) } }
+    }
+    journal.lead()
+    #expect(outcomes.withLock { $0.map { try? $0.get() } } == (2...5).map { $0...$0 })
+    try await journal.append(batches[5])
+    journal.close()
+
+    let segment = try #require(JournalFixtures.segments(dir.path).first)
+    let frames = try JournalFixtures.frames(of: try Files.read(dir.appending(segment))).map {
+      Int64($0.offset)..<Int64($0.offset) + $0.header.totalLength
+    }
+    #expect(frames.count == batches.count)
+    #expect(recorder.stores == frames, "one store per frame, in the order of the frames")
+    #expect(try JournalFixtures.readAll(dir.path) == Self.records(batches))
+  }
+
   @Test func aCopyTakenWhileTheWriterIsLiveReopensWithEveryAcknowledgedRecord() async throws {
     // What killing the process leaves: the files of a live writer, allocated zeros and all.
     let batches = Self.batches(300, seed: 25)

@@ -62,6 +62,10 @@ package protocol FileIO: Sendable {
   func unmap(_ address: UnsafeMutableRawPointer, length: Int)
   /// Makes `length` bytes at `address` (page aligned, inside a mapping) read only.
   func protectReadOnly(_ address: UnsafeMutableRawPointer, length: Int, path: String) throws
+  /// Copies `bytes` to `address`, inside a mapping made by `map`: a plain memory copy, whose
+  /// bytes other threads and processes may see stored in any order (glibc's `memcpy` can store
+  /// a copy's last bytes first).
+  func store(_ bytes: UnsafeRawBufferPointer, at address: UnsafeMutableRawPointer)
 }
 
 /// The size of a memory page, for mappings (`FileIO.map`).
@@ -257,6 +261,10 @@ package struct PosixFileIO: FileIO {
     if Glibc.mprotect(address, length, PROT_READ) != 0 {
       throw SystemCallError("mprotect", path: path, errno: Glibc.errno)
     }
+  }
+
+  package func store(_ bytes: UnsafeRawBufferPointer, at address: UnsafeMutableRawPointer) {
+    address.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
   }
 }
 

@@ -103,7 +103,10 @@ extension Journal {
       // Of the last segment, moved whole or in part, the bytes up to its preallocated zeros
       // (those are not kept), judged as opening judges a torn tail: all of the damaged frame, a
       // frame's last bytes being its checksum's, which can be zeros. A sealed segment has no
-      // preallocated space, so zeros at its end are data.
+      // preallocated space, so zeros at its end are data. Judged on one read, unlike the damage
+      // (`verify` reads a damaged batch again when a valid header follows it, in case a writer
+      // was storing it): the repair holds the lock, so no writer stores meanwhile, and a plan
+      // made beside a writer only says how far the bytes reach at the moment it reads them.
       let end: Int64
       do {
         end =

@@ -135,6 +135,10 @@ final class JournalWriter: @unchecked Sendable {
   /// The group's frames, `outputLength` bytes of it; only ever grown.
   @exclusivity(unchecked) private var output: [UInt8] = []
   private var outputLength = 0
+  /// Where in `output` each of the group's frames after the first starts: empty for a group of
+  /// one frame (the usual case). Stores through the mapping go frame by frame (`storeMapped`).
+  /// Only ever grown.
+  @exclusivity(unchecked) private var laterFrameStarts: [Int] = []
   private let finished = DispatchSemaphore(value: 0)
 
   /// Compaction replaces the index file under this gate; the writer appends to it under it too.
@@ -519,6 +523,7 @@ final class JournalWriter: @unchecked Sendable {
 
     // Frames: as many whole appends as fit in the frame target; an append larger than it alone.
     outputLength = 0
+    if !laterFrameStarts.isEmpty { laterFrameStarts.removeAll(keepingCapacity: true) }
     let first = state.nextSequence
     var newEntries: [IndexEntry] = []
     var sequence = state.nextSequence
@@ -533,6 +538,7 @@ final class JournalWriter: @unchecked Sendable {
           frameBytes += group[end].contentBytes
           end = group.index(after: end)
         }
+        if outputLength > 0 { laterFrameStarts.append(outputLength) }
         let frameOffset = state.endOffset + Int64(outputLength)
         if lastIndexed == 0 || frameOffset - lastIndexed >= Int64(options.indexIntervalBytes) {
           newEntries.append(
@@ -764,8 +770,9 @@ final class JournalWriter: @unchecked Sendable {
 
   /// Stores the group's frames (`output[..<outputLength]`, ending at `end`, allocated by
   /// `reserve`) into the active segment through its mapping: moves the window if the frames
-  /// leave it, copies them, and makes the whole pages before them read only. Returns false,
-  /// having stored nothing, if mapping fails: the segment then falls back to `pwrite`.
+  /// leave it, copies them (frame by frame), and makes the whole pages before them read only.
+  /// Returns false, having stored nothing, if mapping fails: the segment then falls back to
+  /// `pwrite`.
   ///
   /// Each page's first store faults: the kernel reads the allocated, unwritten page into the page
   /// cache (zeroing it), then ext4 marks it dirty. Preparing the next 64–256 KiB ahead of the
@@ -795,8 +802,24 @@ final class JournalWriter: @unchecked Sendable {
       windowLength = length
       protectedEnd = base
     }
+    // Frame by frame, in order: a reader (a follower's `pread`, another process's) that finds a
+    // frame damaged and a valid header after it reads the frame again, and calls it damage only
+    // if it reads the same (`JournalCursor.judge`, `verify`). One copy of several frames could
+    // store a later frame before an earlier one is whole (glibc's `memcpy` may store its last
+    // bytes first), and a writer preempted there would leave the earlier frame reading the same,
+    // damaged, however often it is read. The stores of one copy are seen by other cores before
+    // those of the next (x86-64 keeps stores in program order); the fence keeps the compiler
+    // from reordering or merging the copies, and orders them on arm64. A group of one frame
+    // (the usual case) is one copy.
+    let destination = window! + Int(start - windowStart)
     output.withUnsafeBytes { bytes in
-      (window! + Int(start - windowStart)).copyMemory(from: bytes.baseAddress!, byteCount: outputLength)
+      var from = 0
+      for next in laterFrameStarts {
+        io.store(UnsafeRawBufferPointer(rebasing: bytes[from..<next]), at: destination + from)
+        atomicMemoryFence(ordering: .releasing)
+        from = next
+      }
+      io.store(UnsafeRawBufferPointer(rebasing: bytes[from..<outputLength]), at: destination + from)
     }
     let written = end / Int64(pageSize) * Int64(pageSize)
     if written - protectedEnd >= Self.protectionStepBytes {
