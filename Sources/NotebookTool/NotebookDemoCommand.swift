@@ -97,7 +97,7 @@ public enum NotebookDemoCommand: RewindCommand {
     if seed != nil && before > 0 {
       manager.close()
       throw UsageError(
-        "\(directory) already holds \(before) events; a seeded demo starts from an empty journal. "
+        "\(directory) already holds \(counted(before, "event")); a seeded demo starts from an empty journal. "
           + "Remove it (rm -r \(directory)) or name a new directory.")
     }
 

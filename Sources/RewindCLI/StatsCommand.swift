@@ -130,7 +130,9 @@ enum StatsCommand: RewindCommand {
     var lines = [
       visible("journal      \(directory) (id \(try reader.id))"),
       "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")\(intact)), recorded by \(commands) command\(commands == 1 ? "" : "s")"
-        + (foreign > 0 ? ", \(foreign) records that are not Rewind events" : ""),
+        + (foreign > 0
+          ? ", \(counted(foreign, "record")) that \(foreign == 1 ? "is not a Rewind event" : "are not Rewind events")"
+          : ""),
     ]
     if let first, let last {
       // A clock set back can stamp the last record before the first: say so, not "0 s".
@@ -172,7 +174,7 @@ enum StatsCommand: RewindCommand {
     }
     lines.append("checkpoints  " + checkpoints.summary + (report.isSound ? "" : " (intact part)"))
     if !quarantined.isEmpty {
-      lines.append(visible("quarantined  \(quarantined.count) files in \(directory)/quarantine"))
+      lines.append(visible("quarantined  \(counted(quarantined.count, "file")) in \(directory)/quarantine"))
     }
     lines.append("by name" + (report.isSound ? "" : " (intact part)"))
     lines += table(byName)

@@ -28,8 +28,8 @@ enum VerifyCommand: RewindCommand {
 
     When the frames are sound, a line `frames: sound, ...` says so (of the frames alone), then
     replay or decoding is checked. The last line is the verdict on the whole journal: `sound:`
-    (exit 0), `not sound:` (the frames are sound, replay or decoding found the problems above;
-    exit 1) or `damaged:` (exit 1). An unknown --model is a usage error (exit 2) before anything
+    (exit 0), `not sound:` (the frames are sound, replay or decoding did not pass: the problems are
+    above; exit 1) or `damaged:` (exit 1). An unknown --model is a usage error (exit 2) before anything
     is read.
 
     Snapshot files are checked without a model: one that cannot be read, is cut short, has a
@@ -124,12 +124,12 @@ enum VerifyCommand: RewindCommand {
     // The frames' line above judges the frames alone; the last line judges the whole journal.
     let replayed = try verifyReplay(directory, model: model, context: context)
     let sound = try replayed ?? verifyDecoding(reader, through: report.lastSequence, context: context)
-    let checked = replayed == nil ? "frames and event decoding" : "frames and replay"
+    let checker = replayed == nil ? "event decoding" : "replay"
     output.out(
       sound
-        ? "sound: \(frames); \(checked) checked\n"
-        : "not sound: the frames are sound through sequence \(report.lastSequence), but \(checked) failed: "
-          + "see the problem lines above\n")
+        ? "sound: \(frames); frames and \(checker) checked\n"
+        : "not sound: the frames are sound through sequence \(report.lastSequence), but \(checker) did not pass: "
+          + "see the problems above\n")
     return sound ? .success : .findings
   }
 }

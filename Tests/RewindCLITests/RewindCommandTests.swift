@@ -293,6 +293,21 @@ import Testing
     #expect(stats.out.contains("1, 2 frames (2.5 records per frame on average)\n"), "\(stats.out)")
   }
 
+  /// Counts of one are singular: one record that is not a Rewind event, one file in quarantine
+  /// (stats printed "1 records that are not Rewind events" and "1 files").
+  @Test func statsCountsOneOfAThingInTheSingular() async throws {
+    let dir = TemporaryDirectory("cli-stats-one")
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try journal.appendAndWait([NewRecord(timestamp: 1, payload: Array("not a Rewind event".utf8))])
+    journal.close()
+    try FileManager.default.createDirectory(atPath: dir.appending("quarantine"), withIntermediateDirectories: false)
+    #expect(FileManager.default.createFile(atPath: dir.appending("quarantine/moved"), contents: Data([1])))
+    let stats = try await Self.rewind(["stats", dir.path])
+    #expect(stats.status == 0, "\(stats.err)")
+    #expect(stats.out.contains(", 1 record that is not a Rewind event\n"), "\(stats.out)")
+    #expect(stats.out.contains("quarantined  1 file in "), "\(stats.out)")
+  }
+
   /// A journal written with limits larger than the default (64 MiB batches) whose last batch is
   /// larger than the default allows: the tool reads with the largest limits, so it is sound, and
   /// repair leaves it alone. Read with the default limits, it was a torn tail to verify and repair.

@@ -67,8 +67,8 @@ import Testing
     #expect(
       run.out.hasSuffix(
         "decoded: 2 events field by field, 1 does not decode\n"
-          + "not sound: the frames are sound through sequence 2, but frames and event decoding failed: see the problem lines "
-          + "above\n"), "\(run.out)")
+          + "not sound: the frames are sound through sequence 2, but event decoding did not pass: see the "
+          + "problems above\n"), "\(run.out)")
   }
 
   @Test func recordsThatAreNotRewindEventsAreCountedNotFaulted() async throws {

@@ -145,8 +145,9 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
     var problems: [String] = []
     let cached = groups.mapValues { Set($0.keys) }
     for key in Set(groups.keys).union(expected.keys).sorted() where cached[key] != expected[key] {
+      let held = groups[key]?.count ?? 0
       problems.append(
-        "store \(name), group '\(key)': the cache holds \(groups[key]?.count ?? 0) record(s), "
+        "store \(name), group '\(key)': the cache holds \(held) record\(held == 1 ? "" : "s"), "
           + "recomputing from the records gives \(expected[key]?.count ?? 0)")
     }
     return problems

@@ -137,7 +137,7 @@ final class JournalWriter: @unchecked Sendable {
   private var outputLength = 0
   /// Where in `output` each of the group's frames after the first starts: empty for a group of
   /// one frame (the usual case). Stores through the mapping go frame by frame (`storeMapped`).
-  /// Only ever grown.
+  /// Emptied for each group; its capacity is kept.
   @exclusivity(unchecked) private var laterFrameStarts: [Int] = []
   private let finished = DispatchSemaphore(value: 0)
 
@@ -739,6 +739,8 @@ final class JournalWriter: @unchecked Sendable {
   /// stored here, against 0.3 µs per KiB and about 0.45 µs per call for `pwrite` (measured in C on
   /// this machine's ext4, Dec 1: 0.20 against 0.50 µs for 266 bytes, 5.8 against 2.5 µs for
   /// 8 KiB, 84 against 25 µs for 110 KB): the mapping wins only below about 1 KiB.
+  /// It must stay far below glibc's threshold for non-temporal stores (which are not kept in
+  /// program order with the ones around them, so frame-by-frame copies would need an `sfence`).
   static let mappedGroupBytes = 1 << 10
 
   /// Allocates the active segment through `end` for the mapping (`fallocate`, a window at a
