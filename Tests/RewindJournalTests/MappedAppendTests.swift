@@ -162,7 +162,7 @@ import Testing
     journal.close()
   }
 
-  /// Records where in the file each store through a mapping went, in the order they were made.
+  /// Records where in the file each store through `FileIO.store` went, in the order they were made.
   final class StoreRecorder: ForwardingFileIO, @unchecked Sendable {
     let base: any FileIO = PosixFileIO()
     private struct Mapping {
@@ -225,7 +225,8 @@ import Testing
       Int64($0.offset)..<Int64($0.offset) + $0.header.totalLength
     }
     #expect(frames.count == batches.count)
-    #expect(recorder.stores == frames, "one store per frame, in the order of the frames")
+    // The groups of one frame (the first and last appends) are copied directly, not through the seam.
+    #expect(recorder.stores == Array(frames[1...4]), "one store per frame of the group, in the order of the frames")
     #expect(try JournalFixtures.readAll(dir.path) == Self.records(batches))
   }
 

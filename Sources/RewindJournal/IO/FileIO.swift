@@ -64,7 +64,8 @@ package protocol FileIO: Sendable {
   func protectReadOnly(_ address: UnsafeMutableRawPointer, length: Int, path: String) throws
   /// Copies `bytes` to `address`, inside a mapping made by `map`: a plain memory copy, whose
   /// bytes other threads and processes may see stored in any order (glibc's `memcpy` can store
-  /// a copy's last bytes first).
+  /// a copy's last bytes first). The writer stores each frame of a group of several through it;
+  /// a group of one frame, the usual case, it copies directly.
   func store(_ bytes: UnsafeRawBufferPointer, at address: UnsafeMutableRawPointer)
 }
 

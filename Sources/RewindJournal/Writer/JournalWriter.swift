@@ -812,16 +812,21 @@ final class JournalWriter: @unchecked Sendable {
     // damaged, however often it is read. The stores of one copy are seen by other cores before
     // those of the next (x86-64 keeps stores in program order); the fence keeps the compiler
     // from reordering or merging the copies, and orders them on arm64. A group of one frame
-    // (the usual case) is one copy.
+    // (the usual case) is one copy, made here directly: through `FileIO.store` it cost about 90
+    // instructions more per append (the existential call, the loop's retain of the array).
     let destination = window! + Int(start - windowStart)
-    output.withUnsafeBytes { bytes in
-      var from = 0
-      for next in laterFrameStarts {
-        io.store(UnsafeRawBufferPointer(rebasing: bytes[from..<next]), at: destination + from)
-        atomicMemoryFence(ordering: .releasing)
-        from = next
+    if laterFrameStarts.isEmpty {
+      output.withUnsafeBytes { destination.copyMemory(from: $0.baseAddress!, byteCount: outputLength) }
+    } else {
+      output.withUnsafeBytes { bytes in
+        var from = 0
+        for next in laterFrameStarts {
+          io.store(UnsafeRawBufferPointer(rebasing: bytes[from..<next]), at: destination + from)
+          atomicMemoryFence(ordering: .releasing)
+          from = next
+        }
+        io.store(UnsafeRawBufferPointer(rebasing: bytes[from..<outputLength]), at: destination + from)
       }
-      io.store(UnsafeRawBufferPointer(rebasing: bytes[from..<outputLength]), at: destination + from)
     }
     let written = end / Int64(pageSize) * Int64(pageSize)
     if written - protectedEnd >= Self.protectionStepBytes {
