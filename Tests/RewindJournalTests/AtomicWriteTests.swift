@@ -28,4 +28,25 @@ import Testing
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["state"], "\(fault)")
     #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == Data("old".utf8), "\(fault)")
   }
+
+  /// A temporary file given by the caller (a snapshot write's own, `state.<pid>-<n>.tmp`) is the
+  /// one written, and is removed as the default one is when the write fails.
+  @Test(arguments: 0..<faults.count)
+  func aFailedWriteLeavesNoTemporaryUnderTheNameGiven(fault index: Int) throws {
+    let (fault, path) = Self.faults[index]
+    let dir = TemporaryDirectory("atomic-write")
+    let io = FaultInjectingFileIO()
+    let target = dir.appending("state")
+    let temporary = dir.appending("state.writer-7.tmp")
+    try io.writeFileAtomically(Array("old".utf8), to: target, directory: dir.path, temporary: temporary)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["state"])
+    io.arm(fault, pathContains: path == ".tmp" ? "state.writer-7.tmp" : path)
+    #expect(throws: (any Error).self, "\(fault)") {
+      try io.writeFileAtomically(
+        [UInt8](repeating: 1, count: 4_096), to: target, directory: dir.path, temporary: temporary)
+    }
+    #expect(io.struck == 1, "\(fault)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["state"], "\(fault)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == Data("old".utf8), "\(fault)")
+  }
 }

@@ -15,7 +15,7 @@ private final class TemporarySyncHook: ForwardingFileIO {
   init(_ hook: @escaping @Sendable () -> Void) { self.hook = Locked(hook) }
 
   func sync(_ fd: Int32, metadata: Bool, path: String) throws {
-    if path.hasSuffix(".snapshot.tmp"), let hook = hook.withLock({ $0.take() }) { hook() }
+    if path.contains(".snapshot."), path.hasSuffix(".tmp"), let hook = hook.withLock({ $0.take() }) { hook() }
     try base.sync(fd, metadata: metadata, path: path)
   }
 }
@@ -65,11 +65,48 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     let state = try Replay.rebuild(Gauge.self, directory: directory.path, through: 2).state
     try SnapshotStore(journal: directory.path, io: io).write(state, at: 2)
     #expect(pruned.withLock { $0 } == [], "the prune ran while the write was under way, keeping the newest")
-    #expect(temporaries.withLock { $0 } == [SnapshotStore.fileName(2) + ".tmp"], "the write's temporary file stayed")
+    let kept = temporaries.withLock { $0 }
+    #expect(
+      kept.count == 1 && kept.allSatisfy { $0.hasPrefix(SnapshotStore.fileName(2) + ".") },
+      "the write's temporary file stayed: \(kept)")
     let store = SnapshotStore(journal: directory.path)
     #expect(store.sequences() == [2, 3])
     let found = store.latest(Gauge.self, atOrBefore: 2, lastSequence: 3)
     #expect(found.snapshot?.sequence == 2 && found.problems.isEmpty, "\(found.problems)")
+  }
+
+  /// Two writes of one snapshot at once (a manager's policy and `rewind snapshot`, or two
+  /// threads) used to share `….snapshot.tmp`: the second truncated and rewrote the first's file
+  /// and renamed it, and the first's rename then failed (ENOENT) although the snapshot was
+  /// written; had the second died half-way, the first would have renamed a torn file. Each write
+  /// now has a temporary file of its own.
+  @Test func twoWritesOfOneSnapshotAtOnceEachHaveTheirOwnTemporaryFile() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 3)
+    let state = try Replay.rebuild(Gauge.self, directory: directory.path, through: 2).state
+    let second = Locked<Result<StateDigest, any Error>?>(nil)
+    let io = TemporarySyncHook {
+      // Written and not yet synced: another writer of the same snapshot runs from start to end.
+      second.withLock { $0 = Result { try SnapshotStore(journal: directory.path).write(state, at: 2) } }
+    }
+    let first = Result { try SnapshotStore(journal: directory.path, io: io).write(state, at: 2) }
+    let other = try #require(second.withLock { $0 }, "the second write ran while the first was under way")
+    #expect(throws: Never.self, "the first write") { try first.get() }
+    #expect(throws: Never.self, "the second write") { try other.get() }
+    let store = SnapshotStore(journal: directory.path)
+    #expect(store.sequences() == [2])
+    let found = store.latest(Gauge.self, atOrBefore: 3, lastSequence: 3)
+    #expect(
+      found.snapshot?.sequence == 2 && found.snapshot?.state.level.value == state.level.value, "\(found.problems)")
+    #expect(found.problems.isEmpty, "\(found.problems)")
+    #expect(store.fileProblems(lastSequence: 3).isEmpty)
+    let names = try FileManager.default.contentsOfDirectory(atPath: directory.appending(SnapshotStore.folderName))
+    #expect(!names.contains { $0.hasSuffix(".tmp") }, "\(names)")
+    // Each write's name is its own, ends in `.tmp` (what prune removes), and is no snapshot's.
+    let (one, another) = (SnapshotStore.temporaryName(2), SnapshotStore.temporaryName(2))
+    #expect(one != another && one.hasSuffix(".tmp") && one.hasPrefix(SnapshotStore.fileName(2) + "."), "\(one)")
+    try Files.write(Array("half a snapshot".utf8), to: directory.appending(SnapshotStore.folderName + "/" + one))
+    #expect(store.sequences() == [2])
   }
 
   /// A temporary file that no write holds (its writer died half-way) is removed.

@@ -92,9 +92,25 @@ public struct SnapshotStore: Sendable {
     try reader.makeDurable(through: sequence)
     try io.makeJournalFolder(folder)
     try whileWriting {
-      try io.writeFileAtomically(file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder)
+      try io.writeFileAtomically(
+        file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder,
+        temporary: folder + "/" + SnapshotStore.temporaryName(sequence))
     }
     return digest
+  }
+
+  /// The writes this process has begun: each write's temporary file is named by the next.
+  private static let writesBegun = Atomic<UInt64>(0)
+
+  /// A name for the temporary file of a new write of the snapshot after record `sequence`, which
+  /// no other write under way has: `fileName` then `.<process id>-<write number>.tmp`. Two writes
+  /// of one snapshot can run at once (a manager's policy and `rewind snapshot`, or two threads):
+  /// through one temporary file, one would truncate what the other is writing, rename it half
+  /// written, and leave the other's rename failing. It ends in `.tmp`, as
+  /// `removeAbandonedTemporaries` and FORMAT.md expect, and `sequences` never reads it as a snapshot.
+  static func temporaryName(_ sequence: UInt64) -> String {
+    let number = writesBegun.wrappingAdd(1, ordering: .relaxed).newValue
+    return fileName(sequence) + ".\(getpid())-\(number).tmp"
   }
 
   /// The folder's lock file. Writers hold it shared while their temporary file exists, `prune`

@@ -314,15 +314,23 @@ extension FileIO {
   /// Writes a whole new file durably and atomically: temporary file, fsync, rename, directory fsync.
   /// If the write, the sync or the rename fails, the temporary file is removed (on a full disk it
   /// would hold on to the space it took) and `path` is as it was.
-  package func writeFileAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
-    try replaceFile(path, with: bytes)
+  /// - Parameter temporary: the temporary file's path, in `directory`; `path + ".tmp"` unless
+  ///   given. Writers of the same `path` that can run at once need one each (see `replaceFile`).
+  package func writeFileAtomically(_ bytes: [UInt8], to path: String, directory: String, temporary: String? = nil)
+    throws
+  {
+    try replaceFile(path, with: bytes, temporary: temporary)
     try syncDirectory(directory)
   }
 
   /// `writeFileAtomically` but for the directory fsync, which the caller makes once it has noted
   /// that `path` was replaced (after this returns, it was, even if that sync fails).
-  package func replaceFile(_ path: String, with bytes: [UInt8]) throws {
-    let temporary = path + ".tmp"
+  /// The temporary file (`path + ".tmp"` unless `temporary` names another) is opened truncated:
+  /// two writers of one temporary path at once would write into one file, the first to rename it
+  /// would publish what the other is still writing, and the other's rename would fail. A caller
+  /// whose writers can overlap gives each its own.
+  package func replaceFile(_ path: String, with bytes: [UInt8], temporary: String? = nil) throws {
+    let temporary = temporary ?? path + ".tmp"
     let fd = try open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
     do {
       defer { close(fd) }
