@@ -17,6 +17,11 @@ package func counted(_ count: some BinaryInteger, _ noun: String) -> String {
   "\(count) \(noun)\(count == 1 ? "" : "s")"
 }
 
+/// "1 record that is not a Rewind event", "3 records that are not Rewind events" (`verify`, `stats`).
+package func notRewindEvents(_ count: some BinaryInteger) -> String {
+  count == 1 ? "1 record that is not a Rewind event" : "\(count) records that are not Rewind events"
+}
+
 /// ISO 8601 with nanoseconds, UTC; any Int64 (1677-09-21T00:12:43.145224192Z to
 /// 2262-04-11T23:47:16.854775807Z).
 package func isoTime(_ nanoseconds: Int64) -> String {

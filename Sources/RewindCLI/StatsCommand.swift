@@ -130,9 +130,7 @@ enum StatsCommand: RewindCommand {
     var lines = [
       visible("journal      \(directory) (id \(try reader.id))"),
       "events       \(events) (sequences \(events == 0 ? "-" : "1-\(events)")\(intact)), recorded by \(commands) command\(commands == 1 ? "" : "s")"
-        + (foreign > 0
-          ? ", \(counted(foreign, "record")) that \(foreign == 1 ? "is not a Rewind event" : "are not Rewind events")"
-          : ""),
+        + (foreign > 0 ? ", " + notRewindEvents(foreign) : ""),
     ]
     if let first, let last {
       // A clock set back can stamp the last record before the first: say so, not "0 s".

@@ -40,8 +40,7 @@ extension VerifyCommand {
     progress.finish()
     var line = "decoded: \(counted(events, "event")) field by field"
     if others > 0 {
-      line += others == 1 ? ", 1 record that is not a Rewind event" : ", \(others) records that are not Rewind events"
-      line += " (not checked)"
+      line += ", \(notRewindEvents(others)) (not checked)"
     }
     line += problems == 0 ? ", all sound\n" : problems == 1 ? ", 1 does not decode\n" : ", \(problems) do not decode\n"
     output.out(line)

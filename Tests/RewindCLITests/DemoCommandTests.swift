@@ -202,10 +202,8 @@ import Testing
 
   /// One event is counted in the singular in every line of the summary (it read "user 1 events").
   @Test func oneEventIsCountedInTheSingular() async throws {
-    let dir = TemporaryDirectory("cli-demo-one")
+    let (dir, run, _) = try await Self.demo(events: 1, seed: 1, durability: "none")
     let journal = dir.appending("journal")
-    let run = try await Self.rewind(["demo", journal, "--events", "1", "--seed", "1", "--durability", "none"])
-    #expect(run.status == 0, "\(run.err)")
     #expect(run.out.contains("  events        1, recorded by 1 command (as rewind stats counts them)\n"), "\(run.out)")
     #expect(run.out.contains("  by origin     user 1 event (as rewind stats counts them)\n"), "\(run.out)")
     #expect(run.out.contains("                user 1 command that recorded events\n"), "\(run.out)")

@@ -15,32 +15,28 @@ import Testing
 
   @Test(arguments: 0..<faults.count)
   func aFailedWriteLeavesTheOldFileAndNoTemporary(fault index: Int) throws {
-    let (fault, path) = Self.faults[index]
-    let dir = TemporaryDirectory("atomic-write")
-    let io = FaultInjectingFileIO()
-    let target = dir.appending("state")
-    try io.writeFileAtomically(Array("old".utf8), to: target, directory: dir.path)
-    io.arm(fault, pathContains: path)
-    #expect(throws: (any Error).self, "\(fault)") {
-      try io.writeFileAtomically([UInt8](repeating: 1, count: 4_096), to: target, directory: dir.path)
-    }
-    #expect(io.struck == 1, "\(fault)")
-    #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["state"], "\(fault)")
-    #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == Data("old".utf8), "\(fault)")
+    try Self.failWrite(fault: index, temporaryName: nil)
   }
 
   /// A temporary file given by the caller (a snapshot write's own, `state.<pid>-<n>.tmp`) is the
   /// one written, and is removed as the default one is when the write fails.
   @Test(arguments: 0..<faults.count)
   func aFailedWriteLeavesNoTemporaryUnderTheNameGiven(fault index: Int) throws {
-    let (fault, path) = Self.faults[index]
+    try Self.failWrite(fault: index, temporaryName: "state.writer-7.tmp")
+  }
+
+  /// Writes "old" to `state`, then fails a second write with fault `index` (aimed at the
+  /// temporary file, `temporaryName` when given, or at the rename) and checks that only the old
+  /// file is left.
+  static func failWrite(fault index: Int, temporaryName: String?) throws {
+    let (fault, path) = faults[index]
     let dir = TemporaryDirectory("atomic-write")
     let io = FaultInjectingFileIO()
     let target = dir.appending("state")
-    let temporary = dir.appending("state.writer-7.tmp")
+    let temporary = temporaryName.map(dir.appending)
     try io.writeFileAtomically(Array("old".utf8), to: target, directory: dir.path, temporary: temporary)
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["state"])
-    io.arm(fault, pathContains: path == ".tmp" ? "state.writer-7.tmp" : path)
+    io.arm(fault, pathContains: path == ".tmp" ? temporaryName ?? path : path)
     #expect(throws: (any Error).self, "\(fault)") {
       try io.writeFileAtomically(
         [UInt8](repeating: 1, count: 4_096), to: target, directory: dir.path, temporary: temporary)
