@@ -118,11 +118,9 @@ final class DebugSession {
       say("no longer watching \(watched.remove(at: index).id)")
     case "blame": try blame(rest)
     case "prepare":
-      guard rest.isEmpty else { throw UsageError("usage: prepare") }
-      let spacing = try machine.prepare()
-      output.out(
-        "keyframes every \(spacing) records over sequences 0...\(machine.lastSequence): "
-          + "a move now replays fewer than \(spacing)\n")
+      let limit = try Self.keyframeLimit(rest)
+      let coverage = try machine.prepare(memoryLimit: limit)
+      output.out(Self.describe(coverage, lastSequence: machine.lastSequence, limit: limit))
     case "refresh":
       try machine.refresh()
       say("the journal ends at sequence \(machine.lastSequence)")
@@ -145,6 +143,52 @@ final class DebugSession {
   private func key(_ typed: String) -> String {
     let spellings = RecordKey.spellings(typed)
     return spellings.first { machine.recordJSON($0) != nil } ?? spellings[spellings.count - 1]
+  }
+
+  /// The most bytes `prepare`'s keyframes may take when no limit is given: a quarter of this
+  /// machine's memory (they take about 1.5 KB per event of the Notebook history, and the heap
+  /// holds somewhat more than their trees: the records' strings and the grouping dictionaries).
+  static var defaultKeyframeLimit: Int { Int(clamping: ProcessInfo.processInfo.physicalMemory / 4) }
+
+  /// The limit `prepare [SIZE]` gives the keyframes, in bytes: SIZE is a whole number from 1,
+  /// of megabytes, or of kilo-, mega- or gigabytes with K, M or G after it (1,000, 1,000,000 or
+  /// 1,000,000,000 bytes).
+  static func keyframeLimit(_ rest: [String]) throws -> Int {
+    guard let text = rest.first else { return defaultKeyframeLimit }
+    let units: [Character: UInt64] = ["K": 1_000, "M": 1_000_000, "G": 1_000_000_000]
+    let unit = text.last.flatMap { units[$0] }
+    let digits = unit == nil ? Substring(text) : text.dropLast()
+    guard rest.count == 1, let count = Arguments.sequenceNumber(digits), count >= 1,
+      case (let bytes, let overflow) = count.multipliedReportingOverflow(by: unit ?? 1_000_000), !overflow,
+      bytes <= UInt64(Int.max)
+    else {
+      throw UsageError(
+        "usage: prepare [SIZE]: the most the keyframes may take, a whole number from 1 of megabytes, or of "
+          + "kilo-, mega- or gigabytes with K, M or G after it (without it, a quarter of this machine's memory, "
+          + "\(size(defaultKeyframeLimit))), not '\(rest.joined(separator: " "))'")
+    }
+    return Int(bytes)
+  }
+
+  /// `bytes` in the largest of GB, MB and KB that divides it, or in bytes.
+  static func size(_ bytes: Int) -> String {
+    for (unit, name) in [(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "KB")] where bytes % unit == 0 {
+      return "\(bytes / unit) \(name)"
+    }
+    return "\(bytes) bytes"
+  }
+
+  /// What `prepare` says it did: how far the keyframes reach, and what a move costs now.
+  static func describe(_ coverage: KeyframeCoverage, lastSequence: UInt64, limit: Int) -> String {
+    let spacing = coverage.spacing
+    guard coverage.stoppedByLimit else {
+      return "keyframes every \(spacing) records over sequences 0...\(lastSequence): "
+        + "a move now replays fewer than \(spacing)\n"
+    }
+    return "keyframes every \(spacing) records over sequences 0...\(coverage.through) of \(lastSequence), where they "
+      + "reached the limit of \(size(limit)): a move to \(coverage.through + spacing - 1) or before now "
+      + "replays fewer than \(spacing), a later one starts from the keyframe at \(coverage.through) or a snapshot "
+      + "(`prepare SIZE` with a larger limit lays the rest)\n"
   }
 
   private func single(_ rest: [String], _ usage: String) throws -> String {

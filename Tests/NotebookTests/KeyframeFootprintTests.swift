@@ -42,7 +42,7 @@ import Testing
     var separate = 0
     for (index, state) in states.enumerated() {
       let held = census.footprint.nodes
-      for store in StateInspector.stores(of: state) { store.addStorage(to: &census) }
+      census.add(state)
       separate += StorageFootprint.of([state]).nodes
       guard index > 0 else { continue }
       var touched = 0
@@ -54,5 +54,58 @@ import Testing
     }
     #expect(census.footprint == machine.keyframeFootprint)
     #expect(census.footprint.nodes * 4 < separate, "\(census.footprint.nodes) shared, \(separate) separate")
+  }
+
+  // MARK: - A memory limit
+
+  /// A time machine over the 1,200-command workload with a keyframe every 16 records.
+  static func machine(_ directory: String) throws -> TimeMachine<Workspace> {
+    try TimeMachine<Workspace>(directory: directory, keyframeInterval: 16, maxKeyframes: 4_096, useSnapshots: false)
+  }
+
+  /// With a limit, `prepare` lays keyframes until the first one that takes what they hold past
+  /// it, and no more: those before it hold no more than the limit, it holds more, none lies past
+  /// it, and it replayed no record past it. Seeks past it still land on the right states, and a
+  /// second `prepare` without a limit lays the rest, as one without a limit lays them all.
+  @Test func aMemoryLimitStopsTheKeyframesAtTheFirstOneThatPassesIt() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 97, commands: 1_200).close()
+    let whole = try Self.machine(directory.path)
+    let all = try whole.prepare()
+    #expect(!all.stoppedByLimit && all.spacing == 16)
+    #expect(all.through == whole.lastSequence / 16 * 16)
+    let full = whole.keyframeFootprint.bytes
+
+    let limit = full / 3
+    let limited = try Self.machine(directory.path)
+    let coverage = try limited.prepare(memoryLimit: limit)
+    #expect(coverage.stoppedByLimit && coverage.spacing == 16)
+    #expect(coverage.through > 16 && coverage.through < all.through && coverage.through % 16 == 0)
+    #expect(limited.recordsApplied == Int(coverage.through), "replayed through the last keyframe, no further")
+    let laid = try stride(from: 16, through: coverage.through, by: 16).map { try limited.state(at: $0) }
+    #expect(limited.recordsApplied == Int(coverage.through), "every keyframe through it was laid")
+    #expect(limited.keyframeFootprint == StorageFootprint.of(laid), "no keyframe past the last one")
+    #expect(limited.keyframeFootprint.bytes > limit, "the last keyframe passed the limit")
+    #expect(StorageFootprint.of(laid.dropLast()).bytes <= limit, "the ones before it did not")
+
+    for target in [coverage.through + 5, coverage.through + 40, all.through + 3, limited.lastSequence] {
+      #expect(try StateDigest.of(limited.state(at: target)) == StateDigest.of(whole.state(at: target)), "at \(target)")
+    }
+    let rest = try Self.machine(directory.path)
+    _ = try rest.prepare(memoryLimit: limit)
+    #expect(try rest.prepare() == all)
+    #expect(rest.keyframeFootprint == whole.keyframeFootprint)
+  }
+
+  /// A limit the keyframes never reach changes nothing: the same keyframes, the same nodes.
+  @Test func aLimitTheKeyframesDoNotReachLaysThemAll() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 98, commands: 400).close()
+    let whole = try Self.machine(directory.path)
+    let all = try whole.prepare()
+    let limited = try Self.machine(directory.path)
+    #expect(try limited.prepare(memoryLimit: whole.keyframeFootprint.bytes) == all)
+    #expect(limited.keyframeFootprint == whole.keyframeFootprint)
+    #expect(limited.recordsApplied == whole.recordsApplied)
   }
 }

@@ -40,10 +40,64 @@ import Testing
     #expect(prepared.session.recordsApplied >= Int(last / 1024 * 1024))
   }
 
-  @Test func prepareTakesNoArguments() async throws {
+  /// `prepare SIZE` stops laying keyframes at the first one that takes their trees past SIZE,
+  /// says where and what a move costs on either side of it, and moves still show the
+  /// states they show unprepared; a second `prepare` with a larger limit lays the rest.
+  @Test func prepareStopsWhereTheKeyframesPassTheLimitGiven() async throws {
+    let journal = try await NotebookJournal.write(commands: 4_000, seed: 43)
+    let last = journal.lastSequence
+    // Where the keyframes pass 200 KB, by the library's count of states side by side: the first
+    // multiple of 1,024 whose keyframe takes them past it, if one before the last does.
+    let machine = try TimeMachine<Workspace>(directory: journal.path, useSnapshots: false)
+    var states: [Workspace] = []
+    var through: UInt64 = 0
+    for sequence in stride(from: 1_024, through: last / 1_024 * 1_024, by: 1_024) {
+      through = sequence
+      states.append(try machine.state(at: sequence))
+      if StorageFootprint.of(states).bytes > 200_000 { break }
+    }
+    #expect(through < last / 1_024 * 1_024, "the limit stops the keyframes before the last one")
+    let targets = [5, Int(through) + 1_030, Int(last) - 1]
+    let printing = targets.flatMap { ["goto \($0)", "print json"] }
+    let plain = try session(journal.path, printing)
+    let prepared = try session(journal.path, ["prepare 200K"] + printing + ["prepare 1"])
+    #expect(plain.err.isEmpty && prepared.err.isEmpty, "\(plain.err)\(prepared.err)")
+    let lines = prepared.out.split(separator: "\n", omittingEmptySubsequences: false)
+    #expect(
+      lines.first
+        == """
+        keyframes every 1024 records over sequences 0...\(through) of \(last), where they reached the limit of \
+        200 KB: a move to \(through + 1_023) or before now replays fewer than 1024, a later one starts from the \
+        keyframe at \(through) or a snapshot (`prepare SIZE` with a larger limit lays the rest)
+        """)
+    #expect(lines.dropFirst().dropLast(2).joined(separator: "\n") + "\n" == plain.out)
+    #expect(
+      lines.dropLast().last
+        == "keyframes every 1024 records over sequences 0...\(last): a move now replays fewer than 1024")
+  }
+
+  @Test(arguments: [
+    "prepare now", "prepare 0", "prepare -5", "prepare 1 2", "prepare 1.5", "prepare 0G", "prepare K",
+    "prepare 3T", "prepare 99999999999G",
+  ])
+  func prepareTakesOneSizeAtMost(line: String) async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 42)
-    let (out, err, _) = try session(journal.path, ["prepare now"])
-    #expect(err.contains("usage: prepare"))
+    let (out, err, _) = try session(journal.path, [line])
+    #expect(err.contains("usage: prepare [SIZE]: the most the keyframes may take, a whole number from 1 of megabytes"))
+    #expect(err.contains("not '\(line.dropFirst("prepare ".count))'"))
     #expect(out.isEmpty)
+  }
+
+  /// Sizes as `prepare` takes them and says them.
+  @Test func sizesInKilobytesMegabytesAndGigabytes() throws {
+    #expect(try DebugSession.keyframeLimit(["512"]) == 512_000_000)
+    #expect(try DebugSession.keyframeLimit(["500K"]) == 500_000)
+    #expect(try DebugSession.keyframeLimit(["3M"]) == 3_000_000)
+    #expect(try DebugSession.keyframeLimit(["2G"]) == 2_000_000_000)
+    #expect(try DebugSession.keyframeLimit([]) == DebugSession.defaultKeyframeLimit)
+    #expect(DebugSession.defaultKeyframeLimit > 0)
+    #expect(DebugSession.size(2_000_000_000) == "2 GB")
+    #expect(DebugSession.size(1_500_000) == "1500 KB")
+    #expect(DebugSession.size(1_234) == "1234 bytes")
   }
 }

@@ -20,9 +20,7 @@ public struct StorageFootprint: Sendable, Equatable, CustomStringConvertible {
   /// What `states` hold together in their stores' trees, each node counted once.
   public static func of<M: Model>(_ states: some Sequence<M>) -> StorageFootprint {
     var census = StorageCensus()
-    for state in states {
-      for store in StateInspector.stores(of: state) { store.addStorage(to: &census) }
-    }
+    for state in states { census.add(state) }
     return census.footprint
   }
 
@@ -33,6 +31,11 @@ public struct StorageFootprint: Sendable, Equatable, CustomStringConvertible {
 struct StorageCensus {
   private var seen = Set<ObjectIdentifier>()
   private(set) var footprint = StorageFootprint()
+
+  /// Counts the nodes of `state`'s stores that no earlier walk reached: it costs what is new.
+  mutating func add<M: Model>(_ state: M) {
+    for store in StateInspector.stores(of: state) { store.addStorage(to: &self) }
+  }
 
   /// Counts `node` unless an earlier walk reached it; returns whether it is new (a node already
   /// seen is shared, and so is everything under it).

@@ -229,7 +229,8 @@ public enum Replay {
   /// Applies records `start+1 ... last` to `state`. `observe` sees each record with the state
   /// after it; `observeSequence` sees each record's sequence number with the state after it (for
   /// a caller that does not look at the record: records are then applied as they are decoded, as
-  /// without either); `applied`, if given, gets each sequence number applied. Returns the last
+  /// without either); `applied`, if given, gets each sequence number applied, before either
+  /// observer sees it (one that throws ends the replay after that record). Returns the last
   /// sequence number applied (`start` if none) and how many records were applied.
   @discardableResult
   static func apply<M: Model>(
@@ -257,15 +258,17 @@ public enum Replay {
           tables.apply(recorded.event, to: &state, context: &context)
           context.touched.removeAll(keepingCapacity: true)
         }
+        // Counted before it is observed: an observer that throws ends the replay after it.
+        applied?(sequence)
         try observe(record, state)
       } else {
         // Nothing looks at the record afterwards: applied as it is decoded (see `applyNext`).
         guard let next = try records.applyNext(to: &state, context: &context) else { break }
         sequence = next
         context.touched.removeAll(keepingCapacity: true)
+        applied?(sequence)
         try observeSequence?(next, state)
       }
-      applied?(sequence)
       count += 1
       if let progress, count % max(1, options.progressInterval) == 0 {
         progress(ReplayProgress(sequence: sequence, target: last, recordsApplied: count))

@@ -17,8 +17,9 @@ internal import RewindJournal
 /// costs in proportion to the whole state, a replay only to the distance). With snapshots every N
 /// records a seek applies fewer than max(N, `keyframeSpacing`, B / 400) records; a seek near a
 /// keyframe applies fewer than the spacing.
-/// `prepare()` lays keyframes over the whole history in one replay, after which every seek
-/// applies fewer than `keyframeSpacing` records and reads no file but the journal. Keyframes are
+/// `prepare()` lays keyframes over the whole history in one replay (or as far as a memory limit
+/// allows: `prepare(memoryLimit:)`), after which every seek up to the last of them applies fewer
+/// than `keyframeSpacing` records and reads no file but the journal. Keyframes are
 /// cheap to keep: a `Store` shares its unchanged nodes with its copies, so those passed in one
 /// replay share what did not change between them. A state read from a snapshot file shares
 /// nothing with the others: the keyframe kept at it, and those replayed from it, hold a state
@@ -157,10 +158,23 @@ public final class TimeMachine<M: SnapshotModel> {
   /// keyframe interval and the history divided among `maxKeyframes`. Memory: stores share what
   /// did not change between keyframes (see `Store`), so the keyframes cost what the history
   /// changed, not `maxKeyframes` copies of the state: the nodes on the path to each record
-  /// changed between two keyframes (`keyframeFootprint`). Costs one replay, from the keyframe
-  /// before the first one missing (or the empty state) through the last, reading no snapshot;
-  /// seeks after it never read snapshot files either.
-  public func prepare() throws {
+  /// changed between two keyframes (`keyframeFootprint`; about 1.5 KB per event of the
+  /// benchmark's Notebook history). Costs one replay, from the keyframe before the first one
+  /// missing (or the empty state) through the last, reading no snapshot; seeks after it never
+  /// read snapshot files either.
+  ///
+  /// - Parameter memoryLimit: the most bytes of tree nodes the keyframes it lays may add to those
+  ///   of the state it replays from, counted as `keyframeFootprint` counts them (nil: no limit).
+  ///   Once a keyframe takes them past it, no later one is laid: keyframes then cover the
+  ///   history through that one (`KeyframeCoverage.through`), seeks up to there start within the
+  ///   spacing, and seeks past it start from the last keyframe or a snapshot, as before
+  ///   `prepare`. A later call with a larger limit (or none) goes on from there. With a limit,
+  ///   the nodes are counted as each keyframe is laid, each new node once, in a set of their
+  ///   identities: about 2% of what it counts (34 MB for the 2 million nodes of the benchmark's
+  ///   1M-event history).
+  /// - Returns: the spacing, how far the keyframes reach, and whether the limit stopped them.
+  @discardableResult
+  public func prepare(memoryLimit: Int? = nil) throws -> KeyframeCoverage {
     keyframeSpacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     let last = lastSequence / keyframeSpacing * keyframeSpacing
     // One replay, from the keyframe before the first one missing through the last one: every
@@ -169,10 +183,32 @@ public final class TimeMachine<M: SnapshotModel> {
       let missing = stride(from: keyframeSpacing, through: last, by: Int(keyframeSpacing)).first(where: {
         keyframes[$0] == nil
       })
-    else { return }
+    else { return KeyframeCoverage(spacing: keyframeSpacing, through: last, stoppedByLimit: false) }
     let (base, start) = nearestKeyframe(atOrBefore: missing - 1)
-    _ = try replay(from: base, after: start, through: last)
+    guard let memoryLimit else {
+      _ = try replay(from: base, after: start, through: last)
+      return KeyframeCoverage(spacing: keyframeSpacing, through: last, stoppedByLimit: false)
+    }
+    // The nodes of `base` are there already: counted first, then set aside. `base` is held
+    // until the replay ends, so no node it holds is freed and its address reused meanwhile.
+    var census = StorageCensus()
+    census.add(base)
+    let already = census.footprint.bytes
+    var through = start
+    do {
+      _ = try replay(from: base, after: start, through: last) { sequence, state in
+        through = sequence
+        census.add(state)
+        if sequence < last, census.footprint.bytes - already > memoryLimit { throw KeyframeLimitReached() }
+      }
+    } catch is KeyframeLimitReached {
+      return KeyframeCoverage(spacing: keyframeSpacing, through: through, stoppedByLimit: true)
+    }
+    return KeyframeCoverage(spacing: keyframeSpacing, through: last, stoppedByLimit: false)
   }
+
+  /// Thrown inside `prepare(memoryLimit:)`'s replay to end it at the keyframe that passed the limit.
+  private struct KeyframeLimitReached: Error {}
 
   // MARK: Looking
 
@@ -227,8 +263,11 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   /// The state after applying records `start+1 ... target` to `base`, keeping a keyframe at every
-  /// multiple of the spacing passed.
-  private func replay(from base: M, after start: UInt64, through target: UInt64) throws -> M {
+  /// multiple of the spacing passed, and calling `laid` with each one kept (it may throw to end
+  /// the replay there).
+  private func replay(
+    from base: M, after start: UInt64, through target: UInt64, laid: ((UInt64, M) throws -> Void)? = nil
+  ) throws -> M {
     var result = base
     // Within the spacing (every seek after `prepare()`), the records are read and decoded on
     // this thread: a reading thread costs more to start and hand batches over than it saves on
@@ -240,7 +279,10 @@ public final class TimeMachine<M: SnapshotModel> {
       progress: progress,
       observe: nil,
       observeSequence: { [self] sequence, state in
-        if sequence % keyframeSpacing == 0 { keep(state, at: sequence) }
+        if sequence % keyframeSpacing == 0 {
+          keep(state, at: sequence)
+          try laid?(sequence, state)
+        }
       }, applied: { [self] _ in recordsApplied += 1 })
     return result
   }
@@ -470,6 +512,18 @@ public final class TimeMachine<M: SnapshotModel> {
       keyframes[oldest.key] = nil
     }
   }
+}
+
+/// How far `TimeMachine.prepare(memoryLimit:)` laid keyframes.
+public struct KeyframeCoverage: Sendable, Equatable {
+  /// Records between keyframes (`TimeMachine.keyframeSpacing`).
+  public var spacing: UInt64
+  /// The last keyframe: a seek to this sequence number or up to `spacing − 1` past it
+  /// replays fewer than `spacing` records. The last multiple of the spacing in the journal,
+  /// unless the memory limit stopped the keyframes before it.
+  public var through: UInt64
+  /// Whether the memory limit stopped the keyframes before the end of the journal.
+  public var stoppedByLimit: Bool
 }
 
 /// One event that touched a record, and the record after it (nil when the event removed it).
