@@ -166,7 +166,85 @@ import Testing
     let error = await #expect(throws: JournalError.self) { _ = try await iterator.next() }
     #expect(error?.code == .shortened, "\(String(describing: error))")
     #expect(error?.sequences == 3...3, "\(String(describing: error))")
-    #expect(error?.description.contains("cut and written again") == true, "\(String(describing: error))")
+    #expect(error?.description.contains("was cut, and perhaps written again") == true, "\(String(describing: error))")
+  }
+
+  /// A follower that returned records 1-3 of a journal that repair then cut back to 2, and that
+  /// a writer then wrote again with a record 3 longer than the one moved aside: the follower's
+  /// next read, where record 3 ended, lands inside the new record 3's frame. With record 4
+  /// after it (`appended` 2) that read is not a batch, followed by one: damage, had the journal
+  /// not been cut; with nothing after it (1) it is what a frame still being written looks like.
+  /// Not written again (0), the segment ends before that place. Each time the follower says the
+  /// journal was cut, instead of calling it damaged or waiting for ever.
+  @Test(arguments: [0, 1, 2]) func aFollowerReportsAJournalCutBeforeWhereItStopped(appended: Int)
+    async throws
+  {
+    let dir = TemporaryDirectory("follow")
+    let journal = try Journal(directory: dir.path)
+    for n in 1...3 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
+    journal.close()
+    var iterator = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1)).makeAsyncIterator()
+    for n in 1...3 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+
+    let segment = try #require(JournalFixtures.segments(dir.path).first)
+    var bytes = try Files.read(dir.path + "/" + segment)
+    bytes[bytes.count - 6] ^= 0x20  // in the last frame
+    try Files.write(bytes, to: dir.path + "/" + segment)
+    try #require(try Journal.repair(directory: dir.path).lastSequence == 2)
+    if appended > 0 {
+      let again = try Journal(directory: dir.path)
+      var random = SeededGenerator(seed: 94)
+      try again.appendAndWait([NewRecord(timestamp: 3, payload: random.bytes(200))])
+      if appended > 1 { try again.appendAndWait([NewRecord(timestamp: 4, payload: Array("record 4".utf8))]) }
+      again.close()
+      let record3 = try JournalReader(directory: dir.path).records(from: 3)
+      _ = try record3.next()
+      let place = try #require(record3.lastBatch)
+      try #require(
+        place.offset < bytes.count && place.offset + place.header.totalLength > bytes.count + Layout.batchHeaderSize,
+        "the new record 3 reaches past where the follower stopped")
+    }
+    try #require(try JournalFixtures.readAll(dir.path).count == 2 + appended)
+
+    // A follower that misses the cut waits for ever: a watchdog ends it.
+    let next = Task { [iterator] in
+      var iterator = iterator
+      return try await iterator.next()
+    }
+    let watchdog = Task {
+      try await Task.sleep(for: .seconds(120))
+      next.cancel()
+    }
+    defer { watchdog.cancel() }
+    let error = await #expect(throws: JournalError.self) { _ = try await next.value }
+    #expect(error?.code == .shortened, "\(String(describing: error))")
+    #expect(error?.sequences == 3...3, "\(String(describing: error))")
+    #expect(error?.file == segment, "\(String(describing: error))")
+    #expect(error?.description.contains("was cut, and perhaps written again") == true, "\(String(describing: error))")
+  }
+
+  /// Damage where a follower reads on, after the batch it last returned records from, which is
+  /// still there as it read it: the journal was not cut, so the follower reports the damage.
+  @Test func aFollowerReportsDamageAfterWhatItRead() async throws {
+    let dir = TemporaryDirectory("follow")
+    let journal = try Journal(directory: dir.path)
+    for n in 1...3 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
+    var iterator = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1)).makeAsyncIterator()
+    for n in 1...3 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+    let segment = try #require(JournalFixtures.segments(dir.path).first)
+    journal.close()
+    let followed = try Files.read(dir.path + "/" + segment).count
+    let more = try Journal(directory: dir.path)
+    for n in 4...5 { try more.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
+    more.close()
+    var bytes = try Files.read(dir.path + "/" + segment)
+    bytes[followed + Layout.batchHeaderSize + 4] ^= 0x20  // in record 4's frame, where the follower reads on
+    try Files.write(bytes, to: dir.path + "/" + segment)
+
+    let error = await #expect(throws: JournalError.self) { _ = try await iterator.next() }
+    #expect(error?.code == .corrupt, "\(String(describing: error))")
+    #expect(error?.offset == Int64(followed), "\(String(describing: error))")
+    #expect(error?.sequences == 4...4, "\(String(describing: error))")
   }
 
   /// A follower goes on with records appended after the last one it returned, read from disk

@@ -107,6 +107,50 @@ import Testing
     #expect(state.crates.count == 1)
   }
 
+  /// Repair cut the journal back to record 1, and a writer wrote it again to 3, with a record 2
+  /// longer than records 2 and 3 were: the batch that ended what the time machine read (record
+  /// 3) stood where the new record 2's frame now runs. The time machine says the journal was cut
+  /// and written again, not that it is damaged.
+  @Test func refreshReportsAJournalWrittenAgainAcrossTheBatchItReadLast() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    #expect(try machine.jump(to: 3).boxes.count == 3)
+    let old = try JournalReader(directory: directory).records(from: 2)
+    _ = try old.next()
+    let second = try #require(old.lastBatch)
+    let segment = try #require(Files.list(directory).first { $0.hasSuffix(".lz4") })
+    var bytes = try Files.read(directory + "/" + segment)
+    bytes[Int(second.offset + second.header.totalLength) - 6] ^= 0x20  // in record 2's frame
+    try Files.write(bytes, to: directory + "/" + segment)
+    try #require(try Journal.repair(directory: directory).lastSequence == 1)
+
+    let journal = try Journal(directory: directory)
+    var random = SeededGenerator(seed: 94)
+    let long = String((0..<400).map { _ in Character(UnicodeScalar(UInt8.random(in: 97...122, using: &random))) })
+    for (id, label) in [(2, long), (3, "crate 3")] {
+      let payload = try EventRecord.encode(
+        ShelfPlaced(crate: true, id: id, label: label), origin: .user, commandID: Identifier(high: 2, low: 8))
+      try journal.appendAndWait([NewRecord(timestamp: Int64(id), payload: payload)])
+    }
+    journal.close()
+    let new = try JournalReader(directory: directory).records(from: 2)
+    _ = try new.next()
+    let longer = try #require(new.lastBatch)
+    try #require(
+      longer.offset == second.offset
+        && longer.offset + longer.header.totalLength > second.offset + second.header.totalLength
+          + Int64(Layout.batchHeaderSize),
+      "the new record 2 runs across where record 3 was")
+
+    let error = #expect(throws: JournalError.self) { try machine.refresh() }
+    #expect(error?.code == .shortened, "\(String(describing: error))")
+    #expect(error?.sequences == 3...3, "\(String(describing: error))")
+    #expect(error?.offset == second.offset + second.header.totalLength, "\(String(describing: error))")
+    #expect(error?.description.contains("cut and written again") == true, "\(String(describing: error))")
+    #expect(machine.lastSequence == 3, "left as it was")
+  }
+
   /// Compaction rewrote the segment that held the batch the time machine last read (into one
   /// frame, so another header stands at its place): the same records, so a refresh takes the
   /// new end.

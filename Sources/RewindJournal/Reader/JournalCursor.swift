@@ -25,6 +25,11 @@ public final class JournalCursor {
   /// across `next()`, the record returned was read after the ones before it, and the journal may
   /// have been cut and written again in between (`JournalFollower` checks then).
   package var reads: Int { readsBefore + (file?.reads ?? 0) }
+  /// Whether the last `next()` that returned nil stopped at bytes that are neither a batch nor
+  /// preallocated zeros, nor the clean end of the file, and took them for a frame still being
+  /// written: for a reader that read past this place before, they can also be another history's
+  /// frame written over a cut (or the file can end before it), which `JournalFollower` checks.
+  package private(set) var stoppedAtUnfinishedBytes = false
   @exclusivity(unchecked) private var readsBefore = 0
   /// The first sequence number of the next batch.
   private var expected: UInt64 = 1
@@ -157,6 +162,7 @@ public final class JournalCursor {
   /// - Throws: `JournalError` locating damage, or `.io`.
   public func next() throws -> JournalRecord? {
     while buffer.isEmpty {
+      stoppedAtUnfinishedBytes = false
       guard try loadBatch() else { return nil }
     }
     // Moved out of the array (no copy, no retain and release of its payload), keeping its capacity.
@@ -253,6 +259,7 @@ public final class JournalCursor {
         }
         switch try judge(damage, in: file) {
         case .unfinishedTail:
+          stoppedAtUnfinishedBytes = damage.kind != .zeroFilled
           // Not the end of the journal when a later segment appeared meanwhile: read on later.
           return layout.segments.last == file.firstSequence ? try endOfJournal() : false
         case .changed where rereads < Self.maximumRereads:

@@ -27,12 +27,16 @@ public struct JournalFollower: AsyncSequence, Sendable {
       self.pollInterval = pollInterval
     }
 
-    /// - Throws: `JournalError` `.shortened` when a record read after the last one returned (by
-    ///   another read from disk: at a poll that found new records, or as a lagging follower reads
-    ///   on) follows a batch that is no longer there as it was read: the journal was cut at or
-    ///   before it (by `repair`) and written again, so the records returned before and those
-    ///   read now belong to two histories. The check reads one batch header (`JournalReader
-    ///   .holds(_:)`), once per read from disk, not per record.
+    /// - Throws: `JournalError` `.shortened` when the batch that held the last records returned is
+    ///   no longer there as it was read: the journal was cut at or before it (by `repair`) and
+    ///   perhaps written again, so the records returned before and any read now belong to two
+    ///   histories. Checked when a record comes from another read from disk (at a poll that found
+    ///   new records, or as a lagging follower reads on), when what stands after that batch does
+    ///   not read as a batch (before it is reported as damage), and when it reads as a frame still
+    ///   being written (a new frame across the place, or a file that now ends before it). The
+    ///   check reads one batch header (`JournalReader.holds(_:)`), not per record. While only
+    ///   preallocated zeros or nothing stand where the follower reads on, a cut goes unseen until
+    ///   something is written there. Other `JournalError`s on damage.
     public mutating func next() async throws -> JournalRecord? {
       while !Task.isCancelled {
         if cursor == nil { cursor = try reader.records(from: nextSequence) }
@@ -41,7 +45,16 @@ public struct JournalFollower: AsyncSequence, Sendable {
         let previous =
           returned ? cursor.lastBatch.flatMap { $0.header.lastSequence + 1 == nextSequence ? $0 : nil } : nil
         let reads = cursor.reads
-        if let record = try cursor.next() {
+        let record: JournalRecord?
+        do {
+          record = try cursor.next()
+        } catch let error as JournalError {
+          // What stands where the follower read on is not the next batch: damage, unless the
+          // journal was cut before that place and written again across it.
+          if let previous, (try? reader.holds(previous)) == false { throw cut(previous) }
+          throw error
+        }
+        if let record {
           if let previous, cursor.reads != reads, cursor.lastBatch != previous, try !reader.holds(previous) {
             throw cut(previous)
           }
@@ -49,6 +62,9 @@ public struct JournalFollower: AsyncSequence, Sendable {
           returned = true
           return record
         }
+        // Bytes that read as a frame still being written: or a frame written over a cut, across
+        // the place (or the file now ends before it).
+        if let previous, cursor.stoppedAtUnfinishedBytes, (try? reader.holds(previous)) == false { throw cut(previous) }
         if cursor.hasSegment == false { self.cursor = nil }  // made before the first segment existed
         do { try await Task.sleep(for: pollInterval) } catch { return nil }
       }
@@ -58,8 +74,9 @@ public struct JournalFollower: AsyncSequence, Sendable {
     private func cut(_ batch: BatchPlace) -> JournalError {
       JournalError(
         .shortened,
-        "the journal was cut and written again while it was followed: the batch that held the last records read "
-          + "is no longer there, and other records stand under its numbers (and perhaps under earlier ones)",
+        "the journal was cut, and perhaps written again, while it was followed: the batch that held the last "
+          + "records read is no longer there as it was read, so they are gone, and any records under their numbers "
+          + "now (and perhaps under earlier ones) are others",
         directory: reader.directory, file: Layout.segmentName(firstSequence: batch.segment), offset: batch.offset,
         sequences: batch.header.sequences)
     }
