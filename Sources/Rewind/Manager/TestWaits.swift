@@ -5,18 +5,19 @@ internal import Synchronization
 // a `Task.yield()` spin needs a turn of the thread pool per look (minutes, in a full parallel run
 // on a loaded machine). And each ends: a condition never met fails the test after
 // `testWaitBound` instead of hanging it (a test's time limit cannot end a wait that ignores
-// cancellation, and a hook's wait runs in a task the limit does not cancel).
+// cancellation, and a hook's wait runs in a task the limit does not cancel). The blocking waits of
+// test threads (RewindTestSupport's `BlockingWaits.swift`) give up after the same bound.
 
 /// How long a test's wait lasts before it gives up: a wait is one wake-up, which even a loaded
 /// full run (where whole tests took 100-320 s, most of it queued) gives far sooner; and shorter
 /// than the 10-minute limits of the tests that have one, so the wait's message is the one seen.
-let testWaitBound: Duration = .seconds(300)
+package let testWaitBound: Duration = .seconds(300)
 
 /// Thrown by a test's wait that gave up: what it waited for, and what it saw then.
-struct WaitGaveUp: Error, CustomStringConvertible {
-  let description: String
+package struct WaitGaveUp: Error, CustomStringConvertible {
+  package let description: String
 
-  init(waitingFor what: String, saw: String? = nil) {
+  package init(waitingFor what: String, saw: String? = nil) {
     description = "gave up after \(testWaitBound) waiting for \(what)" + (saw.map { " (\($0))" } ?? "")
   }
 }
