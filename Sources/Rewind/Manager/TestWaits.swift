@@ -24,8 +24,8 @@ package struct WaitGaveUp: Error, CustomStringConvertible {
 
 /// One task waiting for a condition: resumed once, with true by whoever makes the condition true
 /// (`resume(true)`), or with false once `testWaitBound` has passed or when the task is cancelled,
-/// whichever comes first. Later calls of `resume` do nothing, so whoever keeps the waiter may
-/// keep it after it gave up.
+/// whichever comes first. Later calls of `resume` do nothing, so a resume racing the give-up is
+/// harmless; a waiter that gave up is taken back from whoever kept it (`unregister`).
 final class BoundedWaiter: Sendable {
   private let state = Mutex<(continuation: CheckedContinuation<Bool, Never>?, outcome: Bool?)>((nil, nil))
 
@@ -43,8 +43,10 @@ final class BoundedWaiter: Sendable {
   }
 
   /// Returns whether the condition was met: `register` hands the waiter to whoever will resume it,
-  /// or returns true if the condition holds already.
-  static func wait(register: (BoundedWaiter) -> Bool) async -> Bool {
+  /// or returns true if the condition holds already. `unregister` takes it back once the wait
+  /// ended without the condition (gave up, or cancelled), so that no one looks at it any more;
+  /// it may find the waiter gone already (taken to be resumed), or never handed over.
+  static func wait(register: (BoundedWaiter) -> Bool, unregister: (BoundedWaiter) -> Void) async -> Bool {
     let waiter = BoundedWaiter()
     let timer = Task {
       do {
@@ -53,7 +55,7 @@ final class BoundedWaiter: Sendable {
       } catch {}  // cancelled: the wait ended first
     }
     defer { timer.cancel() }
-    return await withTaskCancellationHandler {
+    let reached = await withTaskCancellationHandler {
       await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
         let ended = waiter.state.withLock { state -> Bool? in
           if let outcome = state.outcome { return outcome }  // cancelled already
@@ -69,6 +71,8 @@ final class BoundedWaiter: Sendable {
     } onCancel: {
       waiter.resume(false)
     }
+    if !reached { unregister(waiter) }
+    return reached
   }
 }
 
@@ -97,6 +101,8 @@ final class Signal: Sendable {
         if !state.isSet { state.waiters.append(waiter) }
         return state.isSet
       }
+    } unregister: { waiter in
+      state.withLock { $0.waiters.removeAll { $0 === waiter } }
     }
     if !isSet { throw WaitGaveUp(waitingFor: what) }
   }
