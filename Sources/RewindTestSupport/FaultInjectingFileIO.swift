@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Rewind
 package import RewindJournal
 import Synchronization
 
@@ -87,11 +88,17 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
 
   /// Blocks until `count` syncs are held, or `unless` holds (checked again at each `poke()`).
   /// Returns whether the syncs are held.
+  /// - Throws: `WaitGaveUp` if neither happened within `testWaitBound`.
   @discardableResult
-  package func waitForHeldSyncs(_ count: Int, unless: () -> Bool = { false }) -> Bool {
+  package func waitForHeldSyncs(_ count: Int, unless: () -> Bool = { false }) throws -> Bool {
     gate.lock()
     defer { gate.unlock() }
-    while gate.held < count && !unless() { gate.wait() }
+    let deadline = testWaitDeadline()
+    while gate.held < count && !unless() {
+      if !gate.wait(until: deadline) && gate.held < count && !unless() {
+        throw WaitGaveUp(waitingFor: "\(count) held syncs", saw: "\(gate.held) held")
+      }
+    }
     return gate.held >= count
   }
 
@@ -103,10 +110,16 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
   }
 
   /// Blocks until `count` writes (to any file) have returned since this object was made.
-  package func waitForCompletedWrites(_ count: Int) {
+  /// - Throws: `WaitGaveUp` if they had not within `testWaitBound`.
+  package func waitForCompletedWrites(_ count: Int) throws {
     gate.lock()
-    while gate.completedWrites < count { gate.wait() }
-    gate.unlock()
+    defer { gate.unlock() }
+    let deadline = testWaitDeadline()
+    while gate.completedWrites < count {
+      if !gate.wait(until: deadline) && gate.completedWrites < count {
+        throw WaitGaveUp(waitingFor: "\(count) completed writes", saw: "\(gate.completedWrites) completed")
+      }
+    }
   }
 
   /// Writes (to any file) that have returned so far.
@@ -184,9 +197,18 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
       if gate.holding {
         gate.held += 1
         gate.broadcast()
-        while gate.holding && gate.released == 0 { gate.wait() }
-        if gate.released > 0 { gate.released -= 1 }
+        // A test that never lets it go fails this sync after `testWaitBound`: the writer ends.
+        let deadline = testWaitDeadline()
+        var gaveUp = false
+        while gate.holding && gate.released == 0 && !gaveUp {
+          gaveUp = !gate.wait(until: deadline) && gate.holding && gate.released == 0
+        }
+        if gate.released > 0 && !gaveUp { gate.released -= 1 }
         gate.held -= 1
+        if gaveUp {
+          gate.unlock()
+          throw heldCallGaveUp("sync")
+        }
       }
       gate.unlock()
     }
@@ -246,6 +268,7 @@ private final class Gate: @unchecked Sendable {
 
   func lock() { condition.lock() }
   func unlock() { condition.unlock() }
-  func wait() { condition.wait() }
+  /// Returns false if `deadline` passed first (true may also be a spurious wake-up).
+  func wait(until deadline: Date) -> Bool { condition.wait(until: deadline) }
   func broadcast() { condition.broadcast() }
 }

@@ -12,7 +12,7 @@ private let words = ["bug", "swift", "plan", "lunch", "notes", "draft"]
 /// Long seeded random command sequences from users, sync and automation; after every command the
 /// cached queries must equal the naive reference and the from-scratch computation, and the
 /// command's change must name exactly the records and tags that changed.
-@Test(arguments: [UInt64(1), 2, 3, 0xC0FFEE])
+@Test(.timeLimit(.minutes(10)), arguments: [UInt64(1), 2, 3, 0xC0FFEE])
 func cachesStayCoherentUnderRandomCommands(seed: UInt64) async throws {
   print("cachesStayCoherentUnderRandomCommands seed \(seed)")
   var random = SeededGenerator(seed: seed)

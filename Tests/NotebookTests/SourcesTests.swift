@@ -44,7 +44,7 @@ private final class StalledServer: NoteServer {
   }
 }
 
-@Test func syncPullLandsThroughItsCommandWithSyncOrigin() async throws {
+@Test(.timeLimit(.minutes(10))) func syncPullLandsThroughItsCommandWithSyncOrigin() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let manager = try makeNotebookManager(directory)
@@ -90,7 +90,7 @@ private final class StalledServer: NoteServer {
   manager.close()
 }
 
-@Test func autoTaggerLandsWithAutomationOriginInOneChange() async throws {
+@Test(.timeLimit(.minutes(10))) func autoTaggerLandsWithAutomationOriginInOneChange() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let manager = try makeNotebookManager(directory)
@@ -185,7 +185,7 @@ private final class StalledServer: NoteServer {
   manager.close()
 }
 
-@Test func importIsTheOnlyWholeCollectionReplacement() async throws {
+@Test(.timeLimit(.minutes(10))) func importIsTheOnlyWholeCollectionReplacement() async throws {
   let temporary = TemporaryDirectory()
   let manager = try makeNotebookManager(temporary.appending("journal"))
   let one = try await manager.createNotebook(title: "One")
@@ -211,7 +211,7 @@ private final class StalledServer: NoteServer {
   manager.close()
 }
 
-@Test func aFailedAppendLeavesNotesQueriesAndObserversUnchanged() async throws {
+@Test(.timeLimit(.minutes(10))) func aFailedAppendLeavesNotesQueriesAndObserversUnchanged() async throws {
   let temporary = TemporaryDirectory()
   let io = FaultInjectingFileIO()
   let manager = try makeNotebookManager(temporary.appending("journal"), io: io)
@@ -235,7 +235,7 @@ private final class StalledServer: NoteServer {
   manager.close()
 }
 
-@Test func settingsAndNotebookRenamesAreRecordLevelChanges() async throws {
+@Test(.timeLimit(.minutes(10))) func settingsAndNotebookRenamesAreRecordLevelChanges() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let manager = try makeNotebookManager(directory)
@@ -261,7 +261,7 @@ private final class StalledServer: NoteServer {
   #expect(try Replay.rebuild(Workspace.self, directory: directory).state == manager.state)
 }
 
-@Test func theRunningAutoTaggerReactsToOtherSourcesThroughTheFunnel() async throws {
+@Test(.timeLimit(.minutes(10))) func theRunningAutoTaggerReactsToOtherSourcesThroughTheFunnel() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let manager = try makeNotebookManager(directory)

@@ -648,6 +648,8 @@ import Testing
     process.standardOutput = out
     process.standardError = FileHandle.nullDevice
     try process.run()
+    // A line that never comes ends in a failure, not a hang: the child is killed, the read ends.
+    let watchdog = ChildWatchdog(process)
     try out.fileHandleForWriting.close()
     // Its one line first, read on a thread of its own: then it waits, and the reader leaves.
     let reading = out.fileHandleForReading.fileDescriptor
@@ -668,6 +670,7 @@ import Testing
       process.terminate()
       process.waitUntilExit()
     }
+    try watchdog.end(waitingFor: "the first line of tail -f")
     #expect(ended, "tail -f was still waiting 30 s after its reader left")
     #expect(ended && process.terminationReason == .exit && process.terminationStatus == 128 + SIGPIPE)
   }
@@ -684,12 +687,19 @@ import Testing
       let out = Pipe()
       process.standardOutput = out
       try process.run()
-      // The first lines arrive before the interrupt, so it lands while following.
+      let watchdog = ChildWatchdog(process)
+      // The first lines arrive before the interrupt, so it lands while following. (A child that
+      // ended early ends the loop: at the end of the output, `availableData` is empty.)
       var received = Data()
-      while received.filter({ $0 == 0x0A }).count < 2 { received.append(out.fileHandleForReading.availableData) }
+      while received.filter({ $0 == 0x0A }).count < 2 {
+        let data = out.fileHandleForReading.availableData
+        if data.isEmpty { break }
+        received.append(data)
+      }
       process.interrupt()
       received.append(out.fileHandleForReading.readDataToEndOfFile())
       process.waitUntilExit()
+      try watchdog.end(waitingFor: "tail -f to end on its interrupt")
       return (received, process.terminationReason, process.terminationStatus)
     }
     #expect(reason == .exit && status == 0)

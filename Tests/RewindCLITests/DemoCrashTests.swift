@@ -111,8 +111,10 @@ func demoSpeaksJSON() async -> Bool {
     process.standardOutput = pipe
     process.standardError = pipe
     guard (try? process.run()) != nil else { return "" }
+    let watchdog = ChildWatchdog(process)
     let help = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
+    try watchdog.end(waitingFor: "rewind demo --help to exit")
     return help
   }
   guard let help else { return false }

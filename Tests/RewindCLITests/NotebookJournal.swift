@@ -109,7 +109,9 @@ struct ToolRun: Sendable {
         process.standardInput = FileHandle.nullDevice
       }
       try process.run()
+      let watchdog = ChildWatchdog(process)
       process.waitUntilExit()
+      try watchdog.end(waitingFor: "\(product) \(arguments.joined(separator: " ")) to exit")
       return process.terminationStatus
     }
     return ToolRun(

@@ -486,6 +486,43 @@ import Testing
           + "model code before them (a digest follows its mark)"), "\(strayRun.out)")
   }
 
+  /// The other counts of the two: several marks whose digests never came (a note, verify still
+  /// passes), and one digest that names no mark (a problem, exit 1), each worded for its count.
+  @Test func verifyWordsSeveralUnfinishedMarksAndOneStrayDigest() async throws {
+    let journal = try await NotebookJournal.write(commands: 30, seed: 12)
+    let manager = try Manager<Workspace>(directory: journal.path, options: JournalOptions(durability: .none))
+    try await manager.perform(.rewind) { _, command in
+      command.record(CheckpointMark(fingerprint: Workspace.fingerprint))
+    }
+    let firstMark = manager.lastSequence
+    try await manager.perform(.user) { _, command in
+      command.record(EditorSettingsChanged(settings: EditorSettings(fontSize: 29)))
+    }
+    try await manager.perform(.rewind) { _, command in
+      command.record(CheckpointMark(fingerprint: Workspace.fingerprint))
+    }
+    let unfinished = try await rewind(["verify", journal.path])
+    #expect(unfinished.status == 0, "\(unfinished.out)\(unfinished.err)")
+    #expect(
+      unfinished.out.contains(
+        "replay: workspace rebuilt through sequence \(manager.lastSequence), 0 checkpoints and 0 snapshots "
+          + "verified, 2 checkpoint marks without a digest (the first at sequence \(firstMark); harmless: the "
+          + "writer stopped before appending them), caches coherent\n"), "\(unfinished.out)")
+    // A digest naming the first record, an event, not a mark.
+    let state = manager.state
+    try await manager.perform(.rewind) { _, command in
+      command.record(CheckpointDigest(mark: 1, digest: try StateDigest.of(state), fingerprint: Workspace.fingerprint))
+    }
+    let stray = manager.lastSequence
+    manager.close()
+    let strayRun = try await rewind(["verify", journal.path])
+    #expect(strayRun.status == 1)
+    #expect(
+      strayRun.out.contains(
+        "problem: a checkpoint digest record at sequence \(stray) names no checkpoint mark of this model code "
+          + "before it (a digest follows its mark): the journal is not what its writer wrote\n"), "\(strayRun.out)")
+  }
+
   @Test func aScriptedDebugSessionFromStandardInput() async throws {
     // Standard input that is not a terminal (a file here; `printf ... | rewind debug` reads a pipe
     // the same way): no prompt, one command per line.

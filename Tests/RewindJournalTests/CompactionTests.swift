@@ -442,6 +442,7 @@ import Testing
       }
     }
     readerThread.start()
+    defer { state.done.store(true, ordering: .releasing) }  // a test that throws stops it too
     // Appends go on while the sealed segments are rewritten.
     let appender = Task {
       try await JournalFixtures.write(journal, batches: 100, maxRecords: 2, maxPayload: 60, seed: 92, after: expected)
@@ -451,8 +452,10 @@ import Testing
     #expect(all.count <= total)
     // Segments sealed by those appends are compacted while the follower reads them.
     _ = try journal.compactSealedSegments()
-    while state.passes.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+    // Bounded: a reader that never ends a pass fails the test (below) instead of hanging it.
+    for _ in 0..<60_000 where state.passes.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(5)) }
     state.done.store(true, ordering: .releasing)
+    #expect(state.passes.load(ordering: .relaxed) > 0, "the reader never ended a pass")
     #expect(!report.compacted.isEmpty)
     #expect(state.failures.withLock { $0 } == [])
     // The follower stops after `total` records; top up to exactly that many.

@@ -118,7 +118,7 @@ import Testing
       }
       thread.start()
     }
-    done.wait()
+    try done.wait(for: "\(threads) threads to make their appends")
     #expect(failures.withLock { $0 } == [])
     let acks = acknowledged.withLock { $0 }
     #expect(acks.count == threads * batches)

@@ -25,7 +25,7 @@ import Testing
     var woken = false
   }
 
-  @Test func aSignalWakesAWaiterLongBeforeItsDeadline() {
+  @Test func aSignalWakesAWaiterLongBeforeItsDeadline() throws {
     let condition = ConditionLock()
     let shared = Shared()
     let done = DispatchSemaphore(value: 0)
@@ -43,7 +43,7 @@ import Testing
     shared.flag = true
     condition.signal()
     condition.unlock()
-    done.wait()
+    try done.wait(for: "the waiter to return")
     condition.lock()
     let woken = shared.woken
     condition.unlock()

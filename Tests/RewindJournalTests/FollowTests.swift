@@ -143,7 +143,7 @@ import Testing
   /// a writer then wrote again to 4 (record 3 as long as the one moved aside, so record 4 starts
   /// where the follower stopped reading): it says the journal was cut instead of going on with
   /// record 4 of the other history.
-  @Test func aFollowerReportsAJournalCutAndWrittenAgain() async throws {
+  @Test(.timeLimit(.minutes(10))) func aFollowerReportsAJournalCutAndWrittenAgain() async throws {
     let dir = TemporaryDirectory("follow")
     let journal = try Journal(directory: dir.path)
     for n in 1...3 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
@@ -249,7 +249,7 @@ import Testing
 
   /// A follower goes on with records appended after the last one it returned, read from disk
   /// later (the batch before them checked, and found where it was).
-  @Test func aFollowerGoesOnWithRecordsAppendedLater() async throws {
+  @Test(.timeLimit(.minutes(10))) func aFollowerGoesOnWithRecordsAppendedLater() async throws {
     let dir = TemporaryDirectory("follow")
     let journal = try Journal(directory: dir.path)
     try journal.appendAndWait([NewRecord(timestamp: 1, payload: [1])])

@@ -25,9 +25,11 @@ import Testing
       process.standardOutput = output
       process.standardError = errors
       try process.run()
+      let watchdog = ChildWatchdog(process)
       // Read the output before waiting, so a large output cannot block the tool (its messages are short).
       let data = output.fileHandleForReading.readDataToEndOfFile()
       process.waitUntilExit()
+      try watchdog.end(waitingFor: "lz4 \(arguments.joined(separator: " ")) to exit")
       let errorText = errors.fileHandleForReading.readDataToEndOfFile()
       return (process.terminationStatus, Array(data), String(decoding: errorText, as: UTF8.self))
     }

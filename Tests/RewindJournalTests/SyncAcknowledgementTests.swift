@@ -30,7 +30,7 @@ import Testing
 
     func wait() async throws -> Result<ClosedRange<UInt64>, JournalError> {
       try await onOwnThread { [self] in
-        done.wait()
+        try done.wait(for: "the append's completion")
         done.signal()
         return result.withLock { $0! }
       }
@@ -61,7 +61,7 @@ import Testing
     faults.holdSyncs()
     let first = Outcome(faults)
     journal.enqueue(Self.records(10), expectedFirst: nil, completion: first.completion)
-    _ = try await onOwnThread { faults.waitForHeldSyncs(1) }
+    _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
     let second = Outcome(faults)
     journal.enqueue(Self.records(11), expectedFirst: nil, completion: second.completion)
     #expect(!first.isDone && !second.isDone, "nothing is acknowledged while the sync covering it runs")
@@ -70,7 +70,7 @@ import Testing
     faults.releaseSync()
     #expect(try await first.wait().get() == 10...12)
     // The append queued while the first sync ran waits for a sync of its own.
-    let heldAgain = try await onOwnThread { faults.waitForHeldSyncs(1, unless: { second.isDone }) }
+    let heldAgain = try await onOwnThread { try faults.waitForHeldSyncs(1, unless: { second.isDone }) }
     #expect(heldAgain, "the second append needs a sync that began after it was written")
     #expect(!second.isDone)
     faults.stopHoldingSyncs()
@@ -96,7 +96,7 @@ import Testing
     faults.holdSyncs()
     let failing = Outcome(faults)
     journal.enqueue(Self.records(10), expectedFirst: nil, completion: failing.completion)
-    _ = try await onOwnThread { faults.waitForHeldSyncs(1) }
+    _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
     let queued = [Outcome(faults), Outcome(faults)]
     journal.enqueue(Self.records(11), expectedFirst: nil, completion: queued[0].completion)
     journal.enqueue(Self.records(12), expectedFirst: 16, completion: queued[1].completion)
@@ -129,7 +129,7 @@ import Testing
     faults.holdSyncs()
     let first = Outcome(faults)
     journal.enqueue(Self.records(10), expectedFirst: nil, completion: first.completion)
-    _ = try await onOwnThread { faults.waitForHeldSyncs(1) }
+    _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
     let closed = Task { try await onOwnThread { journal.close() } }
     #expect(!first.isDone)
     faults.stopHoldingSyncs()

@@ -47,7 +47,7 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
 
 /// Commands that arrive while an append is in flight validate one after another against the state
 /// their predecessors leave, and go to the journal together in one append.
-@Test func waitingCommandsShareOneAppendAndStaySerial() async throws {
+@Test(.timeLimit(.minutes(10))) func waitingCommandsShareOneAppendAndStaySerial() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let manager = try makeManager(directory)
@@ -81,7 +81,7 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
 }
 
 /// When a shared append fails, every command in it fails and none is visible; each can be retried.
-@Test func aFailedSharedAppendFailsEveryCommandInIt() async throws {
+@Test(.timeLimit(.minutes(10))) func aFailedSharedAppendFailsEveryCommandInIt() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let io = FaultInjectingFileIO()
@@ -156,7 +156,7 @@ private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throw
 /// In a turn that stages several commands, one whose body throws and one whose task was
 /// cancelled while it waited fail alone: nothing of them is written, and the commands around
 /// them validate, commit and are announced in order as if they had not been there.
-@Test func aCommandFailingInASharedTurnLeavesTheOthersAlone() async throws {
+@Test(.timeLimit(.minutes(10))) func aCommandFailingInASharedTurnLeavesTheOthersAlone() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let manager = try makeManager(directory)

@@ -14,7 +14,7 @@ private func makeManager(
     directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
 }
 
-@Test func commandIsJournaledAppliedAndAnnounced() async throws {
+@Test(.timeLimit(.minutes(10))) func commandIsJournaledAppliedAndAnnounced() async throws {
   let temporary = TemporaryDirectory()
   let manager = try makeManager(temporary.appending("journal"))
   var changes = manager.changes().makeAsyncIterator()
@@ -56,7 +56,7 @@ private func makeManager(
   #expect(try Replay.events(of: Ledger.self, directory: temporary.appending("journal")).isEmpty)
 }
 
-@Test func failedAppendChangesNothingAndRetrySucceeds() async throws {
+@Test(.timeLimit(.minutes(10))) func failedAppendChangesNothingAndRetrySucceeds() async throws {
   let temporary = TemporaryDirectory()
   let io = FaultInjectingFileIO()
   let manager = try makeManager(temporary.appending("journal"), io: io)
@@ -102,7 +102,7 @@ private func makeManager(
   manager.close()
 }
 
-@Test func aCommandsEventsAreOneBatchWithOneCommandID() async throws {
+@Test(.timeLimit(.minutes(10))) func aCommandsEventsAreOneBatchWithOneCommandID() async throws {
   let temporary = TemporaryDirectory()
   let manager = try makeManager(temporary.appending("journal"))
   var changes = manager.changes().makeAsyncIterator()

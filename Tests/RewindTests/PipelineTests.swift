@@ -51,7 +51,8 @@ private final class HoldingFileIO: ForwardingFileIO {
     }
     if hold {
       held.set()
-      release.wait()
+      // Not released within `testWaitBound` (the test failed first): the write fails, the writer ends.
+      try release.wait(for: "the test to let the held write go")
       if state.withLock({ $0.fail }) { throw SystemCallError("pwrite", path: path, errno: ENOSPC) }
     }
     return try base.pwrite(fd, bytes, at: offset, path: path)

@@ -41,8 +41,16 @@ final class Counter: Sendable {
         waiters.append((target, waiter))
         return false
       }
+    } unregister: { waiter in
+      waiters.withLock { waiters in
+        waiters.removeAll { $0.waiter === waiter }
+        if waiters.isEmpty { hasWaiters.store(false, ordering: .releasing) }
+      }
     }
   }
+
+  /// How many waits are registered, waiting for an `advance` (for tests).
+  var waiterCount: Int { waiters.withLock { $0.count } }
 
   /// Resumes the waiters whose target the value has reached.
   @inline(never)

@@ -103,6 +103,8 @@ final class SerialGate: Sendable {
         state.watchers.append((count, waiter))
         return false
       }
+    } unregister: { waiter in
+      state.withLock { $0.watchers.removeAll { $0.waiter === waiter } }
     }
   }
 

@@ -5,26 +5,27 @@ internal import Synchronization
 // a `Task.yield()` spin needs a turn of the thread pool per look (minutes, in a full parallel run
 // on a loaded machine). And each ends: a condition never met fails the test after
 // `testWaitBound` instead of hanging it (a test's time limit cannot end a wait that ignores
-// cancellation, and a hook's wait runs in a task the limit does not cancel).
+// cancellation, and a hook's wait runs in a task the limit does not cancel). The blocking waits of
+// test threads (RewindTestSupport's `BlockingWaits.swift`) give up after the same bound.
 
 /// How long a test's wait lasts before it gives up: a wait is one wake-up, which even a loaded
 /// full run (where whole tests took 100-320 s, most of it queued) gives far sooner; and shorter
 /// than the 10-minute limits of the tests that have one, so the wait's message is the one seen.
-let testWaitBound: Duration = .seconds(300)
+package let testWaitBound: Duration = .seconds(300)
 
 /// Thrown by a test's wait that gave up: what it waited for, and what it saw then.
-struct WaitGaveUp: Error, CustomStringConvertible {
-  let description: String
+package struct WaitGaveUp: Error, CustomStringConvertible {
+  package let description: String
 
-  init(waitingFor what: String, saw: String? = nil) {
+  package init(waitingFor what: String, saw: String? = nil) {
     description = "gave up after \(testWaitBound) waiting for \(what)" + (saw.map { " (\($0))" } ?? "")
   }
 }
 
 /// One task waiting for a condition: resumed once, with true by whoever makes the condition true
 /// (`resume(true)`), or with false once `testWaitBound` has passed or when the task is cancelled,
-/// whichever comes first. Later calls of `resume` do nothing, so whoever keeps the waiter may
-/// keep it after it gave up.
+/// whichever comes first. Later calls of `resume` do nothing, so a resume racing the give-up is
+/// harmless; a waiter that gave up is taken back from whoever kept it (`unregister`).
 final class BoundedWaiter: Sendable {
   private let state = Mutex<(continuation: CheckedContinuation<Bool, Never>?, outcome: Bool?)>((nil, nil))
 
@@ -42,8 +43,10 @@ final class BoundedWaiter: Sendable {
   }
 
   /// Returns whether the condition was met: `register` hands the waiter to whoever will resume it,
-  /// or returns true if the condition holds already.
-  static func wait(register: (BoundedWaiter) -> Bool) async -> Bool {
+  /// or returns true if the condition holds already. `unregister` takes it back once the wait
+  /// ended without the condition (gave up, or cancelled), so that no one looks at it any more;
+  /// it may find the waiter gone already (taken to be resumed), or never handed over.
+  static func wait(register: (BoundedWaiter) -> Bool, unregister: (BoundedWaiter) -> Void) async -> Bool {
     let waiter = BoundedWaiter()
     let timer = Task {
       do {
@@ -52,7 +55,7 @@ final class BoundedWaiter: Sendable {
       } catch {}  // cancelled: the wait ended first
     }
     defer { timer.cancel() }
-    return await withTaskCancellationHandler {
+    let reached = await withTaskCancellationHandler {
       await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
         let ended = waiter.state.withLock { state -> Bool? in
           if let outcome = state.outcome { return outcome }  // cancelled already
@@ -68,6 +71,8 @@ final class BoundedWaiter: Sendable {
     } onCancel: {
       waiter.resume(false)
     }
+    if !reached { unregister(waiter) }
+    return reached
   }
 }
 
@@ -96,6 +101,8 @@ final class Signal: Sendable {
         if !state.isSet { state.waiters.append(waiter) }
         return state.isSet
       }
+    } unregister: { waiter in
+      state.withLock { $0.waiters.removeAll { $0 === waiter } }
     }
     if !isSet { throw WaitGaveUp(waitingFor: what) }
   }
