@@ -44,24 +44,37 @@ func heldCallGaveUp(_ call: String) -> WaitGaveUp {
 /// whoever waits for it to exit, or reads its output to the end, then goes on. A child that
 /// hangs (a command that never ends, a follower never stopped) fails its test instead of
 /// hanging the run.
-package final class ChildWatchdog: Sendable {
+///
+/// The timer holds the process weakly and `end` cancels it. A timer that kept the `Process` for
+/// the whole bound also kept the files it was given open (`ToolRun` gives each child two or
+/// three), hundreds of descriptors at once in a full run; and with many entries in
+/// /proc/self/fd, Foundation's `Process.run()` on Linux (Swift 6.3.1) can crash reading them
+/// (swift-corelibs-foundation pull request 5472, an over-read of `dirent.d_name`), as one full
+/// run here did.
+///
+/// `@unchecked`: `state` is behind its lock, and `timer` is only cancelled, which Dispatch allows
+/// from any thread.
+package final class ChildWatchdog: @unchecked Sendable {
   private let state = Locked<(ended: Bool, killed: Bool)>((false, false))
+  private let timer: DispatchWorkItem
 
   /// Starts watching `process`, which has been started (`run()`).
   package init(_ process: Process) {
-    DispatchQueue.global().asyncAfter(deadline: dispatchDeadline()) { [state] in
+    timer = DispatchWorkItem { [state, weak process] in
       state.withLock { state in
         // Still running: not yet reaped, so its process id is still its own.
-        guard !state.ended, process.isRunning else { return }
+        guard !state.ended, let process, process.isRunning else { return }
         state.killed = true
         Glibc.kill(process.processIdentifier, SIGKILL)
       }
     }
+    DispatchQueue.global().asyncAfter(deadline: dispatchDeadline(), execute: timer)
   }
 
   /// Stops watching.
   /// - Throws: `WaitGaveUp` naming `what` if the child had to be killed.
   package func end(waitingFor what: String) throws {
+    timer.cancel()
     let killed = state.withLock { state in
       state.ended = true
       return state.killed
