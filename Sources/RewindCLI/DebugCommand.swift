@@ -49,9 +49,9 @@ enum DebugCommand: RewindCommand {
       blame ID            every event that touched ID
       prepare [SIZE]      lay keyframes over the whole history (one replay), so that
                           every later move is quick; they stop at the first one that
-                          takes them past SIZE: megabytes, or 500K, 300M, 2G (default: a
-                          quarter of this machine's memory; they take about 1.5 KB per
-                          event of the Notebook demo's history)
+                          takes the session's keyframes past SIZE: megabytes, or 500K,
+                          300M, 2G (default: a quarter of this machine's memory; they take
+                          about 1.5 KB per event of the Notebook demo's history)
       refresh             see records appended since the session started (until then,
                           every command sees the journal as it was; goto refuses a later
                           sequence number or time). A journal found shorter than the

@@ -148,7 +148,10 @@ final class DebugSession {
   /// The most bytes `prepare`'s keyframes may take when no limit is given: a quarter of this
   /// machine's memory (they take about 1.5 KB per event of the Notebook history, and the heap
   /// holds somewhat more than their trees: the records' strings and the grouping dictionaries).
-  static var defaultKeyframeLimit: Int { Int(clamping: ProcessInfo.processInfo.physicalMemory / 4) }
+  /// In whole megabytes, so that messages say it plainly.
+  static var defaultKeyframeLimit: Int {
+    Int(clamping: ProcessInfo.processInfo.physicalMemory / 4 / 1_000_000 * 1_000_000)
+  }
 
   /// The limit `prepare [SIZE]` gives the keyframes, in bytes: SIZE is a whole number from 1,
   /// of megabytes, or of kilo-, mega- or gigabytes with K, M or G after it (1,000, 1,000,000 or
@@ -188,7 +191,7 @@ final class DebugSession {
     return "keyframes every \(spacing) records over sequences 0...\(coverage.through) of \(lastSequence), where they "
       + "reached the limit of \(size(limit)): a move to \(coverage.through + spacing - 1) or before now "
       + "replays fewer than \(spacing), a later one starts from the keyframe at \(coverage.through) or a snapshot "
-      + "(`prepare SIZE` with a larger limit lays the rest)\n"
+      + "(`prepare SIZE` with a larger limit lays more)\n"
   }
 
   private func single(_ rest: [String], _ usage: String) throws -> String {

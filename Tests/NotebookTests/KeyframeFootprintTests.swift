@@ -92,9 +92,37 @@ import Testing
       #expect(try StateDigest.of(limited.state(at: target)) == StateDigest.of(whole.state(at: target)), "at \(target)")
     }
     let rest = try Self.machine(directory.path)
-    _ = try rest.prepare(memoryLimit: limit)
+    #expect(try rest.prepare(memoryLimit: limit) == coverage)
+    // The limit counts the keyframes already kept: they hold more than it, so none is laid.
+    #expect(try rest.prepare(memoryLimit: limit) == coverage)
+    #expect(rest.recordsApplied == Int(coverage.through))
     #expect(try rest.prepare() == all)
     #expect(rest.keyframeFootprint == whole.keyframeFootprint)
+  }
+
+  /// A `prepare` the limit stopped leaves seeks keeping keyframes at the keyframe interval, as
+  /// before it, not at its wider spacing, where a seek to the end would lay the keyframes the
+  /// limit refused: here the seek keeps its keyframes every 4 records, at most 16 of them.
+  @Test func aStoppedPrepareLeavesSeeksKeepingKeyframesAtTheInterval() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 99, commands: 1_200).close()
+    func machine() throws -> TimeMachine<Workspace> {
+      try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 4, maxKeyframes: 16, useSnapshots: false)
+    }
+    let whole = try machine()
+    let all = try whole.prepare()
+    #expect(all.spacing > 40 && whole.keyframeSpacing == all.spacing, "the spacing widened to fit 16 keyframes")
+    let limited = try machine()
+    let coverage = try limited.prepare(memoryLimit: whole.keyframeFootprint.bytes / 4)
+    #expect(coverage.stoppedByLimit && coverage.spacing == all.spacing && coverage.through < all.through)
+    #expect(limited.keyframeSpacing == 4)
+    let end = limited.lastSequence
+    #expect(try StateDigest.of(limited.jump(to: end)) == StateDigest.of(whole.state(at: end)))
+    // The seek kept keyframes every 4 records on its way (the last 16 of them): a move back
+    // within 4 records of one replays fewer than 4.
+    let applied = limited.recordsApplied
+    #expect(try StateDigest.of(limited.state(at: end / 4 * 4 - 5)) == StateDigest.of(whole.state(at: end / 4 * 4 - 5)))
+    #expect(limited.recordsApplied - applied < 4)
   }
 
   /// A limit the keyframes never reach changes nothing: the same keyframes, the same nodes.

@@ -21,7 +21,8 @@ import Testing
       #expect(set.insert(address) == reference.insert(address).inserted, "insert \(index), \(address)")
     }
     #expect(set.count == reference.count)
-    #expect(reference.count > 100 && reference.count < count, "repeats and growth both happen")
+    #expect(reference.count < count, "addresses repeat")
+    #expect(count < 1_000 || reference.count > 512, "the set grows past its first 1,024 slots")
   }
 
   /// Batches of 1 to 64 addresses, with repeats inside a batch and of earlier batches, mixed with

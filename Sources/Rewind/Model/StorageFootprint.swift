@@ -19,6 +19,9 @@ public struct StorageFootprint: Sendable, Equatable, CustomStringConvertible {
 
   /// What `states` hold together in their stores' trees, each node counted once.
   public static func of<M: Model>(_ states: some Sequence<M>) -> StorageFootprint {
+    // Held until the count ends: the census knows a node by its address, which a state made by a
+    // lazy sequence and dropped could free for another node.
+    let states = Array(states)
     var census = StorageCensus()
     for state in states { census.add(state) }
     return census.footprint
@@ -84,7 +87,9 @@ extension RecordTree {
     let new = withUnsafeTemporaryAllocation(of: UInt.self, capacity: count) { addresses in
       // The references' bits, their objects' addresses: loaded as integers, nothing is retained.
       node.withChildren { children in
-        for index in 0..<count { addresses[index] = UnsafeRawPointer(children + index).load(as: UInt.self) }
+        for index in 0..<count {
+          addresses[index] = UInt(bitPattern: UnsafeRawPointer(children + index).load(as: UnsafeRawPointer.self))
+        }
       }
       return census.enter(UnsafeBufferPointer(addresses))
     }

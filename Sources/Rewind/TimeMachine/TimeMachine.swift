@@ -34,7 +34,8 @@ public final class TimeMachine<M: SnapshotModel> {
   private var uses: UInt64 = 0
   private let interval: UInt64
   private let maxKeyframes: Int
-  /// Records between the keyframes seeks keep: `interval`, or wider after `prepare()`.
+  /// Records between the keyframes seeks keep: `interval`, or wider after `prepare()` (unless its
+  /// memory limit stopped it).
   public private(set) var keyframeSpacing: UInt64
 
   /// The last sequence number of the journal as last read (see `refresh()`).
@@ -163,49 +164,59 @@ public final class TimeMachine<M: SnapshotModel> {
   /// missing (or the empty state) through the last, reading no snapshot; seeks after it never
   /// read snapshot files either.
   ///
-  /// - Parameter memoryLimit: the most bytes of tree nodes the keyframes it lays may add to those
-  ///   of the state it replays from, counted as `keyframeFootprint` counts them (nil: no limit).
-  ///   Once a keyframe takes them past it, no later one is laid: keyframes then cover the
-  ///   history through that one (`KeyframeCoverage.through`), seeks up to there start within the
-  ///   spacing, and seeks past it start from the last keyframe or a snapshot, as before
-  ///   `prepare`. A later call with a larger limit (or none) goes on from there. With a limit,
-  ///   the nodes are counted as each keyframe is laid, each new node once, in a set of their
-  ///   addresses (`StorageCensus`): 32 MB for the 2 million nodes of the benchmark's 1M-event
-  ///   history (1,511 MB), and about a quarter more time (`prepare` of that history: 5.7 s
-  ///   against 4.4 s without a limit, medians of five runs).
+  /// - Parameter memoryLimit: the most bytes of tree nodes this time machine's keyframes may
+  ///   hold, those kept before the call included, counted as `keyframeFootprint` counts them
+  ///   (nil: no limit). `prepare` stops at the first keyframe that takes them past it, and lays
+  ///   none when they are past it already: the keyframes then cover the history through the
+  ///   last one it reached (`KeyframeCoverage.through`), and a seek up to `spacing − 1` past
+  ///   that starts within the spacing. Seeks then keep keyframes every `keyframeInterval`
+  ///   records they pass again, as before `prepare`, at most `maxKeyframes` in all, the least
+  ///   recently used dropped first: at every multiple of the wider spacing, a seek to the end of
+  ///   a long history would lay the keyframes the limit refused. A later call goes on from the
+  ///   last keyframe, under the limit it is given. With a limit, the nodes are counted as each
+  ///   keyframe is laid, each new node once, in a set of their addresses (`StorageCensus`):
+  ///   32 MB for the 2 million nodes of the benchmark's 1M-event history (1,511 MB), and about
+  ///   a quarter more time (Benchmarks/RESULTS.md, "A memory limit for `prepare` (Dec 4)").
   /// - Returns: the spacing, how far the keyframes reach, and whether the limit stopped them.
   @discardableResult
   public func prepare(memoryLimit: Int? = nil) throws -> KeyframeCoverage {
-    keyframeSpacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
-    let last = lastSequence / keyframeSpacing * keyframeSpacing
+    let spacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
+    keyframeSpacing = spacing
+    let last = lastSequence / spacing * spacing
     // One replay, from the keyframe before the first one missing through the last one: every
     // keyframe on the way is kept (again) as it is passed.
     guard
-      let missing = stride(from: keyframeSpacing, through: last, by: Int(keyframeSpacing)).first(where: {
-        keyframes[$0] == nil
-      })
-    else { return KeyframeCoverage(spacing: keyframeSpacing, through: last, stoppedByLimit: false) }
+      let missing = stride(from: spacing, through: last, by: Int(spacing)).first(where: { keyframes[$0] == nil })
+    else { return KeyframeCoverage(spacing: spacing, through: last, stoppedByLimit: false) }
     let (base, start) = nearestKeyframe(atOrBefore: missing - 1)
     guard let memoryLimit else {
       _ = try replay(from: base, after: start, through: last)
-      return KeyframeCoverage(spacing: keyframeSpacing, through: last, stoppedByLimit: false)
+      return KeyframeCoverage(spacing: spacing, through: last, stoppedByLimit: false)
     }
-    // The nodes of `base` are there already: counted first, then set aside. `base` is held
-    // until the replay ends, so no node it holds is freed and its address reused meanwhile.
+    // Every keyframe counts, `base` among them (or it is the empty state). The census knows a
+    // node by its address, so what it counted stays alive until it ends: the keyframes kept
+    // before are held here (the replay may drop some of them from `keyframes`), and of those it
+    // lays, at most `maxKeyframes − 1`, each used more recently than any other, none is dropped.
+    let held = keyframes.values.map(\.state)
     var census = StorageCensus()
-    census.add(base)
-    let already = census.footprint.bytes
+    for state in held { census.add(state) }
     var through = start
-    do {
-      _ = try replay(from: base, after: start, through: last) { sequence, state in
-        through = sequence
-        census.add(state)
-        if sequence < last, census.footprint.bytes - already > memoryLimit { throw KeyframeLimitReached() }
+    var stopped = census.footprint.bytes > memoryLimit
+    if !stopped {
+      do {
+        _ = try replay(from: base, after: start, through: last) { sequence, state in
+          through = sequence
+          census.add(state)
+          if sequence < last, census.footprint.bytes > memoryLimit { throw KeyframeLimitReached() }
+        }
+      } catch is KeyframeLimitReached {
+        stopped = true
       }
-    } catch is KeyframeLimitReached {
-      return KeyframeCoverage(spacing: keyframeSpacing, through: through, stoppedByLimit: true)
     }
-    return KeyframeCoverage(spacing: keyframeSpacing, through: last, stoppedByLimit: false)
+    withExtendedLifetime(held) {}
+    guard stopped else { return KeyframeCoverage(spacing: spacing, through: last, stoppedByLimit: false) }
+    keyframeSpacing = interval
+    return KeyframeCoverage(spacing: spacing, through: through, stoppedByLimit: true)
   }
 
   /// Thrown inside `prepare(memoryLimit:)`'s replay to end it at the keyframe that passed the limit.
@@ -521,7 +532,8 @@ public struct KeyframeCoverage: Sendable, Equatable {
   public var spacing: UInt64
   /// The last keyframe: a seek to this sequence number or up to `spacing − 1` past it
   /// replays fewer than `spacing` records. The last multiple of the spacing in the journal,
-  /// unless the memory limit stopped the keyframes before it.
+  /// unless the memory limit stopped the keyframes before it (then the last keyframe laid, or
+  /// the one `prepare` would have started from, if it laid none).
   public var through: UInt64
   /// Whether the memory limit stopped the keyframes before the end of the journal.
   public var stoppedByLimit: Bool
