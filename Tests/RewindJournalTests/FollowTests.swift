@@ -139,24 +139,33 @@ import Testing
     journal.close()
   }
 
+  /// Records 1-3 appended to a new journal in `directory` and returned by a follower, then the
+  /// last frame damaged and moved aside by repair (the journal cut back to 2): the follower,
+  /// the segment's name and its bytes before the repair.
+  static func followThreeThenCutToTwo(_ directory: String) async throws -> (
+    iterator: JournalFollower.AsyncIterator, segment: String, bytes: [UInt8]
+  ) {
+    let journal = try Journal(directory: directory)
+    for n in 1...3 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
+    journal.close()
+    var iterator = try JournalReader(directory: directory).follow(pollInterval: .milliseconds(1)).makeAsyncIterator()
+    for n in 1...3 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+    let segment = try #require(JournalFixtures.segments(directory).first)
+    var bytes = try Files.read(directory + "/" + segment)
+    bytes[bytes.count - 6] ^= 0x20  // in the last frame
+    try Files.write(bytes, to: directory + "/" + segment)
+    try #require(try Journal.repair(directory: directory).lastSequence == 2)
+    return (iterator, segment, bytes)
+  }
+
   /// A follower that returned records 1-3 of a journal that repair then cut back to 2, and that
   /// a writer then wrote again to 4 (record 3 as long as the one moved aside, so record 4 starts
   /// where the follower stopped reading): it says the journal was cut instead of going on with
   /// record 4 of the other history.
   @Test(.timeLimit(.minutes(10))) func aFollowerReportsAJournalCutAndWrittenAgain() async throws {
     let dir = TemporaryDirectory("follow")
-    let journal = try Journal(directory: dir.path)
-    for n in 1...3 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
-    journal.close()
-    let follower = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1))
-    var iterator = follower.makeAsyncIterator()
-    for n in 1...3 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
-
-    let segment = try #require(JournalFixtures.segments(dir.path).first)
-    var bytes = try Files.read(dir.path + "/" + segment)
-    bytes[bytes.count - 6] ^= 0x20  // in the last frame
-    try Files.write(bytes, to: dir.path + "/" + segment)
-    try #require(try Journal.repair(directory: dir.path).lastSequence == 2)
+    let (followed, segment, bytes) = try await Self.followThreeThenCutToTwo(dir.path)
+    var iterator = followed
     let again = try Journal(directory: dir.path)
     try again.appendAndWait([NewRecord(timestamp: 3, payload: Array("RECORD 3".utf8))])
     try again.appendAndWait([NewRecord(timestamp: 4, payload: Array("record 4".utf8))])
@@ -180,17 +189,7 @@ import Testing
     async throws
   {
     let dir = TemporaryDirectory("follow")
-    let journal = try Journal(directory: dir.path)
-    for n in 1...3 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
-    journal.close()
-    var iterator = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1)).makeAsyncIterator()
-    for n in 1...3 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
-
-    let segment = try #require(JournalFixtures.segments(dir.path).first)
-    var bytes = try Files.read(dir.path + "/" + segment)
-    bytes[bytes.count - 6] ^= 0x20  // in the last frame
-    try Files.write(bytes, to: dir.path + "/" + segment)
-    try #require(try Journal.repair(directory: dir.path).lastSequence == 2)
+    let (iterator, segment, bytes) = try await Self.followThreeThenCutToTwo(dir.path)
     if appended > 0 {
       let again = try Journal(directory: dir.path)
       var random = SeededGenerator(seed: 94)
