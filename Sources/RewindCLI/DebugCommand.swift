@@ -51,7 +51,8 @@ enum DebugCommand: RewindCommand {
                           every later move is quick; they stop at the first one that
                           takes the session's keyframes past SIZE: megabytes, or 500K,
                           300M, 2G (default: a quarter of this machine's memory; they take
-                          about 1.5 KB per event of the Notebook demo's history)
+                          about 1.5 KB per event of the Notebook demo's history). Moves
+                          keep up to 1,024 keyframes besides, as without prepare
       refresh             see records appended since the session started (until then,
                           every command sees the journal as it was; goto refuses a later
                           sequence number or time). A journal found shorter than the

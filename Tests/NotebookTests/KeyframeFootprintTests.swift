@@ -125,6 +125,30 @@ import Testing
     #expect(limited.recordsApplied - applied < 4)
   }
 
+  /// Seeks after a `prepare` the limit stopped keep keyframes at the interval, and those count
+  /// toward `maxKeyframes`; a later `prepare` that lays the rest then drops them, not the ones
+  /// the first one laid: every point of the history is within the spacing of a keyframe.
+  @Test func seeksAfterAStoppedPrepareDoNotPushOutItsKeyframes() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 99, commands: 1_200).close()
+    let whole = try TimeMachine<Workspace>(
+      directory: directory.path, keyframeInterval: 4, maxKeyframes: 16, useSnapshots: false)
+    let all = try whole.prepare()
+    let machine = try TimeMachine<Workspace>(
+      directory: directory.path, keyframeInterval: 4, maxKeyframes: 16, useSnapshots: false)
+    let coverage = try machine.prepare(memoryLimit: whole.keyframeFootprint.bytes / 3)
+    #expect(coverage.stoppedByLimit && coverage.through >= 2 * all.spacing)
+    // Five keyframes at the interval, past the prepared ones.
+    try machine.jump(to: coverage.through + 20)
+    #expect(try machine.prepare() == all)
+    for keyframe in stride(from: all.spacing, through: all.through, by: Int(all.spacing)) {
+      let applied = machine.recordsApplied
+      let target = keyframe + all.spacing - 1
+      #expect(try StateDigest.of(machine.state(at: target)) == StateDigest.of(whole.state(at: target)))
+      #expect(machine.recordsApplied - applied < Int(all.spacing), "a seek to \(target)")
+    }
+  }
+
   /// A limit the keyframes never reach changes nothing: the same keyframes, the same nodes.
   @Test func aLimitTheKeyframesDoNotReachLaysThemAll() async throws {
     let directory = TemporaryDirectory()

@@ -19,7 +19,8 @@ internal import RewindJournal
 /// keyframe applies fewer than the spacing.
 /// `prepare()` lays keyframes over the whole history in one replay (or as far as a memory limit
 /// allows: `prepare(memoryLimit:)`), after which every seek up to the last of them applies fewer
-/// than `keyframeSpacing` records and reads no file but the journal. Keyframes are
+/// than their spacing (`KeyframeCoverage.spacing`) records and, after a whole history's, reads
+/// no file but the journal. Keyframes are
 /// cheap to keep: a `Store` shares its unchanged nodes with its copies, so those passed in one
 /// replay share what did not change between them. A state read from a snapshot file shares
 /// nothing with the others: the keyframe kept at it, and those replayed from it, hold a state
@@ -37,6 +38,9 @@ public final class TimeMachine<M: SnapshotModel> {
   /// Records between the keyframes seeks keep: `interval`, or wider after `prepare()` (unless its
   /// memory limit stopped it).
   public private(set) var keyframeSpacing: UInt64
+  /// The spacing of the keyframes the last `prepare` laid (nil before one): `keep` drops them
+  /// last.
+  private var preparedSpacing: UInt64?
 
   /// The last sequence number of the journal as last read (see `refresh()`).
   public private(set) var lastSequence: UInt64
@@ -162,7 +166,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// changed between two keyframes (`keyframeFootprint`; about 1.5 KB per event of the
   /// benchmark's Notebook history). Costs one replay, from the keyframe before the first one
   /// missing (or the empty state) through the last, reading no snapshot; seeks after it never
-  /// read snapshot files either.
+  /// read snapshot files either (unless the memory limit stopped it).
   ///
   /// - Parameter memoryLimit: the most bytes of tree nodes this time machine's keyframes may
   ///   hold, those kept before the call included, counted as `keyframeFootprint` counts them
@@ -170,10 +174,13 @@ public final class TimeMachine<M: SnapshotModel> {
   ///   none when they are past it already: the keyframes then cover the history through the
   ///   last one it reached (`KeyframeCoverage.through`), and a seek up to `spacing − 1` past
   ///   that starts within the spacing. Seeks then keep keyframes every `keyframeInterval`
-  ///   records they pass again, as before `prepare`, at most `maxKeyframes` in all, the least
-  ///   recently used dropped first: at every multiple of the wider spacing, a seek to the end of
-  ///   a long history would lay the keyframes the limit refused. A later call goes on from the
-  ///   last keyframe, under the limit it is given. With a limit, the nodes are counted as each
+  ///   records they pass again (`keyframeSpacing` goes back to it), as without `prepare`: at
+  ///   every multiple of the wider spacing, a seek to the end of a long history would lay the
+  ///   keyframes the limit refused. Those keyframes count toward `maxKeyframes`, the least
+  ///   recently used dropped first, but the ones `prepare` laid only when no other is left: so
+  ///   the limit bounds what `prepare` lays, and seeks after it keep what seeks keep without
+  ///   it. The count errs high: a keyframe the replay drops or lays again still counts. A later
+  ///   call goes on from the last keyframe, under the limit it is given. With a limit, the nodes are counted as each
   ///   keyframe is laid, each new node once, in a set of their addresses (`StorageCensus`):
   ///   32 MB for the 2 million nodes of the benchmark's 1M-event history (1,511 MB), and about
   ///   a quarter more time (Benchmarks/RESULTS.md, "A memory limit for `prepare` (Dec 4)").
@@ -182,6 +189,7 @@ public final class TimeMachine<M: SnapshotModel> {
   public func prepare(memoryLimit: Int? = nil) throws -> KeyframeCoverage {
     let spacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     keyframeSpacing = spacing
+    preparedSpacing = spacing
     let last = lastSequence / spacing * spacing
     // One replay, from the keyframe before the first one missing through the last one: every
     // keyframe on the way is kept (again) as it is passed.
@@ -211,6 +219,10 @@ public final class TimeMachine<M: SnapshotModel> {
         }
       } catch is KeyframeLimitReached {
         stopped = true
+      } catch {
+        // Seeks must not lay keyframes at the wide spacing past what the limit let through.
+        keyframeSpacing = interval
+        throw error
       }
     }
     withExtendedLifetime(held) {}
@@ -281,7 +293,7 @@ public final class TimeMachine<M: SnapshotModel> {
     from base: M, after start: UInt64, through target: UInt64, laid: ((UInt64, M) throws -> Void)? = nil
   ) throws -> M {
     var result = base
-    // Within the spacing (every seek after `prepare()`), the records are read and decoded on
+    // Within the spacing (every seek after a whole `prepare()`), the records are read and decoded on
     // this thread: a reading thread costs more to start and hand batches over than it saves on
     // so few records, and on a busy machine it may wait for a core.
     var options = options
@@ -517,18 +529,27 @@ public final class TimeMachine<M: SnapshotModel> {
     return (kept.state, best)
   }
 
+  /// Keeps `state` as the keyframe at `sequence`; past `maxKeyframes`, drops the least recently
+  /// used keyframe that is not on the last `prepare`'s spacing, or, with none such, the least
+  /// recently used. After a `prepare` its memory limit stopped, seeks keep keyframes at the
+  /// interval, and those must not push out the ones it laid (nor can a later `prepare` then
+  /// push its own out: it lays at most `maxKeyframes − 1`).
   private func keep(_ state: M, at sequence: UInt64) {
     uses += 1
     keyframes[sequence] = (state, uses)
-    if keyframes.count > maxKeyframes, let oldest = keyframes.min(by: { $0.value.used < $1.value.used }) {
-      keyframes[oldest.key] = nil
+    guard keyframes.count > maxKeyframes else { return }
+    let prepared = preparedSpacing ?? 0
+    func rank(_ keyframe: (key: UInt64, value: (state: M, used: UInt64))) -> (Int, UInt64) {
+      (prepared > 0 && keyframe.key % prepared == 0 ? 1 : 0, keyframe.value.used)
     }
+    if let oldest = keyframes.min(by: { rank($0) < rank($1) }) { keyframes[oldest.key] = nil }
   }
 }
 
 /// How far `TimeMachine.prepare(memoryLimit:)` laid keyframes.
 public struct KeyframeCoverage: Sendable, Equatable {
-  /// Records between keyframes (`TimeMachine.keyframeSpacing`).
+  /// Records between the keyframes `prepare` laid (`TimeMachine.keyframeSpacing` too, unless the
+  /// limit stopped them: that is then back at the keyframe interval).
   public var spacing: UInt64
   /// The last keyframe: a seek to this sequence number or up to `spacing − 1` past it
   /// replays fewer than `spacing` records. The last multiple of the spacing in the journal,
