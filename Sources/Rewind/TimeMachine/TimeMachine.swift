@@ -180,10 +180,11 @@ public final class TimeMachine<M: SnapshotModel> {
   ///   recently used dropped first, but the ones `prepare` laid only when no other is left: so
   ///   the limit bounds what `prepare` lays, and seeks after it keep what seeks keep without
   ///   it. The count errs high: a keyframe the replay drops or lays again still counts. A later
-  ///   call goes on from the last keyframe, under the limit it is given. With a limit, the nodes are counted as each
-  ///   keyframe is laid, each new node once, in a set of their addresses (`StorageCensus`):
-  ///   32 MB for the 2 million nodes of the benchmark's 1M-event history (1,511 MB), and about
-  ///   a quarter more time (Benchmarks/RESULTS.md, "A memory limit for `prepare` (Dec 4)").
+  ///   call goes on from the last keyframe, under the limit it is given. With a limit, the
+  ///   nodes are counted as each keyframe is laid, each new node once, in a set of their
+  ///   addresses (`StorageCensus`): 32 MB for the 2 million nodes of the benchmark's 1M-event
+  ///   history (1,511 MB), and about a quarter more time (Benchmarks/RESULTS.md, "A memory
+  ///   limit for `prepare` (Dec 4)").
   /// - Returns: the spacing, how far the keyframes reach, and whether the limit stopped them.
   @discardableResult
   public func prepare(memoryLimit: Int? = nil) throws -> KeyframeCoverage {
@@ -293,9 +294,9 @@ public final class TimeMachine<M: SnapshotModel> {
     from base: M, after start: UInt64, through target: UInt64, laid: ((UInt64, M) throws -> Void)? = nil
   ) throws -> M {
     var result = base
-    // Within the spacing (every seek after a whole `prepare()`), the records are read and decoded on
-    // this thread: a reading thread costs more to start and hand batches over than it saves on
-    // so few records, and on a busy machine it may wait for a core.
+    // Within the spacing (every seek after a whole `prepare()`), the records are read and
+    // decoded on this thread: a reading thread costs more to start and hand batches over than it
+    // saves on so few records, and on a busy machine it may wait for a core.
     var options = options
     if target - start <= keyframeSpacing { options.batchesInFlight = 0 }
     try Replay.apply(
