@@ -155,11 +155,11 @@ final class DebugSession {
 
   /// The limit `prepare [SIZE]` gives the keyframes, in bytes: SIZE is a whole number from 1,
   /// of megabytes, or of kilo-, mega- or gigabytes with K, M or G after it (1,000, 1,000,000 or
-  /// 1,000,000,000 bytes).
+  /// 1,000,000,000 bytes; in either case).
   static func keyframeLimit(_ rest: [String]) throws -> Int {
     guard let text = rest.first else { return defaultKeyframeLimit }
-    let units: [Character: UInt64] = ["K": 1_000, "M": 1_000_000, "G": 1_000_000_000]
-    let unit = text.last.flatMap { units[$0] }
+    let units: [String: UInt64] = ["K": 1_000, "M": 1_000_000, "G": 1_000_000_000]
+    let unit = text.last.flatMap { units[$0.uppercased()] }
     let digits = unit == nil ? Substring(text) : text.dropLast()
     guard rest.count == 1, let count = Arguments.sequenceNumber(digits), count >= 1,
       case (let bytes, let overflow) = count.multipliedReportingOverflow(by: unit ?? 1_000_000), !overflow,
@@ -190,7 +190,7 @@ final class DebugSession {
     }
     return "keyframes every \(spacing) records over sequences 0...\(coverage.through) of \(lastSequence), where they "
       + "reached the limit of \(size(limit)): a move to \(coverage.through + spacing - 1) or before now "
-      + "replays fewer than \(spacing), a later one starts from the keyframe at \(coverage.through) or a snapshot "
+      + "replays fewer than \(spacing), a later one starts from the nearest keyframe or a snapshot "
       + "(`prepare SIZE` with a larger limit lays more)\n"
   }
 

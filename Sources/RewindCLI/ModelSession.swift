@@ -18,7 +18,7 @@ protocol ModelSession: AnyObject {
   func move(to sequence: UInt64) throws
   /// Lays keyframes over the journal, as far as `memoryLimit` bytes of them allow
   /// (`TimeMachine.prepare(memoryLimit:)`); returns how far they reach.
-  func prepare(memoryLimit: Int?) throws -> KeyframeCoverage
+  func prepare(memoryLimit: Int) throws -> KeyframeCoverage
   /// The last sequence number before the first record stamped after `timestamp` (with timestamps
   /// in order, the last one stamped at or before it; `ReplayTarget.time`).
   func sequence(atTime timestamp: Int64) throws -> UInt64
@@ -74,7 +74,7 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   func refresh() throws { try machine.refresh() }
   func move(to sequence: UInt64) throws { try machine.jump(to: sequence) }
 
-  func prepare(memoryLimit: Int?) throws -> KeyframeCoverage { try machine.prepare(memoryLimit: memoryLimit) }
+  func prepare(memoryLimit: Int) throws -> KeyframeCoverage { try machine.prepare(memoryLimit: memoryLimit) }
 
   func sequence(atTime timestamp: Int64) throws -> UInt64 { try machine.sequence(atTime: timestamp) }
 

@@ -58,9 +58,13 @@ import Testing
 
   // MARK: - A memory limit
 
-  /// A time machine over the 1,200-command workload with a keyframe every 16 records.
-  static func machine(_ directory: String) throws -> TimeMachine<Workspace> {
-    try TimeMachine<Workspace>(directory: directory, keyframeInterval: 16, maxKeyframes: 4_096, useSnapshots: false)
+  /// A time machine over a workload's journal, reading no snapshot; by default a keyframe every
+  /// 16 records, and room for all of them.
+  static func machine(_ directory: String, interval: UInt64 = 16, maxKeyframes: Int = 4_096) throws
+    -> TimeMachine<Workspace>
+  {
+    try TimeMachine<Workspace>(
+      directory: directory, keyframeInterval: interval, maxKeyframes: maxKeyframes, useSnapshots: false)
   }
 
   /// With a limit, `prepare` lays keyframes until the first one that takes what they hold past
@@ -106,9 +110,7 @@ import Testing
   @Test func aStoppedPrepareLeavesSeeksKeepingKeyframesAtTheInterval() async throws {
     let directory = TemporaryDirectory()
     try await writeWorkload(directory.path, seed: 99, commands: 1_200).close()
-    func machine() throws -> TimeMachine<Workspace> {
-      try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 4, maxKeyframes: 16, useSnapshots: false)
-    }
+    func machine() throws -> TimeMachine<Workspace> { try Self.machine(directory.path, interval: 4, maxKeyframes: 16) }
     let whole = try machine()
     let all = try whole.prepare()
     #expect(all.spacing > 40 && whole.keyframeSpacing == all.spacing, "the spacing widened to fit 16 keyframes")
@@ -131,11 +133,9 @@ import Testing
   @Test func seeksAfterAStoppedPrepareDoNotPushOutItsKeyframes() async throws {
     let directory = TemporaryDirectory()
     try await writeWorkload(directory.path, seed: 99, commands: 1_200).close()
-    let whole = try TimeMachine<Workspace>(
-      directory: directory.path, keyframeInterval: 4, maxKeyframes: 16, useSnapshots: false)
+    let whole = try Self.machine(directory.path, interval: 4, maxKeyframes: 16)
     let all = try whole.prepare()
-    let machine = try TimeMachine<Workspace>(
-      directory: directory.path, keyframeInterval: 4, maxKeyframes: 16, useSnapshots: false)
+    let machine = try Self.machine(directory.path, interval: 4, maxKeyframes: 16)
     let coverage = try machine.prepare(memoryLimit: whole.keyframeFootprint.bytes / 3)
     #expect(coverage.stoppedByLimit && coverage.through >= 2 * all.spacing)
     // Five keyframes at the interval, past the prepared ones.

@@ -67,7 +67,7 @@ import Testing
     let stopped = """
       keyframes every 1024 records over sequences 0...\(through) of \(last), where they reached the limit of \
       200 KB: a move to \(through + 1_023) or before now replays fewer than 1024, a later one starts from the \
-      keyframe at \(through) or a snapshot (`prepare SIZE` with a larger limit lays more)
+      nearest keyframe or a snapshot (`prepare SIZE` with a larger limit lays more)
       """
     #expect(lines.count > 3 && lines[0] == stopped && lines[1] == stopped)
     #expect(
@@ -78,7 +78,7 @@ import Testing
 
   @Test(arguments: [
     "prepare now", "prepare 0", "prepare -5", "prepare 1 2", "prepare 1.5", "prepare 0G", "prepare K",
-    "prepare 3T", "prepare 99999999999G", "prepare 10000000000G",
+    "prepare 3T", "prepare 99999999999G", "prepare 10000000000G", "prepare 5ß",
   ])
   func prepareTakesOneSizeAtMost(line: String) async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 42)
@@ -94,6 +94,8 @@ import Testing
     #expect(try DebugSession.keyframeLimit(["500K"]) == 500_000)
     #expect(try DebugSession.keyframeLimit(["3M"]) == 3_000_000)
     #expect(try DebugSession.keyframeLimit(["2G"]) == 2_000_000_000)
+    #expect(try DebugSession.keyframeLimit(["2g"]) == 2_000_000_000)
+    #expect(try DebugSession.keyframeLimit(["300m"]) == 300_000_000)
     #expect(try DebugSession.keyframeLimit([]) == DebugSession.defaultKeyframeLimit)
     #expect(DebugSession.defaultKeyframeLimit > 0)
     #expect(DebugSession.size(2_000_000_000) == "2 GB")
