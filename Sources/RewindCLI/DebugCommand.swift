@@ -50,7 +50,8 @@ enum DebugCommand: RewindCommand {
       prepare [SIZE]      lay keyframes over the whole history (one replay), so that
                           every later move is quick; they stop at the first one that
                           takes the session's keyframes past SIZE: megabytes, or 500K,
-                          300M, 2G (default: a quarter of this machine's memory; they take
+                          300M, 2G (default: a quarter of the memory this process may
+                          use, the machine's or its control group's limit; they take
                           about 1.5 KB per event of the Notebook demo's history). Moves
                           keep up to 1,024 keyframes besides, as without prepare
       refresh             see records appended since the session started (until then,

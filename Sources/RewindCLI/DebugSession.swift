@@ -145,12 +145,13 @@ final class DebugSession {
     return spellings.first { machine.recordJSON($0) != nil } ?? spellings[spellings.count - 1]
   }
 
-  /// The most bytes `prepare`'s keyframes may take when no limit is given: a quarter of this
-  /// machine's memory (they take about 1.5 KB per event of the Notebook history, and the heap
-  /// holds somewhat more than their trees: the records' strings and the grouping dictionaries).
-  /// In whole megabytes, so that messages say it plainly.
+  /// The most bytes `prepare`'s keyframes may take when no limit is given: a quarter of the
+  /// memory this process may use, the machine's or its control group's limit (they take about
+  /// 1.5 KB per event of the Notebook history, and the heap holds somewhat more than their trees:
+  /// the records' strings and the grouping dictionaries). In whole megabytes, so that messages
+  /// say it plainly.
   static var defaultKeyframeLimit: Int {
-    Int(clamping: ProcessInfo.processInfo.physicalMemory / 4 / 1_000_000 * 1_000_000)
+    Int(clamping: AvailableMemory.bytes / 4 / 1_000_000 * 1_000_000)
   }
 
   /// The limit `prepare [SIZE]` gives the keyframes, in bytes: SIZE is a whole number from 1,
@@ -167,7 +168,7 @@ final class DebugSession {
     else {
       throw UsageError(
         "usage: prepare [SIZE]: the most the keyframes may take, a whole number from 1 of megabytes, or of "
-          + "kilo-, mega- or gigabytes with K, M or G after it (without it, a quarter of this machine's memory, "
+          + "kilo-, mega- or gigabytes with K, M or G after it (without it, a quarter of the memory this process may use, "
           + "\(size(defaultKeyframeLimit))), not '\(rest.joined(separator: " "))'")
     }
     return Int(bytes)
