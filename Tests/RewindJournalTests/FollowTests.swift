@@ -206,6 +206,19 @@ import Testing
     try #require(try JournalFixtures.readAll(dir.path).count == 2 + appended)
 
     // A follower that misses the cut waits for ever: a watchdog ends it.
+    let next = Self.nextWithinTwoMinutes(iterator)
+    let error = await #expect(throws: JournalError.self) { _ = try await next.value }
+    #expect(error?.code == .shortened, "\(String(describing: error))")
+    #expect(error?.sequences == 3...3, "\(String(describing: error))")
+    #expect(error?.file == segment, "\(String(describing: error))")
+    #expect(error?.description.contains("was cut, and perhaps written again") == true, "\(String(describing: error))")
+  }
+
+  /// A task for `iterator`'s next record, which a watchdog cancels after two minutes (the
+  /// follower then returns nil): a follower that would wait for ever fails the test instead of
+  /// hanging it.
+  static func nextWithinTwoMinutes(_ iterator: sending JournalFollower.AsyncIterator) -> Task<JournalRecord?, any Error>
+  {
     let next = Task { [iterator] in
       var iterator = iterator
       return try await iterator.next()
@@ -214,12 +227,71 @@ import Testing
       try await Task.sleep(for: .seconds(120))
       next.cancel()
     }
-    defer { watchdog.cancel() }
+    return Task {
+      defer { watchdog.cancel() }
+      return try await next.value
+    }
+  }
+
+  /// A follower at the end of the last of four segments, which `repair` then moves aside
+  /// (`damage` 0: its segment header damaged; 1: its first frame), and into which a writer then
+  /// appends again (`appended` records, in a new segment of the same name): it says the journal
+  /// was cut. Before, it waited for ever at the end of the file it held open, the one moved into
+  /// quarantine.
+  @Test(arguments: [(0, 0), (0, 3), (1, 0), (1, 3)])
+  func aFollowerReportsTheSegmentItReadMovedAside(damage: Int, appended: Int) async throws {
+    let dir = TemporaryDirectory("follow")
+    var options = JournalOptions(durability: .none)
+    options.segmentTargetBytes = 2048
+    let journal = try Journal(directory: dir.path, options: options)
+    var random = SeededGenerator(seed: 122)
+    for n in 1...40 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(100))]) }
+    journal.close()
+    var iterator = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1)).makeAsyncIterator()
+    for n in 1...40 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+    let segments = JournalFixtures.segments(dir.path).sorted()
+    try #require(segments.count == 4)
+    let last = segments[3]
+    var bytes = try Files.read(dir.path + "/" + last)
+    bytes[damage == 0 ? 2 : Layout.segmentHeaderSize + Layout.batchHeaderSize + 4] ^= 0x20
+    try Files.write(bytes, to: dir.path + "/" + last)
+    try #require(try Journal.repair(directory: dir.path).lastSequence == 30)
+    if appended > 0 {
+      let again = try Journal(directory: dir.path, options: options)
+      for n in 31...(30 + appended) {
+        try again.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(100))])
+      }
+      again.close()
+      try #require(JournalFixtures.segments(dir.path).sorted() == segments)
+    }
+
+    let next = Self.nextWithinTwoMinutes(iterator)
     let error = await #expect(throws: JournalError.self) { _ = try await next.value }
     #expect(error?.code == .shortened, "\(String(describing: error))")
-    #expect(error?.sequences == 3...3, "\(String(describing: error))")
-    #expect(error?.file == segment, "\(String(describing: error))")
-    #expect(error?.description.contains("was cut, and perhaps written again") == true, "\(String(describing: error))")
+    #expect(error?.file == last, "\(String(describing: error))")
+    #expect(error?.sequences == 40...40, "\(String(describing: error))")
+  }
+
+  /// A follower at the end of a segment that is then replaced by a copy of itself (as a restore
+  /// from a backup would): what it read is still there, so it reads on, from the new file, the
+  /// records a writer appends to it.
+  @Test func aFollowerReadsOnFromASegmentReplacedByACopy() async throws {
+    let dir = TemporaryDirectory("follow")
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    for n in 1...3 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
+    journal.close()
+    var iterator = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1)).makeAsyncIterator()
+    for n in 1...3 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+    let segment = dir.path + "/" + (try #require(JournalFixtures.segments(dir.path).first))
+    try Files.write(try Files.read(segment), to: segment + ".copy")
+    try #require(rename(segment + ".copy", segment) == 0)
+    let more = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try more.appendAndWait([NewRecord(timestamp: 4, payload: Array("record 4".utf8))])
+    more.close()
+
+    let record = try await Self.nextWithinTwoMinutes(iterator).value
+    #expect(record?.sequence == 4)
+    #expect(record?.payload == Array("record 4".utf8))
   }
 
   /// Damage where a follower reads on, after the batch it last returned records from, which is

@@ -37,6 +37,10 @@ package protocol FileIO: Sendable {
   func makeDirectory(_ path: String) throws
   func contentsOfDirectory(_ path: String) throws -> [String]
   func fileExists(_ path: String) -> Bool
+  /// Whether `path` names the file `fd` has open (by device and inode): not when that file was
+  /// renamed or removed since, or another now has its name. A reader holding a segment open
+  /// learns by it that the journal's segment of that name is gone or is another file.
+  func isFile(_ fd: Int32, at path: String) -> Bool
   /// Removes a file (only derived data is ever removed: the index, temporary files).
   func removeFile(_ path: String) throws
   /// Takes an exclusive, non-blocking advisory lock (flock). Returns false if another holder has it.
@@ -199,6 +203,13 @@ package struct PosixFileIO: FileIO {
   package func fileExists(_ path: String) -> Bool {
     var info = stat()
     return lstat(path, &info) == 0
+  }
+
+  package func isFile(_ fd: Int32, at path: String) -> Bool {
+    var open = stat()
+    var named = stat()
+    guard Glibc.fstat(fd, &open) == 0, lstat(path, &named) == 0 else { return false }
+    return open.st_dev == named.st_dev && open.st_ino == named.st_ino
   }
 
   package func removeFile(_ path: String) throws {

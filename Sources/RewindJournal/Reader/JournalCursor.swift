@@ -30,6 +30,10 @@ public final class JournalCursor {
   /// written: for a reader that read past this place before, they can also be another history's
   /// frame written over a cut (or the file can end before it), which `JournalFollower` checks.
   package private(set) var stoppedAtUnfinishedBytes = false
+  /// Whether the segment file the cursor reads (if any) is still the journal's file of its name:
+  /// a cursor at the end of a segment that `repair` moved aside would otherwise wait at the end
+  /// of that file for ever, and `JournalFollower` checks it when a poll finds nothing new.
+  package var readsAFileStillInPlace: Bool { file?.isStillInItsPlace ?? true }
   @exclusivity(unchecked) private var readsBefore = 0
   /// The first sequence number of the next batch.
   private var expected: UInt64 = 1

@@ -34,7 +34,10 @@ public struct JournalFollower: AsyncSequence, Sendable {
     ///   new records, or as a lagging follower reads on), when what stands after that batch does
     ///   not read as a batch (before it is reported as damage), and when it reads as a frame still
     ///   being written (a new frame across the place, or a file that now ends before it). The
-    ///   check reads one batch header (`JournalReader.holds(_:)`), not per record. While only
+    ///   check reads one batch header (`JournalReader.holds(_:)`), not per record. Checked too
+    ///   when a poll finds nothing new and the segment file read is no longer the journal's file
+    ///   of its name (moved aside by `repair`): every poll that finds nothing new compares the two
+    ///   (two `stat` calls). While only
     ///   preallocated zeros or nothing stand where the follower reads on, a cut goes unseen until
     ///   something is written there. Other `JournalError`s on damage.
     public mutating func next() async throws -> JournalRecord? {
@@ -65,6 +68,14 @@ public struct JournalFollower: AsyncSequence, Sendable {
         // Bytes that read as a frame still being written: or a frame written over a cut, across
         // the place (or the file now ends before it).
         if let previous, cursor.stoppedAtUnfinishedBytes, (try? reader.holds(previous)) == false { throw cut(previous) }
+        // The segment read is no longer the journal's (`repair` moved it aside, perhaps under a
+        // writer that made another of its name since, or compaction replaced it): waiting at the
+        // end of the file held open would wait for ever. Cut if what was read is gone; otherwise
+        // read on from a new cursor.
+        if !cursor.readsAFileStillInPlace {
+          if let previous, (try? reader.holds(previous)) == false { throw cut(previous) }
+          self.cursor = nil
+        }
         if cursor.hasSegment == false { self.cursor = nil }  // made before the first segment existed
         do { try await Task.sleep(for: pollInterval) } catch { return nil }
       }

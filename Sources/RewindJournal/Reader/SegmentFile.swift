@@ -41,6 +41,10 @@ package final class SegmentFile {
     return try io.read(fd, count: count, at: offset, path: path)
   }
 
+  /// Whether the journal's file of this name is still this one: not after `repair` moved it
+  /// aside (a writer may since have made another of the same name) or compaction replaced it.
+  package var isStillInItsPlace: Bool { io.isFile(fd, at: path) }
+
   /// Looks again at the file's size (a writer may have appended).
   package func refreshSize() throws {
     size = try io.size(fd, path: path)
