@@ -1,4 +1,5 @@
 import Foundation
+import Rewind
 
 /// A helper executable built alongside the tests, run as a child process whose stdout lines are
 /// collected as they come, and which can be killed with SIGKILL at any moment.
@@ -76,10 +77,13 @@ public final class ChildProcess: @unchecked Sendable {
 
   /// SIGKILL, then waits for the process to end and for everything it printed to be read.
   /// Lines already printed stay in `lines`.
+  /// - Throws: `WaitGaveUp` if the output had not ended within `testWaitBound` (a process the
+  ///   child started that still holds the pipe open).
   public func kill() async throws {
     if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
     while process.isRunning { try await Task.sleep(for: .milliseconds(1)) }
-    try await waitForOutput(until: .distantFuture)
+    try await waitForOutput(until: testWaitDeadline())
+    if !output.ended { throw WaitGaveUp(waitingFor: "the end of a killed child's output", saw: "it still open") }
   }
 
   /// Waits for the process to end by itself (SIGKILL after `timeout` seconds) and for its output

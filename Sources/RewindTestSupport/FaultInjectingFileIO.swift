@@ -109,26 +109,6 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
     gate.unlock()
   }
 
-  /// Blocks until `count` writes (to any file) have returned since this object was made.
-  /// - Throws: `WaitGaveUp` if they had not within `testWaitBound`.
-  package func waitForCompletedWrites(_ count: Int) throws {
-    gate.lock()
-    defer { gate.unlock() }
-    let deadline = testWaitDeadline()
-    while gate.completedWrites < count {
-      if !gate.wait(until: deadline) && gate.completedWrites < count {
-        throw WaitGaveUp(waitingFor: "\(count) completed writes", saw: "\(gate.completedWrites) completed")
-      }
-    }
-  }
-
-  /// Writes (to any file) that have returned so far.
-  package var writesCompleted: Int {
-    gate.lock()
-    defer { gate.unlock() }
-    return gate.completedWrites
-  }
-
   /// How many faults have struck so far.
   package var struck: Int { state.withLock { $0.struck } }
   /// Write and sync calls seen so far (whether or not they failed).
@@ -160,12 +140,6 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
     state.withLock {
       $0.writes += 1
       if path.hasSuffix(".lz4") { $0.segmentWrites += 1 }
-    }
-    defer {
-      gate.lock()
-      gate.completedWrites += 1
-      gate.broadcast()
-      gate.unlock()
     }
     if let errno = state.withLock({ s -> Int32? in
       defer { s.failNextWrite = nil }
@@ -257,14 +231,13 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
 
 }
 
-/// The state behind held syncs and counted writes. `@unchecked Sendable`: every field is read
+/// The state behind held syncs. `@unchecked Sendable`: every field is read
 /// and written only while holding the condition's lock.
 private final class Gate: @unchecked Sendable {
   private let condition = NSCondition()
   var holding = false
   var held = 0
   var released = 0
-  var completedWrites = 0
 
   func lock() { condition.lock() }
   func unlock() { condition.unlock() }
