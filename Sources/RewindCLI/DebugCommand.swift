@@ -32,7 +32,8 @@ enum DebugCommand: RewindCommand {
       goto SEQ|TIME       move to the state after SEQ, or at TIME      also: goto start, goto end
       where               where the session stands, and the event there
       event [SEQ]         the event at SEQ (default: here), with its fields
-      find name NAME      move forward to the next event named NAME
+      find name NAME      move forward to the next record named NAME, as log names it
+                          (rewind.checkpoint.mark and the like too)
       find entity ID      move forward to the next event that touched ID
       print               a summary: records per collection, digest
       print json          the whole state as JSON

@@ -296,14 +296,29 @@ final class DebugSession {
     let start = machine.position
     let found: UInt64?
     if rest[0] == "name" {
-      found = try machine.firstEvent(after: start) { $0.envelope.name == rest[1] }?.envelope.sequence
+      found = try nextRecord(named: rest[1], after: start)
     } else {
       found = try machine.blame(rest[1]).first { $0.event.envelope.sequence > start }?.event.envelope.sequence
     }
     guard let found else {
-      throw UsageError("no event after sequence \(start) \(rest[0] == "name" ? "is named" : "touched") \(rest[1])")
+      throw UsageError(
+        rest[0] == "name"
+          ? "no record after sequence \(start) is named \(rest[1])"
+          : "no event after sequence \(start) touched \(rest[1])")
     }
     try move(to: found)
+  }
+
+  /// The sequence number of the first record after `start` (through the session's last) whose
+  /// name is `name`, as `rewind log` names records: checkpoint records (`rewind.checkpoint.mark`
+  /// and the others), which change no state and are no events to the model, are found too.
+  private func nextRecord(named name: String, after start: UInt64) throws -> UInt64? {
+    guard start < machine.lastSequence else { return nil }
+    let records = try openJournal(directory).records(from: start + 1)
+    while let record = try records.next(), record.sequence <= machine.lastSequence {
+      if (try? EventRecord.header(of: record.payload))?.name == name { return record.sequence }
+    }
+    return nil
   }
 
   // MARK: Looking

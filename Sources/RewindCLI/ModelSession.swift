@@ -23,7 +23,6 @@ protocol ModelSession: AnyObject {
   /// in order, the last one stamped at or before it; `ReplayTarget.time`).
   func sequence(atTime timestamp: Int64) throws -> UInt64
   func event(at sequence: UInt64) throws -> RecordedEvent?
-  func firstEvent(after sequence: UInt64, where predicate: (RecordedEvent) -> Bool) throws -> RecordedEvent?
 
   /// The state at `position` as canonical JSON.
   func stateJSON() throws -> String
@@ -79,10 +78,6 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   func sequence(atTime timestamp: Int64) throws -> UInt64 { try machine.sequence(atTime: timestamp) }
 
   func event(at sequence: UInt64) throws -> RecordedEvent? { try machine.event(at: sequence) }
-
-  func firstEvent(after sequence: UInt64, where predicate: (RecordedEvent) -> Bool) throws -> RecordedEvent? {
-    try machine.firstEvent(after: sequence, where: predicate)
-  }
 
   func stateJSON() throws -> String { try CanonicalJSON.render(machine.state) }
   func collections() -> [(name: String, count: Int)] { StateInspector.collections(of: machine.state) }

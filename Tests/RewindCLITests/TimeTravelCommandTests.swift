@@ -236,6 +236,40 @@ import Testing
   /// without moving. Here command 2 creates a note before its notebook (a state between its
   /// events breaks "notes belong to notebooks", the state after it does not), and command 3
   /// creates a note in a notebook that never exists and retitles it.
+  /// `find name` finds the records `rewind log` lists under that name, checkpoint records among
+  /// them (a mark, a digest): they change no state, but they are records a user can look for.
+  @Test func debugFindsCheckpointRecordsByName() async throws {
+    let dir = TemporaryDirectory("cli-find-checkpoint")
+    let book = NotebookID(Identifier(high: 2, low: 1))
+    let fingerprint = try StateDigest.of(Workspace())
+    let events: [any Event] = [
+      NotebookCreated(id: book, title: "book"),
+      CheckpointMark(fingerprint: fingerprint),
+      NotebookRenamed(id: book, title: "renamed"),
+      CheckpointDigest(mark: 2, digest: try StateDigest.of(Workspace()), fingerprint: fingerprint),
+      NotebookRenamed(id: book, title: "again"),
+    ]
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    for (index, event) in events.enumerated() {
+      let command = Identifier(high: 1, low: UInt64(index + 1))
+      try journal.appendAndWait(
+        [NewRecord(timestamp: 1, payload: try EventRecord.encode(event, origin: .user, commandID: command))])
+    }
+    journal.close()
+
+    let run = try await rewind(
+      ["debug", dir.path],
+      input: "find name rewind.checkpoint.mark\nfind name notebook.renamed\nfind name rewind.checkpoint.digest\n"
+        + "find name rewind.checkpoint.mark\n")
+    let out = run.out.split(separator: "\n").map(String.init)
+    #expect(out.count == 3, "\(run.out)")
+    #expect(out.first == "at 2 of 5: a checkpoint record", "\(run.out)")
+    #expect(out.dropFirst().first?.hasPrefix("at 3 of 5: #3 ") == true, "\(run.out)")
+    #expect(out.last == "at 4 of 5: a checkpoint record", "\(run.out)")
+    #expect(run.err == "error: find: no record after sequence 4 is named rewind.checkpoint.mark\n")
+    #expect(run.status == 2)
+  }
+
   @Test func debugChecksAnInvariantAfterWholeCommands() async throws {
     let dir = TemporaryDirectory("cli-debug-check")
     let book = NotebookID(Identifier(high: 2, low: 1))
