@@ -237,9 +237,10 @@ import Testing
   /// (`damage` 0: its segment header damaged; 1: its first frame), and into which a writer then
   /// appends again (`appended` records, in a new segment of the same name): it says the journal
   /// was cut. Before, it waited for ever at the end of the file it held open, the one moved into
-  /// quarantine.
-  @Test(arguments: [(0, 0), (0, 3), (1, 0), (1, 3)])
-  func aFollowerReportsTheSegmentItReadMovedAside(damage: Int, appended: Int) async throws {
+  /// quarantine. So does a follower that returned no record (`fromTheEnd`), started after the
+  /// last one as `rewind tail -f` starts its follower, and waiting there when the repair came.
+  @Test(arguments: [(0, 0, false), (0, 3, false), (1, 0, false), (1, 3, false), (0, 0, true), (1, 3, true)])
+  func aFollowerReportsTheSegmentItReadMovedAside(damage: Int, appended: Int, fromTheEnd: Bool) async throws {
     let dir = TemporaryDirectory("follow")
     var options = JournalOptions(durability: .none)
     options.segmentTargetBytes = 2048
@@ -247,16 +248,15 @@ import Testing
     var random = SeededGenerator(seed: 122)
     for n in 1...40 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(100))]) }
     journal.close()
-    var iterator = try JournalReader(directory: dir.path).follow(pollInterval: .milliseconds(1)).makeAsyncIterator()
-    for n in 1...40 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
     let segments = JournalFixtures.segments(dir.path).sorted()
     try #require(segments.count == 4)
     let last = segments[3]
-    var bytes = try Files.read(dir.path + "/" + last)
-    bytes[damage == 0 ? 2 : Layout.segmentHeaderSize + Layout.batchHeaderSize + 4] ^= 0x20
-    try Files.write(bytes, to: dir.path + "/" + last)
-    try #require(try Journal.repair(directory: dir.path).lastSequence == 30)
-    if appended > 0 {
+    let cutAndWriteAgain = {
+      var bytes = try Files.read(dir.path + "/" + last)
+      bytes[damage == 0 ? 2 : Layout.segmentHeaderSize + Layout.batchHeaderSize + 4] ^= 0x20
+      try Files.write(bytes, to: dir.path + "/" + last)
+      try #require(try Journal.repair(directory: dir.path).lastSequence == 30)
+      guard appended > 0 else { return }
       let again = try Journal(directory: dir.path, options: options)
       for n in 31...(30 + appended) {
         try again.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(100))])
@@ -265,11 +265,40 @@ import Testing
       try #require(JournalFixtures.segments(dir.path).sorted() == segments)
     }
 
-    let next = Self.nextWithinTwoMinutes(iterator)
+    let io = IdlePollCountingFileIO()
+    var iterator = try JournalReader(directory: dir.path, io: io)
+      .follow(from: fromTheEnd ? 41 : 1, pollInterval: .milliseconds(1)).makeAsyncIterator()
+    let next: Task<JournalRecord?, any Error>
+    if fromTheEnd {
+      next = Self.nextWithinTwoMinutes(iterator)
+      let deadline = ContinuousClock.now + .seconds(120)
+      while io.idlePolls.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(1))
+      }
+      try #require(io.idlePolls.load(ordering: .relaxed) > 0, "the follower waits after record 40")
+      try cutAndWriteAgain()
+    } else {
+      for n in 1...40 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+      try cutAndWriteAgain()
+      next = Self.nextWithinTwoMinutes(iterator)
+    }
+
     let error = await #expect(throws: JournalError.self) { _ = try await next.value }
     #expect(error?.code == .shortened, "\(String(describing: error))")
     #expect(error?.file == last, "\(String(describing: error))")
     #expect(error?.sequences == 40...40, "\(String(describing: error))")
+  }
+
+  /// Counts the polls of a follower that found nothing new (each compares the segment file it
+  /// holds open with the journal's file of that name).
+  final class IdlePollCountingFileIO: ForwardingFileIO {
+    let base: any FileIO = PosixFileIO()
+    let idlePolls = Atomic<Int>(0)
+
+    func isFile(_ fd: Int32, at path: String) -> Bool {
+      idlePolls.add(1, ordering: .relaxed)
+      return base.isFile(fd, at: path)
+    }
   }
 
   /// A follower at the end of a segment that is then replaced by a copy of itself (as a restore

@@ -18,8 +18,6 @@ public struct JournalFollower: AsyncSequence, Sendable {
     var nextSequence: UInt64
     let pollInterval: Duration
     var cursor: JournalCursor?
-    /// Whether a record was returned yet (a batch only skipped over is not checked).
-    var returned = false
 
     init(reader: JournalReader, nextSequence: UInt64, pollInterval: Duration) {
       self.reader = reader
@@ -27,8 +25,9 @@ public struct JournalFollower: AsyncSequence, Sendable {
       self.pollInterval = pollInterval
     }
 
-    /// - Throws: `JournalError` `.shortened` when the batch that held the last records returned is
-    ///   no longer there as it was read: the journal was cut at or before it (by `repair`) and
+    /// - Throws: `JournalError` `.shortened` when the batch that held the last records returned
+    ///   (before any is returned, the batch that ends right before the start, if the follower
+    ///   read past it) is no longer there as it was read: the journal was cut at or before it (by `repair`) and
     ///   perhaps written again, so the records returned before and any read now belong to two
     ///   histories. Checked when a record comes from another read from disk (at a poll that found
     ///   new records, or as a lagging follower reads on), when what stands after that batch does
@@ -44,9 +43,10 @@ public struct JournalFollower: AsyncSequence, Sendable {
       while !Task.isCancelled {
         if cursor == nil { cursor = try reader.records(from: nextSequence) }
         let cursor = cursor!
-        // The batch of the last record returned, when its records are all returned.
-        let previous =
-          returned ? cursor.lastBatch.flatMap { $0.header.lastSequence + 1 == nextSequence ? $0 : nil } : nil
+        // The batch the follower stands right after: that of the last record returned, when its
+        // records are all returned, or the one skipped over that ends right before the start (a
+        // follower from the end, as `rewind tail -f`'s, has read the journal that far too).
+        let previous = cursor.lastBatch.flatMap { $0.header.lastSequence + 1 == nextSequence ? $0 : nil }
         let reads = cursor.reads
         let record: JournalRecord?
         do {
@@ -62,7 +62,6 @@ public struct JournalFollower: AsyncSequence, Sendable {
             throw cut(previous)
           }
           nextSequence = record.sequence + 1
-          returned = true
           return record
         }
         // Bytes that read as a frame still being written: or a frame written over a cut, across
