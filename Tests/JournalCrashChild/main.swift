@@ -1,11 +1,12 @@
 // A child process for the journal's crash and lock tests.
 //
-//   journal-crash-child append DIR always|batched|none THREADS [bulk]
+//   journal-crash-child append DIR always|batched|none THREADS [bulk] [compact]
 //     Appends batches from THREADS threads until killed. After each acknowledgement it prints
 //     "ack FIRST LAST TAG" on stdout and flushes, so the parent knows exactly what was acknowledged.
 //     Record i of a batch has payload "TAG/i" (TAG = "t<thread>b<batch>"), then dots; with
 //     `bulk`, then a dot and 8,000-20,000 bytes instead (`Bulk.tail`; batches of up to 160 KB: frames
-//     of several blocks, compressed on several threads), 12 a thread, in segments of 1 MiB.
+//     of several blocks, compressed on several threads), 12 a thread, in segments of 1 MiB. With
+//     `compact`, the writer compacts its sealed segments in the background as it appends.
 //   journal-crash-child hold DIR
 //     Opens the journal for writing, prints "locked", and waits to be killed.
 // Either ends by itself once the process that started it is gone.
@@ -60,9 +61,10 @@ case "hold":
     fail("\(error)")
   }
 case "append":
-  guard arguments.count == 5 || (arguments.count == 6 && arguments[5] == "bulk"), let threads = Int(arguments[4])
-  else { fail("append needs DIR POLICY THREADS [bulk]") }
-  let bulk = arguments.count == 6
+  let flags = Set(arguments.dropFirst(5))
+  guard arguments.count >= 5, flags.isSubset(of: ["bulk", "compact"]), let threads = Int(arguments[4])
+  else { fail("append needs DIR POLICY THREADS [bulk] [compact]") }
+  let bulk = flags.contains("bulk")
   var options = JournalOptions()
   switch arguments[3] {
   case "always": options.durability = .always
@@ -71,6 +73,7 @@ case "append":
   default: fail("unknown policy \(arguments[3])")
   }
   options.segmentTargetBytes = bulk ? 1 << 20 : 64 << 10
+  options.compactsSealedSegments = flags.contains("compact")
   let journal: Journal
   do {
     journal = try Journal(directory: directory, options: options)

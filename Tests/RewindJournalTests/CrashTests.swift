@@ -20,6 +20,20 @@ import Testing
     try await Self.acknowledgedAppendsSurviveSIGKILL(policy: policy, childArguments: [])
   }
 
+  /// The writer compacting its sealed segments in the background when it is killed: each
+  /// segment is the original or its checked copy, and no acknowledged record is lost.
+  @Test(arguments: ["always", "none"])
+  func acknowledgedAppendsSurviveSIGKILLWhileTheWriterCompacts(policy: String) async throws {
+    try await Self.acknowledgedAppendsSurviveSIGKILL(
+      policy: policy, childArguments: ["compact"], delay: 10_000...200_000
+    ) { directory in
+      let compacted = try JournalFixtures.segments(directory).filter {
+        try CompactionTests.header(directory + "/" + $0).isCompacted
+      }
+      #expect(!compacted.isEmpty, "no segment was compacted: the test checked no kill during compaction")
+    }
+  }
+
   /// `trials` times: a child appends with `policy` (and `childArguments` after its thread count)
   /// and is killed after `delay` microseconds (at random); every acknowledged record reads back,
   /// the journal is sound. `inspect` is given the journal's directory at the end.

@@ -84,12 +84,16 @@ import Testing
     let events = io.events
     let quarantine = dir.appending(Layout.quarantineName)
 
-    // The tail: copied and synced, both directories synced, and only then cut.
+    // The tail: copied under a name of its own and synced, renamed, both directories synced,
+    // and only then cut.
     let tail = dir.appending(report.moved[0].movedTo)
-    let copied = try #require(events.firstIndex(of: "sync " + tail), "\(events)")
+    let copied = try #require(events.firstIndex(of: "sync " + tail + ".partial"), "\(events)")
     #expect(
-      Array(events[copied...].prefix(5))
-        == ["sync " + tail, "sync " + quarantine, "sync " + dir.path, "truncate " + damaged, "sync " + damaged],
+      Array(events[copied...].prefix(6))
+        == [
+          "sync " + tail + ".partial", "rename " + tail, "sync " + quarantine, "sync " + dir.path,
+          "truncate " + damaged, "sync " + damaged,
+        ],
       "\(events)")
     // The whole segments: each rename followed by the syncs of both directories.
     for moved in report.moved.dropFirst() {

@@ -22,7 +22,8 @@ extension Journal {
   /// opened and appended to again. Nothing is deleted: moved bytes go to `quarantine/`, and the
   /// report says exactly what moved. Takes the writer's lock, so it refuses to run while a writer
   /// has the journal open. A file named like a segment that holds nothing committed (no valid
-  /// segment header, no valid batch, named by no index entry) moves aside alone.
+  /// segment header, no valid batch, named by no index entry) moves aside alone. A repair stopped
+  /// part way (killed, or a move failing) is finished by the next one.
   ///
   /// - Parameters:
   ///   - directory: the journal's directory.
@@ -95,7 +96,14 @@ extension Journal {
     // Only stray files: the index names none of them, so it stays.
     guard let first = damage else { return report }
     let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
-    for segment in layout.segments where segment >= damagedSegment {
+    // Last segment first, the damaged one last: a repair that stops part way (killed, or a
+    // move failing) leaves the segments up to the damaged one whole and a run of the later ones,
+    // which the next repair takes for what it is (the damage, then segments missing at the end
+    // that the index names) and finishes. Moved first, the damaged segment's tail left a gap
+    // before intact segments, which the next repair refuses and `verify` sends to a backup.
+    // The report still lists the moves in order.
+    var moved: [QuarantinedBytes] = []
+    for segment in layout.segments.reversed() where segment >= damagedSegment {
       let name = Layout.segmentName(firstSequence: segment)
       let file = try layout.open(segment: segment)
       // A segment whose header is damaged, or whose first frame is, goes whole.
@@ -134,8 +142,9 @@ extension Journal {
         }
       }
       // Of a loss that left no bytes (zeros, or the file ends there), nothing is set aside.
-      if from == 0 || entry.length > 0 { report.moved.append(entry) }
+      if from == 0 || entry.length > 0 { moved.append(entry) }
     }
+    report.moved += moved.reversed()
     if !dryRun {
       // The index is derived; the next writer rebuilds it for what remains. Left in place, it
       // still names what moved, and every reader would report those records lost: the repair

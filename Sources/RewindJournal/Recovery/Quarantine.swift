@@ -30,6 +30,8 @@ package struct Quarantine {
   /// number of bytes moved; when there is nothing to move (the file ends at `offset`, or only
   /// zeros follow it), no quarantine file is made, the zeros are cut, and the path is nil.
   /// A failure before the cut leaves no quarantine file; a failed sync of the cut leaves the copy.
+  /// The copy is made as `<name>.partial` and renamed once whole and synced: a process killed
+  /// while copying leaves only that file, whose bytes the segment still holds.
   package func moveTail(of segment: String, from offset: Int64, upTo end: Int64? = nil) throws -> (String?, Int64) {
     let source = directory + "/" + segment
     let fd = try io.open(source, flags: O_RDWR, mode: 0)
@@ -46,7 +48,10 @@ package struct Quarantine {
     try io.makeJournalFolder(folder)
     let name = uniqueName("\(segment).from-\(offset).tail")
     let target = folder + "/" + name
-    let out = try io.open(target, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+    // Copied under a name of its own, renamed once whole and synced: a process killed while
+    // copying leaves a `.partial` file, not part of the bytes under the name of what was moved.
+    let partial = folder + "/" + uniqueName(name + ".partial")
+    let out = try io.open(partial, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
     do {
       do {
         defer { io.close(out) }
@@ -55,12 +60,13 @@ package struct Quarantine {
           let chunk = try io.read(fd, count: Int(min(Int64(1 << 20), size - position)), at: position, path: source)
           if chunk.isEmpty { break }
           try chunk.withUnsafeBytes { (bytes) throws in
-            try io.writeAll(out, bytes, at: position - offset, path: target)
+            try io.writeAll(out, bytes, at: position - offset, path: partial)
           }
           position += Int64(chunk.count)
         }
-        try io.sync(out, metadata: true, path: target)
+        try io.sync(out, metadata: true, path: partial)
       }
+      try io.rename(partial, to: target)
       try io.syncDirectory(folder)
       try io.syncDirectory(directory)
       try io.truncate(fd, to: offset, path: source)
@@ -68,6 +74,7 @@ package struct Quarantine {
       // Until the cut, the segment holds every byte: the copy, whole or partial, is not needed,
       // and left behind it would pass for what was moved (the next try copies to `<name>.2`) and
       // hold on to its space on a full disk.
+      try? io.removeFile(partial)
       try? io.removeFile(target)
       throw error
     }
