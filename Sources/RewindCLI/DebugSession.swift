@@ -311,12 +311,17 @@ final class DebugSession {
 
   /// The sequence number of the first record after `start` (through the session's last) whose
   /// name is `name`, as `rewind log` names records: checkpoint records (`rewind.checkpoint.mark`
-  /// and the others), which change no state and are no events to the model, are found too.
+  /// and the others), which change no state and are no events to the model, are found too; a
+  /// record whose envelope does not decode has no name (`log` shows it as not a Rewind event).
+  /// Reads nothing past the session's last record: what a writer appended since, damaged or not,
+  /// is not the session's.
   private func nextRecord(named name: String, after start: UInt64) throws -> UInt64? {
-    guard start < machine.lastSequence else { return nil }
+    let last = machine.lastSequence
+    guard start < last else { return nil }
     let records = try openJournal(directory).records(from: start + 1)
-    while let record = try records.next(), record.sequence <= machine.lastSequence {
+    while let record = try records.next(), record.sequence <= last {
       if (try? EventRecord.header(of: record.payload))?.name == name { return record.sequence }
+      if record.sequence == last { return nil }
     }
     return nil
   }

@@ -231,11 +231,6 @@ import Testing
     #expect(out[8].hasPrefix("#3 ") && out[8].hasSuffix(retitled), "blame: \(out[8])")
   }
 
-  /// debug's `check` judges the states readers see, after whole commands (DESIGN.md, contract 3),
-  /// as bisect does: inside a command it checks after the command's last event and says so,
-  /// without moving. Here command 2 creates a note before its notebook (a state between its
-  /// events breaks "notes belong to notebooks", the state after it does not), and command 3
-  /// creates a note in a notebook that never exists and retitles it.
   /// `find name` finds the records `rewind log` lists under that name, checkpoint records among
   /// them (a mark, a digest): they change no state, but they are records a user can look for.
   @Test func debugFindsCheckpointRecordsByName() async throws {
@@ -270,6 +265,11 @@ import Testing
     #expect(run.status == 2)
   }
 
+  /// debug's `check` judges the states readers see, after whole commands (DESIGN.md, contract 3),
+  /// as bisect does: inside a command it checks after the command's last event and says so,
+  /// without moving. Here command 2 creates a note before its notebook (a state between its
+  /// events breaks "notes belong to notebooks", the state after it does not), and command 3
+  /// creates a note in a notebook that never exists and retitles it.
   @Test func debugChecksAnInvariantAfterWholeCommands() async throws {
     let dir = TemporaryDirectory("cli-debug-check")
     let book = NotebookID(Identifier(high: 2, low: 1))
@@ -889,6 +889,35 @@ import Testing
           + "`refresh` reads the records appended since"), "\(captured.err)")
     #expect(!captured.out.contains("at \(journal.lastSequence) of"), "\(captured.out)")
     #expect(captured.out.hasPrefix("the journal ends at sequence \(later)\nat \(later) of \(later): #\(later) "))
+  }
+
+  /// `find name` looks through the session's last record and no further: records a writer
+  /// appended since, the first of them damaged, are not read (it answers that no record is named
+  /// so, not the damage).
+  @Test func debugFindNameReadsNothingPastTheSessionsLastRecord() async throws {
+    let journal = try await NotebookJournal.write(commands: 10, seed: 19)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path)
+    let manager = try NotebookManager(directory: journal.path, options: JournalOptions(durability: .none))
+    _ = try await manager.addReadingItem(title: "later")
+    _ = try await manager.addReadingItem(title: "later still")
+    manager.close()
+    // The first record appended is damaged, with the second's batch after it: damage, to a reader.
+    let appended = try JournalReader(directory: journal.path).records(from: journal.lastSequence + 1)
+    #expect(try appended.next()?.sequence == journal.lastSequence + 1)
+    let place = try #require(appended.lastBatch)
+    #expect(try appended.next()?.sequence == journal.lastSequence + 2)
+    try #require(appended.lastBatch != place)
+    let segment = journal.path + "/" + Layout.segmentName(firstSequence: place.segment)
+    var bytes = try Files.read(segment)
+    bytes[Int(place.offset) + Layout.batchHeaderSize + 2] ^= 0x20
+    try Files.write(bytes, to: segment)
+
+    let captured = Captured()
+    let debug = DebugSession(
+      machine, model: "workspace", directory: journal.path, output: captured.output, interactive: false)
+    var lines = ["find name no.such"][...]
+    #expect(debug.run { lines.popFirst() } == .usage)
+    #expect(captured.err == "error: find: no record after sequence 0 is named no.such\n", "\(captured.err)")
   }
 
   /// As for a time: a sequence number appended since the session started is past what the

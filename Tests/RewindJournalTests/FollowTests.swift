@@ -323,6 +323,93 @@ import Testing
     #expect(record?.payload == Array("record 4".utf8))
   }
 
+  /// A follower whose segment is replaced by a copy of itself, and then cut (an older copy put
+  /// back) while it sleeps between the check that found the copy whole and the new cursor it
+  /// reads on with, which finds the journal cut: when a writer writes the journal again past
+  /// where the follower stopped, it says the journal was cut. Before, the new cursor took its
+  /// check point from the journal as it found it, and the follower went on with the other
+  /// history's records.
+  @Test func aFollowerReportsACutMadeWhileItChangesCursors() async throws {
+    let dir = TemporaryDirectory("follow")
+    let options = JournalOptions(durability: .none)
+    let first = try Journal(directory: dir.path, options: options)
+    for n in 1...6 { try first.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
+    first.close()
+    let segment = dir.path + "/" + (try #require(JournalFixtures.segments(dir.path).first))
+    try Files.write(try Files.read(segment), to: segment + ".older")
+    let more = try Journal(directory: dir.path, options: options)
+    for n in 7...10 { try more.appendAndWait([NewRecord(timestamp: Int64(n), payload: Array("record \(n)".utf8))]) }
+    more.close()
+
+    let io = CutWhileChangingCursors(segment: segment, older: segment + ".older", index: dir.path + "/index")
+    var iterator = try JournalReader(directory: dir.path, io: io).follow(pollInterval: .milliseconds(1))
+      .makeAsyncIterator()
+    for n in 1...10 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+    try Files.write(try Files.read(segment), to: segment + ".copy")
+    try #require(rename(segment + ".copy", segment) == 0)
+    let next = Self.nextWithinTwoMinutes(iterator)
+    let deadline = ContinuousClock.now + .seconds(120)
+    while io.state.withLock({ $0.idlePollsAfterTheCut }) == 0 && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(1))
+    }
+    try #require(io.state.withLock { $0.idlePollsAfterTheCut } > 0, "the follower waits in the journal cut to 6")
+    let again = try Journal(directory: dir.path, options: options)
+    for n in 7...12 {
+      try again.appendAndWait([NewRecord(timestamp: Int64(100 + n), payload: Array("other record \(n)".utf8))])
+    }
+    again.close()
+
+    let error = await #expect(throws: JournalError.self) { _ = try await next.value }
+    #expect(error?.code == .shortened, "\(String(describing: error))")
+    #expect(error?.sequences == 10...10, "\(String(describing: error))")
+  }
+
+  /// Puts `older` back as `segment` (and removes the index) as the segment is opened the second
+  /// time after a follower found it replaced: the first open checks the batch it read last, the
+  /// second is its new cursor's. Counts the follower's polls that find nothing new after that.
+  final class CutWhileChangingCursors: ForwardingFileIO {
+    struct State {
+      var foundReplaced = false
+      var opensSince = 0
+      var cut = false
+      var idlePollsAfterTheCut = 0
+    }
+    let base: any FileIO = PosixFileIO()
+    let segment: String
+    let older: String
+    let index: String
+    let state = Locked(State())
+
+    init(segment: String, older: String, index: String) {
+      (self.segment, self.older, self.index) = (segment, older, index)
+    }
+
+    func isFile(_ fd: Int32, at path: String) -> Bool {
+      let same = base.isFile(fd, at: path)
+      state.withLock {
+        if !same { $0.foundReplaced = true }
+        if $0.cut { $0.idlePollsAfterTheCut += 1 }
+      }
+      return same
+    }
+
+    func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+      let cutNow =
+        path == segment
+        && state.withLock { state -> Bool in
+          guard state.foundReplaced, !state.cut else { return false }
+          state.opensSince += 1
+          state.cut = state.opensSince == 2
+          return state.cut
+        }
+      if cutNow {
+        guard Glibc.rename(older, segment) == 0 else { throw SystemCallError("rename", path: older, errno: errno) }
+        unlink(index)
+      }
+      return try base.open(path, flags: flags, mode: mode)
+    }
+  }
+
   /// Damage where a follower reads on, after the batch it last returned records from, which is
   /// still there as it read it: the journal was not cut, so the follower reports the damage.
   @Test func aFollowerReportsDamageAfterWhatItRead() async throws {

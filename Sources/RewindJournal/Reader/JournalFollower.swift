@@ -18,6 +18,12 @@ public struct JournalFollower: AsyncSequence, Sendable {
     var nextSequence: UInt64
     let pollInterval: Duration
     var cursor: JournalCursor?
+    /// The batch the follower stood right after when it dropped a cursor whose segment file was
+    /// replaced: the next cursor reads the journal as it is then, so a cut made meanwhile would
+    /// leave it nothing to check. Checked in its stead (by the first record the new cursor
+    /// returns, or as `previous` below) until that cursor reads the same batch or a record is
+    /// returned.
+    var anchor: BatchPlace?
 
     init(reader: JournalReader, nextSequence: UInt64, pollInterval: Duration) {
       self.reader = reader
@@ -27,18 +33,19 @@ public struct JournalFollower: AsyncSequence, Sendable {
 
     /// - Throws: `JournalError` `.shortened` when the batch that held the last records returned
     ///   (before any is returned, the batch that ends right before the start, if the follower
-    ///   read past it) is no longer there as it was read: the journal was cut at or before it (by `repair`) and
-    ///   perhaps written again, so the records returned before and any read now belong to two
-    ///   histories. Checked when a record comes from another read from disk (at a poll that found
-    ///   new records, or as a lagging follower reads on), when what stands after that batch does
-    ///   not read as a batch (before it is reported as damage), and when it reads as a frame still
-    ///   being written (a new frame across the place, or a file that now ends before it). The
-    ///   check reads one batch header (`JournalReader.holds(_:)`), not per record. Checked too
-    ///   when a poll finds nothing new and the segment file read is no longer the journal's file
-    ///   of its name (moved aside by `repair`): every poll that finds nothing new compares the two
-    ///   (two `stat` calls). While only
-    ///   preallocated zeros or nothing stand where the follower reads on, a cut goes unseen until
-    ///   something is written there. Other `JournalError`s on damage.
+    ///   read past it) is no longer there as it was read: the journal was cut at or before it (by
+    ///   `repair`) and perhaps written again, so the records returned before and any read now
+    ///   belong to two histories. Checked when a record comes from another read from disk (at a
+    ///   poll that found new records, or as a lagging follower reads on), when what stands after
+    ///   that batch does not read as a batch (before it is reported as damage), and when it reads
+    ///   as a frame still being written (a new frame across the place, or a file that now ends
+    ///   before it). The check reads one batch header (`JournalReader.holds(_:)`), not per
+    ///   record. Checked too when a poll finds nothing new and the segment file read is no longer
+    ///   the journal's file of its name (moved aside by `repair`): every poll that finds nothing
+    ///   new compares the two (two `stat` calls); if the batch is still there, the follower reads
+    ///   on from a new cursor and checks the batch again by the first record that cursor returns.
+    ///   While only preallocated zeros or nothing stand where the follower reads on, a cut goes
+    ///   unseen until something is written there. Other `JournalError`s on damage.
     public mutating func next() async throws -> JournalRecord? {
       while !Task.isCancelled {
         if cursor == nil { cursor = try reader.records(from: nextSequence) }
@@ -46,7 +53,9 @@ public struct JournalFollower: AsyncSequence, Sendable {
         // The batch the follower stands right after: that of the last record returned, when its
         // records are all returned, or the one skipped over that ends right before the start (a
         // follower from the end, as `rewind tail -f`'s, has read the journal that far too).
-        let previous = cursor.lastBatch.flatMap { $0.header.lastSequence + 1 == nextSequence ? $0 : nil }
+        let own = cursor.lastBatch.flatMap { $0.header.lastSequence + 1 == nextSequence ? $0 : nil }
+        if let anchor, own == anchor { self.anchor = nil }
+        let previous = anchor ?? own
         let reads = cursor.reads
         let record: JournalRecord?
         do {
@@ -58,10 +67,13 @@ public struct JournalFollower: AsyncSequence, Sendable {
           throw error
         }
         if let record {
-          if let previous, cursor.reads != reads, cursor.lastBatch != previous, try !reader.holds(previous) {
+          if let previous, anchor != nil || cursor.reads != reads, cursor.lastBatch != previous,
+            try !reader.holds(previous)
+          {
             throw cut(previous)
           }
           nextSequence = record.sequence + 1
+          anchor = nil
           return record
         }
         // Bytes that read as a frame still being written: or a frame written over a cut, across
@@ -70,9 +82,10 @@ public struct JournalFollower: AsyncSequence, Sendable {
         // The segment read is no longer the journal's (`repair` moved it aside, perhaps under a
         // writer that made another of its name since, or compaction replaced it): waiting at the
         // end of the file held open would wait for ever. Cut if what was read is gone; otherwise
-        // read on from a new cursor.
+        // read on from a new cursor, checking what was read by `anchor` until it has read it too.
         if !cursor.readsAFileStillInPlace {
-          if let previous, (try? reader.holds(previous)) == false { throw cut(previous) }
+          if let previous, try !reader.holds(previous) { throw cut(previous) }
+          anchor = previous
           self.cursor = nil
         }
         if cursor.hasSegment == false { self.cursor = nil }  // made before the first segment existed
