@@ -115,10 +115,17 @@ extension Journal {
       // (`verify` reads a damaged batch again when a valid header follows it, in case a writer
       // was storing it): the repair holds the lock, so no writer stores meanwhile, and a plan
       // made beside a writer only says how far the bytes reach at the moment it reads them.
+      // A segment the index names a later one after is sealed, also when it is the last left (a
+      // repair stopped after moving the later ones aside): moved to its end, as it would have been.
+      let sealed =
+        segment != layout.segments.last
+        || verification.problems.contains {
+          !$0.strayFile && (Layout.firstSequence(ofSegmentNamed: $0.file) ?? 0) > segment
+        }
       let end: Int64
       do {
         end =
-          segment != layout.segments.last
+          sealed
           ? file.size : try file.keptEnd(from: from == 0 ? min(file.size, Int64(Layout.segmentHeaderSize)) : from)
       } catch {
         throw JournalError(error, directory: directory, file: name)

@@ -95,6 +95,21 @@ extension JournalReader {
     // `damaged`: the header, whose checksum holds, of a damaged batch at `offset`; its records are
     // gone too, and it counts them.
     func committedBeyond(_ offset: Int64, in file: SegmentFile, damaged: BatchHeader? = nil) -> JournalProblem? {
+      // A later segment the index names (and the directory lacks: this one is the last there):
+      // a writer makes it only once this one is sealed whole, so records this one lacks before
+      // that segment's first were committed. A repair stopped after moving the later segments
+      // aside leaves this. (Ending just before it, this one lacks none: the missing segment is
+      // reported on its own.)
+      if let later = index.missingSegments.first(where: { $0.segment > file.firstSequence }),
+        case let through = max(later.segment - 1, damaged?.lastSequence ?? 0), through >= expected
+      {
+        return JournalProblem(
+          file: file.name, offset: offset, sequences: expected...through,
+          message:
+            "the segment reads as ending here (zeros or an unfinished frame follow, or the file ends), but the index "
+            + "names a later segment, \(Layout.segmentName(firstSequence: later.segment)), which a writer makes only "
+            + "once this one is sealed whole: committed records are missing")
+      }
       guard let entry = named, entry.segment == file.firstSequence, entry.offset >= offset else { return nil }
       let through = max(expected, entry.firstSequence, damaged?.lastSequence ?? 0)
       return JournalProblem(
