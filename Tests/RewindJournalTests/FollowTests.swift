@@ -353,22 +353,22 @@ import Testing
       _ = try? await next.value
       ended.store(true, ordering: .relaxed)
     }
-    // The follower waits in the journal cut to 6, or has already said it was cut: the index the
-    // new cursor loaded before the cut may name batch 7, which the cut file ends before.
+    // Once the journal is cut (as the follower's new cursor opens it), the other history is
+    // written, whether that cursor has read the cut journal yet or not: either way the first
+    // record it returns, or its failure, must be checked against the batch read before.
     let deadline = ContinuousClock.now + .seconds(120)
-    while io.state.withLock({ $0.idlePollsAfterTheCut }) == 0 && !ended.load(ordering: .relaxed)
-      && ContinuousClock.now < deadline
-    {
+    while !io.state.withLock({ $0.cut }) && !ended.load(ordering: .relaxed) && ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(1))
     }
-    try #require(io.state.withLock { $0.cut }, "the journal was cut as the follower changed cursors")
-    if !ended.load(ordering: .relaxed) {
-      let again = try Journal(directory: dir.path, options: options)
-      for n in 7...12 {
-        try again.appendAndWait([NewRecord(timestamp: Int64(100 + n), payload: Array("other record \(n)".utf8))])
-      }
-      again.close()
+    let state = io.state.withLock { $0 }
+    try #require(
+      state.cut,
+      "the journal was cut as the follower changed cursors: \(state), ended \(ended.load(ordering: .relaxed))")
+    let again = try Journal(directory: dir.path, options: options)
+    for n in 7...12 {
+      try again.appendAndWait([NewRecord(timestamp: Int64(100 + n), payload: Array("other record \(n)".utf8))])
     }
+    again.close()
     await watcher.value
 
     let error = await #expect(throws: JournalError.self) { _ = try await next.value }
