@@ -206,7 +206,7 @@ import Testing
     try #require(try JournalFixtures.readAll(dir.path).count == 2 + appended)
 
     // A follower that misses the cut waits for ever: a watchdog ends it.
-    let next = Self.nextWithinTwoMinutes(iterator)
+    let next = Self.nextWithinPatience(iterator)
     let error = await #expect(throws: JournalError.self) { _ = try await next.value }
     #expect(error?.code == .shortened, "\(String(describing: error))")
     #expect(error?.sequences == 3...3, "\(String(describing: error))")
@@ -214,17 +214,21 @@ import Testing
     #expect(error?.description.contains("was cut, and perhaps written again") == true, "\(String(describing: error))")
   }
 
-  /// A task for `iterator`'s next record, which a watchdog cancels after two minutes (the
+  /// How long a follower test waits for the follower before it gives up: the follower's task
+  /// runs on the cooperative pool, which the full suite's blocking tests can hold for minutes on
+  /// two cores (a wait of two minutes once ended before the follower resumed from a 1 ms sleep).
+  static let patience: Duration = .seconds(600)
+
+  /// A task for `iterator`'s next record, which a watchdog cancels after `patience` (the
   /// follower then returns nil): a follower that would wait for ever fails the test instead of
   /// hanging it.
-  static func nextWithinTwoMinutes(_ iterator: sending JournalFollower.AsyncIterator) -> Task<JournalRecord?, any Error>
-  {
+  static func nextWithinPatience(_ iterator: sending JournalFollower.AsyncIterator) -> Task<JournalRecord?, any Error> {
     let next = Task { [iterator] in
       var iterator = iterator
       return try await iterator.next()
     }
     let watchdog = Task {
-      try await Task.sleep(for: .seconds(120))
+      try await Task.sleep(for: patience)
       next.cancel()
     }
     return Task {
@@ -270,8 +274,8 @@ import Testing
       .follow(from: fromTheEnd ? 41 : 1, pollInterval: .milliseconds(1)).makeAsyncIterator()
     let next: Task<JournalRecord?, any Error>
     if fromTheEnd {
-      next = Self.nextWithinTwoMinutes(iterator)
-      let deadline = ContinuousClock.now + .seconds(120)
+      next = Self.nextWithinPatience(iterator)
+      let deadline = ContinuousClock.now + Self.patience
       while io.idlePolls.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline {
         try await Task.sleep(for: .milliseconds(1))
       }
@@ -280,7 +284,7 @@ import Testing
     } else {
       for n in 1...40 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
       try cutAndWriteAgain()
-      next = Self.nextWithinTwoMinutes(iterator)
+      next = Self.nextWithinPatience(iterator)
     }
 
     let error = await #expect(throws: JournalError.self) { _ = try await next.value }
@@ -318,7 +322,7 @@ import Testing
     try more.appendAndWait([NewRecord(timestamp: 4, payload: Array("record 4".utf8))])
     more.close()
 
-    let record = try await Self.nextWithinTwoMinutes(iterator).value
+    let record = try await Self.nextWithinPatience(iterator).value
     #expect(record?.sequence == 4)
     #expect(record?.payload == Array("record 4".utf8))
   }
@@ -347,7 +351,7 @@ import Testing
     for n in 1...10 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
     try Files.write(try Files.read(segment), to: segment + ".copy")
     try #require(rename(segment + ".copy", segment) == 0)
-    let next = Self.nextWithinTwoMinutes(iterator)
+    let next = Self.nextWithinPatience(iterator)
     let ended = Atomic<Bool>(false)
     let watcher = Task {
       _ = try? await next.value
@@ -356,7 +360,7 @@ import Testing
     // Once the journal is cut (as the follower's new cursor opens it), the other history is
     // written, whether that cursor has read the cut journal yet or not: either way the first
     // record it returns, or its failure, must be checked against the batch read before.
-    let deadline = ContinuousClock.now + .seconds(120)
+    let deadline = ContinuousClock.now + Self.patience
     while !io.state.withLock({ $0.cut }) && !ended.load(ordering: .relaxed) && ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(1))
     }
