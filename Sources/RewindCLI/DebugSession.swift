@@ -319,9 +319,9 @@ final class DebugSession {
     let last = machine.lastSequence
     guard start < last else { return nil }
     let records = try openJournal(directory).records(from: start + 1)
-    while let record = try records.next(), record.sequence <= last {
+    while let record = try records.next() {
       if (try? EventRecord.header(of: record.payload))?.name == name { return record.sequence }
-      if record.sequence == last { return nil }
+      if record.sequence >= last { return nil }
     }
     return nil
   }
