@@ -72,10 +72,11 @@ struct AuditedEvent {
   }
 
   /// One line for people: sequence, time, name and version, origin, made `visible`, and the
-  /// fields as JSON (cut after `width` characters unless `width` is nil), whose escapes are JSON's.
+  /// fields as JSON (cut after `width` characters unless `width` is nil, before an escape the cut
+  /// would split), whose escapes are JSON's.
   func line(width: Int?) -> String {
     var fields = payload
-    if let width, fields.count > width { fields = String(fields.prefix(width)) + "…" }
+    if let width, fields.count > width { fields = String(jsonPrefix(fields, width: width)) + "…" }
     if header != nil, let problem {
       // The notes quote keys as JSON does, escaping what a terminal would act on.
       fields = (payloadEncoding != nil ? "(fields do not decode) " : "(\(problem)) ") + fields
@@ -84,6 +85,32 @@ struct AuditedEvent {
     let origin = header.map { " \($0.origin.name)" } ?? ""
     return visible("\(sequence)  \(isoTime(timestamp))  \(name)\(origin)  ") + fields
   }
+}
+
+/// The first `width` characters of the JSON text `json`, or fewer when they end inside one of a
+/// string's escapes (`\n`, `\u001b`): that escape is left out whole, not shown in part.
+package func jsonPrefix(_ json: String, width: Int) -> Substring {
+  var index = json.startIndex
+  var inString = false
+  // Where an escape not yet complete starts, and how many characters it still needs (nil: its
+  // letter, after the backslash).
+  var escapeStart: String.Index?
+  var escapeLeft: Int?
+  var taken = 0
+  while taken < width, index < json.endIndex {
+    let character = json[index]
+    if escapeStart != nil {
+      let left = escapeLeft.map { $0 - 1 } ?? (character == "u" ? 4 : 0)
+      (escapeStart, escapeLeft) = left == 0 ? (nil, nil) : (escapeStart, left)
+    } else if inString, character == "\\" {
+      escapeStart = index
+    } else if character == "\"" {
+      inString.toggle()
+    }
+    json.formIndex(after: &index)
+    taken += 1
+  }
+  return json[..<(escapeStart ?? index)]
 }
 
 /// Bytes as lowercase hexadecimal.

@@ -11,9 +11,10 @@ enum LogCommand: RewindCommand {
 
     Lists events in order: sequence number, time (ISO 8601, UTC), event name and schema
     version, origin, and the event's fields rendered as JSON without the app's types (cut at
-    160 characters; --full shows them whole), after a note in parentheses when they are shown
-    otherwise than stored (of two entries with one key, only the first: the one replay reads; a
-    string that is not UTF-8, with U+FFFD for its ill-formed bytes).
+    160 characters, or before an escape the cut would split; --full shows them whole), after a
+    note in parentheses when they are shown otherwise than stored (of two entries with one key,
+    only the first: the one replay reads; a string that is not UTF-8, with U+FFFD for its
+    ill-formed bytes).
     Works on any journal, also while it is written.
     The name and origin are the journal's text, shown as they are (controls escaped): one that
     holds two spaces and a `{` can pass for the start of the fields. A program that reads the

@@ -86,6 +86,44 @@ import Testing
       "\(debug.err)")
   }
 
+  /// `log` cuts an event's fields at 160 characters: never inside an escape, which would show
+  /// a broken one (`\u00…`). Titles of escapes, each behind a lead-in of 0 to 5 letters, put the
+  /// cut at every place within an escape.
+  @Test func logCutsFieldsBetweenEscapesNotInsideOne() async throws {
+    let dir = TemporaryDirectory("cli-cut-escapes")
+    let manager = try NotebookManager(
+      directory: dir.path, options: JournalOptions(durability: .none),
+      clock: .stepping(from: 1_700_000_000_000_000_000, by: 1_000_000_000), ids: .sequential())
+    let book = try await manager.createNotebook(title: "escapes")
+    for lead in 0...5 {
+      _ = try await manager.createNote(
+        in: book, title: String(repeating: "a", count: lead) + String(repeating: "\u{1B}", count: 60), body: "")
+    }
+    manager.close()
+    let run = try await Self.rewind(["log", dir.path])
+    #expect(run.status == 0, "\(run.err)")
+    let cut = run.out.split(separator: "\n").filter { $0.hasSuffix("…") }
+    #expect(cut.count == 6, "\(run.out)")
+    for line in cut {
+      let shown = line.dropLast()
+      // Whole escapes only: the text after the last backslash is `u001b`, or more.
+      let tail = shown[(shown.lastIndex(of: "\\") ?? shown.startIndex)...]
+      #expect(tail.hasPrefix(#"\u001b"#), "\(line)")
+    }
+  }
+
+  /// The cut keeps as many characters as it may, less only an escape it would split.
+  @Test func aJSONPrefixEndsBetweenEscapes() throws {
+    let text = jsonString("a\u{1B}b\n\"c\\d\u{7F}")
+    for width in 1..<text.count {
+      let prefix = jsonPrefix(text, width: width)
+      #expect(text.hasPrefix(prefix) && prefix.count <= width && prefix.count > width - 6, "\(width): \(prefix)")
+      // Closed with a quote, the prefix is a JSON string that starts the original.
+      let decoded = try JSONSerialization.jsonObject(with: Data("[\(prefix)\"]".utf8)) as? [String]
+      #expect(decoded.map { "a\u{1B}b\n\"c\\d\u{7F}".hasPrefix($0[0]) } == true, "\(width): \(prefix)")
+    }
+  }
+
   @Test func anEventNameFromTheJournalIsShownEscaped() async throws {
     // A record with Rewind's envelope written by hand: the name and origin are the journal's.
     let dir = TemporaryDirectory("cli-untrusted-name")
