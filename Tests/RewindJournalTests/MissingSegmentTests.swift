@@ -8,8 +8,10 @@ import Testing
 /// Opening refuses (it would number new records over the lost ones), `verify` reports it, and
 /// `repair` lets the journal continue from what is left, saying what was lost.
 @Suite struct MissingSegmentTests {
-  @Test(arguments: [false, true])
-  func aDeletedLastSegmentIsReportedAndRepairable(onlySegment: Bool) async throws {
+  /// `movedAside`: the segment is in `quarantine/` under its name, where a repair stopped part way
+  /// leaves the segments it moved: every report says so, where the bytes are.
+  @Test(arguments: [false, true], [false, true])
+  func aDeletedLastSegmentIsReportedAndRepairable(onlySegment: Bool, movedAside: Bool) async throws {
     let dir = TemporaryDirectory("missing-last")
     let options = JournalFixtures.options(segmentBytes: onlySegment ? 64 << 20 : 2 << 10)
     let journal = try Journal(directory: dir.path, options: options)
@@ -18,9 +20,19 @@ import Testing
     let segments = JournalFixtures.segments(dir.path)
     try #require(onlySegment ? segments.count == 1 : segments.count > 2)
     let victim = try #require(segments.last)
-    try FileManager.default.removeItem(atPath: dir.appending(victim))
+    if movedAside {
+      try FileManager.default.createDirectory(atPath: dir.appending("quarantine"), withIntermediateDirectories: false)
+      try FileManager.default.moveItem(atPath: dir.appending(victim), toPath: dir.appending("quarantine/" + victim))
+    } else {
+      try FileManager.default.removeItem(atPath: dir.appending(victim))
+    }
+    let whereItIs = "in quarantine/\(victim): a repair moves segments there"
 
     let error = journalError { _ = try Journal(directory: dir.path, options: options) }
+    #expect(error?.message.contains(whereItIs) == movedAside, "\(String(describing: error))")
+    let readError = journalError { _ = try JournalFixtures.readAll(dir.path) }
+    #expect(readError?.code == .sequenceBreak, "\(String(describing: readError))")
+    #expect(readError?.message.contains(whereItIs) == movedAside, "\(String(describing: readError))")
     #expect(error?.code == .sequenceBreak, "\(String(describing: error))")
     #expect(error?.file == victim, "\(String(describing: error))")
     #expect(error?.offset == 0, "\(String(describing: error))")
@@ -40,6 +52,7 @@ import Testing
     #expect(report.problems.map(\.file) == [victim], "\(report.problems)")
     #expect(report.problems.first?.sequences == first...lastNamed.firstSequence, "\(report.problems)")
     #expect(report.problems.first?.description.contains("from \(first) at least through") == true)
+    #expect(report.problems.first?.message.contains(whereItIs) == movedAside, "\(report.problems)")
 
     _ = try Journal.repair(directory: dir.path)
     let reopened = try Journal(directory: dir.path, options: options)

@@ -96,7 +96,8 @@ public final class JournalCursor {
     var error = JournalError(
       .sequenceBreak,
       "segment \(name) is missing, but the index names it: committed records "
-        + (next == nil ? "from sequence \(missing.segment) on" : "\(missing.segment)-\(through)") + " are gone",
+        + (next == nil ? "from sequence \(missing.segment) on" : "\(missing.segment)-\(through)") + " are gone"
+        + Quarantine.whereMissing(segment: name, directory: reader.directory, io: reader.io),
       directory: reader.directory, file: name, offset: 0, sequences: missing.segment...through)
     // The last segment: gone through its last batch the index names, at least. An earlier one:
     // exactly the records before the next, which is intact.

@@ -52,7 +52,9 @@ package struct JournalRecovery {
       var error = JournalError(
         .sequenceBreak,
         "the index names segment \(Layout.segmentName(firstSequence: entry.segment)), which is missing: "
-          + "committed records from sequence \(entry.segment) on are gone",
+          + "committed records from sequence \(entry.segment) on are gone"
+          + Quarantine.whereMissing(
+            segment: Layout.segmentName(firstSequence: entry.segment), directory: path, io: io),
         directory: path, file: Layout.segmentName(firstSequence: entry.segment), offset: 0,
         sequences: entry.segment...max(entry.segment, lastNamed.firstSequence))
       error.sequencesMayGoFurther = true

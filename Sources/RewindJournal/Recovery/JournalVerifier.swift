@@ -289,9 +289,11 @@ extension JournalReader {
       let next = present.first { $0 > missing.segment }
       let bound = [next, absent.first { $0 > missing.segment }].compactMap { $0 }.min()
       let through = max(missing.lastNamed, (bound ?? 1) - 1)
+      let name = Layout.segmentName(firstSequence: missing.segment)
       let problem = JournalProblem(
-        file: Layout.segmentName(firstSequence: missing.segment), offset: 0, sequences: missing.segment...through,
-        message: "this segment is missing, but the index names it: committed records are gone",
+        file: name, offset: 0, sequences: missing.segment...through,
+        message: "this segment is missing, but the index names it: committed records are gone"
+          + Quarantine.whereMissing(segment: name, directory: directory, io: io),
         sequencesMayGoFurther: bound == nil, missingBeforeIntactSegments: next != nil)
       // A gap before a segment that is there was reported by the walk already (the first
       // segments missing, or a break in the sequence), at the segment after it: this names the

@@ -14,6 +14,17 @@ package struct Quarantine {
 
   var folder: String { directory + "/" + Layout.quarantineName }
 
+  /// What a message about the missing segment `name` adds when a file of that name is in the
+  /// journal's quarantine (a repair moves later segments there first, so one stopped part way
+  /// leaves them there): where its bytes are, and that running the repair again finishes it.
+  /// Empty when there is no such file.
+  package static func whereMissing(segment name: String, directory: String, io: any FileIO) -> String {
+    let moved = Layout.quarantineName + "/" + name
+    guard io.fileExists(directory + "/" + moved) else { return "" }
+    return " (a file of that name is in \(moved): a repair moves segments there, and one stopped part way "
+      + "finishes when run again)"
+  }
+
   private func uniqueName(_ stem: String) -> String {
     var name = stem
     var counter = 1
