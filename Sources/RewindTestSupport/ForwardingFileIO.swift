@@ -32,6 +32,7 @@ extension ForwardingFileIO {
   package func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
   package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
   package func isFile(_ fd: Int32, at path: String) -> Bool { base.isFile(fd, at: path) }
+  package func linkCount(_ fd: Int32) -> Int? { base.linkCount(fd) }
   package func removeFile(_ path: String) throws { try base.removeFile(path) }
   package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
   package func lockShared(_ fd: Int32, path: String) throws { try base.lockShared(fd, path: path) }

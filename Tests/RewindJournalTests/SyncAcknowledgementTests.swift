@@ -139,4 +139,36 @@ import Testing
     acknowledged += Self.records(10)
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
   }
+
+  /// A segment removed under a writer (here with the journal's directory) still takes writes and
+  /// syncs, and they go with it on close: under `always` and `batched` the append is not
+  /// acknowledged but fails as `.durabilityLost`, and the journal stops. A journal whose
+  /// directory was only renamed is still whole there, and goes on.
+  @Test(arguments: [Durability.always, .batched(maxDelay: .milliseconds(1))], [false, true])
+  func anAppendSyncedIntoARemovedSegmentIsNotAcknowledged(durability: Durability, renamed: Bool) async throws {
+    let parent = TemporaryDirectory("sync-removed")
+    let path = parent.appending("journal")
+    let journal = try Journal(directory: path, options: JournalOptions(durability: durability))
+    defer { journal.close() }
+    try await journal.append(Self.records(0))
+    if renamed {
+      try FileManager.default.moveItem(atPath: path, toPath: parent.appending("moved"))
+    } else {
+      try FileManager.default.removeItem(atPath: path)
+    }
+    do {
+      let appended = try await journal.append(Self.records(1))
+      #expect(renamed, "acknowledged \(appended) into a removed segment")
+      journal.close()
+      #expect(
+        try JournalFixtures.readAll(parent.appending("moved")).map(\.payload)
+          == (Self.records(0) + Self.records(1)).map(\.payload))
+    } catch let error as JournalError {
+      #expect(!renamed, "\(error)")
+      #expect(error.code == .durabilityLost, "\(error)")
+      #expect(error.message.contains("the active segment was removed"), "\(error)")
+      let next = await #expect(throws: JournalError.self) { try await journal.append(Self.records(2)) }
+      #expect(next?.code == .stopped, "\(String(describing: next))")
+    }
+  }
 }

@@ -41,6 +41,9 @@ package protocol FileIO: Sendable {
   /// renamed or removed since, or another now has its name. A reader holding a segment open
   /// learns by it that the journal's segment of that name is gone or is another file.
   func isFile(_ fd: Int32, at path: String) -> Bool
+  /// How many directory entries name the file `fd` has open (`st_nlink`), or nil if `fstat`
+  /// fails: 0 once it was removed (alone, or with its directory), though still open.
+  func linkCount(_ fd: Int32) -> Int?
   /// Removes a file (only derived data is ever removed: the index, temporary files).
   func removeFile(_ path: String) throws
   /// Takes an exclusive, non-blocking advisory lock (flock). Returns false if another holder has it.
@@ -210,6 +213,11 @@ package struct PosixFileIO: FileIO {
     var named = stat()
     guard Glibc.fstat(fd, &open) == 0, lstat(path, &named) == 0 else { return false }
     return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+  }
+
+  package func linkCount(_ fd: Int32) -> Int? {
+    var info = stat()
+    return Glibc.fstat(fd, &info) == 0 ? Int(info.st_nlink) : nil
   }
 
   package func removeFile(_ path: String) throws {

@@ -653,6 +653,17 @@ final class JournalWriter: @unchecked Sendable {
         if (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil { allocatedEnd = state.endOffset }
         return fail(durabilityLost(error, file: name), fatal: true)
       }
+      // A segment that no name links to any more (removed under the writer, alone or with the
+      // journal's directory) keeps taking writes, and they go with it when it is closed: synced,
+      // they are still not in the journal. One `fstat` per synced group.
+      if io.linkCount(segmentFD) == 0 {
+        let removed = JournalError(
+          .durabilityLost,
+          "the active segment was removed while the journal was open (no directory entry names it now), "
+            + "so appends written to it since then are not in the journal",
+          directory: path, file: name, offset: state.endOffset)
+        return fail(removed, fatal: true)
+      }
     }
 
     return commit(
