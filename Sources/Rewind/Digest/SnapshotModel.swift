@@ -1,12 +1,17 @@
 /// A model whose state can be written down: what digests, snapshots, checkpoints and the time
 /// machine need on top of `Model`.
 ///
-/// The `Codable` form must be deterministic (see `CanonicalEncoding`): `Store` and `ValueStore`
-/// already are, so a model made of stores can write `encode(to:)` and `init(from:)` field by field.
+/// The `Codable` form must be deterministic: equal states must encode alike in every process.
+/// `Store` and `ValueStore` are, so the synthesized conformance of a model made of stores is. A
+/// `Set` or `Dictionary` in a record or value is written sorted when its elements or keys are
+/// `Comparable`; one of anything else would be written in hash order, which changes from process
+/// to process, and so would the digests of equal states (a checkpoint would then diverge).
 public protocol SnapshotModel: Model, Codable {
   /// Bump this whenever the meaning of the state or of an apply function changes without a new
   /// event version: it is part of the fingerprint, so snapshots written by older code are skipped
-  /// as stale instead of being trusted. Default 1.
+  /// as stale instead of being trusted. Default 1. Bump it too when a record type gains a field
+  /// that decodes when missing (an optional one): the fingerprint sees a store's name, not its
+  /// records' fields, and an older snapshot would be read with that field empty.
   static var stateVersion: UInt32 { get }
 }
 
@@ -16,7 +21,8 @@ extension SnapshotModel {
   /// Identifies the code that wrote a snapshot or checkpoint: a SHA-256 over the model's type
   /// name, `stateVersion`, every registered event name and version with the versions its
   /// upcasters read, and the canonical encoding of the empty state (which names its stores and
-  /// fields). Code that changes any of these gets a different fingerprint.
+  /// the fields of its value stores' initial values, but no record's fields: an empty store has
+  /// no records). Code that changes any of these gets a different fingerprint.
   public static var fingerprint: StateDigest {
     var writer = FieldBytesWriter()
     writer.appendString("rewind.fingerprint.v1")

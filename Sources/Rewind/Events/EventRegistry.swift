@@ -129,7 +129,9 @@ public struct EventRegistry<M: Model>: Sendable {
     from old: Old.Type, to new: New.Type, _ convert: @escaping @Sendable (Old) -> New
   ) {
     precondition(
-      Old.name == New.name && New.version == Old.version + 1, "upcaster must go from one version to the next")
+      Old.name == New.name && New.version == Old.version + 1,
+      "upcaster from \(Old.self) (\(Old.name) v\(Old.version)) to \(New.self) (\(New.name) v\(New.version)): an "
+        + "upcaster must go from one version of an event to the next of the same name")
     upcasters[EventVersionKey(name: Old.name, version: Old.version)] = RegisteredUpcaster(
       decode: { bytes, offset in try FieldDecoder().decode(Old.self, from: bytes, at: offset) },
       step: { value in

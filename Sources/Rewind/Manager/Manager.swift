@@ -203,7 +203,7 @@ public final class Manager<M: Model>: Sendable {
     let replayed: Replay.Result<M>
     var recovery = journal.recovery
     do {
-      replayed = try Replay.rebuild(registry: registry, reader: Replay.reader(directory))
+      replayed = try Replay.rebuild(registry: registry, reader: Replay.reader(directory), usingSnapshots: true)
       recovery.movedAside += try SnapshotStore(journal: directory, io: options.io).setAside(
         after: replayed.lastSequence)
     } catch {

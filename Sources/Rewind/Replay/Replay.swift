@@ -34,7 +34,7 @@ public enum Replay {
   public static func rebuild<M: Model>(_ type: M.Type, directory: String, through sequence: UInt64 = .max) throws
     -> Result<M>
   {
-    try rebuild(registry: M.makeRegistry(), reader: reader(directory), through: sequence)
+    try rebuild(registry: M.makeRegistry(), reader: reader(directory), through: sequence, usingSnapshots: false)
   }
 
   /// Rebuilds `M` from the journal in `directory` up to `target`, starting from the newest usable
@@ -187,12 +187,13 @@ public enum Replay {
     try JournalReader(directory: directory, limits: .largest, cachingIndex: cachingIndex)
   }
 
-  /// Full replay for a manager's start-up. Starts from a snapshot when `M` is a `SnapshotModel`
-  /// and a usable one exists.
-  static func rebuild<M: Model>(registry: EventRegistry<M>, reader: JournalReader, through sequence: UInt64 = .max)
-    throws -> Result<M>
-  {
-    if sequence == .max, let snapshotType = M.self as? any SnapshotModel.Type {
+  /// Replay from the empty state through `sequence`; with `usingSnapshots` (a manager's
+  /// start-up, to the end), from the newest usable snapshot when `M` is a `SnapshotModel` and
+  /// one exists.
+  static func rebuild<M: Model>(
+    registry: EventRegistry<M>, reader: JournalReader, through sequence: UInt64 = .max, usingSnapshots: Bool
+  ) throws -> Result<M> {
+    if usingSnapshots, sequence == .max, let snapshotType = M.self as? any SnapshotModel.Type {
       func open<S: SnapshotModel>(_: S.Type) throws -> Result<M>? {
         var options = ReplayOptions()
         options.verifyCheckpoints = false  // `verify` checks them; start-up stays fast

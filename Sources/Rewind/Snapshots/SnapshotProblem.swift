@@ -9,7 +9,8 @@ public struct SnapshotProblem: Sendable, Equatable, CustomStringConvertible {
     case unknownFormat(UInt32)
     /// Written for another journal.
     case foreign(journalID: String)
-    /// Written by model code with another fingerprint (other events, schema or `stateVersion`).
+    /// Written by model code with another fingerprint (other events, event versions, stores or
+    /// `stateVersion`; see `SnapshotModel.fingerprint`).
     case stale(fingerprint: String)
     /// Claims a sequence number the journal does not reach (the journal was replaced or cut).
     case beyondJournal(lastSequence: UInt64)

@@ -127,12 +127,12 @@ extension ValueStore: ComparableCollection {
 }
 
 extension StateDiff {
-  /// Compares the stores of two states of a model, found by reflection over its stored properties.
+  /// Compares the stores of two states of a model, found by reflection over its stored properties
+  /// and those of the structs among them (`StateInspector.stores(of:)`).
   static func between<M: Model>(_ old: M, _ new: M, from: UInt64, to: UInt64) -> StateDiff {
-    let olds = Mirror(reflecting: old).children.map(\.value)
+    let olds = StateInspector.stores(of: old)
     var collections: [CollectionChanges] = []
-    for (index, child) in Mirror(reflecting: new).children.enumerated() {
-      guard let store = child.value as? any ComparableCollection, index < olds.count else { continue }
+    for (index, store) in StateInspector.stores(of: new).enumerated() where index < olds.count {
       let changes = store.changes(since: olds[index])
       if !changes.isEmpty { collections.append(changes) }
     }

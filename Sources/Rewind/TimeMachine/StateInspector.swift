@@ -1,5 +1,6 @@
 /// Looking into a model's state without knowing its store types: the stores it declares (found by
-/// reflection over its stored properties, in declaration order), their records, one record by id,
+/// reflection over its stored properties and those of the structs among them, in declaration
+/// order), their records, one record by id,
 /// and the coherence of their caches. What the `rewind` tool and other generic viewers show.
 public enum StateInspector {
   /// Each store of `state` with the number of records it holds (1 for a value store).
@@ -115,8 +116,24 @@ public enum StateInspector {
     return store.name
   }
 
+  /// The stores and value stores of `state`, in declaration order: its stored properties, and
+  /// those of the structs among them (a model may group its stores in a struct of their own), at
+  /// any depth. Nothing else is looked into: not a store's own fields, nor collections, enums or
+  /// classes.
   static func stores<M: Model>(of state: M) -> [any ComparableCollection] {
-    Mirror(reflecting: state).children.compactMap { $0.value as? any ComparableCollection }
+    var found: [any ComparableCollection] = []
+    collectStores(in: state, into: &found)
+    return found
+  }
+
+  private static func collectStores(in value: Any, into found: inout [any ComparableCollection]) {
+    for child in Mirror(reflecting: value).children {
+      if let store = child.value as? any ComparableCollection {
+        found.append(store)
+      } else if Mirror(reflecting: child.value).displayStyle == .struct {
+        collectStores(in: child.value, into: &found)
+      }
+    }
   }
 }
 
