@@ -12,7 +12,16 @@ public protocol Model: Sendable, Equatable {
 
 extension Model {
   /// The model's registry, built from `registerEvents(in:)`.
+  /// - Precondition: no two of the model's stores (and value stores) share a name.
   static func makeRegistry() -> EventRegistry<Self> {
+    // A store's name is its records' address: in change keys, diffs, blame, snapshots' reports
+    // and the tool. Two stores of one name would pass off one's records as the other's.
+    var names = Set<String>()
+    for store in StateInspector.stores(of: Self()) where !names.insert(store.name).inserted {
+      preconditionFailure(
+        "\(Self.self) has two stores named '\(store.name)': a store's name identifies its records "
+          + "(change keys, diffs, blame, the rewind tool); give each store a name of its own")
+    }
     var registry = EventRegistry<Self>()
     // Checkpoints ride in every model's journal; applying one changes nothing.
     registry.register(Checkpoint.self) { _, _, _ in }

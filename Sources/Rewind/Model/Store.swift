@@ -45,7 +45,9 @@ extension StoreRecord where GroupKey == NoGroupKey {
 /// The apply path is `@inlinable`, so an app's `Store<Note>` is specialized in the app's module
 /// rather than run through generic metadata at every insert (replay spends most of its time here).
 public struct Store<Record: StoreRecord>: Sendable, Equatable {
-  /// Names this store in `ChangeKey`s.
+  /// Names this store in `ChangeKey`s, diffs, blame and the `rewind` tool: unique among the
+  /// model's stores and value stores (a manager, replay or time machine refuses a model where two
+  /// share one).
   public let name: String
   /// The records by id, in a tree that shares unchanged nodes between copies of the store: a
   /// copy (a time machine's keyframe, say) costs what changes after it, not the whole store.
