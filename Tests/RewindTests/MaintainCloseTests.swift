@@ -27,4 +27,54 @@ import Testing
       #expect(report.firstDivergence == nil && report.strayCheckpointDigests.isEmpty, "round \(round)")
     }
   }
+
+  /// Records committed before the job began count toward its checkpoints and snapshots: the job
+  /// counted only what it saw committed, so an app whose runs each commit fewer records than an
+  /// interval never got a checkpoint. Runs of 7 commands, checkpoints every 10: the second run's
+  /// job records one after 3 more; a run started with 12 records since then records one (and the
+  /// snapshots due) at once, with no command.
+  @Test func recordsCommittedBeforeTheJobCountTowardItsCheckpoint() async throws {
+    let directory = TemporaryDirectory()
+    func open() throws -> Manager<Gauge> {
+      try Manager<Gauge>(
+        directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
+        ids: .sequential())
+    }
+    func commit(_ count: Int, to manager: Manager<Gauge>) async throws {
+      for index in 0..<count {
+        try await manager.perform(.user) { _, command in command.record(LevelSet(value: Double(index))) }
+      }
+    }
+    /// A run: `before` commands, then the job (and a watcher of its checkpoint), then `during`;
+    /// returns whether a checkpoint's digest was committed.
+    func run(before: Int, during: Int, expecting expected: Bool, snapshots: SnapshotPolicy? = nil) async throws
+      -> Bool
+    {
+      let manager = try open()
+      try await commit(before, to: manager)
+      let changes = manager.changes()
+      let watcher = Task {
+        for await change in changes where change.events.contains(where: { $0.event is CheckpointDigest }) {
+          return true
+        }
+        return false
+      }
+      let job = Task { try await manager.maintain(checkpointEvery: 10, snapshots: snapshots) }
+      try await manager.waitUntil(observersAttached: 2)
+      try await commit(during, to: manager)
+      // Expecting one, wait for it (the watcher gives up after the bound); otherwise the close
+      // ends the watcher's stream.
+      let early = expected ? await boundedValue(of: watcher) : false
+      manager.close()
+      try await boundedValue(of: job)
+      return expected ? early : await boundedValue(of: watcher)
+    }
+    #expect(try await run(before: 7, during: 0, expecting: false) == false)
+    #expect(try await run(before: 0, during: 3, expecting: true), "7 records before the job, 3 after: one is due")
+    let policy = SnapshotPolicy(directory: directory.path, every: 10, keep: 2)
+    #expect(try await run(before: 12, during: 0, expecting: true, snapshots: policy), "12 since the last checkpoint")
+    let report = try Replay.verify(Gauge.self, directory: directory.path)
+    #expect(report.checkpointsVerified == 2 && report.firstDivergence == nil, "\(report)")
+    #expect(SnapshotStore(journal: directory.path).sequences() == [10, 20], "snapshots due at the start")
+  }
 }

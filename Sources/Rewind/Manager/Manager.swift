@@ -172,6 +172,8 @@ public final class Manager<M: Model>: Sendable {
   private let journal: Journal
   /// The journal's identity (what `maintain` checks a snapshot policy's directory against).
   var journalID: JournalID { journal.id }
+  /// The journal's directory (what `maintain` reads back the records before it began from).
+  var journalDirectory: String { journal.directory }
   /// The registry's tables (not generic over the model, unlike the registry: see `EventTables`).
   private let tables: EventTables
   private let clock: TimeSource

@@ -33,7 +33,10 @@ extension Manager where M: SnapshotModel {
   /// with `snapshots`, it also keeps the snapshots of the manager's journal up to date (see
   /// `Snapshots.update`, on a thread of its own, as the digest: it replays the records since the
   /// newest snapshot, and reads and writes whole states). Runs until the manager is closed or the
-  /// task is cancelled, and holds the manager until then; a close that finds the job behind (a
+  /// task is cancelled, and holds the manager until then. What was committed before the job began
+  /// counts: the records since the journal's last checkpoint and its newest snapshot, so a job
+  /// started when one is due records it at once, and an app whose runs are each shorter than an
+  /// interval still gets them. A close that finds the job behind (a
   /// checkpoint still due) ends it too, without an error. Other errors end it and are thrown.
   /// - Precondition: `interval` and `snapshots.interval` are at least 1, `snapshots.keep` at least 1.
   /// - Throws: `JournalError` `.invalidArgument` at once if `snapshots.directory` is not this
@@ -61,11 +64,19 @@ extension Manager where M: SnapshotModel {
           directory: snapshots.directory)
       }
     }
-    var since: UInt64 = 0
-    var snapshotted = lastSequence
-    for await change in changes() {
-      if change.origin == .rewind { continue }
-      since += UInt64(change.events.count)
+    let stream = changes()
+    // What was committed before the job began counts too: the records since the last checkpoint
+    // (read back from the journal, at most `interval` of them) and since the newest snapshot. An
+    // app whose runs each commit fewer records than an interval would otherwise never get one.
+    // The stream's changes through `start` are counted here, not again.
+    let start = lastSequence
+    var since = try await onThreadOfItsOwn(named: "rewind.maintain.start") { [directory = journalDirectory] in
+      try Self.recordsSinceLastCheckpoint(directory: directory, through: start, lookingBack: interval)
+    }
+    var snapshotted = snapshots.map { SnapshotStore(journal: $0.directory).sequences().last ?? 0 } ?? start
+    var sequence = start
+    var changes = stream.makeAsyncIterator()
+    while true {
       if since >= interval {
         since = 0
         do {
@@ -76,13 +87,40 @@ extension Manager where M: SnapshotModel {
           return
         }
       }
-      if let snapshots, lastSequence - snapshotted >= snapshots.interval {
-        snapshotted = lastSequence
+      if let snapshots, sequence >= snapshotted, sequence - snapshotted >= snapshots.interval {
+        snapshotted = sequence
         _ = try await onThreadOfItsOwn(named: "rewind.snapshots.update") {
           try Snapshots.update(M.self, directory: snapshots.directory, every: snapshots.interval, keep: snapshots.keep)
         }
       }
+      var next: CommittedChange?
+      repeat {
+        guard let change = await changes.next() else { return }
+        next = change.origin == .rewind || change.sequences.upperBound <= start ? nil : change
+      } while next == nil
+      since += UInt64(next!.events.count)
+      sequence = lastSequence
     }
+  }
+
+  /// How many records of `directory`'s journal through `last` follow its last checkpoint record,
+  /// not counting checkpoint records: `window` at most, the records read (before `window`
+  /// records, or the journal's start, with no checkpoint among them, the count is what was read).
+  static func recordsSinceLastCheckpoint(directory: String, through last: UInt64, lookingBack window: UInt64) throws
+    -> UInt64
+  {
+    guard last > 0 else { return 0 }
+    let cursor = try JournalReader(directory: directory, limits: .largest).records(from: last - min(last, window) + 1)
+    var count: UInt64 = 0
+    while let record = try cursor.next(), record.sequence <= last {
+      let header = try? EventRecord.header(of: record.payload)
+      if let header, Checkpoint.recordNames.contains(header.name) {
+        count = 0
+      } else if header?.origin != .rewind {
+        count += 1
+      }
+    }
+    return count
   }
 }
 
