@@ -292,3 +292,48 @@ private struct ListedKeys: Decodable {
   // A dictionary reads the first entries too (its keys once each).
   #expect(try FieldDecoder().decode([String: Int].self, from: bytes) == ["a": 1, "b": 2, "c": 4])
 }
+
+/// A set or dictionary of floating-point values holding NaN encodes alike whatever order it
+/// iterates in (its hash seed, its capacity, the order of its inserts): `<` places no NaN, so a
+/// sort by it left a NaN and the values after it in the order they came. The values go in IEEE
+/// 754's total order: numbers as `<` has them (the bytes of a set without NaN are unchanged),
+/// then the NaNs.
+@Test func floatingPointSetsAndDictionariesWithNaNEncodeInOneOrder() throws {
+  var random = SeededRandom(seed: 3)
+  let values: [Double] = [.nan, 1, 2, 3, -1, 0.5, .infinity, -.infinity, 1e300, -0.0, .leastNonzeroMagnitude]
+  func encodings<C: Encodable>(_ make: (Int, [Double]) -> C) throws -> Set<[UInt8]> {
+    var seen: Set<[UInt8]> = []
+    for room in [0, 8, 64, 1_000, 5_000] {
+      for _ in 0..<4 {
+        let value = make(room, values.shuffled(using: &random))
+        seen.insert(try FieldEncoder().encode(value) + [0xFF] + CanonicalEncoding.encode(value))
+      }
+    }
+    return seen
+  }
+  let doubles = try encodings { room, values -> Set<Double> in
+    var set = Set<Double>(minimumCapacity: room)
+    for value in values { set.insert(value) }
+    return set
+  }
+  let floats = try encodings { room, values -> Set<Float> in
+    var set = Set<Float>(minimumCapacity: room)
+    // Narrowed, 1e300 would be a second infinity and the least double a second zero.
+    for value in values where !value.isFinite || value == 0 || (1e-30...1e30).contains(value.magnitude) {
+      set.insert(Float(value))
+    }
+    return set
+  }
+  let keys = try encodings { room, values -> [Double: Int] in
+    var table = [Double: Int](minimumCapacity: room)
+    for value in values { table[value] = value.isNaN ? -1 : Int(value.sign == .minus ? -1 : 1) }
+    return table
+  }
+  #expect(doubles.count == 1 && floats.count == 1 && keys.count == 1)
+  let set = Set(values)
+  #expect(
+    try FieldRenderer.json(FieldEncoder().encode(set))
+      == #"["-inf",-1.0,-0.0,5e-324,0.5,1.0,2.0,3.0,1e+300,"inf","nan"]"#)
+  let numbers = Set(values.filter { !$0.isNaN })
+  #expect(try FieldEncoder().encode(numbers) == FieldEncoder().encode(numbers.sorted()))
+}
