@@ -337,3 +337,22 @@ private struct ListedKeys: Decodable {
   let numbers = Set(values.filter { !$0.isNaN })
   #expect(try FieldEncoder().encode(numbers) == FieldEncoder().encode(numbers.sorted()))
 }
+
+/// Bytes that stop inside an array, before its end tag, are an error: they were taken for the
+/// whole array (an array of fewer elements, or an empty one), a silent wrong value.
+@Test func anArrayCutBeforeItsEndIsAnError() throws {
+  func everyPrefixThrows<T: Codable & Equatable>(_ value: T) throws {
+    let bytes = try FieldEncoder().encode(value)
+    #expect(try FieldDecoder().decode(T.self, from: bytes) == value)
+    for cut in 0..<bytes.count {
+      #expect(throws: DecodingError.self, "\(T.self) cut at \(cut) of \(bytes.count)") {
+        try FieldDecoder().decode(T.self, from: Array(bytes[..<cut]))
+      }
+    }
+  }
+  try everyPrefixThrows([1, 2, 3])
+  try everyPrefixThrows([Int]())
+  try everyPrefixThrows([[1], [], [2, 3]])
+  try everyPrefixThrows([Int?.none, 4, nil])
+  try everyPrefixThrows(["a", "bc"])
+}

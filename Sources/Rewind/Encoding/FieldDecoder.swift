@@ -307,7 +307,9 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
 
   var codingPath: [any CodingKey] { [] }
   var count: Int? { nil }
-  var isAtEnd: Bool { next >= bytes.count || bytes[next] == FieldTag.end.rawValue }
+  /// At the array's end tag. Bytes that stop before it are not an end: the next read throws
+  /// there, as for any truncated value, instead of the array passing for whole.
+  var isAtEnd: Bool { next < bytes.count && bytes[next] == FieldTag.end.rawValue }
 
   /// A reader at the next element; moves past it.
   private mutating func advance() throws -> FieldValueReader {
@@ -325,7 +327,7 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   }
 
   mutating func decodeNil() throws -> Bool {
-    guard !isAtEnd, bytes[next] == FieldTag.null.rawValue else { return false }
+    guard next < bytes.count, bytes[next] == FieldTag.null.rawValue else { return false }
     _ = try advance()
     return true
   }
