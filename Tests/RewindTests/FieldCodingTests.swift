@@ -356,3 +356,31 @@ private struct ListedKeys: Decodable {
   try everyPrefixThrows([Int?.none, 4, nil])
   try everyPrefixThrows(["a", "bc"])
 }
+
+/// A number read as a `Float` that is beyond its range is an error, as an integer too wide for
+/// its type is, not infinity; within the range it is rounded, and infinities and NaN stay.
+@Test func aNumberBeyondFloatRangeIsAnError() throws {
+  struct Wide: Codable {
+    var value: Double
+    var values: [Double]
+  }
+  struct Narrow: Codable {
+    var value: Float
+    var values: [Float]
+  }
+  for huge in [1e300, -1e39, Double(Float.greatestFiniteMagnitude) * 2] {
+    #expect(throws: DecodingError.self) { try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(huge)) }
+    #expect(throws: DecodingError.self) {
+      try FieldDecoder().decode(Narrow.self, from: FieldEncoder().encode(Wide(value: huge, values: [])))
+    }
+    #expect(throws: DecodingError.self) {
+      try FieldDecoder().decode(Narrow.self, from: FieldEncoder().encode(Wide(value: 1, values: [huge])))
+    }
+  }
+  let fine = [Double(Float.greatestFiniteMagnitude), -Double(Float.greatestFiniteMagnitude), 0.1, 1e-50, .infinity]
+  for value in fine {
+    #expect(try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(value)) == Float(value))
+  }
+  #expect(try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(Double.nan)).isNaN)
+  #expect(try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(Int64.max)) == Float(Int64.max))
+}
