@@ -292,3 +292,95 @@ private struct ListedKeys: Decodable {
   // A dictionary reads the first entries too (its keys once each).
   #expect(try FieldDecoder().decode([String: Int].self, from: bytes) == ["a": 1, "b": 2, "c": 4])
 }
+
+/// A set or dictionary of floating-point values holding NaN encodes alike whatever order it
+/// iterates in (its hash seed, its capacity, the order of its inserts): `<` places no NaN, so a
+/// sort by it left a NaN and the values after it in the order they came. The values go in IEEE
+/// 754's total order: numbers as `<` has them (the bytes of a set without NaN are unchanged),
+/// then the NaNs.
+@Test func floatingPointSetsAndDictionariesWithNaNEncodeInOneOrder() throws {
+  var random = SeededRandom(seed: 3)
+  let values: [Double] = [.nan, 1, 2, 3, -1, 0.5, .infinity, -.infinity, 1e300, -0.0, .leastNonzeroMagnitude]
+  func encodings<C: Encodable>(_ make: (Int, [Double]) -> C) throws -> Set<[UInt8]> {
+    var seen: Set<[UInt8]> = []
+    for room in [0, 8, 64, 1_000, 5_000] {
+      for _ in 0..<4 {
+        let value = make(room, values.shuffled(using: &random))
+        seen.insert(try FieldEncoder().encode(value) + [0xFF] + CanonicalEncoding.encode(value))
+      }
+    }
+    return seen
+  }
+  let doubles = try encodings { room, values -> Set<Double> in
+    var set = Set<Double>(minimumCapacity: room)
+    for value in values { set.insert(value) }
+    return set
+  }
+  let floats = try encodings { room, values -> Set<Float> in
+    var set = Set<Float>(minimumCapacity: room)
+    // Narrowed, 1e300 would be a second infinity and the least double a second zero.
+    for value in values where !value.isFinite || value == 0 || (1e-30...1e30).contains(value.magnitude) {
+      set.insert(Float(value))
+    }
+    return set
+  }
+  let keys = try encodings { room, values -> [Double: Int] in
+    var table = [Double: Int](minimumCapacity: room)
+    for value in values { table[value] = value.isNaN ? -1 : Int(value.sign == .minus ? -1 : 1) }
+    return table
+  }
+  #expect(doubles.count == 1 && floats.count == 1 && keys.count == 1)
+  let set = Set(values)
+  #expect(
+    try FieldRenderer.json(FieldEncoder().encode(set))
+      == #"["-inf",-1.0,-0.0,5e-324,0.5,1.0,2.0,3.0,1e+300,"inf","nan"]"#)
+  let numbers = Set(values.filter { !$0.isNaN })
+  #expect(try FieldEncoder().encode(numbers) == FieldEncoder().encode(numbers.sorted()))
+}
+
+/// Bytes that stop inside an array, before its end tag, are an error: they were taken for the
+/// whole array (an array of fewer elements, or an empty one), a silent wrong value.
+@Test func anArrayCutBeforeItsEndIsAnError() throws {
+  func everyPrefixThrows<T: Codable & Equatable>(_ value: T) throws {
+    let bytes = try FieldEncoder().encode(value)
+    #expect(try FieldDecoder().decode(T.self, from: bytes) == value)
+    for cut in 0..<bytes.count {
+      #expect(throws: DecodingError.self, "\(T.self) cut at \(cut) of \(bytes.count)") {
+        try FieldDecoder().decode(T.self, from: Array(bytes[..<cut]))
+      }
+    }
+  }
+  try everyPrefixThrows([1, 2, 3])
+  try everyPrefixThrows([Int]())
+  try everyPrefixThrows([[1], [], [2, 3]])
+  try everyPrefixThrows([Int?.none, 4, nil])
+  try everyPrefixThrows(["a", "bc"])
+}
+
+/// A number read as a `Float` that is beyond its range is an error, as an integer too wide for
+/// its type is, not infinity; within the range it is rounded, and infinities and NaN stay.
+@Test func aNumberBeyondFloatRangeIsAnError() throws {
+  struct Wide: Codable {
+    var value: Double
+    var values: [Double]
+  }
+  struct Narrow: Codable {
+    var value: Float
+    var values: [Float]
+  }
+  for huge in [1e300, -1e39, Double(Float.greatestFiniteMagnitude) * 2] {
+    #expect(throws: DecodingError.self) { try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(huge)) }
+    #expect(throws: DecodingError.self) {
+      try FieldDecoder().decode(Narrow.self, from: FieldEncoder().encode(Wide(value: huge, values: [])))
+    }
+    #expect(throws: DecodingError.self) {
+      try FieldDecoder().decode(Narrow.self, from: FieldEncoder().encode(Wide(value: 1, values: [huge])))
+    }
+  }
+  let fine = [Double(Float.greatestFiniteMagnitude), -Double(Float.greatestFiniteMagnitude), 0.1, 1e-50, .infinity]
+  for value in fine {
+    #expect(try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(value)) == Float(value))
+  }
+  #expect(try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(Double.nan)).isNaN)
+  #expect(try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(Int64.max)) == Float(Int64.max))
+}

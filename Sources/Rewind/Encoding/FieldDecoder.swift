@@ -79,6 +79,20 @@ struct FieldValueReader {
     }
   }
 
+  /// A `double` narrowed to `Float`: rounded as any conversion rounds, but a finite number beyond
+  /// `Float`'s range is an error, as for an integer too wide for its type, not infinity.
+  mutating func float() throws -> Float {
+    let start = reader.position
+    let value = try double()
+    let narrowed = Float(value)
+    guard narrowed.isFinite || !value.isFinite else {
+      throw DecodingError.dataCorrupted(
+        DecodingError.Context(
+          codingPath: [], debugDescription: "number \(value) at byte \(start) does not fit in Float"))
+    }
+    return narrowed
+  }
+
   mutating func identifier() throws -> Identifier {
     let tag = try wrap { try reader.readTag() }
     switch tag {
@@ -216,7 +230,7 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   }
   func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
     var v = try reader(for: key)
-    return Float(try v.double())
+    return try v.float()
   }
   func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
     var v = try reader(for: key)
@@ -307,7 +321,9 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
 
   var codingPath: [any CodingKey] { [] }
   var count: Int? { nil }
-  var isAtEnd: Bool { next >= bytes.count || bytes[next] == FieldTag.end.rawValue }
+  /// At the array's end tag. Bytes that stop before it are not an end: the next read throws
+  /// there, as for any truncated value, instead of the array passing for whole.
+  var isAtEnd: Bool { next < bytes.count && bytes[next] == FieldTag.end.rawValue }
 
   /// A reader at the next element; moves past it.
   private mutating func advance() throws -> FieldValueReader {
@@ -325,7 +341,7 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   }
 
   mutating func decodeNil() throws -> Bool {
-    guard !isAtEnd, bytes[next] == FieldTag.null.rawValue else { return false }
+    guard next < bytes.count, bytes[next] == FieldTag.null.rawValue else { return false }
     _ = try advance()
     return true
   }
@@ -343,7 +359,7 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   }
   mutating func decode(_ type: Float.Type) throws -> Float {
     var v = try advance()
-    return Float(try v.double())
+    return try v.float()
   }
   mutating func decode(_ type: Int.Type) throws -> Int {
     var v = try advance()
@@ -429,7 +445,7 @@ struct FieldSingleValueDecoder: SingleValueDecodingContainer {
   }
   func decode(_ type: Float.Type) throws -> Float {
     var v = value
-    return Float(try v.double())
+    return try v.float()
   }
   func decode(_ type: Int.Type) throws -> Int {
     var v = value

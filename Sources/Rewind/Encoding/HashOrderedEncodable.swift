@@ -15,7 +15,7 @@ extension Set: HashOrderedEncodable where Element: Encodable & Comparable {
   /// As `Set.encode(to:)`: one unkeyed container of the elements.
   func encodeInSortedOrder(to encoder: any Encoder) throws {
     var container = encoder.unkeyedContainer()
-    for element in sorted() { try container.encode(element) }
+    for element in sorted(by: encodingOrder(Element.self)) { try container.encode(element) }
   }
 }
 
@@ -23,7 +23,8 @@ extension Dictionary: HashOrderedEncodable where Key: Encodable & Comparable, Va
   /// As `Dictionary.encode(to:)`: keyed by the keys for `String` and `Int` keys (and keys that
   /// are `CodingKeyRepresentable`), otherwise one unkeyed container of keys and values in turn.
   func encodeInSortedOrder(to encoder: any Encoder) throws {
-    let entries = sorted { $0.key < $1.key }
+    let precedes = encodingOrder(Key.self)
+    let entries = sorted { precedes($0.key, $1.key) }
     guard let codingKey = Self.codingKey else {
       var container = encoder.unkeyedContainer()
       for entry in entries {
@@ -45,6 +46,21 @@ extension Dictionary: HashOrderedEncodable where Key: Encodable & Comparable, Va
     }
     return nil
   }
+}
+
+/// The order sets and dictionaries are written in: `<`, and for floating-point elements or keys
+/// IEEE 754's total order, which agrees with `<` but also places NaNs (after every number, by
+/// sign and payload; `-0.0` before `0.0`, never both in one set). `<` places no NaN: sorted by it,
+/// a NaN and what follows it would stay in the order the elements came in, the hash order.
+private func encodingOrder<T: Comparable>(_: T.Type) -> (T, T) -> Bool {
+  guard let floatingPoint = T.self as? any FloatingPoint.Type else { return (<) }
+  // `T` is the opened type, so the cast back cannot fail.
+  return totalOrder(floatingPoint) as! (T, T) -> Bool
+}
+
+/// `<` in IEEE 754's total order of `F` (as `Any`, for `encodingOrder` to cast to its own type).
+private func totalOrder<F: FloatingPoint>(_: F.Type) -> Any {
+  { (a: F, b: F) -> Bool in !b.isTotallyOrdered(belowOrEqualTo: a) }
 }
 
 /// A dictionary's key as a coding key, spelled as `Dictionary`'s own encoding spells it.
