@@ -384,3 +384,29 @@ private struct ListedKeys: Decodable {
   #expect(try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(Double.nan)).isNaN)
   #expect(try FieldDecoder().decode(Float.self, from: FieldEncoder().encode(Int64.max)) == Float(Int64.max))
 }
+
+/// A set or dictionary whose elements or keys are not `Comparable` has no order but its hash
+/// order, which changes from process to process: with two or more entries it is refused, naming
+/// its type, where it used to be written in that order (equal events then encoded apart, and
+/// equal states digested apart). One entry or none has one order, and encodes.
+@Test func setsAndDictionariesOfUnorderedElementsAreRefused() throws {
+  struct Colour: Hashable, Codable { var name: String }
+  struct Palette: Codable {
+    var colours: Set<Colour>
+    var uses: [Colour: Int]
+  }
+  let red = Colour(name: "red")
+  let blue = Colour(name: "blue")
+  for palette in [
+    Palette(colours: [red, blue], uses: [:]), Palette(colours: [red], uses: [red: 1, blue: 2]),
+  ] {
+    for encode in [{ try FieldEncoder().encode(palette) }, { try CanonicalEncoding.encode(palette) }] {
+      let error = #expect(throws: EncodingError.self) { _ = try encode() }
+      guard case .invalidValue(_, let context) = error else { continue }
+      #expect(context.debugDescription.contains("make Colour Comparable"), "\(context.debugDescription)")
+    }
+  }
+  let single = Palette(colours: [red], uses: [blue: 2])
+  #expect(try FieldDecoder().decode(Palette.self, from: FieldEncoder().encode(single)).colours == [red])
+  #expect(try CanonicalEncoding.encode(single) == CanonicalEncoding.encode(Palette(colours: [red], uses: [blue: 2])))
+}

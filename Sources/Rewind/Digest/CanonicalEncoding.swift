@@ -4,9 +4,8 @@
 ///
 /// Stores encode their records in id order (see `Store+Coding.swift`), so nothing that depends on
 /// a hash seed, a dictionary's order or a property's declaration order reaches the bytes; sets and
-/// dictionaries of `Comparable` elements or keys are written sorted (`HashOrderedEncodable`).
-/// What a model must do in return: no other `Set` or `Dictionary` in its `Codable` form unless it
-/// encodes them sorted itself, and no values whose equality is looser than their bytes (two
+/// dictionaries are written sorted (`HashOrderedEncodable`), and one of two or more elements or
+/// keys that are not `Comparable` is refused. What a model must do in return: no values whose equality is looser than their bytes (two
 /// strings that compare equal under Unicode canonical equivalence but are stored differently
 /// digest differently).
 enum CanonicalEncoding {

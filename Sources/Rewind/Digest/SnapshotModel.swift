@@ -3,9 +3,9 @@
 ///
 /// The `Codable` form must be deterministic: equal states must encode alike in every process.
 /// `Store` and `ValueStore` are, so the synthesized conformance of a model made of stores is. A
-/// `Set` or `Dictionary` in a record or value is written sorted when its elements or keys are
-/// `Comparable`; one of anything else would be written in hash order, which changes from process
-/// to process, and so would the digests of equal states (a checkpoint would then diverge).
+/// `Set` or `Dictionary` in a record or value is written sorted, so its elements or keys must be
+/// `Comparable`: one of anything else, holding two or more, has only its hash order, which changes
+/// from process to process (and with it the digests of equal states), and encoding it throws.
 public protocol SnapshotModel: Model, Codable {
   /// Bump this whenever the meaning of the state or of an apply function changes without a new
   /// event version: it is part of the fingerprint, so snapshots written by older code are skipped

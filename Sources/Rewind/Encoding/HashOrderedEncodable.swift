@@ -5,25 +5,32 @@
 /// states to equal digests everywhere. They decode as before: the shape is the one their
 /// `Decodable` conformances read, and order means nothing to them.
 ///
-/// Only where the elements or keys are `Comparable`; a set or dictionary of anything else is
-/// still written in hash order (see `Event` and `CanonicalEncoding`).
+/// The elements or keys must be `Comparable` for that: a set or dictionary of anything else has
+/// no order but its hash order, and one of two or more entries is refused (an
+/// `EncodingError.invalidValue` that names its type) rather than written in that order.
 protocol HashOrderedEncodable {
   func encodeInSortedOrder(to encoder: any Encoder) throws
 }
 
-extension Set: HashOrderedEncodable where Element: Encodable & Comparable {
+extension Set: HashOrderedEncodable where Element: Encodable {
   /// As `Set.encode(to:)`: one unkeyed container of the elements.
   func encodeInSortedOrder(to encoder: any Encoder) throws {
     var container = encoder.unkeyedContainer()
-    for element in sorted(by: encodingOrder(Element.self)) { try container.encode(element) }
+    guard count > 1 else {
+      for element in self { try container.encode(element) }
+      return
+    }
+    let precedes = try encodingOrder(Element.self, of: self, at: encoder.codingPath)
+    for element in sorted(by: precedes) { try container.encode(element) }
   }
 }
 
-extension Dictionary: HashOrderedEncodable where Key: Encodable & Comparable, Value: Encodable {
+extension Dictionary: HashOrderedEncodable where Key: Encodable, Value: Encodable {
   /// As `Dictionary.encode(to:)`: keyed by the keys for `String` and `Int` keys (and keys that
   /// are `CodingKeyRepresentable`), otherwise one unkeyed container of keys and values in turn.
   func encodeInSortedOrder(to encoder: any Encoder) throws {
-    let precedes = encodingOrder(Key.self)
+    let precedes: (Key, Key) -> Bool =
+      count > 1 ? try encodingOrder(Key.self, of: self, at: encoder.codingPath) : { _, _ in false }
     let entries = sorted { precedes($0.key, $1.key) }
     guard let codingKey = Self.codingKey else {
       var container = encoder.unkeyedContainer()
@@ -52,10 +59,24 @@ extension Dictionary: HashOrderedEncodable where Key: Encodable & Comparable, Va
 /// IEEE 754's total order, which agrees with `<` but also places NaNs (after every number, by
 /// sign and payload; `-0.0` before `0.0`, never both in one set). `<` places no NaN: sorted by it,
 /// a NaN and what follows it would stay in the order the elements came in, the hash order.
-private func encodingOrder<T: Comparable>(_: T.Type) -> (T, T) -> Bool {
-  guard let floatingPoint = T.self as? any FloatingPoint.Type else { return (<) }
-  // `T` is the opened type, so the cast back cannot fail.
-  return totalOrder(floatingPoint) as! (T, T) -> Bool
+/// - Throws: `EncodingError.invalidValue` naming `collection`'s type when `T` is not
+///   `Comparable`: it has no order to be written in but the hash order, which changes from one
+///   process to the next.
+private func encodingOrder<T>(_: T.Type, of collection: Any, at codingPath: [any CodingKey]) throws -> (T, T) -> Bool {
+  // `T` is the opened type in each case, so the casts back cannot fail.
+  if let floatingPoint = T.self as? any FloatingPoint.Type { return totalOrder(floatingPoint) as! (T, T) -> Bool }
+  if let comparable = T.self as? any Comparable.Type { return lessThan(comparable) as! (T, T) -> Bool }
+  throw EncodingError.invalidValue(
+    collection,
+    EncodingError.Context(
+      codingPath: codingPath,
+      debugDescription: "a \(type(of: collection)) has no order but its hash order, which changes from one process to "
+        + "the next: make \(T.self) Comparable (or encode the collection sorted) so that equal values encode alike"))
+}
+
+/// `<` of `C` (as `Any`, for `encodingOrder` to cast to its own type).
+private func lessThan<C: Comparable>(_: C.Type) -> Any {
+  { (a: C, b: C) -> Bool in a < b }
 }
 
 /// `<` in IEEE 754's total order of `F` (as `Any`, for `encodingOrder` to cast to its own type).

@@ -16,9 +16,9 @@ extension EventVersion {
 /// An event carries everything that was nondeterministic when it was made (identifiers, times,
 /// choices), so applying it is a pure function of the state and the event.
 ///
-/// A `Set` or `Dictionary` field is written sorted (by element, by key) when its elements or keys
-/// are `Comparable`, so that equal events encode alike; one of anything else would be written in
-/// hash order, which changes from process to process: avoid it.
+/// A `Set` or `Dictionary` field is written sorted (by element, by key), so that equal events
+/// encode alike: its elements or keys must be `Comparable`. One of anything else, holding two or
+/// more, has only its hash order, which changes from process to process: encoding it throws.
 public protocol Event: EventVersion, Encodable, Equatable {}
 
 extension Event {
