@@ -9,7 +9,10 @@ import Testing
 
 @Suite struct TimeTravelMemoryTests {
   /// A journal of `edits` 1 KiB body edits over 20 notes: the state stays small whatever its length.
-  private func writeJournal(_ directory: String, edits: Int) async throws {
+  /// Encoding and compressing tens of thousands of events takes seconds of a debug build, so the
+  /// tests call this on a thread of its own (`onOwnThread`): on one of the cooperative pool's two,
+  /// it held up every other test's awaits.
+  private static func writeJournal(_ directory: String, edits: Int) throws {
     let journal = try Journal(directory: directory, options: JournalOptions(durability: .none))
     defer { journal.close() }
     let command = Identifier(high: 1, low: 1)
@@ -28,7 +31,7 @@ import Testing
           payload: try EventRecord.encode(
             NoteCreated(id: id, notebook: book, title: "n", body: "", tags: []), origin: .user, commandID: command)))
     }
-    try await journal.append(records)
+    try journal.appendAndWait(records)
     var random = SeededGenerator(seed: 77)
     var written = 0
     while written < edits {
@@ -42,7 +45,7 @@ import Testing
               NoteBodyEdited(id: notes[written % notes.count], body: body), origin: .user, commandID: command)))
         written += 1
       }
-      try await journal.append(batch)
+      try journal.appendAndWait(batch)
     }
   }
 
@@ -59,8 +62,8 @@ import Testing
   @Test func replayOfALargeJournalKeepsMemoryBounded() async throws {
     let small = TemporaryDirectory()
     let large = TemporaryDirectory()
-    try await writeJournal(small.path, edits: 10_000)
-    try await writeJournal(large.path, edits: 60_000)
+    try await onOwnThread { try Self.writeJournal(small.path, edits: 10_000) }
+    try await onOwnThread { try Self.writeJournal(large.path, edits: 60_000) }
     let smallPeak = try await peakMemory(replaying: small.path)
     let largePeak = try await peakMemory(replaying: large.path)
     #expect(smallPeak.records == 10_021 && largePeak.records == 60_021)

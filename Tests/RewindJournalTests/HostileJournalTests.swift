@@ -36,36 +36,40 @@ import Testing
     return frame
   }
 
-  @Test func aFrameThatDecodesToMoreThanItsHeaderDeclaresIsRefused() throws {
-    let dir = TemporaryDirectory("bomb")
-    let frame = try Self.bomb(8 << 20)
-    #expect(frame.count < 64 << 10, "the bomb should be small on disk")
-    // The header declares one 100-byte record; the frame would decode to 8 MiB.
-    _ = try Self.journal(dir, records: 1, contentLength: 100, frame: frame)
-    let error = journalError { _ = try JournalFixtures.readAll(dir.path) }
-    #expect(error?.code == .corrupt, "\(String(describing: error))")
-    #expect(error?.file == Layout.segmentName(firstSequence: 1), "\(String(describing: error))")
-    #expect(error?.offset == Int64(Layout.segmentHeaderSize), "\(String(describing: error))")
-    #expect(error?.message.contains("more than") == true, "\(String(describing: error))")
-    let report = try JournalReader(directory: dir.path).verify()
-    #expect(report.problems.count == 1 && report.records == 0, "\(report)")
-  }
-
-  @Test func aHeaderDeclaringMoreThanTheLimitIsRefusedBeforeDecoding() throws {
-    let dir = TemporaryDirectory("bomb-declared")
-    let limits = JournalLimits(maxRecordBytes: 1 << 20, maxBatchBytes: 2 << 20)
-    let frame = try Self.bomb(8 << 20)
-    _ = try Self.journal(dir, records: 1, contentLength: 8 << 20, frame: frame)
-    let reader = try JournalReader(directory: dir.path, limits: limits)
-    // Its checksum holds, so it is no frame being written, even at the very end of the journal:
-    // reading and verification fail before decoding, saying why and where.
-    for error in [
-      journalError { _ = try JournalFixtures.readAll(reader.records()) }, journalError { _ = try reader.verify() },
-    ] {
-      #expect(error?.code == .limitExceeded, "\(String(describing: error))")
-      #expect(error?.message.contains("exceeds the limit") == true, "\(String(describing: error))")
+  @Test func aFrameThatDecodesToMoreThanItsHeaderDeclaresIsRefused() async throws {
+    try await offThePool {
+      let dir = TemporaryDirectory("bomb")
+      let frame = try Self.bomb(8 << 20)
+      #expect(frame.count < 64 << 10, "the bomb should be small on disk")
+      // The header declares one 100-byte record; the frame would decode to 8 MiB.
+      _ = try Self.journal(dir, records: 1, contentLength: 100, frame: frame)
+      let error = journalError { _ = try JournalFixtures.readAll(dir.path) }
+      #expect(error?.code == .corrupt, "\(String(describing: error))")
       #expect(error?.file == Layout.segmentName(firstSequence: 1), "\(String(describing: error))")
       #expect(error?.offset == Int64(Layout.segmentHeaderSize), "\(String(describing: error))")
+      #expect(error?.message.contains("more than") == true, "\(String(describing: error))")
+      let report = try JournalReader(directory: dir.path).verify()
+      #expect(report.problems.count == 1 && report.records == 0, "\(report)")
+    }
+  }
+
+  @Test func aHeaderDeclaringMoreThanTheLimitIsRefusedBeforeDecoding() async throws {
+    try await offThePool {
+      let dir = TemporaryDirectory("bomb-declared")
+      let limits = JournalLimits(maxRecordBytes: 1 << 20, maxBatchBytes: 2 << 20)
+      let frame = try Self.bomb(8 << 20)
+      _ = try Self.journal(dir, records: 1, contentLength: 8 << 20, frame: frame)
+      let reader = try JournalReader(directory: dir.path, limits: limits)
+      // Its checksum holds, so it is no frame being written, even at the very end of the journal:
+      // reading and verification fail before decoding, saying why and where.
+      for error in [
+        journalError { _ = try JournalFixtures.readAll(reader.records()) }, journalError { _ = try reader.verify() },
+      ] {
+        #expect(error?.code == .limitExceeded, "\(String(describing: error))")
+        #expect(error?.message.contains("exceeds the limit") == true, "\(String(describing: error))")
+        #expect(error?.file == Layout.segmentName(firstSequence: 1), "\(String(describing: error))")
+        #expect(error?.offset == Int64(Layout.segmentHeaderSize), "\(String(describing: error))")
+      }
     }
   }
 

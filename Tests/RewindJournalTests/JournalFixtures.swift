@@ -124,6 +124,18 @@ enum JournalFixtures {
   }
 }
 
+/// `journalError(_:sourceLocation:_:)` for long work: `body` runs on a thread of its own
+/// (`onOwnThread`), so no thread of Swift concurrency's cooperative pool waits for it, and the
+/// issue, if any, is recorded here, by the awaiting test (an issue recorded on another thread
+/// belongs to no test).
+func journalErrorOnOwnThread(
+  _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation,
+  _ body: @escaping @Sendable () throws -> Void
+) async throws -> JournalError? {
+  let outcome = try await onOwnThread { Result { try body() } }
+  return journalError(context, sourceLocation: sourceLocation) { try outcome.get() }
+}
+
 /// Catches the error of `body` as a `JournalError`; records an issue when it throws something
 /// else or nothing.
 func journalError(

@@ -20,19 +20,21 @@ import Testing
   }
 
   @Test(arguments: [512, 1_023, 1_024, 4_000, 65_535, 65_536, 65_537, 131_072, 200_000, 300_001])
-  func framesAreTheFrameAPIsFrames(size: Int) throws {
-    let encoder = LZ4FrameEncoder()
-    let library = LZ4FrameEncoder(compressionLevel: 0, usingFrameAPI: true)
-    for content in Self.contents(size: size) {
-      var ours: [UInt8] = []
-      var theirs: [UInt8] = []
-      _ = try content.withUnsafeBytes { try encoder.compress($0, appendingTo: &ours) }
-      _ = try content.withUnsafeBytes { try library.compress($0, appendingTo: &theirs) }
-      #expect(ours.count == theirs.count)
-      #expect(ours == theirs, "a frame of \(size) bytes differs from liblz4's")
-      #expect(ours[4] == (size >= LZ4FrameEncoder.freshStateBytes ? 0x7C : 0x5C), "FLG: independent from 1 KiB")
-      let decoded = try ours.withUnsafeBytes { try LZ4FrameDecoder().decompress($0, expectedLength: size) }
-      #expect(decoded == content)
+  func framesAreTheFrameAPIsFrames(size: Int) async throws {
+    try await offThePool {
+      let encoder = LZ4FrameEncoder()
+      let library = LZ4FrameEncoder(compressionLevel: 0, usingFrameAPI: true)
+      for content in Self.contents(size: size) {
+        var ours: [UInt8] = []
+        var theirs: [UInt8] = []
+        _ = try content.withUnsafeBytes { try encoder.compress($0, appendingTo: &ours) }
+        _ = try content.withUnsafeBytes { try library.compress($0, appendingTo: &theirs) }
+        #expect(ours.count == theirs.count)
+        #expect(ours == theirs, "a frame of \(size) bytes differs from liblz4's")
+        #expect(ours[4] == (size >= LZ4FrameEncoder.freshStateBytes ? 0x7C : 0x5C), "FLG: independent from 1 KiB")
+        let decoded = try ours.withUnsafeBytes { try LZ4FrameDecoder().decompress($0, expectedLength: size) }
+        #expect(decoded == content)
+      }
     }
   }
 
@@ -111,22 +113,24 @@ import Testing
   /// liblz4's frame decoder decodes it to the content, checksums checked; so do frames made by
   /// one encoder again and again (its states reused).
   @Test(arguments: [65_537, 131_072, 131_073, 262_145, 1_000_000])
-  func framesAreTheSameWhateverTheParticipants(size: Int) throws {
-    for content in Self.contents(size: size) {
-      var expected: [UInt8] = []
-      _ = try content.withUnsafeBytes {
-        try LZ4FrameEncoder(compressionLevel: 0, participants: 1).compress($0, appendingTo: &expected)
-      }
-      for participants in [2, 3, 4, 16] {
-        let encoder = LZ4FrameEncoder(compressionLevel: 0, participants: participants)
-        for _ in 0..<3 {
-          var frame: [UInt8] = []
-          _ = try content.withUnsafeBytes { try encoder.compress($0, appendingTo: &frame) }
-          #expect(frame == expected, "\(participants) participants, \(size) bytes")
+  func framesAreTheSameWhateverTheParticipants(size: Int) async throws {
+    try await offThePool {
+      for content in Self.contents(size: size) {
+        var expected: [UInt8] = []
+        _ = try content.withUnsafeBytes {
+          try LZ4FrameEncoder(compressionLevel: 0, participants: 1).compress($0, appendingTo: &expected)
         }
+        for participants in [2, 3, 4, 16] {
+          let encoder = LZ4FrameEncoder(compressionLevel: 0, participants: participants)
+          for _ in 0..<3 {
+            var frame: [UInt8] = []
+            _ = try content.withUnsafeBytes { try encoder.compress($0, appendingTo: &frame) }
+            #expect(frame == expected, "\(participants) participants, \(size) bytes")
+          }
+        }
+        let decoded = try expected.withUnsafeBytes { try LZ4FrameDecoder().decompress($0, expectedLength: size) }
+        #expect(decoded == content)
       }
-      let decoded = try expected.withUnsafeBytes { try LZ4FrameDecoder().decompress($0, expectedLength: size) }
-      #expect(decoded == content)
     }
   }
 }

@@ -372,6 +372,11 @@ import Testing
 /// used to take the last such batch for a torn tail: readers stopped before it, and opening moved
 /// it aside and numbered new records over it.
 @Suite struct LargerLimitsTests {
+  // Tens of MiB compressed, checksummed, read back and compared take seconds of a debug build:
+  // that work runs on threads of its own (`onOwnThread`, `journalErrorOnOwnThread`), and the
+  // tests check its results. On the cooperative pool (two threads on two cores) it held up every
+  // other test's awaits for a minute and more in a full run.
+
   /// A journal whose limits allow 64 MiB batches: two small batches, then one of about 21 MiB
   /// (over the default 16 MiB), last. Returns the journal's records and the large batch's offset.
   static func journal() async throws -> (TemporaryDirectory, records: [JournalRecord], offset: Int) {
@@ -380,16 +385,21 @@ import Testing
     options.limits = Self.writerLimits
     let journal = try Journal(directory: dir.path, options: options)
     var records = try await JournalFixtures.write(journal, batches: 2, seed: 31)
-    let large = (0..<3).map { NewRecord(timestamp: Int64($0), payload: [UInt8](repeating: UInt8($0), count: 7 << 20)) }
-    let range = try await journal.append(large)
+    let (large, range, offset, header) = try await onOwnThread {
+      let large = (0..<3).map {
+        NewRecord(timestamp: Int64($0), payload: [UInt8](repeating: UInt8($0), count: 7 << 20))
+      }
+      let range = try journal.appendAndWait(large)
+      journal.close()
+      let bytes = try Files.read(dir.appending(Layout.segmentName(firstSequence: 1)))
+      let offset = JournalFixtures.usedLength(bytes)
+      let header = try BatchHeader.decode(bytes[offset...], limits: Self.writerLimits).get()
+      return (large, range, offset, (first: header.firstSequence, contentLength: Int(header.contentLength)))
+    }
     for (sequence, record) in zip(range, large) {
       records.append(JournalRecord(sequence: sequence, timestamp: record.timestamp, payload: record.payload))
     }
-    journal.close()
-    let bytes = try Files.read(dir.appending(Layout.segmentName(firstSequence: 1)))
-    let offset = JournalFixtures.usedLength(bytes)
-    let header = try BatchHeader.decode(bytes[offset...], limits: Self.writerLimits).get()
-    try #require(header.firstSequence == range.lowerBound && Int(header.contentLength) > JournalLimits().maxBatchBytes)
+    try #require(header.first == range.lowerBound && header.contentLength > JournalLimits().maxBatchBytes)
     return (dir, records, offset)
   }
 
@@ -409,25 +419,32 @@ import Testing
   /// with: as every other reader in the library, with the largest limits.
   @Test func aJournalsOwnReaderReadsItsLargeBatches() async throws {
     let (dir, records, _) = try await Self.journal()
-    var options = JournalFixtures.options()
-    options.limits = Self.writerLimits
-    let journal = try Journal(directory: dir.path, options: options)
-    defer { journal.close() }
-    #expect(try JournalFixtures.readAll(journal.reader().records()) == records)
+    let readBack = try await onOwnThread {
+      var options = JournalFixtures.options()
+      options.limits = Self.writerLimits
+      let journal = try Journal(directory: dir.path, options: options)
+      defer { journal.close() }
+      return try JournalFixtures.readAll(journal.reader().records()) == records
+    }
+    #expect(readBack, "the journal's reader reads back every record, the large batch's too")
   }
 
   @Test func smallerLimitsFailClearlyAndChangeNothing() async throws {
     let (dir, _, offset) = try await Self.journal()
     let segment = dir.appending(Layout.segmentName(firstSequence: 1))
-    let before = try Files.read(segment)
+    let before = try await onOwnThread { try Files.read(segment) }
     let reader = try JournalReader(directory: dir.path)
-    Self.expectLimitError(journalError { _ = try JournalFixtures.readAll(reader.records()) }, offset: offset, "read")
-    Self.expectLimitError(journalError { _ = try reader.verify() }, offset: offset, "verify")
-    Self.expectLimitError(journalError { _ = try reader.lastSequence() }, offset: offset, "lastSequence")
     Self.expectLimitError(
-      journalError { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) }, offset: offset, "open")
-    Self.expectLimitError(journalError { _ = try Journal.repair(directory: dir.path) }, offset: offset, "repair")
-    #expect(try Files.read(segment) == before, "nothing moved or cut")
+      try await journalErrorOnOwnThread { _ = try JournalFixtures.readAll(reader.records()) }, offset: offset, "read")
+    Self.expectLimitError(try await journalErrorOnOwnThread { _ = try reader.verify() }, offset: offset, "verify")
+    Self.expectLimitError(
+      try await journalErrorOnOwnThread { _ = try reader.lastSequence() }, offset: offset, "lastSequence")
+    Self.expectLimitError(
+      try await journalErrorOnOwnThread { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) },
+      offset: offset, "open")
+    Self.expectLimitError(
+      try await journalErrorOnOwnThread { _ = try Journal.repair(directory: dir.path) }, offset: offset, "repair")
+    #expect(try await onOwnThread { try Files.read(segment) == before }, "nothing moved or cut")
     #expect(!Files.list(dir.path).contains("quarantine"))
   }
 
@@ -439,18 +456,23 @@ import Testing
   @Test func damageBeforeALargerBatchIsNotATornTail() async throws {
     let (dir, records, offset) = try await Self.journal()
     let segment = dir.appending(Layout.segmentName(firstSequence: 1))
-    var bytes = try Files.read(segment)
+    var bytes = try await onOwnThread { try Files.read(segment) }
     let frames = try JournalFixtures.frames(of: Array(bytes[..<offset]))
     let second = try #require(frames.last)
     bytes[second.end - 8] ^= 0x40  // inside the second small batch's frame
-    try Files.write(bytes, to: segment)
+    let damaged = bytes
+    try await onOwnThread { try Files.write(damaged, to: segment) }
     let sequences = second.header.firstSequence...second.header.lastSequence
-    let read = journalError { _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records()) }
+    let read = try await journalErrorOnOwnThread {
+      _ = try JournalFixtures.readAll(JournalReader(directory: dir.path).records())
+    }
     #expect(read?.code == .corrupt && read?.offset == Int64(second.offset), "\(String(describing: read))")
-    let opened = journalError { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) }
+    let opened = try await journalErrorOnOwnThread {
+      _ = try Journal(directory: dir.path, options: JournalFixtures.options())
+    }
     #expect(opened?.code == .corrupt && opened?.offset == Int64(second.offset), "\(String(describing: opened))")
     #expect(opened?.sequences?.contains(sequences.lowerBound) == true, "\(String(describing: opened))")
-    #expect(try Files.read(segment) == bytes, "nothing moved or cut")
+    #expect(try await onOwnThread { try Files.read(segment) == damaged }, "nothing moved or cut")
     #expect(records.count > Int(sequences.upperBound))
   }
 
@@ -463,40 +485,55 @@ import Testing
     options.limits = Self.writerLimits
     let journal = try Journal(directory: dir.path, options: options)
     var records = try await JournalFixtures.write(journal, batches: 2, seed: 37)
-    let large = NewRecord(timestamp: 1, payload: [UInt8](repeating: 5, count: 5 << 20))
-    let range = try await journal.append([large])
+    let (large, range) = try await onOwnThread {
+      let large = NewRecord(timestamp: 1, payload: [UInt8](repeating: 5, count: 5 << 20))
+      return (large, try journal.appendAndWait([large]))
+    }
     records.append(JournalRecord(sequence: range.lowerBound, timestamp: 1, payload: large.payload))
     journal.close()
     let segment = dir.appending(Layout.segmentName(firstSequence: 1))
-    let before = try Files.read(segment)
+    let before = try await onOwnThread { try Files.read(segment) }
     let offset = JournalFixtures.usedLength(Array(before[..<(before.count - 1)]))
 
     let reader = try JournalReader(directory: dir.path)
     for (what, error) in [
-      ("read", journalError { _ = try JournalFixtures.readAll(reader.records()) }),
-      ("verify", journalError { _ = try reader.verify() }),
-      ("repair", journalError { _ = try Journal.repair(directory: dir.path) }),
+      ("read", try await journalErrorOnOwnThread { _ = try JournalFixtures.readAll(reader.records()) }),
+      ("verify", try await journalErrorOnOwnThread { _ = try reader.verify() }),
+      ("repair", try await journalErrorOnOwnThread { _ = try Journal.repair(directory: dir.path) }),
     ] {
       #expect(error?.code == .limitExceeded, "\(what): \(String(describing: error))")
       #expect(error?.offset == Int64(offset) && error?.sequences == range, "\(what): \(String(describing: error))")
       #expect(error?.description.contains("written with larger limits") == true, "\(what)")
     }
-    #expect(try Files.read(segment) == before, "nothing moved or cut")
-    #expect(try JournalFixtures.readAll(JournalReader(directory: dir.path, limits: .largest).records()) == records)
+    let (unchanged, readBack) = try await onOwnThread { [records] in
+      (
+        try Files.read(segment) == before,
+        try JournalFixtures.readAll(JournalReader(directory: dir.path, limits: .largest).records()) == records
+      )
+    }
+    #expect(unchanged, "nothing moved or cut")
+    #expect(readBack, "a reader with the largest limits reads every record")
   }
 
   @Test(arguments: [writerLimits, JournalLimits.largest])
   func theWritersLimitsOrLargerReadIt(limits: JournalLimits) async throws {
     let (dir, records, _) = try await Self.journal()
-    let reader = try JournalReader(directory: dir.path, limits: limits)
-    #expect(try JournalFixtures.readAll(reader.records()) == records)
-    let report = try reader.verify()
-    #expect(report.isSound && report.unfinishedTail == nil && report.records == UInt64(records.count), "\(report)")
     var options = JournalFixtures.options()
     options.limits = limits
-    #expect(try Journal.repair(directory: dir.path, options: options).damage == nil)
-    let journal = try Journal(directory: dir.path, options: options)
-    #expect(journal.recovery.isClean && journal.lastSequence == UInt64(records.count), "\(journal.recovery)")
-    journal.close()
+    let (readBack, report, damage, opened) = try await onOwnThread { [options] in
+      let reader = try JournalReader(directory: dir.path, limits: limits)
+      let readBack = try JournalFixtures.readAll(reader.records()) == records
+      let report = try reader.verify()
+      let damage = try Journal.repair(directory: dir.path, options: options).damage
+      let journal = try Journal(directory: dir.path, options: options)
+      defer { journal.close() }
+      return (
+        readBack, report, damage, (clean: journal.recovery.isClean, last: journal.lastSequence, "\(journal.recovery)")
+      )
+    }
+    #expect(readBack)
+    #expect(report.isSound && report.unfinishedTail == nil && report.records == UInt64(records.count), "\(report)")
+    #expect(damage == nil)
+    #expect(opened.clean && opened.last == UInt64(records.count), "\(opened.2)")
   }
 }

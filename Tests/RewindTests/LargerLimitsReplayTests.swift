@@ -12,17 +12,22 @@ import Testing
   /// A label of 5 MiB: its event is over the default record limit.
   static let label = String(repeating: "l", count: 5 << 20)
 
-  /// A journal of a small event, then one of over 4 MiB, written with `writerLimits`.
-  static func journal(_ temporary: TemporaryDirectory) throws -> String {
+  /// A journal of a small event, then one of over 4 MiB, written with `writerLimits`. Writing it,
+  /// and the replays the tests make of it, take seconds of a debug build: they run on threads of
+  /// their own (`onOwnThread`), and the tests check what they return. On the cooperative pool
+  /// (two threads on two cores) they held up every other test's awaits.
+  static func journal(_ temporary: TemporaryDirectory) async throws -> String {
     let directory = temporary.appending("journal")
-    var options = JournalOptions()
-    options.limits = writerLimits
-    let journal = try Journal(directory: directory, options: options)
-    defer { journal.close() }
-    let command = Identifier(high: 1, low: 7)
-    for event in [ShelfPlaced(crate: false, id: 1, label: "small"), ShelfPlaced(crate: false, id: 2, label: label)] {
-      let payload = try EventRecord.encode(event, origin: .user, commandID: command)
-      try journal.appendAndWait([NewRecord(timestamp: 1, payload: payload)])
+    try await onOwnThread {
+      var options = JournalOptions()
+      options.limits = writerLimits
+      let journal = try Journal(directory: directory, options: options)
+      defer { journal.close() }
+      let command = Identifier(high: 1, low: 7)
+      for event in [ShelfPlaced(crate: false, id: 1, label: "small"), ShelfPlaced(crate: false, id: 2, label: label)] {
+        let payload = try EventRecord.encode(event, origin: .user, commandID: command)
+        try journal.appendAndWait([NewRecord(timestamp: 1, payload: payload)])
+      }
     }
     try #require(throws: JournalError.self, "the default limits refuse the large event") {
       _ = try JournalReader(directory: directory).records(from: 2).next()
@@ -30,27 +35,41 @@ import Testing
     return directory
   }
 
-  @Test func replayAndTimeTravelReadIt() throws {
+  @Test func replayAndTimeTravelReadIt() async throws {
     let temporary = TemporaryDirectory()
-    let directory = try Self.journal(temporary)
-    #expect(try Replay.run(Shelves.self, directory: directory).state.boxes.find(id: 2)?.label == Self.label)
-    #expect(try Replay.rebuild(Shelves.self, directory: directory).lastSequence == 2)
-    #expect(try Replay.events(of: Shelves.self, directory: directory).count == 2)
-    let machine = try TimeMachine<Shelves>(directory: directory)
-    #expect(try machine.jump(to: 2).boxes.find(id: 2)?.label == Self.label)
-    #expect(try machine.jump(to: 1).boxes.find(id: 2) == nil)
+    let directory = try await Self.journal(temporary)
+    let (replayed, rebuiltTo, events, jumpedTo2, jumpedTo1) = try await onOwnThread {
+      let machine = try TimeMachine<Shelves>(directory: directory)
+      return (
+        try Replay.run(Shelves.self, directory: directory).state.boxes.find(id: 2)?.label == Self.label,
+        try Replay.rebuild(Shelves.self, directory: directory).lastSequence,
+        try Replay.events(of: Shelves.self, directory: directory).count,
+        try machine.jump(to: 2).boxes.find(id: 2)?.label == Self.label,
+        try machine.jump(to: 1).boxes.find(id: 2) == nil
+      )
+    }
+    #expect(replayed, "replay reads the large event")
+    #expect(rebuiltTo == 2)
+    #expect(events == 2)
+    #expect(jumpedTo2, "a jump to 2 reads the large event")
+    #expect(jumpedTo1, "a jump to 1 has no box 2")
   }
 
   /// A manager's start-up replay (with no snapshot to start from), then a snapshot.
-  @Test func aManagerAndSnapshotsReadIt() throws {
+  @Test func aManagerAndSnapshotsReadIt() async throws {
     let temporary = TemporaryDirectory()
-    let directory = try Self.journal(temporary)
+    let directory = try await Self.journal(temporary)
     var options = JournalOptions()
     options.limits = Self.writerLimits
-    let manager = try Manager<Shelves>(directory: directory, options: options)
-    #expect(manager.lastSequence == 2)
-    #expect(manager.state.boxes.find(id: 2)?.label == Self.label)
-    manager.close()
-    #expect(try Snapshots.update(Shelves.self, directory: directory, every: 2) == [2])
+    let (last, label, snapshots) = try await onOwnThread { [options] in
+      let manager = try Manager<Shelves>(directory: directory, options: options)
+      let last = manager.lastSequence
+      let label = manager.state.boxes.find(id: 2)?.label == Self.label
+      manager.close()
+      return (last, label, try Snapshots.update(Shelves.self, directory: directory, every: 2))
+    }
+    #expect(last == 2)
+    #expect(label, "the manager's state holds the large event's label")
+    #expect(snapshots == [2])
   }
 }
