@@ -98,14 +98,16 @@ package func jsonPrefix(_ json: String, width: Int) -> Substring {
   var escapeLeft: Int?
   var taken = 0
   while taken < width, index < json.endIndex {
-    let character = json[index]
-    if escapeStart != nil {
-      let left = escapeLeft.map { $0 - 1 } ?? (character == "u" ? 4 : 0)
-      (escapeStart, escapeLeft) = left == 0 ? (nil, nil) : (escapeStart, left)
-    } else if inString, character == "\\" {
-      escapeStart = index
-    } else if character == "\"" {
-      inString.toggle()
+    // By scalars: a quote and the combining mark after it are one character.
+    for scalar in json[index].unicodeScalars {
+      if escapeStart != nil {
+        let left = escapeLeft.map { $0 - 1 } ?? (scalar == "u" ? 4 : 0)
+        (escapeStart, escapeLeft) = left == 0 ? (nil, nil) : (escapeStart, left)
+      } else if inString, scalar == "\\" {
+        escapeStart = index
+      } else if scalar == "\"" {
+        inString.toggle()
+      }
     }
     json.formIndex(after: &index)
     taken += 1

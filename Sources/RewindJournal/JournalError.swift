@@ -29,9 +29,10 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let io = Code("io")
     /// An fsync failed: what was written may not be durable; or a write failed and what it wrote
     /// could not be cut off again (or, under `always` and `batched`, the cut could not be synced):
-    /// its appends may be in the journal after all; or, under `always` and `batched`, the active
-    /// segment was found removed after a sync (deleted under the writer, alone or with the
-    /// journal's directory): what was written to it since is not in the journal. Either way the
+    /// its appends may be in the journal after all; or the active segment was found removed
+    /// (deleted under the writer, alone or with the journal's directory) after a sync under
+    /// `always` and `batched`, or as it was sealed: what was written to it since is not in the
+    /// journal. Either way the
     /// appends' outcome is unknown, and the journal accepts no more appends (they fail with
     /// `.stopped`). Reopen it (a new process, or a new `Journal`) once the cause is fixed.
     public static let durabilityLost = Code("durabilityLost")

@@ -114,13 +114,17 @@ import Testing
 
   /// The cut keeps as many characters as it may, less only an escape it would split.
   @Test func aJSONPrefixEndsBetweenEscapes() throws {
-    let text = jsonString("a\u{1B}b\n\"c\\d\u{7F}")
-    for width in 1..<text.count {
-      let prefix = jsonPrefix(text, width: width)
-      #expect(text.hasPrefix(prefix) && prefix.count <= width && prefix.count > width - 6, "\(width): \(prefix)")
-      // Closed with a quote, the prefix is a JSON string that starts the original.
-      let decoded = try JSONSerialization.jsonObject(with: Data("[\(prefix)\"]".utf8)) as? [String]
-      #expect(decoded.map { "a\u{1B}b\n\"c\\d\u{7F}".hasPrefix($0[0]) } == true, "\(width): \(prefix)")
+    // The second starts with a combining mark, which makes one character of the opening quote.
+    for original in ["a\u{1B}b\n\"c\\d\u{7F}", "\u{301}x\u{1B}\u{301}\u{1B}é\n"] {
+      let text = jsonString(original)
+      for width in 1..<text.count {
+        let prefix = jsonPrefix(text, width: width)
+        #expect(text.hasPrefix(prefix) && prefix.count <= width && prefix.count > width - 6, "\(width): \(prefix)")
+        // Closed with a quote, the prefix is a JSON string that starts the original.
+        let decoded = try JSONSerialization.jsonObject(with: Data("[\(prefix)\"]".utf8)) as? [String]
+        #expect(
+          decoded.map { original.unicodeScalars.starts(with: $0[0].unicodeScalars) } == true, "\(width): \(prefix)")
+      }
     }
   }
 

@@ -23,13 +23,20 @@ import Testing
     if movedAside {
       try FileManager.default.createDirectory(atPath: dir.appending("quarantine"), withIntermediateDirectories: false)
       try FileManager.default.moveItem(atPath: dir.appending(victim), toPath: dir.appending("quarantine/" + victim))
+      // An earlier repair's file of that name, renamed as the move names it when taken, is named
+      // too; another file beginning with it is not.
+      for other in [".2", ".from-8.tail"] {
+        #expect(
+          FileManager.default.createFile(atPath: dir.appending("quarantine/" + victim + other), contents: Data([1])))
+      }
     } else {
       try FileManager.default.removeItem(atPath: dir.appending(victim))
     }
-    let whereItIs = "in quarantine/\(victim): a repair moves segments there"
+    let whereItIs = "(quarantine/\(victim), quarantine/\(victim).2 may hold it: a repair moves segments to quarantine/"
 
     let error = journalError { _ = try Journal(directory: dir.path, options: options) }
     #expect(error?.message.contains(whereItIs) == movedAside, "\(String(describing: error))")
+    #expect(error?.message.contains(".from-8.tail") == false, "\(String(describing: error))")
     let readError = journalError { _ = try JournalFixtures.readAll(dir.path) }
     #expect(readError?.code == .sequenceBreak, "\(String(describing: readError))")
     #expect(readError?.message.contains(whereItIs) == movedAside, "\(String(describing: readError))")

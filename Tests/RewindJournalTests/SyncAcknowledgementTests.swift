@@ -171,4 +171,28 @@ import Testing
       #expect(next?.code == .stopped, "\(String(describing: next))")
     }
   }
+
+  /// A segment removed alone (the directory stays) when the next group seals it: going on in a
+  /// new segment would leave a gap before it that opening refuses and repair will not pass, with
+  /// every append after it acknowledged. The seal fails the group as `.durabilityLost` under
+  /// every policy, and the journal stops.
+  @Test(arguments: [Durability.none, .always])
+  func aRollOverARemovedSegmentStopsTheJournal(durability: Durability) async throws {
+    let dir = TemporaryDirectory("sync-removed-roll")
+    var options = JournalOptions(durability: durability)
+    options.segmentTargetBytes = 4 << 10
+    let journal = try Journal(directory: dir.path, options: options)
+    defer { journal.close() }
+    let small = [NewRecord(timestamp: 1, payload: [UInt8](repeating: 1, count: 1_000))]
+    try await journal.append(small)
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    try FileManager.default.removeItem(atPath: dir.appending(segment))
+    let large = [NewRecord(timestamp: 2, payload: [UInt8](repeating: 2, count: 4_000))]
+    let error = await #expect(throws: JournalError.self) { try await journal.append(large) }
+    #expect(error?.code == .durabilityLost, "\(String(describing: error))")
+    #expect(error?.file == segment, "\(String(describing: error))")
+    #expect(JournalFixtures.segments(dir.path).isEmpty, "no segment after the removed one")
+    let next = await #expect(throws: JournalError.self) { try await journal.append(small) }
+    #expect(next?.code == .stopped, "\(String(describing: next))")
+  }
 }

@@ -56,9 +56,11 @@ extension Dictionary: HashOrderedEncodable where Key: Encodable, Value: Encodabl
 }
 
 /// The order sets and dictionaries are written in: `<`, and for floating-point elements or keys
-/// IEEE 754's total order, which agrees with `<` but also places NaNs (after every number, by
-/// sign and payload; `-0.0` before `0.0`, never both in one set). `<` places no NaN: sorted by it,
-/// a NaN and what follows it would stay in the order the elements came in, the hash order.
+/// IEEE 754's total order, which agrees with `<` but also places NaNs (negative ones before every
+/// number, positive ones after, each by payload; `-0.0` before `0.0`, never both in one set). `<`
+/// places no NaN: sorted by it, a NaN and what follows it would stay in the order the elements
+/// came in, the hash order. Two NaN keys of one dictionary with the same bits (NaN is not equal to
+/// itself, so a dictionary can hold several) tie, and keep the hash order between them.
 /// - Throws: `EncodingError.invalidValue` naming `collection`'s type when `T` is not
 ///   `Comparable`: it has no order to be written in but the hash order, which changes from one
 ///   process to the next.

@@ -70,9 +70,12 @@ extension Manager where M: SnapshotModel {
     // app whose runs each commit fewer records than an interval would otherwise never get one.
     // The stream's changes through `start` are counted here, not again.
     let start = lastSequence
-    var since = try await onThreadOfItsOwn(named: "rewind.maintain.start") { [directory = journalDirectory] in
-      try Self.recordsSinceLastCheckpoint(directory: directory, through: start, lookingBack: interval)
-    }
+    // A journal that cannot be read back here (damage before the snapshot start-up began from,
+    // which it never read; a descriptor limit) counts from zero, as the job did before it read.
+    var since =
+      (try? await onThreadOfItsOwn(named: "rewind.maintain.start") { [directory = journalDirectory] in
+        try Self.recordsSinceLastCheckpoint(directory: directory, through: start, lookingBack: interval)
+      }) ?? 0
     var snapshotted = snapshots.map { SnapshotStore(journal: $0.directory).sequences().last ?? 0 } ?? start
     var sequence = start
     var changes = stream.makeAsyncIterator()
@@ -85,6 +88,8 @@ extension Manager where M: SnapshotModel {
           // Closed while the job was behind (its stream still held changes): the end it waits
           // for, not a failure. A mark appended before the close stays without its digest.
           return
+        } catch is CancellationError {
+          return  // cancelled: the job's other end, as when its stream ends
         }
       }
       if let snapshots, sequence >= snapshotted, sequence - snapshotted >= snapshots.interval {
@@ -103,22 +108,24 @@ extension Manager where M: SnapshotModel {
     }
   }
 
-  /// How many records of `directory`'s journal through `last` follow its last checkpoint record,
-  /// not counting checkpoint records: `window` at most, the records read (before `window`
-  /// records, or the journal's start, with no checkpoint among them, the count is what was read).
+  /// How many records of `directory`'s journal through `last` follow its last checkpoint's mark,
+  /// not counting checkpoint records (a digest among them, for a checkpoint of the state at its
+  /// mark): `window` at most, the records read (before `window` records, or the journal's start,
+  /// with no mark among them, the count is what was read).
   static func recordsSinceLastCheckpoint(directory: String, through last: UInt64, lookingBack window: UInt64) throws
     -> UInt64
   {
     guard last > 0 else { return 0 }
     let cursor = try JournalReader(directory: directory, limits: .largest).records(from: last - min(last, window) + 1)
     var count: UInt64 = 0
-    while let record = try cursor.next(), record.sequence <= last {
+    while let record = try cursor.next() {
       let header = try? EventRecord.header(of: record.payload)
-      if let header, Checkpoint.recordNames.contains(header.name) {
+      if let header, header.name == CheckpointMark.name || header.name == Checkpoint.name {
         count = 0
       } else if header?.origin != .rewind {
         count += 1
       }
+      if record.sequence >= last { break }
     }
     return count
   }

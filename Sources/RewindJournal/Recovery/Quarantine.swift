@@ -14,14 +14,23 @@ package struct Quarantine {
 
   var folder: String { directory + "/" + Layout.quarantineName }
 
-  /// What a message about the missing segment `name` adds when a file of that name is in the
-  /// journal's quarantine (a repair moves later segments there first, so one stopped part way
-  /// leaves them there): where its bytes are, and that running the repair again finishes it.
-  /// Empty when there is no such file.
+  /// What a message about the missing segment `name` adds when the journal's quarantine holds
+  /// files of that name (`name`, or `name.2`... when the name was taken: a repair moves later
+  /// segments there first, so one stopped part way leaves them there): which files, and that
+  /// running the repair again finishes it. An earlier repair may have moved a segment of that
+  /// name too (numbering starts again at the cut), so they are named as candidates. Empty when
+  /// there is none.
   package static func whereMissing(segment name: String, directory: String, io: any FileIO) -> String {
-    let moved = Layout.quarantineName + "/" + name
-    guard io.fileExists(directory + "/" + moved) else { return "" }
-    return " (a file of that name is in \(moved): a repair moves segments there, and one stopped part way "
+    let folder = directory + "/" + Layout.quarantineName
+    guard io.isRealDirectory(folder), let files = try? io.contentsOfDirectory(folder) else { return "" }
+    let candidates = files.filter { file in
+      let suffix = file.utf8.dropFirst(name.utf8.count + 1)
+      return file == name
+        || (file.hasPrefix(name + ".") && !suffix.isEmpty && suffix.allSatisfy { (48...57).contains($0) })
+    }
+    guard !candidates.isEmpty else { return "" }
+    let named = candidates.map { Layout.quarantineName + "/" + $0 }.joined(separator: ", ")
+    return " (\(named) may hold it: a repair moves segments to quarantine/, and one stopped part way "
       + "finishes when run again)"
   }
 

@@ -653,17 +653,7 @@ final class JournalWriter: @unchecked Sendable {
         if (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil { allocatedEnd = state.endOffset }
         return fail(durabilityLost(error, file: name), fatal: true)
       }
-      // A segment that no name links to any more (removed under the writer, alone or with the
-      // journal's directory) keeps taking writes, and they go with it when it is closed: synced,
-      // they are still not in the journal. One `fstat` per synced group.
-      if io.linkCount(segmentFD) == 0 {
-        let removed = JournalError(
-          .durabilityLost,
-          "the active segment was removed while the journal was open (no directory entry names it now), "
-            + "so appends written to it since then are not in the journal",
-          directory: path, file: name, offset: state.endOffset)
-        return fail(removed, fatal: true)
-      }
+      if let removed = activeSegmentRemoved() { return fail(removed, fatal: true) }
     }
 
     return commit(
@@ -967,6 +957,8 @@ final class JournalWriter: @unchecked Sendable {
     } catch {
       throw RollFailure(error: durabilityLost(error, file: name), fatal: true)
     }
+    // Sealing a removed segment and going on in a new one would leave a gap no reader passes.
+    if let removed = activeSegmentRemoved() { throw RollFailure(error: removed, fatal: true) }
     let newName = Layout.segmentName(firstSequence: state.nextSequence)
     do {
       try JournalRecovery(directory: directory, options: options).createSegment(firstSequence: state.nextSequence)
@@ -991,6 +983,22 @@ final class JournalWriter: @unchecked Sendable {
       throw RollFailure(error: JournalError(error, directory: path, file: newName), fatal: true)
     }
     onSeal?(state.segments[state.segments.count - 2])
+  }
+
+  /// `.durabilityLost` if the active segment was removed under the writer (deleted alone, or with
+  /// the journal's directory), else nil. Such a file stays open and keeps taking writes and syncs,
+  /// and they go with it when it is closed: synced, they are still not in the journal. Checked
+  /// after each durable group's sync and at each seal: one `fstat` (and, only when it counts no
+  /// name, an `lstat` of the path, so that a file system that reports no link count, as some
+  /// FUSE ones do, raises no false alarm). A copy made by hard links keeps the count up, and is
+  /// not seen.
+  private func activeSegmentRemoved() -> JournalError? {
+    guard io.linkCount(segmentFD) == 0, !io.isFile(segmentFD, at: activePath) else { return nil }
+    return JournalError(
+      .durabilityLost,
+      "the active segment was removed while the journal was open (no directory entry names it now), "
+        + "so appends written to it since then are not in the journal",
+      directory: path, file: activeName, offset: state.endOffset)
   }
 
   private func durabilityLost(_ error: any Error, file: String) -> JournalError {
