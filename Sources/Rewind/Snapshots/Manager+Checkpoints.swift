@@ -36,8 +36,8 @@ extension Manager where M: SnapshotModel {
   /// task is cancelled, and holds the manager until then. What was committed before the job began
   /// counts: the records since the journal's last checkpoint and its newest snapshot, so a job
   /// started when one is due records it at once, and an app whose runs are each shorter than an
-  /// interval still gets them. A close that finds the job behind (a
-  /// checkpoint still due) ends it too, without an error. Other errors end it and are thrown.
+  /// interval still gets them. A close that finds the job behind (a checkpoint still due) ends it
+  /// too, without an error. Other errors end it and are thrown.
   /// - Precondition: `interval` and `snapshots.interval` are at least 1, `snapshots.keep` at least 1.
   /// - Throws: `JournalError` `.invalidArgument` at once if `snapshots.directory` is not this
   ///   manager's journal (another journal's id, or no journal there): its snapshots would be of
