@@ -27,6 +27,14 @@ struct Account: StoreRecord, Codable {
   var groupKeys: [String] { [currency] }
 }
 
+extension Account {
+  /// A new account as `opened` makes it (the same event in either version of the ledger).
+  init(opened event: AccountOpened) {
+    self.init(
+      id: event.id, owner: event.owner, currency: event.currency, balance: 0, tags: event.tags, limits: event.limits)
+  }
+}
+
 struct LedgerSettings: Codable, Equatable, Sendable {
   var feesByCurrency: [String: Int] = [:]
   var frozen: Set<AccountID> = []
@@ -89,10 +97,7 @@ struct Ledger: SnapshotModel {
 
   static func registerEvents(in registry: inout EventRegistry<Ledger>) {
     registry.register(AccountOpened.self) { ledger, event, context in
-      ledger.accounts.insert(
-        Account(
-          id: event.id, owner: event.owner, currency: event.currency, balance: 0, tags: event.tags,
-          limits: event.limits), context: &context)
+      ledger.accounts.insert(Account(opened: event), context: &context)
     }
     registry.register(Deposited.self) { ledger, event, context in
       ledger.accounts.update(id: event.account, context: &context) { $0.balance += event.amount }
@@ -131,10 +136,7 @@ struct LedgerV1: Model {
 
   static func registerEvents(in registry: inout EventRegistry<LedgerV1>) {
     registry.register(AccountOpened.self) { ledger, event, context in
-      ledger.accounts.insert(
-        Account(
-          id: event.id, owner: event.owner, currency: event.currency, balance: 0, tags: event.tags,
-          limits: event.limits), context: &context)
+      ledger.accounts.insert(Account(opened: event), context: &context)
     }
     registry.register(DepositedV1.self) { ledger, event, context in
       ledger.accounts.update(id: event.account, context: &context) { $0.balance += event.cents }
