@@ -410,3 +410,46 @@ private struct ListedKeys: Decodable {
   #expect(try FieldDecoder().decode(Palette.self, from: FieldEncoder().encode(single)).colours == [red])
   #expect(try CanonicalEncoding.encode(single) == CanonicalEncoding.encode(Palette(colours: [red], uses: [blue: 2])))
 }
+
+/// A class's `encode(to:)` that writes its superclass's fields through `superEncoder` (keyed,
+/// keyed by a key, or unkeyed) gets an error naming what is not supported, as decoding through
+/// `superDecoder` does, where the encoder used to stop the process.
+@Test func superEncoderIsAnErrorNotATrap() throws {
+  class Shape: Codable {
+    var sides = 3
+  }
+  final class Tile: Shape {
+    enum Keys: String, CodingKey { case colour, base }
+    enum Form { case keyed, keyedForKey, unkeyed }
+    let form: Form
+    init(_ form: Form) {
+      self.form = form
+      super.init()
+    }
+    required init(from decoder: any Decoder) throws { fatalError("not decoded here") }
+    override func encode(to encoder: any Encoder) throws {
+      switch form {
+      case .keyed:
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode("red", forKey: .colour)
+        try super.encode(to: container.superEncoder())
+      case .keyedForKey:
+        var container = encoder.container(keyedBy: Keys.self)
+        try super.encode(to: container.superEncoder(forKey: .base))
+        try container.encode("red", forKey: .colour)
+      case .unkeyed:
+        var container = encoder.unkeyedContainer()
+        try container.encode("red")
+        try super.encode(to: container.superEncoder())
+      }
+    }
+  }
+  for form in [Tile.Form.keyed, .keyedForKey, .unkeyed] {
+    for encode in [{ try FieldEncoder().encode(Tile(form)) }, { try CanonicalEncoding.encode(Tile(form)) }] {
+      let error = #expect(throws: EncodingError.self) { _ = try encode() }
+      guard case .invalidValue(_, let context) = error else { continue }
+      #expect(context.debugDescription.contains("does not support superEncoder"), "\(context.debugDescription)")
+    }
+  }
+  #expect(try FieldDecoder().decode(Shape.self, from: FieldEncoder().encode(Shape())).sides == 3)
+}

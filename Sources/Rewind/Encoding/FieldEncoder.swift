@@ -6,8 +6,9 @@
 /// container nested deeper, and finishing a value closes what that value opened. Writing into a
 /// container after one of its ancestors has moved on is a misuse of Codable and throws.
 ///
-/// `codingPath` is always empty (keeping it costs time on every field); `superEncoder` is not
-/// supported and traps, as no event type needs it.
+/// `codingPath` is always empty (keeping it costs time on every field). `superEncoder` (what a
+/// class's `encode(to:)` calls for its superclass's fields) is not supported: the encoding throws
+/// `EncodingError.invalidValue` once the value is written, as `FieldDecoder.superDecoder` throws.
 public struct FieldEncoder {
   /// Sorts each object's entries as it is finished, for the canonical encoding; nil otherwise.
   private let sorter: FieldObjectSorter?
@@ -35,6 +36,7 @@ public struct FieldEncoder {
   public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
     let state = FieldEncoderState(writer: FieldBytesWriter(capacity: capacity), sorter: sorter)
     try state.encodeValue(value, depth: 0)
+    if let failure = state.unsupported { throw failure }
     if let sorter {
       // The canonical bytes are one well-formed value within the nesting limit, or an error, as
       // when they were canonicalized after encoding: a value written into a container at the
@@ -52,6 +54,7 @@ public struct FieldEncoder {
     swap(&state.writer.bytes, &bytes)
     defer { swap(&state.writer.bytes, &bytes) }
     try state.encodeValue(value, depth: 0)
+    if let failure = state.unsupported { throw failure }
   }
 }
 
@@ -79,10 +82,28 @@ final class FieldEncoderState {
   @exclusivity(unchecked) private var nextID = 0
   /// Set for the canonical encoding: objects whose keys came out of order are sorted as they end.
   let sorter: FieldObjectSorter?
+  /// Set when a value asked for what the encoding cannot write (`superEncoder`); the run throws it
+  /// at its end, since Codable gives no way to throw where it was asked.
+  var unsupported: EncodingError?
 
   init(writer: FieldBytesWriter, sorter: FieldObjectSorter?) {
     self.writer = writer
     self.sorter = sorter
+  }
+
+  /// What `superEncoder` returns: notes that the run must fail, and hands out an encoder whose
+  /// writes go nowhere, so that the value's `encode(to:)` runs to its end.
+  func unsupportedSuperEncoder() -> any Encoder {
+    if unsupported == nil {
+      unsupported = EncodingError.invalidValue(
+        "superEncoder",
+        EncodingError.Context(
+          codingPath: [],
+          debugDescription:
+            "FieldEncoder does not support superEncoder: encode a superclass's fields in the subclass's own container"))
+    }
+    let discarded = FieldEncoderState(writer: FieldBytesWriter(capacity: 0), sorter: nil)
+    return FieldValueEncoder(state: discarded, depth: 0, owner: discarded.makeID())
   }
 
   func makeID() -> Int {
@@ -304,10 +325,8 @@ struct FieldKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     return FieldUnkeyedEncoder(state: state, depth: depth + 1, token: token)
   }
 
-  mutating func superEncoder() -> any Encoder { preconditionFailure("FieldEncoder does not support superEncoder") }
-  mutating func superEncoder(forKey key: Key) -> any Encoder {
-    preconditionFailure("FieldEncoder does not support superEncoder")
-  }
+  mutating func superEncoder() -> any Encoder { state.unsupportedSuperEncoder() }
+  mutating func superEncoder(forKey key: Key) -> any Encoder { state.unsupportedSuperEncoder() }
 }
 
 struct FieldUnkeyedEncoder: UnkeyedEncodingContainer {
@@ -407,7 +426,7 @@ struct FieldUnkeyedEncoder: UnkeyedEncodingContainer {
     return FieldUnkeyedEncoder(state: state, depth: depth + 1, token: token)
   }
 
-  mutating func superEncoder() -> any Encoder { preconditionFailure("FieldEncoder does not support superEncoder") }
+  mutating func superEncoder() -> any Encoder { state.unsupportedSuperEncoder() }
 }
 
 struct FieldSingleValueEncoder: SingleValueEncodingContainer {
