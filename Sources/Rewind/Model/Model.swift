@@ -3,6 +3,12 @@
 /// A conforming type lists its events (and upcasters for their old versions) in
 /// `registerEvents(in:)`; each event's apply function is a pure `mutating func` on the model that
 /// may change stores only through the `ApplyContext` it is handed.
+///
+/// Keep the state in stores (`Store`, `ValueStore`), directly or in structs of the model's. A
+/// plain property changed by an apply function is replayed, and written in snapshots and digests
+/// by a `SnapshotModel`'s `Codable` form, but nothing records that it changed: the changes that
+/// `Manager.changes()` delivers, the caches they invalidate, diffs, blame, an event's effect and
+/// the `rewind` tool see stores' records only.
 public protocol Model: Sendable, Equatable {
   /// The empty state, before the first event.
   init()
