@@ -77,4 +77,39 @@ import Testing
     #expect(report.checkpointsVerified == 2 && report.firstDivergence == nil, "\(report)")
     #expect(SnapshotStore(journal: directory.path).sequences() == [10, 20], "snapshots due at the start")
   }
+
+  /// Snapshots of other model code (here `Tally`'s, as after an upgrade of the model) stand for no
+  /// state: the job counted its next snapshot from the newest file whatever its code, so with 25
+  /// records, snapshots every 10 and another code's file at 20, the first of this code waited
+  /// for record 30, and every start until then replayed from the beginning. The job now writes
+  /// the ones due (10 and 20) as it starts.
+  @Test func snapshotsOfOtherModelCodeDoNotPutOffTheFirstSnapshot() async throws {
+    let directory = TemporaryDirectory()
+    func open() throws -> Manager<Gauge> {
+      try Manager<Gauge>(
+        directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
+        ids: .sequential())
+    }
+    let first = try open()
+    for index in 0..<25 {
+      try await first.perform(.user) { _, command in command.record(LevelSet(value: Double(index))) }
+    }
+    first.close()
+    let store = SnapshotStore(journal: directory.path)
+    try store.write(Tally(), at: 20)
+    #expect(store.newestSequence(fingerprint: Gauge.fingerprint) == nil)
+    #expect(store.newestSequence(fingerprint: Tally.fingerprint) == 20)
+
+    let manager = try open()
+    let policy = SnapshotPolicy(directory: directory.path, every: 10, keep: 4)
+    let job = Task { try await manager.maintain(checkpointEvery: 1_000, snapshots: policy) }
+    try await manager.waitUntil(observersAttached: 1)
+    // The job writes what is due before it reads its first change, so it has once its stream ends.
+    manager.close()
+    try await boundedValue(of: job)
+    #expect(store.sequences() == [10, 20])
+    #expect(store.newestSequence(fingerprint: Gauge.fingerprint) == 20, "snapshots of this code due at the start")
+    let found = store.latest(Gauge.self, atOrBefore: 25, lastSequence: 25)
+    #expect(found.snapshot?.sequence == 20 && found.problems.isEmpty, "\(found.problems)")
+  }
 }

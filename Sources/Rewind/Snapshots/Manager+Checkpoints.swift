@@ -34,9 +34,9 @@ extension Manager where M: SnapshotModel {
   /// `Snapshots.update`, on a thread of its own, as the digest: it replays the records since the
   /// newest snapshot, and reads and writes whole states). Runs until the manager is closed or the
   /// task is cancelled, and holds the manager until then. What was committed before the job began
-  /// counts: the records since the journal's last checkpoint and its newest snapshot, so a job
-  /// started when one is due records it at once, and an app whose runs are each shorter than an
-  /// interval still gets them. A close that finds the job behind (a checkpoint still due) ends it
+  /// counts: the records since the journal's last checkpoint and its newest snapshot of this model
+  /// code, so a job started when one is due records it at once, and an app whose runs are each
+  /// shorter than an interval still gets them. A close that finds the job behind (a checkpoint still due) ends it
   /// too, without an error. Other errors end it and are thrown.
   /// - Precondition: `interval` and `snapshots.interval` are at least 1, `snapshots.keep` at least 1.
   /// - Throws: `JournalError` `.invalidArgument` at once if `snapshots.directory` is not this
@@ -76,7 +76,10 @@ extension Manager where M: SnapshotModel {
       (try? await onThreadOfItsOwn(named: "rewind.maintain.start") { [directory = journalDirectory] in
         try Self.recordsSinceLastCheckpoint(directory: directory, through: start, lookingBack: interval)
       }) ?? 0
-    var snapshotted = snapshots.map { SnapshotStore(journal: $0.directory).sequences().last ?? 0 } ?? start
+    // Snapshots of other model code (all of them after an upgrade) stand for no state: counting
+    // from one would put off the first snapshot of this code by up to an interval.
+    var snapshotted =
+      snapshots.map { SnapshotStore(journal: $0.directory).newestSequence(fingerprint: M.fingerprint) ?? 0 } ?? start
     var sequence = start
     var changes = stream.makeAsyncIterator()
     while true {

@@ -200,6 +200,22 @@ public struct SnapshotStore: Sendable {
     }
   }
 
+  /// The sequence number of the newest snapshot file whose header names model code `fingerprint`
+  /// and its own sequence number, or nil if there is none. Reads each file's header alone, newest
+  /// first, and checks nothing else: what `Manager.maintain` counts its next snapshot from, where
+  /// a file of other model code (all of them, after a change of model code) stands for no state.
+  package func newestSequence(fingerprint: StateDigest) -> UInt64? {
+    sequences().reversed().first { sequence in
+      let name = SnapshotStore.fileName(sequence)
+      guard let fd = try? io.open(folder + "/" + name, flags: 0, mode: 0) else { return false }
+      defer { io.close(fd) }
+      guard let bytes = try? io.read(fd, count: SnapshotFile.headerSize, at: 0, path: name),
+        let header = SnapshotFile.header(bytes)
+      else { return false }
+      return header.fingerprint == fingerprint && header.sequence == sequence
+    }
+  }
+
   /// The journal's id, which every file read is checked against, or why it cannot be: then no
   /// file can be told from another journal's, and none is usable.
   private func journalID() -> Result<JournalID, SnapshotProblem.Reason> {
