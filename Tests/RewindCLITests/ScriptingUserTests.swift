@@ -68,4 +68,37 @@ import Testing
       #expect(run.err.contains("the journal directory is empty ('')"), "\(arguments): \(run.err)")
     }
   }
+
+  /// A script's open-ended range, `--until 9999-12-31` or `--since 0001-01-01`, is past the
+  /// journal's end or before its start, and reads to it as `--to 18446744073709551615` does; it
+  /// was refused (exit 2) as not ISO 8601, for lying past what an Int64 of nanoseconds holds.
+  @Test func timesBeyondWhatATimestampHoldsAreBeforeOrAfterEveryRecord() async throws {
+    let dir = TemporaryDirectory("cli-far-times")
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    // The first nanosecond an Int64 holds, and two ordinary times.
+    for timestamp in [Int64.min, 0, 1_000_000_000] {
+      try journal.appendAndWait([NewRecord(timestamp: timestamp, payload: Array("x".utf8))])
+    }
+    journal.close()
+    let whole = try await Self.rewind(["export", dir.path, "--jsonl"])
+    #expect(whole.status == 0 && whole.out.split(separator: "\n").count == 3, "\(whole.err)")
+    for range in [
+      ["--until", "9999-12-31"], ["--since", "0001-01-01"],
+      ["--since", "1000-01-01", "--until", "3000-01-01T00:00:00Z"],
+    ] {
+      let export = try await Self.rewind(["export", dir.path, "--jsonl"] + range)
+      #expect(export.status == 0 && export.out == whole.out, "\(range): \(export.status) \(export.err)")
+      let log = try await Self.rewind(["log", dir.path, "--json"] + range)
+      #expect(log.status == 0 && log.out == whole.out, "\(range): \(log.status) \(log.err)")
+    }
+    // Within the first second an Int64 holds: after the record stamped at its first nanosecond.
+    let edge = try await Self.rewind(["log", dir.path, "--json", "--since", "1677-09-21T00:12:43.2Z"])
+    #expect(edge.status == 0 && edge.out.split(separator: "\n").count == 2, "\(edge.status) \(edge.err)")
+    // After every time a record can have, or before: nothing, though records are stamped at the
+    // extremes, which are still inside them.
+    let after = try await Self.rewind(["log", dir.path, "--since", "9999-12-31"])
+    #expect(after.status == 2 && after.err.contains("is out of range: after every time"), "\(after.err)")
+    let before = try await Self.rewind(["log", dir.path, "--until", "0001-01-01"])
+    #expect(before.status == 2 && before.err.contains("is out of range: before every time"), "\(before.err)")
+  }
 }
