@@ -51,6 +51,11 @@ import Testing
     #expect(Self.holdsBytes(text.out, "  \(composed)      "), "\(text.out)")
     // The same bytes from another process, whatever order its dictionaries hold.
     #expect(try await Self.rewind(["stats", dir.path, "--json"]).out == json.out)
+    // --origin selects what stats counts under that key, as jq's == would.
+    for (origin, count) in [(composed, 1), (decomposed, 2)] {
+      let selected = try await Self.rewind(["export", dir.path, "--jsonl", "--origin", origin])
+      #expect(selected.out.split(separator: "\n").count == count, "\(Array(origin.utf8)): \(selected.out)")
+    }
   }
 
   /// An empty DIR (`rewind stats "$J"` with `J` unset) is a mistake on the command line (exit
