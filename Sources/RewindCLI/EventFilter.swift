@@ -32,6 +32,15 @@ struct EventFilter {
     guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
     since = try args.value("since").map { text throws(UsageError) in try ISO8601.parse(text, option: "since") }
     until = try args.value("until").map { text throws(UsageError) in try ISO8601.parse(text, option: "until") }
+    // Past what a timestamp holds, a --until reads to the end and a --since from the start; the
+    // other two select nothing, whatever the journal holds (a record stamped at the very
+    // extreme is still inside them).
+    if let text = args.value("since"), ISO8601.parseWithin(text)?.outside == 1 {
+      throw UsageError("--since \(text) is out of range: after every time a record can have (\(isoTime(.max)))")
+    }
+    if let text = args.value("until"), ISO8601.parseWithin(text)?.outside == -1 {
+      throw UsageError("--until \(text) is out of range: before every time a record can have (\(isoTime(.min)))")
+    }
     if let since, let until, since > until {
       throw UsageError("--since \(isoTime(since)) is after --until \(isoTime(until))")
     }
@@ -162,15 +171,17 @@ struct EventFilter {
     guard record.sequence >= from, record.sequence <= to else { return false }
     if let since, record.timestamp < since { return false }
     if let until, record.timestamp > until { return false }
+    // By bytes, as `stats` counts names and origins and a JSON reader compares them: a composed
+    // é and e with a combining accent are two origins (String's == takes them as one).
     if let name {
       guard let actual = event.header?.name else { return false }
       if name.hasSuffix("*") {
-        guard actual.hasPrefix(name.dropLast()) else { return false }
-      } else if actual != name {
+        guard actual.utf8.starts(with: name.dropLast().utf8) else { return false }
+      } else if !actual.utf8.elementsEqual(name.utf8) {
         return false
       }
     }
-    if let origin, event.header?.origin.name != origin { return false }
+    if let origin, event.header.map({ $0.origin.name.utf8.elementsEqual(origin.utf8) }) != true { return false }
     if let entity, !event.mentions(entity) { return false }
     return true
   }
@@ -192,18 +203,23 @@ struct EventFilter {
 enum ISO8601 {
   /// Parses `2026-01-01`, `2026-01-01T10:00`, `2026-01-01T10:00:00`, with optional fractional
   /// seconds (up to nanoseconds) and a zone (`Z`, `+02:00`, `-0500`; UTC when absent), into
-  /// nanoseconds since 1970-01-01T00:00:00Z; nil for a time an Int64 of nanoseconds cannot hold
-  /// (before 1677-09-21 or after 2262-04-11).
+  /// nanoseconds since 1970-01-01T00:00:00Z. A time an Int64 of nanoseconds cannot hold (before
+  /// 1677-09-21T00:12:43.145224192Z or after 2262-04-11T23:47:16.854775807Z) is the first or last
+  /// one it holds: no record is stamped outside, so `--until 9999-12-31` is after every record,
+  /// as it reads, and `--since 0001-01-01` before every record. Nil for text that is no time.
   static func parse(_ text: String, option: String) throws(UsageError) -> Int64 {
     guard let value = parse(text) else {
       throw UsageError(
-        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01 (between 1677-09-22 "
-          + "and 2262-04-10), not '\(text)'")
+        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01, not '\(text)'")
     }
     return value
   }
 
-  static func parse(_ text: String) -> Int64? {
+  static func parse(_ text: String) -> Int64? { parseWithin(text)?.time }
+
+  /// `parse`'s time, and whether the text named one before (-1) or after (1) every time an Int64
+  /// of nanoseconds holds, and so every record's: 0 within. Nil for text that is no time.
+  static func parseWithin(_ text: String) -> (time: Int64, outside: Int)? {
     var chars = Array(text.utf8)[...]
     func number(_ digits: Int) -> Int? {
       guard chars.count >= digits else { return nil }
@@ -268,10 +284,14 @@ enum ISO8601 {
     parts.tm_sec = Int32(second)
     let seconds = Int64(timegm(&parts)) - Int64(offset)
     // Nanoseconds in an Int64 reach from 1677-09-21T00:12:43.145224192Z to
-    // 2262-04-11T23:47:16.854775807Z; a time outside is no time a record can have.
-    let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    let (sum, overflowAgain) = product.addingReportingOverflow(nanos)
-    guard !overflow, !overflowAgain else { return nil }
-    return sum
+    // 2262-04-11T23:47:16.854775807Z; a time outside is before or after every record's, and
+    // stands as the first or last of them (a script's `--until 9999-12-31` reads to the end).
+    // Before 1970 with a fraction, a second nearer zero and a negative fraction: the first
+    // nanoseconds an Int64 holds (1677-09-21T00:12:43.2Z) have their whole second outside it.
+    let borrow = seconds < 0 && nanos > 0
+    let (product, overflow) = (borrow ? seconds + 1 : seconds).multipliedReportingOverflow(by: 1_000_000_000)
+    let (sum, overflowAgain) = product.addingReportingOverflow(borrow ? nanos - 1_000_000_000 : nanos)
+    guard !overflow, !overflowAgain else { return seconds < 0 ? (.min, -1) : (.max, 1) }
+    return (sum, 0)
   }
 }

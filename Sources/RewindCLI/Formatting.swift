@@ -131,8 +131,13 @@ func manifestAdvice(_ error: JournalError) -> String? {
     + "or write it as Journal/FORMAT.md describes: \(written)."
 }
 
-/// Throws `JournalUnreadable` unless `directory` exists and is a directory.
+/// Throws `JournalUnreadable` unless `directory` exists and is a directory; `UsageError` for an
+/// empty path, a mistake on the command line (an unset variable in `rewind stats "$J"`), not a
+/// journal that cannot be read.
 func requireDirectory(_ directory: String) throws {
+  guard !directory.isEmpty else {
+    throw UsageError("the journal directory is empty (''): name one (rewind COMMAND DIR takes a journal directory)")
+  }
   var isDirectory: ObjCBool = false
   guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
     throw JournalUnreadable(
@@ -190,4 +195,25 @@ func visibleWidth(_ texts: some Sequence<String>) -> Int {
 func visible(_ text: String, paddedTo width: Int) -> String {
   let shown = visible(text)
   return shown + String(repeating: " ", count: max(0, width - shown.count))
+}
+
+/// A journal's text (an event name, an origin) compared, hashed and ordered by its UTF-8 bytes, as
+/// the journal stores it and a JSON reader compares it. Swift's `String` equality is canonical
+/// equivalence: as a dictionary key, "caf\u{E9}" and "cafe\u{301}" would count as one, and their
+/// order would follow the dictionary's, which differs from one process to the next.
+struct ExactText: Hashable, Comparable {
+  var text: String
+
+  init(_ text: String) { self.text = text }
+
+  static func == (left: ExactText, right: ExactText) -> Bool { left.text.utf8.elementsEqual(right.text.utf8) }
+
+  func hash(into hasher: inout Hasher) {
+    hasher.combine(text.utf8.count)
+    for byte in text.utf8 { hasher.combine(byte) }
+  }
+
+  static func < (left: ExactText, right: ExactText) -> Bool {
+    left.text.utf8.lexicographicallyPrecedes(right.text.utf8)
+  }
 }

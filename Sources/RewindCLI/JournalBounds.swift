@@ -49,8 +49,7 @@ struct JournalBounds {
   func time(_ text: String) throws(UsageError) -> Int64 {
     guard let value = ISO8601.parse(text) else {
       throw UsageError(
-        "time '\(text)' is not ISO 8601 (like 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00, "
-          + "between 1677-09-22 and 2262-04-10)")
+        "time '\(text)' is not ISO 8601 (like 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00)")
     }
     guard let first = firstTime, let last = lastTime else {
       throw UsageError("the journal \(directory) is empty: there is no time to go to")

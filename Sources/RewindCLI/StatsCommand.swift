@@ -22,7 +22,8 @@ enum StatsCommand: RewindCommand {
     with the same figures (commandsWithEvents the commands that recorded events; times in ISO
     8601: first and last are the first and last records', earliest and latest the extremes,
     stampedBeforePrevious the records stamped before the one preceding them; counts by name and
-    origin as objects, checkpoints and unfinishedCheckpoints as arrays of sequence numbers). A
+    origin as objects, a key per spelling the journal holds, by its bytes, in their order;
+    checkpoints and unfinishedCheckpoints as arrays of sequence numbers). A
     snapshot after the journal's last sequence is flagged (snapshotsPastTheEnd in JSON): its
     records were made durable before it was written, so records were lost.
 
@@ -54,8 +55,9 @@ enum StatsCommand: RewindCommand {
     let progress = ProgressLine("counting", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
 
-    var byName: [String: Int] = [:]
-    var byOrigin: [String: Int] = [:]
+    // By bytes: two spellings of one text (composed or not) are two names, as in `export`.
+    var byName: [ExactText: Int] = [:]
+    var byOrigin: [ExactText: Int] = [:]
     var commands = 0
     var lastCommand: Identifier?
     var foreign = 0
@@ -75,8 +77,8 @@ enum StatsCommand: RewindCommand {
       earliest = min(earliest ?? record.timestamp, record.timestamp)
       latest = max(latest ?? record.timestamp, record.timestamp)
       if let header = try? EventRecord.header(of: record.payload) {
-        byName[header.name, default: 0] += 1
-        byOrigin[header.origin.name, default: 0] += 1
+        byName[ExactText(header.name), default: 0] += 1
+        byOrigin[ExactText(header.origin.name), default: 0] += 1
         if header.commandID != lastCommand { commands += 1 }
         lastCommand = header.commandID
         if Checkpoint.recordNames.contains(header.name) {
@@ -98,8 +100,9 @@ enum StatsCommand: RewindCommand {
     let sound = report.isSound && pastTheEnd.isEmpty
     let quarantined = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/quarantine")) ?? []
     if args.flag("json") {
-      func counts(_ table: [String: Int]) -> String {
-        "{" + table.sorted { $0.key < $1.key }.map { "\(jsonString($0.key)):\($0.value)" }.joined(separator: ",") + "}"
+      func counts(_ table: [ExactText: Int]) -> String {
+        "{" + table.sorted { $0.key < $1.key }.map { "\(jsonString($0.key.text)):\($0.value)" }.joined(separator: ",")
+          + "}"
       }
       var fields = [
         "\"journal\":\(jsonString(directory))", "\"id\":\"\(try reader.id)\"", "\"events\":\(events)",
@@ -196,13 +199,13 @@ enum StatsCommand: RewindCommand {
     "checkpoints", "unfinishedCheckpoints", "byName", "byOrigin",
   ]
 
-  /// Rows of "name  count  percent", most frequent first, then by name; names made `visible`
-  /// (and padded as they are shown).
-  static func table(_ counts: [String: Int]) -> [String] {
+  /// Rows of "name  count  percent", most frequent first, then by name (its bytes); names made
+  /// `visible` (and padded as they are shown).
+  static func table(_ counts: [ExactText: Int]) -> [String] {
     let total = max(1, counts.values.reduce(0, +))
-    let width = max(12, visibleWidth(counts.keys) + 2)
+    let width = max(12, visibleWidth(counts.keys.map(\.text)) + 2)
     return counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { name, count in
-      "  " + visible(name, paddedTo: width)
+      "  " + visible(name.text, paddedTo: width)
         + String(count).leftPadded(to: 9) + String(format: "  %5.1f%%", Double(count) * 100 / Double(total))
     }
   }

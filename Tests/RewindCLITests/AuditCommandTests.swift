@@ -297,9 +297,10 @@ import Testing
     (["--entity", "note-1"], "--entity needs an identifier of 32 hexadecimal digits"),
     (["--since", "yesterday"], "--since needs an ISO 8601 time"),
     (["--until", "2026-13-01"], "--until needs an ISO 8601 time"),
-    // Past the last nanosecond an Int64 holds (2262-04-11T23:47:16.854775807Z): not a trap.
-    (["--since", "2262-04-11T23:47:16.9Z"], "--since needs an ISO 8601 time"),
-    (["--until", "2262-04-11T23:47:16.9Z"], "--until needs an ISO 8601 time"),
+    // Past the last nanosecond an Int64 holds (2262-04-11T23:47:16.854775807Z): not a trap, a
+    // time after every record (an --until there reads to the end: ScriptingUserTests).
+    (["--since", "2262-04-11T23:47:16.9Z"], "--since 2262-04-11T23:47:16.9Z is out of range: after every time"),
+    (["--until", "0001-01-01"], "--until 0001-01-01 is out of range: before every time"),
     // Days a month does not have and zone offsets past 23:59 are refused, not rolled over.
     (["--until", "2026-02-31"], "--until needs an ISO 8601 time"),
     (["--since", "2026-01-01T00:00:00+99:99"], "--since needs an ISO 8601 time"),
