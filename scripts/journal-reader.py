@@ -2,7 +2,8 @@
 """A reference reading of Journal/FORMAT.md and Journal/SNAPSHOTS.md, written from them alone.
 
     journal-reader.py DIR            one line per record: sequence, time, event (as `rewind log`)
-    journal-reader.py DIR --jsonl    one JSON object per record (as `rewind export --jsonl`)
+    journal-reader.py DIR --jsonl    one JSON object per record (the shape of golden/*/log.jsonl)
+    journal-reader.py DIR --contents every record's bytes (the shape of golden/v1/contents.json)
     journal-reader.py DIR --verify   checks every checksum, framing rule, the index, the manifest
                                      and the snapshots; exits 1 naming the first problem's place
 
@@ -10,8 +11,11 @@ It is a second implementation of the on-disk format, kept independent of Sources
 where the documents fall short (`make format-check` runs it on Journal/golden). It needs only
 Python 3 and the system's liblz4.so.1 (through ctypes, for LZ4 blocks); CRC-32C and xxHash32 are
 written out below. It reads with `JournalLimits.largest`, as the `rewind` tool does. Section names
-in comments are FORMAT.md's unless they say SNAPSHOTS.md. Not covered: stray files (FORMAT.md,
-"Opening and recovery", step 6) and live writers (it reads each file once).
+in comments are FORMAT.md's unless they say SNAPSHOTS.md. A snapshot's state is checked against its
+digest and for the canonical encoding; its fingerprint and the state itself need the model's code.
+Not covered: telling stray files apart (FORMAT.md, "Opening and recovery", step 6: this reader
+reports any file named like a segment that is out of place as a sequence break), and live writers
+(it reads each file once). `verify` exits 1 on a problem, 0 with notes only, as `rewind verify`.
 """
 
 import ctypes
@@ -151,7 +155,8 @@ def lz4_frame_decode(frame, expected_length, check_xxh):
     if pos != len(frame):
         raise ValueError(f"LZ4 frame ends at {pos} of its {len(frame)} bytes")
     if len(out) != expected_length:
-        raise ValueError(f"LZ4 frame decodes to {len(out)} bytes, the header says {expected_length}")
+        raise ValueError(f"LZ4 frame decodes to {len(out)} bytes, the header says "
+                         f"{expected_length}")
     return bytes(out)
 
 
@@ -252,8 +257,8 @@ class Journal:
             manifest = json.loads(f.read().decode("utf-8"))
         if manifest.get("format") != 1:
             raise Damage("manifest.json", 0, f"unknown format {manifest.get('format')!r}")
-        if not re.fullmatch(r"[0-9a-f]{32}", str(manifest.get("journalID", ""))):
-            raise Damage("manifest.json", 0, "journalID is not 32 lowercase hex digits")
+        if not re.fullmatch(r"[0-9a-fA-F]{32}", str(manifest.get("journalID", ""))):
+            raise Damage("manifest.json", 0, "journalID is not 32 hex digits")
         self.id = bytes.fromhex(manifest["journalID"])
         names = [n for n in os.listdir(path) if re.fullmatch(r"[0-9]{20}\.lz4", n)]
         self.segments = sorted((int(n[:20]), n) for n in names)
@@ -320,7 +325,8 @@ class Journal:
             self.notes.append("index: missing (derived data; the next writer rebuilds it)")
             return [], 0
         want = struct.pack("<IHH16sI", 0x58495752, 1, 0, self.id, 0)
-        if data[:28] != want or len(data) < 32 or crc32c(want) != struct.unpack_from("<I", data, 28)[0]:
+        want += struct.pack("<I", crc32c(want))  # the one header this journal's id gives
+        if data[:32] != want:
             self.notes.append("index at byte 0: header is not this journal's (index unused)")
             return [], 0
         entries, prev, pos = [], None, 32
@@ -398,17 +404,20 @@ class Journal:
             if not re.fullmatch(r"[0-9]{20}\.snapshot", name):
                 continue
             p = os.path.join(folder, name)
+            if os.path.islink(p) or not os.path.isfile(p) or os.path.getsize(p) > 1 << 30:
+                found.append((name, "unreadable"))
+                continue
             with open(p, "rb") as f:
-                data = f.read(1 << 30)
-            verdict = "ok"
-            if data[:8] != b"RWSNAP\r\n" or len(data) < 112 + 4:
+                data = f.read()
+            if data[:8] != b"RWSNAP\r\n" or len(data) < 112:
                 verdict = "corrupt"
-            else:
+            else:  # the checks in SNAPSHOTS.md's order
                 version, seq, jid, fp, digest, n = struct.unpack_from("<IQ16s32s32sQ", data, 8)
-                if 108 + n + 4 != len(data) or crc32c(data[:-4]) != struct.unpack_from("<I", data, len(data) - 4)[0]:
-                    verdict = "corrupt"
-                elif version != 1:
+                (stored,) = struct.unpack_from("<I", data, len(data) - 4)
+                if version != 1:
                     verdict = "unknownFormat"
+                elif 108 + n + 4 != len(data) or crc32c(data[:-4]) != stored:
+                    verdict = "corrupt"
                 elif seq != int(name[:20]) or jid != self.id:
                     verdict = "corrupt" if seq != int(name[:20]) else "foreign"
                 elif seq > self.last_seq:
@@ -452,7 +461,7 @@ def value(b, i, depth=0):
     if i >= len(b):
         raise ValueError(f"value cut short at byte {i}")
     tag, i = b[i], i + 1
-    if tag in (7, 8) and depth >= 63:
+    if depth > 63:  # a value inside more than 63 arrays and objects
         raise ValueError(f"nesting deeper than 64 at byte {i - 1}")
     if tag <= 2:
         return (None, False, True)[tag], i
@@ -464,7 +473,8 @@ def value(b, i, depth=0):
     if tag == 5:
         if i + 8 > len(b):
             raise ValueError(f"double cut short at byte {i}")
-        return struct.unpack_from("<d", b, i)[0], i + 8
+        d = struct.unpack_from("<d", b, i)[0]  # the tool shows non-finite ones as strings
+        return (d if d == d and abs(d) != float("inf") else repr(d)), i + 8
     if tag == 6:
         return text(b, i)
     if tag == 7:
@@ -582,15 +592,18 @@ def compact(v):
 def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     flags = {a for a in argv if a.startswith("--")}
-    if len(args) != 1 or not flags <= {"--verify", "--jsonl"}:
+    if len(args) != 1 or len(flags) > 1 or not flags <= {"--verify", "--jsonl", "--contents"}:
         print(__doc__.strip().split("\n\n")[0], file=sys.stderr)
         return 2
     try:
         j = Journal(args[0], check_xxh="--verify" in flags)
-        count = 0
+        count, contents = 0, []
         for seq, ts, payload in j.records():
             count += 1
             if "--verify" in flags:
+                continue
+            if "--contents" in flags:
+                contents.append(dict(payloadHex=payload.hex(), seq=seq, timestamp=ts))
                 continue
             e = event(payload)
             if "--jsonl" in flags:
@@ -602,7 +615,13 @@ def main(argv):
                       f"{compact(e['event'])}")
             else:
                 print(f"{seq}  {timestamp(ts)}  ({len(payload)} bytes) {payload.hex()}")
+        if "--contents" in flags:
+            print(json.dumps(dict(format=1, journalID=j.id.hex(), records=contents,
+                                  segments=[name for _, name in j.segments]),
+                             indent=2, sort_keys=True, separators=(",", " : ")))
         if "--verify" not in flags:
+            for problem in j.problems:
+                print(f"error: {problem}", file=sys.stderr)
             return 1 if j.problems else 0
         entries, valid = j.load_index()
         j.check_index(entries)
