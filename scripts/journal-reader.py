@@ -260,9 +260,16 @@ class Journal:
         if not re.fullmatch(r"[0-9a-fA-F]{32}", str(manifest.get("journalID", ""))):
             raise Damage("manifest.json", 0, "journalID is not 32 hex digits")
         self.id = bytes.fromhex(manifest["journalID"])
-        names = [n for n in os.listdir(path) if re.fullmatch(r"[0-9]{20}\.lz4", n)]
-        self.segments = sorted((int(n[:20]), n) for n in names)
-        self.sizes = {}
+        self.segments, self.sizes = self.list_segments(), {}
+        try:  # before the segments: a live writer's entries name only batches written before them
+            with open(os.path.join(path, "index"), "rb") as f:
+                self.index = f.read()
+        except FileNotFoundError:
+            self.index = None
+
+    def list_segments(self):
+        names = [n for n in os.listdir(self.path) if re.fullmatch(r"[0-9]{20}\.lz4", n)]
+        return sorted((int(n[:20]), n) for n in names)
 
     def records(self):
         """Yields (seq, ts, payload) of every record; problems go to self.problems."""
@@ -318,10 +325,8 @@ class Journal:
 
     def load_index(self):
         """Returns the well-formed entries [(offset, entry)] and the valid prefix's length."""
-        try:
-            with open(os.path.join(self.path, "index"), "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        data = self.index
+        if data is None:
             self.notes.append("index: missing (derived data; the next writer rebuilds it)")
             return [], 0
         want = struct.pack("<IHH16sI", 0x58495752, 1, 0, self.id, 0)
@@ -371,7 +376,11 @@ class Journal:
         if disagree:
             self.notes.append(f"index at byte {firstbad}: {disagree} entries disagree with the "
                               "batches they name")
+        relisted = dict(self.list_segments())  # a live writer may have made a segment since
         for seg, through in sorted(witnessed.items()):
+            if seg not in present and seg in relisted:
+                self.notes.append(f"{relisted[seg]}: created after this reading began")
+                continue
             if seg in present:
                 self.problems.append(f"{present[seg]} at byte {self.ends[seg]}: committed records "
                                      f"gone: from {self.last_seq + 1} at least through "
