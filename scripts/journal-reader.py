@@ -14,8 +14,9 @@ written out below. It reads with `JournalLimits.largest`, as the `rewind` tool d
 in comments are FORMAT.md's unless they say SNAPSHOTS.md. A snapshot's state is checked against its
 digest and for the canonical encoding; its fingerprint and the state itself need the model's code.
 Not covered: telling stray files apart (FORMAT.md, "Opening and recovery", step 6: this reader
-reports any file named like a segment that is out of place as a sequence break), and live writers
-(it reads each file once). `verify` exits 1 on a problem, 0 with notes only, as `rewind verify`.
+reports any file named like a segment that is out of place as a sequence break), and rereading a
+batch a live writer may be storing (it reads each file once). Exit status as `rewind verify`'s: 1 for a problem (0 with notes only),
+2 for bad arguments, 3 when there is no journal to read.
 """
 
 import ctypes
@@ -637,9 +638,9 @@ def main(argv):
         for name, verdict in j.snapshots():  # skipped files are notes, except beyondJournal
             (j.problems if verdict == "beyondJournal" else j.notes).append(
                 f"snapshots/{name}: {verdict}")
-    except (Damage, OSError, ValueError) as e:
+    except (Damage, OSError, ValueError) as e:  # no journal to read: a refused manifest, say
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 3
     for note in j.notes:
         print(f"note: {note}")
     for problem in j.problems:
