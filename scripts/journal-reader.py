@@ -113,7 +113,7 @@ def lz4_frame_decode(frame, expected_length, check_xxh):
         pos += 8
         if size != expected_length:
             raise ValueError(f"LZ4 content size {size}, the header says {expected_length}")
-    if check_xxh and (xxh32(frame[4:pos]) >> 8) & 0xFF != frame[pos]:
+    if (xxh32(frame[4:pos]) >> 8) & 0xFF != frame[pos]:  # always, as liblz4 checks it
         raise ValueError("LZ4 frame header checksum")
     pos += 1
     independent, block_max = flg & 0x20, _BLOCK_MAX[(bd >> 4) & 7]
