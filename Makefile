@@ -4,6 +4,9 @@
 #               and DocC's check of the libraries' documentation (scripts/doc-check)
 #   make bench  builds the benchmark in release mode and runs it in full (Benchmarks/RESULTS.md)
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS seconds (docs/RELIABILITY.md)
+#   make format-check  reads the golden journals with scripts/journal-reader.py, a second reader
+#               written from Journal/FORMAT.md alone (needs python3 and liblz4.so.1), checks them
+#               with its --verify and compares its reading with their expected files
 # Both install what is missing first (scripts/install-deps).
 
 SWIFT ?= swift
@@ -19,7 +22,7 @@ RELEASE_FLAGS ?= -Xcc -gdwarf-4
 # several threads or tasks at once.
 TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|FollowTests|LockTests|CompactionTests|SyncAcknowledgementTests|BlockModeTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
 
-.PHONY: deps demo test test-tsan bench fuzz lint doc-check format clean-demo
+.PHONY: deps demo test test-tsan bench fuzz lint doc-check format format-check clean-demo
 
 deps:
 	@scripts/install-deps
@@ -55,6 +58,16 @@ fuzz: deps
 
 lint:
 	@scripts/lint
+
+GOLDEN = Journal/golden
+format-check:
+	python3 scripts/journal-reader.py $(GOLDEN)/v1/journal --verify
+	python3 scripts/journal-reader.py $(GOLDEN)/checkpoints-v1/journal --verify
+	python3 scripts/journal-reader.py $(GOLDEN)/notebook-v1/journal --verify
+	python3 scripts/journal-reader.py $(GOLDEN)/v1/journal --contents | python3 -c \
+	  'import json, sys; sys.exit(json.load(sys.stdin) != json.load(open(sys.argv[1])))' $(GOLDEN)/v1/contents.json
+	python3 scripts/journal-reader.py $(GOLDEN)/checkpoints-v1/journal | diff -u $(GOLDEN)/checkpoints-v1/log.txt -
+	python3 scripts/journal-reader.py $(GOLDEN)/notebook-v1/journal --jsonl | diff -u $(GOLDEN)/notebook-v1/log.jsonl -
 
 doc-check: deps
 	$(SWIFT) build
