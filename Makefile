@@ -1,7 +1,9 @@
 # The two commands of the README:
 #   make demo   runs the main job: a demo workload, then an audit of the journal it wrote
-#   make test   runs the whole test suite (what CI runs), with the benchmark's small mode as a smoke test
-#               and DocC's check of the libraries' documentation (scripts/doc-check)
+#   make test   runs the whole test suite (what CI runs): the second reader of the format on the
+#               golden journals (format-check, below), the Swift tests, ThreadSanitizer over the
+#               concurrency suites, the benchmark's small mode as a smoke test, and DocC's check
+#               of the libraries' documentation (scripts/doc-check)
 #   make bench  builds the benchmark in release mode and runs it in full (Benchmarks/RESULTS.md)
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS seconds (docs/RELIABILITY.md)
 #   make format-check  reads the golden journals with scripts/journal-reader.py, a second reader
@@ -36,7 +38,7 @@ demo: deps
 	.build/release/rewind stats $(DEMO_DIR)
 	.build/release/rewind log $(DEMO_DIR) --limit 5
 
-test: deps lint
+test: deps lint format-check
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	scripts/doc-check
 	$(SWIFT) test -Xswiftc -warnings-as-errors
@@ -64,10 +66,14 @@ format-check:
 	python3 scripts/journal-reader.py $(GOLDEN)/v1/journal --verify
 	python3 scripts/journal-reader.py $(GOLDEN)/checkpoints-v1/journal --verify
 	python3 scripts/journal-reader.py $(GOLDEN)/notebook-v1/journal --verify
-	python3 scripts/journal-reader.py $(GOLDEN)/v1/journal --contents | python3 -c \
-	  'import json, sys; sys.exit(json.load(sys.stdin) != json.load(open(sys.argv[1])))' $(GOLDEN)/v1/contents.json
-	python3 scripts/journal-reader.py $(GOLDEN)/checkpoints-v1/journal | diff -u $(GOLDEN)/checkpoints-v1/log.txt -
-	python3 scripts/journal-reader.py $(GOLDEN)/notebook-v1/journal --jsonl | diff -u $(GOLDEN)/notebook-v1/log.jsonl -
+	@mkdir -p .build/format-check
+	python3 scripts/journal-reader.py $(GOLDEN)/v1/journal --contents > .build/format-check/contents.json
+	python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
+	  $(GOLDEN)/v1/contents.json .build/format-check/contents.json
+	python3 scripts/journal-reader.py $(GOLDEN)/checkpoints-v1/journal > .build/format-check/log.txt
+	diff -u $(GOLDEN)/checkpoints-v1/log.txt .build/format-check/log.txt
+	python3 scripts/journal-reader.py $(GOLDEN)/notebook-v1/journal --jsonl > .build/format-check/log.jsonl
+	diff -u $(GOLDEN)/notebook-v1/log.jsonl .build/format-check/log.jsonl
 
 doc-check: deps
 	$(SWIFT) build
