@@ -171,7 +171,8 @@ public final class Journal: Sendable {
   public var failure: JournalError? { writer.currentFailure }
 
   /// Finishes queued appends, closes the files and releases the lock; later appends fail with
-  /// `.closed`. Called by `deinit` too.
+  /// `.closed`. Called by `deinit` too. Of calls from several threads at once, each returns only
+  /// once all of that is done.
   public func close() {
     compactor.close()
     writer.close()

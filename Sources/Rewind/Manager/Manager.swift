@@ -973,7 +973,8 @@ public final class Manager<M: Model>: Sendable {
 
   /// Settles the appends already handed to the journal (their commands finish as it says), closes
   /// the journal and ends every change stream. Commands not handed to it yet (waiting at the
-  /// gate, or staged in a batch not yet sent) and later ones throw `.closed`.
+  /// gate, or staged in a batch not yet sent) and later ones throw `.closed`. Of calls from
+  /// several tasks at once, each returns only once all of that is done.
   public func close() {
     guarded.withLock { guarded in
       guarded.closed = true

@@ -345,14 +345,18 @@ final class JournalWriter: @unchecked Sendable {
     }
   }
 
-  /// Stops accepting appends, lets the writer finish what is queued, and closes the files.
+  /// Stops accepting appends, lets the writer finish what is queued, and closes the files; returns
+  /// once they are closed, also when another thread is closing the journal at the same time (a
+  /// second `close()` that returned at once let `Journal.close()` release the lock while the writer
+  /// still wrote, and let a manager end its change streams before the appends in flight settled).
   func close() {
     condition.lock()
-    let wasClosing = closing
     closing = true
     condition.signal()
     condition.unlock()
-    if !wasClosing { finished.wait() }
+    // The writer signals once; each closer passes the signal on to the next one, or to a later call.
+    finished.wait()
+    finished.signal()
   }
 
   var currentFailure: JournalError? {

@@ -1,0 +1,80 @@
+import Dispatch
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// The files under `directory` this process holds open (from /proc/self/fd): other tests running
+/// at the same time open files of their own, never these.
+func openFiles(under directory: String) -> [String] {
+  let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+  return entries.compactMap { entry in
+    guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry) else {
+      return nil
+    }
+    return target.hasPrefix(directory + "/") ? target : nil
+  }
+}
+
+@Suite struct ConcurrentCloseTests {
+  /// Two threads close a journal while an append is being written. The second `close()` used to
+  /// return at once, releasing the lock while the writer was still writing and closing the files
+  /// (a writer opened next could then see the directory change under it): both now return only
+  /// once the writer has finished, each with the append settled. The held write goes on when the
+  /// journal's lock is released too early, or after a while (only to end the test without the fix).
+  @Test(.timeLimit(.minutes(10))) func bothOfTwoConcurrentClosesWaitForTheWriter() async throws {
+    let dir = TemporaryDirectory("close-concurrently")
+    let io = HeldWriteFileIO()
+    var options = JournalFixtures.options(.always)
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    io.holdNextWrite()
+    let outcome = Locked<Result<ClosedRange<UInt64>, JournalError>?>(nil)
+    journal.enqueue([NewRecord(timestamp: 1, payload: [1])], expectedFirst: nil) { result in
+      outcome.withLock { $0 = result }
+    }
+    journal.lead()
+    try await onOwnThread { try io.waitUntilHolding() }
+
+    let unsettledAtReturn = Locked(0)
+    let closers = DispatchGroup()
+    for _ in 0..<2 {
+      closers.enter()
+      Thread.detachNewThread {
+        journal.close()
+        if outcome.withLock({ $0 == nil }) { unsettledAtReturn.withLock { $0 += 1 } }
+        closers.leave()
+      }
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { io.releaseWrite() }
+    try await onOwnThread { try closers.wait(for: "both closes to return") }
+
+    #expect(!io.unlockedWhileHolding, "a close released the lock while the writer was still writing")
+    #expect(unsettledAtReturn.withLock { $0 } == 0, "a close returned before the append queued was settled")
+    #expect(outcome.withLock { $0 } == .success(1...1))
+    #expect(openFiles(under: dir.path).isEmpty)
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == 1)
+    reopened.close()
+  }
+
+  /// A journal dropped without `close()` (its `deinit` closes it), and readers and followers
+  /// dropped, keep no descriptor of the directory open, and the lock is free at once.
+  @Test func droppedJournalsAndReadersLeaveNoFileOpen() async throws {
+    let dir = TemporaryDirectory("dropped")
+    for round in 0..<3 {
+      do {
+        let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+        try await journal.append([NewRecord(timestamp: Int64(round), payload: [UInt8(round)])])
+        let reader = try journal.reader()
+        _ = try JournalFixtures.readAll(try reader.records(from: 1))
+      }
+      #expect(openFiles(under: dir.path).isEmpty, "round \(round)")
+    }
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(journal.lastSequence == 3)
+    journal.close()
+    #expect(openFiles(under: dir.path).isEmpty)
+  }
+}
