@@ -11,6 +11,7 @@ package final class HeldWriteFileIO: ForwardingFileIO {
   private let state = Locked((armed: false, holding: false, unlockedWhileHolding: false))
   private let release = DispatchSemaphore(value: 0)
   private let held = DispatchSemaphore(value: 0)
+  private let unlocked = DispatchSemaphore(value: 0)
 
   package init() {}
 
@@ -20,6 +21,10 @@ package final class HeldWriteFileIO: ForwardingFileIO {
   /// Blocks until the armed write is held.
   /// - Throws: `WaitGaveUp` if it was not within `testWaitBound`.
   package func waitUntilHolding() throws { try held.wait(for: "the armed write held") }
+
+  /// Blocks until the journal's lock is released.
+  /// - Throws: `WaitGaveUp` if it was not within `testWaitBound`.
+  package func waitUntilUnlocked() throws { try unlocked.wait(for: "the journal's lock released") }
 
   /// Lets the held write go on (a later call does nothing more).
   package func releaseWrite() { release.signal() }
@@ -49,5 +54,6 @@ package final class HeldWriteFileIO: ForwardingFileIO {
     }
     if early { release.signal() }
     base.unlock(fd, path: path)
+    unlocked.signal()
   }
 }

@@ -77,4 +77,36 @@ func openFiles(under directory: String) -> [String] {
     journal.close()
     #expect(openFiles(under: dir.path).isEmpty)
   }
+
+  /// A journal whose last reference is let go of by its writer thread, after the answer of an
+  /// append whose completion held it (as a manager's appends hold the manager, and with it the
+  /// journal, until the writer is done with them): its `deinit` closes it on that thread. That
+  /// `close()` used to wait for the writer thread to finish, which was itself: the thread hung,
+  /// and the lock and files stayed held for the rest of the process. The lock is now released and
+  /// the files closed once the writer thread finishes, right after.
+  @Test(.timeLimit(.minutes(10))) func aJournalLetGoOfByItsWriterThreadCloses() async throws {
+    let dir = TemporaryDirectory("let-go-by-writer")
+    let io = HeldWriteFileIO()
+    var options = JournalFixtures.options(.always)
+    options.io = io
+    let answered = Locked<Result<ClosedRange<UInt64>, JournalError>?>(nil)
+    /// Appends one record with a completion that keeps `journal`; the caller's reference ends here.
+    func appendKeeping(_ journal: Journal) {
+      journal.enqueue([NewRecord(timestamp: 1, payload: [1])], expectedFirst: nil) { result in
+        withExtendedLifetime(journal) { answered.withLock { $0 = result } }
+      }
+      journal.lead()
+    }
+    io.holdNextWrite()
+    appendKeeping(try Journal(directory: dir.path, options: options))
+    // The write is held: the test's reference is gone, the completion's is the last one.
+    try await onOwnThread { try io.waitUntilHolding() }
+    io.releaseWrite()
+    try await onOwnThread { try io.waitUntilUnlocked() }
+    #expect(answered.withLock { $0 } == .success(1...1))
+    #expect(openFiles(under: dir.path).isEmpty)
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == 1)
+    reopened.close()
+  }
 }
