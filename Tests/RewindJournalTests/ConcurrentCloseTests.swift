@@ -109,4 +109,27 @@ func openFiles(under directory: String) -> [String] {
     #expect(reopened.lastSequence == 1)
     reopened.close()
   }
+
+  /// A follower reading a journal while it is written and then closed returns its records in
+  /// order, without a gap or a repeat, ends when its task is cancelled (wherever it was), and
+  /// keeps no file open once it has ended.
+  @Test(.timeLimit(.minutes(10))) func aFollowerOfAJournalBeingWrittenAndClosed() async throws {
+    let dir = TemporaryDirectory("follow-close")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    let reader = try journal.reader()
+    let follower = Task {
+      var seen: [UInt64] = []
+      for try await record in reader.follow(from: 1, pollInterval: .milliseconds(1)) {
+        seen.append(record.sequence)
+      }
+      return seen
+    }
+    for index in 0..<50 { try await journal.append([NewRecord(timestamp: Int64(index), payload: [UInt8(index)])]) }
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path).count == 50)
+    follower.cancel()
+    let seen = try await boundedValue(of: follower)
+    #expect(seen == (0..<seen.count).map { UInt64($0) + 1 })
+    #expect(openFiles(under: dir.path).isEmpty)
+  }
 }
