@@ -8,8 +8,10 @@ import Testing
 
 /// Cancellation, closing and dropping of a manager while commands and change streams are in use.
 @Suite struct LifetimeTests {
-  private func open(_ directory: String, io: (any FileIO)? = nil) throws -> Manager<Ledger> {
-    var options = JournalOptions(durability: .always)
+  private func open(_ directory: String, io: (any FileIO)? = nil, durability: Durability = .always) throws
+    -> Manager<Ledger>
+  {
+    var options = JournalOptions(durability: durability)
     if let io { options.io = io }
     return try Manager<Ledger>(
       directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
@@ -130,10 +132,13 @@ import Testing
   }
 
   /// A manager dropped without `close()` ends its change streams, releases the journal's lock and
-  /// leaves no file of the directory open.
+  /// leaves no file of the directory open. Under `none`, with one command at a time, each append
+  /// is written on its command's thread, so the test lets go of the manager last; under the other
+  /// policies the writer thread may, a moment later (finding 139), and the files would be checked
+  /// too early.
   @Test func aDroppedManagerEndsItsStreamsAndReleasesItsFiles() async throws {
     let temporary = TemporaryDirectory()
-    var manager: Manager<Ledger>? = try open(temporary.path)
+    var manager: Manager<Ledger>? = try open(temporary.path, durability: .none)
     let changes = try #require(manager).changes()
     let reader = Task {
       var count = 0
