@@ -22,7 +22,7 @@ FUZZ_SECONDS ?= 60
 RELEASE_FLAGS ?= -Xcc -gdwarf-4
 # The suites ThreadSanitizer runs in `make test` (docs/RELIABILITY.md): every test that runs code on
 # several threads or tasks at once.
-TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|FollowTests|LockTests|CompactionTests|SyncAcknowledgementTests|BlockModeTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
+TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|ConcurrentCloseTests|FollowTests|LockTests|CompactionTests|SyncAcknowledgementTests|BlockModeTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
 
 .PHONY: deps demo test test-tsan bench fuzz lint doc-check format format-check clean-demo
 

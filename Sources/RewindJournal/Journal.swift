@@ -23,9 +23,8 @@ public final class Journal: Sendable {
   public let id: JournalID
   private let writer: JournalWriter
   private let compactor: SegmentCompactor
-  private let lockFD: Int32
-  private let lockReleased = Atomic<Bool>(false)
-  private let io: any FileIO
+  /// The directory's lock, released once the writer has finished (`close()`).
+  private let lock: DirectoryLock
 
   /// Opens (and with `options.createIfMissing`, creates) the journal in `directory` for writing.
   /// - Throws: `JournalError`: `.locked`, `.notAJournal`, `.badManifest`, `.corrupt` or
@@ -89,8 +88,7 @@ public final class Journal: Sendable {
       throw error
     }
     self.directory = directory
-    self.lockFD = lockFD
-    self.io = io
+    self.lock = DirectoryLock(fd: lockFD, path: lockPath, io: io)
   }
 
   deinit { close() }
@@ -171,14 +169,15 @@ public final class Journal: Sendable {
   public var failure: JournalError? { writer.currentFailure }
 
   /// Finishes queued appends, closes the files and releases the lock; later appends fail with
-  /// `.closed`. Called by `deinit` too.
+  /// `.closed`. Called by `deinit` too. Of calls from several threads at once, each returns only
+  /// once all of that is done.
+  ///
+  /// One exception: called on the journal's writer thread (by the `deinit` of a journal, or of
+  /// a manager, whose last reference an append's completion held), it returns at once, and that
+  /// thread finishes the queued appends, closes the files and releases the lock right after.
   public func close() {
     compactor.close()
-    writer.close()
-    if !lockReleased.exchange(true, ordering: .acquiringAndReleasing) {
-      io.unlock(lockFD, path: directory + "/" + Layout.lockName)
-      io.close(lockFD)
-    }
+    writer.close(then: { [lock] in lock.release() })
   }
 
   /// Compacts every sealed segment (all but the active one) that is not compacted yet: rewrites
@@ -207,4 +206,26 @@ public final class Journal: Sendable {
   /// allocate, which the journal's own plausibility checks bound already, while smaller ones would
   /// refuse records this journal, or an earlier writer with larger limits, wrote.
   public func reader() throws -> JournalReader { try JournalReader(directory: directory, limits: .largest) }
+}
+
+/// A journal directory's lock (`Journal.init`), released once: by whichever thread finishes
+/// closing the journal. An object of its own, so that the writer thread can release it after the
+/// journal itself is gone (`JournalWriter.close(then:)`).
+private final class DirectoryLock: Sendable {
+  private let fd: Int32
+  private let path: String
+  private let io: any FileIO
+  private let released = Atomic<Bool>(false)
+
+  init(fd: Int32, path: String, io: any FileIO) {
+    self.fd = fd
+    self.path = path
+    self.io = io
+  }
+
+  func release() {
+    guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    io.unlock(fd, path: path)
+    io.close(fd)
+  }
 }

@@ -15,16 +15,22 @@ private final class HoldingFileIO: ForwardingFileIO {
     var armed = false
     var fail = false
     var failSync = false
+    /// Set when the armed write starts being held: a new one for each arming (one left set by
+    /// an earlier round let the next round's wait return before its write was held).
+    var held = Signal("the armed write held")
   }
   let base: any FileIO = PosixFileIO()
   private let state = Mutex(State())
   private let release = DispatchSemaphore(value: 0)
-  /// Set when the armed write starts being held.
-  private let held = Signal("the armed write held")
 
-  func holdNextWrite() { state.withLock { $0.armed = true } }
-  /// Returns once the armed write is held (at once if it was held before).
-  func waitUntilHolding() async throws { try await held.wait() }
+  func holdNextWrite() {
+    state.withLock {
+      $0.armed = true
+      $0.held = Signal("the armed write held")
+    }
+  }
+  /// Returns once the write armed last is held (at once if it was held before).
+  func waitUntilHolding() async throws { try await state.withLock { $0.held }.wait() }
   func releaseWrite(failing: Bool, syncFailing: Bool = false) {
     state.withLock {
       $0.fail = failing
@@ -44,12 +50,12 @@ private final class HoldingFileIO: ForwardingFileIO {
   }
 
   func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
-    let hold = state.withLock { state -> Bool in
-      guard state.armed, path.hasSuffix(".lz4") else { return false }
+    let held = state.withLock { state -> Signal? in
+      guard state.armed, path.hasSuffix(".lz4") else { return nil }
       state.armed = false
-      return true
+      return state.held
     }
-    if hold {
+    if let held {
       held.set()
       // Not released within `testWaitBound` (the test failed first): the write fails, the writer ends.
       try release.wait(for: "the test to let the held write go")

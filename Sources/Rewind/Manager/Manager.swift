@@ -973,7 +973,13 @@ public final class Manager<M: Model>: Sendable {
 
   /// Settles the appends already handed to the journal (their commands finish as it says), closes
   /// the journal and ends every change stream. Commands not handed to it yet (waiting at the
-  /// gate, or staged in a batch not yet sent) and later ones throw `.closed`.
+  /// gate, or staged in a batch not yet sent) and later ones throw `.closed`. Of calls from
+  /// several tasks at once, each returns only once all of that is done.
+  ///
+  /// A manager let go of without `close()` is closed by its `deinit`, on the thread that lets go
+  /// of it last: that may be the journal's writer thread, just after it answered the last command,
+  /// so the directory's lock may be released a moment after the app's last reference is gone. To
+  /// open the directory again at once, close the manager first.
   public func close() {
     guarded.withLock { guarded in
       guarded.closed = true

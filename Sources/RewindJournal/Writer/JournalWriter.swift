@@ -140,6 +140,12 @@ final class JournalWriter: @unchecked Sendable {
   /// Emptied for each group; its capacity is kept.
   @exclusivity(unchecked) private var laterFrameStarts: [Int] = []
   private let finished = DispatchSemaphore(value: 0)
+  /// The writer thread, once it runs (guarded by `condition`): a `close()` made on it must not
+  /// wait for it.
+  private var writerThread: pthread_t?
+  /// What closes made on the writer thread left for it to run once it has finished (guarded by
+  /// `condition`).
+  private var afterFinishing: [@Sendable () -> Void] = []
 
   /// Compaction replaces the index file under this gate; the writer appends to it under it too.
   let indexGate: IndexFileGate
@@ -345,14 +351,28 @@ final class JournalWriter: @unchecked Sendable {
     }
   }
 
-  /// Stops accepting appends, lets the writer finish what is queued, and closes the files.
-  func close() {
+  /// Stops accepting appends, lets the writer finish what is queued, closes the files, then runs
+  /// `then` (which releases the journal's lock). Returns once that is done, also when another
+  /// thread is closing the journal at the same time (a second `close()` that returned at once let
+  /// `Journal.close()` release the lock while the writer still wrote, and let a manager end its
+  /// change streams before the appends in flight settled).
+  ///
+  /// On the writer thread itself (an append's completion held the last reference to the journal,
+  /// or to the manager that owns it, and the writer let go of it: its `deinit` closes it), waiting
+  /// for the writer would wait for ever: it returns at once, and the writer thread runs `then`
+  /// once it has finished, right after.
+  func close(then: @escaping @Sendable () -> Void) {
     condition.lock()
-    let wasClosing = closing
     closing = true
     condition.signal()
+    let onWriterThread = writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    if onWriterThread { afterFinishing.append(then) }
     condition.unlock()
-    if !wasClosing { finished.wait() }
+    if onWriterThread { return }
+    // The writer signals once; each closer passes the signal on to the next one, or to a later call.
+    finished.wait()
+    finished.signal()
+    then()
   }
 
   var currentFailure: JournalError? {
@@ -364,6 +384,9 @@ final class JournalWriter: @unchecked Sendable {
   // MARK: The writer thread
 
   private func run() {
+    condition.lock()
+    writerThread = pthread_self()
+    condition.unlock()
     while let (next, failure) = nextGroup() {
       var group = next
       lastGroupAppends = group.count
@@ -386,6 +409,11 @@ final class JournalWriter: @unchecked Sendable {
     // Entries an earlier index append failed to write get one more try (else opening derives them).
     if !indexBacklog.isEmpty { appendIndexEntries([]) }
     if indexFD >= 0 { io.close(indexFD) }
+    condition.lock()
+    let closers = afterFinishing
+    afterFinishing = []
+    condition.unlock()
+    for then in closers { then() }
     finished.signal()
   }
 

@@ -1,0 +1,135 @@
+import Dispatch
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// The files under `directory` this process holds open (from /proc/self/fd): other tests running
+/// at the same time open files of their own, never these.
+func openFiles(under directory: String) -> [String] {
+  let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+  return entries.compactMap { entry in
+    guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry) else {
+      return nil
+    }
+    return target.hasPrefix(directory + "/") ? target : nil
+  }
+}
+
+@Suite struct ConcurrentCloseTests {
+  /// Two threads close a journal while an append is being written. The second `close()` used to
+  /// return at once, releasing the lock while the writer was still writing and closing the files
+  /// (a writer opened next could then see the directory change under it): both now return only
+  /// once the writer has finished, each with the append settled. The held write goes on when the
+  /// journal's lock is released too early, or after a while (only to end the test without the fix).
+  @Test(.timeLimit(.minutes(10))) func bothOfTwoConcurrentClosesWaitForTheWriter() async throws {
+    let dir = TemporaryDirectory("close-concurrently")
+    let io = HeldWriteFileIO()
+    var options = JournalFixtures.options(.always)
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    io.holdNextWrite()
+    let outcome = Locked<Result<ClosedRange<UInt64>, JournalError>?>(nil)
+    journal.enqueue([NewRecord(timestamp: 1, payload: [1])], expectedFirst: nil) { result in
+      outcome.withLock { $0 = result }
+    }
+    journal.lead()
+    try await onOwnThread { try io.waitUntilHolding() }
+
+    let unsettledAtReturn = Locked(0)
+    let closers = DispatchGroup()
+    for _ in 0..<2 {
+      closers.enter()
+      Thread.detachNewThread {
+        journal.close()
+        if outcome.withLock({ $0 == nil }) { unsettledAtReturn.withLock { $0 += 1 } }
+        closers.leave()
+      }
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { io.releaseWrite() }
+    try await onOwnThread { try closers.wait(for: "both closes to return") }
+
+    #expect(!io.unlockedWhileHolding, "a close released the lock while the writer was still writing")
+    #expect(unsettledAtReturn.withLock { $0 } == 0, "a close returned before the append queued was settled")
+    #expect(outcome.withLock { $0 } == .success(1...1))
+    #expect(openFiles(under: dir.path).isEmpty)
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == 1)
+    reopened.close()
+  }
+
+  /// A journal dropped without `close()` (its `deinit` closes it), and readers and followers
+  /// dropped, keep no descriptor of the directory open, and the lock is free at once.
+  @Test func droppedJournalsAndReadersLeaveNoFileOpen() async throws {
+    let dir = TemporaryDirectory("dropped")
+    for round in 0..<3 {
+      do {
+        let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+        try await journal.append([NewRecord(timestamp: Int64(round), payload: [UInt8(round)])])
+        let reader = try journal.reader()
+        _ = try JournalFixtures.readAll(try reader.records(from: 1))
+      }
+      #expect(openFiles(under: dir.path).isEmpty, "round \(round)")
+    }
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(journal.lastSequence == 3)
+    journal.close()
+    #expect(openFiles(under: dir.path).isEmpty)
+  }
+
+  /// A journal whose last reference is let go of by its writer thread, after the answer of an
+  /// append whose completion held it (as a manager's appends hold the manager, and with it the
+  /// journal, until the writer is done with them): its `deinit` closes it on that thread. That
+  /// `close()` used to wait for the writer thread to finish, which was itself: the thread hung,
+  /// and the lock and files stayed held for the rest of the process. The lock is now released and
+  /// the files closed once the writer thread finishes, right after.
+  @Test(.timeLimit(.minutes(10))) func aJournalLetGoOfByItsWriterThreadCloses() async throws {
+    let dir = TemporaryDirectory("let-go-by-writer")
+    let io = HeldWriteFileIO()
+    var options = JournalFixtures.options(.always)
+    options.io = io
+    let answered = Locked<Result<ClosedRange<UInt64>, JournalError>?>(nil)
+    /// Appends one record with a completion that keeps `journal`; the caller's reference ends here.
+    func appendKeeping(_ journal: Journal) {
+      journal.enqueue([NewRecord(timestamp: 1, payload: [1])], expectedFirst: nil) { result in
+        withExtendedLifetime(journal) { answered.withLock { $0 = result } }
+      }
+      journal.lead()
+    }
+    io.holdNextWrite()
+    appendKeeping(try Journal(directory: dir.path, options: options))
+    // The write is held: the test's reference is gone, the completion's is the last one.
+    try await onOwnThread { try io.waitUntilHolding() }
+    io.releaseWrite()
+    try await onOwnThread { try io.waitUntilUnlocked() }
+    #expect(answered.withLock { $0 } == .success(1...1))
+    #expect(openFiles(under: dir.path).isEmpty)
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == 1)
+    reopened.close()
+  }
+
+  /// A follower reading a journal while it is written and then closed returns its records in
+  /// order, without a gap or a repeat, ends when its task is cancelled (wherever it was), and
+  /// keeps no file open once it has ended.
+  @Test(.timeLimit(.minutes(10))) func aFollowerOfAJournalBeingWrittenAndClosed() async throws {
+    let dir = TemporaryDirectory("follow-close")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    let reader = try journal.reader()
+    let follower = Task {
+      var seen: [UInt64] = []
+      for try await record in reader.follow(from: 1, pollInterval: .milliseconds(1)) {
+        seen.append(record.sequence)
+      }
+      return seen
+    }
+    for index in 0..<50 { try await journal.append([NewRecord(timestamp: Int64(index), payload: [UInt8(index)])]) }
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path).count == 50)
+    follower.cancel()
+    let seen = try await boundedValue(of: follower)
+    #expect(seen == (0..<seen.count).map { UInt64($0) + 1 })
+    #expect(openFiles(under: dir.path).isEmpty)
+  }
+}

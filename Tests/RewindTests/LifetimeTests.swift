@@ -1,0 +1,212 @@
+import Dispatch
+import Foundation
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+/// Cancellation, closing and dropping of a manager while commands and change streams are in use.
+@Suite struct LifetimeTests {
+  private func open(_ directory: String, io: (any FileIO)? = nil, durability: Durability = .always) throws
+    -> Manager<Ledger>
+  {
+    var options = JournalOptions(durability: durability)
+    if let io { options.io = io }
+    return try Manager<Ledger>(
+      directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+  }
+
+  private func increment(_ manager: Manager<Ledger>, _ id: Identifier, ran: Locked<Int>? = nil) async throws -> Int {
+    try await manager.perform(.user) { ledger, command in
+      ran?.withLock { $0 += 1 }
+      let balance = (ledger.accounts.find(id: id)?.balance ?? 0) + 1
+      command.record(BalanceSet(account: id, balance: balance))
+      return balance
+    }
+  }
+
+  /// The files under `directory` this process holds open (see `/proc/self/fd`).
+  private func openFiles(under directory: String) -> [String] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return entries.compactMap { entry in
+      guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry)
+      else { return nil }
+      return target.hasPrefix(directory + "/") ? target : nil
+    }
+  }
+
+  /// A command whose task is cancelled while its append is being written is committed: it
+  /// returns its value, not `CancellationError`, and the live state equals the journal's replay.
+  @Test(.timeLimit(.minutes(10))) func aCommandCancelledWhileItsAppendIsWrittenReportsItsCommit() async throws {
+    let temporary = TemporaryDirectory()
+    let io = HeldWriteFileIO()
+    let manager = try open(temporary.path, io: io)
+    let id = try await manager.openAccount(owner: "a")
+    io.holdNextWrite()
+    let command = Task { try await increment(manager, id) }
+    try await onOwnThread { try io.waitUntilHolding() }
+    command.cancel()
+    io.releaseWrite()
+    #expect(try await command.value == 1)
+    #expect(manager.state.accounts.find(id: id)?.balance == 1)
+    manager.close()
+    let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
+    #expect(replayed.state.accounts.find(id: id)?.balance == 1)
+    #expect(replayed.lastSequence == 2)
+  }
+
+  /// A command whose task is cancelled while it waits at the gate throws `CancellationError`
+  /// without running its body or writing anything; the command waiting with it goes on.
+  @Test(.timeLimit(.minutes(10))) func aCommandCancelledAtTheGateWritesNothing() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try open(temporary.path)
+    let id = try await manager.openAccount(owner: "a")
+    let held = Signal("the first append held")
+    let go = Signal("the test to let the first append go")
+    let calls = Locked(0)
+    manager.beforeAppend.withLock {
+      $0 = {
+        guard
+          calls.withLock({ calls in
+            calls += 1
+            return calls == 1
+          })
+        else { return }
+        held.set()
+        do { try await go.wait() } catch { Issue.record(error) }
+      }
+    }
+    let first = Task { try await increment(manager, id) }
+    try await held.wait()
+    let ran = Locked(0)
+    let cancelled = Task { try await increment(manager, id, ran: ran) }
+    try await manager.waitUntil(waitingCommands: 1)
+    let after = Task { try await increment(manager, id) }
+    try await manager.waitUntil(waitingCommands: 2)
+    cancelled.cancel()
+    go.set()
+    #expect(try await first.value == 1)
+    await #expect(throws: CancellationError.self) { try await cancelled.value }
+    #expect(try await after.value == 2)
+    #expect(ran.withLock { $0 } == 0)
+    manager.close()
+    let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
+    #expect(replayed.state.accounts.find(id: id)?.balance == 2)
+    #expect(replayed.lastSequence == 3)
+  }
+
+  /// Two tasks close the manager while a command's append is being written and a change stream
+  /// is read. Both closes used to finish at once but for one: the second ended the change
+  /// streams before the append settled, so a reader never saw a change that was committed.
+  @Test(.timeLimit(.minutes(10))) func concurrentClosesAnnounceTheCommandInFlightFirst() async throws {
+    let temporary = TemporaryDirectory()
+    let io = HeldWriteFileIO()
+    let manager = try open(temporary.path, io: io)
+    let id = try await manager.openAccount(owner: "a")
+    let changes = manager.changes()
+    let reader = Task {
+      var seen: [ClosedRange<UInt64>] = []
+      for await change in changes { seen.append(change.sequences) }
+      return seen
+    }
+    io.holdNextWrite()
+    let command = Task { try await increment(manager, id) }
+    try await onOwnThread { try io.waitUntilHolding() }
+    let closers = DispatchGroup()
+    for _ in 0..<2 {
+      closers.enter()
+      Thread.detachNewThread {
+        manager.close()
+        closers.leave()
+      }
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { io.releaseWrite() }
+    try await onOwnThread { try closers.wait(for: "both closes to return") }
+    #expect(!io.unlockedWhileHolding)
+    #expect(try await command.value == 1)
+    #expect(await boundedValue(of: reader) == [2...2])
+    let reopened = try open(temporary.path)
+    #expect(reopened.state.accounts.find(id: id)?.balance == 1)
+    reopened.close()
+  }
+
+  /// A manager dropped without `close()` ends its change streams, releases the journal's lock and
+  /// leaves no file of the directory open. Under `none`, with one command at a time, each append
+  /// is written on its command's thread, so the test lets go of the manager last; under the other
+  /// policies the writer thread may, a moment later (finding 144), and the files would be checked
+  /// too early.
+  @Test func aDroppedManagerEndsItsStreamsAndReleasesItsFiles() async throws {
+    let temporary = TemporaryDirectory()
+    var manager: Manager<Ledger>? = try open(temporary.path, durability: .none)
+    let changes = try #require(manager).changes()
+    let reader = Task {
+      var count = 0
+      for await _ in changes { count += 1 }
+      return count
+    }
+    let id = try await #require(manager).openAccount(owner: "a")
+    _ = try await increment(try #require(manager), id)
+    manager = nil
+    #expect(await boundedValue(of: reader) == 2)
+    #expect(openFiles(under: temporary.path).isEmpty)
+    let reopened = try open(temporary.path)
+    #expect(reopened.state.accounts.find(id: id)?.balance == 1)
+    reopened.close()
+    #expect(openFiles(under: temporary.path).isEmpty)
+  }
+
+  /// A reader that stops reading (breaks out of its loop) detaches its observer; one that
+  /// subscribes after `close()` gets a stream that has ended; commands after close throw `.closed`.
+  @Test func streamsThatStopOrStartLateAndCommandsAfterClose() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try open(temporary.path)
+    let reader = Task { () -> ClosedRange<UInt64>? in
+      for await change in manager.changes() { return change.sequences }
+      return nil
+    }
+    try await manager.waitUntil(observersAttached: 1)
+    let id = try await manager.openAccount(owner: "a")
+    #expect(await reader.value == 1...1)
+    #expect(manager.observerCount == 0)
+    manager.close()
+    manager.close()
+    var late = manager.changes().makeAsyncIterator()
+    #expect(await late.next() == nil)
+    await #expect(throws: ManagerError.self) { _ = try await increment(manager, id) }
+    #expect((manager.stopReason?.code) == .closed)
+  }
+
+  /// Readers subscribing while commands are being made each see a contiguous run of changes, in
+  /// order, with no gap or repeat, through the last command.
+  @Test(.timeLimit(.minutes(10))) func subscribersJoiningDuringABurstSeeContiguousChanges() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try open(temporary.path)
+    let id = try await manager.openAccount(owner: "a")
+    let writers = (0..<4).map { _ in
+      Task<Void, any Error> {
+        for _ in 0..<25 { _ = try await increment(manager, id) }
+      }
+    }
+    var readers: [Task<[UInt64], Never>] = []
+    for _ in 0..<8 {
+      let changes = manager.changes()
+      readers.append(
+        Task {
+          var seen: [UInt64] = []
+          for await change in changes { seen += Array(change.sequences) }
+          return seen
+        })
+      await Task.yield()
+    }
+    for writer in writers { try await writer.value }
+    let last = manager.lastSequence
+    #expect(last == 101)
+    manager.close()
+    for reader in readers {
+      let seen = await boundedValue(of: reader)
+      guard let first = seen.first else { continue }  // subscribed after the last command
+      #expect(seen == Array(first...last))
+    }
+  }
+}
