@@ -57,7 +57,7 @@ let package = Package(
     // Throughput of append, replay and seek, side by side with SQLite, JSON lines and the lz4 tool.
     .executableTarget(
       name: "rewind-bench",
-      dependencies: ["RewindJournal", "Rewind", "Notebook", "CSQLite"],
+      dependencies: ["RewindJournal", "Rewind", "Notebook", "CSQLite", "CLZ4"],
       path: "Benchmarks/Sources",
       swiftSettings: strict
     ),

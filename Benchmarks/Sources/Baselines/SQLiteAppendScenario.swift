@@ -125,8 +125,9 @@ struct SQLiteAppendScenario: Scenario {
   }
 
   /// One run: a new database at `path` (whatever an earlier round left there removed, with its
-  /// -wal and -shm files), the appends `body` makes to it timed, and the bytes it holds once
-  /// closed.
+  /// -wal and -shm files), the appends `body` makes to it timed, and the bytes of the database
+  /// and its WAL once checkpointed (not the -shm file: SQLite's shared-memory index of the WAL,
+  /// which it removes when the connection closes).
   private static func appendRun(
     to path: String, synchronous: String, commit: SQLiteAppender.Commit, records: Int, in context: BenchContext,
     _ body: (SQLiteAppender) async throws -> Latencies
@@ -137,6 +138,6 @@ struct SQLiteAppendScenario: Scenario {
     appender.close()
     return AppendRun(
       events: records, seconds: seconds, latencies: latencies,
-      bytesOnDisk: bytesOnDisk(context.work, prefix: path))
+      bytesOnDisk: [path, path + "-wal"].reduce(0) { $0 + fileBytes($1) })
   }
 }

@@ -29,6 +29,9 @@ final class SQLiteAppender: @unchecked Sendable {
   private var closed = false
   private let database: SQLiteDatabase
   private let insert: SQLiteDatabase.Statement
+  /// BEGIN and COMMIT, prepared once as the INSERT is (`sqlite3_exec` would parse them each time).
+  private let begin: SQLiteDatabase.Statement
+  private let end: SQLiteDatabase.Statement
   private let commit: Commit
   private var thread: Thread?
   private let finished = DispatchSemaphore(value: 0)
@@ -42,6 +45,8 @@ final class SQLiteAppender: @unchecked Sendable {
       CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, payload BLOB NOT NULL);
       """)
     insert = try database.prepare("INSERT INTO events(ts, payload) VALUES (?, ?)")
+    begin = try database.prepare("BEGIN")
+    end = try database.prepare("COMMIT")
     self.commit = commit
     guard commit == .grouped else { return }
     let thread = Thread { [unowned self] in self.writeLoop() }
@@ -100,17 +105,19 @@ final class SQLiteAppender: @unchecked Sendable {
     finished.signal()
   }
 
-  /// BEGIN, the prepared INSERT per record, COMMIT; ROLLBACK on failure.
+  /// BEGIN, the INSERT per record, COMMIT, all prepared; ROLLBACK on failure.
   private func insertInTransaction(_ records: [NewRecord]) throws {
     do {
-      try database.execute("BEGIN")
+      defer { begin.reset() }
+      _ = try begin.step()
       for record in records {
+        defer { insert.reset() }
         insert.bind(record.timestamp, at: 1)
         insert.bind(record.payload, at: 2)
         _ = try insert.step()
-        insert.reset()
       }
-      try database.execute("COMMIT")
+      defer { end.reset() }
+      _ = try end.step()
     } catch {
       try? database.execute("ROLLBACK")
       throw error

@@ -4,10 +4,13 @@ internal import Rewind
 internal import RewindJournal
 
 /// The Notebook state rebuilt from the same records kept in SQLite: a cold `SELECT … ORDER BY
-/// seq`, each row decoded and applied by `Replay.rebuild(_:records:)` (the same decoding and
-/// apply code as a journal replay), against the journal's own cold replay (which runs in a child
-/// process; this runs in the benchmark's); best of three cold runs, as the replay's. Uses the table `sqlite.read` loads (loading it if
-/// that did not run); checks that both give the same state.
+/// seq`, the rows decoded and applied by `Replay.rebuild(_:records:)` (a batch at a time, through
+/// the same decoding and type-specialized apply code as a journal replay), against the journal's
+/// own cold replay (which runs in a child process; this runs in the benchmark's). One difference
+/// stays: SQLite's rows are read, decoded and applied on one thread, where a journal's replay
+/// reads and decompresses on a second one. Best of three cold runs, as the replay's. Uses the
+/// table `sqlite.read` loads (loading it if that did not run); checks that both give the same
+/// state.
 struct SQLiteRebuildScenario: Scenario {
   let name = "sqlite.rebuild"
   let summary = "SQLite: rebuild the Notebook state from the same records"

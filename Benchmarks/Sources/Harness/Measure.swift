@@ -107,8 +107,14 @@ func bytesOnDisk(_ directory: String) -> Int {
   return total
 }
 
-/// The bytes of the files in `directory` whose path starts with `prefix` (a database and its
-/// -wal and -shm files).
+/// The size of the file at `path`, or 0 if there is none.
+func fileBytes(_ path: String) -> Int {
+  var info = stat()
+  return stat(path, &info) == 0 ? Int(info.st_size) : 0
+}
+
+/// The bytes of the files in `directory` whose path starts with `prefix` (a file, and any beside
+/// it whose name extends its own).
 func bytesOnDisk(_ directory: String, prefix: String) -> Int {
   guard let dir = opendir(directory) else { return 0 }
   defer { closedir(dir) }

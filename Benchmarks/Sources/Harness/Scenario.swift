@@ -32,6 +32,7 @@ enum ScenarioRegistry {
     InvalidationScenario(),
     TimeTravelScenario(),
     CheckpointScenario(),
+    ProfilingChildrenScenario(),
   ]
 }
 

@@ -67,32 +67,39 @@ enum Targets {
       return (Report.format(rewind / base) + "×", rewind / base >= 10)
     }
     judge("the same through the managers (issue scenario 1): ≥ 1.5M without fsync, ≥ 200k durable") {
-      guard let manager = value("manager.append", journal("none", 64), "events/s"),
+      guard let one = value("manager.append", journal("none", 1), "events/s"),
+        let many = value("manager.append", journal("none", 64), "events/s"),
         let durable = value("manager.append", journal("always", 64), "events/s")
       else { return nil }
       // Not judged, as the journal's bulk appends are not: the manager's bulk path beside it.
       let pulls = value("manager.append", ManagerAppendScenario.pullConfiguration("none"), "events/s").map {
         "; \(rate($0)) in sync pulls of \(ManagerAppendScenario.notesPerPull) notes (none)"
       }
+      // Without fsync, the better of 1 and 64 producers, as for the journal's appends.
       return (
-        "\(rate(manager)) (none, 64), \(rate(durable)) (always, 64)" + (pulls ?? ""),
-        manager >= 1_500_000 && durable >= 200_000
+        "\(rate(one)) (none, 1), \(rate(many)) (none, 64), \(rate(durable)) (always, 64)" + (pulls ?? ""),
+        max(one, many) >= 1_500_000 && durable >= 200_000
       )
     }
     let replay = value("replay", "\(n) events, cold", "events/s")
     judge("replay into the stores ≥ 4M events/s") {
       replay.map { (rate($0), $0 >= 4_000_000) }
     }
-    judge("replay ≥ 25% of lz4 -dc of the same segments") {
-      guard let replay, let lz4 = value("lz4.tool", LZ4ToolScenario.decompressConfiguration(n), "events/s", "lz4")
+    judge("replay ≥ 25% of raw LZ4 decompression of the same segments (liblz4, in process)") {
+      guard let replay, let lz4 = value("lz4.tool", LZ4ToolScenario.libraryConfiguration(n), "events/s", "lz4")
       else { return nil }
-      return (Report.format(replay / lz4 * 100) + "%", replay / lz4 >= 0.25)
+      // The `lz4` tool, slower on a journal as written (a system call per batch header), is
+      // shown beside it, not judged.
+      let tool = value("lz4.tool", LZ4ToolScenario.decompressConfiguration(n), "events/s", "lz4").map {
+        "; \(Report.format(replay / $0 * 100))% of lz4 -dc"
+      }
+      return (Report.format(replay / lz4 * 100) + "%" + (tool ?? ""), replay / lz4 >= 0.25)
     }
     let jumps = TimeTravelScenario.jumpCounts(context.options.mode)
     judge(
       "seek p99 ≤ 20 ms (time travel, TimeMachine.jump, snapshots every "
-        + "\(TimeTravelScenario.snapshotInterval(total: UInt64(n))), the newest \(TimeTravelScenario.keep) kept"
-        + " as by default)"
+        + "\(TimeTravelScenario.snapshotInterval(total: UInt64(n))) (the benchmark's choice), the newest "
+        + "\(TimeTravelScenario.keep) kept as by default)"
     ) {
       guard
         let p99 = value(
@@ -114,30 +121,30 @@ enum Targets {
       }
       return (measured, p99 <= 20)
     }
-    let states = SeekScenario.stateTargets(context.options)
-    judge("state by replay from sequence 1, no snapshots (for comparison) ≤ 20 ms") {
-      value("timetravel.state", SeekScenario.stateConfiguration(total: n, targets: states), "state(at:) max").map {
-        (Report.format($0) + " ms (max of \(states))", $0 <= 20)
-      }
-    }
-    judge("journal ≤ 1/3 of the JSON lines' size (sealed segments, compacted)") {
+    judge("journal ≤ 1/3 of the JSON lines' size (the whole journal, its sealed segments compacted)") {
+      let compacted = CompactionScenario.configuration(n)
+      let reappended = CompactionScenario.reappendedConfiguration(n)
       guard let json = value("json.lines", "\(n) events", "bytes/event on disk", "json"),
         let single = value("corpus", "\(n) events", "journal bytes/event"),
-        let compacted = value("compaction", CompactionScenario.configuration(n), CompactionScenario.sealedBytesPerEvent)
-          ?? value("compaction", CompactionScenario.reappendedConfiguration(n), CompactionScenario.sealedBytesPerEvent)
+        let whole = value("compaction", compacted, CompactionScenario.wholeBytesPerEvent)
+          ?? value("compaction", reappended, CompactionScenario.wholeBytesPerEvent),
+        let sealed = value("compaction", compacted, CompactionScenario.sealedBytesPerEvent)
+          ?? value("compaction", reappended, CompactionScenario.sealedBytesPerEvent)
       else { return nil }
-      // Judged on the journal as it rests on disk once sealed: its sealed segments compacted
-      // (the `compaction` scenario). The sizes as written are reported next to it.
+      // Judged on every byte of the journal once its sealed segments are compacted (the
+      // `compaction` scenario; `JournalOptions.compactsSealedSegments` is off by default): the
+      // active segment as written, the index and the manifest too. The sealed segments alone,
+      // and the journal as the manager writes it, are reported next to it.
       let grouped = value("journal.append", journal("none", 64), "bytes/event on disk")
       var measured = "JSON \(Report.format(json)) B/event; "
-      measured +=
-        "sealed segments compacted \(Report.format(compacted)) (\(Report.format(json / compacted))× smaller); "
+      measured += "whole journal compacted \(Report.format(whole)) (\(Report.format(json / whole))× smaller); "
+      measured += "its sealed segments \(Report.format(sealed)) (\(Report.format(json / sealed))×); "
       measured +=
         "as written \(Report.format(single)) (one command per frame, \(Report.format(json / single))× smaller)"
       if let grouped {
         measured += ", \(Report.format(grouped)) (64 producers' groups, \(Report.format(json / grouped))× smaller)"
       }
-      return (measured, compacted * 3 <= json)
+      return (measured, whole * 3 <= json)
     }
     judge("reading memory bounded whatever the length (peak RSS at n/10 vs n events)") {
       guard let small = value("journal.read", "\(max(n / 10, 1)) events, cold", "peak memory"),

@@ -91,8 +91,8 @@ struct TimeTravelScenario: Scenario {
   }
 
   /// How many jumps each part makes. A p99 needs many samples to be more than the few slowest
-  /// jumps: prepared jumps take milliseconds, so they get 1,000 (the 990th slowest is the p99);
-  /// jumps from snapshots can take seconds, so they keep 200.
+  /// jumps: prepared jumps take milliseconds, so they get 1,000 (the p99 is the 990th fastest, the
+  /// 11th slowest); jumps from snapshots can take seconds, so they keep 200.
   static func jumpCounts(_ mode: BenchOptions.Mode) -> (prepared: Int, fromSnapshots: Int) {
     mode == .full ? (1_000, 200) : (20, 20)
   }
