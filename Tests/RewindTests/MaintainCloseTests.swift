@@ -5,6 +5,20 @@ import Testing
 @testable import Rewind
 
 @Suite struct MaintainCloseTests {
+  /// A manager of `Gauge` over `directory`: durability `none`, a stepping clock, sequential ids.
+  private func open(_ directory: TemporaryDirectory) throws -> Manager<Gauge> {
+    try Manager<Gauge>(
+      directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
+      ids: .sequential())
+  }
+
+  /// `count` commands through `manager`, one level each.
+  private func commit(_ count: Int, to manager: Manager<Gauge>) async throws {
+    for index in 0..<count {
+      try await manager.perform(.user) { _, command in command.record(LevelSet(value: Double(index))) }
+    }
+  }
+
   /// The maintenance job runs until the manager is closed. Closed while the job is still behind
   /// (a checkpoint due after every command, the commands made faster than checkpoints), it used to
   /// throw `closed` from the checkpoint it then tried; it now ends as it does when caught up.
@@ -12,14 +26,10 @@ import Testing
   @Test func aCloseThatFindsTheJobBehindEndsItWithoutAnError() async throws {
     for round in 0..<10 {
       let directory = TemporaryDirectory()
-      let manager = try Manager<Gauge>(
-        directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
-        ids: .sequential())
+      let manager = try open(directory)
       let job = Task { try await manager.maintain(checkpointEvery: 1) }
       try await manager.waitUntil(observersAttached: 1)
-      for index in 0..<5 {
-        try await manager.perform(.user) { _, command in command.record(LevelSet(value: Double(index))) }
-      }
+      try await commit(5, to: manager)
       manager.close()
       let outcome = await job.result
       #expect(throws: Never.self, "round \(round)") { try outcome.get() }
@@ -35,22 +45,12 @@ import Testing
   /// snapshots due) at once, with no command.
   @Test func recordsCommittedBeforeTheJobCountTowardItsCheckpoint() async throws {
     let directory = TemporaryDirectory()
-    func open() throws -> Manager<Gauge> {
-      try Manager<Gauge>(
-        directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
-        ids: .sequential())
-    }
-    func commit(_ count: Int, to manager: Manager<Gauge>) async throws {
-      for index in 0..<count {
-        try await manager.perform(.user) { _, command in command.record(LevelSet(value: Double(index))) }
-      }
-    }
     /// A run: `before` commands, then the job (and a watcher of its checkpoint), then `during`;
     /// returns whether a checkpoint's digest was committed.
     func run(before: Int, during: Int, expecting expected: Bool, snapshots: SnapshotPolicy? = nil) async throws
       -> Bool
     {
-      let manager = try open()
+      let manager = try open(directory)
       try await commit(before, to: manager)
       let changes = manager.changes()
       let watcher = Task {
@@ -85,22 +85,15 @@ import Testing
   /// the ones due (10 and 20) as it starts.
   @Test func snapshotsOfOtherModelCodeDoNotPutOffTheFirstSnapshot() async throws {
     let directory = TemporaryDirectory()
-    func open() throws -> Manager<Gauge> {
-      try Manager<Gauge>(
-        directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
-        ids: .sequential())
-    }
-    let first = try open()
-    for index in 0..<25 {
-      try await first.perform(.user) { _, command in command.record(LevelSet(value: Double(index))) }
-    }
+    let first = try open(directory)
+    try await commit(25, to: first)
     first.close()
     let store = SnapshotStore(journal: directory.path)
     try store.write(Tally(), at: 20)
     #expect(store.newestSequence(fingerprint: Gauge.fingerprint) == nil)
     #expect(store.newestSequence(fingerprint: Tally.fingerprint) == 20)
 
-    let manager = try open()
+    let manager = try open(directory)
     let policy = SnapshotPolicy(directory: directory.path, every: 10, keep: 4)
     let job = Task { try await manager.maintain(checkpointEvery: 1_000, snapshots: policy) }
     try await manager.waitUntil(observersAttached: 1)
