@@ -62,7 +62,7 @@ lint:
 	@scripts/lint
 
 GOLDEN = Journal/golden
-format-check:
+format-check: deps
 	python3 scripts/journal-reader.py $(GOLDEN)/v1/journal --verify
 	python3 scripts/journal-reader.py $(GOLDEN)/checkpoints-v1/journal --verify
 	python3 scripts/journal-reader.py $(GOLDEN)/notebook-v1/journal --verify

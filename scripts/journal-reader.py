@@ -605,6 +605,9 @@ def main(argv):
     if len(args) != 1 or len(flags) > 1 or not flags <= {"--verify", "--jsonl", "--contents"}:
         print(__doc__.strip().split("\n\n")[0], file=sys.stderr)
         return 2
+    if args[0] == "":
+        print("journal-reader.py: the journal directory is empty ('')", file=sys.stderr)
+        return 2
     try:
         j = Journal(args[0], check_xxh="--verify" in flags)
         count, contents = 0, []

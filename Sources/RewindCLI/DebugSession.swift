@@ -320,7 +320,10 @@ final class DebugSession {
     guard start < last else { return nil }
     let records = try openJournal(directory).records(from: start + 1)
     while let record = try records.next() {
-      if (try? EventRecord.header(of: record.payload))?.name == name { return record.sequence }
+      // By bytes, as `--type` and `stats` compare names (a composed é and e + U+0301 are two).
+      if let header = try? EventRecord.header(of: record.payload), header.name.utf8.elementsEqual(name.utf8) {
+        return record.sequence
+      }
       if record.sequence >= last { return nil }
     }
     return nil

@@ -215,7 +215,9 @@ private final class DirectoryLock: Sendable {
   private let fd: Int32
   private let path: String
   private let io: any FileIO
-  private let released = Atomic<Bool>(false)
+  /// Whether the lock was released; held while it is, so that a second closer returns only once
+  /// the first has unlocked and closed it (then the directory can be opened again).
+  private let released = Mutex<Bool>(false)
 
   init(fd: Int32, path: String, io: any FileIO) {
     self.fd = fd
@@ -224,8 +226,11 @@ private final class DirectoryLock: Sendable {
   }
 
   func release() {
-    guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    io.unlock(fd, path: path)
-    io.close(fd)
+    released.withLock { released in
+      guard !released else { return }
+      io.unlock(fd, path: path)
+      io.close(fd)
+      released = true
+    }
   }
 }

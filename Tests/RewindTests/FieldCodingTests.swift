@@ -452,4 +452,30 @@ private struct ListedKeys: Decodable {
     }
   }
   #expect(try FieldDecoder().decode(Shape.self, from: FieldEncoder().encode(Shape())).sides == 3)
+
+  // Appended to bytes (as an event's payload is), the bytes are left as they were.
+  var bytes: [UInt8] = [1, 2, 3]
+  #expect(throws: EncodingError.self) { try FieldEncoder().encode(Tile(.keyed), appendingTo: &bytes) }
+  #expect(bytes == [1, 2, 3])
+
+  // A hand-written field of it (`FieldWriter.write(encoding:for:)`, whose caller cannot throw)
+  // leaves nothing of the field: the object stays well-formed, without it.
+  struct Holder: Codable, FieldCodable {
+    var id: Int
+    var name: String
+    init(id: Int, name: String) {
+      (self.id, self.name) = (id, name)
+    }
+    func encodeFields(into writer: inout FieldWriter) {
+      writer.write(id, for: "id")
+      try? writer.write(encoding: Tile(.keyed), for: "tile")
+      writer.write(name, for: "name")
+    }
+    init(fields reader: inout FieldReader) throws {
+      id = try reader.read(Int.self, for: "id")
+      name = try reader.read(String.self, for: "name")
+    }
+  }
+  let held = FieldEncoder().encodeFields(Holder(id: 7, name: "n"))
+  #expect(try FieldRenderer.json(held) == #"{"id":7,"name":"n"}"#)
 }

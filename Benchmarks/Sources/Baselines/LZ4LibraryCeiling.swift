@@ -42,6 +42,8 @@ enum LZ4LibraryCeiling {
             if sourceSize == 0 && destinationSize == 0 {
               throw BenchError("liblz4 made no progress at byte \(position)")
             }
+            // A segment ends with a frame: liblz4 then expects nothing more (0).
+            if position == source.count && code != 0 { throw BenchError("a segment ends inside a frame") }
           }
         }
       }

@@ -154,6 +154,12 @@ final class FieldObjectSorter {
     return 0
   }
 
+  /// Forgets the entry noted at `start`, the last one, whose bytes its writer took back (a value
+  /// that failed to encode, `FieldWriter.write(encoding:for:)`).
+  func forgetEntry(at start: Int) {
+    if let last = entries.last, last.start == start { entries.removeLast() }
+  }
+
   /// Starts an object written by `FieldWriter`; returns what `endObject` needs.
   @inline(__always)
   func beginObject() -> Int { entries.count }

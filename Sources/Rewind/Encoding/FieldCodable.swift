@@ -117,10 +117,18 @@ public struct FieldWriter {
     output.append(.end)
   }
 
-  /// Anything else, through its `Encodable` form.
+  /// Anything else, through its `Encodable` form. If it throws, nothing of the field is written:
+  /// the object stays well-formed, without it.
   public mutating func write(encoding value: some Encodable, for name: StaticString) throws {
+    let start = output.count
     field(name, valueBytes: 0) { _ in }
-    try FieldEncoder(sorter: sorter).encode(value, appendingTo: &output.bytes)
+    do {
+      try FieldEncoder(sorter: sorter).encode(value, appendingTo: &output.bytes)
+    } catch {
+      output.bytes.removeSubrange(start...)
+      sorter?.forgetEntry(at: start)
+      throw error
+    }
   }
 }
 

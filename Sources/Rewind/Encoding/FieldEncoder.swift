@@ -48,13 +48,19 @@ public struct FieldEncoder {
     return state.writer.bytes
   }
 
-  /// Appends the encoding of `value` to `bytes`.
+  /// Appends the encoding of `value` to `bytes`; if it throws, `bytes` are as they were.
   func encode<T: Encodable>(_ value: T, appendingTo bytes: inout [UInt8]) throws {
     let state = FieldEncoderState(writer: FieldBytesWriter(capacity: 0), sorter: sorter)
+    let start = bytes.count
     swap(&state.writer.bytes, &bytes)
     defer { swap(&state.writer.bytes, &bytes) }
-    try state.encodeValue(value, depth: 0)
-    if let failure = state.unsupported { throw failure }
+    do {
+      try state.encodeValue(value, depth: 0)
+      if let failure = state.unsupported { throw failure }
+    } catch {
+      state.writer.bytes.removeSubrange(start...)
+      throw error
+    }
   }
 }
 

@@ -412,6 +412,9 @@ final class JournalWriter: @unchecked Sendable {
     condition.lock()
     let closers = afterFinishing
     afterFinishing = []
+    // The thread ends here, and its `pthread_t` may be given to another: a `close()` from that
+    // one must wait on `finished` (which returns at once), not take itself for the writer.
+    writerThread = nil
     condition.unlock()
     for then in closers { then() }
     finished.signal()
