@@ -59,6 +59,44 @@ func openFiles(under directory: String) -> [String] {
     reopened.close()
   }
 
+  /// Of two closers, the one that finds the lock being released by the other returns only once
+  /// it is: it used to return at once (a flag said "released" before the unlock was made), so a
+  /// caller reopening the directory then could find it still `locked`. The first closer's unlock
+  /// is held; it goes on when the test lets it, or after a while (only to end the test without
+  /// the fix, where the second closer returns meanwhile).
+  @Test(.timeLimit(.minutes(10))) func aSecondCloseWaitsForTheLocksRelease() async throws {
+    let dir = TemporaryDirectory("close-release")
+    let io = HeldUnlockFileIO()
+    var options = JournalFixtures.options()
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    try await journal.append([NewRecord(timestamp: 1, payload: [1])])
+    let first = DispatchGroup()
+    first.enter()
+    Thread.detachNewThread {
+      journal.close()
+      first.leave()
+    }
+    try await onOwnThread { try io.unlocking.wait(for: "the first close to unlock") }
+    let releasedAtReturn = Locked<Bool?>(nil)
+    let second = DispatchGroup()
+    second.enter()
+    Thread.detachNewThread {
+      journal.close()
+      releasedAtReturn.withLock { $0 = io.unlocked }
+      second.leave()
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { io.release.signal() }
+    try await onOwnThread {
+      try second.wait(for: "the second close to return")
+      try first.wait(for: "the first close to return")
+    }
+    #expect(releasedAtReturn.withLock { $0 } == true, "the second close returned before the lock was released")
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == 1)
+    reopened.close()
+  }
+
   /// A journal dropped without `close()` (its `deinit` closes it), and readers and followers
   /// dropped, keep no descriptor of the directory open, and the lock is free at once.
   @Test func droppedJournalsAndReadersLeaveNoFileOpen() async throws {
@@ -136,5 +174,22 @@ func openFiles(under directory: String) -> [String] {
     let seen = try await boundedValue(of: follower)
     #expect(seen == Array(1...50))
     #expect(openFiles(under: dir.path).isEmpty)
+  }
+}
+
+/// A `FileIO` whose first unlock (the journal's lock, released by `close()`) waits until the test
+/// signals `release`, signalling `unlocking` as it begins; `unlocked` says whether it is done.
+private final class HeldUnlockFileIO: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  let unlocking = DispatchSemaphore(value: 0)
+  let release = DispatchSemaphore(value: 0)
+  private let done = Locked(false)
+  var unlocked: Bool { done.withLock { $0 } }
+
+  func unlock(_ fd: Int32, path: String) {
+    unlocking.signal()
+    try? release.wait(for: "the test to let the unlock go")
+    base.unlock(fd, path: path)
+    done.withLock { $0 = true }
   }
 }
