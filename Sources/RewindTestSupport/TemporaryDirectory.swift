@@ -41,3 +41,16 @@ public enum Files {
     try FileManager.default.copyItem(atPath: source, toPath: destination)
   }
 }
+
+/// The files under `directory` this process holds open (from /proc/self/fd), for tests that check
+/// a journal, reader or manager let go of its descriptors: other tests running at the same time
+/// open files of their own, never these.
+package func openFiles(under directory: String) -> [String] {
+  let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+  return entries.compactMap { entry in
+    guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry) else {
+      return nil
+    }
+    return target.hasPrefix(directory + "/") ? target : nil
+  }
+}

@@ -5,18 +5,6 @@ import Testing
 
 @testable import RewindJournal
 
-/// The files under `directory` this process holds open (from /proc/self/fd): other tests running
-/// at the same time open files of their own, never these.
-func openFiles(under directory: String) -> [String] {
-  let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-  return entries.compactMap { entry in
-    guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry) else {
-      return nil
-    }
-    return target.hasPrefix(directory + "/") ? target : nil
-  }
-}
-
 @Suite struct ConcurrentCloseTests {
   /// Two threads close a journal while an append is being written. The second `close()` used to
   /// return at once, releasing the lock while the writer was still writing and closing the files

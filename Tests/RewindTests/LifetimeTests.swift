@@ -26,16 +26,6 @@ import Testing
     }
   }
 
-  /// The files under `directory` this process holds open (see `/proc/self/fd`).
-  private func openFiles(under directory: String) -> [String] {
-    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    return entries.compactMap { entry in
-      guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry)
-      else { return nil }
-      return target.hasPrefix(directory + "/") ? target : nil
-    }
-  }
-
   /// A command whose task is cancelled while its append is being written is committed: it
   /// returns its value, not `CancellationError`, and the live state equals the journal's replay.
   @Test(.timeLimit(.minutes(10))) func aCommandCancelledWhileItsAppendIsWrittenReportsItsCommit() async throws {
