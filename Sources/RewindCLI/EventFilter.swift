@@ -30,16 +30,14 @@ struct EventFilter {
     fromGiven = args.value("from") != nil
     to = try args.sequence("to", default: .max, from: 1)
     guard from <= to else { throw UsageError("--from \(from) is after --to \(to)") }
-    since = try args.value("since").map { text throws(UsageError) in try ISO8601.parse(text, option: "since") }
-    until = try args.value("until").map { text throws(UsageError) in try ISO8601.parse(text, option: "until") }
     // Past what a timestamp holds, a --until reads to the end and a --since from the start; the
     // other two select nothing, whatever the journal holds (a record stamped at the very
     // extreme is still inside them).
-    if let text = args.value("since"), ISO8601.parseWithin(text)?.outside == 1 {
-      throw UsageError("--since \(text) is out of range: after every time a record can have (\(isoTime(.max)))")
+    since = try args.value("since").map { text throws(UsageError) in
+      try ISO8601.parse(text, option: "since", refusing: 1)
     }
-    if let text = args.value("until"), ISO8601.parseWithin(text)?.outside == -1 {
-      throw UsageError("--until \(text) is out of range: before every time a record can have (\(isoTime(.min)))")
+    until = try args.value("until").map { text throws(UsageError) in
+      try ISO8601.parse(text, option: "until", refusing: -1)
     }
     if let since, let until, since > until {
       throw UsageError("--since \(isoTime(since)) is after --until \(isoTime(until))")
@@ -207,10 +205,18 @@ enum ISO8601 {
   /// 1677-09-21T00:12:43.145224192Z or after 2262-04-11T23:47:16.854775807Z) is the first or last
   /// one it holds: no record is stamped outside, so `--until 9999-12-31` is after every record,
   /// as it reads, and `--since 0001-01-01` before every record. Nil for text that is no time.
-  static func parse(_ text: String, option: String) throws(UsageError) -> Int64 {
-    guard let value = parse(text) else {
+  /// For `--OPTION TEXT`: a usage error for text that is no time, and for a time on side
+  /// `refusing` (1: after, -1: before) of every time a record can have, where the option selects
+  /// nothing.
+  static func parse(_ text: String, option: String, refusing side: Int) throws(UsageError) -> Int64 {
+    guard let (value, outside) = parseWithin(text) else {
       throw UsageError(
         "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01, not '\(text)'")
+    }
+    guard outside == 0 || outside != side else {
+      throw UsageError(
+        "--\(option) \(text) is out of range: \(side > 0 ? "after" : "before") every time a record can have "
+          + "(\(isoTime(side > 0 ? .max : .min)))")
     }
     return value
   }
