@@ -125,8 +125,7 @@ func bytesOnDisk(_ directory: String, prefix: String) -> Int {
     }
     let path = directory + "/" + name
     guard path.hasPrefix(prefix) else { continue }
-    var info = stat()
-    if stat(path, &info) == 0 { total += Int(info.st_size) }
+    total += fileBytes(path)
   }
   return total
 }

@@ -15,7 +15,6 @@ struct ProfilingChildrenScenario: Scenario {
     // A copy of the corpus journal with a snapshot at its end, for `snapshot` (the corpus
     // journal itself stays as the manager wrote it, without snapshots, for the other scenarios).
     let journal = context.path("profiling-journal")
-    try? FileManager.default.removeItem(atPath: journal)
     try CompactionScenario.copyJournal(context.corpusDirectory, to: journal)
     let rebuilt = try Replay.rebuild(Workspace.self, directory: journal)
     try SnapshotStore(journal: journal).write(rebuilt.state, at: rebuilt.lastSequence)
@@ -33,7 +32,6 @@ struct ProfilingChildrenScenario: Scenario {
       (.snapshot, journal, Int(rebuilt.lastSequence), live),
     ]
     for run in runs {
-      try? FileManager.default.removeItem(atPath: run.directory + (run.directory == journal ? "-append" : ""))
       let result = try ChildProcess.run(
         run.kind, directory: run.directory, limit: run.limit,
         resultPath: context.path("profiling-\(run.kind.rawValue).json"))
