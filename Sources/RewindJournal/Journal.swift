@@ -1,10 +1,12 @@
+import Dispatch
 import Glibc
 import Synchronization
 
 /// A journal opened for writing: the only way records get into a journal directory.
 ///
 /// Opening takes the directory's lock (a second writer, in this process or another, is refused
-/// with `.locked`), checks the segments, moves a torn tail left by a crash aside into
+/// with `.locked`; one opened while a journal of this process is closing the directory waits until
+/// it has released the lock), checks the segments, moves a torn tail left by a crash aside into
 /// `quarantine/` and says so in `recovery`, and brings the sparse index up to date.
 ///
 /// Appends from any number of tasks or threads are gathered by one writer thread into frames
@@ -43,7 +45,7 @@ public final class Journal: Sendable {
     let lockFD: Int32
     do {
       lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
-      guard try io.tryLock(lockFD, path: lockPath) else {
+      guard try DirectoryLock.take(lockFD, path: lockPath, io: io) else {
         io.close(lockFD)
         throw JournalError(
           .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
@@ -175,9 +177,11 @@ public final class Journal: Sendable {
   /// One exception: called on the journal's writer thread (by the `deinit` of a journal, or of
   /// a manager, whose last reference an append's completion held), it returns at once, and that
   /// thread finishes the queued appends, closes the files and releases the lock right after.
+  /// Opening the directory again in this process meanwhile, on another thread, waits for that.
   public func close() {
     compactor.close()
-    writer.close(then: { [lock] in lock.release() })
+    lock.closing(releasedLater: false)
+    if writer.close(then: { [lock] in lock.release() }) { lock.closing(releasedLater: true) }
   }
 
   /// Compacts every sealed segment (all but the active one) that is not compacted yet: rewrites
@@ -211,26 +215,100 @@ public final class Journal: Sendable {
 /// A journal directory's lock (`Journal.init`), released once: by whichever thread finishes
 /// closing the journal. An object of its own, so that the writer thread can release it after the
 /// journal itself is gone (`JournalWriter.close(then:)`).
-private final class DirectoryLock: Sendable {
+///
+/// While held, it is listed by its LOCK file's device and inode, so that a writer or a repair
+/// opened in this process while a journal of it is closing waits for the release instead of
+/// failing with `.locked` (`take`): a journal let go of on its own writer thread releases the lock
+/// a moment later, once that thread has finished, and a `close()` on another thread may still be
+/// at it.
+final class DirectoryLock: Sendable {
   private let fd: Int32
   private let path: String
   private let io: any FileIO
+  /// The LOCK file's device and inode, under which the lock is listed while held (nil if `fstat`
+  /// failed: then it is not listed, and an opener fails with `.locked` as another process's would).
+  private let key: FileIdentity?
   /// Whether the lock was released; held while it is, so that a second closer returns only once
   /// the first has unlocked and closed it (then the directory can be opened again).
   private let released = Mutex<Bool>(false)
+  private let closingState = Mutex<Closing?>(nil)
+  /// Entered when taken, left when released: openers waiting for the release wait on it.
+  private let releaseSignal = DispatchGroup()
+
+  /// How the journal is closing: the thread that will release the lock once it has finished, when
+  /// the journal was closed on its own writer thread (that thread must not wait for itself).
+  private struct Closing {
+    var releasingThread: pthread_t?
+  }
 
   init(fd: Int32, path: String, io: any FileIO) {
     self.fd = fd
     self.path = path
     self.io = io
+    key = FileIdentity(fd)
+    releaseSignal.enter()
+    if let key { heldLocks.withLock { $0[key] = self } }
+  }
+
+  /// The journal began to close (before its writer finishes): openers in this process wait for
+  /// the release from now on. `releasedLater` says that this thread, the writer's, releases the
+  /// lock once it has finished (`JournalWriter.close(then:)` returned at once).
+  func closing(releasedLater: Bool) {
+    closingState.withLock { $0 = Closing(releasingThread: releasedLater ? pthread_self() : $0?.releasingThread) }
   }
 
   func release() {
-    released.withLock { released in
-      guard !released else { return }
+    let now = released.withLock { released -> Bool in
+      guard !released else { return false }
       io.unlock(fd, path: path)
       io.close(fd)
       released = true
+      return true
     }
+    guard now else { return }
+    if let key { heldLocks.withLock { if $0[key] === self { $0[key] = nil } } }
+    releaseSignal.leave()
+  }
+
+  /// Takes the lock on `fd` (a journal's LOCK file, opened read-write) for a writer or a repair,
+  /// without blocking: true if taken. When a journal of this process holds it and is closing, waits
+  /// for that journal to release it (its writer finishing what was queued, then closing its files)
+  /// and tries again, unless this thread is the one that releases it later, which would wait for
+  /// itself. Returns false at once when the holder is another process, or a journal of this one
+  /// that is not closing.
+  static func take(_ fd: Int32, path: String, io: any FileIO) throws -> Bool {
+    if try io.tryLock(fd, path: path) { return true }
+    guard let key = FileIdentity(fd) else { return false }
+    guard let holder = heldLocks.withLock({ $0[key] }) else {
+      // Another process's, or this process's released since the first try: try once more.
+      return try io.tryLock(fd, path: path)
+    }
+    let closing = holder.closingState.withLock { $0 }
+    guard let closing else { return false }
+    if let thread = closing.releasingThread, pthread_equal(thread, pthread_self()) != 0 { return false }
+    openersWaiting.add(1, ordering: .relaxed)
+    holder.releaseSignal.wait()
+    openersWaiting.subtract(1, ordering: .relaxed)
+    return try io.tryLock(fd, path: path)
+  }
+
+  /// How many openers wait for a closing journal's lock (`take`), for tests.
+  static var waitingOpeners: Int { openersWaiting.load(ordering: .relaxed) }
+}
+
+/// The directory locks this process's journals hold, by their LOCK file's identity.
+private let heldLocks = Mutex<[FileIdentity: DirectoryLock]>([:])
+private let openersWaiting = Atomic<Int>(0)
+
+/// A file's device and inode number (`fstat`): the same for every descriptor and name of it.
+struct FileIdentity: Hashable, Sendable {
+  var device: UInt64
+  var inode: UInt64
+
+  init?(_ fd: Int32) {
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { return nil }
+    device = UInt64(info.st_dev)
+    inode = UInt64(info.st_ino)
   }
 }

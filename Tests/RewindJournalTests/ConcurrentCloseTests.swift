@@ -85,6 +85,82 @@ import Testing
     reopened.close()
   }
 
+  /// A journal opened in this process while another thread closes the directory's journal waits
+  /// for the lock's release, and opens: it used to fail with `.locked` while the closer finished
+  /// (or while a journal let go of on its writer thread closed itself, a moment after the app's
+  /// last reference was gone). The closer's unlock is held until the opener has tried the lock
+  /// once; an opener that did not wait failed then.
+  @Test(.timeLimit(.minutes(10))) func anOpenDuringAnotherThreadsCloseWaitsForTheRelease() async throws {
+    let dir = TemporaryDirectory("open-while-closing")
+    let io = HeldUnlockFileIO()
+    var options = JournalFixtures.options()
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    try await journal.append([NewRecord(timestamp: 1, payload: [1])])
+    let closed = DispatchGroup()
+    closed.enter()
+    Thread.detachNewThread {
+      journal.close()
+      closed.leave()
+    }
+    try await onOwnThread { try io.unlocking.wait(for: "the close to unlock") }
+    let openerIO = TryLockSignallingFileIO()
+    let openerOptions = {
+      var options = JournalFixtures.options()
+      options.io = openerIO
+      return options
+    }()
+    let opened = Locked<Result<UInt64, JournalError>?>(nil)
+    let opener = DispatchGroup()
+    opener.enter()
+    Thread.detachNewThread {
+      do {
+        let reopened = try Journal(directory: dir.path, options: openerOptions)
+        opened.withLock { $0 = .success(reopened.lastSequence) }
+        reopened.close()
+      } catch {
+        opened.withLock { $0 = .failure(error as! JournalError) }
+      }
+      opener.leave()
+    }
+    try await onOwnThread { try openerIO.triedLock.wait(for: "the opener to try the lock") }
+    io.release.signal()
+    try await onOwnThread {
+      try closed.wait(for: "the close to return")
+      try opener.wait(for: "the opener to return")
+    }
+    #expect(opened.withLock { $0 } == .success(1))
+    #expect(DirectoryLock.waitingOpeners == 0)
+  }
+
+  /// A journal closed on its own writer thread (in an append's completion) releases its lock once
+  /// that thread has finished: opening the directory on that thread meanwhile fails with `.locked`
+  /// at once. Waiting for the release there would wait for the thread itself, for ever.
+  @Test(.timeLimit(.minutes(10))) func anOpenOnTheThreadThatReleasesTheLockDoesNotWaitForItself() async throws {
+    let dir = TemporaryDirectory("open-on-writer-thread")
+    // Under `always` the writer thread writes every append and runs its completion (under `none`
+    // an uncontended append is written, and completed, on the caller's thread).
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(.always))
+    let answered = Locked<JournalError.Code?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    journal.enqueue([NewRecord(timestamp: 1, payload: [1])], expectedFirst: nil) { _ in
+      journal.close()
+      do {
+        _ = try Journal(directory: dir.path, options: JournalFixtures.options())
+      } catch let error as JournalError {
+        answered.withLock { $0 = error.code }
+      } catch {}
+      done.signal()
+    }
+    journal.lead()
+    try await onOwnThread { try done.wait(for: "the completion to try opening") }
+    #expect(answered.withLock { $0 } == .locked)
+    journal.close()
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == 1)
+    reopened.close()
+  }
+
   /// A journal dropped without `close()` (its `deinit` closes it), and readers and followers
   /// dropped, keep no descriptor of the directory open, and the lock is free at once.
   @Test func droppedJournalsAndReadersLeaveNoFileOpen() async throws {
@@ -179,5 +255,16 @@ private final class HeldUnlockFileIO: ForwardingFileIO {
     try? release.wait(for: "the test to let the unlock go")
     base.unlock(fd, path: path)
     done.withLock { $0 = true }
+  }
+}
+
+/// A `FileIO` that signals `triedLock` after each `tryLock` it forwards, whatever it returned.
+private final class TryLockSignallingFileIO: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  let triedLock = DispatchSemaphore(value: 0)
+
+  func tryLock(_ fd: Int32, path: String) throws -> Bool {
+    defer { triedLock.signal() }
+    return try base.tryLock(fd, path: path)
   }
 }

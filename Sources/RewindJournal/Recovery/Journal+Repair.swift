@@ -56,7 +56,7 @@ extension Journal {
       } catch {
         throw JournalError(error, directory: directory, file: Layout.lockName)
       }
-      guard let fd = lockFD, (try? io.tryLock(fd, path: lockPath)) == true else {
+      guard let fd = lockFD, (try? DirectoryLock.take(fd, path: lockPath, io: io)) == true else {
         throw JournalError(
           .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
       }

@@ -361,18 +361,22 @@ final class JournalWriter: @unchecked Sendable {
   /// or to the manager that owns it, and the writer let go of it: its `deinit` closes it), waiting
   /// for the writer would wait for ever: it returns at once, and the writer thread runs `then`
   /// once it has finished, right after.
-  func close(then: @escaping @Sendable () -> Void) {
+  /// - Returns: whether `then` was left to this thread, to run once it has finished (the call was
+  ///   made on the writer thread).
+  @discardableResult
+  func close(then: @escaping @Sendable () -> Void) -> Bool {
     condition.lock()
     closing = true
     condition.signal()
     let onWriterThread = writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
     if onWriterThread { afterFinishing.append(then) }
     condition.unlock()
-    if onWriterThread { return }
+    if onWriterThread { return true }
     // The writer signals once; each closer passes the signal on to the next one, or to a later call.
     finished.wait()
     finished.signal()
     then()
+    return false
   }
 
   var currentFailure: JournalError? {
