@@ -1,12 +1,14 @@
 import Foundation
 import Rewind
+import RewindJournal
 import RewindTestSupport
 import Testing
 
 /// The README's "Using the model layer" example, compiled and run: its code lies between the
 /// `README` markers below, and a test checks that the README and the overview of the library's
 /// documentation (`Rewind.docc/Rewind.md`) show exactly that code, so none can change without the
-/// others. The overview's last line, a read, lies between the `DocC` markers.
+/// others. The overview's last line, a read, lies between the `DocC` markers; the body of the
+/// funnel article's change stream example ("Change streams"), between the `Funnel` markers.
 enum ReadmeExample {
   struct NotFound: Error {}
 
@@ -59,6 +61,29 @@ enum ReadmeExample {
     // DocC end
     #expect(retitled?.title == title)
     return (manager, changes)
+  }
+
+  /// The funnel article's example: the titles of `manager`'s notes, kept up to date from a
+  /// bounded change stream, caught up whenever it falls behind; returned once the manager closes.
+  static func titles(following manager: Manager<Notes>, bufferingAtMost limit: Int) async -> [Identifier: String] {
+    // Funnel begin
+    while true {
+      let changes = manager.changes(bufferingAtMost: limit)  // subscribe first,
+      let (state, last) = manager.current  // then read the state it continues
+      var titles = Dictionary(uniqueKeysWithValues: state.notes.all().map { ($0.id, $0.title) })
+      do {
+        for try await change in changes where change.sequences.lowerBound > last {
+          for recorded in change.events {
+            if let added = recorded.event as? NoteAdded { titles[added.id] = added.title }
+            if let retitled = recorded.event as? NoteRetitled { titles[retitled.id] = retitled.title }
+          }
+        }
+        return titles  // the manager closed
+      } catch {
+        continue  // ChangeStreamError: fell behind; rebuild and subscribe again
+      }
+    }
+    // Funnel end
   }
 }
 
@@ -147,6 +172,47 @@ enum ReadmeExample {
     for code in regions {
       #expect(shown.contains(code), "README.md's \"Using the model layer\" must show:\n\(code)")
     }
+  }
+
+  @Test func theFunnelArticleShowsThisCode() throws {
+    let shown = try Self.codeBlock(in: "Sources/Rewind/Rewind.docc/TheFunnel.md", after: "## Change streams")
+    let regions = try Self.regions("Funnel")
+    #expect(regions.count == 1)
+    for code in regions {
+      #expect(shown.contains(code), "Rewind.docc/TheFunnel.md's \"Change streams\" must show:\n\(code)")
+    }
+  }
+
+  /// The article's follower ends with the titles of every note. With a stream of one change at
+  /// most, and four tasks making commands that need no fsync, it falls behind (how often depends
+  /// on the scheduling) and catches up each time from the current state.
+  @Test(.timeLimit(.minutes(10))) func theFunnelArticlesFollowerEndsWithEveryTitle() async throws {
+    let directory = TemporaryDirectory("readme-example")
+    let manager = try Manager<ReadmeExample.Notes>(
+      directory: directory.path, options: JournalOptions(durability: .none), ids: .sequential())
+    let follower = Task { await ReadmeExample.titles(following: manager, bufferingAtMost: 1) }
+    let writers = (0..<4).map { writer in
+      Task {
+        var titles: [Identifier: String] = [:]
+        for index in 0..<50 {
+          let id = try await manager.perform(.user) { _, command in
+            let id = command.newID()
+            command.record(ReadmeExample.NoteAdded(id: id, title: "draft"))
+            return id
+          }
+          try await manager.perform(.user) { _, command in
+            command.record(ReadmeExample.NoteRetitled(id: id, title: "note \(writer).\(index)"))
+          }
+          titles[id] = "note \(writer).\(index)"
+        }
+        return titles
+      }
+    }
+    var expected: [Identifier: String] = [:]
+    for writer in writers { expected.merge(try await writer.value) { $1 } }
+    manager.close()
+    #expect(expected.count == 200)
+    #expect(await boundedValue(of: follower) == expected)
   }
 
   @Test func theDocumentationOverviewShowsThisCode() throws {

@@ -28,8 +28,14 @@ public final class NotebookManager: Sendable {
   /// The workspace with the sequence number of its last event, read together (see
   /// `Manager.current`): what to write a snapshot of.
   public var current: (state: Workspace, lastSequence: UInt64) { manager.current }
-  /// One settled change per committed command.
+  /// One settled change per committed command, buffered without bound (see `Manager.changes()`).
   public func changes() -> AsyncStream<CommittedChange> { manager.changes() }
+  /// One settled change per committed command, at most `limit` of them waiting unread: a reader
+  /// that falls behind further gets `ChangeStreamError` (see `Manager.changes(bufferingAtMost:)`).
+  /// - Precondition: `limit` is at least 1.
+  public func changes(bufferingAtMost limit: Int) -> AsyncThrowingStream<CommittedChange, any Error> {
+    manager.changes(bufferingAtMost: limit)
+  }
   public func close() { manager.close() }
 
   /// Records a checkpoint of the workspace (see `Manager.recordCheckpoint()`).

@@ -66,6 +66,45 @@ private final class DrainWaiter: Sendable {
   init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
 }
 
+/// One change stream a manager publishes to: one of `changes()` (unbounded) or one of
+/// `changes(bufferingAtMost:)` (ended with `ChangeStreamError` when its buffer is full).
+private enum Observer: Sendable {
+  case unbounded(AsyncStream<CommittedChange>.Continuation)
+  case bounded(AsyncThrowingStream<CommittedChange, any Error>.Continuation, limit: Int)
+
+  /// Hands `change` to the stream. Returns false if a bounded stream's buffer was full: the
+  /// change was not delivered, and the stream must get no other, only its end.
+  func deliver(_ change: CommittedChange) -> Bool {
+    switch self {
+    case .unbounded(let continuation):
+      continuation.yield(change)
+      return true
+    case .bounded(let continuation, _):
+      if case .dropped = continuation.yield(change) { return false }
+      return true
+    }
+  }
+
+  /// Ends the stream without an error: the manager closed. A bounded stream's reader still gets
+  /// what it buffered first.
+  func finish() {
+    switch self {
+    case .unbounded(let continuation): continuation.finish()
+    case .bounded(let continuation, _): continuation.finish()
+    }
+  }
+
+  /// Ends a bounded stream whose buffer was full when the change starting at `sequence` came:
+  /// its reader gets what it buffered, then `ChangeStreamError` (`.fellBehind`). Called while
+  /// holding `Manager.guarded` (so that no later change reaches it first): the termination
+  /// handler, which takes that lock, is removed first (the caller takes the observer out itself).
+  func fellBehind(at sequence: UInt64) {
+    guard case .bounded(let continuation, let limit) = self else { return }
+    continuation.onTermination = nil
+    continuation.finish(throwing: ChangeStreamError(.fellBehind, lastDelivered: sequence - 1, limit: limit))
+  }
+}
+
 /// What `Manager.guarded` holds: all but the model.
 private struct Guarded: Sendable {
   var lastSequence: UInt64
@@ -73,7 +112,10 @@ private struct Guarded: Sendable {
   /// Set by `close()`: new change streams end at once. Apart from `stopped`, which keeps an
   /// earlier reason (lost durability) when there is one.
   var closed = false
-  var observers: [Int: AsyncStream<CommittedChange>.Continuation] = [:]
+  /// The change streams `publish` feeds, by the key `attach` gave them. A stream whose reader
+  /// stopped is taken out by its termination handler; a bounded one that fell behind, by
+  /// `publish` as it ends it; every one by `close()`.
+  var observers: [Int: Observer] = [:]
   var nextObserver = 0
   /// Appends handed to the journal and not yet published, in sequence order.
   var flights: [Flight] = []
@@ -122,6 +164,9 @@ private struct Pipeline: Sendable {
 /// - Commands never interleave: each validates against the state left by every command before it,
 ///   and none can run while another is half-way (see `SerialGate`).
 /// - Commands are applied and announced strictly in sequence order, each only after its append.
+///   Each change stream gets every change from its subscription on; a bounded one
+///   (`changes(bufferingAtMost:)`) whose reader falls behind ends with `ChangeStreamError`
+///   instead, without slowing the commands or the other streams.
 ///
 /// Pipelining and group commit: the serial gate is held only to validate, encode and hand a
 /// command to the journal, not while the journal writes it. A command that arrives while earlier
@@ -187,7 +232,7 @@ public final class Manager<M: Model>: Sendable {
   private let appends = Counter(0)
   /// Turns at the gate, for tests that commands waiting together are served in one turn.
   private let turns = Counter(0)
-  /// Observers `changes()` attached, for tests that wait for a job to subscribe.
+  /// Observers `attach` attached, for tests that wait for a job to subscribe.
   private let attached = Counter(0)
   /// Runs before each append, for tests that need a batch to form.
   let beforeAppend = Mutex<(@Sendable () async -> Void)?>(nil)
@@ -267,12 +312,12 @@ public final class Manager<M: Model>: Sendable {
   /// Why the manager refuses commands, if it does.
   public var stopReason: ManagerError? { guarded.withLock { $0.stopped } }
 
-  /// How many observers (`changes()` streams) are attached.
+  /// How many observers (`changes()` and `changes(bufferingAtMost:)` streams) are attached.
   var observerCount: Int { guarded.withLock { $0.observers.count } }
 
-  /// Returns once `changes()` has attached `count` observers since the manager opened (including
-  /// any that ended since), woken by the one that makes them as many: for tests that wait for a
-  /// job to subscribe.
+  /// Returns once `changes()` and `changes(bufferingAtMost:)` have attached `count` observers
+  /// since the manager opened (including any that ended since), woken by the one that makes them
+  /// as many: for tests that wait for a job to subscribe.
   /// - Throws: `WaitGaveUp` if it had not attached as many within `testWaitBound`.
   func waitUntil(observersAttached count: Int) async throws {
     if await attached.wait(untilAtLeast: Int64(count)) { return }
@@ -304,25 +349,70 @@ public final class Manager<M: Model>: Sendable {
   /// How many turns at the gate this manager's commands have taken.
   var gateTurnCount: Int { Int(turns.advance(by: 0)) }
 
-  /// The committed changes from now on, one per command, in commit order. Buffered without bound;
-  /// ends when the manager is closed.
+  /// The committed changes from now on, one per command, in commit order; ends when the manager
+  /// is closed (at once if it is closed already), after the changes of the appends in flight.
+  ///
+  /// Buffered without bound: a reader that stops reading while holding the stream (a stuck view,
+  /// a forgotten task) keeps every later change in memory, for as long as the manager commits.
+  /// A reader that may fall behind should use `changes(bufferingAtMost:)`, whose stream ends
+  /// with an error instead.
   public func changes() -> AsyncStream<CommittedChange> {
     let (stream, continuation) = AsyncStream.makeStream(of: CommittedChange.self, bufferingPolicy: .unbounded)
+    if let id = attach(.unbounded(continuation)) {
+      continuation.onTermination = { [weak self] _ in self?.detach(id) }
+    }
+    return stream
+  }
+
+  /// The committed changes from now on, one per command, in commit order, as `changes()`, with
+  /// at most `limit` of them waiting unread.
+  ///
+  /// A commit that finds `limit` changes waiting ends the stream: its reader gets the changes
+  /// waiting, then `ChangeStreamError` (`.fellBehind`) with the last sequence number it was
+  /// delivered, and no later change (the manager lets go of the stream, so it holds at most
+  /// `limit` changes, until the reader reads or releases them). What the reader keeps up to
+  /// date is then stale: it subscribes again and catches up from the manager's `current` state
+  /// or the journal (see `ChangeStreamError`). The commands and other streams are not affected.
+  ///
+  /// A reader waiting in `next()` takes each change as it comes: `limit` bounds how far it may
+  /// lag behind the commits, in changes (commands), not in events.
+  ///
+  /// Ends without an error when the manager is closed (at once if it is closed already), after
+  /// the changes it buffered and those of the appends in flight, as `changes()`.
+  /// - Precondition: `limit` is at least 1.
+  public func changes(bufferingAtMost limit: Int) -> AsyncThrowingStream<CommittedChange, any Error> {
+    precondition(limit > 0, "a change stream buffers at least 1 change, not \(limit)")
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: CommittedChange.self, throwing: (any Error).self, bufferingPolicy: .bufferingOldest(limit))
+    if let id = attach(.bounded(continuation, limit: limit)) {
+      continuation.onTermination = { [weak self] _ in self?.detach(id) }
+    }
+    return stream
+  }
+
+  /// Adds `observer` to the streams that `publish` feeds and returns its key for `detach`; ends
+  /// it at once, returning nil, if the manager is closed.
+  private func attach(_ observer: Observer) -> Int? {
     let id: Int? = guarded.withLock { guarded in
       if guarded.closed { return nil }
       guarded.nextObserver += 1
-      guarded.observers[guarded.nextObserver] = continuation
+      guarded.observers[guarded.nextObserver] = observer
       return guarded.nextObserver
     }
-    if id != nil { _ = attached.advance(by: 1) }
     guard let id else {
-      continuation.finish()
-      return stream
+      observer.finish()
+      return nil
     }
-    continuation.onTermination = { [weak self] _ in
-      _ = self?.guarded.withLock { $0.observers.removeValue(forKey: id) }
-    }
-    return stream
+    _ = attached.advance(by: 1)
+    return id
+  }
+
+  /// Takes the observer `attach` keyed `id` out, if it is still in: its stream's termination
+  /// handler (its reader stopped, or the stream ended or was let go of). It takes `guarded`, so
+  /// no stream that has one may end while `guarded` is held: `close()` ends them after letting
+  /// go of it, and `Observer.fellBehind` removes the handler first.
+  private func detach(_ id: Int) {
+    _ = guarded.withLock { $0.observers.removeValue(forKey: id) }
   }
 
   /// Runs one command: `body` validates against the current model and records events; they are
@@ -925,7 +1015,14 @@ public final class Manager<M: Model>: Sendable {
           let change = CommittedChange(
             commandID: command.id, origin: command.origin, sequences: first...(first + count - 1), events: recorded,
             keys: context.touched.sorted())
-          for observer in guarded.observers.values { observer.yield(change) }
+          // A bounded stream that is full ends here, in commit order: no later change reaches
+          // it (a reader that made room meanwhile would see a gap). The manager lets go of it.
+          var behind: [Int] = []
+          for (id, observer) in guarded.observers where !observer.deliver(change) {
+            observer.fellBehind(at: first)
+            behind.append(id)
+          }
+          for id in behind { guarded.observers.removeValue(forKey: id) }
         }
         first += count
       }
