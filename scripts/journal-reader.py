@@ -236,8 +236,16 @@ def read_frame(data, pos, name, expect_first, check_xxh):
 
 
 def valid_header_after(data, pos, name):
-    """Whether a whole batch header (right magic, size and checksum, plausible) starts after pos."""
-    i = data.find(b"\x51\x2a\x4d\x18", pos + 1)
+    """Whether a whole batch header (right magic, size and checksum, plausible) follows the
+    damaged batch at pos: from the end of its declared extent when its own header is whole (its
+    frame's bytes are its content, whatever they hold; past the end of the file, nothing
+    follows), from pos + 1 when it is not."""
+    try:
+        h = batch_header(data, pos, name)
+        start = pos + BATCH_HEADER + h["flen"]
+    except Damage:
+        start = pos + 1
+    i = data.find(b"\x51\x2a\x4d\x18", start)
     while i >= 0:
         try:
             batch_header(data, i, name)

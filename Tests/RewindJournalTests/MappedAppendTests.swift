@@ -103,25 +103,28 @@ import Testing
   /// A reader's view of the active segment while the writer stores a frame through its mapping:
   /// the file up to `storedTo` (a byte inside the frame at `frameStart`), then the zeros of the
   /// allocated space that the store has not reached. The writer finishes that frame and stores
-  /// the next one just before the first read that starts inside the frame's header: only a scan
-  /// for a valid header after damage at `frameStart` reads there. From then on, the whole file.
+  /// the next one just before the first read that starts at or after the frame's end
+  /// (`frameEnd`): only a scan for a valid header after damage at `frameStart` reads there (its
+  /// header is whole, so the scan starts at the end of the extent it declares). From then on,
+  /// the whole file.
   final class FrameBeingStored: ForwardingFileIO, @unchecked Sendable {
     let base: any FileIO = PosixFileIO()
     let segment: String
     let frameStart: Int64
+    let frameEnd: Int64
     let storedTo: Int64
     private let storing = Locked(true)
     /// Whether the reader scanned past the half-stored frame (and so saw the writer finish it).
     var scanned: Bool { !storing.withLock { $0 } }
 
-    init(segment: String, frameStart: Int64, storedTo: Int64) {
-      (self.segment, self.frameStart, self.storedTo) = (segment, frameStart, storedTo)
+    init(segment: String, frameStart: Int64, frameEnd: Int64, storedTo: Int64) {
+      (self.segment, self.frameStart, self.frameEnd, self.storedTo) = (segment, frameStart, frameEnd, storedTo)
     }
 
     func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws -> Int {
       let ofSegment = path.hasSuffix("/" + segment)
       let stillStoring = storing.withLock { (storing: inout Bool) -> Bool in
-        if ofSegment, offset > frameStart, offset < frameStart + Int64(Layout.batchHeaderSize) { storing = false }
+        if ofSegment, offset >= frameEnd { storing = false }
         return storing
       }
       let count = try base.pread(fd, into: buffer, at: offset, path: path)
@@ -147,14 +150,18 @@ import Testing
     let bytes = try Files.read(dir.appending(name))
     let first = try BatchHeader.decode(bytes[Layout.segmentHeaderSize...], limits: JournalLimits()).get()
     let middle = Int64(Layout.segmentHeaderSize) + first.totalLength
+    let second = try BatchHeader.decode(bytes[Int(middle)...], limits: JournalLimits()).get()
     #expect(Int64(bytes.count) > middle + 600, "space allocated after the frames")
     let io = FrameBeingStored(
-      segment: name, frameStart: middle, storedTo: middle + Int64(Layout.batchHeaderSize) + 100)
+      segment: name, frameStart: middle, frameEnd: middle + second.totalLength,
+      storedTo: middle + Int64(Layout.batchHeaderSize) + 100)
+    try #require(io.storedTo < io.frameEnd, "the store stops inside the frame")
     let read = try JournalFixtures.readAll(JournalReader(directory: dir.path, io: io).records())
     #expect(io.scanned, "the reader looked for a header after the half-stored frame")
     #expect(read == Self.records(batches))
     // `verify` (safe while a writer appends) judged it the same way, on one read of the frame.
-    let again = FrameBeingStored(segment: name, frameStart: io.frameStart, storedTo: io.storedTo)
+    let again = FrameBeingStored(
+      segment: name, frameStart: io.frameStart, frameEnd: io.frameEnd, storedTo: io.storedTo)
     let report = try JournalReader(directory: dir.path, io: again).verify()
     #expect(again.scanned, "verify looked for a header after the half-stored frame")
     #expect(report.problems.isEmpty, "\(report.problems)")

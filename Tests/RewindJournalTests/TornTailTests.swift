@@ -474,6 +474,18 @@ import Testing
     #expect(opened?.sequences?.contains(sequences.lowerBound) == true, "\(String(describing: opened))")
     #expect(try await onOwnThread { try Files.read(segment) == damaged }, "nothing moved or cut")
     #expect(records.count > Int(sequences.upperBound))
+    // `verify` looked for that header with the reader's limits too, so it called the damage an
+    // unfinished tail and the journal sound, and `repair` moved the large batch aside with it.
+    // Both now fail at the large batch, as without damage before it; with the writer's limits,
+    // `verify` reports the damage, located.
+    let verified = try await journalErrorOnOwnThread { _ = try JournalReader(directory: dir.path).verify() }
+    #expect(verified?.code == .limitExceeded, "\(String(describing: verified))")
+    let repaired = try await journalErrorOnOwnThread { _ = try Journal.repair(directory: dir.path) }
+    #expect(repaired?.code == .limitExceeded, "\(String(describing: repaired))")
+    #expect(try await onOwnThread { try Files.read(segment) == damaged }, "repair moved nothing")
+    let report = try await onOwnThread { try JournalReader(directory: dir.path, limits: Self.writerLimits).verify() }
+    #expect(report.problems.map(\.offset) == [Int64(second.offset)], "\(report.problems)")
+    #expect(report.unfinishedTail == nil)
   }
 
   /// A record over the reader's `maxRecordBytes`, in a batch within its `maxBatchBytes`: a whole

@@ -343,7 +343,8 @@ public final class JournalCursor {
   /// followed by zeros until it is complete.
   /// A header or frame whose checksums hold is never that (a frame written with larger limits
   /// than this reader's included): it is an error. Neither is damage with a valid header after
-  /// it, unless the damaged batch reads differently when read again (`.changed`).
+  /// it (after its frame, when its own header's checksum holds: `SegmentFile.scanStart(after:)`),
+  /// unless the damaged batch reads differently when read again (`.changed`).
   private func judge(_ damage: BatchDamage, in file: SegmentFile) throws -> Judgement {
     if !damage.kind.canBeTorn { return .damage }
     try layout.refresh()
@@ -370,7 +371,9 @@ public final class JournalCursor {
     }
     if damage.kind == .zeroFilled { return .unfinishedTail }
     do {
-      guard try file.hasValidBatchHeader(after: damage.offset) else { return .unfinishedTail }
+      // Looked for after the damaged batch's frame when its header's checksum holds: a header
+      // inside that frame is its content, not a later write (`SegmentFile.scanStart(after:)`).
+      guard try file.hasValidBatchHeader(after: damage) else { return .unfinishedTail }
       // That header need not have been there when the damage was read: a writer storing through
       // its mapping (FORMAT.md, "Writing") writes inside the file's size, so a read can catch a
       // frame half stored and the scan after it find the next frame, stored since. The writer

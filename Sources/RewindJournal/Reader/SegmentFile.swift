@@ -214,21 +214,25 @@ package final class SegmentFile {
   /// not.
   package func keptEnd(from offset: Int64) throws -> Int64 {
     guard offset < size else { return size }
-    let atOffset = BatchHeader.decode(try bytes(at: offset, count: Layout.batchHeaderSize), limits: .largest)
-    var end = try tornEnd(from: offset, header: try? atOffset.get())
-    var after = offset
-    // One window for the whole scan: `after` only moves forward, so each byte is read about once,
+    let atOffset = try? BatchHeader.decode(
+      try bytes(at: offset, count: Layout.batchHeaderSize), limits: .largest
+    ).get()
+    var end = try tornEnd(from: offset, header: atOffset)
+    // Later frames are looked for as `scanStart(after:)` says: past the damaged batch's frame
+    // when its header's checksum holds (headers inside it are its content).
+    var from = Self.scanStart(after: offset, header: atOffset)
+    // One window for the whole scan: `from` only moves forward, so each byte is read about once,
     // not once per header found (a hostile tail of headers whose frames fail holds thousands).
     var window = ScanWindow()
-    while let (at, header) = try nextValidBatchHeader(after: after, limits: .largest, window: &window) {
+    while let (at, header) = try nextValidBatchHeader(from: from, limits: .largest, window: &window) {
       let frameEnd = at + header.totalLength
       if frameEnd <= end {
-        after = frameEnd - 1  // kept anyway
+        from = frameEnd  // kept anyway
       } else if frameEnd <= size, try frameChecksum(at: at + Int64(Layout.batchHeaderSize), header) {
         end = frameEnd
-        after = frameEnd - 1
+        from = frameEnd
       } else {
-        after = at
+        from = at + 1
       }
     }
     return end
@@ -265,11 +269,44 @@ package final class SegmentFile {
     return nil
   }
 
-  /// Whether a checksum-valid batch header starts anywhere after `offset`: if one does, damage at
-  /// `offset` is in the middle of committed data, not a torn tail. Judged whatever the reader's
-  /// limits: a header written with larger ones is as whole (committed) as any.
+  /// Whether a checksum-valid batch header starts anywhere after `offset`: if one does, bytes
+  /// that do not hold a batch at `offset` (a segment header that is not valid) are followed by
+  /// committed data. Judged whatever the reader's limits: a header written with larger ones is
+  /// as whole (committed) as any.
   package func hasValidBatchHeader(after offset: Int64) throws -> Bool {
-    try nextValidBatchHeader(after: offset, limits: .largest) != nil
+    try nextValidBatchHeader(from: offset + 1, limits: .largest) != nil
+  }
+
+  /// Whether a checksum-valid batch header follows `damage` (looked for from
+  /// `scanStart(after:)`): if one does, the damage is in the middle of committed data, not a
+  /// torn tail. Judged whatever the reader's limits, as `hasValidBatchHeader(after:)`.
+  package func hasValidBatchHeader(after damage: BatchDamage) throws -> Bool {
+    try nextValidBatchHeader(after: damage, limits: .largest) != nil
+  }
+
+  /// The first checksum-valid batch header after `damage`, looked for from
+  /// `scanStart(after:)`, and where it starts: where a walk goes on after the damage.
+  package func nextValidBatchHeader(after damage: BatchDamage, limits: JournalLimits) throws
+    -> (Int64, BatchHeader)?
+  {
+    try nextValidBatchHeader(from: Self.scanStart(after: damage), limits: limits)
+  }
+
+  /// Where the bytes after `damage` that may hold later batches begin: the end of the damaged
+  /// batch's declared extent when its header's checksum holds (`damage.header`), one byte after
+  /// its offset otherwise. A header whose checksum holds is whole, and so is its frame length:
+  /// the frame's bytes, whatever they are, are its content (a payload may embed journal bytes,
+  /// which a frame stored raw shows as they are), not a later write; a writer writes the next
+  /// batch at the end of that extent. When the extent reaches past the end of the file, nothing
+  /// can follow. A header that does not hold declares nothing, so every byte after it is looked
+  /// at. FORMAT.md, "Opening and recovery".
+  package static func scanStart(after damage: BatchDamage) -> Int64 {
+    scanStart(after: damage.offset, header: damage.header)
+  }
+
+  private static func scanStart(after offset: Int64, header: BatchHeader?) -> Int64 {
+    guard let header else { return offset + 1 }
+    return offset + header.totalLength
   }
 
   /// The first checksum-valid batch header after `offset`, and where it starts. Scans the bytes
@@ -281,8 +318,13 @@ package final class SegmentFile {
   /// inside that size: a reader then reads the damaged batch again after the scan
   /// (`JournalCursor.judge`).
   package func nextValidBatchHeader(after offset: Int64, limits: JournalLimits) throws -> (Int64, BatchHeader)? {
+    try nextValidBatchHeader(from: offset + 1, limits: limits)
+  }
+
+  /// The first checksum-valid batch header at `from` or after it.
+  private func nextValidBatchHeader(from: Int64, limits: JournalLimits) throws -> (Int64, BatchHeader)? {
     var window = ScanWindow()
-    return try nextValidBatchHeader(after: offset, limits: limits, window: &window)
+    return try nextValidBatchHeader(from: from, limits: limits, window: &window)
   }
 
   /// Bytes of the file read by one scan for batch headers, kept for its next call.
@@ -291,13 +333,13 @@ package final class SegmentFile {
     var bytes: [UInt8] = []
   }
 
-  /// `nextValidBatchHeader(after:limits:)`, reading only what `window` does not already hold.
-  private func nextValidBatchHeader(after offset: Int64, limits: JournalLimits, window: inout ScanWindow) throws
+  /// `nextValidBatchHeader(from:limits:)`, reading only what `window` does not already hold.
+  private func nextValidBatchHeader(from: Int64, limits: JournalLimits, window: inout ScanWindow) throws
     -> (Int64, BatchHeader)?
   {
     let magic: [UInt8] = [0x51, 0x2A, 0x4D, 0x18]
     let headerSize = Layout.batchHeaderSize
-    var position = offset + 1
+    var position = from
     while position + Int64(headerSize) <= size {
       if position < window.start || position + Int64(headerSize) > window.start + Int64(window.bytes.count) {
         let count = Int(min(Int64((1 << 20) + headerSize), size - position))

@@ -220,8 +220,10 @@ package struct JournalRecovery {
           // writer writes over it.
           break scan
         case .damaged(let damage):
+          // Looked for after the damaged batch's frame when its header's checksum holds (its
+          // frame's bytes are its content: `SegmentFile.scanStart(after:)`), as readers look.
           let followed = try wrap(file.name) { () throws in
-            try file.hasValidBatchHeader(after: damage.offset)
+            try file.hasValidBatchHeader(after: damage)
           }
           // A header whose checksum holds is whole, even if it is wrong or too large for these
           // limits: committed, not torn, so never moved aside.

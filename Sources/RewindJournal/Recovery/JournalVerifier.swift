@@ -219,7 +219,12 @@ extension JournalReader {
           // would move committed records aside. The caller must read with larger limits.
           throw layout.error(damage, in: file, expecting: expected)
         }
-        let resume = try file.nextValidBatchHeader(after: damage.offset, limits: limits)
+        // Where the walk goes on, and whether anything valid follows at all: from the end of the
+        // damaged batch's frame when its header's checksum holds (its frame's bytes are its
+        // content, not batches), as readers and opening look (`SegmentFile.scanStart(after:)`).
+        // Whatever these limits, as they judge it: a batch too large for them is as committed as
+        // any (the walk then fails there with `limitExceeded`, as it does without damage before).
+        let resume = try file.nextValidBatchHeader(after: damage, limits: .largest)
         // As for readers (`JournalCursor.judge`): in the last segment, that header may have been
         // stored since the damage was read, by a writer storing through its mapping, which
         // finished the damaged frame first. Read it again: if it reads differently, walk on
