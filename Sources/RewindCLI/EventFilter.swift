@@ -57,7 +57,9 @@ struct EventFilter {
   /// A cursor at the first record the range may include.
   /// - Throws: `UsageError` when the range starts past the end of the journal.
   func cursor(_ reader: JournalReader) throws -> JournalCursor {
-    try check(reader, last: try reader.lastSequence())
+    // Damage that hides the end (a loss the index witnesses there) leaves nothing to check the
+    // start against: the read shows what is intact before the damage, then reports it.
+    if let last = try readableEnd(reader) { try check(reader, last: last) }
     if let since, from <= 1 { return try reader.records(since: since) }
     return try reader.records(from: from)
   }
@@ -103,8 +105,10 @@ struct EventFilter {
   ) throws {
     let cursor = try cursor(reader)
     var shown = 0
-    while shown < limit, let record = try cursor.next() {
+    var readThrough = from - 1
+    while shown < limit, let record = try DamageMet.next(cursor, readThrough: readThrough, from: from) {
       if isPast(record) { break }
+      readThrough = record.sequence
       reading(record)
       let event = AuditedEvent(record)
       guard matches(record, event) else { continue }
@@ -139,7 +143,11 @@ struct EventFilter {
       let wanted = count - total
       var matching: [AuditedEvent] = []
       let cursor = try reader.records(from: start)
-      while let record = try cursor.next(), record.sequence <= end {
+      // Not asked for a record past `end`: damage may stand right after it (`tail` of a journal
+      // whose end it hides reads up to the record before it).
+      var more = true
+      while more, let record = try cursor.next(), record.sequence <= end {
+        more = record.sequence < end
         let event = AuditedEvent(record)
         guard matches(record, event) else { continue }
         matching.append(event)
@@ -194,6 +202,56 @@ struct EventFilter {
     if let until { parts.append("until \(isoTime(until))") }
     if from > 1 || to != .max { parts.append("in sequences \(from)-\(to == .max ? "end" : String(to))") }
     return parts.joined(separator: ", ")
+  }
+}
+
+/// The journal's last sequence number; nil when damage hides it (`JournalError.isDamage`).
+func readableEnd(_ reader: JournalReader) throws -> UInt64? {
+  do {
+    return try reader.lastSequence()
+  } catch let error as JournalError where error.isDamage {
+    return nil
+  }
+}
+
+extension JournalError {
+  /// Damage to committed data, or committed records gone: what a reader meets part way and can
+  /// read up to (not a directory that is no journal, a lock, a failed system call).
+  var isDamage: Bool { code == .corrupt || code == .sequenceBreak }
+}
+
+/// Damage met part way through a read, after the records before it were read intact and written
+/// out (`log`, `export`, `tail`): the journal's error, which locates the damage and names the
+/// sequences gone, and what was read before it, so that output cut short cannot pass for the
+/// whole selection. Exit 3, as for any journal that cannot be read.
+struct DamageMet: Error, CustomStringConvertible {
+  var error: JournalError
+  /// The last sequence number read before the damage (below the selection's start: none).
+  var readThrough: UInt64
+  /// The selection's first sequence number.
+  var from: UInt64
+  /// Whether only the last events up to `readThrough` were written out (`tail`).
+  var lastOnly = false
+
+  var description: String {
+    let read =
+      readThrough < from
+      ? "No record of the selection was read before the damage"
+      : "The records through sequence \(readThrough) read intact, and "
+        + (lastOnly
+          ? "the last events of the selection up to there were" : "every event of the selection up to there was")
+        + " written out before this message"
+    return errorMessage(error) + ". " + read + "; nothing past the damage was read (`rewind verify` lists "
+      + "every damaged place; `--from` a sequence number after one reads what follows it)."
+  }
+
+  /// `cursor.next()`, with damage it meets turned into `DamageMet`.
+  static func next(_ cursor: JournalCursor, readThrough: UInt64, from: UInt64) throws -> JournalRecord? {
+    do {
+      return try cursor.next()
+    } catch let error as JournalError where error.isDamage {
+      throw DamageMet(error: error, readThrough: readThrough, from: from)
+    }
   }
 }
 

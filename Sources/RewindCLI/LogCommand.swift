@@ -35,7 +35,11 @@ enum LogCommand: RewindCommand {
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, either of them in an empty journal, an entity no event
     mentions); 3 when the journal cannot be read. An empty journal with no selection lists
-    nothing, with exit 0.
+    nothing, with exit 0. On damage (a frame that fails its checksum, committed records gone),
+    every event of the selection before it is listed first, then the error names the segment,
+    byte offset and sequences, and the last sequence read intact; nothing past the damage is
+    read (--from a later sequence number reads on). A selection that ends before the damage
+    (--to) is whole: exit 0.
     The examples read a journal written by `rewind demo /tmp/notes --seed 1`.
 
     Examples:

@@ -1,0 +1,131 @@
+import Foundation
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// An auditor's damaged journal: what is intact comes out, then the damage, located, with what
+/// was read before it. `log`, `export` and `tail` used to exit 3 before printing anything when the
+/// damage hid the journal's end (committed records the index names gone), even for a selection
+/// wholly before it.
+@Suite struct DamagedJournalCommandTests {
+  /// The last segment cut short before a batch the index names (records gone at the end), or a
+  /// byte flipped in a data frame of a sealed segment in the middle: the journal, and the last
+  /// sequence number read intact before the damage.
+  static func damaged(atTheEnd: Bool) async throws -> (journal: NotebookJournal, intact: UInt64) {
+    let journal: NotebookJournal
+    if atTheEnd {
+      journal = try await IndexedLossCommandTests.damaged(.cutShort).journal
+    } else {
+      var options = JournalOptions(durability: .none)
+      options.segmentTargetBytes = 4096
+      options.indexIntervalBytes = 256
+      journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
+      let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }
+      try #require(segments.count > 3)
+      let path = journal.directory.appending(segments[2])
+      var bytes = try Files.read(path)
+      // Inside the data frame of the batch that stands at the segment's middle.
+      var offset = Layout.segmentHeaderSize
+      var frames: [(offset: Int, length: Int)] = []
+      while offset < bytes.count,
+        case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
+      {
+        frames.append((offset, Int(header.totalLength)))
+        offset += Int(header.totalLength)
+      }
+      let frame = frames[frames.count / 2]
+      bytes[frame.offset + Layout.batchHeaderSize + (frame.length - Layout.batchHeaderSize) / 2] ^= 0x5A
+      try Files.write(bytes, to: path)
+    }
+    // What a reader gets before the damage, as the library reads it.
+    let cursor = try JournalReader(directory: journal.path).records(from: 1)
+    var intact: UInt64 = 0
+    do {
+      while let record = try cursor.next() { intact = record.sequence }
+      Issue.record("the journal reads whole")
+    } catch let error as JournalError {
+      #expect(error.code == .corrupt || error.code == .sequenceBreak, "\(error)")
+    }
+    try #require(intact > 20 && intact < journal.lastSequence)
+    return (journal, intact)
+  }
+
+  static func sequences(_ run: ToolRun) -> [UInt64] {
+    run.out.split(separator: "\n").compactMap { line in
+      if line.hasPrefix("{") {
+        let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        return (object?["seq"] as? NSNumber)?.uint64Value
+      }
+      return line.split(separator: " ").first.flatMap { UInt64($0) }
+    }
+  }
+
+  @Test(arguments: [true, false])
+  func logAndExportShowEveryIntactRecordThenTheDamage(atTheEnd: Bool) async throws {
+    let (journal, intact) = try await Self.damaged(atTheEnd: atTheEnd)
+    for arguments in [["log", journal.path], ["log", journal.path, "--json"], ["export", journal.path, "--jsonl"]] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == Array(1...intact), "\(arguments): every record before the damage, in order")
+      #expect(run.err.hasPrefix("rewind \(arguments[0]): "), "\(run.err)")
+      #expect(run.err.contains("byte offset"), "where: \(run.err)")
+      #expect(run.err.contains("sequence"), "which records: \(run.err)")
+      #expect(run.err.contains("The records through sequence \(intact) read intact"), "\(run.err)")
+      #expect(run.err.contains("nothing past the damage was read"), "\(run.err)")
+    }
+    // A selection that starts past the damage's first record: nothing of it read before it.
+    let late = try await ToolRun.run("rewind", ["log", journal.path, "--from", String(intact + 1)])
+    #expect(late.status == 3, "\(late.out)\(late.err)")
+    #expect(late.err.contains("No record of the selection was read before the damage"), "\(late.err)")
+  }
+
+  /// A selection wholly before the damage is whole: exit 0, as for any journal.
+  @Test(arguments: [true, false])
+  func aSelectionBeforeTheDamageIsWhole(atTheEnd: Bool) async throws {
+    let (journal, intact) = try await Self.damaged(atTheEnd: atTheEnd)
+    let to = String(intact - 5)
+    for arguments in [
+      ["log", journal.path, "--to", to], ["export", journal.path, "--jsonl", "--from", "3", "--to", to],
+      ["log", journal.path, "--to", to, "--type", "note.*"], ["tail", journal.path, "-n", "4", "--to", to],
+    ] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+      #expect(run.err.isEmpty, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run).last ?? 0 <= intact - 5, "\(arguments)")
+      #expect(!Self.sequences(run).isEmpty, "\(arguments)")
+    }
+  }
+
+  /// `tail` of a journal whose end the damage hides shows the last events before it, then the
+  /// damage (it cannot follow: there is no end to follow from).
+  @Test(arguments: [[], ["-f"]])
+  func tailShowsTheLastIntactEventsThenTheDamage(follow: [String]) async throws {
+    let (journal, intact) = try await Self.damaged(atTheEnd: true)
+    let run = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "3"] + follow)
+    #expect(run.status == 3, "\(run.err)")
+    #expect(Self.sequences(run) == Array((intact - 2)...intact), "\(run.out)")
+    #expect(run.err.contains("the last events of the selection up to there were written out"), "\(run.err)")
+  }
+
+  /// `show` of an intact event after the damage: it read its command's neighbours from far back
+  /// (the journal's start, in windows of 4096 records), through the damage, and showed nothing.
+  /// Now an event whose neighbours read is shown whole (exit 0); one next to the damage is shown,
+  /// then the damage, saying its command's extent was left out (exit 3).
+  @Test func showShowsAnIntactEventAfterTheDamage() async throws {
+    let (journal, intact) = try await Self.damaged(atTheEnd: false)
+    let far = try await ToolRun.run("rewind", ["show", journal.path, String(journal.lastSequence - 2)])
+    #expect(far.status == 0, "\(far.err)")
+    #expect(far.out.hasPrefix("event \(journal.lastSequence - 2) in "), "\(far.out)")
+    #expect(far.out.contains("  command   "), "\(far.out)")
+    // The first event after the damaged frame, which held one record.
+    let next = intact + 2
+    for json in [false, true] {
+      let run = try await ToolRun.run("rewind", ["show", journal.path, String(next)] + (json ? ["--json"] : []))
+      #expect(run.status == 3, "\(run.out)\(run.err)")
+      #expect(run.out.hasPrefix(json ? #"{"seq":\#(next),"# : "event \(next) in "), "\(run.out)")
+      #expect(!run.out.contains(json ? "commandEvents" : "  command   "), "\(run.out)")
+      #expect(run.err.contains("byte offset"), "\(run.err)")
+      #expect(run.err.contains("Event \(next) read intact and was shown"), "\(run.err)")
+    }
+  }
+}
