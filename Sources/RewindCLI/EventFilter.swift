@@ -96,17 +96,59 @@ struct EventFilter {
   /// Calls `body` with each record the selection holds and its event, in order, at most `limit`
   /// times: what `log` and `export` print. `reading` is called with every record read in the
   /// range, matching or not (for progress, which a narrow selection would otherwise stall).
+  /// Damage met on the way (a frame that fails its checksum, a segment missing before intact
+  /// ones) whose records are known is read past: `readingOn` is called with it and the sequence
+  /// number the read goes on from, and the read goes on there (an auditor needs every intact
+  /// record); the call then ends with `DamageMet` naming what was passed. Damage that cannot be
+  /// read past (records gone at the end, a damaged batch header whose extent is unknown) ends it.
   /// - Throws: `UsageError` when the range starts past the end of the journal, or when a narrowed
-  ///   selection matches no event of the journal in `directory`; what `body` throws.
+  ///   selection matches no event of the journal in `directory`; `DamageMet` after damage; what
+  ///   `body` throws.
   func forEachEvent(
     in reader: JournalReader, directory: String, limit: Int = .max,
     reading: (JournalRecord) -> Void = { _ in },
+    readingOn: (JournalError, UInt64) -> Void = { _, _ in },
     _ body: (JournalRecord, AuditedEvent) throws -> Void
   ) throws {
-    let cursor = try cursor(reader)
+    var cursor = try cursor(reader)
     var shown = 0
     var readThrough = from - 1
-    while shown < limit, let record = try DamageMet.next(cursor, readThrough: readThrough, from: from) {
+    var passed: [JournalError] = []
+    // The first record after damage read past, read before the damage is reported as passed.
+    var pending: JournalRecord?
+    while shown < limit {
+      var next = pending
+      if pending != nil {
+        pending = nil
+      } else {
+        do {
+          next = try cursor.next()
+        } catch let error as JournalError where error.isDamage {
+          // On only from where a cursor gets past it: after its records when they are known
+          // (a damaged batch header names its first record alone, and a cursor checks the last
+          // segment's frames again), else at the next segment (a sealed segment cut short).
+          var resumed: (cursor: JournalCursor, at: UInt64)?
+          for resume in DamageMet.readOnPoints(after: error, directory: directory) where resume <= to {
+            do {
+              let candidate = try reader.records(from: resume)
+              pending = try candidate.next()
+              resumed = (candidate, resume)
+              break
+            } catch let again as JournalError where again.isDamage {
+              continue
+            }
+          }
+          guard let resumed else {
+            throw DamageMet(error: error, readThrough: readThrough, from: from, passed: passed)
+          }
+          cursor = resumed.cursor
+          let resume = resumed.at
+          readingOn(error, resume)
+          passed.append(error)
+          continue
+        }
+      }
+      guard let record = next else { break }
       if isPast(record) { break }
       readThrough = record.sequence
       reading(record)
@@ -114,6 +156,9 @@ struct EventFilter {
       guard matches(record, event) else { continue }
       try body(record, event)
       shown += 1
+    }
+    if let last = passed.last {
+      throw DamageMet(error: last, readThrough: readThrough, from: from, passed: passed, readToTheEnd: true)
     }
     if shown == 0 && isNarrowed { throw nothingMatches(directory) }
   }
@@ -225,19 +270,39 @@ extension JournalError {
 /// sequences gone, and what was read before it, so that output cut short cannot pass for the
 /// whole selection. Exit 3, as for any journal that cannot be read.
 struct DamageMet: Error, CustomStringConvertible {
+  /// The damage that ended the read; with `readToTheEnd`, the last one read past.
   var error: JournalError
-  /// The last sequence number read before the damage (below the selection's start: none).
+  /// The last sequence number read (below the selection's start: none).
   var readThrough: UInt64
   /// The selection's first sequence number.
   var from: UInt64
   /// Whether only the last events up to `readThrough` were written out (`tail`).
   var lastOnly = false
+  /// The damaged places read past, each reported as it was met (`readOnMessage`).
+  var passed: [JournalError] = []
+  /// Whether the read went on past every damage it met, to the selection's end.
+  var readToTheEnd = false
+
+  init(
+    error: JournalError, readThrough: UInt64, from: UInt64, lastOnly: Bool = false, passed: [JournalError] = [],
+    readToTheEnd: Bool = false
+  ) {
+    (self.error, self.readThrough, self.from, self.lastOnly) = (error, readThrough, from, lastOnly)
+    (self.passed, self.readToTheEnd) = (passed, readToTheEnd)
+  }
 
   var description: String {
+    let places = counted(passed.count, "place")
+    if readToTheEnd {
+      return "the journal is damaged in \(places), each located above where it was met: the records named there "
+        + "were not read, and every other event of the selection was written out. Committed data is damaged. Run "
+        + "`rewind verify` for a full report"
+    }
+    let others = passed.isEmpty ? "" : " (but for the records of the \(counted(passed.count, "damaged place")) above)"
     let read =
       readThrough < from
       ? "No record of the selection was read before the damage"
-      : "The records through sequence \(readThrough) read intact, and "
+      : "The records through sequence \(readThrough) read intact\(others), and "
         + (lastOnly
           ? "the last events of the selection up to there were" : "every event of the selection up to there was")
         + " written out before this message"
@@ -245,13 +310,35 @@ struct DamageMet: Error, CustomStringConvertible {
       + "every damaged place; `--from` a sequence number after one reads what follows it)."
   }
 
-  /// `cursor.next()`, with damage it meets turned into `DamageMet`.
-  static func next(_ cursor: JournalCursor, readThrough: UInt64, from: UInt64) throws -> JournalRecord? {
-    do {
-      return try cursor.next()
-    } catch let error as JournalError where error.isDamage {
-      throw DamageMet(error: error, readThrough: readThrough, from: from)
+  /// What `log` and `export` say as they read past damage: where it is and what it holds (the
+  /// journal's error, its advice left for the end), and where the read goes on.
+  static func readOnMessage(_ error: JournalError, from resume: UInt64) -> String {
+    var plain = error
+    plain.code = .io  // the same place and message, without the advice: the last message gives it
+    plain.directory = nil
+    plain.missingBeforeIntactSegments = false
+    let skipped = error.sequences.map { first in
+      first.lowerBound < resume - 1 ? "sequences \(first.lowerBound)-\(resume - 1)" : "sequence \(first.lowerBound)"
     }
+    return "\(plain); \(skipped ?? "its records") not read, reading on from sequence \(resume)"
+  }
+
+  /// Where to try to read on after damage, in order: after the records it names, when a frame's
+  /// batch header holds (their numbers exact) or records are missing before an intact segment;
+  /// then, for damage in a segment, the first record of the next segment. None when the damage
+  /// ends what can be counted (records gone at the end).
+  static func readOnPoints(after error: JournalError, directory: String) -> [UInt64] {
+    guard error.code == .corrupt || error.missingBeforeIntactSegments, !error.sequencesMayGoFurther else { return [] }
+    var points: [UInt64] = []
+    if let last = error.sequences?.upperBound, last < .max { points.append(last + 1) }
+    if error.code == .corrupt, let file = error.file,
+      let segments = try? JournalDirectory.listSegments(directory, io: PosixFileIO()),
+      let at = segments.firstIndex(where: { Layout.segmentName(firstSequence: $0) == file }), at + 1 < segments.count,
+      !points.contains(segments[at + 1])
+    {
+      points.append(segments[at + 1])
+    }
+    return points
   }
 }
 

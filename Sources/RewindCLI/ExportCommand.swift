@@ -24,11 +24,12 @@ enum ExportCommand: RewindCommand {
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an entity no event mentions; a --to or --until past it reads
-    to the end); 3 when the journal cannot be read. On damage, as `rewind log`: the events
-    before it are written, then the error (on standard error) locates it and names the last
-    sequence read intact, with exit 3. Standard output redirected to a file then holds only
-    those events, every line of them whole, so it can pass for a whole export: check the exit
-    status (in a pipeline, set -o pipefail). A selection that ends before the damage is whole.
+    to the end); 3 when the journal cannot be read. On damage, as `rewind log`: every event it
+    does not hold is written, up to damage that cannot be read past, and standard error
+    locates the damage and names the sequences not read, with exit 3. Standard output
+    redirected to a file then holds the intact events, every line of them whole, so it can pass
+    for a whole export: check the exit status (in a pipeline, set -o pipefail). A selection
+    that ends before the damage is whole.
 
     Examples:
       rewind export /tmp/notes --jsonl > events.jsonl
@@ -51,7 +52,12 @@ enum ExportCommand: RewindCommand {
     defer { progress.finish() }  // an error then starts a line of its own
     // Progress follows every record read, matching or not.
     let read: (JournalRecord) -> Void = { progress.update($0.sequence, of: total) }
-    try filter.forEachEvent(in: reader, directory: directory, reading: read) { _, event in
+    let readingOn = { (damage: JournalError, resume: UInt64) in
+      output.flush()
+      progress.finish()
+      context.output.err("rewind export: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+    }
+    try filter.forEachEvent(in: reader, directory: directory, reading: read, readingOn: readingOn) { _, event in
       output.write(event.json + "\n")
     }
     output.flush()

@@ -8,34 +8,57 @@ import Testing
 /// damage hid the journal's end (committed records the index names gone), even for a selection
 /// wholly before it.
 @Suite struct DamagedJournalCommandTests {
-  /// The last segment cut short before a batch the index names (records gone at the end), or a
-  /// byte flipped in a data frame of a sealed segment in the middle: the journal, and the last
-  /// sequence number read intact before the damage.
-  static func damaged(atTheEnd: Bool) async throws -> (journal: NotebookJournal, intact: UInt64) {
+  /// Damage as a disk does it, to a Notebook journal of several small segments.
+  enum Damage: String, CaseIterable, CustomTestStringConvertible {
+    /// The last segment cut short inside a frame before a batch the index names: records gone
+    /// at the end, hiding it.
+    case atTheEnd
+    /// A byte flipped in the data frame at the middle of a sealed segment in the middle.
+    case flipped
+    /// That sealed segment cut short inside that frame.
+    case truncatedSealed
+    var testDescription: String { rawValue }
+  }
+
+  /// The journal damaged as `damage` says, the last sequence number read intact before the
+  /// damage, and the records the damage holds (nil: every record after `intact`).
+  static func damaged(_ damage: Damage) async throws -> (
+    journal: NotebookJournal, intact: UInt64, lost: ClosedRange<UInt64>?
+  ) {
     let journal: NotebookJournal
-    if atTheEnd {
+    var lost: ClosedRange<UInt64>?
+    if damage == .atTheEnd {
       journal = try await IndexedLossCommandTests.damaged(.cutShort).journal
     } else {
       var options = JournalOptions(durability: .none)
       options.segmentTargetBytes = 4096
       options.indexIntervalBytes = 256
       journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
-      let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }
+      let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted()
       try #require(segments.count > 3)
       let path = journal.directory.appending(segments[2])
       var bytes = try Files.read(path)
-      // Inside the data frame of the batch that stands at the segment's middle.
       var offset = Layout.segmentHeaderSize
-      var frames: [(offset: Int, length: Int)] = []
+      var frames: [(offset: Int, header: BatchHeader)] = []
       while offset < bytes.count,
         case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
       {
-        frames.append((offset, Int(header.totalLength)))
+        frames.append((offset, header))
         offset += Int(header.totalLength)
       }
       let frame = frames[frames.count / 2]
-      bytes[frame.offset + Layout.batchHeaderSize + (frame.length - Layout.batchHeaderSize) / 2] ^= 0x5A
-      try Files.write(bytes, to: path)
+      // Inside the frame's data, past its batch header.
+      let inside = frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2
+      let first = frame.header.firstSequence
+      if damage == .flipped {
+        bytes[inside] ^= 0x5A
+        try Files.write(bytes, to: path)
+        lost = first...(first + UInt64(frame.header.recordCount) - 1)
+      } else {
+        try Files.write(Array(bytes[..<inside]), to: path)
+        let next = try #require(UInt64(segments[3].prefix(20)))
+        lost = first...(next - 1)
+      }
     }
     // What a reader gets before the damage, as the library reads it.
     let cursor = try JournalReader(directory: journal.path).records(from: 1)
@@ -47,7 +70,8 @@ import Testing
       #expect(error.code == .corrupt || error.code == .sequenceBreak, "\(error)")
     }
     try #require(intact > 20 && intact < journal.lastSequence)
-    return (journal, intact)
+    if let lost { try #require(lost.lowerBound == intact + 1) }
+    return (journal, intact, lost)
   }
 
   static func sequences(_ run: ToolRun) -> [UInt64] {
@@ -60,29 +84,46 @@ import Testing
     }
   }
 
-  @Test(arguments: [true, false])
-  func logAndExportShowEveryIntactRecordThenTheDamage(atTheEnd: Bool) async throws {
-    let (journal, intact) = try await Self.damaged(atTheEnd: atTheEnd)
+  /// Every record the damage does not hold comes out, in order: before it, and after it when
+  /// the damage names its records (or a later segment starts after them); the damage is located
+  /// where it is met, with the records not read, and the last message says what came out.
+  @Test(arguments: Damage.allCases)
+  func logAndExportShowEveryIntactRecordThenTheDamage(damage: Damage) async throws {
+    let (journal, intact, lost) = try await Self.damaged(damage)
     for arguments in [["log", journal.path], ["log", journal.path, "--json"], ["export", journal.path, "--jsonl"]] {
       let run = try await ToolRun.run("rewind", arguments)
       #expect(run.status == 3, "\(arguments): \(run.err)")
-      #expect(Self.sequences(run) == Array(1...intact), "\(arguments): every record before the damage, in order")
+      let expected = Array(1...journal.lastSequence).filter { sequence in
+        lost.map { !$0.contains(sequence) } ?? (sequence <= intact)
+      }
+      #expect(Self.sequences(run) == expected, "\(arguments): every intact record, in order")
       #expect(run.err.hasPrefix("rewind \(arguments[0]): "), "\(run.err)")
       #expect(run.err.contains("byte offset"), "where: \(run.err)")
-      #expect(run.err.contains("sequence"), "which records: \(run.err)")
-      #expect(run.err.contains("The records through sequence \(intact) read intact"), "\(run.err)")
-      #expect(run.err.contains("nothing past the damage was read"), "\(run.err)")
+      if let lost {
+        let named = lost.count == 1 ? "sequence \(lost.lowerBound)" : "sequences \(lost.lowerBound)-\(lost.upperBound)"
+        #expect(run.err.contains("\(named) not read, reading on from sequence \(lost.upperBound + 1)\n"), "\(run.err)")
+        #expect(run.err.contains("every other event of the selection was written out"), "\(run.err)")
+      } else {
+        #expect(run.err.contains("sequences from \(intact + 1) at least"), "which records: \(run.err)")
+        #expect(run.err.contains("The records through sequence \(intact) read intact"), "\(run.err)")
+        #expect(run.err.contains("nothing past the damage was read"), "\(run.err)")
+      }
     }
-    // A selection that starts past the damage's first record: nothing of it read before it.
+    // A selection that starts where the damage does: nothing of it read before it.
     let late = try await ToolRun.run("rewind", ["log", journal.path, "--from", String(intact + 1)])
     #expect(late.status == 3, "\(late.out)\(late.err)")
-    #expect(late.err.contains("No record of the selection was read before the damage"), "\(late.err)")
+    if let lost {
+      #expect(Self.sequences(late) == Array((lost.upperBound + 1)...journal.lastSequence), "\(late.out)")
+    } else {
+      #expect(late.out.isEmpty)
+      #expect(late.err.contains("No record of the selection was read before the damage"), "\(late.err)")
+    }
   }
 
   /// A selection wholly before the damage is whole: exit 0, as for any journal.
-  @Test(arguments: [true, false])
-  func aSelectionBeforeTheDamageIsWhole(atTheEnd: Bool) async throws {
-    let (journal, intact) = try await Self.damaged(atTheEnd: atTheEnd)
+  @Test(arguments: Damage.allCases)
+  func aSelectionBeforeTheDamageIsWhole(damage: Damage) async throws {
+    let (journal, intact, _) = try await Self.damaged(damage)
     let to = String(intact - 5)
     for arguments in [
       ["log", journal.path, "--to", to], ["export", journal.path, "--jsonl", "--from", "3", "--to", to],
@@ -100,7 +141,7 @@ import Testing
   /// damage (it cannot follow: there is no end to follow from).
   @Test(arguments: [[], ["-f"]])
   func tailShowsTheLastIntactEventsThenTheDamage(follow: [String]) async throws {
-    let (journal, intact) = try await Self.damaged(atTheEnd: true)
+    let (journal, intact, _) = try await Self.damaged(.atTheEnd)
     let run = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "3"] + follow)
     #expect(run.status == 3, "\(run.err)")
     #expect(Self.sequences(run) == Array((intact - 2)...intact), "\(run.out)")
@@ -112,7 +153,7 @@ import Testing
   /// Now an event whose neighbours read is shown whole (exit 0); one next to the damage is shown,
   /// then the damage, saying its command's extent was left out (exit 3).
   @Test func showShowsAnIntactEventAfterTheDamage() async throws {
-    let (journal, intact) = try await Self.damaged(atTheEnd: false)
+    let (journal, intact, _) = try await Self.damaged(.flipped)
     let far = try await ToolRun.run("rewind", ["show", journal.path, String(journal.lastSequence - 2)])
     #expect(far.status == 0, "\(far.err)")
     #expect(far.out.hasPrefix("event \(journal.lastSequence - 2) in "), "\(far.out)")
