@@ -110,43 +110,15 @@ struct EventFilter {
     readingOn: (JournalError, UInt64) -> Void = { _, _ in },
     _ body: (JournalRecord, AuditedEvent) throws -> Void
   ) throws {
-    var cursor = try cursor(reader)
+    var records = PastDamage(reader: reader, directory: directory, through: to, cursor: try cursor(reader))
     var shown = 0
     var readThrough = from - 1
-    var passed: [JournalError] = []
-    // The first record after damage read past, read before the damage is reported as passed.
-    var pending: JournalRecord?
     while shown < limit {
-      var next = pending
-      if pending != nil {
-        pending = nil
-      } else {
-        do {
-          next = try cursor.next()
-        } catch let error as JournalError where error.isDamage {
-          // On only from where a cursor gets past it: after its records when they are known
-          // (a damaged batch header names its first record alone, and a cursor checks the last
-          // segment's frames again), else at the next segment (a sealed segment cut short).
-          var resumed: (cursor: JournalCursor, at: UInt64)?
-          for resume in DamageMet.readOnPoints(after: error, directory: directory) where resume <= to {
-            do {
-              let candidate = try reader.records(from: resume)
-              pending = try candidate.next()
-              resumed = (candidate, resume)
-              break
-            } catch let again as JournalError where again.isDamage {
-              continue
-            }
-          }
-          guard let resumed else {
-            throw DamageMet(error: error, readThrough: readThrough, from: from, passed: passed)
-          }
-          cursor = resumed.cursor
-          let resume = resumed.at
-          readingOn(error, resume)
-          passed.append(error)
-          continue
-        }
+      let next: JournalRecord?
+      do {
+        next = try records.next(readingOn: readingOn)
+      } catch let error as JournalError where error.isDamage {
+        throw DamageMet(error: error, readThrough: readThrough, from: from, passed: records.passed)
       }
       guard let record = next else { break }
       if isPast(record) { break }
@@ -157,8 +129,8 @@ struct EventFilter {
       try body(record, event)
       shown += 1
     }
-    if let last = passed.last {
-      throw DamageMet(error: last, readThrough: readThrough, from: from, passed: passed, readToTheEnd: true)
+    if let last = records.passed.last {
+      throw DamageMet(error: last, readThrough: readThrough, from: from, passed: records.passed, readToTheEnd: true)
     }
     if shown == 0 && isNarrowed { throw nothingMatches(directory) }
   }
@@ -169,7 +141,8 @@ struct EventFilter {
   /// With `following`, a `--since` past that end is not an error (see `check`): there are none.
   /// - Throws: `UsageError` when the range starts past the end of the journal; what reading throws.
   func lastEvents(
-    in reader: JournalReader, through last: UInt64, count: Int, following: Bool = false
+    in reader: JournalReader, directory: String, through last: UInt64, count: Int, following: Bool = false,
+    passed: inout [JournalError], readingOn: (JournalError, UInt64) -> Void = { _, _ in }
   ) throws -> [AuditedEvent] {
     try check(reader, last: last, following: following)
     guard count > 0 else { return [] }
@@ -187,11 +160,13 @@ struct EventFilter {
       let start = end - first + 1 > window ? end - window + 1 : first
       let wanted = count - total
       var matching: [AuditedEvent] = []
-      let cursor = try reader.records(from: start)
+      var records = PastDamage(
+        reader: reader, directory: directory, through: end, cursor: try reader.records(from: start), passed: passed)
       // Not asked for a record past `end`: damage may stand right after it (`tail` of a journal
       // whose end it hides reads up to the record before it).
       var more = true
-      while more, let record = try cursor.next(), record.sequence <= end {
+      defer { passed = records.passed }
+      while more, let record = try records.next(readingOn: readingOn), record.sequence <= end {
         more = record.sequence < end
         let event = AuditedEvent(record)
         guard matches(record, event) else { continue }
@@ -250,6 +225,76 @@ struct EventFilter {
   }
 }
 
+/// A cursor that reads past damage whose records are known (`DamageMet.readOnPoints`), from
+/// where a cursor gets past it, up to sequence `through`: an auditor needs every intact record.
+struct PastDamage {
+  let reader: JournalReader
+  let directory: String
+  /// No read goes on past this sequence number.
+  let through: UInt64
+  var cursor: JournalCursor
+  /// The damage read past, in order.
+  var passed: [JournalError] = []
+  /// The first record after damage read past, read before the damage is reported as passed.
+  private var pending: JournalRecord?
+
+  init(reader: JournalReader, directory: String, through: UInt64, cursor: JournalCursor, passed: [JournalError] = []) {
+    (self.reader, self.directory, self.through, self.cursor, self.passed) = (reader, directory, through, cursor, passed)
+  }
+
+  /// The next record; nil at the end. Damage it reads past is given to `readingOn` with the
+  /// sequence number the read goes on from.
+  /// - Throws: the `JournalError` of damage it cannot read past.
+  mutating func next(readingOn: (JournalError, UInt64) -> Void) throws -> JournalRecord? {
+    if let record = pending {
+      pending = nil
+      return record
+    }
+    while true {
+      do {
+        return try cursor.next()
+      } catch let error as JournalError where error.isDamage {
+        // On only from where a cursor gets past it: after its records when they are known (a
+        // damaged batch header names its first record alone, and a cursor checks the last
+        // segment's frames again), else at the next segment (a sealed segment cut short).
+        var resumed = false
+        let points = DamageMet.readOnPoints(after: error, directory: directory)
+        for resume in points where resume <= through {
+          do {
+            let candidate = try reader.records(from: resume)
+            pending = try candidate.next()
+            cursor = candidate
+            pass(error, resume, readingOn)
+            resumed = true
+            break
+          } catch let again as JournalError where again.isDamage {
+            continue
+          }
+        }
+        if !resumed, let beyond = points.first(where: { $0 > through }) {
+          // The damage reaches past what is to be read: nothing more to read.
+          pass(error, beyond, readingOn)
+          return nil
+        }
+        guard resumed else { throw error }
+        if let record = pending {
+          pending = nil
+          return record
+        }
+      }
+    }
+  }
+}
+
+extension PastDamage {
+  /// Records `error` as read past (once: `tail` may meet it from two windows) and says so.
+  fileprivate mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
+    guard !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }
+    readingOn(error, resume)
+    passed.append(error)
+  }
+}
+
 /// The journal's last sequence number; nil when damage hides it (`JournalError.isDamage`).
 func readableEnd(_ reader: JournalReader) throws -> UInt64? {
   do {
@@ -295,8 +340,9 @@ struct DamageMet: Error, CustomStringConvertible {
     let places = counted(passed.count, "place")
     if readToTheEnd {
       return "the journal is damaged in \(places), each located above where it was met: the records named there "
-        + "were not read, and every other event of the selection was written out. Committed data is damaged. Run "
-        + "`rewind verify` for a full report"
+        + "were not read, and "
+        + (lastOnly ? "the last other events of the selection were" : "every other event of the selection was")
+        + " written out. Committed data is damaged. Run `rewind verify` for a full report"
     }
     let others = passed.isEmpty ? "" : " (but for the records of the \(counted(passed.count, "damaged place")) above)"
     let read =

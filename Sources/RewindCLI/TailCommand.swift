@@ -38,8 +38,9 @@ enum TailCommand: RewindCommand {
     in an empty journal without -f; without -f, a --since after its last event or a selection
     no event matches); 3 when the journal cannot be read. When damage hides the journal's end
     (committed records gone there), the last events before it are shown, then the error
-    locates it (exit 3), also with -f, which has no end to follow from; damage before the last
-    events leaves them whole.
+    locates it (exit 3), also with -f, which has no end to follow from. Damage among the last
+    events is read past as `rewind log` does: the last events it does not hold are shown, and
+    standard error locates it with the sequences not read (exit 3, without following).
 
     Examples:
       rewind tail /tmp/notes -n 3
@@ -96,14 +97,32 @@ enum TailCommand: RewindCommand {
     }
     if let hidden, filter.from > last { throw DamageMet(error: hidden, readThrough: last, from: filter.from) }
     let render = { (event: AuditedEvent) -> String in (json ? event.json : event.line(width: width)) + "\n" }
-    let events = try filter.lastEvents(in: reader, through: last, count: count, following: follow && hidden == nil)
-    if events.isEmpty && count > 0 && filter.isNarrowed && !follow && hidden == nil {
+    // Damage read past among the last events is said before them (they are shown together).
+    var passed: [JournalError] = []
+    let readingOn = { (damage: JournalError, resume: UInt64) in
+      context.output.err("rewind tail: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+    }
+    let events: [AuditedEvent]
+    do {
+      events = try filter.lastEvents(
+        in: reader, directory: directory, through: last, count: count, following: follow && hidden == nil,
+        passed: &passed, readingOn: readingOn)
+    } catch let error as JournalError where error.isDamage {
+      throw DamageMet(error: error, readThrough: 0, from: .max, lastOnly: true, passed: passed)
+    }
+    if events.isEmpty && count > 0 && filter.isNarrowed && !follow && hidden == nil && passed.isEmpty {
       throw filter.nothingMatches(directory)
     }
     let output = BufferedOutput(context.output)
     for event in events { output.write(render(event)) }
     output.flush()
-    if let hidden { throw DamageMet(error: hidden, readThrough: last, from: filter.from, lastOnly: true) }
+    if let hidden {
+      throw DamageMet(error: hidden, readThrough: last, from: filter.from, lastOnly: true, passed: passed)
+    }
+    if let damage = passed.last {
+      throw DamageMet(
+        error: damage, readThrough: last, from: filter.from, lastOnly: true, passed: passed, readToTheEnd: true)
+    }
     guard follow else { return .success }
     // Idle, it writes nothing: notice a reader that leaves (`rewind tail -f J | head -1`) meanwhile.
     context.output.endWhenReaderLeaves?()

@@ -169,4 +169,32 @@ import Testing
       #expect(run.err.contains("Event \(next) read intact and was shown"), "\(run.err)")
     }
   }
+
+  /// `tail` whose last events reach back over damage read nothing: it read windows with a
+  /// cursor that stopped at the damage. It reads past it now, as `log` does: the last events the
+  /// damage does not hold, the damage located once (also when two windows meet it), exit 3.
+  @Test(arguments: [Damage.flipped, .truncatedSealed])
+  func tailReadsPastDamageAmongTheLastEvents(damage: Damage) async throws {
+    let (journal, _, lost) = try await Self.damaged(damage)
+    let lostRecords = try #require(lost)
+    let intact = Array(1...journal.lastSequence).filter { !lostRecords.contains($0) }
+    // The last events after the damage are whole; more reach back over it.
+    let after = intact.filter { $0 > lostRecords.upperBound }.count
+    let whole = try await ToolRun.run("rewind", ["tail", journal.path, "-n", String(after)])
+    #expect(whole.status == 0, "\(whole.err)")
+    #expect(Self.sequences(whole) == Array(intact.suffix(after)))
+    for count in [after + 5, 1000] {
+      let run = try await ToolRun.run("rewind", ["tail", journal.path, "-n", String(count)])
+      #expect(run.status == 3, "\(run.err)")
+      #expect(Self.sequences(run) == Array(intact.suffix(count)), "-n \(count): \(run.out)")
+      #expect(run.err.components(separatedBy: "not read, reading on from sequence").count == 2, "\(run.err)")
+      #expect(run.err.contains("the last other events of the selection were written out"), "\(run.err)")
+    }
+    // A range that ends inside the damage: the events before it, the damage said once.
+    let inside = try await ToolRun.run(
+      "rewind", ["tail", journal.path, "-n", "5", "--to", String(lostRecords.upperBound)])
+    #expect(inside.status == 3, "\(inside.err)")
+    #expect(Self.sequences(inside) == Array((lostRecords.lowerBound - 5)...(lostRecords.lowerBound - 1)))
+    #expect(inside.err.components(separatedBy: "not read, reading on from sequence").count == 2, "\(inside.err)")
+  }
 }
