@@ -339,10 +339,11 @@ struct DamageMet: Error, CustomStringConvertible {
   var description: String {
     let places = counted(passed.count, "place")
     if readToTheEnd {
-      return "the journal is damaged in \(places), each located above where it was met: the records named there "
-        + "were not read, and "
+      // The first place in full, with the journal's advice, so that the last line stands alone.
+      return errorMessage(passed.first ?? error) + ". The journal is damaged in \(places), each located above "
+        + "where it was met: the records named there were not read, and "
         + (lastOnly ? "the last other events of the selection were" : "every other event of the selection was")
-        + " written out. Committed data is damaged. Run `rewind verify` for a full report"
+        + " written out"
     }
     let others = passed.isEmpty ? "" : " (but for the records of the \(counted(passed.count, "damaged place")) above)"
     let read =
