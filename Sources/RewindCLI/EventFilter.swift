@@ -57,7 +57,9 @@ struct EventFilter {
   /// A cursor at the first record the range may include.
   /// - Throws: `UsageError` when the range starts past the end of the journal.
   func cursor(_ reader: JournalReader) throws -> JournalCursor {
-    try check(reader, last: try reader.lastSequence())
+    // Damage that hides the end (a loss the index witnesses there) leaves nothing to check the
+    // start against: the read shows what is intact before the damage, then reports it.
+    if let last = try readableEnd(reader) { try check(reader, last: last) }
     if let since, from <= 1 { return try reader.records(since: since) }
     return try reader.records(from: from)
   }
@@ -94,22 +96,41 @@ struct EventFilter {
   /// Calls `body` with each record the selection holds and its event, in order, at most `limit`
   /// times: what `log` and `export` print. `reading` is called with every record read in the
   /// range, matching or not (for progress, which a narrow selection would otherwise stall).
+  /// Damage met on the way (a frame that fails its checksum, a segment missing before intact
+  /// ones) whose records are known is read past: `readingOn` is called with it and the sequence
+  /// number the read goes on from, and the read goes on there (an auditor needs every intact
+  /// record); the call then ends with `DamageMet` naming what was passed. Damage that cannot be
+  /// read past (records gone at the end, a damaged batch header whose extent is unknown) ends it.
   /// - Throws: `UsageError` when the range starts past the end of the journal, or when a narrowed
-  ///   selection matches no event of the journal in `directory`; what `body` throws.
+  ///   selection matches no event of the journal in `directory`; `DamageMet` after damage; what
+  ///   `body` throws.
   func forEachEvent(
     in reader: JournalReader, directory: String, limit: Int = .max,
     reading: (JournalRecord) -> Void = { _ in },
+    readingOn: (JournalError, UInt64) -> Void = { _, _ in },
     _ body: (JournalRecord, AuditedEvent) throws -> Void
   ) throws {
-    let cursor = try cursor(reader)
+    var records = PastDamage(reader: reader, directory: directory, through: to, cursor: try cursor(reader))
     var shown = 0
-    while shown < limit, let record = try cursor.next() {
+    var readThrough = from - 1
+    while shown < limit {
+      let next: JournalRecord?
+      do {
+        next = try records.next(readingOn: readingOn)
+      } catch let error as JournalError where error.isDamage {
+        throw DamageMet(error: error, readThrough: readThrough, from: from, passed: records.passed)
+      }
+      guard let record = next else { break }
       if isPast(record) { break }
+      readThrough = record.sequence
       reading(record)
       let event = AuditedEvent(record)
       guard matches(record, event) else { continue }
       try body(record, event)
       shown += 1
+    }
+    if let last = records.passed.last {
+      throw DamageMet(error: last, readThrough: readThrough, from: from, passed: records.passed, readToTheEnd: true)
     }
     if shown == 0 && isNarrowed { throw nothingMatches(directory) }
   }
@@ -120,7 +141,8 @@ struct EventFilter {
   /// With `following`, a `--since` past that end is not an error (see `check`): there are none.
   /// - Throws: `UsageError` when the range starts past the end of the journal; what reading throws.
   func lastEvents(
-    in reader: JournalReader, through last: UInt64, count: Int, following: Bool = false
+    in reader: JournalReader, directory: String, through last: UInt64, count: Int, following: Bool = false,
+    passed: inout [JournalError], readingOn: (JournalError, UInt64) -> Void = { _, _ in }
   ) throws -> [AuditedEvent] {
     try check(reader, last: last, following: following)
     guard count > 0 else { return [] }
@@ -138,8 +160,14 @@ struct EventFilter {
       let start = end - first + 1 > window ? end - window + 1 : first
       let wanted = count - total
       var matching: [AuditedEvent] = []
-      let cursor = try reader.records(from: start)
-      while let record = try cursor.next(), record.sequence <= end {
+      var records = PastDamage(
+        reader: reader, directory: directory, through: end, cursor: try reader.records(from: start), passed: passed)
+      // Not asked for a record past `end`: damage may stand right after it (`tail` of a journal
+      // whose end it hides reads up to the record before it).
+      var more = true
+      defer { passed = records.passed }
+      while more, let record = try records.next(readingOn: readingOn), record.sequence <= end {
+        more = record.sequence < end
         let event = AuditedEvent(record)
         guard matches(record, event) else { continue }
         matching.append(event)
@@ -194,6 +222,170 @@ struct EventFilter {
     if let until { parts.append("until \(isoTime(until))") }
     if from > 1 || to != .max { parts.append("in sequences \(from)-\(to == .max ? "end" : String(to))") }
     return parts.joined(separator: ", ")
+  }
+}
+
+/// A cursor that reads past damage whose records are known (`DamageMet.readOnPoints`), from
+/// where a cursor gets past it, up to sequence `through`: an auditor needs every intact record.
+struct PastDamage {
+  let reader: JournalReader
+  let directory: String
+  /// No read goes on past this sequence number.
+  let through: UInt64
+  var cursor: JournalCursor
+  /// The damage read past, in order.
+  var passed: [JournalError] = []
+  /// The first record after damage read past, read before the damage is reported as passed.
+  private var pending: JournalRecord?
+
+  init(reader: JournalReader, directory: String, through: UInt64, cursor: JournalCursor, passed: [JournalError] = []) {
+    (self.reader, self.directory, self.through, self.cursor, self.passed) = (reader, directory, through, cursor, passed)
+  }
+
+  /// The next record; nil at the end. Damage it reads past is given to `readingOn` with the
+  /// sequence number the read goes on from.
+  /// - Throws: the `JournalError` of damage it cannot read past.
+  mutating func next(readingOn: (JournalError, UInt64) -> Void) throws -> JournalRecord? {
+    if let record = pending {
+      pending = nil
+      return record
+    }
+    while true {
+      do {
+        return try cursor.next()
+      } catch let error as JournalError where error.isDamage {
+        // On only from where a cursor gets past it: after its records when they are known (a
+        // damaged batch header names its first record alone, and a cursor checks the last
+        // segment's frames again), else at the next segment (a sealed segment cut short).
+        var resumed = false
+        let points = DamageMet.readOnPoints(after: error, directory: directory)
+        for resume in points where resume <= through {
+          do {
+            let candidate = try reader.records(from: resume)
+            pending = try candidate.next()
+            cursor = candidate
+            pass(error, resume, readingOn)
+            resumed = true
+            break
+          } catch let again as JournalError where again.isDamage {
+            continue
+          }
+        }
+        if !resumed, let beyond = points.first(where: { $0 > through }) {
+          // The damage reaches past what is to be read: nothing more to read.
+          pass(error, beyond, readingOn)
+          return nil
+        }
+        guard resumed else { throw error }
+        if let record = pending {
+          pending = nil
+          return record
+        }
+      }
+    }
+  }
+}
+
+extension PastDamage {
+  /// Records `error` as read past (once: `tail` may meet it from two windows) and says so.
+  fileprivate mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
+    guard !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }
+    readingOn(error, resume)
+    passed.append(error)
+  }
+}
+
+/// The journal's last sequence number; nil when damage hides it (`JournalError.isDamage`).
+func readableEnd(_ reader: JournalReader) throws -> UInt64? {
+  do {
+    return try reader.lastSequence()
+  } catch let error as JournalError where error.isDamage {
+    return nil
+  }
+}
+
+extension JournalError {
+  /// Damage to committed data, or committed records gone: what a reader meets part way and can
+  /// read up to (not a directory that is no journal, a lock, a failed system call).
+  var isDamage: Bool { code == .corrupt || code == .sequenceBreak }
+}
+
+/// Damage met part way through a read, after the records before it were read intact and written
+/// out (`log`, `export`, `tail`): the journal's error, which locates the damage and names the
+/// sequences gone, and what was read before it, so that output cut short cannot pass for the
+/// whole selection. Exit 3, as for any journal that cannot be read.
+struct DamageMet: Error, CustomStringConvertible {
+  /// The damage that ended the read; with `readToTheEnd`, the last one read past.
+  var error: JournalError
+  /// The last sequence number read (below the selection's start: none).
+  var readThrough: UInt64
+  /// The selection's first sequence number.
+  var from: UInt64
+  /// Whether only the last events up to `readThrough` were written out (`tail`).
+  var lastOnly = false
+  /// The damaged places read past, each reported as it was met (`readOnMessage`).
+  var passed: [JournalError] = []
+  /// Whether the read went on past every damage it met, to the selection's end.
+  var readToTheEnd = false
+
+  init(
+    error: JournalError, readThrough: UInt64, from: UInt64, lastOnly: Bool = false, passed: [JournalError] = [],
+    readToTheEnd: Bool = false
+  ) {
+    (self.error, self.readThrough, self.from, self.lastOnly) = (error, readThrough, from, lastOnly)
+    (self.passed, self.readToTheEnd) = (passed, readToTheEnd)
+  }
+
+  var description: String {
+    let places = counted(passed.count, "place")
+    if readToTheEnd {
+      // The first place in full, with the journal's advice, so that the last line stands alone.
+      return errorMessage(passed.first ?? error) + ". The journal is damaged in \(places), each located above "
+        + "where it was met: the records named there were not read, and "
+        + (lastOnly ? "the last other events of the selection were" : "every other event of the selection was")
+        + " written out"
+    }
+    let others = passed.isEmpty ? "" : " (but for the records of the \(counted(passed.count, "damaged place")) above)"
+    let read =
+      readThrough < from
+      ? "No record of the selection was read before the damage"
+      : "The records through sequence \(readThrough) read intact\(others), and "
+        + (lastOnly
+          ? "the last events of the selection up to there were" : "every event of the selection up to there was")
+        + " written out before this message"
+    return errorMessage(error) + ". " + read + "; nothing past the damage was read (`rewind verify` lists "
+      + "every damaged place; `--from` a sequence number after one reads what follows it)."
+  }
+
+  /// What `log` and `export` say as they read past damage: where it is and what it holds (the
+  /// journal's error, its advice left for the end), and where the read goes on.
+  static func readOnMessage(_ error: JournalError, from resume: UInt64) -> String {
+    var plain = error
+    plain.code = .io  // the same place and message, without the advice: the last message gives it
+    plain.directory = nil
+    plain.missingBeforeIntactSegments = false
+    let skipped = error.sequences.map { first in
+      first.lowerBound < resume - 1 ? "sequences \(first.lowerBound)-\(resume - 1)" : "sequence \(first.lowerBound)"
+    }
+    return "\(plain); \(skipped ?? "its records") not read, reading on from sequence \(resume)"
+  }
+
+  /// Where to try to read on after damage, in order: after the records it names, when a frame's
+  /// batch header holds (their numbers exact) or records are missing before an intact segment;
+  /// then, for damage in a segment, the first record of the next segment. None when the damage
+  /// ends what can be counted (records gone at the end).
+  static func readOnPoints(after error: JournalError, directory: String) -> [UInt64] {
+    guard error.code == .corrupt || error.missingBeforeIntactSegments, !error.sequencesMayGoFurther else { return [] }
+    var points: [UInt64] = []
+    if let last = error.sequences?.upperBound, last < .max { points.append(last + 1) }
+    if error.code == .corrupt, let file = error.file,
+      let segments = try? JournalDirectory.listSegments(directory, io: PosixFileIO()),
+      let at = segments.firstIndex(where: { Layout.segmentName(firstSequence: $0) == file }), at + 1 < segments.count,
+      !points.contains(segments[at + 1])
+    {
+      points.append(segments[at + 1])
+    }
+    return points
   }
 }
 

@@ -24,7 +24,12 @@ enum ExportCommand: RewindCommand {
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an entity no event mentions; a --to or --until past it reads
-    to the end); 3 when the journal cannot be read.
+    to the end); 3 when the journal cannot be read. On damage, as `rewind log`: every event it
+    does not hold is written, up to damage that cannot be read past, and standard error
+    locates the damage and names the sequences not read, with exit 3. Standard output
+    redirected to a file then holds the intact events, every line of them whole, so it can pass
+    for a whole export: check the exit status (in a pipeline, set -o pipefail). A selection
+    that ends before the damage is whole.
 
     Examples:
       rewind export /tmp/notes --jsonl > events.jsonl
@@ -39,14 +44,20 @@ enum ExportCommand: RewindCommand {
     guard args.flag("jsonl") else { throw UsageError("name the format: --jsonl (JSON lines) is the one there is") }
     let filter = try EventFilter(args)
     let reader = try openJournal(directory)
-    let total = min(try reader.lastSequence(), filter.to)
+    // Damage may hide the end; then no progress is shown, and the read reports the damage.
+    let total = min(try readableEnd(reader) ?? 0, filter.to)
     let output = BufferedOutput(context.output)
     defer { output.flush() }
     let progress = ProgressLine("exporting", context: context, streaming: true)
     defer { progress.finish() }  // an error then starts a line of its own
     // Progress follows every record read, matching or not.
     let read: (JournalRecord) -> Void = { progress.update($0.sequence, of: total) }
-    try filter.forEachEvent(in: reader, directory: directory, reading: read) { _, event in
+    let readingOn = { (damage: JournalError, resume: UInt64) in
+      output.flush()
+      progress.finish()
+      context.output.err("rewind export: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+    }
+    try filter.forEachEvent(in: reader, directory: directory, reading: read, readingOn: readingOn) { _, event in
       output.write(event.json + "\n")
     }
     output.flush()

@@ -19,8 +19,9 @@ public struct RewindTool {
   ///
   /// The standard sinks write with `write(2)`. Standard output that cannot be written ends the
   /// process: a closed pipe (`rewind log DIR | head -1`) quietly with status 141, as SIGPIPE
-  /// would; any other failure (a full disk) with a message on standard error and exit 3. A
-  /// message that standard error cannot take is dropped.
+  /// would; any other failure (a full disk, standard output closed: `rewind log DIR >&-`) with a
+  /// message on standard error and exit 3. A message that standard error cannot take (or a
+  /// closed standard error) is dropped.
   public struct Output: Sendable {
     public var out: @Sendable (String) -> Void
     public var err: @Sendable (String) -> Void
@@ -41,16 +42,33 @@ public struct RewindTool {
 
     public static let standard = Output(
       out: { text in
-        let failure = writeAll(text, to: STDOUT_FILENO)
+        // Not written to: that descriptor is the runtime's, not the standard output given.
+        let failure = stdoutClosed ? EBADF : writeAll(text, to: STDOUT_FILENO)
         guard failure != 0 else { return }
         // The reader is gone: nothing more to show, and nothing to say about it.
         if failure == EPIPE { exit(128 + SIGPIPE) }
-        _ = writeAll(
-          "rewind: cannot write to standard output: \(String(cString: strerror(failure)))\n", to: STDERR_FILENO)
+        let why = stdoutClosed ? "it is closed" : String(cString: strerror(failure))
+        if !stderrClosed { _ = writeAll("rewind: cannot write to standard output: \(why)\n", to: STDERR_FILENO) }
         exit(ExitCode.unreadable.rawValue)
       },
-      err: { text in _ = writeAll(text, to: STDERR_FILENO) },
-      endWhenReaderLeaves: { watchReader(of: STDOUT_FILENO) })
+      err: { text in if !stderrClosed { _ = writeAll(text, to: STDERR_FILENO) } },
+      endWhenReaderLeaves: { if !stdoutClosed { watchReader(of: STDOUT_FILENO) } })
+
+    /// Whether standard output, and standard error, were closed when the process started
+    /// (`rewind log DIR >&-`). The runtime then takes the free descriptor for its own (libdispatch's
+    /// epoll or eventfd on Linux) before any command runs, so a write there fails with EINVAL, or
+    /// worse, succeeds into it: the standard sinks write to neither.
+    static let stdoutClosed = closedAtStart(STDOUT_FILENO)
+    static let stderrClosed = closedAtStart(STDERR_FILENO)
+
+    /// Whether `descriptor` was not open when the process started: it is closed now, or it is
+    /// close-on-exec, which no descriptor inherited across `exec` is (exec would have closed it),
+    /// and which the runtime sets on every descriptor it opens. Rewind sets the flag on no
+    /// standard descriptor.
+    static func closedAtStart(_ descriptor: Int32) -> Bool {
+      let flags = fcntl(descriptor, F_GETFD)
+      return flags == -1 || flags & FD_CLOEXEC != 0
+    }
 
     /// When `descriptor` is a pipe, starts a thread that waits for its reader to go away (Linux
     /// reports `POLLERR` on a pipe's write end once its read end is closed) and then ends the
@@ -164,8 +182,9 @@ public struct RewindTool {
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
     cannot be opened or read, a repair could not finish (it names what is left to do), or standard output
-    cannot be written (a full disk). A reader that closes the pipe early (rewind log DIR | head -1) ends
-    the command quietly, with status 141 as SIGPIPE would (tail -f as soon as the reader leaves).
+    cannot be written (a full disk, or closed: rewind log DIR >&-; one message says which). A reader that
+    closes the pipe early (rewind log DIR | head -1) ends the command quietly, with status 141 as SIGPIPE
+    would (tail -f as soon as the reader leaves).
     Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 
@@ -224,14 +243,18 @@ public struct RewindTool {
       output.err("rewind \(visible(name)): \(visible(error.description))\n")
       return ExitCode.usage.rawValue
     } catch {
-      let journalError = error as? JournalError
-      let message =
-        journalError.flatMap(manifestAdvice) ?? journalError.flatMap(foreignManifestMessage)
-        ?? String(describing: error)
-      output.err("rewind \(visible(name)): \(visible(message))\n")
+      output.err("rewind \(visible(name)): \(visible(errorMessage(error)))\n")
       return ExitCode.unreadable.rawValue
     }
   }
+}
+
+/// The message of an error that makes a command exit 3: for a journal's, with the tool's advice
+/// where the library's would mislead (`manifestAdvice`, `foreignManifestMessage`).
+func errorMessage(_ error: any Error) -> String {
+  let journalError = error as? JournalError
+  return journalError.flatMap(manifestAdvice) ?? journalError.flatMap(foreignManifestMessage)
+    ?? String(describing: error)
 }
 
 /// One `rewind` command. The built-in ones and an app's own (`RewindTool(commands:)`) conform.

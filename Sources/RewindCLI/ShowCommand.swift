@@ -31,7 +31,8 @@ enum ShowCommand: RewindCommand {
 
     Exit 0; 2 when SEQ is not a number (a record or command id, 32 hex digits, is not one, even
     without letters) or is outside the journal, or --model names no registered model; 3 when the
-    journal cannot be read.
+    journal cannot be read, also after the event is shown when it reads intact but damage cuts
+    off the events around it that tell its command's extent (then left out).
 
     Examples:
       rewind show /tmp/notes 42
@@ -58,13 +59,22 @@ enum ShowCommand: RewindCommand {
           : "sequence \(sequence) is out of range: the journal holds sequences 1-\(last)")
     }
     let event = AuditedEvent(record)
-    let command = try event.header.map { try commandRange(of: $0.commandID, around: sequence, in: reader) }
+    // Damage among the records around it (the command's other events) leaves the event itself
+    // intact: it is shown, then the damage is reported (exit 3).
+    var damage: JournalError?
+    var command: ClosedRange<UInt64>?
+    do {
+      command = try event.header.map { try commandRange(of: $0.commandID, around: sequence, in: reader) }
+    } catch let error as JournalError where error.isDamage {
+      damage = error
+    }
     let touched = try Touched(event, directory: directory, model: args.value("model"), context: context)
     let output = context.output
     if args.flag("json") {
       var line = String(event.json.dropLast())
       if let command { line += #","commandEvents":[\#(command.lowerBound),\#(command.upperBound)]"# }
       output.out(line + #","touched":\#(touched.json)}"# + "\n")
+      if let damage { throw CommandCutOff(error: damage, sequence: sequence) }
       return .success
     }
     // The directory, name, origin and problem are made `visible`; the fields are JSON, already safe.
@@ -84,19 +94,35 @@ enum ShowCommand: RewindCommand {
     lines.append("  fields    " + prettyJSON(event.payload, indent: "            "))
     lines += touched.lines(sequence: sequence)
     output.out(lines.joined(separator: "\n") + "\n")
+    if let damage { throw CommandCutOff(error: damage, sequence: sequence) }
     return .success
+  }
+
+  /// Damage met reading the events around the one shown, for its command's: the event was shown
+  /// without its command's extent ("commandEvents" left out).
+  struct CommandCutOff: Error, CustomStringConvertible {
+    var error: JournalError
+    var sequence: UInt64
+
+    var description: String {
+      errorMessage(error) + ". Event \(sequence) read intact and was shown; which other events its command "
+        + "recorded cannot be told past the damage, so they were left out"
+    }
   }
 
   /// The sequence numbers of the command's events: contiguous, around `sequence`.
   static func commandRange(of command: Identifier, around sequence: UInt64, in reader: JournalReader) throws
     -> ClosedRange<UInt64>
   {
-    // Back in windows of 4096 records, each read from where the index places it, while the
+    // Back in windows growing to 4096 records, each read from where the index places it, while the
     // command's events fill the window: the cost follows the command's length, not the journal's.
     var first = sequence
     var windowEnd = sequence  // exclusive
-    let window: UInt64 = 4096
+    // Small first (most commands record a few events), so that damage well before the event,
+    // which a wide window would read through, is not met.
+    var window: UInt64 = 16
     while first == windowEnd && windowEnd > 1 {
+      defer { window = min(window * 2, 4096) }
       let start = windowEnd > window ? windowEnd - window : 1
       let back = try reader.records(from: start)
       var run: UInt64?

@@ -36,7 +36,11 @@ enum TailCommand: RewindCommand {
     come: -f --from LAST+1 shows only new events. Exit 0; 2 for a bad option or a selection
     outside the journal (a --from past its end, with -f past the next sequence number; --from 1
     in an empty journal without -f; without -f, a --since after its last event or a selection
-    no event matches); 3 when the journal cannot be read.
+    no event matches); 3 when the journal cannot be read. When damage hides the journal's end
+    (committed records gone there), the last events before it are shown, then the error
+    locates it (exit 3), also with -f, which has no end to follow from. Damage among the last
+    events is read past as `rewind log` does: the last events it does not hold are shown, and
+    standard error locates it with the sequences not read (exit 3, without following).
 
     Examples:
       rewind tail /tmp/notes -n 3
@@ -79,13 +83,46 @@ enum TailCommand: RewindCommand {
       signal(SIGINT) { _ in _exit(0) }
     }
     defer { if follow { signal(SIGINT, SIG_DFL) } }
-    let last = try reader.lastSequence()
+    // Damage that hides the end (committed records the index names gone, a damaged frame after
+    // its last entry): the last events are those before it, shown before the damage is reported,
+    // and there is no end to follow from.
+    var hidden: JournalError?
+    let last: UInt64
+    do {
+      last = try reader.lastSequence()
+    } catch let error as JournalError where error.isDamage {
+      guard let first = error.sequences?.lowerBound, first > 1 else { throw error }
+      // A selection that ends before the damage is whole.
+      (last, hidden) = (first - 1, filter.to < first ? nil : error)
+    }
+    if let hidden, filter.from > last { throw DamageMet(error: hidden, readThrough: last, from: filter.from) }
     let render = { (event: AuditedEvent) -> String in (json ? event.json : event.line(width: width)) + "\n" }
-    let events = try filter.lastEvents(in: reader, through: last, count: count, following: follow)
-    if events.isEmpty && count > 0 && filter.isNarrowed && !follow { throw filter.nothingMatches(directory) }
+    // Damage read past among the last events is said before them (they are shown together).
+    var passed: [JournalError] = []
+    let readingOn = { (damage: JournalError, resume: UInt64) in
+      context.output.err("rewind tail: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+    }
+    let events: [AuditedEvent]
+    do {
+      events = try filter.lastEvents(
+        in: reader, directory: directory, through: last, count: count, following: follow && hidden == nil,
+        passed: &passed, readingOn: readingOn)
+    } catch let error as JournalError where error.isDamage {
+      throw DamageMet(error: error, readThrough: 0, from: .max, lastOnly: true, passed: passed)
+    }
+    if events.isEmpty && count > 0 && filter.isNarrowed && !follow && hidden == nil && passed.isEmpty {
+      throw filter.nothingMatches(directory)
+    }
     let output = BufferedOutput(context.output)
     for event in events { output.write(render(event)) }
     output.flush()
+    if let hidden {
+      throw DamageMet(error: hidden, readThrough: last, from: filter.from, lastOnly: true, passed: passed)
+    }
+    if let damage = passed.last {
+      throw DamageMet(
+        error: damage, readThrough: last, from: filter.from, lastOnly: true, passed: passed, readToTheEnd: true)
+    }
     guard follow else { return .success }
     // Idle, it writes nothing: notice a reader that leaves (`rewind tail -f J | head -1`) meanwhile.
     context.output.endWhenReaderLeaves?()

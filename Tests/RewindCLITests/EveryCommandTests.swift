@@ -108,6 +108,11 @@ import Testing
       // The last events lie after the damaged frame and read intact.
       #expect(run.status == 0, "\(run.err)")
       #expect(run.out.split(separator: "\n").count == 10)
+    case "show":
+      // So does the last event, and the events around it that tell its command's extent (show
+      // read them from the journal's start, through the damage: DamagedJournalCommandTests).
+      #expect(run.status == 0, "\(run.err)")
+      #expect(run.out.hasPrefix("event \(last) in "), "\(run.out)")
     default:
       Self.expectError(
         run, command, status: 3, containing: ["00000000000000000001.lz4, byte offset", "rewind repair"])

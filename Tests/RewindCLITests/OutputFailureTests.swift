@@ -2,6 +2,8 @@ import Foundation
 import RewindTestSupport
 import Testing
 
+@testable import RewindCLI
+
 /// Standard output that cannot take what a command writes: a full disk (/dev/full) is an error
 /// message and exit 3; a reader that closed the pipe early (`rewind log DIR | head -1`) ends the
 /// command quietly, whether SIGPIPE is left to kill it or is ignored and the write fails EPIPE.
@@ -43,6 +45,41 @@ import Testing
     #expect(status == "141\n", "as if SIGPIPE ended it")
     let err = String(decoding: try Files.read(dir.appending("err")), as: UTF8.self)
     #expect(err.isEmpty, "\(err)")
+  }
+
+  /// `rewind log DIR >&-`: the runtime takes the free descriptor 1 for its own before any
+  /// command runs, and writing there failed with "Invalid argument" (EINVAL from libdispatch's
+  /// epoll descriptor). One message now says standard output is closed, with exit 3; and a
+  /// closed standard error takes no message at all (it was written into the runtime's descriptor).
+  @Test func aClosedStandardOutputIsSaidSo() async throws {
+    let dir = TemporaryDirectory("cli-output-closed")
+    let journal = try await Self.journal(in: dir)
+    let rewind = try #require(ChildProcess.builtProduct("rewind"))
+    for arguments in [["log", journal], ["export", journal, "--jsonl"], ["stats", journal]] {
+      let script = #""$0" "$@" >&-"#
+      let run = try await ToolRun.run("/bin/sh", ["-c", script, rewind] + arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(run.err == "rewind: cannot write to standard output: it is closed\n", "\(arguments): \(run.err)")
+    }
+    // Both closed: nothing to say it on, and the outcome is the same.
+    let both = try await ToolRun.run("/bin/sh", ["-c", #""$0" log "$1" >&- 2>&-; echo $?"#, rewind, journal])
+    #expect(both.out == "3\n", "\(both.out)\(both.err)")
+    // Standard error still takes its messages when only standard output is closed.
+    let quiet = try await ToolRun.run(
+      "/bin/sh", ["-c", #""$0" log "$1" --to 1 --type none.such >&-"#, rewind, journal])
+    #expect(quiet.status == 2, "a usage error, on standard error: \(quiet.err)")
+    #expect(quiet.err.hasPrefix("rewind log: no event in"), "\(quiet.err)")
+  }
+
+  /// Told apart by the close-on-exec flag, which no descriptor inherited across exec has.
+  @Test func aDescriptorOpenedInTheProcessIsNoStandardStream() throws {
+    var ends: [Int32] = [0, 0]
+    try #require(pipe(&ends) == 0)
+    defer { for end in ends { close(end) } }
+    #expect(!RewindTool.Output.closedAtStart(ends[1]), "inherited: no close-on-exec")
+    _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+    #expect(RewindTool.Output.closedAtStart(ends[1]), "opened by the runtime: close-on-exec")
+    #expect(RewindTool.Output.closedAtStart(-1))
   }
 
   @Test func aFullStandardErrorDoesNotChangeTheOutcome() async throws {

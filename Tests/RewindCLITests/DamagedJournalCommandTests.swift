@@ -1,0 +1,200 @@
+import Foundation
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// An auditor's damaged journal: what is intact comes out, then the damage, located, with what
+/// was read before it. `log`, `export` and `tail` used to exit 3 before printing anything when the
+/// damage hid the journal's end (committed records the index names gone), even for a selection
+/// wholly before it.
+@Suite struct DamagedJournalCommandTests {
+  /// Damage as a disk does it, to a Notebook journal of several small segments.
+  enum Damage: String, CaseIterable, CustomTestStringConvertible {
+    /// The last segment cut short inside a frame before a batch the index names: records gone
+    /// at the end, hiding it.
+    case atTheEnd
+    /// A byte flipped in the data frame at the middle of a sealed segment in the middle.
+    case flipped
+    /// That sealed segment cut short inside that frame.
+    case truncatedSealed
+    var testDescription: String { rawValue }
+  }
+
+  /// The journal damaged as `damage` says, the last sequence number read intact before the
+  /// damage, and the records the damage holds (nil: every record after `intact`).
+  static func damaged(_ damage: Damage) async throws -> (
+    journal: NotebookJournal, intact: UInt64, lost: ClosedRange<UInt64>?
+  ) {
+    let journal: NotebookJournal
+    var lost: ClosedRange<UInt64>?
+    if damage == .atTheEnd {
+      journal = try await IndexedLossCommandTests.damaged(.cutShort).journal
+    } else {
+      var options = JournalOptions(durability: .none)
+      options.segmentTargetBytes = 4096
+      options.indexIntervalBytes = 256
+      journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
+      let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted()
+      try #require(segments.count > 3)
+      let path = journal.directory.appending(segments[2])
+      var bytes = try Files.read(path)
+      var offset = Layout.segmentHeaderSize
+      var frames: [(offset: Int, header: BatchHeader)] = []
+      while offset < bytes.count,
+        case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
+      {
+        frames.append((offset, header))
+        offset += Int(header.totalLength)
+      }
+      let frame = frames[frames.count / 2]
+      // Inside the frame's data, past its batch header.
+      let inside = frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2
+      let first = frame.header.firstSequence
+      if damage == .flipped {
+        bytes[inside] ^= 0x5A
+        try Files.write(bytes, to: path)
+        lost = first...(first + UInt64(frame.header.recordCount) - 1)
+      } else {
+        try Files.write(Array(bytes[..<inside]), to: path)
+        let next = try #require(UInt64(segments[3].prefix(20)))
+        lost = first...(next - 1)
+      }
+    }
+    // What a reader gets before the damage, as the library reads it.
+    let cursor = try JournalReader(directory: journal.path).records(from: 1)
+    var intact: UInt64 = 0
+    do {
+      while let record = try cursor.next() { intact = record.sequence }
+      Issue.record("the journal reads whole")
+    } catch let error as JournalError {
+      #expect(error.code == .corrupt || error.code == .sequenceBreak, "\(error)")
+    }
+    try #require(intact > 20 && intact < journal.lastSequence)
+    if let lost { try #require(lost.lowerBound == intact + 1) }
+    return (journal, intact, lost)
+  }
+
+  static func sequences(_ run: ToolRun) -> [UInt64] {
+    run.out.split(separator: "\n").compactMap { line in
+      if line.hasPrefix("{") {
+        let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        return (object?["seq"] as? NSNumber)?.uint64Value
+      }
+      return line.split(separator: " ").first.flatMap { UInt64($0) }
+    }
+  }
+
+  /// Every record the damage does not hold comes out, in order: before it, and after it when
+  /// the damage names its records (or a later segment starts after them); the damage is located
+  /// where it is met, with the records not read, and the last message says what came out.
+  @Test(arguments: Damage.allCases)
+  func logAndExportShowEveryIntactRecordThenTheDamage(damage: Damage) async throws {
+    let (journal, intact, lost) = try await Self.damaged(damage)
+    for arguments in [["log", journal.path], ["log", journal.path, "--json"], ["export", journal.path, "--jsonl"]] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      let expected = Array(1...journal.lastSequence).filter { sequence in
+        lost.map { !$0.contains(sequence) } ?? (sequence <= intact)
+      }
+      #expect(Self.sequences(run) == expected, "\(arguments): every intact record, in order")
+      #expect(run.err.hasPrefix("rewind \(arguments[0]): "), "\(run.err)")
+      #expect(run.err.contains("byte offset"), "where: \(run.err)")
+      if let lost {
+        let named = lost.count == 1 ? "sequence \(lost.lowerBound)" : "sequences \(lost.lowerBound)-\(lost.upperBound)"
+        #expect(run.err.contains("\(named) not read, reading on from sequence \(lost.upperBound + 1)\n"), "\(run.err)")
+        #expect(run.err.contains("every other event of the selection was written out"), "\(run.err)")
+      } else {
+        #expect(run.err.contains("sequences from \(intact + 1) at least"), "which records: \(run.err)")
+        #expect(run.err.contains("The records through sequence \(intact) read intact"), "\(run.err)")
+        #expect(run.err.contains("nothing past the damage was read"), "\(run.err)")
+      }
+    }
+    // A selection that starts where the damage does: nothing of it read before it.
+    let late = try await ToolRun.run("rewind", ["log", journal.path, "--from", String(intact + 1)])
+    #expect(late.status == 3, "\(late.out)\(late.err)")
+    if let lost {
+      #expect(Self.sequences(late) == Array((lost.upperBound + 1)...journal.lastSequence), "\(late.out)")
+    } else {
+      #expect(late.out.isEmpty)
+      #expect(late.err.contains("No record of the selection was read before the damage"), "\(late.err)")
+    }
+  }
+
+  /// A selection wholly before the damage is whole: exit 0, as for any journal.
+  @Test(arguments: Damage.allCases)
+  func aSelectionBeforeTheDamageIsWhole(damage: Damage) async throws {
+    let (journal, intact, _) = try await Self.damaged(damage)
+    let to = String(intact - 5)
+    for arguments in [
+      ["log", journal.path, "--to", to], ["export", journal.path, "--jsonl", "--from", "3", "--to", to],
+      ["log", journal.path, "--to", to, "--type", "note.*"], ["tail", journal.path, "-n", "4", "--to", to],
+    ] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+      #expect(run.err.isEmpty, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run).last ?? 0 <= intact - 5, "\(arguments)")
+      #expect(!Self.sequences(run).isEmpty, "\(arguments)")
+    }
+  }
+
+  /// `tail` of a journal whose end the damage hides shows the last events before it, then the
+  /// damage (it cannot follow: there is no end to follow from).
+  @Test(arguments: [[], ["-f"]])
+  func tailShowsTheLastIntactEventsThenTheDamage(follow: [String]) async throws {
+    let (journal, intact, _) = try await Self.damaged(.atTheEnd)
+    let run = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "3"] + follow)
+    #expect(run.status == 3, "\(run.err)")
+    #expect(Self.sequences(run) == Array((intact - 2)...intact), "\(run.out)")
+    #expect(run.err.contains("the last events of the selection up to there were written out"), "\(run.err)")
+  }
+
+  /// `show` of an intact event after the damage: it read its command's neighbours from far back
+  /// (the journal's start, in windows of 4096 records), through the damage, and showed nothing.
+  /// Now an event whose neighbours read is shown whole (exit 0); one next to the damage is shown,
+  /// then the damage, saying its command's extent was left out (exit 3).
+  @Test func showShowsAnIntactEventAfterTheDamage() async throws {
+    let (journal, intact, _) = try await Self.damaged(.flipped)
+    let far = try await ToolRun.run("rewind", ["show", journal.path, String(journal.lastSequence - 2)])
+    #expect(far.status == 0, "\(far.err)")
+    #expect(far.out.hasPrefix("event \(journal.lastSequence - 2) in "), "\(far.out)")
+    #expect(far.out.contains("  command   "), "\(far.out)")
+    // The first event after the damaged frame, which held one record.
+    let next = intact + 2
+    for json in [false, true] {
+      let run = try await ToolRun.run("rewind", ["show", journal.path, String(next)] + (json ? ["--json"] : []))
+      #expect(run.status == 3, "\(run.out)\(run.err)")
+      #expect(run.out.hasPrefix(json ? #"{"seq":\#(next),"# : "event \(next) in "), "\(run.out)")
+      #expect(!run.out.contains(json ? "commandEvents" : "  command   "), "\(run.out)")
+      #expect(run.err.contains("byte offset"), "\(run.err)")
+      #expect(run.err.contains("Event \(next) read intact and was shown"), "\(run.err)")
+    }
+  }
+
+  /// `tail` whose last events reach back over damage read nothing: it read windows with a
+  /// cursor that stopped at the damage. It reads past it now, as `log` does: the last events the
+  /// damage does not hold, the damage located once (also when two windows meet it), exit 3.
+  @Test(arguments: [Damage.flipped, .truncatedSealed])
+  func tailReadsPastDamageAmongTheLastEvents(damage: Damage) async throws {
+    let (journal, _, lost) = try await Self.damaged(damage)
+    let lostRecords = try #require(lost)
+    let intact = Array(1...journal.lastSequence).filter { !lostRecords.contains($0) }
+    // The last events after the damage are whole; more reach back over it.
+    let after = intact.filter { $0 > lostRecords.upperBound }.count
+    let whole = try await ToolRun.run("rewind", ["tail", journal.path, "-n", String(after)])
+    #expect(whole.status == 0, "\(whole.err)")
+    #expect(Self.sequences(whole) == Array(intact.suffix(after)))
+    for count in [after + 5, 1000] {
+      let run = try await ToolRun.run("rewind", ["tail", journal.path, "-n", String(count)])
+      #expect(run.status == 3, "\(run.err)")
+      #expect(Self.sequences(run) == Array(intact.suffix(count)), "-n \(count): \(run.out)")
+      #expect(run.err.components(separatedBy: "not read, reading on from sequence").count == 2, "\(run.err)")
+      #expect(run.err.contains("the last other events of the selection were written out"), "\(run.err)")
+    }
+    // A range that ends inside the damage: the events before it, the damage said once.
+    let inside = try await ToolRun.run(
+      "rewind", ["tail", journal.path, "-n", "5", "--to", String(lostRecords.upperBound)])
+    #expect(inside.status == 3, "\(inside.err)")
+    #expect(Self.sequences(inside) == Array((lostRecords.lowerBound - 5)...(lostRecords.lowerBound - 1)))
+    #expect(inside.err.components(separatedBy: "not read, reading on from sequence").count == 2, "\(inside.err)")
+  }
+}
