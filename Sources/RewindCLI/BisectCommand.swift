@@ -18,7 +18,8 @@ enum BisectCommand: RewindCommand {
     the same answer, sooner).
     Exit 1 with the sequence number and its event when the invariant fails (a finding), 0 when
     it holds, 2 for an unknown invariant (the known ones are listed) or a bad option, 3 when the
-    journal cannot be read or the model cannot replay it. The event is shown as
+    journal cannot be read (bisect needs the journal's end: damage that hides it is reported
+    before anything is replayed, located) or the model cannot replay it. The event is shown as
     replay applied it, upcast to its current schema version when it was written in an older one,
     which its line says ("v1 (upcast to v2)"; in JSON "upcastTo": 2 after "version": 1).
 
@@ -32,7 +33,8 @@ enum BisectCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["model", "invariant"], flags: ["json", "linear"])
     let directory = try args.directory()
-    _ = try JournalBounds(directory: directory)
+    // The whole history is read: damage that hides the end is reported before anything else.
+    try JournalBounds(directory: directory).requireEnd()
     let model = try context.registration(for: directory, named: args.value("model"))
     let known = model.invariantNames.isEmpty ? "none" : model.invariantNames.map { "'\($0)'" }.joined(separator: ", ")
     guard let name = args.value("invariant") else {

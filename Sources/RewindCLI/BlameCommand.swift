@@ -17,7 +17,7 @@ enum BlameCommand: RewindCommand {
     The examples read a journal written by `rewind demo /tmp/j --seed 1`.
 
     Exit 0; 2 for a bad option or an id no event ever touched; 3 when the journal cannot be read
-    or the model cannot replay it.
+    (blame reads the whole history: damage anywhere, located) or the model cannot replay it.
 
     Examples:
       rewind blame /tmp/j a29091f1c4eab8dccb96c6e05cf03f5b
@@ -32,7 +32,8 @@ enum BlameCommand: RewindCommand {
       exactly: 2,
       needs: "the journal directory and an entity (a record id or a value collection's name): rewind blame DIR ENTITY")
     let (directory, entity) = (positionals[0], positionals[1])
-    _ = try JournalBounds(directory: directory)
+    // The whole history is read: damage that hides the end is reported before anything else.
+    try JournalBounds(directory: directory).requireEnd()
     let model = try context.registration(for: directory, named: args.value("model"))
     let session = try replaying(model, directory) { try model.open(directory) }
     let progress = ProgressLine("blame: replaying", context: context)

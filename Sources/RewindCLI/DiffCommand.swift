@@ -14,7 +14,9 @@ enum DiffCommand: RewindCommand {
     object, with whole records before and after.
 
     Exit 0; 2 for a bad option or an A or B outside the journal; 3 when the journal cannot be
-    read or the model cannot replay it.
+    read or the model cannot replay it. Only the records up to A and B need to be intact: with
+    damage after them (even damage that hides the journal's end) the diff is the same; with
+    damage at or before either, exit 3 naming it.
 
     Examples:
       rewind diff /tmp/j 100 200

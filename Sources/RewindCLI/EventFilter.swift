@@ -295,19 +295,12 @@ extension PastDamage {
   }
 }
 
-/// The journal's last sequence number; nil when damage hides it (`JournalError.isDamage`).
+/// The journal's last sequence number; nil when damage hides it (`JournalReader.readableEnd()`).
 func readableEnd(_ reader: JournalReader) throws -> UInt64? {
-  do {
-    return try reader.lastSequence()
-  } catch let error as JournalError where error.isDamage {
-    return nil
+  switch try reader.readableEnd() {
+  case .success(let last): last
+  case .failure: nil
   }
-}
-
-extension JournalError {
-  /// Damage to committed data, or committed records gone: what a reader meets part way and can
-  /// read up to (not a directory that is no journal, a lock, a failed system call).
-  var isDamage: Bool { code == .corrupt || code == .sequenceBreak }
 }
 
 /// Damage met part way through a read, after the records before it were read intact and written

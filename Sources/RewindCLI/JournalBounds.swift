@@ -4,21 +4,41 @@ import RewindJournal
 
 /// A journal's bounds (last sequence number, first and last times), and sequence numbers and times
 /// parsed and checked against them, for the replay-level commands.
+/// Damage that hides the journal's end leaves no end to check against: a target is then taken
+/// as given, and the replay to it reports the damage if it lies there or past it.
 struct JournalBounds {
   var directory: String
-  var lastSequence: UInt64
-  /// Timestamps of the first and last records (nil for an empty journal).
+  /// Nil when damage hides it (`hiddenBy`).
+  var lastSequence: UInt64?
+  /// The damage that hides the end (`JournalReader.readableEnd()`), or nil.
+  var hiddenBy: JournalError?
+  /// Timestamps of the first and last records (nil for an empty journal; the last, when damage
+  /// hides the end).
   var firstTime: Int64?
   var lastTime: Int64?
 
-  /// - Throws: `JournalError` when the directory is not a readable journal.
+  /// - Throws: `JournalError` when the directory is not a readable journal, or its first record
+  ///   is damaged.
   init(directory: String) throws {
     self.directory = directory
     let reader = try openJournal(directory)
-    lastSequence = try reader.lastSequence()
+    switch try reader.readableEnd() {
+    case .success(let last): lastSequence = last
+    case .failure(let damage): hiddenBy = damage
+    }
     firstTime = try reader.records(from: 1).next()?.timestamp
-    lastTime = lastSequence == 0 ? nil : try reader.record(lastSequence)?.timestamp
+    lastTime = try lastSequence.flatMap { $0 == 0 ? nil : try reader.record($0)?.timestamp }
   }
+
+  /// Refuses a journal whose end damage hides, for a command that reads its whole history
+  /// (`blame`, `bisect`, `snapshot`, `debug`).
+  /// - Throws: the journal's error locating the damage.
+  func requireEnd() throws {
+    if let hiddenBy { throw hiddenBy }
+  }
+
+  /// What a sequence number may be: `0...LAST`, or from 0 when damage hides the end.
+  private var range: String { lastSequence.map { "0...\($0)" } ?? "0 on (damage hides the journal's end)" }
 
   /// The timestamp of record `sequence`, or nil (0, or beyond the journal).
   func timestamp(of sequence: UInt64) throws -> Int64? {
@@ -26,21 +46,21 @@ struct JournalBounds {
     return try JournalReader(directory: directory, limits: .largest).record(sequence)?.timestamp
   }
 
-  /// `text` as a sequence number in 0...lastSequence.
+  /// `text` as a sequence number in 0...lastSequence (from 0 on when damage hides the end).
   func sequence(_ text: String, what: String = "sequence number") throws(UsageError) -> UInt64 {
     try RecordKey.refuseAsSequence(text, what)
     guard let value = Arguments.sequenceNumber(text) else {
       if let negative = Int(text), negative < 0 {
         throw UsageError(
           "\(what) \(negative) is out of range: sequence numbers start at 0 (the empty state); "
-            + "give one in 0...\(lastSequence)")
+            + "give one in \(range)")
       }
-      throw UsageError("\(what) '\(text)' is not a whole number; give one in 0...\(lastSequence)")
+      throw UsageError("\(what) '\(text)' is not a whole number; give one in \(range)")
     }
-    guard value <= lastSequence else {
+    if let lastSequence, value > lastSequence {
       throw UsageError(
         "\(what) \(value) is beyond the journal's last sequence number \(lastSequence) (\(directory)); "
-          + "give one in 0...\(lastSequence)")
+          + "give one in \(range)")
     }
     return value
   }
@@ -51,7 +71,7 @@ struct JournalBounds {
       throw UsageError(
         "time '\(text)' is not ISO 8601 (like 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00)")
     }
-    guard let first = firstTime, let last = lastTime else {
+    guard let first = firstTime, lastTime != nil || hiddenBy != nil else {
       throw UsageError("the journal \(directory) is empty: there is no time to go to")
     }
     guard value >= first else {
@@ -61,6 +81,8 @@ struct JournalBounds {
     // Timestamps need not increase: a time after the last record's is still inside the journal
     // when a record is stamped at or after it (the target is then the record before the first
     // one stamped after it, or the end).
+    // With the end hidden, the replay to the time reports the damage if the time lies there.
+    guard let last = lastTime else { return value }
     guard value <= last || (try? recordExists(atOrAfter: value)) == true else {
       throw UsageError(
         "time \(text) is after every record's time (the last record is stamped \(isoTime(last))); "

@@ -15,6 +15,11 @@ enum ReplayCommand: RewindCommand {
     per collection, digest); with --json, one JSON object holding the whole state, every
     collection and record, fields sorted by name and records by id.
 
+    Only the records up to the target need to be intact: when damage hides the journal's end (a
+    frame that fails its checksum, committed records gone), a target before it is replayed as
+    usual (the summary's "of" then says the end is hidden), and one at or past it (or the end)
+    exits 3, naming the damage's segment, byte offset and sequences.
+
     Examples:
       rewind replay /tmp/j
       rewind replay /tmp/j --to 1200 --json | jq '.state.notes.records | length'
@@ -42,7 +47,8 @@ enum ReplayCommand: RewindCommand {
       var lines = [
         "model        \(model.name)",
         // A writer may have appended after the bounds were read, and replay to the end read on.
-        "sequence     \(report.lastSequence) of \(max(report.lastSequence, bounds.lastSequence))",
+        "sequence     \(report.lastSequence) of "
+          + (bounds.lastSequence.map { "\(max(report.lastSequence, $0))" } ?? "? (damage after it hides the end)"),
         "time         " + (try bounds.timestamp(of: report.lastSequence).map(isoTime) ?? "- (the empty state)"),
         "snapshot     "
           + (report.snapshotSequence.map { "started from the snapshot at sequence \($0)" } ?? "none used"),

@@ -12,6 +12,7 @@ enum SnapshotCommand: RewindCommand {
     last record to DIR/snapshots/, atomically; with --keep, then removes all but the newest K
     snapshots. Snapshots only ever save time: replay checks each one and skips (and reports) any
     that is corrupt, foreign or written by other model code. May run while a writer appends.
+    Exit 3 when the journal cannot be read to its last record (damage, located).
 
     Examples:
       rewind snapshot /tmp/j
@@ -24,7 +25,8 @@ enum SnapshotCommand: RewindCommand {
     let args = try Arguments(arguments, options: ["model", "keep"], flags: [])
     let directory = try args.directory()
     let keep = args.value("keep") == nil ? nil : try args.integer("keep", default: 0, range: 1...1_000_000)
-    _ = try JournalBounds(directory: directory)
+    // The whole history is read: damage that hides the end is reported before anything else.
+    try JournalBounds(directory: directory).requireEnd()
     let model = try context.registration(for: directory, named: args.value("model"))
     let progress = ProgressLine("replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own

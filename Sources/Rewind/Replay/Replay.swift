@@ -28,9 +28,10 @@ public enum Replay {
 
   /// Rebuilds `M` from the journal in `directory`, through `sequence` (or to the end), without
   /// snapshots. A `sequence` inside a command of several events stops inside it: the state holds
-  /// the command's earlier events only.
+  /// the command's earlier events only. Only the records through `sequence` need to be intact:
+  /// damage after them is not read.
   /// - Throws: `ReplayError` locating the first record that is not a known event;
-  ///   `JournalError` if the journal cannot be read.
+  ///   `JournalError` if the journal cannot be read (damage through `sequence` located).
   public static func rebuild<M: Model>(_ type: M.Type, directory: String, through sequence: UInt64 = .max) throws
     -> Result<M>
   {
@@ -40,6 +41,10 @@ public enum Replay {
   /// Rebuilds `M` from the journal in `directory` up to `target`, starting from the newest usable
   /// snapshot (skipped snapshots are listed in the report), verifying checkpoints on the way and
   /// calling `progress` every `options.progressInterval` records.
+  ///
+  /// Only the records up to the target need to be intact: a target before damage that hides the
+  /// journal's end (a damaged frame, committed records gone at the end) is replayed; one at or
+  /// past it throws the journal's error locating the damage, never a state short of the target.
   /// - Throws: `ReplayError`, `JournalError`.
   public static func run<M: SnapshotModel>(
     _ type: M.Type, directory: String, to target: ReplayTarget = .end, options: ReplayOptions = ReplayOptions(),
@@ -47,15 +52,19 @@ public enum Replay {
   ) throws -> Outcome<M> {
     let reader = try reader(directory)
     let registry = M.makeRegistry()
-    let end = try reader.lastSequence()
-    let last = try resolve(target, reader: reader, end: end)
+    // Damage may hide the end: then only a target before it is replayed (`resolve`), and a replay
+    // that falls short of it throws that damage.
+    let readable = try reader.readableEnd()
+    let end = try? readable.get()
+    let last = try resolve(target, reader: reader, end: readable)
     var report = ReplayReport()
     var state = M()
     var start: UInt64 = 0
     if options.useSnapshots {
-      // A snapshot after the target is not a candidate; only one after the journal's end is a problem.
+      // A snapshot after the target is not a candidate; only one after the journal's end is a problem
+      // (none is, when damage hides the end: one after the target is not looked at).
       let found = SnapshotStore(journal: directory).latest(
-        M.self, atOrBefore: last, lastSequence: end)
+        M.self, atOrBefore: last, lastSequence: end ?? .max)
       report.skippedSnapshots = found.problems
       if let snapshot = found.snapshot {
         state = snapshot.state
@@ -138,6 +147,7 @@ public enum Replay {
     let applied = try apply(
       registry: registry, reader: reader, to: &state, after: start, through: last, options: options,
       progress: progress, observe: options.verifyCheckpoints || !snapshots.isEmpty ? checkAfter : nil)
+    if case .failure(let damage) = readable, applied.lastSequence < last { throw damage }
     report.lastSequence = applied.lastSequence
     report.recordsApplied += applied.count
     report.unfinishedCheckpoints = (Array(marked.keys) + givenUp).sorted()
@@ -214,15 +224,21 @@ public enum Replay {
   }
 
   /// The last sequence number `target` includes, in a journal that ends at `end` (read from
-  /// `reader` when not given).
-  static func resolve(_ target: ReplayTarget, reader: JournalReader, end: UInt64? = nil) throws -> UInt64 {
-    let last = try end ?? reader.lastSequence()
+  /// `reader` when not given). When damage hides the end, a target by sequence number is taken
+  /// as given and one by time is looked for before the damage: the replay to it fails at the
+  /// damage if it lies there or past it. `.end`, and a time after every record read, throw the
+  /// damage.
+  static func resolve(
+    _ target: ReplayTarget, reader: JournalReader, end: Swift.Result<UInt64, JournalError>? = nil
+  ) throws -> UInt64 {
+    let end = try end ?? reader.readableEnd()
+    let last = (try? end.get()) ?? .max
     switch target {
-    case .end: return last
+    case .end: return try end.get()
     case .sequence(let sequence): return min(sequence, last)
     case .time(let timestamp):
-      if timestamp == .max { return last }
-      guard let first = try reader.records(since: timestamp + 1).next() else { return last }
+      if timestamp == .max { return try end.get() }
+      guard let first = try reader.records(since: timestamp + 1).next() else { return try end.get() }
       return min(first.sequence - 1, last)
     }
   }

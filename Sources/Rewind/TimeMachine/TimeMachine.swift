@@ -1,4 +1,4 @@
-internal import RewindJournal
+public import RewindJournal
 
 /// A read-only view of a journal's past: the state at any sequence number or time, stepping,
 /// jumping, `diff`, `blame` and `bisect`.
@@ -42,11 +42,16 @@ public final class TimeMachine<M: SnapshotModel> {
   /// last.
   private var preparedSpacing: UInt64?
 
-  /// The last sequence number of the journal as last read (see `refresh()`).
+  /// The last sequence number of the journal as last read (see `refresh()`); `UInt64.max` while
+  /// damage hides it (`endHiddenBy`).
   public private(set) var lastSequence: UInt64
+  /// The damage that hid the journal's end when it was last read (a damaged frame, committed
+  /// records gone at the end), or nil. States before it are served as from an intact journal; a
+  /// seek that reaches it, and `prepare()`, throw the journal's error locating it.
+  public private(set) var endHiddenBy: JournalError?
   /// The journal's end as last read, with the batch that ended it: `refresh()` checks that the
-  /// batch is still there before it takes records past it.
-  private var end: JournalEnd
+  /// batch is still there before it takes records past it (nil while damage hides the end).
+  private var end: JournalEnd?
   /// Where the time machine stands: `state` is the state after this record (0: the empty state).
   public private(set) var position: UInt64 = 0
   /// The state at `position`.
@@ -82,8 +87,13 @@ public final class TimeMachine<M: SnapshotModel> {
     interval = max(1, keyframeInterval)
     keyframeSpacing = interval
     self.maxKeyframes = max(2, maxKeyframes)
-    end = try reader.end()
-    lastSequence = end.lastSequence
+    do {
+      end = try reader.end()
+    } catch let damage as JournalError where damage.isDamage {
+      end = nil
+      endHiddenBy = damage
+    }
+    lastSequence = end?.lastSequence ?? .max
     options.verifyCheckpoints = false
   }
 
@@ -98,10 +108,12 @@ public final class TimeMachine<M: SnapshotModel> {
   ///   again, to the same end or past it: other records stand under the same numbers). The
   ///   states this time machine holds may show records that are gone, so it serves none of them
   ///   as current. It is left as it was; open a new one. Other `JournalError`s when the journal
-  ///   cannot be read.
+  ///   cannot be read, damage that hides its end among them (it is left as it was). One opened
+  ///   with its end hidden takes the end once it can be read, with nothing to check its states
+  ///   against (no end was read before).
   public func refresh() throws {
     reader.dropCachedIndex()
-    let before = lastSequence
+    let before = endHiddenBy == nil ? lastSequence : 0
     let now = try reader.end()
     guard now.lastSequence >= before else {
       throw JournalError(
@@ -110,7 +122,7 @@ public final class TimeMachine<M: SnapshotModel> {
           + "the records after it are gone, and its states may show them",
         directory: reader.directory, sequences: (now.lastSequence + 1)...before)
     }
-    if let read = end.batch, read != now.batch, try !reader.holds(read) {
+    if let read = end?.batch, read != now.batch, try !reader.holds(read) {
       let file = Layout.segmentName(firstSequence: read.segment)
       throw JournalError(
         .shortened,
@@ -121,6 +133,7 @@ public final class TimeMachine<M: SnapshotModel> {
     }
     end = now
     lastSequence = now.lastSequence
+    endHiddenBy = nil
     // Every snapshot marked unusable since the last refresh was judged against `before`: one
     // past it was unusable for that alone. Damaged ones stay skipped.
     unusableSnapshots = unusableSnapshots.filter { $0 <= before || $0 > lastSequence }
@@ -188,6 +201,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// - Returns: the spacing, how far the keyframes reach, and whether the limit stopped them.
   @discardableResult
   public func prepare(memoryLimit: Int? = nil) throws -> KeyframeCoverage {
+    if let endHiddenBy { throw endHiddenBy }
     let spacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     keyframeSpacing = spacing
     preparedSpacing = spacing
@@ -299,7 +313,7 @@ public final class TimeMachine<M: SnapshotModel> {
     // saves on so few records, and on a busy machine it may wait for a core.
     var options = options
     if target - start <= keyframeSpacing { options.batchesInFlight = 0 }
-    try Replay.apply(
+    let applied = try Replay.apply(
       registry: registry, reader: reader, to: &result, after: start, through: target, options: options,
       progress: progress,
       observe: nil,
@@ -309,6 +323,8 @@ public final class TimeMachine<M: SnapshotModel> {
           try laid?(sequence, state)
         }
       }, applied: { [self] _ in recordsApplied += 1 })
+    // Damage hides the end and the records stopped before the target: not the target's state.
+    if let endHiddenBy, applied.lastSequence < target { throw endHiddenBy }
     return result
   }
 

@@ -83,3 +83,24 @@ extension JournalReader {
       && timestamps.min == header.minTimestamp && timestamps.max == header.maxTimestamp
   }
 }
+
+extension JournalReader {
+  /// The journal's last sequence number (`lastSequence()`), or the damage that hides it: records
+  /// that a reader meets part way (`JournalError.isDamage`: a damaged frame, committed records
+  /// gone). The records before that damage are still read intact; a reader that needs only those
+  /// (a replay to a target before it) goes on, and meets the same error if it reads that far.
+  /// - Throws: `JournalError` for what is no damage part way: no journal, a failed system call.
+  package func readableEnd() throws -> Result<UInt64, JournalError> {
+    do {
+      return .success(try lastSequence())
+    } catch let error as JournalError where error.isDamage {
+      return .failure(error)
+    }
+  }
+}
+
+extension JournalError {
+  /// Damage to committed data, or committed records gone: what a reader meets part way and can
+  /// read up to (not a directory that is no journal, a lock, a failed system call).
+  package var isDamage: Bool { code == .corrupt || code == .sequenceBreak }
+}

@@ -1,0 +1,145 @@
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+/// Replay to a target before damage that hides the journal's end: it asked the journal for its
+/// end first (`lastSequence()`, which reads to the end) and so refused every target. Now only
+/// the records up to the target need to be intact; a target at or past the damage still fails
+/// with the journal's located error, never with a state short of it.
+@Suite struct ReplayBeforeDamageTests {
+  enum Damage: String, CaseIterable, CustomTestStringConvertible {
+    /// The last segment cut short after its first frame, before batches the index names.
+    case atTheEnd
+    /// A byte flipped in the data of a frame in the middle of the last segment, after the last
+    /// index entry (one before an entry, or in a sealed segment, hides no end: the end is looked
+    /// for from the last entry, in sealed segments by batch headers).
+    case flipped
+    var testDescription: String { rawValue }
+  }
+
+  /// 90 crates placed, one frame each, over several small segments (with dense index entries
+  /// for `atTheEnd`, which they witness; one a segment for `flipped`), damaged as `damage` says; with the last sequence number read intact before the damage.
+  static func damaged(_ damage: Damage, _ temporary: TemporaryDirectory) throws -> (directory: String, intact: UInt64) {
+    let directory = temporary.appending("journal")
+    var options = JournalOptions(durability: .none)
+    options.segmentTargetBytes = 1024
+    options.indexIntervalBytes = damage == .atTheEnd ? 64 : 1 << 20
+    try TimeMachineRefreshTests.placeCrates(directory, ids: 1...90, options: options)
+    let segments = Files.list(directory).filter { $0.hasSuffix(".lz4") }.sorted()
+    try #require(segments.count > 3)
+    let path = directory + "/" + segments[segments.count - 1]
+    var bytes = try Files.read(path)
+    var frames: [(offset: Int, header: BatchHeader)] = []
+    var offset = Layout.segmentHeaderSize
+    while offset < bytes.count,
+      case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
+    {
+      frames.append((offset, header))
+      offset += Int(header.totalLength)
+    }
+    try #require(frames.count > 2)
+    switch damage {
+    case .atTheEnd:
+      try Files.write(Array(bytes[..<frames[1].offset]), to: path)
+    case .flipped:
+      let frame = frames[frames.count / 2]
+      bytes[frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2] ^=
+        0x5A
+      try Files.write(bytes, to: path)
+    }
+    // What a reader gets before the damage; the end is hidden.
+    let reader = try JournalReader(directory: directory)
+    let cursor = try reader.records(from: 1)
+    var intact: UInt64 = 0
+    do {
+      while let record = try cursor.next() { intact = record.sequence }
+      Issue.record("the journal reads whole")
+    } catch let error as JournalError {
+      #expect(error.code == .corrupt || error.code == .sequenceBreak, "\(error)")
+    }
+    #expect(throws: JournalError.self) { try reader.lastSequence() }
+    try #require(intact > 10 && intact < 88)
+    return (directory, intact)
+  }
+
+  /// The state after `sequence`, replayed from an intact copy of the records (crates 1...sequence).
+  static func expectCrates(_ state: Shelves, through sequence: UInt64, _ comment: Comment? = nil) {
+    #expect(state.crates.count == Int(sequence), comment)
+  }
+
+  @Test(arguments: Damage.allCases)
+  func replayToATargetBeforeTheDamage(damage: Damage) throws {
+    let temporary = TemporaryDirectory()
+    let (directory, intact) = try Self.damaged(damage, temporary)
+    for target in [1, intact / 2, intact] {
+      let rebuilt = try Replay.rebuild(Shelves.self, directory: directory, through: target)
+      #expect(rebuilt.lastSequence == target)
+      Self.expectCrates(rebuilt.state, through: target)
+      let outcome = try Replay.run(Shelves.self, directory: directory, to: .sequence(target))
+      #expect(outcome.report.lastSequence == target)
+      Self.expectCrates(outcome.state, through: target)
+      // Crate N is stamped N. At `intact`, the time's end lies in the damage (the records after
+      // it might be stamped at it): that fails below.
+      guard target < intact else { continue }
+      let byTime = try Replay.run(Shelves.self, directory: directory, to: .time(Int64(target)))
+      #expect(byTime.report.lastSequence == target)
+    }
+    // At and past the damage, and to the end: the journal's error, located.
+    let past: [ReplayTarget] = [.sequence(intact + 1), .sequence(90), .sequence(.max), .end, .time(Int64(intact))]
+    for target in past {
+      let error = #expect(throws: JournalError.self, "\(target)") {
+        _ = try Replay.run(Shelves.self, directory: directory, to: target)
+      }
+      #expect(error?.code == .corrupt || error?.code == .sequenceBreak, "\(String(describing: error))")
+      #expect(error?.file != nil, "located: \(String(describing: error))")
+    }
+    #expect(throws: JournalError.self) { try Replay.rebuild(Shelves.self, directory: directory, through: intact + 1) }
+  }
+
+  /// A snapshot after the damage is no start for a target before it; one before it is used.
+  @Test(arguments: Damage.allCases)
+  func snapshotsAroundTheDamage(damage: Damage) throws {
+    let temporary = TemporaryDirectory()
+    let (directory, intact) = try Self.damaged(damage, temporary)
+    let store = SnapshotStore(journal: directory)
+    try store.write(Replay.rebuild(Shelves.self, directory: directory, through: intact / 2).state, at: intact / 2)
+    // Not the state at 89 (no replay reaches it): one that would show if it were used.
+    try store.write(Replay.rebuild(Shelves.self, directory: directory, through: intact).state, at: 89)
+    let outcome = try Replay.run(Shelves.self, directory: directory, to: .sequence(intact - 1))
+    #expect(outcome.report.snapshotSequence == intact / 2)
+    #expect(outcome.report.skippedSnapshots.isEmpty, "\(outcome.report.skippedSnapshots)")
+    Self.expectCrates(outcome.state, through: intact - 1)
+    #expect(throws: JournalError.self) { _ = try Replay.run(Shelves.self, directory: directory, to: .sequence(90)) }
+  }
+
+  /// A time machine opens on such a journal: jumps before the damage are served, one at or past
+  /// it (and `prepare()`) throw the journal's error.
+  @Test(arguments: Damage.allCases)
+  func timeMachineBeforeAndAfterTheDamage(damage: Damage) throws {
+    let temporary = TemporaryDirectory()
+    let (directory, intact) = try Self.damaged(damage, temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory, keyframeInterval: 8)
+    #expect(machine.endHiddenBy != nil)
+    Self.expectCrates(try machine.jump(to: intact), through: intact)
+    Self.expectCrates(try machine.jump(to: 3), through: 3)
+    Self.expectCrates(try machine.jump(toTime: Int64(intact - 1)), through: intact - 1)
+    #expect(try machine.diff(from: 2, to: 5).collections.first?.inserted.count == 3)
+    for target in [intact + 1, 90] {
+      let error = #expect(throws: JournalError.self) { try machine.jump(to: target) }
+      #expect(error?.file != nil, "located: \(String(describing: error))")
+      #expect(machine.position == intact - 1, "left where it stood")
+    }
+    #expect(throws: JournalError.self) { try machine.prepare() }
+    #expect(throws: JournalError.self) { try machine.refresh() }
+    #expect(machine.endHiddenBy != nil, "left as it was")
+    // A repair moves the damage aside: the end can be read again.
+    _ = try Journal.repair(directory: directory)
+    try machine.refresh()
+    #expect(machine.endHiddenBy == nil)
+    #expect(machine.lastSequence == intact)
+    Self.expectCrates(try machine.jump(to: 90), through: intact)
+    Self.expectCrates(try machine.jump(to: intact - 2), through: intact - 2)
+  }
+}
