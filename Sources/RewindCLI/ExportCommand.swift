@@ -7,7 +7,7 @@ enum ExportCommand: RewindCommand {
   static let summary = "every event, or those log's options select, as JSON lines for jq"
   static let help = """
     Usage: rewind export DIR --jsonl [--from SEQ] [--to SEQ] [--since TIME] [--until TIME]
-                                     [--type NAME] [--origin ORIGIN] [--entity ID]
+                                     [--type NAME] [--origin ORIGIN] [--entity ID] [-o FILE]
 
     Writes every event, or those the options select, to standard output, one JSON object per
     line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
@@ -20,7 +20,18 @@ enum ExportCommand: RewindCommand {
     otherwise than stored has "problem" saying how: of two entries with one key, only the first,
     the one replay reads; a string or key that is not UTF-8, with U+FFFD for its ill-formed
     bytes, as replay reads it (so two such strings can show alike). Shows progress on standard
-    error when it is a terminal and standard output is not.
+    error when it is a terminal and standard output is not (with -o, when it is a terminal).
+
+    -o FILE, --output FILE (one option, given once) writes the export to FILE instead, whole or
+    not at all: to a new hidden file beside it (.NAME.export-XXXXXXXX.tmp, in FILE's directory),
+    synced, then renamed over FILE (an existing FILE is replaced at once, keeping its mode; a new
+    one gets 0666 less the umask, as a redirect makes it), and the directory synced. When the
+    export fails (damage met, even read past: the export would miss its records; a write that
+    fails, a full disk; a selection no event matches), the temporary file is removed, FILE is left
+    as it was (or not made), and the message says so. A FILE in a directory that does not exist,
+    a directory, a symbolic link (name the file it points to) or a device is a usage error, with
+    nothing read or written. An export killed (kill -9, Ctrl-C) leaves FILE as it was too, and may
+    leave its temporary file.
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an entity no event mentions; a --to or --until past it reads
@@ -28,11 +39,11 @@ enum ExportCommand: RewindCommand {
     does not hold is written, up to damage that cannot be read past, and standard error
     locates the damage and names the sequences not read, with exit 3. Standard output
     redirected to a file then holds the intact events, every line of them whole, so it can pass
-    for a whole export: check the exit status (in a pipeline, set -o pipefail). A selection
-    that ends before the damage is whole.
+    for a whole export: check the exit status (in a pipeline, set -o pipefail), or use -o FILE,
+    which leaves none. A selection that ends before the damage is whole.
 
     Examples:
-      rewind export /tmp/notes --jsonl > events.jsonl
+      rewind export /tmp/notes --jsonl -o events.jsonl
       rewind export /tmp/notes --jsonl | jq -c 'select(.origin == "sync") | .payload.id'
       rewind export /tmp/notes --jsonl --type 'note.*' --origin sync > synced-notes.jsonl
 
