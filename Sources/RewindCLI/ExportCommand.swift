@@ -7,7 +7,7 @@ enum ExportCommand: RewindCommand {
   static let summary = "every event, or those log's options select, as JSON lines for jq"
   static let help = """
     Usage: rewind export DIR --jsonl [--from SEQ] [--to SEQ] [--since TIME] [--until TIME]
-                                     [--type NAME] [--origin ORIGIN] [--entity ID]
+                                     [--type NAME] [--origin ORIGIN] [--entity ID] [-o FILE]
 
     Writes every event, or those the options select, to standard output, one JSON object per
     line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
@@ -20,7 +20,18 @@ enum ExportCommand: RewindCommand {
     otherwise than stored has "problem" saying how: of two entries with one key, only the first,
     the one replay reads; a string or key that is not UTF-8, with U+FFFD for its ill-formed
     bytes, as replay reads it (so two such strings can show alike). Shows progress on standard
-    error when it is a terminal and standard output is not.
+    error when it is a terminal and standard output is not (with -o, when it is a terminal).
+
+    -o FILE, --output FILE (one option, given once) writes the export to FILE instead, whole or
+    not at all: to a new hidden file beside it (.NAME.export-XXXXXXXX.tmp, in FILE's directory),
+    synced, then renamed over FILE (an existing FILE is replaced at once, keeping its mode; a new
+    one gets 0666 less the umask, as a redirect makes it), and the directory synced. When the
+    export fails (damage met, even read past: the export would miss its records; a write that
+    fails, a full disk; a selection no event matches), the temporary file is removed, FILE is left
+    as it was (or not made), and the message says so. A FILE in a directory that does not exist,
+    a directory, a symbolic link (name the file it points to) or a device is a usage error, with
+    nothing read or written. An export killed (kill -9, Ctrl-C) leaves FILE as it was too, and may
+    leave its temporary file.
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an entity no event mentions; a --to or --until past it reads
@@ -28,40 +39,179 @@ enum ExportCommand: RewindCommand {
     does not hold is written, up to damage that cannot be read past, and standard error
     locates the damage and names the sequences not read, with exit 3. Standard output
     redirected to a file then holds the intact events, every line of them whole, so it can pass
-    for a whole export: check the exit status (in a pipeline, set -o pipefail). A selection
-    that ends before the damage is whole.
+    for a whole export: check the exit status (in a pipeline, set -o pipefail), or use -o FILE,
+    which leaves none. A selection that ends before the damage is whole.
 
     Examples:
-      rewind export /tmp/notes --jsonl > events.jsonl
+      rewind export /tmp/notes --jsonl -o events.jsonl
       rewind export /tmp/notes --jsonl | jq -c 'select(.origin == "sync") | .payload.id'
       rewind export /tmp/notes --jsonl --type 'note.*' --origin sync > synced-notes.jsonl
 
     """
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
-    let args = try Arguments(arguments, options: EventFilter.options, flags: ["jsonl"])
+    let args = try Arguments(arguments, options: EventFilter.options.union(["output", "o"]), flags: ["jsonl"])
     let directory = try args.directory()
     guard args.flag("jsonl") else { throw UsageError("name the format: --jsonl (JSON lines) is the one there is") }
+    if let short = args.value("o"), let long = args.value("output") {
+      throw UsageError("-o and --output are one option, given twice ('\(short)' and '\(long)'); give it once")
+    }
+    let file = try (args.value("output") ?? args.value("o")).map { (path) throws(UsageError) in try ExportFile(path) }
     let filter = try EventFilter(args)
     let reader = try openJournal(directory)
-    // Damage may hide the end; then no progress is shown, and the read reports the damage.
-    let total = min(try readableEnd(reader) ?? 0, filter.to)
-    let output = BufferedOutput(context.output)
-    defer { output.flush() }
-    let progress = ProgressLine("exporting", context: context, streaming: true)
-    defer { progress.finish() }  // an error then starts a line of its own
-    // Progress follows every record read, matching or not.
-    let read: (JournalRecord) -> Void = { progress.update($0.sequence, of: total) }
-    let readingOn = { (damage: JournalError, resume: UInt64) in
-      output.flush()
-      progress.finish()
-      context.output.err("rewind export: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+    guard let file else {
+      let output = BufferedOutput(context.output)
+      defer { output.flush() }
+      try export(filter, reader, directory, context: context, streaming: true) {
+        output.write($0)
+      } flush: {
+        output.flush()
+      }
+      return .success
     }
-    try filter.forEachEvent(in: reader, directory: directory, reading: read, readingOn: readingOn) { _, event in
-      output.write(event.json + "\n")
+    try file.write(io: context.fileIO) { append in
+      var buffer = ""
+      func flush() throws {
+        guard !buffer.isEmpty else { return }
+        try buffer.withUTF8 { try append(UnsafeRawBufferPointer($0)) }
+        buffer = ""
+      }
+      try export(filter, reader, directory, context: context, streaming: false) { text in
+        buffer += text
+        if buffer.utf8.count >= 65_536 { try flush() }
+      } flush: {
+        // Standard error's messages need not follow the file's lines: kept until the end.
+      }
+      try flush()
     }
-    output.flush()
-    progress.finish()
     return .success
   }
+
+  /// Writes the events `filter` selects through `write`; `flush` writes out what `write` holds
+  /// back before a message on standard error. Shows progress, `streaming` as `ProgressLine` takes it.
+  private static func export(
+    _ filter: EventFilter, _ reader: JournalReader, _ directory: String, context: RewindTool.Context,
+    streaming: Bool, write: (String) throws -> Void, flush: () throws -> Void
+  ) throws {
+    // Damage may hide the end; then no progress is shown, and the read reports the damage.
+    let total = min(try readableEnd(reader) ?? 0, filter.to)
+    let progress = ProgressLine("exporting", context: context, streaming: streaming)
+    defer { progress.finish() }  // an error then starts a line of its own
+    try filter.forEachEvent(
+      in: reader, directory: directory,
+      // Progress follows every record read, matching or not.
+      reading: { progress.update($0.sequence, of: total) },
+      readingOn: { damage, resume in
+        try? flush()
+        progress.finish()
+        context.output.err("rewind export: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+      }
+    ) { _, event in
+      try write(event.json + "\n")
+    }
+    try flush()
+    progress.finish()
+  }
+}
+
+/// The file `export --output FILE` writes: checked before the journal is read (a bad FILE is a
+/// usage error, with nothing written), then written aside and renamed over FILE only when the
+/// whole export succeeded.
+struct ExportFile {
+  let path: String
+  /// The directory FILE is in, where the temporary file is made (on FILE's file system).
+  let directory: String
+  let name: String
+  /// The permission bits of the file FILE names now, kept for the export that replaces it; nil
+  /// when there is none.
+  let replacedPermissions: UInt32?
+  /// What a failed export says of FILE.
+  var untouched: String { replacedPermissions == nil ? "\(path) was not made" : "\(path) was left as it was" }
+
+  init(_ path: String) throws(UsageError) {
+    guard !path.isEmpty else { throw UsageError("--output needs a file name, not ''") }
+    let slash = path.lastIndex(of: "/")
+    name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+    guard !name.isEmpty, name != ".", name != ".." else {
+      throw UsageError(
+        "--output \(path) names a directory; name a file (in it: \(path.hasSuffix("/") ? path : path + "/")events.jsonl)"
+      )
+    }
+    directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    self.path = path
+    var info = stat()
+    if lstat(path, &info) == 0 {
+      switch info.st_mode & S_IFMT {
+      case S_IFREG:
+        replacedPermissions = UInt32(info.st_mode & 0o777)
+      case S_IFDIR:
+        throw UsageError("--output \(path) is a directory; name a file (in it: \(path)/events.jsonl)")
+      case S_IFLNK:
+        throw UsageError(
+          "--output \(path) is a symbolic link; name the file itself (the export replaces the file --output names)")
+      default:
+        throw UsageError(
+          "--output \(path) is not a regular file (a device, FIFO or socket); --output writes a file: "
+            + "for anything else, leave it out and redirect standard output")
+      }
+    } else if errno == ENOENT || errno == ENOTDIR {
+      replacedPermissions = nil
+    } else {
+      throw UsageError("--output \(path): \(String(cString: strerror(errno)))")
+    }
+    // Through symbolic links: the directory is the user's to reach as they like.
+    let why: String? =
+      stat(directory, &info) != 0
+      ? (errno == ENOENT
+        ? "does not exist" : errno == ENOTDIR ? "is not a directory" : String(cString: strerror(errno)))
+      : info.st_mode & S_IFMT != S_IFDIR ? "is not a directory" : nil
+    if let why { throw UsageError("--output \(path): its directory \(directory) \(why); nothing was written") }
+  }
+
+  /// Writes the export `body` makes (through `append`) to a new hidden temporary file in FILE's
+  /// directory (`.NAME.export-XXXXXXXX.tmp`, made with `O_EXCL`, mode 0666 less the umask as a
+  /// redirect makes it, or FILE's own mode when it replaces one), syncs it, renames it over FILE
+  /// and syncs the directory. When anything fails before the rename (`body` throws, a write or
+  /// the sync fails), the temporary file is removed and FILE is left as it was.
+  /// - Throws: `UsageError` (what `body` threw) or `ExportNotWritten`, saying FILE was left as it
+  ///   was; `ExportNotWritten` saying FILE was replaced when only the directory's sync failed.
+  func write(io: any FileIO, _ body: (_ append: (UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+    var attempts = 0
+    while true {
+      let temporary =
+        directory + "/." + name + ".export-" + String(format: "%08x", UInt32.random(in: 0...UInt32.max)) + ".tmp"
+      do {
+        try io.replaceFile(
+          path, temporary: temporary, exclusive: true, mode: 0o666, permissions: replacedPermissions, writing: body)
+        break
+      } catch let error as SystemCallError where error.errno == EEXIST && error.operation == "open" && attempts < 8 {
+        attempts += 1  // another's file of that name, left alone: another name
+      } catch var error as UsageError {
+        error.description += "; " + untouched
+        throw error
+      } catch let damage as DamageMet {
+        let places =
+          damage.passed.isEmpty ? "" : " (damaged in \(counted(damage.passed.count, "place")), each located above)"
+        throw ExportNotWritten(
+          errorMessage(damage.passed.first ?? damage.error) + places + ". " + untouched + ": --output "
+            + "writes a whole export or none, and this one would miss the records the damage holds (without "
+            + "--output, every event the damage does not hold is written out)")
+      } catch {
+        throw ExportNotWritten("cannot write the export to \(path): \(errorMessage(error)); " + untouched)
+      }
+    }
+    do {
+      try io.syncDirectory(directory)
+    } catch {
+      throw ExportNotWritten(
+        "the export was written to \(path), but syncing its directory failed: \(errorMessage(error)); "
+          + "a crash now could lose the rename")
+    }
+  }
+}
+
+/// Why `export --output` failed: exit 3 with this message.
+struct ExportNotWritten: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
 }

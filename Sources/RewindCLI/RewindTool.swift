@@ -110,6 +110,9 @@ public struct RewindTool {
   public var models: [ModelRegistration]
   /// Commands an app adds to the built-in ones (the Notebook demo, for instance).
   public var extraCommands: [any RewindCommand.Type]
+  /// The file system the commands that write a file the user names go through (`export
+  /// --output`): tests put a `FaultInjectingFileIO` here.
+  var fileIO: any FileIO = PosixFileIO()
 
   /// - Parameters:
   ///   - models: the app's models, for replay, diff, blame, bisect, debug and snapshot. Journal-level
@@ -129,6 +132,8 @@ public struct RewindTool {
     /// Whether standard output is a terminal: commands that stream their output there (export)
     /// then show no progress, which would only garble it.
     public var stdoutIsTerminal: Bool
+    /// `RewindTool.fileIO`.
+    var fileIO: any FileIO = PosixFileIO()
   }
 
   static var builtIn: [any RewindCommand.Type] {
@@ -228,7 +233,7 @@ public struct RewindTool {
     let rest = Array(arguments.dropFirst())
     let context = Context(
       output: output, models: models, stderrIsTerminal: isatty(STDERR_FILENO) == 1,
-      stdoutIsTerminal: isatty(STDOUT_FILENO) == 1)
+      stdoutIsTerminal: isatty(STDOUT_FILENO) == 1, fileIO: fileIO)
     do {
       guard let command = allCommands.first(where: { $0.name == name }) else {
         throw UsageError("unknown command '\(name)'; run rewind --help for the list")

@@ -349,11 +349,36 @@ extension FileIO {
   /// would publish what the other is still writing, and the other's rename would fail. A caller
   /// whose writers can overlap gives each its own.
   package func replaceFile(_ path: String, with bytes: [UInt8], temporary: String? = nil) throws {
+    try replaceFile(path, temporary: temporary) { append in try bytes.withUnsafeBytes { try append($0) } }
+  }
+
+  /// `replaceFile`, the new content written a piece at a time by `body` through `append` (in
+  /// order, each after the last) rather than held whole: `rewind export --output` streams an
+  /// export of any size. Whatever `body` throws fails the replacement as a failed write does:
+  /// the temporary file is removed, `path` is as it was, and the error is rethrown.
+  /// - Parameters:
+  ///   - exclusive: the temporary file must be new (`O_EXCL`): the caller chose a name of its
+  ///     own, and an `EEXIST` from the open is another's file, left alone. Otherwise it is
+  ///     opened truncated.
+  ///   - mode: the temporary file's mode as created, the umask applied.
+  ///   - permissions: set on the temporary file (`fchmod`, no umask) before it is synced and
+  ///     renamed, when given: a replaced file's own, kept.
+  package func replaceFile(
+    _ path: String, temporary: String? = nil, exclusive: Bool = false, mode: UInt32 = 0o600,
+    permissions: UInt32? = nil, writing body: (_ append: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+  ) throws {
     let temporary = temporary ?? path + ".tmp"
-    let fd = try open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+    let fd = try open(temporary, flags: O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC), mode: mode)
     do {
       defer { close(fd) }
-      try bytes.withUnsafeBytes { (buffer) throws in try writeAll(fd, buffer, at: 0, path: temporary) }
+      var offset: Int64 = 0
+      try body { bytes in
+        try writeAll(fd, bytes, at: offset, path: temporary)
+        offset += Int64(bytes.count)
+      }
+      if let permissions, fchmod(fd, mode_t(permissions)) != 0 {
+        throw SystemCallError("fchmod", path: temporary, errno: Glibc.errno)
+      }
       try sync(fd, metadata: true, path: temporary)
       try rename(temporary, to: path)
     } catch {
