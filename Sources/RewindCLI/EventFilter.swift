@@ -257,26 +257,40 @@ struct PastDamage {
         // On only from where a cursor gets past it: after its records when they are known (a
         // damaged batch header names its first record alone, and a cursor checks the last
         // segment's frames again), else at the next segment (a sealed segment cut short).
+        var met = error
         var resumed = false
-        let points = DamageMet.readOnPoints(after: error, directory: directory)
-        for resume in points where resume <= through {
-          do {
-            let candidate = try reader.records(from: resume)
-            pending = try candidate.next()
-            cursor = candidate
-            pass(error, resume, readingOn)
-            resumed = true
-            break
-          } catch let again as JournalError where again.isDamage {
-            continue
+        // Read-on points at or below this were tried: each place read past moves it forward.
+        var tried: UInt64 = 0
+        meeting: while true {
+          let points = DamageMet.readOnPoints(after: met, directory: directory).filter { $0 > tried }
+          for resume in points where resume <= through {
+            do {
+              let candidate = try reader.records(from: resume)
+              pending = try candidate.next()
+              cursor = candidate
+              pass(met, resume, readingOn)
+              resumed = true
+              break meeting
+            } catch let again as JournalError where again.isDamage {
+              // Another damaged place right where the read would go on (damaged frames one after
+              // the other): read past in turn when its records are known, not skipped with every
+              // intact record up to the next segment, unlocated.
+              guard again.file != met.file || again.offset != met.offset,
+                DamageMet.readOnPoints(after: again, directory: directory).contains(where: { $0 > resume })
+              else { continue }
+              pass(met, resume, readingOn)
+              (met, tried) = (again, resume)
+              continue meeting
+            }
           }
+          if let beyond = points.first(where: { $0 > through }) {
+            // The damage reaches past what is to be read: nothing more to read.
+            pass(met, beyond, readingOn)
+            return nil
+          }
+          break
         }
-        if !resumed, let beyond = points.first(where: { $0 > through }) {
-          // The damage reaches past what is to be read: nothing more to read.
-          pass(error, beyond, readingOn)
-          return nil
-        }
-        guard resumed else { throw error }
+        guard resumed else { throw met }
         if let record = pending {
           pending = nil
           return record

@@ -179,8 +179,10 @@ public final class Journal: Sendable {
   /// thread finishes the queued appends, closes the files and releases the lock right after.
   /// Opening the directory again in this process meanwhile, on another thread, waits for that.
   public func close() {
-    compactor.close()
+    // Closing from here on (before the compactor stops, which waits for a compaction in progress
+    // to give up): an open in this process meanwhile waits for the release.
     lock.closing(releasedLater: false)
+    compactor.close()
     if writer.close(then: { [lock] in lock.release() }) { lock.closing(releasedLater: true) }
   }
 
@@ -294,6 +296,16 @@ final class DirectoryLock: Sendable {
 
   /// How many openers wait for a closing journal's lock (`take`), for tests.
   static var waitingOpeners: Int { openersWaiting.load(ordering: .relaxed) }
+
+  /// Whether the lock on the LOCK file at `path` is held by a journal of this process that is
+  /// closing, for tests.
+  static func holderIsClosing(lockFile path: String) -> Bool {
+    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return false }
+    defer { Glibc.close(fd) }
+    guard let key = FileIdentity(fd), let holder = heldLocks.withLock({ $0[key] }) else { return false }
+    return holder.closingState.withLock { $0 != nil }
+  }
 }
 
 /// The directory locks this process's journals hold, by their LOCK file's identity.

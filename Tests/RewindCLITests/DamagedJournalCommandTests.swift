@@ -38,14 +38,7 @@ import Testing
       try #require(segments.count > 3)
       let path = journal.directory.appending(segments[2])
       var bytes = try Files.read(path)
-      var offset = Layout.segmentHeaderSize
-      var frames: [(offset: Int, header: BatchHeader)] = []
-      while offset < bytes.count,
-        case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
-      {
-        frames.append((offset, header))
-        offset += Int(header.totalLength)
-      }
+      let frames = Self.frames(in: bytes)
       let frame = frames[frames.count / 2]
       // Inside the frame's data, past its batch header.
       let inside = frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2
@@ -72,6 +65,19 @@ import Testing
     try #require(intact > 20 && intact < journal.lastSequence)
     if let lost { try #require(lost.lowerBound == intact + 1) }
     return (journal, intact, lost)
+  }
+
+  /// The batches of a segment file's bytes, in order, up to the first that does not decode.
+  static func frames(in bytes: [UInt8]) -> [(offset: Int, header: BatchHeader)] {
+    var offset = Layout.segmentHeaderSize
+    var frames: [(offset: Int, header: BatchHeader)] = []
+    while offset < bytes.count,
+      case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
+    {
+      frames.append((offset, header))
+      offset += Int(header.totalLength)
+    }
+    return frames
   }
 
   static func sequences(_ run: ToolRun) -> [UInt64] {
@@ -196,5 +202,43 @@ import Testing
     #expect(inside.status == 3, "\(inside.err)")
     #expect(Self.sequences(inside) == Array((lostRecords.lowerBound - 5)...(lostRecords.lowerBound - 1)))
     #expect(inside.err.components(separatedBy: "not read, reading on from sequence").count == 2, "\(inside.err)")
+  }
+}
+
+extension DamagedJournalCommandTests {
+  /// Two damaged frames one right after the other, in a sealed segment: the read on after the
+  /// first starts at the second, which fails too. `log` and `export` then went on at the next
+  /// segment, leaving out the intact records between the second frame and that segment (said
+  /// only as "not read", the second place never located). Now each damaged place is read past
+  /// in turn: every intact record comes out, in order, and both places are located.
+  @Test func adjacentDamagedFramesAreEachReadPast() async throws {
+    var options = JournalOptions(durability: .none)
+    options.segmentTargetBytes = 4096
+    options.indexIntervalBytes = 256
+    let journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
+    let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted()
+    try #require(segments.count > 3)
+    let path = journal.directory.appending(segments[2])
+    var bytes = try Files.read(path)
+    let frames = Self.frames(in: bytes)
+    try #require(frames.count > 4)
+    var lost: [UInt64] = []
+    for frame in frames[1...2] {
+      bytes[frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2] ^=
+        0x5A
+      lost += Array(frame.header.firstSequence...(frame.header.firstSequence + UInt64(frame.header.recordCount) - 1))
+    }
+    try Files.write(bytes, to: path)
+    let expected = Array(1...journal.lastSequence).filter { !lost.contains($0) }
+    for arguments in [["log", journal.path], ["export", journal.path, "--jsonl"]] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): every intact record, in order")
+      #expect(run.err.components(separatedBy: "not read, reading on from sequence").count == 3, "\(run.err)")
+      #expect(run.err.contains("The journal is damaged in 2 places"), "\(run.err)")
+    }
+    let tail = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "1000"])
+    #expect(tail.status == 3, "\(tail.err)")
+    #expect(Self.sequences(tail) == expected, "tail: every intact record, in order")
   }
 }

@@ -5,7 +5,9 @@ import Testing
 
 @testable import RewindJournal
 
-@Suite struct ConcurrentCloseTests {
+// Serialized: two tests have an opener wait for a release, and one checks the process-wide
+// count of waiting openers (`DirectoryLock.waitingOpeners`) is back to 0.
+@Suite(.serialized) struct ConcurrentCloseTests {
   /// Two threads close a journal while an append is being written. The second `close()` used to
   /// return at once, releasing the lock while the writer was still writing and closing the files
   /// (a writer opened next could then see the directory change under it): both now return only
@@ -133,6 +135,72 @@ import Testing
     #expect(DirectoryLock.waitingOpeners == 0)
   }
 
+  /// A journal opened while another thread's `close()` waits for a compaction in progress to
+  /// give up waits for the release too: the journal was marked closing only once its compactor
+  /// had stopped, so an open meanwhile failed with `.locked`. The compaction's write is held
+  /// until the opener waits; without the fix the close is never seen closing while it is held.
+  @Test(.timeLimit(.minutes(10))) func anOpenWhileTheCloseStopsACompactionWaitsForTheRelease() async throws {
+    let dir = TemporaryDirectory("open-while-compaction-stops")
+    let io = HeldCompactionWriteFileIO()
+    var options = JournalFixtures.options(segmentBytes: 4096)
+    options.io = io
+    let journal = try Journal(directory: dir.path, options: options)
+    for index in 0..<60 {
+      try await journal.append([NewRecord(timestamp: Int64(index), payload: Array(repeating: UInt8(index), count: 200))]
+      )
+    }
+    let compacted = DispatchGroup()
+    compacted.enter()
+    Thread.detachNewThread {
+      _ = try? journal.compactSealedSegments()
+      compacted.leave()
+    }
+    try await onOwnThread { try io.holding.wait(for: "the compaction's write to be held") }
+    let closed = DispatchGroup()
+    closed.enter()
+    Thread.detachNewThread {
+      journal.close()
+      closed.leave()
+    }
+    let lockPath = dir.path + "/" + Layout.lockName
+    let seenClosing = try await onOwnThread { () -> Bool in
+      let giveUp = Date(timeIntervalSinceNow: 10)
+      while !DirectoryLock.holderIsClosing(lockFile: lockPath) {
+        if Date() > giveUp { return false }
+        usleep(1000)
+      }
+      return true
+    }
+    #expect(seenClosing, "the journal was not closing while its close() waited for the compaction")
+    let openerIO = TryLockSignallingFileIO()
+    let openerOptions = {
+      var options = JournalFixtures.options()
+      options.io = openerIO
+      return options
+    }()
+    let opened = Locked<Result<UInt64, JournalError>?>(nil)
+    let opener = DispatchGroup()
+    opener.enter()
+    Thread.detachNewThread {
+      do {
+        let reopened = try Journal(directory: dir.path, options: openerOptions)
+        opened.withLock { $0 = .success(reopened.lastSequence) }
+        reopened.close()
+      } catch {
+        opened.withLock { $0 = .failure(error as! JournalError) }
+      }
+      opener.leave()
+    }
+    try await onOwnThread { try openerIO.triedLock.wait(for: "the opener to try the lock") }
+    io.release.signal()
+    try await onOwnThread {
+      try compacted.wait(for: "the compaction to return")
+      try closed.wait(for: "the close to return")
+      try opener.wait(for: "the opener to return")
+    }
+    #expect(opened.withLock { $0 } == .success(60))
+  }
+
   /// A journal closed on its own writer thread (in an append's completion) releases its lock once
   /// that thread has finished: opening the directory on that thread meanwhile fails with `.locked`
   /// at once. Waiting for the release there would wait for the thread itself, for ever.
@@ -206,7 +274,13 @@ import Testing
     io.releaseWrite()
     try await onOwnThread { try io.waitUntilUnlocked() }
     #expect(answered.withLock { $0 } == .success(1...1))
-    #expect(openFiles(under: dir.path).isEmpty)
+    // The writer thread closes the lock's descriptor right after the unlock that woke the test.
+    let remaining = try await onOwnThread { () -> [String] in
+      let giveUp = Date(timeIntervalSinceNow: 10)
+      while !openFiles(under: dir.path).isEmpty && Date() < giveUp { usleep(1000) }
+      return openFiles(under: dir.path)
+    }
+    #expect(remaining.isEmpty)
     let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
     #expect(reopened.lastSequence == 1)
     reopened.close()
@@ -266,5 +340,28 @@ private final class TryLockSignallingFileIO: ForwardingFileIO {
   func tryLock(_ fd: Int32, path: String) throws -> Bool {
     defer { triedLock.signal() }
     return try base.tryLock(fd, path: path)
+  }
+}
+
+/// A `FileIO` whose first write to a compaction's temporary file waits until the test signals
+/// `release`, signalling `holding` as it begins.
+private final class HeldCompactionWriteFileIO: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  let holding = DispatchSemaphore(value: 0)
+  let release = DispatchSemaphore(value: 0)
+  private let armed = Locked(true)
+
+  func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
+    let hold =
+      path.hasSuffix(".compact.tmp")
+      && armed.withLock { armed in
+        defer { armed = false }
+        return armed
+      }
+    if hold {
+      holding.signal()
+      try release.wait(for: "the test to let the compaction's write go")
+    }
+    return try base.pwrite(fd, bytes, at: offset, path: path)
   }
 }
