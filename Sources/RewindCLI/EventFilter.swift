@@ -130,7 +130,10 @@ struct EventFilter {
       shown += 1
     }
     if let last = records.passed.last {
-      throw DamageMet(error: last, readThrough: readThrough, from: from, passed: records.passed, readToTheEnd: true)
+      var met = DamageMet(error: last, readThrough: readThrough, from: from, passed: records.passed, readToTheEnd: true)
+      // The limit, not the selection's end, ended the output: say so, not "every other event".
+      if shown == limit { met.limit = limit }
+      throw met
     }
     if shown == 0 && isNarrowed { throw nothingMatches(directory) }
   }
@@ -334,6 +337,8 @@ struct DamageMet: Error, CustomStringConvertible {
   var passed: [JournalError] = []
   /// Whether the read went on past every damage it met, to the selection's end.
   var readToTheEnd = false
+  /// The `--limit` that ended the output after the damage was read past, if one did.
+  var limit: Int?
 
   init(
     error: JournalError, readThrough: UInt64, from: UInt64, lastOnly: Bool = false, passed: [JournalError] = [],
@@ -347,10 +352,16 @@ struct DamageMet: Error, CustomStringConvertible {
     let places = counted(passed.count, "place")
     if readToTheEnd {
       // The first place in full, with the journal's advice, so that the last line stands alone.
+      let written =
+        if let limit {
+          "the other events of the selection through sequence \(readThrough), up to --limit \(limit), were"
+        } else if lastOnly {
+          "the last other events of the selection were"
+        } else {
+          "every other event of the selection was"
+        }
       return errorMessage(passed.first ?? error) + ". The journal is damaged in \(places), each located above "
-        + "where it was met: the records named there were not read, and "
-        + (lastOnly ? "the last other events of the selection were" : "every other event of the selection was")
-        + " written out"
+        + "where it was met: the records named there were not read, and " + written + " written out"
     }
     let others = passed.isEmpty ? "" : " (but for the records of the \(counted(passed.count, "damaged place")) above)"
     let read =

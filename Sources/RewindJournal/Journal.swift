@@ -277,7 +277,10 @@ final class DirectoryLock: Sendable {
   /// for that journal to release it (its writer finishing what was queued, then closing its files)
   /// and tries again, unless this thread is the one that releases it later, which would wait for
   /// itself. Returns false at once when the holder is another process, or a journal of this one
-  /// that is not closing.
+  /// that is not closing; and after `releaseWaitLimit` without a release: a journal whose writer
+  /// is stuck (a hung disk), or a release that waits for this very thread (code the writer runs,
+  /// such as an append's completion, opening the directory while another thread closes it),
+  /// then fails as before, with `.locked`, instead of hanging.
   static func take(_ fd: Int32, path: String, io: any FileIO) throws -> Bool {
     if try io.tryLock(fd, path: path) { return true }
     guard let key = FileIdentity(fd) else { return false }
@@ -289,10 +292,14 @@ final class DirectoryLock: Sendable {
     guard let closing else { return false }
     if let thread = closing.releasingThread, pthread_equal(thread, pthread_self()) != 0 { return false }
     openersWaiting.add(1, ordering: .relaxed)
-    holder.releaseSignal.wait()
+    let released = holder.releaseSignal.wait(timeout: .now() + releaseWaitLimit) == .success
     openersWaiting.subtract(1, ordering: .relaxed)
-    return try io.tryLock(fd, path: path)
+    return released ? try io.tryLock(fd, path: path) : false
   }
+
+  /// How long `take` waits for a closing journal's release: far longer than a writer takes to
+  /// finish what was queued and close its files (milliseconds; a sync under `always`).
+  static let releaseWaitLimit: DispatchTimeInterval = .seconds(10)
 
   /// How many openers wait for a closing journal's lock (`take`), for tests.
   static var waitingOpeners: Int { openersWaiting.load(ordering: .relaxed) }

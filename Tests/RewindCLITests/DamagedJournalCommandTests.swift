@@ -115,6 +115,19 @@ import Testing
         #expect(run.err.contains("nothing past the damage was read"), "\(run.err)")
       }
     }
+    // A --limit that ends the output after the damage was read past: the last message says the
+    // limit cut it, not that every other event was written out.
+    if let lost {
+      let expected = Array(1...journal.lastSequence).filter { !lost.contains($0) }
+      let limit = expected.count - 1
+      if expected[limit - 1] > lost.upperBound {
+        let run = try await ToolRun.run("rewind", ["log", journal.path, "--limit", String(limit)])
+        #expect(run.status == 3, "\(run.err)")
+        #expect(Self.sequences(run) == Array(expected.prefix(limit)))
+        #expect(run.err.contains("through sequence \(expected[limit - 1]), up to --limit \(limit), were"), "\(run.err)")
+        #expect(!run.err.contains("every other event of the selection was written out"), "\(run.err)")
+      }
+    }
     // A selection that starts where the damage does: nothing of it read before it.
     let late = try await ToolRun.run("rewind", ["log", journal.path, "--from", String(intact + 1)])
     #expect(late.status == 3, "\(late.out)\(late.err)")

@@ -229,6 +229,57 @@ import Testing
     reopened.close()
   }
 
+  /// An append's completion, run on the writer thread, that opens the directory while another
+  /// thread's `close()` waits for that writer fails with `.locked` once `releaseWaitLimit` has
+  /// passed: the release waits for the writer, which waits in the completion. The open used to
+  /// wait for the release for ever, and the close with it.
+  @Test(.timeLimit(.minutes(10))) func anOpenThatTheReleaseWaitsForGivesUp() async throws {
+    let dir = TemporaryDirectory("open-the-release-waits-for")
+    // Under `always` the writer thread writes the append and runs its completion.
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(.always))
+    let inCompletion = DispatchSemaphore(value: 0)
+    let go = DispatchSemaphore(value: 0)
+    let answered = Locked<JournalError.Code?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    journal.enqueue([NewRecord(timestamp: 1, payload: [1])], expectedFirst: nil) { _ in
+      inCompletion.signal()
+      try? go.wait(for: "the close to begin")
+      do {
+        _ = try Journal(directory: dir.path, options: JournalFixtures.options())
+      } catch let error as JournalError {
+        answered.withLock { $0 = error.code }
+      } catch {}
+      done.signal()
+    }
+    journal.lead()
+    try await onOwnThread { try inCompletion.wait(for: "the completion to run") }
+    let closed = DispatchGroup()
+    closed.enter()
+    Thread.detachNewThread {
+      journal.close()
+      closed.leave()
+    }
+    let lockPath = dir.path + "/" + Layout.lockName
+    let seenClosing = try await onOwnThread { () -> Bool in
+      let giveUp = Date(timeIntervalSinceNow: 10)
+      while !DirectoryLock.holderIsClosing(lockFile: lockPath) {
+        if Date() > giveUp { return false }
+        usleep(1000)
+      }
+      return true
+    }
+    #expect(seenClosing, "the journal was not closing")
+    go.signal()
+    let answeredInTime = try await onOwnThread { done.wait(timeout: .now() + 60) == .success }
+    #expect(answeredInTime, "the open in the completion waited for its own release")
+    guard answeredInTime else { return }
+    #expect(answered.withLock { $0 } == .locked)
+    try await onOwnThread { try closed.wait(for: "the close to return") }
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == 1)
+    reopened.close()
+  }
+
   /// A journal dropped without `close()` (its `deinit` closes it), and readers and followers
   /// dropped, keep no descriptor of the directory open, and the lock is free at once.
   @Test func droppedJournalsAndReadersLeaveNoFileOpen() async throws {
