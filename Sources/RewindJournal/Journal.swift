@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Opening takes the directory's lock (a second writer, in this process or another, is refused
 /// with `.locked`; one opened while a journal of this process is closing the directory waits until
-/// it has released the lock), checks the segments, moves a torn tail left by a crash aside into
+/// it has released the lock, for up to 10 seconds), checks the segments, moves a torn tail left by a crash aside into
 /// `quarantine/` and says so in `recovery`, and brings the sparse index up to date.
 ///
 /// Appends from any number of tasks or threads are gathered by one writer thread into frames
@@ -177,7 +177,8 @@ public final class Journal: Sendable {
   /// One exception: called on the journal's writer thread (by the `deinit` of a journal, or of
   /// a manager, whose last reference an append's completion held), it returns at once, and that
   /// thread finishes the queued appends, closes the files and releases the lock right after.
-  /// Opening the directory again in this process meanwhile, on another thread, waits for that.
+  /// Opening the directory again in this process meanwhile, on another thread, waits for that
+  /// (for up to 10 seconds, then fails with `.locked`).
   public func close() {
     // Closing from here on (before the compactor stops, which waits for a compaction in progress
     // to give up): an open in this process meanwhile waits for the release.

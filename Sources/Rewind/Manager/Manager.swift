@@ -1076,8 +1076,8 @@ public final class Manager<M: Model>: Sendable {
   /// A manager let go of without `close()` is closed by its `deinit`, on the thread that lets go
   /// of it last: that may be the journal's writer thread, just after it answered the last command,
   /// so the directory's lock may be released a moment after the app's last reference is gone.
-  /// Opening the directory again in this process meanwhile waits for that release (on that writer
-  /// thread itself it fails with `.locked` instead).
+  /// Opening the directory again in this process meanwhile waits for that release, for up to 10
+  /// seconds (on that writer thread itself it fails with `.locked` at once).
   public func close() {
     guarded.withLock { guarded in
       guarded.closed = true
