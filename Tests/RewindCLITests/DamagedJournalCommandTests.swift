@@ -38,15 +38,14 @@ import Testing
       try #require(segments.count > 3)
       let path = journal.directory.appending(segments[2])
       var bytes = try Files.read(path)
-      let frames = Self.frames(in: bytes)
+      let frames = segmentFrames(in: bytes)
       let frame = frames[frames.count / 2]
-      // Inside the frame's data, past its batch header.
-      let inside = frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2
+      let inside = frame.middleOfData
       let first = frame.header.firstSequence
       if damage == .flipped {
         bytes[inside] ^= 0x5A
         try Files.write(bytes, to: path)
-        lost = first...(first + UInt64(frame.header.recordCount) - 1)
+        lost = frame.sequences
       } else {
         try Files.write(Array(bytes[..<inside]), to: path)
         let next = try #require(UInt64(segments[3].prefix(20)))
@@ -54,30 +53,12 @@ import Testing
       }
     }
     // What a reader gets before the damage, as the library reads it.
-    let cursor = try JournalReader(directory: journal.path).records(from: 1)
-    var intact: UInt64 = 0
-    do {
-      while let record = try cursor.next() { intact = record.sequence }
-      Issue.record("the journal reads whole")
-    } catch let error as JournalError {
-      #expect(error.code == .corrupt || error.code == .sequenceBreak, "\(error)")
-    }
+    let (intact, stoppedBy) = try intactPrefix(of: journal.path)
+    let error = try #require(stoppedBy, "the journal reads whole")
+    #expect(error.code == .corrupt || error.code == .sequenceBreak, "\(error)")
     try #require(intact > 20 && intact < journal.lastSequence)
     if let lost { try #require(lost.lowerBound == intact + 1) }
     return (journal, intact, lost)
-  }
-
-  /// The batches of a segment file's bytes, in order, up to the first that does not decode.
-  static func frames(in bytes: [UInt8]) -> [(offset: Int, header: BatchHeader)] {
-    var offset = Layout.segmentHeaderSize
-    var frames: [(offset: Int, header: BatchHeader)] = []
-    while offset < bytes.count,
-      case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
-    {
-      frames.append((offset, header))
-      offset += Int(header.totalLength)
-    }
-    return frames
   }
 
   static func sequences(_ run: ToolRun) -> [UInt64] {
@@ -233,13 +214,12 @@ extension DamagedJournalCommandTests {
     try #require(segments.count > 3)
     let path = journal.directory.appending(segments[2])
     var bytes = try Files.read(path)
-    let frames = Self.frames(in: bytes)
+    let frames = segmentFrames(in: bytes)
     try #require(frames.count > 4)
     var lost: [UInt64] = []
     for frame in frames[1...2] {
-      bytes[frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2] ^=
-        0x5A
-      lost += Array(frame.header.firstSequence...(frame.header.firstSequence + UInt64(frame.header.recordCount) - 1))
+      bytes[frame.middleOfData] ^= 0x5A
+      lost += Array(frame.sequences)
     }
     try Files.write(bytes, to: path)
     let expected = Array(1...journal.lastSequence).filter { !lost.contains($0) }

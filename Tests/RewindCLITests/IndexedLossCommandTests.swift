@@ -29,17 +29,10 @@ import Testing
     switch loss {
     case .lastSegment, .middleSegment: try FileManager.default.removeItem(atPath: path)
     case .cutShort:
-      var frames: [Int] = []
       let bytes = try Files.read(path)
-      var offset = Layout.segmentHeaderSize
-      while offset < bytes.count,
-        case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
-      {
-        frames.append(offset)
-        offset += Int(header.totalLength)
-      }
+      let frames = segmentFrames(in: bytes)
       try #require(frames.count > 2)
-      try Files.write(Array(bytes[..<frames[1]]), to: path)
+      try Files.write(Array(bytes[..<frames[1].offset]), to: path)
     }
     return (journal, file, journal.lastSequence)
   }

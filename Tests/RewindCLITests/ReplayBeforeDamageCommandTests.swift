@@ -29,35 +29,11 @@ import Testing
     let journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
     let copy = TemporaryDirectory("cli-intact")
     try FileManager.default.copyItem(atPath: journal.path, toPath: copy.appending("journal"))
-    let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted()
-    try #require(segments.count > 3)
-    let path = journal.directory.appending(try #require(segments.last))
-    var bytes = try Files.read(path)
-    var frames: [(offset: Int, header: BatchHeader)] = []
-    var offset = Layout.segmentHeaderSize
-    while offset < bytes.count,
-      case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
-    {
-      frames.append((offset, header))
-      offset += Int(header.totalLength)
-    }
-    try #require(frames.count > 2)
-    switch damage {
-    case .atTheEnd:
-      try Files.write(Array(bytes[..<frames[1].offset]), to: path)
-    case .flipped:
-      let frame = frames[frames.count / 2]
-      bytes[frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2] ^=
-        0x5A
-      try Files.write(bytes, to: path)
-    }
+    try #require(Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.count > 3)
+    try damageLastSegment(in: journal.path, cut: damage == .atTheEnd)
     let reader = try JournalReader(directory: journal.path)
     #expect(throws: JournalError.self, "the damage hides the end") { try reader.lastSequence() }
-    let cursor = try reader.records(from: 1)
-    var last: UInt64 = 0
-    do {
-      while let record = try cursor.next() { last = record.sequence }
-    } catch {}
+    let last = try intactPrefix(of: journal.path).last
     try #require(last > 20 && last < journal.lastSequence)
     return (journal, copy, last)
   }

@@ -372,14 +372,7 @@ import Testing
     journal.close()
     let segment = try #require(Files.list(dir.path).filter { $0.hasSuffix(".lz4") }.last)
     var bytes = try Files.read(dir.appending(segment))
-    var frames: [Int] = []
-    var offset = Layout.segmentHeaderSize
-    while offset < bytes.count,
-      case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
-    {
-      frames.append(offset)
-      offset += Int(header.totalLength)
-    }
+    let frames = segmentFrames(in: bytes).map(\.offset)
     try #require(frames.count == 100)
     let cut = frames[50]
     if zeros {

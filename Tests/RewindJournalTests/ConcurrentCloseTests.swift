@@ -61,20 +61,14 @@ import Testing
     options.io = io
     let journal = try Journal(directory: dir.path, options: options)
     try await journal.append([NewRecord(timestamp: 1, payload: [1])])
-    let first = DispatchGroup()
-    first.enter()
-    Thread.detachNewThread {
+    let first = started {
       journal.close()
-      first.leave()
     }
     try await onOwnThread { try io.unlocking.wait(for: "the first close to unlock") }
     let releasedAtReturn = Locked<Bool?>(nil)
-    let second = DispatchGroup()
-    second.enter()
-    Thread.detachNewThread {
+    let second = started {
       journal.close()
       releasedAtReturn.withLock { $0 = io.unlocked }
-      second.leave()
     }
     DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { io.release.signal() }
     try await onOwnThread {
@@ -99,39 +93,18 @@ import Testing
     options.io = io
     let journal = try Journal(directory: dir.path, options: options)
     try await journal.append([NewRecord(timestamp: 1, payload: [1])])
-    let closed = DispatchGroup()
-    closed.enter()
-    Thread.detachNewThread {
+    let closed = started {
       journal.close()
-      closed.leave()
     }
     try await onOwnThread { try io.unlocking.wait(for: "the close to unlock") }
-    let openerIO = TryLockSignallingFileIO()
-    let openerOptions = {
-      var options = JournalFixtures.options()
-      options.io = openerIO
-      return options
-    }()
-    let opened = Locked<Result<UInt64, JournalError>?>(nil)
-    let opener = DispatchGroup()
-    opener.enter()
-    Thread.detachNewThread {
-      do {
-        let reopened = try Journal(directory: dir.path, options: openerOptions)
-        opened.withLock { $0 = .success(reopened.lastSequence) }
-        reopened.close()
-      } catch {
-        opened.withLock { $0 = .failure(error as! JournalError) }
-      }
-      opener.leave()
-    }
-    try await onOwnThread { try openerIO.triedLock.wait(for: "the opener to try the lock") }
+    let opener = Opener(dir.path)
+    try await onOwnThread { try opener.io.triedLock.wait(for: "the opener to try the lock") }
     io.release.signal()
     try await onOwnThread {
       try closed.wait(for: "the close to return")
-      try opener.wait(for: "the opener to return")
+      try opener.done.wait(for: "the opener to return")
     }
-    #expect(opened.withLock { $0 } == .success(1))
+    #expect(opener.outcome.withLock { $0 } == .success(1))
     #expect(DirectoryLock.waitingOpeners == 0)
   }
 
@@ -149,56 +122,24 @@ import Testing
       try await journal.append([NewRecord(timestamp: Int64(index), payload: Array(repeating: UInt8(index), count: 200))]
       )
     }
-    let compacted = DispatchGroup()
-    compacted.enter()
-    Thread.detachNewThread {
+    let compacted = started {
       _ = try? journal.compactSealedSegments()
-      compacted.leave()
     }
     try await onOwnThread { try io.holding.wait(for: "the compaction's write to be held") }
-    let closed = DispatchGroup()
-    closed.enter()
-    Thread.detachNewThread {
+    let closed = started {
       journal.close()
-      closed.leave()
     }
-    let lockPath = dir.path + "/" + Layout.lockName
-    let seenClosing = try await onOwnThread { () -> Bool in
-      let giveUp = Date(timeIntervalSinceNow: 10)
-      while !DirectoryLock.holderIsClosing(lockFile: lockPath) {
-        if Date() > giveUp { return false }
-        usleep(1000)
-      }
-      return true
-    }
+    let seenClosing = try await journalIsClosing(in: dir.path)
     #expect(seenClosing, "the journal was not closing while its close() waited for the compaction")
-    let openerIO = TryLockSignallingFileIO()
-    let openerOptions = {
-      var options = JournalFixtures.options()
-      options.io = openerIO
-      return options
-    }()
-    let opened = Locked<Result<UInt64, JournalError>?>(nil)
-    let opener = DispatchGroup()
-    opener.enter()
-    Thread.detachNewThread {
-      do {
-        let reopened = try Journal(directory: dir.path, options: openerOptions)
-        opened.withLock { $0 = .success(reopened.lastSequence) }
-        reopened.close()
-      } catch {
-        opened.withLock { $0 = .failure(error as! JournalError) }
-      }
-      opener.leave()
-    }
-    try await onOwnThread { try openerIO.triedLock.wait(for: "the opener to try the lock") }
+    let opener = Opener(dir.path)
+    try await onOwnThread { try opener.io.triedLock.wait(for: "the opener to try the lock") }
     io.release.signal()
     try await onOwnThread {
       try compacted.wait(for: "the compaction to return")
       try closed.wait(for: "the close to return")
-      try opener.wait(for: "the opener to return")
+      try opener.done.wait(for: "the opener to return")
     }
-    #expect(opened.withLock { $0 } == .success(60))
+    #expect(opener.outcome.withLock { $0 } == .success(60))
   }
 
   /// A journal closed on its own writer thread (in an append's completion) releases its lock once
@@ -253,21 +194,10 @@ import Testing
     }
     journal.lead()
     try await onOwnThread { try inCompletion.wait(for: "the completion to run") }
-    let closed = DispatchGroup()
-    closed.enter()
-    Thread.detachNewThread {
+    let closed = started {
       journal.close()
-      closed.leave()
     }
-    let lockPath = dir.path + "/" + Layout.lockName
-    let seenClosing = try await onOwnThread { () -> Bool in
-      let giveUp = Date(timeIntervalSinceNow: 10)
-      while !DirectoryLock.holderIsClosing(lockFile: lockPath) {
-        if Date() > giveUp { return false }
-        usleep(1000)
-      }
-      return true
-    }
+    let seenClosing = try await journalIsClosing(in: dir.path)
     #expect(seenClosing, "the journal was not closing")
     go.signal()
     let answeredInTime = try await onOwnThread { done.wait(timeout: .now() + 60) == .success }
@@ -414,5 +344,56 @@ private final class HeldCompactionWriteFileIO: ForwardingFileIO {
       try release.wait(for: "the test to let the compaction's write go")
     }
     return try base.pwrite(fd, bytes, at: offset, path: path)
+  }
+}
+
+/// Runs `work` on a thread of its own; the group returned is left once `work` has returned.
+private func started(_ work: @escaping @Sendable () -> Void) -> DispatchGroup {
+  let group = DispatchGroup()
+  group.enter()
+  Thread.detachNewThread {
+    work()
+    group.leave()
+  }
+  return group
+}
+
+/// Opens the journal in a directory on a thread of its own, through a file layer that signals each
+/// `tryLock` (`io.triedLock`), and keeps the outcome: the reopened journal's last sequence number,
+/// or the error. `done` is left once it has returned.
+private final class Opener: Sendable {
+  let io = TryLockSignallingFileIO()
+  let outcome = Locked<Result<UInt64, JournalError>?>(nil)
+  let done: DispatchGroup
+
+  init(_ directory: String) {
+    var options = JournalFixtures.options()
+    options.io = io
+    done = DispatchGroup()
+    done.enter()
+    Thread.detachNewThread { [options, outcome, done] in
+      do {
+        let reopened = try Journal(directory: directory, options: options)
+        outcome.withLock { $0 = .success(reopened.lastSequence) }
+        reopened.close()
+      } catch {
+        outcome.withLock { $0 = .failure(error as! JournalError) }
+      }
+      done.leave()
+    }
+  }
+}
+
+/// Whether a journal of this process holding the lock of `directory` is closing, or comes to be
+/// within 10 seconds (looked at every millisecond, on a thread of its own).
+private func journalIsClosing(in directory: String) async throws -> Bool {
+  let lockPath = directory + "/" + Layout.lockName
+  return try await onOwnThread { () -> Bool in
+    let giveUp = Date(timeIntervalSinceNow: 10)
+    while !DirectoryLock.holderIsClosing(lockFile: lockPath) {
+      if Date() > giveUp { return false }
+      usleep(1000)
+    }
+    return true
   }
 }

@@ -20,45 +20,21 @@ import Testing
   }
 
   /// 90 crates placed, one frame each, over several small segments (with dense index entries
-  /// for `atTheEnd`, which they witness; one a segment for `flipped`), damaged as `damage` says; with the last sequence number read intact before the damage.
+  /// for `atTheEnd`, which they witness; one a segment for `flipped`), damaged as `damage` says;
+  /// with the last sequence number read intact before the damage.
   static func damaged(_ damage: Damage, _ temporary: TemporaryDirectory) throws -> (directory: String, intact: UInt64) {
     let directory = temporary.appending("journal")
     var options = JournalOptions(durability: .none)
     options.segmentTargetBytes = 1024
     options.indexIntervalBytes = damage == .atTheEnd ? 64 : 1 << 20
     try TimeMachineRefreshTests.placeCrates(directory, ids: 1...90, options: options)
-    let segments = Files.list(directory).filter { $0.hasSuffix(".lz4") }.sorted()
-    try #require(segments.count > 3)
-    let path = directory + "/" + segments[segments.count - 1]
-    var bytes = try Files.read(path)
-    var frames: [(offset: Int, header: BatchHeader)] = []
-    var offset = Layout.segmentHeaderSize
-    while offset < bytes.count,
-      case .success(let header) = BatchHeader.decode(bytes[offset...], limits: JournalLimits())
-    {
-      frames.append((offset, header))
-      offset += Int(header.totalLength)
-    }
-    try #require(frames.count > 2)
-    switch damage {
-    case .atTheEnd:
-      try Files.write(Array(bytes[..<frames[1].offset]), to: path)
-    case .flipped:
-      let frame = frames[frames.count / 2]
-      bytes[frame.offset + Layout.batchHeaderSize + (Int(frame.header.totalLength) - Layout.batchHeaderSize) / 2] ^=
-        0x5A
-      try Files.write(bytes, to: path)
-    }
+    try #require(Files.list(directory).filter { $0.hasSuffix(".lz4") }.count > 3)
+    try damageLastSegment(in: directory, cut: damage == .atTheEnd)
     // What a reader gets before the damage; the end is hidden.
     let reader = try JournalReader(directory: directory)
-    let cursor = try reader.records(from: 1)
-    var intact: UInt64 = 0
-    do {
-      while let record = try cursor.next() { intact = record.sequence }
-      Issue.record("the journal reads whole")
-    } catch let error as JournalError {
-      #expect(error.code == .corrupt || error.code == .sequenceBreak, "\(error)")
-    }
+    let (intact, stoppedBy) = try intactPrefix(of: directory)
+    let error = try #require(stoppedBy, "the journal reads whole")
+    #expect(error.code == .corrupt || error.code == .sequenceBreak, "\(error)")
     #expect(throws: JournalError.self) { try reader.lastSequence() }
     try #require(intact > 10 && intact < 88)
     return (directory, intact)
