@@ -27,10 +27,10 @@ struct LZ4ToolScenario: Scenario {
     let decodedBytes = bytesOnDisk(context.work, prefix: decoded)
     let events = context.corpus.count
 
-    let decompress = try Self.best(of: 3) {
+    let decompress = try fastest(of: 3) {
       for segment in segments { try Self.lz4(["-dc", segment], output: "/dev/null") }
     }
-    let compress = try Self.best(of: 3) { try Self.lz4(["-1", "-c", decoded], output: "/dev/null") }
+    let compress = try fastest(of: 3) { try Self.lz4(["-1", "-c", decoded], output: "/dev/null") }
     let configuration = Self.decompressConfiguration(events)
     context.record(
       baseline: "lz4", name, configuration, "events/s", Double(events) / decompress, "ev/s",
@@ -38,7 +38,7 @@ struct LZ4ToolScenario: Scenario {
     context.record(name, configuration, "decoded MB/s", Double(decodedBytes) / decompress / 1e6, "MB/s", system: "lz4")
     let inMemory = try LZ4LibraryCeiling.load(segments)
     var libraryBytes = 0
-    let library = try Self.best(of: 3) { libraryBytes = try LZ4LibraryCeiling.decode(inMemory) }
+    let library = try fastest(of: 3) { libraryBytes = try LZ4LibraryCeiling.decode(inMemory) }
     guard libraryBytes == decodedBytes else {
       throw BenchError("liblz4 decoded \(libraryBytes) bytes of the segments, lz4 -dc \(decodedBytes)")
     }
@@ -63,7 +63,7 @@ struct LZ4ToolScenario: Scenario {
       return
     }
     let bulkSegments = try Self.segments(in: bulk)
-    let bulkDecompress = try Self.best(of: 3) {
+    let bulkDecompress = try fastest(of: 3) {
       for segment in bulkSegments { try Self.lz4(["-dc", segment], output: "/dev/null") }
     }
     context.record(
@@ -80,13 +80,6 @@ struct LZ4ToolScenario: Scenario {
       .filter { $0.hasSuffix(".lz4") }.sorted().map { directory + "/" + $0 }
     guard !segments.isEmpty else { throw BenchError("no segments in \(directory)") }
     return segments
-  }
-
-  /// The fastest of `runs` timings of `body`, in seconds.
-  static func best(of runs: Int, _ body: () throws -> Void) throws -> Double {
-    var fastest = Double.infinity
-    for _ in 0..<runs { fastest = min(fastest, try timed(body).seconds) }
-    return fastest
   }
 
   /// Runs `lz4 arguments` with its standard output going to `output`.

@@ -1,7 +1,7 @@
 internal import RewindJournal
 
 /// The corpus in a SQLite table (in sequence order), scanned cold with `SELECT … ORDER BY seq`,
-/// each payload copied out as the journal's reader hands it out.
+/// each payload copied out as the journal's reader hands it out; the fastest of three scans.
 struct SQLiteReadScenario: Scenario {
   let name = "sqlite.read"
   let summary = "SQLite: cold scan of the same records"
@@ -9,6 +9,32 @@ struct SQLiteReadScenario: Scenario {
   func run(in context: BenchContext) async throws {
     let path = context.path("sqlite-corpus.db")
     try Self.load(context.corpus, into: path)
+    var seconds = Double.infinity
+    var events = 0
+    var bytes = 0
+    // The fastest of three cold scans, as the journal's cold read it is compared with.
+    for _ in 0..<3 {
+      let scan = try Self.scanCold(path, in: context)
+      guard scan.events == context.corpus.count else {
+        throw BenchError("SQLite returned \(scan.events) rows, expected \(context.corpus.count)")
+      }
+      if scan.seconds < seconds { (seconds, events, bytes) = scan }
+    }
+    let configuration = "\(events) events, cold"
+    let rewind = (scenario: "journal.read", configuration: configuration)
+    context.record(
+      baseline: "sqlite", name, configuration, "events/s", Double(events) / seconds, "ev/s",
+      comparedWith: (rewind.scenario, rewind.configuration, "events/s"))
+    context.record(
+      baseline: "sqlite", name, configuration, "payload MB/s", Double(bytes) / seconds / 1e6, "MB/s",
+      comparedWith: (rewind.scenario, rewind.configuration, "payload MB/s"))
+  }
+
+  /// One scan of the table in `path` after its pages are dropped from the page cache: its time,
+  /// rows and payload bytes.
+  private static func scanCold(_ path: String, in context: BenchContext) throws -> (
+    seconds: Double, events: Int, bytes: Int
+  ) {
     evictFromPageCache(context.work, prefix: path)
     let database = try SQLiteDatabase(path: path)
     let select = try database.prepare("SELECT seq, ts, payload FROM events ORDER BY seq")
@@ -22,17 +48,7 @@ struct SQLiteReadScenario: Scenario {
         guard select.int64(at: 0) == Int64(events) else { throw BenchError("SQLite skipped sequence \(events)") }
       }
     }
-    guard events == context.corpus.count else {
-      throw BenchError("SQLite returned \(events) rows, expected \(context.corpus.count)")
-    }
-    let configuration = "\(events) events, cold"
-    let rewind = (scenario: "journal.read", configuration: configuration)
-    context.record(
-      baseline: "sqlite", name, configuration, "events/s", Double(events) / seconds, "ev/s",
-      comparedWith: (rewind.scenario, rewind.configuration, "events/s"))
-    context.record(
-      baseline: "sqlite", name, configuration, "payload MB/s", Double(bytes) / seconds / 1e6, "MB/s",
-      comparedWith: (rewind.scenario, rewind.configuration, "payload MB/s"))
+    return (seconds, events, bytes)
   }
 
   /// Creates `path` with the corpus in one transaction.

@@ -21,6 +21,14 @@ func timedAsync<R>(_ body: () async throws -> R) async rethrows -> (seconds: Dou
   return (Double(monotonicNanos() - start) / 1e9, result)
 }
 
+/// The fastest of `runs` timings of `body`, in seconds: for a figure whose runs are short and move
+/// with the machine (a cold read, a decoder over bytes in memory), the run the least disturbed.
+func fastest(of runs: Int, _ body: () throws -> Void) throws -> Double {
+  var best = Double.infinity
+  for _ in 0..<max(runs, 1) { best = min(best, try timed(body).seconds) }
+  return best
+}
+
 /// One run of an append configuration: how many events in how long, each append's latency, and
 /// the bytes it left on disk.
 struct AppendRun: Sendable {

@@ -50,8 +50,8 @@ struct InvalidationScenario: Scenario {
       guard total == base + UInt64(tail) else {
         throw BenchError("\(kind): \(total - base) tail events recorded, expected \(tail)")
       }
-      let whole = try Self.fastest(of: 3) { _ = try Replay.rebuild(Workspace.self, directory: directory) }
-      let prefix = try Self.fastest(of: 3) {
+      let whole = try fastest(of: 3) { _ = try Replay.rebuild(Workspace.self, directory: directory) }
+      let prefix = try fastest(of: 3) {
         _ = try Replay.rebuild(Workspace.self, directory: directory, through: base)
       }
       perEvent[kind] = max(whole - prefix, 0) / Double(tail) * 1e6
@@ -147,13 +147,6 @@ struct InvalidationScenario: Scenario {
   private static func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted[sorted.count / 2]
-  }
-
-  /// The fastest of `runs` timings of `body`, in seconds.
-  private static func fastest(of runs: Int, _ body: () throws -> Void) throws -> Double {
-    var best = Double.infinity
-    for _ in 0..<runs { best = min(best, try timed(body).seconds) }
-    return best
   }
 }
 
