@@ -128,7 +128,9 @@ enum TailCommand: RewindCommand {
     // Idle, it writes nothing: notice a reader that leaves (`rewind tail -f J | head -1`) meanwhile.
     context.output.endWhenReaderLeaves?()
 
-    for try await record in reader.follow(from: last + 1, pollInterval: .milliseconds(50)) {
+    // A segment missing before the end lies before `last + 1`: never reached, as for the windows.
+    let following = reader.follow(from: last + 1, pollInterval: .milliseconds(50), readingAroundMissingSegments: true)
+    for try await record in following {
       let event = AuditedEvent(record)
       if filter.matches(record, event) { context.output.out(render(event)) }
     }

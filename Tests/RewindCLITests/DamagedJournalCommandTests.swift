@@ -308,6 +308,13 @@ extension DamagedJournalCommandTests {
       let last = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "3"])
       #expect(last.status == 0, "\(last.err)")
       #expect(Self.sequences(last) == Array((journal.lastSequence - 2)...journal.lastSequence))
+      // And `tail -f` follows from its end, as for a journal damaged before its last events.
+      let executable = try #require(ChildProcess.builtProduct("rewind"))
+      let follower = try ChildProcess(executable: executable, arguments: ["tail", journal.path, "-f", "-n", "1"])
+      #expect(try await follower.waitForLine { $0.hasPrefix("\(journal.lastSequence) ") })
+      try await Task.sleep(for: .milliseconds(300))  // several polls
+      #expect(follower.isRunning, "following: \(follower.lines)")
+      try await follower.kill()
     }
   }
 

@@ -128,6 +128,16 @@ public struct JournalReader: Sendable {
     JournalFollower(reader: self, start: sequence, pollInterval: pollInterval)
   }
 
+  /// `follow(from:pollInterval:)`, reading around segments the index names and the directory
+  /// lacks, for a follower that starts after them (`rewind tail -f`).
+  package func follow(from sequence: UInt64, pollInterval: Duration, readingAroundMissingSegments: Bool)
+    -> JournalFollower
+  {
+    var follower = JournalFollower(reader: self, start: sequence, pollInterval: pollInterval)
+    follower.readingAroundMissingSegments = readingAroundMissingSegments
+    return follower
+  }
+
   /// The sparse index for cursors: the cached one while `layout` lists the segments it was loaded
   /// for (with `cachingIndex`), otherwise loaded (and cached).
   func index(for layout: JournalDirectory) -> SparseIndex {
