@@ -54,14 +54,18 @@ struct EventFilter {
 
   var isNarrowed: Bool { name != nil || origin != nil || entity != nil || since != nil || until != nil }
 
-  /// A cursor at the first record the range may include.
+  /// Checks the range's start against the journal's end, when damage does not hide it.
   /// - Throws: `UsageError` when the range starts past the end of the journal.
-  func cursor(_ reader: JournalReader) throws -> JournalCursor {
+  func checkStart(_ reader: JournalReader) throws {
     // Damage that hides the end (a loss the index witnesses there) leaves nothing to check the
     // start against: the read shows what is intact before the damage, then reports it.
     if let last = try readableEnd(reader) { try check(reader, last: last) }
-    if let since, from <= 1 { return try reader.records(since: since) }
-    return try reader.records(from: from)
+  }
+
+  /// A cursor at the first record the range may include, reading around missing segments
+  /// (`PastDamage` reads past them).
+  func cursor(_ reader: JournalReader) throws -> JournalCursor {
+    try reader.records(from: from, since: from <= 1 ? since : nil, readingAroundMissingSegments: true)
   }
 
   /// Checks the range against a journal that ends at sequence `last`. With `following` (`tail -f`,
@@ -79,12 +83,15 @@ struct EventFilter {
           + (following ? "; -f --from \(last + 1) follows from the next event to be written" : ""))
     }
     if let since, !following {
-      guard let lastRecord = try reader.record(last) else {
+      let holding = try reader.records(from: last, readingAroundMissingSegments: true)
+      guard let lastRecord = try holding.next(), lastRecord.sequence == last else {
         throw UsageError("--since \(isoTime(since)) is out of range: the journal is empty")
       }
       // Timestamps need not increase (a clock set back): an earlier record may be stamped after
       // the last one, so the range is empty only when no record is stamped at or after `since`.
-      if since > lastRecord.timestamp, try reader.records(since: since).next() == nil {
+      if since > lastRecord.timestamp,
+        try reader.records(from: 1, since: since, readingAroundMissingSegments: true).next() == nil
+      {
         throw UsageError(
           "--since \(isoTime(since)) is out of range: the last event (\(last)) is at \(isoTime(lastRecord.timestamp)), "
             + "and no event is stamped at or after it"
@@ -110,7 +117,8 @@ struct EventFilter {
     readingOn: (JournalError, UInt64) -> Void = { _, _ in },
     _ body: (JournalRecord, AuditedEvent) throws -> Void
   ) throws {
-    var records = PastDamage(reader: reader, directory: directory, through: to, cursor: try cursor(reader))
+    try checkStart(reader)
+    var records = try PastDamage(reader: reader, directory: directory, through: to) { try cursor(reader) }
     var shown = 0
     var readThrough = from - 1
     while shown < limit {
@@ -152,7 +160,8 @@ struct EventFilter {
     // The first sequence the selection may include: where `cursor` would start.
     var first = from
     if let since, from <= 1 {
-      guard let record = try reader.records(since: since).next() else { return [] }
+      let found = try reader.records(from: 1, since: since, readingAroundMissingSegments: true)
+      guard let record = try found.next() else { return [] }
       first = record.sequence
     }
     var end = min(to, last)
@@ -163,8 +172,9 @@ struct EventFilter {
       let start = end - first + 1 > window ? end - window + 1 : first
       let wanted = count - total
       var matching: [AuditedEvent] = []
-      var records = PastDamage(
-        reader: reader, directory: directory, through: end, cursor: try reader.records(from: start), passed: passed)
+      var records = try PastDamage(reader: reader, directory: directory, through: end, passed: passed) {
+        try reader.records(from: start, readingAroundMissingSegments: true)
+      }
       // Not asked for a record past `end`: damage may stand right after it (`tail` of a journal
       // whose end it hides reads up to the record before it).
       var more = true
@@ -230,19 +240,34 @@ struct EventFilter {
 
 /// A cursor that reads past damage whose records are known (`DamageMet.readOnPoints`), from
 /// where a cursor gets past it, up to sequence `through`: an auditor needs every intact record.
+/// Its cursors read around missing segments (`JournalReader.records(from:since:
+/// readingAroundMissingSegments:)`), so one the index names is damage met where the read
+/// reaches it, read past when a segment follows.
 struct PastDamage {
   let reader: JournalReader
   let directory: String
   /// No read goes on past this sequence number.
   let through: UInt64
-  var cursor: JournalCursor
+  /// Nil when making the first cursor met damage (`metFirst`: the first segment is missing).
+  var cursor: JournalCursor?
+  /// The damage met making the first cursor, not yet read past.
+  private var metFirst: JournalError?
   /// The damage read past, in order.
   var passed: [JournalError] = []
   /// The first record after damage read past, read before the damage is reported as passed.
   private var pending: JournalRecord?
 
-  init(reader: JournalReader, directory: String, through: UInt64, cursor: JournalCursor, passed: [JournalError] = []) {
-    (self.reader, self.directory, self.through, self.cursor, self.passed) = (reader, directory, through, cursor, passed)
+  /// - Parameter opening: makes the first cursor; damage it throws is met as the first read's.
+  init(
+    reader: JournalReader, directory: String, through: UInt64, passed: [JournalError] = [],
+    opening: () throws -> JournalCursor
+  ) throws {
+    (self.reader, self.directory, self.through, self.passed) = (reader, directory, through, passed)
+    do {
+      cursor = try opening()
+    } catch let error as JournalError where error.isDamage {
+      metFirst = error
+    }
   }
 
   /// The next record; nil at the end. Damage it reads past is given to `readingOn` with the
@@ -255,20 +280,22 @@ struct PastDamage {
     }
     while true {
       do {
-        return try cursor.next()
+        if cursor == nil, let metFirst { throw metFirst }
+        return try cursor?.next()
       } catch let error as JournalError where error.isDamage {
         // On only from where a cursor gets past it: after its records when they are known (a
         // damaged batch header names its first record alone, and a cursor checks the last
-        // segment's frames again), else at the next segment (a sealed segment cut short).
+        // segment's frames again), else at the first batch the index names past it in its
+        // segment, else at the next segment (a sealed segment cut short, one missing before it).
         var met = error
         var resumed = false
         // Read-on points at or below this were tried: each place read past moves it forward.
         var tried: UInt64 = 0
         meeting: while true {
-          let points = DamageMet.readOnPoints(after: met, directory: directory).filter { $0 > tried }
+          let points = DamageMet.readOnPoints(after: met, reader: reader).filter { $0 > tried }
           for resume in points where resume <= through {
             do {
-              let candidate = try reader.records(from: resume)
+              let candidate = try reader.records(from: resume, readingAroundMissingSegments: true)
               pending = try candidate.next()
               cursor = candidate
               pass(met, resume, readingOn)
@@ -279,7 +306,7 @@ struct PastDamage {
               // the other): read past in turn when its records are known, not skipped with every
               // intact record up to the next segment, unlocated.
               guard again.file != met.file || again.offset != met.offset,
-                DamageMet.readOnPoints(after: again, directory: directory).contains(where: { $0 > resume })
+                DamageMet.readOnPoints(after: again, reader: reader).contains(where: { $0 > resume })
               else { continue }
               pass(met, resume, readingOn)
               (met, tried) = (again, resume)
@@ -312,9 +339,10 @@ extension PastDamage {
   }
 }
 
-/// The journal's last sequence number; nil when damage hides it (`JournalReader.readableEnd()`).
+/// The journal's last sequence number; nil when damage hides it (`JournalReader.readableEnd()`;
+/// a missing segment hides it only when it is the last one).
 func readableEnd(_ reader: JournalReader) throws -> UInt64? {
-  switch try reader.readableEnd() {
+  switch try reader.readableEnd(readingAroundMissingSegments: true) {
   case .success(let last): last
   case .failure: nil
   }
@@ -389,13 +417,22 @@ struct DamageMet: Error, CustomStringConvertible {
   }
 
   /// Where to try to read on after damage, in order: after the records it names, when a frame's
-  /// batch header holds (their numbers exact) or records are missing before an intact segment;
-  /// then, for damage in a segment, the first record of the next segment. None when the damage
-  /// ends what can be counted (records gone at the end).
-  static func readOnPoints(after error: JournalError, directory: String) -> [UInt64] {
+  /// batch header holds (their numbers exact) or records are missing before an intact segment (a
+  /// segment missing in the middle or at the start); then, for damage in a segment, the first
+  /// batch the index names in it past the damage (after a damaged batch header, whose extent is
+  /// unknown), then the first record of the next segment. None when the damage ends what can be
+  /// counted (records gone at the end, the last segment missing).
+  static func readOnPoints(after error: JournalError, reader: JournalReader) -> [UInt64] {
     guard error.code == .corrupt || error.missingBeforeIntactSegments, !error.sequencesMayGoFurther else { return [] }
+    let directory = reader.directory
     var points: [UInt64] = []
     if let last = error.sequences?.upperBound, last < .max { points.append(last + 1) }
+    if error.code == .corrupt, let file = error.file, let offset = error.offset,
+      let indexed = reader.indexedBatch(in: file, after: offset), !points.contains(indexed),
+      indexed > points.last ?? 0
+    {
+      points.append(indexed)
+    }
     if error.code == .corrupt, let file = error.file,
       let segments = try? JournalDirectory.listSegments(directory, io: PosixFileIO()),
       let at = segments.firstIndex(where: { Layout.segmentName(firstSequence: $0) == file }), at + 1 < segments.count,

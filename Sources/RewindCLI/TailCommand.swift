@@ -86,11 +86,12 @@ enum TailCommand: RewindCommand {
     // Damage that hides the end (committed records the index names gone, a damaged frame after
     // its last entry): the last events are those before it, shown before the damage is reported,
     // and there is no end to follow from.
+    // A segment missing before intact ones does not hide it: the windows read around it.
     var hidden: JournalError?
     let last: UInt64
-    do {
-      last = try reader.lastSequence()
-    } catch let error as JournalError where error.isDamage {
+    switch try reader.readableEnd(readingAroundMissingSegments: true) {
+    case .success(let end): last = end
+    case .failure(let error):
       guard let first = error.sequences?.lowerBound, first > 1 else { throw error }
       // A selection that ends before the damage is whole.
       (last, hidden) = (first - 1, filter.to < first ? nil : error)
@@ -127,7 +128,9 @@ enum TailCommand: RewindCommand {
     // Idle, it writes nothing: notice a reader that leaves (`rewind tail -f J | head -1`) meanwhile.
     context.output.endWhenReaderLeaves?()
 
-    for try await record in reader.follow(from: last + 1, pollInterval: .milliseconds(50)) {
+    // A segment missing before the end lies before `last + 1`: never reached, as for the windows.
+    let following = reader.follow(from: last + 1, pollInterval: .milliseconds(50), readingAroundMissingSegments: true)
+    for try await record in following {
       let event = AuditedEvent(record)
       if filter.matches(record, event) { context.output.out(render(event)) }
     }

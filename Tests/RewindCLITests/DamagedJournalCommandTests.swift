@@ -235,3 +235,121 @@ extension DamagedJournalCommandTests {
     #expect(Self.sequences(tail) == expected, "tail: every intact record, in order")
   }
 }
+
+/// Where a segment file is missing (deleted by hand): the index names it, or the numbering of
+/// the segments after it implies it.
+enum MissingSegment: String, CaseIterable, CustomTestStringConvertible {
+  case first, middle, last
+  /// One in the middle, with the index file deleted too: only the numbering tells.
+  case middleUnindexed
+  var testDescription: String { rawValue }
+}
+
+extension DamagedJournalCommandTests {
+  /// A Notebook journal of several small segments, with an index entry every few batches.
+  static func segmented() async throws -> (journal: NotebookJournal, segments: [String]) {
+    var options = JournalOptions(durability: .none)
+    options.segmentTargetBytes = 4096
+    options.indexIntervalBytes = 256
+    let journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
+    let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted()
+    try #require(segments.count > 3)
+    return (journal, segments)
+  }
+
+  /// A missing segment stopped `log`, `export` and `tail` before their first line: every cursor
+  /// was refused as it was made, when the index named it. Now the records of every other segment
+  /// come out, in order; the missing segment is named where the read reaches it, with the
+  /// sequences it held, and the read goes on at the next segment (none after the last one).
+  @Test(arguments: MissingSegment.allCases)
+  func aMissingSegmentIsReadAround(missing: MissingSegment) async throws {
+    let (journal, segments) = try await Self.segmented()
+    let at =
+      switch missing {
+      case .first: 0
+      case .middle, .middleUnindexed: 2
+      case .last: segments.count - 1
+      }
+    let name = segments[at]
+    let firstLost = try #require(UInt64(name.prefix(20)))
+    let lastLost =
+      try at + 1 < segments.count ? #require(UInt64(segments[at + 1].prefix(20))) - 1 : journal.lastSequence
+    try FileManager.default.removeItem(atPath: journal.directory.appending(name))
+    if missing == .middleUnindexed { try FileManager.default.removeItem(atPath: journal.directory.appending("index")) }
+    let expected = Array(1...journal.lastSequence).filter { $0 < firstLost || $0 > lastLost }
+    let lost = "sequences \(firstLost)-\(lastLost)"
+    for arguments in [["log", journal.path], ["log", journal.path, "--json"], ["export", journal.path, "--jsonl"]] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): every record of the other segments, in order")
+      #expect(run.err.hasPrefix("rewind \(arguments[0]): "), "\(run.err)")
+      if missing == .last {
+        #expect(run.err.contains("segment \(name) is missing"), "what and where: \(run.err)")
+        #expect(run.err.contains("from sequence \(firstLost) on are gone"), "which records: \(run.err)")
+        #expect(run.err.contains("The records through sequence \(firstLost - 1) read intact"), "\(run.err)")
+      } else {
+        if missing != .middleUnindexed {
+          #expect(run.err.contains("segment \(name) is missing"), "what and where: \(run.err)")
+        }
+        #expect(run.err.contains("\(lost) not read, reading on from sequence \(lastLost + 1)\n"), "\(run.err)")
+        #expect(run.err.contains("every other event of the selection was written out"), "\(run.err)")
+      }
+    }
+    // `tail` whose last events reach back over the missing segment.
+    let tail = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "1000"])
+    #expect(tail.status == 3, "\(tail.err)")
+    #expect(Self.sequences(tail) == expected, "tail: \(tail.err)")
+    if missing != .middleUnindexed { #expect(tail.err.contains("segment \(name) is missing"), "\(tail.err)") }
+    // A selection wholly after a segment missing before intact ones is whole.
+    if missing != .last {
+      let after = try await ToolRun.run("rewind", ["log", journal.path, "--from", String(lastLost + 1)])
+      #expect(after.status == 0, "\(after.err)")
+      #expect(Self.sequences(after) == Array((lastLost + 1)...journal.lastSequence))
+      let last = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "3"])
+      #expect(last.status == 0, "\(last.err)")
+      #expect(Self.sequences(last) == Array((journal.lastSequence - 2)...journal.lastSequence))
+      // And `tail -f` follows from its end, as for a journal damaged before its last events.
+      let executable = try #require(ChildProcess.builtProduct("rewind"))
+      let follower = try ChildProcess(executable: executable, arguments: ["tail", journal.path, "-f", "-n", "1"])
+      #expect(try await follower.waitForLine { $0.hasPrefix("\(journal.lastSequence) ") })
+      try await Task.sleep(for: .milliseconds(300))  // several polls
+      #expect(follower.isRunning, "following: \(follower.lines)")
+      try await follower.kill()
+    }
+  }
+
+  /// A damaged batch header in the last segment (its frame's extent unknown) stopped `log`,
+  /// `export` and `tail` there, hiding the intact frames after it. They read on now from the first
+  /// batch the index names past the damage (a writer wrote it there; the header found there must
+  /// match it): the records between are named as not read.
+  @Test func aDamagedBatchHeaderInTheLastSegmentIsReadPast() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let name = try #require(segments.last)
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    try #require(frames.count > 6, "\(frames.count) batches in the last segment")
+    let frame = frames[2]
+    bytes[frame.offset + 8] ^= 0x5A  // inside the batch header: its checksum fails
+    try Files.write(bytes, to: path)
+    for arguments in [
+      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
+    ] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      let shown = Self.sequences(run)
+      // Every record before the damaged batch, then from a later batch of the segment to the end.
+      let before = Array(1..<frame.header.firstSequence)
+      #expect(Array(shown.prefix(before.count)) == before, "\(arguments): \(run.err)")
+      let resumed = try #require(shown.dropFirst(before.count).first, "\(arguments): nothing after: \(run.err)")
+      #expect(resumed > frame.sequences.upperBound, "\(arguments)")
+      #expect(frames.contains { $0.header.firstSequence == resumed }, "resumed at a batch's start")
+      #expect(Array(shown.dropFirst(before.count)) == Array(resumed...journal.lastSequence), "\(arguments)")
+      #expect(run.err.contains("\(name), byte offset \(frame.offset)"), "where: \(run.err)")
+      #expect(
+        run.err.contains(
+          "sequences \(frame.header.firstSequence)-\(resumed - 1) not read, reading on from sequence \(resumed)\n"),
+        "\(run.err)")
+    }
+  }
+}

@@ -55,6 +55,11 @@ import Testing
     case "stats":
       #expect(run.status == 1, "\(run.out)\(run.err)")
       #expect(run.out.contains("damaged      "), "\(run.out)")
+    case "tail" where loss == .middleSegment:
+      // Its last events lie after the gap, read around it (entry 160): whole, as a selection
+      // after other damage is.
+      #expect(run.status == 0, "\(run.out)\(run.err)")
+      #expect(DamagedJournalCommandTests.sequences(run) == Array((last - 9)...last), "\(run.out)")
     default:
       let says =
         loss == .cutShort

@@ -46,6 +46,9 @@ public final class JournalCursor {
   /// The furthest batch the index named when the cursor was made (`SparseIndex.lastNamed`): the
   /// cursor must not end before it.
   private let lastNamed: IndexEntry?
+  /// With `readingAroundMissingSegments`, the segments the index named and the directory lacked
+  /// when the cursor was made: reported where the read reaches each one, not as it is made.
+  private var missingSegments: [(segment: UInt64, lastNamed: UInt64)] = []
   /// The current batch's records not yet returned, last first: `next()` takes them from the end,
   /// so a record is moved out without leaving an empty one in its place to be destroyed later.
   /// Accessed only by the cursor's one consumer (no dynamic exclusivity checks).
@@ -57,14 +60,25 @@ public final class JournalCursor {
   /// - Parameter reportingLoss: whether to refuse a journal whose index names records the disk no
   ///   longer holds (`SparseIndex.missingSegments`, `lastNamed`); false only for a caller that has
   ///   verified the journal and reads its intact part knowingly.
-  init(reader: JournalReader, start: Start, reportingLoss: Bool = true) throws {
+  /// - Parameter readingAroundMissingSegments: with `reportingLoss`, a segment the index names and
+  ///   the directory lacks is reported (`.sequenceBreak`, naming it) only where the read reaches
+  ///   it, not as the cursor is made: a reader that reads past damage (`rewind log`) reads the
+  ///   segments before it, and a cursor made after it, the ones after.
+  init(reader: JournalReader, start: Start, reportingLoss: Bool = true, readingAroundMissingSegments: Bool = false)
+    throws
+  {
     self.reader = reader
     self.layout = try JournalDirectory(path: reader.directory, io: reader.io)
     self.start = start
     let index = reader.index(for: layout)
     lastNamed = reportingLoss ? index.lastNamed : nil
     if reportingLoss, !index.missingSegments.isEmpty {
-      try Self.refuseMissingSegment(index, layout: &layout, reader: reader)
+      if readingAroundMissingSegments {
+        try layout.refresh()
+        missingSegments = index.missingSegments.filter { !layout.segments.contains($0.segment) }
+      } else {
+        try Self.refuseMissingSegment(index, layout: &layout, reader: reader)
+      }
     }
     let entry: IndexEntry? =
       switch start {
@@ -92,6 +106,14 @@ public final class JournalCursor {
   ) throws {
     try layout.refresh()
     guard let missing = index.missingSegments.first(where: { !layout.segments.contains($0.segment) }) else { return }
+    throw missingSegmentError(missing, layout: layout, reader: reader)
+  }
+
+  /// The `.sequenceBreak` for a segment the index names (through sequence `lastNamed` at least)
+  /// that the directory as `layout` lists it lacks.
+  private static func missingSegmentError(
+    _ missing: (segment: UInt64, lastNamed: UInt64), layout: JournalDirectory, reader: JournalReader
+  ) -> JournalError {
     let next = layout.segments.first { $0 > missing.segment }
     let through = max(missing.lastNamed, next.map { $0 - 1 } ?? 0)
     let name = Layout.segmentName(firstSequence: missing.segment)
@@ -105,7 +127,14 @@ public final class JournalCursor {
     // exactly the records before the next, which is intact.
     error.sequencesMayGoFurther = next == nil
     error.missingBeforeIntactSegments = next != nil
-    throw error
+    return error
+  }
+
+  /// With `readingAroundMissingSegments`: the error for a missing segment the index named that
+  /// starts at `first`, the read having reached it; nil when the index named none there.
+  private func missingSegment(startingAt first: UInt64) -> JournalError? {
+    guard let missing = missingSegments.first(where: { $0.segment == first }) else { return nil }
+    return Self.missingSegmentError(missing, layout: layout, reader: reader)
   }
 
   /// At the end of what is on disk (the cursor at `offset` of `file`, or no segment at all):
@@ -117,6 +146,10 @@ public final class JournalCursor {
   private func endOfJournal() throws -> Bool {
     guard let lastNamed else { return false }
     let segment = file?.firstSequence ?? 0
+    // Read around missing segments: the first one past what was read is where the journal ends.
+    if let missing = missingSegments.first(where: { $0.segment > segment }) {
+      throw Self.missingSegmentError(missing, layout: layout, reader: reader)
+    }
     guard lastNamed.segment > segment || (lastNamed.segment == segment && lastNamed.offset >= offset) else {
       return false
     }
@@ -157,6 +190,7 @@ public final class JournalCursor {
     let wanted: UInt64 = if case .sequence(let sequence) = start { sequence } else { 1 }
     if segment > wanted {
       // The segment that would hold the start is missing: the journal starts at 1.
+      if let missing = missingSegment(startingAt: 1) { throw missing }
       let name = Layout.segmentName(firstSequence: segment)
       throw JournalError.segmentBreak(
         "the first segment starts at sequence \(segment); earlier segments are missing", expected: 1, next: segment,
@@ -306,6 +340,7 @@ public final class JournalCursor {
         // size again (after listing): if it grew, read on in it.
         try refreshSize(file)
         if offset < file.size { return true }
+        if let missing = missingSegment(startingAt: expected) { throw missing }
         throw JournalError.segmentBreak(
           "segment starts at sequence \(later), but the previous one ends at \(expected - 1)", expected: expected,
           next: later, directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0)

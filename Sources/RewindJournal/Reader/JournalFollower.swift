@@ -8,15 +8,22 @@ public struct JournalFollower: AsyncSequence, Sendable {
   let reader: JournalReader
   let start: UInt64
   let pollInterval: Duration
+  /// Whether its cursors read around segments the index names and the directory lacks
+  /// (`JournalReader.records(from:since:readingAroundMissingSegments:)`): a follower from after
+  /// such a segment never reaches it.
+  var readingAroundMissingSegments = false
 
   public func makeAsyncIterator() -> Iterator {
-    Iterator(reader: reader, nextSequence: Swift.max(start, 1), pollInterval: pollInterval)
+    var iterator = Iterator(reader: reader, nextSequence: Swift.max(start, 1), pollInterval: pollInterval)
+    iterator.readingAroundMissingSegments = readingAroundMissingSegments
+    return iterator
   }
 
   public struct Iterator: AsyncIteratorProtocol {
     let reader: JournalReader
     var nextSequence: UInt64
     let pollInterval: Duration
+    var readingAroundMissingSegments = false
     var cursor: JournalCursor?
     /// The batch the follower stood right after when it dropped a cursor whose segment file was
     /// replaced: the next cursor reads the journal as it is then, so a cut made meanwhile would
@@ -48,7 +55,9 @@ public struct JournalFollower: AsyncSequence, Sendable {
     ///   unseen until something is written there. Other `JournalError`s on damage.
     public mutating func next() async throws -> JournalRecord? {
       while !Task.isCancelled {
-        if cursor == nil { cursor = try reader.records(from: nextSequence) }
+        if cursor == nil {
+          cursor = try reader.records(from: nextSequence, readingAroundMissingSegments: readingAroundMissingSegments)
+        }
         let cursor = cursor!
         // The batch the follower stands right after: that of the last record returned, when its
         // records are all returned, or the one skipped over that ends right before the start (a

@@ -90,9 +90,12 @@ extension JournalReader {
   /// gone). The records before that damage are still read intact; a reader that needs only those
   /// (a replay to a target before it) goes on, and meets the same error if it reads that far.
   /// - Throws: `JournalError` for what is no damage part way: no journal, a failed system call.
-  package func readableEnd() throws -> Result<UInt64, JournalError> {
+  /// With `readingAroundMissingSegments`, a segment the index names and the directory lacks
+  /// hides the end only when it is the last one (`records(from:since:readingAroundMissingSegments:)`).
+  package func readableEnd(readingAroundMissingSegments: Bool = false) throws -> Result<UInt64, JournalError> {
     do {
-      return .success(try lastSequence())
+      let cursor = try records(from: .max, readingAroundMissingSegments: readingAroundMissingSegments)
+      return .success(try cursor.lastSequenceReached())
     } catch let error as JournalError where error.isDamage {
       return .failure(error)
     }

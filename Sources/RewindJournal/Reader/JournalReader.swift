@@ -60,6 +60,19 @@ public struct JournalReader: Sendable {
     try JournalCursor(reader: self, start: .sequence(max(sequence, 1)), reportingLoss: reportingLoss)
   }
 
+  /// Every record from `sequence` on (or from the first one stamped at or after `since`), also
+  /// of a journal whose index names segments the directory lacks, which `records(from:)` refuses
+  /// as the cursor is made: this cursor reads the segments there are and throws the same
+  /// `.sequenceBreak`, naming the missing segment, only where the read reaches it. For a reader
+  /// that reads past damage (`rewind log`): a cursor made after a missing segment reads on.
+  package func records(from sequence: UInt64, since: Int64? = nil, readingAroundMissingSegments: Bool) throws
+    -> JournalCursor
+  {
+    try JournalCursor(
+      reader: self, start: since.map { .time($0) } ?? .sequence(max(sequence, 1)),
+      readingAroundMissingSegments: readingAroundMissingSegments)
+  }
+
   /// Every record from the first one stamped at or after `timestamp` (ns since 1970) on.
   public func records(since timestamp: Int64) throws -> JournalCursor {
     try JournalCursor(reader: self, start: .time(timestamp))
@@ -76,6 +89,17 @@ public struct JournalReader: Sendable {
   public func lastSequence() throws -> UInt64 {
     let cursor = try records(from: .max)
     return try cursor.lastSequenceReached()
+  }
+
+  /// The first sequence number of the first batch the sparse index names in the segment named
+  /// `file` past byte `offset`: where a read can go on after a damaged batch header there, whose
+  /// extent is unknown (the index names only batches a writer wrote, and a cursor positioned by an
+  /// entry checks the header it finds against it). Nil when the index names none.
+  package func indexedBatch(in file: String, after offset: Int64) -> UInt64? {
+    guard let layout = try? JournalDirectory(path: directory, io: io) else { return nil }
+    return loadIndex(layout).entries.first {
+      Layout.segmentName(firstSequence: $0.segment) == file && $0.offset > offset
+    }?.firstSequence
   }
 
   /// Makes the records through `sequence` durable, whatever policy the writer follows: syncs the
@@ -102,6 +126,16 @@ public struct JournalReader: Sendable {
   /// written again) or when the consuming task is cancelled.
   public func follow(from sequence: UInt64 = 1, pollInterval: Duration = .milliseconds(10)) -> JournalFollower {
     JournalFollower(reader: self, start: sequence, pollInterval: pollInterval)
+  }
+
+  /// `follow(from:pollInterval:)`, reading around segments the index names and the directory
+  /// lacks, for a follower that starts after them (`rewind tail -f`).
+  package func follow(from sequence: UInt64, pollInterval: Duration, readingAroundMissingSegments: Bool)
+    -> JournalFollower
+  {
+    var follower = JournalFollower(reader: self, start: sequence, pollInterval: pollInterval)
+    follower.readingAroundMissingSegments = readingAroundMissingSegments
+    return follower
   }
 
   /// The sparse index for cursors: the cached one while `layout` lists the segments it was loaded
