@@ -83,19 +83,24 @@ enum ExportInterrupts {
   /// its status and nothing more to do.
   static func end() { watched.withLock { $0 = nil } }
 
+  /// Removes what the export to `file` has made by `stage` (its temporary file, never FILE) and
+  /// says what is left.
+  static func cleanUp(_ file: ExportFile, at stage: Stage) -> String {
+    switch stage {
+    case .starting:
+      return file.untouched
+    case .writing(let temporary):
+      unlink(temporary)
+      return file.untouched + ", its temporary file removed"
+    case .replaced:
+      return "the export was written to \(file.path), but its directory was not synced"
+    }
+  }
+
   private static func interrupted(by signal: Int32, named name: String) -> Never {
     watched.withLock { watched -> Never in
       guard let watched else { exit(128 + signal) }
-      let said: String
-      switch watched.stage {
-      case .starting:
-        said = watched.file.untouched
-      case .writing(let temporary):
-        unlink(temporary)
-        said = watched.file.untouched + ", its temporary file removed"
-      case .replaced:
-        said = "the export was written to \(watched.file.path), but its directory was not synced"
-      }
+      let said = cleanUp(watched.file, at: watched.stage)
       // A progress line on the terminal is cleared first, as an error's message does.
       let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
       watched.output.err(clear + "rewind export: interrupted (\(name)); " + visible(said) + "\n")

@@ -148,4 +148,28 @@ import Testing
     #expect(export.contains("Interrupted (Ctrl-C, SIGTERM, SIGHUP), it removes its temporary file"), "\(export)")
     #expect(export.contains(".NAME.export-*.tmp"), "\(export)")
   }
+
+  /// What the handler removes at each stage the export can be in when the signal comes: the
+  /// temporary file while it is written, nothing once it was renamed over FILE (the signal
+  /// handler cannot run between the rename and its noting: both run under its lock).
+  @Test func anInterruptRemovesOnlyTheTemporaryFile() throws {
+    let out = TemporaryDirectory("cli-export-interrupt-stages")
+    let file = out.appending("events.jsonl")
+    let temporary = out.appending(".events.jsonl.export-0000abcd.tmp")
+    try Files.write(Array("old\n".utf8), to: file)
+    let export = try ExportFile(file)
+    #expect(ExportInterrupts.cleanUp(export, at: .starting) == "\(file) was left as it was")
+    try Files.write(Array("partial\n".utf8), to: temporary)
+    #expect(
+      ExportInterrupts.cleanUp(export, at: .writing(temporary: temporary))
+        == "\(file) was left as it was, its temporary file removed")
+    #expect(Files.list(out.path) == ["events.jsonl"])
+    // Renamed: the temporary file's name is gone, and FILE holds the whole export.
+    #expect(
+      ExportInterrupts.cleanUp(export, at: .replaced)
+        == "the export was written to \(file), but its directory was not synced")
+    #expect(try ExportOutputTests.text(file) == "old\n")
+    let new = try ExportFile(out.appending("new.jsonl"))
+    #expect(ExportInterrupts.cleanUp(new, at: .starting) == "\(out.appending("new.jsonl")) was not made")
+  }
 }
