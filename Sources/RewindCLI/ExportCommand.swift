@@ -24,18 +24,24 @@ enum ExportCommand: RewindCommand {
 
     -o FILE, --output FILE (one option, given once) writes the export to FILE instead, whole or
     not at all: to a new hidden file beside it (.NAME.export-XXXXXXXX.tmp, in FILE's directory),
-    synced, then renamed over FILE (an existing FILE is replaced at once, keeping its mode; a new
-    one gets 0666 less the umask, as a redirect makes it), and the directory synced. When the
-    export fails (damage met, even read past: the export would miss its records; a write that
-    fails, a full disk; a selection no event matches), the temporary file is removed, FILE is left
-    as it was (or not made), and the message says so. A FILE in a directory that does not exist,
-    a directory, a symbolic link (name the file it points to) or a device is a usage error, with
-    nothing read or written. An export killed (kill -9, Ctrl-C) leaves FILE as it was too, and may
-    leave its temporary file.
+    synced, then renamed over FILE (an existing FILE is replaced at once, keeping its mode, and
+    its owner and group where the user may give them; a new one gets 0666 less the umask, as a
+    redirect makes it), and the directory synced. When the export fails (damage met, even read
+    past: the export would miss its records; a write that fails, a full disk; a selection no
+    event matches), the temporary file is removed, FILE is left as it was (or not made), and the
+    message says so. A FILE in a directory that does not exist, a directory, a symbolic link
+    (name the file it points to) or a device is a usage error, with nothing read or written.
+    Interrupted (Ctrl-C, SIGTERM, SIGHUP), it removes its temporary file, leaves FILE as it was,
+    says so and exits 128 + the signal's number (130 for Ctrl-C; a signal ignored when it
+    started, as under nohup, stays ignored). Killed (kill -9), it leaves FILE as it was and its
+    temporary file, which no later export removes (nothing proves it abandoned: its process may
+    run on another machine): remove .NAME.export-*.tmp files yourself once no export to FILE is
+    running.
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an entity no event mentions; a --to or --until past it reads
-    to the end); 3 when the journal cannot be read. On damage, as `rewind log`: every event it
+    to the end); 3 when the journal cannot be read, or -o's FILE cannot be written (a full disk,
+    a directory not writable; FILE is left as it was). On damage, as `rewind log`: every event it
     does not hold is written, up to damage that cannot be read past, and standard error
     locates the damage and names the sequences not read, with exit 3. Standard output
     redirected to a file then holds the intact events, every line of them whole, so it can pass
@@ -69,7 +75,7 @@ enum ExportCommand: RewindCommand {
       }
       return .success
     }
-    try file.write(io: context.fileIO) { append in
+    try file.write(io: context.fileIO, interrupts: context.output.ownsProcess ? context.output : nil) { append in
       var buffer = ""
       func flush() throws {
         guard !buffer.isEmpty else { return }
@@ -117,7 +123,7 @@ enum ExportCommand: RewindCommand {
 /// The file `export --output FILE` writes: checked before the journal is read (a bad FILE is a
 /// usage error, with nothing written), then written aside and renamed over FILE only when the
 /// whole export succeeded.
-struct ExportFile {
+struct ExportFile: Sendable {
   let path: String
   /// The directory FILE is in, where the temporary file is made (on FILE's file system).
   let directory: String
@@ -125,6 +131,9 @@ struct ExportFile {
   /// The permission bits of the file FILE names now, kept for the export that replaces it; nil
   /// when there is none.
   let replacedPermissions: UInt32?
+  /// The user and group of the file FILE names now, kept (where the process may) for the export
+  /// that replaces it; nil when there is none.
+  let replacedOwner: (user: UInt32, group: UInt32)?
   /// What a failed export says of FILE.
   var untouched: String { replacedPermissions == nil ? "\(path) was not made" : "\(path) was left as it was" }
 
@@ -144,6 +153,7 @@ struct ExportFile {
       switch info.st_mode & S_IFMT {
       case S_IFREG:
         replacedPermissions = UInt32(info.st_mode & 0o777)
+        replacedOwner = (info.st_uid, info.st_gid)
       case S_IFDIR:
         throw UsageError("--output \(path) is a directory; name a file (in it: \(path)/events.jsonl)")
       case S_IFLNK:
@@ -156,6 +166,7 @@ struct ExportFile {
       }
     } else if errno == ENOENT || errno == ENOTDIR {
       replacedPermissions = nil
+      replacedOwner = nil
     } else {
       throw UsageError("--output \(path): \(String(cString: strerror(errno)))")
     }
@@ -170,19 +181,32 @@ struct ExportFile {
 
   /// Writes the export `body` makes (through `append`) to a new hidden temporary file in FILE's
   /// directory (`.NAME.export-XXXXXXXX.tmp`, made with `O_EXCL`, mode 0666 less the umask as a
-  /// redirect makes it, or FILE's own mode when it replaces one), syncs it, renames it over FILE
-  /// and syncs the directory. When anything fails before the rename (`body` throws, a write or
-  /// the sync fails), the temporary file is removed and FILE is left as it was.
+  /// redirect makes it, or FILE's own mode, user and group when it replaces one), syncs it,
+  /// renames it over FILE and syncs the directory. When anything fails before the rename (`body`
+  /// throws, a write or the sync fails), the temporary file is removed and FILE is left as it was.
+  /// - Parameter interrupts: the process's own standard error, when the process is the tool's
+  ///   (`RewindTool.Output.ownsProcess`): then SIGINT, SIGTERM and SIGHUP remove the temporary
+  ///   file and end the process (`ExportInterrupts`), saying so there.
   /// - Throws: `UsageError` (what `body` threw) or `ExportNotWritten`, saying FILE was left as it
   ///   was; `ExportNotWritten` saying FILE was replaced when only the directory's sync failed.
-  func write(io: any FileIO, _ body: (_ append: (UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+  func write(
+    io: any FileIO, interrupts: RewindTool.Output? = nil,
+    _ body: (_ append: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+  ) throws {
+    if let interrupts { ExportInterrupts.watch(self, output: interrupts) }
+    defer { if interrupts != nil { ExportInterrupts.end() } }
     var attempts = 0
     while true {
       let temporary =
         directory + "/." + name + ".export-" + String(format: "%08x", UInt32.random(in: 0...UInt32.max)) + ".tmp"
       do {
         try io.replaceFile(
-          path, temporary: temporary, exclusive: true, mode: 0o666, permissions: replacedPermissions, writing: body)
+          path, temporary: temporary, exclusive: true, mode: 0o666, permissions: replacedPermissions,
+          owner: replacedOwner,
+          step: { step, run in
+            guard interrupts != nil else { return try run() }
+            try ExportInterrupts.step(step == .create ? .writing(temporary: temporary) : .replaced, run)
+          }, writing: body)
         break
       } catch let error as SystemCallError where error.errno == EEXIST && error.operation == "open" && attempts < 8 {
         attempts += 1  // another's file of that name, left alone: another name

@@ -6,7 +6,8 @@ import RewindJournal
 ///
 /// Exit codes: 0 success, 1 findings (verify or stats found damage, bisect found a failure, repair
 /// showed a plan only, compact met a damaged segment), 2 usage error, 3 the journal cannot be opened or
-/// read, a repair could not finish (or standard output cannot be written).
+/// read, a repair could not finish (or `export --output` cannot write its file, or standard output
+/// cannot be written).
 public struct RewindTool {
   public enum ExitCode: Int32 {
     case success = 0
@@ -30,6 +31,11 @@ public struct RewindTool {
     /// default) where `out` cannot tell. The standard sinks watch standard output when it is a
     /// pipe, and end the process as a write to the closed pipe would (status 141).
     public var endWhenReaderLeaves: (@Sendable () -> Void)?
+    /// Whether these are the process's own standard output and error (`standard`): then `export
+    /// --output` removes its temporary file when SIGINT, SIGTERM or SIGHUP ends the process
+    /// (`ExportInterrupts`). Other sinks (a test's, an app's that runs the tool inside itself)
+    /// leave the process's signals alone.
+    var ownsProcess = false
 
     public init(
       out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
@@ -40,7 +46,15 @@ public struct RewindTool {
       self.endWhenReaderLeaves = endWhenReaderLeaves
     }
 
-    public static let standard = Output(
+    public static let standard = standardSinks.owningProcess
+
+    private var owningProcess: Output {
+      var output = self
+      output.ownsProcess = true
+      return output
+    }
+
+    private static let standardSinks = Output(
       out: { text in
         // Not written to: that descriptor is the runtime's, not the standard output given.
         let failure = stdoutClosed ? EBADF : writeAll(text, to: STDOUT_FILENO)
@@ -186,8 +200,10 @@ public struct RewindTool {
 
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
-    cannot be opened or read, a repair could not finish (it names what is left to do), or standard output
-    cannot be written (a full disk, or closed: rewind log DIR >&-; one message says which). A reader that
+    cannot be opened or read, a repair could not finish (it names what is left to do), export -o cannot write
+    its file (FILE is left as it was), or standard output cannot be written (a full disk, or closed: rewind
+    log DIR >&-; one message says which). An export -o interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its
+    temporary file and exits 128 + the signal's number (130 for Ctrl-C). A reader that
     closes the pipe early (rewind log DIR | head -1) ends the command quietly, with status 141 as SIGPIPE
     would (tail -f as soon as the reader leaves).
     Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show

@@ -288,6 +288,9 @@ package struct PosixFileIO: FileIO {
   }
 }
 
+/// The two steps of `FileIO.replaceFile` a caller can run under a lock of its own.
+package enum ReplaceStep: Sendable { case create, rename }
+
 extension FileIO {
   /// Whether `path` is a directory itself, not a symbolic link to one (nor anything else).
   /// Folders inside a journal (`quarantine/`, `snapshots/`) are used only when this holds.
@@ -363,12 +366,26 @@ extension FileIO {
   ///   - mode: the temporary file's mode as created, the umask applied.
   ///   - permissions: set on the temporary file (`fchmod`, no umask) before it is synced and
   ///     renamed, when given: a replaced file's own, kept.
+  ///   - owner: the user and group given to the temporary file (`fchown`, before `permissions`)
+  ///     when given: a replaced file's own, kept where the process may (as root, or a group of
+  ///     its user's); `EPERM` leaves the process's own.
+  ///   - step: runs the temporary file's creation (`.create`) and its rename over `path`
+  ///     (`.rename`), each given as `run`, and may note each when `run` returns: a caller that
+  ///     must know at every moment whether the temporary file exists and whether `path` was
+  ///     replaced runs them under a lock (`rewind export`'s interrupt handling). By default,
+  ///     runs them.
   package func replaceFile(
     _ path: String, temporary: String? = nil, exclusive: Bool = false, mode: UInt32 = 0o600,
-    permissions: UInt32? = nil, writing body: (_ append: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    permissions: UInt32? = nil, owner: (user: UInt32, group: UInt32)? = nil,
+    step: (_ step: ReplaceStep, _ run: () throws -> Void) throws -> Void = { try $1() },
+    writing body: (_ append: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
   ) throws {
     let temporary = temporary ?? path + ".tmp"
-    let fd = try open(temporary, flags: O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC), mode: mode)
+    var opened: Int32?
+    try step(.create) {
+      opened = try open(temporary, flags: O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC), mode: mode)
+    }
+    guard let fd = opened else { preconditionFailure("replaceFile's step must run the creation it is given") }
     do {
       defer { close(fd) }
       var offset: Int64 = 0
@@ -376,11 +393,14 @@ extension FileIO {
         try writeAll(fd, bytes, at: offset, path: temporary)
         offset += Int64(bytes.count)
       }
+      if let owner, fchown(fd, owner.user, owner.group) != 0, Glibc.errno != EPERM {
+        throw SystemCallError("fchown", path: temporary, errno: Glibc.errno)
+      }
       if let permissions, fchmod(fd, mode_t(permissions)) != 0 {
         throw SystemCallError("fchmod", path: temporary, errno: Glibc.errno)
       }
       try sync(fd, metadata: true, path: temporary)
-      try rename(temporary, to: path)
+      try step(.rename) { try rename(temporary, to: path) }
     } catch {
       try? removeFile(temporary)
       throw error

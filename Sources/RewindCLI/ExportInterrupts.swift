@@ -1,0 +1,111 @@
+import Dispatch
+import Foundation
+import RewindJournal
+import Synchronization
+
+/// `export --output`'s answer to SIGINT (Ctrl-C), SIGTERM and SIGHUP in the `rewind` process
+/// (`RewindTool.Output.ownsProcess`: never in a test or an app that runs the tool with sinks of
+/// its own): the temporary file is removed, FILE is left as it was, one line says so, and the
+/// process exits with 128 + the signal's number, the status the signal would have given it.
+///
+/// The handler runs on a queue of its own (a Dispatch signal source), not in a signal handler,
+/// so it may take a lock: the temporary file's creation and its rename over FILE run under the
+/// same lock (`FileIO.replaceFile`'s `step`), so the handler finds exactly one of no temporary
+/// file yet, one being written (removed), or FILE replaced (kept: the export is whole, only the
+/// directory's sync is cut short), and nothing moves until the process has exited.
+enum ExportInterrupts {
+  /// How far the export being written has got.
+  enum Stage: Sendable {
+    case starting
+    case writing(temporary: String)
+    case replaced
+  }
+
+  private struct Watched: Sendable {
+    var file: ExportFile
+    var output: RewindTool.Output
+    var stage: Stage
+  }
+
+  private static let watched = Mutex<Watched?>(nil)
+
+  /// The signals handled, with their names for the message.
+  private static let signals: [(number: Int32, name: String)] = [
+    (SIGINT, "SIGINT"), (SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP"),
+  ]
+
+  /// The signal sources, made by the first `watch` and kept for the process's life (libdispatch
+  /// keeps its handler for a signal installed once it has one).
+  private static let sources = Mutex<[any DispatchSourceSignal]>([])
+
+  /// Handles the signals from now until `end()`, for the export to `file`.
+  static func watch(_ file: ExportFile, output: RewindTool.Output) {
+    sources.withLock { sources in
+      guard sources.isEmpty else { return }
+      let queue = DispatchQueue(label: "rewind.export-interrupts")
+      // One ignored when the process started stays ignored: `nohup` ignores SIGHUP, and a shell
+      // SIGINT for a job it runs in the background.
+      for signal in signals where !isIgnored(signal.number) {
+        let source = DispatchSource.makeSignalSource(signal: signal.number, queue: queue)
+        // Registered before the temporary file is made: a signal from then on reaches `interrupted`.
+        let registered = DispatchSemaphore(value: 0)
+        source.setRegistrationHandler { registered.signal() }
+        source.setEventHandler { interrupted(by: signal.number, named: signal.name) }
+        source.resume()
+        // Bounded: a source that cannot be registered (no descriptor left for its signalfd)
+        // must not hang the export, which then goes on without handling that signal.
+        _ = registered.wait(timeout: .now() + .seconds(10))
+        sources.append(source)
+      }
+    }
+    watched.withLock { $0 = Watched(file: file, output: output, stage: .starting) }
+  }
+
+  /// Whether `signal` is ignored (`SIG_IGN`), as set by whoever started the process.
+  private static func isIgnored(_ signal: Int32) -> Bool {
+    var current = sigaction()
+    guard sigaction(signal, nil, &current) == 0, let handler = current.__sigaction_handler.sa_handler else {
+      return false
+    }
+    return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+  }
+
+  /// Runs one of `replaceFile`'s steps under the handler's lock, and notes `stage` when it
+  /// returns: no signal is handled between the two.
+  static func step(_ stage: Stage, _ run: () throws -> Void) throws {
+    try watched.withLock { watched in
+      try run()
+      watched?.stage = stage
+    }
+  }
+
+  /// The export is over (written, or failed and cleaned up): a signal now ends the process with
+  /// its status and nothing more to do.
+  static func end() { watched.withLock { $0 = nil } }
+
+  /// Removes what the export to `file` has made by `stage` (its temporary file, never FILE) and
+  /// says what is left.
+  static func cleanUp(_ file: ExportFile, at stage: Stage) -> String {
+    switch stage {
+    case .starting:
+      return file.untouched
+    case .writing(let temporary):
+      unlink(temporary)
+      return file.untouched + ", its temporary file removed"
+    case .replaced:
+      return "the export was written to \(file.path), but its directory was not synced"
+    }
+  }
+
+  private static func interrupted(by signal: Int32, named name: String) -> Never {
+    watched.withLock { watched -> Never in
+      guard let watched else { exit(128 + signal) }
+      let said = cleanUp(watched.file, at: watched.stage)
+      // A progress line on the terminal is cleared first, as an error's message does.
+      let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
+      watched.output.err(clear + "rewind export: interrupted (\(name)); " + visible(said) + "\n")
+      // Still holding the lock: no step runs before the process has ended.
+      exit(128 + signal)
+    }
+  }
+}
