@@ -105,4 +105,59 @@ import Testing
     let found = store.latest(Gauge.self, atOrBefore: 25, lastSequence: 25)
     #expect(found.snapshot?.sequence == 20 && found.problems.isEmpty, "\(found.problems)")
   }
+  /// The job followed the changes through an unbounded stream: a burst of commands while it was
+  /// busy (a digest being computed) grew its buffer without bound, and reading the backlog took a
+  /// checkpoint per interval in it, back to back at the same place. It now follows a bounded
+  /// stream and, fallen behind, counts the records since the last checkpoint from the journal.
+  /// Checkpoints every 10 and 4 changes buffered at most; the job held after its first checkpoint
+  /// (mark 11, digest 12) while 25 commands are committed (13-37): it reads 4 changes, falls
+  /// behind, catches up and records one checkpoint for the backlog (mark 38); 10 more commands
+  /// (40-49) then get the next (mark 50), no sooner.
+  @Test(.timeLimit(.minutes(10))) func aJobThatFallsBehindCatchesUpFromTheJournal() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try open(directory)
+    let digests = Counter(0)
+    let watcher = Task {
+      for await change in manager.changes() where change.events.contains(where: { $0.event is CheckpointDigest }) {
+        _ = digests.advance(by: 1)
+      }
+    }
+    let holding = Signal("the job held after its first checkpoint")
+    let release = Signal("the test's burst committed")
+    let checkpoints = Counter(0)
+    let catchUps = Counter(0)
+    var following = MaintainFollowing()
+    following.limit = 4
+    following.afterCheckpoint = {
+      if checkpoints.advance(by: 1) == 0 {
+        holding.set()
+        try? await release.wait()
+      }
+    }
+    following.caughtUp = { _ in _ = catchUps.advance(by: 1) }
+    let job = Task { try await manager.maintain(checkpointEvery: 10, snapshots: nil, following: following) }
+    try await manager.waitUntil(observersAttached: 2)
+    try await commit(10, to: manager)
+    try await holding.wait()
+    try await commit(25, to: manager)
+    release.set()
+    #expect(await digests.wait(untilAtLeast: 2))
+    try await commit(10, to: manager)
+    #expect(await digests.wait(untilAtLeast: 3))
+    manager.close()
+    try await boundedValue(of: job)
+    await watcher.value
+
+    // Once at least; the last 10 commands may outrun a buffer of 4 too, and each catch-up counts
+    // from the journal, so the marks are the same.
+    #expect(catchUps.advance(by: 0) >= 1, "the job fell behind and caught up")
+    var marks: [UInt64] = []
+    let cursor = try JournalReader(directory: directory.path).records(from: 1)
+    while let record = try cursor.next() {
+      if try EventRecord.header(of: record.payload).name == CheckpointMark.name { marks.append(record.sequence) }
+    }
+    #expect(marks == [11, 38, 50])
+    let report = try Replay.verify(Gauge.self, directory: directory.path)
+    #expect(report.checkpointsVerified == 3 && report.firstDivergence == nil, "\(report)")
+  }
 }

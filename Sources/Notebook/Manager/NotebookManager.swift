@@ -242,20 +242,63 @@ public final class NotebookManager: Sendable {
   /// Starts the auto-tagger as a background automation: after every committed change that touched
   /// notes (other than its own), it tags those notes through `runAutoTagger`. Subscribed before
   /// this returns; runs until the returned task is cancelled or the manager closes.
+  ///
+  /// It follows the changes through a bounded stream (`Manager.changes(bufferingAtMost:)`, at most
+  /// 1,024 changes waiting), so a burst of commands while it tags costs no memory beyond that.
+  /// When it falls behind it cannot tell which notes the changes it missed touched (their keys
+  /// are not in the journal), so it subscribes again and then runs over every note, as
+  /// `runAutoTagger(_:)` without `notes`, one command: every note it would have tagged gets its
+  /// tags, and so do notes the rules tag that no change touched since it started.
   public func startAutoTagger(_ tagger: AutoTagger) -> Task<Void, any Error> {
-    let changes = manager.changes()
+    startAutoTagger(tagger, following: AutoTaggerFollowing())
+  }
+
+  /// `startAutoTagger(_:)`, following the changes as `following` says (tests shrink its buffer
+  /// and hold the tagger).
+  func startAutoTagger(_ tagger: AutoTagger, following: AutoTaggerFollowing) -> Task<Void, any Error> {
+    let subscribed = manager.changes(bufferingAtMost: following.limit)
     return Task { [self] in
-      for await change in changes where change.origin != .automation {
-        let touched = Set(
-          change.keys.compactMap { key in
-            key.store == "notes" && key.kind == .record ? Identifier(key.key).map(NoteID.init) : nil
-          })
-        guard !touched.isEmpty else { continue }
-        try Task.checkCancellation()
-        try await runAutoTagger(tagger, on: touched)
+      var changes = subscribed
+      while true {
+        do {
+          for try await change in changes where change.origin != .automation {
+            let touched = Set(
+              change.keys.compactMap { key in
+                key.store == "notes" && key.kind == .record ? Identifier(key.key).map(NoteID.init) : nil
+              })
+            guard !touched.isEmpty else { continue }
+            try Task.checkCancellation()
+            await following.beforeTagging()
+            try await runAutoTagger(tagger, on: touched)
+          }
+          return  // the manager closed
+        } catch is ChangeStreamError {
+          // Fell behind: subscribe again first, so that what the scan below does not see comes
+          // on the new stream (what it does see may come too: tagging a note again adds nothing).
+          changes = manager.changes(bufferingAtMost: following.limit)
+          following.resubscribed()
+          try Task.checkCancellation()
+          do {
+            try await runAutoTagger(tagger)
+          } catch let error as ManagerError where error.code == .closed {
+            return  // closed meanwhile: the end it waits for
+          }
+        }
       }
     }
   }
+}
+
+/// How `NotebookManager.startAutoTagger` follows the manager's changes: the public entry uses the
+/// defaults; tests shrink the buffer to make the tagger fall behind, and hold it.
+struct AutoTaggerFollowing: Sendable {
+  /// The most changes the tagger's stream keeps waiting unread.
+  var limit = 1_024
+  /// Awaited before the tagger tags the notes of a change.
+  var beforeTagging: @Sendable () async -> Void = {}
+  /// Called each time the tagger fell behind, once it has subscribed again (before it runs over
+  /// every note).
+  var resubscribed: @Sendable () -> Void = {}
 }
 
 private func nonblank(_ title: String) throws -> String {

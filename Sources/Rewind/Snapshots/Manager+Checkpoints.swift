@@ -38,12 +38,27 @@ extension Manager where M: SnapshotModel {
   /// code, so a job started when one is due records it at once, and an app whose runs are each
   /// shorter than an interval still gets them. A close that finds the job behind (a checkpoint still due) ends it
   /// too, without an error. Other errors end it and are thrown.
+  ///
+  /// The job follows the changes through a bounded stream (`changes(bufferingAtMost:)`, at most
+  /// 4,096 changes waiting), so a burst of commands while it is busy (a digest or a snapshot
+  /// being computed) costs no memory beyond that. When the stream ends because the job
+  /// fell behind, the job subscribes again and counts the records since the last checkpoint from
+  /// the journal, as it does when it begins: a backlog of several intervals gets one checkpoint
+  /// (after every record of it), not one per interval standing at the same place.
   /// - Precondition: `interval` and `snapshots.interval` are at least 1, `snapshots.keep` at least 1.
   /// - Throws: `JournalError` `.invalidArgument` at once if `snapshots.directory` is not this
   ///   manager's journal (another journal's id, or no journal there): its snapshots would be of
   ///   another journal, and this one's would never be written; the error that reading its id met,
   ///   if that failed otherwise.
   public func maintain(checkpointEvery interval: UInt64, snapshots: SnapshotPolicy? = nil) async throws {
+    try await maintain(checkpointEvery: interval, snapshots: snapshots, following: MaintainFollowing())
+  }
+
+  /// `maintain(checkpointEvery:snapshots:)`, following the changes as `following` says (tests
+  /// shrink its buffer and hold the job).
+  func maintain(checkpointEvery interval: UInt64, snapshots: SnapshotPolicy?, following: MaintainFollowing)
+    async throws
+  {
     precondition(interval > 0, "a checkpoint interval is at least 1")
     if let snapshots {
       snapshots.check()
@@ -64,18 +79,15 @@ extension Manager where M: SnapshotModel {
           directory: snapshots.directory)
       }
     }
-    let stream = changes()
+    var stream = changes(bufferingAtMost: following.limit)
     // What was committed before the job began counts too: the records since the last checkpoint
     // (read back from the journal, at most `interval` of them) and since the newest snapshot. An
     // app whose runs each commit fewer records than an interval would otherwise never get one.
     // The stream's changes through `start` are counted here, not again.
-    let start = lastSequence
+    var start = lastSequence
     // A journal that cannot be read back here (damage before the snapshot start-up began from,
     // which it never read; a descriptor limit) counts from zero, as the job did before it read.
-    var since =
-      (try? await onThreadOfItsOwn(named: "rewind.maintain.start") { [directory = journalDirectory] in
-        try Self.recordsSinceLastCheckpoint(directory: directory, through: start, lookingBack: interval)
-      }) ?? 0
+    var since = (try? await recordsSinceLastCheckpoint(through: start, lookingBack: interval)) ?? 0
     // Snapshots of other model code (all of them after an upgrade) stand for no state: counting
     // from one would put off the first snapshot of this code by up to an interval.
     var snapshotted =
@@ -94,6 +106,7 @@ extension Manager where M: SnapshotModel {
         } catch is CancellationError {
           return  // cancelled: the job's other end, as when its stream ends
         }
+        await following.afterCheckpoint()
       }
       if let snapshots, sequence >= snapshotted, sequence - snapshotted >= snapshots.interval {
         snapshotted = sequence
@@ -102,12 +115,36 @@ extension Manager where M: SnapshotModel {
         }
       }
       var next: CommittedChange?
-      repeat {
-        guard let change = await changes.next() else { return }
-        next = change.origin == .rewind || change.sequences.upperBound <= start ? nil : change
-      } while next == nil
+      do {
+        repeat {
+          guard let change = try await changes.next() else { return }
+          next = change.origin == .rewind || change.sequences.upperBound <= start ? nil : change
+        } while next == nil
+      } catch let behind as ChangeStreamError {
+        // Fell behind: the changes after `lastDelivered` never came. Subscribe again first, then
+        // count what the new stream does not hold (through `start`) from the journal, as at the
+        // start. The count only needs sequences and the last mark, not the missed changes: if the
+        // journal cannot be read back, the records missed count by their sequence numbers, which
+        // can bring the next checkpoint early (checkpoint records count too), never late.
+        stream = self.changes(bufferingAtMost: following.limit)
+        changes = stream.makeAsyncIterator()
+        start = lastSequence
+        let missed = start - min(start, behind.lastDelivered)
+        since = (try? await recordsSinceLastCheckpoint(through: start, lookingBack: interval)) ?? since + missed
+        sequence = start
+        following.caughtUp(start)
+        continue
+      }
       since += UInt64(next!.events.count)
       sequence = lastSequence
+    }
+  }
+
+  /// `recordsSinceLastCheckpoint(directory:through:lookingBack:)` of this manager's journal, read
+  /// on a thread of its own.
+  private func recordsSinceLastCheckpoint(through last: UInt64, lookingBack window: UInt64) async throws -> UInt64 {
+    try await onThreadOfItsOwn(named: "rewind.maintain.count") { [directory = journalDirectory] in
+      try Self.recordsSinceLastCheckpoint(directory: directory, through: last, lookingBack: window)
     }
   }
 
@@ -133,6 +170,22 @@ extension Manager where M: SnapshotModel {
     return count
   }
 }
+
+/// How `Manager.maintain` follows its manager's changes: the public entry uses the defaults; tests
+/// shrink the buffer to make the job fall behind, and hold it after a checkpoint.
+struct MaintainFollowing: Sendable {
+  /// The most changes the job's stream keeps waiting unread (`Manager.changes(bufferingAtMost:)`).
+  var limit = maintainChangeLimit
+  /// Awaited after each checkpoint the job records, before it reads on.
+  var afterCheckpoint: @Sendable () async -> Void = {}
+  /// Called each time the job fell behind and caught up, with the sequence number it caught up to.
+  var caughtUp: @Sendable (UInt64) -> Void = { _ in }
+}
+
+/// The most changes `Manager.maintain`'s stream keeps waiting unread. A change holds one command's
+/// events, so this many are small next to the states the job hashes; a longer burst while it
+/// computes a digest or a snapshot makes it catch up from the journal.
+let maintainChangeLimit = 4096
 
 /// Runs `work` on a new thread named `name` and returns what it returns: for work that takes a
 /// second or more of one core (hashing or replaying a large state), which on one of the tasks'

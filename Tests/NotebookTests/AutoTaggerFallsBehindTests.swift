@@ -1,0 +1,50 @@
+import Notebook
+import Rewind
+import RewindTestSupport
+import Testing
+
+@testable import Notebook
+@testable import Rewind
+
+/// The auto-tagger followed the changes through an unbounded stream: a burst of commands while it
+/// was tagging grew its buffer without bound. It now follows a bounded one and, fallen behind,
+/// subscribes again and runs over every note. Two changes buffered at most; the tagger held before
+/// it tags the first note while ten more notes that mention a bug are created: it tags the first,
+/// reads the two changes buffered, falls behind, catches up once, and every note ends up tagged.
+@Test(.timeLimit(.minutes(10))) func anAutoTaggerThatFallsBehindStillTagsEveryNote() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeNotebookManager(temporary.appending("journal"))
+  let notebook = try await manager.createNotebook(title: "N")
+  let holding = Signal("the tagger held before its first tagging")
+  let release = Signal("the test's burst committed")
+  let taggings = Counter(0)
+  let catchUps = Counter(0)
+  var following = AutoTaggerFollowing()
+  following.limit = 2
+  following.beforeTagging = {
+    if taggings.advance(by: 1) == 0 {
+      holding.set()
+      try? await release.wait()
+    }
+  }
+  following.resubscribed = { _ = catchUps.advance(by: 1) }
+  let changes = manager.changes()
+  let automation = manager.startAutoTagger(AutoTagger(rules: [(keyword: "bug", tag: "todo")]), following: following)
+  let everyNoteTagged = Task {
+    for await change in changes where change.origin == .automation {
+      if Note.notes(taggedWith: "todo", in: manager.state).count == 11 { return true }
+    }
+    return false
+  }
+
+  try await manager.createNote(in: notebook, title: "A bug")
+  try await holding.wait()
+  for index in 0..<10 { try await manager.createNote(in: notebook, title: "bug \(index)") }
+  release.set()
+  #expect(await boundedValue(of: everyNoteTagged), "every note is tagged")
+  #expect(catchUps.advance(by: 0) == 1, "the tagger fell behind and caught up once")
+
+  automation.cancel()
+  _ = await automation.result
+  manager.close()
+}
