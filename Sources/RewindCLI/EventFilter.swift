@@ -150,21 +150,31 @@ struct EventFilter {
   /// was read), oldest first: the last of what `forEachEvent` would show, for `tail`. Reads
   /// backwards in windows that double, so the end of a large journal costs what it shows.
   /// With `following`, a `--since` past that end is not an error (see `check`): there are none.
+  /// Damage a window meets that it cannot read past (`PastDamage`) is read past all the same when
+  /// a later window was read: from that window's first sequence, which it read from. Met in the
+  /// window that holds the last events, it ends them, as damage that hides the end does: the last
+  /// events are those before it, and `stopped` is set to it and the last sequence read before it.
   /// - Throws: `UsageError` when the range starts past the end of the journal; what reading throws.
   func lastEvents(
     in reader: JournalReader, directory: String, through last: UInt64, count: Int, following: Bool = false,
-    passed: inout [JournalError], readingOn: (JournalError, UInt64) -> Void = { _, _ in }
+    passed: inout [JournalError], stopped: inout (error: JournalError, readThrough: UInt64)?,
+    readingOn: (JournalError, UInt64) -> Void = { _, _ in }
   ) throws -> [AuditedEvent] {
     try check(reader, last: last, following: following)
     guard count > 0 else { return [] }
-    // The first sequence the selection may include: where `cursor` would start.
+    let top = min(to, last)
+    // The first sequence the selection may include: where `cursor` would start, reading past
+    // damage as it does (a missing first segment, say, before the first record since then).
     var first = from
     if let since, from <= 1 {
-      let found = try reader.records(from: 1, since: since, readingAroundMissingSegments: true)
-      guard let record = try found.next() else { return [] }
+      var found = try PastDamage(reader: reader, directory: directory, through: top, passed: passed) {
+        try reader.records(from: 1, since: since, readingAroundMissingSegments: true)
+      }
+      defer { passed = found.passed }
+      guard let record = try found.next(readingOn: readingOn), record.sequence <= top else { return [] }
       first = record.sequence
     }
-    var end = min(to, last)
+    var end = top
     var window = UInt64(count)
     var found: [[AuditedEvent]] = []
     var total = 0
@@ -178,14 +188,28 @@ struct EventFilter {
       // Not asked for a record past `end`: damage may stand right after it (`tail` of a journal
       // whose end it hides reads up to the record before it).
       var more = true
+      var readThrough = start - 1
       defer { passed = records.passed }
-      while more, let record = try records.next(readingOn: readingOn), record.sequence <= end {
-        more = record.sequence < end
-        let event = AuditedEvent(record)
-        guard matches(record, event) else { continue }
-        matching.append(event)
-        // Trimmed when twice what is wanted (written so that -n near Int.max cannot overflow).
-        if matching.count - wanted >= wanted { matching.removeFirst(matching.count - wanted) }
+      do {
+        while more, let record = try records.next(readingOn: readingOn), record.sequence <= end {
+          more = record.sequence < end
+          readThrough = record.sequence
+          let event = AuditedEvent(record)
+          guard matches(record, event) else { continue }
+          matching.append(event)
+          // Trimmed when twice what is wanted (written so that -n near Int.max cannot overflow).
+          if matching.count - wanted >= wanted { matching.removeFirst(matching.count - wanted) }
+        }
+      } catch let error as JournalError where error.isDamage {
+        if end < top {
+          // A later window read from `end + 1`: the records from the damage up to there are not
+          // read, those after it were; the events before it count as the window's.
+          records.pass(error, end + 1, readingOn)
+        } else {
+          // The window that holds the last events: nothing after the damage can be read, and
+          // the last events are those before it.
+          stopped = (error, readThrough)
+        }
       }
       let kept = matching.suffix(wanted)
       found.append(Array(kept))
@@ -256,6 +280,9 @@ struct PastDamage {
   var passed: [JournalError] = []
   /// The first record after damage read past, read before the damage is reported as passed.
   private var pending: JournalRecord?
+  /// The sequence number of the last record returned (0: none): a read goes on only past it, so
+  /// no record is returned twice or out of order, whatever a damaged place's read-on points say.
+  private var returned: UInt64 = 0
 
   /// - Parameter opening: makes the first cursor; damage it throws is met as the first read's.
   init(
@@ -274,6 +301,12 @@ struct PastDamage {
   /// sequence number the read goes on from.
   /// - Throws: the `JournalError` of damage it cannot read past.
   mutating func next(readingOn: (JournalError, UInt64) -> Void) throws -> JournalRecord? {
+    let record = try read(readingOn: readingOn)
+    if let record { returned = record.sequence }
+    return record
+  }
+
+  private mutating func read(readingOn: (JournalError, UInt64) -> Void) throws -> JournalRecord? {
     if let record = pending {
       pending = nil
       return record
@@ -290,7 +323,10 @@ struct PastDamage {
         var met = error
         var resumed = false
         // Read-on points at or below this were tried: each place read past moves it forward.
-        var tried: UInt64 = 0
+        // Never at or before the last record returned: a point there (an index entry or a
+        // segment's name that disagrees with the records, as only a crafted file can) would
+        // return records again, and meet this damage again, for ever.
+        var tried = returned
         meeting: while true {
           let points = DamageMet.readOnPoints(after: met, reader: reader).filter { $0 > tried }
           for resume in points where resume <= through {
@@ -332,7 +368,7 @@ struct PastDamage {
 
 extension PastDamage {
   /// Records `error` as read past (once: `tail` may meet it from two windows) and says so.
-  fileprivate mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
+  mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
     guard !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }
     readingOn(error, resume)
     passed.append(error)
@@ -403,15 +439,21 @@ struct DamageMet: Error, CustomStringConvertible {
       + "every damaged place; `--from` a sequence number after one reads what follows it)."
   }
 
-  /// What `log` and `export` say as they read past damage: where it is and what it holds (the
-  /// journal's error, its advice left for the end), and where the read goes on.
-  static func readOnMessage(_ error: JournalError, from resume: UInt64) -> String {
+  /// What `log`, `export` and `tail` say as they read past damage: where it is and what it holds
+  /// (the journal's error, its advice left for the end), and where the read goes on; when that
+  /// is past `end`, the selection's last sequence number (`--to`), that the selection ends there
+  /// and nothing more is read.
+  static func readOnMessage(_ error: JournalError, from resume: UInt64, through end: UInt64 = .max) -> String {
     var plain = error
     plain.code = .io  // the same place and message, without the advice: the last message gives it
     plain.directory = nil
     plain.missingBeforeIntactSegments = false
     let skipped = error.sequences.map { first in
       first.lowerBound < resume - 1 ? "sequences \(first.lowerBound)-\(resume - 1)" : "sequence \(first.lowerBound)"
+    }
+    guard resume <= end else {
+      return "\(plain); \(skipped ?? "its records") not read, and the selection ends at sequence \(end): "
+        + "nothing after it is read"
     }
     return "\(plain); \(skipped ?? "its records") not read, reading on from sequence \(resume)"
   }

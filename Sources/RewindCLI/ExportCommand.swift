@@ -110,7 +110,8 @@ enum ExportCommand: RewindCommand {
       readingOn: { damage, resume in
         try? flush()
         progress.finish()
-        context.output.err("rewind export: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+        context.output.err(
+          "rewind export: " + visible(DamageMet.readOnMessage(damage, from: resume, through: filter.to)) + "\n")
       }
     ) { _, event in
       try write(event.json + "\n")

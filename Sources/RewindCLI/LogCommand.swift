@@ -40,7 +40,8 @@ enum LogCommand: RewindCommand {
     Where the damage names its records (a frame whose batch header holds), a later segment
     starts after it, or the index names a later batch in its segment (after a damaged batch
     header), a line on standard error names the segment, byte offset and the sequences not read,
-    and the listing goes on after them; a last line says every other event was listed (exit 3).
+    and the listing goes on after them (or, when --to ends the selection among them, says so);
+    a last line says every other event was listed (exit 3).
     Damage that cannot be read past (records gone at the end, the last segment missing, a
     damaged batch header in the last segment with no later batch indexed) ends the listing: the
     error locates it and names the last sequence read intact (exit 3). A selection that ends
@@ -67,7 +68,8 @@ enum LogCommand: RewindCommand {
     // Damage read past is said where it stands: after the events before it.
     let readingOn = { (damage: JournalError, resume: UInt64) in
       output.flush()
-      context.output.err("rewind log: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+      context.output.err(
+        "rewind log: " + visible(DamageMet.readOnMessage(damage, from: resume, through: filter.to)) + "\n")
     }
     try filter.forEachEvent(in: reader, directory: directory, limit: limit, readingOn: readingOn) { _, event in
       output.write((json ? event.json : event.line(width: width)) + "\n")

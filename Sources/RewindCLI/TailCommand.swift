@@ -40,7 +40,9 @@ enum TailCommand: RewindCommand {
     (committed records gone there), the last events before it are shown, then the error
     locates it (exit 3), also with -f, which has no end to follow from. Damage among the last
     events is read past as `rewind log` does: the last events it does not hold are shown, and
-    standard error locates it with the sequences not read (exit 3, without following).
+    standard error locates it with the sequences not read (exit 3, without following). Damage
+    that cannot be read past ends the last events when they reach back over it, as damage that
+    hides the end does: those before it are shown, then the error (exit 3).
 
     Examples:
       rewind tail /tmp/notes -n 3
@@ -101,22 +103,29 @@ enum TailCommand: RewindCommand {
     // Damage read past among the last events is said before them (they are shown together).
     var passed: [JournalError] = []
     let readingOn = { (damage: JournalError, resume: UInt64) in
-      context.output.err("rewind tail: " + visible(DamageMet.readOnMessage(damage, from: resume)) + "\n")
+      context.output.err(
+        "rewind tail: " + visible(DamageMet.readOnMessage(damage, from: resume, through: min(filter.to, last))) + "\n")
     }
     let events: [AuditedEvent]
+    // Damage before the last events that cannot be read past: it ends them, as `hidden` does.
+    var stopped: (error: JournalError, readThrough: UInt64)?
     do {
       events = try filter.lastEvents(
         in: reader, directory: directory, through: last, count: count, following: follow && hidden == nil,
-        passed: &passed, readingOn: readingOn)
+        passed: &passed, stopped: &stopped, readingOn: readingOn)
     } catch let error as JournalError where error.isDamage {
       throw DamageMet(error: error, readThrough: 0, from: .max, lastOnly: true, passed: passed)
     }
-    if events.isEmpty && count > 0 && filter.isNarrowed && !follow && hidden == nil && passed.isEmpty {
+    if events.isEmpty && count > 0 && filter.isNarrowed && !follow && hidden == nil && stopped == nil && passed.isEmpty
+    {
       throw filter.nothingMatches(directory)
     }
     let output = BufferedOutput(context.output)
     for event in events { output.write(render(event)) }
     output.flush()
+    if let (error, readThrough) = stopped {
+      throw DamageMet(error: error, readThrough: readThrough, from: filter.from, lastOnly: true, passed: passed)
+    }
     if let hidden {
       throw DamageMet(error: hidden, readThrough: last, from: filter.from, lastOnly: true, passed: passed)
     }

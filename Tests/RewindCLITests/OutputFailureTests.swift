@@ -71,6 +71,25 @@ import Testing
     #expect(quiet.err.hasPrefix("rewind log: no event in"), "\(quiet.err)")
   }
 
+  /// Standard output closed is found at the first write, not as the process starts: a command
+  /// with nothing to write (an empty journal, `tail -n 0`) succeeds with nothing said, as a GNU
+  /// tool's closing of standard output with nothing pending does. Decided after review: the
+  /// runtime holds descriptor 1 (close-on-exec) before any command runs, and every descriptor the
+  /// tool opens is close-on-exec, so the first write finds it closed as a check at start would.
+  @Test func nothingToWriteToAClosedStandardOutputSucceeds() async throws {
+    let dir = TemporaryDirectory("cli-output-closed-empty")
+    let empty = dir.appending("empty")
+    let demo = try await ToolRun.run("rewind", ["demo", empty, "--events", "0", "--seed", "1"])
+    try #require(demo.status == 0, "\(demo.err)")
+    let journal = try await Self.journal(in: dir)
+    let rewind = try #require(ChildProcess.builtProduct("rewind"))
+    for arguments in [["log", empty], ["tail", empty], ["tail", journal, "-n", "0"]] {
+      let run = try await ToolRun.run("/bin/sh", ["-c", #""$0" "$@" >&-"#, rewind] + arguments)
+      #expect(run.status == 0, "\(arguments): \(run.err)")
+      #expect(run.err.isEmpty, "\(arguments): \(run.err)")
+    }
+  }
+
   /// Told apart by the close-on-exec flag, which no descriptor inherited across exec has.
   @Test func aDescriptorOpenedInTheProcessIsNoStandardStream() throws {
     var ends: [Int32] = [0, 0]
