@@ -103,6 +103,11 @@ final class DebugSession {
       + "\(machine.lastSequence), the last record read intact; nothing after it can be shown"
   }
 
+  /// Said after the session's range while damage hides the journal's end: the range ends there.
+  private var beforeDamage: String {
+    machine.endHiddenBy == nil ? "" : " (the records before the damage that hides the journal's end)"
+  }
+
   /// Refuses a move past the last record before the damage that hides the journal's end, naming
   /// the damage's place (the line at the start gave the whole report).
   private func refusePastDamage(_ target: String) throws {
@@ -358,8 +363,8 @@ final class DebugSession {
     guard let found else {
       throw UsageError(
         rest[0] == "name"
-          ? "no record after sequence \(start) is named \(rest[1])"
-          : "no event after sequence \(start) touched \(rest[1])")
+          ? "no record after sequence \(start) is named \(rest[1])\(beforeDamage)"
+          : "no event after sequence \(start) touched \(rest[1])\(beforeDamage)")
     }
     try move(to: found)
   }
@@ -392,7 +397,7 @@ final class DebugSession {
         try RecordKey.refuseAsSequence(text, "event")
         guard rest.count == 1, let value = Arguments.sequenceNumber(text), value >= 1, value <= machine.lastSequence
         else {
-          throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
+          throw UsageError("expected a sequence number in 1...\(machine.lastSequence)\(beforeDamage), not '\(text)'")
         }
         return value
       } ?? machine.position
@@ -476,7 +481,7 @@ final class DebugSession {
       for text in rest { try RecordKey.refuseAsSequence(text, "diff") }
       guard let a = Arguments.sequenceNumber(rest[0]), let b = Arguments.sequenceNumber(rest[1]),
         a <= machine.lastSequence, b <= machine.lastSequence
-      else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)") }
+      else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)\(beforeDamage)") }
       (from, to) = (a, b)
     default: throw UsageError("usage: diff [A B]")
     }
