@@ -18,10 +18,15 @@ enum BisectCommand: RewindCommand {
     the same answer, sooner).
     Exit 1 with the sequence number and its event when the invariant fails (a finding), 0 when
     it holds, 2 for an unknown invariant (the known ones are listed) or a bad option, 3 when the
-    journal cannot be read (bisect needs the journal's end: damage that hides it is reported
-    before anything is replayed, located) or the model cannot replay it. The event is shown as
-    replay applied it, upcast to its current schema version when it was written in an older one,
-    which its line says ("v1 (upcast to v2)"; in JSON "upcastTo": 2 after "version": 1).
+    journal cannot be read (damage part way, located) or the model cannot replay it. The event is
+    shown as replay applied it, upcast to its current schema version when it was written in an
+    older one, which its line says ("v1 (upcast to v2)"; in JSON "upcastTo": 2 after "version": 1).
+    When damage hides the journal's end (a frame that fails its checksum, committed records gone),
+    bisect searches the records before it, through the last one read intact: a failure there is
+    reported as above (exit 1), with a note on stderr that the history after the damage was not
+    examined; an invariant that holds through that record is said to hold through it, and the
+    damage that hides the rest is located on stderr (segment, byte offset, sequences), exit 3. In
+    JSON, "lastSequence" is then that record's and "endHidden" is true.
 
     Examples:
       rewind bisect /tmp/j --invariant "notes belong to notebooks"
@@ -33,8 +38,8 @@ enum BisectCommand: RewindCommand {
     let output = context.output
     let args = try Arguments(arguments, options: ["model", "invariant"], flags: ["json", "linear"])
     let directory = try args.directory()
-    // The whole history is read: damage that hides the end is reported before anything else.
-    try JournalBounds(directory: directory).requireEnd()
+    // A missing directory or a file is named plainly before the model is looked for.
+    _ = try openJournal(directory)
     let model = try context.registration(for: directory, named: args.value("model"))
     let known = model.invariantNames.isEmpty ? "none" : model.invariantNames.map { "'\($0)'" }.joined(separator: ", ")
     guard let name = args.value("invariant") else {
@@ -44,7 +49,8 @@ enum BisectCommand: RewindCommand {
       throw UsageError("unknown invariant '\(name)' for model \(model.name); known invariants: \(known)")
     }
     // What the session checks, and so what the report names, ends at the journal's last
-    // sequence number as the session read it: a writer may have appended since the start.
+    // sequence number as the session read it: a writer may have appended since the start. While
+    // damage hides the end, at the last one read intact before it.
     let session = try model.open(directory)
     let progress = ProgressLine("bisect: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
@@ -53,11 +59,12 @@ enum BisectCommand: RewindCommand {
     progress.finish()
     session.progress = nil
     let event = try failing.flatMap { try session.event(at: $0) }
+    let hidden = session.endHiddenBy
     if args.flag("json") {
       output.out(
         #"{"invariant":\#(StateInspector.json(name)),"lastSequence":\#(session.lastSequence),"#
-          + #""firstFailure":\#(failing.map(String.init) ?? "null"),"event":\#(event.map(eventJSON) ?? "null")}"#
-          + "\n")
+          + #""firstFailure":\#(failing.map(String.init) ?? "null"),"event":\#(event.map(eventJSON) ?? "null")"#
+          + (hidden == nil ? "" : #","endHidden":true"#) + "}\n")
     } else if let failing {
       output.out(visible("invariant '\(name)' first fails at sequence \(failing)") + "\n")
       if let event {
@@ -66,6 +73,14 @@ enum BisectCommand: RewindCommand {
       } else if failing == 0 {
         output.out("  it fails on the empty state, before any record\n")
       }
+    } else if hidden != nil {
+      output.out(
+        visible(
+          args.flag("linear")
+            ? "invariant '\(name)' holds after every command through sequence \(session.lastSequence), the last "
+              + "before damage that hides the journal's end"
+            : "invariant '\(name)' holds at sequence \(session.lastSequence), the last before damage that hides the "
+              + "journal's end (bisect assumes a broken invariant stays broken; --linear checks every command)") + "\n")
     } else {
       output.out(
         visible(
@@ -73,6 +88,17 @@ enum BisectCommand: RewindCommand {
             ? "invariant '\(name)' holds after every command through sequence \(session.lastSequence)"
             : "invariant '\(name)' holds at the last sequence number, \(session.lastSequence) "
               + "(bisect assumes a broken invariant stays broken; --linear checks every command)") + "\n")
+    }
+    if let hidden {
+      guard failing != nil else {
+        throw EndHidden(
+          error: hidden, readThrough: session.lastSequence,
+          written: "the invariant holds through it, and the history after the damage was not examined")
+      }
+      let damage = EndHidden(
+        error: hidden, readThrough: session.lastSequence,
+        written: "the first failure among them is reported above; the history after the damage was not examined")
+      output.err(visible("note: \(damage)") + "\n")
     }
     return failing == nil ? .success : .findings
   }

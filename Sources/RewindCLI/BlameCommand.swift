@@ -17,7 +17,11 @@ enum BlameCommand: RewindCommand {
     The examples read a journal written by `rewind demo /tmp/j --seed 1`.
 
     Exit 0; 2 for a bad option or an id no event ever touched; 3 when the journal cannot be read
-    (blame reads the whole history: damage anywhere, located) or the model cannot replay it.
+    (blame reads the whole history: damage part way, located) or the model cannot replay it.
+    When damage hides the journal's end (a frame that fails its checksum, committed records gone),
+    blame reads the records before it: it shows every event among them that touched ENTITY, then
+    says on stderr where the damage is (segment, byte offset, sequences) and through which
+    sequence it read, and exits 3: events after the damage, if any, are not shown.
 
     Examples:
       rewind blame /tmp/j a29091f1c4eab8dccb96c6e05cf03f5b
@@ -32,8 +36,8 @@ enum BlameCommand: RewindCommand {
       exactly: 2,
       needs: "the journal directory and an entity (a record id or a value collection's name): rewind blame DIR ENTITY")
     let (directory, entity) = (positionals[0], positionals[1])
-    // The whole history is read: damage that hides the end is reported before anything else.
-    try JournalBounds(directory: directory).requireEnd()
+    // A missing directory or a file is named plainly before the model is looked for.
+    _ = try openJournal(directory)
     let model = try context.registration(for: directory, named: args.value("model"))
     let session = try replaying(model, directory) { try model.open(directory) }
     let progress = ProgressLine("blame: replaying", context: context)
@@ -41,14 +45,23 @@ enum BlameCommand: RewindCommand {
     session.progress = progress.callback
     let entries = try replaying(model, directory) { try session.blame(entity) }
     progress.finish()
+    // Damage hides the end: the records before it were read, and the answer is about them alone.
+    let hidden = session.endHiddenBy.map { error in
+      { (written: String) in EndHidden(error: error, readThrough: session.lastSequence, written: written) }
+    }
     // The id as the stores spell it (an identifier typed in capitals is shown in lowercase).
     guard let store = entries.first?.store, let id = entries.first?.id else {
+      if let hidden {
+        throw hidden(
+          "no event among them touched an entity '\(entity)'; events after the damage were not read")
+      }
       throw UsageError(
         "no event in \(directory) ever touched an entity '\(entity)'; give a record id as 32 hex digits "
           + "(as `rewind replay \(directory) --json` shows them) or a value collection's name")
     }
     if !args.flag("json") {
-      output.out(visible("\(id) in \(store): \(counted(entries.count, "event"))") + "\n")
+      let before = hidden == nil ? "" : " before the damage that hides the journal's end"
+      output.out(visible("\(id) in \(store): \(counted(entries.count, "event"))\(before)") + "\n")
     }
     for entry in entries {
       let after = entry.after.map(StateInspector.json)
@@ -62,6 +75,10 @@ enum BlameCommand: RewindCommand {
             + "    event \(StateInspector.json(entry.event.event))\n"
             + "    after \(after ?? "removed")\n")
       }
+    }
+    if let hidden {
+      throw hidden(
+        "every event among them that touched \(id) is shown above; events after the damage were not read")
     }
     return .success
   }

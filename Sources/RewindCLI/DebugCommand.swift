@@ -14,8 +14,11 @@ enum DebugCommand: RewindCommand {
     commands. A script's failing command is reported on stderr and the session goes on; the exit
     code is then 2, or 3 if a command could not read the journal (damage found while seeking, or
     a `refresh` that found it shorter than the session had read: later commands are refused).
-    A journal whose end damage hides is refused before the session starts (exit 3, the damage
-    located); `rewind replay --to` and `rewind diff` serve the states before it.
+    When damage hides the journal's end (a frame that fails its checksum, committed records
+    gone), the session serves the records before it: one line on stderr at the start locates the
+    damage (segment, byte offset, sequences) and names the last sequence read intact, where the
+    session ends. `goto` past it (or `goto end`) is refused, saying so; `step` stops there. From a
+    script, the exit code is then 3 (as `rewind log` exits for a journal it read only in part).
     An event is shown as replay applied it: one written in an older schema version, upcast to
     the current one, says so after its version ("v1 (upcast to v2)"), as blame and bisect do.
 
@@ -70,8 +73,8 @@ enum DebugCommand: RewindCommand {
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let args = try Arguments(arguments, options: ["model"], flags: [])
     let directory = try args.directory()
-    // The whole history is read: damage that hides the end is reported before anything else.
-    try JournalBounds(directory: directory).requireEnd()
+    // A missing directory or a file is named plainly before the model is looked for.
+    _ = try openJournal(directory)
     let model = try context.registration(for: directory, named: args.value("model"))
     // A long seek shows progress at a terminal; the line is cleared before anything else is written.
     let progress = ProgressLine("replaying", context: context)

@@ -26,10 +26,16 @@ final class DebugSession {
   }
 
   /// Reads and runs commands until `quit` or the end of input. From a script, the exit code is 2
-  /// after a failing command (a usage error), 3 after one that could not read the journal.
+  /// after a failing command (a usage error), 3 after one that could not read the journal, and 3
+  /// when damage hides the journal's end (the session served only the records before it).
   func run(readLine: () -> String?) -> RewindTool.ExitCode {
     var failed = false
     var unreadable = false
+    // A session over part of the journal says so, and a script's exit code tells it (unless a
+    // `refresh` read the end after a repair).
+    if let hidden = machine.endHiddenBy {
+      output.err(visible("rewind debug: " + hiddenEnd(hidden)) + "\n")
+    }
     if interactive {
       say("rewind debug: \(model) in \(directory), sequences 0...\(machine.lastSequence); `help` lists commands")
     }
@@ -63,6 +69,7 @@ final class DebugSession {
       }
     }
     if interactive { output.out("\n") }
+    if machine.endHiddenBy != nil { (failed, unreadable) = (true, true) }
     guard failed && !interactive else { return .success }
     return unreadable ? .unreadable : .usage
   }
@@ -88,6 +95,37 @@ final class DebugSession {
       + "directory replaced), "
       + "so the states it holds may show what is gone and it shows no more. Quit and start `rewind debug \(directory)` "
       + "again to see what the journal holds now; `rewind verify \(directory)` reports on it"
+  }
+
+  /// Where the damage that hides the journal's end is, and where the session ends.
+  private func hiddenEnd(_ damage: JournalError) -> String {
+    "damage hides the journal's end: \(errorMessage(damage)). This session ends before it, at sequence "
+      + "\(machine.lastSequence), the last record read intact; nothing after it can be shown"
+  }
+
+  /// Said after the session's range while damage hides the journal's end: the range ends there.
+  private var beforeDamage: String {
+    machine.endHiddenBy == nil ? "" : " (the records before the damage that hides the journal's end)"
+  }
+
+  /// Refuses a move past the last record before the damage that hides the journal's end, naming
+  /// the damage's place (the line at the start gave the whole report).
+  private func refusePastDamage(_ target: String) throws {
+    guard let damage = machine.endHiddenBy else { return }
+    let place = [
+      damage.file, damage.offset.map { "byte offset \($0)" },
+      damage.sequences.map {
+        $0.count == 1 ? "sequence \($0.lowerBound)" : "sequences \($0.lowerBound)-\($0.upperBound)"
+      },
+    ].compactMap { $0 }.joined(separator: ", ")
+    throw SessionEnd(
+      description: "\(target) is past the end of this session, sequence \(machine.lastSequence), the last record "
+        + "before the damage that hides the journal's end (\(place); reported at the start)")
+  }
+
+  /// A move the damage that hides the journal's end leaves nowhere to go (exit 3).
+  private struct SessionEnd: Error, CustomStringConvertible {
+    var description: String
   }
 
   private func perform(_ command: String, _ rest: [String]) throws {
@@ -204,11 +242,14 @@ final class DebugSession {
     let target = try single(rest, "goto SEQ|TIME|start|end")
     switch target {
     case "start": try move(to: 0)
-    case "end": try move(to: machine.lastSequence)
+    case "end":
+      try refusePastDamage("the journal's end")
+      try move(to: machine.lastSequence)
     default:
       try RecordKey.refuseAsSequence(target, "goto")
       if let sequence = Arguments.sequenceNumber(target) {
         guard sequence <= machine.lastSequence else {
+          try refusePastDamage("sequence \(sequence)")
           // As for a time: the journal may have grown since the session read its end.
           let last = try openJournal(directory).lastSequence()
           guard sequence <= last else {
@@ -229,8 +270,19 @@ final class DebugSession {
         let time = try JournalBounds(directory: directory).time(target)
         // The journal may have grown since the session read its end: the state at a time stamped
         // on a record appended since is not the session's last state, so it does not go there.
-        let sequence = try machine.sequence(atTime: time)
-        guard sequence <= machine.lastSequence else { throw UsageError("time \(target) is " + pastSession) }
+        // With the end hidden, a time whose state lies at the damage or past it (the lookup may
+        // meet the damage itself) is past the session's end.
+        let sequence: UInt64
+        do {
+          sequence = try machine.sequence(atTime: time)
+        } catch let error as JournalError where error.isDamage && machine.endHiddenBy != nil {
+          try refusePastDamage("time \(target)")
+          throw error
+        }
+        guard sequence <= machine.lastSequence else {
+          try refusePastDamage("time \(target)")
+          throw UsageError("time \(target) is " + pastSession)
+        }
         try move(to: sequence)
       } else {
         throw UsageError("'\(target)' is neither a sequence number nor an ISO 8601 time")
@@ -249,12 +301,20 @@ final class DebugSession {
   private func step(_ count: UInt64, forward: Bool) throws {
     let position = machine.position
     let room = forward ? machine.lastSequence - min(position, machine.lastSequence) : position
-    let edge = forward ? "the journal's end, sequence \(machine.lastSequence)" : "the start, sequence 0"
+    let hidden = forward && machine.endHiddenBy != nil
+    let edge =
+      !forward
+      ? "the start, sequence 0"
+      : hidden
+        ? "sequence \(machine.lastSequence), the last record before the damage that hides the journal's end"
+        : "the journal's end, sequence \(machine.lastSequence)"
     guard room > 0 || count == 0 else {
       say(
-        forward
-          ? "at \(edge): no event after it (`refresh` reads records appended since)"
-          : "at \(edge), the empty state: no event before it")
+        !forward
+          ? "at \(edge), the empty state: no event before it"
+          : hidden
+            ? "at \(edge): nothing after it can be read (the damage is located above)"
+            : "at \(edge): no event after it (`refresh` reads records appended since)")
       return
     }
     let moved = min(count, room)
@@ -303,8 +363,8 @@ final class DebugSession {
     guard let found else {
       throw UsageError(
         rest[0] == "name"
-          ? "no record after sequence \(start) is named \(rest[1])"
-          : "no event after sequence \(start) touched \(rest[1])")
+          ? "no record after sequence \(start) is named \(rest[1])\(beforeDamage)"
+          : "no event after sequence \(start) touched \(rest[1])\(beforeDamage)")
     }
     try move(to: found)
   }
@@ -337,7 +397,7 @@ final class DebugSession {
         try RecordKey.refuseAsSequence(text, "event")
         guard rest.count == 1, let value = Arguments.sequenceNumber(text), value >= 1, value <= machine.lastSequence
         else {
-          throw UsageError("expected a sequence number in 1...\(machine.lastSequence), not '\(text)'")
+          throw UsageError("expected a sequence number in 1...\(machine.lastSequence)\(beforeDamage), not '\(text)'")
         }
         return value
       } ?? machine.position
@@ -421,7 +481,7 @@ final class DebugSession {
       for text in rest { try RecordKey.refuseAsSequence(text, "diff") }
       guard let a = Arguments.sequenceNumber(rest[0]), let b = Arguments.sequenceNumber(rest[1]),
         a <= machine.lastSequence, b <= machine.lastSequence
-      else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)") }
+      else { throw UsageError("expected two sequence numbers in 0...\(machine.lastSequence)\(beforeDamage)") }
       (from, to) = (a, b)
     default: throw UsageError("usage: diff [A B]")
     }

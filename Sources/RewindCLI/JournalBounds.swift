@@ -31,7 +31,7 @@ struct JournalBounds {
   }
 
   /// Refuses a journal whose end damage hides, for a command that reads its whole history
-  /// (`blame`, `bisect`, `snapshot`, `debug`).
+  /// (`snapshot`, which writes the last state).
   /// - Throws: the journal's error locating the damage.
   func requireEnd() throws {
     if let hiddenBy { throw hiddenBy }

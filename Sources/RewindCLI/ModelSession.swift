@@ -1,10 +1,15 @@
 internal import Rewind
+internal import RewindJournal
 
 /// A read-only time-travel session over one journal with the model type erased: what `diff`,
 /// `blame`, `bisect` and `debug` use. Records and events come out as canonical JSON text.
 protocol ModelSession: AnyObject {
-  /// The journal's last sequence number as last read.
+  /// The journal's last sequence number as last read; while damage hides the end
+  /// (`endHiddenBy`), the last one read intact before it: the session serves the records up to
+  /// there, and `blame`, `bisect`, `commandEnd` and `prepare` read no further.
   var lastSequence: UInt64 { get }
+  /// The damage that hid the journal's end when it was last read, or nil.
+  var endHiddenBy: JournalError? { get }
   /// Where the session stands (0: the empty state).
   var position: UInt64 { get }
   /// Records the underlying time machine has applied so far.
@@ -60,7 +65,11 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
     self.queries = queries
   }
 
-  var lastSequence: UInt64 { machine.lastSequence }
+  var lastSequence: UInt64 { machine.endHiddenBy == nil ? machine.lastSequence : machine.lastIntactSequence }
+  var endHiddenBy: JournalError? { machine.endHiddenBy }
+  /// How far the passes over the history read: the records before the damage that hides the end,
+  /// or (nil) the whole journal.
+  private var through: UInt64? { machine.endHiddenBy == nil ? nil : machine.lastIntactSequence }
   var position: UInt64 { machine.position }
   var recordsApplied: Int { machine.recordsApplied }
   var invariantNames: [String] { invariants.map(\.name) }
@@ -73,7 +82,9 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   func refresh() throws { try machine.refresh() }
   func move(to sequence: UInt64) throws { try machine.jump(to: sequence) }
 
-  func prepare(memoryLimit: Int) throws -> KeyframeCoverage { try machine.prepare(memoryLimit: memoryLimit) }
+  func prepare(memoryLimit: Int) throws -> KeyframeCoverage {
+    try machine.prepare(memoryLimit: memoryLimit, through: through)
+  }
 
   func sequence(atTime timestamp: Int64) throws -> UInt64 { try machine.sequence(atTime: timestamp) }
 
@@ -98,14 +109,14 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   /// lowercase digits record keys hold (see `RecordKey`).
   func blame(_ id: String) throws -> [EntityBlame] {
     for key in RecordKey.spellings(id) {
-      let entries = try machine.blame(entity: key)
+      let entries = try machine.blame(entity: key, through: through)
       if !entries.isEmpty { return entries }
     }
     return []
   }
   func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 
-  func commandEnd(from sequence: UInt64) throws -> UInt64 { try machine.commandEnd(from: sequence) }
+  func commandEnd(from sequence: UInt64) throws -> UInt64 { try machine.commandEnd(from: sequence, through: through) }
 
   func check(_ invariant: String, at sequence: UInt64) throws -> Bool? {
     guard let invariant = invariants.first(where: { $0.name == invariant }) else { return nil }
@@ -114,7 +125,8 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
 
   func bisect(_ invariant: String, linear: Bool) throws -> UInt64? {
     guard let invariant = invariants.first(where: { $0.name == invariant }) else { return nil }
-    return linear ? try machine.firstFailure(of: invariant) : try machine.bisect(invariant)
+    return linear
+      ? try machine.firstFailure(of: invariant, through: through) : try machine.bisect(invariant, through: through)
   }
 
   func query(_ name: String) throws -> String? {

@@ -57,3 +57,21 @@ func replaying<T>(_ model: ModelRegistration, _ directory: String, _ body: () th
     throw UnreadableByModel(model: model.name, directory: directory, underlying: error)
   }
 }
+
+/// Damage that hides the journal's end, met by a command that read the records before it and
+/// wrote out what they hold (`blame`, `bisect`): the journal's error, which locates the damage
+/// and names the sequences it took, and what was read. Exit 3, as for any journal that cannot be
+/// read whole, so that an answer about part of the history cannot pass for one about all of it.
+struct EndHidden: Error, CustomStringConvertible {
+  /// The journal's error locating the damage (`TimeMachine.endHiddenBy`).
+  var error: JournalError
+  /// The last sequence number read intact before it (`TimeMachine.lastIntactSequence`).
+  var readThrough: UInt64
+  /// What was written out of the records read, and what that leaves unsaid.
+  var written: String
+
+  var description: String {
+    errorMessage(error) + ". The records through sequence \(readThrough), the last before the damage, read intact: "
+      + written
+  }
+}

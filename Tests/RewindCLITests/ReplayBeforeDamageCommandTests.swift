@@ -19,14 +19,15 @@ import Testing
   }
 
   /// A Notebook journal of several small segments, an intact copy of it, and the journal damaged
-  /// as `damage` says; with the last sequence number read intact before the damage.
-  static func damaged(_ damage: Damage) async throws -> (
+  /// as `damage` says; with the last sequence number read intact before the damage. With
+  /// `plantAt`, a notebook titled "forbidden" is created at that step (`NotebookJournal.write`).
+  static func damaged(_ damage: Damage, plantAt: Int? = nil) async throws -> (
     journal: NotebookJournal, intact: TemporaryDirectory, last: UInt64
   ) {
     var options = JournalOptions(durability: .none)
     options.segmentTargetBytes = 4096
     options.indexIntervalBytes = damage == .atTheEnd ? 256 : 1 << 20
-    let journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
+    let journal = try await NotebookJournal.write(commands: 120, seed: 81, plantAt: plantAt, options: options)
     let copy = TemporaryDirectory("cli-intact")
     try FileManager.default.copyItem(atPath: journal.path, toPath: copy.appending("journal"))
     try #require(Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.count > 3)
@@ -63,20 +64,134 @@ import Testing
     #expect(replayed.out.contains(#""seq":\#(last),"digest":"\#(try StateDigest.of(journal.states[Int(last)]))""#))
   }
 
-  /// At or past the damage, or a command that reads the whole history: exit 3, the damage located.
+  /// At or past the damage, or a command that needs the journal's end: exit 3, the damage located.
   @Test(arguments: Damage.allCases)
   func aTargetAtOrPastTheDamageReportsIt(damage: Damage) async throws {
     let (journal, _, last) = try await Self.damaged(damage)
     let end = String(journal.lastSequence)
     for arguments in [
       ["replay"], ["replay", "--to", String(last + 1)], ["replay", "--to", end], ["replay", "--to", "99999"],
-      ["diff", "3", String(last + 1)], ["blame", "settings"], ["bisect", "--invariant", "notes belong to notebooks"],
-      ["snapshot"], ["debug"],
+      ["diff", "3", String(last + 1)], ["snapshot"],
     ] {
       let run = try await ToolRun.run("rewind", [arguments[0], journal.path] + arguments.dropFirst())
       #expect(run.status == 3, "\(arguments): \(run.out)\(run.err)")
       #expect(run.err.contains(journal.path) && run.err.contains("byte offset"), "located: \(arguments): \(run.err)")
       #expect(!run.out.contains("digest"), "\(arguments): \(run.out)")
     }
+  }
+}
+
+/// `blame`, `bisect` and `debug` of a journal whose end damage hides: they refused it before
+/// reading anything, though an auditor needs exactly them there. They now serve the records
+/// before the damage, as `log` and `replay --to` do, and say where the damage is (exit 3).
+@Suite struct AuditBeforeDamageCommandTests {
+  typealias Damage = ReplayBeforeDamageCommandTests.Damage
+
+  /// `rewind log --json` of a journal, each line with its sequence number.
+  static func logLines(_ directory: String) async throws -> [(seq: UInt64, line: String)] {
+    let log = try await ToolRun.run("rewind", ["log", directory, "--json"])
+    #expect(log.status == 0, "\(log.err)")
+    return log.out.split(separator: "\n").map(String.init).compactMap { line in
+      guard let match = line.firstMatch(of: /"seq":(\d+)/), let seq = UInt64(match.1) else { return nil }
+      return (seq, line)
+    }
+  }
+
+  /// A record id that events touch both before and after sequence `last` (by its 32 hex digits on
+  /// their `log` lines).
+  static func entityTouchedAcross(_ last: UInt64, in lines: [(seq: UInt64, line: String)]) throws -> String {
+    func ids(_ lines: some Sequence<(seq: UInt64, line: String)>) -> Set<String> {
+      Set(lines.flatMap { $0.line.matches(of: /[0-9a-f]{32}/).map { String($0.output) } })
+    }
+    let across = ids(lines.filter { $0.seq <= last }).intersection(ids(lines.filter { $0.seq > last }))
+    return try #require(across.sorted().first, "an id touched on both sides of the damage")
+  }
+
+  /// blame: every event before the damage that touched the entity, each with the record after it,
+  /// as blame of the intact journal shows them; then the damage, located, and exit 3.
+  @Test(arguments: Damage.allCases)
+  func blameShowsTheEventsBeforeTheDamage(damage: Damage) async throws {
+    let (journal, copy, last) = try await ReplayBeforeDamageCommandTests.damaged(damage)
+    let intact = copy.appending("journal")
+    let id = try Self.entityTouchedAcross(last, in: try await Self.logLines(intact))
+    for entity in [id, "settings"] {
+      let whole = try await ToolRun.run("rewind", ["blame", intact, entity, "--json"])
+      #expect(whole.status == 0, "\(whole.err)")
+      let expected = whole.out.split(separator: "\n").filter { line in
+        line.firstMatch(of: /"seq":(\d+)/).flatMap { UInt64($0.1) }.map { $0 <= last } ?? false
+      }
+      let run = try await ToolRun.run("rewind", ["blame", journal.path, entity, "--json"])
+      #expect(run.status == 3, "\(entity): \(run.err)")
+      #expect(!expected.isEmpty && run.out.split(separator: "\n") == expected, "\(entity): \(run.out)")
+      #expect(run.err.contains(journal.path) && run.err.contains("byte offset"), "located: \(run.err)")
+      #expect(run.err.contains("through sequence \(last), the last before the damage"), "\(run.err)")
+      #expect(!run.err.contains(String(UInt64.max)) && !run.out.contains(String(UInt64.max)))
+    }
+    let text = try await ToolRun.run("rewind", ["blame", journal.path, id])
+    #expect(text.status == 3)
+    #expect(text.out.hasPrefix("\(id) in "), "\(text.out)")
+    #expect(text.out.contains("before the damage that hides the journal's end\n"), "\(text.out)")
+    // An entity no event before the damage touched: not a usage error, the rest was not read.
+    let none = try await ToolRun.run("rewind", ["blame", journal.path, String(repeating: "ab", count: 16)])
+    #expect(none.status == 3 && none.err.contains("no event among them touched") && none.err.contains("byte offset"))
+  }
+
+  /// bisect: a break before the damage is found as in the intact journal (exit 1, with a note that
+  /// the rest was not examined); an invariant that holds through the last intact record is said
+  /// to hold there, and the damage hiding the rest is located (exit 3).
+  @Test(arguments: Damage.allCases)
+  func bisectSearchesBeforeTheDamage(damage: Damage) async throws {
+    let (journal, _, last) = try await ReplayBeforeDamageCommandTests.damaged(damage, plantAt: 10)
+    let planted = try #require(journal.planted)
+    try #require(planted < last)
+    for linear in [false, true] {
+      let flag = linear ? ["--linear"] : []
+      // The test tool registers the invariant (TimeTravelCommandTests).
+      let failing = try await ToolRun.run(
+        TimeTravelCommandTests.tool, ["bisect", journal.path, "--invariant", "no notebook is titled forbidden"] + flag)
+      #expect(failing.status == 1, "\(failing.err)")
+      #expect(
+        failing.out.hasPrefix("invariant 'no notebook is titled forbidden' first fails at sequence \(planted)\n"),
+        "\(failing.out)")
+      #expect(failing.err.contains("note: ") && failing.err.contains("byte offset"), "\(failing.err)")
+      #expect(failing.err.contains("the history after the damage was not examined"), "\(failing.err)")
+      let holds = try await ToolRun.run(
+        "rewind", ["bisect", journal.path, "--invariant", "notes belong to notebooks"] + flag)
+      #expect(holds.status == 3, "\(holds.out)\(holds.err)")
+      #expect(
+        holds.out.contains("holds") && holds.out.contains("sequence \(last), the last before damage"), "\(holds.out)")
+      #expect(holds.err.contains(journal.path) && holds.err.contains("byte offset"), "\(holds.err)")
+      #expect(holds.err.contains("the invariant holds through it"), "\(holds.err)")
+      let json = try await ToolRun.run(
+        "rewind", ["bisect", journal.path, "--invariant", "notes belong to notebooks", "--json"] + flag)
+      #expect(json.status == 3)
+      #expect(
+        json.out.contains(#""lastSequence":\#(last),"firstFailure":null"#) && json.out.contains(#""endHidden":true"#))
+    }
+  }
+
+  /// debug: a session over the records before the damage, which its first line locates; a move
+  /// past them is refused with a message, never a state short of it or a sentinel number.
+  @Test(arguments: Damage.allCases)
+  func debugServesTheRecordsBeforeTheDamage(damage: Damage) async throws {
+    let (journal, _, last) = try await ReplayBeforeDamageCommandTests.damaged(damage)
+    let script = [
+      "goto \(last)", "print", "step", "goto end", "goto \(last + 1)", "goto 99999", "back 2", "step 5", "where",
+    ]
+    let run = try await ToolRun.run("rewind", ["debug", journal.path], input: script.joined(separator: "\n") + "\n")
+    #expect(run.status == 3, "\(run.err)")
+    let err = run.err.split(separator: "\n").map(String.init)
+    #expect(err.first?.hasPrefix("rewind debug: damage hides the journal's end: ") == true, "\(run.err)")
+    #expect(err.first?.contains("byte offset") == true && err.first?.contains(journal.path) == true)
+    #expect(err.first?.contains("at sequence \(last), the last record read intact") == true, "\(run.err)")
+    #expect(err.count == 4, "the start line and one per refused goto: \(run.err)")
+    #expect(err.dropFirst().allSatisfy { $0.contains("is past the end of this session") }, "\(run.err)")
+    let out = run.out.split(separator: "\n").map(String.init)
+    #expect(out.first?.hasPrefix("at \(last) of \(last): ") == true, "\(run.out)")
+    #expect(run.out.contains("at \(last): digest \(try StateDigest.of(journal.states[Int(last)]))"), "\(run.out)")
+    #expect(run.out.contains("nothing after it can be read"), "\(run.out)")
+    #expect(run.out.contains("stopped at sequence \(last), the last record before the damage"), "\(run.out)")
+    #expect(out.last?.hasPrefix("at \(last) of \(last): ") == true, "\(run.out)")
+    #expect(!run.out.contains(String(UInt64.max)) && !run.err.contains(String(UInt64.max)))
   }
 }

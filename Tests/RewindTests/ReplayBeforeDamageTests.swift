@@ -118,4 +118,35 @@ import Testing
     Self.expectCrates(try machine.jump(to: 90), through: intact)
     Self.expectCrates(try machine.jump(to: intact - 2), through: intact - 2)
   }
+
+  /// The passes over the history (`blame`, `bisect`, `firstFailure`, `commandEnd`, `prepare`) read
+  /// to the end, and so throw the damage; given `through: lastIntactSequence`, they answer for
+  /// the records before it (what `rewind blame`, `bisect` and `debug` serve).
+  @Test(arguments: Damage.allCases)
+  func passesOverTheHistoryStopWhereTheyAreTold(damage: Damage) throws {
+    let temporary = TemporaryDirectory()
+    let (directory, intact) = try Self.damaged(damage, temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory, keyframeInterval: 8)
+    #expect(machine.lastSequence == .max && machine.lastIntactSequence == intact)
+    let holds = Invariant<Shelves>("always") { _ in true }
+    let fewCrates = Invariant<Shelves>("fewer than 5 crates") { $0.crates.count < 5 }
+    #expect(throws: JournalError.self) { try machine.blame(entity: "3") }
+    #expect(throws: JournalError.self) { try machine.bisect(holds) }
+    #expect(throws: JournalError.self) { try machine.firstFailure(of: holds) }
+    #expect(throws: JournalError.self) { try machine.commandEnd(from: 3) }
+    let blamed = try machine.blame(entity: "3", through: intact)
+    #expect(blamed.map(\.event.envelope.sequence) == [3] && blamed.first?.store == "crates")
+    #expect(try machine.blame(entity: String(intact + 1), through: intact).isEmpty)
+    #expect(try machine.bisect(holds, through: intact) == nil)
+    #expect(try machine.firstFailure(of: holds, through: intact) == nil)
+    // Every crate is placed under one command id: the command runs to the last intact record.
+    #expect(try machine.commandEnd(from: 3, through: intact) == intact)
+    #expect(try machine.bisect(fewCrates, through: intact) == intact)
+    #expect(try machine.firstFailure(of: fewCrates, through: intact) == intact)
+    let coverage = try machine.prepare(through: intact)
+    #expect(coverage.through <= intact && !coverage.stoppedByLimit)
+    _ = try Journal.repair(directory: directory)
+    try machine.refresh()
+    #expect(machine.lastIntactSequence == machine.lastSequence && machine.lastSequence == intact)
+  }
 }

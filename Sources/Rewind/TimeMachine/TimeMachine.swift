@@ -49,6 +49,11 @@ public final class TimeMachine<M: SnapshotModel> {
   /// records gone at the end), or nil. States before it are served as from an intact journal; a
   /// seek that reaches it, and `prepare()`, throw the journal's error locating it.
   public private(set) var endHiddenBy: JournalError?
+  /// The last sequence number read intact before the damage that hides the journal's end
+  /// (`endHiddenBy`), when the journal was last read; `lastSequence` while nothing hides it.
+  /// `blame`, `bisect`, `firstFailure`, `commandEnd` and `prepare` look at the records up to it
+  /// when given it as `through`: without it they read to the end, and so throw the damage.
+  public private(set) var lastIntactSequence: UInt64
   /// The journal's end as last read, with the batch that ended it: `refresh()` checks that the
   /// batch is still there before it takes records past it (nil while damage hides the end).
   private var end: JournalEnd?
@@ -94,6 +99,7 @@ public final class TimeMachine<M: SnapshotModel> {
       endHiddenBy = damage
     }
     lastSequence = end?.lastSequence ?? .max
+    lastIntactSequence = try end?.lastSequence ?? reader.intactEnd().last
     options.verifyCheckpoints = false
   }
 
@@ -133,6 +139,7 @@ public final class TimeMachine<M: SnapshotModel> {
     }
     end = now
     lastSequence = now.lastSequence
+    lastIntactSequence = now.lastSequence
     endHiddenBy = nil
     // Every snapshot marked unusable since the last refresh was judged against `before`: one
     // past it was unusable for that alone. Damaged ones stay skipped.
@@ -199,13 +206,16 @@ public final class TimeMachine<M: SnapshotModel> {
   ///   history (1,511 MB), and about a quarter more time (Benchmarks/RESULTS.md, "A memory
   ///   limit for `prepare` (Dec 4)").
   /// - Returns: the spacing, how far the keyframes reach, and whether the limit stopped them.
+  /// - Parameter through: the last sequence number the keyframes cover (nil: `lastSequence`;
+  ///   `lastIntactSequence` lays them over the records before damage that hides the end).
   @discardableResult
-  public func prepare(memoryLimit: Int? = nil) throws -> KeyframeCoverage {
-    if let endHiddenBy { throw endHiddenBy }
-    let spacing = max(interval, (lastSequence + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
+  public func prepare(memoryLimit: Int? = nil, through: UInt64? = nil) throws -> KeyframeCoverage {
+    if through == nil, let endHiddenBy { throw endHiddenBy }
+    let end = min(through ?? lastSequence, lastSequence)
+    let spacing = max(interval, (end + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     keyframeSpacing = spacing
     preparedSpacing = spacing
-    let last = lastSequence / spacing * spacing
+    let last = end / spacing * spacing
     // One replay, from the keyframe before the first one missing through the last one: every
     // keyframe on the way is kept (again) as it is passed.
     guard
@@ -375,12 +385,14 @@ public final class TimeMachine<M: SnapshotModel> {
   /// it, or a value store's name), with the record after each (nil once removed). One pass over
   /// the journal's events; an id no event touched gives an empty list. Formats the ids of the
   /// records each event touched, no others: the record after a match is found by its id.
-  public func blame(entity id: String) throws -> [EntityBlame] {
+  /// `through` ends the pass there (nil: at `lastSequence`; see `lastIntactSequence`).
+  public func blame(entity id: String, through: UInt64? = nil) throws -> [EntityBlame] {
     // The store the first match pinned (another store may hold a record with the same id's
     // text), and the record's id as its store types it (nil for a value store).
     var found: (store: String, id: (any Sendable)?)?
     var entries: [EntityBlame] = []
-    try forEachEvent(keepingRecordIDs: true, wholeCommands: false) { recorded, state, touched, touchedRecords in
+    try forEachEvent(keepingRecordIDs: true, wholeCommands: false, through: through) {
+      recorded, state, touched, touchedRecords in
       var matched = false
       for record in touchedRecords where found.map({ $0.store == record.store && $0.id != nil }) ?? true {
         if String(describing: record.id) == id {
@@ -424,9 +436,10 @@ public final class TimeMachine<M: SnapshotModel> {
   /// what the command's events touched: the states readers see (DESIGN.md, contract 3). Reports
   /// progress as seeks do, and where it stopped.
   private func forEachEvent(
-    keepingRecordIDs: Bool, wholeCommands: Bool,
+    keepingRecordIDs: Bool, wholeCommands: Bool, through: UInt64? = nil,
     _ body: (RecordedEvent, M, Set<ChangeKey>, [(store: String, id: any Sendable)]) throws -> Bool
   ) throws {
+    let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
     guard lastSequence > 0 else { return }
     let records = try DecodedRecords(registry: registry, reader: reader, first: 1, last: lastSequence, options: options)
     var state = M()
@@ -467,9 +480,11 @@ public final class TimeMachine<M: SnapshotModel> {
   /// while they are events with its command id, through `lastSequence` (`sequence` itself when it
   /// is 0, or not an event). Readers see the state after a whole command, never between its
   /// events (DESIGN.md, contract 3): the state at `sequence` is one a reader sees when this
-  /// returns `sequence`.
-  public func commandEnd(from sequence: UInt64) throws -> UInt64 {
-    guard sequence > 0 else { return sequence }
+  /// returns `sequence`. `through` ends the command there at the latest (nil: `lastSequence`; see
+  /// `lastIntactSequence`).
+  public func commandEnd(from sequence: UInt64, through: UInt64? = nil) throws -> UInt64 {
+    let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
+    guard sequence > 0, sequence < lastSequence else { return sequence }
     // One cursor over the command's records: a command of many events (a sync pull) lies in
     // one frame, which `record(_:)` per event would decode again for each.
     let records = try reader.records(from: sequence)
@@ -491,8 +506,10 @@ public final class TimeMachine<M: SnapshotModel> {
   /// contract 3): a probe inside a command looks at the state after its last record, and the
   /// answer is the last record of the first command after which the invariant fails. Costs
   /// O(log(history)) seeks, each from the nearest keyframe or snapshot; the first pass lays
-  /// keyframes down.
-  public func bisect(_ invariant: Invariant<M>) throws -> UInt64? {
+  /// keyframes down. `through` ends the search there (nil: at `lastSequence`; see
+  /// `lastIntactSequence`): nil then means that it holds there.
+  public func bisect(_ invariant: Invariant<M>, through: UInt64? = nil) throws -> UInt64? {
+    let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
     guard try !invariant.holds(state(at: lastSequence)) else { return nil }
     if try !invariant.holds(state(at: 0)) { return 0 }
     // The invariant at a sequence number is its value after that record's whole command.
@@ -500,9 +517,13 @@ public final class TimeMachine<M: SnapshotModel> {
     var bad = lastSequence
     while bad - good > 1 {
       let middle = good + (bad - good) / 2
-      if try invariant.holds(state(at: commandEnd(from: middle))) { good = middle } else { bad = middle }
+      if try invariant.holds(state(at: commandEnd(from: middle, through: lastSequence))) {
+        good = middle
+      } else {
+        bad = middle
+      }
     }
-    return try commandEnd(from: bad)
+    return try commandEnd(from: bad, through: lastSequence)
   }
 
   /// The first sequence number whose state breaks `invariant`, checking after every command (no
@@ -514,13 +535,14 @@ public final class TimeMachine<M: SnapshotModel> {
   /// incrementally: after a command that changed only records of its store, on those records
   /// alone (see there); after any other change, and for any other invariant, on the whole state.
   /// To check such an invariant on the whole state after every record, pass
-  /// `Invariant(name, holds: invariant.holds)`.
-  public func firstFailure(of invariant: Invariant<M>) throws -> UInt64? {
+  /// `Invariant(name, holds: invariant.holds)`. `through` ends the pass there (nil: at
+  /// `lastSequence`; see `lastIntactSequence`).
+  public func firstFailure(of invariant: Invariant<M>, through: UInt64? = nil) throws -> UInt64? {
     if !invariant.holds(M()) { return 0 }
     var found: UInt64?
     let holdsAfterChange = invariant.holdsAfterChange
     // The empty state holds: from there each state is checked given that the one before held.
-    try forEachEvent(keepingRecordIDs: holdsAfterChange != nil, wholeCommands: true) {
+    try forEachEvent(keepingRecordIDs: holdsAfterChange != nil, wholeCommands: true, through: through) {
       recorded, state, touched, touchedRecords in
       guard holdsAfterChange?(state, touched, touchedRecords) ?? invariant.holds(state) else {
         found = recorded.envelope.sequence

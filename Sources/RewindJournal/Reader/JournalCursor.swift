@@ -210,6 +210,10 @@ public final class JournalCursor {
     return buffer.removeLast()
   }
 
+  /// The sequence number the cursor reads next: every one before it was read (or skipped over
+  /// by its batch header); after an error locating damage, the first one the damage took.
+  package var expectedSequence: UInt64 { expected }
+
   /// Reads records on until the end; the last sequence number seen (or skipped over).
   func lastSequenceReached() throws -> UInt64 {
     while try next() != nil {}

@@ -102,6 +102,26 @@ extension JournalReader {
   }
 }
 
+extension JournalReader {
+  /// `readableEnd()` with, when damage hides the end, the last sequence number read before it:
+  /// the records through `last` are intact as `readableEnd()` reads them (those of the last
+  /// segment read whole, those of sealed segments passed over by their batch headers), and
+  /// `hiddenBy` (nil when the end is read) locates the damage after them.
+  /// - Throws: `JournalError` for what is no damage part way, as `readableEnd()`.
+  package func intactEnd() throws -> (last: UInt64, hiddenBy: JournalError?) {
+    var cursor: JournalCursor?
+    do {
+      cursor = try records(from: .max)
+      return (try cursor?.lastSequenceReached() ?? 0, nil)
+    } catch let error as JournalError where error.isDamage {
+      // Refused as the cursor was made (a segment the index names is missing): the records
+      // before the first one gone.
+      let next = cursor?.expectedSequence ?? error.sequences?.lowerBound ?? 1
+      return (next - min(next, 1), error)
+    }
+  }
+}
+
 extension JournalError {
   /// Damage to committed data, or committed records gone: what a reader meets part way and can
   /// read up to (not a directory that is no journal, a lock, a failed system call).
