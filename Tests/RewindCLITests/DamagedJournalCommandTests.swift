@@ -207,12 +207,7 @@ extension DamagedJournalCommandTests {
   /// only as "not read", the second place never located). Now each damaged place is read past
   /// in turn: every intact record comes out, in order, and both places are located.
   @Test func adjacentDamagedFramesAreEachReadPast() async throws {
-    var options = JournalOptions(durability: .none)
-    options.segmentTargetBytes = 4096
-    options.indexIntervalBytes = 256
-    let journal = try await NotebookJournal.write(commands: 120, seed: 81, options: options)
-    let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted()
-    try #require(segments.count > 3)
+    let (journal, segments) = try await Self.segmented()
     let path = journal.directory.appending(segments[2])
     var bytes = try Files.read(path)
     let frames = segmentFrames(in: bytes)
