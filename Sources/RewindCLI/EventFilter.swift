@@ -160,9 +160,16 @@ struct EventFilter {
     // The first sequence the selection may include: where `cursor` would start.
     var first = from
     if let since, from <= 1 {
-      let found = try reader.records(from: 1, since: since, readingAroundMissingSegments: true)
-      guard let record = try found.next() else { return [] }
-      first = record.sequence
+      // Read past damage, as `forEachEvent` does; a record the damage held may be stamped at or
+      // after `since` (timestamps need not increase), so the selection may start at its first.
+      var found = try PastDamage(reader: reader, directory: directory, through: last) {
+        try reader.records(from: 1, since: since, readingAroundMissingSegments: true)
+      }
+      var record: JournalRecord?
+      repeat { record = try found.next(readingOn: { _, _ in }) } while record.map { $0.timestamp < since } == true
+      let damaged = found.passed.compactMap { $0.sequences?.lowerBound }.min()
+      guard let start = [record?.sequence, damaged].compactMap({ $0 }).min() else { return [] }
+      first = start
     }
     var end = min(to, last)
     var window = UInt64(count)
