@@ -302,7 +302,7 @@ struct PastDamage {
           let points = DamageMet.readOnPoints(after: met, reader: reader).filter { $0 > tried }
           for resume in points where resume <= through {
             do {
-              let candidate = try reader.records(from: resume, readingAroundMissingSegments: true)
+              let candidate = try cursor(from: resume, after: met)
               pending = try candidate.next()
               cursor = candidate
               pass(met, resume, readingOn)
@@ -338,6 +338,21 @@ struct PastDamage {
 }
 
 extension PastDamage {
+  /// A cursor from `resume`, reading around missing segments: right after the batch `met`
+  /// locates when `resume` follows the records its header names and that header still holds (a
+  /// frame that fails its checksum). A cursor made from `resume` alone checks that frame again
+  /// when it is in the last segment, where frames are checked as they are skipped, and would go
+  /// on only at a later read-on point, leaving out the intact batches up to it.
+  fileprivate func cursor(from resume: UInt64, after met: JournalError) throws -> JournalCursor {
+    let cursor = try reader.records(from: resume, readingAroundMissingSegments: true)
+    if met.code == .corrupt, let sequences = met.sequences, sequences.upperBound < .max,
+      sequences.upperBound + 1 == resume, let file = met.file, let offset = met.offset
+    {
+      _ = try cursor.moveAfterBatch(at: offset, in: file, numbering: sequences)
+    }
+    return cursor
+  }
+
   /// Records `error` as read past (once: `tail` may meet it from two windows) and says so.
   fileprivate mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
     guard !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }

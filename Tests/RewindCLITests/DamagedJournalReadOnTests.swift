@@ -36,4 +36,29 @@ extension DamagedJournalCommandTests {
     #expect(log.status == 3, "\(log.err)")
     #expect(Self.sequences(log).suffix(shown.count) == shown[...], "log and tail agree: \(log.err)")
   }
+
+  /// A damaged frame whose batch header holds, in the last segment: its records are exactly
+  /// known, so the read goes on right after it, as in a sealed segment.
+  @Test func aDamagedFrameInTheLastSegmentIsReadPastRightAfterIt() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let name = try #require(segments.last)
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    try #require(frames.count > 6, "\(frames.count) batches in the last segment")
+    let frame = frames[2]
+    bytes[frame.middleOfData] ^= 0x5A
+    try Files.write(bytes, to: path)
+    let lost = frame.sequences
+    let expected = Array(1...journal.lastSequence).filter { !lost.contains($0) }
+    for arguments in [
+      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
+    ] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
+      let named = lost.count == 1 ? "sequence \(lost.lowerBound)" : "sequences \(lost.lowerBound)-\(lost.upperBound)"
+      #expect(run.err.contains("\(named) not read, reading on from sequence \(lost.upperBound + 1)\n"), "\(run.err)")
+    }
+  }
 }
