@@ -133,6 +133,45 @@ import Testing
     #expect(Files.list(out.path) == ["events.jsonl"])
   }
 
+  /// A user who replaces another user's FILE keeps its group when the group is one of the user's
+  /// own (README: "another user keeps a group of its own"). `fchown` to the file's user and group
+  /// failed with EPERM as a whole, and the file took the user's own group.
+  @Test(
+    .enabled(
+      if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+      "runs the tool as another user"))
+  func anotherUserKeepsAGroupOfItsOwn() async throws {
+    let dir = TemporaryDirectory("cli-export-group")
+    let journal = try await ExportOutputTests.journal(in: dir)
+    let out = TemporaryDirectory("cli-export-group-files")
+    let file = out.appending("events.jsonl")
+    try Files.write(Array("old\n".utf8), to: file)
+    try #require(chown(file, 1111, 8765) == 0 && chmod(file, 0o666) == 0)
+    // The user 4321 reads the journal and writes in FILE's directory.
+    for path in [dir.path, out.path] + (FileManager.default.subpaths(atPath: dir.path) ?? []).map(dir.appending) {
+      try #require(chmod(path, 0o777) == 0, "\(path)")
+    }
+    let rewind = try #require(ChildProcess.builtProduct("rewind"))
+    let (status, err) = try await onOwnThread {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+      process.arguments =
+        ["--reuid", "4321", "--regid", "4321", "--groups", "8765", rewind, "export", journal, "--jsonl", "-o", file]
+      let errPipe = Pipe()
+      process.standardOutput = FileHandle.nullDevice
+      process.standardError = errPipe
+      try process.run()
+      let err = String(decoding: errPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      return (process.terminationStatus, err)
+    }
+    #expect(status == 0, "\(err)")
+    var info = stat()
+    try #require(lstat(file, &info) == 0)
+    #expect(info.st_uid == 4321 && info.st_gid == 8765, "the user's, the group kept: \(info.st_uid):\(info.st_gid)")
+    #expect(try ExportOutputTests.text(file).hasPrefix("{\"seq\":1,"))
+  }
+
   /// `rewind --help`'s exit codes and `export --help` say that an export -o that cannot write
   /// its file exits 3, and what an interrupt does (the overview named only the journal, a repair
   /// and standard output for 3).
