@@ -167,12 +167,17 @@ struct EventFilter {
     // damage as it does (a missing first segment, say, before the first record since then).
     var first = from
     if let since, from <= 1 {
-      var found = try PastDamage(reader: reader, directory: directory, through: top, passed: passed) {
+      // Read past damage, as `forEachEvent` does; a record the damage held may be stamped at or
+      // after `since` (timestamps need not increase), so the selection may start at its first:
+      // the windows that reach back over it then meet it and report it.
+      var found = try PastDamage(reader: reader, directory: directory, through: top) {
         try reader.records(from: 1, since: since, readingAroundMissingSegments: true)
       }
-      defer { passed = found.passed }
-      guard let record = try found.next(readingOn: readingOn), record.sequence <= top else { return [] }
-      first = record.sequence
+      var record: JournalRecord?
+      repeat { record = try found.next(readingOn: { _, _ in }) } while record.map { $0.timestamp < since } == true
+      let damaged = found.passed.compactMap { $0.sequences?.lowerBound }.min()
+      guard let start = [record?.sequence, damaged].compactMap({ $0 }).min(), start <= top else { return [] }
+      first = start
     }
     var end = top
     var window = UInt64(count)
@@ -331,7 +336,7 @@ struct PastDamage {
           let points = DamageMet.readOnPoints(after: met, reader: reader).filter { $0 > tried }
           for resume in points where resume <= through {
             do {
-              let candidate = try reader.records(from: resume, readingAroundMissingSegments: true)
+              let candidate = try cursor(from: resume, after: met)
               pending = try candidate.next()
               cursor = candidate
               pass(met, resume, readingOn)
@@ -367,6 +372,21 @@ struct PastDamage {
 }
 
 extension PastDamage {
+  /// A cursor from `resume`, reading around missing segments: right after the batch `met`
+  /// locates when `resume` follows the records its header names and that header still holds (a
+  /// frame that fails its checksum). A cursor made from `resume` alone checks that frame again
+  /// when it is in the last segment, where frames are checked as they are skipped, and would go
+  /// on only at a later read-on point, leaving out the intact batches up to it.
+  fileprivate func cursor(from resume: UInt64, after met: JournalError) throws -> JournalCursor {
+    let cursor = try reader.records(from: resume, readingAroundMissingSegments: true)
+    if met.code == .corrupt, let sequences = met.sequences, sequences.upperBound < .max,
+      sequences.upperBound + 1 == resume, let file = met.file, let offset = met.offset
+    {
+      _ = try cursor.moveAfterBatch(at: offset, in: file, numbering: sequences)
+    }
+    return cursor
+  }
+
   /// Records `error` as read past (once: `tail` may meet it from two windows) and says so.
   mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
     guard !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }

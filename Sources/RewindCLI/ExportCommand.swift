@@ -32,8 +32,8 @@ enum ExportCommand: RewindCommand {
     message says so. A FILE in a directory that does not exist, a directory, a symbolic link
     (name the file it points to) or a device is a usage error, with nothing read or written.
     Interrupted (Ctrl-C, SIGTERM, SIGHUP), it removes its temporary file, leaves FILE as it was,
-    says so and exits 128 + the signal's number (130 for Ctrl-C; a signal ignored when it
-    started, as under nohup, stays ignored). Killed (kill -9), it leaves FILE as it was and its
+    says so and ends by the signal (status 128 + its number: 130 for Ctrl-C, and a script
+    that ran it stops; a signal ignored when it started, as under nohup, stays ignored). Killed (kill -9), it leaves FILE as it was and its
     temporary file, which no later export removes (nothing proves it abandoned: its process may
     run on another machine): remove .NAME.export-*.tmp files yourself once no export to FILE is
     running.

@@ -6,7 +6,8 @@ import Synchronization
 /// `export --output`'s answer to SIGINT (Ctrl-C), SIGTERM and SIGHUP in the `rewind` process
 /// (`RewindTool.Output.ownsProcess`: never in a test or an app that runs the tool with sinks of
 /// its own): the temporary file is removed, FILE is left as it was, one line says so, and the
-/// process exits with 128 + the signal's number, the status the signal would have given it.
+/// process ends by the signal, its default action restored (`end(by:)`): a shell's `$?` is
+/// 128 + the signal's number, as the signal would have given it.
 ///
 /// The handler runs on a queue of its own (a Dispatch signal source), not in a signal handler,
 /// so it may take a lock: the temporary file's creation and its rename over FILE run under the
@@ -99,13 +100,33 @@ enum ExportInterrupts {
 
   private static func interrupted(by signal: Int32, named name: String) -> Never {
     watched.withLock { watched -> Never in
-      guard let watched else { exit(128 + signal) }
+      guard let watched else { end(by: signal) }
       let said = cleanUp(watched.file, at: watched.stage)
       // A progress line on the terminal is cleared first, as an error's message does.
       let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
       watched.output.err(clear + "rewind export: interrupted (\(name)); " + visible(said) + "\n")
       // Still holding the lock: no step runs before the process has ended.
-      exit(128 + signal)
+      end(by: signal)
     }
+  }
+
+  /// Ends the process by `signal` itself, its default action restored, so that whoever waits for
+  /// it sees it killed by the signal (`WIFSIGNALED`), not exited: a shell running a script stops
+  /// the script on a Ctrl-C only then (it takes an exit status of 130 for a command that handled
+  /// the interrupt and goes on), and `xargs` stops too. A shell's `$?` is 128 + the signal's
+  /// number either way. Nothing else runs: no `atexit` handler, no stdio flush, on this queue's
+  /// thread while the main thread may be writing; `_exit` if the signal does not end it.
+  static func end(by signal: Int32) -> Never {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = SIG_DFL
+    sigemptyset(&action.sa_mask)
+    sigaction(signal, &action, nil)
+    // Dispatch keeps a signal it watches blocked: unblocked on this thread, `raise` delivers it here.
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, signal)
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    raise(signal)
+    _exit(128 + signal)
   }
 }

@@ -367,8 +367,8 @@ extension FileIO {
   ///   - permissions: set on the temporary file (`fchmod`, no umask) before it is synced and
   ///     renamed, when given: a replaced file's own, kept.
   ///   - owner: the user and group given to the temporary file (`fchown`, before `permissions`)
-  ///     when given: a replaced file's own, kept where the process may (as root, or a group of
-  ///     its user's); `EPERM` leaves the process's own.
+  ///     when given: a replaced file's own, kept where the process may (as root; else the group
+  ///     alone, when it is one of its user's); `EPERM` leaves the process's own.
   ///   - step: runs the temporary file's creation (`.create`) and its rename over `path`
   ///     (`.rename`), each given as `run`, and may note each when `run` returns: a caller that
   ///     must know at every moment whether the temporary file exists and whether `path` was
@@ -393,8 +393,13 @@ extension FileIO {
         try writeAll(fd, bytes, at: offset, path: temporary)
         offset += Int64(bytes.count)
       }
-      if let owner, fchown(fd, owner.user, owner.group) != 0, Glibc.errno != EPERM {
-        throw SystemCallError("fchown", path: temporary, errno: Glibc.errno)
+      if let owner, fchown(fd, owner.user, owner.group) != 0 {
+        guard Glibc.errno == EPERM else { throw SystemCallError("fchown", path: temporary, errno: Glibc.errno) }
+        // Only root gives a file another user: the group alone then (uid -1 leaves the user),
+        // which the process's user may give when it is one of its groups.
+        if fchown(fd, uid_t.max, owner.group) != 0, Glibc.errno != EPERM {
+          throw SystemCallError("fchown", path: temporary, errno: Glibc.errno)
+        }
       }
       if let permissions, fchmod(fd, mode_t(permissions)) != 0 {
         throw SystemCallError("fchmod", path: temporary, errno: Glibc.errno)

@@ -214,6 +214,34 @@ public final class JournalCursor {
   /// by its batch header); after an error locating damage, the first one the damage took.
   package var expectedSequence: UInt64 { expected }
 
+  /// Moves a cursor that has returned nothing yet to right after the batch at byte `offset` of
+  /// the segment named `file`, when the header there still holds (its checksum) and numbers
+  /// `sequences`: the read on past a frame that fails its checksum (`rewind log`), whose records
+  /// its header names exactly. A cursor skipping to a start in the last segment checks each frame
+  /// it passes (a whole header there may front a frame not written yet), so it would stop at that
+  /// frame again. Returns whether it moved; it stays where it was otherwise.
+  package func moveAfterBatch(at offset: Int64, in file: String, numbering sequences: ClosedRange<UInt64>) throws
+    -> Bool
+  {
+    guard buffer.isEmpty, let segment = layout.segments.first(where: { Layout.segmentName(firstSequence: $0) == file })
+    else { return false }
+    let segmentFile = try layout.openChecked(segment: segment)
+    let read: BatchRead
+    do {
+      read = try segmentFile.batch(
+        at: offset, expecting: sequences.lowerBound, checkFrame: false, limits: reader.limits)
+    } catch {
+      throw JournalError(error, directory: reader.directory, file: file)
+    }
+    guard case .batch(let header, _) = read, header.sequences == sequences else { return false }
+    readsBefore += self.file?.reads ?? 0
+    self.file = segmentFile
+    self.offset = offset + header.totalLength
+    expected = sequences.upperBound + 1
+    positionedByIndex = false
+    return true
+  }
+
   /// Reads records on until the end; the last sequence number seen (or skipped over).
   func lastSequenceReached() throws -> UInt64 {
     while try next() != nil {}

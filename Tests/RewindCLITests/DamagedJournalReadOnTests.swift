@@ -1,0 +1,64 @@
+import Foundation
+import RewindCLI
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// Reading on after damage: where the read goes on, and what a selection by time makes of it.
+extension DamagedJournalCommandTests {
+  /// `tail --since T` of a journal with a segment missing before the records stamped from T on
+  /// printed nothing but the missing segment: it looked for the first record stamped at or after
+  /// T with a cursor that stopped at the missing segment. It reads around it now, as `log` does.
+  @Test func tailSinceReadsAroundAMissingSegment() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let name = segments[2]
+    let firstLost = try #require(UInt64(name.prefix(20)))
+    let lastLost = try #require(UInt64(segments[3].prefix(20))) - 1
+    // A time after every record of the missing segment: that of the record after it.
+    let reader = try JournalReader(directory: journal.path)
+    let after = try #require(try reader.records(from: lastLost + 1).next())
+    let before = try #require(try reader.records(from: firstLost).next())
+    try #require(after.timestamp > before.timestamp)
+    try FileManager.default.removeItem(atPath: journal.directory.appending(name))
+    let since = isoTime(after.timestamp)
+    let last = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "3", "--since", since])
+    #expect(last.status == 0, "\(last.err)")
+    #expect(Self.sequences(last) == Array((journal.lastSequence - 2)...journal.lastSequence), "\(last.err)")
+    // Every event from T on: the records of the missing segment, not read, may be stamped from
+    // T on too (clocks are set back), so the windows reach back over it and say so.
+    let all = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "100000", "--since", since])
+    #expect(all.status == 3, "\(all.err)")
+    let shown = Self.sequences(all)
+    #expect(shown.last == journal.lastSequence, "\(all.err)")
+    #expect(shown.allSatisfy { $0 > lastLost || $0 < firstLost }, "\(shown)")
+    #expect(all.err.contains("segment \(name) is missing"), "\(all.err)")
+    let log = try await ToolRun.run("rewind", ["log", journal.path, "--since", since])
+    #expect(log.status == 3, "\(log.err)")
+    #expect(Self.sequences(log).suffix(shown.count) == shown[...], "log and tail agree: \(log.err)")
+  }
+
+  /// A damaged frame whose batch header holds, in the last segment: its records are exactly
+  /// known, so the read goes on right after it, as in a sealed segment.
+  @Test func aDamagedFrameInTheLastSegmentIsReadPastRightAfterIt() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let name = try #require(segments.last)
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    try #require(frames.count > 6, "\(frames.count) batches in the last segment")
+    let frame = frames[2]
+    bytes[frame.middleOfData] ^= 0x5A
+    try Files.write(bytes, to: path)
+    let lost = frame.sequences
+    let expected = Array(1...journal.lastSequence).filter { !lost.contains($0) }
+    for arguments in [
+      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
+    ] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
+      let named = lost.count == 1 ? "sequence \(lost.lowerBound)" : "sequences \(lost.lowerBound)-\(lost.upperBound)"
+      #expect(run.err.contains("\(named) not read, reading on from sequence \(lost.upperBound + 1)\n"), "\(run.err)")
+    }
+  }
+}
