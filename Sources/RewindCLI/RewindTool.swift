@@ -203,9 +203,9 @@ public struct RewindTool {
     cannot be opened or read, a repair could not finish (it names what is left to do), export -o cannot write
     its file (FILE is left as it was), or standard output cannot be written (a full disk, or closed: rewind
     log DIR >&-; one message says which). An export -o interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its
-    temporary file and ends by the signal (status 128 + its number: 130 for Ctrl-C). A reader that
-    closes the pipe early (rewind log DIR | head -1) ends the command quietly, with status 141 as SIGPIPE
-    would (tail -f as soon as the reader leaves).
+    temporary file and ends by the signal (status 128 + its number: 130 for Ctrl-C), as tail -f and any
+    other command interrupted do. A reader that closes the pipe early (rewind log DIR | head -1) ends the
+    command quietly, with status 141 as SIGPIPE would (tail -f as soon as the reader leaves).
     Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 
