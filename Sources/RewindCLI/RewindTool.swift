@@ -59,11 +59,16 @@ public struct RewindTool {
         // Not written to: that descriptor is the runtime's, not the standard output given.
         let failure = stdoutClosed ? EBADF : writeAll(text, to: STDOUT_FILENO)
         guard failure != 0 else { return }
-        // The reader is gone: nothing more to show, and nothing to say about it.
-        if failure == EPIPE { exit(128 + SIGPIPE) }
+        // The reader is gone: nothing more to show, and nothing to say about it. `_exit`, not
+        // `exit`, here and below: a sink may write on any thread (tail -f's on the task that
+        // follows) while another ends the process (the reader's watcher, the main thread), and
+        // `exit` runs the exit handlers and stdio's cleanup on the thread that calls it, on two
+        // at once if two call it (exit(3) marks it MT-Unsafe). Nothing is left to flush: the
+        // sinks write with `write(2)`.
+        if failure == EPIPE { _exit(128 + SIGPIPE) }
         let why = stdoutClosed ? "it is closed" : String(cString: strerror(failure))
         if !stderrClosed { _ = writeAll("rewind: cannot write to standard output: \(why)\n", to: STDERR_FILENO) }
-        exit(ExitCode.unreadable.rawValue)
+        _exit(ExitCode.unreadable.rawValue)
       },
       err: { text in if !stderrClosed { _ = writeAll(text, to: STDERR_FILENO) } },
       endWhenReaderLeaves: { if !stdoutClosed { watchReader(of: STDOUT_FILENO) } })
@@ -97,7 +102,8 @@ public struct RewindTool {
         while true {
           let ready = poll(&watched, 1, -1)
           if ready < 0 && errno == EINTR { continue }
-          if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { exit(128 + SIGPIPE) }
+          // `_exit`: the main thread runs on meanwhile (see the `out` sink).
+          if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { _exit(128 + SIGPIPE) }
           // Anything else (the descriptor closed, an error): stop watching; a write still tells.
           return
         }
