@@ -13,7 +13,9 @@ import Synchronization
 /// so it may take a lock: the temporary file's creation and its rename over FILE run under the
 /// same lock (`FileIO.replaceFile`'s `step`), so the handler finds exactly one of no temporary
 /// file yet, one being written (removed), or FILE replaced (kept: the export is whole, only the
-/// directory's sync is cut short), and nothing moves until the process has exited.
+/// directory's sync is cut short), and nothing moves until the process has exited. The one line
+/// it writes is waited for a bounded time (`say`): standard error that cannot take it does not
+/// keep the process from ending.
 enum ExportInterrupts {
   /// How far the export being written has got.
   enum Stage: Sendable {
@@ -104,10 +106,27 @@ enum ExportInterrupts {
       let said = cleanUp(watched.file, at: watched.stage)
       // A progress line on the terminal is cleared first, as an error's message does.
       let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
-      watched.output.err(clear + "rewind export: interrupted (\(name)); " + visible(said) + "\n")
+      say(clear + "rewind export: interrupted (\(name)); " + visible(said) + "\n", to: watched.output)
       // Still holding the lock: no step runs before the process has ended.
       end(by: signal)
     }
+  }
+
+  /// How long the handler waits for its message to be written before it ends the process anyway.
+  static let messageWait: DispatchTimeInterval = .seconds(1)
+
+  /// Writes `message` to `output`'s standard error, waiting for the write at most `messageWait`.
+  /// Standard error may block for ever (a pipe whose reader is stopped or never reads, full; a
+  /// terminal stopped by Ctrl-S): the handler, holding the lock, would then never end the
+  /// process, and a second Ctrl-C would wait behind it. The write runs on a thread of its own,
+  /// which the process's end takes with it; the line may then be cut short, or not written.
+  static func say(_ message: String, to output: RewindTool.Output) {
+    let written = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      output.err(message)
+      written.signal()
+    }
+    _ = written.wait(timeout: .now() + messageWait)
   }
 
   /// Ends the process by `signal` itself, its default action restored, so that whoever waits for

@@ -59,11 +59,16 @@ public struct RewindTool {
         // Not written to: that descriptor is the runtime's, not the standard output given.
         let failure = stdoutClosed ? EBADF : writeAll(text, to: STDOUT_FILENO)
         guard failure != 0 else { return }
-        // The reader is gone: nothing more to show, and nothing to say about it.
-        if failure == EPIPE { exit(128 + SIGPIPE) }
+        // The reader is gone: nothing more to show, and nothing to say about it. `_exit`, not
+        // `exit`, here and below: a sink may write on any thread (tail -f's on the task that
+        // follows) while another ends the process (the reader's watcher, the main thread), and
+        // `exit` runs the exit handlers and stdio's cleanup on the thread that calls it, on two
+        // at once if two call it (exit(3) marks it MT-Unsafe). Nothing is left to flush: the
+        // sinks write with `write(2)`.
+        if failure == EPIPE { _exit(128 + SIGPIPE) }
         let why = stdoutClosed ? "it is closed" : String(cString: strerror(failure))
         if !stderrClosed { _ = writeAll("rewind: cannot write to standard output: \(why)\n", to: STDERR_FILENO) }
-        exit(ExitCode.unreadable.rawValue)
+        _exit(ExitCode.unreadable.rawValue)
       },
       err: { text in if !stderrClosed { _ = writeAll(text, to: STDERR_FILENO) } },
       endWhenReaderLeaves: { if !stdoutClosed { watchReader(of: STDOUT_FILENO) } })
@@ -97,7 +102,8 @@ public struct RewindTool {
         while true {
           let ready = poll(&watched, 1, -1)
           if ready < 0 && errno == EINTR { continue }
-          if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { exit(128 + SIGPIPE) }
+          // `_exit`: the main thread runs on meanwhile (see the `out` sink).
+          if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { _exit(128 + SIGPIPE) }
           // Anything else (the descriptor closed, an error): stop watching; a write still tells.
           return
         }
@@ -203,9 +209,9 @@ public struct RewindTool {
     cannot be opened or read, a repair could not finish (it names what is left to do), export -o cannot write
     its file (FILE is left as it was), or standard output cannot be written (a full disk, or closed: rewind
     log DIR >&-; one message says which). An export -o interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its
-    temporary file and ends by the signal (status 128 + its number: 130 for Ctrl-C). A reader that
-    closes the pipe early (rewind log DIR | head -1) ends the command quietly, with status 141 as SIGPIPE
-    would (tail -f as soon as the reader leaves).
+    temporary file and ends by the signal (status 128 + its number: 130 for Ctrl-C), as tail -f and any
+    other command interrupted do. A reader that closes the pipe early (rewind log DIR | head -1) ends the
+    command quietly, with status 141 as SIGPIPE would (tail -f as soon as the reader leaves).
     Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
     progress on standard error when it is a terminal, and nothing extra when it is not.
 

@@ -14,10 +14,11 @@ enum TailCommand: RewindCommand {
     `rewind log` does, oldest first, each event's fields cut at 160 characters unless --full is
     given; --json as `rewind log --json`. N is digits alone: -n +N (tail(1)'s "from the N-th")
     is a usage error; --from N reads from sequence N. With -f (--follow), then waits and shows
-    each new event as a writer commits it, one line at a time, until interrupted (Ctrl-C ends it
-    with exit 0) or its output is closed: a pipe whose reader leaves (| head -1) ends it at once
-    with status 141, even while no event comes. Takes no lock: a writer may be appending
-    meanwhile.
+    each new event as a writer commits it, one line at a time, until interrupted or its output is
+    closed: Ctrl-C (or SIGTERM, SIGHUP) ends it by the signal, each line shown already written
+    (status 128 + its number: 130 for Ctrl-C, and a script that ran it stops), and a pipe whose
+    reader leaves (| head -1) ends it at once with status 141, even while no event comes. Takes
+    no lock: a writer may be appending meanwhile.
 
     The selection options of `rewind log` narrow both: -n N counts the last N events that match,
     and -f shows only new events that match.
@@ -79,12 +80,10 @@ enum TailCommand: RewindCommand {
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
     let reader = try openJournal(directory)
-    if follow {
-      // Ctrl-C ends it cleanly: everything shown was written as it came, and a reader holds no
-      // lock, so there is nothing to undo.
-      signal(SIGINT) { _ in _exit(0) }
-    }
-    defer { if follow { signal(SIGINT, SIG_DFL) } }
+    // Ctrl-C (SIGINT, SIGTERM, SIGHUP) ends -f by the signal, its action left as the process was
+    // given it: there is nothing to clean up (a reader holds no lock, and each line followed is
+    // written as it comes, not buffered), and whoever waits sees an interrupt, not an end (a
+    // script's loop stops). An ignored SIGINT (a background job's) stays ignored.
     // Damage that hides the end (committed records the index names gone, a damaged frame after
     // its last entry): the last events are those before it, shown before the damage is reported,
     // and there is no end to follow from.

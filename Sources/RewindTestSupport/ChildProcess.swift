@@ -103,6 +103,9 @@ public final class ChildProcess: @unchecked Sendable {
 
   public var isRunning: Bool { process.isRunning }
 
+  /// The child's process id, for a signal a test sends it while it runs.
+  public var processIdentifier: Int32 { process.processIdentifier }
+
   deinit { if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) } }
 }
 

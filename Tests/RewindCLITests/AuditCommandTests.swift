@@ -676,7 +676,11 @@ import Testing
     #expect(ended && process.terminationReason == .exit && process.terminationStatus == 128 + SIGPIPE)
   }
 
-  @Test func tailFollowEndsCleanlyOnInterrupt() async throws {
+  /// Ctrl-C ends `tail -f` by the signal, the lines shown intact. It used to exit 0 (a handler
+  /// that called `_exit(0)`): a shell running a script takes an exit for a command that handled
+  /// the interrupt and runs the script on, so a Ctrl-C did not stop a loop of `tail -f`, and a
+  /// caller could not tell an interrupt from an end.
+  @Test func tailFollowEndsByTheInterrupt() async throws {
     let (dir, path, events) = try await Self.journal(events: 100)
     defer { withExtendedLifetime(dir) {} }
     let executable = try #require(ChildProcess.builtProduct("rewind"))
@@ -703,8 +707,32 @@ import Testing
       try watchdog.end(waitingFor: "tail -f to end on its interrupt")
       return (received, process.terminationReason, process.terminationStatus)
     }
-    #expect(reason == .exit && status == 0)
+    #expect(reason == .uncaughtSignal && status == SIGINT, "\(reason) \(status)")
+    let help = try await Self.rewind(["tail", "--help"]).out.split(whereSeparator: \.isWhitespace).joined(
+      separator: " ")
+    #expect(help.contains("Ctrl-C (or SIGTERM, SIGHUP) ends it by the signal"), "\(help)")
     #expect(
       Self.sequences(try Self.parse(String(decoding: received, as: UTF8.self))) == [events.count - 1, events.count])
+  }
+
+  /// A SIGINT ignored when the tool started (a shell ignores it for a job in the background) stays
+  /// ignored: `tail -f` goes on following. Its handler used to replace the ignoring, so a Ctrl-C
+  /// meant for the foreground ended a `rewind tail -f J > log &` of a script.
+  @Test func tailFollowKeepsAnIgnoredInterruptIgnored() async throws {
+    let (dir, path, events) = try await Self.journal(events: 100)
+    defer { withExtendedLifetime(dir) {} }
+    let executable = try #require(ChildProcess.builtProduct("rewind"))
+    let script = #"trap '' INT; exec "$0" "$@""#
+    let follower = try ChildProcess(
+      executable: "/bin/sh", arguments: ["-c", script, executable, "tail", path, "-f", "-n", "1", "--json"])
+    #expect(try await follower.waitForLine { $0.contains("\"seq\":\(events.count),") })
+    kill(follower.processIdentifier, SIGINT)
+    let more = try await Self.rewind(["demo", path, "--events", "5", "--durability", "none"])
+    #expect(more.status == 0, "\(more.err)")
+    let last = try #require(
+      try Self.parse(try await Self.rewind(["export", path, "--jsonl"]).out).last?["seq"] as? Int)
+    #expect(try await follower.waitForLine { $0.contains("\"seq\":\(last),") }, "\(follower.lines)")
+    #expect(follower.isRunning, "tail -f ended on an ignored SIGINT")
+    try await follower.kill()
   }
 }

@@ -31,9 +31,11 @@ import Testing
   /// once its temporary file has appeared, checks that the file is still there once it is
   /// stopped (the export still writing it), sends `signal` and continues it: the signal reaches
   /// it mid-export however fast the machine is, with no sleep that races. Returns how it ended
-  /// and its standard error.
+  /// and its standard error (written to `errPath`, or to `standardError` when one is given: then
+  /// `err` is empty). A child still running 30 s after the signal is killed (SIGKILL).
   static func signalled(
-    _ executable: String, _ arguments: [String], out: TemporaryDirectory, signal: Int32, errPath: String
+    _ executable: String, _ arguments: [String], out: TemporaryDirectory, signal: Int32, errPath: String,
+    standardError: FileHandle? = nil
   ) async throws -> (status: Int32, reason: Process.TerminationReason, err: String) {
     _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     let (status, reason, temporary, stillWriting) = try await onOwnThread {
@@ -42,7 +44,7 @@ import Testing
       process.arguments = arguments
       process.standardInput = FileHandle.nullDevice
       process.standardOutput = FileHandle.nullDevice
-      process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+      process.standardError = try standardError ?? FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
       try process.run()
       let watchdog = ChildWatchdog(process)
       let pid = process.processIdentifier
@@ -58,6 +60,9 @@ import Testing
         stillWriting = Files.list(out.path).contains { $0.hasPrefix(".events.jsonl.export-") }
         kill(pid, signal)
         kill(pid, SIGCONT)
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning, Date() < deadline { usleep(1000) }
+        if process.isRunning { kill(pid, SIGKILL) }
       }
       process.waitUntilExit()
       try watchdog.end(waitingFor: "\(arguments) to end")
@@ -91,6 +96,38 @@ import Testing
       #expect(Files.list(out.path) == ["events.jsonl"], "\(name): \(Files.list(out.path))")
       #expect(try ExportOutputTests.text(file) == "old\n", "\(name)")
     }
+  }
+
+  /// Interrupted with standard error a full pipe that no one reads, the export still ends by the
+  /// signal, its temporary file removed. The handler wrote its line to standard error holding the
+  /// lock and waited for the write for ever: the process never ended, and a second Ctrl-C waited
+  /// behind the first.
+  @Test func anInterruptEndsTheExportThoughStandardErrorBlocks() async throws {
+    let dir = TemporaryDirectory("cli-export-interrupt-blocked")
+    let journal = try await Self.largeJournal(in: dir)
+    let rewind = try #require(ChildProcess.builtProduct("rewind"))
+    let out = TemporaryDirectory("cli-export-interrupt-blocked-files")
+    let file = out.appending("events.jsonl")
+    try Files.write(Array("old\n".utf8), to: file)
+    // A pipe filled to the brim, its read end kept open and never read.
+    var ends: [Int32] = [0, 0]
+    try #require(pipe(&ends) == 0)
+    defer { for end in ends { close(end) } }
+    let flags = fcntl(ends[1], F_GETFL)
+    try #require(fcntl(ends[1], F_SETFL, flags | O_NONBLOCK) == 0)
+    let filler = [UInt8](repeating: 0x2E, count: 4096)
+    while filler.withUnsafeBytes({ write(ends[1], $0.baseAddress, $0.count) }) > 0 {}
+    try #require(errno == EAGAIN)
+    // The child's write blocks: its descriptor shares this one's flags.
+    try #require(fcntl(ends[1], F_SETFL, flags) == 0)
+    let started = Date()
+    let run = try await Self.signalled(
+      rewind, ["export", journal, "--jsonl", "-o", file], out: out, signal: SIGINT,
+      errPath: dir.appending("err"), standardError: FileHandle(fileDescriptor: ends[1], closeOnDealloc: false))
+    #expect(run.reason == .uncaughtSignal && run.status == SIGINT, "\(run.reason) \(run.status)")
+    #expect(Date().timeIntervalSince(started) < 25, "the export waited for its standard error")
+    #expect(Files.list(out.path) == ["events.jsonl"], "\(Files.list(out.path))")
+    #expect(try ExportOutputTests.text(file) == "old\n")
   }
 
   /// A signal ignored when the tool started (`nohup` ignores SIGHUP; a shell, SIGINT for a job
