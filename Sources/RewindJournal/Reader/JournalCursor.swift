@@ -242,6 +242,31 @@ public final class JournalCursor {
     return true
   }
 
+  /// Moves a cursor that has returned nothing yet to the batch at byte `offset` of the segment
+  /// named `file`, when the header there holds (its checksum) and its first record is `first`:
+  /// the read on at a batch an index entry names past a damaged batch header (`rewind log`).
+  /// Positioned so, not by the index, damage in that batch's frame is damage met there, not taken
+  /// for a stale entry and read past from the segment's start (which would meet the damage before
+  /// it again). Returns whether it moved; it stays where it was otherwise.
+  package func moveToBatch(at offset: Int64, in file: String, startingAt first: UInt64) throws -> Bool {
+    guard buffer.isEmpty, let segment = layout.segments.first(where: { Layout.segmentName(firstSequence: $0) == file })
+    else { return false }
+    let segmentFile = try layout.openChecked(segment: segment)
+    let read: BatchRead
+    do {
+      read = try segmentFile.batch(at: offset, expecting: first, checkFrame: false, limits: reader.limits)
+    } catch {
+      throw JournalError(error, directory: reader.directory, file: file)
+    }
+    guard case .batch(let header, _) = read, header.firstSequence == first else { return false }
+    readsBefore += self.file?.reads ?? 0
+    self.file = segmentFile
+    self.offset = offset
+    expected = first
+    positionedByIndex = false
+    return true
+  }
+
   /// Reads records on until the end; the last sequence number seen (or skipped over).
   func lastSequenceReached() throws -> UInt64 {
     while try next() != nil {}
