@@ -140,4 +140,43 @@ extension DamagedJournalCommandTests {
       }
     }
   }
+
+  /// A damaged batch header in a segment after one missing in the middle: the index as cursors
+  /// load it stops at the missing segment, so no entry named a place past the damage, and the read
+  /// went on only at the next segment (or stopped, in the last one). The index file's entries
+  /// after the missing segment are used now, each checked against the header at its place.
+  @Test(arguments: [false, true])
+  func aDamagedBatchHeaderAfterAMissingSegmentIsReadPastAtTheNextIndexedBatch(lastSegment: Bool) async throws {
+    let (journal, segments) = try await Self.segmented()
+    try #require(segments.count > 4, "\(segments.count) segments")
+    let missing = segments[1]
+    let name = lastSegment ? try #require(segments.last) : segments[3]
+    let entries = try Self.indexEntries(journal, segment: name)
+    try #require(entries.count >= 3, "\(entries.count) index entries in \(name)")
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    let entry = entries[1]
+    let damaged = try #require(frames.first { $0.offset == Int(entries[0].offset) })
+    try #require(damaged.end < Int(entry.offset), "one batch between two index entries")
+    bytes[damaged.offset + 8] ^= 0x5A  // its batch header's checksum fails: its extent is unknown
+    try Files.write(bytes, to: path)
+    try FileManager.default.removeItem(atPath: journal.directory.appending(missing))
+    let gone = try #require(UInt64(missing.prefix(20)))...(try #require(UInt64(segments[2].prefix(20))) - 1)
+    let from = damaged.header.firstSequence
+    let lost = from...(entry.firstSequence - 1)
+    let expected = Array(1...journal.lastSequence).filter { !gone.contains($0) && !lost.contains($0) }
+    for arguments in [
+      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
+    ] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
+      #expect(run.err.contains("segment \(missing) is missing"), "\(run.err)")
+      #expect(
+        run.err.contains(
+          "\(Self.named(lost)) not read, reading on from sequence \(entry.firstSequence)\n"),
+        "\(arguments): \(run.err)")
+    }
+  }
 }

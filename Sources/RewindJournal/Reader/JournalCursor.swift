@@ -80,7 +80,7 @@ public final class JournalCursor {
         try Self.refuseMissingSegment(index, layout: &layout, reader: reader)
       }
     }
-    let entry: IndexEntry? =
+    var entry: IndexEntry? =
       switch start {
       case .sequence(let sequence): index.entry(atOrBefore: sequence)
       case .time(let timestamp): index.entry(before: timestamp)
@@ -89,6 +89,17 @@ public final class JournalCursor {
     // may stop short, at a gap or where it went stale): start from that segment instead.
     let holdingSegment: UInt64? =
       if case .sequence(let sequence) = start { layout.segments.last(where: { $0 <= sequence }) } else { nil }
+    if !missingSegments.isEmpty, case .sequence(let sequence) = start, let holdingSegment,
+      (entry?.segment ?? 0) < holdingSegment
+    {
+      // The index as loaded stops at the first segment it names that is missing. Read around it,
+      // its well-formed entries after it place the start as well: each is checked where it is
+      // used, as any entry is (a header that does not match it: read from the segment's start).
+      entry =
+        SparseIndex.wellFormedEntries(directory: reader.directory, journalID: layout.journalID, io: reader.io).last {
+          $0.firstSequence <= sequence && $0.segment == holdingSegment
+        } ?? entry
+    }
     if let entry, layout.segments.contains(entry.segment), entry.segment >= (holdingSegment ?? 0) {
       try position(segment: entry.segment, offset: entry.offset, expected: entry.firstSequence)
       positionedByIndex = true

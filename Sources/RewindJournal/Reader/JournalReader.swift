@@ -95,10 +95,11 @@ public struct JournalReader: Sendable {
   /// order: where a read can go on after a damaged batch header there, whose extent is unknown.
   /// The index names only batches a writer wrote, and a cursor moved to one
   /// (`JournalCursor.moveToBatch(at:in:startingAt:)`) checks the header it finds against the
-  /// entry. Empty when the index names none.
+  /// entry, so every entry of the index file that is well-formed is used, past a segment it names
+  /// and the directory lacks too (where the cursors' index stops). Empty when the index names none.
   package func indexedBatches(in file: String, after offset: Int64) -> [IndexEntry] {
     guard let layout = try? JournalDirectory(path: directory, io: io) else { return [] }
-    return loadIndex(layout).entries.filter {
+    return SparseIndex.wellFormedEntries(directory: directory, journalID: layout.journalID, io: io).filter {
       Layout.segmentName(firstSequence: $0.segment) == file && $0.offset > offset
     }
   }
