@@ -323,8 +323,8 @@ struct PastDamage {
       } catch let error as JournalError where error.isDamage {
         // On only from where a cursor gets past it: after its records when they are known (a
         // damaged batch header names its first record alone, and a cursor checks the last
-        // segment's frames again), else at the first batch the index names past it in its
-        // segment, else at the next segment (a sealed segment cut short, one missing before it).
+        // segment's frames again), else at each batch the index names past it in its segment in
+        // turn, else at the next segment (a sealed segment cut short, one missing before it).
         var met = error
         var resumed = false
         // Read-on points at or below this were tried: each place read past moves it forward.
@@ -336,7 +336,7 @@ struct PastDamage {
           let points = DamageMet.readOnPoints(after: met, reader: reader).filter { $0 > tried }
           for resume in points where resume <= through {
             do {
-              let candidate = try cursor(from: resume, after: met)
+              guard let candidate = try cursor(from: resume, after: met) else { continue }
               pending = try candidate.next()
               cursor = candidate
               pass(met, resume, readingOn)
@@ -377,14 +377,21 @@ extension PastDamage {
   /// frame that fails its checksum). A cursor made from `resume` alone checks that frame again
   /// when it is in the last segment, where frames are checked as they are skipped, and would go
   /// on only at a later read-on point, leaving out the intact batches up to it.
-  fileprivate func cursor(from resume: UInt64, after met: JournalError) throws -> JournalCursor {
+  ///
+  /// At a batch the index names past `met` in its segment, the cursor is moved to that batch when
+  /// the header there holds and matches the entry (nil otherwise: no read goes on there), so that
+  /// damage in its frame is met there, not read from the segment's start, where `met` is met again.
+  fileprivate func cursor(from resume: UInt64, after met: JournalError) throws -> JournalCursor? {
     let cursor = try reader.records(from: resume, readingAroundMissingSegments: true)
-    if met.code == .corrupt, let sequences = met.sequences, sequences.upperBound < .max,
-      sequences.upperBound + 1 == resume, let file = met.file, let offset = met.offset
+    guard met.code == .corrupt, let file = met.file, let offset = met.offset else { return cursor }
+    if let sequences = met.sequences, sequences.upperBound < .max, sequences.upperBound + 1 == resume,
+      try cursor.moveAfterBatch(at: offset, in: file, numbering: sequences)
     {
-      _ = try cursor.moveAfterBatch(at: offset, in: file, numbering: sequences)
+      return cursor
     }
-    return cursor
+    guard let entry = reader.indexedBatches(in: file, after: offset).first(where: { $0.firstSequence == resume })
+    else { return cursor }
+    return try cursor.moveToBatch(at: entry.offset, in: file, startingAt: resume) ? cursor : nil
   }
 
   /// Records `error` as read past (once: `tail` may meet it from two windows) and says so.
@@ -480,20 +487,20 @@ struct DamageMet: Error, CustomStringConvertible {
 
   /// Where to try to read on after damage, in order: after the records it names, when a frame's
   /// batch header holds (their numbers exact) or records are missing before an intact segment (a
-  /// segment missing in the middle or at the start); then, for damage in a segment, the first
-  /// batch the index names in it past the damage (after a damaged batch header, whose extent is
-  /// unknown), then the first record of the next segment. None when the damage ends what can be
+  /// segment missing in the middle or at the start); then, for damage in a segment, each batch
+  /// the index names in it past the damage, in order (after a damaged batch header, whose extent
+  /// is unknown: a later one when the batch an earlier one names is damaged too, or its header
+  /// does not match the entry), then the first record of the next segment. None when the damage ends what can be
   /// counted (records gone at the end, the last segment missing).
   static func readOnPoints(after error: JournalError, reader: JournalReader) -> [UInt64] {
     guard error.code == .corrupt || error.missingBeforeIntactSegments, !error.sequencesMayGoFurther else { return [] }
     let directory = reader.directory
     var points: [UInt64] = []
     if let last = error.sequences?.upperBound, last < .max { points.append(last + 1) }
-    if error.code == .corrupt, let file = error.file, let offset = error.offset,
-      let indexed = reader.indexedBatch(in: file, after: offset), !points.contains(indexed),
-      indexed > points.last ?? 0
-    {
-      points.append(indexed)
+    if error.code == .corrupt, let file = error.file, let offset = error.offset {
+      for entry in reader.indexedBatches(in: file, after: offset) where entry.firstSequence > points.last ?? 0 {
+        points.append(entry.firstSequence)
+      }
     }
     if error.code == .corrupt, let file = error.file,
       let segments = try? JournalDirectory.listSegments(directory, io: PosixFileIO()),

@@ -61,4 +61,122 @@ extension DamagedJournalCommandTests {
       #expect(run.err.contains("\(named) not read, reading on from sequence \(lost.upperBound + 1)\n"), "\(run.err)")
     }
   }
+
+  /// The index entries that name batches of the segment file `name`, in order (read from the
+  /// index file as it is, whatever segment is missing).
+  static func indexEntries(_ journal: NotebookJournal, segment name: String) throws -> [IndexEntry] {
+    let segment = try #require(UInt64(name.prefix(20)))
+    let index = try Files.read(journal.directory.appending("index"))
+    return stride(from: 32, to: index.count - 39, by: 40).compactMap { place in
+      IndexEntry.decode(index[place..<(place + 40)])
+    }.filter { $0.segment == segment }
+  }
+
+  /// Sequence numbers as a read-on message names them.
+  static func named(_ sequences: ClosedRange<UInt64>) -> String {
+    sequences.count == 1
+      ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)"
+  }
+
+  /// How the batch the first index entry past a damaged batch header names is damaged too.
+  enum NextIndexedBatch: CaseIterable, Sendable {
+    /// Its batch header's checksum fails: no read goes on there.
+    case headerDamaged
+    /// Its frame fails its checksum, its header holds: its records are known.
+    case frameDamaged
+  }
+
+  /// A damaged batch header, then damage to the batch the first index entry past it names: the
+  /// read went on only from that first entry; meeting the damage there, it stopped (in the last
+  /// segment) or went on at the next segment, leaving out the intact batches that later entries
+  /// of the segment name. Each later entry is tried in order now (its header checked against it).
+  @Test(arguments: [false, true], NextIndexedBatch.allCases)
+  func laterIndexEntriesAreTriedInTurn(lastSegment: Bool, next: NextIndexedBatch) async throws {
+    let (journal, segments) = try await Self.segmented()
+    let name = lastSegment ? try #require(segments.last) : segments[1]
+    let entries = try Self.indexEntries(journal, segment: name)
+    try #require(entries.count >= 4, "\(entries.count) index entries in \(name)")
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    let (first, second) = (entries[1], entries[2])
+    // The batch an entry names, not right before the next entry: its first record alone is
+    // named by its damaged header, and the read goes on from an entry, not after it.
+    let damaged = try #require(frames.first { $0.offset == Int(entries[0].offset) })
+    try #require(damaged.end < Int(first.offset), "one batch between two index entries")
+    let named = try #require(frames.first { $0.offset == Int(first.offset) })
+    try #require(named.header.firstSequence == first.firstSequence)
+    bytes[damaged.offset + 8] ^= 0x5A  // its batch header's checksum fails: its extent is unknown
+    switch next {
+    case .headerDamaged: bytes[named.offset + 8] ^= 0x5A
+    case .frameDamaged: bytes[named.middleOfData] ^= 0x5A
+    }
+    try Files.write(bytes, to: path)
+    let from = damaged.header.firstSequence
+    let (resumed, lost): (UInt64, ClosedRange<UInt64>) =
+      switch next {
+      case .headerDamaged: (second.firstSequence, from...(second.firstSequence - 1))
+      case .frameDamaged: (first.firstSequence, from...named.sequences.upperBound)
+      }
+    let expected = Array(1...journal.lastSequence).filter { !lost.contains($0) }
+    for arguments in [
+      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
+    ] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
+      #expect(run.err.contains("\(name), byte offset \(damaged.offset)"), "\(run.err)")
+      #expect(
+        run.err.contains("\(Self.named(from...(resumed - 1))) not read, reading on from sequence \(resumed)\n"),
+        "\(arguments): \(run.err)")
+      if next == .frameDamaged {
+        // The damaged frame the entry names is a place of its own, read past right after it.
+        let sequences = named.sequences
+        #expect(run.err.contains("\(name), byte offset \(named.offset)"), "\(run.err)")
+        #expect(
+          run.err.contains(
+            "\(Self.named(sequences)) not read, reading on from sequence \(sequences.upperBound + 1)\n"),
+          "\(arguments): \(run.err)")
+      }
+    }
+  }
+
+  /// A damaged batch header in a segment after one missing in the middle: the index as cursors
+  /// load it stops at the missing segment, so no entry named a place past the damage, and the read
+  /// went on only at the next segment (or stopped, in the last one). The index file's entries
+  /// after the missing segment are used now, each checked against the header at its place.
+  @Test(arguments: [false, true])
+  func aDamagedBatchHeaderAfterAMissingSegmentIsReadPastAtTheNextIndexedBatch(lastSegment: Bool) async throws {
+    let (journal, segments) = try await Self.segmented()
+    try #require(segments.count > 4, "\(segments.count) segments")
+    let missing = segments[1]
+    let name = lastSegment ? try #require(segments.last) : segments[3]
+    let entries = try Self.indexEntries(journal, segment: name)
+    try #require(entries.count >= 3, "\(entries.count) index entries in \(name)")
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    let entry = entries[1]
+    let damaged = try #require(frames.first { $0.offset == Int(entries[0].offset) })
+    try #require(damaged.end < Int(entry.offset), "one batch between two index entries")
+    bytes[damaged.offset + 8] ^= 0x5A  // its batch header's checksum fails: its extent is unknown
+    try Files.write(bytes, to: path)
+    try FileManager.default.removeItem(atPath: journal.directory.appending(missing))
+    let gone = try #require(UInt64(missing.prefix(20)))...(try #require(UInt64(segments[2].prefix(20))) - 1)
+    let from = damaged.header.firstSequence
+    let lost = from...(entry.firstSequence - 1)
+    let expected = Array(1...journal.lastSequence).filter { !gone.contains($0) && !lost.contains($0) }
+    for arguments in [
+      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
+    ] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
+      #expect(run.err.contains("segment \(missing) is missing"), "\(run.err)")
+      #expect(
+        run.err.contains(
+          "\(Self.named(lost)) not read, reading on from sequence \(entry.firstSequence)\n"),
+        "\(arguments): \(run.err)")
+    }
+  }
 }

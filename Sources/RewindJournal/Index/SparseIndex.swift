@@ -159,7 +159,7 @@ package struct SparseIndex {
   /// The entries of the index file up to the first that is not well-formed (right header, right
   /// checksum) or does not follow the one before it (sequence numbers and places ascending), judged
   /// on nothing else: not on the segments, which may have lost what they name.
-  private static func wellFormedEntries(directory: String, journalID: JournalID, io: any FileIO) -> [IndexEntry] {
+  package static func wellFormedEntries(directory: String, journalID: JournalID, io: any FileIO) -> [IndexEntry] {
     scanWellFormed(directory: directory, journalID: journalID, io: io).entries
   }
 

@@ -80,7 +80,7 @@ public final class JournalCursor {
         try Self.refuseMissingSegment(index, layout: &layout, reader: reader)
       }
     }
-    let entry: IndexEntry? =
+    var entry: IndexEntry? =
       switch start {
       case .sequence(let sequence): index.entry(atOrBefore: sequence)
       case .time(let timestamp): index.entry(before: timestamp)
@@ -89,6 +89,17 @@ public final class JournalCursor {
     // may stop short, at a gap or where it went stale): start from that segment instead.
     let holdingSegment: UInt64? =
       if case .sequence(let sequence) = start { layout.segments.last(where: { $0 <= sequence }) } else { nil }
+    if !missingSegments.isEmpty, case .sequence(let sequence) = start, let holdingSegment,
+      (entry?.segment ?? 0) < holdingSegment
+    {
+      // The index as loaded stops at the first segment it names that is missing. Read around it,
+      // its well-formed entries after it place the start as well: each is checked where it is
+      // used, as any entry is (a header that does not match it: read from the segment's start).
+      entry =
+        SparseIndex.wellFormedEntries(directory: reader.directory, journalID: layout.journalID, io: reader.io).last {
+          $0.firstSequence <= sequence && $0.segment == holdingSegment
+        } ?? entry
+    }
     if let entry, layout.segments.contains(entry.segment), entry.segment >= (holdingSegment ?? 0) {
       try position(segment: entry.segment, offset: entry.offset, expected: entry.firstSequence)
       positionedByIndex = true
@@ -238,6 +249,31 @@ public final class JournalCursor {
     self.file = segmentFile
     self.offset = offset + header.totalLength
     expected = sequences.upperBound + 1
+    positionedByIndex = false
+    return true
+  }
+
+  /// Moves a cursor that has returned nothing yet to the batch at byte `offset` of the segment
+  /// named `file`, when the header there holds (its checksum) and its first record is `first`:
+  /// the read on at a batch an index entry names past a damaged batch header (`rewind log`).
+  /// Positioned so, not by the index, damage in that batch's frame is damage met there, not taken
+  /// for a stale entry and read past from the segment's start (which would meet the damage before
+  /// it again). Returns whether it moved; it stays where it was otherwise.
+  package func moveToBatch(at offset: Int64, in file: String, startingAt first: UInt64) throws -> Bool {
+    guard buffer.isEmpty, let segment = layout.segments.first(where: { Layout.segmentName(firstSequence: $0) == file })
+    else { return false }
+    let segmentFile = try layout.openChecked(segment: segment)
+    let read: BatchRead
+    do {
+      read = try segmentFile.batch(at: offset, expecting: first, checkFrame: false, limits: reader.limits)
+    } catch {
+      throw JournalError(error, directory: reader.directory, file: file)
+    }
+    guard case .batch(let header, _) = read, header.firstSequence == first else { return false }
+    readsBefore += self.file?.reads ?? 0
+    self.file = segmentFile
+    self.offset = offset
+    expected = first
     positionedByIndex = false
     return true
   }

@@ -91,15 +91,17 @@ public struct JournalReader: Sendable {
     return try cursor.lastSequenceReached()
   }
 
-  /// The first sequence number of the first batch the sparse index names in the segment named
-  /// `file` past byte `offset`: where a read can go on after a damaged batch header there, whose
-  /// extent is unknown (the index names only batches a writer wrote, and a cursor positioned by an
-  /// entry checks the header it finds against it). Nil when the index names none.
-  package func indexedBatch(in file: String, after offset: Int64) -> UInt64? {
-    guard let layout = try? JournalDirectory(path: directory, io: io) else { return nil }
-    return loadIndex(layout).entries.first {
+  /// The batches the sparse index names in the segment named `file` past byte `offset`, in
+  /// order: where a read can go on after a damaged batch header there, whose extent is unknown.
+  /// The index names only batches a writer wrote, and a cursor moved to one
+  /// (`JournalCursor.moveToBatch(at:in:startingAt:)`) checks the header it finds against the
+  /// entry, so every entry of the index file that is well-formed is used, past a segment it names
+  /// and the directory lacks too (where the cursors' index stops). Empty when the index names none.
+  package func indexedBatches(in file: String, after offset: Int64) -> [IndexEntry] {
+    guard let layout = try? JournalDirectory(path: directory, io: io) else { return [] }
+    return SparseIndex.wellFormedEntries(directory: directory, journalID: layout.journalID, io: io).filter {
       Layout.segmentName(firstSequence: $0.segment) == file && $0.offset > offset
-    }?.firstSequence
+    }
   }
 
   /// Makes the records through `sequence` durable, whatever policy the writer follows: syncs the
