@@ -234,23 +234,40 @@ public final class JournalCursor {
   package func moveAfterBatch(at offset: Int64, in file: String, numbering sequences: ClosedRange<UInt64>) throws
     -> Bool
   {
-    guard buffer.isEmpty, let segment = layout.segments.first(where: { Layout.segmentName(firstSequence: $0) == file })
+    guard let (segmentFile, header) = try batchHeader(at: offset, in: file, expecting: sequences.lowerBound),
+      header.sequences == sequences
     else { return false }
+    move(to: segmentFile, offset: offset + header.totalLength, expected: sequences.upperBound + 1)
+    return true
+  }
+
+  /// The segment named `file` and the header of the batch at byte `offset` in it, when the cursor
+  /// has returned nothing yet and the header holds (its checksum; its frame is not read): for
+  /// `moveAfterBatch` and `moveToBatch`. Nil otherwise.
+  private func batchHeader(at offset: Int64, in file: String, expecting first: UInt64) throws -> (
+    SegmentFile, BatchHeader
+  )? {
+    guard buffer.isEmpty, let segment = layout.segments.first(where: { Layout.segmentName(firstSequence: $0) == file })
+    else { return nil }
     let segmentFile = try layout.openChecked(segment: segment)
     let read: BatchRead
     do {
-      read = try segmentFile.batch(
-        at: offset, expecting: sequences.lowerBound, checkFrame: false, limits: reader.limits)
+      read = try segmentFile.batch(at: offset, expecting: first, checkFrame: false, limits: reader.limits)
     } catch {
       throw JournalError(error, directory: reader.directory, file: file)
     }
-    guard case .batch(let header, _) = read, header.sequences == sequences else { return false }
+    guard case .batch(let header, _) = read else { return nil }
+    return (segmentFile, header)
+  }
+
+  /// Places the cursor at byte `offset` of `segmentFile`, to read `expected` next, as no index
+  /// entry placed it.
+  private func move(to segmentFile: SegmentFile, offset: Int64, expected: UInt64) {
     readsBefore += self.file?.reads ?? 0
     self.file = segmentFile
-    self.offset = offset + header.totalLength
-    expected = sequences.upperBound + 1
+    self.offset = offset
+    self.expected = expected
     positionedByIndex = false
-    return true
   }
 
   /// Moves a cursor that has returned nothing yet to the batch at byte `offset` of the segment
@@ -260,21 +277,10 @@ public final class JournalCursor {
   /// for a stale entry and read past from the segment's start (which would meet the damage before
   /// it again). Returns whether it moved; it stays where it was otherwise.
   package func moveToBatch(at offset: Int64, in file: String, startingAt first: UInt64) throws -> Bool {
-    guard buffer.isEmpty, let segment = layout.segments.first(where: { Layout.segmentName(firstSequence: $0) == file })
+    guard let (segmentFile, header) = try batchHeader(at: offset, in: file, expecting: first),
+      header.firstSequence == first
     else { return false }
-    let segmentFile = try layout.openChecked(segment: segment)
-    let read: BatchRead
-    do {
-      read = try segmentFile.batch(at: offset, expecting: first, checkFrame: false, limits: reader.limits)
-    } catch {
-      throw JournalError(error, directory: reader.directory, file: file)
-    }
-    guard case .batch(let header, _) = read, header.firstSequence == first else { return false }
-    readsBefore += self.file?.reads ?? 0
-    self.file = segmentFile
-    self.offset = offset
-    expected = first
-    positionedByIndex = false
+    move(to: segmentFile, offset: offset, expected: first)
     return true
   }
 
