@@ -17,14 +17,6 @@ import Testing
       directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
   }
 
-  private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throws -> Int {
-    try await manager.perform(.user) { ledger, command in
-      let balance = (ledger.accounts.find(id: id)?.balance ?? 0) + 1
-      command.record(BalanceSet(account: id, balance: balance))
-      return balance
-    }
-  }
-
   /// Opens `count` accounts in one command: one change of `count` events.
   private func openAccounts(_ manager: Manager<Ledger>, count: Int) async throws {
     try await manager.perform(.user) { _, command in

@@ -37,14 +37,6 @@ private func installHook(
   return held
 }
 
-private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throws -> Int {
-  try await manager.perform(.user) { ledger, command in
-    let balance = (ledger.accounts.find(id: id)?.balance ?? 0) + 1
-    command.record(BalanceSet(account: id, balance: balance))
-    return balance
-  }
-}
-
 /// Commands that arrive while an append is in flight validate one after another against the state
 /// their predecessors leave, and go to the journal together in one append.
 @Test(.timeLimit(.minutes(10))) func waitingCommandsShareOneAppendAndStaySerial() async throws {

@@ -1,4 +1,5 @@
 import Rewind
+import RewindTestSupport
 
 /// A small model for the manager's tests: accounts with balances and labels.
 struct Account: StoreRecord {
@@ -114,5 +115,17 @@ extension Manager where M == Ledger {
       guard ledger.accounts.contains(id: account) else { throw LedgerError(reason: "no account \(account)") }
       command.record(Deposited(account: account, amount: amount, memo: "deposit"))
     }
+  }
+}
+
+/// One command that sets account `id`'s balance to one more than it was (`BalanceSet`), and
+/// returns it: the manager's tests' smallest command that reads the state it validates against.
+/// `ran` counts the times its body ran (a retry runs it again).
+func increment(_ manager: Manager<Ledger>, _ id: Identifier, ran: Locked<Int>? = nil) async throws -> Int {
+  try await manager.perform(.user) { ledger, command in
+    ran?.withLock { $0 += 1 }
+    let balance = (ledger.accounts.find(id: id)?.balance ?? 0) + 1
+    command.record(BalanceSet(account: id, balance: balance))
+    return balance
   }
 }

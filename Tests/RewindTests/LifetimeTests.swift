@@ -17,15 +17,6 @@ import Testing
       directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
   }
 
-  private func increment(_ manager: Manager<Ledger>, _ id: Identifier, ran: Locked<Int>? = nil) async throws -> Int {
-    try await manager.perform(.user) { ledger, command in
-      ran?.withLock { $0 += 1 }
-      let balance = (ledger.accounts.find(id: id)?.balance ?? 0) + 1
-      command.record(BalanceSet(account: id, balance: balance))
-      return balance
-    }
-  }
-
   /// A command whose task is cancelled while its append is being written is committed: it
   /// returns its value, not `CancellationError`, and the live state equals the journal's replay.
   @Test(.timeLimit(.minutes(10))) func aCommandCancelledWhileItsAppendIsWrittenReportsItsCommit() async throws {

@@ -84,14 +84,6 @@ private func makeManager(_ directory: String, io: HoldingFileIO) throws -> Manag
     directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
 }
 
-private func increment(_ manager: Manager<Ledger>, _ id: Identifier) async throws -> Int {
-  try await manager.perform(.user) { ledger, command in
-    let balance = (ledger.accounts.find(id: id)?.balance ?? 0) + 1
-    command.record(BalanceSet(account: id, balance: balance))
-    return balance
-  }
-}
-
 /// Holds the first increment's append in the writer, then starts `behind` more increments, each
 /// once the one before it has been handed to the journal (so each is its own append, queued
 /// behind the held one). Returns the tasks, first the held one.
