@@ -253,6 +253,30 @@ extension DamagedJournalCommandTests {
     return (journal, segments)
   }
 
+  /// `segmented()` with the third batch of its last segment damaged by `damage` (which flips bytes
+  /// of the segment, given that batch): the journal, the segment's name, its batches as written,
+  /// and the damaged one.
+  static func lastSegmentDamaged(at damage: (SegmentFrame) -> Int) async throws -> (
+    journal: NotebookJournal, name: String, frames: [SegmentFrame], frame: SegmentFrame
+  ) {
+    let (journal, segments) = try await segmented()
+    let name = try #require(segments.last)
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    try #require(frames.count > 6, "\(frames.count) batches in the last segment")
+    let frame = frames[2]
+    bytes[damage(frame)] ^= 0x5A
+    try Files.write(bytes, to: path)
+    return (journal, name, frames, frame)
+  }
+
+  /// The readers that read past damage, each over the journal at `path`: `log`, `export` and
+  /// `tail` with room for every event.
+  static func readers(_ path: String) -> [[String]] {
+    [["log", path], ["export", path, "--jsonl"], ["tail", path, "-n", "1000"]]
+  }
+
   /// A missing segment stopped `log`, `export` and `tail` before their first line: every cursor
   /// was refused as it was made, when the index named it. Now the records of every other segment
   /// come out, in order; the missing segment is named where the read reaches it, with the
@@ -319,18 +343,9 @@ extension DamagedJournalCommandTests {
   /// batch the index names past the damage (a writer wrote it there; the header found there must
   /// match it): the records between are named as not read.
   @Test func aDamagedBatchHeaderInTheLastSegmentIsReadPast() async throws {
-    let (journal, segments) = try await Self.segmented()
-    let name = try #require(segments.last)
-    let path = journal.directory.appending(name)
-    var bytes = try Files.read(path)
-    let frames = segmentFrames(in: bytes)
-    try #require(frames.count > 6, "\(frames.count) batches in the last segment")
-    let frame = frames[2]
-    bytes[frame.offset + 8] ^= 0x5A  // inside the batch header: its checksum fails
-    try Files.write(bytes, to: path)
-    for arguments in [
-      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
-    ] {
+    // Inside the batch header: its checksum fails.
+    let (journal, name, frames, frame) = try await Self.lastSegmentDamaged { $0.offset + 8 }
+    for arguments in Self.readers(journal.path) {
       let run = try await ToolRun.run("rewind", arguments)
       #expect(run.status == 3, "\(arguments): \(run.err)")
       let shown = Self.sequences(run)

@@ -40,20 +40,10 @@ extension DamagedJournalCommandTests {
   /// A damaged frame whose batch header holds, in the last segment: its records are exactly
   /// known, so the read goes on right after it, as in a sealed segment.
   @Test func aDamagedFrameInTheLastSegmentIsReadPastRightAfterIt() async throws {
-    let (journal, segments) = try await Self.segmented()
-    let name = try #require(segments.last)
-    let path = journal.directory.appending(name)
-    var bytes = try Files.read(path)
-    let frames = segmentFrames(in: bytes)
-    try #require(frames.count > 6, "\(frames.count) batches in the last segment")
-    let frame = frames[2]
-    bytes[frame.middleOfData] ^= 0x5A
-    try Files.write(bytes, to: path)
+    let (journal, _, _, frame) = try await Self.lastSegmentDamaged { $0.middleOfData }
     let lost = frame.sequences
     let expected = Array(1...journal.lastSequence).filter { !lost.contains($0) }
-    for arguments in [
-      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
-    ] {
+    for arguments in Self.readers(journal.path) {
       let run = try await ToolRun.run("rewind", arguments)
       #expect(run.status == 3, "\(arguments): \(run.err)")
       #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
@@ -119,9 +109,7 @@ extension DamagedJournalCommandTests {
       case .frameDamaged: (first.firstSequence, from...named.sequences.upperBound)
       }
     let expected = Array(1...journal.lastSequence).filter { !lost.contains($0) }
-    for arguments in [
-      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
-    ] {
+    for arguments in Self.readers(journal.path) {
       let run = try await ToolRun.run("rewind", arguments)
       #expect(run.status == 3, "\(arguments): \(run.err)")
       #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
@@ -166,9 +154,7 @@ extension DamagedJournalCommandTests {
     let from = damaged.header.firstSequence
     let lost = from...(entry.firstSequence - 1)
     let expected = Array(1...journal.lastSequence).filter { !gone.contains($0) && !lost.contains($0) }
-    for arguments in [
-      ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
-    ] {
+    for arguments in Self.readers(journal.path) {
       let run = try await ToolRun.run("rewind", arguments)
       #expect(run.status == 3, "\(arguments): \(run.err)")
       #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")

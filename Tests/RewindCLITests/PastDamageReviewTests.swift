@@ -60,9 +60,7 @@ extension DamagedJournalCommandTests {
     for since in times {
       let expected = Array(next...journal.lastSequence).filter { events[$0]!.time >= since }
       try #require(expected.count > 10)
-      for arguments in [
-        ["log", journal.path], ["export", journal.path, "--jsonl"], ["tail", journal.path, "-n", "1000"],
-      ] {
+      for arguments in Self.readers(journal.path) {
         let run = try await ToolRun.run("rewind", arguments + ["--since", since])
         #expect(run.status == 3, "\(arguments) --since \(since): \(run.err)")
         #expect(Self.sequences(run) == expected, "\(arguments) --since \(since): \(run.err)")
