@@ -56,15 +56,7 @@ import Testing
   /// the fix, where the second closer returns meanwhile).
   @Test(.timeLimit(.minutes(10))) func aSecondCloseWaitsForTheLocksRelease() async throws {
     let dir = TemporaryDirectory("close-release")
-    let io = HeldUnlockFileIO()
-    var options = JournalFixtures.options()
-    options.io = io
-    let journal = try Journal(directory: dir.path, options: options)
-    try await journal.append([NewRecord(timestamp: 1, payload: [1])])
-    let first = started {
-      journal.close()
-    }
-    try await onOwnThread { try io.unlocking.wait(for: "the first close to unlock") }
+    let (io, journal, first) = try await closingWithItsUnlockHeld(dir.path)
     let releasedAtReturn = Locked<Bool?>(nil)
     let second = started {
       journal.close()
@@ -88,15 +80,7 @@ import Testing
   /// once; an opener that did not wait failed then.
   @Test(.timeLimit(.minutes(10))) func anOpenDuringAnotherThreadsCloseWaitsForTheRelease() async throws {
     let dir = TemporaryDirectory("open-while-closing")
-    let io = HeldUnlockFileIO()
-    var options = JournalFixtures.options()
-    options.io = io
-    let journal = try Journal(directory: dir.path, options: options)
-    try await journal.append([NewRecord(timestamp: 1, payload: [1])])
-    let closed = started {
-      journal.close()
-    }
-    try await onOwnThread { try io.unlocking.wait(for: "the close to unlock") }
+    let (io, _, closed) = try await closingWithItsUnlockHeld(dir.path)
     let opener = Opener(dir.path)
     try await onOwnThread { try opener.io.triedLock.wait(for: "the opener to try the lock") }
     io.release.signal()
@@ -345,6 +329,24 @@ private final class HeldCompactionWriteFileIO: ForwardingFileIO {
     }
     return try base.pwrite(fd, bytes, at: offset, path: path)
   }
+}
+
+/// A journal in `directory` holding one record, being closed on a thread of its own (the group,
+/// left once `close()` returns), its unlock held by its file layer (`io.release` lets it go on):
+/// returns once the close has reached the unlock.
+private func closingWithItsUnlockHeld(_ directory: String) async throws -> (
+  io: HeldUnlockFileIO, journal: Journal, closing: DispatchGroup
+) {
+  let io = HeldUnlockFileIO()
+  var options = JournalFixtures.options()
+  options.io = io
+  let journal = try Journal(directory: directory, options: options)
+  try await journal.append([NewRecord(timestamp: 1, payload: [1])])
+  let closing = started {
+    journal.close()
+  }
+  try await onOwnThread { try io.unlocking.wait(for: "the close to unlock") }
+  return (io, journal, closing)
 }
 
 /// Runs `work` on a thread of its own; the group returned is left once `work` has returned.
