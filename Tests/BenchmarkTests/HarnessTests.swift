@@ -36,38 +36,56 @@ import Testing
     #expect(latencies.percentileMilliseconds(0) == 0.5)
   }
 
-  /// Rounds come back slowest first, the median is the middle run, and the spread its ends.
-  @Test func roundsAreOrderedAndTheMedianIsTheMiddleRun() async {
+  /// Rounds timed as a whole come back slowest first, the median is the middle run, and the
+  /// spread its ends; one more round, timed append by append, gives the latencies, and a timed
+  /// round without samples is an error, not a latency.
+  @Test func roundsAreOrderedAndTheMedianIsTheMiddleRun() async throws {
     let rates = [300.0, 100.0, 200.0]
-    var rounds: [Int] = []
-    let runs = await appendRounds(rates.count) { round in
-      rounds.append(round)
-      return AppendRun(events: Int(rates[round]), seconds: 1, latencies: Latencies(), bytesOnDisk: round)
+    var timings: [AppendTiming] = []
+    let runs = try await appendRounds(rates.count) { timing in
+      timings.append(timing)
+      var latencies = Latencies()
+      if timing == .eachAppend { latencies.add(7_000_000) }
+      let round = timings.count - 1
+      let rate = round < rates.count ? rates[round] : 1
+      return AppendRun(events: Int(rate), seconds: 1, latencies: latencies, bytesOnDisk: round)
     }
-    #expect(rounds == [0, 1, 2])
-    #expect(runs.map(\.eventsPerSecond) == [100, 200, 300])
+    #expect(timings == [.whole, .whole, .whole, .eachAppend])
+    #expect(runs.runs.map(\.eventsPerSecond) == [100, 200, 300])
     #expect(runs.median.bytesOnDisk == 2)
-    // No rounds asked for is still one run.
-    let one = await appendRounds(0) { _ in
-      AppendRun(events: 10, seconds: 2, latencies: Latencies(), bytesOnDisk: 0)
+    #expect(runs.latencies.samples == [7_000_000])
+    // No rounds asked for is still one run, and the latencies' run.
+    var calls = 0
+    let one = try await appendRounds(0) { timing in
+      calls += 1
+      var latencies = Latencies()
+      if timing == .eachAppend { latencies.add(1) }
+      return AppendRun(events: 10, seconds: 2, latencies: latencies, bytesOnDisk: 0)
     }
-    #expect(one.map(\.eventsPerSecond) == [5])
+    #expect(calls == 2)
+    #expect(one.runs.map(\.eventsPerSecond) == [5])
+    await #expect(throws: BenchError.self) {
+      _ = try await appendRounds(1) { _ in AppendRun(events: 1, seconds: 1, latencies: Latencies(), bytesOnDisk: 0) }
+    }
   }
 
-  /// Every figure of an append configuration comes from its median run; the spread is recorded
-  /// beside it only when there was more than one run.
+  /// Events/s, MB/s and bytes on disk come from the median run timed as a whole, the latencies
+  /// from the run timed append by append; the spread is recorded beside the median only when
+  /// there was more than one run.
   @Test func appendRunsRecordTheMedianRunsFigures() throws {
     let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
-    func run(_ events: Int, seconds: Double, bytes: Int, latency: UInt64) -> AppendRun {
-      var latencies = Latencies()
-      for _ in 0..<events { latencies.add(latency) }
-      return AppendRun(events: events, seconds: seconds, latencies: latencies, bytesOnDisk: bytes)
+    func run(_ events: Int, seconds: Double, bytes: Int) -> AppendRun {
+      AppendRun(events: events, seconds: seconds, latencies: Latencies(), bytesOnDisk: bytes)
     }
-    let runs = [
-      run(100, seconds: 2, bytes: 1_000, latency: 1_000_000),
-      run(100, seconds: 1, bytes: 2_000_000, latency: 2_000_000),
-      run(100, seconds: 0.5, bytes: 3_000, latency: 3_000_000),
-    ]
+    var latencies = Latencies()
+    for _ in 0..<100 { latencies.add(2_000_000) }
+    latencies.add(9_000_000)
+    let runs = AppendRuns(
+      runs: [
+        run(100, seconds: 2, bytes: 1_000), run(100, seconds: 1, bytes: 2_000_000),
+        run(100, seconds: 0.5, bytes: 3_000),
+      ],
+      latencies: latencies)
     try context.recordAppendRuns("s", "c", runs, eventsOnDisk: 200)
     #expect(context.value("s", "c", "events/s") == 100)
     #expect(context.value("s", "c", "events/s, lowest of 3") == 50)
@@ -77,7 +95,7 @@ import Testing
     #expect(context.value("s", "c", "ack p50") == 2)
     #expect(context.value("s", "c", "ack p99") == 2)
 
-    try context.recordAppendRuns("s", "single", [runs[0]])
+    try context.recordAppendRuns("s", "single", AppendRuns(runs: [runs.runs[0]], latencies: latencies))
     #expect(context.value("s", "single", "events/s") == 50)
     #expect(context.value("s", "single", "bytes/event on disk") == 10)
     #expect(context.value("s", "single", "events/s, lowest of 1") == nil)
@@ -142,16 +160,17 @@ import Testing
     #expect(context.problems.first?.contains("lz4.tool|lz4|dc|decoded MB/s") == true)
   }
 
-  /// Every index is appended once, by one of the producers, and timed once.
-  @Test(arguments: [1, 3, 64])
-  func producersShareTheIndicesOnce(producers: Int) async throws {
+  /// Every index is appended once, by one of the producers, and timed once when each append is
+  /// timed, never when the run is timed as a whole.
+  @Test(arguments: [1, 3, 64], [AppendTiming.whole, .eachAppend])
+  func producersShareTheIndicesOnce(producers: Int, timing: AppendTiming) async throws {
     final class Seen: Sendable { let indices = Mutex<[Int]>([]) }
     let seen = Seen()
-    let latencies = try await runProducers(producers, count: 1_000) { index in
+    let latencies = try await runProducers(producers, count: 1_000, timing: timing) { index in
       seen.indices.withLock { $0.append(index) }
     }
     #expect(seen.indices.withLock { $0.sorted() } == Array(0..<1_000))
-    #expect(latencies.samples.count == 1_000)
+    #expect(latencies.samples.count == (timing == .eachAppend ? 1_000 : 0))
   }
 
   /// SQLite's producers committing each append under a lock wait for it suspended, with their
@@ -169,7 +188,9 @@ import Testing
     let producers = 16
     await appender.callers.lock()
     let run = Task {
-      try await runProducers(producers, count: producers) { _ in try await appender.append([record]) }
+      try await runProducers(producers, count: producers, timing: .eachAppend) { _ in
+        try await appender.append([record])
+      }
     }
     while appender.callers.waiting < producers { try await Task.sleep(for: .milliseconds(5)) }
     let held = ContinuousClock.now

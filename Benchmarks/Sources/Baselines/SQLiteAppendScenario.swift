@@ -8,7 +8,8 @@ internal import RewindJournal
 /// - a commit per append by the caller under a lock, synchronous=OFF (`none`) and FULL (`always`;
 ///   64 producers make fewer appends than the journal's, which their configuration names);
 /// - bulk: 1,000 records per transaction from one producer.
-/// Each configuration `BenchOptions.appendRounds` times, the median run reported, as the journal's.
+/// Each configuration `BenchOptions.appendRounds` times, the median run reported, and once more
+/// for the latencies, as the journal's (`appendRounds`).
 struct SQLiteAppendScenario: Scenario {
   let name = "sqlite.append"
   let summary = "SQLite (WAL, prepared INSERT, one writer) on the same records and producers"
@@ -73,15 +74,17 @@ struct SQLiteAppendScenario: Scenario {
       for producers in [1, 64] {
         let count = Self.appendCount(variant, producers: producers, options: context.options)
         let path = context.path("sqlite-\(variant.synchronous)-\(variant.commit)-\(producers).db")
-        let runs = try await appendRounds(context.options.appendRounds) { _ in
+        let runs = try await appendRounds(context.options.appendRounds) { timing in
           try await Self.appendRun(
             to: path, synchronous: variant.synchronous, commit: variant.commit, records: count, in: context
           ) { appender in
-            try await runProducers(producers, count: count) { index in try await appender.append([corpus[index]]) }
+            try await runProducers(producers, count: count, timing: timing) { index in
+              try await appender.append([corpus[index]])
+            }
           }
         }
         let run = runs.median
-        var all = run.latencies
+        var all = runs.latencies
         let configuration = Self.configuration(variant, producers: producers, options: context.options)
         let rewind = JournalAppendScenario.configuration(variant.rewind, producers)
         let journal = "journal.append"
@@ -104,11 +107,13 @@ struct SQLiteAppendScenario: Scenario {
     let batches = JournalAppendScenario.batches(of: corpus)
     for (synchronous, rewind) in [("OFF", "none"), ("FULL", "always")] {
       let path = context.path("sqlite-bulk-\(synchronous).db")
-      let runs = try await appendRounds(context.options.appendRounds) { _ in
+      let runs = try await appendRounds(context.options.appendRounds) { timing in
         try await Self.appendRun(
           to: path, synchronous: synchronous, commit: .eachAppend, records: corpus.count, in: context
         ) { appender in
-          try await runProducers(1, count: batches.count) { index in try await appender.append(batches[index]) }
+          try await runProducers(1, count: batches.count, timing: timing) { index in
+            try await appender.append(batches[index])
+          }
         }
       }
       let run = runs.median

@@ -78,14 +78,14 @@ final class BenchContext: @unchecked Sendable {
   var problems: [String] { noted.withLock { $0 } }
 
   /// Records an append configuration's figures from its runs (`appendRounds`): the median run's
-  /// events/s, MB/s written, bytes per event on disk and acknowledgement p50 and p99, with the
-  /// spread of events/s. `eventsOnDisk`: how many events the bytes on disk hold, if set-up wrote
+  /// events/s, MB/s written and bytes per event on disk, with the spread of events/s, and the
+  /// acknowledgement p50 and p99 of the run timed append by append. `eventsOnDisk`: how many events the bytes on disk hold, if set-up wrote
   /// some beside the run's (a manager's first notebook).
   func recordAppendRuns(
-    _ scenario: String, _ configuration: String, _ runs: [AppendRun], eventsOnDisk: Int? = nil
+    _ scenario: String, _ configuration: String, _ runs: AppendRuns, eventsOnDisk: Int? = nil
   ) throws {
     let run = runs.median
-    var latencies = run.latencies
+    var latencies = runs.latencies
     let bytes = Double(run.bytesOnDisk)
     record(scenario, configuration, "events/s", run.eventsPerSecond, "ev/s")
     recordSpread(scenario, configuration, runs)
@@ -97,7 +97,8 @@ final class BenchContext: @unchecked Sendable {
 
   /// Records the slowest and fastest events/s of a configuration's runs (from `appendRounds`),
   /// beside the median its scenario records; nothing for a single run.
-  func recordSpread(_ scenario: String, _ configuration: String, _ runs: [AppendRun], system: String = "rewind") {
+  func recordSpread(_ scenario: String, _ configuration: String, _ runs: AppendRuns, system: String = "rewind") {
+    let runs = runs.runs
     guard runs.count > 1, let slowest = runs.first, let fastest = runs.last else { return }
     record(
       scenario, configuration, "events/s, lowest of \(runs.count)", slowest.eventsPerSecond, "ev/s", system: system)

@@ -268,7 +268,7 @@ enum ChildProcess {
     let inputs = (0..<1_000).map { _ in (texts.words(2...7), texts.words(8...30)) }
     let (seconds, _) = try await timedAsync {
       if producers > 1 {
-        _ = try await runProducers(producers, count: limit) { index in
+        _ = try await runProducers(producers, count: limit, timing: .whole) { index in
           let (title, body) = inputs[index % inputs.count]
           _ = try await manager.createNote(in: notebook, title: title, body: body)
         }
@@ -335,7 +335,7 @@ enum ChildProcess {
     let cycled = records
     let (seconds, _) = try await timedAsync {
       if producers > 1 {
-        _ = try await runProducers(producers, count: limit) { index in
+        _ = try await runProducers(producers, count: limit, timing: .whole) { index in
           try await journal.append([cycled[index % cycled.count]])
         }
       } else if perAppend == 1 {

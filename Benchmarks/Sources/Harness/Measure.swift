@@ -29,8 +29,8 @@ func fastest(of runs: Int, _ body: () throws -> Void) throws -> Double {
   return best
 }
 
-/// One run of an append configuration: how many events in how long, each append's latency, and
-/// the bytes it left on disk.
+/// One run of an append configuration: how many events in how long, each append's latency (none
+/// in a run timed as a whole: `AppendTiming`), and the bytes it left on disk.
 struct AppendRun: Sendable {
   var events: Int
   var seconds: Double
@@ -40,19 +40,44 @@ struct AppendRun: Sendable {
   var eventsPerSecond: Double { Double(events) / seconds }
 }
 
-/// Runs an append configuration `rounds` times (`run` gets the round, from 0, and starts afresh
-/// each time: a new journal or database) and returns the runs from slowest to fastest, so that
-/// `median` is the middle one and the ends are the spread (`BenchContext.recordSpread`).
-func appendRounds(_ rounds: Int, _ run: (_ round: Int) async throws -> AppendRun) async rethrows -> [AppendRun] {
-  var runs: [AppendRun] = []
-  for round in 0..<max(rounds, 1) { runs.append(try await run(round)) }
-  return runs.sorted { $0.eventsPerSecond < $1.eventsPerSecond }
+/// How a run of an append configuration is timed. Reading the clock around every append and
+/// keeping the sample costs the producer about 90 ns an append on this machine, 13% of a
+/// one-record append to the journal without fsync (`--child append`, 1M appends: 0.57–0.63 s
+/// timed as a whole, 0.66–0.71 s timed each; Dec 4): the events/s of a run timed that way would
+/// count the benchmark's clock as the journal's. So the runs that give events/s are timed as a
+/// whole, and one more run gives the latencies.
+enum AppendTiming: Sendable {
+  /// Only the run: its events/s, MB/s and bytes on disk.
+  case whole
+  /// Each append, for the acknowledgement latencies.
+  case eachAppend
 }
 
-extension [AppendRun] {
-  /// The run of median events/s (of runs ordered by `appendRounds`): every figure of a
-  /// configuration is this run's, so they agree with each other.
-  var median: AppendRun { self[count / 2] }
+/// An append configuration's runs: `rounds` timed as a whole, from slowest to fastest, so that
+/// `median` is the middle one and the ends are the spread (`BenchContext.recordSpread`), and one
+/// more timed append by append for the latencies.
+struct AppendRuns {
+  var runs: [AppendRun]
+  var latencies: Latencies
+
+  var median: AppendRun { runs[runs.count / 2] }
+}
+
+/// Runs an append configuration `rounds` times timed as a whole, then once timed append by append
+/// (`run` gets the timing and starts afresh each time: a new journal or database). Before each
+/// run every dirty page is written back (`sync`): an earlier run's hundreds of megabytes would
+/// otherwise be written back during this one, on the same two cores and disk (a run right after
+/// a 267 MB copy took twice as long as the next). A run's own writes stay in its time.
+func appendRounds(_ rounds: Int, _ run: (AppendTiming) async throws -> AppendRun) async throws -> AppendRuns {
+  var runs: [AppendRun] = []
+  for _ in 0..<max(rounds, 1) {
+    sync()
+    runs.append(try await run(.whole))
+  }
+  sync()
+  let timed = try await run(.eachAppend)
+  guard !timed.latencies.samples.isEmpty else { throw BenchError("a run timed append by append took no samples") }
+  return AppendRuns(runs: runs.sorted { $0.eventsPerSecond < $1.eventsPerSecond }, latencies: timed.latencies)
 }
 
 /// Latency samples in nanoseconds, summarized as nearest-rank percentiles.

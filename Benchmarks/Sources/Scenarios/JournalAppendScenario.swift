@@ -3,7 +3,8 @@ internal import RewindJournal
 
 /// The corpus appended straight to a `Journal`, one command's record per append, under each
 /// durability policy from 1 and 64 concurrent producers, and 1,000 records per append from one;
-/// each configuration `BenchOptions.appendRounds` times, the median run reported.
+/// each configuration `BenchOptions.appendRounds` times, the median run reported, and once more
+/// for the latencies (`appendRounds`).
 struct JournalAppendScenario: Scenario {
   let name = "journal.append"
   let summary = "Journal.append of the corpus records: events/s, MB/s, bytes/event, ack latency"
@@ -15,9 +16,11 @@ struct JournalAppendScenario: Scenario {
       for producers in [1, 64] {
         let count = appendCount(durability: durability, producers: producers, options: context.options)
         let directory = context.path("journal-\(label)-\(producers)")
-        let runs = try await appendRounds(rounds) { _ in
+        let runs = try await appendRounds(rounds) { timing in
           try await Self.appendRun(to: directory, durability, records: count) { journal in
-            try await runProducers(producers, count: count) { index in try await journal.append([corpus[index]]) }
+            try await runProducers(producers, count: count, timing: timing) { index in
+              try await journal.append([corpus[index]])
+            }
           }
         }
         try context.recordAppendRuns(name, Self.configuration(label, producers), runs)
@@ -27,9 +30,11 @@ struct JournalAppendScenario: Scenario {
     let batches = Self.batches(of: corpus)
     for (label, durability) in durabilities where durability != .batched {
       let directory = context.path("journal-\(label)-bulk")
-      let runs = try await appendRounds(rounds) { _ in
+      let runs = try await appendRounds(rounds) { timing in
         try await Self.appendRun(to: directory, durability, records: corpus.count) { journal in
-          try await runProducers(1, count: batches.count) { index in try await journal.append(batches[index]) }
+          try await runProducers(1, count: batches.count, timing: timing) { index in
+            try await journal.append(batches[index])
+          }
         }
       }
       try context.recordAppendRuns(name, Self.bulkConfiguration(label), runs)

@@ -7,7 +7,7 @@ internal import RewindJournal
 /// producers, and in sync pulls of 1,000 from one (`runSyncPulls`): the whole funnel (validate,
 /// encode, journal, apply) per command. Bytes on disk are the journal directory's (segments and
 /// index) after the run. Each configuration `BenchOptions.appendRounds` times, the median run
-/// reported.
+/// reported, and once more for the latencies (`appendRounds`).
 struct ManagerAppendScenario: Scenario {
   let name = "manager.append"
   let summary = "createNote through NotebookManager: events/s and acknowledgement latency"
@@ -19,14 +19,14 @@ struct ManagerAppendScenario: Scenario {
     for (label, durability) in durabilities {
       for producers in [1, 64] {
         let directory = context.path("manager-\(label)-\(producers)")
-        let runs = try await appendRounds(context.options.appendRounds) { _ in
+        let runs = try await appendRounds(context.options.appendRounds) { timing in
           try? FileManager.default.removeItem(atPath: directory)
           let manager = try NotebookManager(
             directory: directory, options: benchJournalOptions(durability),
             ids: NotebookWorkload.identifiers(seed: context.options.seed &+ UInt64(producers)))
           let notebook = try await manager.createNotebook(title: "Benchmark")
           let (seconds, latencies) = try await timedAsync {
-            try await runProducers(producers, count: count) { index in
+            try await runProducers(producers, count: count, timing: timing) { index in
               _ = try await manager.createNote(in: notebook, title: inputs[index].0, body: inputs[index].1)
             }
           }
@@ -68,14 +68,14 @@ struct ManagerAppendScenario: Scenario {
     let events = pulls.count * Self.notesPerPull
     for (label, durability) in durabilities where durability != .batched {
       let directory = context.path("manager-\(label)-pulls")
-      let runs = try await appendRounds(context.options.appendRounds) { _ in
+      let runs = try await appendRounds(context.options.appendRounds) { timing in
         try? FileManager.default.removeItem(atPath: directory)
         let manager = try NotebookManager(
           directory: directory, options: benchJournalOptions(durability),
           ids: NotebookWorkload.identifiers(seed: context.options.seed))
         let notebook = try await manager.createNotebook(title: "Benchmark")
         let (seconds, latencies) = try await timedAsync {
-          try await runProducers(1, count: pulls.count) { index in
+          try await runProducers(1, count: pulls.count, timing: timing) { index in
             let created = try await manager.applySyncedNotes(pulls[index], into: notebook)
             guard created == Self.notesPerPull else {
               throw BenchError("a sync pull recorded \(created) events, expected \(Self.notesPerPull)")
@@ -94,27 +94,36 @@ struct ManagerAppendScenario: Scenario {
 let durabilities: [(String, Durability)] = [("none", .none), ("batched", .batched), ("always", .always)]
 
 /// Runs `count` operations, spread round-robin over `producers` concurrent tasks, and returns
-/// every operation's latency.
+/// every operation's latency when `timing` is `.eachAppend` (none when `.whole`).
 func runProducers(
-  _ producers: Int, count: Int, _ operation: @escaping @Sendable (Int) async throws -> Void
+  _ producers: Int, count: Int, timing: AppendTiming,
+  _ operation: @escaping @Sendable (Int) async throws -> Void
 ) async throws -> Latencies {
   try await withThrowingTaskGroup(of: Latencies.self) { group in
     for producer in 0..<producers {
       group.addTask {
         var latencies = Latencies()
-        latencies.reserve(count / producers + 1)
         var index = producer
-        while index < count {
-          let start = monotonicNanos()
-          try await operation(index)
-          latencies.add(monotonicNanos() - start)
-          index += producers
+        switch timing {
+        case .whole:
+          while index < count {
+            try await operation(index)
+            index += producers
+          }
+        case .eachAppend:
+          latencies.reserve(count / producers + 1)
+          while index < count {
+            let start = monotonicNanos()
+            try await operation(index)
+            latencies.add(monotonicNanos() - start)
+            index += producers
+          }
         }
         return latencies
       }
     }
     var all = Latencies()
-    all.reserve(count)
+    if timing == .eachAppend { all.reserve(count) }
     for try await latencies in group { all.add(contentsOf: latencies) }
     return all
   }
