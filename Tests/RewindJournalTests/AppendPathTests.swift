@@ -48,6 +48,40 @@ private final class Shared<Value: Sendable>: Sendable {
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == expected.map(\.payload))
   }
 
+  /// Under `none` an append from one task is written on its thread without suspending
+  /// (`JournalWriter.appendAtOnce`); one the writer refuses still fails with what and why, and
+  /// writes nothing: no records, a record or a batch over the limits, a closed journal.
+  @Test func anAppendTheWriterRefusesSaysWhy() async throws {
+    let dir = TemporaryDirectory("append-refused")
+    var options = JournalFixtures.options()
+    options.limits = JournalLimits(maxRecordBytes: 100, maxBatchBytes: 300)
+    let journal = try Journal(directory: dir.path, options: options)
+    func record(_ tag: UInt8, size: Int) -> NewRecord {
+      NewRecord(timestamp: Int64(tag), payload: [UInt8](repeating: tag, count: size))
+    }
+    let fits = record(1, size: 100)
+    try await journal.append([fits])
+    func refusal(_ records: [NewRecord]) async -> JournalError? {
+      do {
+        try await journal.append(records)
+        return nil
+      } catch {
+        return error as? JournalError
+      }
+    }
+    #expect(await refusal([])?.code == .invalidArgument)
+    let tooLarge = await refusal([record(2, size: 101)])
+    #expect(tooLarge?.code == .limitExceeded)
+    #expect(tooLarge?.message.contains("101 bytes") == true, "\(String(describing: tooLarge))")
+    let tooMany = await refusal([record(3, size: 100), record(4, size: 100), record(5, size: 100)])
+    #expect(tooMany?.code == .limitExceeded)
+    #expect(tooMany?.message.contains("a batch of") == true, "\(String(describing: tooMany))")
+    #expect(journal.lastSequence == 1)
+    journal.close()
+    #expect(await refusal([fits])?.code == .closed)
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == [fits.payload])
+  }
+
   /// Frames of shrinking and growing sizes, one append each (small frames built by hand, large
   /// ones by liblz4, into the same reused buffers): each reads back exactly, and the segment
   /// holds the frames and nothing after them (no stale bytes of a longer earlier frame).

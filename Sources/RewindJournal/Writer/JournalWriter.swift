@@ -89,7 +89,12 @@ final class JournalWriter: @unchecked Sendable {
   private var writing = false
   /// The last group held more than one append: appenders contend, and their appends are better
   /// gathered by the writer thread than written one by one by leaders.
-  private var contended = false
+  private var contended = false {
+    didSet { if contended != oldValue { contentionSeen.store(contended, ordering: .relaxed) } }
+  }
+  /// `contended`, readable without `condition`: a hint that spares a contended append the fast
+  /// path's lock (`appendAtOnce`, which checks `contended` itself under the lock).
+  private let contentionSeen = Atomic<Bool>(false)
   /// Set when the journal can no longer accept appends (a failed fsync, a write that could not be undone).
   private var failure: JournalError?
   /// What every append gets once `failure` is set, unless it was in the group that failed:
@@ -239,33 +244,17 @@ final class JournalWriter: @unchecked Sendable {
   func enqueue(
     _ records: [NewRecord], expectedFirst: UInt64? = nil, lead: Bool = true, completion: AppendCompletion
   ) {
-    var bytes = 0
-    for record in records {
-      guard record.payload.count <= options.limits.maxRecordBytes else {
-        return completion(
-          .failure(
-            JournalError(
-              .limitExceeded,
-              "a record of \(record.payload.count) bytes exceeds the limit of \(options.limits.maxRecordBytes)",
-              directory: path)))
-      }
-      bytes += BatchCodec.contentSize(of: record)
-    }
-    guard !records.isEmpty else {
-      return completion(
-        .failure(JournalError(.invalidArgument, "an append needs at least one record", directory: path)))
-    }
-    guard bytes <= options.limits.maxBatchBytes else {
-      return completion(
-        .failure(
-          JournalError(
-            .limitExceeded, "a batch of \(bytes) bytes exceeds the limit of \(options.limits.maxBatchBytes)",
-            directory: path)))
+    let bytes: Int
+    switch contentBytes(of: records) {
+    case .success(let counted): bytes = counted
+    case .failure(let error): return completion(.failure(error))
     }
     condition.lock()
-    if let refusal {
+    // Matched, not bound, while it is nil: binding copies the optional error (and retains its
+    // strings) on every append, a tenth of what `appendAtOnce` costs.
+    if case .some(let refused) = refusal {
       condition.unlock()
-      return completion(.failure(refusal))
+      return completion(.failure(refused))
     }
     if closing {
       condition.unlock()
@@ -276,12 +265,9 @@ final class JournalWriter: @unchecked Sendable {
     if lead, expectedFirst == nil, leadsInline, !contended, !writing, queue.isEmpty {
       writing = true
       condition.unlock()
-      writeAlone(append)
-      condition.lock()
-      writing = false
-      if !queue.isEmpty || closing { condition.signal() }
-      condition.unlock()
-      return
+      // The completion before `writing` is given up: completions are called one at a time, in order.
+      completion(writeAlone(append))
+      return endWritingAlone()
     }
     queue.append(append)
     queuedBytes += bytes
@@ -299,6 +285,54 @@ final class JournalWriter: @unchecked Sendable {
     }
     if gatherTarget == 0 || queue.count >= gatherTarget || queuedBytes >= frameTargetBytes { condition.signal() }
     condition.unlock()
+  }
+
+  /// `enqueue`'s fast path without a completion, for `Journal.append`: an unconditional append
+  /// that finds nothing queued or being written, under `none`, is written on this thread and its
+  /// outcome returned, so the caller need not suspend. Returns nil, having done nothing, when the
+  /// append must take `enqueue` (another policy, an append queued or being written, a journal
+  /// closing or stopped, a record or batch over the limits: `enqueue` reports those).
+  func appendAtOnce(_ records: [NewRecord]) -> Result<ClosedRange<UInt64>, JournalError>? {
+    guard leadsInline, !contentionSeen.load(ordering: .relaxed), case .success(let bytes) = contentBytes(of: records)
+    else { return nil }
+    condition.lock()
+    // `refusal` matched, not compared or bound (see `enqueue`).
+    guard case .none = refusal, !closing, !contended, !writing, queue.isEmpty else {
+      condition.unlock()
+      return nil
+    }
+    writing = true
+    condition.unlock()
+    let outcome = writeAlone(
+      PendingAppend(records: records, contentBytes: bytes, expectedFirst: nil, completion: .callback { _ in }))
+    endWritingAlone()
+    return outcome
+  }
+
+  /// The content bytes `records` take in a frame, or why they cannot be appended: none, a
+  /// record over the record limit, or more than the batch limit in all.
+  private func contentBytes(of records: [NewRecord]) -> Result<Int, JournalError> {
+    var bytes = 0
+    for record in records {
+      guard record.payload.count <= options.limits.maxRecordBytes else {
+        return .failure(
+          JournalError(
+            .limitExceeded,
+            "a record of \(record.payload.count) bytes exceeds the limit of \(options.limits.maxRecordBytes)",
+            directory: path))
+      }
+      bytes += BatchCodec.contentSize(of: record)
+    }
+    guard !records.isEmpty else {
+      return .failure(JournalError(.invalidArgument, "an append needs at least one record", directory: path))
+    }
+    guard bytes <= options.limits.maxBatchBytes else {
+      return .failure(
+        JournalError(
+          .limitExceeded, "a batch of \(bytes) bytes exceeds the limit of \(options.limits.maxBatchBytes)",
+          directory: path))
+    }
+    return .success(bytes)
   }
 
   /// Writes what is queued on this thread, unless a group is being written (which hands what
@@ -533,13 +567,19 @@ final class JournalWriter: @unchecked Sendable {
     }
   }
 
-  /// Writes one unconditional append that found nothing queued (the fast path of `enqueue`).
-  /// Holder of `writing`.
-  private func writeAlone(_ append: PendingAppend) {
-    switch write(group: CollectionOfOne(append)) {
-    case .success(let first): append.completion(.success(first...(first + UInt64(append.records.count) - 1)))
-    case .failure(let error): append.completion(.failure(error))
-    }
+  /// Writes one unconditional append that found nothing queued (the fast path of `enqueue` and
+  /// `appendAtOnce`) and returns its outcome; its completion is not called. Holder of `writing`,
+  /// which the caller gives up with `endWritingAlone()`.
+  private func writeAlone(_ append: PendingAppend) -> Result<ClosedRange<UInt64>, JournalError> {
+    write(group: CollectionOfOne(append)).map { first in first...(first + UInt64(append.records.count) - 1) }
+  }
+
+  /// Gives up `writing` after `writeAlone`, and wakes the writer thread for what queued meanwhile.
+  private func endWritingAlone() {
+    condition.lock()
+    writing = false
+    if !queue.isEmpty || closing { condition.signal() }
+    condition.unlock()
   }
 
   /// Writes `group` (all of it, or nothing) and returns the first sequence number of the first
