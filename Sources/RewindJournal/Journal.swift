@@ -110,8 +110,7 @@ public final class Journal: Sendable {
   @discardableResult
   public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
     // Under `none`, an append that finds the writer idle is written on this thread, as `enqueue`
-    // would write it, without suspending: no continuation to make, resume and switch back from
-    // (about a tenth of a one-record append's instructions).
+    // would write it, without suspending: no continuation to make, resume and switch back from.
     if let outcome = writer.appendAtOnce(records) { return try outcome.get() }
     // The continuation is handed to the writer as it is (no closure to allocate per append);
     // unsafe in release builds, checked in debug ones (`AppendContinuation`). The writer resumes

@@ -250,8 +250,8 @@ final class JournalWriter: @unchecked Sendable {
     case .failure(let error): return completion(.failure(error))
     }
     condition.lock()
-    // Matched, not bound, while it is nil: binding copies the optional error (and retains its
-    // strings) on every append, a tenth of what `appendAtOnce` costs.
+    // Matched, so that it is copied only when set: binding it, or comparing it with nil, copied
+    // the optional error on every append.
     if case .some(let refused) = refusal {
       condition.unlock()
       return completion(.failure(refused))
