@@ -200,6 +200,51 @@ private final class SnapshotListingHook: ForwardingFileIO {
     #expect(problems.isEmpty, "\(problems)")
   }
 
+  /// A state holding the double -0.0 gets no snapshot (`SnapshotStore.write` throws
+  /// `EncodingError`). `Snapshots.update` threw it at the first multiple of its interval where
+  /// such a state stood, writing no snapshot after it, then or at any later call (each replays to
+  /// that state again), and a manager's maintenance job ended with it, marking no checkpoint
+  /// after. The multiple is now passed over.
+  @Test func aStateWithoutAnExactSnapshotStopsNoSnapshotAfterIt() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try Self.manager(directory.path, options: JournalOptions(durability: .none))
+    let policy = SnapshotPolicy(directory: directory.path, every: 5, keep: 10)
+    let job = Task { try await manager.maintain(checkpointEvery: 4, snapshots: policy) }
+    // The level is -0.0 from the 3rd command through the 14th: every state there holds it.
+    for index in 1...30 {
+      try await manager.perform(.user) { _, command in
+        if index == 3 {
+          command.record(LevelSet(value: -0.0))
+        } else if (4...14).contains(index) {
+          command.record(ReadingTaken(id: index, value: Double(index)))
+        } else {
+          command.record(LevelSet(value: Double(index)))
+        }
+      }
+      await Task.yield()
+    }
+    // The job goes on past the -0.0 states: it marks checkpoints after them (one every four
+    // records of the 30 commands), which it did not once its first snapshot update threw.
+    var verified = 0
+    for _ in 0..<500 where verified < 6 {
+      verified = try Replay.verify(Gauge.self, directory: directory.path).checkpointsVerified
+      if verified < 6 { try await Task.sleep(for: .milliseconds(10)) }
+    }
+    #expect(verified >= 6, "checkpoints the job recorded")
+    manager.close()
+    let outcome = await job.result
+    #expect(throws: Never.self, "the maintenance job") { try outcome.get() }
+
+    let journal = try JournalReader(directory: directory.path)
+    let last = try journal.lastSequence()
+    let written = try Snapshots.update(Gauge.self, directory: directory.path, every: 5, keep: 10)
+    let all = SnapshotStore(journal: directory.path).sequences()
+    #expect(all.contains { $0 > 20 }, "snapshots after the -0.0 states: \(all), written now \(written)")
+    #expect(all.last == last / 5 * 5, "\(all)")
+    let replayed = try Replay.run(Gauge.self, directory: directory.path)
+    #expect(try StateDigest.of(replayed.state) == Self.digest(directory.path))
+  }
+
   /// A manager compacting its sealed segments in the background, its maintenance job marking
   /// checkpoints and writing snapshots, a time machine opened before: then compaction of every
   /// sealed segment while snapshots are taken and the time machine seeks, with a leftover copy
