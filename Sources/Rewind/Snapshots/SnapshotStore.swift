@@ -134,14 +134,19 @@ public struct SnapshotStore: Sendable {
   /// this journal's id, this code's fingerprint, a sequence number the journal reaches, and a state
   /// that decodes to the digest it records. If the journal's id cannot be read, no file is usable
   /// (each is skipped as `unverifiable`): none can be told from another journal's. A file of other
-  /// model code (`stale`) is skipped after reading its header alone.
+  /// model code (`stale`) is skipped after reading its header alone. `lastSequence` is the
+  /// journal's end as the caller read it; a file past it is judged against the end read again
+  /// after the files are listed (a live writer may have appended its records and written it
+  /// since). A file removed after it was listed (pruned meanwhile) is passed over, no problem.
   public func latest<M: SnapshotModel>(_ type: M.Type, atOrBefore limit: UInt64, lastSequence: UInt64) -> (
     snapshot: (state: M, sequence: UInt64)?, problems: [SnapshotProblem]
   ) {
     var problems: [SnapshotProblem] = []
     let journalID = self.journalID()
     let fingerprint = M.fingerprint
-    for sequence in sequences().reversed() where sequence <= limit || sequence > lastSequence {
+    let listed = sequences()
+    let lastSequence = journalEnd(lastSequence, listing: listed)
+    for sequence in listed.reversed() where sequence <= limit || sequence > lastSequence {
       let name = SnapshotStore.fileName(sequence)
       if sequence > lastSequence {
         problems.append(
@@ -153,7 +158,9 @@ public struct SnapshotStore: Sendable {
           name, sequence: sequence, journalID: journalID, fingerprint: fingerprint, lastSequence: lastSequence)
         return ((state, sequence), problems)
       } catch {
-        problems.append(SnapshotProblem(file: name, sequence: sequence, reason: error))
+        if !removedSinceListed(name, error) {
+          problems.append(SnapshotProblem(file: name, sequence: sequence, reason: error))
+        }
       }
     }
     return (nil, problems)
@@ -164,19 +171,43 @@ public struct SnapshotStore: Sendable {
   /// magic, format, checksum), a sequence number other than its name's, another journal's id, a
   /// state whose bytes do not hash to the recorded digest.
   /// Reads every file whole; moves nothing (`setAside` does, for a writer or repair). If the
-  /// journal's id cannot be read, every file is `unverifiable`.
+  /// journal's id cannot be read, every file is `unverifiable`. As in `latest`, a file past
+  /// `lastSequence` is judged against the end read after the listing, and one removed after it
+  /// was listed is no problem.
   package func fileProblems(lastSequence: UInt64) -> [SnapshotProblem] {
     let journalID = self.journalID()
-    return sequences().compactMap { sequence in
+    let listed = sequences()
+    let lastSequence = journalEnd(lastSequence, listing: listed)
+    return listed.compactMap { sequence in
       let name = SnapshotStore.fileName(sequence)
       do throws(SnapshotProblem.Reason) {
         guard sequence <= lastSequence else { throw .beyondJournal(lastSequence: lastSequence) }
         _ = try hashedFile(name, sequence: sequence, journalID: journalID)
         return nil
       } catch {
-        return SnapshotProblem(file: name, sequence: sequence, reason: error)
+        return removedSinceListed(name, error) ? nil : SnapshotProblem(file: name, sequence: sequence, reason: error)
       }
     }
+  }
+
+  /// The journal's end to judge the files of `listing` against: `lastSequence` (the end the
+  /// caller read, before the listing), or the end read now if a file lies past it and the
+  /// journal has grown since. A live writer appends records and then writes their snapshot (its
+  /// records made durable first), so a file listed lies within the end read after the listing
+  /// unless records were lost: judged against the end read before, a snapshot written in between
+  /// would pass for one past the end (for `rewind verify`, a loss of committed records).
+  private func journalEnd(_ lastSequence: UInt64, listing: [UInt64]) -> UInt64 {
+    guard let newest = listing.last, newest > lastSequence,
+      let now = try? JournalReader(directory: directory, limits: .largest, io: io).lastSequence()
+    else { return lastSequence }
+    return max(lastSequence, now)
+  }
+
+  /// Whether reading file `name` failed because it is gone: removed after it was listed (pruned
+  /// by a snapshot policy or `rewind snapshot` while this read), which is no problem of the file.
+  private func removedSinceListed(_ name: String, _ reason: SnapshotProblem.Reason) -> Bool {
+    guard case .unreadable = reason else { return false }
+    return !io.fileExists(folder + "/" + name)
   }
 
   /// The snapshots of model code `fingerprint` after `start` and through `last`, ascending, each

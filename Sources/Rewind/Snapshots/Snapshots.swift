@@ -20,6 +20,8 @@ public enum Snapshots {
 
   /// Brings snapshots up to date with the policy: a snapshot at every multiple of `interval` the
   /// journal has reached beyond the newest usable snapshot, then all but the newest `keep` removed.
+  /// A multiple where the state has no exact snapshot (it holds the double -0.0, see
+  /// `SnapshotStore.write`) is passed over: it gets none, and the next multiple may.
   /// - Precondition: `interval` and `keep` are at least 1 (keeping none would remove each
   ///   snapshot as soon as it is written).
   /// - Returns: the sequence numbers written.
@@ -49,6 +51,10 @@ public enum Snapshots {
         do {
           try store.write(state, at: sequence)
           written.append(sequence)
+        } catch is EncodingError {
+          // This state has no exact snapshot (it holds -0.0: `SnapshotStore.write`), and gets none.
+          // Throwing would write none after it either, at this call or any later one (each
+          // replays to this same state again), and end a manager's maintenance job with it.
         } catch {
           failure = error
         }
