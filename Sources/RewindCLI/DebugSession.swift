@@ -247,17 +247,20 @@ final class DebugSession {
       try move(to: machine.lastSequence)
     default:
       try RecordKey.refuseAsSequence(target, "goto")
-      if let sequence = Arguments.sequenceNumber(target) {
-        guard sequence <= machine.lastSequence else {
-          try refusePastDamage("sequence \(sequence)")
+      let digits = Arguments.sequenceNumber(target)
+      // Digits no UInt64 holds are a whole number too, past every record's.
+      if digits != nil || Arguments.isPastEverySequenceNumber(target) {
+        let shown = digits.map(String.init) ?? target
+        guard let sequence = digits, sequence <= machine.lastSequence else {
+          try refusePastDamage("sequence \(shown)")
           // As for a time: the journal may have grown since the session read its end.
           let last = try openJournal(directory).lastSequence()
-          guard sequence <= last else {
+          guard let sequence = digits, sequence <= last else {
             let read =
               last > machine.lastSequence
               ? " (this session has read up to sequence \(machine.lastSequence); `refresh` reads the records "
                 + "appended since)" : ""
-            throw UsageError("sequence \(sequence) is beyond the journal's last, \(last)\(read)")
+            throw UsageError("sequence \(shown) is beyond the journal's last, \(last)\(read)")
           }
           throw UsageError("sequence \(sequence) is " + pastSession)
         }

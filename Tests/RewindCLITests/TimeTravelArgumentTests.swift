@@ -46,4 +46,38 @@ import Testing
     #expect(since.status == 0, "\(since.err)")
     #expect(since.out == sinceUTC.out)
   }
+
+  /// A run of digits too long for any sequence number is a number past the journal's end, and
+  /// is said to be: "is not a whole number" (replay, diff), "must be a whole number" (show) and
+  /// "neither a sequence number nor an ISO 8601 time" (debug's goto) told a user who typed one
+  /// that it was none.
+  @Test func digitsPastEverySequenceNumberArePastTheJournalsEnd() async throws {
+    let dir = TemporaryDirectory("cli-time-huge")
+    defer { withExtendedLifetime(dir) {} }
+    let journal = try await ArgumentTests.journal(in: dir)
+    let huge = "99999999999999999999"
+    let cases: [(arguments: [String], message: String)] = [
+      (
+        ["replay", journal, "--to", huge],
+        "--to \(huge) is beyond the journal's last sequence number 400 (\(journal)); give one in 0...400"
+      ),
+      (
+        ["diff", journal, "1", huge],
+        "B \(huge) is beyond the journal's last sequence number 400 (\(journal)); give one in 0...400"
+      ),
+      (
+        ["diff", journal, huge, "1"],
+        "A \(huge) is beyond the journal's last sequence number 400 (\(journal)); give one in 0...400"
+      ),
+      (["show", journal, huge], "sequence \(huge) is out of range: the journal holds sequences 1-400"),
+    ]
+    for (arguments, message) in cases {
+      let run = try await Self.rewind(arguments)
+      #expect(run.status == 2, "\(arguments)")
+      #expect(run.err == "rewind \(arguments[0]): \(message)\n", "\(arguments): \(run.err)")
+    }
+    let debug = try await Self.rewind(["debug", journal], input: "goto \(huge)\n")
+    #expect(debug.status == 2)
+    #expect(debug.err == "error: goto: sequence \(huge) is beyond the journal's last, 400\n", "\(debug.err)")
+  }
 }
