@@ -171,7 +171,8 @@ final class DebugSession {
   private func count(_ rest: [String]) throws -> UInt64 {
     guard let text = rest.first else { return 1 }
     guard rest.count == 1, let value = Arguments.sequenceNumber(text) else {
-      throw UsageError("expected a count of records, a whole number from 0, not '\(text)'")
+      // Every word after the command: `step 3 4` is refused for the 4, not the 3.
+      throw UsageError("expected a count of records, a whole number from 0, not '\(rest.joined(separator: " "))'")
     }
     return value
   }
@@ -400,7 +401,9 @@ final class DebugSession {
         try RecordKey.refuseAsSequence(text, "event")
         guard rest.count == 1, let value = Arguments.sequenceNumber(text), value >= 1, value <= machine.lastSequence
         else {
-          throw UsageError("expected a sequence number in 1...\(machine.lastSequence)\(beforeDamage), not '\(text)'")
+          throw UsageError(
+            "expected a sequence number in 1...\(machine.lastSequence)\(beforeDamage), "
+              + "not '\(rest.joined(separator: " "))'")
         }
         return value
       } ?? machine.position

@@ -80,4 +80,22 @@ import Testing
     #expect(debug.status == 2)
     #expect(debug.err == "error: goto: sequence \(huge) is beyond the journal's last, 400\n", "\(debug.err)")
   }
+
+  /// A debug command given one word too many names the words it could not read, not the first
+  /// of them, which alone would have been fine (`step 3 4` said "not '3'").
+  @Test func debugNamesTheWordsItCouldNotRead() async throws {
+    let dir = TemporaryDirectory("cli-time-words")
+    defer { withExtendedLifetime(dir) {} }
+    let journal = try await ArgumentTests.journal(in: dir)
+    let debug = try await Self.rewind(["debug", journal], input: "step 3 4\nback 2 x\nevent 5 6\nstep 2\n")
+    #expect(debug.status == 2)
+    #expect(
+      debug.err.split(separator: "\n") == [
+        "error: step: expected a count of records, a whole number from 0, not '3 4'",
+        "error: back: expected a count of records, a whole number from 0, not '2 x'",
+        "error: event: expected a sequence number in 1...400, not '5 6'",
+      ], "\(debug.err)")
+    // The session went on: the last step moved from 0.
+    #expect(debug.out.hasPrefix("at 2 of 400: #2 "), "\(debug.out)")
+  }
 }
