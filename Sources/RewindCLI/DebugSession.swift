@@ -396,6 +396,13 @@ final class DebugSession {
   // MARK: Looking
 
   private func showEvent(_ rest: [String]) throws {
+    // No range to offer ("1...0") and no first event to step to: say what is there, as `show` does.
+    guard machine.lastSequence > 0 else {
+      throw UsageError(
+        machine.endHiddenBy == nil
+          ? "the journal \(directory) is empty: there is no event to show"
+          : "no event reads intact before the damage that hides the journal's end (reported at the start)")
+    }
     let sequence =
       try rest.first.map { text -> UInt64 in
         try RecordKey.refuseAsSequence(text, "event")

@@ -98,4 +98,19 @@ import Testing
     // The session went on: the last step moved from 0.
     #expect(debug.out.hasPrefix("at 2 of 400: #2 "), "\(debug.out)")
   }
+
+  /// `event` in an empty journal said "expected a sequence number in 1...0", a range with
+  /// nothing in it, and `event` alone "`step` to the first", an event there is not: it says the
+  /// journal is empty, as `rewind show` does.
+  @Test func debugEventInAnEmptyJournalSaysItIsEmpty() async throws {
+    let dir = TemporaryDirectory("cli-time-empty")
+    defer { withExtendedLifetime(dir) {} }
+    let journal = dir.appending("journal")
+    let demo = try await Self.rewind(["demo", journal, "--events", "0"])
+    try #require(demo.status == 0, "\(demo.err)")
+    let debug = try await Self.rewind(["debug", journal], input: "event 1\nevent\n")
+    #expect(debug.status == 2)
+    let empty = "error: event: the journal \(journal) is empty: there is no event to show"
+    #expect(debug.err.split(separator: "\n").map(String.init) == [empty, empty], "\(debug.err)")
+  }
 }
