@@ -141,6 +141,14 @@ public struct Arguments {
     return UInt64(text)
   }
 
+  /// Whether `text` is decimal digits alone that no `UInt64` holds (`99999999999999999999`): a
+  /// whole number past every sequence number, which a command says is past the journal's end,
+  /// not that it is no number.
+  static func isPastEverySequenceNumber(_ text: some StringProtocol) -> Bool {
+    !text.isEmpty && text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+      && UInt64(text) == nil
+  }
+
   /// Exactly `count` positionals. Too few is a usage error saying what the command `needs` (for
   /// example "the journal directory and a sequence number: rewind show DIR SEQ"); too many names
   /// the first extra one.

@@ -171,7 +171,8 @@ final class DebugSession {
   private func count(_ rest: [String]) throws -> UInt64 {
     guard let text = rest.first else { return 1 }
     guard rest.count == 1, let value = Arguments.sequenceNumber(text) else {
-      throw UsageError("expected a count of records, a whole number from 0, not '\(text)'")
+      // Every word after the command: `step 3 4` is refused for the 4, not the 3.
+      throw UsageError("expected a count of records, a whole number from 0, not '\(rest.joined(separator: " "))'")
     }
     return value
   }
@@ -247,17 +248,20 @@ final class DebugSession {
       try move(to: machine.lastSequence)
     default:
       try RecordKey.refuseAsSequence(target, "goto")
-      if let sequence = Arguments.sequenceNumber(target) {
-        guard sequence <= machine.lastSequence else {
-          try refusePastDamage("sequence \(sequence)")
+      let digits = Arguments.sequenceNumber(target)
+      // Digits no UInt64 holds are a whole number too, past every record's.
+      if digits != nil || Arguments.isPastEverySequenceNumber(target) {
+        let shown = digits.map(String.init) ?? target
+        guard let sequence = digits, sequence <= machine.lastSequence else {
+          try refusePastDamage("sequence \(shown)")
           // As for a time: the journal may have grown since the session read its end.
           let last = try openJournal(directory).lastSequence()
-          guard sequence <= last else {
+          guard let sequence = digits, sequence <= last else {
             let read =
               last > machine.lastSequence
               ? " (this session has read up to sequence \(machine.lastSequence); `refresh` reads the records "
                 + "appended since)" : ""
-            throw UsageError("sequence \(sequence) is beyond the journal's last, \(last)\(read)")
+            throw UsageError("sequence \(shown) is beyond the journal's last, \(last)\(read)")
           }
           throw UsageError("sequence \(sequence) is " + pastSession)
         }
@@ -392,12 +396,21 @@ final class DebugSession {
   // MARK: Looking
 
   private func showEvent(_ rest: [String]) throws {
+    // No range to offer ("1...0") and no first event to step to: say what is there, as `show` does.
+    guard machine.lastSequence > 0 else {
+      throw UsageError(
+        machine.endHiddenBy == nil
+          ? "the journal \(directory) is empty: there is no event to show"
+          : "no event reads intact before the damage that hides the journal's end (reported at the start)")
+    }
     let sequence =
       try rest.first.map { text -> UInt64 in
         try RecordKey.refuseAsSequence(text, "event")
         guard rest.count == 1, let value = Arguments.sequenceNumber(text), value >= 1, value <= machine.lastSequence
         else {
-          throw UsageError("expected a sequence number in 1...\(machine.lastSequence)\(beforeDamage), not '\(text)'")
+          throw UsageError(
+            "expected a sequence number in 1...\(machine.lastSequence)\(beforeDamage), "
+              + "not '\(rest.joined(separator: " "))'")
         }
         return value
       } ?? machine.position

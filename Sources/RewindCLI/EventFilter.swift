@@ -516,7 +516,8 @@ struct DamageMet: Error, CustomStringConvertible {
 /// ISO 8601 times as users type them.
 enum ISO8601 {
   /// Parses `2026-01-01`, `2026-01-01T10:00`, `2026-01-01T10:00:00`, with optional fractional
-  /// seconds (up to nanoseconds) and a zone (`Z`, `+02:00`, `-0500`; UTC when absent), into
+  /// seconds (up to nanoseconds) and a zone (`Z`, `+02:00`, `-0500`, `+02`; UTC when absent; a
+  /// lowercase `t` and `z` as RFC 3339 allows), into
   /// nanoseconds since 1970-01-01T00:00:00Z. A time an Int64 of nanoseconds cannot hold (before
   /// 1677-09-21T00:12:43.145224192Z or after 2262-04-11T23:47:16.854775807Z) is the first or last
   /// one it holds: no record is stamped outside, so `--until 9999-12-31` is after every record,
@@ -563,7 +564,8 @@ enum ISO8601 {
     var minute = 0
     var second = 0
     var nanos: Int64 = 0
-    if take("T") || take(" ") {
+    // RFC 3339 allows a lowercase t (and z, below) as ISO 8601's T.
+    if take("T") || take("t") || take(" ") {
       guard let h = number(2), take(":"), let m = number(2) else { return nil }
       hour = h
       minute = m
@@ -587,8 +589,13 @@ enum ISO8601 {
     } else if let sign = chars.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
       chars.removeFirst()
       guard let h = number(2), h < 24 else { return nil }
-      _ = take(":")
-      guard let m = number(2), m < 60 else { return nil }
+      // Hours alone (`+02`, ISO 8601's ±hh), or hours and minutes, with a colon or without.
+      var m = 0
+      if !chars.isEmpty {
+        _ = take(":")
+        guard let minutes = number(2), minutes < 60 else { return nil }
+        m = minutes
+      }
       offset = (h * 3600 + m * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
     }
     guard chars.isEmpty, (1...12).contains(month), hour < 24, minute < 60, second < 61 else { return nil }

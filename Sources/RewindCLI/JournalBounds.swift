@@ -55,14 +55,22 @@ struct JournalBounds {
           "\(what) \(negative) is out of range: sequence numbers start at 0 (the empty state); "
             + "give one in \(range)")
       }
+      // Digits no UInt64 holds are a whole number too, past every record's.
+      if Arguments.isPastEverySequenceNumber(text) {
+        guard lastSequence == nil else { throw beyond(text, what) }
+        throw UsageError("\(what) \(text) is past every sequence number (at most \(UInt64.max)); give one in \(range)")
+      }
       throw UsageError("\(what) '\(text)' is not a whole number; give one in \(range)")
     }
-    if let lastSequence, value > lastSequence {
-      throw UsageError(
-        "\(what) \(value) is beyond the journal's last sequence number \(lastSequence) (\(directory)); "
-          + "give one in \(range)")
-    }
+    if lastSequence.map({ value > $0 }) == true { throw beyond(String(value), what) }
     return value
+  }
+
+  /// Sequence number `number` (as digits), given as `what`, is past the journal's last.
+  private func beyond(_ number: String, _ what: String) -> UsageError {
+    UsageError(
+      "\(what) \(number) is beyond the journal's last sequence number \(lastSequence ?? 0) (\(directory)); "
+        + "give one in \(range)")
   }
 
   /// `text` (ISO 8601) as nanoseconds, within the journal's first and last record times.

@@ -22,8 +22,9 @@ enum LogCommand: RewindCommand {
 
       --from, --to       sequence numbers, inclusive; a --to past the end reads to the end
       --since, --until   ISO 8601 times, inclusive (2026-01-01, 2026-01-01T09:30:00Z,
-                         2026-01-01T09:30:00.5+02:00; UTC when no zone is given; a date
-                         alone is its midnight; --until 9999-12-31 reads to the end)
+                         2026-01-01T09:30:00.5+02:00, +0200 or +02; UTC when no zone
+                         is given; a date alone is its midnight; --until 9999-12-31 reads
+                         to the end)
       --type NAME        events with this name (note.created), or a prefix ending in * (note.*)
       --origin ORIGIN    events from this origin (user, sync, automation, import, ...)
       --entity ID        events whose fields mention this identifier (32 hex digits): a value

@@ -47,16 +47,16 @@ enum ShowCommand: RewindCommand {
     let directory = positionals[0]
     let text = positionals[1]
     try RecordKey.refuseAsSequence(text, "SEQ")
+    // Digits no UInt64 holds are a whole number too, past every record's.
     guard let sequence = Arguments.sequenceNumber(text), sequence > 0 else {
+      if Arguments.isPastEverySequenceNumber(text) {
+        throw outOfRange(text, last: try openJournal(directory).lastSequence())
+      }
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }
     let reader = try openJournal(directory)
     guard let record = try reader.record(sequence) else {
-      let last = try reader.lastSequence()
-      throw UsageError(
-        last == 0
-          ? "sequence \(sequence) is out of range: the journal is empty"
-          : "sequence \(sequence) is out of range: the journal holds sequences 1-\(last)")
+      throw outOfRange(String(sequence), last: try reader.lastSequence())
     }
     let event = AuditedEvent(record)
     // Damage among the records around it (the command's other events) leaves the event itself
@@ -96,6 +96,14 @@ enum ShowCommand: RewindCommand {
     output.out(lines.joined(separator: "\n") + "\n")
     if let damage { throw CommandCutOff(error: damage, sequence: sequence) }
     return .success
+  }
+
+  /// Sequence number `number` (as digits) is not in a journal whose last is `last`.
+  static func outOfRange(_ number: String, last: UInt64) -> UsageError {
+    UsageError(
+      last == 0
+        ? "sequence \(number) is out of range: the journal is empty"
+        : "sequence \(number) is out of range: the journal holds sequences 1-\(last)")
   }
 
   /// Damage met reading the events around the one shown, for its command's: the event was shown

@@ -10,8 +10,10 @@ enum SnapshotCommand: RewindCommand {
 
     Replays the journal in DIR (from the newest usable snapshot) and writes the state after its
     last record to DIR/snapshots/, atomically; with --keep, then removes all but the newest K
-    snapshots. Snapshots only ever save time: replay checks each one and skips (and reports) any
-    that is corrupt, foreign or written by other model code. May run while a writer appends.
+    snapshots at or before it (one past the journal's end, a sign of records lost, is left for
+    `rewind verify` to report, with a note). Snapshots only ever save time: replay checks each
+    one and skips (and reports) any that is corrupt, foreign or written by other model code.
+    May run while a writer appends.
     Exit 3 when the journal cannot be read to its last record (damage, located).
 
     Examples:
@@ -38,8 +40,18 @@ enum SnapshotCommand: RewindCommand {
     }
     output.out("snapshot of \(model.name) at sequence \(written.sequence), digest \(written.digest)\n")
     if let keep {
-      let removed = try SnapshotStore(journal: directory).prune(keeping: keep)
+      // Among the snapshots at or before the one written: one past the journal's end (records
+      // lost) would otherwise count among the newest and push out the one just written.
+      let store = SnapshotStore(journal: directory)
+      let removed = try store.prune(keeping: keep, through: written.sequence)
       if !removed.isEmpty { output.out("pruned snapshots at \(removed.map(String.init).joined(separator: ", "))\n") }
+      for past in store.sequences() where past > written.sequence {
+        output.err(
+          visible(
+            "note: snapshots/\(SnapshotStore.fileName(past)) is past the journal's end, \(written.sequence): --keep "
+              + "leaves it; records were lost after it was written (`rewind verify \(directory)` reports it, and the "
+              + "next writer moves it aside)") + "\n")
+      }
     }
     return .success
   }

@@ -109,7 +109,7 @@ import Testing
       (["tail", journal, "--from", max], "--from \(max) is out of range: the journal ends at sequence 400"),
       (["replay", journal, "--to", "+5"], "--to '+5' is not a whole number; give one in 0...400"),
       (["replay", journal, "--to", max], "--to \(max) is beyond the journal's last sequence number 400"),
-      (["diff", journal, "1", "18446744073709551616"], "B '18446744073709551616' is not a whole number"),
+      (["diff", journal, "1", "18446744073709551616"], "B 18446744073709551616 is beyond the journal's last sequence"),
     ]
     for (arguments, message) in cases {
       let run = try await Self.rewind(arguments)

@@ -423,13 +423,19 @@ public struct SnapshotStore: Sendable {
     return moved
   }
 
-  /// Removes all but the newest `count` snapshot files, and the temporary files of writes that
-  /// were abandoned (a writer that died half-way); never those of a write under way, in this
-  /// process or another.
+  /// Removes all but the newest `count` snapshot files at or before `last`, and the temporary
+  /// files of writes that were abandoned (a writer that died half-way); never those of a write
+  /// under way, in this process or another. Snapshots after `last` are left alone: given the
+  /// journal's last sequence number (or the snapshot just written), one past it is a sign of
+  /// records lost, for `rewind verify` to report and the next writer to move aside, and must not
+  /// push out the snapshot of the journal's last state.
+  /// - Parameters:
+  ///   - count: how many snapshots to keep among those at or before `last`, the newest.
+  ///   - last: the newest sequence number whose snapshots count (`UInt64.max`: all).
   /// - Returns: the sequence numbers removed.
   @discardableResult
-  public func prune(keeping count: Int) throws -> [UInt64] {
-    let all = sequences()
+  public func prune(keeping count: Int, through last: UInt64 = .max) throws -> [UInt64] {
+    let all = sequences().filter { $0 <= last }
     let doomed = Array(all.dropLast(max(0, count)))
     for sequence in doomed { try io.removeFile(folder + "/" + SnapshotStore.fileName(sequence)) }
     removeAbandonedTemporaries()

@@ -1,0 +1,41 @@
+import Foundation
+import Notebook
+import Rewind
+import RewindTestSupport
+import Testing
+
+/// `rewind snapshot --keep K` beside a snapshot past the journal's end (records lost after it
+/// was written; `verify` reports it as a problem).
+@Suite struct SnapshotPruneTests {
+  /// `--keep` counted such a snapshot among the newest and removed the one it had just written
+  /// ("snapshot of workspace at sequence N", then "pruned snapshots at ..., N"): the snapshot it
+  /// reported was gone. It keeps the newest K at or before the state it wrote, and leaves the one
+  /// past the end, saying so, for `verify` to report and the next writer to move aside.
+  @Test func keepNeverRemovesTheSnapshotJustWritten() async throws {
+    let journal = try await NotebookJournal.write(commands: 60, seed: 21)
+    let last = journal.lastSequence
+    let store = SnapshotStore(journal: journal.path)
+    for sequence: UInt64 in [20, 40] { _ = try store.write(journal.states[Int(sequence)], at: sequence) }
+    // A snapshot past the end: written at the last record, then named for a later one.
+    _ = try store.write(journal.states[Int(last)], at: last)
+    let folder = journal.directory.appending("snapshots/")
+    try FileManager.default.moveItem(
+      atPath: folder + SnapshotStore.fileName(last), toPath: folder + SnapshotStore.fileName(last + 50))
+    let run = try await ToolRun.run("notebook-rewind", ["snapshot", journal.path, "--keep", "1"])
+    #expect(run.status == 0, "\(run.err)")
+    #expect(run.out.hasPrefix("snapshot of workspace at sequence \(last), digest "), "\(run.out)")
+    #expect(run.out.hasSuffix("pruned snapshots at 20, 40\n"), "\(run.out)")
+    #expect(store.sequences() == [last, last + 50])
+    #expect(
+      run.err.contains("snapshots/\(SnapshotStore.fileName(last + 50)) is past the journal's end, \(last)"),
+      "\(run.err)")
+    // Without one past the end, --keep keeps the newest K as before.
+    try FileManager.default.removeItem(atPath: folder + SnapshotStore.fileName(last + 50))
+    _ = try store.write(journal.states[20], at: 20)
+    let plain = try await ToolRun.run("notebook-rewind", ["snapshot", journal.path, "--keep", "1"])
+    #expect(plain.status == 0, "\(plain.err)")
+    #expect(plain.out.hasSuffix("pruned snapshots at 20\n"), "\(plain.out)")
+    #expect(plain.err.isEmpty, "\(plain.err)")
+    #expect(store.sequences() == [last])
+  }
+}
