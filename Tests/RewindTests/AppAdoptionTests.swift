@@ -228,3 +228,79 @@ enum Pantry {
     manager.close()
   }
 }
+
+/// A record type whose `==` compares ids alone, as many app types are written (`Identifiable`
+/// values compared by identity). Its shelf is its group.
+enum IdentityEqualPantry {
+  struct Jar: StoreRecord {
+    var id: Identifier
+    var shelf: String
+    var groupKeys: [String] { [shelf] }
+    static func == (a: Jar, b: Jar) -> Bool { a.id == b.id }
+  }
+
+  struct JarPlaced: Event {
+    static let name = "jar.placed"
+    var id: Identifier
+    var shelf: String
+  }
+
+  struct JarMoved: Event {
+    static let name = "jar.moved"
+    var id: Identifier
+    var shelf: String
+  }
+
+  struct State: Model {
+    var jars = Store<Jar>(name: "jars")
+    static func registerEvents(in registry: inout EventRegistry<State>) {
+      // A placement of a jar already placed replaces it; a move changes it in place.
+      registry.register(JarPlaced.self) { state, event, context in
+        state.jars.insert(Jar(id: event.id, shelf: event.shelf), context: &context)
+      }
+      registry.register(JarMoved.self) { state, event, context in
+        state.jars.update(id: event.id, context: &context) { $0.shelf = event.shelf }
+      }
+    }
+  }
+}
+
+@Suite struct IdentityEqualRecordTests {
+  /// The grouping cache follows a record's group keys whatever its `==` says: with an observer
+  /// attached (the live model then records touched keys), a jar moved or placed again on another
+  /// shelf leaves the shelf it was on, in the live state as in a replay, and the change names
+  /// both shelves.
+  @Test(.timeLimit(.minutes(10))) func theGroupingCacheFollowsGroupKeysWhateverEqualitySays() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try Manager<IdentityEqualPantry.State>(
+      directory: temporary.path, clock: .stepping(from: 1_800_000_000_000_000_000), ids: .sequential())
+    var changes = manager.changes().makeAsyncIterator()
+    let id = try await manager.perform(.user) { _, command in
+      let id = command.newID()
+      command.record(IdentityEqualPantry.JarPlaced(id: id, shelf: "top"))
+      return id
+    }
+    _ = try #require(await changes.next())
+    try await manager.perform(.user) { _, command in
+      command.record(IdentityEqualPantry.JarMoved(id: id, shelf: "middle"))
+    }
+    #expect(
+      try #require(await changes.next()).keys.filter { $0.kind == .group } == [
+        .group("jars", "middle"), .group("jars", "top"),
+      ])
+    #expect(manager.state.jars.records(inGroup: "top").isEmpty)
+    #expect(manager.state.jars.count(inGroup: "middle") == 1)
+    try await manager.perform(.user) { _, command in
+      command.record(IdentityEqualPantry.JarPlaced(id: id, shelf: "bottom"))
+    }
+    #expect(
+      try #require(await changes.next()).keys.filter { $0.kind == .group } == [
+        .group("jars", "bottom"), .group("jars", "middle"),
+      ])
+    #expect(StateInspector.cacheProblems(in: manager.state).isEmpty)
+    #expect(manager.state.jars.groupCounts().map(\.key) == ["bottom"])
+    manager.close()
+    let replayed = try Replay.rebuild(IdentityEqualPantry.State.self, directory: temporary.path).state
+    #expect(replayed.jars.groupCounts().map(\.key) == ["bottom"])
+  }
+}
