@@ -124,7 +124,9 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Registers how version `Old.version` of an event becomes version `Old.version + 1` (`New`).
   /// Chains of upcasters take any old version to the current one.
-  /// - Precondition: same name, consecutive versions.
+  /// - Precondition: same name, consecutive versions; no other upcaster from `Old.version` of
+  ///   that name (a second one would silently replace the first, and every old record would be
+  ///   read by whichever came last).
   public mutating func registerUpcaster<Old: EventVersion, New: EventVersion>(
     from old: Old.Type, to new: New.Type, _ convert: @escaping @Sendable (Old) -> New
   ) {
@@ -132,7 +134,12 @@ public struct EventRegistry<M: Model>: Sendable {
       Old.name == New.name && New.version == Old.version + 1,
       "upcaster from \(Old.self) (\(Old.name) v\(Old.version)) to \(New.self) (\(New.name) v\(New.version)): an "
         + "upcaster must go from one version of an event to the next of the same name")
-    upcasters[EventVersionKey(name: Old.name, version: Old.version)] = RegisteredUpcaster(
+    let key = EventVersionKey(name: Old.name, version: Old.version)
+    precondition(
+      upcasters[key] == nil,
+      "upcaster from \(Old.name) v\(Old.version) registered twice (the second from \(Old.self) to \(New.self)): "
+        + "each version of an event has one upcaster to the next")
+    upcasters[key] = RegisteredUpcaster(
       decode: { bytes, offset in try FieldDecoder().decode(Old.self, from: bytes, at: offset) },
       step: { value in
         guard let value = value as? Old else {

@@ -13,7 +13,12 @@ public struct IdentifierSource: Sendable {
     return Identifier(high: generator.next(), low: generator.next())
   }
 
-  /// 1, 2, 3, … in the low half, with `prefix` in the high half.
+  /// 1, 2, 3, … in the low half, with `prefix` in the high half: for tests.
+  ///
+  /// Each source starts at 1, and nothing checks the journal: a manager reopened with a new
+  /// `.sequential()` on a journal that already holds its ids makes them again, so a new record
+  /// takes an existing record's id (an insert then replaces that record). Give each opening of
+  /// one journal its own `prefix`, or keep one source for all of them.
   public static func sequential(prefix: UInt64 = 0) -> IdentifierSource {
     let next = Counter(1)
     return IdentifierSource { Identifier(high: prefix, low: UInt64(next.advance(by: 1))) }

@@ -1,5 +1,10 @@
 /// A record a `Store` can hold: identified by a stable, ordered id; optionally filed under group
 /// keys (a note under its tags), which the store's grouping cache indexes.
+///
+/// `==` must compare every field readers care about (the synthesized one does): a record replaced
+/// by one it calls equal, or changed into one, touches nothing, so change streams, caches built on
+/// them, blame and an event's effect see no change. The grouping cache does not depend on it: a
+/// change of a record's group keys is filed whatever `==` says.
 public protocol StoreRecord: Identifiable, Sendable, Equatable
 where ID: Comparable & Sendable & CustomStringConvertible {
   associatedtype GroupKey: Hashable & Comparable & Sendable & CustomStringConvertible = NoGroupKey
@@ -178,7 +183,9 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
       context.touch(record: name, id)
       return nil
     case .some(let old):
-      if records[id] == old { return old }  // no change, nothing touched
+      // No change, nothing touched. The group keys are compared too: an `==` that leaves out
+      // what they derive from (one comparing ids alone) must not leave the grouping cache behind.
+      if records[id] == old, old.groupKeys == groupKeys { return old }
       refile(id, from: old.groupKeys, to: groupKeys, context: &context)
       context.touch(record: name, id)
       return old
@@ -215,7 +222,10 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
         let old = record
         change(&record)
         precondition(record.id == id, "Store.update changed the id of record \(id) in store \(name)")
-        return old == record ? .unchanged : .changed(from: old.groupKeys, to: record.groupKeys)
+        let (oldKeys, newKeys) = (old.groupKeys, record.groupKeys)
+        // Unchanged only with the same groups, whatever `==` leaves out (see `insert`).
+        if oldKeys == newKeys { return old == record ? .unchanged : .sameGroups }
+        return .changed(from: oldKeys, to: newKeys)
       }
       let oldKeys = record.groupKeys
       change(&record)

@@ -10,8 +10,14 @@ public struct ValueStore<Value: Sendable & Equatable>: Sendable, Equatable {
     self.value = initial
   }
 
+  /// Sets the value. Setting the value it holds (an equal one) touches nothing, as replacing a
+  /// `Store`'s record with an equal one: the change keys, blame and an event's effect name only
+  /// a value that changed.
   public mutating func set(_ value: Value, context: inout ApplyContext) {
+    // Compared only when the touched keys are kept (replay keeps none): the value is stored
+    // either way, as `Store.insert` stores an equal record.
+    let touches = context.isRecording && self.value != value
     self.value = value
-    context.touch(.value(name))
+    if touches { context.touch(.value(name)) }
   }
 }

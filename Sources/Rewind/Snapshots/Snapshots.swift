@@ -18,13 +18,17 @@ public enum Snapshots {
     return (outcome.report.lastSequence, digest)
   }
 
-  /// Brings snapshots up to date with the policy: a snapshot at every multiple of `interval` the
-  /// journal has reached beyond the newest usable snapshot, then all but the newest `keep` removed.
+  /// Brings snapshots up to date with the policy: a snapshot at each multiple of `interval` the
+  /// journal has reached beyond the newest usable snapshot that the pruning keeps, then all but the
+  /// newest `keep` files removed. A multiple the pruning would remove at once is not written: a
+  /// journal long past its newest snapshot (snapshots turned on for an app with a long history, or
+  /// every snapshot stale after a change of model code) costs one replay and at most `keep`
+  /// snapshots, not one whole state written and synced per interval.
   /// A multiple where the state has no exact snapshot (it holds the double -0.0, see
   /// `SnapshotStore.write`) is passed over: it gets none, and the next multiple may.
   /// - Precondition: `interval` and `keep` are at least 1 (keeping none would remove each
   ///   snapshot as soon as it is written).
-  /// - Returns: the sequence numbers written.
+  /// - Returns: the sequence numbers written, ascending.
   @discardableResult
   public static func update<M: SnapshotModel>(_ type: M.Type, directory: String, every interval: UInt64, keep: Int = 4)
     throws -> [UInt64]
@@ -42,12 +46,19 @@ public enum Snapshots {
     var state = found.snapshot?.state ?? M()
     let start = found.snapshot?.sequence ?? 0
     guard last / interval > start / interval else { return [] }
+    // The multiples after `start` that the pruning below keeps: those among the newest `keep`
+    // files once written (a file of the same number is replaced), so among the newest `keep`
+    // multiples (the `n`th multiple is `n * interval`).
+    let newest = last / interval
+    let lowest = max(start / interval + 1, newest - min(newest, UInt64(keep)) + 1)
+    let multiples = (lowest...newest).map { $0 * interval }
+    let kept = Set(Set(store.sequences()).union(multiples).sorted().suffix(keep))
     try Replay.apply(
       registry: M.makeRegistry(), reader: reader, to: &state, after: start, through: last, options: options,
       progress: nil,
       observe: nil,
       observeSequence: { sequence, state in
-        guard sequence % interval == 0, failure == nil else { return }
+        guard sequence % interval == 0, failure == nil, kept.contains(sequence) else { return }
         do {
           try store.write(state, at: sequence)
           written.append(sequence)
