@@ -79,8 +79,9 @@ final class BenchContext: @unchecked Sendable {
 
   /// Records an append configuration's figures from its runs (`appendRounds`): the median run's
   /// events/s, MB/s written and bytes per event on disk, with the spread of events/s, and the
-  /// acknowledgement p50 and p99 of the run timed append by append. `eventsOnDisk`: how many events the bytes on disk hold, if set-up wrote
-  /// some beside the run's (a manager's first notebook).
+  /// acknowledgement p50 and p99 of the run timed append by append. `eventsOnDisk`: how many
+  /// events the bytes on disk hold, if set-up wrote some beside the run's (a manager's first
+  /// notebook).
   func recordAppendRuns(
     _ scenario: String, _ configuration: String, _ runs: AppendRuns, eventsOnDisk: Int? = nil
   ) throws {
