@@ -262,7 +262,7 @@ final class JournalWriter: @unchecked Sendable {
     }
     let append = PendingAppend(
       records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion)
-    if lead, expectedFirst == nil, leadsInline, !contended, !writing, queue.isEmpty {
+    if lead, expectedFirst == nil, leadsInline, aloneWritable {
       writing = true
       condition.unlock()
       // The completion before `writing` is given up: completions are called one at a time, in order.
@@ -287,6 +287,11 @@ final class JournalWriter: @unchecked Sendable {
     condition.unlock()
   }
 
+  /// Whether an append may be written at once on its caller's thread, as a group of one: no
+  /// contention, nothing being written, nothing queued before it (the fast paths of `enqueue`
+  /// and `appendAtOnce`, under `none`). Holder of `condition`.
+  private var aloneWritable: Bool { !contended && !writing && queue.isEmpty }
+
   /// `enqueue`'s fast path without a completion, for `Journal.append`: an unconditional append
   /// that finds nothing queued or being written, under `none`, is written on this thread and its
   /// outcome returned, so the caller need not suspend. Returns nil, having done nothing, when the
@@ -297,7 +302,7 @@ final class JournalWriter: @unchecked Sendable {
     else { return nil }
     condition.lock()
     // `refusal` matched, not compared or bound (see `enqueue`).
-    guard case .none = refusal, !closing, !contended, !writing, queue.isEmpty else {
+    guard case .none = refusal, !closing, aloneWritable else {
       condition.unlock()
       return nil
     }
