@@ -62,6 +62,18 @@ extension DamagedJournalCommandTests {
     }.filter { $0.segment == segment }
   }
 
+  /// Segment file `name` read to be damaged: its index entries (at least `minimum` of them),
+  /// its path, its bytes and its frames.
+  static func segmentToDamage(_ journal: NotebookJournal, _ name: String, entries minimum: Int) throws -> (
+    entries: [IndexEntry], path: String, bytes: [UInt8], frames: [SegmentFrame]
+  ) {
+    let entries = try indexEntries(journal, segment: name)
+    try #require(entries.count >= minimum, "\(entries.count) index entries in \(name)")
+    let path = journal.directory.appending(name)
+    let bytes = try Files.read(path)
+    return (entries, path, bytes, segmentFrames(in: bytes))
+  }
+
   /// Sequence numbers as a read-on message names them.
   static func named(_ sequences: ClosedRange<UInt64>) -> String {
     sequences.count == 1
@@ -84,11 +96,8 @@ extension DamagedJournalCommandTests {
   func laterIndexEntriesAreTriedInTurn(lastSegment: Bool, next: NextIndexedBatch) async throws {
     let (journal, segments) = try await Self.segmented()
     let name = lastSegment ? try #require(segments.last) : segments[1]
-    let entries = try Self.indexEntries(journal, segment: name)
-    try #require(entries.count >= 4, "\(entries.count) index entries in \(name)")
-    let path = journal.directory.appending(name)
-    var bytes = try Files.read(path)
-    let frames = segmentFrames(in: bytes)
+    let (entries, path, read, frames) = try Self.segmentToDamage(journal, name, entries: 4)
+    var bytes = read
     let (first, second) = (entries[1], entries[2])
     // The batch an entry names, not right before the next entry: its first record alone is
     // named by its damaged header, and the read goes on from an entry, not after it.
@@ -139,11 +148,8 @@ extension DamagedJournalCommandTests {
     try #require(segments.count > 4, "\(segments.count) segments")
     let missing = segments[1]
     let name = lastSegment ? try #require(segments.last) : segments[3]
-    let entries = try Self.indexEntries(journal, segment: name)
-    try #require(entries.count >= 3, "\(entries.count) index entries in \(name)")
-    let path = journal.directory.appending(name)
-    var bytes = try Files.read(path)
-    let frames = segmentFrames(in: bytes)
+    let (entries, path, read, frames) = try Self.segmentToDamage(journal, name, entries: 3)
+    var bytes = read
     let entry = entries[1]
     let damaged = try #require(frames.first { $0.offset == Int(entries[0].offset) })
     try #require(damaged.end < Int(entry.offset), "one batch between two index entries")

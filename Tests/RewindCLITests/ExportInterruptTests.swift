@@ -27,6 +27,15 @@ import Testing
     return journal
   }
 
+  /// A new directory `name` holding FILE, events.jsonl, as "old\n": what an export with `-o`
+  /// replaces, or must leave as it was.
+  static func existingFile(in name: String) throws -> (out: TemporaryDirectory, file: String) {
+    let out = TemporaryDirectory(name)
+    let file = out.appending("events.jsonl")
+    try Files.write(Array("old\n".utf8), to: file)
+    return (out, file)
+  }
+
   /// Runs `executable` with `arguments` (an export to `out`/events.jsonl), stops it (SIGSTOP)
   /// once its temporary file has appeared, checks that the file is still there once it is
   /// stopped (the export still writing it), sends `signal` and continues it: the signal reaches
@@ -82,9 +91,7 @@ import Testing
     let journal = try await Self.largeJournal(in: dir)
     let rewind = try #require(ChildProcess.builtProduct("rewind"))
     for (signal, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP")] {
-      let out = TemporaryDirectory("cli-export-interrupt-files")
-      let file = out.appending("events.jsonl")
-      try Files.write(Array("old\n".utf8), to: file)
+      let (out, file) = try Self.existingFile(in: "cli-export-interrupt-files")
       let run = try await Self.signalled(
         rewind, ["export", journal, "--jsonl", "-o", file], out: out, signal: signal,
         errPath: dir.appending("err-\(name)"))
@@ -106,9 +113,7 @@ import Testing
     let dir = TemporaryDirectory("cli-export-interrupt-blocked")
     let journal = try await Self.largeJournal(in: dir)
     let rewind = try #require(ChildProcess.builtProduct("rewind"))
-    let out = TemporaryDirectory("cli-export-interrupt-blocked-files")
-    let file = out.appending("events.jsonl")
-    try Files.write(Array("old\n".utf8), to: file)
+    let (out, file) = try Self.existingFile(in: "cli-export-interrupt-blocked-files")
     // A pipe filled to the brim, its read end kept open and never read.
     var ends: [Int32] = [0, 0]
     try #require(pipe(&ends) == 0)
@@ -136,9 +141,7 @@ import Testing
     let dir = TemporaryDirectory("cli-export-ignored")
     let journal = try await Self.largeJournal(in: dir)
     let rewind = try #require(ChildProcess.builtProduct("rewind"))
-    let out = TemporaryDirectory("cli-export-ignored-files")
-    let file = out.appending("events.jsonl")
-    try Files.write(Array("old\n".utf8), to: file)
+    let (out, file) = try Self.existingFile(in: "cli-export-ignored-files")
     let script = #"trap '' HUP; exec "$0" "$@""#
     let run = try await Self.signalled(
       "/bin/sh", ["-c", script, rewind, "export", journal, "--jsonl", "-o", file], out: out, signal: SIGHUP,
@@ -155,9 +158,7 @@ import Testing
   func aReplacedFileKeepsItsOwner() async throws {
     let dir = TemporaryDirectory("cli-export-owner")
     let journal = try await ExportOutputTests.journal(in: dir)
-    let out = TemporaryDirectory("cli-export-owner-files")
-    let file = out.appending("events.jsonl")
-    try Files.write(Array("old\n".utf8), to: file)
+    let (out, file) = try Self.existingFile(in: "cli-export-owner-files")
     try #require(chown(file, 4321, 8765) == 0 && chmod(file, 0o640) == 0)
     let captured = Captured()
     let status = await RewindTool().run(["export", journal, "--jsonl", "-o", file], output: captured.output)
@@ -180,9 +181,7 @@ import Testing
   func anotherUserKeepsAGroupOfItsOwn() async throws {
     let dir = TemporaryDirectory("cli-export-group")
     let journal = try await ExportOutputTests.journal(in: dir)
-    let out = TemporaryDirectory("cli-export-group-files")
-    let file = out.appending("events.jsonl")
-    try Files.write(Array("old\n".utf8), to: file)
+    let (out, file) = try Self.existingFile(in: "cli-export-group-files")
     try #require(chown(file, 1111, 8765) == 0 && chmod(file, 0o666) == 0)
     // The user 4321 reads the journal and writes in FILE's directory.
     for path in [dir.path, out.path] + (FileManager.default.subpaths(atPath: dir.path) ?? []).map(dir.appending) {
