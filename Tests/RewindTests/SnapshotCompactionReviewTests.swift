@@ -49,6 +49,15 @@ private final class SnapshotListingHook: ForwardingFileIO {
     try Manager<Gauge>(directory: directory, options: options, clock: .stepping(from: 1_000), ids: .sequential())
   }
 
+  /// A new journal of `count` commands, written by a manager under `none` and closed.
+  static func committed(_ count: Int) async throws -> TemporaryDirectory {
+    let directory = TemporaryDirectory()
+    let manager = try Self.manager(directory.path, options: JournalOptions(durability: .none))
+    try await Self.commit(count, to: manager)
+    manager.close()
+    return directory
+  }
+
   /// Commits commands `first ..< first + count`: readings, levels, and every fifth a command of
   /// two events (so some snapshots stand inside a command).
   static func commit(_ count: Int, from first: Int = 0, to manager: Manager<Gauge>) async throws {
@@ -81,10 +90,7 @@ private final class SnapshotListingHook: ForwardingFileIO {
   /// time replay, a time machine and verification skip it with a reason naming it, start from
   /// the older snapshot, and reach the digest of a replay without snapshots.
   @Test func aSnapshotWithAnyByteFlippedOrCutShortIsSkippedAndReplayAgrees() async throws {
-    let directory = TemporaryDirectory()
-    let manager = try Self.manager(directory.path, options: JournalOptions(durability: .none))
-    try await Self.commit(10, to: manager)
-    manager.close()
+    let directory = try await Self.committed(10)
     let store = SnapshotStore(journal: directory.path)
     try store.write(Replay.rebuild(Gauge.self, directory: directory.path, through: 6).state, at: 6)
     let last = try #require(try Snapshots.take(Gauge.self, directory: directory.path)).sequence
@@ -123,10 +129,7 @@ private final class SnapshotListingHook: ForwardingFileIO {
   /// lost. Replay's report listed it as skipped for that reason too. The end is read again
   /// after the listing before a file is judged past it.
   @Test func aSnapshotWrittenAfterTheEndWasReadIsNotPastTheJournal() async throws {
-    let directory = TemporaryDirectory()
-    let manager = try Self.manager(directory.path, options: JournalOptions(durability: .none))
-    try await Self.commit(4, to: manager)
-    manager.close()
+    let directory = try await Self.committed(4)
     // A snapshot before, so that the folder is there to be listed.
     try SnapshotStore(journal: directory.path).write(
       Replay.rebuild(Gauge.self, directory: directory.path, through: 2).state, at: 2)
@@ -175,10 +178,7 @@ private final class SnapshotListingHook: ForwardingFileIO {
   /// no problem for files that are simply gone (they were reported as unreadable, "No such file
   /// or directory", and `rewind verify` noted each).
   @Test func snapshotsPrunedWhileAReaderLooksAreNoProblem() async throws {
-    let directory = TemporaryDirectory()
-    let manager = try Self.manager(directory.path, options: JournalOptions(durability: .none))
-    try await Self.commit(8, to: manager)
-    manager.close()
+    let directory = try await Self.committed(8)
     let store = SnapshotStore(journal: directory.path)
     let last = try JournalReader(directory: directory.path).lastSequence()
     for sequence in [3, 6, last] {
