@@ -440,8 +440,17 @@ final class RecordQueue: @unchecked Sendable {
   private var finished = false
   private var cancelled = false
   private var producerDone = false
+  /// Who sleeps on `condition`: a side is woken only when it waits, and the producer, once it
+  /// found the queue full, only when the consumer has taken it down to `refillAt` batches. Waking
+  /// it for every batch taken made a full queue cost two thread switches a batch.
+  private var producerWaits = false
+  private var consumerWaits = false
+  private let refillAt: Int
 
-  init(capacity: Int) { self.capacity = max(1, capacity) }
+  init(capacity: Int) {
+    self.capacity = max(1, capacity)
+    self.refillAt = self.capacity / 2
+  }
 
   /// Runs on the producer thread: calls `read` until it returns nil, throws, or the consumer cancels.
   /// `read` is told how many batches wait for the consumer (its backlog) when it is called.
@@ -465,13 +474,17 @@ final class RecordQueue: @unchecked Sendable {
         item = .failure(error)
       }
       condition.lock()
-      while batches.count - head >= capacity && !cancelled { condition.wait() }
+      while batches.count - head >= capacity && !cancelled {
+        producerWaits = true
+        condition.wait()
+      }
+      producerWaits = false
       if cancelled {
         condition.unlock()
         return
       }
       batches.append(item)
-      condition.signal()
+      if consumerWaits { condition.signal() }
       condition.unlock()
       if case .failure = item { return }
     }
@@ -480,7 +493,11 @@ final class RecordQueue: @unchecked Sendable {
   /// The next batch, nil when the producer finished; rethrows the producer's error in order.
   func take() throws -> RecordBatch? {
     condition.lock()
-    while head == batches.count && !finished { condition.wait() }
+    while head == batches.count && !finished {
+      consumerWaits = true
+      condition.wait()
+    }
+    consumerWaits = false
     guard head < batches.count else {
       condition.unlock()
       return nil
@@ -492,7 +509,7 @@ final class RecordQueue: @unchecked Sendable {
       batches.removeFirst(head)
       head = 0
     }
-    condition.signal()
+    if producerWaits && batches.count - head <= refillAt { condition.signal() }
     condition.unlock()
     return try item.get()
   }
@@ -501,7 +518,11 @@ final class RecordQueue: @unchecked Sendable {
   /// ahead of the consumer, so that it decodes batches itself.
   func waitUntilFull() {
     condition.lock()
-    while batches.count - head < capacity && !finished { condition.wait() }
+    while batches.count - head < capacity && !finished {
+      consumerWaits = true
+      condition.wait()
+    }
+    consumerWaits = false
     condition.unlock()
   }
 
