@@ -71,6 +71,58 @@ import Testing
     }
   }
 
+  /// Replay's `EventRecord.locate` reads what `header(of:names:)` reads, and throws the same error
+  /// for the same bytes: for the usual envelope (read in place), for a name, a version and an
+  /// origin whose varints take two bytes (read by the general reader), and for every cut of each.
+  @Test func locateReadsWhatHeaderReads() throws {
+    let long = String(repeating: "n", count: 130)
+    var table = EventNameTable()
+    _ = table.add(Probe.name)
+    _ = table.add(long)
+    let usual = try EventRecord.encode(Probe(), origin: .sync, commandID: Identifier(high: 5, low: 6))
+    let nameStart = 2
+    let versionAt = nameStart + Probe.name.utf8.count
+    var longName = usual
+    longName.replaceSubrange(1..<versionAt, with: [0x82, 0x01] + Array(long.utf8))
+    var bigVersion = usual
+    bigVersion.replaceSubrange(versionAt..<versionAt + 1, with: [0xC8, 0x01])  // 200
+    var longOrigin = usual
+    let originAt = versionAt + 1
+    longOrigin.replaceSubrange(
+      originAt..<originAt + 1 + Origin.sync.name.utf8.count, with: [0x82, 0x01] + Array(long.utf8))
+    let usualEnd = versionAt + 1 + 1 + Origin.sync.name.utf8.count + 16
+    #expect(try EventRecord.locate(usual, names: table).bodyOffset == usualEnd)
+    for payload in [usual, longName, bigVersion, longOrigin] {
+      // The envelope ends where the event's fields start: every cut before that is an error.
+      let end = try EventRecord.header(of: payload, names: table).header.bodyOffset
+      for cut in 0...payload.count {
+        let bytes = Array(payload[..<cut])
+        let header = Result { () throws(FieldFormatError) in try EventRecord.header(of: bytes, names: table) }
+        let location = Result { () throws(FieldFormatError) in try EventRecord.locate(bytes, names: table) }
+        switch (header, location) {
+        case (.success(let (header, nameIndex)), .success(let location)) where cut >= end:
+          #expect(location.nameIndex == nameIndex)
+          #expect(location.version == header.version)
+          #expect(location.bodyOffset == end)
+          #expect(header.bodyOffset == end)
+        case (.failure(let expected), .failure(let thrown)) where cut < end:
+          #expect(thrown == expected, "cut at \(cut)")
+        default:
+          Issue.record("\(cut) of \(payload.count) bytes, envelope \(end): header \(header), locate \(location)")
+        }
+      }
+    }
+    var unknownLayout = usual
+    unknownLayout[0] = 2
+    #expect(throws: FieldFormatError("unknown record layout 2", at: 0)) {
+      try EventRecord.locate(unknownLayout, names: table)
+    }
+    let whole = try EventRecord.locate(longName, names: table)
+    #expect(whole.nameIndex == 1)
+    #expect(try EventRecord.locate(bigVersion, names: table).version == 200)
+    #expect(try EventRecord.header(of: longOrigin, names: table).header.origin.name == long)
+  }
+
   struct Probe: Event {
     static let name = "probe"
   }

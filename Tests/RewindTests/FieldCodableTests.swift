@@ -139,3 +139,74 @@ private struct Keys: Equatable, FieldCodable {
   let value = Keys(short: 1, shortest: -2, long: "value")
   #expect(try FieldDecoder().decodeFields(Keys.self, from: FieldEncoder().encodeFields(value)) == value)
 }
+
+/// A string and an identifier read in the order they were written, which `FieldReader` reads in
+/// place when the key is the next one and the length is one or two varint bytes; a long field
+/// after them, so that a length misread would still lie within the bytes.
+private struct InOrder: Equatable, FieldCodable {
+  static let tail = String(repeating: "t", count: 40_000)
+  var id: Identifier
+  var text: String
+  var tail = Self.tail
+
+  init(id: Identifier, text: String) {
+    self.id = id
+    self.text = text
+  }
+
+  func encodeFields(into writer: inout FieldWriter) {
+    writer.write(id, for: "id")
+    writer.write(text, for: "text")
+    writer.write(tail, for: "tail")
+  }
+
+  init(fields reader: inout FieldReader) throws {
+    id = try reader.read(Identifier.self, for: "id")
+    text = try reader.read(String.self, for: "text")
+    tail = try reader.read(String.self, for: "tail")
+  }
+}
+
+/// The in-place reads give what the general reads give: strings whose length takes one, two and
+/// three varint bytes, a length in two bytes where one would do, an identifier stored as its hex
+/// string, a value of the wrong type, and every cut of the bytes (which throws, never traps).
+@Test func readsInPlaceGiveWhatTheGeneralReadsGive() throws {
+  let id = Identifier(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)
+  for length in [0, 1, 15, 16, 127, 128, 200, 16_383, 16_384, 20_000] {
+    let text = String(repeating: "é", count: length / 2) + String(repeating: "x", count: length % 2)
+    let value = InOrder(id: id, text: text)
+    let bytes = FieldEncoder().encodeFields(value)
+    #expect(try FieldDecoder().decodeFields(InOrder.self, from: bytes) == value, "length \(length)")
+    if length == 200 {
+      for cut in 0..<bytes.count {
+        #expect(throws: DecodingError.self, "cut at \(cut)") {
+          try FieldDecoder().decodeFields(InOrder.self, from: Array(bytes[..<cut]))
+        }
+      }
+    }
+  }
+
+  // An empty string's length written as two varint bytes (0x80 0x00): read as the general read reads it.
+  let empty = FieldEncoder().encodeFields(InOrder(id: id, text: ""))
+  let emptyText = [4 + 1] + Array("text".utf8) + [FieldTag.string.rawValue, 0]
+  let at = try #require(empty.firstRange(of: emptyText))
+  var padded = empty
+  padded.replaceSubrange(at, with: emptyText.dropLast() + [0x80, 0])
+  #expect(try FieldDecoder().decodeFields(InOrder.self, from: padded) == InOrder(id: id, text: ""))
+
+  // The identifier as its 32 hex digits, as the Codable form may hold it; a number where the text is.
+  struct AsText: Encodable {
+    var id: String
+    var text: String
+    var tail = InOrder.tail
+  }
+  struct Numbered: Encodable {
+    var id: Identifier
+    var text: Int
+    var tail = InOrder.tail
+  }
+  let asText = try FieldEncoder().encode(AsText(id: id.description, text: "t"))
+  #expect(try FieldDecoder().decodeFields(InOrder.self, from: asText) == InOrder(id: id, text: "t"))
+  let numbered = try FieldEncoder().encode(Numbered(id: id, text: 3))
+  #expect(throws: DecodingError.self) { try FieldDecoder().decodeFields(InOrder.self, from: numbered) }
+}

@@ -194,6 +194,22 @@ public struct FieldReader {
     return (found.value, found.entry)
   }
 
+  /// Where the value of field `name` starts, past its tag, when the entry at `next` holds that key
+  /// and a value tagged `tag`: the common case of fields read in the order they were written, which
+  /// `read` then finishes in place behind its own bounds checks, without a value reader. Nil sends
+  /// the read the general way (`consume`), which finds any key and throws the precise error.
+  @inline(__always)
+  private func valueAtNext(of name: StaticString, tagged tag: FieldTag, in buffer: UnsafeBufferPointer<UInt8>) -> Int? {
+    let count = name.utf8CodeUnitCount
+    let entry = next
+    guard count < 0x7F, entry < buffer.count, buffer[entry] == UInt8(count + 1), count + 1 < buffer.count - entry
+    else { return nil }
+    let key = buffer.baseAddress! + entry + 1
+    for index in 0..<count where key[index] != name.utf8Start[index] { return nil }
+    guard key[count] == tag.rawValue else { return nil }
+    return entry + 2 + count
+  }
+
   /// Notes that the entry at `entry`, ending at `end`, was read: `next` moves past it when it is
   /// the entry at `next`, and stays where it is when entries before it were skipped.
   private mutating func passed(_ entry: Int, end: Int) {
@@ -246,7 +262,25 @@ public struct FieldReader {
   }
 
   public mutating func read(_ type: String.Type, for name: StaticString) throws -> String {
-    try consume(name) { value in try value.string() }
+    let inPlace = bytes.withUnsafeBufferPointer { buffer -> (String, end: Int)? in
+      guard var start = valueAtNext(of: name, tagged: .string, in: buffer), start < buffer.count else { return nil }
+      // The length: a varint of one or two bytes (strings under 16 KiB).
+      var length = Int(buffer[start])
+      start += 1
+      if length >= 0x80 {
+        guard start < buffer.count, buffer[start] < 0x80 else { return nil }
+        length = (length & 0x7F) | Int(buffer[start]) << 7
+        start += 1
+      }
+      guard length <= buffer.count - start else { return nil }
+      let utf8 = UnsafeBufferPointer(start: buffer.baseAddress! + start, count: length)
+      return (String(decoding: utf8, as: UTF8.self), start + length)
+    }
+    if let (string, end) = inPlace {
+      next = end
+      return string
+    }
+    return try consume(name) { value in try value.string() }
   }
 
   public mutating func read(_ type: Int.Type, for name: StaticString) throws -> Int {
@@ -266,7 +300,20 @@ public struct FieldReader {
   }
 
   public mutating func read(_ type: Identifier.Type, for name: StaticString) throws -> Identifier {
-    try consume(name) { value in try value.identifier() }
+    let inPlace = bytes.withUnsafeBufferPointer { buffer -> (Identifier, end: Int)? in
+      guard let start = valueAtNext(of: name, tagged: .identifier, in: buffer), buffer.count - start >= 16 else {
+        return nil
+      }
+      let raw = UnsafeRawPointer(buffer.baseAddress! + start)
+      let high = UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
+      let low = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+      return (Identifier(high: high, low: low), start + 16)
+    }
+    if let (identifier, end) = inPlace {
+      next = end
+      return identifier
+    }
+    return try consume(name) { value in try value.identifier() }
   }
 
   public mutating func read(_ type: [String].Type, for name: StaticString) throws -> [String] {

@@ -93,37 +93,105 @@ public enum EventRecord {
   static func header(of payload: [UInt8], names: EventNameTable?) throws(FieldFormatError) -> (
     header: Header, nameIndex: Int?
   ) {
-    var reader = FieldBytesReader(payload)
-    let layout = try reader.readByte()
-    guard layout == layoutVersion else { throw FieldFormatError("unknown record layout \(layout)", at: 0) }
-    let (nameStart, nameCount) = try reader.readStringBounds()
-    let nameIndex = names.flatMap { names in
-      payload.withUnsafeBufferPointer {
-        names.index(of: UnsafeBufferPointer(rebasing: $0[nameStart..<nameStart + nameCount]))
-      }
-    }
-    let name =
-      if let nameIndex, let names { names.names[nameIndex] } else {
-        payload.withUnsafeBufferPointer {
-          String(decoding: UnsafeBufferPointer(rebasing: $0[nameStart..<nameStart + nameCount]), as: UTF8.self)
+    let positions = try Positions(payload)
+    return payload.withUnsafeBufferPointer { buffer in
+      let nameBytes = UnsafeBufferPointer(rebasing: buffer[positions.name])
+      let nameIndex = names?.index(of: nameBytes)
+      let name =
+        if let nameIndex, let names { names.names[nameIndex] } else {
+          String(decoding: nameBytes, as: UTF8.self)
         }
+      let originBytes = UnsafeBufferPointer(rebasing: buffer[positions.origin])
+      let origin = Origin.wellKnown(originBytes) ?? Origin(String(decoding: originBytes, as: UTF8.self))
+      let raw = UnsafeRawPointer(buffer.baseAddress! + positions.commandID)
+      let commandID = Identifier(
+        high: UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)),
+        low: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+      let header = Header(
+        name: name, version: positions.version, origin: origin, commandID: commandID,
+        bodyOffset: positions.commandID + 16)
+      return (header, nameIndex)
+    }
+  }
+
+  /// What replay needs to decode a record's event when its name is in `names`: the name's index
+  /// there, the schema version and where the event's fields start. Read without building the name,
+  /// origin and command of `Header`; the payload is checked as `header(of:names:)` checks it, and
+  /// the same errors are thrown at the same places.
+  static func locate(_ payload: [UInt8], names: borrowing EventNameTable) throws(FieldFormatError) -> Location {
+    let positions = try Positions(payload)
+    let nameIndex = payload.withUnsafeBufferPointer {
+      names.index(of: UnsafeBufferPointer(rebasing: $0[positions.name]))
+    }
+    return Location(nameIndex: nameIndex, version: positions.version, bodyOffset: positions.commandID + 16)
+  }
+
+  /// See `locate(_:names:)`.
+  struct Location {
+    /// The event name's index in the table it was matched against; nil for a name not in it.
+    var nameIndex: Int?
+    var version: UInt32
+    /// Byte offset of the field-encoded event in the payload.
+    var bodyOffset: Int
+  }
+
+  /// Where each envelope field lies in a payload: the one reading of the layout, which checks it.
+  /// The usual envelope (name and origin under 128 bytes, a version under 128) is read in place
+  /// behind one bounds check per field; anything else is read by `FieldBytesReader`, which throws
+  /// the precise error at its position.
+  private struct Positions {
+    var name: Range<Int>
+    var version: UInt32
+    var origin: Range<Int>
+    /// Where the command id's 16 bytes start; the event's fields follow them.
+    var commandID: Int
+
+    init(_ payload: [UInt8]) throws(FieldFormatError) {
+      if let usual = payload.withUnsafeBufferPointer(Self.usual) {
+        self = usual
+        return
       }
-    let versionAt = reader.position
-    let version = try reader.readVarint()
-    guard let version = UInt32(exactly: version) else {
-      throw FieldFormatError("schema version out of range", at: versionAt)
+      var reader = FieldBytesReader(payload)
+      let layout = try reader.readByte()
+      guard layout == layoutVersion else { throw FieldFormatError("unknown record layout \(layout)", at: 0) }
+      let (nameStart, nameCount) = try reader.readStringBounds()
+      name = nameStart..<nameStart + nameCount
+      let versionAt = reader.position
+      guard let version = UInt32(exactly: try reader.readVarint()) else {
+        throw FieldFormatError("schema version out of range", at: versionAt)
+      }
+      self.version = version
+      let (originStart, originCount) = try reader.readStringBounds()
+      origin = originStart..<originStart + originCount
+      commandID = reader.position
+      _ = try reader.readFixed64()
+      _ = try reader.readFixed64()
     }
-    let (originStart, originCount) = try reader.readStringBounds()
-    let origin = payload.withUnsafeBufferPointer {
-      let bytes = UnsafeBufferPointer(rebasing: $0[originStart..<originStart + originCount])
-      return Origin.wellKnown(bytes) ?? Origin(String(decoding: bytes, as: UTF8.self))
+
+    private init(name: Range<Int>, version: UInt32, origin: Range<Int>, commandID: Int) {
+      self.name = name
+      self.version = version
+      self.origin = origin
+      self.commandID = commandID
     }
-    let high = try reader.readFixed64()
-    let low = try reader.readFixed64()
-    let header = Header(
-      name: name, version: version, origin: origin, commandID: Identifier(high: high, low: low),
-      bodyOffset: reader.position)
-    return (header, nameIndex)
+
+    /// The positions when every length and the version is one varint byte and every field is
+    /// within `buffer`; nil otherwise.
+    private static func usual(_ buffer: UnsafeBufferPointer<UInt8>) -> Positions? {
+      let count = buffer.count
+      guard count >= 2, buffer[0] == layoutVersion else { return nil }
+      let nameCount = Int(buffer[1])
+      // After the name: the version and the origin's length, one byte each.
+      let versionAt = 2 + nameCount
+      guard nameCount < 0x80, versionAt + 2 <= count else { return nil }
+      let version = buffer[versionAt]
+      let originCount = Int(buffer[versionAt + 1])
+      let originStart = versionAt + 2
+      guard version < 0x80, originCount < 0x80, originStart + originCount + 16 <= count else { return nil }
+      return Positions(
+        name: 2..<versionAt, version: UInt32(version), origin: originStart..<originStart + originCount,
+        commandID: originStart + originCount)
+    }
   }
 
   /// Renders a record as one JSON object, field by field, without the app's event types:

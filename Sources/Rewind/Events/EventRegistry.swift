@@ -363,17 +363,18 @@ struct EventTables: Sendable {
   /// through the registry. `nameIndex` is as for `decode`.
   /// - Throws: `ReplayError(.undecodableEvent)`, with `model` unchanged.
   func decodeApplying<M: Model>(
-    _ header: EventRecord.Header, nameIndex: Int?, payload: [UInt8], sequence: UInt64, to model: inout M,
+    _ location: EventRecord.Location, payload: [UInt8], sequence: UInt64, to model: inout M,
     context: inout ApplyContext
   ) throws -> Bool {
-    guard let nameIndex, let decoder = decoders[nameIndex], decoder.version == header.version else { return false }
+    guard let nameIndex = location.nameIndex, let decoder = decoders[nameIndex], decoder.version == location.version
+    else { return false }
     do {
       try withUnsafeMutablePointer(to: &model) {
-        try decoder.decodeApplying(payload, header.bodyOffset, UnsafeMutableRawPointer($0), &context)
+        try decoder.decodeApplying(payload, location.bodyOffset, UnsafeMutableRawPointer($0), &context)
       }
     } catch {
       throw ReplayError(
-        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
+        .undecodableEvent, sequence: sequence, name: names.names[nameIndex], version: location.version,
         underlying: String(describing: error))
     }
     return true
@@ -386,10 +387,10 @@ struct EventTables: Sendable {
   /// `nameIndex` is as for `decode`.
   /// - Throws: `ReplayError(.undecodableEvent)`, as `decode`.
   func decode(
-    _ header: EventRecord.Header, nameIndex: Int?, payload: [UInt8], sequence: UInt64,
-    into lists: inout [DecodedEvents?]
+    _ location: EventRecord.Location, payload: [UInt8], sequence: UInt64, into lists: inout [DecodedEvents?]
   ) throws -> Bool {
-    guard let nameIndex, let decoder = decoders[nameIndex], decoder.version == header.version else { return false }
+    guard let nameIndex = location.nameIndex, let decoder = decoders[nameIndex], decoder.version == location.version
+    else { return false }
     if lists.count < decoders.count { lists += repeatElement(nil, count: decoders.count - lists.count) }
     let events: DecodedEvents
     if let existing = lists[nameIndex] {
@@ -399,10 +400,10 @@ struct EventTables: Sendable {
       lists[nameIndex] = events
     }
     do {
-      try events.append(decoding: payload, at: header.bodyOffset)
+      try events.append(decoding: payload, at: location.bodyOffset)
     } catch {
       throw ReplayError(
-        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
+        .undecodableEvent, sequence: sequence, name: names.names[nameIndex], version: location.version,
         underlying: String(describing: error))
     }
     return true

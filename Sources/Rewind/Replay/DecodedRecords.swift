@@ -118,11 +118,10 @@ final class DecodedRecords<M: Model> {
       }
       if !raw.isEmpty {
         let record = raw.removeLast()
-        let (header, nameIndex) = try eventHeader(of: record, tables: tables)
-        if nameIndex != EventTables.checkpointNameIndex,
+        let location = try eventLocation(of: record, tables: tables)
+        if location.nameIndex != EventTables.checkpointNameIndex,
           try tables.decodeApplying(
-            header, nameIndex: nameIndex, payload: record.payload, sequence: record.sequence, to: &state,
-            context: &context)
+            location, payload: record.payload, sequence: record.sequence, to: &state, context: &context)
         {
           return record.sequence
         }
@@ -261,6 +260,16 @@ func eventHeader(of record: JournalRecord, tables: EventTables) throws -> (Event
   }
 }
 
+/// The name's index, version and event offset of a record (`EventRecord.locate`), for the paths
+/// that decode a current event straight into its list or its apply; errors as `eventHeader`'s.
+func eventLocation(of record: JournalRecord, tables: EventTables) throws -> EventRecord.Location {
+  do {
+    return try EventRecord.locate(record.payload, names: tables.names)
+  } catch {
+    throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: error.description)
+  }
+}
+
 /// Decodes one record: the event (current versions through `tables`, older ones upcast by
 /// `registry`) with its envelope, or a checkpoint record. A free function, so that calling it per
 /// record from generic code looks up no generic metadata.
@@ -339,12 +348,11 @@ func decodeApplicable<M: Model>(_ records: [JournalRecord], tables: EventTables,
   var batch = ApplicableBatch()
   batch.steps.reserveCapacity(records.count)
   for record in records {
-    let (header, nameIndex) = try eventHeader(of: record, tables: tables)
-    if nameIndex != EventTables.checkpointNameIndex,
-      try tables.decode(
-        header, nameIndex: nameIndex, payload: record.payload, sequence: record.sequence, into: &batch.lists)
+    let location = try eventLocation(of: record, tables: tables)
+    if location.nameIndex != EventTables.checkpointNameIndex,
+      try tables.decode(location, payload: record.payload, sequence: record.sequence, into: &batch.lists)
     {
-      batch.steps.append(ApplicableBatch.Step(sequence: record.sequence, list: nameIndex.unsafelyUnwrapped))
+      batch.steps.append(ApplicableBatch.Step(sequence: record.sequence, list: location.nameIndex.unsafelyUnwrapped))
     } else {
       batch.others.append(try decodeRecord(record, tables: tables, registry: registry))
       batch.steps.append(ApplicableBatch.Step(sequence: record.sequence, list: -batch.others.count))
