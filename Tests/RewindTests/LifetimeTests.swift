@@ -255,6 +255,29 @@ import Testing
     #expect(openFiles(under: temporary.path).isEmpty)
   }
 
+  /// A stream asked for and let go of without being read (`_ = manager.changes()`, a view gone
+  /// before it started reading), or whose iterator alone was kept and then let go of, is detached
+  /// at once: the manager does not keep feeding a buffer no one can read. Commands go on.
+  @Test func aStreamLetGoOfUnreadIsDetached() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try open(temporary.path)
+    do {
+      let unbounded = manager.changes()
+      let bounded = manager.changes(bufferingAtMost: 4)
+      #expect(manager.observerCount == 2)
+      _ = (unbounded, bounded)
+    }
+    #expect(manager.observerCount == 0)
+    var iterator: AsyncStream<CommittedChange>.Iterator? = manager.changes().makeAsyncIterator()
+    #expect(manager.observerCount == 1)
+    _ = iterator
+    iterator = nil
+    #expect(manager.observerCount == 0)
+    let id = try await manager.openAccount(owner: "a")
+    #expect(try await increment(manager, id) == 1)
+    manager.close()
+  }
+
   /// A reader that stops reading (breaks out of its loop) detaches its observer; one that
   /// subscribes after `close()` gets a stream that has ended; commands after close throw `.closed`.
   @Test func streamsThatStopOrStartLateAndCommandsAfterClose() async throws {
