@@ -184,7 +184,9 @@ public final class NotebookManager: Sendable {
 
   /// Pulls a notebook's notes from `server` and lands them through `applySyncedNotes`. The fetch
   /// runs off the funnel (other commands proceed meanwhile) as part of the caller's task, so
-  /// cancelling the caller cancels the fetch; a cancelled pull writes nothing.
+  /// cancelling the caller cancels the fetch. A pull cancelled before its command is validated
+  /// throws `CancellationError` and writes nothing; one cancelled later (its notes being
+  /// journaled) is committed and returns its count, as any command (see `Manager.perform`).
   @discardableResult
   public func pullNotes(from server: some NoteServer, into notebook: NotebookID) async throws -> Int {
     let notes = try await PullNotesJob(notebook: notebook).perform(server: server)
