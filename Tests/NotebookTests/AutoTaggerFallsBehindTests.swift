@@ -48,3 +48,29 @@ import Testing
   _ = await automation.result
   manager.close()
 }
+
+/// The auto-tagger runs until the manager closes, and a close is its end, not a failure. Closed
+/// while it was tagging a change (between reading it and committing its tags), it ended with the
+/// manager's `.closed` error, where a close while it waited for a change ended it quietly; it now
+/// ends quietly both ways, and nothing of the tags it was about to add is written.
+@Test(.timeLimit(.minutes(10))) func anAutoTaggerClosedWhileTaggingEndsWithoutAnError() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeNotebookManager(directory)
+  let notebook = try await manager.createNotebook(title: "N")
+  let holding = Signal("the tagger held before it tags")
+  let release = Signal("the test's close")
+  var following = AutoTaggerFollowing()
+  following.beforeTagging = {
+    holding.set()
+    try? await release.wait()
+  }
+  let automation = manager.startAutoTagger(AutoTagger(rules: [(keyword: "bug", tag: "todo")]), following: following)
+  try await manager.createNote(in: notebook, title: "A bug")
+  try await holding.wait()
+  manager.close()
+  release.set()
+  await #expect(throws: Never.self) { try await boundedValue(of: automation) }
+  let events = try Replay.events(of: Workspace.self, directory: directory)
+  #expect(events.map(\.envelope.name) == ["notebook.created", "note.created"])
+}

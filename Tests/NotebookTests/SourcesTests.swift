@@ -291,3 +291,65 @@ private final class StalledServer: NoteServer {
   let origins = try Replay.events(of: Workspace.self, directory: directory).map(\.envelope.origin)
   #expect(origins == [.user, .user, .automation, .user, .sync, .automation])
 }
+
+/// A sync whose body records events for the first remote notes and then rejects a later one (it
+/// belongs to another notebook) writes nothing, also when it validated against a command still
+/// being written (the manager's working copy): the journal, the notes, the tag index and the
+/// change stream show nothing of it; its error comes once that command is journaled; and the
+/// next command, validated against the working copy, does not see the note it began to create.
+@Test(.timeLimit(.minutes(10))) func aSyncRejectedPartWayWritesNothingAndLeavesTheCachesAlone() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let io = HeldWriteFileIO()
+  let readings = Locked(0)
+  let syncValidating = Signal("the sync's command reading the clock")
+  let clock = TimeSource {
+    let reading = readings.withLock { readings in
+      readings += 1
+      return readings
+    }
+    if reading == 5 { syncValidating.set() }  // two notebooks and two notes before it
+    return 1_700_000_000_000_000_000 + Int64(reading) * 1_000_000
+  }
+  var options = JournalOptions(durability: .always)
+  options.io = io
+  let manager = try NotebookManager(directory: directory, options: options, clock: clock, ids: .sequential())
+  let here = try await manager.createNotebook(title: "Here")
+  let elsewhere = try await manager.createNotebook(title: "Elsewhere")
+  let theirs = try await manager.createNote(in: elsewhere, title: "theirs", tags: ["t"])
+  var changes = manager.changes().makeAsyncIterator()
+
+  io.holdNextWrite()
+  let held = Task { try await manager.createNote(in: here, title: "held", tags: ["t"]) }
+  try await onOwnThread { try io.waitUntilHolding() }
+  let fresh = NoteID(Identifier(high: 7, low: 7))
+  let sync = Task {
+    try await manager.applySyncedNotes(
+      [
+        RemoteNote(id: fresh, title: "fresh", body: "", tags: ["t", "u"]),
+        RemoteNote(id: theirs, title: "moved", body: "", tags: ["t"]),
+      ], into: here)
+  }
+  try await syncValidating.wait()
+  io.releaseWrite()
+  let heldNote = try await held.value
+  await #expect(throws: NotebookError.self) { try await sync.value }
+
+  let state = manager.state
+  #expect(Note.note(id: fresh, in: state) == nil)
+  #expect(Note.note(id: theirs, in: state)?.title == "theirs")
+  #expect(Note.notes(taggedWith: "t", in: state).map(\.id) == [theirs, heldNote])
+  #expect(NoteTag.index(in: state) == [TagCount(tag: "t", count: 2)])
+  #expect(manager.lastSequence == 4)
+  await #expect(throws: NotebookError.self) { try await manager.tagNote(fresh, with: "v") }
+  let next = try await manager.createNote(in: here, title: "next", tags: ["u"])
+  #expect(NoteTag.index(in: manager.state) == [TagCount(tag: "t", count: 2), TagCount(tag: "u", count: 1)])
+  #expect(try #require(await changes.next()).sequences == 4...4)
+  let last = try #require(await changes.next())
+  #expect(last.sequences == 5...5)
+  #expect(last.keys.contains(.record("notes", next.raw)))
+  manager.close()
+  let replayed = try Replay.rebuild(Workspace.self, directory: directory)
+  #expect(replayed.state == manager.state)
+  #expect(replayed.lastSequence == 5)
+}

@@ -182,6 +182,39 @@ final class EncodingHold: @unchecked Sendable {
     #expect(report.unfinishedCheckpoints.isEmpty)
   }
 
+  /// A checkpoint whose task is cancelled once its mark is committed (while its digest is being
+  /// computed) still appends the digest and returns it. It used to throw `CancellationError` from
+  /// the digest's command, reporting as not done a checkpoint whose mark was in the journal, and
+  /// leaving that mark without its digest.
+  @Test func aCheckpointCancelledAfterItsMarkStillRecordsItsDigest() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try manager(directory)
+    try await count(manager, by: 1)
+    let hold = EncodingHold.shared
+    hold.arm()
+    let checkpoint = Task { try await manager.recordCheckpoint() }
+    var polls = 0
+    while !hold.hasEntered, polls < 60_000 {
+      try await Task.sleep(for: .milliseconds(1))
+      polls += 1
+    }
+    #expect(hold.hasEntered)
+    checkpoint.cancel()
+    hold.release()
+    let digest = try await checkpoint.value
+    try await count(manager, by: 1)
+    manager.close()
+    #expect(!hold.hasTimedOut)
+    #expect(try names(directory) == [Counted.name, CheckpointMark.name, CheckpointDigest.name, Counted.name])
+    var one = Tally()
+    var context = ApplyContext(recording: false)
+    one.count.set(1, context: &context)
+    #expect(digest == (try StateDigest.of(one)))
+    let report = try Replay.verify(Tally.self, directory: directory.path)
+    #expect(report.checkpointsVerified == 1)
+    #expect(report.unfinishedCheckpoints.isEmpty)
+  }
+
   /// A digest that disagrees with the state at its mark is reported at the mark's sequence number,
   /// with the digest record's; it is the first divergence even when a later checkpoint that also
   /// disagrees is compared before the digest comes.

@@ -37,6 +37,71 @@ import Testing
     #expect(replayed.lastSequence == 2)
   }
 
+  /// Under `always` and `batched` a command is answered only once its append is synced. Its task
+  /// cancelled while the segment's sync is held, it still returns its value: it is committed, the
+  /// next command goes on from it, and the journal replays to the live state.
+  @Test(.timeLimit(.minutes(10)), arguments: [Durability.always, .batched])
+  func aCommandCancelledWhileItWaitsForItsSyncReportsItsCommit(_ durability: Durability) async throws {
+    let temporary = TemporaryDirectory()
+    let io = HeldSyncFileIO()
+    let manager = try open(temporary.path, io: io, durability: durability)
+    let id = try await manager.openAccount(owner: "a")
+    io.holdNextSync()
+    let command = Task { try await increment(manager, id) }
+    try await onOwnThread { try io.held.wait(for: "the armed sync held") }
+    command.cancel()
+    io.release.signal()
+    #expect(try await command.value == 1)
+    #expect(try await increment(manager, id) == 2)
+    manager.close()
+    let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
+    #expect(replayed.state == manager.state)
+    #expect(replayed.lastSequence == 3)
+  }
+
+  /// `close()` while a command is validated but not yet handed to the journal (its append held
+  /// before it is sent) and another waits at the gate: both throw `.closed`, neither is applied
+  /// or announced, and the journal replays to the state before them.
+  @Test(.timeLimit(.minutes(10))) func closingBeforeAStagedCommandIsSentFailsItAndTheOnesWaiting() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try open(temporary.path)
+    let id = try await manager.openAccount(owner: "a")
+    let changes = manager.changes()
+    let reader = Task {
+      var seen: [ClosedRange<UInt64>] = []
+      for await change in changes { seen.append(change.sequences) }
+      return seen
+    }
+    let held = Signal("the append held before it is sent")
+    let go = Signal("the test to let the append go")
+    manager.beforeAppend.withLock {
+      $0 = {
+        held.set()
+        do { try await go.wait() } catch { Issue.record(error) }
+      }
+    }
+    let staged = Task { try await increment(manager, id) }
+    try await held.wait()
+    let waiting = Task { try await increment(manager, id) }
+    try await manager.waitUntil(waitingCommands: 1)
+    manager.close()
+    go.set()
+    for command in [staged, waiting] {
+      await #expect(throws: ManagerError.self) {
+        do { _ = try await command.value } catch let error as ManagerError {
+          #expect(error.code == .closed)
+          throw error
+        }
+      }
+    }
+    #expect(await boundedValue(of: reader) == [])
+    #expect(manager.state.accounts.find(id: id)?.balance == 0)
+    #expect(manager.lastSequence == 1)
+    let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
+    #expect(replayed.state == manager.state)
+    #expect(replayed.lastSequence == 1)
+  }
+
   /// A command whose task is cancelled while it waits at the gate throws `CancellationError`
   /// without running its body or writing anything; the command waiting with it goes on.
   @Test(.timeLimit(.minutes(10))) func aCommandCancelledAtTheGateWritesNothing() async throws {
@@ -75,6 +140,59 @@ import Testing
     let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
     #expect(replayed.state.accounts.find(id: id)?.balance == 2)
     #expect(replayed.lastSequence == 3)
+  }
+
+  /// A command is staged on the task that holds the gate, which may be another command's. That
+  /// task was cancelled while it waited behind a held append: it used to go on to stage the
+  /// command waiting behind it, whose body then saw that cancellation as its own
+  /// (`Task.checkCancellation()` threw) and whose caller, never cancelled, got
+  /// `CancellationError`. A cancelled holder now hands the commands still waiting on, to be staged
+  /// on their own tasks; the other command commits, and the journal replays to the live state.
+  @Test(.timeLimit(.minutes(10))) func aCancelledGateHolderLeavesTheCommandsBehindItToTheirOwnTasks() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try open(temporary.path)
+    let id = try await manager.openAccount(owner: "a")
+    let held = Signal("the first append held")
+    let go = Signal("the test to let the first append go")
+    let calls = Locked(0)
+    manager.beforeAppend.withLock {
+      $0 = {
+        guard
+          calls.withLock({ calls in
+            calls += 1
+            return calls == 1
+          })
+        else { return }
+        held.set()
+        do { try await go.wait() } catch { Issue.record(error) }
+      }
+    }
+    let first = Task { try await increment(manager, id) }
+    try await held.wait()
+    let cancelled = Task { try await increment(manager, id) }
+    try await manager.waitUntil(waitingCommands: 1)
+    let sawCancellation = Locked<Bool?>(nil)
+    let other = Task {
+      try await manager.perform(.user) { ledger, command in
+        sawCancellation.withLock { $0 = Task.isCancelled }
+        try Task.checkCancellation()  // a long validation may look; it must see its own task's
+        let balance = (ledger.accounts.find(id: id)?.balance ?? 0) + 10
+        command.record(BalanceSet(account: id, balance: balance))
+        return balance
+      }
+    }
+    try await manager.waitUntil(waitingCommands: 2)
+    cancelled.cancel()
+    go.set()
+    #expect(try await first.value == 1)
+    await #expect(throws: CancellationError.self) { try await cancelled.value }
+    #expect(try await other.value == 11)
+    #expect(sawCancellation.withLock { $0 } == false)
+    #expect(try await increment(manager, id) == 12)
+    manager.close()
+    let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
+    #expect(replayed.state == manager.state)
+    #expect(replayed.lastSequence == 4)
   }
 
   /// Two tasks close the manager while a command's append is being written and a change stream
@@ -137,6 +255,29 @@ import Testing
     #expect(openFiles(under: temporary.path).isEmpty)
   }
 
+  /// A stream asked for and let go of without being read (`_ = manager.changes()`, a view gone
+  /// before it started reading), or whose iterator alone was kept and then let go of, is detached
+  /// at once: the manager does not keep feeding a buffer no one can read. Commands go on.
+  @Test func aStreamLetGoOfUnreadIsDetached() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try open(temporary.path)
+    do {
+      let unbounded = manager.changes()
+      let bounded = manager.changes(bufferingAtMost: 4)
+      #expect(manager.observerCount == 2)
+      _ = (unbounded, bounded)
+    }
+    #expect(manager.observerCount == 0)
+    var iterator: AsyncStream<CommittedChange>.Iterator? = manager.changes().makeAsyncIterator()
+    #expect(manager.observerCount == 1)
+    _ = iterator
+    iterator = nil
+    #expect(manager.observerCount == 0)
+    let id = try await manager.openAccount(owner: "a")
+    #expect(try await increment(manager, id) == 1)
+    manager.close()
+  }
+
   /// A reader that stops reading (breaks out of its loop) detaches its observer; one that
   /// subscribes after `close()` gets a stream that has ended; commands after close throw `.closed`.
   @Test func streamsThatStopOrStartLateAndCommandsAfterClose() async throws {
@@ -189,5 +330,30 @@ import Testing
       guard let first = seen.first else { continue }  // subscribed after the last command
       #expect(seen == Array(first...last))
     }
+  }
+}
+
+/// A `FileIO` whose next sync of a segment file, once armed, waits until the test releases it.
+private final class HeldSyncFileIO: ForwardingFileIO {
+  let base: any FileIO = PosixFileIO()
+  private let armed = Locked(false)
+  /// Signalled once the armed sync is held.
+  let held = DispatchSemaphore(value: 0)
+  /// Lets the held sync go on.
+  let release = DispatchSemaphore(value: 0)
+
+  func holdNextSync() { armed.withLock { $0 = true } }
+
+  func sync(_ fd: Int32, metadata: Bool, path: String) throws {
+    let hold = armed.withLock { armed -> Bool in
+      guard armed, path.hasSuffix(".lz4") else { return false }
+      armed = false
+      return true
+    }
+    if hold {
+      held.signal()
+      try release.wait(for: "the test to let the held sync go")
+    }
+    try base.sync(fd, metadata: metadata, path: path)
   }
 }

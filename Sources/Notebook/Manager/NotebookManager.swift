@@ -184,7 +184,9 @@ public final class NotebookManager: Sendable {
 
   /// Pulls a notebook's notes from `server` and lands them through `applySyncedNotes`. The fetch
   /// runs off the funnel (other commands proceed meanwhile) as part of the caller's task, so
-  /// cancelling the caller cancels the fetch; a cancelled pull writes nothing.
+  /// cancelling the caller cancels the fetch. A pull cancelled before its command is validated
+  /// throws `CancellationError` and writes nothing; one cancelled later (its notes being
+  /// journaled) is committed and returns its count, as any command (see `Manager.perform`).
   @discardableResult
   public func pullNotes(from server: some NoteServer, into notebook: NotebookID) async throws -> Int {
     let notes = try await PullNotesJob(notebook: notebook).perform(server: server)
@@ -241,7 +243,10 @@ public final class NotebookManager: Sendable {
 
   /// Starts the auto-tagger as a background automation: after every committed change that touched
   /// notes (other than its own), it tags those notes through `runAutoTagger`. Subscribed before
-  /// this returns; runs until the returned task is cancelled or the manager closes.
+  /// this returns; runs until the returned task is cancelled or the manager closes. A close ends
+  /// it without an error, also one that comes while it tags a change (those tags are not
+  /// written); cancelling ends it with `CancellationError`, or without an error if it was waiting
+  /// for a change. Any other error of its command (a failed append) ends it and is thrown.
   ///
   /// It follows the changes through a bounded stream (`Manager.changes(bufferingAtMost:)`, at most
   /// 1,024 changes waiting), so a burst of commands while it tags costs no memory beyond that.
@@ -272,6 +277,8 @@ public final class NotebookManager: Sendable {
             try await runAutoTagger(tagger, on: touched)
           }
           return  // the manager closed
+        } catch let error as ManagerError where error.code == .closed {
+          return  // closed while it tagged a change: the same end
         } catch is ChangeStreamError {
           // Fell behind: subscribe again first, so that what the scan below does not see comes
           // on the new stream (what it does see may come too: tagging a note again adds nothing).

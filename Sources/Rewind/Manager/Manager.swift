@@ -423,6 +423,19 @@ public final class Manager<M: Model>: Sendable {
   /// commands not yet acknowledged (if those fail, so does this one, also when it recorded nothing
   /// or threw: its value or error is delivered only once they are journaled). It must not call
   /// back into this manager's commands (it would wait for itself).
+  ///
+  /// `body` may run on another command's task: the task that holds the manager's gate stages
+  /// every command waiting there (see `SerialGate`). So it must depend only on the model and on
+  /// what it captures, not on its task: task-local values read in it may be that task's, and it
+  /// should not check cancellation (`Task.isCancelled`, `Task.checkCancellation()`): the manager
+  /// checks this call's task before the body runs, and a gate holder whose task is cancelled hands
+  /// the commands waiting behind it on to their own tasks, but a cancellation that reaches the
+  /// holder while the body runs would look like this call's.
+  ///
+  /// Cancellation counts only until validation: a task cancelled before its body runs (waiting at
+  /// the gate, or cancelled already) throws `CancellationError` once its turn comes, and nothing
+  /// is written; one cancelled later, while its events are being journaled or synced, still waits
+  /// for the outcome and reports it (its value if they are committed).
   /// - Throws: whatever `body` throws (nothing written); `ManagerError` (`.appendFailed` if a
   ///   command it read could not be journaled); `CancellationError` if the task was cancelled
   ///   before validation (nothing written).
@@ -530,6 +543,10 @@ public final class Manager<M: Model>: Sendable {
   /// passes the gate on. Each waiting command's task is woken once its outcome is settled (at
   /// once if it failed validation or recorded nothing against the committed state; once the
   /// commands it read are resolved if it did so against unpublished ones).
+  ///
+  /// The commands' bodies run on this task, so a cancelled one serves no other: it puts the
+  /// tickets it has not staged back at the head of the gate's queue and passes the gate to the
+  /// first of them, whose own task serves them.
   private func serveTurn(first: GateTicket?) async {
     _ = turns.advance(by: 1)
     // Without a first ticket, the holder staged its own command already (and counts as one).
@@ -541,9 +558,16 @@ public final class Manager<M: Model>: Sendable {
     }
     let served = first == nil ? 1 : 0
     var index = 0
-    while true {
+    turn: while true {
       while index < tickets.count {
         let ticket = tickets[index]
+        // A command's body runs on this task: one that is cancelled (its own command was, or its
+        // caller's task after its command was validated) stages no other, whose body would see that
+        // cancellation as its own. The next of them takes the gate and stages them on its task.
+        if ticket !== first, Task.isCancelled {
+          gate.putBack(tickets[index...])
+          break turn
+        }
         let completion = await ticket.runStage()
         if ticket !== first {
           if let completion {

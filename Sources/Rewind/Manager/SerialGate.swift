@@ -49,7 +49,10 @@ enum GateRole: Sendable {
 /// own task; the tasks of those commands stay suspended until their outcome is settled (one
 /// wake-up per command, not one task hand-off per command for the gate and another for the
 /// outcome). When it leaves, the gate passes to the longest waiter, which serves the queue
-/// that formed meanwhile. An actor alone would not do: actors are reentrant at every `await`.
+/// that formed meanwhile. A holder whose task is cancelled stops staging other commands (their
+/// bodies would see its cancellation): it puts those it took back (`putBack`) and leaves, so the
+/// first of them holds the gate next. An actor alone would not do: actors are reentrant at every
+/// `await`.
 final class SerialGate: Sendable {
   private struct State {
     var busy = false
@@ -120,6 +123,13 @@ final class SerialGate: Sendable {
       defer { state.waiters.removeFirst(max) }
       return Array(state.waiters.prefix(max))
     }
+  }
+
+  /// Puts tickets a holder took but will not stage back at the head of the queue, in their order,
+  /// ahead of any that arrived since: the next holder serves them first. Holder only, before
+  /// `leave()` (which then hands the gate to the first of them).
+  func putBack(_ tickets: ArraySlice<GateTicket>) {
+    state.withLock { $0.waiters.insert(contentsOf: tickets, at: 0) }
   }
 
   /// Whether any task is waiting to enter. Only meaningful to the holder, as a hint: a task may

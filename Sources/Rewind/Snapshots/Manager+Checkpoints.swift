@@ -13,6 +13,10 @@ extension Manager where M: SnapshotModel {
   ///
   /// If the digest cannot be computed or appended, the mark stays without one; that is harmless
   /// (verification reports it as unfinished) and the error is thrown.
+  ///
+  /// Cancellation counts until the mark is validated, as for any command (`perform`): cancelled
+  /// before, it throws `CancellationError` and writes nothing; cancelled after, it still computes
+  /// and appends the digest, and returns it.
   /// - Returns: the digest recorded.
   @discardableResult
   public func recordCheckpoint() async throws -> StateDigest {
@@ -22,9 +26,15 @@ extension Manager where M: SnapshotModel {
       return (sequenceOfValidatingCommand(), state)
     }
     let digest = try await onThreadOfItsOwn(named: "rewind.checkpoint.digest") { try StateDigest.of(state) }
-    try await perform(.rewind) { _, command in
-      command.record(CheckpointDigest(mark: mark, digest: digest, fingerprint: fingerprint))
+    // The mark is in: the checkpoint finishes whatever happens to the caller's task. The digest's
+    // command runs in a task of its own, which the caller's cancellation does not reach (it would
+    // throw `CancellationError` for a checkpoint whose mark is journaled, leaving it unfinished).
+    let digestCommand = Task { [self] in
+      try await perform(.rewind) { _, command in
+        command.record(CheckpointDigest(mark: mark, digest: digest, fingerprint: fingerprint))
+      }
     }
+    try await digestCommand.value
     return digest
   }
 
