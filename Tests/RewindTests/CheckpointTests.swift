@@ -96,6 +96,23 @@ final class EncodingHold: @unchecked Sendable {
 /// Checkpoints as marks in the funnel and digests computed beside it, and the checkpoints of
 /// format 1 (`rewind.checkpoint`), which journals keep and verification keeps comparing.
 @Suite(.serialized) struct CheckpointTests {
+  /// Starts a checkpoint and returns once its digest's computation is held (`EncodingHold`), its
+  /// mark committed; the caller releases the hold.
+  private func checkpointHeldWhileItsDigestIsComputed(_ manager: Manager<Tally>) async throws -> (
+    Task<StateDigest, any Error>, EncodingHold
+  ) {
+    let hold = EncodingHold.shared
+    hold.arm()
+    let checkpoint = Task { try await manager.recordCheckpoint() }
+    var polls = 0
+    while !hold.hasEntered, polls < 60_000 {
+      try await Task.sleep(for: .milliseconds(1))
+      polls += 1
+    }
+    #expect(hold.hasEntered)
+    return (checkpoint, hold)
+  }
+
   private func manager(_ directory: TemporaryDirectory) throws -> Manager<Tally> {
     try Manager<Tally>(
       directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
@@ -146,15 +163,7 @@ final class EncodingHold: @unchecked Sendable {
     let directory = TemporaryDirectory()
     let manager = try manager(directory)
     try await count(manager, by: 1)
-    let hold = EncodingHold.shared
-    hold.arm()
-    let checkpoint = Task { try await manager.recordCheckpoint() }
-    var polls = 0
-    while !hold.hasEntered, polls < 60_000 {
-      try await Task.sleep(for: .milliseconds(1))
-      polls += 1
-    }
-    #expect(hold.hasEntered)
+    let (checkpoint, hold) = try await checkpointHeldWhileItsDigestIsComputed(manager)
     // Issued while the digest is being computed: with the funnel free, it commits at once. (The
     // wait is bounded well past the hold's limit, so that a held funnel fails the test, not hangs it.)
     let landed = Task { try await count(manager, by: 10) }
@@ -190,15 +199,7 @@ final class EncodingHold: @unchecked Sendable {
     let directory = TemporaryDirectory()
     let manager = try manager(directory)
     try await count(manager, by: 1)
-    let hold = EncodingHold.shared
-    hold.arm()
-    let checkpoint = Task { try await manager.recordCheckpoint() }
-    var polls = 0
-    while !hold.hasEntered, polls < 60_000 {
-      try await Task.sleep(for: .milliseconds(1))
-      polls += 1
-    }
-    #expect(hold.hasEntered)
+    let (checkpoint, hold) = try await checkpointHeldWhileItsDigestIsComputed(manager)
     checkpoint.cancel()
     hold.release()
     let digest = try await checkpoint.value

@@ -8,6 +8,27 @@ import Testing
 
 /// Cancellation, closing and dropping of a manager while commands and change streams are in use.
 @Suite struct LifetimeTests {
+  /// Holds the manager's next append (only that one) until `go` is set; `held` is set once it is
+  /// held.
+  private func holdingTheNextAppend(of manager: Manager<Ledger>) -> (held: Signal, go: Signal) {
+    let held = Signal("the first append held")
+    let go = Signal("the test to let the first append go")
+    let calls = Locked(0)
+    manager.beforeAppend.withLock {
+      $0 = {
+        guard
+          calls.withLock({ calls in
+            calls += 1
+            return calls == 1
+          })
+        else { return }
+        held.set()
+        do { try await go.wait() } catch { Issue.record(error) }
+      }
+    }
+    return (held, go)
+  }
+
   private func open(_ directory: String, io: (any FileIO)? = nil, durability: Durability = .always) throws
     -> Manager<Ledger>
   {
@@ -108,21 +129,7 @@ import Testing
     let temporary = TemporaryDirectory()
     let manager = try open(temporary.path)
     let id = try await manager.openAccount(owner: "a")
-    let held = Signal("the first append held")
-    let go = Signal("the test to let the first append go")
-    let calls = Locked(0)
-    manager.beforeAppend.withLock {
-      $0 = {
-        guard
-          calls.withLock({ calls in
-            calls += 1
-            return calls == 1
-          })
-        else { return }
-        held.set()
-        do { try await go.wait() } catch { Issue.record(error) }
-      }
-    }
+    let (held, go) = holdingTheNextAppend(of: manager)
     let first = Task { try await increment(manager, id) }
     try await held.wait()
     let ran = Locked(0)
@@ -152,21 +159,7 @@ import Testing
     let temporary = TemporaryDirectory()
     let manager = try open(temporary.path)
     let id = try await manager.openAccount(owner: "a")
-    let held = Signal("the first append held")
-    let go = Signal("the test to let the first append go")
-    let calls = Locked(0)
-    manager.beforeAppend.withLock {
-      $0 = {
-        guard
-          calls.withLock({ calls in
-            calls += 1
-            return calls == 1
-          })
-        else { return }
-        held.set()
-        do { try await go.wait() } catch { Issue.record(error) }
-      }
-    }
+    let (held, go) = holdingTheNextAppend(of: manager)
     let first = Task { try await increment(manager, id) }
     try await held.wait()
     let cancelled = Task { try await increment(manager, id) }
