@@ -430,8 +430,8 @@ enum RecordBatch: Sendable {
 
 /// A bounded queue of batches between one producer thread and one consumer.
 ///
-/// `@unchecked Sendable`: `batches`, `finished`, `cancelled` and `producerDone` are read and written
-/// only while holding `condition`.
+/// `@unchecked Sendable`: `batches`, `head`, `finished`, `cancelled`, `producerDone`,
+/// `producerWaits` and `consumerWaits` are read and written only while holding `condition`.
 final class RecordQueue: @unchecked Sendable {
   private let condition = NSCondition()
   private let capacity: Int
@@ -519,6 +519,8 @@ final class RecordQueue: @unchecked Sendable {
   func waitUntilFull() {
     condition.lock()
     while batches.count - head < capacity && !finished {
+      // A producer asleep until the queue is down to `refillAt` would not fill it: wake it.
+      if producerWaits { condition.signal() }
       consumerWaits = true
       condition.wait()
     }
