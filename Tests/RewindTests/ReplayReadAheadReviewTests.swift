@@ -7,7 +7,10 @@ import Testing
 @testable import Rewind
 
 /// Replay's read-ahead reviewed: the queue between the reading thread and the applying one
-/// (`RecordQueue`) loses no wake-up whatever the interleaving, and cancelling it ends the reader.
+/// (`RecordQueue`) loses no wake-up whatever the interleaving, a replay dropped part way ends its
+/// reading thread and frees what it read, every `ReplayOptions` reaches the same records and
+/// state, and a record that does not decode is the same error in the same place whoever decodes
+/// its batch.
 @Suite struct ReplayReadAheadReviewTests {
   private static let account = Identifier(high: 0, low: 1)
   private static let command = Identifier(high: 1, low: 7)
@@ -184,5 +187,282 @@ import Testing
     try producerEnded.wait(for: "the producer to end")
     try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
     #expect(Self.index(of: try #require(try queue.take())) == 1)
+  }
+
+  // MARK: A replay dropped part way
+
+  /// A journal of an account, deposits (some in old versions, upcast on reading) and checkpoint
+  /// records of another model's code (skipped when verifying), `count` records in all.
+  private static func mixedJournal(_ directory: String, count: Int = 600) throws {
+    var payloads = [
+      try EventRecord.encode(AccountOpened(id: account, owner: "ada", labels: []), origin: .user, commandID: command)
+    ]
+    for index in 2...count {
+      let payload: [UInt8]
+      switch index % 10 {
+      case 3:
+        payload = try EventRecord.encode(DepositedV1(account: account, cents: index), origin: .sync, commandID: command)
+      case 5:
+        payload = try EventRecord.encode(
+          DepositedV2(account: account, amount: index), origin: .sync, commandID: command)
+      case 7:
+        payload = try EventRecord.encode(
+          Checkpoint(digest: fingerprint, fingerprint: fingerprint), origin: .rewind, commandID: command)
+      case 8:
+        payload = try EventRecord.encode(CheckpointMark(fingerprint: fingerprint), origin: .rewind, commandID: command)
+      case 9:
+        payload = try EventRecord.encode(
+          CheckpointDigest(mark: UInt64(index - 1), digest: fingerprint, fingerprint: fingerprint), origin: .rewind,
+          commandID: command)
+      default:
+        payload = try EventRecord.encode(
+          Deposited(account: account, amount: index, memo: "m\(index)"), origin: .user, commandID: command)
+      }
+      payloads.append(payload)
+    }
+    let journal = try Journal(directory: directory)
+    defer { journal.close() }
+    try journal.appendAndWait(payloads.map { NewRecord(timestamp: 1, payload: $0) })
+  }
+
+  /// A queue held weakly, set on another thread.
+  private final class WeakQueue: @unchecked Sendable {
+    weak var queue: RecordQueue?
+  }
+
+  enum DropPoint: String, CaseIterable, Sendable {
+    /// The reader waits on a full queue.
+    case readerWaiting
+    /// Some records taken, the reader going on.
+    case partWay
+    /// Every record taken: the reader ended.
+    case atTheEnd
+  }
+
+  /// A `DecodedRecords` dropped wherever its reading thread is ends that thread, and the queue
+  /// with the batches it held is freed: no thread left reading, nothing kept.
+  @Test(.timeLimit(.minutes(10)), arguments: DropPoint.allCases)
+  func aReplayDroppedPartWayEndsItsReader(at point: DropPoint) async throws {
+    let temporary = TemporaryDirectory()
+    let directory = temporary.appending("journal")
+    try Self.mixedJournal(directory)
+    var options = ReplayOptions()
+    options.recordsPerBatch = 8
+    options.batchesInFlight = 3
+    let held = WeakQueue()
+    let chosen = options
+    try await onOwnThread {
+      var records: DecodedRecords<Ledger>? = try DecodedRecords(
+        registry: Ledger.makeRegistry(), reader: JournalReader(directory: directory), first: 1, last: 600,
+        options: chosen)
+      held.queue = try #require(records?.queue)
+      switch point {
+      case .readerWaiting: records?.waitForReadAhead()
+      case .partWay: for _ in 0..<50 { _ = try records?.next() }
+      case .atTheEnd: while try records?.next() != nil {}
+      }
+      records = nil
+    }
+    // Bounded: the reading thread lets go of the queue when it ends.
+    for _ in 0..<30_000 where held.queue != nil { usleep(10_000) }
+    #expect(held.queue == nil, "the reading thread still holds the queue (\(point))")
+  }
+
+  // MARK: Options
+
+  enum Consumer: String, CaseIterable, Sendable {
+    /// `next()`: every record handed out (an observer, checkpoints verified).
+    case records
+    /// `applyNext`: applied record by record (a progress callback).
+    case oneByOne
+    /// `applyAll`: applied batch by batch (a rebuild).
+    case all
+  }
+
+  /// What a replay of `first...last` with `options` reached: the state, the sequence numbers seen
+  /// (or the last and the count, applying all), and the error it ended with.
+  private static func replay(
+    _ directory: String, through last: UInt64, options: ReplayOptions, consumer: Consumer, readAhead: Bool
+  ) throws -> (state: Ledger, sequences: [UInt64], error: ReplayError?) {
+    let registry = Ledger.makeRegistry()
+    let records = try DecodedRecords(
+      registry: registry, reader: JournalReader(directory: directory), first: 1, last: last, options: options,
+      applyOnly: consumer != .records)
+    if readAhead { records.waitForReadAhead() }
+    var state = Ledger()
+    var context = ApplyContext(recording: false)
+    var sequences: [UInt64] = []
+    do {
+      switch consumer {
+      case .records:
+        while let record = try records.next() {
+          if case .event(let recorded) = record { registry.tables.apply(recorded.event, to: &state, context: &context) }
+          context.touched.removeAll(keepingCapacity: true)
+          sequences.append(record.sequence)
+        }
+      case .oneByOne:
+        while let sequence = try records.applyNext(to: &state, context: &context) {
+          context.touched.removeAll(keepingCapacity: true)
+          sequences.append(sequence)
+        }
+      case .all:
+        let applied = try records.applyAll(to: &state, context: &context, after: 0)
+        sequences = [applied.lastSequence, UInt64(applied.count)]
+      }
+    } catch let error as ReplayError {
+      return (state, sequences, error)
+    }
+    return (state, sequences, nil)
+  }
+
+  /// Every batch size (1, small, the default, huge) and number of batches in flight (negative,
+  /// none, 1, 2, many, unbounded), every way of consuming, with the reading thread ahead or not:
+  /// the same records, in order, and the same state, old versions upcast and checkpoint records
+  /// in their places on both threads.
+  @Test(.timeLimit(.minutes(10)), arguments: [1, 2, 7, 256, 1 << 40, Int.max / 2 + 1, Int.max])
+  func everyOptionReplaysTheSameRecordsAndState(recordsPerBatch: Int) async throws {
+    let temporary = TemporaryDirectory()
+    let directory = temporary.appending("journal")
+    try Self.mixedJournal(directory)
+    let reference = try Self.replay(
+      directory, through: 600, options: ReplayOptions(), consumer: .records, readAhead: false)
+    try #require(reference.error == nil && reference.sequences == Array(1...600))
+    let balance = (2...600).filter { $0 % 10 != 7 && $0 % 10 != 8 && $0 % 10 != 9 }.reduce(0, +)
+    #expect(reference.state.accounts.find(id: Self.account)?.balance == balance)
+    try await offThePool {
+      for batchesInFlight in [-1, 0, 1, 2, 3, 8, Int.max] {
+        var options = ReplayOptions()
+        options.recordsPerBatch = recordsPerBatch
+        options.batchesInFlight = batchesInFlight
+        for consumer in Consumer.allCases {
+          for readAhead in [false, true] {
+            let replayed = try Self.replay(
+              directory, through: 600, options: options, consumer: consumer, readAhead: readAhead)
+            let what = "\(recordsPerBatch) per batch, \(batchesInFlight) in flight, \(consumer), ahead \(readAhead)"
+            #expect(replayed.error == nil, "\(what)")
+            #expect(replayed.state == reference.state, "\(what)")
+            #expect(replayed.sequences == (consumer == .all ? [600, 600] : reference.sequences), "\(what)")
+          }
+        }
+      }
+    }
+  }
+
+  /// A huge batch size when the last record is not known (`through: .max`, as a rebuild to the
+  /// end asks): every record is read, on the reading thread, and the batch is not made room for
+  /// in advance. (The size trapped doubling it; or, read ahead, reserving room for it.)
+  @Test(.timeLimit(.minutes(10)), arguments: [1 << 40, Int.max / 2 + 1, Int.max])
+  func aHugeBatchSizeReadsToTheEnd(recordsPerBatch: Int) async throws {
+    let temporary = TemporaryDirectory()
+    let directory = temporary.appending("journal")
+    try Self.mixedJournal(directory)
+    var options = ReplayOptions()
+    options.recordsPerBatch = recordsPerBatch
+    let records = try DecodedRecords(
+      registry: Ledger.makeRegistry(), reader: JournalReader(directory: directory), first: 1, last: .max,
+      options: options)
+    #expect(records.queue != nil, "read ahead")
+    var seen: [UInt64] = []
+    while let record = try records.next() { seen.append(record.sequence) }
+    #expect(seen == Array(1...600))
+  }
+
+  // MARK: Errors mid-stream
+
+  enum Damage: String, CaseIterable, Sendable {
+    /// A name no event is registered under.
+    case unknownName
+    /// A version of a known event with no upcaster from it.
+    case unknownVersion
+    /// A current event whose fields end early.
+    case truncated
+    /// Not in the record layout at all.
+    case malformed
+    /// A checkpoint record whose fields end early.
+    case checkpoint
+  }
+
+  private struct Renamed: Event {
+    static let name = "account.renamed"
+    var account: Identifier
+  }
+
+  private struct DepositedV0: Event {
+    static let name = "account.deposited"
+    static let version: UInt32 = 0
+    var account: Identifier
+  }
+
+  /// `mixedJournal` with record 43 replaced by `damage`.
+  private static func damagedJournal(_ directory: String, _ damage: Damage) throws {
+    try mixedJournal(directory, count: 42)
+    let payload: [UInt8]
+    switch damage {
+    case .unknownName: payload = try EventRecord.encode(Renamed(account: account), origin: .user, commandID: command)
+    case .unknownVersion:
+      payload = try EventRecord.encode(DepositedV0(account: account), origin: .user, commandID: command)
+    case .truncated:
+      payload = Array(
+        try EventRecord.encode(Deposited(account: account, amount: 5, memo: "memo"), origin: .user, commandID: command)
+          .dropLast(3))
+    case .malformed: payload = [1, 200]
+    case .checkpoint:
+      payload = Array(
+        try EventRecord.encode(
+          Checkpoint(digest: fingerprint, fingerprint: fingerprint), origin: .rewind, commandID: command
+        ).dropLast(5))
+    }
+    var rest = [payload]
+    for amount in 44...80 {
+      rest.append(
+        try EventRecord.encode(Deposited(account: account, amount: amount, memo: ""), origin: .user, commandID: command)
+      )
+    }
+    let journal = try Journal(directory: directory)
+    defer { journal.close() }
+    try journal.appendAndWait(rest.map { NewRecord(timestamp: 1, payload: $0) })
+  }
+
+  /// A record that does not decode in the middle of a batch (43, the third of a batch of 8):
+  /// read inline, by the reading thread ahead (which hands that batch over raw) or not ahead,
+  /// consumed record by record or applied all at once, the records before it come first (the
+  /// state is the one through 42) and the error is the same one, naming the record's sequence
+  /// number, and its name and version where it has them.
+  @Test(.timeLimit(.minutes(10)), arguments: Damage.allCases)
+  func anErrorMidBatchIsTheSameWhoeverDecodes(damage: Damage) async throws {
+    let temporary = TemporaryDirectory()
+    let directory = temporary.appending("journal")
+    try Self.damagedJournal(directory, damage)
+    let before = try Self.replay(directory, through: 42, options: ReplayOptions(), consumer: .records, readAhead: false)
+    try #require(before.error == nil)
+    var inline = ReplayOptions()
+    inline.batchesInFlight = 0
+    let reference = try #require(
+      try Self.replay(directory, through: 80, options: inline, consumer: .records, readAhead: false).error)
+    #expect(reference.sequence == 43)
+    switch damage {
+    case .unknownName, .unknownVersion: #expect(reference.code == .unknownEvent)
+    case .truncated, .checkpoint: #expect(reference.code == .undecodableEvent)
+    case .malformed: #expect(reference.code == .malformedRecord)
+    }
+    if damage != .malformed { #expect(reference.name != nil && reference.version != nil) }
+    #expect(reference.description.contains("at sequence 43"))
+    try await offThePool {
+      for batchesInFlight in [0, 1, 2, 8] {
+        var options = ReplayOptions()
+        options.recordsPerBatch = 8
+        options.batchesInFlight = batchesInFlight
+        for consumer in Consumer.allCases {
+          for readAhead in [false, true] {
+            let replayed = try Self.replay(
+              directory, through: 80, options: options, consumer: consumer, readAhead: readAhead)
+            let what = "\(batchesInFlight) in flight, \(consumer), ahead \(readAhead)"
+            #expect(replayed.error == reference, "\(what)")
+            #expect(replayed.state == before.state, "\(what)")
+            if consumer != .all { #expect(replayed.sequences == Array(1...42), "\(what)") }
+          }
+        }
+      }
+    }
   }
 }
