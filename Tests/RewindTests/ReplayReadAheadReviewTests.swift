@@ -82,7 +82,7 @@ import Testing
       }
       taken.withLock { $0 = seen }
     }
-    try producerEnded.wait(for: "the producer to end")
+    try await onOwnThread { try producerEnded.wait(for: "the producer to end") }
     #expect(taken.withLock { $0 } == Array(1...count))
   }
 
@@ -90,103 +90,115 @@ import Testing
   /// until the queue is half empty: it fills the queue again. (It was left asleep, and the wait
   /// with it, whenever the batches taken left more than half the queue: here 3 of 4.)
   @Test(.timeLimit(.minutes(10))) func waitingForAFullQueueWakesASleepingReader() async throws {
-    let queue = RecordQueue(capacity: 4)
-    let producerEnded = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      var next = 0
-      queue.produce { _ in
-        next += 1
-        return Self.batch(next)
+    // Its waits block: off the cooperative pool, which other tests need.
+    try await offThePool {
+      let queue = RecordQueue(capacity: 4)
+      let producerEnded = DispatchSemaphore(value: 0)
+      Thread.detachNewThread {
+        var next = 0
+        queue.produce { _ in
+          next += 1
+          return Self.batch(next)
+        }
+        producerEnded.signal()
       }
-      producerEnded.signal()
+      try await Self.onThread("the queue to be full again", unblock: { queue.cancel() }) {
+        queue.waitUntilFull()
+        _ = try? queue.take()
+        queue.waitUntilFull()
+      }
+      #expect(Self.index(of: try #require(try queue.take())) == 2)
+      try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
+      try producerEnded.wait(for: "the producer to end")
     }
-    try await Self.onThread("the queue to be full again", unblock: { queue.cancel() }) {
-      queue.waitUntilFull()
-      _ = try? queue.take()
-      queue.waitUntilFull()
-    }
-    #expect(Self.index(of: try #require(try queue.take())) == 2)
-    try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
-    try producerEnded.wait(for: "the producer to end")
   }
 
   /// Cancelling while the reading thread waits on a full queue wakes it: it ends without reading
   /// again, and `cancel` returns.
   @Test(.timeLimit(.minutes(10))) func cancelWakesAReaderWaitingOnAFullQueue() async throws {
-    let queue = RecordQueue(capacity: 2)
-    let reads = Locked(0)
-    let producerEnded = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      queue.produce { _ in
-        reads.withLock { $0 += 1 }
-        return Self.batch(reads.withLock { $0 })
+    // Its waits block: off the cooperative pool, which other tests need.
+    try await offThePool {
+      let queue = RecordQueue(capacity: 2)
+      let reads = Locked(0)
+      let producerEnded = DispatchSemaphore(value: 0)
+      Thread.detachNewThread {
+        queue.produce { _ in
+          reads.withLock { $0 += 1 }
+          return Self.batch(reads.withLock { $0 })
+        }
+        producerEnded.signal()
       }
-      producerEnded.signal()
+      queue.waitUntilFull()
+      // Two batches wait; the third is read and its reader waits for room.
+      for _ in 0..<30_000 where reads.withLock({ $0 }) < 3 { usleep(1_000) }
+      try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
+      try producerEnded.wait(for: "the producer to end")
+      #expect(reads.withLock { $0 } == 3)
     }
-    queue.waitUntilFull()
-    // Two batches wait; the third is read and its reader waits for room.
-    for _ in 0..<30_000 where reads.withLock({ $0 }) < 3 { usleep(1_000) }
-    try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
-    try producerEnded.wait(for: "the producer to end")
-    #expect(reads.withLock { $0 } == 3)
   }
 
   /// Cancelling while the reading thread reads waits for that read, then the reader ends without
   /// handing the batch over or reading another.
   @Test(.timeLimit(.minutes(10))) func cancelWaitsForARead() async throws {
-    let queue = RecordQueue(capacity: 4)
-    let reads = Locked(0)
-    let reading = DispatchSemaphore(value: 0)
-    let release = DispatchSemaphore(value: 0)
-    let cancelled = Locked(false)
-    let producerEnded = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      queue.produce { _ in
-        let read = reads.withLock { count in
-          count += 1
-          return count
+    // Its waits block: off the cooperative pool, which other tests need.
+    try await offThePool {
+      let queue = RecordQueue(capacity: 4)
+      let reads = Locked(0)
+      let reading = DispatchSemaphore(value: 0)
+      let release = DispatchSemaphore(value: 0)
+      let cancelled = Locked(false)
+      let producerEnded = DispatchSemaphore(value: 0)
+      Thread.detachNewThread {
+        queue.produce { _ in
+          let read = reads.withLock { count in
+            count += 1
+            return count
+          }
+          if read == 2 {
+            reading.signal()
+            _ = release.wait(timeout: .now() + .seconds(Int(testWaitBound.components.seconds)))
+          }
+          return Self.batch(read)
         }
-        if read == 2 {
-          reading.signal()
-          _ = release.wait(timeout: .now() + .seconds(Int(testWaitBound.components.seconds)))
-        }
-        return Self.batch(read)
+        producerEnded.signal()
       }
-      producerEnded.signal()
+      try reading.wait(for: "the second read")
+      let canceller = DispatchSemaphore(value: 0)
+      Thread.detachNewThread {
+        queue.cancel()
+        cancelled.withLock { $0 = true }
+        canceller.signal()
+      }
+      usleep(50_000)
+      #expect(!cancelled.withLock { $0 }, "cancel returned while the reader still read")
+      release.signal()
+      try canceller.wait(for: "cancel to return")
+      try producerEnded.wait(for: "the producer to end")
+      #expect(reads.withLock { $0 } == 2)
+      #expect(Self.index(of: try #require(try queue.take())) == 1, "the batch handed over before cancel")
+      #expect(try queue.take() == nil, "the batch read during cancel is not handed over")
     }
-    try reading.wait(for: "the second read")
-    let canceller = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      queue.cancel()
-      cancelled.withLock { $0 = true }
-      canceller.signal()
-    }
-    usleep(50_000)
-    #expect(!cancelled.withLock { $0 }, "cancel returned while the reader still read")
-    release.signal()
-    try canceller.wait(for: "cancel to return")
-    try producerEnded.wait(for: "the producer to end")
-    #expect(reads.withLock { $0 } == 2)
-    #expect(Self.index(of: try #require(try queue.take())) == 1, "the batch handed over before cancel")
-    #expect(try queue.take() == nil, "the batch read during cancel is not handed over")
   }
 
   /// Cancelling after the reading thread ended returns at once, and what it handed over is still taken.
   @Test(.timeLimit(.minutes(10))) func cancelAfterTheReaderEnded() async throws {
-    let queue = RecordQueue(capacity: 4)
-    let producerEnded = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      var next = 0
-      queue.produce { _ in
-        guard next < 2 else { return nil }
-        next += 1
-        return Self.batch(next)
+    // Its waits block: off the cooperative pool, which other tests need.
+    try await offThePool {
+      let queue = RecordQueue(capacity: 4)
+      let producerEnded = DispatchSemaphore(value: 0)
+      Thread.detachNewThread {
+        var next = 0
+        queue.produce { _ in
+          guard next < 2 else { return nil }
+          next += 1
+          return Self.batch(next)
+        }
+        producerEnded.signal()
       }
-      producerEnded.signal()
+      try producerEnded.wait(for: "the producer to end")
+      try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
+      #expect(Self.index(of: try #require(try queue.take())) == 1)
     }
-    try producerEnded.wait(for: "the producer to end")
-    try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
-    #expect(Self.index(of: try #require(try queue.take())) == 1)
   }
 
   // MARK: A replay dropped part way
@@ -264,7 +276,7 @@ import Testing
       records = nil
     }
     // Bounded: the reading thread lets go of the queue when it ends.
-    for _ in 0..<30_000 where held.queue != nil { usleep(10_000) }
+    for _ in 0..<30_000 where held.queue != nil { try await Task.sleep(for: .milliseconds(10)) }
     #expect(held.queue == nil, "the reading thread still holds the queue (\(point))")
   }
 
