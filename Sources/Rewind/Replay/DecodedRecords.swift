@@ -29,7 +29,8 @@ enum DecodedRecord: Sendable {
 final class DecodedRecords<M: Model> {
   private let registry: EventRegistry<M>
   private let tables: EventTables
-  private let queue: RecordQueue?
+  /// The read-ahead queue, nil when read inline (internal for tests).
+  let queue: RecordQueue?
   private var inline: RawBatches?
   /// What is left of the current batch (one of the two), last first: `next()` moves each record
   /// out of the end instead of copying it, with its strings, arrays and event box, and leaves
@@ -50,7 +51,7 @@ final class DecodedRecords<M: Model> {
     let size = max(1, options.recordsPerBatch)
     if last < first {
       queue = nil
-    } else if last - first < UInt64(size * 2) || options.batchesInFlight <= 0 {
+    } else if last - first < UInt64(size) * 2 || options.batchesInFlight <= 0 {
       inline = RawBatches(cursor: try reader.records(from: first), last: last)
       queue = nil
     } else {
@@ -217,6 +218,9 @@ struct RawBatches {
     self.last = last
   }
 
+  /// Most records a batch makes room for before reading them.
+  static let reservedAtMost = 4_096
+
   /// Up to `size` records, or nil at the end.
   mutating func next(size: Int) throws -> [JournalRecord]? {
     if let error = pending {
@@ -226,7 +230,8 @@ struct RawBatches {
     }
     if finished { return nil }
     var batch: [JournalRecord] = []
-    batch.reserveCapacity(size)
+    // Room for a huge `size` is made as records come: the journal may hold far fewer.
+    batch.reserveCapacity(min(size, Self.reservedAtMost))
     do {
       while batch.count < size {
         guard let record = try cursor.next(), record.sequence <= last else {
@@ -438,8 +443,8 @@ enum RecordBatch: Sendable {
 
 /// A bounded queue of batches between one producer thread and one consumer.
 ///
-/// `@unchecked Sendable`: `batches`, `finished`, `cancelled` and `producerDone` are read and written
-/// only while holding `condition`.
+/// `@unchecked Sendable`: `batches`, `head`, `finished`, `cancelled`, `producerDone`,
+/// `producerWaits` and `consumerWaits` are read and written only while holding `condition`.
 final class RecordQueue: @unchecked Sendable {
   private let condition = NSCondition()
   private let capacity: Int
@@ -527,6 +532,8 @@ final class RecordQueue: @unchecked Sendable {
   func waitUntilFull() {
     condition.lock()
     while batches.count - head < capacity && !finished {
+      // A producer asleep until the queue is down to `refillAt` would not fill it: wake it.
+      if producerWaits { condition.signal() }
       consumerWaits = true
       condition.wait()
     }
