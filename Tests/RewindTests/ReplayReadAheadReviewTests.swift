@@ -45,6 +45,26 @@ import Testing
     }
   }
 
+  /// Starts a reading thread that hands `queue` the batches 1, 2, 3, … up to `limit`, then ends;
+  /// with a seed, it pauses now and then before a read. The semaphore is signalled once it ended.
+  private static func startProducer(
+    _ queue: RecordQueue, upTo limit: Int = .max, pausingWith seed: UInt64? = nil
+  ) -> DispatchSemaphore {
+    let ended = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      var random = seed.map { SeededRandom(seed: $0) }
+      var next = 0
+      queue.produce { _ in
+        if random != nil, random!.next() % 7 == 0 { usleep(UInt32(random!.next() % 200)) }
+        guard next < limit else { return nil }
+        next += 1
+        return Self.batch(next)
+      }
+      ended.signal()
+    }
+    return ended
+  }
+
   // MARK: The queue
 
   /// Every batch comes out once and in order, and neither side sleeps for ever, whatever the
@@ -56,18 +76,7 @@ import Testing
     let count = 3_000
     let queue = RecordQueue(capacity: capacity)
     let taken = Locked<[Int]>([])
-    let producerEnded = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      var random = SeededRandom(seed: UInt64(capacity))
-      var next = 0
-      queue.produce { _ in
-        if random.next() % 7 == 0 { usleep(UInt32(random.next() % 200)) }
-        guard next < count else { return nil }
-        next += 1
-        return Self.batch(next)
-      }
-      producerEnded.signal()
-    }
+    let producerEnded = Self.startProducer(queue, upTo: count, pausingWith: UInt64(capacity))
     try await Self.onThread("the consumer to take every batch", unblock: { queue.cancel() }) {
       var random = SeededRandom(seed: UInt64(capacity) &+ 100)
       var seen: [Int] = []
@@ -93,15 +102,7 @@ import Testing
     // Its waits block: off the cooperative pool, which other tests need.
     try await offThePool {
       let queue = RecordQueue(capacity: 4)
-      let producerEnded = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        var next = 0
-        queue.produce { _ in
-          next += 1
-          return Self.batch(next)
-        }
-        producerEnded.signal()
-      }
+      let producerEnded = Self.startProducer(queue)
       try await Self.onThread("the queue to be full again", unblock: { queue.cancel() }) {
         queue.waitUntilFull()
         _ = try? queue.take()
@@ -185,16 +186,7 @@ import Testing
     // Its waits block: off the cooperative pool, which other tests need.
     try await offThePool {
       let queue = RecordQueue(capacity: 4)
-      let producerEnded = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        var next = 0
-        queue.produce { _ in
-          guard next < 2 else { return nil }
-          next += 1
-          return Self.batch(next)
-        }
-        producerEnded.signal()
-      }
+      let producerEnded = Self.startProducer(queue, upTo: 2)
       try producerEnded.wait(for: "the producer to end")
       try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
       #expect(Self.index(of: try #require(try queue.take())) == 1)
