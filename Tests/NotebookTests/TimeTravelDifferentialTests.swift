@@ -280,4 +280,52 @@ import Testing
     try machine.jump(to: newest)
     #expect(try StateDigest.of(machine.state) == reference.digest(through: newest))
   }
+
+  /// A segment missing in the middle (the index names it): the records before it are intact, and
+  /// served as from an intact journal, as `lastIntactSequence` says; a seek that reaches it
+  /// throws the journal's error naming it, and leaves the time machine where it stood.
+  @Test func aMissingSegmentHidesOnlyTheRecordsFromIt() async throws {
+    let temporary = TemporaryDirectory()
+    let (intact, copy) = try await Self.copy(temporary)
+    let reference = Reference(intact)
+    let (name, frames) = try Self.middleSegment(copy)
+    try FileManager.default.removeItem(atPath: copy + "/" + name)
+    let first = try #require(frames.first?.sequences.lowerBound)
+    let gone = first...(try #require(frames.last?.sequences.upperBound))
+    let snapshot = try #require(SnapshotStore(journal: copy).sequences().first)
+    try #require(snapshot > gone.upperBound + 1)
+
+    #expect(
+      try StateDigest.of(Replay.rebuild(Workspace.self, directory: copy, through: first - 1).state)
+        == reference.digest(through: first - 1))
+    let machine = try TimeMachine<Workspace>(directory: copy, keyframeInterval: 16, maxKeyframes: 12)
+    #expect(machine.endHiddenBy?.file == name, "\(String(describing: machine.endHiddenBy))")
+    #expect(machine.lastIntactSequence == first - 1)
+    try machine.jump(to: first - 1)
+    #expect(machine.position == first - 1)
+    #expect(try StateDigest.of(machine.state) == reference.digest(through: first - 1))
+    let coverage = try machine.prepare(memoryLimit: 1 << 30, through: machine.lastIntactSequence)
+    #expect(!coverage.stoppedByLimit && coverage.through <= first - 1, "\(coverage)")
+    let whole = try TimeMachine<Workspace>(directory: intact)
+    for sequence in (first - 4)...(first - 1) {
+      #expect(
+        try machine.commandEnd(from: sequence, through: first - 1)
+          == whole.commandEnd(from: sequence, through: first - 1))
+      // The event itself, and what it did (`rewind debug` and `show` print them).
+      #expect(try machine.event(at: sequence)?.envelope == whole.event(at: sequence)?.envelope)
+      #expect(try machine.effect(of: sequence)?.keys == whole.effect(of: sequence)?.keys)
+    }
+    let error = #expect(throws: JournalError.self) { try machine.event(at: first) }
+    #expect(error?.code == .sequenceBreak && error?.sequences == gone, "\(String(describing: error))")
+    for target in [first, gone.upperBound + 1, snapshot - 1] {
+      let error = #expect(throws: JournalError.self, "jump to \(target)") { try machine.jump(to: target) }
+      #expect(error?.code == .sequenceBreak && error?.file == name, "\(String(describing: error))")
+      #expect(error?.sequences == gone, "\(String(describing: error))")
+      #expect(machine.position == first - 1)
+      #expect(try StateDigest.of(machine.state) == reference.digest(through: first - 1))
+    }
+    // From the snapshot after the gap: the state the journal held, the gap not read.
+    try machine.jump(to: snapshot + 1)
+    #expect(try StateDigest.of(machine.state) == reference.digest(through: snapshot + 1))
+  }
 }

@@ -46,8 +46,9 @@ public final class TimeMachine<M: SnapshotModel> {
   /// damage hides it (`endHiddenBy`).
   public private(set) var lastSequence: UInt64
   /// The damage that hid the journal's end when it was last read (a damaged frame, committed
-  /// records gone at the end), or nil. States before it are served as from an intact journal; a
-  /// seek that reaches it, and `prepare()`, throw the journal's error locating it.
+  /// records gone at the end or in a segment missing between intact ones), or nil. States before
+  /// it are served as from an intact journal; a seek that reaches it, and `prepare()`, throw the
+  /// journal's error locating it.
   public private(set) var endHiddenBy: JournalError?
   /// The last sequence number read intact before the damage that hides the journal's end
   /// (`endHiddenBy`), when the journal was last read; `lastSequence` while nothing hides it.
@@ -344,8 +345,11 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   /// The event recorded at `sequence`, or nil if the journal does not reach it or it is a checkpoint.
+  /// A segment missing after it is not read, as seeks do not read it (it throws when it holds
+  /// `sequence`).
   public func event(at sequence: UInt64) throws -> RecordedEvent? {
-    guard let record = try reader.record(sequence) else { return nil }
+    let records = try reader.records(from: sequence, readingAroundMissingSegments: true)
+    guard let record = try records.next(), record.sequence == sequence else { return nil }
     if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) { return recorded }
     return nil
   }
@@ -486,8 +490,9 @@ public final class TimeMachine<M: SnapshotModel> {
     let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
     guard sequence > 0, sequence < lastSequence else { return sequence }
     // One cursor over the command's records: a command of many events (a sync pull) lies in
-    // one frame, which `record(_:)` per event would decode again for each.
-    let records = try reader.records(from: sequence)
+    // one frame, which `record(_:)` per event would decode again for each. A missing segment
+    // is met only if the command reaches it, as a seek meets it.
+    let records = try reader.records(from: sequence, readingAroundMissingSegments: true)
     guard let first = try records.next(), let command = try? EventRecord.header(of: first.payload).commandID else {
       return sequence
     }
