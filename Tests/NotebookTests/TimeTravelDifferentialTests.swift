@@ -76,18 +76,23 @@ import Testing
     }
   }
 
-  @Test(arguments: [1 as UInt64, 2, 3])
+  @Test(arguments: [1 as UInt64, 2, 3, 4])
   func aRandomWalkAgreesWithReplay(seed: UInt64) async throws {
     let temporary = TemporaryDirectory()
     let directory = temporary.path
     try await Self.journal(directory)
     let reference = Reference(directory)
-    let machine = try TimeMachine<Workspace>(directory: directory, keyframeInterval: 16, maxKeyframes: 12)
     var random = SeededGenerator(seed: seed)
+    // Keyframes from every record to every 64th, from 2 at most (each seek drops one) to 50:
+    // seeds 1 to 4 take each of both once.
+    let keyframeInterval = [1, 7, 16, 64][Int(seed % 4)]
+    let maxKeyframes = [2, 3, 12, 50][Int(seed * 3 % 4)]
+    let machine = try TimeMachine<Workspace>(
+      directory: directory, keyframeInterval: UInt64(keyframeInterval), maxKeyframes: maxKeyframes)
+    var log = ["keyframes every \(keyframeInterval), at most \(maxKeyframes)"]
     var live: NotebookManager?
     defer { live?.close() }
     var appended = 0
-    var log: [String] = []
 
     for move in 0..<70 {
       let last = machine.lastSequence
@@ -279,6 +284,30 @@ import Testing
     #expect(try StateDigest.of(machine.state) == reference.digest(through: newest + 1))
     try machine.jump(to: newest)
     #expect(try StateDigest.of(machine.state) == reference.digest(through: newest))
+  }
+
+  /// A seek whose closest snapshot was found unusable starts from the usable one before it, as
+  /// the first seek that found it did, instead of replaying from wherever it stands.
+  @Test func aSeekPastAnUnusableSnapshotStartsFromTheOneBefore() async throws {
+    let temporary = TemporaryDirectory()
+    let (intact, copy) = try await Self.copy(temporary)
+    let reference = Reference(intact)
+    let sequences = SnapshotStore(journal: copy).sequences()
+    try #require(sequences.count >= 2)
+    let (older, newest) = (sequences[sequences.count - 2], sequences[sequences.count - 1])
+    try Files.write(Array("garbage".utf8), to: copy + "/snapshots/" + SnapshotStore.fileName(newest))
+
+    // Two keyframes at most: a seek near the start leaves none near the end.
+    let machine = try TimeMachine<Workspace>(directory: copy, keyframeInterval: 16, maxKeyframes: 2)
+    try machine.jump(to: newest + 1)
+    #expect(machine.skippedSnapshots.map(\.sequence) == [newest], "\(machine.skippedSnapshots)")
+    #expect(machine.recordsApplied == Int(newest + 1 - older))
+    try machine.jump(to: 40)
+    let (applied, reads) = (machine.recordsApplied, machine.snapshotsRead)
+    try machine.jump(to: newest + 1)
+    #expect(machine.recordsApplied - applied == Int(newest + 1 - older), "from \(older), not from 40")
+    #expect(machine.snapshotsRead == reads + 1)
+    #expect(try StateDigest.of(machine.state) == reference.digest(through: newest + 1))
   }
 
   /// A segment missing in the middle (the index names it): the records before it are intact, and

@@ -63,10 +63,12 @@ public final class TimeMachine<M: SnapshotModel> {
   /// The state at `position`.
   public private(set) var state = M()
   /// The snapshots skipped, with why, by the last seek that looked for a snapshot file to start
-  /// from (each such seek replaces the list; one that reads none leaves it).
+  /// from (each such seek replaces the list; one that reads none leaves it), newest first: those
+  /// it found unusable, and those an earlier seek found unusable, which it passed over unread.
   public private(set) var skippedSnapshots: [SnapshotProblem] = []
-  /// Snapshot files found unusable, not read again.
-  private var unusableSnapshots: Set<UInt64> = []
+  /// Snapshot files found unusable, with why: not read again, and passed over for the usable
+  /// ones before them.
+  private var unusableSnapshots: [UInt64: SnapshotProblem] = [:]
   /// Records applied by every seek so far: the cost of time travel, for tests and benchmarks.
   public private(set) var recordsApplied = 0
   /// Times a seek looked for a snapshot file to start from.
@@ -144,7 +146,7 @@ public final class TimeMachine<M: SnapshotModel> {
     endHiddenBy = nil
     // Every snapshot marked unusable since the last refresh was judged against `before`: one
     // past it was unusable for that alone. Damaged ones stay skipped.
-    unusableSnapshots = unusableSnapshots.filter { $0 <= before || $0 > lastSequence }
+    unusableSnapshots = unusableSnapshots.filter { $0.key <= before || $0.key > lastSequence }
   }
 
   // MARK: Moving
@@ -278,13 +280,17 @@ public final class TimeMachine<M: SnapshotModel> {
     // than replaying from where the seek would otherwise start: reading and checking one costs in
     // proportion to the whole state, replaying only to the distance.
     if readingSnapshots, let snapshots, target - start > keyframeSpacing,
-      let closest = snapshots.sequences().last(where: { $0 <= target }), closest > start,
-      !unusableSnapshots.contains(closest),
+      // The closest not found unusable before: one that was is not read again, nor does it keep
+      // the seek from the usable ones before it.
+      let closest = snapshots.sequences().last(where: { $0 <= target && unusableSnapshots[$0] == nil }),
+      closest > start,
       Self.snapshotIsCheaper(bytes: snapshots.fileBytes(closest), at: closest, than: start, toward: target)
     {
-      let found = snapshots.latest(M.self, atOrBefore: target, lastSequence: lastSequence)
-      skippedSnapshots = found.problems
-      unusableSnapshots.formUnion(found.problems.map(\.sequence))
+      let found = snapshots.latest(M.self, atOrBefore: closest, lastSequence: lastSequence)
+      // Those passed over unread are skipped too: newest first, as `latest` lists its own.
+      let passed = unusableSnapshots.values.filter { $0.sequence > closest && $0.sequence <= target }
+      skippedSnapshots = (passed + found.problems).sorted { $0.sequence > $1.sequence }
+      for problem in found.problems { unusableSnapshots[problem.sequence] = problem }
       snapshotsRead += 1
       if let snapshot = found.snapshot, snapshot.sequence > start {
         (base, start) = (snapshot.state, snapshot.sequence)
