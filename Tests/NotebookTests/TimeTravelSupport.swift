@@ -5,17 +5,31 @@ import RewindTestSupport
 
 /// Writes a seeded random workload of `commands` Notebook commands into `directory` and returns
 /// the manager (still open). Ids are sequential and the clock steps, so the same seed writes the
-/// same events whatever the journal's frame and segment sizes.
+/// same events whatever the journal's frame and segment sizes. A second workload on the same journal
+/// needs `ids` of its own (`.sequential(prefix:)`): the same ids again would replace records.
+/// `checkpointEvery` records a checkpoint after every that many commands.
 func writeWorkload(
   _ directory: String, seed: UInt64, commands: Int, options: JournalOptions = JournalOptions(durability: .none),
+  ids: IdentifierSource = .sequential(), checkpointEvery: Int? = nil,
   plant: (at: Int, action: (NotebookManager) async throws -> Void)? = nil
 ) async throws -> NotebookManager {
   let manager = try NotebookManager(
-    directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+    directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: ids)
+  try await drive(manager, seed: seed, commands: commands, checkpointEvery: checkpointEvery, plant: plant)
+  return manager
+}
+
+/// Runs `writeWorkload`'s seeded random commands on `manager` (open on a journal that may hold
+/// records already).
+func drive(
+  _ manager: NotebookManager, seed: UInt64, commands: Int, checkpointEvery: Int? = nil,
+  plant: (at: Int, action: (NotebookManager) async throws -> Void)? = nil
+) async throws {
   var random = SeededGenerator(seed: seed)
   var notebooks = [try await manager.createNotebook(title: "inbox")]
   for step in 0..<commands {
     if let plant, plant.at == step { try await plant.action(manager) }
+    if let checkpointEvery, step > 0, step % checkpointEvery == 0 { try await manager.recordCheckpoint() }
     let notes = manager.state.notes.all().map(\.id)
     let items = manager.state.readingList.all().map(\.id)
     let tags: [NoteTag] = ["swift", "linux", "ideas", "todo", "read"]
@@ -51,5 +65,4 @@ func writeWorkload(
       try await manager.updateSettings(EditorSettings(fontSize: Int.random(in: 10...20, using: &random)))
     }
   }
-  return manager
 }

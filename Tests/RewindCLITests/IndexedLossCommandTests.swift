@@ -1,4 +1,5 @@
 import Foundation
+import Rewind
 import RewindJournal
 import RewindTestSupport
 import Testing
@@ -171,5 +172,25 @@ import Testing
     // Following the advice makes the journal whole.
     try Files.write(Array("{\n  \"format\" : 1,\n  \"journalID\" : \"\(own)\"\n}\n".utf8), to: manifest)
     #expect(try await ToolRun.run("rewind", ["verify", dir.path]).status == 0)
+  }
+
+  /// `debug` on a journal with a segment missing in the middle: its first line offers a session
+  /// through the record before the gap, and serves it (every `goto` there failed, entry 193); a
+  /// move into the gap is refused, located.
+  @Test func debugServesTheRecordsBeforeAMissingSegment() async throws {
+    let (journal, file, _) = try await Self.damaged(.middleSegment)
+    let first = try #require(UInt64(file.prefix(20)))
+    let before = first - 1
+    let script = ["goto 3", "goto \(before)", "print", "goto \(first)"]
+    let run = try await ToolRun.run("rewind", ["debug", journal.path], input: script.joined(separator: "\n") + "\n")
+    #expect(run.status == 3, "\(run.out)\(run.err)")
+    let err = run.err.split(separator: "\n").map(String.init)
+    #expect(err.first?.contains("segment \(file) is missing, but the index names it") == true, "\(run.err)")
+    #expect(err.first?.contains("at sequence \(before), the last record read intact") == true, "\(run.err)")
+    #expect(err.count == 2 && err[1].contains("is past the end of this session"), "\(run.err)")
+    let out = run.out.split(separator: "\n").map(String.init)
+    #expect(out.first?.hasPrefix("at 3 of \(before): #3 ") == true, "\(run.out)")
+    #expect(out.contains { $0.hasPrefix("at \(before) of \(before): #\(before) ") }, "\(run.out)")
+    #expect(run.out.contains("at \(before): digest \(try StateDigest.of(journal.states[Int(before)]))"), "\(run.out)")
   }
 }

@@ -49,13 +49,17 @@ final class DecodedRecords<M: Model> {
     self.registry = registry
     self.tables = registry.tables
     let size = max(1, options.recordsPerBatch)
+    // Only the records `first...last` need to be there: a segment the index names and the
+    // directory lacks is met where the read reaches it (the journal's located `.sequenceBreak`),
+    // not refused before the records ahead of it (or after it, from a snapshot) are read.
+    func cursor() throws -> JournalCursor { try reader.records(from: first, readingAroundMissingSegments: true) }
     if last < first {
       queue = nil
     } else if last - first < UInt64(size) * 2 || options.batchesInFlight <= 0 {
-      inline = RawBatches(cursor: try reader.records(from: first), last: last)
+      inline = RawBatches(cursor: try cursor(), last: last)
       queue = nil
     } else {
-      let batches = SendableBox(RawBatches(cursor: try reader.records(from: first), last: last))
+      let batches = SendableBox(RawBatches(cursor: try cursor(), last: last))
       let queue = RecordQueue(capacity: options.batchesInFlight)
       self.queue = queue
       // Decode on the producer while at least this many batches wait for the consumer.

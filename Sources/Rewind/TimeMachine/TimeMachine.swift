@@ -46,8 +46,9 @@ public final class TimeMachine<M: SnapshotModel> {
   /// damage hides it (`endHiddenBy`).
   public private(set) var lastSequence: UInt64
   /// The damage that hid the journal's end when it was last read (a damaged frame, committed
-  /// records gone at the end), or nil. States before it are served as from an intact journal; a
-  /// seek that reaches it, and `prepare()`, throw the journal's error locating it.
+  /// records gone at the end or in a segment missing between intact ones), or nil. States before
+  /// it are served as from an intact journal; a seek that reaches it, and `prepare()`, throw the
+  /// journal's error locating it.
   public private(set) var endHiddenBy: JournalError?
   /// The last sequence number read intact before the damage that hides the journal's end
   /// (`endHiddenBy`), when the journal was last read; `lastSequence` while nothing hides it.
@@ -62,10 +63,12 @@ public final class TimeMachine<M: SnapshotModel> {
   /// The state at `position`.
   public private(set) var state = M()
   /// The snapshots skipped, with why, by the last seek that looked for a snapshot file to start
-  /// from (each such seek replaces the list; one that reads none leaves it).
+  /// from (each such seek replaces the list; one that reads none leaves it), newest first: those
+  /// it found unusable, and those an earlier seek found unusable, which it passed over unread.
   public private(set) var skippedSnapshots: [SnapshotProblem] = []
-  /// Snapshot files found unusable, not read again.
-  private var unusableSnapshots: Set<UInt64> = []
+  /// Snapshot files found unusable, with why: not read again, and passed over for the usable
+  /// ones before them.
+  private var unusableSnapshots: [UInt64: SnapshotProblem] = [:]
   /// Records applied by every seek so far: the cost of time travel, for tests and benchmarks.
   public private(set) var recordsApplied = 0
   /// Times a seek looked for a snapshot file to start from.
@@ -143,7 +146,7 @@ public final class TimeMachine<M: SnapshotModel> {
     endHiddenBy = nil
     // Every snapshot marked unusable since the last refresh was judged against `before`: one
     // past it was unusable for that alone. Damaged ones stay skipped.
-    unusableSnapshots = unusableSnapshots.filter { $0 <= before || $0 > lastSequence }
+    unusableSnapshots = unusableSnapshots.filter { $0.key <= before || $0.key > lastSequence }
   }
 
   // MARK: Moving
@@ -277,13 +280,17 @@ public final class TimeMachine<M: SnapshotModel> {
     // than replaying from where the seek would otherwise start: reading and checking one costs in
     // proportion to the whole state, replaying only to the distance.
     if readingSnapshots, let snapshots, target - start > keyframeSpacing,
-      let closest = snapshots.sequences().last(where: { $0 <= target }), closest > start,
-      !unusableSnapshots.contains(closest),
+      // The closest not found unusable before: one that was is not read again, nor does it keep
+      // the seek from the usable ones before it.
+      let closest = snapshots.sequences().last(where: { $0 <= target && unusableSnapshots[$0] == nil }),
+      closest > start,
       Self.snapshotIsCheaper(bytes: snapshots.fileBytes(closest), at: closest, than: start, toward: target)
     {
-      let found = snapshots.latest(M.self, atOrBefore: target, lastSequence: lastSequence)
-      skippedSnapshots = found.problems
-      unusableSnapshots.formUnion(found.problems.map(\.sequence))
+      let found = snapshots.latest(M.self, atOrBefore: closest, lastSequence: lastSequence)
+      // Those passed over unread are skipped too: newest first, as `latest` lists its own.
+      let passed = unusableSnapshots.values.filter { $0.sequence > closest && $0.sequence <= target }
+      skippedSnapshots = (passed + found.problems).sorted { $0.sequence > $1.sequence }
+      for problem in found.problems { unusableSnapshots[problem.sequence] = problem }
       snapshotsRead += 1
       if let snapshot = found.snapshot, snapshot.sequence > start {
         (base, start) = (snapshot.state, snapshot.sequence)
@@ -344,8 +351,11 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   /// The event recorded at `sequence`, or nil if the journal does not reach it or it is a checkpoint.
+  /// A segment missing after it is not read, as seeks do not read it (it throws when it holds
+  /// `sequence`).
   public func event(at sequence: UInt64) throws -> RecordedEvent? {
-    guard let record = try reader.record(sequence) else { return nil }
+    let records = try reader.records(from: sequence, readingAroundMissingSegments: true)
+    guard let record = try records.next(), record.sequence == sequence else { return nil }
     if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) { return recorded }
     return nil
   }
@@ -486,8 +496,9 @@ public final class TimeMachine<M: SnapshotModel> {
     let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
     guard sequence > 0, sequence < lastSequence else { return sequence }
     // One cursor over the command's records: a command of many events (a sync pull) lies in
-    // one frame, which `record(_:)` per event would decode again for each.
-    let records = try reader.records(from: sequence)
+    // one frame, which `record(_:)` per event would decode again for each. A missing segment
+    // is met only if the command reaches it, as a seek meets it.
+    let records = try reader.records(from: sequence, readingAroundMissingSegments: true)
     guard let first = try records.next(), let command = try? EventRecord.header(of: first.payload).commandID else {
       return sequence
     }
