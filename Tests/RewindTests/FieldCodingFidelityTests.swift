@@ -1,0 +1,221 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+/// What Swift's `Codable` lets an app's event or record type write either round-trips exactly
+/// through the field encoding or is refused when encoding, with an error saying why: never
+/// written in a form that decodes to another value, or that no decoder reads.
+
+/// `value` encoded and decoded again.
+private func roundTrip<T: Codable>(_ value: T) throws -> T {
+  try FieldDecoder().decode(T.self, from: FieldEncoder().encode(value))
+}
+
+/// The debug description of what `body` throws, or nil if it throws nothing.
+private func failure(_ body: () throws -> Any) -> String? {
+  do {
+    _ = try body()
+    return nil
+  } catch let error as EncodingError {
+    guard case .invalidValue(_, let context) = error else { return "\(error)" }
+    return context.debugDescription
+  } catch {
+    return "\(error)"
+  }
+}
+
+private indirect enum Expression: Codable, Equatable {
+  case number(Int)
+  case sum(Expression, Expression)
+  case negated(_ inner: Expression)
+  case named(name: String, Expression?)
+  case nothing
+}
+
+private enum Letter: String, Codable {
+  case a
+  case b = "bee"
+}
+private enum Sign: Int, Codable {
+  case plus = 1
+  case minus = -1
+}
+
+private struct Tree: Codable, Equatable {
+  var value: Int
+  var children: [Tree]
+}
+
+/// Synthesized `Codable` of enums with payloads (nested keyed containers, `_0` keys for unlabelled
+/// values), of raw-value enums, and of recursive types: each round-trips, in the shape JSON has.
+@Test func enumsWithPayloadsRawValuesAndRecursiveTypesRoundTrip() throws {
+  let expressions: [Expression] = [
+    .number(.min), .sum(.number(1), .negated(.number(2))), .named(name: "x", nil), .named(name: "", .nothing), .nothing,
+  ]
+  let bytes = try FieldEncoder().encode(expressions)
+  #expect(try FieldDecoder().decode([Expression].self, from: bytes) == expressions)
+  #expect(
+    try FieldRenderer.json(bytes)
+      == #"[{"number":{"_0":-9223372036854775808}},{"sum":{"_0":{"number":{"_0":1}},"_1":{"negated":{"_0":"#
+      + #"{"number":{"_0":2}}}}}},{"named":{"name":"x"}},{"named":{"name":"","_1":{"nothing":{}}}},{"nothing":{}}]"#)
+  #expect(try roundTrip([Letter.a, .b]) == [.a, .b])
+  #expect(try FieldRenderer.json(FieldEncoder().encode([Letter.a, .b])) == #"["a","bee"]"#)
+  #expect(try roundTrip([Sign.plus, .minus]) == [.plus, .minus])
+  let tree = Tree(
+    value: 1, children: [Tree(value: 2, children: []), Tree(value: 3, children: [Tree(value: 4, children: [])])])
+  #expect(try roundTrip(tree) == tree)
+  // A payload enum read from bytes naming its case twice (hostile bytes): the first entry, once.
+  let twice: [UInt8] =
+    [8, 7] + Array("number".utf8) + [8, 3, 0x5F, 0x30, 3, 2, 0] + [7] + Array("number".utf8) + [8, 0]
+    + [0]
+  #expect(try FieldDecoder().decode(Expression.self, from: twice) == .number(1))
+}
+
+/// `Int??` holding `.some(nil)` is written as null, as `JSONEncoder` writes it, and reads back as
+/// nil: Codable's `Optional` has one null for both (RELIABILITY.md, "Known limits"). Optionals
+/// inside arrays keep their places.
+@Test func nestedOptionalsAndOptionalElements() throws {
+  struct Holder: Codable, Equatable {
+    var twice: Int??
+    var elements: [Int?]
+    var twiceElements: [Int??]
+    var absent: Int?
+  }
+  let holder = Holder(twice: .some(nil), elements: [nil, 1, nil], twiceElements: [.some(nil), nil, 1], absent: nil)
+  let back = try roundTrip(holder)
+  let json = try JSONDecoder().decode(Holder.self, from: JSONEncoder().encode(holder))
+  #expect(back == json)
+  #expect(back.twice == .none && back.elements == [nil, 1, nil] && back.twiceElements == [nil, nil, 1])
+  #expect(
+    try FieldRenderer.json(FieldEncoder().encode(holder))
+      == #"{"twice":null,"elements":[null,1,null],"twiceElements":[null,null,1]}"#)
+}
+
+private enum Colour: String, Codable, CodingKeyRepresentable, Hashable { case red, green }
+private enum Rank: Int, Codable, CodingKeyRepresentable, Hashable, Comparable {
+  case one = 1
+  case ten = 10
+  static func < (a: Rank, b: Rank) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Dictionaries keyed by extreme `Int`s, by keys written as values (`UInt64`, `Int8`), by
+/// `CodingKeyRepresentable` enums, nested and empty: each round-trips. Enum keys that are not
+/// `Comparable` are refused from two entries on (entry 137), with one the bytes are the same.
+@Test func dictionariesOfEveryKeyKindRoundTrip() throws {
+  let byInt: [Int: String] = [.min: "min", -1: "m", 0: "z", .max: "max"]
+  #expect(try roundTrip(byInt) == byInt)
+  #expect(
+    try FieldRenderer.json(FieldEncoder().encode(byInt))
+      == #"{"-9223372036854775808":"min","-1":"m","0":"z","9223372036854775807":"max"}"#)
+  let byUInt: [UInt64: String] = [.max: "max", 0: "z"]
+  #expect(try roundTrip(byUInt) == byUInt)
+  #expect(try FieldRenderer.json(FieldEncoder().encode(byUInt)) == #"[0,"z",18446744073709551615,"max"]"#)
+  let bySmall: [Int8: Int8] = [-128: 127, 0: 1]
+  #expect(try roundTrip(bySmall) == bySmall)
+  let nested: [String: [Int: [String: Int]]] = ["x": [1: ["a": 1], 2: [:]], "": [:]]
+  #expect(try roundTrip(nested) == nested)
+  let byRank: [Rank: Int] = [.ten: 10, .one: 1]
+  #expect(try roundTrip(byRank) == byRank)
+  #expect(try FieldRenderer.json(FieldEncoder().encode(byRank)) == #"{"1":1,"10":10}"#)
+  #expect(try roundTrip([Colour.red: 1]) == [.red: 1])
+  #expect(
+    failure { try FieldEncoder().encode([Colour.red: 1, .green: 2]) }?.contains("make Colour Comparable") == true)
+}
+
+/// Integer and floating-point extremes keep their values and their bits (`-0.0`, NaN payloads);
+/// `Int128`, which the format has no tag for, is refused when encoding.
+@Test func numericExtremesKeepTheirBits() throws {
+  struct Numbers: Codable, Equatable {
+    var a = Int64.min
+    var b = UInt64.max
+    var c = Int8.min
+    var d = UInt8.max
+    var e = Int.min
+    var f = UInt.max
+    var g = Float.greatestFiniteMagnitude
+    var h = Float.leastNonzeroMagnitude
+    var i = -Float.infinity
+    var j = Double.leastNonzeroMagnitude
+    var k = -0.0
+    var l: Float = -0.0
+  }
+  let numbers = Numbers()
+  let back = try roundTrip(numbers)
+  #expect(back == numbers)
+  #expect(back.k.sign == .minus && back.l.sign == .minus)
+  let doubles = [Double(nan: 0x1234, signaling: false), -Double.nan, Double.signalingNaN, .infinity]
+  #expect(try roundTrip(doubles).map(\.bitPattern) == doubles.map(\.bitPattern))
+  let floats = [Float(nan: 0x12, signaling: false), -Float.nan]
+  #expect(try roundTrip(floats).map(\.bitPattern) == floats.map(\.bitPattern))
+  #expect(failure { try FieldEncoder().encode([Int128.max]) } != nil)
+  #expect(failure { try FieldEncoder().encode([UInt128.max]) } != nil)
+}
+
+/// Foundation's types with their own `Codable` forms round-trip through theirs.
+@Test func foundationTypesRoundTrip() throws {
+  struct Record: Codable, Equatable {
+    var decimal = Decimal(string: "-12345678901234567890.123456789")!
+    var date = Date(timeIntervalSinceReferenceDate: 123.456)
+    var data = Data([0, 1, 255])
+    var empty = Data()
+    var url = URL(string: "https://example.com/a?b=c#d")!
+    var relative = URL(string: "x/y", relativeTo: URL(string: "https://example.com/base/"))!
+    var uuid = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+  }
+  let record = Record()
+  let back = try roundTrip(record)
+  #expect(back == record)
+  #expect(back.relative.absoluteString == "https://example.com/base/x/y")
+}
+
+/// Strings keep their scalars byte for byte: two that Swift calls equal (NFC and NFD) stay
+/// apart, as values, as dictionary keys and as set elements; NUL and the empty string too.
+@Test func stringsKeepTheirScalars() throws {
+  let composed = "caf\u{E9}"
+  let decomposed = "cafe\u{301}"
+  #expect(composed == decomposed)
+  let strings = [composed, decomposed, "", "a\u{0}b", "\u{0}"]
+  let back = try roundTrip(strings)
+  #expect(back.map { Array($0.utf8) } == strings.map { Array($0.utf8) })
+  let keyed = try roundTrip([decomposed: 1, "": 2, "\u{0}": 3])
+  let keys: [[UInt8]] = keyed.keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+  #expect(keys == [[], [0], Array(decomposed.utf8)])
+  #expect(try roundTrip(Set([decomposed])).map { Array($0.utf8) } == [Array(decomposed.utf8)])
+}
+
+/// An old type reads a newer value's bytes: fields it does not know are skipped, whatever their
+/// shape, and `allKeys` and `contains` see them.
+@Test func anOldTypeReadsANewerValue() throws {
+  struct New: Codable {
+    var a: Int
+    var added: [String: [Expression]]
+    var b: String
+  }
+  struct Old: Codable, Equatable {
+    var b: String
+    var a: Int
+  }
+  let bytes = try FieldEncoder().encode(New(a: 1, added: ["k": [.nothing, .number(2)]], b: "x"))
+  #expect(try FieldDecoder().decode(Old.self, from: bytes) == Old(b: "x", a: 1))
+  struct Keys: Decodable {
+    struct Key: CodingKey {
+      var stringValue: String
+      var intValue: Int? { nil }
+      init(stringValue: String) { self.stringValue = stringValue }
+      init?(intValue: Int) { nil }
+    }
+    var all: [String]
+    var hasAdded: Bool
+    var hasOther: Bool
+    init(from decoder: any Decoder) throws {
+      let container = try decoder.container(keyedBy: Key.self)
+      all = container.allKeys.map(\.stringValue)
+      hasAdded = container.contains(Key(stringValue: "added"))
+      hasOther = container.contains(Key(stringValue: "other"))
+    }
+  }
+  let keys = try FieldDecoder().decode(Keys.self, from: bytes)
+  #expect(keys.all == ["a", "added", "b"] && keys.hasAdded && !keys.hasOther)
+}
