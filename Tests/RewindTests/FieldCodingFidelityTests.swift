@@ -219,3 +219,157 @@ private enum Rank: Int, Codable, CodingKeyRepresentable, Hashable, Comparable {
   let keys = try FieldDecoder().decode(Keys.self, from: bytes)
   #expect(keys.all == ["a", "added", "b"] && keys.hasAdded && !keys.hasOther)
 }
+
+/// A list nested `count` deep through `next`.
+private struct Chain: Codable, Equatable {
+  var n: Int
+  var next: Link?
+
+  /// Indirection for the recursion, encoded as the chain it holds.
+  final class Link: Codable, Equatable {
+    let chain: Chain
+    init(_ chain: Chain) { self.chain = chain }
+    static func == (a: Link, b: Link) -> Bool { a.chain == b.chain }
+    func encode(to encoder: any Encoder) throws { try chain.encode(to: encoder) }
+    init(from decoder: any Decoder) throws { chain = try Chain(from: decoder) }
+  }
+
+  init(n: Int, next: Link?) { (self.n, self.next) = (n, next) }
+  init(count: Int) {
+    self.init(n: 0, next: nil)
+    for n in 1..<count { self = Chain(n: n, next: Link(self)) }
+  }
+}
+
+/// Arrays nested `levels` deep through `nestedUnkeyedContainer`, the innermost holding `1` or
+/// nothing.
+private struct NestedArrays: Encodable {
+  var levels: Int
+  var holdsValue: Bool
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.unkeyedContainer()
+    for _ in 0..<levels { container = container.nestedUnkeyedContainer() }
+    if holdsValue { try container.encode(1) }
+  }
+}
+
+/// Objects nested `levels` deep through `nestedContainer(keyedBy:forKey:)`, the innermost empty.
+private struct NestedObjects: Encodable {
+  enum Key: CodingKey { case inner }
+  var levels: Int
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: Key.self)
+    for _ in 0..<levels { container = container.nestedContainer(keyedBy: Key.self, forKey: .inner) }
+  }
+}
+
+/// A value inside more than 63 arrays and objects is refused when encoding, as decoders refuse
+/// it (FORMAT.md): a list of 64 links, whose last link's fields sit 64 deep, was written and then
+/// read by no decoder (a journaled event replay could not decode), and so were containers nested
+/// past the limit with `nestedContainer`, which checked no depth. Within the limit nothing changes.
+@Test func aValueNestedPastTheLimitIsRefusedWhenEncoding() throws {
+  let deepest = Chain(count: 63)
+  #expect(try roundTrip(deepest) == deepest)
+  #expect(failure { try FieldEncoder().encode(Chain(count: 64)) } == "nesting deeper than 64")
+  #expect(failure { try CanonicalEncoding.encode(Chain(count: 64)) } == "nesting deeper than 64")
+  var appended: [UInt8] = [1, 2]
+  #expect(throws: EncodingError.self) { try FieldEncoder().encode(Chain(count: 64), appendingTo: &appended) }
+  #expect(appended == [1, 2])
+  // 64 arrays nested read, the innermost empty; a value in the innermost does not.
+  for (levels, holdsValue) in [(62, true), (63, false)] {
+    let bytes = try FieldEncoder().encode(NestedArrays(levels: levels, holdsValue: holdsValue))
+    _ = try FieldRenderer.json(bytes)
+  }
+  for (levels, holdsValue) in [(63, true), (64, false), (100, true)] {
+    #expect(
+      failure { try FieldEncoder().encode(NestedArrays(levels: levels, holdsValue: holdsValue)) }
+        == "nesting deeper than 64", "\(levels)")
+  }
+  _ = try FieldRenderer.json(FieldEncoder().encode(NestedObjects(levels: 63)))
+  #expect(failure { try FieldEncoder().encode(NestedObjects(levels: 64)) } == "nesting deeper than 64")
+}
+
+/// A value whose `encode(to:)` writes two single values.
+private struct TwoSingleValues: Encodable {
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(1)
+    try container.encode(2)
+  }
+}
+
+/// A value whose `encode(to:)` takes a keyed and then an unkeyed container from its encoder.
+private struct KeyedThenUnkeyed: Encodable {
+  enum Key: CodingKey { case a }
+  func encode(to encoder: any Encoder) throws {
+    var keyed = encoder.container(keyedBy: Key.self)
+    try keyed.encode(1, forKey: .a)
+    var unkeyed = encoder.unkeyedContainer()
+    try unkeyed.encode(2)
+  }
+}
+
+/// A value whose `encode(to:)` writes a single value and then takes a keyed container.
+private struct SingleThenKeyed: Encodable {
+  enum Key: CodingKey { case a }
+  func encode(to encoder: any Encoder) throws {
+    var single = encoder.singleValueContainer()
+    try single.encode(1)
+    var keyed = encoder.container(keyedBy: Key.self)
+    try keyed.encode(2, forKey: .a)
+  }
+}
+
+/// A value whose `encode(to:)` takes a keyed container, then writes a single value.
+private struct KeyedThenSingle: Encodable {
+  enum Key: CodingKey { case a }
+  func encode(to encoder: any Encoder) throws {
+    var keyed = encoder.container(keyedBy: Key.self)
+    try keyed.encode(1, forKey: .a)
+    var single = encoder.singleValueContainer()
+    try single.encode(2)
+  }
+}
+
+/// A value in a field followed by another.
+private struct Holder<Value: Encodable>: Encodable {
+  var x: Value
+  var y = 5
+}
+
+/// Codable allows one value per encoder (`JSONEncoder` stops the process otherwise). The field
+/// encoder wrote each value it was given after the other: two values where one stands, bytes no
+/// decoder reads, or that read as another object (`{"x": 1, "y": 5}` plus a keyed container read as
+/// `{"x": 1}` with a key of garbage). It now refuses them, naming the byte the value starts at; a
+/// value that takes the same kind of container twice (a class and its superclass sharing one
+/// encoder) is one value, as before.
+@Test func aValueThatWritesTwoValuesIsRefused() throws {
+  let expected =
+    "a value's encode(to:) wrote more than one value (at byte 3): use one container per value, and a "
+    + "single-value container once"
+  #expect(failure { try FieldEncoder().encode(Holder(x: TwoSingleValues())) } == expected)
+  #expect(failure { try FieldEncoder().encode(Holder(x: KeyedThenUnkeyed())) } == expected)
+  #expect(failure { try FieldEncoder().encode(Holder(x: SingleThenKeyed())) } == expected)
+  #expect(failure { try FieldEncoder().encode(Holder(x: KeyedThenSingle())) } == expected)
+  #expect(failure { try CanonicalEncoding.encode(Holder(x: SingleThenKeyed())) } == expected)
+  var appended: [UInt8] = [7]
+  #expect(throws: EncodingError.self) { try FieldEncoder().encode([SingleThenKeyed()], appendingTo: &appended) }
+  #expect(appended == [7])
+
+  /// A class that encodes its superclass's fields into the same encoder's keyed container.
+  class Base: Encodable {
+    enum Key: CodingKey { case base, own }
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.container(keyedBy: Key.self)
+      try container.encode(1, forKey: .base)
+    }
+  }
+  final class Derived: Base {
+    override func encode(to encoder: any Encoder) throws {
+      try super.encode(to: encoder)
+      var container = encoder.container(keyedBy: Key.self)
+      try container.encode(2, forKey: .own)
+    }
+  }
+  #expect(try FieldRenderer.json(FieldEncoder().encode(Holder(x: Derived()))) == #"{"x":{"base":1,"own":2},"y":5}"#)
+}
