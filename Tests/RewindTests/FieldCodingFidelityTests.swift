@@ -373,3 +373,40 @@ private struct Holder<Value: Encodable>: Encodable {
   }
   #expect(try FieldRenderer.json(FieldEncoder().encode(Holder(x: Derived()))) == #"{"x":{"base":1,"own":2},"y":5}"#)
 }
+
+/// A list nested `count` deep whose links are written as optionals through `encode(_:forKey:)`
+/// (null after the last), so each is read through `Optional`'s single-value container.
+private struct OptionalLinks: Codable, Equatable {
+  enum Key: CodingKey { case n, next }
+  var n: Int
+  /// The next link, if any (an array, to break the recursion of a stored property).
+  var rest: [OptionalLinks]
+
+  init(count: Int) {
+    self = (1..<count).reduce(OptionalLinks(n: 0, rest: [])) { inner, n in OptionalLinks(n: n, rest: [inner]) }
+  }
+  private init(n: Int, rest: [OptionalLinks]) { (self.n, self.rest) = (n, rest) }
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: Key.self)
+    try container.encode(n, forKey: .n)
+    try container.encode(rest.first, forKey: .next)
+  }
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: Key.self)
+    n = try container.decode(Int.self, forKey: .n)
+    rest = try container.decode(OptionalLinks?.self, forKey: .next).map { [$0] } ?? []
+  }
+}
+
+/// A value read through a single-value container (`Optional`'s, a wrapper's) is the value that
+/// stands there, at the same depth, as the encoder writes it. The decoder counted it one deeper:
+/// a list of 33 links written as optionals, 33 deep, encoded and was journaled, but read as 65
+/// deep and failed to decode.
+@Test func aValueReadThroughASingleValueContainerIsNotDeeper() throws {
+  let deepest = OptionalLinks(count: 63)
+  #expect(try FieldRenderer.json(FieldEncoder().encode(deepest)).hasPrefix(#"{"n":62,"next":{"n":61,"#))
+  #expect(try roundTrip(deepest) == deepest)
+  #expect(try roundTrip(OptionalLinks(count: 33)) == OptionalLinks(count: 33))
+  #expect(failure { try FieldEncoder().encode(OptionalLinks(count: 64)) } == "nesting deeper than 64")
+}

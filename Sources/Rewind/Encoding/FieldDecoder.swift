@@ -487,7 +487,9 @@ struct FieldSingleValueDecoder: SingleValueDecodingContainer {
     var v = value
     return try v.integer(type)
   }
+  /// The value that stands here, at this depth, as the encoder writes it (a single-value
+  /// container holds no level of its own: `Optional` and wrappers read through one).
   func decode<T: Decodable>(_ type: T.Type) throws -> T {
-    try decodeValue(T.self, bytes: bytes, at: position, depth: depth + 1)
+    try decodeValue(T.self, bytes: bytes, at: position, depth: depth)
   }
 }
