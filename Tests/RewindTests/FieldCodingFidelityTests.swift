@@ -410,3 +410,68 @@ private struct OptionalLinks: Codable, Equatable {
   #expect(try roundTrip(OptionalLinks(count: 33)) == OptionalLinks(count: 33))
   #expect(failure { try FieldEncoder().encode(OptionalLinks(count: 64)) } == "nesting deeper than 64")
 }
+
+/// A field missing from a nested object, and an array with fewer elements than its reader reads,
+/// say which object or array: the byte its tag is at (the decoder keeps no coding path). A
+/// missing field said only its name, which two objects of one event may both have.
+@Test func aMissingFieldOrElementSaysWhere() throws {
+  struct Inner: Codable { var p: Int }
+  struct Old: Codable {
+    var first: Inner
+    var second: Inner
+  }
+  struct NewInner: Codable {
+    var p: Int
+    var q: Int
+  }
+  struct New: Codable {
+    var first: Inner
+    var second: NewInner
+  }
+  /// `Hand` reads `second` by its hand-written fields.
+  struct Hand: FieldCodable {
+    init(fields reader: inout FieldReader) throws { _ = try reader.read(String.self, for: "q") }
+    func encodeFields(into writer: inout FieldWriter) {}
+  }
+  let bytes = try FieldEncoder().encode(Old(first: Inner(p: 1), second: Inner(p: 2)))
+  let second = 1 + 6 + 5 + 1 + 7  // the object's tag, "first", {"p": 1}, the key "second"
+  #expect(bytes[second] == FieldTag.object.rawValue)
+  #expect(
+    decodingFailure { try FieldDecoder().decode(New.self, from: bytes) }
+      == "no field \"q\" in the object at byte \(second)"
+  )
+  #expect(
+    decodingFailure { try FieldDecoder().decodeFields(Hand.self, from: bytes, at: second) }
+      == "no field \"q\" in the object at byte \(second)")
+  let pair = try FieldEncoder().encode(["x": [1]])
+  #expect(
+    decodingFailure { try FieldDecoder().decode([String: Pair].self, from: pair) }
+      == "the array at byte 3 has no more elements (it has 1)")
+}
+
+/// Reads two integers from an array.
+private struct Pair: Decodable {
+  var a: Int
+  var b: Int
+  init(from decoder: any Decoder) throws {
+    var container = try decoder.unkeyedContainer()
+    a = try container.decode(Int.self)
+    b = try container.decode(Int.self)
+  }
+}
+
+/// The debug description of the `keyNotFound` or `valueNotFound` error `body` throws, or nil if
+/// it throws nothing.
+private func decodingFailure(_ body: () throws -> Any) -> String? {
+  do {
+    _ = try body()
+    return nil
+  } catch let error as DecodingError {
+    switch error {
+    case .keyNotFound(_, let context), .valueNotFound(_, let context): return context.debugDescription
+    default: return "\(error)"
+    }
+  } catch {
+    return "\(error)"
+  }
+}

@@ -149,6 +149,8 @@ struct FieldValueDecoder: Decoder {
 struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   let bytes: [UInt8]
   let depth: Int
+  /// Where the object's tag is, for errors.
+  let position: Int
   /// The object's entries in stored order: where each key's UTF-8 starts, its length, and where
   /// its value starts.
   private let entries: [(keyStart: Int, keyCount: Int, value: Int)]
@@ -156,6 +158,7 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   init(bytes: [UInt8], position: Int, depth: Int) throws {
     self.bytes = bytes
     self.depth = depth
+    self.position = position
     var reader = FieldBytesReader(bytes, position: position)
     let tag = try wrap { try reader.readTag() }
     guard tag == .object else {
@@ -207,7 +210,9 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   private func reader(for key: Key) throws -> FieldValueReader {
     guard let found = index(of: key) else {
       throw DecodingError.keyNotFound(
-        key, DecodingError.Context(codingPath: [], debugDescription: "no field \"\(key.stringValue)\""))
+        key,
+        DecodingError.Context(
+          codingPath: [], debugDescription: "no field \"\(key.stringValue)\" in the object at byte \(position)"))
     }
     return FieldValueReader(reader: FieldBytesReader(bytes, position: entries[found].value))
   }
@@ -302,12 +307,15 @@ func unsupportedSuper() -> DecodingError {
 struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   let bytes: [UInt8]
   let depth: Int
+  /// Where the array's tag is, for errors.
+  let position: Int
   private var next: Int
   private(set) var currentIndex = 0
 
   init(bytes: [UInt8], position: Int, depth: Int) throws {
     self.bytes = bytes
     self.depth = depth
+    self.position = position
     var reader = FieldBytesReader(bytes, position: position)
     let tag = try wrap { try reader.readTag() }
     guard tag == .array else {
@@ -329,7 +337,10 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   private mutating func advance() throws -> FieldValueReader {
     guard !isAtEnd else {
       throw DecodingError.valueNotFound(
-        Any.self, DecodingError.Context(codingPath: [], debugDescription: "array has no more elements"))
+        Any.self,
+        DecodingError.Context(
+          codingPath: [],
+          debugDescription: "the array at byte \(position) has no more elements (it has \(currentIndex))"))
     }
     var reader = FieldBytesReader(bytes, position: next)
     try wrap { try reader.skipValue(depth: depth + 1) }
