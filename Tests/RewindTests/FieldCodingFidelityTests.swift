@@ -475,3 +475,10 @@ private func decodingFailure(_ body: () throws -> Any) -> String? {
     return "\(error)"
   }
 }
+
+/// The encoder handed to every `encode(to:)` as `any Encoder` fits an existential's inline
+/// buffer of three words: one word more and each value's encoding allocates a box for it.
+@Test func theValueEncoderFitsAnExistentialInline() {
+  #expect(MemoryLayout<FieldValueEncoder>.size <= 3 * MemoryLayout<Int>.size)
+  #expect(MemoryLayout<FieldSingleValueEncoder>.size <= 3 * MemoryLayout<Int>.size)
+}

@@ -264,10 +264,22 @@ final class FieldEncoderState {
 
 struct FieldValueEncoder: Encoder {
   let state: FieldEncoderState
-  let depth: Int
-  let owner: Int
+  /// `owner << 8 | depth` (a depth is at most `FieldLimits.maximumDepth`): three words in all,
+  /// which an existential holds inline, so passing the encoder as `any Encoder` (every
+  /// `encode(to:)`) allocates nothing.
+  private let ownerAndDepth: Int
   /// Where the value starts: it may write one value there, and nothing after it.
   let start: Int
+
+  init(state: FieldEncoderState, depth: Int, owner: Int, start: Int) {
+    self.state = state
+    ownerAndDepth = owner << 8 | depth
+    self.start = start
+  }
+
+  var depth: Int { ownerAndDepth & 0xFF }
+  /// Which value it encodes (`FieldEncoderState.makeID`).
+  var owner: Int { ownerAndDepth >> 8 }
 
   var codingPath: [any CodingKey] { [] }
   var userInfo: [CodingUserInfoKey: Any] { [:] }
