@@ -482,3 +482,21 @@ private func decodingFailure(_ body: () throws -> Any) -> String? {
   #expect(MemoryLayout<FieldValueEncoder>.size <= 3 * MemoryLayout<Int>.size)
   #expect(MemoryLayout<FieldSingleValueEncoder>.size <= 3 * MemoryLayout<Int>.size)
 }
+
+/// RELIABILITY.md, "Known limits": a key written twice into one keyed container keeps both
+/// entries, and the first is read, where JSON keeps the last.
+@Test func aKeyWrittenTwiceReadsTheFirst() throws {
+  struct Twice: Encodable {
+    enum Key: CodingKey { case id }
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.container(keyedBy: Key.self)
+      try container.encode(1, forKey: .id)
+      var again = encoder.container(keyedBy: Key.self)
+      try again.encode(2, forKey: .id)
+    }
+  }
+  struct Read: Decodable { var id: Int }
+  #expect(try FieldRenderer.json(FieldEncoder().encode([Twice()])).hasPrefix(#"[{"id":1"#))
+  #expect(try FieldDecoder().decode([Read].self, from: FieldEncoder().encode([Twice()])).map(\.id) == [1])
+  #expect(try JSONDecoder().decode([Read].self, from: JSONEncoder().encode([Twice()])).map(\.id) == [2])
+}
