@@ -500,3 +500,30 @@ private func decodingFailure(_ body: () throws -> Any) -> String? {
   #expect(try FieldDecoder().decode([Read].self, from: FieldEncoder().encode([Twice()])).map(\.id) == [1])
   #expect(try JSONDecoder().decode([Read].self, from: JSONEncoder().encode([Twice()])).map(\.id) == [2])
 }
+
+/// A type that, when the value is not an integer, reads itself again through its single-value
+/// container, at the same place: a broken `init(from:)` that hostile bytes (a string) would send
+/// round for ever. It reads the value as `Optional` and wrappers do, at the same level (entry
+/// 195), so only a count of such reads in a row stops it.
+private struct ReadsItselfAgain: Decodable {
+  var value: Int
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    if let value = try? container.decode(Int.self) {
+      self.value = value
+    } else {
+      self = try container.decode(ReadsItselfAgain.self)
+    }
+  }
+}
+
+/// Reads through single-value containers one in another are bounded, as nesting is: the
+/// decoder throws instead of the stack overflowing.
+@Test func readsThroughSingleValueContainersAreBounded() throws {
+  #expect(try FieldDecoder().decode(ReadsItselfAgain.self, from: FieldEncoder().encode(7)).value == 7)
+  let error = decodingFailure { try FieldDecoder().decode(ReadsItselfAgain.self, from: FieldEncoder().encode("x")) }
+  #expect(error?.contains("more than 64 values read through single-value containers, one in another at byte 0") == true)
+  // Optionals of optionals, read through one single-value container after another, read as before.
+  let holder = try roundTrip(["a": Int??.some(.some(1))])
+  #expect(holder == ["a": .some(.some(1))])
+}
