@@ -134,13 +134,16 @@ import Testing
   }
 
   /// Objects nested to the limit, their keys in order or not: the canonical encoder throws the
-  /// nesting error, as canonicalizing after encoding did, and neither traps nor returns bytes no
-  /// decoder reads.
+  /// nesting error, as the field encoder does (entry 195) and as canonicalizing bytes nested that
+  /// deep does, and neither traps nor returns bytes no decoder reads.
   @Test(arguments: [false, true])
   func nestingPastTheLimitThrows(outOfOrder: Bool) throws {
-    #expect(throws: FieldFormatError.self) { try CanonicalEncoding.encode(Nest(levels: 63, outOfOrder: outOfOrder)) }
+    #expect(throws: EncodingError.self) { try CanonicalEncoding.encode(Nest(levels: 63, outOfOrder: outOfOrder)) }
+    #expect(throws: EncodingError.self) { try FieldEncoder().encode(Nest(levels: 63, outOfOrder: outOfOrder)) }
+    // The same bytes by hand: the deepest nesting the encoder writes, in one more object.
+    let deepest = try FieldEncoder().encode(Nest(levels: 62, outOfOrder: outOfOrder))
     #expect(throws: FieldFormatError.self) {
-      try CanonicalEncoding.canonicalize(FieldEncoder().encode(Nest(levels: 63, outOfOrder: outOfOrder)))
+      try CanonicalEncoding.canonicalize([FieldTag.object.rawValue, 2, UInt8(ascii: "c")] + deepest + [0])
     }
     let within = try CanonicalEncoding.encode(Nest(levels: 40, outOfOrder: outOfOrder))
     #expect(

@@ -170,7 +170,9 @@ public struct FieldReader {
     let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
     if let found = try find(wanted, from: next) ?? find(wanted, from: first) { return found }
     throw DecodingError.keyNotFound(
-      AnyFieldKey(name.description), DecodingError.Context(codingPath: [], debugDescription: "no field \"\(name)\""))
+      AnyFieldKey(name.description),
+      DecodingError.Context(
+        codingPath: [], debugDescription: "no field \"\(name)\" in the object at byte \(first - 1)"))
   }
 
   /// The value of field `name` and where its entry starts, for a read that consumes the whole

@@ -23,12 +23,26 @@ public struct FieldDecoder {
 }
 
 /// Decodes the value at `position`: identifiers directly, anything else through its `Decodable` init.
+///
+/// `depth` is the value's nesting level (below `FieldLimits.maximumDepth`), plus, from bit 8 up,
+/// how many values in a row were read at that level through single-value containers (`Optional`
+/// and wrappers read through one, each at its own level). Those are bounded as well: a type that
+/// reads itself through one without end would otherwise recurse until the stack overflows.
 func decodeValue<T: Decodable>(_ type: T.Type, bytes: [UInt8], at position: Int, depth: Int) throws -> T {
   if T.self == Identifier.self {  // a metadata comparison, not a dynamic cast
     var value = FieldValueReader(reader: FieldBytesReader(bytes, position: position))
     return unsafeBitCast(try value.identifier(), to: T.self)
   }
-  guard depth < FieldLimits.maximumDepth else { throw corrupt(FieldFormatError("nesting too deep", at: position)) }
+  guard depth & 0xFF < FieldLimits.maximumDepth else {
+    throw corrupt(FieldFormatError("nesting too deep", at: position))
+  }
+  guard depth >> 8 < FieldLimits.maximumDepth else {
+    throw corrupt(
+      FieldFormatError(
+        "more than \(FieldLimits.maximumDepth) values read through single-value containers, one in another",
+        at: position
+      ))
+  }
   return try T(from: FieldValueDecoder(bytes: bytes, position: position, depth: depth))
 }
 
@@ -128,17 +142,18 @@ struct FieldValueReader {
 struct FieldValueDecoder: Decoder {
   let bytes: [UInt8]
   let position: Int
+  /// The level and the reads through single-value containers (see `decodeValue`).
   let depth: Int
 
   var codingPath: [any CodingKey] { [] }
   var userInfo: [CodingUserInfoKey: Any] { [:] }
 
   func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-    KeyedDecodingContainer(try FieldKeyedDecoder<Key>(bytes: bytes, position: position, depth: depth))
+    KeyedDecodingContainer(try FieldKeyedDecoder<Key>(bytes: bytes, position: position, depth: depth & 0xFF))
   }
 
   func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-    try FieldUnkeyedDecoder(bytes: bytes, position: position, depth: depth)
+    try FieldUnkeyedDecoder(bytes: bytes, position: position, depth: depth & 0xFF)
   }
 
   func singleValueContainer() throws -> any SingleValueDecodingContainer {
@@ -149,6 +164,8 @@ struct FieldValueDecoder: Decoder {
 struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   let bytes: [UInt8]
   let depth: Int
+  /// Where the object's tag is, for errors.
+  let position: Int
   /// The object's entries in stored order: where each key's UTF-8 starts, its length, and where
   /// its value starts.
   private let entries: [(keyStart: Int, keyCount: Int, value: Int)]
@@ -156,6 +173,7 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   init(bytes: [UInt8], position: Int, depth: Int) throws {
     self.bytes = bytes
     self.depth = depth
+    self.position = position
     var reader = FieldBytesReader(bytes, position: position)
     let tag = try wrap { try reader.readTag() }
     guard tag == .object else {
@@ -207,7 +225,9 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   private func reader(for key: Key) throws -> FieldValueReader {
     guard let found = index(of: key) else {
       throw DecodingError.keyNotFound(
-        key, DecodingError.Context(codingPath: [], debugDescription: "no field \"\(key.stringValue)\""))
+        key,
+        DecodingError.Context(
+          codingPath: [], debugDescription: "no field \"\(key.stringValue)\" in the object at byte \(position)"))
     }
     return FieldValueReader(reader: FieldBytesReader(bytes, position: entries[found].value))
   }
@@ -302,12 +322,15 @@ func unsupportedSuper() -> DecodingError {
 struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   let bytes: [UInt8]
   let depth: Int
+  /// Where the array's tag is, for errors.
+  let position: Int
   private var next: Int
   private(set) var currentIndex = 0
 
   init(bytes: [UInt8], position: Int, depth: Int) throws {
     self.bytes = bytes
     self.depth = depth
+    self.position = position
     var reader = FieldBytesReader(bytes, position: position)
     let tag = try wrap { try reader.readTag() }
     guard tag == .array else {
@@ -329,7 +352,10 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
   private mutating func advance() throws -> FieldValueReader {
     guard !isAtEnd else {
       throw DecodingError.valueNotFound(
-        Any.self, DecodingError.Context(codingPath: [], debugDescription: "array has no more elements"))
+        Any.self,
+        DecodingError.Context(
+          codingPath: [],
+          debugDescription: "the array at byte \(position) has no more elements (it has \(currentIndex))"))
     }
     var reader = FieldBytesReader(bytes, position: next)
     try wrap { try reader.skipValue(depth: depth + 1) }
@@ -425,6 +451,7 @@ struct FieldUnkeyedDecoder: UnkeyedDecodingContainer {
 struct FieldSingleValueDecoder: SingleValueDecodingContainer {
   let bytes: [UInt8]
   let position: Int
+  /// The level and the reads through single-value containers (see `decodeValue`).
   let depth: Int
   var codingPath: [any CodingKey] { [] }
 
@@ -487,7 +514,10 @@ struct FieldSingleValueDecoder: SingleValueDecodingContainer {
     var v = value
     return try v.integer(type)
   }
+  /// The value that stands here, at this level, as the encoder writes it (a single-value
+  /// container holds no level of its own: `Optional` and wrappers read through one); counted as
+  /// one more read through a single-value container (see `decodeValue`).
   func decode<T: Decodable>(_ type: T.Type) throws -> T {
-    try decodeValue(T.self, bytes: bytes, at: position, depth: depth + 1)
+    try decodeValue(T.self, bytes: bytes, at: position, depth: depth + 0x100)
   }
 }

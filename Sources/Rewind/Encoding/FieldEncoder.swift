@@ -9,6 +9,10 @@
 /// `codingPath` is always empty (keeping it costs time on every field). `superEncoder` (what a
 /// class's `encode(to:)` calls for its superclass's fields) is not supported: the encoding throws
 /// `EncodingError.invalidValue` once the value is written, as `FieldDecoder.superDecoder` throws.
+/// So do the other misuses Codable gives no way to report where they happen: a value that writes
+/// more than one value (two writes to a single-value container, or containers of two kinds from
+/// one encoder), and a container nested where the decoder would not read it (a value inside more
+/// than 63 arrays and objects, FORMAT.md).
 public struct FieldEncoder {
   /// Sorts each object's entries as it is finished, for the canonical encoding; nil otherwise.
   private let sorter: FieldObjectSorter?
@@ -36,11 +40,11 @@ public struct FieldEncoder {
   public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
     let state = FieldEncoderState(writer: FieldBytesWriter(capacity: capacity), sorter: sorter)
     try state.encodeValue(value, depth: 0)
-    if let failure = state.unsupported { throw failure }
+    if let failure = state.failure { throw failure }
     if let sorter {
       // The canonical bytes are one well-formed value within the nesting limit, or an error, as
-      // when they were canonicalized after encoding: a value written into a container at the
-      // limit, or a hand-written object nested past it, would otherwise pass unnoticed.
+      // when they were canonicalized after encoding: a hand-written object (`FieldCodable`)
+      // nested past the limit would otherwise pass unnoticed.
       if let failure = sorter.failure { throw failure }
       var reader = FieldBytesReader(state.writer.bytes)
       try reader.skipValue()
@@ -56,7 +60,7 @@ public struct FieldEncoder {
     defer { swap(&state.writer.bytes, &bytes) }
     do {
       try state.encodeValue(value, depth: 0)
-      if let failure = state.unsupported { throw failure }
+      if let failure = state.failure { throw failure }
     } catch {
       state.writer.bytes.removeSubrange(start...)
       throw error
@@ -88,9 +92,10 @@ final class FieldEncoderState {
   @exclusivity(unchecked) private var nextID = 0
   /// Set for the canonical encoding: objects whose keys came out of order are sorted as they end.
   let sorter: FieldObjectSorter?
-  /// Set when a value asked for what the encoding cannot write (`superEncoder`); the run throws it
-  /// at its end, since Codable gives no way to throw where it was asked.
-  var unsupported: EncodingError?
+  /// Set when a value asked for what the encoding cannot write (`superEncoder`, a second value, a
+  /// container nested too deep) where Codable gives no way to throw; the run throws the first such
+  /// error at its end.
+  var failure: (any Error)?
 
   init(writer: FieldBytesWriter, sorter: FieldObjectSorter?) {
     self.writer = writer
@@ -100,16 +105,31 @@ final class FieldEncoderState {
   /// What `superEncoder` returns: notes that the run must fail, and hands out an encoder whose
   /// writes go nowhere, so that the value's `encode(to:)` runs to its end.
   func unsupportedSuperEncoder() -> any Encoder {
-    if unsupported == nil {
-      unsupported = EncodingError.invalidValue(
+    fail(
+      EncodingError.invalidValue(
         "superEncoder",
         EncodingError.Context(
           codingPath: [],
           debugDescription:
             "FieldEncoder does not support superEncoder: encode a superclass's fields in the subclass's own container"))
-    }
+    )
     let discarded = FieldEncoderState(writer: FieldBytesWriter(capacity: 0), sorter: nil)
-    return FieldValueEncoder(state: discarded, depth: 0, owner: discarded.makeID())
+    return FieldValueEncoder(state: discarded, depth: 0, owner: discarded.makeID(), start: 0)
+  }
+
+  /// Notes `error` for the run to throw at its end (the first one noted wins).
+  func fail(_ error: any Error) {
+    if failure == nil { failure = error }
+  }
+
+  /// The error for a value that writes a second value where it stands (at byte `start`).
+  static func secondValue(at start: Int) -> EncodingError {
+    EncodingError.invalidValue(
+      start,
+      EncodingError.Context(
+        codingPath: [],
+        debugDescription: "a value's encode(to:) wrote more than one value (at byte \(start)): use one container per "
+          + "value, and a single-value container once"))
   }
 
   func makeID() -> Int {
@@ -132,14 +152,34 @@ final class FieldEncoderState {
     }
   }
 
-  /// Checks that the container `token` at `depth` is still open, and closes anything nested in it.
+  /// Checks that the container `token` at `depth` is still open and may hold a value (it is not
+  /// nested as deep as a value may be), and closes anything nested in it.
   func prepare(token: Int, depth: Int) throws {
-    guard depth < open.count, open[depth].token == token else {
+    guard depth < open.count, open[depth].token == token, depth + 1 < FieldLimits.maximumDepth else {
+      guard depth + 1 < FieldLimits.maximumDepth else {
+        throw EncodingError.invalidValue(
+          token,
+          EncodingError.Context(codingPath: [], debugDescription: "nesting deeper than \(FieldLimits.maximumDepth)"))
+      }
       throw EncodingError.invalidValue(
         token,
         EncodingError.Context(codingPath: [], debugDescription: "a container was written to after it was finished"))
     }
     close(downTo: depth + 1)
+  }
+
+  /// `prepare` for a nested container, which Codable gives no way to throw from: an error is
+  /// noted for the run to throw at its end (the nested container may never be written to), and
+  /// the result is false.
+  @discardableResult
+  func prepareNested(token: Int, depth: Int) -> Bool {
+    do {
+      try prepare(token: token, depth: depth)
+      return true
+    } catch {
+      fail(error)
+      return false
+    }
   }
 
   func encodeValue<T: Encodable>(_ value: T, depth: Int) throws {
@@ -154,7 +194,7 @@ final class FieldEncoderState {
       return
     }
     let start = writer.count
-    let encoder = FieldValueEncoder(state: self, depth: depth, owner: makeID())
+    let encoder = FieldValueEncoder(state: self, depth: depth, owner: makeID(), start: start)
     if let collection = value as? any HashOrderedEncodable {
       try collection.encodeInSortedOrder(to: encoder)
     } else {
@@ -167,12 +207,17 @@ final class FieldEncoderState {
     }
   }
 
-  func openContainer(isObject: Bool, depth: Int, owner: Int) -> Int {
+  /// Opens a container for the value `owner`, which starts at byte `start` (nil for a nested
+  /// container, which is a new value), or returns the one it already opened of that kind.
+  func openContainer(isObject: Bool, depth: Int, owner: Int, start: Int? = nil) -> Int {
     if depth < open.count, open[depth].owner == owner, open[depth].isObject == isObject {
       close(downTo: depth + 1)
       return open[depth].token
     }
     close(downTo: depth)
+    if let start, writer.count != start {  // the value already wrote something: a second value
+      fail(Self.secondValue(at: start))
+    }
     writer.append(isObject ? .object : .array)
     let token = makeID()
     open.append(OpenContainer(isObject: isObject, owner: owner, token: token, start: writer.count))
@@ -219,24 +264,38 @@ final class FieldEncoderState {
 
 struct FieldValueEncoder: Encoder {
   let state: FieldEncoderState
-  let depth: Int
-  let owner: Int
+  /// `owner << 8 | depth` (a depth is at most `FieldLimits.maximumDepth`): three words in all,
+  /// which an existential holds inline, so passing the encoder as `any Encoder` (every
+  /// `encode(to:)`) allocates nothing.
+  private let ownerAndDepth: Int
+  /// Where the value starts: it may write one value there, and nothing after it.
+  let start: Int
+
+  init(state: FieldEncoderState, depth: Int, owner: Int, start: Int) {
+    self.state = state
+    ownerAndDepth = owner << 8 | depth
+    self.start = start
+  }
+
+  var depth: Int { ownerAndDepth & 0xFF }
+  /// Which value it encodes (`FieldEncoderState.makeID`).
+  var owner: Int { ownerAndDepth >> 8 }
 
   var codingPath: [any CodingKey] { [] }
   var userInfo: [CodingUserInfoKey: Any] { [:] }
 
   func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-    let token = state.openContainer(isObject: true, depth: depth, owner: owner)
+    let token = state.openContainer(isObject: true, depth: depth, owner: owner, start: start)
     return KeyedEncodingContainer(FieldKeyedEncoder<Key>(state: state, depth: depth, token: token))
   }
 
   func unkeyedContainer() -> any UnkeyedEncodingContainer {
-    let token = state.openContainer(isObject: false, depth: depth, owner: owner)
+    let token = state.openContainer(isObject: false, depth: depth, owner: owner, start: start)
     return FieldUnkeyedEncoder(state: state, depth: depth, token: token)
   }
 
   func singleValueContainer() -> any SingleValueEncodingContainer {
-    FieldSingleValueEncoder(state: state, depth: depth)
+    FieldSingleValueEncoder(state: state, depth: depth, start: start)
   }
 }
 
@@ -319,14 +378,14 @@ struct FieldKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
   mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
     -> KeyedEncodingContainer<NestedKey>
   {
-    // Codable gives no way to throw here; a misuse is reported by the next write instead.
-    try? begin(key)
+    // Codable gives no way to throw here: a misuse is noted for the run to throw at its end.
+    if state.prepareNested(token: token, depth: depth) { state.writeKey(key, depth: depth) }
     let token = state.openContainer(isObject: true, depth: depth + 1, owner: state.makeID())
     return KeyedEncodingContainer(FieldKeyedEncoder<NestedKey>(state: state, depth: depth + 1, token: token))
   }
 
   mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-    try? begin(key)
+    if state.prepareNested(token: token, depth: depth) { state.writeKey(key, depth: depth) }
     let token = state.openContainer(isObject: false, depth: depth + 1, owner: state.makeID())
     return FieldUnkeyedEncoder(state: state, depth: depth + 1, token: token)
   }
@@ -421,13 +480,15 @@ struct FieldUnkeyedEncoder: UnkeyedEncodingContainer {
   mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
     NestedKey
   > {
-    try? begin()
+    state.prepareNested(token: token, depth: depth)
+    count += 1
     let token = state.openContainer(isObject: true, depth: depth + 1, owner: state.makeID())
     return KeyedEncodingContainer(FieldKeyedEncoder<NestedKey>(state: state, depth: depth + 1, token: token))
   }
 
   mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-    try? begin()
+    state.prepareNested(token: token, depth: depth)
+    count += 1
     let token = state.openContainer(isObject: false, depth: depth + 1, owner: state.makeID())
     return FieldUnkeyedEncoder(state: state, depth: depth + 1, token: token)
   }
@@ -438,72 +499,79 @@ struct FieldUnkeyedEncoder: UnkeyedEncodingContainer {
 struct FieldSingleValueEncoder: SingleValueEncodingContainer {
   let state: FieldEncoderState
   let depth: Int
+  /// Where the value starts (see `FieldValueEncoder.start`).
+  let start: Int
   var codingPath: [any CodingKey] { [] }
 
-  private func begin() { state.close(downTo: depth) }
+  /// Closes what the value opened; throws if it already wrote something (Codable allows one
+  /// write to a single-value container, and none besides the value's containers).
+  private func begin() throws {
+    state.close(downTo: depth)
+    guard state.writer.count == start else { throw FieldEncoderState.secondValue(at: start) }
+  }
 
   mutating func encodeNil() throws {
-    begin()
+    try begin()
     state.writer.append(.null)
   }
   mutating func encode(_ value: Bool) throws {
-    begin()
+    try begin()
     state.write(value)
   }
   mutating func encode(_ value: String) throws {
-    begin()
+    try begin()
     state.write(value)
   }
   mutating func encode(_ value: Double) throws {
-    begin()
+    try begin()
     state.write(value)
   }
   mutating func encode(_ value: Float) throws {
-    begin()
+    try begin()
     state.write(Double(value))
   }
   mutating func encode(_ value: Int) throws {
-    begin()
+    try begin()
     state.writeSigned(Int64(value))
   }
   mutating func encode(_ value: Int8) throws {
-    begin()
+    try begin()
     state.writeSigned(Int64(value))
   }
   mutating func encode(_ value: Int16) throws {
-    begin()
+    try begin()
     state.writeSigned(Int64(value))
   }
   mutating func encode(_ value: Int32) throws {
-    begin()
+    try begin()
     state.writeSigned(Int64(value))
   }
   mutating func encode(_ value: Int64) throws {
-    begin()
+    try begin()
     state.writeSigned(value)
   }
   mutating func encode(_ value: UInt) throws {
-    begin()
+    try begin()
     state.writeUnsigned(UInt64(value))
   }
   mutating func encode(_ value: UInt8) throws {
-    begin()
+    try begin()
     state.writeUnsigned(UInt64(value))
   }
   mutating func encode(_ value: UInt16) throws {
-    begin()
+    try begin()
     state.writeUnsigned(UInt64(value))
   }
   mutating func encode(_ value: UInt32) throws {
-    begin()
+    try begin()
     state.writeUnsigned(UInt64(value))
   }
   mutating func encode(_ value: UInt64) throws {
-    begin()
+    try begin()
     state.writeUnsigned(value)
   }
   mutating func encode<T: Encodable>(_ value: T) throws {
-    begin()
+    try begin()
     try state.encodeValue(value, depth: depth)
   }
 }
