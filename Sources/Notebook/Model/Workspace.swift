@@ -40,9 +40,19 @@ public struct Workspace: Model {
     notebooks.update(id: event.id, context: &context) { $0.title = event.title }
   }
 
-  mutating func apply(_ event: NoteCreated, _ context: inout ApplyContext) {
+  // A creation takes its event `consuming` (the registry moves each decoded event into its
+  // apply) and moves the event's strings and tags into the note, through locals it then consumes.
+  // Copied out of the event instead, each was retained for the note and released with the event
+  // (about 110 instructions a creation in replay).
+  mutating func apply(_ event: consuming NoteCreated, _ context: inout ApplyContext) {
+    var title = ""
+    swap(&title, &event.title)
+    var body = ""
+    swap(&body, &event.body)
+    var tags: [NoteTag] = []
+    swap(&tags, &event.tags)
     notes.insert(
-      Note(id: event.id, notebook: event.notebook, title: event.title, body: event.body, tags: event.tags),
+      Note(id: event.id, notebook: event.notebook, title: consume title, body: consume body, tags: consume tags),
       context: &context)
   }
 

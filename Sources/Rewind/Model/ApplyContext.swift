@@ -25,7 +25,8 @@ public struct ApplyContext: ~Copyable {
   /// Marks a key as touched by hand (for state that is not in a `Store`).
   public mutating func touch(_ key: ChangeKey) { if isRecording { touched.insert(key) } }
 
-  @inlinable mutating func touch(record store: String, _ id: some CustomStringConvertible & Sendable) {
+  @inlinable @inline(__always) mutating func touch(record store: String, _ id: some CustomStringConvertible & Sendable)
+  {
     guard isRecording else { return }
     if keepsRecordIDs {
       touchedRecordIDs.append((store, id))
@@ -34,7 +35,7 @@ public struct ApplyContext: ~Copyable {
     }
   }
 
-  @inlinable mutating func touch(group store: String, _ key: some CustomStringConvertible) {
+  @inlinable @inline(__always) mutating func touch(group store: String, _ key: some CustomStringConvertible) {
     if isRecording { touched.insert(.group(store, key)) }
   }
 }

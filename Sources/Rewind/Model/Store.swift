@@ -235,7 +235,10 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
       let newKeys = record.groupKeys
       return oldKeys == newKeys ? .sameGroups : .changed(from: oldKeys, to: newKeys)
     }
-    switch outcome {
+    // Consumed by the switch, so that only a `.changed` outcome's keys are left to destroy: kept
+    // whole, the outcome was destroyed after the switch, whatever the case, by an outlined
+    // function merged across record types and reached through a thunk (two calls an update).
+    switch consume outcome {
     case nil: return false
     case .unchanged?: break
     case .sameGroups?: context.touch(record: name, id)
