@@ -134,7 +134,7 @@ final class DebugSession {
     case "step", "s", "next": try step(try count(rest), forward: true)
     case "back", "b": try step(try count(rest), forward: false)
     case "goto", "g": try goto(rest)
-    case "where": showPosition()
+    case "where": try showPosition()
     case "event": try showEvent(rest)
     case "find": try find(rest)
     case "print", "p": try print(rest)
@@ -328,15 +328,17 @@ final class DebugSession {
 
   private func move(to sequence: UInt64) throws {
     try machine.move(to: min(sequence, machine.lastSequence))
-    showPosition()
+    try showPosition()
     showWatches(force: false)
   }
 
-  private func showPosition() {
+  /// Throws when the record at the position cannot be read (damaged or gone since the machine
+  /// passed it): an error, not a checkpoint record, is what the line would otherwise have said.
+  private func showPosition() throws {
     let position = machine.position
     if position == 0 {
       say("at 0 of \(machine.lastSequence): the empty state")
-    } else if let event = try? machine.event(at: position) {
+    } else if let event = try machine.event(at: position) {
       say(shown: "at \(position) of \(machine.lastSequence): " + envelopeLine(event))
     } else {
       say("at \(position) of \(machine.lastSequence): a checkpoint record")

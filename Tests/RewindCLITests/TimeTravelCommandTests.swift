@@ -920,6 +920,40 @@ import Testing
     #expect(captured.err == "error: find: no record after sequence 0 is named no.such\n", "\(captured.err)")
   }
 
+  /// The record at the session's position damaged after the session moved there: `where` says
+  /// it cannot be read, with the journal's error, where it called the record a checkpoint record
+  /// (it read the event with `try?`, taking any error for "no event here"). Exit 3.
+  @Test func debugWhereOfARecordDamagedSinceSaysTheError() async throws {
+    let journal = try await NotebookJournal.write(commands: 10, seed: 20)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path)
+    let target: UInt64 = 5
+    let records = try JournalReader(directory: journal.path).records(from: target)
+    #expect(try records.next()?.sequence == target)
+    let place = try #require(records.lastBatch)
+    let segment = journal.path + "/" + Layout.segmentName(firstSequence: place.segment)
+    var bytes = try Files.read(segment)
+    bytes[Int(place.offset) + Layout.batchHeaderSize + 2] ^= 0x20
+
+    let captured = Captured()
+    let debug = DebugSession(
+      machine, model: "workspace", directory: journal.path, output: captured.output, interactive: false)
+    var lines = ["goto \(target)", "where"][...]
+    var damaged = false
+    let code = debug.run {
+      // Damaged between the two commands: the move read the record intact.
+      if lines.count == 1 { damaged = (try? Files.write(bytes, to: segment)) != nil }
+      return lines.popFirst()
+    }
+    #expect(damaged)
+    #expect(code == .unreadable, "\(captured.out)\(captured.err)")
+    let out = captured.out.split(separator: "\n").map(String.init)
+    #expect(
+      out.count == 1 && out[0].hasPrefix("at \(target) of \(journal.lastSequence): #\(target) "), "\(captured.out)")
+    #expect(captured.err.hasPrefix("error: where: "), "\(captured.err)")
+    #expect(captured.err.contains(Layout.segmentName(firstSequence: place.segment)), "\(captured.err)")
+    #expect(!captured.out.contains("checkpoint record"), "\(captured.out)")
+  }
+
   /// As for a time: a sequence number appended since the session started is past what the
   /// session has read, and `refresh` reads it; one past the journal's end says both.
   @Test func debugGotoASequenceAppendedSinceTheSessionStarted() async throws {
