@@ -124,6 +124,14 @@ final class EncodingHold: @unchecked Sendable {
   }
 
   /// Every record's event name, by sequence number from 1.
+  /// The digest of the state whose count is 1: a checkpoint's, marked after one count.
+  private func digestOfCountOne() throws -> StateDigest {
+    var one = Tally()
+    var context = ApplyContext(recording: false)
+    one.count.set(1, context: &context)
+    return try StateDigest.of(one)
+  }
+
   private func names(_ directory: TemporaryDirectory) throws -> [String] {
     let cursor = try JournalReader(directory: directory.path).records(from: 1)
     var names: [String] = []
@@ -181,10 +189,7 @@ final class EncodingHold: @unchecked Sendable {
     #expect(!hold.hasTimedOut)
     #expect(try names(directory) == [Counted.name, CheckpointMark.name, Counted.name, CheckpointDigest.name])
     // The digest is that of the state at the mark (count 1), not of the state after the command.
-    var one = Tally()
-    var context = ApplyContext(recording: false)
-    one.count.set(1, context: &context)
-    #expect(digest == (try StateDigest.of(one)))
+    #expect(digest == (try digestOfCountOne()))
     let report = try Replay.verify(Tally.self, directory: directory.path)
     #expect(report.checkpointsVerified == 1)
     #expect(report.firstDivergence == nil)
@@ -207,10 +212,7 @@ final class EncodingHold: @unchecked Sendable {
     manager.close()
     #expect(!hold.hasTimedOut)
     #expect(try names(directory) == [Counted.name, CheckpointMark.name, CheckpointDigest.name, Counted.name])
-    var one = Tally()
-    var context = ApplyContext(recording: false)
-    one.count.set(1, context: &context)
-    #expect(digest == (try StateDigest.of(one)))
+    #expect(digest == (try digestOfCountOne()))
     let report = try Replay.verify(Tally.self, directory: directory.path)
     #expect(report.checkpointsVerified == 1)
     #expect(report.unfinishedCheckpoints.isEmpty)

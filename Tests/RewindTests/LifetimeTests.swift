@@ -29,6 +29,17 @@ import Testing
     return (held, go)
   }
 
+  /// The journal in `directory` replays to `state`, its last record `lastSequence`: what the
+  /// manager committed, and nothing it reported failed.
+  private func expectReplay(
+    of directory: String, equals state: Ledger, through lastSequence: UInt64,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) throws {
+    let replayed = try Replay.rebuild(Ledger.self, directory: directory)
+    #expect(replayed.state == state, sourceLocation: sourceLocation)
+    #expect(replayed.lastSequence == lastSequence, sourceLocation: sourceLocation)
+  }
+
   private func open(_ directory: String, io: (any FileIO)? = nil, durability: Durability = .always) throws
     -> Manager<Ledger>
   {
@@ -75,9 +86,7 @@ import Testing
     #expect(try await command.value == 1)
     #expect(try await increment(manager, id) == 2)
     manager.close()
-    let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
-    #expect(replayed.state == manager.state)
-    #expect(replayed.lastSequence == 3)
+    try expectReplay(of: temporary.path, equals: manager.state, through: 3)
   }
 
   /// `close()` while a command is validated but not yet handed to the journal (its append held
@@ -118,9 +127,7 @@ import Testing
     #expect(await boundedValue(of: reader) == [])
     #expect(manager.state.accounts.find(id: id)?.balance == 0)
     #expect(manager.lastSequence == 1)
-    let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
-    #expect(replayed.state == manager.state)
-    #expect(replayed.lastSequence == 1)
+    try expectReplay(of: temporary.path, equals: manager.state, through: 1)
   }
 
   /// A command whose task is cancelled while it waits at the gate throws `CancellationError`
@@ -183,9 +190,7 @@ import Testing
     #expect(sawCancellation.withLock { $0 } == false)
     #expect(try await increment(manager, id) == 12)
     manager.close()
-    let replayed = try Replay.rebuild(Ledger.self, directory: temporary.path)
-    #expect(replayed.state == manager.state)
-    #expect(replayed.lastSequence == 4)
+    try expectReplay(of: temporary.path, equals: manager.state, through: 4)
   }
 
   /// Two tasks close the manager while a command's append is being written and a change stream
