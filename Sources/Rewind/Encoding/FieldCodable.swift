@@ -306,10 +306,7 @@ public struct FieldReader {
       guard let start = valueAtNext(of: name, tagged: .identifier, in: buffer), buffer.count - start >= 16 else {
         return nil
       }
-      let raw = UnsafeRawPointer(buffer.baseAddress! + start)
-      let high = UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
-      let low = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-      return (Identifier(high: high, low: low), start + 16)
+      return (Identifier(littleEndianWordsAt: buffer.baseAddress! + start), start + 16)
     }
     if let (identifier, end) = inPlace {
       next = end

@@ -103,10 +103,7 @@ public enum EventRecord {
         }
       let originBytes = UnsafeBufferPointer(rebasing: buffer[positions.origin])
       let origin = Origin.wellKnown(originBytes) ?? Origin(String(decoding: originBytes, as: UTF8.self))
-      let raw = UnsafeRawPointer(buffer.baseAddress! + positions.commandID)
-      let commandID = Identifier(
-        high: UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)),
-        low: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+      let commandID = Identifier(littleEndianWordsAt: buffer.baseAddress! + positions.commandID)
       let header = Header(
         name: name, version: positions.version, origin: origin, commandID: commandID,
         bodyOffset: positions.commandID + 16)

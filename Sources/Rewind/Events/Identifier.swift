@@ -9,6 +9,17 @@ public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringC
     self.low = low
   }
 
+  /// The identifier stored at `raw` as the field encoding stores it: two little-endian 64-bit
+  /// words, high first. For the in-place reads (a record's command id, an identifier field), whose
+  /// callers have checked that 16 bytes are there; the checked read is
+  /// `FieldBytesReader.readIdentifier()`.
+  @inline(__always)
+  init(littleEndianWordsAt raw: UnsafeRawPointer) {
+    self.init(
+      high: UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)),
+      low: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+  }
+
   /// Parses 32 hex digits (either case); nil for anything else.
   public init?(_ text: String) {
     var high: UInt64 = 0
