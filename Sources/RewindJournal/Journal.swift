@@ -99,23 +99,44 @@ public final class Journal: Sendable {
   public var lastSequence: UInt64 { writer.lastSequence.load(ordering: .acquiring) }
 
   /// Appends `records` as one atomic batch and returns the sequence numbers they received,
-  /// once the durability policy is met. If nothing is being written, the append is written (and
-  /// synced) on the calling thread; otherwise it joins the next group. Cancelling the calling task does not withdraw an append
-  /// that was already handed to the writer.
+  /// once the durability policy is met. Under `none`, an append that finds nothing being written
+  /// is written on the calling thread; otherwise (and always under `batched` and `always`, whose
+  /// groups the writer thread writes and syncs) it joins the next group and the caller suspends
+  /// until it is acknowledged. Cancelling the calling task does not withdraw an append that was
+  /// already handed to the writer.
+  ///
+  /// Runs on the caller's executor (`nonisolated(nonsending)`): no hop to the global executor
+  /// and back around each append. So under `none` the writing above happens on that executor,
+  /// including, once per segment, sealing the full one (which syncs it, mostly done ahead by
+  /// then): from the main actor, append from a task of its own if that matters.
   /// - Throws: `JournalError` (`.limitExceeded`, `.io`, `.durabilityLost`, `.stopped`, `.closed`, ...).
   ///   Nothing of a failed append was acknowledged; unless the code is `.durabilityLost`, nothing of
   ///   it was written either. After `.durabilityLost` or `.stopped` the journal takes no more
   ///   appends; nor after some other failures (a new segment that could not be opened): the
   ///   append can be retried unless `failure` is set.
   @discardableResult
-  public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
+  nonisolated(nonsending) public func append(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
     // Under `none`, an append that finds the writer idle is written on this thread, as `enqueue`
     // would write it, without suspending: no continuation to make, resume and switch back from.
     if let outcome = writer.appendAtOnce(records) { return try outcome.get() }
+    return try await appendQueued(records)
+  }
+
+  /// Appends one record as a batch of its own and returns its sequence number: `append([record])`
+  /// without the array, which costs an allocation per append. Same policy, errors and executor
+  /// as `append(_:)`.
+  @discardableResult
+  nonisolated(nonsending) public func append(_ record: NewRecord) async throws -> UInt64 {
+    if let outcome = writer.appendAtOnce(CollectionOfOne(record)) { return try outcome.get().lowerBound }
+    return try await appendQueued([record]).lowerBound
+  }
+
+  /// `append`'s way through the writer's queue, suspended until the writer resumes it.
+  nonisolated(nonsending) private func appendQueued(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
     // The continuation is handed to the writer as it is (no closure to allocate per append);
     // unsafe in release builds, checked in debug ones (`AppendContinuation`). The writer resumes
     // every append exactly once.
-    return try await withAppendContinuation { continuation in
+    try await withAppendContinuation { continuation in
       writer.enqueue(records, completion: .task(continuation))
     }.get()
   }
@@ -126,7 +147,8 @@ public final class Journal: Sendable {
   /// that depend on earlier ones without waiting for them.
   /// - Throws: as `append(_:)`, and `.sequenceConflict`.
   @discardableResult
-  public func append(_ records: [NewRecord], expectingFirstSequence first: UInt64) async throws
+  nonisolated(nonsending) public func append(_ records: [NewRecord], expectingFirstSequence first: UInt64)
+    async throws
     -> ClosedRange<UInt64>
   {
     try await withAppendContinuation { continuation in

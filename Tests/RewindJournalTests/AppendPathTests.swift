@@ -22,7 +22,8 @@ private final class Shared<Value: Sendable>: Sendable {
   }
 
   /// An append queued without being written (`enqueue` without `lead`) is written before a later
-  /// `append`, which must not take the fast path past it; completions come in order.
+  /// `append`, which must not take the fast path past it; completions come in order. Every other
+  /// round appends through `append(_:)` of one record, which must queue behind it the same way.
   @Test func anAppendDoesNotOvertakeOneQueuedBeforeIt() async throws {
     let dir = TemporaryDirectory("append-order")
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
@@ -36,7 +37,13 @@ private final class Shared<Value: Sendable>: Sendable {
         queuedRange.withLock { $0 = try? outcome.get() }
       }
       let direct = [Self.record(2 * round + 1, size: 60)]
-      let range = try await journal.append(direct)
+      let range: ClosedRange<UInt64>
+      if round.isMultiple(of: 2) {
+        range = try await journal.append(direct)
+      } else {
+        let sequence = try await journal.append(direct[0])
+        range = sequence...sequence
+      }
       order.withLock { $0.append(2 * round + 1) }
       let before = try #require(queuedRange.withLock { $0 }, "the queued append is written first")
       #expect(before.upperBound + 1 == range.lowerBound)
@@ -76,10 +83,47 @@ private final class Shared<Value: Sendable>: Sendable {
     let tooMany = await refusal([record(3, size: 100), record(4, size: 100), record(5, size: 100)])
     #expect(tooMany?.code == .limitExceeded)
     #expect(tooMany?.message.contains("a batch of") == true, "\(String(describing: tooMany))")
+    // The same refusals through `append(_:)` of one record, which has no array to check.
+    func refusal(of record: NewRecord) async -> JournalError? {
+      do {
+        try await journal.append(record)
+        return nil
+      } catch {
+        return error as? JournalError
+      }
+    }
+    let oneTooLarge = await refusal(of: record(6, size: 101))
+    #expect(oneTooLarge?.code == .limitExceeded)
+    #expect(oneTooLarge?.message.contains("101 bytes") == true, "\(String(describing: oneTooLarge))")
     #expect(journal.lastSequence == 1)
     journal.close()
     #expect(await refusal([fits])?.code == .closed)
+    #expect(await refusal(of: fits)?.code == .closed)
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == [fits.payload])
+  }
+
+  /// `append(_:)` of one record returns the sequence number `append([record])` would, on the
+  /// fast path and under the durable policies (the writer thread's path), and its records read
+  /// back in order among arrays of several.
+  @Test func aOneRecordAppendIsABatchOfOne() async throws {
+    for durability in [Durability.none, .always, .batched(maxDelay: .milliseconds(1))] {
+      let dir = TemporaryDirectory("append-one")
+      let journal = try Journal(directory: dir.path, options: JournalFixtures.options(durability))
+      var expected: [NewRecord] = []
+      for round in 0..<12 {
+        let one = Self.record(round, size: 10 + round * 40)
+        #expect(try await journal.append(one) == UInt64(expected.count + 1), "\(durability)")
+        expected.append(one)
+        let pair = [Self.record(100 + round, size: 7), Self.record(200 + round, size: 300)]
+        let range = try await journal.append(pair)
+        #expect(range == UInt64(expected.count + 1)...UInt64(expected.count + 2), "\(durability)")
+        expected += pair
+      }
+      journal.close()
+      let read = try JournalFixtures.readAll(dir.path)
+      #expect(read.map(\.payload) == expected.map(\.payload), "\(durability)")
+      #expect(read.map(\.timestamp) == expected.map(\.timestamp), "\(durability)")
+    }
   }
 
   /// Frames of shrinking and growing sizes, one append each (small frames built by hand, large
@@ -125,8 +169,13 @@ private final class Shared<Value: Sendable>: Sendable {
             let tag = task * 1_000 + index
             if index % 10 == 3 { faults.arm(.writeError(EIO), pathContains: ".lz4") }
             let record = Self.record(tag, size: 20 + index)
-            if let range = try? await journal.append([record]) {
-              acknowledged.withLock { $0[range.lowerBound] = record.payload }
+            // Half the tasks append through `append(_:)` of one record: its failures must be
+            // undone and reported the same way.
+            let first =
+              task.isMultiple(of: 2)
+              ? try? await journal.append([record]).lowerBound : try? await journal.append(record)
+            if let first {
+              acknowledged.withLock { $0[first] = record.payload }
             }
           }
         }

@@ -336,10 +336,10 @@ enum ChildProcess {
     let (seconds, _) = try await timedAsync {
       if producers > 1 {
         _ = try await runProducers(producers, count: limit, timing: .whole) { index in
-          try await journal.append([cycled[index % cycled.count]])
+          try await journal.append(cycled[index % cycled.count])
         }
       } else if perAppend == 1 {
-        for index in 0..<limit { try await journal.append([records[index % records.count]]) }
+        for index in 0..<limit { try await journal.append(records[index % records.count]) }
       } else {
         let batch = (0..<perAppend).map { records[$0 % records.count] }
         for _ in 0..<(limit / perAppend) { try await journal.append(batch) }

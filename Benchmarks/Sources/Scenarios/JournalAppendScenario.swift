@@ -19,7 +19,7 @@ struct JournalAppendScenario: Scenario {
         let runs = try await appendRounds(rounds) { timing in
           try await Self.appendRun(to: directory, durability, records: count) { journal in
             try await runProducers(producers, count: count, timing: timing) { index in
-              try await journal.append([corpus[index]])
+              try await journal.append(corpus[index])
             }
           }
         }

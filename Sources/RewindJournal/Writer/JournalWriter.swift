@@ -42,13 +42,30 @@ func withAppendContinuation(
   #endif
 }
 
+/// What `JournalWriter.write(group:)` needs of each append of a group: its records, and the
+/// content bytes they take in a frame (counted once, as the append was accepted).
+protocol GroupedAppend {
+  associatedtype Records: Collection<NewRecord>
+  var records: Records { get }
+  var contentBytes: Int { get }
+}
+
 /// One append waiting to be written.
-struct PendingAppend {
+struct PendingAppend: GroupedAppend {
   var records: [NewRecord]
   var contentBytes: Int
   /// Written only if it starts at this sequence number (see `Journal.append(_:expectingFirstSequence:)`).
   var expectedFirst: UInt64?
   var completion: AppendCompletion
+}
+
+/// An unconditional append written at once by its caller's thread as a group of its own (the
+/// fast paths of `enqueue` and `appendAtOnce`): its records only, since the caller takes the
+/// outcome itself. `Records` is `CollectionOfOne` for `Journal.append(_:)` of one record, so that
+/// no array is made for it.
+struct LoneAppend<Records: Collection<NewRecord>>: GroupedAppend {
+  var records: Records
+  var contentBytes: Int
 }
 
 /// The single writer of a journal: gathers waiting appends into groups, writes each group as one
@@ -260,16 +277,15 @@ final class JournalWriter: @unchecked Sendable {
       condition.unlock()
       return completion(.failure(JournalError(.closed, "the journal is closed", directory: path)))
     }
-    let append = PendingAppend(
-      records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion)
     if lead, expectedFirst == nil, leadsInline, aloneWritable {
       writing = true
       condition.unlock()
       // The completion before `writing` is given up: completions are called one at a time, in order.
-      completion(writeAlone(append))
+      completion(writeAlone(LoneAppend(records: records, contentBytes: bytes)))
       return endWritingAlone()
     }
-    queue.append(append)
+    queue.append(
+      PendingAppend(records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion))
     queuedBytes += bytes
     if leadsInline && !contended {
       guard lead, !writing else {
@@ -297,7 +313,7 @@ final class JournalWriter: @unchecked Sendable {
   /// outcome returned, so the caller need not suspend. Returns nil, having done nothing, when the
   /// append must take `enqueue` (another policy, an append queued or being written, a journal
   /// closing or stopped, a record or batch over the limits: `enqueue` reports those).
-  func appendAtOnce(_ records: [NewRecord]) -> Result<ClosedRange<UInt64>, JournalError>? {
+  func appendAtOnce(_ records: some Collection<NewRecord>) -> Result<ClosedRange<UInt64>, JournalError>? {
     guard leadsInline, !contentionSeen.load(ordering: .relaxed), case .success(let bytes) = contentBytes(of: records)
     else { return nil }
     condition.lock()
@@ -308,15 +324,14 @@ final class JournalWriter: @unchecked Sendable {
     }
     writing = true
     condition.unlock()
-    let outcome = writeAlone(
-      PendingAppend(records: records, contentBytes: bytes, expectedFirst: nil, completion: .callback { _ in }))
+    let outcome = writeAlone(LoneAppend(records: records, contentBytes: bytes))
     endWritingAlone()
     return outcome
   }
 
   /// The content bytes `records` take in a frame, or why they cannot be appended: none, a
   /// record over the record limit, or more than the batch limit in all.
-  private func contentBytes(of records: [NewRecord]) -> Result<Int, JournalError> {
+  private func contentBytes(of records: some Collection<NewRecord>) -> Result<Int, JournalError> {
     var bytes = 0
     for record in records {
       guard record.payload.count <= options.limits.maxRecordBytes else {
@@ -573,9 +588,10 @@ final class JournalWriter: @unchecked Sendable {
   }
 
   /// Writes one unconditional append that found nothing queued (the fast path of `enqueue` and
-  /// `appendAtOnce`) and returns its outcome; its completion is not called. Holder of `writing`,
+  /// `appendAtOnce`) and returns its outcome, for the caller to hand on. Holder of `writing`,
   /// which the caller gives up with `endWritingAlone()`.
-  private func writeAlone(_ append: PendingAppend) -> Result<ClosedRange<UInt64>, JournalError> {
+  private func writeAlone(_ append: LoneAppend<some Collection<NewRecord>>) -> Result<ClosedRange<UInt64>, JournalError>
+  {
     write(group: CollectionOfOne(append)).map { first in first...(first + UInt64(append.records.count) - 1) }
   }
 
@@ -589,7 +605,8 @@ final class JournalWriter: @unchecked Sendable {
 
   /// Writes `group` (all of it, or nothing) and returns the first sequence number of the first
   /// append; the others follow it, in order.
-  private func write(group: some RandomAccessCollection<PendingAppend>) -> Result<UInt64, JournalError> {
+  private func write<Group: RandomAccessCollection>(group: Group) -> Result<UInt64, JournalError>
+  where Group.Element: GroupedAppend {
     let groupBytes = group.reduce(0) { $0 + $1.contentBytes }
     do {
       if state.endOffset > Int64(Layout.segmentHeaderSize),
