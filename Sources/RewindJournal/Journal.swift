@@ -99,16 +99,21 @@ public final class Journal: Sendable {
   public var lastSequence: UInt64 { writer.lastSequence.load(ordering: .acquiring) }
 
   /// Appends `records` as one atomic batch and returns the sequence numbers they received,
-  /// once the durability policy is met. Under `none`, an append that finds nothing being written
-  /// is written on the calling thread; otherwise (and always under `batched` and `always`, whose
-  /// groups the writer thread writes and syncs) it joins the next group and the caller suspends
-  /// until it is acknowledged. Cancelling the calling task does not withdraw an append that was
+  /// once the durability policy is met. Under `none`, an append that finds nothing queued or
+  /// being written is written on the calling thread; otherwise (and always under `batched` and
+  /// `always`, whose groups the writer thread writes and syncs) it joins the next group and the
+  /// caller suspends until it is acknowledged. Cancelling the calling task does not withdraw an append that was
   /// already handed to the writer.
   ///
-  /// Runs on the caller's executor (`nonisolated(nonsending)`): no hop to the global executor
-  /// and back around each append. So under `none` the writing above happens on that executor,
-  /// including, once per segment, sealing the full one (which syncs it, mostly done ahead by
-  /// then): from the main actor, append from a task of its own if that matters.
+  /// Runs on the caller's executor (`nonisolated(nonsending)`). An append written at once (under
+  /// `none`, the writer idle) neither hops to the global executor and back nor suspends: its
+  /// writing happens on that executor, and so, once per segment, do sealing the full segment and
+  /// creating the next (three syncs: the sealed segment's, mostly done ahead by then, the new
+  /// one's and the directory's). An actor that appends in a loop so holds its executor for the
+  /// whole loop while the writer stays idle: from the main actor, append from a task of its own
+  /// if that matters. An append that cannot be written at once (an append queued or being
+  /// written; under `batched` and `always`, every append) is queued from the global executor and
+  /// waits there: it is written off the caller's executor.
   /// - Throws: `JournalError` (`.limitExceeded`, `.io`, `.durabilityLost`, `.stopped`, `.closed`, ...).
   ///   Nothing of a failed append was acknowledged; unless the code is `.durabilityLost`, nothing of
   ///   it was written either. After `.durabilityLost` or `.stopped` the journal takes no more
@@ -135,7 +140,8 @@ public final class Journal: Sendable {
   nonisolated(nonsending) private func appendQueued(_ records: [NewRecord]) async throws -> ClosedRange<UInt64> {
     // The continuation is handed to the writer as it is (no closure to allocate per append);
     // unsafe in release builds, checked in debug ones (`AppendContinuation`). The writer resumes
-    // every append exactly once.
+    // every append exactly once. `withAppendContinuation` is not `nonisolated(nonsending)`: the
+    // queueing, and a group this thread may then write as its leader, run on the global executor.
     try await withAppendContinuation { continuation in
       writer.enqueue(records, completion: .task(continuation))
     }.get()

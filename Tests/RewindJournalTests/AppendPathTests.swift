@@ -126,6 +126,52 @@ private final class Shared<Value: Sendable>: Sendable {
     }
   }
 
+  /// `append(_:)` of one record on the fast path (under `none`, from one task) at the limits'
+  /// edge (a record of `maxRecordBytes` is a batch of exactly `maxBatchBytes`), through segment
+  /// rolls, and through a seal that fails: it rolls like `append([record])`, the failed seal is
+  /// `.durabilityLost` with nothing of it acknowledged, and every one-record append after it is
+  /// refused as `.stopped`, by the fast path's check as by the queue's.
+  @Test func aOneRecordAppendRollsAndStopsAfterAFailedSeal() async throws {
+    let dir = TemporaryDirectory("append-one-roll")
+    let faults = FaultInjectingFileIO()
+    var options = JournalFixtures.options(segmentBytes: 4 << 10)
+    options.io = faults
+    let size = 1_000
+    options.limits = JournalLimits(maxRecordBytes: size, maxBatchBytes: size + Layout.recordHeaderSize)
+    let journal = try Journal(directory: dir.path, options: options)
+    defer { journal.close() }
+    func record(_ tag: Int) -> NewRecord { FaultInjectionTests.kilobyteRecords(tag)[0] }
+    #expect(record(0).payload.count == size)
+    var acknowledged: [NewRecord] = []
+    for tag in 0..<12 {
+      #expect(try await journal.append(record(tag)) == UInt64(tag + 1))
+      acknowledged.append(record(tag))
+    }
+    let segments = JournalFixtures.segments(dir.path).count
+    #expect(segments >= 3, "12 records of 1 KB in segments of 4 KiB: \(segments) segments")
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+    // The append that seals the active segment fails there: its seal cannot be synced.
+    faults.arm(.syncError(EIO))
+    var sealFailure: JournalError?
+    for tag in 12..<20 where sealFailure == nil {
+      do {
+        try await journal.append(record(tag))
+        acknowledged.append(record(tag))
+      } catch let error as JournalError {
+        sealFailure = error
+      }
+    }
+    #expect(sealFailure?.code == .durabilityLost, "\(String(describing: sealFailure))")
+    #expect(journal.failure?.code == .durabilityLost)
+    #expect(journal.lastSequence == UInt64(acknowledged.count))
+    faults.disarm()
+    let next = await #expect(throws: JournalError.self) { try await journal.append(record(30)) }
+    #expect(next?.code == .stopped, "\(String(describing: next))")
+    #expect(journal.lastSequence == UInt64(acknowledged.count))
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
+  }
+
   /// Frames of shrinking and growing sizes, one append each (small frames built by hand, large
   /// ones by liblz4, into the same reused buffers): each reads back exactly, and the segment
   /// holds the frames and nothing after them (no stale bytes of a longer earlier frame).
@@ -154,14 +200,20 @@ private final class Shared<Value: Sendable>: Sendable {
 
   /// A failed write on the fast path is undone and acknowledged as failed, and the queue behind
   /// it is still served: appends from many tasks while writes fail now and then all end either
-  /// acknowledged (and then present, once, in order) or failed (and then absent).
+  /// acknowledged (and then present, once, in order) or failed (and then absent). Both kinds of
+  /// append see writes fail.
   @Test func failedWritesAmongConcurrentAppendsLeaveOnlyTheAcknowledged() async throws {
     let dir = TemporaryDirectory("append-faults")
     let faults = FaultInjectingFileIO()
     var options = JournalFixtures.options()
     options.io = faults
+    // Written with `pwrite`: groups this small are otherwise stored through the mapping, where
+    // no write fails and none of the faults below fires.
+    options.mapsActiveSegment = false
     let journal = try Journal(directory: dir.path, options: options)
     let acknowledged = Shared<[UInt64: [UInt8]]>([:])
+    /// Failed appends of arrays, and of one record.
+    let failed = Shared<[Int]>([0, 0])
     try await withThrowingTaskGroup(of: Void.self) { group in
       for task in 0..<4 {
         group.addTask {
@@ -176,6 +228,8 @@ private final class Shared<Value: Sendable>: Sendable {
               ? try? await journal.append([record]).lowerBound : try? await journal.append(record)
             if let first {
               acknowledged.withLock { $0[first] = record.payload }
+            } else {
+              failed.withLock { $0[task % 2] += 1 }
             }
           }
         }
@@ -184,6 +238,8 @@ private final class Shared<Value: Sendable>: Sendable {
     }
     faults.disarm()
     #expect(journal.failure == nil)
+    let failures = failed.withLock { $0 }
+    #expect(failures[0] > 0 && failures[1] > 0, "appends of arrays and of one record failed: \(failures)")
     let written = acknowledged.withLock { $0 }
     #expect(journal.lastSequence == UInt64(written.count), "sequence numbers have no gaps")
     journal.close()

@@ -29,6 +29,8 @@ import Testing
     var task: Int
     var batch: Int
     var range: ClosedRange<UInt64>
+    /// Only the batch's first record was appended (`Journal.append(_:)` of one record).
+    var single = false
   }
 
   /// Checks what the journal holds against what was acknowledged.
@@ -38,7 +40,8 @@ import Testing
     #expect(records.count == total, "\(context)")
     #expect(records.map(\.sequence) == (0..<UInt64(total)).map { $0 + 1 }, "\(context): gapless from 1")
     for ack in acknowledged {
-      let expected = batch(task: ack.task, batch: ack.batch)
+      let whole = batch(task: ack.task, batch: ack.batch)
+      let expected = ack.single ? [whole[0]] : whole
       #expect(ack.range.count == expected.count, "\(context)")
       guard ack.range.upperBound <= UInt64(records.count) else {
         Issue.record("\(context): range \(ack.range) past the end")
@@ -90,6 +93,44 @@ import Testing
     #expect(reopened.lastSequence == journal.lastSequence)
     reopened.close()
     try Self.check(dir.path, acknowledged: acknowledged, context: "\(durability), reopened")
+  }
+
+  /// `Journal.append(_:)` of one record from many tasks at once, among appends of arrays: the
+  /// one-record appends that find the writer busy take the queue (and the writer thread's groups
+  /// under the durable policies), and each gets the sequence number its record was written at.
+  @Test(arguments: [Durability.none, .always, .batched(maxDelay: .microseconds(200))])
+  func manyTasksAppendingOneRecordEach(durability: Durability) async throws {
+    let dir = TemporaryDirectory("concurrent-one")
+    let journal = try Journal(
+      directory: dir.path, options: JournalFixtures.options(durability, segmentBytes: 32 << 10, frameBytes: 2 << 10))
+    let tasks = 40
+    let batches = durability == .always ? 6 : 15
+    let acknowledged = try await withThrowingTaskGroup(of: [Acknowledged].self) { group in
+      for task in 0..<tasks {
+        group.addTask {
+          var acks: [Acknowledged] = []
+          for index in 0..<batches {
+            let records = Self.batch(task: task, batch: index)
+            // Three tasks in four append one record at a time.
+            if task % 4 != 0 {
+              let sequence = try await journal.append(records[0])
+              acks.append(Acknowledged(task: task, batch: index, range: sequence...sequence, single: true))
+            } else {
+              let range = try await journal.append(records)
+              acks.append(Acknowledged(task: task, batch: index, range: range))
+            }
+          }
+          return acks
+        }
+      }
+      var all: [Acknowledged] = []
+      for try await acks in group { all += acks }
+      return all
+    }
+    #expect(acknowledged.count == tasks * batches)
+    #expect(journal.lastSequence == UInt64(acknowledged.reduce(0) { $0 + $1.range.count }))
+    journal.close()
+    try Self.check(dir.path, acknowledged: acknowledged, context: "one record each, \(durability)")
   }
 
   @Test(arguments: [Durability.none, .always, .batched])
