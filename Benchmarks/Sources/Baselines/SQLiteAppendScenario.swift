@@ -79,7 +79,7 @@ struct SQLiteAppendScenario: Scenario {
             to: path, synchronous: variant.synchronous, commit: variant.commit, records: count, in: context
           ) { appender in
             try await runProducers(producers, count: count, timing: timing) { index in
-              try await appender.append([corpus[index]])
+              try await appender.append(corpus[index])
             }
           }
         }

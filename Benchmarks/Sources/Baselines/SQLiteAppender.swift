@@ -70,6 +70,14 @@ final class SQLiteAppender: @unchecked Sendable {
     }
   }
 
+  /// `append` of one record, which makes no array for it where none is needed (committing on the
+  /// caller's thread), as the journal's one-record append makes none. The grouped writer's queue
+  /// holds arrays, as the journal's queue does.
+  func append(_ record: NewRecord) async throws {
+    guard commit == .eachAppend else { return try await append([record]) }
+    try await callers.withLock { try insertInTransaction(CollectionOfOne(record)) }
+  }
+
   /// Commits what is waiting, stops the writer thread and checkpoints the WAL.
   func close() {
     if commit == .eachAppend {
@@ -106,7 +114,7 @@ final class SQLiteAppender: @unchecked Sendable {
   }
 
   /// BEGIN, the INSERT per record, COMMIT, all prepared; ROLLBACK on failure.
-  private func insertInTransaction(_ records: [NewRecord]) throws {
+  private func insertInTransaction(_ records: some Collection<NewRecord>) throws {
     do {
       defer { begin.reset() }
       _ = try begin.step()
