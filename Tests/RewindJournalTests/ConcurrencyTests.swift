@@ -61,21 +61,19 @@ import Testing
 
   static let policies: [Durability] = [.none, .always, .batched, .batched(maxDelay: .microseconds(200))]
 
-  @Test(arguments: policies)
-  func manyTasksAppendingConcurrently(durability: Durability) async throws {
-    let dir = TemporaryDirectory("concurrent")
-    let journal = try Journal(
-      directory: dir.path, options: JournalFixtures.options(durability, segmentBytes: 32 << 10, frameBytes: 2 << 10))
+  /// Forty tasks at once, each making `append(task, index)` for its batches in order (fewer under
+  /// `always`, whose every group waits for a sync); returns every acknowledgement, after checking
+  /// that each append made one.
+  static func appendFromTasks(
+    _ durability: Durability, _ append: @escaping @Sendable (Int, Int) async throws -> Acknowledged
+  ) async throws -> [Acknowledged] {
     let tasks = 40
     let batches = durability == .always ? 6 : 15
     let acknowledged = try await withThrowingTaskGroup(of: [Acknowledged].self) { group in
       for task in 0..<tasks {
         group.addTask {
           var acks: [Acknowledged] = []
-          for index in 0..<batches {
-            let range = try await journal.append(Self.batch(task: task, batch: index))
-            acks.append(Acknowledged(task: task, batch: index, range: range))
-          }
+          for index in 0..<batches { acks.append(try await append(task, index)) }
           return acks
         }
       }
@@ -84,6 +82,17 @@ import Testing
       return all
     }
     #expect(acknowledged.count == tasks * batches)
+    return acknowledged
+  }
+
+  @Test(arguments: policies)
+  func manyTasksAppendingConcurrently(durability: Durability) async throws {
+    let dir = TemporaryDirectory("concurrent")
+    let journal = try Journal(
+      directory: dir.path, options: JournalFixtures.options(durability, segmentBytes: 32 << 10, frameBytes: 2 << 10))
+    let acknowledged = try await Self.appendFromTasks(durability) { task, index in
+      Acknowledged(task: task, batch: index, range: try await journal.append(Self.batch(task: task, batch: index)))
+    }
     #expect(journal.lastSequence == UInt64(acknowledged.reduce(0) { $0 + $1.range.count }))
     // Readable while the writer is still open, and after close and reopen.
     try Self.check(dir.path, acknowledged: acknowledged, context: "\(durability), open")
@@ -103,31 +112,15 @@ import Testing
     let dir = TemporaryDirectory("concurrent-one")
     let journal = try Journal(
       directory: dir.path, options: JournalFixtures.options(durability, segmentBytes: 32 << 10, frameBytes: 2 << 10))
-    let tasks = 40
-    let batches = durability == .always ? 6 : 15
-    let acknowledged = try await withThrowingTaskGroup(of: [Acknowledged].self) { group in
-      for task in 0..<tasks {
-        group.addTask {
-          var acks: [Acknowledged] = []
-          for index in 0..<batches {
-            let records = Self.batch(task: task, batch: index)
-            // Three tasks in four append one record at a time.
-            if task % 4 != 0 {
-              let sequence = try await journal.append(records[0])
-              acks.append(Acknowledged(task: task, batch: index, range: sequence...sequence, single: true))
-            } else {
-              let range = try await journal.append(records)
-              acks.append(Acknowledged(task: task, batch: index, range: range))
-            }
-          }
-          return acks
-        }
+    let acknowledged = try await Self.appendFromTasks(durability) { task, index in
+      let records = Self.batch(task: task, batch: index)
+      // Three tasks in four append one record at a time.
+      guard task % 4 != 0 else {
+        return Acknowledged(task: task, batch: index, range: try await journal.append(records))
       }
-      var all: [Acknowledged] = []
-      for try await acks in group { all += acks }
-      return all
+      let sequence = try await journal.append(records[0])
+      return Acknowledged(task: task, batch: index, range: sequence...sequence, single: true)
     }
-    #expect(acknowledged.count == tasks * batches)
     #expect(journal.lastSequence == UInt64(acknowledged.reduce(0) { $0 + $1.range.count }))
     journal.close()
     try Self.check(dir.path, acknowledged: acknowledged, context: "one record each, \(durability)")
