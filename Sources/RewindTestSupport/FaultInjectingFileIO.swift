@@ -7,6 +7,14 @@ import Synchronization
 /// A `FileIO` that passes calls to the real file system (`ForwardingFileIO`) until a test arms a fault, which then
 /// strikes the next matching call (or the Nth one). Faults strike once, then disarm.
 ///
+/// A fault armed on a call the code under test no longer makes (frames stored through a mapping,
+/// not `pwrite`; a sync that `none` skips) never strikes, and a test that only expects success
+/// after it passes whatever the failure path does (RELIABILITY 200): check `struck`, or that
+/// `unstruck` is 0, after the calls meant to fail. To find such faults across the suite, run it
+/// with `REWIND_FAULT_PROBE` naming a file: each fault armed, struck, disarmed unstruck or left
+/// armed when its `FaultInjectingFileIO` goes is appended to it, with the arming test's file and
+/// line (`scripts/fault-audit` runs the suite so and lists the faults that did not strike).
+///
 /// Thread-safe: the armed faults and counters live in a `Mutex`.
 package final class FaultInjectingFileIO: ForwardingFileIO {
   /// What goes wrong.
@@ -30,7 +38,8 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
   }
 
   private struct State {
-    var armed: [(fault: Fault, pathContains: String, skip: Int)] = []
+    /// `probe`: the fault's number in the `REWIND_FAULT_PROBE` log.
+    var armed: [(fault: Fault, pathContains: String, skip: Int, probe: Int)] = []
     var failNextWrite: Int32?
     var writes = 0
     var syncs = 0
@@ -50,14 +59,24 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
 
   package init() {}
 
+  deinit {
+    for fault in state.withLock({ $0.armed }) { probeLog("LEFT \(fault.probe)") }
+  }
+
   /// Arms `fault` for the call after `skip` matching calls on a path containing `pathContains`
-  /// (segment files end in ".lz4"; "" matches every file).
-  package func arm(_ fault: Fault, pathContains: String = ".lz4", skip: Int = 0) {
-    state.withLock { $0.armed.append((fault, pathContains, skip)) }
+  /// (segment files end in ".lz4"; "" matches every file). `file` and `line` name the arming
+  /// call in the `REWIND_FAULT_PROBE` log.
+  package func arm(
+    _ fault: Fault, pathContains: String = ".lz4", skip: Int = 0, file: String = #fileID, line: Int = #line
+  ) {
+    let probe = probeCount.add(1, ordering: .relaxed).newValue
+    probeLog("ARM \(probe) \(file):\(line) \(fault) pathContains=\(pathContains) skip=\(skip)")
+    state.withLock { $0.armed.append((fault, pathContains, skip, probe)) }
   }
 
   package func disarm() {
     state.withLock {
+      for fault in $0.armed { probeLog("DISARMED \(fault.probe)") }
       $0.armed.removeAll()
       $0.failNextWrite = nil
     }
@@ -111,6 +130,8 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
 
   /// How many faults have struck so far.
   package var struck: Int { state.withLock { $0.struck } }
+  /// How many armed faults have not struck (yet), and are still armed.
+  package var unstruck: Int { state.withLock { $0.armed.count } }
   /// Write and sync calls seen so far (whether or not they failed).
   package var counts: (writes: Int, syncs: Int) { state.withLock { ($0.writes, $0.syncs) } }
   /// Write calls to segment files (paths ending in ".lz4") seen so far.
@@ -132,6 +153,7 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
         return nil
       }
       state.struck += 1
+      probeLog("STRUCK \(state.armed[i].probe)")
       return state.armed.remove(at: i).fault
     }
   }
@@ -244,4 +266,18 @@ private final class Gate: @unchecked Sendable {
   /// Returns false if `deadline` passed first (true may also be a spurious wake-up).
   func wait(until deadline: Date) -> Bool { condition.wait(until: deadline) }
   func broadcast() { condition.broadcast() }
+}
+
+/// Numbers the faults armed in this process, for the `REWIND_FAULT_PROBE` log.
+private let probeCount = Atomic<Int>(0)
+
+/// Appends `line`, after the process id, to the file `REWIND_FAULT_PROBE` names, if it is set
+/// (one `write` of `O_APPEND` per line: lines of tests running at once do not mix).
+private func probeLog(_ line: String) {
+  guard let path = ProcessInfo.processInfo.environment["REWIND_FAULT_PROBE"] else { return }
+  let fd = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+  guard fd >= 0 else { return }
+  defer { Glibc.close(fd) }
+  let text = Array("\(getpid()) \(line)\n".utf8)
+  _ = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
 }

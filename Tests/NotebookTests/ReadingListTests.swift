@@ -29,17 +29,19 @@ import Testing
   let visible = ReadingItem.all(in: manager.state)
   #expect(visible.map(\.isRead) == [true])
 
-  // Each failure strikes the preallocated zeros the append may write first, and its frames.
-  io.arm(.writeError(EIO))
+  // The first failure strikes the frames, written over zeros preallocated by the first append.
   io.arm(.writeError(EIO))
   await #expect(throws: ManagerError.self) { try await manager.toggleReadingItem(first) }
   #expect(ReadingItem.all(in: manager.state) == visible)
-  io.disarm()
+  #expect(io.struck == 1)
+  // It cut those zeros with the frames it failed to write, so the next append preallocates
+  // again: the second failure strikes the zeros (the frames then grow the file) and the frames.
   let input = "Generics"
   io.arm(.writeError(ENOSPC))
   io.arm(.writeError(ENOSPC))
   await #expect(throws: ManagerError.self) { try await manager.addReadingItem(title: input) }
   #expect(ReadingItem.all(in: manager.state) == visible)
+  #expect(io.struck == 3 && io.unstruck == 0)
   io.disarm()
 
   // The input is still there for another attempt, which succeeds.

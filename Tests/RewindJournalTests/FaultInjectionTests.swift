@@ -95,6 +95,10 @@ import Testing
     let error = await #expect(throws: JournalError.self) { try await journal.append(Self.records(2)) }
     let synced = durability != .none
     #expect(faults.counts.syncs - syncsBefore == (synced ? 1 : 0), "\(durability)")
+    // The write fault struck (with `pwrite`, not the mapping), and so did the sync fault where
+    // there is a sync; under `none` it stays armed: nothing was synced.
+    #expect(faults.struck == (synced && syncFails ? 2 : 1), "\(durability)")
+    #expect(faults.unstruck == (!synced && syncFails ? 1 : 0), "\(durability)")
     if synced && syncFails {
       #expect(error?.code == .durabilityLost, "\(String(describing: error))")
       #expect(journal.failure?.code == .durabilityLost, "the journal stops")

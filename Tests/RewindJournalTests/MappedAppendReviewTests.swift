@@ -159,7 +159,8 @@ import Testing
 
   /// The mapping failing when the window moves (not at the segment's first store), and a roll
   /// whose cut fails (the segment keeps its allocated space and stays active): later appends go
-  /// on, by `pwrite` or through the space still allocated, and nothing is lost.
+  /// on, by `pwrite` or through the space still allocated, and nothing is lost; the segments
+  /// after the next roll are stored through their mappings again.
   @Test(arguments: [
     FaultInjectingFileIO.Fault.mapError(ENOMEM), .truncateError(EIO),
   ])
@@ -171,8 +172,12 @@ import Testing
     var batches: [[NewRecord]] = []
     for batch in MappedAppendTests.batches(400, seed: 47) {
       guard try PreallocationTests.lengths(dir.path).last!.used + 2_500 < target else { break }
-      // The mapping fails at the first window move after a few windows.
-      if case .mapError = fault, faults.mappingCounts.maps == 3, faults.struck == 0 { faults.arm(fault) }
+      // The mapping fails at the first window move after a few windows. Armed once: an append
+      // that moves no window leaves the fault armed, and one armed again at each of those
+      // appends failed the first mapping of every later segment as well.
+      if case .mapError = fault, faults.mappingCounts.maps == 3, faults.struck + faults.unstruck == 0 {
+        faults.arm(fault)
+      }
       try await journal.append(batch)
       batches.append(batch)
     }
@@ -191,9 +196,15 @@ import Testing
     #expect(faults.struck == 1)
     #expect(JournalFixtures.segments(dir.path).count == 1)
     let more = MappedAppendTests.batches(300, seed: 50)
-    for batch in more { try await journal.append(batch) }
+    var writesAtRoll: Int?
+    for batch in more {
+      try await journal.append(batch)
+      if writesAtRoll == nil && JournalFixtures.segments(dir.path).count > 1 { writesAtRoll = faults.segmentWrites }
+    }
     batches += more
     #expect(JournalFixtures.segments(dir.path).count > 1, "rolled after all")
+    #expect(faults.segmentWrites == writesAtRoll, "the next segments store through their mappings again")
+    #expect(faults.struck == 1 && faults.unstruck == 0, "the one fault struck, and only where it was meant to")
     let expected = MappedAppendTests.records(batches)
     #expect(try JournalFixtures.readAll(dir.path) == expected)
     journal.close()
