@@ -65,12 +65,17 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
 
   /// Arms `fault` for the call after `skip` matching calls on a path containing `pathContains`
   /// (segment files end in ".lz4"; "" matches every file). `file` and `line` name the arming
-  /// call in the `REWIND_FAULT_PROBE` log.
+  /// call in the `REWIND_FAULT_PROBE` log. `mayNotStrike`: the test means this fault to stay
+  /// armed (to show that a call is not made) and checks that itself; `scripts/fault-audit` does
+  /// not list it.
   package func arm(
-    _ fault: Fault, pathContains: String = ".lz4", skip: Int = 0, file: String = #fileID, line: Int = #line
+    _ fault: Fault, pathContains: String = ".lz4", skip: Int = 0, mayNotStrike: Bool = false,
+    file: String = #fileID, line: Int = #line
   ) {
     let probe = probeCount.add(1, ordering: .relaxed).newValue
-    probeLog("ARM \(probe) \(file):\(line) \(fault) pathContains=\(pathContains) skip=\(skip)")
+    probeLog(
+      "ARM \(probe) \(file):\(line) \(fault) pathContains=\(pathContains) skip=\(skip)"
+        + (mayNotStrike ? " mayNotStrike" : ""))
     state.withLock { $0.armed.append((fault, pathContains, skip, probe)) }
   }
 

@@ -91,9 +91,9 @@ import Testing
     try await journal.append(Self.records(1))
     let syncsBefore = faults.counts.syncs
     faults.arm(.writeError(EIO))
-    if syncFails { faults.arm(.syncError(EIO)) }
-    let error = await #expect(throws: JournalError.self) { try await journal.append(Self.records(2)) }
     let synced = durability != .none
+    if syncFails { faults.arm(.syncError(EIO), mayNotStrike: !synced) }
+    let error = await #expect(throws: JournalError.self) { try await journal.append(Self.records(2)) }
     #expect(faults.counts.syncs - syncsBefore == (synced ? 1 : 0), "\(durability)")
     // The write fault struck (with `pwrite`, not the mapping), and so did the sync fault where
     // there is a sync; under `none` it stays armed: nothing was synced.
