@@ -172,6 +172,36 @@ private final class Shared<Value: Sendable>: Sendable {
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
   }
 
+  /// `append(_:)` of one record writes the bytes `append([record])` writes: the same frames,
+  /// stored raw and compressed (records of a few bytes to 70 KB), so FORMAT.md and the golden
+  /// journals hold for it as they do for arrays.
+  @Test func aOneRecordAppendWritesTheBytesOfAnArrayOfOne() async throws {
+    let sizes = [5, 300, 2_048, 70_000, 1, 9_000, 40]
+    var segmentBytes: [[[UInt8]]] = []
+    for single in [false, true] {
+      let dir = TemporaryDirectory("append-one-bytes")
+      var options = JournalFixtures.options(frameBytes: 1 << 20)
+      options.newJournalID = JournalID(bytes: (0..<16).map { UInt8($0) })
+      let journal = try Journal(directory: dir.path, options: options)
+      for (tag, size) in sizes.enumerated() {
+        let record = Self.record(tag, size: size)
+        if single { try await journal.append(record) } else { try await journal.append([record]) }
+      }
+      journal.close()
+      segmentBytes.append(
+        try JournalFixtures.segments(dir.path).sorted().map {
+          try #require(FileManager.default.contents(atPath: dir.appending($0))).map { $0 }
+        })
+    }
+    #expect(segmentBytes[0].count == 1)
+    let (arrays, singles) = (segmentBytes[0].joined(), segmentBytes[1].joined())
+    // Compared as a whole, and located where they differ (printing the segments would not help).
+    let firstDifference = zip(arrays, singles).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+    #expect(
+      arrays.count == singles.count && firstDifference == nil,
+      "\(arrays.count) and \(singles.count) bytes, first differing at \(firstDifference.map(String.init) ?? "none")")
+  }
+
   /// Frames of shrinking and growing sizes, one append each (small frames built by hand, large
   /// ones by liblz4, into the same reused buffers): each reads back exactly, and the segment
   /// holds the frames and nothing after them (no stale bytes of a longer earlier frame).
