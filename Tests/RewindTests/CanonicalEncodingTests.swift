@@ -219,12 +219,7 @@ import Testing
 
 /// `Value` through `Codable` containers, its objects' entries in the order given (repeats too).
 extension CanonicalEncodingTests.Value: Codable {
-  struct Key: CodingKey {
-    var stringValue: String
-    init(stringValue: String) { self.stringValue = stringValue }
-    var intValue: Int? { nil }
-    init?(intValue: Int) { nil }
-  }
+  typealias Key = NamedKey
 
   init(from decoder: any Decoder) throws {
     throw DecodingError.valueNotFound(Self.self, .init(codingPath: [], debugDescription: "written only"))

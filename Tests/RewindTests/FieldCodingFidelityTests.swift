@@ -200,12 +200,7 @@ private enum Rank: Int, Codable, CodingKeyRepresentable, Hashable, Comparable {
   let bytes = try FieldEncoder().encode(New(a: 1, added: ["k": [.nothing, .number(2)]], b: "x"))
   #expect(try FieldDecoder().decode(Old.self, from: bytes) == Old(b: "x", a: 1))
   struct Keys: Decodable {
-    struct Key: CodingKey {
-      var stringValue: String
-      var intValue: Int? { nil }
-      init(stringValue: String) { self.stringValue = stringValue }
-      init?(intValue: Int) { nil }
-    }
+    typealias Key = NamedKey
     var all: [String]
     var hasAdded: Bool
     var hasOther: Bool

@@ -188,16 +188,10 @@ private struct OwnEncoding<Value: Encodable>: Encodable {
 /// A key `Dictionary` encodes through its `CodingKeyRepresentable` conformance.
 private struct Code: Hashable, Comparable, Codable, CodingKeyRepresentable {
   var raw: String
-  var codingKey: any CodingKey { OwnKey(stringValue: raw) }
+  var codingKey: any CodingKey { NamedKey(stringValue: raw) }
   init(raw: String) { self.raw = raw }
   init?<T: CodingKey>(codingKey: T) { raw = codingKey.stringValue }
   static func < (a: Code, b: Code) -> Bool { a.raw < b.raw }
-  private struct OwnKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
-  }
 }
 
 /// Sets and dictionaries iterate in an order that depends on the process's hash seed and on their
@@ -261,12 +255,7 @@ private struct Code: Hashable, Comparable, Codable, CodingKeyRepresentable {
 /// The keys a keyed container lists: what a type that decodes by walking `allKeys` (a
 /// dictionary, an open set of fields) sees.
 private struct ListedKeys: Decodable {
-  struct Key: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
-  }
+  typealias Key = NamedKey
   var keys: [String]
   var values: [Int]
   init(from decoder: any Decoder) throws {
