@@ -30,7 +30,8 @@ func workspaceTagCacheAgreesWithADictionaryUnderAppliedEvents(seed: UInt64) thro
     switch random.next() % 40 {
     case 0..<12:
       let event = NoteCreated(id: id, notebook: pick(notebooks), title: "t\(step)", body: "b", tags: tags())
-      workspace.apply(event, &context)
+      var applied = event
+      workspace.apply(&applied, &context)
       reference[id] = Note(id: id, notebook: event.notebook, title: event.title, body: event.body, tags: event.tags)
     case 12..<18:
       let tag = NoteTag(pick(rawTags))
@@ -41,7 +42,8 @@ func workspaceTagCacheAgreesWithADictionaryUnderAppliedEvents(seed: UInt64) thro
       workspace.apply(NoteUntagged(id: id, tag: tag), &context)
       reference[id]?.tags.removeAll { $0 == tag }
     case 23..<27:
-      workspace.apply(NoteRetitled(id: id, title: "r\(step)"), &context)
+      var event = NoteRetitled(id: id, title: "r\(step)")
+      workspace.apply(&event, &context)
       reference[id]?.title = "r\(step)"
     case 27..<31:
       workspace.apply(NoteDeleted(id: id), &context)
@@ -64,7 +66,8 @@ func workspaceTagCacheAgreesWithADictionaryUnderAppliedEvents(seed: UInt64) thro
         reference[note.id] = note
       }
     default:
-      workspace.apply(NoteBodyEdited(id: id, body: "e\(step)"), &context)
+      var event = NoteBodyEdited(id: id, body: "e\(step)")
+      workspace.apply(&event, &context)
       reference[id]?.body = "e\(step)"
     }
     if step % 200 == 0 { kept.append((workspace, reference)) }

@@ -13,12 +13,12 @@ public struct Workspace: Model {
   public static func registerEvents(in registry: inout EventRegistry<Workspace>) {
     registry.register(NotebookCreated.self) { $0.apply($1, &$2) }
     registry.register(NotebookRenamed.self) { $0.apply($1, &$2) }
-    registry.register(NoteCreated.self) { $0.apply($1, &$2) }
+    registry.register(NoteCreated.self) { $0.apply(&$1, &$2) }
     registry.registerUpcaster(from: NoteCreatedV1.self, to: NoteCreated.self) {
       NoteCreated(id: $0.id, notebook: $0.notebook, title: $0.title, body: $0.body, tags: [])
     }
-    registry.register(NoteRetitled.self) { $0.apply($1, &$2) }
-    registry.register(NoteBodyEdited.self) { $0.apply($1, &$2) }
+    registry.register(NoteRetitled.self) { $0.apply(&$1, &$2) }
+    registry.register(NoteBodyEdited.self) { $0.apply(&$1, &$2) }
     registry.register(NoteTagged.self) { $0.apply($1, &$2) }
     registry.register(NoteUntagged.self) { $0.apply($1, &$2) }
     registry.register(NoteDeleted.self) { $0.apply($1, &$2) }
@@ -40,11 +40,11 @@ public struct Workspace: Model {
     notebooks.update(id: event.id, context: &context) { $0.title = event.title }
   }
 
-  // A creation takes its event `consuming` (the registry moves each decoded event into its
-  // apply) and moves the event's strings and tags into the note, through locals it then consumes.
-  // Copied out of the event instead, each was retained for the note and released with the event
-  // (about 110 instructions a creation in replay).
-  mutating func apply(_ event: consuming NoteCreated, _ context: inout ApplyContext) {
+  // A creation takes its event `inout` (the registry lends each decoded event to its apply) and
+  // moves the event's strings and tags into the note, through locals it then consumes. Copied
+  // out of the event instead, each was retained for the note and released with the event (about
+  // 110 instructions a creation in replay).
+  mutating func apply(_ event: inout NoteCreated, _ context: inout ApplyContext) {
     var title = ""
     swap(&title, &event.title)
     var body = ""
@@ -56,15 +56,16 @@ public struct Workspace: Model {
       context: &context)
   }
 
-  // A retitle or a body edit takes its event `consuming` (the registry moves each decoded event
-  // into its apply) and swaps the new string into the note: the event leaves with the old one.
-  // Assigned instead, the string was retained for the note and released again with the event.
+  // A retitle or a body edit takes its event `inout` and swaps the new string into the note: the
+  // event keeps the old one, which replay frees on its reading thread with the event, off the
+  // thread that applies. Assigned instead, the string was retained for the note and released
+  // again with the event, and the old one freed here.
 
-  mutating func apply(_ event: consuming NoteRetitled, _ context: inout ApplyContext) {
+  mutating func apply(_ event: inout NoteRetitled, _ context: inout ApplyContext) {
     notes.update(id: event.id, context: &context) { swap(&$0.title, &event.title) }
   }
 
-  mutating func apply(_ event: consuming NoteBodyEdited, _ context: inout ApplyContext) {
+  mutating func apply(_ event: inout NoteBodyEdited, _ context: inout ApplyContext) {
     notes.update(id: event.id, context: &context) { swap(&$0.body, &event.body) }
   }
 

@@ -13,15 +13,18 @@ public struct EventRegistry<M: Model>: Sendable {
   /// Registers `E` as the current version of its name, applied by `apply`, coded through `Codable`.
   /// - Precondition: no other type is registered under `E.name`.
   ///
-  /// `apply` takes the event `consuming`: replay moves each decoded event into it, so an apply
-  /// that takes the event `consuming` too may move the event's strings and arrays into the model
-  /// instead of copying them (a retain, and a release when the event is dropped).
+  /// `apply` takes the event `inout`: it may move the event's strings and arrays into the model
+  /// (`swap(&note.body, &event.body)`) instead of copying them (a retain, and a release when the
+  /// event is dropped), and what it leaves in the event is destroyed after it returns. In a
+  /// replay, that is done by the reading thread, not the applying one: a batch's events are
+  /// destroyed once the whole batch is applied, where the journal is read, so the values an apply
+  /// swaps out of the model (an edited note's old body) are freed off the thread that applies.
   ///
   /// Inlinable, as the other `register`, so that `runApplier`, `applier` and the encoder are made
   /// in the app's module, where `E` and `M` are known.
   @inlinable
   public mutating func register<E: Event>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, inout E, inout ApplyContext) -> Void
   ) {
     addCodable(
       E.self, apply: apply, applyRun: Self.runApplier(apply), applyAt: Self.applier(apply),
@@ -32,7 +35,7 @@ public struct EventRegistry<M: Model>: Sendable {
 
   @usableFromInline
   mutating func addCodable<E: Event>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, inout E, inout ApplyContext) -> Void,
     applyRun: @escaping ApplyRun, applyAt: @escaping ApplyAt, encodeAt: @escaping EncodeAt
   ) {
     add(
@@ -45,7 +48,7 @@ public struct EventRegistry<M: Model>: Sendable {
   /// - Precondition: no other type is registered under `E.name`.
   @inlinable
   public mutating func register<E: Event & FieldCodable>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, inout E, inout ApplyContext) -> Void
   ) {
     addFieldCodable(
       E.self, apply: apply, applyRun: Self.runApplier(apply), applyAt: Self.applier(apply),
@@ -57,7 +60,7 @@ public struct EventRegistry<M: Model>: Sendable {
 
   @usableFromInline
   mutating func addFieldCodable<E: Event & FieldCodable>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, inout E, inout ApplyContext) -> Void,
     applyRun: @escaping ApplyRun, applyAt: @escaping ApplyAt, encodeAt: @escaping EncodeAt
   ) {
     add(
@@ -65,36 +68,37 @@ public struct EventRegistry<M: Model>: Sendable {
       decode: { bytes, offset in try FieldDecoder().decodeFields(E.self, from: bytes, at: offset) })
   }
 
-  /// Applies a run of `E` events, moving each out of the memory it lies in, through `apply`.
+  /// Applies a run of `E` events, each where it lies, through `apply`.
   /// Inlinable and called from the inlinable `register`s, so that the closure is specialized for
   /// `E` and `M` in the app's module: applying a run of replayed events (`DecodedEventsOf.apply`)
   /// then looks up no generic metadata and moves no event through value witnesses.
   @inlinable
-  static func runApplier<E: Event>(_ apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void)
+  static func runApplier<E: Event>(_ apply: @escaping @Sendable (inout M, inout E, inout ApplyContext) -> Void)
     -> ApplyRun
   {
     { events, count, model, context in
       let events = events.assumingMemoryBound(to: E.self)
       let model = model.assumingMemoryBound(to: M.self)
-      for index in 0..<count { apply(&model.pointee, (events + index).move(), &context) }
+      for index in 0..<count { apply(&model.pointee, &events[index], &context) }
     }
   }
 
   /// Applies one event of type `E`, read in place where it lies, to the model `model` points at.
   /// Made in the app's module, as `runApplier`: the manager's commands and replay's boxed events
-  /// reach `apply` without generic metadata or a reabstraction thunk. (`apply` consumes its
-  /// event, so it gets a copy: the command keeps the event for its observers.)
+  /// reach `apply` without generic metadata or a reabstraction thunk. (`apply` may take parts of
+  /// its event, so it gets a copy: the command keeps the event for its observers.)
   @inlinable
-  static func applier<E: Event>(_ apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void)
+  static func applier<E: Event>(_ apply: @escaping @Sendable (inout M, inout E, inout ApplyContext) -> Void)
     -> ApplyAt
   {
     { model, event, context in
-      apply(&model.assumingMemoryBound(to: M.self).pointee, event.assumingMemoryBound(to: E.self).pointee, &context)
+      var copy = event.assumingMemoryBound(to: E.self).pointee
+      apply(&model.assumingMemoryBound(to: M.self).pointee, &copy, &context)
     }
   }
 
   private mutating func add<E: Event>(
-    _ eventType: E.Type, apply: @escaping @Sendable (inout M, consuming E, inout ApplyContext) -> Void,
+    _ eventType: E.Type, apply: @escaping @Sendable (inout M, inout E, inout ApplyContext) -> Void,
     applyRun: @escaping ApplyRun, applyAt: @escaping ApplyAt, encodeAt: @escaping EncodeAt,
     decode: @escaping @Sendable ([UInt8], Int) throws -> E
   ) {
@@ -104,9 +108,9 @@ public struct EventRegistry<M: Model>: Sendable {
       decode: { bytes, offset in try decode(bytes, offset) })
     current[E.name] = entry
     tables.setEncoder(for: ObjectIdentifier(E.self), encodeAt)
-    let applyTyped: @Sendable (UnsafeMutableRawPointer, consuming E, inout ApplyContext) -> Void = {
+    let applyTyped: @Sendable (UnsafeMutableRawPointer, inout E, inout ApplyContext) -> Void = {
       model, event, context in
-      apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
+      apply(&model.assumingMemoryBound(to: M.self).pointee, &event, &context)
     }
     tables.add(
       name: E.name,
@@ -115,8 +119,8 @@ public struct EventRegistry<M: Model>: Sendable {
         decodeApplying: { bytes, offset, model, context in
           // Decoded as an `E` and applied at once: no `any Event` box to allocate and free. The
           // event is whole before the model changes, so a decoding error leaves the model as it was.
-          let event = try decode(bytes, offset)
-          apply(&model.assumingMemoryBound(to: M.self).pointee, event, &context)
+          var event = try decode(bytes, offset)
+          apply(&model.assumingMemoryBound(to: M.self).pointee, &event, &context)
         },
         makeEvents: { DecodedEventsOf<E>(decode: decode, apply: applyTyped, applyRun: applyRun) }))
     tables.setApplier(for: ObjectIdentifier(E.self), applyAt)
@@ -239,7 +243,8 @@ public struct EventRegistry<M: Model>: Sendable {
   @Sendable (_ model: UnsafeMutableRawPointer, _ event: UnsafeRawPointer, _ context: inout ApplyContext) -> Void
 
 /// Applies `count` events of one type, lying from `events` on, to the model `model` points at,
-/// moving each out as it is applied (made by `EventRegistry.runApplier`).
+/// each in place, left initialized with what its apply left in it (made by
+/// `EventRegistry.runApplier`).
 @usableFromInline typealias ApplyRun =
   @Sendable (
     _ events: UnsafeMutableRawPointer, _ count: Int, _ model: UnsafeMutableRawPointer, _ context: inout ApplyContext
@@ -476,34 +481,35 @@ class DecodedEvents: @unchecked Sendable {
     preconditionFailure("DecodedEvents.append is implemented by DecodedEventsOf")
   }
 
-  /// Applies the first event not yet applied to the model `model` points at, and lets it go.
+  /// Applies the first event not yet applied to the model `model` points at, in place.
   func applyNext(to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
     preconditionFailure("DecodedEvents.applyNext is implemented by DecodedEventsOf")
   }
 
   /// Applies the first `count` events not yet applied, in order, to the model `model` points at,
-  /// in one call into code specialized for the event type and the model; lets them go.
+  /// in one call into code specialized for the event type and the model, each in place.
   func apply(count: Int, to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
     preconditionFailure("DecodedEvents.apply(count:) is implemented by DecodedEventsOf")
   }
 }
 
-/// The events of type `E` of a batch, in a buffer of their own: each is moved out as it is
-/// applied, so applying one copies nothing and the buffer holds nothing to destroy when done.
+/// The events of type `E` of a batch, in a buffer of their own: each is applied where it lies
+/// (lent `inout`, so applying one copies nothing), and the buffer keeps what each apply left in
+/// its event until it is destroyed: in a replay, by the reading thread (`RecordQueue.retire`).
 final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
   private let decode: @Sendable ([UInt8], Int) throws -> E
-  private let apply: @Sendable (UnsafeMutableRawPointer, consuming E, inout ApplyContext) -> Void
+  private let apply: @Sendable (UnsafeMutableRawPointer, inout E, inout ApplyContext) -> Void
   private let applyRun: ApplyRun
   // Only this object's methods touch these, on one thread at a time (no dynamic exclusivity checks).
   @exclusivity(unchecked) private var events: UnsafeMutablePointer<E>
   @exclusivity(unchecked) private var capacity = 16
-  /// Events `applied..<count` are initialized.
+  /// Events `0..<count` are initialized; `applied..<count` are not applied yet.
   @exclusivity(unchecked) private var count = 0
   @exclusivity(unchecked) private var applied = 0
 
   init(
     decode: @escaping @Sendable ([UInt8], Int) throws -> E,
-    apply: @escaping @Sendable (UnsafeMutableRawPointer, consuming E, inout ApplyContext) -> Void,
+    apply: @escaping @Sendable (UnsafeMutableRawPointer, inout E, inout ApplyContext) -> Void,
     applyRun: @escaping ApplyRun
   ) {
     self.decode = decode
@@ -513,7 +519,7 @@ final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
   }
 
   deinit {
-    (events + applied).deinitialize(count: count - applied)
+    events.deinitialize(count: count)
     events.deallocate()
   }
 
@@ -521,7 +527,7 @@ final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
     let event = try decode(payload, offset)
     if count == capacity {
       let grown = UnsafeMutablePointer<E>.allocate(capacity: capacity * 2)
-      (grown + applied).moveInitialize(from: events + applied, count: count - applied)
+      grown.moveInitialize(from: events, count: count)
       events.deallocate()
       events = grown
       capacity *= 2
@@ -532,15 +538,14 @@ final class DecodedEventsOf<E: Event>: DecodedEvents, @unchecked Sendable {
 
   override func applyNext(to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
     precondition(applied < count, "no decoded \(E.name) event left to apply")
-    let event = (events + applied).move()
+    let event = events + applied
     applied += 1
-    apply(model, event, &context)
+    apply(model, &event.pointee, &context)
   }
 
   override func apply(count: Int, to model: UnsafeMutableRawPointer, context: inout ApplyContext) {
     precondition(count >= 0 && applied + count <= self.count, "fewer decoded \(E.name) events left than asked to apply")
     let first = events + applied
-    // Counted as applied first: the run moves them out.
     applied += count
     applyRun(UnsafeMutableRawPointer(first), count, model, &context)
   }

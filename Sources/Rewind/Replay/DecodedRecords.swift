@@ -175,7 +175,15 @@ final class DecodedRecords<M: Model> {
     while true {
       decoded = []
       raw = []
-      applicable = ApplicableBatch()
+      if let queue, !applicable.lists.isEmpty {
+        // Its events hold what their applies left in them (the old values they swapped out of
+        // the model): destroyed on the reading thread, which allocated most of them.
+        let spent = applicable
+        applicable = ApplicableBatch()
+        queue.retire(spent)
+      } else {
+        applicable = ApplicableBatch()
+      }
       if let queue {
         // The queue hands over its only reference to the batch, so moving records out of it does
         // not copy it.
@@ -445,14 +453,19 @@ enum RecordBatch: Sendable {
   case applicable(ApplicableBatch)
 }
 
-/// A bounded queue of batches between one producer thread and one consumer.
+/// A bounded queue of batches between one producer thread and one consumer, and the way back:
+/// batches the consumer has applied (`retire`), which the producer lets go.
 ///
-/// `@unchecked Sendable`: `batches`, `head`, `finished`, `cancelled`, `producerDone`,
+/// `@unchecked Sendable`: `batches`, `retired`, `head`, `finished`, `cancelled`, `producerDone`,
 /// `producerWaits` and `consumerWaits` are read and written only while holding `condition`.
 final class RecordQueue: @unchecked Sendable {
   private let condition = NSCondition()
   private let capacity: Int
   private var batches: [Result<RecordBatch, any Error>] = []
+  /// Applied batches for the producer to destroy: at most about `capacity` of them, since the
+  /// producer takes them each time it reads a batch and the consumer retires only batches it
+  /// took from the queue.
+  private var retired: [ApplicableBatch] = []
   private var head = 0
   private var finished = false
   private var cancelled = false
@@ -472,9 +485,18 @@ final class RecordQueue: @unchecked Sendable {
   /// Runs on the producer thread: calls `read` until it returns nil, throws, or the consumer cancels.
   /// `read` is told how many batches wait for the consumer (its backlog) when it is called.
   func produce(_ read: (_ backlog: Int) throws -> RecordBatch?) {
+    var spent: [ApplicableBatch] = []
     defer {
       condition.lock()
       finished = true
+      // The last batches retired: from now on `retire` destroys them itself.
+      swap(&spent, &retired)
+      condition.broadcast()
+      condition.unlock()
+      spent = []
+      // Only then done, so that a consumer that cancels (or drops the replay) finds every batch
+      // it retired destroyed.
+      condition.lock()
       producerDone = true
       condition.broadcast()
       condition.unlock()
@@ -482,7 +504,11 @@ final class RecordQueue: @unchecked Sendable {
     while true {
       condition.lock()
       let backlog = batches.count - head
+      swap(&spent, &retired)
       condition.unlock()
+      // Destroyed here, outside the lock: what the applies left in the events, freed on this
+      // thread rather than the applying one.
+      spent.removeAll(keepingCapacity: true)
       let item: Result<RecordBatch, any Error>
       do {
         guard let batch = try read(backlog) else { return }
@@ -505,6 +531,18 @@ final class RecordQueue: @unchecked Sendable {
       condition.unlock()
       if case .failure = item { return }
     }
+  }
+
+  /// Hands an applied batch back for the producer to destroy; once the producer has finished, the
+  /// batch is destroyed here, by the caller.
+  func retire(_ batch: consuming ApplicableBatch) {
+    condition.lock()
+    if finished {
+      condition.unlock()
+      return
+    }
+    retired.append(batch)
+    condition.unlock()
   }
 
   /// The next batch, nil when the producer finished; rethrows the producer's error in order.
