@@ -82,7 +82,7 @@ import Testing
         if let old = locker.held.value { event.token = old }
         locker.held.set(incoming, context: &context)
         // Slow, so that a replay's reading thread keeps ahead and decodes every batch.
-        usleep(100)
+        usleep(300)
       }
     }
   }
