@@ -16,9 +16,11 @@ public struct EventRegistry<M: Model>: Sendable {
   /// `apply` takes the event `inout`: it may move the event's strings and arrays into the model
   /// (`swap(&note.body, &event.body)`) instead of copying them (a retain, and a release when the
   /// event is dropped), and what it leaves in the event is destroyed after it returns. In a
-  /// replay, that is done by the reading thread, not the applying one: a batch's events are
-  /// destroyed once the whole batch is applied, where the journal is read, so the values an apply
-  /// swaps out of the model (an edited note's old body) are freed off the thread that applies.
+  /// replay, the events of a batch the reading thread decoded are destroyed on that thread once
+  /// the batch is applied, so the values an apply swaps out of the model (an edited note's old
+  /// body) are freed off the thread that applies. A manager's command applies a copy of each
+  /// event: the events it keeps for its observers are the ones recorded. (Before, `apply` took
+  /// the event `consuming`: a closure literal written for that compiles unchanged.)
   ///
   /// Inlinable, as the other `register`, so that `runApplier`, `applier` and the encoder are made
   /// in the app's module, where `E` and `M` are known.
