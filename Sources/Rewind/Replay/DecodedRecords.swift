@@ -483,7 +483,8 @@ final class RecordQueue: @unchecked Sendable {
   }
 
   /// Runs on the producer thread: calls `read` until it returns nil, throws, or the consumer cancels.
-  /// `read` is told how many batches wait for the consumer (its backlog) when it is called.
+  /// `read` is told how many batches wait for the consumer (its backlog) when it is called. The
+  /// batches retired to it are destroyed before each call, and when it ends.
   func produce(_ read: (_ backlog: Int) throws -> RecordBatch?) {
     var spent: [ApplicableBatch] = []
     defer {
@@ -583,7 +584,8 @@ final class RecordQueue: @unchecked Sendable {
     condition.unlock()
   }
 
-  /// Stops the producer and waits for its thread to leave the queue.
+  /// Stops the producer and waits for its thread to leave the queue, the batches retired to it
+  /// destroyed.
   func cancel() {
     condition.lock()
     cancelled = true
