@@ -15,12 +15,15 @@ public struct EventRegistry<M: Model>: Sendable {
   ///
   /// `apply` takes the event `inout`: it may move the event's strings and arrays into the model
   /// (`swap(&note.body, &event.body)`) instead of copying them (a retain, and a release when the
-  /// event is dropped), and what it leaves in the event is destroyed after it returns. In a
-  /// replay, the events of a batch the reading thread decoded are destroyed on that thread once
-  /// the batch is applied, so the values an apply swaps out of the model (an edited note's old
-  /// body) are freed off the thread that applies. A manager's command applies a copy of each
-  /// event: the events it keeps for its observers are the ones recorded. (Before, `apply` took
-  /// the event `consuming`: a closure literal written for that compiles unchanged.)
+  /// event is dropped). What it leaves in the event is never applied again nor seen by anyone
+  /// (a manager's command, its observers and a replay's observers keep the event as recorded:
+  /// `apply` gets a copy of it), and is destroyed after `apply` returns, maybe on another thread.
+  /// In a replay whose reading thread keeps ahead and decodes the batches, that thread destroys
+  /// a batch's events once the whole batch is applied, so the values an apply swaps out of the
+  /// model (an edited note's old body) are freed off the thread that applies; the events the
+  /// applying thread decodes itself, and the batches applied after the reading thread ended, are
+  /// destroyed on the applying thread. (Before, `apply` took the event `consuming`: a closure
+  /// literal written for that compiles unchanged.)
   ///
   /// Inlinable, as the other `register`, so that `runApplier`, `applier` and the encoder are made
   /// in the app's module, where `E` and `M` are known.
@@ -476,7 +479,8 @@ struct EventTables: Sendable {
 /// type lookup, a search for the applier and the box's release.
 ///
 /// `@unchecked Sendable`: a list is filled by one thread, then handed whole to another that
-/// applies it; never used by two threads at once.
+/// applies it, and maybe back to the first to be destroyed (`RecordQueue.retire`); never used by
+/// two threads at once.
 class DecodedEvents: @unchecked Sendable {
   /// Decodes the event at `offset` of `payload` and keeps it after the others.
   func append(decoding payload: [UInt8], at offset: Int) throws {

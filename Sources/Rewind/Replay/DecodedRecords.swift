@@ -180,7 +180,7 @@ final class DecodedRecords<M: Model> {
         // the model): destroyed on the reading thread, which allocated most of them.
         let spent = applicable
         applicable = ApplicableBatch()
-        queue.retire(spent)
+        queue.retire(consume spent)
       } else {
         applicable = ApplicableBatch()
       }
@@ -483,7 +483,8 @@ final class RecordQueue: @unchecked Sendable {
   }
 
   /// Runs on the producer thread: calls `read` until it returns nil, throws, or the consumer cancels.
-  /// `read` is told how many batches wait for the consumer (its backlog) when it is called.
+  /// `read` is told how many batches wait for the consumer (its backlog) when it is called. The
+  /// batches retired to it are destroyed before each call, and when it ends.
   func produce(_ read: (_ backlog: Int) throws -> RecordBatch?) {
     var spent: [ApplicableBatch] = []
     defer {
@@ -541,7 +542,7 @@ final class RecordQueue: @unchecked Sendable {
       condition.unlock()
       return
     }
-    retired.append(batch)
+    retired.append(consume batch)
     condition.unlock()
   }
 
@@ -583,7 +584,8 @@ final class RecordQueue: @unchecked Sendable {
     condition.unlock()
   }
 
-  /// Stops the producer and waits for its thread to leave the queue.
+  /// Stops the producer and waits for its thread to leave the queue, the batches retired to it
+  /// destroyed.
   func cancel() {
     condition.lock()
     cancelled = true

@@ -16,10 +16,10 @@ public struct ReplayOptions: Sendable {
   /// 1. Default 256.
   public var recordsPerBatch = 256
   /// Batches that may wait to be applied; with `recordsPerBatch` this bounds replay's memory
-  /// beyond the state (about as many applied batches may wait for the reading thread to destroy
-  /// what their applies left in their events). The reading thread decodes a batch itself while
-  /// at least a quarter of them wait, and otherwise leaves it to the applying thread. 0 (or less)
-  /// reads and decodes on the applying thread. Default 8.
+  /// beyond the state (the applied batches waiting for the reading thread to destroy what their
+  /// applies left in their events count among them). The reading thread decodes a batch itself
+  /// while at least a quarter of them wait, and otherwise leaves it to the applying thread. 0 (or
+  /// less) reads and decodes on the applying thread. Default 8.
   public var batchesInFlight = 8
   /// Start from the newest usable snapshot at or before the target. Default true.
   public var useSnapshots = true
