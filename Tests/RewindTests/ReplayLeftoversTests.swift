@@ -338,10 +338,6 @@ import Testing
     ApplicableBatch(lists: [WatchedEvents(delay: delay) { note.withLock { $0.append(UInt(pthread_self())) } }])
   }
 
-  private static func numbered(_ index: Int) -> RecordBatch {
-    .applicable(ApplicableBatch(steps: [ApplicableBatch.Step(sequence: UInt64(index), list: 0)]))
-  }
-
   /// A batch retired while the reading thread reads on is destroyed by that thread, before the
   /// read after its next one (the reading thread may have just looked for batches to destroy
   /// when it was retired).
@@ -352,18 +348,7 @@ import Testing
       let reader = Locked<UInt>(0)
       // The thread that destroyed the batch, and how many reads had begun then.
       let destroyed = Locked<[(thread: UInt, reads: Int)]>([])
-      let producerEnded = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        reader.withLock { $0 = UInt(pthread_self()) }
-        queue.produce { _ in
-          let read = reads.withLock { count in
-            count += 1
-            return count
-          }
-          return read <= 20 ? Self.numbered(read) : nil
-        }
-        producerEnded.signal()
-      }
+      let producerEnded = queue.startNumberedReader(upTo: 20, counting: reads, thread: reader)
       _ = try queue.take()
       queue.retire(
         ApplicableBatch(lists: [
@@ -392,16 +377,7 @@ import Testing
     try await offThePool {
       let queue = RecordQueue(capacity: 4)
       let destroyed = Locked<[UInt]>([])
-      let producerEnded = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        var next = 0
-        queue.produce { _ in
-          guard next < 2 else { return nil }
-          next += 1
-          return Self.numbered(next)
-        }
-        producerEnded.signal()
-      }
+      let producerEnded = queue.startNumberedReader(upTo: 2)
       try producerEnded.wait(for: "the reading thread to end")
       _ = try queue.take()
       queue.retire(Self.retiring(noting: destroyed))
@@ -419,18 +395,7 @@ import Testing
       let destroyed = Locked<[UInt]>([])
       let reader = Locked<UInt>(0)
       let reads = Locked(0)
-      let producerEnded = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        reader.withLock { $0 = UInt(pthread_self()) }
-        queue.produce { _ in
-          let read = reads.withLock { count in
-            count += 1
-            return count
-          }
-          return Self.numbered(read)
-        }
-        producerEnded.signal()
-      }
+      let producerEnded = queue.startNumberedReader(counting: reads, thread: reader)
       queue.waitUntilFull()
       // Four batches wait; the fifth is read and its reader waits for room.
       for _ in 0..<30_000 where reads.withLock({ $0 }) < 5 { usleep(1_000) }

@@ -16,16 +16,6 @@ import Testing
   private static let command = Identifier(high: 1, low: 7)
   private static let fingerprint = StateDigest(bytes: Array(repeating: 7, count: 32))
 
-  /// A batch that says which one it is: one step whose sequence number is its index.
-  private static func batch(_ index: Int) -> RecordBatch {
-    .applicable(ApplicableBatch(steps: [ApplicableBatch.Step(sequence: UInt64(index), list: 0)]))
-  }
-
-  private static func index(of batch: RecordBatch) -> Int {
-    guard case .applicable(let batch) = batch, let step = batch.steps.first else { return -1 }
-    return Int(step.sequence)
-  }
-
   /// Runs `body` on a thread of its own and waits for it for at most `testWaitBound`; when it
   /// does not end in time (a lost wake-up), `unblock` is called so that its threads end, and the
   /// wait's error is thrown.
@@ -45,26 +35,6 @@ import Testing
     }
   }
 
-  /// Starts a reading thread that hands `queue` the batches 1, 2, 3, … up to `limit`, then ends;
-  /// with a seed, it pauses now and then before a read. The semaphore is signalled once it ended.
-  private static func startProducer(
-    _ queue: RecordQueue, upTo limit: Int = .max, pausingWith seed: UInt64? = nil
-  ) -> DispatchSemaphore {
-    let ended = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      var random = seed.map { SeededRandom(seed: $0) }
-      var next = 0
-      queue.produce { _ in
-        if random != nil, random!.next() % 7 == 0 { usleep(UInt32(random!.next() % 200)) }
-        guard next < limit else { return nil }
-        next += 1
-        return Self.batch(next)
-      }
-      ended.signal()
-    }
-    return ended
-  }
-
   // MARK: The queue
 
   /// Every batch comes out once and in order, and neither side sleeps for ever, whatever the
@@ -76,7 +46,7 @@ import Testing
     let count = 3_000
     let queue = RecordQueue(capacity: capacity)
     let taken = Locked<[Int]>([])
-    let producerEnded = Self.startProducer(queue, upTo: count, pausingWith: UInt64(capacity))
+    let producerEnded = queue.startNumberedReader(upTo: count, pausingWith: UInt64(capacity))
     try await Self.onThread("the consumer to take every batch", unblock: { queue.cancel() }) {
       var random = SeededRandom(seed: UInt64(capacity) &+ 100)
       var seen: [Int] = []
@@ -87,7 +57,7 @@ import Testing
         default: break
         }
         guard let batch = try? queue.take() else { break }
-        seen.append(Self.index(of: batch))
+        seen.append(batch.number)
       }
       taken.withLock { $0 = seen }
     }
@@ -102,13 +72,13 @@ import Testing
     // Its waits block: off the cooperative pool, which other tests need.
     try await offThePool {
       let queue = RecordQueue(capacity: 4)
-      let producerEnded = Self.startProducer(queue)
+      let producerEnded = queue.startNumberedReader()
       try await Self.onThread("the queue to be full again", unblock: { queue.cancel() }) {
         queue.waitUntilFull()
         _ = try? queue.take()
         queue.waitUntilFull()
       }
-      #expect(Self.index(of: try #require(try queue.take())) == 2)
+      #expect(try #require(try queue.take()).number == 2)
       try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
       try producerEnded.wait(for: "the producer to end")
     }
@@ -125,7 +95,7 @@ import Testing
       Thread.detachNewThread {
         queue.produce { _ in
           reads.withLock { $0 += 1 }
-          return Self.batch(reads.withLock { $0 })
+          return RecordBatch.numbered(reads.withLock { $0 })
         }
         producerEnded.signal()
       }
@@ -159,7 +129,7 @@ import Testing
             reading.signal()
             _ = release.wait(timeout: .now() + .seconds(Int(testWaitBound.components.seconds)))
           }
-          return Self.batch(read)
+          return RecordBatch.numbered(read)
         }
         producerEnded.signal()
       }
@@ -176,7 +146,7 @@ import Testing
       try canceller.wait(for: "cancel to return")
       try producerEnded.wait(for: "the producer to end")
       #expect(reads.withLock { $0 } == 2)
-      #expect(Self.index(of: try #require(try queue.take())) == 1, "the batch handed over before cancel")
+      #expect(try #require(try queue.take()).number == 1, "the batch handed over before cancel")
       #expect(try queue.take() == nil, "the batch read during cancel is not handed over")
     }
   }
@@ -186,10 +156,10 @@ import Testing
     // Its waits block: off the cooperative pool, which other tests need.
     try await offThePool {
       let queue = RecordQueue(capacity: 4)
-      let producerEnded = Self.startProducer(queue, upTo: 2)
+      let producerEnded = queue.startNumberedReader(upTo: 2)
       try producerEnded.wait(for: "the producer to end")
       try await Self.onThread("cancel to return", unblock: {}) { queue.cancel() }
-      #expect(Self.index(of: try #require(try queue.take())) == 1)
+      #expect(try #require(try queue.take()).number == 1)
     }
   }
 
