@@ -175,14 +175,12 @@ final class DecodedRecords<M: Model> {
     while true {
       decoded = []
       raw = []
-      if let queue, !applicable.lists.isEmpty {
+      let spent = applicable
+      applicable = ApplicableBatch()
+      if let queue, !spent.lists.isEmpty {
         // Its events hold what their applies left in them (the old values they swapped out of
         // the model): destroyed on the reading thread, which allocated most of them.
-        let spent = applicable
-        applicable = ApplicableBatch()
         queue.retire(consume spent)
-      } else {
-        applicable = ApplicableBatch()
       }
       if let queue {
         // The queue hands over its only reference to the batch, so moving records out of it does
