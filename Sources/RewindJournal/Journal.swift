@@ -177,14 +177,23 @@ public final class Journal: Sendable {
   /// `enqueue(_:expectedFirst:completion:)` for a caller that hands all its appends one
   /// completion: it is told which append it is by its `expectedFirst`, so it needs to capture
   /// nothing per append (a closure capturing one object alone costs no allocation; one capturing
-  /// anything more allocates a context per append).
+  /// anything more allocates a context per append). `waiters`: how many callers wait for this
+  /// append (a manager's commands batched into it). Under `always` and `batched` the writer
+  /// gathers the next group until as many callers wait as waited for the last one (see
+  /// `Durability`): counted by appends, a manager's batch of 64 commands looked like one
+  /// producer, and `batched` lingered on after all 64 were back.
   package func enqueue(
-    _ records: [NewRecord], expectedFirst: UInt64,
+    _ records: [NewRecord], expectedFirst: UInt64, waiters: Int = 1,
     notifying completion: @escaping @Sendable (UInt64, Result<ClosedRange<UInt64>, JournalError>) -> Void
   ) {
     writer.enqueue(
-      records, expectedFirst: expectedFirst, lead: false, completion: .sequenced(expectedFirst, completion))
+      records, expectedFirst: expectedFirst, lead: false, waiters: waiters,
+      completion: .sequenced(expectedFirst, completion))
   }
+
+  /// The callers that waited for the last group of appends taken to be written (each append's
+  /// `waiters`, summed). For tests.
+  package var lastGroupWaiters: Int { writer.lastGroupWaitersSeen }
 
   /// Writes what `enqueue` queued, on this thread, unless a group is being written already.
   package func lead() { writer.lead() }

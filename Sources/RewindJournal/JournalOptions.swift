@@ -1,14 +1,17 @@
 /// When an append is acknowledged, relative to the disk.
 public enum Durability: Sendable, Equatable, CustomStringConvertible {
   /// Each group of appends is written and fsynced before any of them is acknowledged. Groups form
-  /// from whatever is waiting while the previous group is being synced; when the previous group
-  /// held several appends, the writer waits (at most about one fsync's duration) for as many to
-  /// be queued again before it syncs. Survives power loss.
+  /// from whatever is waiting while the previous group is being synced; when several callers
+  /// waited for the previous group, the writer waits (at most about one fsync's duration) for as
+  /// many to wait again before it syncs (a caller per append, or per command a model's manager
+  /// batched into its append). Survives power loss.
   case always
   /// Appends wait up to `maxDelay` to be written and fsynced as one group, then are
   /// acknowledged. The wait ends early when a frame is full, when no append has arrived for
-  /// an eighth of `maxDelay`, or when as many appends are waiting as the last group held.
-  /// Survives power loss; trades latency for larger, better compressed frames and fewer syncs.
+  /// an eighth of `maxDelay`, or when as many callers wait as waited for the last group (a
+  /// caller per append, or per command a model's manager batched into its append). Survives
+  /// power loss; trades latency for larger, better compressed frames and fewer syncs. A lone
+  /// producer that waits for each append waits the eighth each time (no group holds more).
   case batched(maxDelay: Duration)
   /// Acknowledged once written to the operating system, without waiting for an fsync (a segment
   /// is synced only as it is sealed, its first three quarters in the background beforehand).

@@ -241,3 +241,23 @@ private func installHook(
   #expect(manager.state.accounts.find(id: id)?.balance == 1)
   manager.close()
 }
+
+/// The journal counts an append of several commands as that many callers when it gathers its next
+/// group (under `always`, it waits about a sync for as many to be back; under `batched`, it stops
+/// lingering once they are): each command's caller comes back on its own.
+@Test(.timeLimit(.minutes(10))) func anAppendOfBatchedCommandsCountsEachCommandsCaller() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"))
+  let id = try await manager.openAccount(owner: "shared")
+  #expect(manager.journalLastGroupWaiters == 1)
+  let held = installHook(on: manager, waiting: 5)
+  let first = Task { try await increment(manager, id) }
+  try await held.wait()
+  let followers = (0..<5).map { _ in Task { try await increment(manager, id) } }
+  _ = try await first.value
+  for follower in followers { _ = try await follower.value }
+  #expect(manager.journalAppendCount == 3)  // the opening, the first increment, the five followers
+  // The five followers' append, alone or in one group with the first increment's.
+  #expect([5, 6].contains(manager.journalLastGroupWaiters), "\(manager.journalLastGroupWaiters)")
+  manager.close()
+}

@@ -338,6 +338,10 @@ public final class Manager<M: Model>: Sendable {
   /// How many journal appends this manager has made.
   var journalAppendCount: Int { Int(appends.advance(by: 0)) }
 
+  /// The callers the journal counted for the last group of appends it took to write (for tests:
+  /// each append counts the commands batched into it).
+  var journalLastGroupWaiters: Int { journal.lastGroupWaiters }
+
   /// Returns once `journalAppendCount` is at least `count`, woken by the append that makes them
   /// as many (for tests).
   /// - Throws: `WaitGaveUp` if they were not as many within `testWaitBound`.
@@ -935,7 +939,11 @@ public final class Manager<M: Model>: Sendable {
     guarded.withLock { $0.flights.append(Flight(commands: batch.commands, first: batch.first)) }
     // The journal names the append by its first sequence number: the closure captures the
     // manager alone, which serves as its context (capturing the flight too allocated one).
-    journal.enqueue(batch.records, expectedFirst: batch.first) { [self] first, outcome in settle(first, outcome) }
+    // Each command's caller waits for this append: the journal gathers its next group toward as
+    // many callers (under `always` and `batched`), not toward one append.
+    journal.enqueue(batch.records, expectedFirst: batch.first, waiters: batch.commands.count) { [self] first, outcome in
+      settle(first, outcome)
+    }
   }
 
   /// Records the journal's answer for one append (`flight`, the sequence number it was made to

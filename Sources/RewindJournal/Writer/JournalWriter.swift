@@ -57,6 +57,9 @@ struct PendingAppend: GroupedAppend {
   /// Written only if it starts at this sequence number (see `Journal.append(_:expectingFirstSequence:)`).
   var expectedFirst: UInt64?
   var completion: AppendCompletion
+  /// The callers waiting for it (at least 1): a manager's append carries the commands it batched.
+  /// The writer thread gathers a group toward as many as the last group had.
+  var waiters: Int
 }
 
 /// An unconditional append written at once by its caller's thread as a group of its own (the
@@ -101,6 +104,8 @@ final class JournalWriter: @unchecked Sendable {
   /// then allocates nothing.
   @exclusivity(unchecked) private var spare: [PendingAppend] = []
   private var queuedBytes = 0
+  /// The callers waiting for the queued appends (`PendingAppend.waiters`, summed).
+  private var queuedWaiters = 0
   private var closing = false
   /// A thread is writing a group; only it touches the file state.
   private var writing = false
@@ -118,13 +123,16 @@ final class JournalWriter: @unchecked Sendable {
   /// `.stopped`, which says that nothing of it was written (the failed group's own appends get
   /// `failure`, whose outcome may be unknown).
   private var refusal: JournalError?
-  /// While the writer thread gathers a group under `always` or `batched`: how many appends it
-  /// waits for (enqueue wakes it only once that many are queued, or a frame's worth); 0 otherwise.
+  /// While the writer thread gathers a group under `always` or `batched`: how many callers'
+  /// appends it waits for (enqueue wakes it only once that many wait, or a frame's worth is
+  /// queued); 0 otherwise.
   private var gatherTarget = 0
+  /// The callers waiting for the last group taken (`PendingAppend.waiters`, summed): with
+  /// producers that wait for their appends, as many come back for the next group. The writer
+  /// thread gathers toward it.
+  private var lastGroupWaiters = 0
 
   // Writer-thread only: what the last synced group looked like, for gathering the next.
-  /// Appends in the last group written by the writer thread.
-  private var lastGroupAppends = 0
   /// How long the last fdatasync took, in nanoseconds.
   private var lastSyncNanos: UInt64 = 0
 
@@ -249,7 +257,7 @@ final class JournalWriter: @unchecked Sendable {
     _ records: [NewRecord], expectedFirst: UInt64? = nil, lead: Bool = true,
     completion: @escaping @Sendable (Result<ClosedRange<UInt64>, JournalError>) -> Void
   ) {
-    enqueue(records, expectedFirst: expectedFirst, lead: lead, completion: .callback(completion))
+    enqueue(records, expectedFirst: expectedFirst, lead: lead, waiters: 1, completion: .callback(completion))
   }
 
   /// `enqueue(_:expectedFirst:lead:completion:)` with any kind of completion.
@@ -258,8 +266,10 @@ final class JournalWriter: @unchecked Sendable {
   /// `none`, is written by this thread as a group of one without passing through the queue (as
   /// the general path would write it, minus the queue's bookkeeping). Appends arriving meanwhile
   /// queue up behind it as usual.
+  /// `waiters`: the callers waiting for this append (see `PendingAppend.waiters`).
   func enqueue(
-    _ records: [NewRecord], expectedFirst: UInt64? = nil, lead: Bool = true, completion: AppendCompletion
+    _ records: [NewRecord], expectedFirst: UInt64? = nil, lead: Bool = true, waiters: Int = 1,
+    completion: AppendCompletion
   ) {
     let bytes: Int
     switch contentBytes(of: records) {
@@ -285,8 +295,11 @@ final class JournalWriter: @unchecked Sendable {
       return endWritingAlone()
     }
     queue.append(
-      PendingAppend(records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion))
+      PendingAppend(
+        records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion,
+        waiters: max(1, waiters)))
     queuedBytes += bytes
+    queuedWaiters += max(1, waiters)
     if leadsInline && !contended {
       guard lead, !writing else {
         // Written by this caller's `lead()`, or after the group being written.
@@ -299,7 +312,7 @@ final class JournalWriter: @unchecked Sendable {
       writeAndHandOff(group, failure: failure)
       return
     }
-    if gatherTarget == 0 || queue.count >= gatherTarget || queuedBytes >= frameTargetBytes { condition.signal() }
+    if gatherTarget == 0 || queuedWaiters >= gatherTarget || queuedBytes >= frameTargetBytes { condition.signal() }
     condition.unlock()
   }
 
@@ -392,6 +405,8 @@ final class JournalWriter: @unchecked Sendable {
     swap(&group, &spare)
     swap(&group, &queue)
     queuedBytes = 0
+    lastGroupWaiters = queuedWaiters
+    queuedWaiters = 0
     contended = group.count > 1
     return (group, refusal)
   }
@@ -433,6 +448,13 @@ final class JournalWriter: @unchecked Sendable {
     return false
   }
 
+  /// `lastGroupWaiters`, read under the lock (for tests).
+  var lastGroupWaitersSeen: Int {
+    condition.lock()
+    defer { condition.unlock() }
+    return lastGroupWaiters
+  }
+
   var currentFailure: JournalError? {
     condition.lock()
     defer { condition.unlock() }
@@ -447,7 +469,6 @@ final class JournalWriter: @unchecked Sendable {
     condition.unlock()
     while let (next, failure) = nextGroup() {
       var group = next
-      lastGroupAppends = group.count
       complete(group, failure: failure)
       group.removeAll(keepingCapacity: true)
       condition.lock()
@@ -488,15 +509,17 @@ final class JournalWriter: @unchecked Sendable {
       condition.wait()
     }
     writing = true
-    if case .always = options.durability, !closing, lastGroupAppends > 1, queue.count < lastGroupAppends {
+    if case .always = options.durability, !closing, lastGroupWaiters > 1, queuedWaiters < lastGroupWaiters {
       // Group commit under `always`: the appends of the last group were acknowledged a moment
       // ago and their producers are coming back one by one. Syncing the first few alone would
       // make the rest wait for that sync and then sync again; wait (at most about one sync's
-      // duration) until as many appends as last time are queued, then sync them together.
+      // duration) until as many callers as last time wait, then sync them together. Callers,
+      // not appends: a manager batches its commands into one append, and each command's caller
+      // comes back on its own.
       let limit = min(max(lastSyncNanos, 50_000), 2_000_000)
       let deadline = ConditionLock.deadline(after: limit)
-      gatherTarget = lastGroupAppends
-      while queue.count < gatherTarget && queuedBytes < frameTargetBytes && !closing {
+      gatherTarget = lastGroupWaiters
+      while queuedWaiters < gatherTarget && queuedBytes < frameTargetBytes && !closing {
         if !condition.wait(untilNanoseconds: deadline) { break }
       }
       gatherTarget = 0
@@ -504,15 +527,15 @@ final class JournalWriter: @unchecked Sendable {
     if case .batched(let delay) = options.durability, !closing {
       // Linger for more appends, up to the delay; stop early once the queue has stopped
       // growing for an eighth of it (everyone who was going to append soon has), a frame is
-      // full, or as many appends are queued as the last group held (the producers of that group
-      // are back: with producers that wait for their appends, no more are coming). Appends
-      // queued below that count do not wake this thread (`gatherTarget`); it looks at the
-      // queue's growth once per eighth instead.
+      // full, or as many callers wait as waited for the last group (its producers are back:
+      // with producers that wait for their appends, no more are coming; a manager's append
+      // counts each command it carries). Appends queued below that count do not wake this
+      // thread (`gatherTarget`); it looks at the queue's growth once per eighth instead.
       let linger = ConditionLock.nanoseconds(delay)
       let deadline = ConditionLock.deadline(after: linger)
-      gatherTarget = lastGroupAppends > 1 ? lastGroupAppends : 0
+      gatherTarget = lastGroupWaiters > 1 ? lastGroupWaiters : 0
       var seen = queue.count
-      while queuedBytes < frameTargetBytes && !closing && (gatherTarget == 0 || queue.count < gatherTarget) {
+      while queuedBytes < frameTargetBytes && !closing && (gatherTarget == 0 || queuedWaiters < gatherTarget) {
         let now = ConditionLock.now()
         if now >= deadline { break }
         let signalled = condition.wait(untilNanoseconds: now + min(linger / 8, deadline - now))
