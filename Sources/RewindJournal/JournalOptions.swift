@@ -10,8 +10,11 @@ public enum Durability: Sendable, Equatable, CustomStringConvertible {
   /// acknowledged. The wait ends early when a frame is full, when no append has arrived for
   /// an eighth of `maxDelay`, or when as many callers wait as waited for the last group (a
   /// caller per append, or per command a model's manager batched into its append). Survives
-  /// power loss; trades latency for larger, better compressed frames and fewer syncs. A lone
-  /// producer that waits for each append waits the eighth each time (no group holds more).
+  /// power loss; trades latency for larger, better compressed frames and fewer syncs. After two
+  /// waits in a row that gathered nothing, groups of one caller are written without waiting
+  /// (a producer that waits for each append gets nothing by it), but for every sixteenth, which
+  /// waits to notice producers that have come; once a wait gathers something, every group
+  /// waits again.
   case batched(maxDelay: Duration)
   /// Acknowledged once written to the operating system, without waiting for an fsync (a segment
   /// is synced only as it is sealed, its first three quarters in the background beforehand).

@@ -58,3 +58,58 @@ private enum TimedAppend {
     return (try result.get(), Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
   }
 }
+
+/// Under `batched`, a producer that waits for each append gets no group of more than itself:
+/// after two lingers that gathered nothing, the writer writes such groups at once, lingering
+/// only before every sixteenth to notice producers that have come; once a linger gathers one,
+/// it lingers before every group again.
+@Test(.timeLimit(.minutes(2))) func batchedStopsLingeringForALoneProducerAndLooksAgainNowAndThen() async throws {
+  let temporary = TemporaryDirectory()
+  let journal = try Journal(
+    directory: temporary.appending("journal"), options: JournalOptions(durability: .batched(maxDelay: .seconds(8))))
+  defer { journal.close() }
+  let record = NewRecord(timestamp: 1, payload: [1])
+  var next: UInt64 = 1
+  func append(waiters: Int = 1) async throws -> Double {
+    let appended = try await TimedAppend.run(on: journal, [record], expectedFirst: next, waiters: waiters)
+    #expect(appended.range == next...next)
+    next += 1
+    return appended.seconds
+  }
+
+  // Two lingers of an eighth of the delay (1 s) that gather nothing.
+  for _ in 0..<2 {
+    let seconds = try await append()
+    #expect(seconds >= 0.75, "written after \(seconds) s: the first appends linger")
+  }
+  // Then fifteen groups without lingering, and the sixteenth lingers again.
+  for index in 0..<15 {
+    let seconds = try await append()
+    #expect(seconds < 0.5, "append \(index) of the lone producer waited \(seconds) s")
+  }
+  let probe = Mutex<(Result<ClosedRange<UInt64>, JournalError>, ContinuousClock.Instant)?>(nil)
+  let probeDone = DispatchSemaphore(value: 0)
+  let probeStart = ContinuousClock.now
+  journal.enqueue([record], expectedFirst: next) { _, result in
+    probe.withLock { $0 = (result, .now) }
+    probeDone.signal()
+  }
+  // While it lingers, a second producer's append arrives: the linger gathers it.
+  try await Task.sleep(for: .milliseconds(100))
+  let second = try await TimedAppend.run(on: journal, [record], expectedFirst: next + 1, waiters: 1)
+  #expect(second.range == (next + 1)...(next + 1))
+  #expect(try await onOwnThread { probeDone.wait(timeout: .now() + 60) == .success })
+  let (probed, end) = try #require(probe.withLock { $0 })
+  #expect(try probed.get() == next...next)
+  #expect(end - probeStart >= .milliseconds(750), "the sixteenth group did not linger")
+  #expect(journal.lastGroupWaiters == 2)
+  next += 2
+  // A linger gathered something: lone appends linger again, after a group of two (as before)
+  // and after a group of one, until two lingers in a row have gathered nothing.
+  for index in 0..<2 {
+    let seconds = try await append()
+    #expect(seconds >= 0.75, "lone append \(index) after the gathering linger was written after \(seconds) s")
+  }
+  let seconds = try await append()
+  #expect(seconds < 0.5, "after two lingers that gathered nothing, the lone producer waited \(seconds) s")
+}
