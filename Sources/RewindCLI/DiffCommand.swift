@@ -15,8 +15,9 @@ enum DiffCommand: RewindCommand {
 
     Exit 0; 2 for a bad option or an A or B outside the journal; 3 when the journal cannot be
     read or the model cannot replay it. Only the records up to A and B need to be intact: with
-    damage after them (even damage that hides the journal's end) the diff is the same; with
-    damage at or before either, exit 3 naming it.
+    damage after them (even damage that hides the journal's end, or a segment missing between
+    intact ones) the diff is the same; with damage at or before either, exit 3 naming it and the
+    last record read intact before it.
 
     Examples:
       rewind diff /tmp/j 100 200
@@ -38,7 +39,9 @@ enum DiffCommand: RewindCommand {
     let progress = ProgressLine("diff: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback
-    let diff = try replaying(model, directory) { try session.diff(from: from, to: to) }
+    let diff = try namingTheLastIntactRecord({ "A and B through \($0) are compared as in the whole journal" }) {
+      try replaying(model, directory) { try session.diff(from: from, to: to) }
+    }
     progress.finish()
     output.out(args.flag("json") ? json(diff) + "\n" : text(diff))
     return .success

@@ -5,7 +5,10 @@ import RewindJournal
 /// A journal's bounds (last sequence number, first and last times), and sequence numbers and times
 /// parsed and checked against them, for the replay-level commands.
 /// Damage that hides the journal's end leaves no end to check against: a target is then taken
-/// as given, and the replay to it reports the damage if it lies there or past it.
+/// as given, and the replay to it reports the damage if it lies there or past it. A segment the
+/// index names and the directory lacks, before intact ones, hides the end so too: the records
+/// before it are read around it (`records(from:since:readingAroundMissingSegments:)`), as replay
+/// reads them, and a read that reaches it throws its located error.
 struct JournalBounds {
   var directory: String
   /// Nil when damage hides it (`hiddenBy`).
@@ -18,7 +21,7 @@ struct JournalBounds {
   var lastTime: Int64?
 
   /// - Throws: `JournalError` when the directory is not a readable journal, or its first record
-  ///   is damaged.
+  ///   is damaged or gone (the first segment missing).
   init(directory: String) throws {
     self.directory = directory
     let reader = try openJournal(directory)
@@ -26,7 +29,7 @@ struct JournalBounds {
     case .success(let last): lastSequence = last
     case .failure(let damage): hiddenBy = damage
     }
-    firstTime = try reader.records(from: 1).next()?.timestamp
+    firstTime = try reader.records(from: 1, readingAroundMissingSegments: true).next()?.timestamp
     lastTime = try lastSequence.flatMap { $0 == 0 ? nil : try reader.record($0)?.timestamp }
   }
 
@@ -40,10 +43,15 @@ struct JournalBounds {
   /// What a sequence number may be: `0...LAST`, or from 0 when damage hides the end.
   private var range: String { lastSequence.map { "0...\($0)" } ?? "0 on (damage hides the journal's end)" }
 
-  /// The timestamp of record `sequence`, or nil (0, or beyond the journal).
+  /// The timestamp of record `sequence`, or nil (0, or beyond the journal). Read around a missing
+  /// segment after it, as replay reads the records before one.
   func timestamp(of sequence: UInt64) throws -> Int64? {
     guard sequence > 0 else { return nil }
-    return try JournalReader(directory: directory, limits: .largest).record(sequence)?.timestamp
+    let reader = try JournalReader(directory: directory, limits: .largest)
+    guard let record = try reader.records(from: sequence, readingAroundMissingSegments: true).next(),
+      record.sequence == sequence
+    else { return nil }
+    return record.timestamp
   }
 
   /// `text` as a sequence number in 0...lastSequence (from 0 on when damage hides the end).

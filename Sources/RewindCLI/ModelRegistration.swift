@@ -177,12 +177,16 @@ extension RewindTool.Context {
 
   /// The registrations that read every event name and version among the journal's first 1000
   /// records: none when no record there is an event (another app's journal, raw records).
+  /// Damage among them (a damaged frame, a missing segment, read around as replay reads the
+  /// records before it) ends the look there: the records before it choose, as only they can be
+  /// replayed; damage before any record is thrown.
   func readers(of directory: String) throws -> [ModelRegistration] {
-    let cursor = try JournalReader(directory: directory, limits: .largest).records(from: 1)
+    let cursor = try JournalReader(directory: directory, limits: .largest).records(
+      from: 1, readingAroundMissingSegments: true)
     var candidates = models
     var events = 0
     var records = 0
-    while records < 1000, let record = try cursor.next() {
+    while records < 1000, let record = try nextBeforeDamage(cursor, afterReading: records) {
       records += 1
       guard let header = try? EventRecord.header(of: record.payload) else { return [] }
       guard !Checkpoint.recordNames.contains(header.name) else { continue }
@@ -190,5 +194,14 @@ extension RewindTool.Context {
       candidates = candidates.filter { $0.reads(header.name, header.version) }
     }
     return events == 0 && records > 0 ? [] : candidates
+  }
+
+  /// The cursor's next record; nil at damage met after `read` records, which it ends the look at.
+  private func nextBeforeDamage(_ cursor: JournalCursor, afterReading read: Int) throws -> JournalRecord? {
+    do {
+      return try cursor.next()
+    } catch let error as JournalError where error.isDamage && read > 0 {
+      return nil
+    }
   }
 }

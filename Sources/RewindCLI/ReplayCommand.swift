@@ -16,9 +16,10 @@ enum ReplayCommand: RewindCommand {
     collection and record, fields sorted by name and records by id.
 
     Only the records up to the target need to be intact: when damage hides the journal's end (a
-    frame that fails its checksum, committed records gone), a target before it is replayed as
-    usual (the summary's "of" then says the end is hidden), and one at or past it (or the end)
-    exits 3, naming the damage's segment, byte offset and sequences.
+    frame that fails its checksum, committed records gone, a segment missing between intact
+    ones), a target before it is replayed as usual (the summary's "of" then says the end is
+    hidden), and one at or past it (or the end) exits 3, naming the damage's segment, byte
+    offset and sequences, and the last record read intact before it.
 
     Examples:
       rewind replay /tmp/j
@@ -36,7 +37,10 @@ enum ReplayCommand: RewindCommand {
     let model = try context.registration(for: directory, named: args.value("model"))
     let progress = ProgressLine("replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
-    let replayed = try replaying(model, directory) { try model.replay(directory, target, progress.callback) }
+    let replayed = try namingTheLastIntactRecord({ "`rewind replay \(directory) --to \($0)` rebuilds the state there" })
+    {
+      try replaying(model, directory) { try model.replay(directory, target, progress.callback) }
+    }
     progress.finish()
     let report = replayed.report
     if args.flag("json") {

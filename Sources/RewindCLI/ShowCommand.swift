@@ -32,7 +32,10 @@ enum ShowCommand: RewindCommand {
     Exit 0; 2 when SEQ is not a number (a record or command id, 32 hex digits, is not one, even
     without letters) or is outside the journal, or --model names no registered model; 3 when the
     journal cannot be read, also after the event is shown when it reads intact but damage cuts
-    off the events around it that tell its command's extent (then left out).
+    off the events around it that tell its command's extent (then left out). A segment missing
+    between intact ones is read around, as `rewind log` reads it: an event before or after it is
+    shown (after it, the touched records are inferred, as no model can replay through the gap),
+    and one it held exits 3, naming the segment and the sequences it held.
 
     Examples:
       rewind show /tmp/notes 42
@@ -55,7 +58,7 @@ enum ShowCommand: RewindCommand {
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }
     let reader = try openJournal(directory)
-    guard let record = try reader.record(sequence) else {
+    guard let record = try record(sequence, in: reader) else {
       throw outOfRange(String(sequence), last: try reader.lastSequence())
     }
     let event = AuditedEvent(record)
@@ -98,6 +101,15 @@ enum ShowCommand: RewindCommand {
     return .success
   }
 
+  /// The record with sequence number `sequence`, or nil if the journal does not reach it. Read
+  /// around a segment the index names and the directory lacks (`rewind log` reads so): a record
+  /// before or after it is shown, and one it held throws its located error.
+  static func record(_ sequence: UInt64, in reader: JournalReader) throws -> JournalRecord? {
+    let cursor = try reader.records(from: sequence, readingAroundMissingSegments: true)
+    guard let record = try cursor.next(), record.sequence == sequence else { return nil }
+    return record
+  }
+
   /// Sequence number `number` (as digits) is not in a journal whose last is `last`.
   static func outOfRange(_ number: String, last: UInt64) -> UsageError {
     UsageError(
@@ -132,7 +144,7 @@ enum ShowCommand: RewindCommand {
     while first == windowEnd && windowEnd > 1 {
       defer { window = min(window * 2, 4096) }
       let start = windowEnd > window ? windowEnd - window : 1
-      let back = try reader.records(from: start)
+      let back = try reader.records(from: start, readingAroundMissingSegments: true)
       var run: UInt64?
       while let record = try back.next(), record.sequence < windowEnd {
         let same = (try? EventRecord.header(of: record.payload))?.commandID == command
@@ -142,7 +154,7 @@ enum ShowCommand: RewindCommand {
       windowEnd = start
     }
     var last = sequence
-    let forward = try reader.records(from: sequence + 1)
+    let forward = try reader.records(from: sequence + 1, readingAroundMissingSegments: true)
     while let record = try forward.next(), (try? EventRecord.header(of: record.payload))?.commandID == command {
       last = record.sequence
     }

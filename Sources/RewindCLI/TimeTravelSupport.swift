@@ -75,3 +75,32 @@ struct EndHidden: Error, CustomStringConvertible {
       + written
   }
 }
+
+/// Damage a replay or a seek met on its way to a target (`replay`, `diff`): the journal's error,
+/// which locates it and names the sequences it took, and the record before it, which the read
+/// reached intact (as `rewind debug` names it at its start), with what the command serves up to
+/// there. Exit 3.
+struct DamageBeforeTarget: Error, CustomStringConvertible {
+  /// The journal's error locating the damage.
+  var error: JournalError
+  /// The sequence number of the record right before the damage (at least 1).
+  var readThrough: UInt64
+  /// What the command can do with the records through `readThrough`.
+  var served: String
+
+  var description: String {
+    errorMessage(error) + ". Sequence \(readThrough), the record before it, is the last read intact: \(served)"
+  }
+}
+
+/// Runs `body`; damage it meets part way (`JournalError.isDamage`) after the first record is
+/// thrown as a `DamageBeforeTarget`, with `served(last)` saying what the records through the one
+/// before it serve. Other errors, and damage at the first record, pass unchanged.
+func namingTheLastIntactRecord<T>(_ served: (UInt64) -> String, _ body: () throws -> T) throws -> T {
+  do {
+    return try body()
+  } catch let error as JournalError where error.isDamage {
+    guard let first = error.sequences?.lowerBound, first > 1 else { throw error }
+    throw DamageBeforeTarget(error: error, readThrough: first - 1, served: served(first - 1))
+  }
+}

@@ -238,7 +238,10 @@ public enum Replay {
     case .sequence(let sequence): return min(sequence, last)
     case .time(let timestamp):
       if timestamp == .max { return try end.get() }
-      guard let first = try reader.records(since: timestamp + 1).next() else { return try end.get() }
+      // Read around a missing segment after the target, as the replay to it does: one the read
+      // reaches throws its located error.
+      let after = try reader.records(from: 1, since: timestamp + 1, readingAroundMissingSegments: true)
+      guard let first = try after.next() else { return try end.get() }
       return min(first.sequence - 1, last)
     }
   }
