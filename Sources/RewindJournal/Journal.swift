@@ -180,8 +180,7 @@ public final class Journal: Sendable {
   /// anything more allocates a context per append). `waiters`: how many callers wait for this
   /// append (a manager's commands batched into it). Under `always` and `batched` the writer
   /// gathers the next group until as many callers wait as waited for the last one (see
-  /// `Durability`): counted by appends, a manager's batch of 64 commands looked like one
-  /// producer, and `batched` lingered on after all 64 were back.
+  /// `Durability`).
   package func enqueue(
     _ records: [NewRecord], expectedFirst: UInt64, waiters: Int = 1,
     notifying completion: @escaping @Sendable (UInt64, Result<ClosedRange<UInt64>, JournalError>) -> Void

@@ -111,6 +111,11 @@ public struct JournalOptions: Sendable {
   public var newJournalID: JournalID?
   /// The system-call seam (tests inject faults through it).
   package var io: any FileIO = PosixFileIO()
+  /// Under `always`, the longest the writer waits for the last group's callers to be back before
+  /// it syncs what is queued: it waits about as long as the last sync took, but no longer than
+  /// this (`Durability.always`). A test lengthens it to see the wait, which otherwise lasts a few
+  /// milliseconds at most. Default 2 ms.
+  package var alwaysGatherLimit: Duration = .milliseconds(2)
 
   public init(durability: Durability = .always) {
     self.durability = durability

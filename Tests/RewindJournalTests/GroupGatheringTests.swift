@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import RewindTestSupport
 import Synchronization
 import Testing
@@ -8,7 +9,7 @@ import Testing
 /// Under `batched`, the writer lingers for more appends unless as many callers wait as waited for
 /// the last group: an append counts the callers its appender says wait for it (a manager's append,
 /// the commands batched into it), not one.
-@Test(.timeLimit(.minutes(2))) func batchedStopsLingeringOnceTheLastGroupsCallersWait() async throws {
+@Test(.timeLimit(.minutes(10))) func batchedStopsLingeringOnceTheLastGroupsCallersWait() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   var options = JournalOptions(durability: .batched(maxDelay: .seconds(16)))
@@ -37,25 +38,115 @@ import Testing
   #expect(journal.lastGroupWaiters == 1)
 }
 
+/// Under `always`, after a group that several callers waited for, the writer waits (about as long
+/// as the last sync took) until as many callers wait again before it syncs, and no longer than
+/// that: an append that fewer wait for is not synced alone, and the one that brings the rest
+/// ends the wait. Callers, not appends: the last group was one append, so counting appends it
+/// would not wait at all.
+@Test(.timeLimit(.minutes(10))) func alwaysWaitsForTheLastGroupsCallersBeforeSyncing() async throws {
+  let temporary = TemporaryDirectory()
+  let faults = FaultInjectingFileIO()
+  var options = JournalOptions(durability: .always)
+  options.io = faults
+  // The wait lasts about as long as the last sync took: held below for 2 s, so that the append
+  // bringing the rest 100 ms later finds the writer still waiting on a loaded machine.
+  options.alwaysGatherLimit = .seconds(60)
+  let journal = try Journal(directory: temporary.appending("journal"), options: options)
+  defer { journal.close() }
+
+  // On a thread of its own: the pauses must not wait for the cooperative pool, which the rest of
+  // the suite can keep busy for longer than the writer waits.
+  let seen = try await onOwnThread { () throws -> AlwaysGathering in
+    // A group of one append that three callers wait for, its sync held for 2 s.
+    faults.holdSyncs()
+    let first = PendingAppendOutcome(on: journal, [NewRecord(timestamp: 1, payload: [1])], expectedFirst: 1, waiters: 3)
+    try faults.waitForHeldSyncs(1)
+    Thread.sleep(forTimeInterval: 2)
+    faults.stopHoldingSyncs()
+    let firstOutcome = try first.waitHere()
+    let firstWaiters = journal.lastGroupWaiters
+    let syncsBefore = faults.segmentDataSyncs
+    // One of the three callers is back; the other two, in one append, 100 ms later.
+    let one = PendingAppendOutcome(on: journal, [NewRecord(timestamp: 2, payload: [2])], expectedFirst: 2, waiters: 1)
+    Thread.sleep(forTimeInterval: 0.1)
+    let two = PendingAppendOutcome(on: journal, [NewRecord(timestamp: 3, payload: [3])], expectedFirst: 3, waiters: 2)
+    return AlwaysGathering(
+      first: firstOutcome, firstWaiters: firstWaiters, one: try one.waitHere(), two: try two.waitHere(),
+      lastWaiters: journal.lastGroupWaiters, syncs: faults.segmentDataSyncs - syncsBefore)
+  }
+  #expect(try seen.first.result.get() == 1...1)
+  #expect(seen.firstWaiters == 3)
+  #expect(try seen.one.result.get() == 2...2)
+  #expect(try seen.two.result.get() == 3...3)
+  #expect(seen.lastWaiters == 3, "the append one caller waits for was synced without the other two")
+  #expect(seen.syncs == 1)
+  // They ended the wait: it would otherwise have lasted about 1.9 s more.
+  #expect(seen.two.seconds < 1, "acknowledged \(seen.two.seconds) s after the rest of the callers were back")
+}
+
+/// What `alwaysWaitsForTheLastGroupsCallersBeforeSyncing` saw.
+private struct AlwaysGathering: Sendable {
+  var first: AppendOutcome
+  var firstWaiters: Int
+  var one: AppendOutcome
+  var two: AppendOutcome
+  /// The callers of the group that held the last two appends.
+  var lastWaiters: Int
+  /// The segment's data syncs for the last two appends.
+  var syncs: Int
+}
+
+/// An append's outcome, and how long after it was queued it came.
+private struct AppendOutcome: Sendable {
+  var result: Result<ClosedRange<UInt64>, JournalError>
+  var seconds: Double
+}
+
 /// One append made through the package's `enqueue(notifying:)`, timed from the call to its
 /// acknowledgement.
 private enum TimedAppend {
   static func run(
     on journal: Journal, _ records: [NewRecord], expectedFirst: UInt64, waiters: Int
   ) async throws -> (range: ClosedRange<UInt64>, seconds: Double) {
-    let outcome = Mutex<(Result<ClosedRange<UInt64>, JournalError>, ContinuousClock.Instant)?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    let start = ContinuousClock.now
-    journal.enqueue(records, expectedFirst: expectedFirst, waiters: waiters) { _, result in
+    let pending = PendingAppendOutcome(on: journal, records, expectedFirst: expectedFirst, waiters: waiters)
+    journal.lead()
+    return try await pending.wait()
+  }
+}
+
+/// An append queued through the package's `enqueue(notifying:)` (under `always` and `batched` the
+/// writer thread writes it: no `lead()` is needed), and its outcome once acknowledged, timed from
+/// the call.
+private final class PendingAppendOutcome: Sendable {
+  private let outcome = Mutex<(Result<ClosedRange<UInt64>, JournalError>, ContinuousClock.Instant)?>(nil)
+  private let done = DispatchSemaphore(value: 0)
+  private let start = ContinuousClock.now
+  private let expectedFirst: UInt64
+
+  init(on journal: Journal, _ records: [NewRecord], expectedFirst: UInt64, waiters: Int) {
+    self.expectedFirst = expectedFirst
+    journal.enqueue(records, expectedFirst: expectedFirst, waiters: waiters) { [self] _, result in
       outcome.withLock { $0 = (result, .now) }
       done.signal()
     }
-    journal.lead()
-    let acknowledged = try await onOwnThread { done.wait(timeout: .now() + 60) == .success }
-    try #require(acknowledged, "the append at \(expectedFirst) was not acknowledged within a minute")
-    let (result, end) = try #require(outcome.withLock { $0 })
+  }
+
+  /// The outcome, blocking this thread until it comes.
+  /// - Throws: `WaitGaveUp` if it did not come within `testWaitBound`.
+  func waitHere() throws -> AppendOutcome {
+    try done.wait(for: "the acknowledgement of the append at \(expectedFirst)")
+    done.signal()
+    let (result, end) = outcome.withLock { $0! }
     let elapsed = end - start
-    return (try result.get(), Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    return AppendOutcome(
+      result: result,
+      seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+  }
+
+  /// The range it was written at, and how long after it was queued that came.
+  func wait() async throws -> (range: ClosedRange<UInt64>, seconds: Double) {
+    let outcome = try await onOwnThread { [self] in try waitHere() }
+    return (try outcome.result.get(), outcome.seconds)
   }
 }
 
@@ -63,7 +154,7 @@ private enum TimedAppend {
 /// after two lingers that gathered nothing, the writer writes such groups at once, lingering
 /// only before every sixteenth to notice producers that have come; once a linger gathers one,
 /// it lingers before every group again.
-@Test(.timeLimit(.minutes(2))) func batchedStopsLingeringForALoneProducerAndLooksAgainNowAndThen() async throws {
+@Test(.timeLimit(.minutes(10))) func batchedStopsLingeringForALoneProducerAndLooksAgainNowAndThen() async throws {
   let temporary = TemporaryDirectory()
   let journal = try Journal(
     directory: temporary.appending("journal"), options: JournalOptions(durability: .batched(maxDelay: .seconds(8))))
@@ -82,26 +173,23 @@ private enum TimedAppend {
     let seconds = try await append()
     #expect(seconds >= 0.75, "written after \(seconds) s: the first appends linger")
   }
-  // Then fifteen groups without lingering, and the sixteenth lingers again.
+  // Then fifteen groups without lingering, and the sixteenth lingers again: while it does, a
+  // second producer's append arrives, and the linger gathers it. On a thread of its own, so that
+  // the pause does not wait for the cooperative pool longer than the writer lingers.
   for index in 0..<15 {
     let seconds = try await append()
     #expect(seconds < 0.5, "append \(index) of the lone producer waited \(seconds) s")
   }
-  let probe = Mutex<(Result<ClosedRange<UInt64>, JournalError>, ContinuousClock.Instant)?>(nil)
-  let probeDone = DispatchSemaphore(value: 0)
-  let probeStart = ContinuousClock.now
-  journal.enqueue([record], expectedFirst: next) { _, result in
-    probe.withLock { $0 = (result, .now) }
-    probeDone.signal()
+  let probing = next
+  let (probe, second) = try await onOwnThread { () throws -> (AppendOutcome, AppendOutcome) in
+    let probe = PendingAppendOutcome(on: journal, [record], expectedFirst: probing, waiters: 1)
+    Thread.sleep(forTimeInterval: 0.1)
+    let second = PendingAppendOutcome(on: journal, [record], expectedFirst: probing + 1, waiters: 1)
+    return (try probe.waitHere(), try second.waitHere())
   }
-  // While it lingers, a second producer's append arrives: the linger gathers it.
-  try await Task.sleep(for: .milliseconds(100))
-  let second = try await TimedAppend.run(on: journal, [record], expectedFirst: next + 1, waiters: 1)
-  #expect(second.range == (next + 1)...(next + 1))
-  #expect(try await onOwnThread { probeDone.wait(timeout: .now() + 60) == .success })
-  let (probed, end) = try #require(probe.withLock { $0 })
-  #expect(try probed.get() == next...next)
-  #expect(end - probeStart >= .milliseconds(750), "the sixteenth group did not linger")
+  #expect(try probe.result.get() == probing...probing)
+  #expect(try second.result.get() == (probing + 1)...(probing + 1))
+  #expect(probe.seconds >= 0.75, "the sixteenth group did not linger (written after \(probe.seconds) s)")
   #expect(journal.lastGroupWaiters == 2)
   next += 2
   // A linger gathered something: lone appends linger again, after a group of two (as before)

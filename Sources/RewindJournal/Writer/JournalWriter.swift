@@ -123,9 +123,9 @@ final class JournalWriter: @unchecked Sendable {
   /// `.stopped`, which says that nothing of it was written (the failed group's own appends get
   /// `failure`, whose outcome may be unknown).
   private var refusal: JournalError?
-  /// While the writer thread gathers a group under `always` or `batched`: how many callers'
-  /// appends it waits for (enqueue wakes it only once that many wait, or a frame's worth is
-  /// queued); 0 otherwise.
+  /// While the writer thread gathers a group under `always` or `batched`: how many callers it
+  /// waits for (enqueue wakes it only once that many wait for the queued appends, or a frame's
+  /// worth is queued); 0 otherwise.
   private var gatherTarget = 0
   /// The callers waiting for the last group taken (`PendingAppend.waiters`, summed): with
   /// producers that wait for their appends, as many come back for the next group. The writer
@@ -140,6 +140,9 @@ final class JournalWriter: @unchecked Sendable {
   private var groupsWithoutLinger = 0
   /// How long the last fdatasync took, in nanoseconds.
   private var lastSyncNanos: UInt64 = 0
+  /// `options.alwaysGatherLimit`: the longest the writer thread waits under `always` for the last
+  /// group's callers, in nanoseconds.
+  private let alwaysGatherLimitNanos: UInt64
 
   /// `options.frameTargetBytes`, but no more than readers with the same limits accept.
   private let frameTargetBytes: Int
@@ -211,6 +214,7 @@ final class JournalWriter: @unchecked Sendable {
     self.directory = directory
     self.options = options
     self.frameTargetBytes = min(options.frameTargetBytes, options.limits.maxBatchBytes)
+    self.alwaysGatherLimitNanos = ConditionLock.nanoseconds(options.alwaysGatherLimit)
     self.encoder = LZ4FrameEncoder(compressionLevel: 0, participants: options.compressionThreads)
     self.indexGate = indexGate
     self.onSeal = onSeal
@@ -521,7 +525,7 @@ final class JournalWriter: @unchecked Sendable {
       // duration) until as many callers as last time wait, then sync them together. Callers,
       // not appends: a manager batches its commands into one append, and each command's caller
       // comes back on its own.
-      let limit = min(max(lastSyncNanos, 50_000), 2_000_000)
+      let limit = min(max(lastSyncNanos, 50_000), alwaysGatherLimitNanos)
       let deadline = ConditionLock.deadline(after: limit)
       gatherTarget = lastGroupWaiters
       while queuedWaiters < gatherTarget && queuedBytes < frameTargetBytes && !closing {
