@@ -58,16 +58,20 @@ func replaying<T>(_ model: ModelRegistration, _ directory: String, _ body: () th
   }
 }
 
-/// Damage that hides the journal's end, met by a command that read the records before it and
-/// wrote out what they hold (`blame`, `bisect`): the journal's error, which locates the damage
-/// and names the sequences it took, and what was read. Exit 3, as for any journal that cannot be
-/// read whole, so that an answer about part of the history cannot pass for one about all of it.
+/// Damage met by a command that read the records before it: damage that hides the journal's end,
+/// after `blame` or `bisect` wrote out what the records before it hold, or damage a replay or a
+/// seek met on its way to its target (`replay`, `diff`, `namingTheLastIntactRecord`). The
+/// journal's error, which locates the damage and names the sequences it took, and the last record
+/// read intact before it (as `rewind debug` names it at its start), with what that serves. Exit
+/// 3, as for any journal that cannot be read whole, so that an answer about part of the history
+/// cannot pass for one about all of it.
 struct EndHidden: Error, CustomStringConvertible {
   /// The journal's error locating the damage (`TimeMachine.endHiddenBy`).
   var error: JournalError
   /// The last sequence number read intact before it (`TimeMachine.lastIntactSequence`).
   var readThrough: UInt64
-  /// What was written out of the records read, and what that leaves unsaid.
+  /// What was written out of the records read, and what that leaves unsaid; or what the command
+  /// can do with them.
   var written: String
 
   var description: String {
@@ -76,31 +80,14 @@ struct EndHidden: Error, CustomStringConvertible {
   }
 }
 
-/// Damage a replay or a seek met on its way to a target (`replay`, `diff`): the journal's error,
-/// which locates it and names the sequences it took, and the record before it, which the read
-/// reached intact (as `rewind debug` names it at its start), with what the command serves up to
-/// there. Exit 3.
-struct DamageBeforeTarget: Error, CustomStringConvertible {
-  /// The journal's error locating the damage.
-  var error: JournalError
-  /// The sequence number of the record right before the damage (at least 1).
-  var readThrough: UInt64
-  /// What the command can do with the records through `readThrough`.
-  var served: String
-
-  var description: String {
-    errorMessage(error) + ". Sequence \(readThrough), the record before it, is the last read intact: \(served)"
-  }
-}
-
 /// Runs `body`; damage it meets part way (`JournalError.isDamage`) after the first record is
-/// thrown as a `DamageBeforeTarget`, with `served(last)` saying what the records through the one
-/// before it serve. Other errors, and damage at the first record, pass unchanged.
+/// thrown as an `EndHidden`, with `served(last)` saying what the records through the one before
+/// it serve. Other errors, and damage at the first record, pass unchanged.
 func namingTheLastIntactRecord<T>(_ served: (UInt64) -> String, _ body: () throws -> T) throws -> T {
   do {
     return try body()
   } catch let error as JournalError where error.isDamage {
     guard let first = error.sequences?.lowerBound, first > 1 else { throw error }
-    throw DamageBeforeTarget(error: error, readThrough: first - 1, served: served(first - 1))
+    throw EndHidden(error: error, readThrough: first - 1, written: served(first - 1))
   }
 }

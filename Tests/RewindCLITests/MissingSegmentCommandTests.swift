@@ -90,7 +90,7 @@ import Testing
       #expect(run.err.contains("segment \(file) is missing, but the index names it"), "\(arguments): \(run.err)")
       #expect(run.err.contains("sequences \(first)-"), "\(arguments): \(run.err)")
       #expect(
-        run.err.contains("Sequence \(before), the record before it, is the last read intact: "),
+        run.err.contains("The records through sequence \(before), the last before the damage, read intact: "),
         "\(arguments): \(run.err)")
     }
     // A record the gap held: no event to show.
