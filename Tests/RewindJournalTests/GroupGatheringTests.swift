@@ -131,6 +131,9 @@ private final class PendingAppendOutcome: Sendable {
     }
   }
 
+  /// Whether the outcome has come.
+  var isDone: Bool { outcome.withLock { $0 != nil } }
+
   /// The outcome, blocking this thread until it comes.
   /// - Throws: `WaitGaveUp` if it did not come within `testWaitBound`.
   func waitHere() throws -> AppendOutcome {
@@ -200,4 +203,45 @@ private final class PendingAppendOutcome: Sendable {
   }
   let seconds = try await append()
   #expect(seconds < 0.5, "after two lingers that gathered nothing, the lone producer waited \(seconds) s")
+}
+
+/// A group written without lingering (a lone producer under `batched`, after two lingers that
+/// gathered nothing) is still acknowledged only once its sync has returned: the skip leaves out
+/// the wait, not the fsync (DESIGN.md, durability).
+@Test(.timeLimit(.minutes(10))) func batchedWithoutLingeringStillAcknowledgesAfterTheSync() async throws {
+  let temporary = TemporaryDirectory()
+  let faults = FaultInjectingFileIO()
+  var options = JournalOptions(durability: .batched(maxDelay: .seconds(8)))
+  options.io = faults
+  let journal = try Journal(directory: temporary.appending("journal"), options: options)
+  defer { journal.close() }
+  let record = NewRecord(timestamp: 1, payload: [1])
+  // Two lingers of 1 s that gather nothing: the next group goes without one.
+  for sequence: UInt64 in 1...2 {
+    let appended = try await TimedAppend.run(on: journal, [record], expectedFirst: sequence, waiters: 1)
+    #expect(appended.range == sequence...sequence)
+  }
+  let seen = try await onOwnThread {
+    () throws -> (held: Double, doneWhileHeld: Bool, syncs: Int, outcome: AppendOutcome) in
+    let syncsBefore = faults.segmentDataSyncs
+    faults.holdSyncs()
+    let start = ContinuousClock.now
+    let third = PendingAppendOutcome(on: journal, [record], expectedFirst: 3, waiters: 1)
+    try faults.waitForHeldSyncs(1)
+    let held = start.duration(to: .now)
+    Thread.sleep(forTimeInterval: 0.2)
+    let doneWhileHeld = third.isDone
+    faults.stopHoldingSyncs()
+    let outcome = try third.waitHere()
+    return (
+      Double(held.components.seconds) + Double(held.components.attoseconds) / 1e18, doneWhileHeld,
+      faults.segmentDataSyncs - syncsBefore, outcome
+    )
+  }
+  #expect(seen.held < 0.5, "the third append's sync began \(seen.held) s after it was queued: it lingered")
+  #expect(!seen.doneWhileHeld, "acknowledged while its sync was held")
+  #expect(seen.syncs == 1)
+  #expect(try seen.outcome.result.get() == 3...3)
+  journal.close()
+  #expect(try JournalFixtures.readAll(temporary.appending("journal")).map(\.sequence) == [1, 2, 3])
 }

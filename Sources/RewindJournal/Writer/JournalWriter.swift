@@ -303,12 +303,12 @@ final class JournalWriter: @unchecked Sendable {
       completion(writeAlone(LoneAppend(records: records, contentBytes: bytes)))
       return endWritingAlone()
     }
+    let waiters = max(1, waiters)
     queue.append(
       PendingAppend(
-        records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion,
-        waiters: max(1, waiters)))
+        records: records, contentBytes: bytes, expectedFirst: expectedFirst, completion: completion, waiters: waiters))
     queuedBytes += bytes
-    queuedWaiters += max(1, waiters)
+    queuedWaiters += waiters
     if leadsInline && !contended {
       guard lead, !writing else {
         // Written by this caller's `lead()`, or after the group being written.
