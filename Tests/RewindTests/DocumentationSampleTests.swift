@@ -261,3 +261,71 @@ enum DocumentationText {
       ])
   }
 }
+
+/// A model of the test's own for the claims of the funnel article's "The record layout and schema
+/// evolution": a canvas counting the colours painted on it.
+enum Canvas {
+  struct Colour: Hashable, Codable, Sendable {
+    var name: String
+  }
+
+  /// Colours in a set of elements that are not `Comparable`: no order but their hash order.
+  struct Painted: Event {
+    static let name = "canvas.painted"
+    var colours: Set<Colour>
+  }
+
+  struct State: Model {
+    var strokes = ValueStore<Int>(name: "strokes", initial: 0)
+    static func registerEvents(in registry: inout EventRegistry<State>) {
+      registry.register(Painted.self) { canvas, event, context in
+        canvas.strokes.set(canvas.strokes.value + event.colours.count, context: &context)
+      }
+    }
+  }
+}
+
+@Suite struct DocumentedEncodingTests {
+  /// "Whatever `Codable` writes either reads back as the same value or is refused when the event is
+  /// encoded ... (the command fails; nothing is journaled)": through a manager, the command throws
+  /// `ManagerError` `encodingFailed`, whose message holds the `EncodingError`'s reason, and the
+  /// next command goes through.
+  @Test func anEventCodableCannotWriteFaithfullyFailsItsCommandAlone() async throws {
+    let directory = TemporaryDirectory("doc-encoding")
+    let manager = try Manager<Canvas.State>(directory: directory.path, options: JournalOptions(durability: .none))
+    defer { manager.close() }
+    let two: Set = [Canvas.Colour(name: "red"), Canvas.Colour(name: "blue")]
+    let error = await #expect(throws: ManagerError.self) {
+      try await manager.perform(.user) { _, command in command.record(Canvas.Painted(colours: two)) }
+    }
+    #expect(error?.code == .encodingFailed)
+    #expect(error?.message.contains("make Colour Comparable") == true, "\(String(describing: error))")
+    #expect(manager.lastSequence == 0)
+    #expect(manager.state.strokes.value == 0)
+
+    try await manager.perform(.user) { _, command in
+      command.record(Canvas.Painted(colours: [Canvas.Colour(name: "red")]))
+    }
+    #expect(manager.lastSequence == 1)
+    #expect(manager.state.strokes.value == 1)
+    #expect(try Replay.rebuild(Canvas.State.self, directory: directory.path).lastSequence == 1)
+  }
+
+  /// "Foundation's types are written in their own `Codable` form, which is what `rewind log` and
+  /// `export` show": a `Date` as its seconds since 2001-01-01, a `UUID` as its string, a `URL` as
+  /// an object holding its string, a `Decimal` as its internal fields.
+  @Test func foundationTypesRenderAsTheArticleSays() throws {
+    struct Record: Codable {
+      var date = Date(timeIntervalSinceReferenceDate: 123.5)
+      var uuid = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+      var url = URL(string: "https://example.com/a")!
+      var decimal = Decimal(string: "-12.5")!
+    }
+    let json = try FieldRenderer.json(FieldEncoder().encode(Record()))
+    #expect(json.hasPrefix(#"{"date":123.5,"uuid":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","url":{"#), "\(json)")
+    #expect(json.contains(#""url":{"relative":"https://example.com/a"}"#), "\(json)")
+    for field in ["exponent", "length", "isNegative", "mantissa"] {
+      #expect(json.contains(#""decimal":{"#) && json.contains("\"\(field)\":"), "\(field): \(json)")
+    }
+  }
+}
