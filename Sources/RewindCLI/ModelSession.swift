@@ -22,7 +22,7 @@ protocol ModelSession: AnyObject {
   func refresh() throws
   func move(to sequence: UInt64) throws
   /// Lays keyframes over the journal, as far as `memoryLimit` bytes of them allow
-  /// (`TimeMachine.prepare(memoryLimit:)`); returns how far they reach.
+  /// (`TimeMachine.prepare(memoryLimit:through:)`); returns how far they reach.
   func prepare(memoryLimit: Int) throws -> KeyframeCoverage
   /// The last sequence number before the first record stamped after `timestamp` (with timestamps
   /// in order, the last one stamped at or before it; `ReplayTarget.time`).
