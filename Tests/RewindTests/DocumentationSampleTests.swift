@@ -262,8 +262,9 @@ enum DocumentationText {
   }
 }
 
-/// A model of the test's own for the claims of the funnel article's "The record layout and schema
-/// evolution": a canvas counting the colours painted on it.
+/// A model of the test's own for claims of the overview (plain properties) and of the funnel
+/// article's "The record layout and schema evolution": a canvas counting the colours painted on
+/// it, and its painter's signature.
 enum Canvas {
   struct Colour: Hashable, Codable, Sendable {
     var name: String
@@ -275,17 +276,25 @@ enum Canvas {
     var colours: Set<Colour>
   }
 
-  struct State: Model {
+  /// The painter's signature, kept in a plain property rather than a store.
+  struct Signed: Event {
+    static let name = "canvas.signed"
+    var painter: String
+  }
+
+  struct State: SnapshotModel {
     var strokes = ValueStore<Int>(name: "strokes", initial: 0)
+    var signature = ""
     static func registerEvents(in registry: inout EventRegistry<State>) {
       registry.register(Painted.self) { canvas, event, context in
         canvas.strokes.set(canvas.strokes.value + event.colours.count, context: &context)
       }
+      registry.register(Signed.self) { canvas, event, _ in canvas.signature = event.painter }
     }
   }
 }
 
-@Suite struct DocumentedEncodingTests {
+@Suite struct DocumentedBehaviourTests {
   /// "Whatever `Codable` writes either reads back as the same value or is refused when the event is
   /// encoded ... (the command fails; nothing is journaled)": through a manager, the command throws
   /// `ManagerError` `encodingFailed`, whose message holds the `EncodingError`'s reason, and the
@@ -327,5 +336,31 @@ enum Canvas {
     for field in ["exponent", "length", "isNegative", "mantissa"] {
       #expect(json.contains(#""decimal":{"#) && json.contains("\"\(field)\":"), "\(field): \(json)")
     }
+  }
+
+  /// The overview: "a plain property is replayed, but change streams, diffs, blame and the tool
+  /// see stores' records only". A command that changes only one is journaled and replayed, and
+  /// its change names no key; a diff across it shows nothing.
+  @Test func aPlainPropertyIsReplayedButNoChangeNamesIt() async throws {
+    let directory = TemporaryDirectory("doc-plain")
+    let manager = try Manager<Canvas.State>(directory: directory.path, options: JournalOptions(durability: .none))
+    var changes = manager.changes().makeAsyncIterator()
+    try await manager.perform(.user) { _, command in command.record(Canvas.Signed(painter: "ada")) }
+    try await manager.perform(.user) { _, command in
+      command.record(Canvas.Painted(colours: [Canvas.Colour(name: "red")]))
+    }
+    manager.close()
+    let signed = try #require(await changes.next())
+    #expect(signed.sequences == 1...1 && signed.keys.isEmpty, "\(signed)")
+    let painted = try #require(await changes.next())
+    #expect(painted.keys == [.value("strokes")], "\(painted)")
+
+    let rebuilt = try Replay.rebuild(Canvas.State.self, directory: directory.path)
+    #expect(rebuilt.state.signature == "ada")
+    #expect(rebuilt.state.strokes.value == 1)
+    let machine = try TimeMachine<Canvas.State>(directory: directory.path)
+    #expect(try machine.diff(from: 0, to: 1).collections.allSatisfy(\.isEmpty))
+    #expect(try machine.state(at: 1).signature == "ada")
+    #expect(try !machine.diff(from: 1, to: 2).collections.allSatisfy(\.isEmpty))
   }
 }
