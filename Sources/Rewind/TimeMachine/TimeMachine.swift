@@ -443,7 +443,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// `keepingRecordIDs`, when they stand for the records' keys) the ids of the records it touched;
   /// stops after an event for which `body` returns false. With `wholeCommands`, only after the
   /// last event of each command (the next event's command id differs, or the journal ends), with
-  /// what the command's events touched: the states readers see (DESIGN.md, contract 3). Reports
+  /// what the command's events touched: the states readers see (TheFunnel.md). Reports
   /// progress as seeks do, and where it stopped.
   private func forEachEvent(
     keepingRecordIDs: Bool, wholeCommands: Bool, through: UInt64? = nil,
@@ -489,7 +489,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// The last sequence number of the command whose record is at `sequence`: the records after it
   /// while they are events with its command id, through `lastSequence` (`sequence` itself when it
   /// is 0, or not an event). Readers see the state after a whole command, never between its
-  /// events (DESIGN.md, contract 3): the state at `sequence` is one a reader sees when this
+  /// events (<doc:TheFunnel>): the state at `sequence` is one a reader sees when this
   /// returns `sequence`. `through` ends the command there at the latest (nil: `lastSequence`; see
   /// `lastIntactSequence`).
   public func commandEnd(from sequence: UInt64, through: UInt64? = nil) throws -> UInt64 {
@@ -513,8 +513,8 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The first sequence number whose state breaks `invariant`, found by bisection: like
   /// `git bisect`, it assumes that once broken the invariant stays broken. Nil if it holds at
-  /// `lastSequence`. Probes only states after whole commands, the states readers see (DESIGN.md,
-  /// contract 3): a probe inside a command looks at the state after its last record, and the
+  /// `lastSequence`. Probes only states after whole commands, the states readers see
+  /// (<doc:TheFunnel>): a probe inside a command looks at the state after its last record, and the
   /// answer is the last record of the first command after which the invariant fails. Costs
   /// O(log(history)) seeks, each from the nearest keyframe or snapshot; the first pass lays
   /// keyframes down. `through` ends the search there (nil: at `lastSequence`; see
@@ -539,7 +539,7 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The first sequence number whose state breaks `invariant`, checking after every command (no
   /// assumption about later states): the last record of the first command after which it fails,
-  /// as readers see states only between commands (DESIGN.md, contract 3). Nil if it always
+  /// as readers see states only between commands (<doc:TheFunnel>). Nil if it always
   /// holds. Replays the whole journal.
   ///
   /// An invariant over a store's records (``Invariant/init(_:everyRecordOf:reading:holds:)``) is checked
