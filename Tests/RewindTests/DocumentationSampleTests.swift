@@ -363,4 +363,23 @@ enum Canvas {
     #expect(try machine.state(at: 1).signature == "ada")
     #expect(try !machine.diff(from: 1, to: 2).collections.allSatisfy(\.isEmpty))
   }
+
+  /// TheFunnel.md, "Notify": each observer receives the command's events and "the sorted
+  /// `ChangeKey`s they touched": in their order, not a set's hash order, so that two runs print
+  /// the same change.
+  @Test func aChangesKeysAreSorted() async throws {
+    let directory = TemporaryDirectory("doc-keys")
+    let manager = try Manager<ReadmeExample.Notes>(
+      directory: directory.path, options: JournalOptions(durability: .none), ids: .sequential())
+    defer { manager.close() }
+    var changes = manager.changes().makeAsyncIterator()
+    let ids = try await manager.perform(.user) { _, command in
+      let ids = (0..<20).map { _ in command.newID() }
+      for id in ids.reversed() { command.record(ReadmeExample.NoteAdded(id: id, title: "\(id)")) }
+      return ids
+    }
+    let change = try #require(await changes.next())
+    #expect(change.keys == ids.map { .record("notes", $0) })
+    #expect(change.keys == change.keys.sorted())
+  }
 }
