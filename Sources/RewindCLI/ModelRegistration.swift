@@ -41,6 +41,8 @@ public struct ModelRegistration: Sendable {
 
   /// Registers `M` under `name`.
   /// - Parameters:
+  ///   - type: the model, whose journals the replay-level commands read.
+  ///   - name: the name users type (`--model NAME`) and output shows.
   ///   - invariants: named predicates over the state, for `rewind bisect` and `check` in `rewind debug`.
   ///   - queries: named reads of the state rendered as JSON, for `query NAME` in `rewind debug`.
   public init<M: SnapshotModel>(
