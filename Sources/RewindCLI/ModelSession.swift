@@ -42,7 +42,7 @@ protocol ModelSession: AnyObject {
   /// What the event at `sequence` did, applied to the state before it; nil for a checkpoint.
   func effect(of sequence: UInt64) throws -> EventEffect?
   /// The last sequence number of the command whose record is at `sequence` (see
-  /// `TimeMachine.commandEnd(from:)`).
+  /// `TimeMachine.commandEnd(from:through:)`).
   func commandEnd(from sequence: UInt64) throws -> UInt64
   /// Whether the invariant holds in the state after `sequence`, without moving; nil for an
   /// unknown name.
