@@ -5,11 +5,10 @@ import RewindTestSupport
 import Testing
 
 /// The README's "Using the journal" example, compiled and run. Its code lies between the
-/// `Journal` markers below; a test checks that the README shows exactly that code, line by line
-/// and in order (`DocumentationText.shown(_:isPartOf:)`): the README's comments, its path
-/// (`path` here), and the bodies it leaves as comments (`{ /* ... */ }`, here the test's own) aside.
-/// Lines here that the README does not show (marked `// not shown`) let the test see what the code
-/// did.
+/// `Journal` markers below; a test checks that every line the README shows is here, in order, as
+/// a run of words (`DocumentationText.shown(_:isPartOf:)`): comments, line breaks and commas
+/// aside, the README's path spelled `path`, and the bodies it leaves as comments (`{ /* ... */ }`)
+/// the test's own. Lines marked `// not shown` let the test see what the code did.
 enum JournalSample {
   /// What the example saw and did, for the tests to check.
   struct Outcome {
