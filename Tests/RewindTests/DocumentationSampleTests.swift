@@ -162,8 +162,9 @@ enum DocumentationText {
 
   /// The example as the README tells it: three appends numbered one after the other, the last
   /// two conditional and single; a reader from 1,000 that reads them; a follower that gets them as
-  /// they land; no sealed segment to compact in a journal of one segment.
-  @Test func theJournalExampleDoesWhatItsCommentsSay() async throws {
+  /// they land; no sealed segment to compact in a journal of one segment. (A follower that missed
+  /// a record would wait for ever: the time limit ends it.)
+  @Test(.timeLimit(.minutes(10))) func theJournalExampleDoesWhatItsCommentsSay() async throws {
     let directory = TemporaryDirectory("doc-journal")
     try await Self.journalOf999(at: directory.path)
     let outcome = try await JournalSample.run(
@@ -189,7 +190,7 @@ enum DocumentationText {
   /// The example opened on a journal whose last append was torn by a crash: `recovery` is not
   /// clean and says what was moved aside, the records before it are kept, and the example's
   /// appends number on from them.
-  @Test func theJournalExampleSeesATornTailMovedAside() async throws {
+  @Test(.timeLimit(.minutes(10))) func theJournalExampleSeesATornTailMovedAside() async throws {
     let directory = TemporaryDirectory("doc-journal")
     try await Self.journalOf999(at: directory.path)
     do {
