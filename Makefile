@@ -33,10 +33,10 @@ demo: deps
 	$(SWIFT) build -c release $(RELEASE_FLAGS) --product rewind
 	scripts/demo-dir-check '$(DEMO_DIR)'
 	rm -rf '$(DEMO_DIR)'
-	.build/release/rewind demo $(DEMO_DIR) --events $(DEMO_EVENTS) --seed $(DEMO_SEED) --durability always
-	.build/release/rewind verify $(DEMO_DIR)
-	.build/release/rewind stats $(DEMO_DIR)
-	.build/release/rewind log $(DEMO_DIR) --limit 5
+	.build/release/rewind demo '$(DEMO_DIR)' --events '$(DEMO_EVENTS)' --seed '$(DEMO_SEED)' --durability always
+	.build/release/rewind verify '$(DEMO_DIR)'
+	.build/release/rewind stats '$(DEMO_DIR)'
+	.build/release/rewind log '$(DEMO_DIR)' --limit 5
 
 test: deps lint format-check
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors

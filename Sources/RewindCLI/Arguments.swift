@@ -29,8 +29,9 @@ public struct Arguments {
   private var flags: Set<String> = []
 
   /// - Parameters:
+  ///   - arguments: the command's words, after its name.
   ///   - options: names that take a value (`--events 100`, `--events=100`).
-  ///   - flags: names that take none (`--json`).
+  ///   - allowedFlags: names that take none (`--json`).
   /// - Throws: `UsageError.helpRequested` when `--help` or `-h` stands where a flag could (even
   ///   after a bad argument: asking for help wins); otherwise a `UsageError` for the first bad one.
   public init(_ arguments: some Sequence<String>, options: Set<String>, flags allowedFlags: Set<String>)

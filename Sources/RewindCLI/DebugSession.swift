@@ -453,7 +453,7 @@ final class DebugSession {
     say(shown: answer)
   }
 
-  /// Checks an invariant where readers see states: after a whole command (DESIGN.md, contract 3),
+  /// Checks an invariant where readers see states: after a whole command (TheFunnel.md),
   /// as bisect does. Inside a command (its events but the last), that is the state after the
   /// command's last record, which the answer names; the session stays where it is.
   private func check(_ rest: [String]) throws {

@@ -19,8 +19,8 @@ internal import RewindJournal
 /// ```
 ///
 /// Which registration reads a journal: the one named by `--model NAME`; else the only one
-/// registered; else the one whose events include every event name and version in the journal's
-/// first records (see `RewindTool.registration(for:)`).
+/// registered; else the one whose events include every event name and version among the
+/// journal's first 1,000 records (when several or none do, the command asks for `--model`).
 public struct ModelRegistration: Sendable {
   /// The name users type (`--model NAME`) and output shows.
   public let name: String
@@ -41,6 +41,8 @@ public struct ModelRegistration: Sendable {
 
   /// Registers `M` under `name`.
   /// - Parameters:
+  ///   - type: the model, whose journals the replay-level commands read.
+  ///   - name: the name users type (`--model NAME`) and output shows.
   ///   - invariants: named predicates over the state, for `rewind bisect` and `check` in `rewind debug`.
   ///   - queries: named reads of the state rendered as JSON, for `query NAME` in `rewind debug`.
   public init<M: SnapshotModel>(

@@ -22,7 +22,7 @@ protocol ModelSession: AnyObject {
   func refresh() throws
   func move(to sequence: UInt64) throws
   /// Lays keyframes over the journal, as far as `memoryLimit` bytes of them allow
-  /// (`TimeMachine.prepare(memoryLimit:)`); returns how far they reach.
+  /// (`TimeMachine.prepare(memoryLimit:through:)`); returns how far they reach.
   func prepare(memoryLimit: Int) throws -> KeyframeCoverage
   /// The last sequence number before the first record stamped after `timestamp` (with timestamps
   /// in order, the last one stamped at or before it; `ReplayTarget.time`).
@@ -42,7 +42,7 @@ protocol ModelSession: AnyObject {
   /// What the event at `sequence` did, applied to the state before it; nil for a checkpoint.
   func effect(of sequence: UInt64) throws -> EventEffect?
   /// The last sequence number of the command whose record is at `sequence` (see
-  /// `TimeMachine.commandEnd(from:)`).
+  /// `TimeMachine.commandEnd(from:through:)`).
   func commandEnd(from sequence: UInt64) throws -> UInt64
   /// Whether the invariant holds in the state after `sequence`, without moving; nil for an
   /// unknown name.

@@ -33,6 +33,25 @@ import Testing
     #expect(FileManager.default.fileExists(atPath: dir.appending("manifest.json")))
   }
 
+  /// `make demo DEMO_DIR='my demo'` removed the journal in `my demo`, then ran `rewind demo my demo`:
+  /// two words, a usage error, and no journal left. Every command of `make demo` and `make
+  /// clean-demo` that takes the directory now gets it as one word, as a shell splits the commands
+  /// `make -n` shows (`set --`, which runs none of them).
+  @Test(arguments: ["demo", "clean-demo"])
+  func makeGivesDemoDirAsOneWord(target: String) async throws {
+    let root = #filePath.components(separatedBy: "/Tests/")[0]
+    let dir = TemporaryDirectory("cli-demo-guard").appending("my demo")
+    let plan = try await ToolRun.run("/usr/bin/env", ["make", "-n", target, "DEMO_DIR=\(dir)"], in: root)
+    #expect(plan.status == 0, "\(plan.err)")
+    let commands = plan.out.split(separator: "\n").filter { $0.contains("my demo") }
+    #expect(commands.count == (target == "demo" ? 6 : 2), "\(plan.out)")
+    for command in commands {
+      let words = try await ToolRun.run("/bin/sh", ["-c", "set -- \(command); printf '%s\\n' \"$@\""])
+      #expect(words.status == 0, "\(words.err)")
+      #expect(words.out.split(separator: "\n").contains { $0 == dir }, "\(command)")
+    }
+  }
+
   /// `make demo DEMO_DIR=$HOME` ran `rm -rf $HOME`. The check it runs first lets a missing
   /// directory, an empty one and a journal through, and refuses the rest, saying why.
   @Test func makeDemoRemovesOnlyAJournal() async throws {

@@ -106,4 +106,35 @@ import Testing
     let before = try await Self.rewind(["log", dir.path, "--until", "0001-01-01"])
     #expect(before.status == 2 && before.err.contains("is out of range: before every time"), "\(before.err)")
   }
+
+  /// The README's `rewind debug` script (its `printf` line), run as shown on a Notebook journal:
+  /// every line is a command the session knows and does what it names, and the script exits 0.
+  @Test func theReadmesDebugScriptRunsAsShown() async throws {
+    let root = #filePath.components(separatedBy: "/Tests/")[0]
+    let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+    let line = try #require(
+      readme.split(separator: "\n").first { $0.hasPrefix("printf '") && $0.hasSuffix("' \\") },
+      "the README's debug script")
+    let script = line.dropFirst("printf '".count).dropLast("' \\".count).replacingOccurrences(of: "\\n", with: "\n")
+    #expect(
+      script.split(separator: "\n").map { $0.split(separator: " ")[0] } == [
+        "goto", "print", "mark", "find", "diff", "watch", "step",
+      ], "\(script)")
+    let dir = TemporaryDirectory("cli-readme-debug")
+    let demo = try await Self.rewind(["demo", dir.path, "--events", "300", "--seed", "1"])
+    #expect(demo.status == 0, "\(demo.err)")
+
+    let run = try await ToolRun.run("rewind", ["debug", dir.path], input: script)
+    #expect(run.status == 0 && run.err.isEmpty, "\(run.err)")
+    let out = run.out.split(separator: "\n").map(String.init)
+    #expect(out.first?.hasPrefix("at 120 of 300: #120 ") == true, "\(run.out)")
+    #expect(out.dropFirst().first?.hasPrefix("[{") == true, "print notes: the notes as JSON")
+    #expect(out.contains("marked sequence 120"))
+    let found = try #require(out.first { $0.hasPrefix("at ") && $0.contains(" note.deleted v") }, "\(run.out)")
+    let at = try #require(UInt64(found.dropFirst(3).prefix { $0.isNumber }))
+    #expect(at > 120)
+    #expect(out.contains { $0.hasSuffix("(from 120 to \(at))") }, "diff from the mark")
+    #expect(out.contains { $0.hasPrefix("watch settings at \(at): settings {") }, "\(run.out)")
+    #expect(out.last?.hasPrefix("at \(at + 10) of 300: ") == true, "step 10")
+  }
 }

@@ -223,6 +223,49 @@ private func installHook(
   #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
 }
 
+/// An event the model does not register, as one that cannot be encoded (TheFunnel.md,
+/// "Failure").
+private struct NotInTheLedger: Event {
+  static let name = "ledger.not-registered"
+  var note: String
+}
+
+/// A command that records an event its model does not register fails alone, before it is staged,
+/// as one that cannot be encoded does (both are refused where its events are encoded); the
+/// commands sharing its turn and append are journaled as if it had not been there.
+@Test func anUnencodableCommandFailsAloneAndTheOthersInItsTurnCommit() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeManager(directory)
+  let id = try await manager.openAccount(owner: "shared")
+  let held = installHook(on: manager, waiting: 3)
+
+  let first = Task { try await increment(manager, id) }
+  try await held.wait()
+  let small = Task { try await increment(manager, id) }
+  try await manager.waitUntil(waitingCommands: 1)
+  let refused = Task {
+    try await manager.perform(.user) { _, command in
+      command.record(Deposited(account: id, amount: 100, memo: "before"))
+      command.record(NotInTheLedger(note: "refused"))
+    }
+  }
+  try await manager.waitUntil(waitingCommands: 2)
+  let last = Task { try await increment(manager, id) }
+
+  #expect(try await first.value == 1)
+  #expect(try await small.value == 2)
+  let error = await #expect(throws: ManagerError.self) { try await refused.value }
+  #expect(error?.code == .unregisteredEvent)
+  #expect(try await last.value == 3)
+  #expect(manager.state.accounts.find(id: id)?.balance == 3)
+  #expect(manager.lastSequence == 4)
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
+  #expect(!events.contains { $0.event is Deposited })
+}
+
 /// A command whose events fit one record each but not one batch is too large too.
 @Test func aCommandLargerThanABatchIsTooLarge() async throws {
   let temporary = TemporaryDirectory()

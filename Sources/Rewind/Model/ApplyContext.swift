@@ -7,7 +7,7 @@ public struct ApplyContext: ~Copyable {
   @usableFromInline var touched: Set<ChangeKey> = []
   /// The ids of the records touched, with their stores' names, in the order touched, when
   /// `keepsRecordIDs` (else empty): for a check that asks only the records an event touched
-  /// (`TimeMachine.firstFailure(of:)`), which cannot find a record from its id's text. A record
+  /// (`TimeMachine.firstFailure(of:through:)`), which cannot find a record from its id's text. A record
   /// kept here is not also named in `touched` (naming its key would format its id).
   @usableFromInline var touchedRecordIDs: [(store: String, id: any Sendable)] = []
   /// Whether touched keys are kept. Replay, which never reports them, turns this off: naming a key

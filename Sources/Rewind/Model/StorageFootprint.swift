@@ -32,7 +32,7 @@ public struct StorageFootprint: Sendable, Equatable, CustomStringConvertible {
 
 /// Walks trees, counting each node the first time it is reached. A node is known by its address,
 /// so the states walked must stay alive until the census ends (a freed node's address can be
-/// another's). Walking state after state along a history (`TimeMachine.prepare(memoryLimit:)`)
+/// another's). Walking state after state along a history (`TimeMachine.prepare(memoryLimit:through:)`)
 /// costs what each one added: a node reached before is shared, and so is everything under it.
 /// Measured there (the benchmark's 1M-event history): the first version, which kept
 /// `ObjectIdentifier`s in a `Set` and read each child as a reference, added 60–80% to `prepare`;

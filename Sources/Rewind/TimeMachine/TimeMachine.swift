@@ -18,7 +18,7 @@ public import RewindJournal
 /// records a seek applies fewer than max(N, `keyframeSpacing`, B / 400) records; a seek near a
 /// keyframe applies fewer than the spacing.
 /// `prepare()` lays keyframes over the whole history in one replay (or as far as a memory limit
-/// allows: `prepare(memoryLimit:)`), after which every seek up to the last of them applies fewer
+/// allows: ``prepare(memoryLimit:through:)``), after which every seek up to the last of them applies fewer
 /// than their spacing (`KeyframeCoverage.spacing`) records and, after a whole history's, reads
 /// no file but the journal. Keyframes are
 /// cheap to keep: a `Store` shares its unchanged nodes with its copies, so those passed in one
@@ -259,7 +259,7 @@ public final class TimeMachine<M: SnapshotModel> {
     return KeyframeCoverage(spacing: spacing, through: through, stoppedByLimit: true)
   }
 
-  /// Thrown inside `prepare(memoryLimit:)`'s replay to end it at the keyframe that passed the limit.
+  /// Thrown inside `prepare(memoryLimit:through:)`'s replay to end it at the keyframe that passed the limit.
   private struct KeyframeLimitReached: Error {}
 
   // MARK: Looking
@@ -443,7 +443,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// `keepingRecordIDs`, when they stand for the records' keys) the ids of the records it touched;
   /// stops after an event for which `body` returns false. With `wholeCommands`, only after the
   /// last event of each command (the next event's command id differs, or the journal ends), with
-  /// what the command's events touched: the states readers see (DESIGN.md, contract 3). Reports
+  /// what the command's events touched: the states readers see (TheFunnel.md). Reports
   /// progress as seeks do, and where it stopped.
   private func forEachEvent(
     keepingRecordIDs: Bool, wholeCommands: Bool, through: UInt64? = nil,
@@ -489,7 +489,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// The last sequence number of the command whose record is at `sequence`: the records after it
   /// while they are events with its command id, through `lastSequence` (`sequence` itself when it
   /// is 0, or not an event). Readers see the state after a whole command, never between its
-  /// events (DESIGN.md, contract 3): the state at `sequence` is one a reader sees when this
+  /// events (<doc:TheFunnel>): the state at `sequence` is one a reader sees when this
   /// returns `sequence`. `through` ends the command there at the latest (nil: `lastSequence`; see
   /// `lastIntactSequence`).
   public func commandEnd(from sequence: UInt64, through: UInt64? = nil) throws -> UInt64 {
@@ -513,8 +513,8 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The first sequence number whose state breaks `invariant`, found by bisection: like
   /// `git bisect`, it assumes that once broken the invariant stays broken. Nil if it holds at
-  /// `lastSequence`. Probes only states after whole commands, the states readers see (DESIGN.md,
-  /// contract 3): a probe inside a command looks at the state after its last record, and the
+  /// `lastSequence`. Probes only states after whole commands, the states readers see
+  /// (<doc:TheFunnel>): a probe inside a command looks at the state after its last record, and the
   /// answer is the last record of the first command after which the invariant fails. Costs
   /// O(log(history)) seeks, each from the nearest keyframe or snapshot; the first pass lays
   /// keyframes down. `through` ends the search there (nil: at `lastSequence`; see
@@ -539,10 +539,10 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The first sequence number whose state breaks `invariant`, checking after every command (no
   /// assumption about later states): the last record of the first command after which it fails,
-  /// as readers see states only between commands (DESIGN.md, contract 3). Nil if it always
+  /// as readers see states only between commands (<doc:TheFunnel>). Nil if it always
   /// holds. Replays the whole journal.
   ///
-  /// An invariant over a store's records (`Invariant(_:everyRecordOf:holds:)`) is checked
+  /// An invariant over a store's records (``Invariant/init(_:everyRecordOf:reading:holds:)``) is checked
   /// incrementally: after a command that changed only records of its store, on those records
   /// alone (see there); after any other change, and for any other invariant, on the whole state.
   /// To check such an invariant on the whole state after every record, pass
@@ -596,7 +596,7 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 }
 
-/// How far `TimeMachine.prepare(memoryLimit:)` laid keyframes.
+/// How far ``TimeMachine/prepare(memoryLimit:through:)`` laid keyframes.
 public struct KeyframeCoverage: Sendable, Equatable {
   /// Records between the keyframes `prepare` laid (`TimeMachine.keyframeSpacing` too, unless the
   /// limit stopped them: that is then back at the keyframe interval).
@@ -616,7 +616,7 @@ public struct Blame<Value: Sendable>: Sendable {
   public var after: Value?
 }
 
-/// One event that touched an entity found by its id as text (`TimeMachine.blame(entity:)`), and
+/// One event that touched an entity found by its id as text (``TimeMachine/blame(entity:through:)``), and
 /// the record after it (nil when the event removed it).
 public struct EntityBlame: Sendable {
   public var event: RecordedEvent
@@ -626,12 +626,12 @@ public struct EntityBlame: Sendable {
   public var after: (any Sendable)?
 }
 
-/// A named predicate over a model's state, for `TimeMachine.bisect(_:)` and
-/// `TimeMachine.firstFailure(of:)`.
+/// A named predicate over a model's state, for ``TimeMachine/bisect(_:through:)`` and
+/// ``TimeMachine/firstFailure(of:through:)``.
 public struct Invariant<M: Model>: Sendable {
   public var name: String
   /// Whether the invariant holds of a whole state. Setting it drops the incremental check of an
-  /// invariant made by `init(_:everyRecordOf:holds:)`, which could disagree with the new one.
+  /// invariant made by ``init(_:everyRecordOf:reading:holds:)``, which could disagree with the new one.
   public var holds: @Sendable (M) -> Bool {
     didSet { holdsAfterChange = nil }
   }
@@ -643,7 +643,7 @@ public struct Invariant<M: Model>: Sendable {
   @usableFromInline typealias HoldsAfterChange =
     @Sendable (M, Set<ChangeKey>, [(store: String, id: any Sendable)]) -> Bool?
 
-  /// The incremental check, for `firstFailure(of:)`; nil for an invariant checked whole.
+  /// The incremental check, for `firstFailure(of:through:)`; nil for an invariant checked whole.
   @usableFromInline private(set) var holdsAfterChange: HoldsAfterChange?
 
   public init(_ name: String, holds: @escaping @Sendable (M) -> Bool) {
@@ -654,7 +654,7 @@ public struct Invariant<M: Model>: Sendable {
   /// An invariant over the records of one store: it holds when `holds(record, state)` is true of
   /// every record of `store` (asked through `Store.allSatisfy(_:)`, without building `all()`).
   ///
-  /// `TimeMachine.firstFailure(of:)` checks it incrementally. When a record changed only records
+  /// ``TimeMachine/firstFailure(of:through:)`` checks it incrementally. When a record changed only records
   /// of `store` (and its grouping cache), the invariant holds after it exactly when `holds` is
   /// true of the changed records still present: the others, and what `holds` reads besides them,
   /// are as they were when it last held. After a change anywhere else, every record is asked.
