@@ -344,3 +344,15 @@ private final class FailingSegmentOpenIO: ForwardingFileIO {
   #expect(refused?.message.contains("durability") == true, "\(String(describing: refused))")
   #expect(manager.stopReason?.code == .durabilityLost)
 }
+
+/// `Manager.init` creates the journal only when `createIfMissing` lets it: otherwise a missing
+/// directory is refused (`notAJournal`), and nothing is created there.
+@Test func aManagerThatMayNotCreateRefusesAMissingJournal() throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  var options = JournalOptions(durability: .none)
+  options.createIfMissing = false
+  let error = try #require(throws: JournalError.self) { try Manager<Ledger>(directory: directory, options: options) }
+  #expect(error.code == .notAJournal)
+  #expect(access(directory, F_OK) != 0)
+}

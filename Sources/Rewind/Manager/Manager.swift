@@ -161,6 +161,8 @@ private struct Pipeline: Sendable {
 ///   (`Journal.failure`).
 /// - A command whose events are larger than the journal's limits (`JournalLimits`) throws
 ///   `.tooLarge` before it is staged: it writes nothing, and the commands around it are unaffected.
+///   So does one that records an event its model does not register (`.unregisteredEvent`), or
+///   one that cannot be encoded (`.encodingFailed`).
 /// - Commands never interleave: each validates against the state left by every command before it,
 ///   and none can run while another is half-way (see `SerialGate`).
 /// - Commands are applied and announced strictly in sequence order, each only after its append.
@@ -237,8 +239,8 @@ public final class Manager<M: Model>: Sendable {
   /// Runs before each append, for tests that need a batch to form.
   let beforeAppend = Mutex<(@Sendable () async -> Void)?>(nil)
 
-  /// Opens the journal in `directory` for writing (creating it if needed) and rebuilds the model
-  /// by replaying every record in it.
+  /// Opens the journal in `directory` for writing (creating it if needed, unless
+  /// `options.createIfMissing` is false) and rebuilds the model by replaying every record in it.
   /// - Throws: `JournalError` if the journal cannot be opened (or a snapshot past its end cannot
   ///   be moved aside), `ReplayError` if a record does not decode as one of the model's events.
   public init(
@@ -440,9 +442,16 @@ public final class Manager<M: Model>: Sendable {
   /// the gate, or cancelled already) throws `CancellationError` once its turn comes, and nothing
   /// is written; one cancelled later, while its events are being journaled or synced, still waits
   /// for the outcome and reports it (its value if they are committed).
-  /// - Throws: whatever `body` throws (nothing written); `ManagerError` (`.appendFailed` if a
-  ///   command it read could not be journaled); `CancellationError` if the task was cancelled
-  ///   before validation (nothing written).
+  /// - Throws: whatever `body` throws (nothing written); `CancellationError` if the task was
+  ///   cancelled before validation (nothing written); `ManagerError`:
+  ///   - `.tooLarge`, `.unregisteredEvent` or `.encodingFailed` when its events are over the
+  ///     journal's limits, not registered by the model, or cannot be encoded (before it is
+  ///     staged: nothing written, the commands around it unaffected);
+  ///   - `.appendFailed` when its append, or that of a command it read, could not be journaled
+  ///     (nothing written; retrying is safe);
+  ///   - `.durabilityLost` when the journal lost durability while writing it (it may or may not
+  ///     be on disk); `.stopped` for every command after that, or after the journal stopped
+  ///     accepting appends; `.closed` once the manager is closed.
   @discardableResult
   public func perform<R: Sendable>(_ origin: Origin, _ body: (M, inout Command) throws -> R) async throws -> R {
     // A free gate: this task holds it and stages its own command at once, with nothing to hand

@@ -8,6 +8,9 @@ internal import RewindJournal
 public enum Snapshots {
   /// Writes a snapshot of the state after the journal's last record.
   /// - Returns: its sequence number and digest (nil for an empty journal).
+  /// - Throws: what replaying the journal throws (`JournalError`, `ReplayError`), and what
+  ///   `SnapshotStore.write(_:at:)` throws (`EncodingError` for a state holding the double -0.0,
+  ///   which no snapshot can hold exactly; `JournalError`, `SystemCallError` from the disk).
   @discardableResult
   public static func take<M: SnapshotModel>(_ type: M.Type, directory: String) throws -> (
     sequence: UInt64, digest: StateDigest
