@@ -188,6 +188,35 @@ private func installHook(
   #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
 }
 
+/// Holds an increment's append while a second increment, then the command `refused` records,
+/// then a third increment queue at the gate, so that all three are served in one turn and share
+/// one append. The three increments commit as if the refused command had not been there (the
+/// balance and the journal's `BalanceSet`s are 1, 2, 3). Returns what the refused command threw.
+private func refuseAmongIncrements(
+  _ manager: Manager<Ledger>, directory: String, account id: Identifier,
+  _ refused: @escaping @Sendable (inout Command) -> Void
+) async throws -> ManagerError? {
+  let held = installHook(on: manager, waiting: 3)
+  let first = Task { try await increment(manager, id) }
+  try await held.wait()
+  let small = Task { try await increment(manager, id) }
+  try await manager.waitUntil(waitingCommands: 1)
+  let refusing = Task { try await manager.perform(.user) { _, command in refused(&command) } }
+  try await manager.waitUntil(waitingCommands: 2)
+  let last = Task { try await increment(manager, id) }
+
+  #expect(try await first.value == 1)
+  #expect(try await small.value == 2)
+  let error = await #expect(throws: ManagerError.self) { try await refusing.value }
+  #expect(try await last.value == 3)
+  #expect(manager.state.accounts.find(id: id)?.balance == 3)
+  #expect(manager.lastSequence == 4)
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
+  return error
+}
+
 /// A command whose event is larger than the journal accepts fails alone, before it is staged, as
 /// too large (retrying it would fail the same way); the commands sharing its turn and append are
 /// journaled as if it had not been there.
@@ -196,31 +225,11 @@ private func installHook(
   let directory = temporary.appending("journal")
   let manager = try makeManager(directory, limits: JournalLimits(maxRecordBytes: 4096, maxBatchBytes: 64 << 10))
   let id = try await manager.openAccount(owner: "shared")
-  let held = installHook(on: manager, waiting: 3)
-
-  let first = Task { try await increment(manager, id) }
-  try await held.wait()
-  let small = Task { try await increment(manager, id) }
-  try await manager.waitUntil(waitingCommands: 1)
-  let large = Task {
-    try await manager.perform(.user) { _, command in
-      command.record(Deposited(account: id, amount: 100, memo: String(repeating: "m", count: 5000)))
-    }
+  let error = try await refuseAmongIncrements(manager, directory: directory, account: id) { command in
+    command.record(Deposited(account: id, amount: 100, memo: String(repeating: "m", count: 5000)))
   }
-  try await manager.waitUntil(waitingCommands: 2)
-  let last = Task { try await increment(manager, id) }
-
-  #expect(try await first.value == 1)
-  #expect(try await small.value == 2)
-  let error = await #expect(throws: ManagerError.self) { try await large.value }
   #expect(error?.code == .tooLarge)
   #expect(error?.message.contains("4096") == true)
-  #expect(try await last.value == 3)
-  #expect(manager.state.accounts.find(id: id)?.balance == 3)
-  #expect(manager.lastSequence == 4)
-  manager.close()
-  let events = try Replay.events(of: Ledger.self, directory: directory)
-  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
 }
 
 /// An event the model does not register, as one that cannot be encoded (TheFunnel.md,
@@ -232,38 +241,19 @@ private struct NotInTheLedger: Event {
 
 /// A command that records an event its model does not register fails alone, before it is staged,
 /// as one that cannot be encoded does (both are refused where its events are encoded); the
-/// commands sharing its turn and append are journaled as if it had not been there.
+/// commands sharing its turn and append are journaled as if it had not been there, and nothing of
+/// it is (not the registered event it recorded first either).
 @Test func anUnencodableCommandFailsAloneAndTheOthersInItsTurnCommit() async throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")
   let manager = try makeManager(directory)
   let id = try await manager.openAccount(owner: "shared")
-  let held = installHook(on: manager, waiting: 3)
-
-  let first = Task { try await increment(manager, id) }
-  try await held.wait()
-  let small = Task { try await increment(manager, id) }
-  try await manager.waitUntil(waitingCommands: 1)
-  let refused = Task {
-    try await manager.perform(.user) { _, command in
-      command.record(Deposited(account: id, amount: 100, memo: "before"))
-      command.record(NotInTheLedger(note: "refused"))
-    }
+  let error = try await refuseAmongIncrements(manager, directory: directory, account: id) { command in
+    command.record(Deposited(account: id, amount: 100, memo: "before"))
+    command.record(NotInTheLedger(note: "refused"))
   }
-  try await manager.waitUntil(waitingCommands: 2)
-  let last = Task { try await increment(manager, id) }
-
-  #expect(try await first.value == 1)
-  #expect(try await small.value == 2)
-  let error = await #expect(throws: ManagerError.self) { try await refused.value }
   #expect(error?.code == .unregisteredEvent)
-  #expect(try await last.value == 3)
-  #expect(manager.state.accounts.find(id: id)?.balance == 3)
-  #expect(manager.lastSequence == 4)
-  manager.close()
-  let events = try Replay.events(of: Ledger.self, directory: directory)
-  #expect(events.dropFirst().compactMap { ($0.event as? BalanceSet)?.balance } == [1, 2, 3])
-  #expect(!events.contains { $0.event is Deposited })
+  #expect(try !Replay.events(of: Ledger.self, directory: directory).contains { $0.event is Deposited })
 }
 
 /// A command whose events fit one record each but not one batch is too large too.
