@@ -58,7 +58,8 @@ enum ShowCommand: RewindCommand {
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }
     let reader = try openJournal(directory)
-    guard let record = try record(sequence, in: reader) else {
+    // Around a missing segment (`rewind log` reads so): an event before or after it is shown.
+    guard let record = try reader.recordReadingAroundMissingSegments(sequence) else {
       throw outOfRange(String(sequence), last: try reader.lastSequence())
     }
     let event = AuditedEvent(record)
@@ -99,15 +100,6 @@ enum ShowCommand: RewindCommand {
     output.out(lines.joined(separator: "\n") + "\n")
     if let damage { throw CommandCutOff(error: damage, sequence: sequence) }
     return .success
-  }
-
-  /// The record with sequence number `sequence`, or nil if the journal does not reach it. Read
-  /// around a segment the index names and the directory lacks (`rewind log` reads so): a record
-  /// before or after it is shown, and one it held throws its located error.
-  static func record(_ sequence: UInt64, in reader: JournalReader) throws -> JournalRecord? {
-    let cursor = try reader.records(from: sequence, readingAroundMissingSegments: true)
-    guard let record = try cursor.next(), record.sequence == sequence else { return nil }
-    return record
   }
 
   /// Sequence number `number` (as digits) is not in a journal whose last is `last`.
