@@ -833,8 +833,16 @@ final class JournalWriter: @unchecked Sendable {
 
   /// Starts the active segment's early sync (see `earlySyncStarted`). The descriptor stays open
   /// until it ends: the seal and `run`'s end wait for it before closing it.
+  ///
+  /// The mapped window is given up first: writing back a page that is still mapped costs the
+  /// kernel a TLB shootdown on the other core for it, and the next store to it a write fault.
+  /// Where the early sync falls inside a window with much of it written (segments of 8 MiB,
+  /// windows of 4 MiB: half a window), that cost the appender half as much CPU again (measured
+  /// Dec 5: 1M one-record appends under `none`, 0.72 against 0.47 s; `perf`: `ptep_clear_flush`
+  /// 20% of the samples). The next group maps a window from where it starts.
   private func startEarlySync() {
     earlySyncStarted = true
+    unmapWindow()
     let (fd, path) = (segmentFD, activePath)
     earlySyncQueue.async(group: earlySyncs) { [self] in
       do {
