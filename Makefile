@@ -15,6 +15,16 @@ SWIFT ?= swift
 DEMO_DIR ?= rewind-demo
 DEMO_EVENTS ?= 200000
 DEMO_SEED ?= 1
+# The demo's settings reach its recipes through the environment ("$$DEMO_DIR"), never pasted into a
+# shell line, so that a directory named `it's`, `say "hi"`, `$HOME`, `a\b`, `my demo` or `-x` is one
+# argument, unchanged (the directory follows `--`, so a name starting with - is no option). They are
+# taken as written: make expands no `$` or `$(...)` in them.
+override DEMO_DIR := $(value DEMO_DIR)
+override DEMO_EVENTS := $(value DEMO_EVENTS)
+override DEMO_SEED := $(value DEMO_SEED)
+export DEMO_DIR DEMO_EVENTS DEMO_SEED
+# The rewind that `make demo` runs, once built (a test runs the recipe with the debug one).
+REWIND ?= .build/release/rewind
 FUZZ_SECONDS ?= 60
 # Release builds (demo, bench) write the C targets' debug information as DWARF 4: valgrind 3.19
 # (Debian's), which the benchmark's profiles use, cannot read clang's DWARF 5 for them and gives up
@@ -31,12 +41,12 @@ deps:
 
 demo: deps
 	$(SWIFT) build -c release $(RELEASE_FLAGS) --product rewind
-	scripts/demo-dir-check '$(DEMO_DIR)'
-	rm -rf '$(DEMO_DIR)'
-	.build/release/rewind demo '$(DEMO_DIR)' --events '$(DEMO_EVENTS)' --seed '$(DEMO_SEED)' --durability always
-	.build/release/rewind verify '$(DEMO_DIR)'
-	.build/release/rewind stats '$(DEMO_DIR)'
-	.build/release/rewind log '$(DEMO_DIR)' --limit 5
+	scripts/demo-dir-check "$$DEMO_DIR"
+	rm -rf -- "$$DEMO_DIR"
+	$(REWIND) demo --events "$$DEMO_EVENTS" --seed "$$DEMO_SEED" --durability always -- "$$DEMO_DIR"
+	$(REWIND) verify -- "$$DEMO_DIR"
+	$(REWIND) stats -- "$$DEMO_DIR"
+	$(REWIND) log --limit 5 -- "$$DEMO_DIR"
 
 test: deps lint format-check
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
@@ -83,5 +93,5 @@ format:
 	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks Fuzz
 
 clean-demo:
-	scripts/demo-dir-check '$(DEMO_DIR)'
-	rm -rf '$(DEMO_DIR)'
+	scripts/demo-dir-check "$$DEMO_DIR"
+	rm -rf -- "$$DEMO_DIR"

@@ -34,26 +34,49 @@ import Testing
   }
 
   /// `make demo DEMO_DIR='my demo'` removed the journal in `my demo`, then ran `rewind demo my demo`:
-  /// two words, a usage error, and no journal left. Every command of `make demo` and `make
-  /// clean-demo` that takes the directory now gets it as one word, as a shell splits the commands
-  /// `make -n` shows (`set --`, which runs none of them).
-  @Test(arguments: ["demo", "clean-demo"])
-  func makeGivesDemoDirAsOneWord(target: String) async throws {
+  /// two words, a usage error, and no journal left. Quoted as `'$(DEMO_DIR)'`, a name holding a `'`
+  /// then broke every line of the recipe (a shell syntax error, or with `x'; rm -rf ~; '` a command
+  /// of its own), and make expanded a `$` in any name. Now the names reach the recipes through the
+  /// environment. `make demo` runs here as it is (the debug `rewind` in place of the release one it
+  /// builds, its `deps` taken as done) in a directory of its own, for names holding what a shell
+  /// or make treats specially: it writes the journal there, audits it, and `make clean-demo`
+  /// removes it; nothing else is made or removed (a sibling `it` is left, `pwned` never made).
+  @Test(arguments: [
+    "my demo", "it's", "say \"hi\"", "$HOME", "$(touch pwned)", "`touch pwned`", "back\\slash", "-x",
+    "a;b&c|d*e?", "two\nlines",
+  ])
+  func makeDemoTakesAnyDirectoryName(name: String) async throws {
     let root = #filePath.components(separatedBy: "/Tests/")[0]
-    let dir = TemporaryDirectory("cli-demo-guard").appending("my demo")
-    let plan = try await ToolRun.run("/usr/bin/env", ["make", "-n", target, "DEMO_DIR=\(dir)"], in: root)
-    #expect(plan.status == 0, "\(plan.err)")
-    let commands = plan.out.split(separator: "\n").filter { $0.contains("my demo") }
-    #expect(commands.count == (target == "demo" ? 6 : 2), "\(plan.out)")
-    for command in commands {
-      let words = try await ToolRun.run("/bin/sh", ["-c", "set -- \(command); printf '%s\\n' \"$@\""])
-      #expect(words.status == 0, "\(words.err)")
-      #expect(words.out.split(separator: "\n").contains { $0 == dir }, "\(command)")
+    let rewind = try #require(ChildProcess.builtProduct("rewind"), "rewind must be built with the tests")
+    let parent = TemporaryDirectory("cli-demo-make")
+    // The recipes run `scripts/demo-dir-check` from the directory make runs in.
+    try FileManager.default.createSymbolicLink(
+      atPath: parent.appending("scripts"), withDestinationPath: root + "/scripts")
+    try FileManager.default.createDirectory(atPath: parent.appending("it"), withIntermediateDirectories: false)
+    _ = FileManager.default.createFile(atPath: parent.appending("it/keep.txt"), contents: Data("mine".utf8))
+    func make(_ target: String) async throws -> ToolRun {
+      try await ToolRun.run(
+        "/usr/bin/env",
+        [
+          "-u", "MAKEFLAGS", "-u", "MAKELEVEL", "make", "-f", root + "/Makefile", "-o", "deps", target, "SWIFT=:",
+          "REWIND=\(rewind)", "DEMO_DIR=\(name)", "DEMO_EVENTS=5",
+        ], in: parent.path)
     }
+    let demo = try await make("demo")
+    #expect(demo.status == 0, "\(demo.out)\(demo.err)")
+    #expect(Files.list(parent.path) == [name, "it", "scripts"].sorted(), "\(demo.out)\(demo.err)")
+    let log = try await ToolRun.run("rewind", ["log", "--json", "--", parent.appending(name)])
+    #expect(log.status == 0 && log.out.split(separator: "\n").count >= 5, "\(log.out)\(log.err)")
+
+    let clean = try await make("clean-demo")
+    #expect(clean.status == 0, "\(clean.out)\(clean.err)")
+    #expect(Files.list(parent.path) == ["it", "scripts"], "\(clean.out)\(clean.err)")
+    #expect(Files.list(parent.appending("it")) == ["keep.txt"])
   }
 
   /// `make demo DEMO_DIR=$HOME` ran `rm -rf $HOME`. The check it runs first lets a missing
-  /// directory, an empty one and a journal through, and refuses the rest, saying why.
+  /// directory, an empty one and a journal through, and refuses the rest (a symbolic link, an empty
+  /// name), saying why.
   @Test func makeDemoRemovesOnlyAJournal() async throws {
     let dir = TemporaryDirectory("cli-demo-guard")
     func check(_ name: String) async throws -> ToolRun {
@@ -65,6 +88,15 @@ import Testing
     let journal = try await ToolRun.run("rewind", ["demo", dir.appending("journal"), "--events", "5", "--seed", "1"])
     #expect(journal.status == 0, "\(journal.err)")
     #expect(try await check("journal").status == 0)
+    // A link to the journal is refused, also spelled `link/`, through which `rm -rf` would empty it.
+    try FileManager.default.createSymbolicLink(
+      atPath: dir.appending("link"), withDestinationPath: dir.appending("journal"))
+    for spelled in ["link", "link/", "link//"] {
+      let link = try await check(spelled)
+      #expect(link.status == 1 && link.err.contains("it is a symbolic link"), "\(spelled): \(link.err)")
+    }
+    let unnamed = try await ToolRun.run(Self.check, [""])
+    #expect(unnamed.status == 1 && unnamed.err.contains("DEMO_DIR is empty"), "\(unnamed.err)")
 
     try FileManager.default.createDirectory(atPath: dir.appending("home/.config"), withIntermediateDirectories: true)
     let home = try await check("home")

@@ -57,15 +57,23 @@ import Testing
     let names = try Self.acceptedNames()
     #expect(names.contains("json") && names.contains("n"), "the sources' option lists were found: \(names)")
     let help = try await ToolRun.run("rewind", [command, "--help"]).out
+    for spelled in try await Self.accepted(by: command, among: names) {
+      #expect(Self.names(help, spelled), "rewind \(command) accepts \(spelled) but its --help never names it")
+    }
+  }
+
+  /// The options among `names` that `rewind command` accepts, spelled as typed (`--json`, `-n`).
+  static func accepted(by command: String, among names: [String]) async throws -> [String] {
     let scratch = TemporaryDirectory("cli-help-options")
+    var accepted: [String] = []
     for name in names {
       let spelled = (name.count == 1 ? "-" : "--") + name
       // A name the command does not know fails at once with "unknown option"; a known one gets
       // past the option parser (and then fails on its bogus value or the missing journal).
       let run = try await ToolRun.run("rewind", [command, "\(spelled)=bogus"], in: scratch.path)
-      guard !run.err.contains("unknown option") else { continue }
-      #expect(Self.names(help, spelled), "rewind \(command) accepts \(spelled) but its --help never names it")
+      if !run.err.contains("unknown option") { accepted.append(spelled) }
     }
+    return accepted
   }
 
   @Test(arguments: commands)

@@ -67,8 +67,7 @@ enum JournalSample {
 /// Reading the documentation's code blocks, to compare them with the code that compiles them.
 enum DocumentationText {
   /// The package's root directory.
-  static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
+  static let root = URL(fileURLWithPath: DocumentationFile.root)
 
   /// `line` as compared: without its comments (`// ...` to the end, `/* ... */`; a `{ /* ... */ }`
   /// body made `{`), the README's path spelled `path`, as tokens: words, and each bracket, colon
@@ -92,11 +91,7 @@ enum DocumentationText {
   /// The lines of the first Swift code block after `heading` in the file at `path` (relative to
   /// the package's root), as tokens, without empty ones.
   static func codeBlock(in path: String, after heading: String) throws -> [[String]] {
-    let text = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
-    let section = try #require(text.range(of: heading + "\n\n"), "\(path)'s \(heading)")
-    let start = try #require(text[section.upperBound...].range(of: "```swift\n"), "\(path)'s code")
-    let end = try #require(text[start.upperBound...].range(of: "```\n"))
-    return text[start.upperBound..<end.lowerBound].split(separator: "\n").map(tokens).filter { !$0.isEmpty }
+    try DocumentationFile.codeBlock(in: path, after: heading, language: "swift").map(tokens).filter { !$0.isEmpty }
   }
 
   /// The tokens of the file at `path` (relative to the package's root) between `// KIND begin`
