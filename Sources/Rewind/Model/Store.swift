@@ -134,9 +134,23 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
     return records.values(forSortedKeys: ids.keys)
   }
 
-  /// Every group with its number of records, in key order. Answered from the cache.
+  /// Every group with its number of records, in key order. Answered from the cache, each key as
+  /// the group's first record (in id order) holds it.
+  ///
+  /// Group keys that are equal but written differently (a tag in two Unicode forms that compare
+  /// equal, held by two records) share one group, which the cache files under the form that
+  /// entered it first. That form depends on the order of the changes that led to the state (a
+  /// store read from a snapshot has the first record's), so it is not what is returned: the
+  /// first record's form depends on the records alone.
   @inlinable public func groupCounts() -> [(key: Record.GroupKey, count: Int)] {
-    groups.map { (key: $0.key, count: $0.value.count) }.sorted { $0.key < $1.key }
+    groups.map { key, ids in (key: form(of: key, in: ids), count: ids.count) }.sorted { $0.key < $1.key }
+  }
+
+  /// `key` as the first record of its group (`ids`) holds it: one walk down the group's tree and
+  /// one down the records'.
+  @inlinable func form(of key: Record.GroupKey, in ids: RecordTree<Record.ID, Void>) -> Record.GroupKey {
+    guard let first = ids.firstKey, let record = records[first] else { return key }
+    return record.groupKeys.first { $0 == key } ?? key
   }
 
   /// How many records are filed under `key`. Answered from the cache.
