@@ -307,3 +307,26 @@ func noteKeysThatDiffer(from before: Workspace, to after: Workspace) -> Set<Chan
   #expect(forms(reopened.state) == forms(state))
   reopened.close()
 }
+
+/// What `StoreRecord` and `StateDigest` document, and RELIABILITY's known limits list: Swift
+/// compares strings by canonical equivalence, so an import that changes only the Unicode form of
+/// a note's title leaves a state equal (`==`) to the one before, and its change names no key,
+/// though the title's bytes, and with them the state's digest, changed (entry 214).
+@Test func aChangeOfUnicodeFormOnlyIsEqualToReadersButNotToTheDigest() async throws {
+  let temporary = TemporaryDirectory()
+  let manager = try makeNotebookManager(temporary.appending("journal"))
+  let book = try await manager.createNotebook(title: "b")
+  let id = try await manager.createNote(in: book, title: "caf\u{E9}")
+  var changes = manager.changes().makeAsyncIterator()
+  let before = manager.state
+  var note = try #require(Note.note(id: id, in: before))
+  note.title = "cafe\u{301}"
+  try await manager.importNotes([note], into: book)
+  let change = try #require(await changes.next())
+  let after = manager.state
+  #expect(Note.note(id: id, in: after)?.title.unicodeScalars.count == 5)
+  #expect(after == before)
+  #expect(change.keys == [])
+  #expect(try StateDigest.of(after) != StateDigest.of(before))
+  manager.close()
+}

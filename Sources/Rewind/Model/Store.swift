@@ -4,7 +4,10 @@
 /// `==` must compare every field readers care about (the synthesized one does): a record replaced
 /// by one it calls equal, or changed into one, touches nothing, so change streams, caches built on
 /// them, blame and an event's effect see no change. The grouping cache does not depend on it: a
-/// change of a record's group keys is filed whatever `==` says.
+/// change of a record's group keys is filed whatever `==` says. Swift compares strings by
+/// canonical equivalence: a string changed only in its Unicode form (`é` composed, or `e` and a
+/// combining accent) is equal, so that change touches nothing either, though the record's bytes
+/// (in snapshots and digests) change.
 public protocol StoreRecord: Identifiable, Sendable, Equatable
 where ID: Comparable & Sendable & CustomStringConvertible {
   associatedtype GroupKey: Hashable & Comparable & Sendable & CustomStringConvertible = NoGroupKey
