@@ -31,7 +31,9 @@ public struct TagCount: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension NoteTag {
-  /// Every tag in use with its note count, in tag order; answered from the tag cache.
+  /// Every tag in use with its note count, in tag order; answered from the tag cache. A tag that
+  /// notes write in two Unicode forms that compare equal is one tag, named as the first of its
+  /// notes (in id order) writes it.
   public static func index(in workspace: Workspace) -> [TagCount] {
     workspace.notes.groupCounts().map { TagCount(tag: $0.key, count: $0.count) }
   }

@@ -2,6 +2,9 @@
 ///
 /// Equal states have equal digests in every process and on every machine: the encoding sorts
 /// records by id and object fields by name, and no hash seed or dictionary order enters it.
+/// Equal means equal bytes: two states that differ only in the Unicode form of a string (`é`
+/// composed, or `e` and a combining accent) are `==`, since Swift compares strings by canonical
+/// equivalence, yet each string is written as it is, so their digests differ.
 public struct StateDigest: Hashable, Sendable, CustomStringConvertible {
   /// The 32 bytes of the hash.
   public let bytes: [UInt8]

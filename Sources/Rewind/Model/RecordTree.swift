@@ -483,6 +483,13 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
     return result
   }
 
+  /// The least key, or nil if the tree is empty: the first of the leftmost leaf.
+  @inlinable var firstKey: Key? {
+    guard var node = root else { return nil }
+    while !node.isLeaf { node = node.child(at: 0) }
+    return node.keyCount > 0 ? node.key(at: 0) : nil
+  }
+
   /// The values of those of `keys` the tree holds, in key order; `keys` must be strictly
   /// increasing. One walk visits only the subtrees that hold a wanted key, and a leaf's entries
   /// are matched to the wanted keys by merging the two ordered lists: a grouping cache's answer

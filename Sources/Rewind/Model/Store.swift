@@ -4,7 +4,10 @@
 /// `==` must compare every field readers care about (the synthesized one does): a record replaced
 /// by one it calls equal, or changed into one, touches nothing, so change streams, caches built on
 /// them, blame and an event's effect see no change. The grouping cache does not depend on it: a
-/// change of a record's group keys is filed whatever `==` says.
+/// change of a record's group keys is filed whatever `==` says. Swift compares strings by
+/// canonical equivalence: a string changed only in its Unicode form (`é` composed, or `e` and a
+/// combining accent) is equal, so that change touches nothing either, though the record's bytes
+/// (in snapshots and digests) change.
 public protocol StoreRecord: Identifiable, Sendable, Equatable
 where ID: Comparable & Sendable & CustomStringConvertible {
   associatedtype GroupKey: Hashable & Comparable & Sendable & CustomStringConvertible = NoGroupKey
@@ -134,9 +137,23 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
     return records.values(forSortedKeys: ids.keys)
   }
 
-  /// Every group with its number of records, in key order. Answered from the cache.
+  /// Every group with its number of records, in key order. Answered from the cache, each key as
+  /// the group's first record (in id order) holds it.
+  ///
+  /// Group keys that are equal but written differently (a tag in two Unicode forms that compare
+  /// equal, held by two records) share one group, which the cache files under the form that
+  /// entered it first. That form depends on the order of the changes that led to the state (a
+  /// store read from a snapshot has the first record's), so it is not what is returned: the
+  /// first record's form depends on the records alone.
   @inlinable public func groupCounts() -> [(key: Record.GroupKey, count: Int)] {
-    groups.map { (key: $0.key, count: $0.value.count) }.sorted { $0.key < $1.key }
+    groups.map { key, ids in (key: form(of: key, in: ids), count: ids.count) }.sorted { $0.key < $1.key }
+  }
+
+  /// `key` as the first record of its group (`ids`) holds it: one walk down the group's tree and
+  /// one down the records'.
+  @inlinable func form(of key: Record.GroupKey, in ids: RecordTree<Record.ID, Void>) -> Record.GroupKey {
+    guard let first = ids.firstKey, let record = records[first] else { return key }
+    return record.groupKeys.first { $0 == key } ?? key
   }
 
   /// How many records are filed under `key`. Answered from the cache.
