@@ -211,9 +211,14 @@ public final class TimeMachine<M: SnapshotModel> {
   /// - Returns: the spacing, how far the keyframes reach, and whether the limit stopped them.
   /// - Parameter through: the last sequence number the keyframes cover (nil: `lastSequence`;
   ///   `lastIntactSequence` lays them over the records before damage that hides the end).
+  /// - Throws: `endHiddenBy`, laying nothing, when damage hides the journal's end and `through`
+  ///   is nil or past `lastIntactSequence`; a `JournalError` locating damage the replay meets.
   @discardableResult
   public func prepare(memoryLimit: Int? = nil, through: UInt64? = nil) throws -> KeyframeCoverage {
-    if through == nil, let endHiddenBy { throw endHiddenBy }
+    // Past the records read intact (`lastSequence` is then `UInt64.max`), the replay would reach
+    // the damage: it is thrown before any keyframe is laid or the spacing is reckoned from a
+    // number no journal reaches (which overflowed).
+    if let endHiddenBy, through.map({ $0 > lastIntactSequence }) ?? true { throw endHiddenBy }
     let end = min(through ?? lastSequence, lastSequence)
     let spacing = max(interval, (end + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     keyframeSpacing = spacing
