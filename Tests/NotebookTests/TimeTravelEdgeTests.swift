@@ -174,13 +174,17 @@ import Testing
 
   /// A journal whose end a missing segment hides: `prepare` through a sequence number past the
   /// end, `UInt64.max` among them, throws the damage (it trapped on an overflow), and leaves the
-  /// time machine serving the records before it.
-  @Test func prepareThroughPastAHiddenEndThrowsTheDamage() async throws {
+  /// time machine serving the records before it; blame by key path answers for them.
+  @Test func prepareAndBlameAtAHiddenEnd() async throws {
     let directory = TemporaryDirectory()
     try await writeWorkload(directory.path, seed: 4, commands: 150, options: Self.options).close()
     let segments = Files.list(directory.path).filter { $0.hasSuffix(".lz4") }
     try #require(segments.count > 3)
+    let scratch = TemporaryDirectory()
+    let intactCopy = scratch.appending("intact")
+    try Files.copyDirectory(directory.path, to: intactCopy)
     try FileManager.default.removeItem(atPath: directory.appending(segments[1]))
+    let whole = try TimeMachine<Workspace>(directory: intactCopy)
     for maxKeyframes in [2, 5, 1024] {
       let machine = try TimeMachine<Workspace>(directory: directory.path, maxKeyframes: maxKeyframes)
       let intact = machine.lastIntactSequence
@@ -189,6 +193,16 @@ import Testing
         #expect(throws: JournalError.self, "through \(through)") { try machine.prepare(through: through) }
         #expect(throws: JournalError.self) { try machine.prepare(memoryLimit: 1 << 30, through: through) }
       }
+      // Blame by key path answers for the records before the damage when told to stop there, as
+      // blame by the id's text does (it took no `through`, and so always met the damage).
+      let note = try #require(whole.state(at: intact).notes.all().first?.id)
+      #expect(throws: JournalError.self) { try machine.blame(\.notes, id: note) }
+      #expect(
+        try machine.blame(\.notes, id: note, through: intact).map(\.event.envelope.sequence)
+          == whole.blame(\.notes, id: note).map(\.event.envelope.sequence).filter { $0 <= intact })
+      #expect(
+        try machine.blame(\.settings, through: intact).map(\.event.envelope.sequence)
+          == whole.blame(\.settings).map(\.event.envelope.sequence).filter { $0 <= intact })
       let coverage = try machine.prepare(through: intact)
       #expect(coverage.through <= intact && !coverage.stoppedByLimit)
       try machine.jump(to: intact)

@@ -385,15 +385,17 @@ public final class TimeMachine<M: SnapshotModel> {
   // MARK: Blame and bisect
 
   /// Every event that touched the record `id` of `store` (through `lastSequence`), with the record
-  /// after each (nil once removed). Replays the whole journal.
-  public func blame<R>(_ store: KeyPath<M, Store<R>>, id: R.ID) throws -> [Blame<R>] {
+  /// after each (nil once removed). Replays the whole journal. `through` ends the pass there (nil:
+  /// at `lastSequence`; see `lastIntactSequence`).
+  public func blame<R>(_ store: KeyPath<M, Store<R>>, id: R.ID, through: UInt64? = nil) throws -> [Blame<R>] {
     let key = ChangeKey.record(M()[keyPath: store].name, id)
-    return try blame(key) { state in state[keyPath: store].find(id: id) }
+    return try blame(key, through: through) { state in state[keyPath: store].find(id: id) }
   }
 
-  /// Every event that changed the value store, with the value after each.
-  public func blame<V>(_ store: KeyPath<M, ValueStore<V>>) throws -> [Blame<V>] {
-    try blame(ChangeKey.value(M()[keyPath: store].name)) { state in state[keyPath: store].value }
+  /// Every event that changed the value store, with the value after each. `through` ends the
+  /// pass there (nil: at `lastSequence`; see `lastIntactSequence`).
+  public func blame<V>(_ store: KeyPath<M, ValueStore<V>>, through: UInt64? = nil) throws -> [Blame<V>] {
+    try blame(ChangeKey.value(M()[keyPath: store].name), through: through) { state in state[keyPath: store].value }
   }
 
   /// Every event that touched the entity `id` (a record's id as text, in whichever store holds
@@ -430,13 +432,15 @@ public final class TimeMachine<M: SnapshotModel> {
     return entries
   }
 
-  private func blame<V: Sendable>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
-    try blame(matching: { $0 == key }, read: read)
+  private func blame<V: Sendable>(_ key: ChangeKey, through: UInt64?, read: (M) -> V?) throws -> [Blame<V>] {
+    try blame(matching: { $0 == key }, through: through, read: read)
   }
 
-  private func blame<V: Sendable>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
+  private func blame<V: Sendable>(matching: (ChangeKey) -> Bool, through: UInt64?, read: (M) -> V?) throws
+    -> [Blame<V>]
+  {
     var entries: [Blame<V>] = []
-    try forEachEvent(keepingRecordIDs: false, wholeCommands: false) { recorded, state, touched, _ in
+    try forEachEvent(keepingRecordIDs: false, wholeCommands: false, through: through) { recorded, state, touched, _ in
       if touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
       return true
     }
