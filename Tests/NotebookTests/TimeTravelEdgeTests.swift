@@ -209,4 +209,40 @@ import Testing
       #expect(try StateDigest.of(machine.state) == Self.digest(directory.path, through: intact))
     }
   }
+
+  /// A frame in the middle of the history fails its checksum, and a snapshot lies after it: a
+  /// seek past the snapshot is served from it, as the documentation promises (only a read that
+  /// reaches damage meets it), though a keyframe before the damage was closer (the seek replayed
+  /// from there, met the damage and threw). A seek between the damage and the snapshot still
+  /// throws it and moves nothing.
+  @Test func aSeekPastDamageStartsFromASnapshotAfterIt() async throws {
+    let temporary = TemporaryDirectory()
+    let (intact, copy) = try await TimeTravelDifferentialTests.copy(temporary)
+    let reference = TimeTravelDifferentialTests.Reference(intact)
+    let (name, frames) = try TimeTravelDifferentialTests.middleSegment(copy)
+    let frame = frames[frames.count / 2]
+    var bytes = try Files.read(copy + "/" + name)
+    bytes[frame.middleOfData] ^= 0x20
+    try Files.write(bytes, to: copy + "/" + name)
+    let snapshot = try #require(SnapshotStore(journal: copy).sequences().first { $0 > frame.sequences.upperBound })
+    let before = frame.sequences.lowerBound - 1
+
+    // The default interval: the whole journal lies within one, so no snapshot is read as cheaper.
+    let machine = try TimeMachine<Workspace>(directory: copy)
+    try #require(machine.lastSequence - before < machine.keyframeSpacing)
+    for target in [snapshot, snapshot + 1, machine.lastSequence] {
+      try machine.jump(to: before)
+      try machine.jump(to: target)
+      #expect(machine.position == target)
+      #expect(try StateDigest.of(machine.state) == reference.digest(through: target), "\(target)")
+      try machine.jump(to: before)
+      #expect(try StateDigest.of(machine.state(at: target)) == reference.digest(through: target))
+    }
+    try machine.jump(to: before)
+    let error = #expect(throws: JournalError.self) { try machine.jump(to: snapshot - 1) }
+    #expect(error?.sequences == frame.sequences, "\(String(describing: error))")
+    #expect(machine.position == before)
+    #expect(try StateDigest.of(machine.state) == reference.digest(through: before))
+    #expect(machine.skippedSnapshots.isEmpty, "\(machine.skippedSnapshots)")
+  }
 }

@@ -16,7 +16,9 @@ public import RewindJournal
 /// nearest keyframe: a file of B bytes counts as B / 400 records (reading and checking a state
 /// costs in proportion to the whole state, a replay only to the distance). With snapshots every N
 /// records a seek applies fewer than max(N, `keyframeSpacing`, B / 400) records; a seek near a
-/// keyframe applies fewer than the spacing.
+/// keyframe applies fewer than the spacing. A seek whose replay meets damage (a frame that fails
+/// its checksum, a missing segment) starts again from the newest usable snapshot after the
+/// damage, if one lies at or before its target, however much dearer that is.
 /// `prepare()` lays keyframes over the whole history in one replay (or as far as a memory limit
 /// allows: ``prepare(memoryLimit:through:)``), after which every seek up to the last of them applies fewer
 /// than their spacing (`KeyframeCoverage.spacing`) records and, after a whole history's, reads
@@ -289,20 +291,38 @@ public final class TimeMachine<M: SnapshotModel> {
       // the seek from the usable ones before it.
       let closest = snapshots.sequences().last(where: { $0 <= target && unusableSnapshots[$0] == nil }),
       closest > start,
-      Self.snapshotIsCheaper(bytes: snapshots.fileBytes(closest), at: closest, than: start, toward: target)
+      Self.snapshotIsCheaper(bytes: snapshots.fileBytes(closest), at: closest, than: start, toward: target),
+      let snapshot = readSnapshot(atOrBefore: closest, toward: target), snapshot.sequence > start
     {
-      let found = snapshots.latest(M.self, atOrBefore: closest, lastSequence: lastSequence)
-      // Those passed over unread are skipped too: newest first, as `latest` lists its own.
-      let passed = unusableSnapshots.values.filter { $0.sequence > closest && $0.sequence <= target }
-      skippedSnapshots = (passed + found.problems).sorted { $0.sequence > $1.sequence }
-      for problem in found.problems { unusableSnapshots[problem.sequence] = problem }
-      snapshotsRead += 1
-      if let snapshot = found.snapshot, snapshot.sequence > start {
-        (base, start) = (snapshot.state, snapshot.sequence)
-        keep(base, at: start)
-      }
+      (base, start) = snapshot
+      keep(base, at: start)
     }
-    return try replay(from: base, after: start, through: target)
+    do {
+      return try replay(from: base, after: start, through: target)
+    } catch let damage as JournalError where damage.isDamage && readingSnapshots {
+      // The replay met damage before the target. Only a read that reaches damage meets it: a
+      // usable snapshot after it (passed over as dearer than the replay) serves the target still.
+      let after = max(start, damage.sequences?.upperBound ?? start)
+      guard let snapshots,
+        let closest = snapshots.sequences().last(where: { $0 <= target && unusableSnapshots[$0] == nil }),
+        closest > after, let snapshot = readSnapshot(atOrBefore: closest, toward: target), snapshot.sequence > after
+      else { throw damage }
+      keep(snapshot.state, at: snapshot.sequence)
+      return try replay(from: snapshot.state, after: snapshot.sequence, through: target)
+    }
+  }
+
+  /// Reads the newest usable snapshot at or before `closest` (for a seek to `target`), noting
+  /// those found unusable (`skippedSnapshots`); nil if none is usable.
+  private func readSnapshot(atOrBefore closest: UInt64, toward target: UInt64) -> (state: M, sequence: UInt64)? {
+    guard let snapshots else { return nil }
+    let found = snapshots.latest(M.self, atOrBefore: closest, lastSequence: lastSequence)
+    // Those passed over unread are skipped too: newest first, as `latest` lists its own.
+    let passed = unusableSnapshots.values.filter { $0.sequence > closest && $0.sequence <= target }
+    skippedSnapshots = (passed + found.problems).sorted { $0.sequence > $1.sequence }
+    for problem in found.problems { unusableSnapshots[problem.sequence] = problem }
+    snapshotsRead += 1
+    return found.snapshot
   }
 
   /// Snapshot file bytes read and checked in about the time a seek replays one record. Measured
