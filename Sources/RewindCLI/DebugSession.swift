@@ -168,13 +168,16 @@ final class DebugSession {
 
   // MARK: Moving
 
-  private func count(_ rest: [String]) throws -> UInt64 {
-    guard let text = rest.first else { return 1 }
-    guard rest.count == 1, let value = Arguments.sequenceNumber(text) else {
+  /// The count of records a move asks, and how it was typed: digits no `UInt64` holds are a
+  /// whole number too, more records than any journal holds (a move to the edge), as `goto` takes
+  /// them past every record.
+  private func count(_ rest: [String]) throws -> (value: UInt64, typed: String) {
+    guard let text = rest.first else { return (1, "1") }
+    guard rest.count == 1, Arguments.sequenceNumber(text) != nil || Arguments.isPastEverySequenceNumber(text) else {
       // Every word after the command: `step 3 4` is refused for the 4, not the 3.
       throw UsageError("expected a count of records, a whole number from 0, not '\(rest.joined(separator: " "))'")
     }
-    return value
+    return Arguments.sequenceNumber(text).map { ($0, String($0)) } ?? (.max, text)
   }
 
   /// The key of the record (or value collection) a typed id names at this position: as typed,
@@ -302,7 +305,8 @@ final class DebugSession {
 
   /// Moves `count` records forward or back, stopping at the journal's end or at 0 and saying
   /// so; at that edge already, says so instead of showing the same position again.
-  private func step(_ count: UInt64, forward: Bool) throws {
+  private func step(_ asked: (value: UInt64, typed: String), forward: Bool) throws {
+    let count = asked.value
     let position = machine.position
     let room = forward ? machine.lastSequence - min(position, machine.lastSequence) : position
     let hidden = forward && machine.endHiddenBy != nil
@@ -323,7 +327,7 @@ final class DebugSession {
     }
     let moved = min(count, room)
     try move(to: forward ? position + moved : position - moved)
-    if moved < count { say("stopped at \(edge): \(moved) of the \(count) records asked") }
+    if moved < count { say("stopped at \(edge): \(moved) of the \(asked.typed) records asked") }
   }
 
   private func move(to sequence: UInt64) throws {
@@ -384,7 +388,9 @@ final class DebugSession {
   private func nextRecord(named name: String, after start: UInt64) throws -> UInt64? {
     let last = machine.lastSequence
     guard start < last else { return nil }
-    let records = try openJournal(directory).records(from: start + 1)
+    // Around a segment missing past the session's end, as the moves read: a cursor that refuses
+    // such a journal as it is made would refuse the records before the gap too.
+    let records = try openJournal(directory).records(from: start + 1, readingAroundMissingSegments: true)
     while let record = try records.next() {
       // By bytes, as `--type` and `stats` compare names (a composed é and e + U+0301 are two).
       if let header = try? EventRecord.header(of: record.payload), header.name.utf8.elementsEqual(name.utf8) {

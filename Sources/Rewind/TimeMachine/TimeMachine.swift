@@ -16,7 +16,9 @@ public import RewindJournal
 /// nearest keyframe: a file of B bytes counts as B / 400 records (reading and checking a state
 /// costs in proportion to the whole state, a replay only to the distance). With snapshots every N
 /// records a seek applies fewer than max(N, `keyframeSpacing`, B / 400) records; a seek near a
-/// keyframe applies fewer than the spacing.
+/// keyframe applies fewer than the spacing. A seek whose replay meets damage (a frame that fails
+/// its checksum, a missing segment) starts again from the newest usable snapshot after the
+/// damage, if one lies at or before its target, however much dearer that is.
 /// `prepare()` lays keyframes over the whole history in one replay (or as far as a memory limit
 /// allows: ``prepare(memoryLimit:through:)``), after which every seek up to the last of them applies fewer
 /// than their spacing (`KeyframeCoverage.spacing`) records and, after a whole history's, reads
@@ -211,9 +213,14 @@ public final class TimeMachine<M: SnapshotModel> {
   /// - Returns: the spacing, how far the keyframes reach, and whether the limit stopped them.
   /// - Parameter through: the last sequence number the keyframes cover (nil: `lastSequence`;
   ///   `lastIntactSequence` lays them over the records before damage that hides the end).
+  /// - Throws: `endHiddenBy`, laying nothing, when damage hides the journal's end and `through`
+  ///   is nil or past `lastIntactSequence`; a `JournalError` locating damage the replay meets.
   @discardableResult
   public func prepare(memoryLimit: Int? = nil, through: UInt64? = nil) throws -> KeyframeCoverage {
-    if through == nil, let endHiddenBy { throw endHiddenBy }
+    // Past the records read intact (`lastSequence` is then `UInt64.max`), the replay would reach
+    // the damage: it is thrown before any keyframe is laid or the spacing is reckoned from a
+    // number no journal reaches (which overflowed).
+    if let endHiddenBy, through.map({ $0 > lastIntactSequence }) ?? true { throw endHiddenBy }
     let end = min(through ?? lastSequence, lastSequence)
     let spacing = max(interval, (end + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     keyframeSpacing = spacing
@@ -284,20 +291,38 @@ public final class TimeMachine<M: SnapshotModel> {
       // the seek from the usable ones before it.
       let closest = snapshots.sequences().last(where: { $0 <= target && unusableSnapshots[$0] == nil }),
       closest > start,
-      Self.snapshotIsCheaper(bytes: snapshots.fileBytes(closest), at: closest, than: start, toward: target)
+      Self.snapshotIsCheaper(bytes: snapshots.fileBytes(closest), at: closest, than: start, toward: target),
+      let snapshot = readSnapshot(atOrBefore: closest, toward: target), snapshot.sequence > start
     {
-      let found = snapshots.latest(M.self, atOrBefore: closest, lastSequence: lastSequence)
-      // Those passed over unread are skipped too: newest first, as `latest` lists its own.
-      let passed = unusableSnapshots.values.filter { $0.sequence > closest && $0.sequence <= target }
-      skippedSnapshots = (passed + found.problems).sorted { $0.sequence > $1.sequence }
-      for problem in found.problems { unusableSnapshots[problem.sequence] = problem }
-      snapshotsRead += 1
-      if let snapshot = found.snapshot, snapshot.sequence > start {
-        (base, start) = (snapshot.state, snapshot.sequence)
-        keep(base, at: start)
-      }
+      (base, start) = snapshot
+      keep(base, at: start)
     }
-    return try replay(from: base, after: start, through: target)
+    do {
+      return try replay(from: base, after: start, through: target)
+    } catch let damage as JournalError where damage.isDamage && readingSnapshots {
+      // The replay met damage before the target. Only a read that reaches damage meets it: a
+      // usable snapshot after it (passed over as dearer than the replay) serves the target still.
+      let after = max(start, damage.sequences?.upperBound ?? start)
+      guard let snapshots,
+        let closest = snapshots.sequences().last(where: { $0 <= target && unusableSnapshots[$0] == nil }),
+        closest > after, let snapshot = readSnapshot(atOrBefore: closest, toward: target), snapshot.sequence > after
+      else { throw damage }
+      keep(snapshot.state, at: snapshot.sequence)
+      return try replay(from: snapshot.state, after: snapshot.sequence, through: target)
+    }
+  }
+
+  /// Reads the newest usable snapshot at or before `closest` (for a seek to `target`), noting
+  /// those found unusable (`skippedSnapshots`); nil if none is usable.
+  private func readSnapshot(atOrBefore closest: UInt64, toward target: UInt64) -> (state: M, sequence: UInt64)? {
+    guard let snapshots else { return nil }
+    let found = snapshots.latest(M.self, atOrBefore: closest, lastSequence: lastSequence)
+    // Those passed over unread are skipped too: newest first, as `latest` lists its own.
+    let passed = unusableSnapshots.values.filter { $0.sequence > closest && $0.sequence <= target }
+    skippedSnapshots = (passed + found.problems).sorted { $0.sequence > $1.sequence }
+    for problem in found.problems { unusableSnapshots[problem.sequence] = problem }
+    snapshotsRead += 1
+    return found.snapshot
   }
 
   /// Snapshot file bytes read and checked in about the time a seek replays one record. Measured
@@ -380,15 +405,17 @@ public final class TimeMachine<M: SnapshotModel> {
   // MARK: Blame and bisect
 
   /// Every event that touched the record `id` of `store` (through `lastSequence`), with the record
-  /// after each (nil once removed). Replays the whole journal.
-  public func blame<R>(_ store: KeyPath<M, Store<R>>, id: R.ID) throws -> [Blame<R>] {
+  /// after each (nil once removed). Replays the whole journal. `through` ends the pass there (nil:
+  /// at `lastSequence`; see `lastIntactSequence`).
+  public func blame<R>(_ store: KeyPath<M, Store<R>>, id: R.ID, through: UInt64? = nil) throws -> [Blame<R>] {
     let key = ChangeKey.record(M()[keyPath: store].name, id)
-    return try blame(key) { state in state[keyPath: store].find(id: id) }
+    return try blame(key, through: through) { state in state[keyPath: store].find(id: id) }
   }
 
-  /// Every event that changed the value store, with the value after each.
-  public func blame<V>(_ store: KeyPath<M, ValueStore<V>>) throws -> [Blame<V>] {
-    try blame(ChangeKey.value(M()[keyPath: store].name)) { state in state[keyPath: store].value }
+  /// Every event that changed the value store, with the value after each. `through` ends the
+  /// pass there (nil: at `lastSequence`; see `lastIntactSequence`).
+  public func blame<V>(_ store: KeyPath<M, ValueStore<V>>, through: UInt64? = nil) throws -> [Blame<V>] {
+    try blame(ChangeKey.value(M()[keyPath: store].name), through: through) { state in state[keyPath: store].value }
   }
 
   /// Every event that touched the entity `id` (a record's id as text, in whichever store holds
@@ -425,13 +452,15 @@ public final class TimeMachine<M: SnapshotModel> {
     return entries
   }
 
-  private func blame<V: Sendable>(_ key: ChangeKey, read: (M) -> V?) throws -> [Blame<V>] {
-    try blame(matching: { $0 == key }, read: read)
+  private func blame<V: Sendable>(_ key: ChangeKey, through: UInt64?, read: (M) -> V?) throws -> [Blame<V>] {
+    try blame(matching: { $0 == key }, through: through, read: read)
   }
 
-  private func blame<V: Sendable>(matching: (ChangeKey) -> Bool, read: (M) -> V?) throws -> [Blame<V>] {
+  private func blame<V: Sendable>(matching: (ChangeKey) -> Bool, through: UInt64?, read: (M) -> V?) throws
+    -> [Blame<V>]
+  {
     var entries: [Blame<V>] = []
-    try forEachEvent(keepingRecordIDs: false, wholeCommands: false) { recorded, state, touched, _ in
+    try forEachEvent(keepingRecordIDs: false, wholeCommands: false, through: through) { recorded, state, touched, _ in
       if touched.contains(where: matching) { entries.append(Blame(event: recorded, after: read(state))) }
       return true
     }
