@@ -30,7 +30,10 @@ enum CompactCommand: RewindCommand {
     let directory = try args.directory()
     // Reading first: a directory that is not a journal is refused before anything is written there.
     _ = try openJournal(directory)
-    var options = JournalOptions(durability: .always)
+    // With the largest limits, as every command reads: a journal written with larger limits than
+    // the default holds committed records that compaction must read, not refuse. It does not make
+    // compacted frames larger: they gather 1 MiB of decoded content whatever the limits.
+    var options = RepairCommand.readingAnyLimits(JournalOptions(durability: .always))
     options.createIfMissing = false
     let report: CompactionReport
     do {
