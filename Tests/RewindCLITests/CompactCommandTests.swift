@@ -128,6 +128,34 @@ import Testing
     #expect(try JournalReader(directory: dir.path, limits: .largest).records(from: 1).readAll() == expected)
   }
 
+  /// An app that reads with small limits (64 KiB batches): `rewind compact --frame 65536` keeps
+  /// the merged frames within them, so the app still opens its journal; `--frame` out of range
+  /// is a usage error.
+  @Test func framesStayWithinTheSizeGiven() async throws {
+    let dir = TemporaryDirectory("cli-compact-frame")
+    var options = JournalOptions(durability: .none)
+    options.limits = JournalLimits(maxRecordBytes: 1 << 10, maxBatchBytes: 64 << 10)
+    options.segmentTargetBytes = 256 << 10
+    let journal = try Journal(directory: dir.path, options: options)
+    var expected: [JournalRecord] = []
+    for i in 0..<4000 {
+      let payload = Array("record \(i) \(String(repeating: "x", count: i % 200))".utf8)
+      let range = try journal.appendAndWait([NewRecord(timestamp: Int64(i), payload: payload)])
+      expected.append(JournalRecord(sequence: range.lowerBound, timestamp: Int64(i), payload: payload))
+    }
+    journal.close()
+    try #require(Self.segments(dir.path).count >= 2)
+    for bad in ["0", "-1", "lots"] {
+      let run = try await ToolRun.run("rewind", ["compact", dir.path, "--frame", bad])
+      #expect(run.status == 2 && run.err.contains("--frame"), "\(run.err)")
+    }
+    let run = try await ToolRun.run("rewind", ["compact", dir.path, "--frame", "65536"])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    let reopened = try Journal(directory: dir.path, options: options)
+    reopened.close()
+    #expect(try JournalReader(directory: dir.path, limits: options.limits).records(from: 1).readAll() == expected)
+  }
+
   @Test func refusedWhileAWriterHoldsTheJournal() async throws {
     let dir = try RewindCommandTests.journal(records: 300)
     let names = Self.segments(dir.path)

@@ -167,3 +167,30 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path) == more)
   }
 }
+
+extension CompactionReviewTests {
+  /// A journal written with small limits (64 KiB batches), compacted by a process with the
+  /// default ones told the readers' limit (`rewind compact --frame`): the writer with
+  /// the small limits still opens it, and its readers read every record. (Without the limit, the
+  /// 1 MiB merged frames make that writer's opening fail with `limitExceeded`.)
+  @Test func aJournalOfSmallLimitsCompactedWithLargerOnesStillOpensWithItsOwn() async throws {
+    let dir = TemporaryDirectory("compact-small-limits")
+    var small = JournalFixtures.options(.none, segmentBytes: 256 << 10, frameBytes: 64 << 10, indexBytes: 4 << 10)
+    small.limits = JournalLimits(maxRecordBytes: 1 << 10, maxBatchBytes: 64 << 10)
+    let journal = try Journal(directory: dir.path, options: small)
+    let expected = try await JournalFixtures.write(journal, batches: 3000, maxPayload: 400, seed: 141)
+    journal.close()
+    try #require(JournalFixtures.segments(dir.path).count >= 2)
+
+    let other = try Journal(directory: dir.path, options: JournalFixtures.options(.none))
+    let report = try other.compactSealedSegments(frameContentBytes: small.limits.maxBatchBytes)
+    #expect(!report.compacted.isEmpty && report.compacted.allSatisfy { $0.framesAfter < $0.framesBefore })
+    other.close()
+
+    let reopened = try Journal(directory: dir.path, options: small)
+    reopened.close()
+    let reader = try JournalReader(directory: dir.path, limits: small.limits)
+    #expect(try JournalFixtures.readAll(reader.records(from: 1)) == expected)
+    #expect(try reader.verify().isSound)
+  }
+}
