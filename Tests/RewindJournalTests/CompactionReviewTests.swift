@@ -194,3 +194,47 @@ extension CompactionReviewTests {
     #expect(try reader.verify().isSound)
   }
 }
+
+extension CompactionReviewTests {
+  /// A cursor stopped inside a sealed segment when it is replaced, with most of the segment
+  /// beyond its 1 MiB read-ahead, and cursors made before the compaction but not yet read: every
+  /// record once, in order, as it was (a reader keeps the file it opened; the new one is another).
+  @Test func aCursorInsideTheReplacedSegmentReadsOn() async throws {
+    let dir = TemporaryDirectory("compact-cursor")
+    var options = JournalFixtures.options(.none, segmentBytes: 5 << 19, frameBytes: 1 << 10, indexBytes: 64 << 10)
+    options.preallocationBytes = 0
+    let journal = try Journal(directory: dir.path, options: options)
+    var random = SeededGenerator(seed: 151)
+    var expected: [JournalRecord] = []
+    for i in 0..<1600 {
+      // Random, so that frames do not shrink: about 2.5 MiB per segment, 600 records each.
+      let payload = (0..<4000).map { _ in UInt8.random(in: 0...255, using: &random) }
+      let range = try await journal.append([NewRecord(timestamp: Int64(i / 3), payload: payload)])
+      expected.append(JournalRecord(sequence: range.lowerBound, timestamp: Int64(i / 3), payload: payload))
+    }
+    let names = JournalFixtures.segments(dir.path)
+    try #require(names.count >= 3, "\(names)")
+    let second = try #require(Layout.firstSequence(ofSegmentNamed: names[1]))
+    let reader = try JournalReader(directory: dir.path)
+    let probes = [second + 200, 1, UInt64(expected.count)]
+    let unread = try probes.map { try reader.records(from: $0) }
+    var read: [JournalRecord] = []
+    let cursor = try reader.records(from: 1)
+    while read.count < Int(second + 10), let record = try cursor.next() { read.append(record) }
+
+    let report = try journal.compactSealedSegments()
+    #expect(report.compacted.count == names.count - 1)
+    while let record = try cursor.next() { read.append(record) }
+    #expect(read == expected)
+    for (probe, cursor) in zip(probes, unread) {
+      #expect(try JournalFixtures.readAll(cursor) == Array(expected[Int(probe - 1)...]), "from \(probe)")
+    }
+    for probe in stride(from: 1, through: expected.count, by: 97) {
+      #expect(try reader.record(UInt64(probe)) == expected[probe - 1])
+      #expect(
+        try reader.records(since: expected[probe - 1].timestamp).next()?.timestamp == expected[probe - 1].timestamp)
+    }
+    #expect(try reader.verify().isSound)
+    journal.close()
+  }
+}
