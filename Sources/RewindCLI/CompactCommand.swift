@@ -5,7 +5,7 @@ enum CompactCommand: RewindCommand {
   static let name = "compact"
   static let summary = "rewrite sealed segments into large LZ4HC frames (smaller, read the same way)"
   static let help = """
-    Usage: rewind compact DIR
+    Usage: rewind compact DIR [--frame BYTES]
 
     Rewrites every sealed segment of the journal (every one but the last) that is not compacted
     yet into large frames compressed with LZ4's high-compression mode: typically 2-3x smaller,
@@ -15,22 +15,33 @@ enum CompactCommand: RewindCommand {
     offset and left as it is. Takes the journal's writer lock, so run it while no writer has the
     journal open (an app can compact as it writes: JournalOptions.compactsSealedSegments).
 
+    A compacted frame gathers up to 1 MiB of decoded records (--frame BYTES: up to BYTES). An app
+    that reads its journal with smaller limits (JournalLimits.maxBatchBytes under 1 MiB) refuses
+    larger frames, at opening too: give its maxBatchBytes as --frame, or let the app compact
+    (Journal.compactSealedSegments() keeps to its own limits).
+
     Exit 0 when done, also when there was nothing to compact; 1 when damage stopped it (the
     segments before the damaged one may be compacted); 3 when the journal cannot be opened (a
     writer holds it, or it is not a journal).
 
     Examples:
       rewind compact /tmp/notes
+      rewind compact /tmp/notes --frame 65536
 
     """
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let output = context.output
-    let args = try Arguments(arguments, options: [], flags: [])
+    let args = try Arguments(arguments, options: ["frame"], flags: [])
     let directory = try args.directory()
+    let frameBytes = try args.integer(
+      "frame", default: 1 << 20, range: 1...JournalOptions.maximumBatchBytes)
     // Reading first: a directory that is not a journal is refused before anything is written there.
     _ = try openJournal(directory)
-    var options = JournalOptions(durability: .always)
+    // With the largest limits, as every command reads: a journal written with larger limits than
+    // the default holds committed records that compaction must read, not refuse. It does not make
+    // compacted frames larger: they gather 1 MiB of decoded content (or `--frame`).
+    var options = RepairCommand.readingAnyLimits(JournalOptions(durability: .always))
     options.createIfMissing = false
     let report: CompactionReport
     do {
@@ -41,7 +52,7 @@ enum CompactCommand: RewindCommand {
         output.out(visible("opening moved a torn tail aside: \(moved)") + "\n")
       }
       if let missing = journal.recovery.missingRecords { output.out(visible("opening found \(missing)") + "\n") }
-      report = try journal.compactSealedSegments { done in
+      report = try journal.compactSealedSegments(frameContentBytes: frameBytes) { done in
         // Each as it is done: a failure later leaves these compacted.
         output.out(
           "compacted \(done.segment): \(counted(done.records, "record")), \(done.framesBefore) -> "

@@ -242,6 +242,17 @@ public final class Journal: Sendable {
     try compactor.compactSealed(progress: progress)
   }
 
+  /// `compactSealedSegments(progress:)` with merged frames of at most `frameContentBytes` decoded
+  /// bytes (at most the default 1 MiB, and this writer's `limits.maxBatchBytes`), for `rewind
+  /// compact --frame`: a journal whose readers use smaller limits than the process
+  /// compacting it. Only while background compaction is off (it would read the value meanwhile).
+  package func compactSealedSegments(
+    frameContentBytes: Int, progress: ((CompactedSegment) -> Void)? = nil
+  ) throws -> CompactionReport {
+    compactor.frameContentBytes = min(max(frameContentBytes, 1), SegmentCompactor.defaultFrameContentBytes)
+    return try compactor.compactSealed(progress: progress)
+  }
+
   /// What the background compaction (`JournalOptions.compactsSealedSegments`) did so far.
   public var backgroundCompaction: CompactionReport { compactor.backgroundState.0 }
   /// The last failure of the background compaction, if any (the segment concerned was left as it was).

@@ -98,6 +98,64 @@ import Testing
     #expect(!Files.list(dir.path).contains { $0.hasSuffix(".tmp") })
   }
 
+  /// A journal written with larger limits than the default (a 5 MiB record in a sealed segment):
+  /// every other command reads it (with the largest limits), so `rewind compact` compacts it too
+  /// rather than failing to open it.
+  @Test func compactsAJournalWrittenWithLargerLimits() async throws {
+    let dir = TemporaryDirectory("cli-compact-limits")
+    var options = JournalOptions(durability: .none)
+    options.limits = JournalLimits(maxRecordBytes: 6 << 20, maxBatchBytes: 8 << 20)
+    options.segmentTargetBytes = 1 << 20
+    let journal = try Journal(directory: dir.path, options: options)
+    var random = SeededGenerator(seed: 3)
+    let large = (0..<(5 << 20)).map { _ in UInt8.random(in: 0...255, using: &random) }
+    var expected: [JournalRecord] = []
+    for (i, payload) in [Array("before".utf8), large, Array("after".utf8), Array("last".utf8)].enumerated() {
+      let range = try journal.appendAndWait([NewRecord(timestamp: Int64(i), payload: payload)])
+      expected.append(JournalRecord(sequence: range.lowerBound, timestamp: Int64(i), payload: payload))
+    }
+    journal.close()
+    let names = Self.segments(dir.path)
+    try #require(names.count >= 2, "\(names)")
+    let verifyBefore = try await ToolRun.run("rewind", ["verify", dir.path])
+    try #require(verifyBefore.status == 0, "\(verifyBefore.out)\(verifyBefore.err)")
+
+    let run = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    for name in names.dropLast() { #expect(run.out.contains("compacted \(name): "), "\(run.out)") }
+    let verify = try await ToolRun.run("rewind", ["verify", dir.path])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+    #expect(try JournalReader(directory: dir.path, limits: .largest).records(from: 1).readAll() == expected)
+  }
+
+  /// An app that reads with small limits (64 KiB batches): `rewind compact --frame 65536` keeps
+  /// the merged frames within them, so the app still opens its journal; `--frame` out of range
+  /// is a usage error.
+  @Test func framesStayWithinTheSizeGiven() async throws {
+    let dir = TemporaryDirectory("cli-compact-frame")
+    var options = JournalOptions(durability: .none)
+    options.limits = JournalLimits(maxRecordBytes: 1 << 10, maxBatchBytes: 64 << 10)
+    options.segmentTargetBytes = 256 << 10
+    let journal = try Journal(directory: dir.path, options: options)
+    var expected: [JournalRecord] = []
+    for i in 0..<4000 {
+      let payload = Array("record \(i) \(String(repeating: "x", count: i % 200))".utf8)
+      let range = try journal.appendAndWait([NewRecord(timestamp: Int64(i), payload: payload)])
+      expected.append(JournalRecord(sequence: range.lowerBound, timestamp: Int64(i), payload: payload))
+    }
+    journal.close()
+    try #require(Self.segments(dir.path).count >= 2)
+    for bad in ["0", "-1", "lots"] {
+      let run = try await ToolRun.run("rewind", ["compact", dir.path, "--frame", bad])
+      #expect(run.status == 2 && run.err.contains("--frame"), "\(run.err)")
+    }
+    let run = try await ToolRun.run("rewind", ["compact", dir.path, "--frame", "65536"])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    let reopened = try Journal(directory: dir.path, options: options)
+    reopened.close()
+    #expect(try JournalReader(directory: dir.path, limits: options.limits).records(from: 1).readAll() == expected)
+  }
+
   @Test func refusedWhileAWriterHoldsTheJournal() async throws {
     let dir = try RewindCommandTests.journal(records: 300)
     let names = Self.segments(dir.path)

@@ -412,7 +412,7 @@ import Testing
     #expect(error?.offset == Int64(offset), "\(what)")
     let text = error?.description ?? ""
     #expect(text.contains("exceeds the limit of \(JournalLimits().maxBatchBytes)"), "\(what): \(text)")
-    #expect(text.contains("written with larger limits"), "\(what): \(text)")
+    #expect(text.contains("written, or compacted, with larger limits"), "\(what): \(text)")
   }
 
   /// A journal's own `reader()` reads what the journal holds, whatever limits it was opened

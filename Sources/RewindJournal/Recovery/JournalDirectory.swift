@@ -96,7 +96,7 @@ package struct JournalDirectory {
         "zeros from here to the end of a segment that is not the last: a writer cuts its preallocated space "
           + "before it seals a segment, so records may be missing here"
       case .badHeader(.exceedsLimits):
-        damage.kind.description + ": the journal was written with larger limits than these; open it "
+        damage.kind.description + ": the journal was written, or compacted, with larger limits than these; open it "
           + "with a limits.maxBatchBytes large enough for this batch (nothing was changed)"
       default: damage.kind.description
       }

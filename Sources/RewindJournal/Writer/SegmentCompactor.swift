@@ -187,8 +187,12 @@ package final class SegmentCompactor: @unchecked Sendable {
       try? io.removeFile(temporary)
       throw error
     }
-    try wrap(name) { () throws in try io.syncDirectory(path) }
+    // The rename is done: whether or not the directory sync holds, `S` is the compacted file from
+    // now on, and the index must follow it. A later compaction skips `S` (its header says
+    // compacted), so nothing else would re-derive its entries while this writer lives.
+    let directorySync = Result { () throws in try wrap(name) { () throws in try io.syncDirectory(path) } }
     rewriteIndex(segment: first, originalSize: original.size, frames: written.frames)
+    try directorySync.get()
     return .compacted(
       CompactedSegment(
         segment: name, records: written.records, framesBefore: written.framesBefore,
