@@ -129,26 +129,10 @@ func cachesStayCoherentUnderRandomCommands(seed: UInt64) async throws {
     let change = try #require(await changes.next(), "\(context)")
     #expect(change.origin == origin, "\(context)")
     #expect(change.sequences.upperBound == manager.lastSequence, "\(context)")
-    let expected = touchedKeys(from: before, to: state)
+    let expected = noteKeysThatDiffer(from: before, to: state)
     #expect(Set(change.keys.filter { $0.store == "notes" }) == expected, "\(context)")
   }
   #expect(origins.isSuperset(of: [.user, .sync, .automation, .import]), "seed \(seed)")
   manager.close()
   #expect(try Replay.rebuild(Workspace.self, directory: directory).state == manager.state, "seed \(seed)")
-}
-
-/// The keys that really differ between two states: each note whose value changed, each tag whose
-/// set of notes changed.
-private func touchedKeys(from before: Workspace, to after: Workspace) -> Set<ChangeKey> {
-  var keys: Set<ChangeKey> = []
-  let ids = Set(Note.all(in: before).map(\.id)).union(Note.all(in: after).map(\.id))
-  for id in ids where Note.note(id: id, in: before) != Note.note(id: id, in: after) {
-    keys.insert(.record("notes", id))
-  }
-  let tags = Set(Note.all(in: before).flatMap(\.tags)).union(Note.all(in: after).flatMap(\.tags))
-  for tag in tags
-  where Note.notes(taggedWith: tag, in: before).map(\.id) != Note.notes(taggedWith: tag, in: after).map(\.id) {
-    keys.insert(.group("notes", tag))
-  }
-  return keys
 }
