@@ -245,4 +245,30 @@ import Testing
     #expect(try StateDigest.of(machine.state) == reference.digest(through: before))
     #expect(machine.skippedSnapshots.isEmpty, "\(machine.skippedSnapshots)")
   }
+
+  /// A `prepare()` whose replay meets damage in the middle of the history throws it and leaves
+  /// seeks keeping keyframes every `keyframeInterval` records, as one a memory limit stopped
+  /// does, not at the wide spacing it reckoned for the whole history (a seek would then replay
+  /// up to that many records where it should replay up to the interval).
+  @Test func aPrepareThatMeetsDamageLeavesSeeksAtTheInterval() async throws {
+    let temporary = TemporaryDirectory()
+    let (intact, copy) = try await TimeTravelDifferentialTests.copy(temporary)
+    let reference = TimeTravelDifferentialTests.Reference(intact)
+    let (name, frames) = try TimeTravelDifferentialTests.middleSegment(copy)
+    let frame = frames[frames.count / 2]
+    var bytes = try Files.read(copy + "/" + name)
+    bytes[frame.middleOfData] ^= 0x20
+    try Files.write(bytes, to: copy + "/" + name)
+
+    let machine = try TimeMachine<Workspace>(
+      directory: copy, keyframeInterval: 8, maxKeyframes: 4, useSnapshots: false)
+    try #require(machine.lastSequence / 3 > 8, "a history long enough for a wider spacing")
+    let error = #expect(throws: JournalError.self) { try machine.prepare() }
+    #expect(error?.sequences == frame.sequences, "\(String(describing: error))")
+    #expect(machine.keyframeSpacing == 8)
+    // Seeks before the damage are served as before.
+    let before = frame.sequences.lowerBound - 1
+    try machine.jump(to: before)
+    #expect(try StateDigest.of(machine.state) == reference.digest(through: before))
+  }
 }

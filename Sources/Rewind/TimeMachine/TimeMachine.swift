@@ -214,7 +214,9 @@ public final class TimeMachine<M: SnapshotModel> {
   /// - Parameter through: the last sequence number the keyframes cover (nil: `lastSequence`;
   ///   `lastIntactSequence` lays them over the records before damage that hides the end).
   /// - Throws: `endHiddenBy`, laying nothing, when damage hides the journal's end and `through`
-  ///   is nil or past `lastIntactSequence`; a `JournalError` locating damage the replay meets.
+  ///   is nil or past `lastIntactSequence`; a `JournalError` locating damage the replay meets
+  ///   (the keyframes laid before it stay, and seeks keep keyframes every `keyframeInterval`
+  ///   records again, as after a memory limit stopped it).
   @discardableResult
   public func prepare(memoryLimit: Int? = nil, through: UInt64? = nil) throws -> KeyframeCoverage {
     // Past the records read intact (`lastSequence` is then `UInt64.max`), the replay would reach
@@ -233,7 +235,14 @@ public final class TimeMachine<M: SnapshotModel> {
     else { return KeyframeCoverage(spacing: spacing, through: last, stoppedByLimit: false) }
     let (base, start) = nearestKeyframe(atOrBefore: missing - 1)
     guard let memoryLimit else {
-      _ = try replay(from: base, after: start, through: last)
+      do {
+        _ = try replay(from: base, after: start, through: last)
+      } catch {
+        // As below: damage ended the keyframes short, and seeks past them keep keyframes every
+        // `keyframeInterval` records again, not at the wide spacing.
+        keyframeSpacing = interval
+        throw error
+      }
       return KeyframeCoverage(spacing: spacing, through: last, stoppedByLimit: false)
     }
     // Every keyframe counts, `base` among them (or it is the empty state). The census knows a
@@ -256,6 +265,9 @@ public final class TimeMachine<M: SnapshotModel> {
         stopped = true
       } catch {
         // Seeks must not lay keyframes at the wide spacing past what the limit let through.
+        keyframeSpacing = interval
+        // As below: damage ended the keyframes short, and seeks past them keep keyframes every
+        // `keyframeInterval` records again, not at the wide spacing.
         keyframeSpacing = interval
         throw error
       }
