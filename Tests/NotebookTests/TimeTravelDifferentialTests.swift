@@ -221,18 +221,27 @@ import Testing
     return (name, segmentFrames(in: try Files.read(directory + "/" + name)))
   }
 
-  /// A frame in the middle of the journal fails its checksum: seeks before it are served, seeks
-  /// that reach it throw the journal's error locating it and leave the time machine where it
-  /// stood, and a seek that starts from a snapshot after it does not read it.
-  @Test func aSeekIntoADamagedFrameThrowsItAndMovesNothing() async throws {
-    let temporary = TemporaryDirectory()
+  /// The test journal, and a copy of it whose middle segment's middle batch fails its checksum
+  /// (a byte of its data flipped): the segment's name and that batch.
+  static func copyWithADamagedFrame(_ temporary: TemporaryDirectory) async throws
+    -> (intact: String, copy: String, segment: String, frame: SegmentFrame)
+  {
     let (intact, copy) = try await Self.copy(temporary)
-    let reference = Reference(intact)
     let (name, frames) = try Self.middleSegment(copy)
     let frame = frames[frames.count / 2]
     var bytes = try Files.read(copy + "/" + name)
     bytes[frame.middleOfData] ^= 0x20
     try Files.write(bytes, to: copy + "/" + name)
+    return (intact, copy, name, frame)
+  }
+
+  /// A frame in the middle of the journal fails its checksum: seeks before it are served, seeks
+  /// that reach it throw the journal's error locating it and leave the time machine where it
+  /// stood, and a seek that starts from a snapshot after it does not read it.
+  @Test func aSeekIntoADamagedFrameThrowsItAndMovesNothing() async throws {
+    let temporary = TemporaryDirectory()
+    let (intact, copy, name, frame) = try await Self.copyWithADamagedFrame(temporary)
+    let reference = Reference(intact)
     let before = frame.sequences.lowerBound - 1
     let snapshot = try #require(SnapshotStore(journal: copy).sequences().first)
     try #require(snapshot > frame.sequences.upperBound + 1)

@@ -217,13 +217,8 @@ import Testing
   /// throws it and moves nothing.
   @Test func aSeekPastDamageStartsFromASnapshotAfterIt() async throws {
     let temporary = TemporaryDirectory()
-    let (intact, copy) = try await TimeTravelDifferentialTests.copy(temporary)
+    let (intact, copy, _, frame) = try await TimeTravelDifferentialTests.copyWithADamagedFrame(temporary)
     let reference = TimeTravelDifferentialTests.Reference(intact)
-    let (name, frames) = try TimeTravelDifferentialTests.middleSegment(copy)
-    let frame = frames[frames.count / 2]
-    var bytes = try Files.read(copy + "/" + name)
-    bytes[frame.middleOfData] ^= 0x20
-    try Files.write(bytes, to: copy + "/" + name)
     let snapshot = try #require(SnapshotStore(journal: copy).sequences().first { $0 > frame.sequences.upperBound })
     let before = frame.sequences.lowerBound - 1
 
@@ -252,13 +247,8 @@ import Testing
   /// up to that many records where it should replay up to the interval).
   @Test func aPrepareThatMeetsDamageLeavesSeeksAtTheInterval() async throws {
     let temporary = TemporaryDirectory()
-    let (intact, copy) = try await TimeTravelDifferentialTests.copy(temporary)
+    let (intact, copy, _, frame) = try await TimeTravelDifferentialTests.copyWithADamagedFrame(temporary)
     let reference = TimeTravelDifferentialTests.Reference(intact)
-    let (name, frames) = try TimeTravelDifferentialTests.middleSegment(copy)
-    let frame = frames[frames.count / 2]
-    var bytes = try Files.read(copy + "/" + name)
-    bytes[frame.middleOfData] ^= 0x20
-    try Files.write(bytes, to: copy + "/" + name)
 
     let machine = try TimeMachine<Workspace>(
       directory: copy, keyframeInterval: 8, maxKeyframes: 4, useSnapshots: false)
