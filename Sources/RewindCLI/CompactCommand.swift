@@ -15,7 +15,8 @@ enum CompactCommand: RewindCommand {
     offset and left as it is. Takes the journal's writer lock, so run it while no writer has the
     journal open (an app can compact as it writes: JournalOptions.compactsSealedSegments).
 
-    A compacted frame gathers up to 1 MiB of decoded records (--frame BYTES: up to BYTES). An app
+    A compacted frame gathers up to 1 MiB of decoded records (--frame BYTES: up to BYTES, from 1
+    to 1048576; a frame larger than 1 MiB reads no faster nor much smaller). An app
     that reads its journal with smaller limits (JournalLimits.maxBatchBytes under 1 MiB) refuses
     larger frames, at opening too: give its maxBatchBytes as --frame, or let the app compact
     (Journal.compactSealedSegments() keeps to its own limits).
@@ -35,7 +36,7 @@ enum CompactCommand: RewindCommand {
     let args = try Arguments(arguments, options: ["frame"], flags: [])
     let directory = try args.directory()
     let frameBytes = try args.integer(
-      "frame", default: 1 << 20, range: 1...JournalOptions.maximumBatchBytes)
+      "frame", default: SegmentCompactor.defaultFrameContentBytes, range: 1...SegmentCompactor.defaultFrameContentBytes)
     // Reading first: a directory that is not a journal is refused before anything is written there.
     _ = try openJournal(directory)
     // With the largest limits, as every command reads: a journal written with larger limits than

@@ -244,13 +244,13 @@ public final class Journal: Sendable {
 
   /// `compactSealedSegments(progress:)` with merged frames of at most `frameContentBytes` decoded
   /// bytes (at most the default 1 MiB, and this writer's `limits.maxBatchBytes`), for `rewind
-  /// compact --frame`: a journal whose readers use smaller limits than the process
-  /// compacting it. Only while background compaction is off (it would read the value meanwhile).
+  /// compact --frame`: a journal whose readers use smaller limits than the process compacting it.
+  /// Background compaction keeps the default.
   package func compactSealedSegments(
     frameContentBytes: Int, progress: ((CompactedSegment) -> Void)? = nil
   ) throws -> CompactionReport {
-    compactor.frameContentBytes = min(max(frameContentBytes, 1), SegmentCompactor.defaultFrameContentBytes)
-    return try compactor.compactSealed(progress: progress)
+    try compactor.compactSealed(
+      frameContentBytes: min(frameContentBytes, SegmentCompactor.defaultFrameContentBytes), progress: progress)
   }
 
   /// What the background compaction (`JournalOptions.compactsSealedSegments`) did so far.

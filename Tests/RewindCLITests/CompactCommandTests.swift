@@ -145,7 +145,8 @@ import Testing
     }
     journal.close()
     try #require(Self.segments(dir.path).count >= 2)
-    for bad in ["0", "-1", "lots"] {
+    // Past 1 MiB too: compacted frames never gather more, so a larger value would be ignored.
+    for bad in ["0", "-1", "lots", "1048577", "16777216"] {
       let run = try await ToolRun.run("rewind", ["compact", dir.path, "--frame", bad])
       #expect(run.status == 2 && run.err.contains("--frame"), "\(run.err)")
     }

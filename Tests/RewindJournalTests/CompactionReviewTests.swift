@@ -68,8 +68,7 @@ import Testing
 
     let compactor = SegmentCompactor(
       directory: try JournalDirectory(path: dir.path, io: PosixFileIO()), options: options, indexGate: IndexFileGate())
-    compactor.frameContentBytes = shape.frameContentBytes
-    let report = try compactor.compactSealed()
+    let report = try compactor.compactSealed(frameContentBytes: shape.frameContentBytes)
     compactor.close()
     #expect(report.compacted.map(\.segment) == Array(names.dropLast()), "\(shape)")
     for name in names.dropLast() { #expect(try CompactionTests.header(dir.appending(name)).isCompacted) }

@@ -166,8 +166,7 @@ import Testing
     let compactor = SegmentCompactor(
       directory: try JournalDirectory(path: dir.path, io: PosixFileIO()), options: Self.options(),
       indexGate: IndexFileGate())
-    compactor.frameContentBytes = 2 << 10
-    let report = try compactor.compactSealed()
+    let report = try compactor.compactSealed(frameContentBytes: 2 << 10)
     #expect(!report.compacted.isEmpty)
     for done in report.compacted {
       let old = try JournalFixtures.frames(of: before[done.segment]!)

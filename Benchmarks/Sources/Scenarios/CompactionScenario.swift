@@ -89,12 +89,12 @@ struct CompactionScenario: Scenario {
       try Self.copyJournal(source, to: directory, segments: Array(segments.prefix(2)))
       let compactor = SegmentCompactor(
         directory: try JournalDirectory(path: directory, io: PosixFileIO()), options: JournalOptions(),
-        indexGate: IndexFileGate())
-      compactor.level = level
-      compactor.frameContentBytes = frame
+        indexGate: IndexFileGate(), level: level)
       let first = Layout.firstSequence(ofSegmentNamed: segments[0])!
       let second = Layout.firstSequence(ofSegmentNamed: segments[1])!
-      let (seconds, outcome) = try timed { try compactor.compact(segment: first, next: second) }
+      let (seconds, outcome) = try timed {
+        try compactor.compact(segment: first, next: second, frameContentBytes: frame)
+      }
       compactor.close()
       try? FileManager.default.removeItem(atPath: directory)
       guard case .compacted(let done) = outcome else {

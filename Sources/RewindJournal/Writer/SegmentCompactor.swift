@@ -84,8 +84,8 @@ package final class SegmentCompactor: @unchecked Sendable {
   let directory: JournalDirectory
   let options: JournalOptions
   let indexGate: IndexFileGate
-  package var level: Int32 = SegmentCompactor.defaultLevel
-  package var frameContentBytes = SegmentCompactor.defaultFrameContentBytes
+  /// The LZ4HC level of every segment this compactor writes (the benchmark compares levels).
+  package let level: Int32
   private var io: any FileIO { directory.io }
   private var path: String { directory.path }
 
@@ -102,22 +102,29 @@ package final class SegmentCompactor: @unchecked Sendable {
   private var background = CompactionReport()
   private var backgroundFailure: JournalError?
 
-  package init(directory: JournalDirectory, options: JournalOptions, indexGate: IndexFileGate) {
+  package init(
+    directory: JournalDirectory, options: JournalOptions, indexGate: IndexFileGate,
+    level: Int32 = SegmentCompactor.defaultLevel
+  ) {
     self.directory = directory
     self.options = options
     self.indexGate = indexGate
+    self.level = level
   }
 
   // MARK: Explicit compaction
 
-  /// Compacts every sealed segment (all but the last) not compacted yet, in order.
+  /// Compacts every sealed segment (all but the last) not compacted yet, in order, into frames of
+  /// at most `frameContentBytes` decoded bytes (and at most `options.limits.maxBatchBytes`).
   /// - Throws: `JournalError`: `.closed`, `.corrupt`/`.sequenceBreak` naming the damaged segment
   ///   and offset (that segment and the later ones are left as they are), `.io`.
-  package func compactSealed(progress: ((CompactedSegment) -> Void)? = nil) throws -> CompactionReport {
+  package func compactSealed(
+    frameContentBytes: Int = SegmentCompactor.defaultFrameContentBytes, progress: ((CompactedSegment) -> Void)? = nil
+  ) throws -> CompactionReport {
     var report = CompactionReport()
     let segments = try JournalDirectory.listSegments(path, io: io)
     for (position, first) in segments.enumerated().dropLast() {
-      switch try compact(segment: first, next: segments[position + 1]) {
+      switch try compact(segment: first, next: segments[position + 1], frameContentBytes: frameContentBytes) {
       case .compacted(let done):
         report.compacted.append(done)
         progress?(done)
@@ -132,14 +139,17 @@ package final class SegmentCompactor: @unchecked Sendable {
     case alreadyCompacted
   }
 
-  /// Compacts one sealed segment, `next` being the first sequence of the segment after it.
-  package func compact(segment first: UInt64, next: UInt64) throws -> Outcome {
+  /// Compacts one sealed segment, `next` being the first sequence of the segment after it, into
+  /// frames of at most `frameContentBytes` decoded bytes (and `options.limits.maxBatchBytes`).
+  package func compact(
+    segment first: UInt64, next: UInt64, frameContentBytes: Int = SegmentCompactor.defaultFrameContentBytes
+  ) throws -> Outcome {
     serial.lock()
     defer { serial.unlock() }
     let closedError = JournalError(.closed, "the journal is closed", directory: path)
     guard !closed else { throw closedError }
     do {
-      return try compactLocked(segment: first, next: next)
+      return try compactLocked(segment: first, next: next, frameContentBytes: frameContentBytes)
     } catch is Cancelled {
       throw closedError
     }
@@ -154,7 +164,7 @@ package final class SegmentCompactor: @unchecked Sendable {
     var maxTimestamp: Int64
   }
 
-  private func compactLocked(segment first: UInt64, next: UInt64) throws -> Outcome {
+  private func compactLocked(segment first: UInt64, next: UInt64, frameContentBytes: Int) throws -> Outcome {
     let name = Layout.segmentName(firstSequence: first)
     let segmentPath = path + "/" + name
     let temporary = segmentPath + ".compact.tmp"
@@ -172,7 +182,8 @@ package final class SegmentCompactor: @unchecked Sendable {
     }
     var written: (frames: [WrittenFrame], size: Int64, framesBefore: Int, records: UInt64, decoded: Int64)
     do {
-      written = try writeCompacted(original, header: newHeader, next: next, to: fd, path: temporary)
+      written = try writeCompacted(
+        original, header: newHeader, next: next, frameContentBytes: frameContentBytes, to: fd, path: temporary)
       try wrap(temporary) { () throws in try io.sync(fd, metadata: true, path: temporary) }
       io.close(fd)
     } catch {
@@ -203,11 +214,12 @@ package final class SegmentCompactor: @unchecked Sendable {
   /// Reads every frame of `original` (CRC-32C, LZ4 checksums, record framing), merges their
   /// decoded content into large frames and writes the new segment to `fd`.
   private func writeCompacted(
-    _ original: SegmentFile, header: SegmentHeader, next: UInt64, to fd: Int32, path temporary: String
+    _ original: SegmentFile, header: SegmentHeader, next: UInt64, frameContentBytes: Int, to fd: Int32,
+    path temporary: String
   ) throws -> (frames: [WrittenFrame], size: Int64, framesBefore: Int, records: UInt64, decoded: Int64) {
     let encoder = LZ4FrameEncoder(compressionLevel: level)
     let decoder = LZ4FrameDecoder()
-    let target = min(frameContentBytes, options.limits.maxBatchBytes)
+    let target = min(max(frameContentBytes, 1), options.limits.maxBatchBytes)
     var output = header.encoded()
     var fileOffset: Int64 = 0
     var frames: [WrittenFrame] = []
