@@ -47,7 +47,8 @@ struct JournalBounds {
   /// segment after it, as replay reads the records before one.
   func timestamp(of sequence: UInt64) throws -> Int64? {
     guard sequence > 0 else { return nil }
-    return try JournalReader(directory: directory, limits: .largest).recordReadingAroundMissingSegments(sequence)?
+    return try JournalReader(directory: directory, limits: .largest).record(
+      sequence, readingAroundMissingSegments: true)?
       .timestamp
   }
 
@@ -117,17 +118,5 @@ struct JournalBounds {
     case (nil, .some(let at)): return .time(try time(at))
     case (nil, nil): return .end
     }
-  }
-}
-
-extension JournalReader {
-  /// The record with sequence number `sequence`, or nil if the journal does not reach it, read
-  /// around a segment the index names and the directory lacks, as `rewind log` and replay read
-  /// the records before one: a record before or after such a segment is returned, and one it
-  /// held throws its located error (`record(_:)` refuses the journal instead).
-  func recordReadingAroundMissingSegments(_ sequence: UInt64) throws -> JournalRecord? {
-    let cursor = try records(from: sequence, readingAroundMissingSegments: true)
-    guard let record = try cursor.next(), record.sequence == sequence else { return nil }
-    return record
   }
 }

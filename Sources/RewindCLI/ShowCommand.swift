@@ -59,7 +59,7 @@ enum ShowCommand: RewindCommand {
     }
     let reader = try openJournal(directory)
     // Around a missing segment (`rewind log` reads so): an event before or after it is shown.
-    guard let record = try reader.recordReadingAroundMissingSegments(sequence) else {
+    guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else {
       throw outOfRange(String(sequence), last: try reader.lastSequence())
     }
     let event = AuditedEvent(record)

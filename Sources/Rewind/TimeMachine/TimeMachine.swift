@@ -391,8 +391,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// A segment missing after it is not read, as seeks do not read it (it throws when it holds
   /// `sequence`).
   public func event(at sequence: UInt64) throws -> RecordedEvent? {
-    let records = try reader.records(from: sequence, readingAroundMissingSegments: true)
-    guard let record = try records.next(), record.sequence == sequence else { return nil }
+    guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else { return nil }
     if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) { return recorded }
     return nil
   }

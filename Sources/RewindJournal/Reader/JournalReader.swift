@@ -80,7 +80,15 @@ public struct JournalReader: Sendable {
 
   /// The record with sequence number `sequence`, or nil if the journal does not reach it yet.
   public func record(_ sequence: UInt64) throws -> JournalRecord? {
-    let cursor = try records(from: sequence)
+    try record(sequence, readingAroundMissingSegments: false)
+  }
+
+  /// `record(_:)`, also of a journal whose index names segments the directory lacks when
+  /// `readingAroundMissingSegments` (as `records(from:since:readingAroundMissingSegments:)`): a
+  /// record before or after such a segment is returned, and one it held throws its located
+  /// `.sequenceBreak` (`record(_:)` refuses the journal instead).
+  package func record(_ sequence: UInt64, readingAroundMissingSegments: Bool) throws -> JournalRecord? {
+    let cursor = try records(from: sequence, readingAroundMissingSegments: readingAroundMissingSegments)
     guard let record = try cursor.next(), record.sequence == sequence else { return nil }
     return record
   }
