@@ -221,6 +221,10 @@ public final class JournalCursor {
     return buffer.removeLast()
   }
 
+  /// Whether the record `next()` returned last was the last of its frame (an atomic batch, or
+  /// after compaction several whole ones): the next one, if any, starts a frame.
+  package var isAtBatchEnd: Bool { buffer.isEmpty }
+
   /// The sequence number the cursor reads next: every one before it was read (or skipped over
   /// by its batch header); after an error locating damage, the first one the damage took.
   package var expectedSequence: UInt64 { expected }

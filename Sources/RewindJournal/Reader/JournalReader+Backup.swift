@@ -1,0 +1,130 @@
+import Glibc
+
+/// What `JournalReader.backUp(to:)` copied.
+public struct BackupReport: Sendable, Equatable {
+  /// The records copied: every one of the journal from 1 through `lastSequence` (0 when empty).
+  public var records: UInt64
+  /// The last sequence number copied: the journal's end as the copy read it.
+  public var lastSequence: UInt64
+  /// The frames (atomic batches) the copy holds: one for each frame read.
+  public var frames: Int
+  /// The bytes of the copy's files.
+  public var bytes: Int64
+}
+
+extension JournalReader {
+  /// Copies the journal into `destination`, a directory that does not exist yet or is empty,
+  /// also while a writer appends to it: the copy is the journal as it stood at one moment, with
+  /// the same journal id and every record from the first through the last the copy read (the
+  /// same sequence numbers, timestamps and payloads), each frame's records again in one frame.
+  /// A file-by-file copy of a journal being written can miss records (when the writer seals a
+  /// segment while the copy runs); this reads records as any reader does, so it cannot.
+  ///
+  /// The copy's files are written anew (its segments hold the same frames, the index is
+  /// derived), fsynced with their directory, and then read back and verified. Snapshots are not
+  /// copied: they are derived, and an app that opens the copy replays from its start or writes
+  /// new ones.
+  /// - Returns: what was copied.
+  /// - Throws: `JournalError`: `.invalidArgument` when `destination` holds anything, or is not a
+  ///   directory (nothing there is changed); damage in this journal, located, or `.io`. On any
+  ///   error after it began writing, the copy's files are removed (and `destination`, if it made
+  ///   it), so that no partial copy passes for a backup.
+  public func backUp(to destination: String) throws -> BackupReport {
+    let id = try self.id
+    var status = stat()
+    let made = lstat(destination, &status) != 0 && errno == ENOENT
+    if !made {
+      guard io.isRealDirectory(destination) else {
+        throw JournalError(.invalidArgument, "a backup goes into a new or empty directory", directory: destination)
+      }
+      let contents = try wrapped(destination) { try io.contentsOfDirectory(destination) }
+      guard contents.isEmpty else {
+        throw JournalError(
+          .invalidArgument, "it holds \(contents.count) files: a backup goes into a new or empty directory",
+          directory: destination)
+      }
+    }
+    do {
+      return try copyAndVerify(into: destination, id: id)
+    } catch {
+      removeCopy(destination, made: made)
+      throw error
+    }
+  }
+
+  private func copyAndVerify(into destination: String, id: JournalID) throws -> BackupReport {
+    var options = JournalOptions(durability: .none)
+    options.limits = .largest
+    options.newJournalID = id
+    options.io = io
+    // `none` syncs a segment only as it is sealed and nothing at closing: every file is synced below.
+    let copy = try Journal(directory: destination, options: options)
+    var report = BackupReport(records: 0, lastSequence: 0, frames: 0, bytes: 0)
+    do {
+      let cursor = try records(from: 1)
+      var frame: [NewRecord] = []
+      while let record = try cursor.next() {
+        frame.append(NewRecord(timestamp: record.timestamp, payload: record.payload))
+        report.lastSequence = record.sequence
+        report.records += 1
+        guard cursor.isAtBatchEnd else { continue }
+        let written = try copy.appendAndWait(frame)
+        guard written.upperBound == report.lastSequence, report.records == report.lastSequence else {
+          throw JournalError(
+            .sequenceBreak,
+            "the copy numbered records \(written.lowerBound)-\(written.upperBound) where the journal holds them "
+              + "through \(report.lastSequence)", directory: destination)
+        }
+        report.frames += 1
+        frame.removeAll(keepingCapacity: true)
+      }
+      copy.close()
+    } catch {
+      copy.close()
+      throw error
+    }
+    report.bytes = try syncCopy(destination)
+    let verification = try JournalReader(directory: destination, limits: .largest, io: io).verify()
+    guard verification.isSound, verification.records == report.records,
+      verification.lastSequence == report.lastSequence
+    else {
+      throw JournalError(
+        .corrupt,
+        "the copy did not verify as the journal read (\(verification.records) records, through "
+          + "\(verification.lastSequence); problems: \(verification.problems))", directory: destination)
+    }
+    return report
+  }
+
+  /// Fsyncs every file of the copy and then its directory; returns the files' bytes.
+  private func syncCopy(_ destination: String) throws -> Int64 {
+    var bytes: Int64 = 0
+    for name in try wrapped(destination, { try io.contentsOfDirectory(destination) }).sorted()
+    where name != Layout.lockName {
+      let path = destination + "/" + name
+      try wrapped(destination, file: name) {
+        let fd = try io.open(path, flags: O_RDONLY, mode: 0)
+        defer { io.close(fd) }
+        try io.sync(fd, metadata: true, path: path)
+        bytes += try io.size(fd, path: path)
+      }
+    }
+    try wrapped(destination) { try io.syncDirectory(destination) }
+    return bytes
+  }
+
+  /// Removes what a failed backup wrote: the files in `destination` (empty before it began), and
+  /// the directory itself if the backup made it.
+  private func removeCopy(_ destination: String, made: Bool) {
+    for name in (try? io.contentsOfDirectory(destination)) ?? [] {
+      try? io.removeFile(destination + "/" + name)
+    }
+    if made { _ = Glibc.rmdir(destination) }
+  }
+
+  private func wrapped<T>(_ directory: String, file: String? = nil, _ body: () throws -> T) throws -> T {
+    do { return try body() } catch let error as JournalError { throw error } catch {
+      throw JournalError(error, directory: directory, file: file)
+    }
+  }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import RewindTestSupport
+import Synchronization
+import Testing
+
+@testable import RewindJournal
+
+/// `JournalReader.backUp(to:)`: the journal as it stood at one moment, also while a writer
+/// appends, or nothing at all.
+@Suite struct BackupTests {
+  @Test func aBackupHoldsTheSameRecordsFramesAndID() async throws {
+    let dir = TemporaryDirectory("backup-source")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 4 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 200, maxRecords: 4, seed: 3)
+    // A compacted segment's frames each hold several batches: the copy keeps them whole too.
+    _ = try journal.compactSealedSegments()
+    journal.close()
+    let source = try JournalReader(directory: dir.path)
+    let sourceReport = try source.verify()
+    try #require(sourceReport.isSound && sourceReport.segments > 2)
+
+    let backup = TemporaryDirectory("backup-target")
+    let target = backup.appending("copy")
+    let report = try source.backUp(to: target)
+    #expect(report.records == UInt64(records.count) && report.lastSequence == UInt64(records.count), "\(report)")
+    #expect(report.frames == sourceReport.batches, "\(report) against \(sourceReport.batches) batches")
+    let copy = try JournalReader(directory: target)
+    #expect(try copy.id == source.id)
+    #expect(try JournalFixtures.readAll(target) == records)
+    let verification = try copy.verify()
+    #expect(verification.isSound && verification.batches == sourceReport.batches, "\(verification)")
+    #expect(report.bytes == Int64(Files.list(target).reduce(0) { $0 + Files.size(target + "/" + $1) }))
+    // The copy is a journal a writer opens and appends to.
+    let reopened = try Journal(directory: target, options: JournalFixtures.options())
+    #expect(reopened.recovery.isClean && reopened.lastSequence == UInt64(records.count))
+    try reopened.appendAndWait([NewRecord(timestamp: 1, payload: [1])])
+    reopened.close()
+  }
+
+  @Test func anEmptyJournalBacksUpToAnEmptyOne() async throws {
+    let dir = TemporaryDirectory("backup-empty")
+    try Journal(directory: dir.path, options: JournalFixtures.options()).close()
+    let target = TemporaryDirectory("backup-empty-target")
+    let report = try JournalReader(directory: dir.path).backUp(to: target.path)
+    #expect(report == BackupReport(records: 0, lastSequence: 0, frames: 0, bytes: report.bytes))
+    #expect(try JournalReader(directory: target.path).id == JournalReader(directory: dir.path).id)
+    #expect(try JournalFixtures.readAll(target.path).isEmpty)
+  }
+
+  /// A writer appends and seals segment after segment while the backup reads: the copy holds the
+  /// journal's first records, whole frames, through some point, none missing, none else.
+  @Test func aBackupOfAJournalBeingWrittenIsAPrefixOfIt() async throws {
+    for round in 0..<4 {
+      let dir = TemporaryDirectory("backup-live")
+      let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+      // Long enough that the writer appends, and seals segments, while the backup reads it.
+      let first = try await JournalFixtures.write(journal, batches: 400, seed: UInt64(round))
+      let stop = Atomic<Bool>(false)
+      let writer = Task {
+        var records = first
+        while !stop.load(ordering: .relaxed) {
+          records = try await JournalFixtures.write(
+            journal, batches: 5, seed: UInt64(records.count), after: records)
+        }
+        return records
+      }
+      let target = TemporaryDirectory("backup-live-target")
+      let report = try await onOwnThread { try JournalReader(directory: dir.path).backUp(to: target.path) }
+      stop.store(true, ordering: .relaxed)
+      let written = try await writer.value
+      journal.close()
+      let copied = try JournalFixtures.readAll(target.path)
+      #expect(copied.count >= first.count && copied.count == Int(report.records), "round \(round)")
+      #expect(copied == Array(written.prefix(copied.count)), "round \(round)")
+      #expect(try JournalReader(directory: target.path).verify().isSound, "round \(round)")
+    }
+  }
+
+  @Test func aDestinationThatHoldsAnythingIsRefusedAndLeftAlone() async throws {
+    let dir = TemporaryDirectory("backup-refused")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    _ = try await JournalFixtures.write(journal, batches: 5, seed: 9)
+    journal.close()
+    let reader = try JournalReader(directory: dir.path)
+    let target = TemporaryDirectory("backup-refused-target")
+    #expect(FileManager.default.createFile(atPath: target.appending("notes.txt"), contents: Data("mine".utf8)))
+    let error = journalError { _ = try reader.backUp(to: target.path) }
+    #expect(error?.code == .invalidArgument && error?.message.contains("new or empty directory") == true)
+    #expect(Files.list(target.path) == ["notes.txt"])
+    let file = target.appending("notes.txt")
+    #expect(journalError { _ = try reader.backUp(to: file) }?.code == .invalidArgument)
+    #expect(try Files.read(file) == Array("mine".utf8))
+  }
+
+  /// Damage in the journal fails the backup, located, and leaves no partial copy behind, in a
+  /// directory the backup made or in an empty one it was given.
+  @Test(arguments: [false, true]) func damageFailsTheBackupAndLeavesNoCopy(givenEmptyDirectory: Bool) async throws {
+    let dir = TemporaryDirectory("backup-damage")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 4 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 100, seed: 11)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 2)
+    let victim = dir.appending(segments[1])
+    var bytes = try Files.read(victim)
+    bytes[bytes.count / 2] ^= 0x40
+    try Files.write(bytes, to: victim)
+
+    let parent = TemporaryDirectory("backup-damage-target")
+    let target = givenEmptyDirectory ? parent.path : parent.appending("copy")
+    let error = journalError { _ = try JournalReader(directory: dir.path).backUp(to: target) }
+    #expect(error?.code == .corrupt && error?.file == segments[1], "\(String(describing: error))")
+    #expect(FileManager.default.fileExists(atPath: target) == givenEmptyDirectory)
+    if givenEmptyDirectory { #expect(Files.list(target).isEmpty) }
+  }
+}
