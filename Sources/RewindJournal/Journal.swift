@@ -100,10 +100,12 @@ public final class Journal: Sendable {
 
   /// Appends `records` as one atomic batch and returns the sequence numbers they received,
   /// once the durability policy is met. Under `none`, an append that finds nothing queued or
-  /// being written is written on the calling thread; otherwise (and always under `batched` and
-  /// `always`, whose groups the writer thread writes and syncs) it joins the next group and the
-  /// caller suspends until it is acknowledged. Cancelling the calling task does not withdraw an append that was
-  /// already handed to the writer.
+  /// being written is written on the calling thread, unless appenders contend (the last group
+  /// held several appends: the writer thread then writes every group until one holds a single
+  /// append); otherwise (and always under `batched` and `always`, whose groups the writer thread
+  /// writes and syncs) it joins the next group and the caller suspends until it is acknowledged.
+  /// Cancellation is not checked: an append from a cancelled task is made like any other, and
+  /// cancelling a task that waits for its append does not withdraw it.
   ///
   /// Runs on the caller's executor (`nonisolated(nonsending)`). An append written at once (under
   /// `none`, the writer idle) neither hops to the global executor and back nor suspends: its
