@@ -100,10 +100,12 @@ public final class Journal: Sendable {
 
   /// Appends `records` as one atomic batch and returns the sequence numbers they received,
   /// once the durability policy is met. Under `none`, an append that finds nothing queued or
-  /// being written is written on the calling thread; otherwise (and always under `batched` and
-  /// `always`, whose groups the writer thread writes and syncs) it joins the next group and the
-  /// caller suspends until it is acknowledged. Cancelling the calling task does not withdraw an append that was
-  /// already handed to the writer.
+  /// being written is written on the calling thread, unless appenders contend (the last group
+  /// held several appends: the writer thread then writes every group until one holds a single
+  /// append); otherwise (and always under `batched` and `always`, whose groups the writer thread
+  /// writes and syncs) it joins the next group and the caller suspends until it is acknowledged.
+  /// Cancellation is not checked: an append from a cancelled task is made like any other, and
+  /// cancelling a task that waits for its append does not withdraw it.
   ///
   /// Runs on the caller's executor (`nonisolated(nonsending)`). An append written at once (under
   /// `none`, the writer idle) neither hops to the global executor and back nor suspends: its
@@ -215,7 +217,10 @@ public final class Journal: Sendable {
   ///
   /// One exception: called on the journal's writer thread (by the `deinit` of a journal, or of
   /// a manager, whose last reference an append's completion held), it returns at once, and that
-  /// thread finishes the queued appends, closes the files and releases the lock right after.
+  /// thread finishes the queued appends, closes the files and releases the lock right after. So
+  /// too in an append's completion run by the caller's thread that wrote the append (under
+  /// `none`, `lead()` and `appendAndWait` write an append that finds the writer idle themselves):
+  /// the writer thread does all that once the completions of that group have run.
   /// Opening the directory again in this process meanwhile, on another thread, waits for that
   /// (for up to 10 seconds, then fails with `.locked`).
   public func close() {
@@ -288,8 +293,10 @@ final class DirectoryLock: Sendable {
   /// Entered when taken, left when released: openers waiting for the release wait on it.
   private let releaseSignal = DispatchGroup()
 
-  /// How the journal is closing: the thread that will release the lock once it has finished, when
-  /// the journal was closed on its own writer thread (that thread must not wait for itself).
+  /// How the journal is closing: the thread that the release waits for, when the journal was
+  /// closed on its own writer thread (which releases the lock once it has finished) or in a
+  /// completion a leader ran (the writer thread releases it once that leader has finished
+  /// writing): that thread must not wait for itself.
   private struct Closing {
     var releasingThread: pthread_t?
   }
@@ -304,8 +311,9 @@ final class DirectoryLock: Sendable {
   }
 
   /// The journal began to close (before its writer finishes): openers in this process wait for
-  /// the release from now on. `releasedLater` says that this thread, the writer's, releases the
-  /// lock once it has finished (`JournalWriter.close(then:)` returned at once).
+  /// the release from now on. `releasedLater` says that the release waits for this thread to
+  /// finish: the writer's, or a leader's in one of its completions (`JournalWriter.close(then:)`
+  /// returned at once).
   func closing(releasedLater: Bool) {
     closingState.withLock { $0 = Closing(releasingThread: releasedLater ? pthread_self() : $0?.releasingThread) }
   }

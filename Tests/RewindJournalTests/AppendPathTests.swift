@@ -305,4 +305,23 @@ private final class Shared<Value: Sendable>: Sendable {
     #expect(direct == writer.bytes)
     #expect(try BatchHeader.decode(direct[...], limits: JournalLimits()).get() == header)
   }
+
+  /// `Journal.append` checks no cancellation (its documentation says so): an append from a task
+  /// cancelled before it appends is made and acknowledged, whole, under every policy.
+  @Test(arguments: [Durability.none, .batched, .always])
+  func anAppendFromACancelledTaskIsMade(durability: Durability) async throws {
+    let dir = TemporaryDirectory("cancelled-append")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(durability))
+    let records = [NewRecord(timestamp: 1, payload: [1]), NewRecord(timestamp: 2, payload: [2])]
+    let task = Task { () async throws -> (UInt64, ClosedRange<UInt64>) in
+      withUnsafeCurrentTask { $0?.cancel() }
+      let one = try await journal.append(NewRecord(timestamp: 0, payload: [0]))
+      return (one, try await journal.append(records))
+    }
+    let (one, many) = try await task.value
+    #expect(task.isCancelled)
+    #expect(one == 1 && many == 2...3)
+    journal.close()
+    #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == [[0], [1], [2]])
+  }
 }

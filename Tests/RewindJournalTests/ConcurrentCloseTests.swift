@@ -154,6 +154,50 @@ import Testing
     reopened.close()
   }
 
+  /// Under `none` an append that finds the writer idle is written, and its completion run, on the
+  /// thread that leads it (`lead()`, `appendAndWait`), not on the writer thread. A `close()` in
+  /// that completion used to wait for the writer thread, which waited for that very thread to
+  /// finish writing: both hung for ever. It now returns at once, as on the writer thread, and
+  /// the lock is released once the writer has finished; an open on that thread meanwhile fails
+  /// with `.locked` at once instead of waiting for itself.
+  @Test(.timeLimit(.minutes(10))) func aCloseInACompletionOnTheThreadThatWroteTheAppendReturns() async throws {
+    // A writer thread that has not reached its first wait yet takes the queued append itself
+    // (and runs the completion): try again until the leader wrote it.
+    for attempt in 0..<50 {
+      let dir = TemporaryDirectory("close-on-leader")
+      let journal = try Journal(directory: dir.path, options: JournalFixtures.options(.none))
+      let leader = Locked<pthread_t?>(nil)
+      let onLeader = Locked<Bool?>(nil)
+      let answered = Locked<JournalError.Code?>(nil)
+      let closed = DispatchSemaphore(value: 0)
+      journal.enqueue([NewRecord(timestamp: 1, payload: [1])], expectedFirst: nil) { _ in
+        let led = leader.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        onLeader.withLock { $0 = led }
+        journal.close()
+        closed.signal()
+        do {
+          _ = try Journal(directory: dir.path, options: JournalFixtures.options())
+        } catch let error as JournalError {
+          answered.withLock { $0 = error.code }
+        } catch {}
+      }
+      let lead = started {
+        leader.withLock { $0 = pthread_self() }
+        journal.lead()
+      }
+      try await onOwnThread { try closed.wait(for: "the close in the completion to return") }
+      try await onOwnThread { try lead.wait(for: "the lead to return") }
+      journal.close()
+      let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+      #expect(reopened.lastSequence == 1)
+      reopened.close()
+      guard onLeader.withLock({ $0 }) == true else { continue }
+      #expect(answered.withLock { $0 } == .locked, "attempt \(attempt)")
+      return
+    }
+    Issue.record("the writer thread wrote the append every time: the leader's case was not reached")
+  }
+
   /// An append's completion, run on the writer thread, that opens the directory while another
   /// thread's `close()` waits for that writer fails with `.locked` once `releaseWaitLimit` has
   /// passed: the release waits for the writer, which waits in the completion. The open used to

@@ -87,7 +87,7 @@ struct LoneAppend<Records: Collection<NewRecord>>: GroupedAppend {
 /// `always` and `batched` every group is written by the writer thread (which, under `batched`,
 /// lingers to gather it), so no caller's thread waits for an fsync.
 ///
-/// `@unchecked Sendable`: `queue`, `writing`, `closing` and `failure` are guarded by
+/// `@unchecked Sendable`: `queue`, `writing`, `leaderThread`, `closing` and `failure` are guarded by
 /// `condition`; file state (`state`, descriptors, encoders, buffers) is touched only by the one
 /// thread that set `writing` (the writer thread or a leader), and by `init` and the writer thread
 /// before any append and after the last.
@@ -109,6 +109,11 @@ final class JournalWriter: @unchecked Sendable {
   private var closing = false
   /// A thread is writing a group; only it touches the file state.
   private var writing = false
+  /// The caller's thread writing a group as its leader, while it runs the group's completions
+  /// (`enqueue`'s fast path, `writeAndHandOff`): a `close()` made there, in a completion, must not
+  /// wait for the writer thread, which waits for this one to finish writing. Nil otherwise (also
+  /// in `appendAtOnce`, which runs no completion while it writes).
+  private var leaderThread: pthread_t?
   /// The last group held more than one append: appenders contend, and their appends are better
   /// gathered by the writer thread than written one by one by leaders.
   private var contended = false {
@@ -298,6 +303,7 @@ final class JournalWriter: @unchecked Sendable {
     }
     if lead, expectedFirst == nil, leadsInline, aloneWritable {
       writing = true
+      leaderThread = pthread_self()
       condition.unlock()
       // The completion before `writing` is given up: completions are called one at a time, in order.
       completion(writeAlone(LoneAppend(records: records, contentBytes: bytes)))
@@ -316,6 +322,7 @@ final class JournalWriter: @unchecked Sendable {
         return
       }
       writing = true
+      leaderThread = pthread_self()
       let (group, failure) = takeGroup()
       condition.unlock()
       writeAndHandOff(group, failure: failure)
@@ -389,6 +396,7 @@ final class JournalWriter: @unchecked Sendable {
       return condition.unlock()
     }
     writing = true
+    leaderThread = pthread_self()
     let (group, failure) = takeGroup()
     condition.unlock()
     writeAndHandOff(group, failure: failure)
@@ -402,6 +410,7 @@ final class JournalWriter: @unchecked Sendable {
     condition.lock()
     spare = group
     writing = false
+    leaderThread = nil
     if !queue.isEmpty || closing { condition.signal() }
     condition.unlock()
   }
@@ -438,15 +447,21 @@ final class JournalWriter: @unchecked Sendable {
   /// On the writer thread itself (an append's completion held the last reference to the journal,
   /// or to the manager that owns it, and the writer let go of it: its `deinit` closes it), waiting
   /// for the writer would wait for ever: it returns at once, and the writer thread runs `then`
-  /// once it has finished, right after.
-  /// - Returns: whether `then` was left to this thread, to run once it has finished (the call was
-  ///   made on the writer thread).
+  /// once it has finished, right after. So too in a completion that a caller's thread runs as the
+  /// leader of its group (under `none`): the writer thread waits for that thread to finish
+  /// writing, and runs `then` once it has finished.
+  /// - Returns: whether `then` was left to the writer thread, to run once it has finished (the
+  ///   call was made on it, or on a leader in one of its completions).
   @discardableResult
   func close(then: @escaping @Sendable () -> Void) -> Bool {
     condition.lock()
     closing = true
     condition.signal()
-    let onWriterThread = writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    // Or on a caller's thread that writes a group as its leader, in one of its completions: the
+    // writer thread waits for that thread to finish writing before it can finish.
+    let onWriterThread = [writerThread, leaderThread].contains {
+      $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    }
     if onWriterThread { afterFinishing.append(then) }
     condition.unlock()
     if onWriterThread { return true }
@@ -654,6 +669,7 @@ final class JournalWriter: @unchecked Sendable {
   private func endWritingAlone() {
     condition.lock()
     writing = false
+    leaderThread = nil
     if !queue.isEmpty || closing { condition.signal() }
     condition.unlock()
   }
