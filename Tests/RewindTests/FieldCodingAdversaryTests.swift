@@ -377,3 +377,103 @@ private struct Job: Codable, Hashable, Comparable {
   let composed = Set(["\u{E9}a", "\u{E9}", "b", "a\u{0}", "\u{1F600}"])
   #expect(try FieldDecoder().decode([String].self, from: FieldEncoder().encode(composed)) == composed.sorted())
 }
+
+/// What `body` throws: a corruption's description, or the whole error.
+private func corruption(_ body: () throws -> Any) -> String {
+  do {
+    _ = try body()
+    return "no error"
+  } catch let error as DecodingError {
+    guard case .dataCorrupted(let context) = error else { return "\(error)" }
+    return context.debugDescription
+  } catch {
+    return "\(error)"
+  }
+}
+
+/// A class whose subclass shares its encoder and decoder (`super.encode(to: encoder)`,
+/// `super.init(from: decoder)`, before or after its own fields): one object, read back whole.
+private class Shape: Codable {
+  var name: String
+  init(name: String) { self.name = name }
+}
+
+private final class Circle: Shape {
+  enum Key: CodingKey { case radius, tags }
+  var radius: Double
+  var tags: Set<String>
+  init(name: String, radius: Double, tags: Set<String>) {
+    (self.radius, self.tags) = (radius, tags)
+    super.init(name: name)
+  }
+  required init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: Key.self)
+    radius = try container.decode(Double.self, forKey: .radius)
+    tags = try container.decode(Set<String>.self, forKey: .tags)
+    try super.init(from: decoder)
+  }
+  override func encode(to encoder: any Encoder) throws {
+    try super.encode(to: encoder)
+    var container = encoder.container(keyedBy: Key.self)
+    try container.encode(radius, forKey: .radius)
+    try container.encode(tags, forKey: .tags)
+  }
+}
+
+/// Schema changes as apps make them, read both ways: a field added as an optional reads old
+/// bytes as nil, a removed field is skipped, a widened number reads, a case an old reader does
+/// not know is a `DecodingError` naming no case, never a trap; a subclass round-trips through
+/// its superclass's container; a dictionary's nil values stay, as with `JSONDecoder`; a number
+/// too wide for its type says what and at which byte.
+@Test func schemaChangesSubclassesAndMismatchesAsAppsMeetThem() throws {
+  struct Before: Codable, Equatable {
+    var id: Int32
+    var title: String
+    var dropped: [String]
+    var kind: KindBefore
+  }
+  enum KindBefore: Codable, Equatable {
+    case plain
+    case tagged(String)
+  }
+  struct After: Codable, Equatable {
+    var id: Int64
+    var title: String
+    var subtitle: String?
+    var kind: KindAfter
+  }
+  enum KindAfter: Codable, Equatable {
+    case plain
+    case tagged(String)
+    case pinned(at: Double)
+  }
+  let old = try FieldEncoder().encode(Before(id: .min, title: "t", dropped: ["x"], kind: .tagged("a")))
+  #expect(
+    try FieldDecoder().decode(After.self, from: old) == After(id: Int64(Int32.min), title: "t", kind: .tagged("a")))
+  let new = try FieldEncoder().encode(After(id: 7, title: "u", subtitle: "s", kind: .plain))
+  #expect(throws: DecodingError.self) { try FieldDecoder().decode(Before.self, from: new) }  // `dropped` is missing
+  let pinned = try FieldEncoder().encode(KindAfter.pinned(at: 1.5))
+  #expect(throws: DecodingError.self) { try FieldDecoder().decode(KindBefore.self, from: pinned) }
+  #expect(try FieldDecoder().decode(Double.self, from: FieldEncoder().encode(Int.min)) == Double(Int.min))
+
+  let circle = Circle(name: "c", radius: -0.0, tags: ["b", "a"])
+  let bytes = try FieldEncoder().encode(circle)
+  #expect(try FieldRenderer.json(bytes) == #"{"name":"c","radius":-0.0,"tags":["a","b"]}"#)
+  let back = try FieldDecoder().decode(Circle.self, from: bytes)
+  #expect(back.name == "c" && back.radius.bitPattern == circle.radius.bitPattern && back.tags == circle.tags)
+
+  let sparse: [String: Int?] = ["none": nil, "one": 1]
+  let sparseBack = try FieldDecoder().decode([String: Int?].self, from: FieldEncoder().encode(sparse))
+  let sparseJSON = try JSONDecoder().decode([String: Int?].self, from: JSONEncoder().encode(sparse))
+  #expect(sparseBack == sparse && sparseBack == sparseJSON)
+
+  #expect(
+    corruption { try FieldDecoder().decode([UInt8].self, from: FieldEncoder().encode([1, 300])) }
+      == "integer at byte 3 does not fit in UInt8")
+  #expect(
+    corruption { try FieldDecoder().decode(Int.self, from: FieldEncoder().encode(UInt64.max)) }
+      == "integer at byte 0 does not fit in Int")
+  #expect(
+    corruption { try FieldDecoder().decode(UInt.self, from: FieldEncoder().encode(-1)) }
+      == "integer at byte 0 does not fit in UInt")
+}
