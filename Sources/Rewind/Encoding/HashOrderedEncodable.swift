@@ -7,7 +7,11 @@
 ///
 /// The elements or keys must be `Comparable` for that: a set or dictionary of anything else has
 /// no order but its hash order, and one of two or more entries is refused (an
-/// `EncodingError.invalidValue` that names its type) rather than written in that order.
+/// `EncodingError.invalidValue` that names its type) rather than written in that order. Where
+/// `<` leaves two distinct entries untold apart (a `<` that compares part of a value, a job's
+/// priority say; `String`'s, which holds neither `"e\u{301}" < "\u{E9}a"` nor the reverse), the
+/// entries are sorted by `<` from the order of their own field encodings' bytes, not from the
+/// hash order they came in (see `sortedAlike`).
 protocol HashOrderedEncodable {
   func encodeInSortedOrder(to encoder: any Encoder) throws
 }
@@ -21,7 +25,9 @@ extension Set: HashOrderedEncodable where Element: Encodable {
       return
     }
     let precedes = try encodingOrder(Element.self, of: self, at: encoder.codingPath)
-    for element in sorted(by: precedes) { try container.encode(element) }
+    for element in try sortedAlike(self, by: precedes, bytes: { try FieldEncoder().encode($0) }) {
+      try container.encode(element)
+    }
   }
 }
 
@@ -31,7 +37,9 @@ extension Dictionary: HashOrderedEncodable where Key: Encodable, Value: Encodabl
   func encodeInSortedOrder(to encoder: any Encoder) throws {
     let precedes: (Key, Key) -> Bool =
       count > 1 ? try encodingOrder(Key.self, of: self, at: encoder.codingPath) : { _, _ in false }
-    let entries = sorted { precedes($0.key, $1.key) }
+    let entries = try sortedAlike(self, by: { precedes($0.key, $1.key) }) {
+      try FieldEncoder().encode($0.key) + FieldEncoder().encode($0.value)
+    }
     guard let codingKey = Self.codingKey else {
       var container = encoder.unkeyedContainer()
       for entry in entries {
@@ -60,7 +68,8 @@ extension Dictionary: HashOrderedEncodable where Key: Encodable, Value: Encodabl
 /// number, positive ones after, each by payload; `-0.0` before `0.0`, never both in one set). `<`
 /// places no NaN: sorted by it, a NaN and what follows it would stay in the order the elements
 /// came in, the hash order. Two NaN keys of one dictionary with the same bits (NaN is not equal to
-/// itself, so a dictionary can hold several) tie, and keep the hash order between them.
+/// itself, so a dictionary can hold several) tie, and go in the order of their values' bytes
+/// (`sortedAlike`).
 /// - Throws: `EncodingError.invalidValue` naming `collection`'s type when `T` is not
 ///   `Comparable`: it has no order to be written in but the hash order, which changes from one
 ///   process to the next.
@@ -74,6 +83,26 @@ private func encodingOrder<T>(_: T.Type, of collection: Any, at codingPath: [any
       codingPath: codingPath,
       debugDescription: "a \(type(of: collection)) has no order but its hash order, which changes from one process to "
         + "the next: make \(T.self) Comparable (or encode the collection sorted) so that equal values encode alike"))
+}
+
+/// `entries` sorted by `precedes` in an order that depends on nothing but their values.
+///
+/// Sorted from the hash order they come in, entries that `precedes` does not tell apart (neither
+/// precedes the other, yet they are distinct) would keep that order, or, where `precedes` is not
+/// a strict weak order, land in places that depend on it: equal sets would encode differently in
+/// two processes. So when the result has two neighbours that `precedes` does not tell apart, the
+/// entries are sorted again, by `precedes`, stably (as Swift's sort is), from the order of their `bytes` (their field
+/// encodings), which any process gives alike. Where `precedes` orders every neighbour (every
+/// `Comparable` type that keeps `<`'s contract, and sets of strings in one Unicode form), the
+/// result is the plain sort's, as before, and nothing is encoded twice.
+private func sortedAlike<T>(
+  _ entries: some Sequence<T>, by precedes: (T, T) -> Bool, bytes: (T) throws -> [UInt8]
+) rethrows -> [T] {
+  let sorted = entries.sorted(by: precedes)
+  guard sorted.indices.dropLast().contains(where: { !precedes(sorted[$0], sorted[$0 + 1]) }) else { return sorted }
+  let byBytes = try entries.map { (bytes: try bytes($0), entry: $0) }
+    .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+  return byBytes.map(\.entry).sorted(by: precedes)
 }
 
 /// `<` of `C` (as `Any`, for `encodingOrder` to cast to its own type).
