@@ -59,7 +59,8 @@ enum DebugCommand: RewindCommand {
                           300M, 2G (default: a quarter of the memory this process may
                           use, the machine's or its control group's limit; they take
                           about 1.5 KB per event of the Notebook demo's history). Moves
-                          keep up to 1,024 keyframes besides, as without prepare
+                          keep keyframes too, as without prepare: up to 1,024 in all,
+                          never pushing out those prepare laid
       refresh             see records appended since the session started (until then,
                           every command sees the journal as it was; goto refuses a later
                           sequence number or time). A journal found shorter than the
