@@ -422,6 +422,9 @@ class Journal:
             if not re.fullmatch(r"[0-9]{20}\.snapshot", name):
                 continue
             p = os.path.join(folder, name)
+            if int(name[:20]) > self.last_seq:  # by the name alone, before the file is read
+                found.append((name, "beyondJournal"))
+                continue
             if os.path.islink(p) or not os.path.isfile(p) or os.path.getsize(p) > 1 << 30:
                 found.append((name, "unreadable"))
                 continue
@@ -438,8 +441,6 @@ class Journal:
                     verdict = "corrupt"
                 elif seq != int(name[:20]) or jid != self.id:
                     verdict = "corrupt" if seq != int(name[:20]) else "foreign"
-                elif seq > self.last_seq:
-                    verdict = "beyondJournal"
                 elif hashlib.sha256(data[108:108 + n]).digest() != digest:
                     verdict = "inconsistent"
                 elif canonical_or_none(data[108:108 + n]) != data[108:108 + n]:

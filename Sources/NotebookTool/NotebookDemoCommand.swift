@@ -19,12 +19,13 @@ public enum NotebookDemoCommand: RewindCommand {
     issues no command, so DIR is left an empty journal, verified) are committed to the journal
     in DIR (default ./\(defaultDirectory)): users' commands on notebooks, notes, tags, settings
     and the reading list, the sync job landing a server's changes, and the auto-tagger tagging
-    what users wrote. \(NotebookWorkload.commandsInFlight) commands are in flight at a time, so group
-    commit batches them. Then prints a summary: the events and the commands that recorded them
-    (both as `rewind stats` counts them), the commands issued (some find nothing to change and
-    record no event, so the journal holds no trace of them), events and commands per origin,
-    throughput, journal size and compression ratio. DIR and its missing parent directories are
-    created (as mkdir -p does).
+    what users wrote. \(NotebookWorkload.commandsInFlight) commands are in flight at a time, so under
+    always and batched group commit batches them (under none each command's append is written at
+    once, in a frame of its own). Then prints a summary: the events and the commands that
+    recorded them (both as `rewind stats` counts them), the commands issued (some find nothing to
+    change and record no event, so the journal holds no trace of them), events and commands per
+    origin, throughput, journal size and compression ratio. DIR and its missing parent
+    directories are created (as mkdir -p does).
 
     With --seed, the run is fully deterministic: a simulated clock (from 2026-01-01T00:00:00Z)
     and seeded identifiers, so the same seed writes the same events, payloads and timestamps

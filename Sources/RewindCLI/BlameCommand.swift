@@ -18,7 +18,8 @@ enum BlameCommand: RewindCommand {
 
     Exit 0; 2 for a bad option or an id no event ever touched; 3 when the journal cannot be read
     (blame reads the whole history: damage part way, located) or the model cannot replay it.
-    When damage hides the journal's end (a frame that fails its checksum, committed records gone),
+    When damage hides the journal's end (a frame that fails its checksum among the last records
+    written, past the sparse index's last entry; committed records gone),
     blame reads the records before it: it shows every event among them that touched ENTITY, then
     says on stderr where the damage is (segment, byte offset, sequences) and through which
     sequence it read, and exits 3: events after the damage, if any, are not shown.

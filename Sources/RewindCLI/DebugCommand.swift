@@ -14,11 +14,12 @@ enum DebugCommand: RewindCommand {
     commands. A script's failing command is reported on stderr and the session goes on; the exit
     code is then 2, or 3 if a command could not read the journal (damage found while seeking, or
     a `refresh` that found it shorter than the session had read: later commands are refused).
-    When damage hides the journal's end (a frame that fails its checksum, committed records
-    gone), the session serves the records before it: one line on stderr at the start locates the
-    damage (segment, byte offset, sequences) and names the last sequence read intact, where the
-    session ends. `goto` past it (or `goto end`) is refused, saying so; `step` stops there. From a
-    script, the exit code is then 3 (as `rewind log` exits for a journal it read only in part).
+    When damage hides the journal's end (a frame that fails its checksum among the last records
+    written, past the sparse index's last entry; committed records gone), the session serves the
+    records before it: one line on stderr at the start locates the damage (segment, byte offset,
+    sequences) and names the last sequence read intact, where the session ends. `goto` past it
+    (or `goto end`) is refused, saying so; `step` stops there. From a script, the exit code is
+    then 3 (as `rewind log` exits for a journal it read only in part).
     An event is shown as replay applied it: one written in an older schema version, upcast to
     the current one, says so after its version ("v1 (upcast to v2)"), as blame and bisect do.
 
@@ -59,7 +60,8 @@ enum DebugCommand: RewindCommand {
                           300M, 2G (default: a quarter of the memory this process may
                           use, the machine's or its control group's limit; they take
                           about 1.5 KB per event of the Notebook demo's history). Moves
-                          keep up to 1,024 keyframes besides, as without prepare
+                          keep keyframes too, as without prepare: up to 1,024 in all,
+                          never pushing out those prepare laid
       refresh             see records appended since the session started (until then,
                           every command sees the journal as it was; goto refuses a later
                           sequence number or time). A journal found shorter than the

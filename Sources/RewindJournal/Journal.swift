@@ -29,8 +29,11 @@ public final class Journal: Sendable {
   private let lock: DirectoryLock
 
   /// Opens (and with `options.createIfMissing`, creates) the journal in `directory` for writing.
-  /// - Throws: `JournalError`: `.locked`, `.notAJournal`, `.badManifest`, `.corrupt` or
-  ///   `.sequenceBreak` (damage before the tail, located), `.io`.
+  /// - Throws: `JournalError`: `.invalidArgument` for options with a `problem` (before anything
+  ///   on disk is touched), `.locked`, `.notAJournal`, `.badManifest`, `.corrupt` or
+  ///   `.sequenceBreak` (damage before the tail, located), `.limitExceeded` (a batch opening reads is
+  ///   larger than `options.limits` allow: written, or compacted, with larger limits),
+  ///   `.io`.
   public init(directory: String, options: JournalOptions = JournalOptions()) throws {
     let io = options.io
     if let problem = options.problem {

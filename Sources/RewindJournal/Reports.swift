@@ -80,8 +80,10 @@ public struct UnindexedRecords: Sendable, Equatable, CustomStringConvertible {
 
 /// What opening a journal for writing found and did.
 public struct RecoveryReport: Sendable, Equatable {
-  /// Torn tails moved aside: the incomplete last frame of a crash, never committed data. (A
-  /// manager's report adds the snapshot files past the journal's end that it moved aside.)
+  /// Torn tails moved aside: the incomplete last frame of a crash, never a frame whose
+  /// checksums hold. A tail the index names a batch in was committed (the last segment cut short
+  /// by damage, not by a crash): `missingRecords` then reports its records gone. (A manager's
+  /// report adds the snapshot files past the journal's end that it moved aside.)
   public var movedAside: [QuarantinedBytes] = []
   /// Committed records that were found gone, if any (see `MissingRecords`). Opening goes on: the
   /// records cannot be brought back from this journal, and `rewind verify` reports the same

@@ -43,3 +43,31 @@ import Testing
     #expect(checkpoints == [6, 10])
   }
 }
+
+extension CheckpointGoldenTests {
+  /// Journal/SNAPSHOTS.md's worked example, for a reader in another language: Workspace's
+  /// fingerprint, its 15 lines and its empty state as the document shows them. The bytes built
+  /// from the document's lines and the code's empty state hash to the fingerprint the document
+  /// names (the code's), and the empty state renders as the document writes it.
+  @Test func snapshotsMdShowsWorkspacesFingerprintLinesAndEmptyState() throws {
+    let document = try String(
+      contentsOfFile: URL(fileURLWithPath: Self.journalPath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("SNAPSHOTS.md").path, encoding: .utf8)
+    let fingerprint = try #require(document.firstMatch(of: /fingerprint\n`([0-9a-f]{64})`/)?.1)
+    #expect(String(fingerprint) == Workspace.fingerprint.description)
+    let block = try #require(document.firstMatch(of: /these\n15 lines:\n\n```\n([^`]*)```/)?.1)
+    let lines = block.split(whereSeparator: \.isWhitespace).map(String.init)
+    #expect(lines.count == 15 && lines == lines.sorted(), "\(lines)")
+    var writer = FieldBytesWriter()
+    writer.appendString("rewind.fingerprint.v1")
+    writer.appendString(String(reflecting: Workspace.self))
+    writer.appendVarint(1)
+    writer.appendVarint(UInt64(lines.count))
+    for line in lines { writer.appendString(line) }
+    writer.bytes += try CanonicalEncoding.encode(Workspace())
+    #expect(StateDigest(bytes: SHA256.hash(writer.bytes)) == Workspace.fingerprint)
+    let empty = try #require(document.firstMatch(of: /as empty state `([^`]*)`/)?.1)
+    let shown = empty.replacing(/\s+/, with: "")
+    #expect(shown == (try CanonicalJSON.render(Workspace())).replacing(/\s+/, with: ""), "\(shown)")
+  }
+}

@@ -194,4 +194,30 @@ import Testing
     #expect(out.last?.hasPrefix("at \(last) of \(last): ") == true, "\(run.out)")
     #expect(!run.out.contains(String(UInt64.max)) && !run.err.contains(String(UInt64.max)))
   }
+
+  /// Damage that hides no end (a frame flipped in a sealed segment in the middle, which later
+  /// segments and index entries follow), as the README says: `blame` and `bisect` stop at it,
+  /// exit 3, located, with nothing shown; `debug` starts with no line about a hidden end, and a
+  /// move that must replay through the damage fails, located, the session staying where it was.
+  @Test func damageThatHidesNoEndStopsBlameBisectAndDebugMoves() async throws {
+    let (journal, intact, _) = try await DamagedJournalCommandTests.damaged(.flipped)
+    let first = try await ToolRun.run("rewind", ["log", journal.path, "--to", "1", "--json"])
+    let notebook = try #require(first.out.firstMatch(of: /"id":"([0-9a-f]{32})"/)?.1, "\(first.out)")
+    let blame = try await ToolRun.run("rewind", ["blame", journal.path, String(notebook)])
+    #expect(blame.status == 3, "\(blame.err)")
+    #expect(blame.out.isEmpty, "nothing shown: \(blame.out)")
+    #expect(blame.err.contains("byte offset") && !blame.err.contains("read intact"), "\(blame.err)")
+    let bisect = try await ToolRun.run("rewind", ["bisect", journal.path, "--invariant", "notes belong to notebooks"])
+    #expect(bisect.status == 3 && bisect.out.isEmpty, "\(bisect.out)\(bisect.err)")
+    #expect(bisect.err.contains("byte offset") && !bisect.err.contains("holds through"), "\(bisect.err)")
+    let script = ["goto \(intact)", "goto \(journal.lastSequence)", "where"]
+    let debug = try await ToolRun.run("rewind", ["debug", journal.path], input: script.joined(separator: "\n") + "\n")
+    #expect(debug.status == 3, "\(debug.err)")
+    #expect(!debug.err.contains("hides the journal's end"), "\(debug.err)")
+    let err = debug.err.split(separator: "\n")
+    #expect(err.count == 1 && err[0].hasPrefix("error: goto: ") && err[0].contains("byte offset"), "\(debug.err)")
+    let out = debug.out.split(separator: "\n")
+    #expect(out.first?.hasPrefix("at \(intact) of \(journal.lastSequence): ") == true, "\(debug.out)")
+    #expect(out.last?.hasPrefix("at \(intact) of \(journal.lastSequence): ") == true, "\(debug.out)")
+  }
 }

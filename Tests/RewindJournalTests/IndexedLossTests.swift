@@ -114,6 +114,34 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path) == kept)
   }
 
+  /// A committed batch of the last segment cut short inside its frame (damage, where a crash
+  /// leaves only an unfinished frame the index never names): opening moves the cut frame aside as
+  /// a torn tail, and, since the index names the batch, reports its records gone too, as
+  /// `RecoveryReport.movedAside` says.
+  @Test func aCommittedBatchCutShortIsMovedAsideAndReportedMissing() async throws {
+    let dir = TemporaryDirectory("indexed-loss-torn")
+    let options = JournalFixtures.options(indexBytes: 256)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 73)
+    journal.close()
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let path = dir.appending(segment)
+    let frames = try JournalFixtures.frames(of: try Files.read(path))
+    let cut = frames[frames.count / 2]
+    try JournalFixtures.truncate(path, at: cut.offset + Int(cut.header.totalLength) / 2)
+
+    let writer = try Journal(directory: dir.path, options: options)
+    let moved = try #require(writer.recovery.movedAside.first, "the cut frame is moved aside")
+    #expect(moved.segment == segment && moved.offset == Int64(cut.offset), "\(moved)")
+    #expect(moved.sequences == cut.header.sequences, "\(moved)")
+    let missing = try #require(writer.recovery.missingRecords, "the index names the cut batch: records gone")
+    #expect(missing.sequences.lowerBound == cut.header.firstSequence, "\(missing)")
+    #expect(missing.sequences.contains(cut.header.lastSequence), "\(missing)")
+    #expect(!writer.recovery.isClean)
+    writer.close()
+    #expect(try JournalFixtures.readAll(dir.path) == Array(records.prefix(Int(cut.header.firstSequence - 1))))
+  }
+
   /// A crash between compaction's rename and its index replacement leaves entries that point into
   /// the old layout of a sealed segment, some past its new end: stale, not a loss.
   @Test func aStaleIndexAfterCompactionIsNoLoss() async throws {

@@ -240,7 +240,9 @@ public final class Manager<M: Model>: Sendable {
   let beforeAppend = Mutex<(@Sendable () async -> Void)?>(nil)
 
   /// Opens the journal in `directory` for writing (creating it if needed, unless
-  /// `options.createIfMissing` is false) and rebuilds the model by replaying every record in it.
+  /// `options.createIfMissing` is false) and rebuilds the model by replaying its records: from the
+  /// newest usable snapshot when the model is a `SnapshotModel` (`startupReport` says which, and
+  /// which it skipped), else from the first record.
   /// - Throws: `JournalError` if the journal cannot be opened (or a snapshot past its end cannot
   ///   be moved aside), `ReplayError` if a record does not decode as one of the model's events.
   public init(

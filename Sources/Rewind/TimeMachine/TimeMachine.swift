@@ -47,10 +47,11 @@ public final class TimeMachine<M: SnapshotModel> {
   /// The last sequence number of the journal as last read (see `refresh()`); `UInt64.max` while
   /// damage hides it (`endHiddenBy`).
   public private(set) var lastSequence: UInt64
-  /// The damage that hid the journal's end when it was last read (a damaged frame, committed
-  /// records gone at the end or in a segment missing between intact ones), or nil. States before
-  /// it are served as from an intact journal; a seek that reaches it, and `prepare()`, throw the
-  /// journal's error locating it.
+  /// The damage that hid the journal's end when it was last read (a damaged frame past the
+  /// sparse index's last entry, committed records gone at the end or in a segment missing between
+  /// intact ones), or nil. States before it are served as from an intact journal; a seek that
+  /// reaches it, and `prepare()`, throw the journal's error locating it. Damage before the index's
+  /// last entry hides no end: a seek that replays through it throws it.
   public private(set) var endHiddenBy: JournalError?
   /// The last sequence number read intact before the damage that hides the journal's end
   /// (`endHiddenBy`), when the journal was last read; `lastSequence` while nothing hides it.

@@ -31,9 +31,14 @@ extension Journal {
   ///     nothing (not even a `LOCK` file), and works while a writer holds the journal, whose
   ///     appends may change what a repair made later finds.
   ///   - options: the file operations (`io`) and the limits the journal is read with (`limits`).
-  /// - Throws: `JournalError`; `.staleIndex` when everything was moved (durably, as the plan
-  ///   says) but the index could not be removed: readers report the moved records as lost until
-  ///   it is gone. Running the repair again once the cause is fixed finishes it.
+  /// - Throws: `JournalError`: `.locked` when a writer holds the journal (not for a plan);
+  ///   `.badManifest` when every segment names one journal and the manifest another, and
+  ///   `.sequenceBreak` when the damage starts with records missing before segments that are
+  ///   there (the first segment missing, or one in the middle): moving nothing, plan or not, as
+  ///   moving every segment after the damage aside would lose intact records; `.staleIndex` when
+  ///   everything was moved (durably, as the plan says) but the index could not be removed:
+  ///   readers report the moved records as lost until it is gone. Running the repair again once
+  ///   the cause is fixed finishes it.
   public static func repair(directory: String, dryRun: Bool = false, options: JournalOptions = JournalOptions()) throws
     -> RepairReport
   {
