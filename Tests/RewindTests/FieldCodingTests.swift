@@ -282,6 +282,38 @@ private struct ListedKeys: Decodable {
   #expect(try FieldDecoder().decode([String: Int].self, from: bytes) == ["a": 1, "b": 2, "c": 4])
 }
 
+/// Objects of more than `FieldKeyedDecoder.scannedEntries` entries find a key by looking it up
+/// rather than by scanning the entries: the same answers either way. A key's first entry wins,
+/// keys are told apart by their bytes (two Unicode forms of one name are two keys), and a key
+/// the object lacks is missing.
+@Test(arguments: [2, 40]) func keysAreFoundAlikeInSmallAndLargeObjects(padding: Int) throws {
+  struct Picked: Decodable {
+    var values: [String: Int] = [:]
+    var missing: Bool
+    init(from decoder: any Decoder) throws {
+      let container = try decoder.container(keyedBy: NamedKey.self)
+      for name in ["a", "e\u{301}", "\u{E9}", "p1", "z"] {
+        values[Array(name.unicodeScalars).map { String($0.value, radix: 16) }.joined(separator: "+")] =
+          try container.decode(Int.self, forKey: NamedKey(stringValue: name))
+      }
+      missing = !container.contains(NamedKey(stringValue: "absent"))
+    }
+  }
+  func entry(_ key: String, _ value: Int) -> [UInt8] {
+    [UInt8(key.utf8.count + 1)] + Array(key.utf8) + [FieldTag.int.rawValue, UInt8(value * 2)]
+  }
+  let padded = (0..<padding).flatMap { entry("p\($0)", 10 + $0) }
+  let bytes: [UInt8] =
+    [FieldTag.object.rawValue] + entry("a", 1) + padded + entry("e\u{301}", 2) + entry("a", 3) + entry("\u{E9}", 4)
+    + entry("z", 5) + entry("e\u{301}", 6) + [0]
+  #expect((padding + 6 > FieldKeyedDecoder<NamedKey>.scannedEntries) == (padding > 2))
+  let picked = try FieldDecoder().decode(Picked.self, from: bytes)
+  #expect(picked.values == ["61": 1, "65+301": 2, "e9": 4, "70+31": 11, "7a": 5])
+  #expect(picked.missing)
+  let listed = try FieldDecoder().decode(ListedKeys.self, from: bytes)
+  #expect(listed.keys == ["a"] + (0..<padding).map { "p\($0)" } + ["e\u{301}", "\u{E9}", "z"])
+}
+
 /// A set or dictionary of floating-point values holding NaN encodes alike whatever order it
 /// iterates in (its hash seed, its capacity, the order of its inserts): `<` places no NaN, so a
 /// sort by it left a NaN and the values after it in the order they came. The values go in IEEE

@@ -169,6 +169,12 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   /// The object's entries in stored order: where each key's UTF-8 starts, its length, and where
   /// its value starts.
   private let entries: [(keyStart: Int, keyCount: Int, value: Int)]
+  /// For an object of more than `scannedEntries` entries, the first entry of each key by the
+  /// key's bytes, which `index(of:)` looks up instead of scanning: a dictionary of n entries
+  /// (whose decoding asks for each key) then decodes in O(n), not O(n²). Nil for smaller objects,
+  /// a struct's fields, where scanning costs less than hashing.
+  private let firstEntries: [[UInt8]: Int]?
+  static var scannedEntries: Int { 16 }
 
   init(bytes: [UInt8], position: Int, depth: Int) throws {
     self.bytes = bytes
@@ -192,6 +198,17 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
       }
     }
     self.entries = entries
+    if entries.count > Self.scannedEntries {
+      var first: [[UInt8]: Int] = [:]
+      first.reserveCapacity(entries.count)
+      for (index, entry) in entries.enumerated() {
+        let key = Array(bytes[entry.keyStart..<entry.keyStart + entry.keyCount])
+        if first[key] == nil { first[key] = index }
+      }
+      self.firstEntries = first
+    } else {
+      self.firstEntries = nil
+    }
   }
 
   var codingPath: [any CodingKey] { [] }
@@ -208,6 +225,7 @@ struct FieldKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
   }
 
   private func index(of key: Key) -> Int? {
+    if let firstEntries { return firstEntries[Array(key.stringValue.utf8)] }
     var name = key.stringValue
     return name.withUTF8 { name in
       bytes.withUnsafeBufferPointer { bytes in
