@@ -159,7 +159,7 @@ public struct RewindTool {
   static var builtIn: [any RewindCommand.Type] {
     [
       LogCommand.self, ShowCommand.self, StatsCommand.self, ExportCommand.self, TailCommand.self,
-      VerifyCommand.self, RepairCommand.self, CompactCommand.self,
+      VerifyCommand.self, RepairCommand.self, CompactCommand.self, BackupCommand.self,
     ] + replayCommands
   }
 
@@ -207,7 +207,7 @@ public struct RewindTool {
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment); 2 usage error; 3 the journal
     cannot be opened or read, a repair could not finish (it names what is left to do), export -o cannot write
-    its file (FILE is left as it was), or standard output cannot be written (a full disk, or closed: rewind
+    its file (FILE is left as it was), a backup could not be made (it removes what it wrote), or standard output cannot be written (a full disk, or closed: rewind
     log DIR >&-; one message says which). An export -o interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its
     temporary file and ends by the signal (status 128 + its number: 130 for Ctrl-C), as tail -f and any
     other command interrupted do. A reader that closes the pipe early (rewind log DIR | head -1) ends the

@@ -1,0 +1,47 @@
+import Foundation
+import RewindJournal
+
+enum BackupCommand: RewindCommand {
+  static let name = "backup"
+  static let summary = "copy a journal, also while it is written, into a new directory; verified"
+  static let help = """
+    Usage: rewind backup DIR DEST
+
+    Copies the journal in DIR into DEST, a directory that does not exist yet (its parent must) or
+    is empty. Takes no lock and runs while a writer appends: it reads the records as every reader
+    does, so the copy is the journal as it stood at one moment, with the same journal id and every
+    record from the first on (sequence numbers, timestamps and payloads; each frame's records
+    again in one frame). A file-by-file copy (cp -r) of a journal being written can miss records
+    when the writer starts a new segment while it runs; this cannot. The copy is fsynced, then
+    read back and verified. Snapshots are not copied (they are derived: an app opening the copy
+    replays from the start or writes new ones); nor is the index, which the copy's first writer
+    rebuilds.
+
+    Exit 0 when the copy is made and verified; 2 when DEST holds anything or is not a directory
+    (nothing there is touched); 3 when DIR cannot be read (damage, located) or DEST cannot be
+    written: a failed backup removes what it wrote, so no partial copy is left to pass for one.
+
+    Examples:
+      rewind backup /tmp/notes /backups/notes-2026-12-05
+
+    """
+
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
+    let args = try Arguments(arguments, options: [], flags: [])
+    let paths = try args.positionals(exactly: 2, needs: "DIR and DEST")
+    let (directory, destination) = (paths[0], paths[1])
+    guard !destination.isEmpty else { throw UsageError("DEST is empty: name a new or empty directory") }
+    let reader = try openJournal(directory)
+    let report: BackupReport
+    do {
+      report = try reader.backUp(to: destination)
+    } catch let error as JournalError where error.code == .invalidArgument {
+      throw UsageError("DEST \(destination): \(error.message)")
+    }
+    context.output.out(
+      visible(
+        "backed up \(counted(report.records, "record")) (through sequence \(report.lastSequence)) in "
+          + "\(counted(report.frames, "frame")) to \(destination): \(report.bytes) bytes, verified") + "\n")
+    return .success
+  }
+}

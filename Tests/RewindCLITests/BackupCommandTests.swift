@@ -1,0 +1,59 @@
+import Foundation
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+/// `rewind backup`, run as the built binary: the copy reads as the journal, and what it must
+/// refuse it refuses with the documented exit codes, touching nothing.
+@Suite struct BackupCommandTests {
+  @Test func theCopyReadsAsTheJournal() async throws {
+    let dir = try RewindCommandTests.journal(records: 400)
+    let parent = TemporaryDirectory("cli-backup")
+    let target = parent.appending("copy")
+    let run = try await ToolRun.run("rewind", ["backup", dir.path, target])
+    #expect(run.status == 0 && run.err.isEmpty, "\(run.out)\(run.err)")
+    #expect(
+      run.out.hasPrefix("backed up 400 records (through sequence 400) in 400 frames to \(target): ")
+        && run.out.hasSuffix(" bytes, verified\n"), "\(run.out)")
+    // Every event as the journal holds it (stats would differ: the copy's segments are cut at the
+    // default size, not at the 4 KiB this journal was written with).
+    for command in [["log"], ["log", "--json"], ["export", "--jsonl"]] {
+      let original = try await ToolRun.run("rewind", [command[0], dir.path] + command.dropFirst())
+      let copy = try await ToolRun.run("rewind", [command[0], target] + command.dropFirst())
+      #expect(original.status == 0 && copy.status == 0 && copy.out == original.out, "\(command)")
+    }
+    let verify = try await ToolRun.run("rewind", ["verify", target])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+  }
+
+  @Test func aDestinationThatHoldsAnythingIsAUsageErrorAndLeftAlone() async throws {
+    let dir = try RewindCommandTests.journal(records: 20)
+    let target = TemporaryDirectory("cli-backup-full")
+    #expect(FileManager.default.createFile(atPath: target.appending("keep.txt"), contents: Data("mine".utf8)))
+    let run = try await ToolRun.run("rewind", ["backup", dir.path, target.path])
+    #expect(run.status == 2 && run.err.contains("new or empty directory"), "\(run.err)")
+    #expect(Files.list(target.path) == ["keep.txt"])
+    for bad in [
+      ["backup"], ["backup", dir.path], ["backup", dir.path, target.path, "more"], ["backup", dir.path, ""],
+    ] {
+      let usage = try await ToolRun.run("rewind", bad)
+      #expect(usage.status == 2, "\(bad): \(usage.err)")
+    }
+  }
+
+  /// Damage in the journal: exit 3, located, and no copy left behind.
+  @Test func damageExitsThreeAndLeavesNoCopy() async throws {
+    let dir = try RewindCommandTests.journal(records: 400)
+    let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }.sorted()
+    try #require(segments.count > 2)
+    let victim = dir.appending(segments[1])
+    var bytes = try Files.read(victim)
+    bytes[bytes.count / 2] ^= 0x40
+    try Files.write(bytes, to: victim)
+    let parent = TemporaryDirectory("cli-backup-damage")
+    let target = parent.appending("copy")
+    let run = try await ToolRun.run("rewind", ["backup", dir.path, target])
+    #expect(run.status == 3 && run.err.contains(segments[1]), "\(run.err)")
+    #expect(!FileManager.default.fileExists(atPath: target))
+  }
+}
