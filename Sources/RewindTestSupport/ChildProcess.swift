@@ -40,7 +40,7 @@ public final class ChildProcess: @unchecked Sendable {
     Thread.detachNewThread {
       var partial = Data()
       while true {
-        let data = reading.availableData
+        let data = PipeReads.some(reading)
         if data.isEmpty { break }
         partial.append(data)
         var lines: [String] = []

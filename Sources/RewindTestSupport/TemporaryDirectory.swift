@@ -27,6 +27,14 @@ public enum Files {
     try Data(bytes).write(to: URL(fileURLWithPath: path))
   }
 
+  /// Flips the bits of `mask` in the byte at the middle of the file at `path`: damage inside a
+  /// segment's frames, for tests of what finds it.
+  public static func flipMiddleByte(of path: String, with mask: UInt8) throws {
+    var bytes = try read(path)
+    bytes[bytes.count / 2] ^= mask
+    try write(bytes, to: path)
+  }
+
   public static func list(_ path: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
   }

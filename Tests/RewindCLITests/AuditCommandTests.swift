@@ -694,15 +694,15 @@ import Testing
       try process.run()
       let watchdog = ChildWatchdog(process)
       // The first lines arrive before the interrupt, so it lands while following. (A child that
-      // ended early ends the loop: at the end of the output, `availableData` is empty.)
+      // ended early ends the loop: at the end of the output, the read is empty.)
       var received = Data()
       while received.filter({ $0 == 0x0A }).count < 2 {
-        let data = out.fileHandleForReading.availableData
+        let data = PipeReads.some(out.fileHandleForReading)
         if data.isEmpty { break }
         received.append(data)
       }
       process.interrupt()
-      received.append(out.fileHandleForReading.readDataToEndOfFile())
+      received.append(PipeReads.toEnd(out.fileHandleForReading))
       process.waitUntilExit()
       try watchdog.end(waitingFor: "tail -f to end on its interrupt")
       return (received, process.terminationReason, process.terminationStatus)

@@ -23,9 +23,7 @@ import Testing
   @Test func aCorruptedFrameIsLocated() async throws {
     let dir = TemporaryDirectory("cli-corrupt")
     let segment = try await Self.journal(in: dir)
-    var bytes = try Files.read(segment)
-    bytes[bytes.count / 2] ^= 0x5A
-    try Files.write(bytes, to: segment)
+    try Files.flipMiddleByte(of: segment, with: 0x5A)
     let log = try await Self.rewind(["log", dir.appending("journal")])
     #expect(log.status == 3)
     #expect(log.err.contains("byte offset"), "\(log.err)")

@@ -121,7 +121,7 @@ func demoSpeaksJSON() async -> Bool {
     process.standardError = pipe
     guard (try? process.run()) != nil else { return "" }
     let watchdog = ChildWatchdog(process)
-    let help = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let help = String(decoding: PipeReads.toEnd(pipe.fileHandleForReading), as: UTF8.self)
     process.waitUntilExit()
     try watchdog.end(waitingFor: "rewind demo --help to exit")
     return help

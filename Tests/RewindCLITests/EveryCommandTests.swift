@@ -90,9 +90,7 @@ import Testing
     let last = try #require(
       try await BadInputTests.rewind(["stats", dir.appending("journal"), "--json"]).out.split(separator: ",")
         .first { $0.hasPrefix("\"events\":") }.flatMap { Int($0.dropFirst(9)) })
-    var bytes = try Files.read(segment)
-    bytes[bytes.count / 2] ^= 0x5A
-    try Files.write(bytes, to: segment)
+    try Files.flipMiddleByte(of: segment, with: 0x5A)
     // Commands that read past the damage: show the last event, diff up to it.
     let reaching = command.map { $0 == "3" ? "LAST" : $0 }
     let run = try await Self.run(reaching, dir.appending("journal"), last: last)

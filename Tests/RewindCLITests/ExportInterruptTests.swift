@@ -197,7 +197,7 @@ import Testing
       process.standardOutput = FileHandle.nullDevice
       process.standardError = errPipe
       try process.run()
-      let err = String(decoding: errPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      let err = String(decoding: PipeReads.toEnd(errPipe.fileHandleForReading), as: UTF8.self)
       process.waitUntilExit()
       return (process.terminationStatus, err)
     }

@@ -821,9 +821,7 @@ import Testing
   func repairAsksAtATerminal() async throws {
     let journal = try await NotebookJournal.write(commands: 40, seed: 17)
     let segment = try #require(Files.list(journal.path).first { $0.hasSuffix(".lz4") })
-    var bytes = try Files.read(journal.directory.appending(segment))
-    bytes[bytes.count / 2] ^= 0x5A
-    try Files.write(bytes, to: journal.directory.appending(segment))
+    try Files.flipMiddleByte(of: journal.directory.appending(segment), with: 0x5A)
     let binary = try #require(ChildProcess.builtProduct(Self.tool))
     let command = "'\(binary)' repair '\(journal.path)'"
     let declined = try await ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "n\n")

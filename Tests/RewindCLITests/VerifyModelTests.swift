@@ -28,9 +28,7 @@ import Testing
     let demo = try await ToolRun.run("rewind", ["demo", dir.path, "--events", "400", "--seed", "9"])
     #expect(demo.status == 0, "\(demo.err)")
     let segment = try #require(Files.list(dir.path).first { $0.hasSuffix(".lz4") })
-    var bytes = try Files.read(dir.appending(segment))
-    bytes[bytes.count / 2] ^= 0x5A
-    try Files.write(bytes, to: dir.appending(segment))
+    try Files.flipMiddleByte(of: dir.appending(segment), with: 0x5A)
     let damaged = try await ToolRun.run("rewind", ["verify", dir.path])
     #expect(damaged.status == 1, "\(damaged.out)")
     let run = try await ToolRun.run("rewind", ["verify", dir.path, "--model", "zz"])

@@ -27,10 +27,10 @@ import Testing
       try process.run()
       let watchdog = ChildWatchdog(process)
       // Read the output before waiting, so a large output cannot block the tool (its messages are short).
-      let data = output.fileHandleForReading.readDataToEndOfFile()
+      let data = PipeReads.toEnd(output.fileHandleForReading)
       process.waitUntilExit()
       try watchdog.end(waitingFor: "lz4 \(arguments.joined(separator: " ")) to exit")
-      let errorText = errors.fileHandleForReading.readDataToEndOfFile()
+      let errorText = PipeReads.toEnd(errors.fileHandleForReading)
       return (process.terminationStatus, Array(data), String(decoding: errorText, as: UTF8.self))
     }
   }
