@@ -9,9 +9,9 @@ enum BackupCommand: RewindCommand {
 
     Copies the journal in DIR into DEST, a directory that does not exist yet (its parent must) or
     is empty. Takes no lock and runs while a writer appends: it reads the records as every reader
-    does, so the copy is the journal as it stood at one moment, with the same journal id and every
-    record from the first on (sequence numbers, timestamps and payloads; each frame's records
-    again in one frame). A file-by-file copy (cp -r) of a journal being written can miss records
+    does, so the copy is the journal as it stood when the backup began, with the same journal id
+    and every record from the first on (sequence numbers, timestamps and payloads; each frame's
+    records again in one frame); records appended meanwhile are left out. A file-by-file copy (cp -r) of a journal being written can miss records
     when the writer starts a new segment while it runs; this cannot. The copy is fsynced, then
     read back and verified. Snapshots are not copied (they are derived: an app opening the copy
     replays from the start or writes new ones); nor is the index, which the copy's first writer

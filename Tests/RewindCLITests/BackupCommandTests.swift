@@ -46,10 +46,7 @@ import Testing
     let dir = try RewindCommandTests.journal(records: 400)
     let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }.sorted()
     try #require(segments.count > 2)
-    let victim = dir.appending(segments[1])
-    var bytes = try Files.read(victim)
-    bytes[bytes.count / 2] ^= 0x40
-    try Files.write(bytes, to: victim)
+    try Files.flipMiddleByte(of: dir.appending(segments[1]), with: 0x40)
     let parent = TemporaryDirectory("cli-backup-damage")
     let target = parent.appending("copy")
     let run = try await ToolRun.run("rewind", ["backup", dir.path, target])

@@ -5,8 +5,8 @@ import Testing
 
 @testable import RewindJournal
 
-/// `JournalReader.backUp(to:)`: the journal as it stood at one moment, also while a writer
-/// appends, or nothing at all.
+/// `JournalReader.backUp(to:)`: the journal as it stood when the backup began, also while a
+/// writer appends, or nothing at all.
 @Suite struct BackupTests {
   @Test func aBackupHoldsTheSameRecordsFramesAndID() async throws {
     let dir = TemporaryDirectory("backup-source")
@@ -76,6 +76,45 @@ import Testing
     }
   }
 
+  /// Appends a record to `journal` at each read of its segments: a writer that always keeps
+  /// ahead of the backup reading them.
+  private final class AppendingAtEachRead: ForwardingFileIO, @unchecked Sendable {
+    let base: any FileIO = PosixFileIO()
+    let source: String
+    let journal: Journal
+    let appended = Atomic<Int>(0)
+    init(source: String, journal: Journal) {
+      self.source = source
+      self.journal = journal
+    }
+    func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, path: String) throws
+      -> Int
+    {
+      if path.hasPrefix(source), path.hasSuffix(".lz4"), appended.add(1, ordering: .relaxed).newValue <= 5_000 {
+        _ = try journal.appendAndWait([NewRecord(timestamp: 7, payload: Array("later".utf8))])
+      }
+      return try base.pread(fd, into: buffer, at: offset, path: path)
+    }
+  }
+
+  /// Records appended after the backup began are left out, even when they come faster than the
+  /// backup reads: before, it read on for as long as the writer kept ahead of it.
+  @Test func aBackupEndsWhereTheJournalStoodWhenItBegan() async throws {
+    let dir = TemporaryDirectory("backup-outrun")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 50, seed: 13)
+    let io = AppendingAtEachRead(source: dir.path, journal: journal)
+    let target = TemporaryDirectory("backup-outrun-target")
+    let report = try JournalReader(directory: dir.path, io: io).backUp(to: target.path)
+    journal.close()
+    // Finding the end reads the last segment, so a few appends land before the copy's end is
+    // known: it stands at or after what was written before, and well before the journal's end.
+    let written = try JournalFixtures.readAll(dir.path)
+    #expect(io.appended.load(ordering: .relaxed) > 0)
+    #expect(report.lastSequence >= UInt64(records.count) && report.lastSequence < UInt64(written.count), "\(report)")
+    #expect(try JournalFixtures.readAll(target.path) == Array(written.prefix(Int(report.lastSequence))))
+  }
+
   @Test func aDestinationThatHoldsAnythingIsRefusedAndLeftAlone() async throws {
     let dir = TemporaryDirectory("backup-refused")
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
@@ -101,10 +140,7 @@ import Testing
     journal.close()
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count > 2)
-    let victim = dir.appending(segments[1])
-    var bytes = try Files.read(victim)
-    bytes[bytes.count / 2] ^= 0x40
-    try Files.write(bytes, to: victim)
+    try Files.flipMiddleByte(of: dir.appending(segments[1]), with: 0x40)
 
     let parent = TemporaryDirectory("backup-damage-target")
     let target = givenEmptyDirectory ? parent.path : parent.appending("copy")

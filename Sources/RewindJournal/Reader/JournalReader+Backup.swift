@@ -4,7 +4,7 @@ import Glibc
 public struct BackupReport: Sendable, Equatable {
   /// The records copied: every one of the journal from 1 through `lastSequence` (0 when empty).
   public var records: UInt64
-  /// The last sequence number copied: the journal's end as the copy read it.
+  /// The last sequence number copied: the journal's end when the copy began.
   public var lastSequence: UInt64
   /// The frames (atomic batches) the copy holds: one for each frame read.
   public var frames: Int
@@ -14,9 +14,10 @@ public struct BackupReport: Sendable, Equatable {
 
 extension JournalReader {
   /// Copies the journal into `destination`, a directory that does not exist yet or is empty,
-  /// also while a writer appends to it: the copy is the journal as it stood at one moment, with
-  /// the same journal id and every record from the first through the last the copy read (the
+  /// also while a writer appends to it: the copy is the journal as it stood when the copy began,
+  /// with the same journal id and every record from the first through the last one then (the
   /// same sequence numbers, timestamps and payloads), each frame's records again in one frame.
+  /// Records appended meanwhile are not copied, however fast they come.
   /// A file-by-file copy of a journal being written can miss records (when the writer seals a
   /// segment while the copy runs); this reads records as any reader does, so it cannot.
   ///
@@ -61,13 +62,17 @@ extension JournalReader {
     let copy = try Journal(directory: destination, options: options)
     var report = BackupReport(records: 0, lastSequence: 0, frames: 0, bytes: 0)
     do {
+      // The moment the copy stands at: the end now. A writer that appends faster than the copy
+      // reads would otherwise keep it reading for ever. A frame ended there (a frame compaction
+      // merges later may go on past it: the copy's last frame ends there all the same).
+      let end = try lastSequence()
       let cursor = try records(from: 1)
       var frame: [NewRecord] = []
-      while let record = try cursor.next() {
+      while report.lastSequence < end, let record = try cursor.next() {
         frame.append(NewRecord(timestamp: record.timestamp, payload: record.payload))
         report.lastSequence = record.sequence
         report.records += 1
-        guard cursor.isAtBatchEnd else { continue }
+        guard cursor.isAtBatchEnd || record.sequence == end else { continue }
         let written = try copy.appendAndWait(frame)
         guard written.upperBound == report.lastSequence, report.records == report.lastSequence else {
           throw JournalError(
@@ -79,6 +84,12 @@ extension JournalReader {
         frame.removeAll(keepingCapacity: true)
       }
       copy.close()
+      guard report.lastSequence == end else {
+        throw JournalError(
+          .sequenceBreak,
+          "the journal ended at sequence \(report.lastSequence) while it was copied, at \(end) when the copy began",
+          directory: directory)
+      }
     } catch {
       copy.close()
       throw error
