@@ -7,8 +7,8 @@ enum BackupCommand: RewindCommand {
   static let help = """
     Usage: rewind backup DIR DEST
 
-    Copies the journal in DIR into DEST, a directory that does not exist yet (its parent must) or
-    is empty. Takes no lock and runs while a writer appends: it reads the records as every reader
+    Copies the journal in DIR into DEST, a directory outside DIR that does not exist yet (its
+    parent must) or is empty. Takes no lock and runs while a writer appends: it reads the records as every reader
     does, so the copy is the journal as it stood when the backup began, with the same journal id
     and every record from the first on (sequence numbers, timestamps and payloads; each frame's
     records again in one frame); records appended meanwhile are left out. A file-by-file copy (cp -r) of a journal being written can miss records
@@ -17,8 +17,8 @@ enum BackupCommand: RewindCommand {
     replays from the start or writes new ones); nor is the index, which the copy's first writer
     rebuilds.
 
-    Exit 0 when the copy is made and verified; 2 when DEST holds anything or is not a directory
-    (nothing there is touched); 3 when DIR cannot be read (damage, located) or DEST cannot be
+    Exit 0 when the copy is made and verified; 2 when DEST holds anything, is not a directory or
+    lies inside DIR (nothing there is touched); 3 when DIR cannot be read (damage, located) or DEST cannot be
     written: a failed backup removes what it wrote, so no partial copy is left to pass for one.
 
     Examples:

@@ -178,4 +178,9 @@ extension JournalError {
     default: self.init(.io, "\(error)", directory: directory, file: file)
     }
   }
+
+  /// Runs `body`, throwing what it throws as `JournalError(_:directory:file:)` does.
+  static func wrapping<T>(directory: String, file: String? = nil, _ body: () throws -> T) throws(JournalError) -> T {
+    do { return try body() } catch { throw JournalError(error, directory: directory, file: file) }
+  }
 }

@@ -33,6 +33,10 @@ import Testing
     let run = try await ToolRun.run("rewind", ["backup", dir.path, target.path])
     #expect(run.status == 2 && run.err.contains("new or empty directory"), "\(run.err)")
     #expect(Files.list(target.path) == ["keep.txt"])
+    let inside = dir.appending("copy")
+    let insideRun = try await ToolRun.run("rewind", ["backup", dir.path, inside])
+    #expect(insideRun.status == 2 && insideRun.err.contains("inside the journal"), "\(insideRun.err)")
+    #expect(!FileManager.default.fileExists(atPath: inside))
     for bad in [
       ["backup"], ["backup", dir.path], ["backup", dir.path, target.path, "more"], ["backup", dir.path, ""],
     ] {

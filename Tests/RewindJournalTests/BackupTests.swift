@@ -42,7 +42,7 @@ import Testing
     try Journal(directory: dir.path, options: JournalFixtures.options()).close()
     let target = TemporaryDirectory("backup-empty-target")
     let report = try JournalReader(directory: dir.path).backUp(to: target.path)
-    #expect(report == BackupReport(records: 0, lastSequence: 0, frames: 0, bytes: report.bytes))
+    #expect(report == BackupReport(lastSequence: 0, frames: 0, bytes: report.bytes) && report.records == 0)
     #expect(try JournalReader(directory: target.path).id == JournalReader(directory: dir.path).id)
     #expect(try JournalFixtures.readAll(target.path).isEmpty)
   }
@@ -131,6 +131,17 @@ import Testing
     let file = target.appending("notes.txt")
     #expect(journalError { _ = try reader.backUp(to: file) }?.code == .invalidArgument)
     #expect(try Files.read(file) == Array("mine".utf8))
+    // Inside the journal's own directory, however it is spelled: it would be lost with the
+    // journal, and leave a folder among its files.
+    let journalFiles = Files.list(dir.path)
+    let link = target.appending("link")
+    try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: dir.path)
+    let name = URL(fileURLWithPath: dir.path).lastPathComponent
+    for inside in [dir.appending("copy"), dir.path + "/./../" + name + "/copy/", link + "/copy"] {
+      let refused = journalError { _ = try reader.backUp(to: inside) }
+      #expect(refused?.code == .invalidArgument && refused?.message.contains("inside the journal") == true, "\(inside)")
+    }
+    #expect(Files.list(dir.path) == journalFiles)
   }
 
   /// Damage in the journal fails the backup, located, and leaves no partial copy behind, in a

@@ -2,10 +2,10 @@ import Glibc
 
 /// What `JournalReader.backUp(to:)` copied.
 public struct BackupReport: Sendable, Equatable {
-  /// The records copied: every one of the journal from 1 through `lastSequence` (0 when empty).
-  public var records: UInt64
   /// The last sequence number copied: the journal's end when the copy began.
   public var lastSequence: UInt64
+  /// The records copied: every one of the journal from 1 through `lastSequence` (0 when empty).
+  public var records: UInt64 { lastSequence }
   /// The frames (atomic batches) the copy holds: one for each frame read.
   public var frames: Int
   /// The bytes of the copy's files.
@@ -26,10 +26,10 @@ extension JournalReader {
   /// copied: they are derived, and an app that opens the copy replays from its start or writes
   /// new ones.
   /// - Returns: what was copied.
-  /// - Throws: `JournalError`: `.invalidArgument` when `destination` holds anything, or is not a
-  ///   directory (nothing there is changed); damage in this journal, located, or `.io`. On any
-  ///   error after it began writing, the copy's files are removed (and `destination`, if it made
-  ///   it), so that no partial copy passes for a backup.
+  /// - Throws: `JournalError`: `.invalidArgument` when `destination` holds anything, is not a
+  ///   directory, or lies inside this journal's directory (nothing there is changed); damage in
+  ///   this journal, located, or `.io`. On any error after it began writing, the copy's files are
+  ///   removed (and `destination`, if it made it), so that no partial copy passes for a backup.
   public func backUp(to destination: String) throws -> BackupReport {
     let id = try self.id
     var status = stat()
@@ -38,12 +38,20 @@ extension JournalReader {
       guard io.isRealDirectory(destination) else {
         throw JournalError(.invalidArgument, "a backup goes into a new or empty directory", directory: destination)
       }
-      let contents = try wrapped(destination) { try io.contentsOfDirectory(destination) }
+      let contents = try JournalError.wrapping(directory: destination) { try io.contentsOfDirectory(destination) }
       guard contents.isEmpty else {
         throw JournalError(
           .invalidArgument, "it holds \(contents.count) files: a backup goes into a new or empty directory",
           directory: destination)
       }
+    }
+    if let inside = Self.resolved(destination), let journal = Self.resolved(directory),
+      inside == journal || inside.hasPrefix(journal.hasSuffix("/") ? journal : journal + "/")
+    {
+      throw JournalError(
+        .invalidArgument,
+        "it lies inside the journal's own directory, where the backup would be lost with the journal: "
+          + "a backup goes outside it", directory: destination)
     }
     do {
       return try copyAndVerify(into: destination, id: id)
@@ -60,7 +68,7 @@ extension JournalReader {
     options.io = io
     // `none` syncs a segment only as it is sealed and nothing at closing: every file is synced below.
     let copy = try Journal(directory: destination, options: options)
-    var report = BackupReport(records: 0, lastSequence: 0, frames: 0, bytes: 0)
+    var report = BackupReport(lastSequence: 0, frames: 0, bytes: 0)
     do {
       // The moment the copy stands at: the end now. A writer that appends faster than the copy
       // reads would otherwise keep it reading for ever. A frame ended there (a frame compaction
@@ -71,10 +79,9 @@ extension JournalReader {
       while report.lastSequence < end, let record = try cursor.next() {
         frame.append(NewRecord(timestamp: record.timestamp, payload: record.payload))
         report.lastSequence = record.sequence
-        report.records += 1
         guard cursor.isAtBatchEnd || record.sequence == end else { continue }
         let written = try copy.appendAndWait(frame)
-        guard written.upperBound == report.lastSequence, report.records == report.lastSequence else {
+        guard written.upperBound == report.lastSequence else {
           throw JournalError(
             .sequenceBreak,
             "the copy numbered records \(written.lowerBound)-\(written.upperBound) where the journal holds them "
@@ -96,7 +103,7 @@ extension JournalReader {
     }
     report.bytes = try syncCopy(destination)
     let verification = try JournalReader(directory: destination, limits: .largest, io: io).verify()
-    guard verification.isSound, verification.records == report.records,
+    guard verification.isSound, verification.records == report.lastSequence,
       verification.lastSequence == report.lastSequence
     else {
       throw JournalError(
@@ -110,18 +117,33 @@ extension JournalReader {
   /// Fsyncs every file of the copy and then its directory; returns the files' bytes.
   private func syncCopy(_ destination: String) throws -> Int64 {
     var bytes: Int64 = 0
-    for name in try wrapped(destination, { try io.contentsOfDirectory(destination) }).sorted()
+    for name in try JournalError.wrapping(directory: destination, { try io.contentsOfDirectory(destination) }).sorted()
     where name != Layout.lockName {
       let path = destination + "/" + name
-      try wrapped(destination, file: name) {
+      try JournalError.wrapping(directory: destination, file: name) {
         let fd = try io.open(path, flags: O_RDONLY, mode: 0)
         defer { io.close(fd) }
         try io.sync(fd, metadata: true, path: path)
         bytes += try io.size(fd, path: path)
       }
     }
-    try wrapped(destination) { try io.syncDirectory(destination) }
+    try JournalError.wrapping(directory: destination) { try io.syncDirectory(destination) }
     return bytes
+  }
+
+  /// `path` with every symbolic link and `.`/`..` resolved, also when its last component does
+  /// not exist yet (resolved through its parent); nil when that parent cannot be resolved.
+  private static func resolved(_ path: String) -> String? {
+    func real(_ path: String) -> String? {
+      guard let pointer = realpath(path, nil) else { return nil }
+      defer { free(pointer) }
+      return String(cString: pointer)
+    }
+    if let whole = real(path) { return whole }
+    let trimmed = path.hasSuffix("/") ? String(path.dropLast()) : path
+    guard let slash = trimmed.lastIndex(of: "/") else { return real(".").map { $0 + "/" + trimmed } }
+    let parent = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    return real(parent).map { ($0.hasSuffix("/") ? $0 : $0 + "/") + trimmed[trimmed.index(after: slash)...] }
   }
 
   /// Removes what a failed backup wrote: the files in `destination` (empty before it began), and
@@ -131,11 +153,5 @@ extension JournalReader {
       try? io.removeFile(destination + "/" + name)
     }
     if made { _ = Glibc.rmdir(destination) }
-  }
-
-  private func wrapped<T>(_ directory: String, file: String? = nil, _ body: () throws -> T) throws -> T {
-    do { return try body() } catch let error as JournalError { throw error } catch {
-      throw JournalError(error, directory: directory, file: file)
-    }
   }
 }

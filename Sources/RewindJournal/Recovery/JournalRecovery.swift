@@ -321,10 +321,6 @@ package struct JournalRecovery {
   }
 
   private func wrap<T>(_ file: String? = nil, _ body: () throws -> T) throws -> T {
-    do {
-      return try body()
-    } catch {
-      throw JournalError(error, directory: path, file: file)
-    }
+    try JournalError.wrapping(directory: path, file: file, body)
   }
 }
