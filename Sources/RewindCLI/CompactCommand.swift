@@ -5,7 +5,7 @@ enum CompactCommand: RewindCommand {
   static let name = "compact"
   static let summary = "rewrite sealed segments into large LZ4HC frames (smaller, read the same way)"
   static let help = """
-    Usage: rewind compact DIR [--frame BYTES]
+    Usage: rewind compact DIR [--all] [--frame BYTES]
 
     Rewrites every sealed segment of the journal (every one but the last) that is not compacted
     yet into large frames compressed with LZ4's high-compression mode: typically 2-3x smaller,
@@ -14,6 +14,11 @@ enum CompactCommand: RewindCommand {
     the original; an interruption leaves either. A damaged segment is reported with its byte
     offset and left as it is. Takes the journal's writer lock, so run it while no writer has the
     journal open (an app can compact as it writes: JournalOptions.compactsSealedSegments).
+
+    --all seals the last segment first, if it holds a record (synced, and a new empty segment
+    started after it, JournalOptions.sealsLastSegmentOnOpening), so that it is compacted too: the
+    whole journal, for one at rest (an archive, a finished session). The next writer appends to
+    the new segment. Each --all that finds records in the last segment leaves one more segment.
 
     A compacted frame gathers up to 1 MiB of decoded records (--frame BYTES: up to BYTES, from 1
     to 1048576; a frame larger than 1 MiB reads no faster nor much smaller). An app
@@ -27,13 +32,14 @@ enum CompactCommand: RewindCommand {
 
     Examples:
       rewind compact /tmp/notes
+      rewind compact /tmp/notes --all
       rewind compact /tmp/notes --frame 65536
 
     """
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let output = context.output
-    let args = try Arguments(arguments, options: ["frame"], flags: [])
+    let args = try Arguments(arguments, options: ["frame"], flags: ["all"])
     let directory = try args.directory()
     let frameBytes = try args.integer(
       "frame", default: SegmentCompactor.defaultFrameContentBytes, range: 1...SegmentCompactor.defaultFrameContentBytes)
@@ -44,6 +50,8 @@ enum CompactCommand: RewindCommand {
     // compacted frames larger: they gather 1 MiB of decoded content (or `--frame`).
     var options = RepairCommand.readingAnyLimits(JournalOptions(durability: .always))
     options.createIfMissing = false
+    let all = args.flag("all")
+    options.sealsLastSegmentOnOpening = all
     let report: CompactionReport
     do {
       // Opening checks the segments as any writer does; compaction reads every frame it rewrites.
@@ -70,7 +78,11 @@ enum CompactCommand: RewindCommand {
       : "compacted \(report.compacted.count) segment\(report.compacted.count == 1 ? "" : "s"): "
         + "\(report.bytesBefore) -> \(report.bytesAfter) bytes (\(percent(report.bytesAfter, of: report.bytesBefore)))"
     if !report.alreadyCompacted.isEmpty { summary += "; \(report.alreadyCompacted.count) compacted before" }
-    output.out(summary + "; the last segment is left for the next writer to append to\n")
+    output.out(
+      summary
+        + (all
+          ? "; the last segment holds no record yet, for the next writer to append to\n"
+          : "; the last segment is left for the next writer to append to\n"))
     return .success
   }
 

@@ -97,6 +97,13 @@ public struct JournalOptions: Sendable {
   /// costs one to two CPU-seconds per 64 MiB segment, which a writer process should choose to
   /// spend (and benchmarks of appends must not include); turn it on for journals that live long.
   public var compactsSealedSegments: Bool = false
+  /// Seal the last segment when opening, if it holds a record: sync it and start a new, empty
+  /// segment after it, into which this writer appends. Compaction rewrites sealed segments only
+  /// (never the one a writer appends to), so this is how the whole of a journal at rest is
+  /// compacted: open it with this set, then `compactSealedSegments()` (`rewind compact --all`).
+  /// Each such opening leaves one more segment file; meant for archiving a journal, not for
+  /// every opening. Default false.
+  public var sealsLastSegmentOnOpening: Bool = false
   /// The most threads that compress the blocks of one frame of several 64 KiB blocks (a bulk
   /// append, or a group of many appends), the thread writing the frame among them; the others
   /// come from Dispatch's pool (`DispatchQueue.concurrentPerform`). 1 compresses every frame on

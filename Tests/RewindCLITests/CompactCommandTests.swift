@@ -39,6 +39,42 @@ import Testing
     #expect(again.out.hasPrefix("nothing to compact; \(names.count - 1) compacted before"), "\(again.out)")
   }
 
+  /// `--all` seals the last segment first and compacts it with the others: every segment
+  /// compacted, every event read the same, a new empty segment for the next writer, which appends
+  /// to it; a second `--all` before any append has nothing to seal or compact.
+  @Test func allCompactsTheLastSegmentToo() async throws {
+    let dir = try RewindCommandTests.journal(records: 600)
+    let names = Self.segments(dir.path)
+    let logBefore = try await ToolRun.run("rewind", ["log", dir.path, "--json"])
+    try #require(logBefore.status == 0)
+    let last = try JournalReader(directory: dir.path).lastSequence()
+
+    let run = try await ToolRun.run("rewind", ["compact", dir.path, "--all"])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    for name in names { #expect(run.out.contains("compacted \(name): "), "\(run.out)") }
+    #expect(run.out.contains("compacted \(names.count) segments: "), "\(run.out)")
+    #expect(
+      run.out.hasSuffix("; the last segment holds no record yet, for the next writer to append to\n"), "\(run.out)")
+    let next = Layout.segmentName(firstSequence: last + 1)
+    #expect(Self.segments(dir.path) == names + [next])
+    #expect(Files.size(dir.appending(next)) == Layout.segmentHeaderSize)
+    let logAfter = try await ToolRun.run("rewind", ["log", dir.path, "--json"])
+    #expect(logAfter.out == logBefore.out)
+
+    let again = try await ToolRun.run("rewind", ["compact", dir.path, "--all"])
+    #expect(again.status == 0, "\(again.out)\(again.err)")
+    #expect(again.out.hasPrefix("nothing to compact; \(names.count) compacted before"), "\(again.out)")
+    #expect(Self.segments(dir.path) == names + [next])
+
+    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    let added = try journal.appendAndWait([NewRecord(timestamp: 1, payload: Array("after".utf8))])
+    journal.close()
+    #expect(added == (last + 1)...(last + 1))
+    #expect(Files.size(dir.appending(next)) > Layout.segmentHeaderSize)
+    let verify = try await ToolRun.run("rewind", ["verify", dir.path])
+    #expect(verify.status == 0, "\(verify.out)\(verify.err)")
+  }
+
   /// `rewind compact` killed with SIGKILL after its Nth segment, at whatever point of the next
   /// one it has reached: every segment is whole (the original or its compacted copy), every record
   /// reads back, and a second run finishes the work.

@@ -4,10 +4,12 @@ internal import RewindJournal
 
 /// Compaction of the corpus journal's sealed segments (`Journal.compactSealedSegments()`), on a
 /// copy so that every other scenario reads the journal as the manager wrote it: bytes per event
-/// before and after (the size target is judged on the whole compacted copy: its sealed segments
-/// compacted, the active one as written, the index), compaction speed, and a cold read and replay of the compacted
-/// copy next to the same of the journal as written. Then, on the first sealed segment alone, the
-/// LZ4HC level and frame size curve the default was chosen from.
+/// before and after, compaction speed, and a cold read and replay of the compacted copy next to
+/// the same of the journal as written. The whole copy is measured twice: as a live writer keeps
+/// it (its sealed segments compacted, the active one as written, the index), then at rest,
+/// compacted whole (reopened with `JournalOptions.sealsLastSegmentOnOpening` and compacted again,
+/// as `rewind compact --all` does), on which the size target is judged. Then, on the first sealed
+/// segment alone, the LZ4HC level and frame size curve the default was chosen from.
 struct CompactionScenario: Scenario {
   let name = "compaction"
   let summary = "the corpus journal's sealed segments rewritten into large LZ4HC frames: size, speed, cold reads"
@@ -22,6 +24,8 @@ struct CompactionScenario: Scenario {
   static let sealedBytesPerEvent = "bytes/event, sealed segments compacted"
   /// Every byte of the compacted copy (its active segment as written, index and manifest too).
   static let wholeBytesPerEvent = "journal bytes/event after (active segment as written)"
+  /// Every byte of the copy compacted whole, its last segment too (index and manifest too).
+  static let atRestBytesPerEvent = "journal bytes/event at rest (compacted whole)"
 
   func run(in context: BenchContext) async throws {
     let events = context.corpus.count
@@ -57,6 +61,15 @@ struct CompactionScenario: Scenario {
     context.record(
       name, configuration, "input MB/s (segment bytes)", Double(report.bytesBefore) / seconds / 1e6, "MB/s")
     context.record(name, configuration, "decoded MB/s", decoded / seconds / 1e6, "MB/s")
+    var sealing = JournalOptions(durability: .none)
+    sealing.sealsLastSegmentOnOpening = true
+    let atRest = try Journal(directory: directory, options: sealing)
+    let last = try atRest.compactSealedSegments()
+    atRest.close()
+    guard last.compacted.count == 1 else {
+      throw BenchError("compacting the last segment of \(directory) at rest compacted \(last.compacted.count)")
+    }
+    context.record(name, configuration, Self.atRestBytesPerEvent, Double(bytesOnDisk(directory)) / Double(events), "B")
 
     for (label, path) in [("as written", source), ("compacted", directory)] {
       let read = try ChildProcess.fastest(

@@ -227,6 +227,16 @@ final class JournalWriter: @unchecked Sendable {
     self.lastSequence = Atomic(start.nextSequence - 1)
     self.allocatedEnd = start.fileSize
     try openActiveSegment()
+    if options.sealsLastSegmentOnOpening && state.endOffset > Int64(Layout.segmentHeaderSize) {
+      do {
+        try roll()
+      } catch {
+        // Nothing is written yet: the descriptor the roll left open (the old segment's, or the
+        // new one's) is closed, and the journal is not opened.
+        if segmentFD >= 0 { io.close(segmentFD) }
+        throw error.error
+      }
+    }
     writeIndexFile(rewrite: !start.indexIsCurrent)
     let thread = Thread { [self] in run() }
     thread.name = "rewind-journal-writer"

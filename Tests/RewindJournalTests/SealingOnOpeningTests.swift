@@ -1,0 +1,100 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// `JournalOptions.sealsLastSegmentOnOpening`: a journal at rest is compacted whole, its last
+/// segment too; opening seals only a segment that holds a record; a failed seal opens nothing and
+/// changes nothing.
+@Suite struct SealingOnOpeningTests {
+  static func sealing(_ io: (any FileIO)? = nil) -> JournalOptions {
+    var options = CompactionTests.options(io)
+    options.sealsLastSegmentOnOpening = true
+    return options
+  }
+
+  @Test func aJournalAtRestIsCompactedWholeAndAppendsGoOnInANewSegment() async throws {
+    let dir = TemporaryDirectory("seal-open")
+    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
+    let expected = try await JournalFixtures.write(journal, batches: 300, maxPayload: 60, seed: 21)
+    journal.close()
+    let names = JournalFixtures.segments(dir.path)
+    let last = try Files.read(dir.appending(names.last!))
+    #expect(names.count >= 4)
+
+    let sealed = try Journal(directory: dir.path, options: Self.sealing())
+    #expect(sealed.recovery.isClean, "\(sealed.recovery)")
+    #expect(sealed.lastSequence == UInt64(expected.count))
+    let now = JournalFixtures.segments(dir.path)
+    #expect(now == names + [Layout.segmentName(firstSequence: UInt64(expected.count) + 1)])
+    // The old last segment is sealed as it was (no preallocated zeros after its last frame).
+    #expect(try Files.read(dir.appending(names.last!)) == last)
+
+    let report = try sealed.compactSealedSegments()
+    #expect(report.compacted.map(\.segment) == names, "every segment, the last one too")
+    #expect(report.records == UInt64(expected.count))
+    for name in names { #expect(try CompactionTests.header(dir.appending(name)).isCompacted, "\(name)") }
+    let more = try await JournalFixtures.write(sealed, batches: 40, maxPayload: 60, seed: 22, after: expected)
+    sealed.close()
+    // The compacted segments took no new frame.
+    #expect(try Files.read(dir.appending(names.last!)).count == Int(report.compacted.last!.bytesAfter))
+
+    #expect(try JournalFixtures.readAll(dir.path) == more)
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.isSound && verification.records == UInt64(more.count), "\(verification)")
+    try CompactionTests.checkIndex(dir.path)
+    let reopened = try Journal(directory: dir.path, options: CompactionTests.options())
+    #expect(reopened.recovery.isClean && reopened.recovery.indexRepairReason == nil, "\(reopened.recovery)")
+    reopened.close()
+    try await LZ4ToolTests.checkSegments(dir.path, records: more)
+  }
+
+  /// A last segment that holds no record (a new journal's, or the one the last sealing opening
+  /// started) is not sealed: opening so again and again adds no segment.
+  @Test func aLastSegmentWithoutRecordsIsNotSealed() async throws {
+    let dir = TemporaryDirectory("seal-open-empty")
+    for _ in 0..<2 { try Journal(directory: dir.path, options: Self.sealing()).close() }
+    #expect(JournalFixtures.segments(dir.path) == [Layout.segmentName(firstSequence: 1)])
+
+    let journal = try Journal(directory: dir.path, options: Self.sealing())
+    let expected = try await JournalFixtures.write(journal, batches: 3, maxPayload: 60, seed: 23)
+    journal.close()
+    for _ in 0..<2 { try Journal(directory: dir.path, options: Self.sealing()).close() }
+    #expect(
+      JournalFixtures.segments(dir.path)
+        == [1, UInt64(expected.count) + 1].map { Layout.segmentName(firstSequence: $0) })
+    #expect(try JournalFixtures.readAll(dir.path) == expected)
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+  }
+
+  /// A seal that fails at opening (the fsync of the last segment, the new segment's creation)
+  /// opens nothing: the error says which file, the lock is released, and the journal reads and
+  /// opens as before, every record kept.
+  @Test(arguments: [
+    (FaultInjectingFileIO.Fault.syncError(EIO), "last"), (.writeError(ENOSPC), "new"), (.renameError(EIO), ""),
+  ])
+  func aFailedSealOpensNothingAndLosesNothing(fault: FaultInjectingFileIO.Fault, file: String) async throws {
+    let dir = TemporaryDirectory("seal-open-fault")
+    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
+    let expected = try await JournalFixtures.write(journal, batches: 100, maxPayload: 60, seed: 24)
+    journal.close()
+    let names = JournalFixtures.segments(dir.path)
+    let next = Layout.segmentName(firstSequence: UInt64(expected.count) + 1)
+    let io = FaultInjectingFileIO()
+    io.arm(fault, pathContains: file == "last" ? names.last! : file == "new" ? next : "")
+    let error = journalError("\(fault)") { _ = try Journal(directory: dir.path, options: Self.sealing(io)) }
+    #expect(io.struck == 1)
+    #expect(error != nil)
+    #expect(error?.file?.hasPrefix(file == "last" ? names.last! : next) == true, "\(String(describing: error))")
+
+    // Opened again without the fault (the lock was released): the records are all there; a
+    // new segment the failed seal may have left holds no record and is appended to.
+    let reopened = try Journal(directory: dir.path, options: CompactionTests.options())
+    #expect(reopened.lastSequence == UInt64(expected.count))
+    let more = try await JournalFixtures.write(reopened, batches: 5, maxPayload: 60, seed: 25, after: expected)
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == more)
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+  }
+}
