@@ -9,12 +9,14 @@ enum SnapshotCommand: RewindCommand {
     Usage: rewind snapshot DIR [--keep K] [--model NAME]
 
     Replays the journal in DIR (from the newest usable snapshot) and writes the state after its
-    last record to DIR/snapshots/, atomically; with --keep, then removes all but the newest K
-    snapshots at or before it (one past the journal's end, a sign of records lost, is left for
-    `rewind verify` to report, with a note). Snapshots only ever save time: replay checks each
-    one and skips (and reports) any that is corrupt, foreign or written by other model code.
+    last record to DIR/snapshots/, atomically; with --keep K (1 to 1000000: the one written is
+    always kept), then removes all but the newest K snapshots at or before it (one past the
+    journal's end, a sign of records lost, is left for `rewind verify` to report, with a note).
+    Snapshots only ever save time: replay checks each one and skips (and reports) any that is
+    corrupt, foreign or written by other model code.
     May run while a writer appends.
-    Exit 3 when the journal cannot be read to its last record (damage, located).
+    Exit 2 for bad arguments (--keep 0 among them: nothing is written or removed); 3 when the
+    journal cannot be read to its last record (damage, located).
 
     Examples:
       rewind snapshot /tmp/j

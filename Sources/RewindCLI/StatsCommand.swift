@@ -25,7 +25,8 @@ enum StatsCommand: RewindCommand {
     origin as objects, a key per spelling the journal holds, by its bytes, in their order;
     checkpoints and unfinishedCheckpoints as arrays of sequence numbers). A
     snapshot after the journal's last sequence is flagged (snapshotsPastTheEnd in JSON): its
-    records were made durable before it was written, so records were lost.
+    records were made durable before it was written, so records were lost; the line says which,
+    and to restore the journal from a backup if there is one.
 
     In a damaged journal, the counts read from its records (events, commands, the time span,
     checkpoints, by name and by origin) cover its intact part, up to the first damage, and say
@@ -167,11 +168,18 @@ enum StatsCommand: RewindCommand {
           ? "none"
           : "\(snapshots.count), after sequences \(snapshots.suffix(5).map(String.init).joined(separator: ", "))"
             + (snapshots.count > 5 ? " (the last 5)" : "")))
-    if let first = pastTheEnd.first {
+    if let newest = pastTheEnd.last {
+      // Its records were made durable before it was written: they were on disk, and are not now.
+      let one = pastTheEnd.count == 1
+      let (it, end) = (one ? "it" : "the newest", report.isSound ? "the journal's end" : "the intact part's end")
       lines.append(
         visible(
-          "             \(pastTheEnd.count) past the journal's end, \(report.lastSequence) (the first after \(first)): "
-            + "records were made durable before it was written and are lost. `rewind verify \(directory)` says more."))
+          "             \(pastTheEnd.count) of them \(one ? "lies" : "lie") past \(end) (sequence \(report.lastSequence)): "
+            + "records \(report.lastSequence + 1) to \(newest) were on disk when \(it) was written, and "
+            + (report.isSound
+              ? "are lost. Restore the journal from a backup if there is one; the next writer moves "
+                + "\(one ? "the snapshot" : "these snapshots") aside. `rewind verify \(directory)` reports the loss."
+              : "are lost or lie past the damage (below).")))
     }
     lines.append("checkpoints  " + checkpoints.summary + (report.isSound ? "" : " (intact part)"))
     if !quarantined.isEmpty {

@@ -203,10 +203,32 @@ import Testing
     #expect(Files.list(folder).contains(past), "verify moves nothing")
     let stats = try await Self.rewind(["stats", dir.path])
     #expect(stats.status == 1)
-    #expect(stats.out.contains("1 past the journal's end, \(last) (the first after \(last + 114))"), "\(stats.out)")
+    #expect(
+      stats.out.contains(
+        "\n             1 of them lies past the journal's end (sequence \(last)): records \(last + 1) to \(last + 114) "
+          + "were on disk when it was written, and are lost. Restore the journal from a backup if there is one; the "
+          + "next writer moves the snapshot aside. `rewind verify \(dir.path)` reports the loss.\n"), "\(stats.out)")
     let json = try await Self.rewind(["stats", dir.path, "--json"])
     #expect(json.status == 1)
     #expect(json.out.contains("\"snapshotsPastTheEnd\":[\(last + 114)]") && json.out.contains("\"sound\":false"))
+    // Two past the end: the newest says through where records were lost.
+    try Files.write([1, 2, 3], to: folder + "/" + SnapshotStore.fileName(last + 200))
+    let two = try await Self.rewind(["stats", dir.path])
+    #expect(two.status == 1)
+    #expect(
+      two.out.contains(
+        "\n             2 of them lie past the journal's end (sequence \(last)): records \(last + 1) to \(last + 200) "
+          + "were on disk when the newest was written, and are lost. Restore the journal from a backup if there is "
+          + "one; the next writer moves these snapshots aside."), "\(two.out)")
+    // In a damaged journal, past the intact part's end: lost, or behind the damage.
+    let segment = try #require(Files.list(dir.path).filter { $0.hasSuffix(".lz4") }.sorted().last)
+    try Files.flipMiddleByte(of: dir.appending(segment), with: 0xFF)
+    let damaged = try await Self.rewind(["stats", dir.path])
+    #expect(damaged.status == 1)
+    #expect(
+      damaged.out.contains(
+        /\n {13}2 of them lie past the intact part's end \(sequence \d+\): records \d+ to \d+ were on disk when the newest was written, and are lost or lie past the damage \(below\)\.\n/
+      ), "\(damaged.out)")
   }
 
   @Test func aMissingOrInvalidManifestBesideSegmentsGetsAdvice() async throws {

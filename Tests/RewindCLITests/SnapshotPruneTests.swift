@@ -38,4 +38,20 @@ import Testing
     #expect(plain.err.isEmpty, "\(plain.err)")
     #expect(store.sequences() == [last])
   }
+
+  /// `--keep 0` (or a negative count) is bad input, exit 2, refused before the replay: no
+  /// snapshot is written and none removed, as `SnapshotStore.prune` refuses such a count too.
+  @Test func keepBelowOneIsRefusedWithNothingWrittenOrRemoved() async throws {
+    let journal = try await NotebookJournal.write(commands: 20, seed: 22)
+    let store = SnapshotStore(journal: journal.path)
+    for sequence: UInt64 in [5, 10] { _ = try store.write(journal.states[Int(sequence)], at: sequence) }
+    for keep in ["0", "-1", "-0"] {
+      let run = try await ToolRun.run("notebook-rewind", ["snapshot", journal.path, "--keep", keep])
+      #expect(run.status == 2, "--keep \(keep): \(run.out)\(run.err)")
+      #expect(run.out.isEmpty, "--keep \(keep): \(run.out)")
+      #expect(
+        run.err == "rewind snapshot: --keep needs a whole number in 1...1000000, not '\(keep)'\n", "\(run.err)")
+      #expect(store.sequences() == [5, 10], "--keep \(keep)")
+    }
+  }
 }

@@ -109,6 +109,30 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     #expect(store.sequences() == [2])
   }
 
+  /// `prune(keeping: 0)` removed every snapshot (and a negative count too), the one just
+  /// written among them, where Journal/SNAPSHOTS.md says pruning keeps at least 1. A count below
+  /// 1 is bad input: `invalidArgument`, naming the count, with nothing removed.
+  @Test func pruneRefusesToKeepFewerThanOneSnapshot() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 4)
+    let store = SnapshotStore(journal: directory.path)
+    for sequence: UInt64 in [2, 4] {
+      _ = try store.write(Replay.rebuild(Gauge.self, directory: directory.path, through: sequence).state, at: sequence)
+    }
+    let folder = directory.appending(SnapshotStore.folderName)
+    let abandoned = folder + "/" + SnapshotStore.fileName(3) + ".tmp"
+    try Files.write(Array("half a snapshot".utf8), to: abandoned)
+    for count in [0, -1, Int.min] {
+      let error = #expect(throws: JournalError.self) { try store.prune(keeping: count) }
+      #expect(error?.code == .invalidArgument, "\(String(describing: error))")
+      #expect(error?.message.contains("not \(count)") == true, "\(String(describing: error))")
+      #expect(store.sequences() == [2, 4], "keeping \(count) removed snapshots")
+      #expect(FileManager.default.fileExists(atPath: abandoned), "keeping \(count) went on to clean up")
+    }
+    #expect(try store.prune(keeping: 1) == [2])
+    #expect(store.sequences() == [4])
+  }
+
   /// A temporary file that no write holds (its writer died half-way) is removed.
   @Test func pruneRemovesTheTemporaryFileOfAnAbandonedWrite() async throws {
     let directory = TemporaryDirectory()

@@ -430,11 +430,19 @@ public struct SnapshotStore: Sendable {
   /// records lost, for `rewind verify` to report and the next writer to move aside, and must not
   /// push out the snapshot of the journal's last state.
   /// - Parameters:
-  ///   - count: how many snapshots to keep among those at or before `last`, the newest.
+  ///   - count: how many snapshots to keep among those at or before `last`, the newest: at least 1.
   ///   - last: the newest sequence number whose snapshots count (`UInt64.max`: all).
   /// - Returns: the sequence numbers removed.
+  /// - Throws: `JournalError` `.invalidArgument` when `count` is below 1, before anything is
+  ///   removed (keeping none would remove every snapshot, the one just written too). A file that
+  ///   cannot be removed throws the system call's error (those before it were removed).
   @discardableResult
   public func prune(keeping count: Int, through last: UInt64 = .max) throws -> [UInt64] {
+    guard count >= 1 else {
+      throw JournalError(
+        .invalidArgument, "pruning keeps the newest 1 or more snapshots, not \(count); nothing was removed",
+        directory: directory, file: SnapshotStore.folderName)
+    }
     let all = sequences().filter { $0 <= last }
     let doomed = Array(all.dropLast(max(0, count)))
     for sequence in doomed { try io.removeFile(folder + "/" + SnapshotStore.fileName(sequence)) }

@@ -265,10 +265,8 @@ public final class TimeMachine<M: SnapshotModel> {
       } catch is KeyframeLimitReached {
         stopped = true
       } catch {
-        // Seeks must not lay keyframes at the wide spacing past what the limit let through.
-        keyframeSpacing = interval
-        // As below: damage ended the keyframes short, and seeks past them keep keyframes every
-        // `keyframeInterval` records again, not at the wide spacing.
+        // Damage ended the keyframes short: as when the limit stops them (below), seeks past them
+        // keep keyframes every `keyframeInterval` records again, not at the wide spacing.
         keyframeSpacing = interval
         throw error
       }
