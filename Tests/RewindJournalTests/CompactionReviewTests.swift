@@ -237,3 +237,60 @@ extension CompactionReviewTests {
     journal.close()
   }
 }
+
+extension CompactionReviewTests {
+  /// The index replacement after a compaction fails (the rename of `index.tmp`): the index names
+  /// the segment's old frames, and reads are still right (each entry is checked where it is used:
+  /// a stale one costs a read from the segment's start). The next compaction, of the next segment
+  /// or of none, replaces the index again with the entries of both, keeping those the writer
+  /// appended meanwhile. (Left stale, the segment's entries past its new end also kept every later
+  /// compaction from replacing the index: it loads only when the whole file fits the segments.)
+  @Test func aFailedIndexReplacementIsRetriedAtTheNextCompaction() async throws {
+    let dir = TemporaryDirectory("compact-stale")
+    let io = FaultInjectingFileIO()
+    let journal = try Journal(directory: dir.path, options: CompactionTests.options(io))
+    var expected: [JournalRecord] = []
+    var seed: UInt64 = 235
+    while JournalFixtures.segments(dir.path).count < 2 {
+      expected = try await JournalFixtures.write(journal, batches: 10, maxPayload: 60, seed: seed, after: expected)
+      seed += 1
+    }
+
+    io.arm(.renameError(EIO), pathContains: "/" + Layout.indexName)
+    let first = try journal.compactSealedSegments()
+    #expect(io.struck == 1 && first.compacted.count == 1, "\(first)")
+    let stale = SparseIndex.wellFormedEntries(
+      directory: dir.path, journalID: try JournalReader(directory: dir.path).id, io: PosixFileIO())
+    #expect(stale.filter { $0.segment == 1 }.count > 1, "the old frames' entries stay: \(stale)")
+    // Still right, from every record and by time, with a cached index too (the time machine's).
+    let cached = try JournalReader(directory: dir.path, io: PosixFileIO(), cachingIndex: true)
+    for reader in [try JournalReader(directory: dir.path), cached] {
+      for record in expected {
+        #expect(try reader.records(from: record.sequence).next() == record)
+        #expect(try reader.records(since: record.timestamp).next()?.timestamp == record.timestamp)
+      }
+    }
+
+    // Nothing left to compact: the index is replaced all the same.
+    let again = try journal.compactSealedSegments()
+    #expect(again.compacted.isEmpty && again.alreadyCompacted.count == 1, "\(again)")
+    try Self.checkIndexEntries(dir.path, records: expected, limits: JournalLimits())
+
+    // Failed again, then another segment compacted: both segments' entries are derived.
+    while JournalFixtures.segments(dir.path).count < 4 {
+      expected = try await JournalFixtures.write(journal, batches: 10, maxPayload: 60, seed: seed, after: expected)
+      seed += 1
+    }
+    io.arm(.renameError(EIO), pathContains: "/" + Layout.indexName)
+    let third = try journal.compactSealedSegments()
+    #expect(io.struck == 2 && third.compacted.count == 2, "\(third)")
+    try Self.checkIndexEntries(dir.path, records: expected, limits: JournalLimits())
+    expected = try await JournalFixtures.write(journal, batches: 20, maxPayload: 60, seed: seed, after: expected)
+    journal.close()
+    try Self.checkIndexEntries(dir.path, records: expected, limits: JournalLimits())
+    let reopened = try Journal(directory: dir.path, options: CompactionTests.options())
+    #expect(reopened.recovery.indexRepairReason == nil, "\(reopened.recovery)")
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == expected)
+  }
+}

@@ -66,6 +66,26 @@ import Testing
     #expect(try fresh.jump(to: 3).boxes.count == 2)
   }
 
+  /// Records a writer appends after the time machine read the journal's end lie past
+  /// `lastSequence` until `refresh()`: `event(at:)` says nil for them, as the other calls stop at
+  /// that end (`state(at:)`, `jump(to:)` and `firstEvent(after:)`), and the event once refreshed.
+  /// (It read the journal as it stood, and returned an event no state it served included.)
+  @Test func eventAtStopsAtTheEndLastRead() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    try Self.placeCrates(directory, ids: 4...5)
+    #expect(machine.lastSequence == 3)
+    #expect(try machine.event(at: 3)?.envelope.sequence == 3)
+    #expect(try machine.event(at: 4) == nil && machine.event(at: 5) == nil, "past the end it read")
+    #expect(try machine.state(at: 4).crates.count == 0 && machine.firstEvent(after: 3) { _ in true } == nil)
+
+    try machine.refresh()
+    #expect(machine.lastSequence == 5)
+    #expect(try machine.event(at: 4)?.envelope.sequence == 4 && machine.event(at: 5)?.envelope.sequence == 5)
+    #expect(try machine.event(at: 6) == nil)
+  }
+
   /// A journal that grew is refreshed as before.
   @Test func refreshSeesAJournalThatGrew() throws {
     let temporary = TemporaryDirectory()

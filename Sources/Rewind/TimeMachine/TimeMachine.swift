@@ -386,10 +386,12 @@ public final class TimeMachine<M: SnapshotModel> {
     try state(at: Replay.resolve(.time(timestamp), reader: reader))
   }
 
-  /// The event recorded at `sequence`, or nil if the journal does not reach it or it is a checkpoint.
-  /// A segment missing after it is not read, as seeks do not read it (it throws when it holds
-  /// `sequence`).
+  /// The event recorded at `sequence`, or nil if it is a checkpoint or lies past `lastSequence`:
+  /// the journal's end as this time machine last read it, where its other calls stop too (records
+  /// written since are seen after `refresh()`). A segment missing after it is not read, as seeks
+  /// do not read it (it throws when it holds `sequence`).
   public func event(at sequence: UInt64) throws -> RecordedEvent? {
+    guard sequence <= lastSequence else { return nil }
     guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else { return nil }
     if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) { return recorded }
     return nil

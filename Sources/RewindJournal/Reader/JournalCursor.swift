@@ -425,7 +425,11 @@ public final class JournalCursor {
       }
       return false
     }
-    try layout.refresh()
+    // Listed again only when the listing held lacks it (a writer made it since): not at every
+    // segment reached, which made a read of N segments list the directory N times, each listing
+    // N names long. The listing may then lack segments made since; where a read relies on
+    // knowing the last segment (`judge`), it lists the directory itself.
+    if !layout.lists(expected) { try layout.refresh() }
     try position(segment: expected, offset: Int64(Layout.segmentHeaderSize), expected: expected)
     return true
   }

@@ -52,8 +52,10 @@ extension JournalReader {
   /// after a compaction.
   /// - Throws: `JournalError` when the journal cannot be read.
   package func holds(_ batch: BatchPlace) throws -> Bool {
-    let layout = try JournalDirectory(path: directory, io: io)
-    guard layout.segments.contains(batch.segment) else { return false }
+    // Its segment is looked for by name, not in a listing of the directory: a follower catching
+    // up checks at every segment it reaches, which made reading N segments list it N times.
+    let layout = try JournalDirectory(path: directory, io: io, listing: false)
+    guard io.fileExists(directory + "/" + Layout.segmentName(firstSequence: batch.segment)) else { return false }
     let file = try layout.openChecked(segment: batch.segment)
     do {
       let read = try file.batch(

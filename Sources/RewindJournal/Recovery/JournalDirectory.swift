@@ -9,11 +9,14 @@ package struct JournalDirectory {
   package var segments: [UInt64]
 
   /// Lists and checks `path`: it must hold a readable manifest.
-  package init(path: String, io: any FileIO) throws {
+  /// - Parameter listing: false leaves `segments` empty, for a caller that opens a segment it
+  ///   knows by name (`openChecked(segment:)`) and needs no listing of a directory that may hold
+  ///   thousands of them.
+  package init(path: String, io: any FileIO, listing: Bool = true) throws {
     self.path = path
     self.io = io
     self.journalID = try Manifest.load(directory: path, io: io).1
-    self.segments = try Self.listSegments(path, io: io)
+    self.segments = listing ? try Self.listSegments(path, io: io) : []
   }
 
   package static func listSegments(_ path: String, io: any FileIO) throws -> [UInt64] {
@@ -26,6 +29,18 @@ package struct JournalDirectory {
 
   package mutating func refresh() throws {
     segments = try Self.listSegments(path, io: io)
+  }
+
+  /// Whether `segments` (as last listed) holds the segment starting at `firstSequence`: a
+  /// binary search, `segments` being ascending.
+  package func lists(_ firstSequence: UInt64) -> Bool {
+    var low = 0
+    var high = segments.count
+    while low < high {
+      let mid = (low + high) / 2
+      if segments[mid] < firstSequence { low = mid + 1 } else { high = mid }
+    }
+    return low < segments.count && segments[low] == firstSequence
   }
 
   package func open(segment firstSequence: UInt64) throws -> SegmentFile {

@@ -64,7 +64,9 @@ package final class IndexFileGate: @unchecked Sendable {
 /// and compared with the original (each frame's records against its header, the decoded bytes byte
 /// for byte), renamed over it, and the directory fsynced.
 /// The index entries of that segment are then re-derived. Any failure before the rename removes
-/// the temporary file and leaves the original as it was.
+/// the temporary file and leaves the original as it was. When replacing the index file fails, its
+/// entries of the segment stay those of the old frames: they are derived again at the next
+/// compaction (of any segment, or of none), with those of every segment left so since.
 ///
 /// `@unchecked Sendable`: the mutable state is guarded by `serial` (compaction) and `queueLock`
 /// (the background queue).
@@ -101,6 +103,11 @@ package final class SegmentCompactor: @unchecked Sendable {
   private var threadRunning = false
   private var background = CompactionReport()
   private var backgroundFailure: JournalError?
+
+  /// Segments compacted whose index entries still name their old frames, replacing the index file
+  /// having failed: each with its size before compaction (which those entries fit) and its new
+  /// frames. Guarded by `serial`.
+  private var staleIndex: [UInt64: (originalSize: Int64, frames: [WrittenFrame])] = [:]
 
   package init(
     directory: JournalDirectory, options: JournalOptions, indexGate: IndexFileGate,
@@ -148,6 +155,9 @@ package final class SegmentCompactor: @unchecked Sendable {
     defer { serial.unlock() }
     let closedError = JournalError(.closed, "the journal is closed", directory: path)
     guard !closed else { throw closedError }
+    // Entries a failed index replacement left stale: derived again now, whatever this call does
+    // (the segment may be compacted already, or fail).
+    if !staleIndex.isEmpty { rewriteIndex() }
     do {
       return try compactLocked(segment: first, next: next, frameContentBytes: frameContentBytes)
     } catch is Cancelled {
@@ -202,7 +212,8 @@ package final class SegmentCompactor: @unchecked Sendable {
     // now on, and the index must follow it. A later compaction skips `S` (its header says
     // compacted), so nothing else would re-derive its entries while this writer lives.
     let directorySync = Result { () throws in try wrap(name) { () throws in try io.syncDirectory(path) } }
-    rewriteIndex(segment: first, originalSize: original.size, frames: written.frames)
+    staleIndex[first] = (original.size, written.frames)
+    rewriteIndex()
     try directorySync.get()
     return .compacted(
       CompactedSegment(
@@ -395,12 +406,18 @@ package final class SegmentCompactor: @unchecked Sendable {
 
   // MARK: The index
 
-  /// Replaces the entries of segment `first` in the index with ones derived from its new frames,
-  /// by the writer's interval rule. The index is derived data: when it is missing or damaged it is
-  /// left alone (readers check every entry; the next writer rebuilds it).
-  private func rewriteIndex(segment first: UInt64, originalSize: Int64, frames: [WrittenFrame]) {
+  /// Replaces the entries of each segment of `staleIndex` in the index with ones derived from its
+  /// new frames, by the writer's interval rule, and empties `staleIndex`; when replacing the file
+  /// fails, keeps it for the next compaction (the entries stay stale meanwhile: readers check each
+  /// entry and read the segment from its start). The index is derived data: when it is missing or
+  /// damaged it is left alone (readers check every entry; the next writer rebuilds it).
+  /// Called under `serial`.
+  private func rewriteIndex() {
     let indexPath = path + "/" + Layout.indexName
     indexGate.withLock { generation in
+      // Kept only when the replacement itself fails.
+      let stale = staleIndex.sorted { $0.key < $1.key }
+      staleIndex.removeAll()
       guard let fd = try? io.open(indexPath, flags: O_RDONLY, mode: 0) else { return }
       let fileSize = try? io.size(fd, path: indexPath)
       io.close(fd)
@@ -408,33 +425,40 @@ package final class SegmentCompactor: @unchecked Sendable {
       for segment in (try? JournalDirectory.listSegments(path, io: io)) ?? [] {
         if let file = try? directory.open(segment: segment) { sizes[segment] = file.size }
       }
-      sizes[first] = originalSize
+      // The stale entries fit the files as they were: loaded so, the whole file is valid.
+      for (first, segment) in stale { sizes[first] = segment.originalSize }
       let (index, validBytes) = SparseIndex.load(
         directory: path, journalID: directory.journalID, segments: sizes, io: io)
       guard validBytes == fileSize else { return }
-      let startEntry = index.entries.first {
-        $0.segment == first && $0.offset == Int64(Layout.segmentHeaderSize) && $0.firstSequence == first
-      }
-      guard let base = startEntry?.maxTimestampBefore ?? maxTimestamp(before: first) else { return }
-      var derived: [IndexEntry] = []
-      var running = base
-      var lastIndexed: Int64 = 0
-      for frame in frames {
-        if lastIndexed == 0 || frame.offset - lastIndexed >= Int64(options.indexIntervalBytes) {
-          derived.append(
-            IndexEntry(
-              firstSequence: frame.firstSequence, segment: first, offset: frame.offset, maxTimestampBefore: running))
-          lastIndexed = frame.offset
+      var entries = index.entries
+      for (first, segment) in stale {
+        let startEntry = entries.first {
+          $0.segment == first && $0.offset == Int64(Layout.segmentHeaderSize) && $0.firstSequence == first
         }
-        running = max(running, frame.maxTimestamp)
+        guard let base = startEntry?.maxTimestampBefore ?? maxTimestamp(before: first) else { return }
+        var derived: [IndexEntry] = []
+        var running = base
+        var lastIndexed: Int64 = 0
+        for frame in segment.frames {
+          if lastIndexed == 0 || frame.offset - lastIndexed >= Int64(options.indexIntervalBytes) {
+            derived.append(
+              IndexEntry(
+                firstSequence: frame.firstSequence, segment: first, offset: frame.offset, maxTimestampBefore: running))
+            lastIndexed = frame.offset
+          }
+          running = max(running, frame.maxTimestamp)
+        }
+        entries = entries.filter { $0.segment < first } + derived + entries.filter { $0.segment > first }
       }
-      let entries =
-        index.entries.filter { $0.segment < first } + derived + index.entries.filter { $0.segment > first }
       var writer = ByteWriter(capacity: SparseIndex.headerSize + entries.count * IndexEntry.size)
       writer.write(SparseIndex.header(journalID: directory.journalID))
       for entry in entries { entry.encode(into: &writer) }
-      // Synced before the rename, the directory after it (derived data: a failure leaves it stale).
-      guard (try? io.replaceFile(indexPath, with: writer.bytes)) != nil else { return }
+      // Synced before the rename, the directory after it (derived data: a failure leaves it stale,
+      // until the next compaction tries again).
+      guard (try? io.replaceFile(indexPath, with: writer.bytes)) != nil else {
+        for (first, segment) in stale { staleIndex[first] = segment }
+        return
+      }
       generation &+= 1
       try? io.syncDirectory(path)
     }
