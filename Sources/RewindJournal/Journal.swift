@@ -203,11 +203,18 @@ public final class Journal: Sendable {
   package func lead() { writer.lead() }
 
   /// `append(_:)` for callers outside Swift concurrency: blocks the calling thread until acknowledged.
+  ///
+  /// Not in code an append's completion runs (a callback of the package's `enqueue`, or the
+  /// `deinit` of an object whose last reference a completion held): the thread that runs a
+  /// completion is the one writing its group, the journal's writer thread or (under `none`) the
+  /// caller's thread that wrote it, and it writes nothing else until the completion returns, so
+  /// waiting there would wait for ever. There the call fails at once with
+  /// `.calledFromCompletion`, appending nothing; append from a task of its own instead
+  /// (`Task { try await journal.append(records) }`), which waits elsewhere.
+  /// - Throws: as `append(_:)`, and `.calledFromCompletion`.
   @discardableResult
   public func appendAndWait(_ records: [NewRecord]) throws -> ClosedRange<UInt64> {
-    let done = DispatchSemaphoreBox()
-    writer.enqueue(records) { done.finish($0) }
-    return try done.wait().get()
+    try writer.appendAndWait(records).get()
   }
 
   /// The error that stopped the journal accepting appends, if one did (later appends fail with
