@@ -15,7 +15,8 @@ import Synchronization
 /// policy is satisfied. A failed append consumed nothing and can be retried, except after
 /// `.durabilityLost` (its outcome is unknown), when the journal refuses all further appends
 /// until it is reopened: they fail with `.stopped`, which says that nothing of them was written,
-/// also those queued behind the failed one before it failed.
+/// also those queued behind the failed one before it failed (and those made after `close()`, as
+/// every append then, with `.closed`).
 public final class Journal: Sendable {
   /// The journal directory.
   public let directory: String
@@ -218,12 +219,13 @@ public final class Journal: Sendable {
   }
 
   /// The error that stopped the journal accepting appends, if one did (later appends fail with
-  /// `.stopped`).
+  /// `.stopped`; once the journal is closed, with `.closed`, whose message names this error).
   public var failure: JournalError? { writer.currentFailure }
 
   /// Finishes queued appends, closes the files and releases the lock; later appends fail with
-  /// `.closed`. Called by `deinit` too. Of calls from several threads at once, each returns only
-  /// once all of that is done.
+  /// `.closed` (also after a failure stopped the journal: the message names it). Called by
+  /// `deinit` too. Of calls from several threads at once, each returns only once all of that is
+  /// done.
   ///
   /// One exception: called on the journal's writer thread (by the `deinit` of a journal, or of
   /// a manager, whose last reference an append's completion held), it returns at once, and that

@@ -36,13 +36,16 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// appends' outcome is unknown, and the journal accepts no more appends (they fail with
     /// `.stopped`). Reopen it (a new process, or a new `Journal`) once the cause is fixed.
     public static let durabilityLost = Code("durabilityLost")
-    /// The journal was closed.
+    /// The journal was closed. Every append made after `Journal.close()` gets it, also one made
+    /// after a failure had stopped the journal (the message names that failure, and
+    /// `Journal.failure` still holds it): the close is what the caller can act on. Nothing of the
+    /// append was written.
     public static let closed = Code("closed")
     /// The journal accepts no more appends since an earlier failure stopped it (`Journal.failure`
     /// says which: `.durabilityLost`, or a failure that left the writer unable to go on). Nothing
     /// of this append was written, whether it was made after that failure or queued behind the
-    /// appends that met it; only those get the failure itself. Reopen the journal once the cause
-    /// is fixed.
+    /// appends that met it; only those get the failure itself. An append made once the journal
+    /// is closed gets `.closed` instead. Reopen the journal once the cause is fixed.
     public static let stopped = Code("stopped")
     /// `Journal.appendAndWait` was called in an append's completion, on the thread that writes
     /// the journal's appends until that completion returns (the writer thread, or under `none`

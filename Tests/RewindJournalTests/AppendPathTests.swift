@@ -172,6 +172,51 @@ private final class Shared<Value: Sendable>: Sendable {
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
   }
 
+  /// An append made after `close()` fails with `.closed`, as the close promises, also when a
+  /// failure had stopped the journal before (it got `.stopped` then, as it did after the close
+  /// too): on every path (`append` of an array and of one record, `appendAndWait`, `enqueue`).
+  /// The message names the failure, which `failure` still holds.
+  @Test func anAppendAfterCloseIsClosedAlsoOnAStoppedJournal() async throws {
+    let dir = TemporaryDirectory("append-after-stop-and-close")
+    let faults = FaultInjectingFileIO()
+    var options = JournalFixtures.options(.always)
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    #expect(try await journal.append([Self.record(1, size: 20)]) == 1...1)
+    faults.arm(.syncError(EIO))
+    let lost = await #expect(throws: JournalError.self) { try await journal.append([Self.record(2, size: 20)]) }
+    #expect(lost?.code == .durabilityLost, "\(String(describing: lost))")
+    faults.disarm()
+    func refusals() async -> [JournalError?] {
+      var errors: [JournalError?] = []
+      errors.append(await #expect(throws: JournalError.self) { try await journal.append([Self.record(3, size: 20)]) })
+      errors.append(await #expect(throws: JournalError.self) { try await journal.append(Self.record(4, size: 20)) })
+      errors.append(
+        await #expect(throws: JournalError.self) {
+          try await onOwnThread { try journal.appendAndWait([Self.record(5, size: 20)]) }
+        })
+      let enqueued = Locked<JournalError?>(nil)
+      journal.enqueue([Self.record(6, size: 20)], expectedFirst: nil) { outcome in
+        if case .failure(let error) = outcome { enqueued.withLock { $0 = error } }
+      }
+      journal.lead()
+      errors.append(enqueued.withLock { $0 })
+      return errors
+    }
+    let beforeClose = await refusals()
+    #expect(beforeClose.map { $0?.code } == Array(repeating: .stopped, count: 4), "\(beforeClose)")
+    journal.close()
+    let afterClose = await refusals()
+    #expect(afterClose.map { $0?.code } == Array(repeating: .closed, count: 4), "\(afterClose)")
+    for error in afterClose {
+      #expect(
+        error?.message.contains("stopped accepting appends after durabilityLost") == true,
+        "\(String(describing: error))")
+    }
+    #expect(journal.failure?.code == .durabilityLost)
+    #expect(try JournalFixtures.readAll(dir.path).first?.payload == Self.record(1, size: 20).payload)
+  }
+
   /// `append(_:)` of one record writes the bytes `append([record])` writes: the same frames,
   /// stored raw and compressed (records of a few bytes to 70 KB), so FORMAT.md and the golden
   /// journals hold for it as they do for arrays.

@@ -304,15 +304,18 @@ final class JournalWriter: @unchecked Sendable {
               + "until that completion returns: it would wait for itself for ever; nothing was appended",
             directory: path)))
     }
+    // Closed before stopped: an append made after `close()` is refused as closed, as the close
+    // promises, whatever stopped the journal before (the message names that).
+    if closing {
+      let stopped = failure
+      condition.unlock()
+      return completion(.failure(closedError(stoppedBy: stopped)))
+    }
     // Matched, so that it is copied only when set: binding it, or comparing it with nil, copied
     // the optional error on every append.
     if case .some(let refused) = refusal {
       condition.unlock()
       return completion(.failure(refused))
-    }
-    if closing {
-      condition.unlock()
-      return completion(.failure(JournalError(.closed, "the journal is closed", directory: path)))
     }
     if lead, expectedFirst == nil, leadsInline, aloneWritable {
       writing = true
@@ -364,6 +367,15 @@ final class JournalWriter: @unchecked Sendable {
     if let writer = writerThread, pthread_equal(writer, this) != 0 { return true }
     if let leader = leaderThread, pthread_equal(leader, this) != 0 { return true }
     return false
+  }
+
+  /// What an append made after `close()` gets: `.closed`, naming the failure that had stopped the
+  /// journal before, if one had (`Journal.failure` still says which).
+  private func closedError(stoppedBy failure: JournalError?) -> JournalError {
+    guard let failure else { return JournalError(.closed, "the journal is closed", directory: path) }
+    return JournalError(
+      .closed, "the journal is closed (it had stopped accepting appends after \(failure.code): \(failure.message))",
+      directory: path)
   }
 
   /// Whether an append may be written at once on its caller's thread, as a group of one: no
