@@ -15,7 +15,8 @@ import Synchronization
 /// policy is satisfied. A failed append consumed nothing and can be retried, except after
 /// `.durabilityLost` (its outcome is unknown), when the journal refuses all further appends
 /// until it is reopened: they fail with `.stopped`, which says that nothing of them was written,
-/// also those queued behind the failed one before it failed.
+/// also those queued behind the failed one before it failed (and those made after `close()`, as
+/// every append then, with `.closed`).
 public final class Journal: Sendable {
   /// The journal directory.
   public let directory: String
@@ -203,20 +204,28 @@ public final class Journal: Sendable {
   package func lead() { writer.lead() }
 
   /// `append(_:)` for callers outside Swift concurrency: blocks the calling thread until acknowledged.
+  ///
+  /// Not in code an append's completion runs (a callback of the package's `enqueue`, or the
+  /// `deinit` of an object whose last reference a completion held): the thread that runs a
+  /// completion is the one writing its group, the journal's writer thread or (under `none`) the
+  /// caller's thread that wrote it, and it writes nothing else until the completion returns, so
+  /// waiting there would wait for ever. There the call fails at once with
+  /// `.calledFromCompletion`, appending nothing; append from a task of its own instead
+  /// (`Task { try await journal.append(records) }`), which waits elsewhere.
+  /// - Throws: as `append(_:)`, and `.calledFromCompletion`.
   @discardableResult
   public func appendAndWait(_ records: [NewRecord]) throws -> ClosedRange<UInt64> {
-    let done = DispatchSemaphoreBox()
-    writer.enqueue(records) { done.finish($0) }
-    return try done.wait().get()
+    try writer.appendAndWait(records).get()
   }
 
   /// The error that stopped the journal accepting appends, if one did (later appends fail with
-  /// `.stopped`).
+  /// `.stopped`; once the journal is closed, with `.closed`, whose message names this error).
   public var failure: JournalError? { writer.currentFailure }
 
   /// Finishes queued appends, closes the files and releases the lock; later appends fail with
-  /// `.closed`. Called by `deinit` too. Of calls from several threads at once, each returns only
-  /// once all of that is done.
+  /// `.closed` (also after a failure stopped the journal: the message names it). Called by
+  /// `deinit` too. Of calls from several threads at once, each returns only once all of that is
+  /// done.
   ///
   /// One exception: called on the journal's writer thread (by the `deinit` of a journal, or of
   /// a manager, whose last reference an append's completion held), it returns at once, and that

@@ -36,14 +36,22 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// appends' outcome is unknown, and the journal accepts no more appends (they fail with
     /// `.stopped`). Reopen it (a new process, or a new `Journal`) once the cause is fixed.
     public static let durabilityLost = Code("durabilityLost")
-    /// The journal was closed.
+    /// The journal was closed. Every append made after `Journal.close()` gets it, also one made
+    /// after a failure had stopped the journal (the message names that failure, and
+    /// `Journal.failure` still holds it): the close is what the caller can act on. Nothing of the
+    /// append was written.
     public static let closed = Code("closed")
     /// The journal accepts no more appends since an earlier failure stopped it (`Journal.failure`
     /// says which: `.durabilityLost`, or a failure that left the writer unable to go on). Nothing
     /// of this append was written, whether it was made after that failure or queued behind the
-    /// appends that met it; only those get the failure itself. Reopen the journal once the cause
-    /// is fixed.
+    /// appends that met it; only those get the failure itself. An append made once the journal
+    /// is closed gets `.closed` instead. Reopen the journal once the cause is fixed.
     public static let stopped = Code("stopped")
+    /// `Journal.appendAndWait` was called in an append's completion, on the thread that writes
+    /// the journal's appends until that completion returns (the writer thread, or under `none`
+    /// the caller's thread that wrote the append): it would have waited for itself for ever.
+    /// Nothing was appended. Append from a task or a thread of its own instead.
+    public static let calledFromCompletion = Code("calledFromCompletion")
     /// A caller asked for something out of range (a sequence number past the end, an empty batch).
     public static let invalidArgument = Code("invalidArgument")
     /// An append made on the condition that it start at a given sequence number found the journal
@@ -125,6 +133,8 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     case .corrupt, .sequenceBreak:
       "Committed data is damaged. Run `rewind verify` for a full report; `rewind repair` moves the damaged part aside"
     case .durabilityLost: "Writes may not have reached the disk; check the disk, then reopen the journal"
+    case .calledFromCompletion:
+      "Append from a task (`Task { try await journal.append(records) }`) or a thread of its own, not in the completion"
     case .stopped: "Fix the cause of the earlier failure (`Journal.failure`), then reopen the journal"
     case .notAJournal:
       "Check the path. A directory with segments but no manifest.json needs its manifest back (from a backup, "

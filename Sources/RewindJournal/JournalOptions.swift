@@ -61,7 +61,12 @@ public struct JournalLimits: Sendable, Equatable {
 public struct JournalOptions: Sendable {
   /// When appends are acknowledged. Default: `.always`.
   public var durability: Durability = .always
-  /// A segment is rolled when the next frame would take it past this size. Default 64 MiB.
+  /// A segment is rolled when the next group of appends, counted by its decoded bytes (records
+  /// before compression), would take it past this size. Content that compresses so leaves a
+  /// segment short of it; content that does not (stored raw) can take a segment past it by the
+  /// framing of the group written last, 75 bytes a frame and 8 per 64 KiB block (FORMAT.md,
+  /// "Segments"), and a group larger than this is written to a segment of its own, as large as
+  /// it. Default 64 MiB.
   public var segmentTargetBytes: Int = 64 << 20
   /// Group commit gathers waiting appends into one frame up to about this many decoded bytes
   /// (never more than `limits.maxBatchBytes`, which readers with the same limits accept).

@@ -172,6 +172,101 @@ private final class Shared<Value: Sendable>: Sendable {
     #expect(try JournalFixtures.readAll(dir.path).map(\.payload) == acknowledged.map(\.payload))
   }
 
+  /// An append made after `close()` fails with `.closed`, as the close promises, also when a
+  /// failure had stopped the journal before (it got `.stopped` then, as it did after the close
+  /// too): on every path (`append` of an array and of one record, `appendAndWait`, `enqueue`).
+  /// The message names the failure, which `failure` still holds.
+  @Test func anAppendAfterCloseIsClosedAlsoOnAStoppedJournal() async throws {
+    let dir = TemporaryDirectory("append-after-stop-and-close")
+    let faults = FaultInjectingFileIO()
+    var options = JournalFixtures.options(.always)
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    #expect(try await journal.append([Self.record(1, size: 20)]) == 1...1)
+    faults.arm(.syncError(EIO))
+    let lost = await #expect(throws: JournalError.self) { try await journal.append([Self.record(2, size: 20)]) }
+    #expect(lost?.code == .durabilityLost, "\(String(describing: lost))")
+    faults.disarm()
+    func refusals() async -> [JournalError?] {
+      var errors: [JournalError?] = []
+      errors.append(await #expect(throws: JournalError.self) { try await journal.append([Self.record(3, size: 20)]) })
+      errors.append(await #expect(throws: JournalError.self) { try await journal.append(Self.record(4, size: 20)) })
+      errors.append(
+        await #expect(throws: JournalError.self) {
+          try await onOwnThread { try journal.appendAndWait([Self.record(5, size: 20)]) }
+        })
+      let enqueued = Locked<JournalError?>(nil)
+      journal.enqueue([Self.record(6, size: 20)], expectedFirst: nil) { outcome in
+        if case .failure(let error) = outcome { enqueued.withLock { $0 = error } }
+      }
+      journal.lead()
+      errors.append(enqueued.withLock { $0 })
+      return errors
+    }
+    let beforeClose = await refusals()
+    #expect(beforeClose.map { $0?.code } == Array(repeating: .stopped, count: 4), "\(beforeClose)")
+    journal.close()
+    let afterClose = await refusals()
+    #expect(afterClose.map { $0?.code } == Array(repeating: .closed, count: 4), "\(afterClose)")
+    for error in afterClose {
+      #expect(
+        error?.message.contains("stopped accepting appends after durabilityLost") == true,
+        "\(String(describing: error))")
+    }
+    #expect(journal.failure?.code == .durabilityLost)
+    #expect(try JournalFixtures.readAll(dir.path).first?.payload == Self.record(1, size: 20).payload)
+  }
+
+  /// The writer rolls a segment when the next group's decoded bytes would take it past
+  /// `segmentTargetBytes`, so content that does not compress (stored raw) takes a segment past
+  /// its target by the group's framing, as `JournalOptions.segmentTargetBytes` and FORMAT.md say,
+  /// and by no more: 75 bytes a frame (batch header 52, LZ4 frame header 15, end mark and content
+  /// checksum 8) and 8 per 64 KiB block (its size and checksum). Appends that fill a segment's
+  /// decoded count exactly end it past its target (the record headers compress a little, so by
+  /// less than 83 bytes); appends of random sizes end none further.
+  @Test func incompressibleContentTakesASegmentPastItsTargetByItsFramingAtMost() async throws {
+    let framing = Layout.batchHeaderSize + 15 + 8 + 8
+    #expect(framing == 83, "one frame of one block")
+    let target = 16 << 10
+    var random = SeededGenerator(seed: 0x5E6)
+    func incompressible(_ payloadBytes: Int) -> [NewRecord] {
+      [NewRecord(timestamp: 0, payload: random.bytes(payloadBytes))]
+    }
+    func sealedSizes(_ dir: TemporaryDirectory) throws -> [Int] {
+      try JournalFixtures.segments(dir.path).sorted().map {
+        try (FileManager.default.attributesOfItem(atPath: dir.appending($0))[.size] as? Int) ?? -1
+      }
+    }
+    // Frames of about 1 KB (written with `pwrite` and nothing ahead, so that the segment's size
+    // is its end), then one whose decoded bytes end the segment's decoded count at the target:
+    // its frame, a little larger, takes the segment past it.
+    let exact = TemporaryDirectory("segment-target-exact")
+    var options = JournalFixtures.options(segmentBytes: target)
+    options.mapsActiveSegment = false
+    options.preallocationBytes = 0
+    let journal = try Journal(directory: exact.path, options: options)
+    var end = Layout.segmentHeaderSize
+    while end + 2 * (1_000 + Layout.recordHeaderSize) <= target {
+      try await journal.append(incompressible(1_000))
+      end = try sealedSizes(exact)[0]
+    }
+    try await journal.append(incompressible(target - end - Layout.recordHeaderSize))
+    let filled = try sealedSizes(exact)
+    try await journal.append(incompressible(10))
+    journal.close()
+    let sizes = try sealedSizes(exact)
+    #expect(sizes.count == 2 && filled == [sizes[0]], "\(filled), then \(sizes)")
+    #expect(sizes[0] > target && sizes[0] <= target + framing, "\(sizes)")
+    // Random sizes, one append a group: no segment ends further past its target than a frame's framing.
+    let swept = TemporaryDirectory("segment-target-sweep")
+    let sweep = try Journal(directory: swept.path, options: JournalFixtures.options(segmentBytes: target))
+    for _ in 0..<400 { try await sweep.append(incompressible(Int.random(in: 0...3_000, using: &random))) }
+    sweep.close()
+    let sweptSizes = try sealedSizes(swept)
+    #expect(sweptSizes.count > 20, "\(sweptSizes)")
+    #expect(sweptSizes.allSatisfy { $0 <= target + framing }, "\(sweptSizes)")
+  }
+
   /// `append(_:)` of one record writes the bytes `append([record])` writes: the same frames,
   /// stored raw and compressed (records of a few bytes to 70 KB), so FORMAT.md and the golden
   /// journals hold for it as they do for arrays.

@@ -291,9 +291,12 @@ final class JournalWriter: @unchecked Sendable {
   /// the general path would write it, minus the queue's bookkeeping). Appends arriving meanwhile
   /// queue up behind it as usual.
   /// `waiters`: the callers waiting for this append (see `PendingAppend.waiters`).
+  /// `blocking`: the caller blocks this thread until `completion` has run (`appendAndWait`): made
+  /// on the thread writing a group, in one of its completions, the append fails at once with
+  /// `.calledFromCompletion` (see `onWritingThread`).
   func enqueue(
     _ records: [NewRecord], expectedFirst: UInt64? = nil, lead: Bool = true, waiters: Int = 1,
-    completion: AppendCompletion
+    blocking: Bool = false, completion: AppendCompletion
   ) {
     let bytes: Int
     switch contentBytes(of: records) {
@@ -301,15 +304,28 @@ final class JournalWriter: @unchecked Sendable {
     case .failure(let error): return completion(.failure(error))
     }
     condition.lock()
+    if blocking, onWritingThread {
+      condition.unlock()
+      return completion(
+        .failure(
+          JournalError(
+            .calledFromCompletion,
+            "appendAndWait was called in an append's completion, on the thread that writes the journal's appends "
+              + "until that completion returns: it would wait for itself for ever; nothing was appended",
+            directory: path)))
+    }
+    // Closed before stopped: an append made after `close()` is refused as closed, as the close
+    // promises, whatever stopped the journal before (the message names that).
+    if closing {
+      let stopped = failure
+      condition.unlock()
+      return completion(.failure(closedError(stoppedBy: stopped)))
+    }
     // Matched, so that it is copied only when set: binding it, or comparing it with nil, copied
     // the optional error on every append.
     if case .some(let refused) = refusal {
       condition.unlock()
       return completion(.failure(refused))
-    }
-    if closing {
-      condition.unlock()
-      return completion(.failure(JournalError(.closed, "the journal is closed", directory: path)))
     }
     if lead, expectedFirst == nil, leadsInline, aloneWritable {
       writing = true
@@ -340,6 +356,36 @@ final class JournalWriter: @unchecked Sendable {
     }
     if gatherTarget == 0 || queuedWaiters >= gatherTarget || queuedBytes >= frameTargetBytes { condition.signal() }
     condition.unlock()
+  }
+
+  /// `Journal.appendAndWait`: queues `records` and blocks this thread until their outcome. Made
+  /// in an append's completion on the thread writing that append's group, it fails at once with
+  /// `.calledFromCompletion` instead (`enqueue(blocking:)`).
+  func appendAndWait(_ records: [NewRecord]) -> Result<ClosedRange<UInt64>, JournalError> {
+    let done = DispatchSemaphoreBox()
+    enqueue(records, blocking: true, completion: .callback { done.finish($0) })
+    return done.wait()
+  }
+
+  /// Whether this thread is the one that writes the journal's groups now, or the writer thread:
+  /// code it runs (an append's completion, a `deinit` there) runs while it holds `writing`, so a
+  /// wait there for anything the writer does next waits for itself. The writer thread, or a
+  /// caller's thread that writes a group as its leader and runs its completions (`leaderThread`;
+  /// not `appendAtOnce`, which runs none). Holder of `condition`.
+  private var onWritingThread: Bool {
+    let this = pthread_self()
+    if let writer = writerThread, pthread_equal(writer, this) != 0 { return true }
+    if let leader = leaderThread, pthread_equal(leader, this) != 0 { return true }
+    return false
+  }
+
+  /// What an append made after `close()` gets: `.closed`, naming the failure that had stopped the
+  /// journal before, if one had (`Journal.failure` still says which).
+  private func closedError(stoppedBy failure: JournalError?) -> JournalError {
+    guard let failure else { return JournalError(.closed, "the journal is closed", directory: path) }
+    return JournalError(
+      .closed, "the journal is closed (it had stopped accepting appends after \(failure.code): \(failure.message))",
+      directory: path)
   }
 
   /// Whether an append may be written at once on its caller's thread, as a group of one: no
@@ -469,9 +515,7 @@ final class JournalWriter: @unchecked Sendable {
     condition.signal()
     // Or on a caller's thread that writes a group as its leader, in one of its completions: the
     // writer thread waits for that thread to finish writing before it can finish.
-    let onWriterThread = [writerThread, leaderThread].contains {
-      $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false
-    }
+    let onWriterThread = onWritingThread
     if onWriterThread { afterFinishing.append(then) }
     condition.unlock()
     if onWriterThread { return true }
