@@ -251,10 +251,14 @@ extension CompactionReviewTests {
     let journal = try Journal(directory: dir.path, options: CompactionTests.options(io))
     var expected: [JournalRecord] = []
     var seed: UInt64 = 235
-    while JournalFixtures.segments(dir.path).count < 2 {
-      expected = try await JournalFixtures.write(journal, batches: 10, maxPayload: 60, seed: seed, after: expected)
-      seed += 1
+    /// Appends batches of ten until the journal has `count` segments.
+    func write(untilSegments count: Int) async throws {
+      while JournalFixtures.segments(dir.path).count < count {
+        expected = try await JournalFixtures.write(journal, batches: 10, maxPayload: 60, seed: seed, after: expected)
+        seed += 1
+      }
     }
+    try await write(untilSegments: 2)
 
     io.arm(.renameError(EIO), pathContains: "/" + Layout.indexName)
     let first = try journal.compactSealedSegments()
@@ -277,10 +281,7 @@ extension CompactionReviewTests {
     try Self.checkIndexEntries(dir.path, records: expected, limits: JournalLimits())
 
     // Failed again, then another segment compacted: both segments' entries are derived.
-    while JournalFixtures.segments(dir.path).count < 4 {
-      expected = try await JournalFixtures.write(journal, batches: 10, maxPayload: 60, seed: seed, after: expected)
-      seed += 1
-    }
+    try await write(untilSegments: 4)
     io.arm(.renameError(EIO), pathContains: "/" + Layout.indexName)
     let third = try journal.compactSealedSegments()
     #expect(io.struck == 2 && third.compacted.count == 2, "\(third)")

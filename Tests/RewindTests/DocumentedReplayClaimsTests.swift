@@ -15,10 +15,7 @@ import Testing
   @Test func aReplayToAnEarlierTargetReportsOnlyTheSnapshotsPastTheEnd() async throws {
     let directory = TemporaryDirectory()
     try await SnapshotStoreReviewTests.journal(directory.path, commands: 10)
-    let store = SnapshotStore(journal: directory.path)
-    for sequence: UInt64 in [4, 8] {
-      _ = try store.write(Replay.rebuild(Gauge.self, directory: directory.path, through: sequence).state, at: sequence)
-    }
+    try SnapshotStoreReviewTests.snapshots(directory.path, at: [4, 8])
     let folder = directory.appending(SnapshotStore.folderName)
     try Files.write(
       try Files.read(folder + "/" + SnapshotStore.fileName(8)), to: folder + "/" + SnapshotStore.fileName(99))

@@ -179,11 +179,8 @@ private final class SnapshotListingHook: ForwardingFileIO {
   /// or directory", and `rewind verify` noted each).
   @Test func snapshotsPrunedWhileAReaderLooksAreNoProblem() async throws {
     let directory = try await Self.committed(8)
-    let store = SnapshotStore(journal: directory.path)
     let last = try JournalReader(directory: directory.path).lastSequence()
-    for sequence in [3, 6, last] {
-      try store.write(Replay.rebuild(Gauge.self, directory: directory.path, through: sequence).state, at: sequence)
-    }
+    let store = try SnapshotStoreReviewTests.snapshots(directory.path, at: [3, 6, last])
     let prune: @Sendable () -> Void = { _ = try? SnapshotStore(journal: directory.path).prune(keeping: 1) }
 
     let found = SnapshotStore(journal: directory.path, io: SnapshotListingHook(afterListing: true, prune))

@@ -46,6 +46,17 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     manager.close()
   }
 
+  /// Writes the Gauge state after each of `sequences` into the journal's snapshot folder, as
+  /// replay rebuilt it; returns the store.
+  @discardableResult
+  static func snapshots(_ directory: String, at sequences: [UInt64]) throws -> SnapshotStore {
+    let store = SnapshotStore(journal: directory)
+    for sequence in sequences {
+      _ = try store.write(Replay.rebuild(Gauge.self, directory: directory, through: sequence).state, at: sequence)
+    }
+    return store
+  }
+
   /// `prune` used to remove every `.tmp` file in the folder, also that of a snapshot another
   /// thread or process was writing, whose rename then failed. A write under way holds the folder's
   /// lock, and `prune` leaves its temporary file alone.
@@ -115,10 +126,7 @@ private final class SnapshotReadCounter: ForwardingFileIO {
   @Test func pruneRefusesToKeepFewerThanOneSnapshot() async throws {
     let directory = TemporaryDirectory()
     try await Self.journal(directory.path, commands: 4)
-    let store = SnapshotStore(journal: directory.path)
-    for sequence: UInt64 in [2, 4] {
-      _ = try store.write(Replay.rebuild(Gauge.self, directory: directory.path, through: sequence).state, at: sequence)
-    }
+    let store = try Self.snapshots(directory.path, at: [2, 4])
     let folder = directory.appending(SnapshotStore.folderName)
     let abandoned = folder + "/" + SnapshotStore.fileName(3) + ".tmp"
     try Files.write(Array("half a snapshot".utf8), to: abandoned)
