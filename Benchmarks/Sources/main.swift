@@ -63,7 +63,8 @@ do {
   let problems = try Report.problems(in: options.jsonPath, scenarios: ran)
   for problem in problems { printError("malformed results: \(problem)") }
   failed = failed || !problems.isEmpty
-  printError("results written to \(options.jsonPath) in \(Report.format(report.totalSeconds)) s")
+  printError(
+    "results written to \(options.jsonPath) in \(Report.format(report.totalSeconds)) s; \(report.machine.summary)")
 } catch {
   printError("cannot write \(options.jsonPath): \(error)")
   failed = true

@@ -6,6 +6,17 @@ struct Report: Codable {
     var cpus: Int
     var memoryBytes: Int
     var cpuModel: String
+    /// The first processor's clock as `/proc/cpuinfo` gives it ("cpu MHz"), nil where it gives
+    /// none. A VM can be moved to another host under the same model name: at 0b10302 it reported
+    /// 1,996 MHz where earlier runs reported 2.6 GHz, and every figure that costs CPU halved
+    /// (Benchmarks/RESULTS.md). Runs on different clocks are not to be compared.
+    var cpuMHz: Double?
+
+    /// One line for the end of the run's output.
+    var summary: String {
+      let clock = cpuMHz.map { " at \(Int($0.rounded())) MHz" } ?? ""
+      return "machine: \(cpuModel)\(clock), \(cpus) CPUs, \(memoryBytes / (1 << 20)) MiB"
+    }
   }
 
   var command: String
@@ -91,10 +102,15 @@ struct Report: Codable {
       (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8))?
       .split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
       .flatMap { Int($0.split(separator: " ")[1]) } ?? 0
-    let model =
-      (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
-      .split(separator: "\n").first { $0.hasPrefix("model name") }
-      .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? "unknown"
-    return Machine(cpus: ProcessInfo.processInfo.activeProcessorCount, memoryBytes: memory * 1024, cpuModel: model)
+    let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+    // The value of the first line named `name`, as "name<tabs>: value".
+    func field(_ name: String) -> String? {
+      cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) }
+        .flatMap { $0.split(separator: ":", maxSplits: 1).dropFirst().first }
+        .map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+    return Machine(
+      cpus: ProcessInfo.processInfo.activeProcessorCount, memoryBytes: memory * 1024,
+      cpuModel: field("model name") ?? "unknown", cpuMHz: field("cpu MHz").flatMap(Double.init))
   }
 }
