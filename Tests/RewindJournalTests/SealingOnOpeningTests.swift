@@ -97,4 +97,44 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path) == more)
     #expect(try JournalReader(directory: dir.path).verify().isSound)
   }
+
+  /// With background compaction too (`compactsSealedSegments`), the segment sealed at opening is
+  /// compacted only once the writer has written its index file. Handed over by the seal itself, it
+  /// could be compacted (its index entries re-derived for the new frames) before the writer's own
+  /// rewrite of the index, which then put back the entries of the old frames: the next opening
+  /// found them wrong and rebuilt the index ("damaged"). Here the compaction is at its quickest,
+  /// done before `onSeal` returns, and the index is stale, so that the writer rewrites it.
+  @Test func theSegmentSealedAtOpeningIsCompactedOnlyOnceTheWriterWroteItsIndex() async throws {
+    let dir = TemporaryDirectory("seal-open-index")
+    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
+    let expected = try await JournalFixtures.write(journal, batches: 150, maxPayload: 60, seed: 26)
+    journal.close()
+    let names = JournalFixtures.segments(dir.path)
+    // Its last two entries cut (whole): opening derives them again and rewrites the file.
+    let indexPath = dir.appending(Layout.indexName)
+    let index = try Files.read(indexPath)
+    try Files.write(Array(index.prefix(index.count - 2 * IndexEntry.size)), to: indexPath)
+
+    var options = Self.sealing()
+    options.compactsSealedSegments = true
+    let layout = try JournalDirectory(path: dir.path, io: options.io)
+    let start = try JournalRecovery(directory: layout, options: options).run()
+    try #require(!start.indexIsCurrent)
+    // `Journal.init`'s parts, the background compaction of each sealed segment run at once.
+    let gate = IndexFileGate()
+    let compactor = SegmentCompactor(directory: layout, options: options, indexGate: gate)
+    let writer = try JournalWriter(
+      directory: layout, options: options, start: start, indexGate: gate,
+      onSeal: { _ in _ = try? compactor.compactSealed() })
+    _ = try compactor.compactSealed()  // `Journal` queues every sealed segment once the writer is made
+    writer.close {}
+    compactor.close()
+
+    for name in names { #expect(try CompactionTests.header(dir.appending(name)).isCompacted, "\(name)") }
+    try CompactionTests.checkIndex(dir.path)
+    let reopened = try Journal(directory: dir.path, options: CompactionTests.options())
+    #expect(reopened.recovery.isClean && reopened.recovery.indexRepairReason == nil, "\(reopened.recovery)")
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == expected)
+  }
 }
