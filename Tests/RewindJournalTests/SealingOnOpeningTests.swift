@@ -137,4 +137,57 @@ import Testing
     reopened.close()
     #expect(try JournalFixtures.readAll(dir.path) == expected)
   }
+
+  /// A last segment whose tail a crash tore: opening moves the torn bytes aside first, then seals
+  /// the segment at its last whole frame (never with the torn bytes inside a sealed segment, where
+  /// they would read as damage), and compaction keeps every record before them.
+  @Test func aTornTailIsMovedAsideBeforeTheSeal() async throws {
+    let dir = TemporaryDirectory("seal-open-torn")
+    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
+    let expected = try await JournalFixtures.write(journal, batches: 100, maxPayload: 60, seed: 27)
+    journal.close()
+    let names = JournalFixtures.segments(dir.path)
+    let lastPath = dir.appending(names.last!)
+    let bytes = try Files.read(lastPath)
+    try #require(bytes.count > Layout.segmentHeaderSize + Layout.batchHeaderSize)
+    try Files.write(Array(bytes.dropLast(3)), to: lastPath)  // the last frame's checksum cut short
+
+    let sealed = try Journal(directory: dir.path, options: Self.sealing())
+    let moved = sealed.recovery.movedAside
+    #expect(moved.count == 1 && moved.first?.segment == names.last!, "\(sealed.recovery)")
+    let kept = Int(sealed.lastSequence)
+    #expect(kept < expected.count && kept > 0)
+    #expect(Files.size(lastPath) == Int(moved.first?.offset ?? -1), "sealed at the last whole frame")
+    #expect(JournalFixtures.segments(dir.path) == names + [Layout.segmentName(firstSequence: UInt64(kept) + 1)])
+    let report = try sealed.compactSealedSegments()
+    sealed.close()
+    #expect(report.compacted.map(\.segment) == names)
+    #expect(try JournalFixtures.readAll(dir.path) == Array(expected.prefix(kept)))
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+    let reopened = try Journal(directory: dir.path, options: CompactionTests.options())
+    #expect(reopened.recovery.isClean, "\(reopened.recovery)")
+    reopened.close()
+  }
+
+  /// A follower that has read the whole journal, at the end of its last segment, reads on once
+  /// that segment is sealed at an opening, compacted (renamed over) and appended after: every
+  /// record once, in order, and no damage or cut reported.
+  @Test func aFollowerAtTheEndReadsOnAcrossTheSealAndTheCompaction() async throws {
+    let dir = TemporaryDirectory("seal-open-follow")
+    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
+    let expected = try await JournalFixtures.write(journal, batches: 100, maxPayload: 60, seed: 28)
+    journal.close()
+    var follower = try JournalReader(directory: dir.path).follow(from: 1).makeAsyncIterator()
+    var seen: [JournalRecord] = []
+    while seen.count < expected.count, let record = try await follower.next() { seen.append(record) }
+    #expect(seen == expected)
+
+    let sealed = try Journal(directory: dir.path, options: Self.sealing())
+    let report = try sealed.compactSealedSegments()
+    #expect(report.compacted.map(\.segment).last == JournalFixtures.segments(dir.path).dropLast().last)
+    let more = try await JournalFixtures.write(sealed, batches: 10, maxPayload: 60, seed: 29, after: expected)
+    sealed.close()
+    while seen.count < more.count, let record = try await follower.next() { seen.append(record) }
+    #expect(seen == more)
+  }
 }
