@@ -153,6 +153,36 @@ import Testing
     #expect(try names.dropFirst().map { try Files.read(dir.appending($0)) } == later)
   }
 
+  /// `--all --frame BYTES`: the segment sealed last is merged within the size given too, as the
+  /// others; on a journal without records `--all` seals nothing and compacts nothing.
+  @Test func allKeepsToTheFrameSizeAndLeavesAnEmptyJournalAsItIs() async throws {
+    let dir = try RewindCommandTests.journal(records: 600)
+    let names = Self.segments(dir.path)
+    let expected = try JournalReader(directory: dir.path).records(from: 1).readAll()
+    let run = try await ToolRun.run("rewind", ["compact", dir.path, "--all", "--frame", "1024"])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains("compacted \(names.count) segments: "), "\(run.out)")
+    for name in names {
+      let frames = segmentFrames(in: try Files.read(dir.appending(name)))
+      let records = frames.reduce(0) { $0 + Int($1.header.recordCount) }
+      #expect(frames.allSatisfy { $0.header.contentLength <= 1024 }, "\(name)")
+      #expect(
+        records > 0 && (frames.count < records || records == 1), "\(name): \(frames.count) frames of \(records) records"
+      )
+    }
+    #expect(try JournalReader(directory: dir.path).records(from: 1).readAll() == expected)
+
+    let empty = TemporaryDirectory("cli-compact-all-empty")
+    try Journal(directory: empty.path, options: JournalOptions(durability: .none)).close()
+    let segments = Self.segments(empty.path)
+    let nothing = try await ToolRun.run("rewind", ["compact", empty.path, "--all"])
+    #expect(nothing.status == 0, "\(nothing.out)\(nothing.err)")
+    #expect(
+      nothing.out == "nothing to compact; the last segment holds no record yet, for the next writer to append to\n",
+      "\(nothing.out)")
+    #expect(Self.segments(empty.path) == segments)
+  }
+
   /// A journal written with larger limits than the default (a 5 MiB record in a sealed segment):
   /// every other command reads it (with the largest limits), so `rewind compact` compacts it too
   /// rather than failing to open it.

@@ -190,4 +190,38 @@ import Testing
     while seen.count < more.count, let record = try await follower.next() { seen.append(record) }
     #expect(seen == more)
   }
+
+  /// A last segment that ends in preallocated zeros (as a crash under `always` or `batched` leaves
+  /// it) is sealed at its last frame: the zeros, which a segment with a successor must not hold
+  /// (readers take them there for damage), are cut before the new segment is made. A failed cut
+  /// opens nothing: no segment added, the zeros left for the next opening to cut.
+  @Test func preallocatedZerosAreCutBeforeTheSealAndAFailedCutOpensNothing() async throws {
+    let dir = TemporaryDirectory("seal-open-zeros")
+    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
+    let expected = try await JournalFixtures.write(journal, batches: 100, maxPayload: 60, seed: 30)
+    journal.close()
+    let names = JournalFixtures.segments(dir.path)
+    let lastPath = dir.appending(names.last!)
+    let bytes = try Files.read(lastPath)
+    try Files.write(bytes + [UInt8](repeating: 0, count: 4096), to: lastPath)
+
+    let io = FaultInjectingFileIO()
+    io.arm(.truncateError(EIO), pathContains: names.last!)
+    let error = journalError("truncate") { _ = try Journal(directory: dir.path, options: Self.sealing(io)) }
+    #expect(io.struck == 1)
+    #expect(error?.file?.hasPrefix(names.last!) == true, "\(String(describing: error))")
+    #expect(JournalFixtures.segments(dir.path) == names)
+    #expect(Files.size(lastPath) == bytes.count + 4096)
+
+    let sealed = try Journal(directory: dir.path, options: Self.sealing())
+    #expect(sealed.recovery.isClean, "\(sealed.recovery)")
+    #expect(try Files.read(lastPath) == bytes, "sealed at its last frame")
+    #expect(
+      JournalFixtures.segments(dir.path) == names + [Layout.segmentName(firstSequence: UInt64(expected.count) + 1)])
+    let report = try sealed.compactSealedSegments()
+    sealed.close()
+    #expect(report.compacted.map(\.segment) == names)
+    #expect(try JournalFixtures.readAll(dir.path) == expected)
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+  }
 }
