@@ -15,10 +15,11 @@ enum CompactCommand: RewindCommand {
     offset and left as it is. Takes the journal's writer lock, so run it while no writer has the
     journal open (an app can compact as it writes: JournalOptions.compactsSealedSegments).
 
-    --all seals the last segment first, if it holds a record (synced, and a new empty segment
-    started after it, JournalOptions.sealsLastSegmentOnOpening), so that it is compacted too: the
-    whole journal, for one at rest (an archive, a finished session). The next writer appends to
-    the new segment. Each --all that finds records in the last segment leaves one more segment.
+    --all then seals the last segment, if it holds a record (synced, and a new empty segment
+    started after it, JournalOptions.sealsLastSegmentOnOpening), and compacts it too: the whole
+    journal, for one at rest (an archive, a finished session). Only once the sealed segments are
+    compacted without damage: damage stops it first, with nothing sealed. The next writer appends
+    to the new segment. Each --all that finds records in the last segment leaves one more segment.
 
     A compacted frame gathers up to 1 MiB of decoded records (--frame BYTES: up to BYTES, from 1
     to 1048576; a frame larger than 1 MiB reads no faster nor much smaller). An app
@@ -51,22 +52,20 @@ enum CompactCommand: RewindCommand {
     var options = RepairCommand.readingAnyLimits(JournalOptions(durability: .always))
     options.createIfMissing = false
     let all = args.flag("all")
-    options.sealsLastSegmentOnOpening = all
-    let report: CompactionReport
+    var report = CompactionReport()
     do {
-      // Opening checks the segments as any writer does; compaction reads every frame it rewrites.
-      let journal = try Journal(directory: directory, options: options)
-      defer { journal.close() }
-      for moved in journal.recovery.movedAside {
-        output.out(visible("opening moved a torn tail aside: \(moved)") + "\n")
-      }
-      if let missing = journal.recovery.missingRecords { output.out(visible("opening found \(missing)") + "\n") }
-      report = try journal.compactSealedSegments(frameContentBytes: frameBytes) { done in
-        // Each as it is done: a failure later leaves these compacted.
-        output.out(
-          "compacted \(done.segment): \(counted(done.records, "record")), \(done.framesBefore) -> "
-            + "\(counted(done.framesAfter, "frame")), "
-            + "\(done.bytesBefore) -> \(done.bytesAfter) bytes (\(percent(done.bytesAfter, of: done.bytesBefore)))\n")
+      // The sealed segments first, the last one left as it is: damage found in them (opening walks
+      // only their batch headers; compaction reads every frame) stops here, before `--all` seals
+      // anything, so that the damaged segment and every one after it stay as they were.
+      report = try compact(directory, options: options, frameBytes: frameBytes, output: output)
+      if all {
+        // Then the last one (checked frame by frame when the journal was opened, and again now):
+        // sealed at this opening, and compacted as the others were.
+        options.sealsLastSegmentOnOpening = true
+        let done = Set(report.compacted.map(\.segment) + report.alreadyCompacted)
+        let last = try compact(directory, options: options, frameBytes: frameBytes, output: output)
+        report.compacted += last.compacted
+        report.alreadyCompacted += last.alreadyCompacted.filter { !done.contains($0) }
       }
     } catch let error as JournalError where error.code == .corrupt || error.code == .sequenceBreak {
       output.err(visible("rewind compact: \(error)") + "\n")
@@ -84,6 +83,27 @@ enum CompactCommand: RewindCommand {
           ? "; the last segment holds no record yet, for the next writer to append to\n"
           : "; the last segment is left for the next writer to append to\n"))
     return .success
+  }
+
+  /// Opens the journal with `options` (for `--all`'s second pass, sealing the last segment) and
+  /// compacts its sealed segments, saying what opening moved aside and each segment compacted.
+  private static func compact(
+    _ directory: String, options: JournalOptions, frameBytes: Int, output: RewindTool.Output
+  ) throws -> CompactionReport {
+    // Opening checks the segments as any writer does; compaction reads every frame it rewrites.
+    let journal = try Journal(directory: directory, options: options)
+    defer { journal.close() }
+    for moved in journal.recovery.movedAside {
+      output.out(visible("opening moved a torn tail aside: \(moved)") + "\n")
+    }
+    if let missing = journal.recovery.missingRecords { output.out(visible("opening found \(missing)") + "\n") }
+    return try journal.compactSealedSegments(frameContentBytes: frameBytes) { done in
+      // Each as it is done: a failure later leaves these compacted.
+      output.out(
+        "compacted \(done.segment): \(counted(done.records, "record")), \(done.framesBefore) -> "
+          + "\(counted(done.framesAfter, "frame")), "
+          + "\(done.bytesBefore) -> \(done.bytesAfter) bytes (\(percent(done.bytesAfter, of: done.bytesBefore)))\n")
+    }
   }
 
   private static func percent(_ part: Int64, of whole: Int64) -> String {

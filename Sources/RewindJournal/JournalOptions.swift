@@ -107,7 +107,9 @@ public struct JournalOptions: Sendable {
   /// (never the one a writer appends to), so this is how the whole of a journal at rest is
   /// compacted: open it with this set, then `compactSealedSegments()` (`rewind compact --all`).
   /// Each such opening leaves one more segment file; meant for archiving a journal, not for
-  /// every opening. Default false.
+  /// every opening. The seal comes after recovery (a torn tail is moved aside first); with
+  /// `compactsSealedSegments` too, the segment sealed so is compacted in the background with
+  /// the others sealed before. Default false.
   public var sealsLastSegmentOnOpening: Bool = false
   /// The most threads that compress the blocks of one frame of several 64 KiB blocks (a bulk
   /// append, or a group of many appends), the thread writing the frame among them; the others

@@ -134,6 +134,55 @@ import Testing
     #expect(!Files.list(dir.path).contains { $0.hasSuffix(".tmp") })
   }
 
+  /// `--all` on a journal damaged in a sealed segment, where opening does not look (a frame's
+  /// bytes, which opening does not read in a sealed segment): compaction stops at the damage as
+  /// without `--all`, exit 1, before anything is sealed: no segment added, the damaged segment and
+  /// every one after it as they were. (It sealed the last segment at opening, first.)
+  @Test func allOnADamagedJournalSealsNothing() async throws {
+    let dir = try RewindCommandTests.journal(records: 600)
+    let names = Self.segments(dir.path)
+    try #require(names.count >= 3)
+    var bytes = try Files.read(dir.appending(names[1]))
+    bytes[44 + 52 + 3] ^= 0x5A
+    try Files.write(bytes, to: dir.appending(names[1]))
+    let later = try names.dropFirst().map { try Files.read(dir.appending($0)) }
+    let run = try await ToolRun.run("rewind", ["compact", dir.path, "--all"])
+    #expect(run.status == 1, "\(run.out)\(run.err)")
+    #expect(run.err.contains("\(names[1]), byte offset 44"), "\(run.err)")
+    #expect(Self.segments(dir.path) == names)
+    #expect(try names.dropFirst().map { try Files.read(dir.appending($0)) } == later)
+  }
+
+  /// `--all --frame BYTES`: the segment sealed last is merged within the size given too, as the
+  /// others; on a journal without records `--all` seals nothing and compacts nothing.
+  @Test func allKeepsToTheFrameSizeAndLeavesAnEmptyJournalAsItIs() async throws {
+    let dir = try RewindCommandTests.journal(records: 600)
+    let names = Self.segments(dir.path)
+    let expected = try JournalReader(directory: dir.path).records(from: 1).readAll()
+    let run = try await ToolRun.run("rewind", ["compact", dir.path, "--all", "--frame", "1024"])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains("compacted \(names.count) segments: "), "\(run.out)")
+    for name in names {
+      let frames = segmentFrames(in: try Files.read(dir.appending(name)))
+      let records = frames.reduce(0) { $0 + Int($1.header.recordCount) }
+      #expect(frames.allSatisfy { $0.header.contentLength <= 1024 }, "\(name)")
+      #expect(
+        records > 0 && (frames.count < records || records == 1), "\(name): \(frames.count) frames of \(records) records"
+      )
+    }
+    #expect(try JournalReader(directory: dir.path).records(from: 1).readAll() == expected)
+
+    let empty = TemporaryDirectory("cli-compact-all-empty")
+    try Journal(directory: empty.path, options: JournalOptions(durability: .none)).close()
+    let segments = Self.segments(empty.path)
+    let nothing = try await ToolRun.run("rewind", ["compact", empty.path, "--all"])
+    #expect(nothing.status == 0, "\(nothing.out)\(nothing.err)")
+    #expect(
+      nothing.out == "nothing to compact; the last segment holds no record yet, for the next writer to append to\n",
+      "\(nothing.out)")
+    #expect(Self.segments(empty.path) == segments)
+  }
+
   /// A journal written with larger limits than the default (a 5 MiB record in a sealed segment):
   /// every other command reads it (with the largest limits), so `rewind compact` compacts it too
   /// rather than failing to open it.
@@ -193,22 +242,27 @@ import Testing
     #expect(try JournalReader(directory: dir.path, limits: options.limits).records(from: 1).readAll() == expected)
   }
 
-  @Test func refusedWhileAWriterHoldsTheJournal() async throws {
+  /// With `--all` too: nothing sealed, no segment added.
+  @Test(arguments: [[], ["--all"]])
+  func refusedWhileAWriterHoldsTheJournal(flags: [String]) async throws {
     let dir = try RewindCommandTests.journal(records: 300)
     let names = Self.segments(dir.path)
     let before = try names.map { try Files.read(dir.appending($0)) }
     let writer = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
-    let run = try await ToolRun.run("rewind", ["compact", dir.path])
+    let run = try await ToolRun.run("rewind", ["compact", dir.path] + flags)
     writer.close()
     #expect(run.status == 3, "\(run.out)\(run.err)")
     #expect(run.err.contains("another writer holds the journal's lock"), "\(run.err)")
+    #expect(Self.segments(dir.path) == names)
     #expect(try names.map { try Files.read(dir.appending($0)) } == before)
   }
 
   @Test func badInputAndHelp() async throws {
-    let missing = try await ToolRun.run("rewind", ["compact", "/nonexistent/journal"])
-    #expect(missing.status == 3)
-    #expect(missing.err.hasPrefix("rewind compact: /nonexistent/journal does not exist"), "\(missing.err)")
+    for flags in [[], ["--all"]] {
+      let missing = try await ToolRun.run("rewind", ["compact", "/nonexistent/journal"] + flags)
+      #expect(missing.status == 3)
+      #expect(missing.err.hasPrefix("rewind compact: /nonexistent/journal does not exist"), "\(missing.err)")
+    }
 
     let dir = TemporaryDirectory("cli-compact-notajournal")
     try Files.write(Array("shopping list".utf8), to: dir.appending("notes.txt"))

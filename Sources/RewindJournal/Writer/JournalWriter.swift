@@ -229,7 +229,12 @@ final class JournalWriter: @unchecked Sendable {
     try openActiveSegment()
     if options.sealsLastSegmentOnOpening && state.endOffset > Int64(Layout.segmentHeaderSize) {
       do {
-        try roll()
+        // Not handed to `onSeal` (background compaction) from here: it would start compacting
+        // the segment, and replace the index file, while this writer has yet to write its own
+        // (`writeIndexFile` below, not under `indexGate`), which would then put back the sealed
+        // segment's entries of its old frames. `Journal` queues every sealed segment, this one
+        // too, once the writer is made.
+        try roll(notifying: false)
       } catch {
         // Nothing is written yet: the descriptor the roll left open (the old segment's, or the
         // new one's) is closed, and the journal is not opened.
@@ -1163,7 +1168,8 @@ final class JournalWriter: @unchecked Sendable {
   /// A failure before the new segment's name exists changes nothing and is not fatal: the next
   /// group tries again. A failed fsync, or one after the new segment appeared (a failed directory
   /// fsync), leaves durability unknown: fatal, as `.durabilityLost`.
-  private func roll() throws(RollFailure) {
+  /// `notifying`: whether the sealed segment is handed to `onSeal`.
+  private func roll(notifying: Bool = true) throws(RollFailure) {
     let name = activeName
     // No store through a mapping after this point; the fsync below writes its dirty pages.
     unmapWindow()
@@ -1212,7 +1218,7 @@ final class JournalWriter: @unchecked Sendable {
     } catch {
       throw RollFailure(error: JournalError(error, directory: path, file: newName), fatal: true)
     }
-    onSeal?(state.segments[state.segments.count - 2])
+    if notifying { onSeal?(state.segments[state.segments.count - 2]) }
   }
 
   /// `.durabilityLost` if the active segment was removed under the writer (deleted alone, or with
