@@ -14,12 +14,20 @@ import Testing
     return options
   }
 
-  @Test func aJournalAtRestIsCompactedWholeAndAppendsGoOnInANewSegment() async throws {
-    let dir = TemporaryDirectory("seal-open")
+  /// What each test starts from: a journal of `batches` batches (each its own frame, in several
+  /// segments) written without the option and closed; its directory, records and segment names.
+  static func closedJournal(_ name: String, batches: Int, seed: UInt64) async throws -> (
+    dir: TemporaryDirectory, expected: [JournalRecord], names: [String]
+  ) {
+    let dir = TemporaryDirectory(name)
     let journal = try Journal(directory: dir.path, options: CompactionTests.options())
-    let expected = try await JournalFixtures.write(journal, batches: 300, maxPayload: 60, seed: 21)
+    let expected = try await JournalFixtures.write(journal, batches: batches, maxPayload: 60, seed: seed)
     journal.close()
-    let names = JournalFixtures.segments(dir.path)
+    return (dir, expected, JournalFixtures.segments(dir.path))
+  }
+
+  @Test func aJournalAtRestIsCompactedWholeAndAppendsGoOnInANewSegment() async throws {
+    let (dir, expected, names) = try await Self.closedJournal("seal-open", batches: 300, seed: 21)
     let last = try Files.read(dir.appending(names.last!))
     #expect(names.count >= 4)
 
@@ -75,11 +83,7 @@ import Testing
     (FaultInjectingFileIO.Fault.syncError(EIO), "last"), (.writeError(ENOSPC), "new"), (.renameError(EIO), ""),
   ])
   func aFailedSealOpensNothingAndLosesNothing(fault: FaultInjectingFileIO.Fault, file: String) async throws {
-    let dir = TemporaryDirectory("seal-open-fault")
-    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
-    let expected = try await JournalFixtures.write(journal, batches: 100, maxPayload: 60, seed: 24)
-    journal.close()
-    let names = JournalFixtures.segments(dir.path)
+    let (dir, expected, names) = try await Self.closedJournal("seal-open-fault", batches: 100, seed: 24)
     let next = Layout.segmentName(firstSequence: UInt64(expected.count) + 1)
     let io = FaultInjectingFileIO()
     io.arm(fault, pathContains: file == "last" ? names.last! : file == "new" ? next : "")
@@ -105,11 +109,7 @@ import Testing
   /// found them wrong and rebuilt the index ("damaged"). Here the compaction is at its quickest,
   /// done before `onSeal` returns, and the index is stale, so that the writer rewrites it.
   @Test func theSegmentSealedAtOpeningIsCompactedOnlyOnceTheWriterWroteItsIndex() async throws {
-    let dir = TemporaryDirectory("seal-open-index")
-    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
-    let expected = try await JournalFixtures.write(journal, batches: 150, maxPayload: 60, seed: 26)
-    journal.close()
-    let names = JournalFixtures.segments(dir.path)
+    let (dir, expected, names) = try await Self.closedJournal("seal-open-index", batches: 150, seed: 26)
     // Its last two entries cut (whole): opening derives them again and rewrites the file.
     let indexPath = dir.appending(Layout.indexName)
     let index = try Files.read(indexPath)
@@ -142,11 +142,7 @@ import Testing
   /// the segment at its last whole frame (never with the torn bytes inside a sealed segment, where
   /// they would read as damage), and compaction keeps every record before them.
   @Test func aTornTailIsMovedAsideBeforeTheSeal() async throws {
-    let dir = TemporaryDirectory("seal-open-torn")
-    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
-    let expected = try await JournalFixtures.write(journal, batches: 100, maxPayload: 60, seed: 27)
-    journal.close()
-    let names = JournalFixtures.segments(dir.path)
+    let (dir, expected, names) = try await Self.closedJournal("seal-open-torn", batches: 100, seed: 27)
     let lastPath = dir.appending(names.last!)
     let bytes = try Files.read(lastPath)
     try #require(bytes.count > Layout.segmentHeaderSize + Layout.batchHeaderSize)
@@ -173,10 +169,7 @@ import Testing
   /// that segment is sealed at an opening, compacted (renamed over) and appended after: every
   /// record once, in order, and no damage or cut reported.
   @Test func aFollowerAtTheEndReadsOnAcrossTheSealAndTheCompaction() async throws {
-    let dir = TemporaryDirectory("seal-open-follow")
-    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
-    let expected = try await JournalFixtures.write(journal, batches: 100, maxPayload: 60, seed: 28)
-    journal.close()
+    let (dir, expected, _) = try await Self.closedJournal("seal-open-follow", batches: 100, seed: 28)
     var follower = try JournalReader(directory: dir.path).follow(from: 1).makeAsyncIterator()
     var seen: [JournalRecord] = []
     while seen.count < expected.count, let record = try await follower.next() { seen.append(record) }
@@ -196,11 +189,7 @@ import Testing
   /// (readers take them there for damage), are cut before the new segment is made. A failed cut
   /// opens nothing: no segment added, the zeros left for the next opening to cut.
   @Test func preallocatedZerosAreCutBeforeTheSealAndAFailedCutOpensNothing() async throws {
-    let dir = TemporaryDirectory("seal-open-zeros")
-    let journal = try Journal(directory: dir.path, options: CompactionTests.options())
-    let expected = try await JournalFixtures.write(journal, batches: 100, maxPayload: 60, seed: 30)
-    journal.close()
-    let names = JournalFixtures.segments(dir.path)
+    let (dir, expected, names) = try await Self.closedJournal("seal-open-zeros", batches: 100, seed: 30)
     let lastPath = dir.appending(names.last!)
     let bytes = try Files.read(lastPath)
     try Files.write(bytes + [UInt8](repeating: 0, count: 4096), to: lastPath)
