@@ -265,6 +265,31 @@ import Testing
     #expect(Report.format(.infinity) == "inf")
   }
 
+  /// The machine a run names: its memory, and the first processor's model and clock, read from
+  /// the texts of `/proc/meminfo` and `/proc/cpuinfo`; without a clock (a processor whose
+  /// cpuinfo gives none) the clock is nil and the summary leaves it out.
+  @Test func theMachineIsReadFromProcWithItsClock() {
+    let cpuinfo = """
+      processor\t: 0
+      vendor_id\t: AuthenticAMD
+      model name\t: AMD EPYC
+      cpu MHz\t\t: 1996.248
+      processor\t: 1
+      model name\t: AMD EPYC
+      cpu MHz\t\t: 2600.000
+      """
+    let meminfo = "MemTotal:       24684544 kB\nMemFree:        21328892 kB\n"
+    let machine = Report.machine(cpus: 2, meminfo: meminfo, cpuinfo: cpuinfo)
+    #expect(machine.cpuModel == "AMD EPYC")
+    #expect(machine.cpuMHz == 1996.248)
+    #expect(machine.memoryBytes == 24_684_544 * 1024)
+    #expect(machine.summary == "machine: AMD EPYC at 1996 MHz, 2 CPUs, 24106 MiB")
+
+    let bare = Report.machine(cpus: 1, meminfo: "", cpuinfo: "processor\t: 0\nCPU part\t: 0xd0c\n")
+    #expect(bare.cpuModel == "unknown" && bare.cpuMHz == nil && bare.memoryBytes == 0)
+    #expect(bare.summary == "machine: unknown, 1 CPUs, 0 MiB")
+  }
+
   /// A results file is sound when every scenario that ran left a figure; one that ran and left
   /// none is named.
   @Test func resultsFilesNameTheScenariosThatRecordedNothing() throws {

@@ -98,19 +98,25 @@ struct Report: Codable {
   }
 
   static func machine() -> Machine {
-    let memory =
-      (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8))?
-      .split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
-      .flatMap { Int($0.split(separator: " ")[1]) } ?? 0
-    let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-    // The value of the first line named `name`, as "name<tabs>: value".
-    func field(_ name: String) -> String? {
-      cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) }
+    machine(
+      cpus: ProcessInfo.processInfo.activeProcessorCount,
+      meminfo: (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? "",
+      cpuinfo: (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? "")
+  }
+
+  /// The machine as the texts of `/proc/meminfo` and `/proc/cpuinfo` describe it: the total
+  /// memory, and the first processor's model name and clock (unknown and nil where absent).
+  static func machine(cpus: Int, meminfo: String, cpuinfo: String) -> Machine {
+    // The value of the first line of `text` named `name`, as "name<spaces or tabs>: value".
+    func field(_ name: String, in text: String) -> String? {
+      text.split(separator: "\n").first { $0.hasPrefix(name) }
         .flatMap { $0.split(separator: ":", maxSplits: 1).dropFirst().first }
         .map { $0.trimmingCharacters(in: .whitespaces) }
     }
+    // "MemTotal:       24105312 kB"
+    let kilobytes = field("MemTotal", in: meminfo).flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0
     return Machine(
-      cpus: ProcessInfo.processInfo.activeProcessorCount, memoryBytes: memory * 1024,
-      cpuModel: field("model name") ?? "unknown", cpuMHz: field("cpu MHz").flatMap(Double.init))
+      cpus: cpus, memoryBytes: kilobytes * 1024, cpuModel: field("model name", in: cpuinfo) ?? "unknown",
+      cpuMHz: field("cpu MHz", in: cpuinfo).flatMap(Double.init))
   }
 }
