@@ -8,6 +8,25 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--child" {
   exit(ChildProcess.main(Array(arguments.dropFirst())))
 }
+if arguments.first == "--markdown" {
+  // A results file as Markdown tables (Benchmarks/RESULTS.md quotes them); runs nothing.
+  guard arguments.count == 2 else {
+    printError("usage: rewind-bench --markdown RESULTS.json")
+    exit(2)
+  }
+  let path = arguments[1]
+  guard let data = FileManager.default.contents(atPath: path) else {
+    printError("rewind-bench: cannot read \(path)")
+    exit(1)
+  }
+  do {
+    print(try JSONDecoder().decode(Report.self, from: data).markdown(), terminator: "")
+    exit(0)
+  } catch {
+    printError("rewind-bench: \(path) is not a results file that --json wrote: \(error)")
+    exit(1)
+  }
+}
 guard let options = BenchOptions.parse(arguments) else { exit(arguments.contains("--help") ? 0 : 2) }
 
 let work: String

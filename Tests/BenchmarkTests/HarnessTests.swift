@@ -265,6 +265,56 @@ import Testing
     #expect(Report.format(.infinity) == "inf")
   }
 
+  /// A results file as Markdown: a scenario of few metrics as a row per configuration and a
+  /// column per metric, "–" where a row lacks one, a baseline's ratio beside its value; one of
+  /// more metrics, or whose table would be mostly empty, as a row per figure; no unit where a
+  /// figure has none; a `|` in a name escaped; the targets with their verdicts.
+  @Test func resultsAreRenderedAsMarkdownTables() {
+    func figure(
+      _ scenario: String, _ system: String, _ configuration: String, _ metric: String, _ value: Double,
+      unit: String = "u"
+    ) -> Figure {
+      Figure(scenario: scenario, system: system, configuration: configuration, metric: metric, value: value, unit: unit)
+    }
+    var baseline = figure("append", "sqlite", "none, 1", "events/s", 250_000)
+    baseline.ratio = 0.125
+    let wide = (1...(Report.markdownMetricColumns + 1)).map { figure("seek", "rewind", "a|b", "m\($0)", Double($0)) }
+    let report = Report(
+      command: "rewind-bench --full", mode: "full", seed: 0x5EED_2026,
+      machine: Report.Machine(cpus: 2, memoryBytes: 1 << 30, cpuModel: "CPU", cpuMHz: 2000), totalSeconds: 61.5,
+      figures: [
+        figure("append", "rewind", "none, 1", "events/s", 2_000_000), figure("append", "rewind", "none, 1", "p99", 0.5),
+        figure("append", "rewind", "none, 64", "events/s", 600_000), baseline,
+      ] + wide + (1...3).map { figure("sparse", "rewind", "c\($0)", "m\($0)", 1, unit: "") },
+      targets: [
+        TargetCheck(target: "append ≥ 1.5M", measured: "2M", met: true),
+        TargetCheck(target: "seek", measured: "x | y", met: false), TargetCheck(target: "n", measured: "-", met: nil),
+      ])
+    let lines = report.markdown().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    #expect(
+      lines.first
+        == "`rewind-bench --full`: full mode, seed 0x5EED2026, 61.5 s; machine: CPU at 2000 MHz, 2 CPUs, 1024 MiB.")
+    let append: [String] = [
+      "| system | configuration | events/s | p99 |", "|---|---|---:|---:|",
+      "| rewind | none, 1 | 2,000,000 u | 0.500 u |", "| rewind | none, 64 | 600,000 u | – |",
+      "| sqlite | none, 1 | 250,000 u (0.125×) | – |",
+    ]
+    let byFigure: [String] = ["| system | configuration | metric | value |", "|---|---|---|---:|"]
+    let seek: [String] = (1...(Report.markdownMetricColumns + 1)).map { (n: Int) -> String in
+      "| rewind | a\\|b | m\(n) | \(Report.format(Double(n))) u |"
+    }
+    let sparse: [String] = (1...3).map { (n: Int) -> String in "| rewind | c\(n) | m\(n) | 1.00 |" }
+    let targets: [String] = [
+      "| target | measured | verdict |", "|---|---|---|", "| append ≥ 1.5M | 2M | met |",
+      "| seek | x \\| y | **missed** |", "| n | - | not judged |",
+    ]
+    let expected: [[String]] = [
+      [lines[0]], ["### append"], append, ["### seek"], byFigure + seek, ["### sparse"], byFigure + sparse,
+      ["### targets"], targets,
+    ]
+    #expect(lines.split(separator: "").map(Array.init) == expected)
+  }
+
   /// The machine a run names: its memory, and the first processor's model and clock, read from
   /// the texts of `/proc/meminfo` and `/proc/cpuinfo`; without a clock (a processor whose
   /// cpuinfo gives none) the clock is nil and the summary leaves it out.

@@ -40,6 +40,7 @@ struct BenchOptions: Sendable {
 
   static let usage = """
     usage: rewind-bench [--small|--full] [--json PATH] [--work DIR] [--only NAME]... [--seed N] [--events N]
+           rewind-bench --markdown RESULTS.json
 
       --small      CI-sized (the default): 20k events, a smoke test that the harness works
       --full       1M events, each append configuration run three times (the median reported);
@@ -51,6 +52,8 @@ struct BenchOptions: Sendable {
       --only NAME  run only scenarios whose name contains NAME (repeatable)
       --seed N     workload seed (default 0x5EED2026)
       --events N   corpus size instead of the mode's (the other sizes follow the mode)
+      --markdown F prints the results file F (what --json wrote) as Markdown tables, and runs
+                   nothing (Benchmarks/RESULTS.md quotes them)
     """
 
   /// A seed as `--seed` takes it: decimal, or hexadecimal after `0x`.
