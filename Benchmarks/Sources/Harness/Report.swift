@@ -9,7 +9,7 @@ struct Report: Codable {
     /// The first processor's clock as `/proc/cpuinfo` gives it ("cpu MHz"), nil where it gives
     /// none. A VM can be moved to another host under the same model name: at 0b10302 it reported
     /// 1,996 MHz where earlier runs reported 2.6 GHz, and every figure that costs CPU halved
-    /// (Benchmarks/RESULTS.md). Runs on different clocks are not to be compared.
+    /// (Benchmarks/HISTORY.md). Runs on different clocks are not to be compared.
     var cpuMHz: Double?
 
     /// One line for the end of the run's output.

@@ -209,7 +209,7 @@ public final class TimeMachine<M: SnapshotModel> {
   ///   call goes on from the last keyframe, under the limit it is given. With a limit, the
   ///   nodes are counted as each keyframe is laid, each new node once, in a set of their
   ///   addresses (`StorageCensus`): 32 MB for the 2 million nodes of the benchmark's 1M-event
-  ///   history (1,511 MB), and about a quarter more time (Benchmarks/RESULTS.md, "A memory
+  ///   history (1,511 MB), and about a quarter more time (Benchmarks/HISTORY.md, "A memory
   ///   limit for `prepare` (Dec 4)").
   /// - Returns: the spacing, how far the keyframes reach, and whether the limit stopped them.
   /// - Parameter through: the last sequence number the keyframes cover (nil: `lastSequence`;
@@ -337,7 +337,7 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   /// Snapshot file bytes read and checked in about the time a seek replays one record. Measured
-  /// with the Notebook model on its 1M-event journal (Benchmarks/RESULTS.md): the 46 MB snapshot at
+  /// with the Notebook model on its 1M-event journal (Benchmarks/HISTORY.md): the 46 MB snapshot at
   /// its end read and checked in 0.56 s (12 ns a byte), and a seek's replay, which keeps a
   /// keyframe every 1,024 records, at about 5 µs a record (`prepare()` of the journal: 4.95 s).
   static var snapshotBytesPerRecord: Int64 { 400 }
