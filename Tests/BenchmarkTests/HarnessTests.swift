@@ -315,6 +315,18 @@ import Testing
     #expect(lines.split(separator: "").map(Array.init) == expected)
   }
 
+  /// RESULTS.md quotes the run in results/latest.json whole, as `rewind-bench --markdown` prints
+  /// it: a results file replaced without the page, or a figure on the page edited by hand, fails.
+  @Test func theResultsPageQuotesTheLatestRunAsItsJSONHoldsIt() throws {
+    let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent().appendingPathComponent("Benchmarks")
+    let json = try Data(contentsOf: benchmarks.appendingPathComponent("results/latest.json"))
+    let tables = try JSONDecoder().decode(Report.self, from: json).markdown()
+    let page = try String(contentsOf: benchmarks.appendingPathComponent("RESULTS.md"), encoding: .utf8)
+    let quoted = page.contains(tables)  // not inside #expect, which would print both texts whole
+    #expect(quoted, "Benchmarks/RESULTS.md does not hold `rewind-bench --markdown Benchmarks/results/latest.json`")
+  }
+
   /// The machine a run names: its memory, and the first processor's model and clock, read from
   /// the texts of `/proc/meminfo` and `/proc/cpuinfo`; without a clock (a processor whose
   /// cpuinfo gives none) the clock is nil and the summary leaves it out.
