@@ -12,8 +12,8 @@ extension Report {
   /// recorded them) and the targets with their verdicts. A scenario with few metrics gets a row
   /// per system and configuration and a column per metric ("–" where that row has no such
   /// figure); one with more, or whose rows would have fewer figures than empty cells, a row per
-  /// figure. A baseline's cell gives its ratio to the Rewind
-  /// figure it is compared with (baseline ÷ Rewind).
+  /// figure. A baseline's cell gives its ratio to the Rewind figure it is compared with
+  /// (baseline ÷ Rewind).
   func markdown() -> String {
     var lines = [
       "`\(command)`: \(mode) mode, seed 0x\(String(seed, radix: 16, uppercase: true)), "
@@ -57,7 +57,7 @@ extension Report {
     guard metrics.count <= markdownMetricColumns, 2 * figures.count >= rows.count * metrics.count else {
       return ["| system | configuration | metric | value |", "|---|---|---|---:|"]
         + figures.map { figure in
-          "| \(figure.system) | \(cell(figure.configuration)) | \(cell(figure.metric)) | \(valueCell(figure)) |"
+          "| \(cell(figure.system)) | \(cell(figure.configuration)) | \(cell(figure.metric)) | \(valueCell(figure)) |"
         }
     }
     return [
@@ -65,7 +65,7 @@ extension Report {
       "|---|---|" + String(repeating: "---:|", count: metrics.count),
     ]
       + rows.map { row in
-        "| \(row.system) | \(cell(row.configuration)) | "
+        "| \(cell(row.system)) | \(cell(row.configuration)) | "
           + metrics.map { cells[row]?[$0] ?? "–" }.joined(separator: " | ") + " |"
       }
   }
