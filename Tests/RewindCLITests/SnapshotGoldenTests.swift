@@ -8,8 +8,9 @@ import Testing
 
 /// Golden snapshot files (Journal/golden/snapshots-v1): the Notebook golden journal's records
 /// (a copy of Journal/golden/notebook-v1/journal, 21 records) with a snapshot file for each
-/// verdict of Journal/SNAPSHOTS.md that needs no model code, written by this code and then
-/// damaged by `record`, never by hand. `snapshots.txt` beside it is their expected reading, in
+/// verdict of Journal/SNAPSHOTS.md that needs neither model code (`stale` needs the model's
+/// fingerprint) nor a journal whose own id cannot be read (`unverifiable`), written by this code
+/// and then damaged by `record`, never by hand; one of them is a symbolic link (`unreadable`). `snapshots.txt` beside it is their expected reading, in
 /// the words of `scripts/journal-reader.py --verify` (its lines naming `snapshots/`: notes, then
 /// problems), made from the Swift checks (`SnapshotStore.fileProblems`, what `rewind verify`
 /// runs); `make format-check` compares the second reader's reading with it, and the tests below
@@ -46,6 +47,14 @@ import Testing
     (25, 21, "beyondJournal", { $0 }),
     (30, 21, "beyondJournal", { Array($0.prefix(60)) }),
   ]
+
+  /// Snapshot names that are symbolic links to another golden file (`to`, by a relative path):
+  /// `unreadable`, since a reader opens no link (SNAPSHOTS.md: one planted in a journal could
+  /// name any file), whatever the file it names holds.
+  static let links: [(name: UInt64, to: UInt64)] = [(20, 4)]
+
+  /// Every golden file's name in order, links included.
+  static var names: [String] { (files.map(\.name) + links.map(\.name)).sorted().map(SnapshotStore.fileName) }
 
   static func flipped(_ bytes: [UInt8], at offset: Int, with mask: UInt8 = 0x01) -> [UInt8] {
     var bytes = bytes
@@ -87,6 +96,11 @@ import Testing
     for file in files {
       let written = try #require(bytes[file.sequence])
       try Files.write(file.damage(written), to: journal + "/snapshots/" + SnapshotStore.fileName(file.name))
+    }
+    for link in links {
+      try FileManager.default.createSymbolicLink(
+        atPath: journal + "/snapshots/" + SnapshotStore.fileName(link.name),
+        withDestinationPath: SnapshotStore.fileName(link.to))
     }
     try reading(journal).write(toFile: folder + "/snapshots.txt", atomically: true, encoding: .utf8)
   }
@@ -138,28 +152,43 @@ import Testing
     try Self.record(into: Self.folder)
   }
 
-  /// The golden files are what `record` writes today, byte for byte, and their reading by the
-  /// Swift checks is `snapshots.txt`, each file with the verdict `files` gives it. If the bytes
-  /// differ, the snapshot format or the canonical encoding changed: record a new version beside
-  /// this one.
+  /// The golden files are what `record` writes today, byte for byte (the links, link for link),
+  /// and their reading by the Swift checks is `snapshots.txt`, each file with the verdict `files`
+  /// gives it, each link `unreadable`. If the bytes differ, the snapshot format or the canonical
+  /// encoding changed: record a new version beside this one.
   @Test func goldenSnapshotsAreAsRecordedAndReadAsExpected() throws {
     let scratch = TemporaryDirectory("snapshot-golden")
     try Self.record(into: scratch.path)
     let golden = Self.journalPath + "/snapshots/"
     let names = Files.list(golden).filter { $0.hasSuffix(".snapshot") }
-    #expect(names == Self.files.map { SnapshotStore.fileName($0.name) })
+    #expect(names == Self.names)
+    let linked = Set(Self.links.map { SnapshotStore.fileName($0.name) })
     for name in names {
+      let recorded = scratch.appending("journal/snapshots/") + name
+      if linked.contains(name) {
+        // A checkout without symbolic links (core.symlinks off) holds a file here instead.
+        #expect(
+          try FileManager.default.destinationOfSymbolicLink(atPath: golden + name)
+            == FileManager.default.destinationOfSymbolicLink(atPath: recorded),
+          "\(name) should be a symbolic link, as recorded")
+        continue
+      }
       #expect(
-        try Files.read(golden + name) == Files.read(scratch.appending("journal/snapshots/") + name),
+        try Files.read(golden + name) == Files.read(recorded),
         "\(name) is written differently today: record a new golden version")
     }
     let expected = try String(contentsOfFile: Self.folder + "/snapshots.txt", encoding: .utf8)
     #expect(try Self.reading(Self.journalPath) == expected)
     #expect(try String(contentsOfFile: scratch.appending("snapshots.txt"), encoding: .utf8) == expected)
-    for file in Self.files {
-      let name = "snapshots/" + SnapshotStore.fileName(file.name)
-      #expect(expected.contains("\(name): \(file.verdict)"), "\(name) should be \(file.verdict):\n\(expected)")
+    for (sequence, verdict) in Self.verdicts {
+      let name = "snapshots/" + SnapshotStore.fileName(sequence)
+      #expect(expected.contains("\(name): \(verdict)"), "\(name) should be \(verdict):\n\(expected)")
     }
+  }
+
+  /// Each golden file's name and the verdict it should get, links included.
+  static var verdicts: [(name: UInt64, verdict: String)] {
+    files.map { ($0.name, $0.verdict) } + links.map { ($0.name, "unreadable") }
   }
 
   /// `rewind verify` reads the golden files as `snapshots.txt` says: exit 1, a problem for each
@@ -171,7 +200,7 @@ import Testing
     let run = try await ToolRun.run("notebook-rewind", ["verify", copy.appending("journal")])
     #expect(run.status == 1, "\(run.out)\(run.err)")
     let lines = run.out.split(separator: "\n")
-    for file in Self.files {
+    for file in Self.verdicts {
       let name = "snapshots/" + SnapshotStore.fileName(file.name)
       let said = lines.filter { $0.contains(name) }
       switch file.verdict {
