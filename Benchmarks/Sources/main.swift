@@ -14,16 +14,11 @@ if arguments.first == "--markdown" {
     printError("usage: rewind-bench --markdown RESULTS.json")
     exit(2)
   }
-  let path = arguments[1]
-  guard let data = FileManager.default.contents(atPath: path) else {
-    printError("rewind-bench: cannot read \(path)")
-    exit(1)
-  }
   do {
-    print(try JSONDecoder().decode(Report.self, from: data).markdown(), terminator: "")
+    print(try Report.read(from: arguments[1]).markdown(), terminator: "")
     exit(0)
   } catch {
-    printError("rewind-bench: \(path) is not a results file that --json wrote: \(error)")
+    printError("rewind-bench: \(error)")
     exit(1)
   }
 }

@@ -323,8 +323,7 @@ import Testing
   @Test func theResultsPageQuotesTheLatestRunAsItsJSONHoldsIt() throws {
     let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("Benchmarks")
-    let json = try Data(contentsOf: benchmarks.appendingPathComponent("results/latest.json"))
-    let tables = try JSONDecoder().decode(Report.self, from: json).markdown()
+    let tables = try Report.read(from: benchmarks.appendingPathComponent("results/latest.json").path).markdown()
     let page = try String(contentsOf: benchmarks.appendingPathComponent("RESULTS.md"), encoding: .utf8)
     let quoted = page.contains(tables)  // not inside #expect, which would print both texts whole
     #expect(quoted, "Benchmarks/RESULTS.md does not hold `rewind-bench --markdown Benchmarks/results/latest.json`")
@@ -367,6 +366,22 @@ import Testing
     try report.write(to: path)
     #expect(try Report.problems(in: path, scenarios: ["replay"]).isEmpty)
     #expect(try Report.problems(in: path, scenarios: ["replay", "seek"]) == ["scenario seek recorded no figure"])
+    #expect(try Report.read(from: path).figures.map(\.key) == report.figures.map(\.key))
+  }
+
+  /// A results file that is missing, or is not one `--json` wrote, is refused with its path named
+  /// (`rewind-bench --markdown` prints the message and exits 1).
+  @Test func aFileThatIsNotAResultsFileIsRefusedByName() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID()).json").path
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    #expect(throws: BenchError.self) { try Report.read(from: path) }
+    try Data("{}".utf8).write(to: URL(fileURLWithPath: path))
+    do {
+      _ = try Report.read(from: path)
+      Issue.record("{} read as a results file")
+    } catch let error as BenchError {
+      #expect(error.description.hasPrefix("\(path) is not a results file"), "\(error)")
+    }
   }
 
   /// The first targets are judged on the journal's and SQLite's figures as the issue states them.

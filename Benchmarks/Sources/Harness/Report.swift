@@ -65,10 +65,21 @@ struct Report: Codable {
     try encoder.encode(self).write(to: URL(fileURLWithPath: path))
   }
 
+  /// The results file that `write(to:)` wrote at `path`.
+  /// - Throws: `BenchError` naming `path`: it cannot be read, or it is not such a file.
+  static func read(from path: String) throws -> Report {
+    guard let data = FileManager.default.contents(atPath: path) else { throw BenchError("cannot read \(path)") }
+    do {
+      return try JSONDecoder().decode(Report.self, from: data)
+    } catch {
+      throw BenchError("\(path) is not a results file that --json wrote: \(error)")
+    }
+  }
+
   /// What is wrong with the results file at `path`: it must decode as a `Report`, hold at least
   /// one finite figure for each of `scenarios`, and no figure that is not finite.
   static func problems(in path: String, scenarios: [String]) throws -> [String] {
-    let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    let report = try read(from: path)
     var problems: [String] = []
     for figure in report.figures where !figure.value.isFinite || figure.ratio?.isFinite == false {
       problems.append("\(figure.key) is \(figure.value) (ratio \(String(describing: figure.ratio)))")
