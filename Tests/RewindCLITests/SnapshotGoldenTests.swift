@@ -10,9 +10,10 @@ import Testing
 /// (a copy of Journal/golden/notebook-v1/journal, 21 records) with a snapshot file for each
 /// verdict of Journal/SNAPSHOTS.md that needs neither model code (`stale` needs the model's
 /// fingerprint) nor a journal whose own id cannot be read (`unverifiable`), written by this code
-/// and then damaged by `record`, never by hand; one of them is a symbolic link (`unreadable`). `snapshots.txt` beside it is their expected reading, in
-/// the words of `scripts/journal-reader.py --verify` (its lines naming `snapshots/`: notes, then
-/// problems), made from the Swift checks (`SnapshotStore.fileProblems`, what `rewind verify`
+/// and then damaged by `record`, never by hand; one of them is a symbolic link (`unreadable`).
+/// `snapshots.txt` beside it is their expected reading, in the words of
+/// `scripts/journal-reader.py --verify` (its lines naming `snapshots/`: notes, then problems),
+/// made from the Swift checks (`SnapshotStore.fileProblems`, what `rewind verify`
 /// runs); `make format-check` compares the second reader's reading with it, and the tests below
 /// compare the Swift checks, `rewind verify`, and (where python3 is installed) the second reader.
 ///
@@ -55,6 +56,11 @@ import Testing
 
   /// Every golden file's name in order, links included.
   static var names: [String] { (files.map(\.name) + links.map(\.name)).sorted().map(SnapshotStore.fileName) }
+
+  /// Each golden file's name and the verdict it should get, links included.
+  static var verdicts: [(name: UInt64, verdict: String)] {
+    files.map { ($0.name, $0.verdict) } + links.map { ($0.name, "unreadable") }
+  }
 
   static func flipped(_ bytes: [UInt8], at offset: Int, with mask: UInt8 = 0x01) -> [UInt8] {
     var bytes = bytes
@@ -184,11 +190,6 @@ import Testing
       let name = "snapshots/" + SnapshotStore.fileName(sequence)
       #expect(expected.contains("\(name): \(verdict)"), "\(name) should be \(verdict):\n\(expected)")
     }
-  }
-
-  /// Each golden file's name and the verdict it should get, links included.
-  static var verdicts: [(name: UInt64, verdict: String)] {
-    files.map { ($0.name, $0.verdict) } + links.map { ($0.name, "unreadable") }
   }
 
   /// `rewind verify` reads the golden files as `snapshots.txt` says: exit 1, a problem for each
