@@ -13,7 +13,17 @@ package final class SegmentFile {
   /// Accessed only by the one thread that owns this file (no dynamic exclusivity checks).
   @exclusivity(unchecked) private var window: [UInt8] = []
   private var windowOffset: Int64 = 0
+  /// The most a refill reads ahead: a scan reads the segment 1 MiB per system call.
   private static let readAhead = 1 << 20
+  /// What the first refill reads ahead, and a refill that does not go on from the window: a
+  /// cursor positioned by the index (a seek, `record(_:)`, a jump) finds its record within about
+  /// one index interval (64 KiB by default) of where it starts, and read 1 MiB there (and 1 MiB
+  /// more for the segment header at the file's start), it spent most of its time copying and
+  /// allocating bytes it never looked at.
+  static let firstReadAhead = 64 << 10
+  /// What the next refill reads ahead: `firstReadAhead`, doubled at each refill that goes on from
+  /// where the window ends, up to `readAhead`.
+  private var nextReadAhead = SegmentFile.firstReadAhead
 
   package init(directory: String, firstSequence: UInt64, io: any FileIO) throws {
     self.name = Layout.segmentName(firstSequence: firstSequence)
@@ -63,8 +73,12 @@ package final class SegmentFile {
     }
     // Refill the window from `offset`; near the (last known) end of the file, read no more than
     // is there, so polling a live tail does not allocate a whole window each time. Likewise in
-    // zeros seen earlier (preallocated space a writer is filling): only what is asked for.
-    let ahead = zeroChecked.contains(offset) ? 0 : min(Int64(Self.readAhead), size - offset)
+    // zeros seen earlier (preallocated space a writer is filling): only what is asked for. A read
+    // that goes on from the window reads twice as far ahead as the last refill; one elsewhere
+    // starts again at `firstReadAhead`.
+    let goesOn = !window.isEmpty && offset >= windowOffset && offset <= windowOffset + Int64(window.count)
+    nextReadAhead = goesOn ? min(nextReadAhead * 2, Self.readAhead) : Self.firstReadAhead
+    let ahead = zeroChecked.contains(offset) ? 0 : min(Int64(nextReadAhead), size - offset)
     let wanted = Int(max(Int64(count), ahead))
     window = try read(count: wanted, at: offset)
     windowOffset = offset
@@ -78,7 +92,7 @@ package final class SegmentFile {
   }
 
   /// The segment header, read by itself: for a look at a file that reads nothing more of it,
-  /// where `header()` would read a whole window ahead (1 MiB) for the next reader to read again.
+  /// where `header()` would read a window ahead (64 KiB) for the next reader to read again.
   package func headerAlone() throws -> Result<SegmentHeader, SegmentHeader.Problem> {
     SegmentHeader.decode(try read(count: Layout.segmentHeaderSize, at: 0))
   }
