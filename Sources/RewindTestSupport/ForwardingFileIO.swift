@@ -33,6 +33,7 @@ extension ForwardingFileIO {
   package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
   package func isFile(_ fd: Int32, at path: String) -> Bool { base.isFile(fd, at: path) }
   package func linkCount(_ fd: Int32) -> Int? { base.linkCount(fd) }
+  package func stamp(_ path: String) -> FileStamp? { base.stamp(path) }
   package func removeFile(_ path: String) throws { try base.removeFile(path) }
   package func tryLock(_ fd: Int32, path: String) throws -> Bool { try base.tryLock(fd, path: path) }
   package func lockShared(_ fd: Int32, path: String) throws { try base.lockShared(fd, path: path) }

@@ -259,10 +259,88 @@ import Testing
     #expect(io.opens == 1)
     #expect(reader.hasCachedIndex)
     for _ in 0..<3 { _ = try plain.records(from: 5).next() }
-    #expect(io.opens == 4, "a reader without the cache loads the index for every cursor")
+    #expect(io.opens == 2, "a reader without `cachingIndex` loads it once too, while no file changes")
     reader.dropCachedIndex()
     _ = try reader.records(from: 5).next()
-    #expect(io.opens == 5)
+    #expect(io.opens == 3)
+  }
+
+  /// A reader made without `cachingIndex` (as every public one is) keeps the index while the
+  /// files keep their stamps, and loads it again at the first cursor after a writer appended:
+  /// its cursors read from records written since, as a new reader's do, and cursors made while
+  /// nothing changed read the index file once between them.
+  @Test func aReaderLoadsTheIndexAgainOnceTheJournalChanged() async throws {
+    let dir = TemporaryDirectory("index-live")
+    var records: [JournalRecord] = []
+    let io = IndexOpenCounter()
+    var reader: JournalReader?
+    var random = SeededGenerator(seed: 87)
+    for round in 0..<4 {
+      let journal = try Journal(directory: dir.path, options: Self.options)
+      // Then one batch a round: most rounds add no segment, so only the stamps tell the change.
+      records = try await JournalFixtures.write(
+        journal, batches: round == 0 ? 30 : 1, maxRecords: 5, maxPayload: 80, seed: 88 + UInt64(round),
+        after: records)
+      journal.close()
+      let opens = io.opens
+      if reader == nil { reader = try JournalReader(directory: dir.path, io: io) }
+      let reader = try #require(reader)
+      // From a record the round's appends wrote: loaded again, with the entries naming it.
+      let start = records.last!.sequence
+      #expect(try JournalFixtures.readAll(reader.records(from: start)) == [records.last!], "round \(round)")
+      #expect(io.opens == opens + 1, "round \(round): loaded again after the appends")
+      for _ in 0..<10 {
+        let start = UInt64.random(in: 1...UInt64(records.count), using: &random)
+        #expect(
+          try JournalFixtures.readAll(reader.records(from: start)) == Array(records[Int(start - 1)...]),
+          "round \(round), from \(start)")
+      }
+      #expect(io.opens == opens + 1, "round \(round): not loaded again while nothing changed")
+    }
+  }
+
+  /// While a writer appends, each cursor of a reader made before reads what a new reader's does.
+  @Test func aReaderKeepsUpWithAJournalBeingWritten() async throws {
+    let dir = TemporaryDirectory("index-writing")
+    let journal = try Journal(directory: dir.path, options: Self.options)
+    var records = try await JournalFixtures.write(journal, batches: 20, maxRecords: 5, maxPayload: 80, seed: 90)
+    let reader = try JournalReader(directory: dir.path)
+    var random = SeededGenerator(seed: 91)
+    for round in 0..<20 {
+      records = try await JournalFixtures.write(
+        journal, batches: 5, maxRecords: 5, maxPayload: 80, seed: 92 + UInt64(round), after: records)
+      let start = UInt64.random(in: 1...UInt64(records.count), using: &random)
+      let fresh = try JournalReader(directory: dir.path)
+      let expected = Array(records[Int(start - 1)...])
+      #expect(try JournalFixtures.readAll(fresh.records(from: start)) == expected, "round \(round), new reader")
+      #expect(try JournalFixtures.readAll(reader.records(from: start)) == expected, "round \(round), from \(start)")
+    }
+    journal.close()
+  }
+
+  /// A reader that loaded the index before a loss it witnesses (the last segment cut short under
+  /// a batch the index names) reports that loss at its next cursor, as a new reader does.
+  @Test func aReaderThatLoadedTheIndexBeforeALossReportsIt() async throws {
+    let (dir, records) = try await Self.makeJournal(seed: 89)
+    let reader = try JournalReader(directory: dir.path)
+    #expect(try JournalFixtures.readAll(reader.records(from: 1)) == records)
+    let last = try #require(JournalFixtures.segments(dir.path).last)
+    let entries = try Files.read(dir.appending("index")).dropFirst(SparseIndex.headerSize)
+    let named = stride(from: entries.startIndex, to: entries.endIndex, by: IndexEntry.size).compactMap {
+      IndexEntry.decode(entries[$0..<($0 + IndexEntry.size)])
+    }
+    let lastNamed = try #require(named.last { Layout.segmentName(firstSequence: $0.segment) == last })
+    // Cut inside the last batch the index names in that segment: the index witnesses the loss.
+    let bytes = try Files.read(dir.appending(last))
+    try Files.write(Array(bytes.prefix(Int(lastNamed.offset) + Layout.batchHeaderSize / 2)), to: dir.appending(last))
+    for (name, fresh) in [
+      ("the reader that loaded it", reader), ("a new reader", try JournalReader(directory: dir.path)),
+    ] {
+      let error = #expect(throws: JournalError.self, "\(name)") {
+        _ = try JournalFixtures.readAll(fresh.records(from: 1))
+      }
+      #expect(error?.code == .sequenceBreak, "\(name): \(String(describing: error))")
+    }
   }
 
   /// When compaction rewrites the segments a cached index points into, the first cursor that

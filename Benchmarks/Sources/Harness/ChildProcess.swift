@@ -87,6 +87,10 @@ enum ChildProcess {
     /// random points of it (the same points for every LIMIT, in order), each timed by CPU and wall
     /// clock (for profiling a prepared jump; per jump = the difference between two LIMITs).
     case jump
+    /// LIMIT seeks through one `JournalReader` of DIR: `records(from:)` to a seeded random
+    /// sequence number of the journal and the first `next()`, as `journal.seek` times them (for
+    /// profiling a seek; per seek = the difference between two LIMITs).
+    case seek
     /// The newest snapshot of the Notebook workspace in DIR at or before LIMIT, read and checked
     /// as a seek or a replay starting from it does (`SnapshotStore.latest`; for profiling snapshot
     /// reading; `rewind snapshot DIR` writes one). Its events are the state's live records.
@@ -156,7 +160,7 @@ enum ChildProcess {
       arguments.count == 4 || [.append, .appendBulk, .appendConcurrent].contains(kind)
     else {
       printError(
-        "usage: rewind-bench --child read|replay|manager|manager-64|history|pulls|append|append-bulk|append-64|jump|snapshot"
+        "usage: rewind-bench --child read|replay|manager|manager-64|history|pulls|append|append-bulk|append-64|jump|seek|snapshot"
           + " DIR LIMIT OUT"
           + " [none|batched|always (append kinds)]"
           + "\n  (manager, manager-64, history and pulls use the seed in REWIND_BENCH_SEED, as --seed takes it;"
@@ -210,6 +214,22 @@ enum ChildProcess {
         }
       case .jump:
         result = try jumps(directory: directory, limit: limit)
+      case .seek:
+        let reader = try JournalReader(directory: directory)
+        let last = try reader.lastSequence()
+        guard last > 0 else { throw BenchError("\(directory) holds no records") }
+        var random = SeededRandom(seed: 0x5EE4_2026)
+        var found = 0
+        let (seconds, _) = try timed {
+          for _ in 0..<limit {
+            let target = 1 + random.next() % last
+            guard try reader.records(from: target).next()?.sequence == target else {
+              throw BenchError("seek to \(target) in \(directory) did not read it")
+            }
+            found += 1
+          }
+        }
+        result = Result(events: found, seconds: seconds, payloadBytes: 0, peakBytes: peakResidentBytes())
       case .snapshot:
         let store = SnapshotStore(journal: directory)
         let last = try JournalReader(directory: directory).lastSequence()

@@ -29,6 +29,7 @@ struct ProfilingChildrenScenario: Scenario {
       (.appendBulk, journal, 2_000, 2_000),
       (.appendConcurrent, journal, 128, 128),
       (.jump, journal, 3, 3),
+      (.seek, journal, 20, 20),
       (.snapshot, journal, Int(rebuilt.lastSequence), live),
     ]
     for run in runs {

@@ -44,6 +44,9 @@ package protocol FileIO: Sendable {
   /// How many directory entries name the file `fd` has open (`st_nlink`), or nil if `fstat`
   /// fails: 0 once it was removed (alone, or with its directory), though still open.
   func linkCount(_ fd: Int32) -> Int?
+  /// Which file `path` names, its size and when it last changed (`lstat`), or nil if there is none
+  /// or `lstat` fails: a reader keeps what it derived from a file while its stamp stays the same.
+  func stamp(_ path: String) -> FileStamp?
   /// Removes a file (only derived data is ever removed: the index, temporary files).
   func removeFile(_ path: String) throws
   /// Takes an exclusive, non-blocking advisory lock (flock). Returns false if another holder has it.
@@ -77,6 +80,26 @@ package protocol FileIO: Sendable {
 }
 
 /// The size of a memory page, for mappings (`FileIO.map`).
+/// A file's identity (device and inode), size and last modification and status change times, as
+/// `lstat` gives them: equal stamps taken at two moments say the file was not written, truncated,
+/// replaced or renamed over in between (the kernel stamps each change with a fresh time).
+package struct FileStamp: Equatable, Sendable {
+  package var device: UInt64
+  package var inode: UInt64
+  package var size: Int64
+  /// Nanoseconds since 1970.
+  package var modified: Int64
+  package var changed: Int64
+
+  init(_ info: stat) {
+    device = UInt64(info.st_dev)
+    inode = UInt64(info.st_ino)
+    size = Int64(info.st_size)
+    modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+  }
+}
+
 package let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
 /// Linux's `fallocate(2)`, looked up once: Swift's Glibc module does not declare it (it needs
@@ -218,6 +241,11 @@ package struct PosixFileIO: FileIO {
   package func linkCount(_ fd: Int32) -> Int? {
     var info = stat()
     return Glibc.fstat(fd, &info) == 0 ? Int(info.st_nlink) : nil
+  }
+
+  package func stamp(_ path: String) -> FileStamp? {
+    var info = stat()
+    return lstat(path, &info) == 0 ? FileStamp(info) : nil
   }
 
   package func removeFile(_ path: String) throws {

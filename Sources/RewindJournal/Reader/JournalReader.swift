@@ -13,28 +13,36 @@ public struct JournalReader: Sendable {
   public let directory: String
   public let limits: JournalLimits
   package let io: any FileIO
-  /// The sparse index as the last cursor loaded it, for readers that open many cursors (a time
-  /// machine opens one per seek); nil: every cursor loads it.
-  private let indexCache: IndexCache?
+  /// The sparse index as the last cursor loaded it, shared by the reader's copies: a reader that
+  /// opens many cursors (a seek each, or a time machine's jumps) reads the index file and opens
+  /// every segment once, not at each cursor (at 1M events that was most of a seek's time).
+  private let indexCache: IndexCache
 
+  /// Its cursors (and those of its copies) share the sparse index one of them loaded while the
+  /// index file and the segments are unchanged since (the same files, sizes and change times), so
+  /// that a seek reads one segment's window instead of the whole index; a cursor made after a
+  /// writer appended, or anything else changed them, loads the index again.
   /// - Throws: `JournalError` `.notAJournal` or `.badManifest` when `directory` holds no journal.
   public init(directory: String, limits: JournalLimits = JournalLimits()) throws {
     try self.init(directory: directory, limits: limits, io: PosixFileIO())
   }
 
   /// - Parameter cachingIndex: cursors reuse the sparse index an earlier cursor of this reader
-  ///   (or of a copy of it) loaded, while the journal's segments are the same files by name, instead
-  ///   of reading the index file and opening every segment each time. A cached entry is checked
-  ///   when used as any entry is; one that turns out stale (a segment was rewritten by compaction)
-  ///   drops the cache. Entries written since it was loaded are missing from it, which makes a
-  ///   cursor start further back, never wrong: `dropCachedIndex()` picks them up.
+  ///   (or of a copy of it) loaded, while the journal's segments are the same files by name,
+  ///   even when files changed since. A cached entry is checked when used as any entry is; one
+  ///   that turns out stale (a segment was rewritten by compaction) drops the cache. Entries
+  ///   written since it was loaded are missing from it, which makes a cursor start further back,
+  ///   never wrong: `dropCachedIndex()` picks them up. Without it (as `init(directory:limits:)`),
+  ///   cursors reuse the index only while the index file and every segment have the stamps
+  ///   (`FileStamp`) they had when it was loaded, so a cursor reads what a fresh load would give:
+  ///   a journal being written is loaded again at a cursor made after the files changed.
   package init(
     directory: String, limits: JournalLimits = JournalLimits(), io: any FileIO = PosixFileIO(), cachingIndex: Bool
   ) throws {
     self.directory = directory
     self.limits = limits
     self.io = io
-    self.indexCache = cachingIndex ? IndexCache() : nil
+    self.indexCache = IndexCache(whileUnchanged: !cachingIndex)
     _ = try JournalDirectory(path: directory, io: io)
   }
 
@@ -149,20 +157,35 @@ public struct JournalReader: Sendable {
   }
 
   /// The sparse index for cursors: the cached one while `layout` lists the segments it was loaded
-  /// for (with `cachingIndex`), otherwise loaded (and cached).
+  /// for (and, without `cachingIndex`, while the files have the stamps they had then), otherwise
+  /// loaded (and cached).
   func index(for layout: JournalDirectory) -> SparseIndex {
-    guard let indexCache else { return loadIndex(layout) }
-    if let cached = indexCache.index(segments: layout.segments) { return cached }
+    // Stamped before the load: a file that changes while it loads gets another stamp, and the
+    // next cursor loads again. Nil (a file gone, or `lstat` failing): loaded, not cached.
+    let stamps = indexCache.whileUnchanged ? stamps(of: layout) : []
+    if let stamps, let cached = indexCache.index(segments: layout.segments, stamps: stamps) { return cached }
     let index = loadIndex(layout)
-    indexCache.keep(index, segments: layout.segments)
+    if let stamps { indexCache.keep(index, segments: layout.segments, stamps: stamps) }
     return index
   }
 
+  /// The stamps of what `loadIndex` reads: the index file (nil stamp while there is none: loaded,
+  /// it is an empty index), then each segment, whose size bounds the entries kept.
+  private func stamps(of layout: JournalDirectory) -> [FileStamp?]? {
+    var stamps: [FileStamp?] = [io.stamp(directory + "/" + Layout.indexName)]
+    stamps.reserveCapacity(layout.segments.count + 1)
+    for first in layout.segments {
+      guard let stamp = io.stamp(directory + "/" + Layout.segmentName(firstSequence: first)) else { return nil }
+      stamps.append(stamp)
+    }
+    return stamps
+  }
+
   /// Forgets the cached sparse index (if any): the next cursor loads it again.
-  package func dropCachedIndex() { indexCache?.drop() }
+  package func dropCachedIndex() { indexCache.drop() }
 
   /// Whether a cached index is held (for tests).
-  package var hasCachedIndex: Bool { indexCache?.index(segments: nil) != nil }
+  package var hasCachedIndex: Bool { indexCache.isHolding }
 
   /// Loads the sparse index, keeping the entries that fit the segments as they are now.
   package func loadIndex(_ layout: JournalDirectory) -> SparseIndex {
@@ -176,17 +199,26 @@ public struct JournalReader: Sendable {
 
 /// A sparse index loaded for a list of segments, shared by the copies of a `JournalReader`.
 private final class IndexCache: Sendable {
-  private let held = Mutex<(segments: [UInt64], index: SparseIndex)?>(nil)
+  /// Whether the index is reused only while the files keep their stamps (otherwise while the
+  /// segments keep their names).
+  let whileUnchanged: Bool
+  private let held = Mutex<(segments: [UInt64], stamps: [FileStamp?], index: SparseIndex)?>(nil)
 
-  /// The index, if one is held for `segments` (for any, when nil).
-  func index(segments: [UInt64]?) -> SparseIndex? {
+  init(whileUnchanged: Bool) { self.whileUnchanged = whileUnchanged }
+
+  /// The index, if one is held for `segments` (and, `whileUnchanged`, for `stamps`).
+  func index(segments: [UInt64], stamps: [FileStamp?]) -> SparseIndex? {
     held.withLock { held in
-      guard let held, segments.map({ $0 == held.segments }) ?? true else { return nil }
+      guard let held, held.segments == segments, !whileUnchanged || held.stamps == stamps else { return nil }
       return held.index
     }
   }
 
-  func keep(_ index: SparseIndex, segments: [UInt64]) { held.withLock { $0 = (segments, index) } }
+  func keep(_ index: SparseIndex, segments: [UInt64], stamps: [FileStamp?]) {
+    held.withLock { $0 = (segments, stamps, index) }
+  }
+
+  var isHolding: Bool { held.withLock { $0 != nil } }
 
   func drop() { held.withLock { $0 = nil } }
 }
