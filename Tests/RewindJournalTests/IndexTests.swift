@@ -248,7 +248,7 @@ import Testing
     let (dir, records) = try await Self.makeJournal(seed: 82)
     let io = IndexOpenCounter()
     let reader = try JournalReader(directory: dir.path, io: io, cachingIndex: true)
-    let plain = try JournalReader(directory: dir.path, io: io)
+    let plain = try JournalReader(directory: dir.path, io: io, cachingIndex: false, indexSettling: 0)
     #expect(!reader.hasCachedIndex)
     var random = SeededGenerator(seed: 83)
     for _ in 0..<30 {
@@ -283,7 +283,9 @@ import Testing
         after: records)
       journal.close()
       let opens = io.opens
-      if reader == nil { reader = try JournalReader(directory: dir.path, io: io) }
+      if reader == nil {
+        reader = try JournalReader(directory: dir.path, io: io, cachingIndex: false, indexSettling: 0)
+      }
       let reader = try #require(reader)
       // From a record the round's appends wrote: loaded again, with the entries naming it.
       let start = records.last!.sequence
@@ -299,48 +301,70 @@ import Testing
     }
   }
 
-  /// While a writer appends, each cursor of a reader made before reads what a new reader's does.
-  @Test func aReaderKeepsUpWithAJournalBeingWritten() async throws {
-    let dir = TemporaryDirectory("index-writing")
-    let journal = try Journal(directory: dir.path, options: Self.options)
-    var records = try await JournalFixtures.write(journal, batches: 20, maxRecords: 5, maxPayload: 80, seed: 90)
-    let reader = try JournalReader(directory: dir.path)
-    var random = SeededGenerator(seed: 91)
-    for round in 0..<20 {
-      records = try await JournalFixtures.write(
-        journal, batches: 5, maxRecords: 5, maxPayload: 80, seed: 92 + UInt64(round), after: records)
-      let start = UInt64.random(in: 1...UInt64(records.count), using: &random)
-      let fresh = try JournalReader(directory: dir.path)
-      let expected = Array(records[Int(start - 1)...])
-      #expect(try JournalFixtures.readAll(fresh.records(from: start)) == expected, "round \(round), new reader")
-      #expect(try JournalFixtures.readAll(reader.records(from: start)) == expected, "round \(round), from \(start)")
-    }
+  /// A reader that kept the index reports a loss among records indexed after it loaded it (the
+  /// last segment cut short under a batch only the newer entries name), as a new reader does: a
+  /// reader keeping the index by the segments' names alone would return a shorter journal.
+  @Test func aReaderReportsALossAmongRecordsIndexedAfterItsLoad() async throws {
+    let dir = TemporaryDirectory("index-later-loss")
+    let options = JournalFixtures.options(segmentBytes: 1 << 20, indexBytes: 512)
+    var journal = try Journal(directory: dir.path, options: options)
+    var records = try await JournalFixtures.write(journal, batches: 40, maxRecords: 5, maxPayload: 80, seed: 89)
     journal.close()
-  }
-
-  /// A reader that loaded the index before a loss it witnesses (the last segment cut short under
-  /// a batch the index names) reports that loss at its next cursor, as a new reader does.
-  @Test func aReaderThatLoadedTheIndexBeforeALossReportsIt() async throws {
-    let (dir, records) = try await Self.makeJournal(seed: 89)
-    let reader = try JournalReader(directory: dir.path)
+    let reader = try JournalReader(directory: dir.path, io: PosixFileIO(), cachingIndex: false, indexSettling: 0)
     #expect(try JournalFixtures.readAll(reader.records(from: 1)) == records)
-    let last = try #require(JournalFixtures.segments(dir.path).last)
-    let entries = try Files.read(dir.appending("index")).dropFirst(SparseIndex.headerSize)
-    let named = stride(from: entries.startIndex, to: entries.endIndex, by: IndexEntry.size).compactMap {
-      IndexEntry.decode(entries[$0..<($0 + IndexEntry.size)])
-    }
-    let lastNamed = try #require(named.last { Layout.segmentName(firstSequence: $0.segment) == last })
-    // Cut inside the last batch the index names in that segment: the index witnesses the loss.
-    let bytes = try Files.read(dir.appending(last))
-    try Files.write(Array(bytes.prefix(Int(lastNamed.offset) + Layout.batchHeaderSize / 2)), to: dir.appending(last))
-    for (name, fresh) in [
-      ("the reader that loaded it", reader), ("a new reader", try JournalReader(directory: dir.path)),
+    let loadedEntries = Self.entries(dir)
+    journal = try Journal(directory: dir.path, options: options)
+    records = try await JournalFixtures.write(
+      journal, batches: 40, maxRecords: 5, maxPayload: 80, seed: 90, after: records)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count == 1, "\(segments)")
+    // Cut inside the last batch the index names, which only entries written after the load name.
+    let newest = try #require(Self.entries(dir).last)
+    try #require(!loadedEntries.contains(newest))
+    let bytes = try Files.read(dir.appending(segments[0]))
+    try Files.write(
+      Array(bytes.prefix(Int(newest.offset) + Layout.batchHeaderSize / 2)), to: dir.appending(segments[0]))
+    for (name, after) in [
+      ("the reader that kept the index", reader), ("a new reader", try JournalReader(directory: dir.path)),
     ] {
       let error = #expect(throws: JournalError.self, "\(name)") {
-        _ = try JournalFixtures.readAll(fresh.records(from: 1))
+        _ = try JournalFixtures.readAll(after.records(from: 1))
       }
       #expect(error?.code == .sequenceBreak, "\(name): \(String(describing: error))")
     }
+  }
+
+  /// A load that could not read the index file is used by its cursor alone: the next cursor
+  /// loads again (a short index kept would hide the losses the rest of it witnesses).
+  @Test func anIndexThatCouldNotBeReadIsNotKept() async throws {
+    let (dir, records) = try await Self.makeJournal(seed: 92)
+    let io = IndexOpenCounter(failingFirstOpen: true)
+    let reader = try JournalReader(directory: dir.path, io: io, cachingIndex: false, indexSettling: 0)
+    for (round, start) in [UInt64(5), 40, 70, 100].enumerated() {
+      #expect(try JournalFixtures.readAll(reader.records(from: start)) == Array(records[Int(start - 1)...]))
+      #expect(io.opens == min(round + 1, 2), "cursor \(round): the failed load was not kept, the next one was")
+    }
+  }
+
+  /// Files that changed within `settledNanoseconds` before a load may change again within the
+  /// same tick of a coarse file system clock and keep their stamps: the load is not kept.
+  @Test func anIndexOfFilesThatJustChangedIsNotKept() async throws {
+    let (dir, records) = try await Self.makeJournal(seed: 93)
+    let io = IndexOpenCounter()
+    let reader = try JournalReader(directory: dir.path, io: io, cachingIndex: false)
+    for round in 1...3 {
+      #expect(try JournalFixtures.readAll(reader.records(from: 50)) == Array(records[49...]))
+      #expect(io.opens == round, "the journal was written just now: loaded at every cursor")
+    }
+  }
+
+  /// The well-formed entries of `dir`'s index file.
+  static func entries(_ dir: TemporaryDirectory) -> [IndexEntry] {
+    guard let bytes = try? Files.read(dir.appending("index")) else { return [] }
+    let entries = bytes.dropFirst(SparseIndex.headerSize)
+    return stride(from: entries.startIndex, to: entries.endIndex - IndexEntry.size + 1, by: IndexEntry.size)
+      .compactMap { IndexEntry.decode(entries[$0..<($0 + IndexEntry.size)]) }
   }
 
   /// When compaction rewrites the segments a cached index points into, the first cursor that
@@ -373,14 +397,24 @@ import Testing
     #expect(reader.hasCachedIndex)
   }
 
-  /// Counts how often the index file is opened.
+  /// Counts how often the index file is opened; with `failingFirstOpen`, the first open fails
+  /// with EMFILE (too many open files), as a busy process's may.
   final class IndexOpenCounter: ForwardingFileIO {
     let base: any FileIO = PosixFileIO()
+    let failingFirstOpen: Bool
     private let count = Mutex(0)
     var opens: Int { count.withLock { $0 } }
 
+    init(failingFirstOpen: Bool = false) { self.failingFirstOpen = failingFirstOpen }
+
     func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
-      if path.hasSuffix("/" + Layout.indexName) { count.withLock { $0 += 1 } }
+      if path.hasSuffix("/" + Layout.indexName) {
+        let first = count.withLock {
+          $0 += 1
+          return $0 == 1
+        }
+        if first && failingFirstOpen { throw SystemCallError("open", path: path, errno: EMFILE) }
+      }
       return try base.open(path, flags: flags, mode: mode)
     }
   }

@@ -82,12 +82,27 @@ package struct SparseIndex {
   package static func load(
     directory: String, journalID: JournalID, segments: [UInt64: Int64], io: any FileIO
   ) -> (SparseIndex, validBytes: Int64) {
+    let (index, validBytes, _) = loadReportingFailures(
+      directory: directory, journalID: journalID, segments: segments, io: io)
+    return (index, validBytes)
+  }
+
+  /// `load`, and whether it read the whole file: false when opening it (for any reason but its
+  /// absence) or a read failed, which leaves the index empty or short for this load only. A reader
+  /// keeps only a whole load for its later cursors: a short one would hide what the rest names.
+  package static func loadReportingFailures(
+    directory: String, journalID: JournalID, segments: [UInt64: Int64], io: any FileIO
+  ) -> (SparseIndex, validBytes: Int64, readWhole: Bool) {
     let path = directory + "/" + Layout.indexName
-    guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return (SparseIndex(), 0) }
-    defer { io.close(fd) }
-    guard let head = try? io.read(fd, count: headerSize, at: 0, path: path), head == header(journalID: journalID) else {
-      return (SparseIndex(), 0)
+    let fd: Int32
+    do {
+      fd = try io.open(path, flags: O_RDONLY, mode: 0)
+    } catch {
+      return (SparseIndex(), 0, (error as? SystemCallError)?.errno == ENOENT)
     }
+    defer { io.close(fd) }
+    guard let head = try? io.read(fd, count: headerSize, at: 0, path: path) else { return (SparseIndex(), 0, false) }
+    guard head == header(journalID: journalID) else { return (SparseIndex(), 0, true) }
     var index = SparseIndex()
     var offset = Int64(headerSize)
     // Where the prefix of entries consistent with `segments` ends, once it has.
@@ -95,9 +110,16 @@ package struct SparseIndex {
     // The segment of the entry before, and its size (nil: not among `segments`).
     var segment: (first: UInt64, size: Int64?)?
     let chunkEntries = 4096
+    var readWhole = true
     scan: while true {
-      guard let chunk = try? io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path), !chunk.isEmpty
-      else { break }
+      let chunk: [UInt8]
+      do {
+        chunk = try io.read(fd, count: chunkEntries * IndexEntry.size, at: offset, path: path)
+      } catch {
+        readWhole = false
+        break
+      }
+      if chunk.isEmpty { break }
       var position = 0
       while position + IndexEntry.size <= chunk.count {
         guard let entry = IndexEntry.decode(chunk[position..<(position + IndexEntry.size)]),
@@ -130,7 +152,7 @@ package struct SparseIndex {
       offset += Int64(position)
       if chunk.count < chunkEntries * IndexEntry.size { break }
     }
-    return (index, validBytes ?? offset)
+    return (index, validBytes ?? offset, readWhole)
   }
 
   /// The first well-formed entry (right header, right checksum) that names a segment missing from

@@ -21,28 +21,34 @@ public struct JournalReader: Sendable {
   /// Its cursors (and those of its copies) share the sparse index one of them loaded while the
   /// index file and the segments are unchanged since (the same files, sizes and change times), so
   /// that a seek reads one segment's window instead of the whole index; a cursor made after a
-  /// writer appended, or anything else changed them, loads the index again.
+  /// writer appended, or anything else changed them, loads the index again. An index is shared
+  /// only once its files have rested for two seconds, and only when it was read whole.
   /// - Throws: `JournalError` `.notAJournal` or `.badManifest` when `directory` holds no journal.
   public init(directory: String, limits: JournalLimits = JournalLimits()) throws {
     try self.init(directory: directory, limits: limits, io: PosixFileIO())
   }
 
-  /// - Parameter cachingIndex: cursors reuse the sparse index an earlier cursor of this reader
-  ///   (or of a copy of it) loaded, while the journal's segments are the same files by name,
-  ///   even when files changed since. A cached entry is checked when used as any entry is; one
-  ///   that turns out stale (a segment was rewritten by compaction) drops the cache. Entries
-  ///   written since it was loaded are missing from it, which makes a cursor start further back,
-  ///   never wrong: `dropCachedIndex()` picks them up. Without it (as `init(directory:limits:)`),
-  ///   cursors reuse the index only while the index file and every segment have the stamps
-  ///   (`FileStamp`) they had when it was loaded, so a cursor reads what a fresh load would give:
-  ///   a journal being written is loaded again at a cursor made after the files changed.
+  /// - Parameters:
+  ///   - cachingIndex: cursors reuse the sparse index an earlier cursor of this reader
+  ///     (or of a copy of it) loaded, while the journal's segments are the same files by name,
+  ///     even when files changed since. A cached entry is checked when used as any entry is; one
+  ///     that turns out stale (a segment was rewritten by compaction) drops the cache. Entries
+  ///     written since it was loaded are missing from it, which makes a cursor start further back,
+  ///     never wrong: `dropCachedIndex()` picks them up. Without it (as `init(directory:limits:)`),
+  ///     cursors reuse the index only while the index file and every segment have the stamps
+  ///     (`FileStamp`) they had when it was loaded, so a cursor reads what a fresh load would give:
+  ///     a journal being written is loaded again at a cursor made after the files changed.
+  ///   - indexSettling: without `cachingIndex`, how long (in nanoseconds) before a load every file
+  ///     it stamps must have last changed for the load to be kept (`settledNanoseconds`; tests of a
+  ///     journal they have just written pass 0).
   package init(
-    directory: String, limits: JournalLimits = JournalLimits(), io: any FileIO = PosixFileIO(), cachingIndex: Bool
+    directory: String, limits: JournalLimits = JournalLimits(), io: any FileIO = PosixFileIO(), cachingIndex: Bool,
+    indexSettling: Int64 = JournalReader.settledNanoseconds
   ) throws {
     self.directory = directory
     self.limits = limits
     self.io = io
-    self.indexCache = IndexCache(whileUnchanged: !cachingIndex)
+    self.indexCache = IndexCache(whileUnchanged: !cachingIndex, settling: indexSettling)
     _ = try JournalDirectory(path: directory, io: io)
   }
 
@@ -160,13 +166,36 @@ public struct JournalReader: Sendable {
   /// for (and, without `cachingIndex`, while the files have the stamps they had then), otherwise
   /// loaded (and cached).
   func index(for layout: JournalDirectory) -> SparseIndex {
-    // Stamped before the load: a file that changes while it loads gets another stamp, and the
-    // next cursor loads again. Nil (a file gone, or `lstat` failing): loaded, not cached.
-    let stamps = indexCache.whileUnchanged ? stamps(of: layout) : []
+    guard indexCache.whileUnchanged else {
+      if let cached = indexCache.index(segments: layout.segments, stamps: []) { return cached }
+      let index = loadIndex(layout)
+      indexCache.keep(index, segments: layout.segments, stamps: [])
+      return index
+    }
+    // Nil stamps (a file gone, or `lstat` failing): loaded, not kept.
+    let stamps = stamps(of: layout)
     if let stamps, let cached = indexCache.index(segments: layout.segments, stamps: stamps) { return cached }
-    let index = loadIndex(layout)
-    if let stamps { indexCache.keep(index, segments: layout.segments, stamps: stamps) }
+    let (index, readWhole) = loadIndexReportingFailures(layout)
+    // Kept only when it was read whole (a failed read leaves it short for this cursor alone), the
+    // files have the same stamps after the load as before it (none changed while it was read),
+    // and none changed within `settledNanoseconds` before the load: on a file system whose
+    // clock ticks coarsely, two changes within one tick can leave equal stamps on different bytes.
+    if let stamps, readWhole, stamps == self.stamps(of: layout), Self.settled(stamps, for: indexCache.settling) {
+      indexCache.keep(index, segments: layout.segments, stamps: stamps)
+    }
     return index
+  }
+
+  /// How long before now every stamped file must have last changed for a load to be kept: longer
+  /// than the coarsest clock a file system stamps changes by (one second, for ext4's small inodes).
+  package static let settledNanoseconds: Int64 = 2_000_000_000
+
+  /// Whether every file of `stamps` last changed at least `settling` nanoseconds ago.
+  private static func settled(_ stamps: [FileStamp?], for settling: Int64) -> Bool {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let limit = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - settling
+    return stamps.allSatisfy { ($0?.changed ?? .min) <= limit && ($0?.modified ?? .min) <= limit }
   }
 
   /// The stamps of what `loadIndex` reads: the index file (nil stamp while there is none: loaded,
@@ -188,12 +217,19 @@ public struct JournalReader: Sendable {
   package var hasCachedIndex: Bool { indexCache.isHolding }
 
   /// Loads the sparse index, keeping the entries that fit the segments as they are now.
-  package func loadIndex(_ layout: JournalDirectory) -> SparseIndex {
+  package func loadIndex(_ layout: JournalDirectory) -> SparseIndex { loadIndexReportingFailures(layout).index }
+
+  /// `loadIndex`, and whether every file it reads was read (see
+  /// `SparseIndex.loadReportingFailures`; a segment that does not open counts as a failure too).
+  private func loadIndexReportingFailures(_ layout: JournalDirectory) -> (index: SparseIndex, readWhole: Bool) {
     var sizes: [UInt64: Int64] = [:]
+    var readWhole = true
     for first in layout.segments {
-      if let file = try? layout.open(segment: first) { sizes[first] = file.size }
+      if let file = try? layout.open(segment: first) { sizes[first] = file.size } else { readWhole = false }
     }
-    return SparseIndex.load(directory: directory, journalID: layout.journalID, segments: sizes, io: io).0
+    let (index, _, indexReadWhole) = SparseIndex.loadReportingFailures(
+      directory: directory, journalID: layout.journalID, segments: sizes, io: io)
+    return (index, readWhole && indexReadWhole)
   }
 }
 
@@ -202,9 +238,14 @@ private final class IndexCache: Sendable {
   /// Whether the index is reused only while the files keep their stamps (otherwise while the
   /// segments keep their names).
   let whileUnchanged: Bool
+  /// `JournalReader.init`'s `indexSettling`.
+  let settling: Int64
   private let held = Mutex<(segments: [UInt64], stamps: [FileStamp?], index: SparseIndex)?>(nil)
 
-  init(whileUnchanged: Bool) { self.whileUnchanged = whileUnchanged }
+  init(whileUnchanged: Bool, settling: Int64) {
+    self.whileUnchanged = whileUnchanged
+    self.settling = settling
+  }
 
   /// The index, if one is held for `segments` (and, `whileUnchanged`, for `stamps`).
   func index(segments: [UInt64], stamps: [FileStamp?]) -> SparseIndex? {
