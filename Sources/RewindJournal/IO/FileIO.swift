@@ -79,10 +79,11 @@ package protocol FileIO: Sendable {
   func store(_ bytes: UnsafeRawBufferPointer, at address: UnsafeMutableRawPointer)
 }
 
-/// The size of a memory page, for mappings (`FileIO.map`).
 /// A file's identity (device and inode), size and last modification and status change times, as
-/// `lstat` gives them: equal stamps taken at two moments say the file was not written, truncated,
-/// replaced or renamed over in between (the kernel stamps each change with a fresh time).
+/// `lstat` gives them: a write, truncation, replacement or rename over the file between two
+/// stamps changes the second, unless the file system's clock did not tick between two changes
+/// (some tick once a second), which is why `JournalReader` keeps nothing derived from files that
+/// changed in the last two seconds.
 package struct FileStamp: Equatable, Sendable {
   package var device: UInt64
   package var inode: UInt64
@@ -100,6 +101,7 @@ package struct FileStamp: Equatable, Sendable {
   }
 }
 
+/// The size of a memory page, for mappings (`FileIO.map`).
 package let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
 /// Linux's `fallocate(2)`, looked up once: Swift's Glibc module does not declare it (it needs

@@ -178,8 +178,9 @@ public struct JournalReader: Sendable {
     let (index, readWhole) = loadIndexReportingFailures(layout)
     // Kept only when it was read whole (a failed read leaves it short for this cursor alone), the
     // files have the same stamps after the load as before it (none changed while it was read),
-    // and none changed within `settledNanoseconds` before the load: on a file system whose
-    // clock ticks coarsely, two changes within one tick can leave equal stamps on different bytes.
+    // and none changed within the reader's settling time (`settledNanoseconds`) before the load:
+    // on a file system whose clock ticks coarsely, two changes within one tick can leave equal
+    // stamps on different bytes.
     if let stamps, readWhole, stamps == self.stamps(of: layout), Self.settled(stamps, for: indexCache.settling) {
       indexCache.keep(index, segments: layout.segments, stamps: stamps)
     }

@@ -17,8 +17,8 @@ package final class SegmentFile {
   private static let readAhead = 1 << 20
   /// What the first refill reads ahead, and a refill that does not go on from the window: a
   /// cursor positioned by the index (a seek, `record(_:)`, a jump) finds its record within about
-  /// one index interval (64 KiB by default) of where it starts, and read 1 MiB there (and 1 MiB
-  /// more for the segment header at the file's start), it spent most of its time copying and
+  /// one index interval (64 KiB by default) of where it starts. Reading 1 MiB there (and 1 MiB
+  /// more for the segment header at the file's start), a seek spent most of its time copying and
   /// allocating bytes it never looked at.
   static let firstReadAhead = 64 << 10
   /// What the next refill reads ahead: `firstReadAhead`, doubled at each refill that goes on from
