@@ -96,9 +96,15 @@ package struct FileStamp: Equatable, Sendable {
     device = UInt64(info.st_dev)
     inode = UInt64(info.st_ino)
     size = Int64(info.st_size)
-    modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-    changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+    modified = info.st_mtim.nanoseconds
+    changed = info.st_ctim.nanoseconds
   }
+}
+
+extension timespec {
+  /// The time in nanoseconds (since 1970 on the real-time clock): the one conversion the
+  /// journal's clocks and file stamps share.
+  var nanoseconds: Int64 { Int64(tv_sec) * 1_000_000_000 + Int64(tv_nsec) }
 }
 
 /// The size of a memory page, for mappings (`FileIO.map`).

@@ -180,8 +180,9 @@ public struct JournalReader: Sendable {
     // files have the same stamps after the load as before it (none changed while it was read),
     // and none changed within the reader's settling time (`settledNanoseconds`) before the load:
     // on a file system whose clock ticks coarsely, two changes within one tick can leave equal
-    // stamps on different bytes.
-    if let stamps, readWhole, stamps == self.stamps(of: layout), Self.settled(stamps, for: indexCache.settling) {
+    // stamps on different bytes. Settling is asked first: a journal being written fails it, and
+    // is then spared stamping every file a second time at each cursor.
+    if let stamps, readWhole, Self.settled(stamps, for: indexCache.settling), stamps == self.stamps(of: layout) {
       indexCache.keep(index, segments: layout.segments, stamps: stamps)
     }
     return index
@@ -195,7 +196,7 @@ public struct JournalReader: Sendable {
   private static func settled(_ stamps: [FileStamp?], for settling: Int64) -> Bool {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
-    let limit = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - settling
+    let limit = now.nanoseconds - settling
     return stamps.allSatisfy { ($0?.changed ?? .min) <= limit && ($0?.modified ?? .min) <= limit }
   }
 

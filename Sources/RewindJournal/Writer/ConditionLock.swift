@@ -34,7 +34,7 @@ final class ConditionLock: @unchecked Sendable {
   static func now() -> UInt64 {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
-    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    return UInt64(time.nanoseconds)
   }
 
   /// `now()` plus `nanoseconds`; the clock's end if that overflows.
