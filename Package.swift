@@ -96,7 +96,7 @@ let package = Package(
     ),
     .testTarget(name: "RewindTests", dependencies: ["Rewind", "RewindTestSupport"], swiftSettings: strict),
     // The benchmark harness's arithmetic (percentiles, medians of rounds, ratios, targets).
-    .testTarget(name: "BenchmarkTests", dependencies: ["rewind-bench"], swiftSettings: strict),
+    .testTarget(name: "BenchmarkTests", dependencies: ["rewind-bench", "RewindTestSupport"], swiftSettings: strict),
     .testTarget(
       name: "NotebookTests",
       dependencies: ["Notebook", "Rewind", "RewindTestSupport", "replay-child"],

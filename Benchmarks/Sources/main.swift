@@ -8,21 +8,21 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--child" {
   exit(ChildProcess.main(Array(arguments.dropFirst())))
 }
-if arguments.first == "--markdown" {
+guard let options = BenchOptions.parse(arguments) else { exit(2) }
+if options.help {
+  print(BenchOptions.usage)
+  exit(0)
+}
+if let results = options.markdown {
   // A results file as Markdown tables (Benchmarks/RESULTS.md quotes them); runs nothing.
-  guard arguments.count == 2 else {
-    printError("usage: rewind-bench --markdown RESULTS.json")
-    exit(2)
-  }
   do {
-    print(try Report.read(from: arguments[1]).markdown(), terminator: "")
+    print(try Report.read(from: results).markdown(), terminator: "")
     exit(0)
   } catch {
     printError("rewind-bench: \(error)")
     exit(1)
   }
 }
-guard let options = BenchOptions.parse(arguments) else { exit(arguments.contains("--help") ? 0 : 2) }
 
 let work: String
 if let given = options.workDirectory {

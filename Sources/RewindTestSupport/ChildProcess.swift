@@ -103,6 +103,11 @@ public final class ChildProcess: @unchecked Sendable {
 
   public var isRunning: Bool { process.isRunning }
 
+  /// The status the child exited with; nil while it runs, and when a signal ended it.
+  public var exitStatus: Int32? {
+    process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
+  }
+
   /// The child's process id, for a signal a test sends it while it runs.
   public var processIdentifier: Int32 { process.processIdentifier }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RewindJournal
+import RewindTestSupport
 import Synchronization
 import Testing
 
@@ -9,6 +10,10 @@ import Testing
 /// quotes and the targets it judges. The smoke run in CI checks that every scenario records
 /// finite figures; these check that the figures are the right ones.
 @Suite struct HarnessTests {
+  /// The repository's Benchmarks directory.
+  static let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("Benchmarks")
+
   /// Nearest-rank percentiles: the smallest sample with at least that fraction of samples at or
   /// below it, whatever order the samples came in. Without samples there is none, and a figure
   /// asked of none is an error (not a latency of 0).
@@ -321,8 +326,7 @@ import Testing
   /// it: a results file replaced without the page, or a figure in the page's tables of it edited
   /// by hand, fails. (The summary written above those tables is not checked.)
   @Test func theResultsPageQuotesTheLatestRunAsItsJSONHoldsIt() throws {
-    let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent().appendingPathComponent("Benchmarks")
+    let benchmarks = Self.benchmarks
     let tables = try Report.read(from: benchmarks.appendingPathComponent("results/latest.json").path).markdown()
     let page = try String(contentsOf: benchmarks.appendingPathComponent("RESULTS.md"), encoding: .utf8)
     let quoted = page.contains(tables)  // not inside #expect, which would print both texts whole
@@ -548,13 +552,51 @@ import Testing
     #expect(BenchOptions.parse(["--seed", "x"]) == nil)
     #expect(BenchOptions.parse(["--json"]) == nil)
     #expect(BenchOptions.parse(["--fast"]) == nil)
+    #expect(BenchOptions.parse(["--markdown", "r.json"])?.markdown == "r.json")
+    #expect(BenchOptions.parse(["--markdown"]) == nil)
+    #expect(BenchOptions.parse(["--full", "--markdown", "r.json"]) == nil)
+    #expect(BenchOptions.parse(["--markdown", "r.json", "--only", "seek"]) == nil)
+    #expect(BenchOptions.parse(["--full", "-h"])?.help == true)
+    #expect(BenchOptions.parse(["--full"])?.help == false)
+  }
+
+  /// The executable, as its usage says: `--markdown F` prints F's tables (exit 0), an unreadable
+  /// F is exit 1; `--markdown` beside another argument, or an unknown argument, is a usage error
+  /// (exit 2) that runs nothing; `-h` and `--help` print the usage (exit 0).
+  @Test func theExecutableExitsAsItsUsageSays() async throws {
+    let bench = try #require(
+      RewindTestSupport.ChildProcess.builtProduct("rewind-bench"), "rewind-bench must be built with the tests")
+    func run(_ arguments: [String]) async throws -> (status: Int32?, lines: [String]) {
+      let child = try RewindTestSupport.ChildProcess(executable: bench, arguments: arguments)
+      _ = try await child.waitForExit(timeout: 120)
+      return (child.exitStatus, child.lines)
+    }
+    let latest = Self.benchmarks.appendingPathComponent("results/latest.json").path
+    let printed = try await run(["--markdown", latest])
+    #expect(printed.status == 0)
+    let tables = try Report.read(from: latest).markdown()
+    let same = printed.lines.map { $0 + "\n" }.joined() == tables  // not inside #expect: both are long
+    #expect(same, "rewind-bench --markdown did not print the tables of \(latest)")
+
+    let unreadable = try await run(["--markdown", "/nonexistent/results.json"])
+    #expect(unreadable.status == 1 && unreadable.lines.isEmpty)
+    for usageError in [
+      ["--small", "--markdown", latest], ["--markdown", latest, "--seed", "1"], ["--markdown"], ["--fast"],
+    ] {
+      let refused = try await run(usageError)
+      #expect(refused.status == 2 && refused.lines.isEmpty, "\(usageError)")
+    }
+    for help in [["-h"], ["--help"], ["--full", "--help"]] {
+      let usage = try await run(help)
+      #expect(usage.status == 0 && usage.lines.first?.hasPrefix("usage: rewind-bench") == true, "\(help)")
+    }
   }
 
   /// The profiling children take their workload seed from REWIND_BENCH_SEED, as --seed takes it.
   @Test func profilingChildrenTakeTheSeedFromTheEnvironment() throws {
-    #expect(try ChildProcess.workloadSeed(nil) == BenchOptions().seed)
-    #expect(try ChildProcess.workloadSeed("0x10") == 16)
-    #expect(try ChildProcess.workloadSeed("12") == 12)
-    #expect(throws: BenchError.self) { try ChildProcess.workloadSeed("twelve") }
+    #expect(try rewind_bench.ChildProcess.workloadSeed(nil) == BenchOptions().seed)
+    #expect(try rewind_bench.ChildProcess.workloadSeed("0x10") == 16)
+    #expect(try rewind_bench.ChildProcess.workloadSeed("12") == 12)
+    #expect(throws: BenchError.self) { try rewind_bench.ChildProcess.workloadSeed("twelve") }
   }
 }

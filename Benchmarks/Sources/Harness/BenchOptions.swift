@@ -13,6 +13,10 @@ struct BenchOptions: Sendable {
   var seed: UInt64 = 0x5EED_2026
   /// Overrides the corpus size of the mode.
   var events: Int?
+  /// `--markdown F`: print the results file F as Markdown tables and run nothing.
+  var markdown: String?
+  /// `--help` or `-h`: print the usage and run nothing.
+  var help = false
 
   /// Whether the scenario `name` runs: every one without `--only`, else those whose name contains
   /// one of its values.
@@ -41,6 +45,7 @@ struct BenchOptions: Sendable {
   static let usage = """
     usage: rewind-bench [--small|--full] [--json PATH] [--work DIR] [--only NAME]... [--seed N] [--events N]
            rewind-bench --markdown RESULTS.json
+           rewind-bench --help
 
       --small      CI-sized (the default): 20k events, a smoke test that the harness works
       --full       1M events, each append configuration run three times (the median reported);
@@ -53,7 +58,12 @@ struct BenchOptions: Sendable {
       --seed N     workload seed (default 0x5EED2026)
       --events N   corpus size instead of the mode's (the other sizes follow the mode)
       --markdown F prints the results file F (what --json wrote) as Markdown tables, and runs
-                   nothing (Benchmarks/RESULTS.md quotes them)
+                   nothing (Benchmarks/RESULTS.md quotes them); it takes no other argument
+      --help, -h   prints this and runs nothing
+
+    Exit status: 0 when every scenario ran and the results were written (or the tables printed),
+    1 when a scenario or the harness failed (or F could not be read), 2 on a usage error or a
+    --work directory that it may not empty.
     """
 
   /// A seed as `--seed` takes it: decimal, or hexadecimal after `0x`.
@@ -62,7 +72,9 @@ struct BenchOptions: Sendable {
     return UInt64(digits, radix: value.hasPrefix("0x") ? 16 : 10)
   }
 
-  /// Parses the command line; returns nil (after printing why) on a usage error.
+  /// Parses the command line; returns nil (after printing why) on a usage error. `--help` and
+  /// `--markdown` are options like the others, in any position; `--markdown` with anything else
+  /// is a usage error, since it runs nothing the others could change.
   static func parse(_ arguments: [String]) -> BenchOptions? {
     var options = BenchOptions()
     var rest = arguments[...]
@@ -70,7 +82,7 @@ struct BenchOptions: Sendable {
       switch argument {
       case "--small": options.mode = .small
       case "--full": options.mode = .full
-      case "--json", "--work", "--only", "--seed", "--events":
+      case "--json", "--work", "--only", "--seed", "--events", "--markdown":
         guard let value = rest.popFirst() else {
           printError("\(argument) needs a value\n\(usage)")
           return nil
@@ -79,6 +91,7 @@ struct BenchOptions: Sendable {
         case "--json": options.jsonPath = value
         case "--work": options.workDirectory = value
         case "--only": options.only.append(value)
+        case "--markdown": options.markdown = value
         case "--events":
           guard let events = Int(value), events >= 10 else {
             printError("--events: a number ≥ 10, not \(value)")
@@ -92,13 +105,15 @@ struct BenchOptions: Sendable {
           }
           options.seed = seed
         }
-      case "--help", "-h":
-        print(usage)
-        return nil
+      case "--help", "-h": options.help = true
       default:
         printError("unknown argument: \(argument)\n\(usage)")
         return nil
       }
+    }
+    if options.markdown != nil && !options.help && arguments.count != 2 {
+      printError("--markdown F prints a results file and runs nothing: it takes no other argument\n\(usage)")
+      return nil
     }
     return options
   }
