@@ -49,13 +49,21 @@ public final class Journal: Sendable {
     let lockFD: Int32
     do {
       lockFD = try io.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
-      guard try DirectoryLock.take(lockFD, path: lockPath, io: io) else {
-        io.close(lockFD)
-        throw JournalError(
-          .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
-      }
     } catch let error as SystemCallError {
       throw JournalError(error, directory: directory, file: Layout.lockName)
+    }
+    let locked: Bool
+    do {
+      locked = try DirectoryLock.take(lockFD, path: lockPath, io: io)
+    } catch {
+      // flock failing (ENOLCK where the file system keeps no locks): closed, as when it is held.
+      io.close(lockFD)
+      throw JournalError(error, directory: directory, file: Layout.lockName)
+    }
+    guard locked else {
+      io.close(lockFD)
+      throw JournalError(
+        .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
     }
     do {
       let manifestPath = directory + "/" + Layout.manifestName

@@ -77,6 +77,11 @@ package struct JournalRecovery {
     var lostWithSegment: MissingRecords?
     // The last record a torn tail moved aside declares, when its batch header's checksum holds.
     var lastDeclaredMoved: UInt64 = 0
+    // A last segment with a bad header, after others: moved aside only once every check below has
+    // passed, so that an opening that fails (a batch too large for these limits, damage in a
+    // sealed segment) leaves the directory as it found it. Moved at once, the next opening found
+    // the index naming a segment gone and refused the journal with a `sequenceBreak`.
+    var setAside: (file: SegmentFile, problem: String)?
     for (position, first) in segments.enumerated() {
       let file = try directory.open(segment: first)
       let header = try wrap(file.name) { () throws in try file.header() }
@@ -97,16 +102,19 @@ package struct JournalRecovery {
             segment: file.name, offset: 0, sequences: first...max(first, named.firstSequence),
             indexedOffset: named.offset)
         }
+        segments.removeLast()
+        guard segments.isEmpty else {
+          setAside = (file, problem)
+          break
+        }
+        // The only segment, shorter than its header: moved at once, for the new one of its name.
         let moved = try wrap(file.name) { () throws in try quarantine.moveFile(file.name) }
         report.movedAside.append(
           QuarantinedBytes(
             segment: file.name, offset: 0, length: file.size, movedTo: moved, reason: problem, sequences: nil))
-        segments.removeLast()
-        if segments.isEmpty {
-          try createSegment(firstSequence: 1)
-          segments = [1]
-          sizes[1] = Int64(Layout.segmentHeaderSize)
-        }
+        try createSegment(firstSequence: 1)
+        segments = [1]
+        sizes[1] = Int64(Layout.segmentHeaderSize)
         break
       }
       sizes[first] = file.size
@@ -270,13 +278,22 @@ package struct JournalRecovery {
       report.missingRecords = lost
     }
 
-    // The index file is rewritten unless it was whole and already said all of this.
-    let damaged = indexFileSize != validBytes || kept.count < loaded.entries.count
+    // The index file is rewritten unless it was whole and already said all of this. A whole one
+    // holds its header at least: an empty file (a crash or a full disk between the writer's
+    // truncation and its header) is damaged, not an index of no entry the writer could append to.
+    let damaged =
+      indexFileSize != validBytes || validBytes < SparseIndex.headerSize || kept.count < loaded.entries.count
     let indexIsCurrent = !damaged && index.entries == kept
     if !indexIsCurrent {
       let common = zip(kept, index.entries).prefix(while: { $0 == $1 }).count
       report.indexEntriesRebuilt = index.entries.count - common
       report.indexRepairReason = indexFileSize == nil ? "missing" : damaged ? "damaged" : "stale"
+    }
+    if let (file, problem) = setAside {
+      let moved = try wrap(file.name) { () throws in try quarantine.moveFile(file.name) }
+      report.movedAside.append(
+        QuarantinedBytes(
+          segment: file.name, offset: 0, length: file.size, movedTo: moved, reason: problem, sequences: nil))
     }
     report.lastSequence = nextSequence - 1
     return WriterStart(

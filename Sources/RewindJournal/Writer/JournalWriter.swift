@@ -822,53 +822,39 @@ final class JournalWriter: @unchecked Sendable {
         preallocationFailed = true
       }
     }
-    do {
-      try output.withUnsafeBytes { (bytes) throws in
-        try io.writeAll(
-          segmentFD, UnsafeRawBufferPointer(rebasing: bytes[..<outputLength]), at: state.endOffset, path: activePath)
-      }
-    } catch {
-      // Undo whatever part reached the file, so nothing unacknowledged stays behind (the
-      // preallocated zeros go too; the next group writes them again).
-      var cutFailure: (any Error)?
-      var syncFailure: (any Error)?
-      do {
-        try io.truncate(segmentFD, to: state.endOffset, path: activePath)
-      } catch {
-        cutFailure = error
-      }
-      // Under the durable policies the cut must reach the disk before the failure is reported as
-      // "nothing written": writeback may already have flushed the frames, and after a power loss
-      // they would come back whole, taken for committed.
-      if cutFailure == nil, options.durability != .none {
+    // Under the durable policies a group of several frames is made durable frame by frame, each
+    // synced before the next is written. Written whole and then synced once, a power loss during
+    // that sync could leave a later frame on the disk whole behind an earlier one torn (nothing
+    // orders a write's pages on their way to the disk), and opening takes damage followed by a
+    // valid frame for damage to committed data (FORMAT.md, "Opening and recovery", step 6): it
+    // would refuse the journal, though none of the group was acknowledged. Synced in turn, only
+    // the last frame written can be torn. Under `none` nothing is synced, nor promised after a
+    // power loss: one write.
+    let syncsEachFrame = options.durability != .none
+    var writtenLength = 0
+    var laterFrame = laterFrameStarts.startIndex
+    while writtenLength < outputLength {
+      let frameEnd =
+        syncsEachFrame && laterFrame < laterFrameStarts.endIndex ? laterFrameStarts[laterFrame] : outputLength
+      laterFrame += 1
+      if writtenLength > 0 {
         do {
-          try io.sync(segmentFD, metadata: true, path: activePath)
+          try io.sync(segmentFD, metadata: false, path: activePath)
         } catch {
-          syncFailure = error
+          if (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil { allocatedEnd = state.endOffset }
+          return fail(durabilityLost(error, file: name), fatal: true)
         }
       }
-      let undone = cutFailure == nil
-      allocatedEnd = undone ? state.endOffset : max(allocatedEnd, end)
-      // What was allocated for the mapping went with the truncation: the next group allocates
-      // again before it stores anything through it.
-      unmapWindow()
-      reservedEnd = min(reservedEnd, state.endOffset)
-      var failure = JournalError(error, directory: path, file: name)
-      failure.offset = state.endOffset
-      if let cutFailure {
-        // Whole frames of the group may stay in the file, and every reader and the next writer
-        // take a whole frame as committed: the appends' outcome is unknown, not "nothing written".
-        failure.code = .durabilityLost
-        failure.message =
-          "a write failed (\(error)) and cutting it off again failed too (\(cutFailure)), "
-          + "so the appends may or may not be in the journal"
-      } else if let syncFailure {
-        failure.code = .durabilityLost
-        failure.message =
-          "a write failed (\(error)) and was cut off again, but syncing the cut failed (\(syncFailure)), "
-          + "so after a power loss the appends may be in the journal"
+      do {
+        try output.withUnsafeBytes { (bytes) throws in
+          try io.writeAll(
+            segmentFD, UnsafeRawBufferPointer(rebasing: bytes[writtenLength..<frameEnd]),
+            at: state.endOffset + Int64(writtenLength), path: activePath)
+        }
+      } catch {
+        return failedWrite(error, groupEnd: end, file: name)
       }
-      return fail(failure, fatal: !undone || syncFailure != nil)
+      writtenLength = frameEnd
     }
     allocatedEnd = max(allocatedEnd, end)
     if options.durability != .none {
@@ -885,6 +871,51 @@ final class JournalWriter: @unchecked Sendable {
 
     return commit(
       sequence: sequence, maxTimestamp: maxTimestamp, lastIndexed: lastIndexed, entries: newEntries, first: first)
+  }
+
+  /// A group's write failed (`error`): cuts the segment back to where the group began, so nothing
+  /// unacknowledged stays behind (the preallocated zeros go too; the next group writes them
+  /// again), and fails its appends.
+  private func failedWrite(_ error: any Error, groupEnd end: Int64, file name: String) -> Result<UInt64, JournalError> {
+    var cutFailure: (any Error)?
+    var syncFailure: (any Error)?
+    do {
+      try io.truncate(segmentFD, to: state.endOffset, path: activePath)
+    } catch {
+      cutFailure = error
+    }
+    // Under the durable policies the cut must reach the disk before the failure is reported as
+    // "nothing written": writeback may already have flushed the frames, and after a power loss
+    // they would come back whole, taken for committed.
+    if cutFailure == nil, options.durability != .none {
+      do {
+        try io.sync(segmentFD, metadata: true, path: activePath)
+      } catch {
+        syncFailure = error
+      }
+    }
+    let undone = cutFailure == nil
+    allocatedEnd = undone ? state.endOffset : max(allocatedEnd, end)
+    // What was allocated for the mapping went with the truncation: the next group allocates
+    // again before it stores anything through it.
+    unmapWindow()
+    reservedEnd = min(reservedEnd, state.endOffset)
+    var failure = JournalError(error, directory: path, file: name)
+    failure.offset = state.endOffset
+    if let cutFailure {
+      // Whole frames of the group may stay in the file, and every reader and the next writer
+      // take a whole frame as committed: the appends' outcome is unknown, not "nothing written".
+      failure.code = .durabilityLost
+      failure.message =
+        "a write failed (\(error)) and cutting it off again failed too (\(cutFailure)), "
+        + "so the appends may or may not be in the journal"
+    } else if let syncFailure {
+      failure.code = .durabilityLost
+      failure.message =
+        "a write failed (\(error)) and was cut off again, but syncing the cut failed (\(syncFailure)), "
+        + "so after a power loss the appends may be in the journal"
+    }
+    return fail(failure, fatal: !undone || syncFailure != nil)
   }
 
   /// Takes a group whose `outputLength` bytes of frames are in the file (and synced, as the
