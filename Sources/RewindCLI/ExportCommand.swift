@@ -30,7 +30,9 @@ enum ExportCommand: RewindCommand {
     past: the export would miss its records; a write that fails, a full disk; a selection no
     event matches), the temporary file is removed, FILE is left as it was (or not made), and the
     message says so. A FILE in a directory that does not exist, a directory, a symbolic link
-    (name the file it points to) or a device is a usage error, with nothing read or written.
+    (name the file it points to), a device, or a FILE inside the journal's own directory (DIR,
+    where it could replace a segment or the manifest) is a usage error, with nothing read or
+    written.
     Interrupted (Ctrl-C, SIGTERM, SIGHUP), it removes its temporary file, leaves FILE as it was,
     says so and ends by the signal (status 128 + its number: 130 for Ctrl-C, and a script
     that ran it stops; a signal ignored when it started, as under nohup, stays ignored). Killed (kill -9), it leaves FILE as it was and its
@@ -63,6 +65,12 @@ enum ExportCommand: RewindCommand {
       throw UsageError("-o and --output are one option, given twice ('\(short)' and '\(long)'); give it once")
     }
     let file = try (args.value("output") ?? args.value("o")).map { (path) throws(UsageError) in try ExportFile(path) }
+    if let file, ResolvedPath.lies(file.path, within: directory) {
+      // Its rename would replace the file of that name: a segment, the manifest, the index.
+      throw UsageError(
+        "--output \(file.path) lies inside the journal's own directory \(directory), among the files it could "
+          + "replace; write the export elsewhere")
+    }
     let filter = try EventFilter(args)
     let reader = try openJournal(directory)
     guard let file else {

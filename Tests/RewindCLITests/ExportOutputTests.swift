@@ -160,4 +160,31 @@ import Testing
     }
     #expect(try Self.text(out.appending("plain")) == "a file\n")
   }
+
+  /// FILE inside the journal's own directory is a usage error (exit 2) with nothing written:
+  /// renamed over a segment or the manifest, an export replaced the journal's records (`verify`
+  /// then found a segment with no header, and every record gone), with exit 0. Reached through a
+  /// symbolic link or `..` too, and for a name no file of the journal has yet.
+  @Test func aFileInsideTheJournalIsAUsageError() async throws {
+    let dir = TemporaryDirectory("cli-export-output-inside")
+    let journal = try await Self.journal(in: dir)
+    try FileManager.default.createSymbolicLink(atPath: dir.appending("link"), withDestinationPath: "journal")
+    let files = Files.list(journal)
+    let segment = try #require(files.first { Layout.firstSequence(ofSegmentNamed: $0) != nil })
+    let before = try files.map { try Files.read(journal + "/" + $0) }
+    for path in [
+      journal + "/" + segment, journal + "/manifest.json", journal + "/events.jsonl",
+      dir.appending("link/") + segment, journal + "/../journal/index",
+    ] {
+      let captured = Captured()
+      let status = await RewindTool().run(["export", journal, "--jsonl", "-o", path], output: captured.output)
+      #expect(status == 2, "\(path): \(captured.err)")
+      #expect(captured.err.contains("lies inside the journal's own directory"), "\(path): \(captured.err)")
+      #expect(captured.out.isEmpty)
+    }
+    #expect(Files.list(journal) == files, "nothing written in the journal's directory")
+    #expect(try files.map { try Files.read(journal + "/" + $0) } == before, "the journal's files unchanged")
+    let verify = Captured()
+    #expect(await RewindTool().run(["verify", journal], output: verify.output) == 0, "\(verify.err)")
+  }
 }

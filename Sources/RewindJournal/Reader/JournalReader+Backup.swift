@@ -45,9 +45,7 @@ extension JournalReader {
           directory: destination)
       }
     }
-    if let inside = Self.resolved(destination), let journal = Self.resolved(directory),
-      inside == journal || inside.hasPrefix(journal.hasSuffix("/") ? journal : journal + "/")
-    {
+    if ResolvedPath.lies(destination, within: directory) {
       throw JournalError(
         .invalidArgument,
         "it lies inside the journal's own directory, where the backup would be lost with the journal: "
@@ -129,21 +127,6 @@ extension JournalReader {
     }
     try JournalError.wrapping(directory: destination) { try io.syncDirectory(destination) }
     return bytes
-  }
-
-  /// `path` with every symbolic link and `.`/`..` resolved, also when its last component does
-  /// not exist yet (resolved through its parent); nil when that parent cannot be resolved.
-  private static func resolved(_ path: String) -> String? {
-    func real(_ path: String) -> String? {
-      guard let pointer = realpath(path, nil) else { return nil }
-      defer { free(pointer) }
-      return String(cString: pointer)
-    }
-    if let whole = real(path) { return whole }
-    let trimmed = path.hasSuffix("/") ? String(path.dropLast()) : path
-    guard let slash = trimmed.lastIndex(of: "/") else { return real(".").map { $0 + "/" + trimmed } }
-    let parent = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
-    return real(parent).map { ($0.hasSuffix("/") ? $0 : $0 + "/") + trimmed[trimmed.index(after: slash)...] }
   }
 
   /// Removes what a failed backup wrote: the files in `destination` (empty before it began), and

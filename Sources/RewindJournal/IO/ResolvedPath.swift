@@ -1,0 +1,27 @@
+import Glibc
+
+/// Paths as the file system resolves them, for commands that must not write into a journal's
+/// own directory (a backup, an export): a path reached through a symbolic link, `.` or `..` is
+/// still inside it.
+package enum ResolvedPath {
+  /// `path` with every symbolic link and `.`/`..` resolved, also when its last component does
+  /// not exist yet (resolved through its parent); nil when that parent cannot be resolved.
+  package static func of(_ path: String) -> String? {
+    func real(_ path: String) -> String? {
+      guard let pointer = realpath(path, nil) else { return nil }
+      defer { free(pointer) }
+      return String(cString: pointer)
+    }
+    if let whole = real(path) { return whole }
+    let trimmed = path.hasSuffix("/") ? String(path.dropLast()) : path
+    guard let slash = trimmed.lastIndex(of: "/") else { return real(".").map { $0 + "/" + trimmed } }
+    let parent = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    return real(parent).map { ($0.hasSuffix("/") ? $0 : $0 + "/") + trimmed[trimmed.index(after: slash)...] }
+  }
+
+  /// Whether `path` is `directory` or lies inside it, both resolved; false when either cannot be.
+  package static func lies(_ path: String, within directory: String) -> Bool {
+    guard let inner = of(path), let outer = of(directory) else { return false }
+    return inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/")
+  }
+}
