@@ -121,7 +121,9 @@ struct EventFilter {
     var records = try PastDamage(reader: reader, directory: directory, through: to) { try cursor(reader) }
     var shown = 0
     var readThrough = from - 1
-    while shown < limit {
+    // Nothing is read past `to`: damage after it (the next segment's header damaged, say) is no
+    // part of the selection, which is whole.
+    while shown < limit, readThrough < to {
       let next: JournalRecord?
       do {
         next = try records.next(readingOn: readingOn)

@@ -338,6 +338,32 @@ extension DamagedJournalCommandTests {
     }
   }
 
+  /// The last segment's header damaged (its checksum fails): the records of every segment
+  /// before it are intact. Its error named no sequence numbers, so the intact end read as 0:
+  /// `tail` printed nothing, `log` of a selection ending before it exited 3, and `debug`, `blame`
+  /// and `bisect` served no record. Now the error numbers its records from the segment's name on.
+  @Test func aLastSegmentWithADamagedHeaderHidesOnlyItsOwnRecords() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let name = try #require(segments.last)
+    let first = try #require(Layout.firstSequence(ofSegmentNamed: name))
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    bytes[12] ^= 0x01  // inside the segment header: its checksum fails
+    try Files.write(bytes, to: path)
+
+    let tail = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "2"])
+    #expect(tail.status == 3, "\(tail.err)")
+    #expect(Self.sequences(tail) == [first - 2, first - 1], "the last events before it: \(tail.err)")
+    #expect(tail.err.contains(name), "\(tail.err)")
+    let before = try await ToolRun.run(
+      "rewind", ["log", journal.path, "--from", String(first - 3), "--to", String(first - 1)])
+    #expect(before.status == 0, "a selection that ends before the damage is whole: \(before.err)")
+    #expect(Self.sequences(before) == Array((first - 3)...(first - 1)))
+    let debug = try await ToolRun.run("rewind", ["debug", journal.path], input: "goto \(first - 1)\n")
+    #expect(debug.out.hasPrefix("at \(first - 1) of "), "goto reached the last intact record: \(debug.out)")
+    #expect(debug.err.contains("at sequence \(first - 1), the last record read intact"), "\(debug.err)")
+  }
+
   /// A damaged batch header in the last segment (its frame's extent unknown) stopped `log`,
   /// `export` and `tail` there, hiding the intact frames after it. They read on now from the first
   /// batch the index names past the damage (a writer wrote it there; the header found there must
