@@ -364,6 +364,18 @@ extension DamagedJournalCommandTests {
     #expect(debug.err.contains("at sequence \(first - 1), the last record read intact"), "\(debug.err)")
   }
 
+  /// A file named like a segment past the journal's end that is none (a few bytes of junk): the
+  /// session ends at the journal's last record. Its name alone numbered the records before it
+  /// (through the one before the name's, which were never written), and before that none.
+  @Test func aStrayFileNamedLikeASegmentEndsTheSessionAtTheLastRecord() async throws {
+    let (journal, _) = try await Self.segmented()
+    let last = journal.lastSequence
+    try Files.write(Array("junk\n".utf8), to: journal.directory.appending(Layout.segmentName(firstSequence: last + 6)))
+    let debug = try await ToolRun.run("rewind", ["debug", journal.path], input: "goto \(last)\n")
+    #expect(debug.out.hasPrefix("at \(last) of \(last): "), "\(debug.out)")
+    #expect(debug.err.contains("at sequence \(last), the last record read intact"), "\(debug.err)")
+  }
+
   /// A damaged batch header in the last segment (its frame's extent unknown) stopped `log`,
   /// `export` and `tail` there, hiding the intact frames after it. They read on now from the first
   /// batch the index names past the damage (a writer wrote it there; the header found there must

@@ -111,17 +111,32 @@ extension JournalReader {
   /// `hiddenBy` (nil when the end is read) locates the damage after them.
   /// - Throws: `JournalError` for what is no damage part way, as `readableEnd()`.
   package func intactEnd() throws -> (last: UInt64, hiddenBy: JournalError?) {
-    var cursor: JournalCursor?
-    do {
-      cursor = try records(from: .max)
-      return (try cursor?.lastSequenceReached() ?? 0, nil)
-    } catch let error as JournalError where error.isDamage {
-      // Refused as the cursor was made (a segment the index names is missing): the records
-      // before the first one gone.
-      let next = cursor?.expectedSequence ?? error.sequences?.lowerBound ?? 1
-      return (next - min(next, 1), error)
+    var start = UInt64.max
+    while true {
+      var cursor: JournalCursor?
+      do {
+        cursor = try records(from: start)
+        return (try cursor?.lastSequenceReached() ?? 0, nil)
+      } catch let error as JournalError where error.isDamage {
+        // Refused as the cursor was made, by the segment it would start in (its header damaged,
+        // or a file named like a segment that is none): read up to it from the record before
+        // it, in the segment before, which finds where the records before it end.
+        if cursor == nil, let name = error.file, let first = Layout.firstSequence(ofSegmentNamed: name), first > 1,
+          first - 1 < start, directory(holds: name)
+        {
+          start = first - 1
+          continue
+        }
+        // Refused so with nothing before it, or by a segment the index names and the directory
+        // lacks: the records before the first one gone.
+        let next = cursor?.expectedSequence ?? error.sequences?.lowerBound ?? 1
+        return (next - min(next, 1), error)
+      }
     }
   }
+
+  /// Whether the journal's directory holds a file named `name`.
+  private func directory(holds name: String) -> Bool { io.fileExists(directory + "/" + name) }
 }
 
 extension JournalError {
