@@ -227,6 +227,26 @@ enum Pantry {
     #expect(store.sequences() == [80, 90, 100])
     manager.close()
   }
+
+  /// A snapshot file past the journal's end (a sign of records lost, which `verify` reports and
+  /// the next manager moves aside) counted among the newest `keep`: `update` wrote nothing and
+  /// pruned every snapshot of the journal's own records, and so at each later call. It is left
+  /// alone now, and the newest `keep` at or before the end are written and kept.
+  @Test func aSnapshotPastTheEndPushesOutNone() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try Pantry.open(temporary.path)
+    for index in 0..<20 { try await Pantry.stock(manager, "item \(index)", on: "s\(index % 3)") }
+    let store = SnapshotStore(journal: temporary.path)
+    #expect(try Snapshots.update(Pantry.State.self, directory: temporary.path, every: 10, keep: 2) == [10, 20])
+    for index in 20..<30 { try await Pantry.stock(manager, "item \(index)", on: "s\(index % 3)") }
+    manager.close()
+    let folder = temporary.path + "/" + SnapshotStore.folderName + "/"
+    try Files.write(Files.read(folder + SnapshotStore.fileName(20)), to: folder + SnapshotStore.fileName(50))
+
+    #expect(try Snapshots.update(Pantry.State.self, directory: temporary.path, every: 10, keep: 1) == [30])
+    #expect(store.sequences() == [30, 50], "the newest of the journal's kept, the one past its end left alone")
+    #expect(try Replay.run(Pantry.State.self, directory: temporary.path).report.snapshotSequence == 30)
+  }
 }
 
 /// A record type whose `==` compares ids alone, as many app types are written (`Identifiable`

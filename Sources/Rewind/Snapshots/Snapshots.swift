@@ -23,10 +23,11 @@ public enum Snapshots {
 
   /// Brings snapshots up to date with the policy: a snapshot at each multiple of `interval` the
   /// journal has reached beyond the newest usable snapshot that the pruning keeps, then all but the
-  /// newest `keep` files removed. A multiple the pruning would remove at once is not written: a
-  /// journal long past its newest snapshot (snapshots turned on for an app with a long history, or
-  /// every snapshot stale after a change of model code) costs one replay and at most `keep`
-  /// snapshots, not one whole state written and synced per interval.
+  /// newest `keep` files at or before the journal's end removed (files past it are left alone, as
+  /// `SnapshotStore.prune(keeping:through:)` says). A multiple the pruning would remove at once is
+  /// not written: a journal long past its newest snapshot (snapshots turned on for an app with a
+  /// long history, or every snapshot stale after a change of model code) costs one replay and at
+  /// most `keep` snapshots, not one whole state written and synced per interval.
   /// A multiple where the state has no exact snapshot (it holds the double -0.0, see
   /// `SnapshotStore.write`) is passed over: it gets none, and the next multiple may.
   /// - Precondition: `interval` and `keep` are at least 1 (keeping none would remove each
@@ -55,7 +56,10 @@ public enum Snapshots {
     let newest = last / interval
     let lowest = max(start / interval + 1, newest - min(newest, UInt64(keep)) + 1)
     let multiples = (lowest...newest).map { $0 * interval }
-    let kept = Set(Set(store.sequences()).union(multiples).sorted().suffix(keep))
+    // Files past the journal's end (a sign of records lost, for `verify` to report and the next
+    // writer to move aside) count for nothing here, nor in the pruning: they must not push out
+    // the snapshots of the journal's own records.
+    let kept = Set(Set(store.sequences().filter { $0 <= last }).union(multiples).sorted().suffix(keep))
     try Replay.apply(
       registry: M.makeRegistry(), reader: reader, to: &state, after: start, through: last, options: options,
       progress: nil,
@@ -74,7 +78,7 @@ public enum Snapshots {
         }
       })
     if let failure { throw failure }
-    try store.prune(keeping: keep)
+    try store.prune(keeping: keep, through: last)
     return written
   }
 }
