@@ -66,6 +66,26 @@ import Testing
     #expect(try fresh.jump(to: 3).boxes.count == 2)
   }
 
+  /// Repair moved the last frame aside, and the time machine is asked for it before any
+  /// `refresh()`: a jump to it returned the state at the new end under the record's number, and
+  /// `event(at:)` nil, which `rewind debug` showed as a checkpoint record (the session then exited
+  /// 0). Both say the journal got shorter now, as `refresh()` does.
+  @Test func aRecordGoneSinceTheEndWasReadIsReportedNotServed() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    #expect(machine.lastSequence == 3)
+
+    try Self.cutTheLastFrame(directory)
+
+    let jump = #expect(throws: JournalError.self) { try machine.jump(to: 3) }
+    #expect(jump?.code == .shortened && jump?.sequences == 3...3, "\(String(describing: jump))")
+    let event = #expect(throws: JournalError.self) { try machine.event(at: 3) }
+    #expect(event?.code == .shortened && event?.sequences == 3...3, "\(String(describing: event))")
+    #expect(try machine.jump(to: 2).boxes.count == 2, "the records still there are served")
+    #expect(try machine.event(at: 2)?.envelope.sequence == 2)
+  }
+
   /// Records a writer appends after the time machine read the journal's end lie past
   /// `lastSequence` until `refresh()`: `event(at:)` says nil for them, as the other calls stop at
   /// that end (`state(at:)`, `jump(to:)` and `firstEvent(after:)`), and the event once refreshed.

@@ -127,13 +127,7 @@ public final class TimeMachine<M: SnapshotModel> {
     reader.dropCachedIndex()
     let before = endHiddenBy == nil ? lastSequence : 0
     let now = try reader.end()
-    guard now.lastSequence >= before else {
-      throw JournalError(
-        .shortened,
-        "the journal now ends at sequence \(now.lastSequence), before the end this time machine read (\(before)): "
-          + "the records after it are gone, and its states may show them",
-        directory: reader.directory, sequences: (now.lastSequence + 1)...before)
-    }
+    guard now.lastSequence >= before else { throw shortened(endingAt: now.lastSequence, before: before) }
     if let read = end?.batch, read != now.batch, try !reader.holds(read) {
       let file = Layout.segmentName(firstSequence: read.segment)
       throw JournalError(
@@ -150,6 +144,16 @@ public final class TimeMachine<M: SnapshotModel> {
     // Every snapshot marked unusable since the last refresh was judged against `before`: one
     // past it was unusable for that alone. Damaged ones stay skipped.
     unusableSnapshots = unusableSnapshots.filter { $0.key <= before || $0.key > lastSequence }
+  }
+
+  /// The journal ends at `now`, before `before`, the end this time machine read: records were
+  /// moved aside (by a repair) or the directory replaced.
+  private func shortened(endingAt now: UInt64, before: UInt64) -> JournalError {
+    JournalError(
+      .shortened,
+      "the journal now ends at sequence \(now), before the end this time machine read (\(before)): "
+        + "the records after it are gone, and its states may show them",
+      directory: reader.directory, sequences: (now + 1)...max(now + 1, before))
   }
 
   // MARK: Moving
@@ -376,8 +380,11 @@ public final class TimeMachine<M: SnapshotModel> {
           try laid?(sequence, state)
         }
       }, applied: { [self] _ in recordsApplied += 1 })
-    // Damage hides the end and the records stopped before the target: not the target's state.
-    if let endHiddenBy, applied.lastSequence < target { throw endHiddenBy }
+    // The records stopped before the target: not the target's state. Damage hid the end, or the
+    // journal got shorter since its end was read (without a `refresh()`, which would say so).
+    if applied.lastSequence < target {
+      throw endHiddenBy ?? shortened(endingAt: applied.lastSequence, before: lastSequence)
+    }
     return result
   }
 
@@ -390,9 +397,14 @@ public final class TimeMachine<M: SnapshotModel> {
   /// the journal's end as this time machine last read it, where its other calls stop too (records
   /// written since are seen after `refresh()`). A segment missing after it is not read, as seeks
   /// do not read it (it throws when it holds `sequence`).
+  /// - Throws: `JournalError` `.shortened` when the record is gone since the end was read (the
+  ///   journal now ends before it), as `refresh()` would say; damage where it lies.
   public func event(at sequence: UInt64) throws -> RecordedEvent? {
-    guard sequence <= lastSequence else { return nil }
-    guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else { return nil }
+    guard sequence > 0, sequence <= lastSequence else { return nil }
+    guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else {
+      guard endHiddenBy == nil else { return nil }
+      throw shortened(endingAt: try reader.lastSequence(), before: lastSequence)
+    }
     if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) { return recorded }
     return nil
   }
