@@ -364,6 +364,28 @@ extension DamagedJournalCommandTests {
     #expect(debug.err.contains("at sequence \(first - 1), the last record read intact"), "\(debug.err)")
   }
 
+  /// A segment in the middle with a damaged header: `log`, `export` and `tail` read on at the next
+  /// segment, every record but that segment's written out (exit 3). Once its error numbered the
+  /// segment's first record, as "from N at least", no read-on point was left and they stopped
+  /// there.
+  @Test func aMiddleSegmentWithADamagedHeaderIsReadAround() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let name = segments[1]
+    let first = try #require(Layout.firstSequence(ofSegmentNamed: name))
+    let next = try #require(Layout.firstSequence(ofSegmentNamed: segments[2]))
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    bytes[12] ^= 0x01  // inside the segment header: its checksum fails
+    try Files.write(bytes, to: path)
+    let expected = Array(1...journal.lastSequence).filter { $0 < first || $0 >= next }
+    for arguments in Self.readers(journal.path) {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
+      #expect(run.err.contains(name), "\(arguments): \(run.err)")
+    }
+  }
+
   /// A file named like a segment past the journal's end that is none (a few bytes of junk): the
   /// session ends at the journal's last record. Its name alone numbered the records before it
   /// (through the one before the name's, which were never written), and before that none.
