@@ -495,12 +495,10 @@ struct DamageMet: Error, CustomStringConvertible {
   /// does not match the entry), then the first record of the next segment. None when the damage ends what can be
   /// counted (records gone at the end, the last segment missing).
   static func readOnPoints(after error: JournalError, reader: JournalReader) -> [UInt64] {
-    guard error.code == .corrupt || error.missingBeforeIntactSegments else { return [] }
+    guard error.code == .corrupt || error.missingBeforeIntactSegments, !error.sequencesMayGoFurther else { return [] }
     let directory = reader.directory
     var points: [UInt64] = []
-    // Right after its records only when they are all known: a segment whose header is damaged
-    // numbers only its first (`sequencesMayGoFurther`), and is read past at the next segment.
-    if !error.sequencesMayGoFurther, let last = error.sequences?.upperBound, last < .max { points.append(last + 1) }
+    if let last = error.sequences?.upperBound, last < .max { points.append(last + 1) }
     if error.code == .corrupt, let file = error.file, let offset = error.offset {
       for entry in reader.indexedBatches(in: file, after: offset) where entry.firstSequence > points.last ?? 0 {
         points.append(entry.firstSequence)

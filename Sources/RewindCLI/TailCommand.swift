@@ -93,7 +93,10 @@ enum TailCommand: RewindCommand {
     switch try reader.readableEnd(readingAroundMissingSegments: true) {
     case .success(let end): last = end
     case .failure(let error):
-      guard let first = error.sequences?.lowerBound, first > 1 else { throw error }
+      // Damage that names no records (a segment whose header is damaged, or a file named like
+      // one that is none) ends them where a read up to it ends.
+      let first = try error.sequences?.lowerBound ?? reader.intactEnd().last + 1
+      guard first > 1 else { throw error }
       // A selection that ends before the damage is whole.
       (last, hidden) = (first - 1, filter.to < first ? nil : error)
     }

@@ -396,6 +396,11 @@ extension DamagedJournalCommandTests {
     let debug = try await ToolRun.run("rewind", ["debug", journal.path], input: "goto \(last)\n")
     #expect(debug.out.hasPrefix("at \(last) of \(last): "), "\(debug.out)")
     #expect(debug.err.contains("at sequence \(last), the last record read intact"), "\(debug.err)")
+    let tail = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "2"])
+    #expect(tail.status == 3, "\(tail.err)")
+    #expect(Self.sequences(tail) == [last - 1, last], "\(tail.err)")
+    #expect(tail.err.contains("The records through sequence \(last) read intact"), "\(tail.err)")
+    #expect(!tail.err.contains("\(last + 1)"), "no record past the end is named: \(tail.err)")
   }
 
   /// A damaged batch header in the last segment (its frame's extent unknown) stopped `log`,

@@ -86,6 +86,52 @@ import Testing
     #expect(try machine.event(at: 2)?.envelope.sequence == 2)
   }
 
+  /// Damages the frame of record `sequence` in `directory`'s only segment (one record a frame).
+  static func damageFrame(of sequence: UInt64, in directory: String) throws {
+    let segment = try #require(Files.list(directory).first { $0.hasSuffix(".lz4") })
+    var bytes = try Files.read(directory + "/" + segment)
+    let frame = try #require(segmentFrames(in: bytes).first { $0.header.firstSequence == sequence })
+    bytes[frame.middleOfData] ^= 0x20
+    try Files.write(bytes, to: directory + "/" + segment)
+  }
+
+  /// The journal cut before where the time machine stands: the error names every record gone
+  /// (from the new end on), not those after the state the replay started from, which is past it.
+  @Test func aJourneyPastACutNamesEveryRecordGone() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    try Self.placeCrates(directory, ids: 4...6)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    #expect(try machine.jump(to: 5).crates.count == 2)
+    try Self.damageFrame(of: 3, in: directory)
+    #expect(try Journal.repair(directory: directory).lastSequence == 2)
+
+    let error = #expect(throws: JournalError.self) { try machine.jump(to: 6) }
+    #expect(error?.code == .shortened && error?.sequences == 3...6, "\(String(describing: error))")
+  }
+
+  /// Damage hid the end when the time machine opened (record 5, a valid frame after it), and a
+  /// repair since cut the journal before its intact end (at record 3): records it read intact are
+  /// gone. `event(at:)` said nil for one (a checkpoint record, in `rewind debug`), and a jump to
+  /// one threw the damage that hid the end, which the repair had moved aside. Both say the journal
+  /// got shorter now.
+  @Test func aCutBelowAHiddenEndIsReportedAsShorter() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    try Self.placeCrates(directory, ids: 4...6)
+    try Self.damageFrame(of: 5, in: directory)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    #expect(machine.endHiddenBy != nil && machine.lastIntactSequence == 4)
+    #expect(try machine.jump(to: 2).boxes.count == 2)
+    try Self.damageFrame(of: 3, in: directory)
+    #expect(try Journal.repair(directory: directory).lastSequence == 2)
+
+    let event = #expect(throws: JournalError.self) { try machine.event(at: 4) }
+    #expect(event?.code == .shortened && event?.sequences == 3...4, "\(String(describing: event))")
+    let jump = #expect(throws: JournalError.self) { try machine.jump(to: 4) }
+    #expect(jump?.code == .shortened && jump?.sequences == 3...4, "\(String(describing: jump))")
+  }
+
   /// Records a writer appends after the time machine read the journal's end lie past
   /// `lastSequence` until `refresh()`: `event(at:)` says nil for them, as the other calls stop at
   /// that end (`state(at:)`, `jump(to:)` and `firstEvent(after:)`), and the event once refreshed.

@@ -146,6 +146,12 @@ public final class TimeMachine<M: SnapshotModel> {
     unusableSnapshots = unusableSnapshots.filter { $0.key <= before || $0.key > lastSequence }
   }
 
+  /// Where the journal's intact records end now, at most `bound` (where a read just found them
+  /// ending): a read from the start to find it, for the error of a journal that got shorter.
+  private func journalEnd(atMost bound: UInt64) -> UInt64 {
+    min((try? reader.intactEnd().last) ?? bound, bound)
+  }
+
   /// The journal ends at `now`, before `before`, the end this time machine read: records were
   /// moved aside (by a repair) or the directory replaced.
   private func shortened(endingAt now: UInt64, before: UInt64) -> JournalError {
@@ -380,10 +386,12 @@ public final class TimeMachine<M: SnapshotModel> {
           try laid?(sequence, state)
         }
       }, applied: { [self] _ in recordsApplied += 1 })
-    // The records stopped before the target: not the target's state. Damage hid the end, or the
-    // journal got shorter since its end was read (without a `refresh()`, which would say so).
+    // The records stopped before the target: not the target's state. Damage hid the end there,
+    // or records read intact are gone since (the journal got shorter without a `refresh()`,
+    // which would say so).
     if applied.lastSequence < target {
-      throw endHiddenBy ?? shortened(endingAt: applied.lastSequence, before: lastSequence)
+      if let endHiddenBy, applied.lastSequence >= lastIntactSequence { throw endHiddenBy }
+      throw shortened(endingAt: journalEnd(atMost: applied.lastSequence), before: lastIntactSequence)
     }
     return result
   }
@@ -398,12 +406,14 @@ public final class TimeMachine<M: SnapshotModel> {
   /// written since are seen after `refresh()`). A segment missing after it is not read, as seeks
   /// do not read it (it throws when it holds `sequence`).
   /// - Throws: `JournalError` `.shortened` when the record is gone since the end was read (the
-  ///   journal now ends before it), as `refresh()` would say; damage where it lies.
+  ///   journal now ends before it), as `refresh()` would say, also when damage hid the end past
+  ///   it; damage where it lies.
   public func event(at sequence: UInt64) throws -> RecordedEvent? {
     guard sequence > 0, sequence <= lastSequence else { return nil }
     guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else {
-      guard endHiddenBy == nil else { return nil }
-      throw shortened(endingAt: try reader.lastSequence(), before: lastSequence)
+      // Past the records read intact (damage hid the end there): none to have lost.
+      guard sequence <= lastIntactSequence else { return nil }
+      throw shortened(endingAt: journalEnd(atMost: sequence - 1), before: lastIntactSequence)
     }
     if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) { return recorded }
     return nil

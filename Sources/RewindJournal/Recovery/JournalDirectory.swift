@@ -61,12 +61,7 @@ package struct JournalDirectory {
       throw JournalError(error, directory: path, file: file.name)
     }
     if let problem = Self.problem(with: header, expecting: firstSequence, journalID: journalID) {
-      // Its records are those its name numbers from: the records before it can still be read
-      // (a reader that must start in it reads up to it, `tail` shows the last events before it).
-      var error = JournalError(
-        .corrupt, problem, directory: path, file: file.name, offset: 0, sequences: firstSequence...firstSequence)
-      error.sequencesMayGoFurther = true
-      throw error
+      throw JournalError(.corrupt, problem, directory: path, file: file.name, offset: 0)
     }
     return file
   }
