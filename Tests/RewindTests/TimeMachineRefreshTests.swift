@@ -24,10 +24,7 @@ import Testing
   /// Damages the last frame of `directory`'s only segment and repairs the journal: the frame
   /// (record 3) is moved aside.
   static func cutTheLastFrame(_ directory: String) throws {
-    let segment = try #require(Files.list(directory).first { $0.hasSuffix(".lz4") })
-    var bytes = try Files.read(directory + "/" + segment)
-    bytes[bytes.count - 6] ^= 0x20  // in the last frame
-    try Files.write(bytes, to: directory + "/" + segment)
+    try damageFrame(of: 3, in: directory)
     let repair = try Journal.repair(directory: directory)
     try #require(repair.lastSequence == 2, "\(repair)")
   }

@@ -147,7 +147,7 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   /// Where the journal's intact records end now, at most `bound` (where a read just found them
-  /// ending): a read from the start to find it, for the error of a journal that got shorter.
+  /// ending): `intactEnd()` read again, for the error of a journal that got shorter.
   private func journalEnd(atMost bound: UInt64) -> UInt64 {
     min((try? reader.intactEnd().last) ?? bound, bound)
   }
