@@ -91,6 +91,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   /// before others: the first, or one in the middle). Only a backup brings them back:
   /// `Journal.repair` refuses such a journal rather than move the intact segments aside.
   public var missingBeforeIntactSegments = false
+  /// The file is named like a segment but is none, and holds no committed record (a stray file,
+  /// `JournalProblem.strayFile`): nothing committed is damaged, and `Journal.repair` moves it aside.
+  package var isStrayFile = false
 
   public init(
     _ code: Code, _ message: String, directory: String? = nil, file: String? = nil, offset: Int64? = nil,
@@ -127,6 +130,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
       return "Committed records are missing before intact segments. Run `rewind verify` for a full report; "
         + "restore the segment that held them from a backup (`rewind repair` refuses such a journal: it would "
         + "move the intact segments after the gap aside)"
+    }
+    if isStrayFile {
+      return "Nothing committed is damaged; `rewind verify` lists every such file"
     }
     return switch code {
     case .locked: "Another process is writing to this journal; close it first, or open a reader instead"

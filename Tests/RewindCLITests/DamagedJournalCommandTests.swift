@@ -403,6 +403,27 @@ extension DamagedJournalCommandTests {
     #expect(!tail.err.contains("\(last + 1)"), "no record past the end is named: \(tail.err)")
   }
 
+  /// The same stray file, as `log`, `export`, `tail` and `replay` name it: they read the gap
+  /// before its name as committed records missing before an intact segment, and advised restoring
+  /// them from a backup (repair refusing), where `verify` rightly finds a stray file that repair
+  /// moves aside. They name it a stray file now, holding no committed record.
+  @Test func aStrayFileNamedLikeASegmentIsNamedSo() async throws {
+    let (journal, _) = try await Self.segmented()
+    let last = journal.lastSequence
+    let stray = Layout.segmentName(firstSequence: last + 6)
+    try Files.write(Array("junk\n".utf8), to: journal.directory.appending(stray))
+    for arguments in Self.readers(journal.path) + [["replay", journal.path]] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(run.err.contains("a stray file named like a segment, holding no committed record"), "\(run.err)")
+      #expect(run.err.contains("(\(stray), byte offset 0)"), "\(run.err)")
+      #expect(run.err.contains("Nothing committed is damaged"), "\(run.err)")
+      #expect(!run.err.contains("backup") && !run.err.contains("missing"), "\(arguments): \(run.err)")
+    }
+    let verify = try await ToolRun.run("rewind", ["verify", journal.path])
+    #expect(verify.status == 1 && verify.out.contains("a stray file named like a segment"), "\(verify.out)")
+  }
+
   /// A damaged batch header in the last segment (its frame's extent unknown) stopped `log`,
   /// `export` and `tail` there, hiding the intact frames after it. They read on now from the first
   /// batch the index names past the damage (a writer wrote it there; the header found there must

@@ -180,7 +180,11 @@ public final class JournalCursor {
 
   private func position(segment: UInt64, offset: Int64, expected: UInt64) throws {
     readsBefore += file?.reads ?? 0
-    file = try layout.openChecked(segment: segment)
+    do {
+      file = try layout.openChecked(segment: segment)
+    } catch let error as JournalError where error.code == .corrupt {
+      throw try strayFile(segment) ?? error
+    }
     self.offset = offset
     self.expected = expected
   }
@@ -419,6 +423,7 @@ public final class JournalCursor {
         try refreshSize(file)
         if offset < file.size { return true }
         if let missing = missingSegment(startingAt: expected) { throw missing }
+        if let stray = try strayFile(later) { throw stray }
         throw JournalError.segmentBreak(
           "segment starts at sequence \(later), but the previous one ends at \(expected - 1)", expected: expected,
           next: later, directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0)
@@ -432,6 +437,19 @@ public final class JournalCursor {
     if !layout.lists(expected) { try layout.refresh() }
     try position(segment: expected, offset: Int64(Layout.segmentHeaderSize), expected: expected)
     return true
+  }
+
+  /// The error for the file named like segment `later` (found after a gap, or whose header was
+  /// refused) when it is a stray file (`JournalReader.strayFile`): nothing shows that it held a
+  /// committed record, so it damages none, and its name says nothing about records missing before
+  /// it. Nil when it is a segment.
+  private func strayFile(_ later: UInt64) throws -> JournalError? {
+    let index = reader.index(for: layout)
+    let named = index.entries.contains { $0.segment == later } || (index.lastNamed?.segment ?? 0) >= later
+    guard let stray = try JournalReader.strayFile(later, in: layout, namedByIndex: named) else { return nil }
+    var error = JournalError(.corrupt, stray.message, directory: reader.directory, file: stray.file, offset: 0)
+    error.isStrayFile = true
+    return error
   }
 
   private func refreshSize(_ file: SegmentFile) throws {

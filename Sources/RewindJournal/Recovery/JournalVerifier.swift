@@ -361,39 +361,49 @@ extension JournalReader {
   {
     var segments: [UInt64] = []
     for first in layout.segments {
-      let file = try layout.open(segment: first)
-      var problem: String?
-      var copyOf: String?
-      do {
-        // Its header alone: the walk that follows reads the segment from its start.
-        let header = try file.headerAlone()
-        problem = JournalDirectory.problem(with: header, expecting: first, journalID: layout.journalID)
-        if problem != nil, !namedByIndex.contains(first), let original = try Self.original(of: header, in: layout) {
-          copyOf = original
-        } else if problem != nil, try namedByIndex.contains(first) || file.hasValidBatchHeader(after: 0) {
-          // Scanned for batch headers only when its header is not valid: a sound journal is read once.
-          problem = nil
-        }
-      } catch {
-        throw JournalError(error, directory: layout.path, file: file.name)
-      }
-      guard let problem else {
+      guard let stray = try strayFile(first, in: layout, namedByIndex: namedByIndex.contains(first)) else {
         segments.append(first)
         continue
       }
-      var stray = JournalProblem(
-        file: file.name, offset: 0, sequences: nil,
-        message: problem
-          + (copyOf.map {
-            "; \($0) is that segment, with a valid header: this file is a copy of it under another name, "
-              + "and the index names it nowhere (repair moves it aside alone)"
-          }
-            ?? "; no valid batch follows in it and the index names it nowhere: a stray file named like a segment, "
-            + "holding no committed record (repair moves it aside alone)"))
-      stray.strayFile = true
       report.problems.append(stray)
     }
     return segments
+  }
+
+  /// The problem of the file named like segment `first` (`JournalProblem.strayFile`) when it is a
+  /// stray file (see `strayFiles`); nil when it is a segment, damaged or not. `namedByIndex`:
+  /// whether an index entry names it.
+  package static func strayFile(_ first: UInt64, in layout: JournalDirectory, namedByIndex: Bool) throws
+    -> JournalProblem?
+  {
+    let file = try layout.open(segment: first)
+    var problem: String?
+    var copyOf: String?
+    do {
+      // Its header alone: the walk that follows reads the segment from its start.
+      let header = try file.headerAlone()
+      problem = JournalDirectory.problem(with: header, expecting: first, journalID: layout.journalID)
+      if problem != nil, !namedByIndex, let original = try Self.original(of: header, in: layout) {
+        copyOf = original
+      } else if problem != nil, try namedByIndex || file.hasValidBatchHeader(after: 0) {
+        // Scanned for batch headers only when its header is not valid: a sound journal is read once.
+        problem = nil
+      }
+    } catch {
+      throw JournalError(error, directory: layout.path, file: file.name)
+    }
+    guard let problem else { return nil }
+    var stray = JournalProblem(
+      file: file.name, offset: 0, sequences: nil,
+      message: problem
+        + (copyOf.map {
+          "; \($0) is that segment, with a valid header: this file is a copy of it under another name, "
+            + "and the index names it nowhere (repair moves it aside alone)"
+        }
+          ?? "; no valid batch follows in it and the index names it nowhere: a stray file named like a segment, "
+          + "holding no committed record (repair moves it aside alone)"))
+    stray.strayFile = true
+    return stray
   }
 
   /// The name of the segment a misnamed file's header names, when it is this journal's, the
