@@ -31,11 +31,13 @@ enum ShowCommand: RewindCommand {
 
     Exit 0; 2 when SEQ is not a number (a record or command id, 32 hex digits, is not one, even
     without letters) or is outside the journal, or --model names no registered model; 3 when the
-    journal cannot be read, also after the event is shown when it reads intact but damage cuts
-    off the events around it that tell its command's extent (then left out). A segment missing
-    between intact ones is read around, as `rewind log` reads it: an event before or after it is
-    shown (after it, the touched records are inferred, as no model can replay through the gap),
-    and one it held exits 3, naming the segment and the sequences it held.
+    event cannot be read (damage holds it: its segment, byte offset and sequences are named).
+    Damage elsewhere is read past, as `rewind log` reads it, and a segment missing between intact
+    ones read around: an event before or after it is shown (after it, the touched records are
+    inferred when no model can replay through it). A command's events all lie in one frame, the
+    event's own, read with it, so damage elsewhere cannot cut them off; only if that frame no
+    longer reads as it did (the journal changed meanwhile) is the event shown without them, then
+    the error (exit 3).
 
     Examples:
       rewind show /tmp/notes 42
@@ -58,25 +60,27 @@ enum ShowCommand: RewindCommand {
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }
     let reader = try openJournal(directory)
-    // Around a missing segment (`rewind log` reads so): an event before or after it is shown.
-    guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else {
+    guard let (record, command) = try Self.eventAndItsCommand(sequence, in: reader, directory: directory) else {
       throw outOfRange(String(sequence), last: try reader.lastSequence())
     }
     let event = AuditedEvent(record)
-    // Damage among the records around it (the command's other events) leaves the event itself
-    // intact: it is shown, then the damage is reported (exit 3).
+    // The frame that holds the event holds its command's events (DESIGN.md, 3), read with it;
+    // only when reading the records before the event in it fails (the journal changed since) is
+    // the event shown without them, then that error (exit 3).
     var damage: JournalError?
-    var command: ClosedRange<UInt64>?
-    do {
-      command = try event.header.map { try commandRange(of: $0.commandID, around: sequence, in: reader) }
-    } catch let error as JournalError where error.isDamage {
-      damage = error
+    var commandEvents: ClosedRange<UInt64>?
+    switch command {
+    case .success(let range): commandEvents = range
+    case .failure(let error): damage = error
+    case nil: break
     }
     let touched = try Touched(event, directory: directory, model: args.value("model"), context: context)
     let output = context.output
     if args.flag("json") {
       var line = String(event.json.dropLast())
-      if let command { line += #","commandEvents":[\#(command.lowerBound),\#(command.upperBound)]"# }
+      if let command = commandEvents {
+        line += #","commandEvents":[\#(command.lowerBound),\#(command.upperBound)]"#
+      }
       output.out(line + #","touched":\#(touched.json)}"# + "\n")
       if let damage { throw CommandCutOff(error: damage, sequence: sequence) }
       return .success
@@ -86,7 +90,7 @@ enum ShowCommand: RewindCommand {
     if let header = event.header {
       lines.append(visible("  name      \(header.name) (schema version \(header.version))"))
       lines.append(visible("  origin    \(header.origin.name)"))
-      if let command {
+      if let command = commandEvents {
         let others =
           command.count == 1
           ? "its only event" : "events \(command.lowerBound)-\(command.upperBound), \(command.count) in all"
@@ -122,35 +126,124 @@ enum ShowCommand: RewindCommand {
     }
   }
 
-  /// The sequence numbers of the command's events: contiguous, around `sequence`.
-  static func commandRange(of command: Identifier, around sequence: UInt64, in reader: JournalReader) throws
-    -> ClosedRange<UInt64>
+  /// Record `sequence`, read past damage elsewhere as `rewind log` reads (around a missing
+  /// segment too), and the sequence numbers of its command's events: contiguous, around it. Nil
+  /// when the journal does not reach `sequence`; the command nil for a record that names none, and
+  /// the damage that cuts them off when it holds records that could be the command's.
+  /// - Throws: the damage that holds record `sequence`, located.
+  static func eventAndItsCommand(_ sequence: UInt64, in reader: JournalReader, directory: String) throws
+    -> (record: JournalRecord, command: Result<ClosedRange<UInt64>, JournalError>?)?
   {
-    // Back in windows growing to 4096 records, each read from where the index places it, while the
-    // command's events fill the window: the cost follows the command's length, not the journal's.
+    var holding: JournalError?
+    var records = try PastDamage(reader: reader, directory: directory, through: sequence) {
+      try reader.records(from: sequence, readingAroundMissingSegments: true)
+    }
+    // A read past damage goes on where it can (right after the damage), before `sequence` too.
+    var record: JournalRecord?
+    repeat {
+      record = try records.next { error, resume in if resume > sequence { holding = error } }
+    } while (record?.sequence ?? .max) < sequence
+    guard let record, record.sequence == sequence else {
+      if let holding { throw holding }
+      return nil
+    }
+    guard let id = (try? EventRecord.header(of: record.payload))?.commandID else { return (record, nil) }
+    let frame = records.cursor?.lastBatch?.header
+    do {
+      return (record, .success(try commandRange(of: id, around: sequence, in: frame, reader: reader)))
+    } catch let error as JournalError where error.isDamage || error.code == .shortened {
+      return (record, .failure(error))
+    }
+  }
+
+  /// The sequence numbers of command `id`'s events, contiguous, around `sequence`, which `frame`
+  /// holds. A command's events all lie in one frame where a manager wrote them (DESIGN.md, 3), so
+  /// that frame, read again, tells them whatever damage lies outside it. A journal written
+  /// otherwise can spread a command over several frames (appends of its events in parts): where
+  /// the command reaches the frame's first or last record, the frames before or after it are read
+  /// too, in windows growing to 4096 records, so that the cost follows the command's length.
+  /// - Throws: the damage that holds a record next to the command's known events (that record
+  ///   could be the command's), located.
+  static func commandRange(
+    of id: Identifier, around sequence: UInt64, in frame: BatchHeader?, reader: JournalReader
+  ) throws -> ClosedRange<UInt64> {
+    func same(_ record: JournalRecord) -> Bool { (try? EventRecord.header(of: record.payload))?.commandID == id }
+    let frameStart = frame?.firstSequence ?? sequence
+    let frameEnd = frame?.lastSequence ?? sequence
     var first = sequence
+    var last = sequence
+    // Back, from the record before the event: first within its frame, then beyond when the
+    // command's run reaches the frame's start.
     var windowEnd = sequence  // exclusive
-    // Small first (most commands record a few events), so that damage well before the event,
-    // which a wide window would read through, is not met.
     var window: UInt64 = 16
-    while first == windowEnd && windowEnd > 1 {
+    backward: while first == windowEnd && windowEnd > 1 {
       defer { window = min(window * 2, 4096) }
-      let start = windowEnd > window ? windowEnd - window : 1
-      let back = try reader.records(from: start, readingAroundMissingSegments: true)
-      var run: UInt64?
-      while let record = try back.next(), record.sequence < windowEnd {
-        let same = (try? EventRecord.header(of: record.payload))?.commandID == command
-        run = same ? (run ?? record.sequence) : nil
+      let start = windowEnd > frameStart ? frameStart : windowEnd > window ? windowEnd - window : 1
+      let read = try Self.read(start..<windowEnd, reader: reader)
+      for wanted in (start..<windowEnd).reversed() {
+        guard let record = read.records[wanted] else { throw read.cut(at: wanted) }
+        guard same(record) else { break backward }
+        first = wanted
       }
-      if let run { first = run }
       windowEnd = start
     }
-    var last = sequence
-    let forward = try reader.records(from: sequence + 1, readingAroundMissingSegments: true)
-    while let record = try forward.next(), (try? EventRecord.header(of: record.payload))?.commandID == command {
-      last = record.sequence
+    // Forward, likewise.
+    var next = sequence + 1
+    window = 16
+    forward: while last == next - 1 && next < .max {
+      defer { window = min(window * 2, 4096) }
+      let end = next <= frameEnd ? min(frameEnd, .max - 1) + 1 : next + min(window, .max - next)
+      let read = try Self.read(next..<end, reader: reader)
+      for wanted in next..<end {
+        guard let record = read.records[wanted] else {
+          // Past the journal's end: the command ends with it.
+          if read.cutBy == nil && read.records.keys.allSatisfy({ $0 < wanted }) { break forward }
+          throw read.cut(at: wanted)
+        }
+        guard same(record) else { break forward }
+        last = wanted
+      }
+      next = end
     }
     return first...last
+  }
+
+  /// The records of `range` that read, by sequence number, past damage elsewhere (as `rewind log`
+  /// reads), and the first damage read past among them.
+  struct Read {
+    var records: [UInt64: JournalRecord] = [:]
+    var cutBy: JournalError?
+    var directory: String
+
+    /// The error for record `sequence` missing from what was read.
+    func cut(at sequence: UInt64) -> JournalError {
+      cutBy
+        ?? JournalError(
+          .shortened, "record \(sequence) no longer reads as it did", directory: directory,
+          sequences: sequence...sequence)
+    }
+  }
+
+  /// Reads `range` (`Read`).
+  static func read(_ range: Range<UInt64>, reader: JournalReader) throws -> Read {
+    var read = Read(directory: reader.directory)
+    guard !range.isEmpty else { return read }
+    var records = try PastDamage(reader: reader, directory: reader.directory, through: range.upperBound - 1) {
+      try reader.records(from: range.lowerBound, readingAroundMissingSegments: true)
+    }
+    do {
+      // Damage before the range, which a cursor skipping to its start met, cuts nothing off.
+      while let next = try records.next(readingOn: { error, resume in
+        if resume > range.lowerBound { read.cutBy = read.cutBy ?? error }
+      }),
+        next.sequence < range.upperBound
+      {
+        if next.sequence >= range.lowerBound { read.records[next.sequence] = next }
+      }
+    } catch let error as JournalError where error.isDamage {
+      read.cutBy = read.cutBy ?? error
+    }
+    return read
   }
 
   /// Compact JSON, indented two spaces per level, continuation lines starting with `indent`.

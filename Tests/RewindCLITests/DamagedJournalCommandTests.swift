@@ -170,6 +170,37 @@ import Testing
     }
   }
 
+  /// `show` of an event in the last segment after a damaged frame, with no index entry between
+  /// them: the cursor made for it, which checks the frames it skips there, met the damage and
+  /// `show` printed nothing (exit 3), though `log` lists the event. Now it reads past the damage
+  /// as `log` does: each event of the frames after the next one is shown whole (one command a
+  /// frame under `none`), and one the damaged frame holds is the located damage.
+  @Test func showReadsPastDamageBeforeTheEventInTheLastSegment() async throws {
+    var options = JournalOptions(durability: .none)
+    options.indexIntervalBytes = 1 << 20
+    let journal = try await NotebookJournal.write(commands: 40, seed: 5, options: options)
+    let segments = Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted()
+    try #require(segments.count == 1)
+    let path = journal.directory.appending(segments[0])
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    try #require(frames.count > 10)
+    let damaged = frames[2]
+    bytes[damaged.middleOfData] ^= 0x5A
+    try Files.write(bytes, to: path)
+    // The frame right after the damage: its command could reach back into the damaged frame.
+    for frame in frames[4...] {
+      let (first, last) = (frame.header.firstSequence, frame.header.lastSequence)
+      let run = try await ToolRun.run("rewind", ["show", journal.path, String(last), "--json"])
+      #expect(run.status == 0, "\(last): \(run.err)")
+      #expect(run.out.hasPrefix(#"{"seq":\#(last),"#), "\(run.out)")
+      #expect(run.out.contains(#""commandEvents":[\#(first),\#(last)]"#), "\(first)-\(last): \(run.out)")
+    }
+    let held = try await ToolRun.run("rewind", ["show", journal.path, String(damaged.header.firstSequence)])
+    #expect(held.status == 3 && held.out.isEmpty, "\(held.out)")
+    #expect(held.err.contains("\(segments[0]), byte offset \(damaged.offset)"), "\(held.err)")
+  }
+
   /// `tail` whose last events reach back over damage read nothing: it read windows with a
   /// cursor that stopped at the damage. It reads past it now, as `log` does: the last events the
   /// damage does not hold, the damage located once (also when two windows meet it), exit 3.
