@@ -12,14 +12,19 @@ enum BackupCommand: RewindCommand {
     does, so the copy is the journal as it stood when the backup began, with the same journal id
     and every record from the first on (sequence numbers, timestamps and payloads; each frame's
     records again in one frame); records appended meanwhile are left out. A file-by-file copy (cp -r) of a journal being written can miss records
-    when the writer starts a new segment while it runs; this cannot. The copy is fsynced, then
-    read back and verified. Snapshots are not copied (they are derived: an app opening the copy
-    replays from the start or writes new ones); nor is the index, which the copy's first writer
-    rebuilds.
+    when the writer starts a new segment while it runs; this cannot. The copy is made in a hidden
+    directory (.NAME.backup-XXXXXXXX beside a new DEST, .backup-XXXXXXXX inside an empty one),
+    fsynced, read back and verified there, and only then becomes DEST (renamed to it; or its
+    files moved into the empty DEST, the manifest last), so that no partial copy passes for one,
+    even when the backup is killed or the machine stops: that leaves the hidden directory (and
+    in an empty DEST files with no manifest, which no command reads as a journal), which no later
+    backup removes; remove it yourself. Snapshots are not copied (they are derived: an app
+    opening the copy replays from the start or writes new ones), nor quarantine/ (what repair
+    moved aside; copy it yourself if you keep it); the index is written anew.
 
     Exit 0 when the copy is made and verified; 2 when DEST holds anything, is not a directory or
     lies inside DIR (nothing there is touched); 3 when DIR cannot be read (damage, located) or DEST cannot be
-    written: a failed backup removes what it wrote, so no partial copy is left to pass for one.
+    written: a failed backup removes what it wrote and leaves DEST as it was.
 
     Examples:
       rewind backup /tmp/notes /backups/notes-2026-12-05

@@ -29,6 +29,7 @@ extension ForwardingFileIO {
   package func size(_ fd: Int32, path: String) throws -> Int64 { try base.size(fd, path: path) }
   package func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
   package func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
+  package func removeDirectory(_ path: String) throws { try base.removeDirectory(path) }
   package func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
   package func fileExists(_ path: String) -> Bool { base.fileExists(path) }
   package func isFile(_ fd: Int32, at path: String) -> Bool { base.isFile(fd, at: path) }

@@ -162,4 +162,59 @@ import Testing
     #expect(FileManager.default.fileExists(atPath: target) == givenEmptyDirectory)
     if givenEmptyDirectory { #expect(Files.list(target).isEmpty) }
   }
+
+  /// A backup cut off part way (Ctrl-C, a timeout, the OOM killer, a power loss) left the copy
+  /// made so far in DEST, with the journal's manifest and id: `verify` called it sound, a prefix
+  /// passing for the backup. At every sync and rename the backup makes (where a kill leaves what
+  /// is on disk), DEST is now no journal at all, or the whole copy: the copy is made in a hidden
+  /// directory and becomes DEST only once verified (the manifest last into an empty DEST).
+  @Test(arguments: [false, true])
+  func destinationIsAJournalOnlyOnceTheCopyIsWhole(givenEmptyDirectory: Bool) async throws {
+    let dir = TemporaryDirectory("backup-kill-source")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 4 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 150, seed: 17)
+    journal.close()
+    let parent = TemporaryDirectory("backup-kill-target")
+    let target = givenEmptyDirectory ? parent.path : parent.appending("copy")
+    let io = KillPointFileIO {
+      guard FileManager.default.fileExists(atPath: target + "/" + Layout.manifestName) else { return "no journal" }
+      let report = try? JournalReader(directory: target).verify()
+      return report.map { "\($0.isSound ? "sound" : "damaged") through \($0.lastSequence)" } ?? "unreadable"
+    }
+    let report = try JournalReader(directory: dir.path, io: io).backUp(to: target)
+    let last = UInt64(records.count)
+    #expect(report.lastSequence == last)
+    let seen = io.seen
+    #expect(seen.count > 5, "\(seen)")
+    #expect(
+      seen.allSatisfy { $0 == "no journal" || $0 == "sound through \(last)" }, "DEST as a kill would leave it: \(seen)")
+    #expect(try JournalFixtures.readAll(target) == records)
+    // Nothing else is left: no hidden directory beside DEST or in it.
+    #expect(Files.list(parent.path) == (givenEmptyDirectory ? Files.list(target) : ["copy"]))
+    #expect(!Files.list(target).contains { $0.hasPrefix(".") }, "\(Files.list(target))")
+  }
+}
+
+/// Runs `state` before every sync and rename, where a process killed, or a machine stopped, leaves
+/// the files as they are, and keeps what it says.
+private final class KillPointFileIO: ForwardingFileIO, @unchecked Sendable {
+  let base: any FileIO = PosixFileIO()
+  private let state: @Sendable () -> String
+  private let noted = Locked<[String]>([])
+
+  init(state: @escaping @Sendable () -> String) { self.state = state }
+
+  var seen: [String] { noted.withLock { $0 } }
+
+  private func look() { noted.withLock { $0.append(state()) } }
+
+  func sync(_ fd: Int32, metadata: Bool, path: String) throws {
+    look()
+    try base.sync(fd, metadata: metadata, path: path)
+  }
+
+  func rename(_ from: String, to: String) throws {
+    look()
+    try base.rename(from, to: to)
+  }
 }

@@ -35,6 +35,8 @@ package protocol FileIO: Sendable {
   func size(_ fd: Int32, path: String) throws -> Int64
   func rename(_ from: String, to: String) throws
   func makeDirectory(_ path: String) throws
+  /// Removes an empty directory (`rmdir`).
+  func removeDirectory(_ path: String) throws
   func contentsOfDirectory(_ path: String) throws -> [String]
   func fileExists(_ path: String) -> Bool
   /// Whether `path` names the file `fd` has open (by device and inode): not when that file was
@@ -219,6 +221,10 @@ package struct PosixFileIO: FileIO {
     if Glibc.mkdir(path, 0o700) != 0 && Glibc.errno != EEXIST {
       throw SystemCallError("mkdir", path: path, errno: Glibc.errno)
     }
+  }
+
+  package func removeDirectory(_ path: String) throws {
+    if Glibc.rmdir(path) != 0 { throw SystemCallError("rmdir", path: path, errno: Glibc.errno) }
   }
 
   package func contentsOfDirectory(_ path: String) throws -> [String] {

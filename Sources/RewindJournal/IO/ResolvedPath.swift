@@ -13,10 +13,17 @@ package enum ResolvedPath {
       return String(cString: pointer)
     }
     if let whole = real(path) { return whole }
-    let trimmed = path.hasSuffix("/") ? String(path.dropLast()) : path
-    guard let slash = trimmed.lastIndex(of: "/") else { return real(".").map { $0 + "/" + trimmed } }
+    let (parent, name) = split(path)
+    return real(parent).map { ($0.hasSuffix("/") ? $0 : $0 + "/") + name }
+  }
+
+  /// `path`'s parent directory (`.` when it names none) and last component, a trailing slash
+  /// dropped; nothing is resolved.
+  package static func split(_ path: String) -> (parent: String, name: String) {
+    let trimmed = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
+    guard let slash = trimmed.lastIndex(of: "/") else { return (".", trimmed) }
     let parent = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
-    return real(parent).map { ($0.hasSuffix("/") ? $0 : $0 + "/") + trimmed[trimmed.index(after: slash)...] }
+    return (parent, String(trimmed[trimmed.index(after: slash)...]))
   }
 
   /// Whether `path` is `directory` or lies inside it, both resolved; false when either cannot be.

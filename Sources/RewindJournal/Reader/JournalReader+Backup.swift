@@ -22,14 +22,23 @@ extension JournalReader {
   /// segment while the copy runs); this reads records as any reader does, so it cannot.
   ///
   /// The copy's files are written anew (its segments hold the same frames, the index is
-  /// derived), fsynced with their directory, and then read back and verified. Snapshots are not
-  /// copied: they are derived, and an app that opens the copy replays from its start or writes
-  /// new ones.
+  /// derived) into a hidden directory, fsynced with it, and read back and verified there; only
+  /// then does the copy become `destination`, so that no partial copy passes for a backup, also
+  /// when the process is killed or the machine stops part way:
+  /// - a new `destination`: the copy is made in `.NAME.backup-XXXXXXXX` beside it (`NAME` its
+  ///   last component), renamed to `destination` once verified, and the parent directory synced;
+  /// - an empty `destination` (a mount point, a directory with permissions of its own): the copy
+  ///   is made in `destination/.backup-XXXXXXXX`, its files then moved into `destination`, the
+  ///   manifest last, so that `destination` is a journal only once it holds every file.
+  /// A copy cut off so leaves that hidden directory (and, in an empty `destination`, files
+  /// without a manifest, which no reader takes for a journal); nothing removes it later.
+  /// Snapshots are not copied: they are derived, and an app that opens the copy replays from its
+  /// start or writes new ones. Nor is `quarantine/`, where `repair` moved damaged data aside.
   /// - Returns: what was copied.
   /// - Throws: `JournalError`: `.invalidArgument` when `destination` holds anything, is not a
   ///   directory, or lies inside this journal's directory (nothing there is changed); damage in
-  ///   this journal, located, or `.io`. On any error after it began writing, the copy's files are
-  ///   removed (and `destination`, if it made it), so that no partial copy passes for a backup.
+  ///   this journal, located, or `.io`. On any error, what it wrote is removed and `destination`
+  ///   is left as it was (or is not made).
   public func backUp(to destination: String) throws -> BackupReport {
     let id = try self.id
     var status = stat()
@@ -51,10 +60,42 @@ extension JournalReader {
         "it lies inside the journal's own directory, where the backup would be lost with the journal: "
           + "a backup goes outside it", directory: destination)
     }
+    let suffix = ".backup-" + String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
+    let (parent, name) = ResolvedPath.split(destination)
+    let staging = made ? parent + "/." + name + suffix : destination + "/" + suffix
+    // What became the destination's so far: the whole copy (a new destination), or these files.
+    var renamed = false
+    var moved: [String] = []
     do {
-      return try copyAndVerify(into: destination, id: id)
+      let report = try copyAndVerify(into: staging, id: id)
+      if made {
+        try JournalError.wrapping(directory: destination) {
+          try io.rename(staging, to: destination)
+          renamed = true
+          try io.syncDirectory(parent)
+        }
+      } else {
+        // The manifest last: without it, no reader takes the directory for a journal.
+        let names = try JournalError.wrapping(directory: staging) { try io.contentsOfDirectory(staging) }
+        for name in names.filter({ $0 != Layout.manifestName }) + [Layout.manifestName] {
+          try JournalError.wrapping(directory: destination, file: name) {
+            try io.rename(staging + "/" + name, to: destination + "/" + name)
+          }
+          moved.append(name)
+        }
+        try JournalError.wrapping(directory: destination) {
+          try io.removeDirectory(staging)
+          try io.syncDirectory(destination)
+        }
+      }
+      return report
     } catch {
-      removeCopy(destination, made: made)
+      if renamed {
+        removeCopy(destination, made: true)
+      } else {
+        for name in moved { try? io.removeFile(destination + "/" + name) }
+        removeCopy(staging, made: true)
+      }
       throw error
     }
   }
@@ -129,12 +170,12 @@ extension JournalReader {
     return bytes
   }
 
-  /// Removes what a failed backup wrote: the files in `destination` (empty before it began), and
+  /// Removes what a failed backup wrote: the files in `directory` (empty before it began), and
   /// the directory itself if the backup made it.
-  private func removeCopy(_ destination: String, made: Bool) {
-    for name in (try? io.contentsOfDirectory(destination)) ?? [] {
-      try? io.removeFile(destination + "/" + name)
+  private func removeCopy(_ directory: String, made: Bool) {
+    for name in (try? io.contentsOfDirectory(directory)) ?? [] {
+      try? io.removeFile(directory + "/" + name)
     }
-    if made { _ = Glibc.rmdir(destination) }
+    if made { try? io.removeDirectory(directory) }
   }
 }
