@@ -27,6 +27,10 @@ enum CompactCommand: RewindCommand {
     larger frames, at opening too: give its maxBatchBytes as --frame, or let the app compact
     (Journal.compactSealedSegments() keeps to its own limits).
 
+    Damage that hides the journal's end (committed records gone from the last segment, as
+    `rewind verify` reports) stops it before anything is changed: a writer's opening would move
+    that part aside, which is `rewind repair`'s to do once you have seen its plan.
+
     Exit 0 when done, also when there was nothing to compact; 1 when damage stopped it (the
     segments before the damaged one may be compacted); 3 when the journal cannot be opened (a
     writer holds it, or it is not a journal).
@@ -45,7 +49,13 @@ enum CompactCommand: RewindCommand {
     let frameBytes = try args.integer(
       "frame", default: SegmentCompactor.defaultFrameContentBytes, range: 1...SegmentCompactor.defaultFrameContentBytes)
     // Reading first: a directory that is not a journal is refused before anything is written there.
-    _ = try openJournal(directory)
+    // So is damage that hides the end (committed records gone from the last segment, a frame the
+    // index names cut short): a writer's opening would move it aside and drop the index entries
+    // that name what is lost, a repair made without asking, after which `verify` finds nothing.
+    if case .failure(let damage) = try openJournal(directory).readableEnd() {
+      output.err(visible("rewind compact: \(damage); nothing was compacted or changed") + "\n")
+      return .findings
+    }
     // With the largest limits, as every command reads: a journal written with larger limits than
     // the default holds committed records that compaction must read, not refuse. It does not make
     // compacted frames larger: they gather 1 MiB of decoded content (or `--frame`).

@@ -153,6 +153,27 @@ import Testing
     #expect(try names.dropFirst().map { try Files.read(dir.appending($0)) } == later)
   }
 
+  /// Compaction on a journal whose last segment lost committed records (cut short before a batch
+  /// the index names) opened it as a writer does: opening moved the tail aside and rewrote the
+  /// index without the entries that named the lost records, compaction exited 0, and `verify`
+  /// then called the journal sound: a repair made without asking, its evidence gone. It refuses
+  /// now, exit 1, the loss located, every file as it was.
+  @Test(arguments: [[], ["--all"]])
+  func lostRecordsAtTheEndStopItBeforeAnythingChanges(all: [String]) async throws {
+    let (journal, file, _) = try await IndexedLossCommandTests.damaged(.cutShort)
+    let before = try Files.list(journal.path).map { ($0, try Files.read(journal.directory.appending($0))) }
+    let run = try await ToolRun.run("rewind", ["compact", journal.path] + all)
+    #expect(run.status == 1, "\(run.out)\(run.err)")
+    #expect(run.err.hasPrefix("rewind compact: ") && run.err.contains(file), "\(run.err)")
+    #expect(run.err.contains("committed records are gone") && run.err.contains("nothing was compacted"), "\(run.err)")
+    #expect(run.out.isEmpty, "\(run.out)")
+    let after = try Files.list(journal.path).map { ($0, try Files.read(journal.directory.appending($0))) }
+    #expect(after.map(\.0) == before.map(\.0))
+    #expect(after.map(\.1) == before.map(\.1), "every file as it was")
+    let verify = try await ToolRun.run("rewind", ["verify", journal.path])
+    #expect(verify.status == 1 && verify.out.contains(file), "the loss is still there to see: \(verify.out)")
+  }
+
   /// `--all --frame BYTES`: the segment sealed last is merged within the size given too, as the
   /// others; on a journal without records `--all` seals nothing and compacts nothing.
   @Test func allKeepsToTheFrameSizeAndLeavesAnEmptyJournalAsItIs() async throws {
