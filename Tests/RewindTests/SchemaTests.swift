@@ -40,7 +40,12 @@ private func opened() throws -> [UInt8] {
   manager.close()
 }
 
-@Test(arguments: [("account.mystery", UInt32(1)), ("account.deposited", UInt32(9)), ("account.opened", UInt32(0))])
+/// Rewind's own checkpoint records too: a later version of one was read as version 1 whatever it
+/// held (a digest by another algorithm reported as replay diverging).
+@Test(arguments: [
+  ("account.mystery", UInt32(1)), ("account.deposited", UInt32(9)), ("account.opened", UInt32(0)),
+  ("rewind.checkpoint", UInt32(2)), ("rewind.checkpoint.mark", UInt32(9)), ("rewind.checkpoint.digest", UInt32(2)),
+])
 func unknownEventIsALocatedError(name: String, version: UInt32) throws {
   let temporary = TemporaryDirectory()
   let directory = temporary.appending("journal")

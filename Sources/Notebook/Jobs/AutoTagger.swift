@@ -1,3 +1,5 @@
+import Rewind
+
 /// An automation: tags notes whose title or body mentions a keyword. Its result lands through the
 /// manager like any other change, with origin `.automation`.
 public struct AutoTagger: Sendable {
@@ -19,6 +21,8 @@ public struct AutoTagger: Sendable {
   public func missingTags(for note: Note) -> [NoteTag] {
     let text = (note.title + " " + note.body).lowercased()
     let wanted = rules.filter { !$0.tag.isEmpty && text.contains($0.keyword.lowercased()) }.map(\.tag)
-    return Array(Set(wanted).subtracting(note.tags)).sorted()
+    // Sorted alike whatever order a set gives them (`String`'s `<` is no strict weak order across
+    // Unicode forms): the order of the events the tagger records.
+    return sortedAlike(Set(wanted).subtracting(note.tags))
   }
 }

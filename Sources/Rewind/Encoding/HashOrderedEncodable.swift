@@ -85,26 +85,6 @@ private func encodingOrder<T>(_: T.Type, of collection: Any, at codingPath: [any
         + "the next: make \(T.self) Comparable (or encode the collection sorted) so that equal values encode alike"))
 }
 
-/// `entries` sorted by `precedes` in an order that depends on nothing but their values.
-///
-/// Sorted from the hash order they come in, entries that `precedes` does not tell apart (neither
-/// precedes the other, yet they are distinct) would keep that order, or, where `precedes` is not
-/// a strict weak order, land in places that depend on it: equal sets would encode differently in
-/// two processes. So when the result has two neighbours that `precedes` does not tell apart, the
-/// entries are sorted again, by `precedes`, stably (as Swift's sort is), from the order of their `bytes` (their field
-/// encodings), which any process gives alike. Where `precedes` orders every neighbour (every
-/// `Comparable` type that keeps `<`'s contract, and sets of strings in one Unicode form), the
-/// result is the plain sort's, as before, and nothing is encoded twice.
-private func sortedAlike<T>(
-  _ entries: some Sequence<T>, by precedes: (T, T) -> Bool, bytes: (T) throws -> [UInt8]
-) rethrows -> [T] {
-  let sorted = entries.sorted(by: precedes)
-  guard sorted.indices.dropLast().contains(where: { !precedes(sorted[$0], sorted[$0 + 1]) }) else { return sorted }
-  let byBytes = try entries.map { (bytes: try bytes($0), entry: $0) }
-    .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
-  return byBytes.map(\.entry).sorted(by: precedes)
-}
-
 /// `<` of `C` (as `Any`, for `encodingOrder` to cast to its own type).
 private func lessThan<C: Comparable>(_: C.Type) -> Any {
   { (a: C, b: C) -> Bool in a < b }

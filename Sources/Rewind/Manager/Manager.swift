@@ -1057,7 +1057,7 @@ public final class Manager<M: Model>: Sendable {
           }
           let change = CommittedChange(
             commandID: command.id, origin: command.origin, sequences: first...(first + count - 1), events: recorded,
-            keys: context.touched.sorted())
+            keys: sortedAlike(context.touched))
           // A bounded stream that is full ends here, in commit order: no later change reaches
           // it (a reader that made room meanwhile would see a gap). The manager lets go of it.
           var behind: [Int] = []

@@ -146,7 +146,9 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// store read from a snapshot has the first record's), so it is not what is returned: the
   /// first record's form depends on the records alone.
   @inlinable public func groupCounts() -> [(key: Record.GroupKey, count: Int)] {
-    groups.map { key, ids in (key: form(of: key, in: ids), count: ids.count) }.sorted { $0.key < $1.key }
+    sortedAlike(groups.map { key, ids in (key: form(of: key, in: ids), count: ids.count) }, by: { $0.key < $1.key }) {
+      Array($0.key.description.utf8)
+    }
   }
 
   /// `key` as the first record of its group (`ids`) holds it: one walk down the group's tree and
@@ -168,7 +170,7 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
     }
     var problems: [String] = []
     let cached = groups.mapValues { Set($0.keys) }
-    for key in Set(groups.keys).union(expected.keys).sorted() where cached[key] != expected[key] {
+    for key in sortedAlike(Set(groups.keys).union(expected.keys)) where cached[key] != expected[key] {
       let held = groups[key]?.count ?? 0
       problems.append(
         "store \(name), group '\(key)': the cache holds \(held) record\(held == 1 ? "" : "s"), "

@@ -296,6 +296,13 @@ func decodeRecord<M: Model>(_ record: JournalRecord, tables: EventTables, regist
   if let kind = nameIndex ?? Checkpoint.recordNames.firstIndex(of: header.name),
     kind <= EventTables.checkpointDigestNameIndex
   {
+    // Version 1 of each is all this code reads: a later one may mean something else by the same
+    // fields (a digest by another algorithm), and is refused as any event of an unknown version.
+    guard header.version == Checkpoint.version else {
+      throw ReplayError(
+        .unknownEvent, sequence: record.sequence, name: header.name, version: header.version,
+        underlying: "Rewind's own checkpoint records are read at version \(Checkpoint.version) only")
+    }
     do {
       let decoder = FieldDecoder()
       switch kind {

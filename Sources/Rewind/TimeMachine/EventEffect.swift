@@ -43,7 +43,7 @@ extension TimeMachine {
     var after = before
     var context = ApplyContext(recording: true)
     M.makeRegistry().apply(recorded.event, to: &after, context: &context)
-    let keys = context.touched.sorted()
+    let keys = sortedAlike(context.touched)
     // What changed, record by record, as `diff` finds it; a touched record it does not list is
     // unchanged (or absent both times).
     let diff = StateDiff.between(before, after, from: sequence - 1, to: sequence)

@@ -1,0 +1,29 @@
+/// `entries` sorted by `precedes` in an order that depends on nothing but their values.
+///
+/// Sorted from the hash order they come in (a `Set`'s, a `Dictionary`'s), entries that `precedes`
+/// does not tell apart (neither precedes the other, yet they are distinct) would keep that order,
+/// or, where `precedes` is not a strict weak order, land in places that depend on it. `String`'s
+/// `<` is none across Unicode forms: `"e\u{301}"` and `"\u{E9}a"` are unequal, yet neither
+/// precedes the other. Equal sets would then encode differently in two processes, and keys, tags
+/// and lines come out in another order from run to run. So when the result has two neighbours
+/// that `precedes` does not tell apart, the entries are sorted again, by `precedes`, stably (as
+/// Swift's sort is), from the order of their `bytes` (a field encoding, a string's UTF-8), which
+/// any process gives alike. Where `precedes` orders every neighbour (every `Comparable` type that
+/// keeps `<`'s contract, and strings in one Unicode form), the result is the plain sort's, and no
+/// bytes are asked for.
+@usableFromInline package func sortedAlike<T>(
+  _ entries: some Sequence<T>, by precedes: (T, T) -> Bool, bytes: (T) throws -> [UInt8]
+) rethrows -> [T] {
+  let sorted = entries.sorted(by: precedes)
+  guard sorted.indices.dropLast().contains(where: { !precedes(sorted[$0], sorted[$0 + 1]) }) else { return sorted }
+  let byBytes = try entries.map { (bytes: try bytes($0), entry: $0) }
+    .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+  return byBytes.map(\.entry).sorted(by: precedes)
+}
+
+/// `sortedAlike` by `<`, each entry's bytes its description's UTF-8 (a string's own).
+@usableFromInline package func sortedAlike<T: Comparable & CustomStringConvertible>(
+  _ entries: some Sequence<T>
+) -> [T] {
+  sortedAlike(entries, by: <) { Array($0.description.utf8) }
+}
