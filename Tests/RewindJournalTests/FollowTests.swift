@@ -293,6 +293,84 @@ import Testing
     #expect(error?.sequences == 40...40, "\(String(describing: error))")
   }
 
+  /// The same from the start of an empty last segment (what `rewind compact --all`, or a writer
+  /// opened with `sealsLastSegmentOnOpening`, leaves): the cursor made there had read no batch,
+  /// so when `repair` moved that segment and the one before aside and a writer wrote other
+  /// records under the same numbers, the follower had nothing to check and served them as if
+  /// they went on from what it had read. It now finds the batch before its start once, and
+  /// reports the cut.
+  @Test(arguments: [0, 15])
+  func aFollowerAtTheStartOfAnEmptyLastSegmentReportsACut(appended: Int) async throws {
+    let dir = TemporaryDirectory("follow-empty-last")
+    var options = JournalOptions(durability: .none)
+    options.segmentTargetBytes = 2048
+    let journal = try Journal(directory: dir.path, options: options)
+    var random = SeededGenerator(seed: 123)
+    for n in 1...40 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(100))]) }
+    journal.close()
+    var sealing = options
+    sealing.sealsLastSegmentOnOpening = true
+    try Journal(directory: dir.path, options: sealing).close()
+    let segments = JournalFixtures.segments(dir.path).sorted()
+    try #require(segments.count == 5 && segments[4] == Layout.segmentName(firstSequence: 41))
+
+    let io = IdlePollCountingFileIO()
+    let iterator = try JournalReader(directory: dir.path, io: io)
+      .follow(from: 41, pollInterval: .milliseconds(1)).makeAsyncIterator()
+    let next = Self.nextWithinPatience(iterator)
+    let deadline = ContinuousClock.now + Self.patience
+    while io.idlePolls.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(1))
+    }
+    try #require(io.idlePolls.load(ordering: .relaxed) > 0, "the follower waits at the start of segment 41")
+    // Damage in the first frame of the segment before: repair moves it and the empty one aside.
+    let held = dir.path + "/" + segments[3]
+    var bytes = try Files.read(held)
+    bytes[Layout.segmentHeaderSize + Layout.batchHeaderSize + 4] ^= 0x20
+    try Files.write(bytes, to: held)
+    let ends = try Journal.repair(directory: dir.path).lastSequence
+    try #require(ends < 40)
+    if appended > 0 {
+      let again = try Journal(directory: dir.path, options: options)
+      for n in 1...appended {
+        try again.appendAndWait([NewRecord(timestamp: Int64(100 + n), payload: random.bytes(100))])
+      }
+      try #require(again.lastSequence > 41, "other records under the numbers the follower waits for")
+      again.close()
+    }
+
+    let error = await #expect(throws: JournalError.self) { _ = try await next.value }
+    #expect(error?.code == .shortened, "\(String(describing: error))")
+    #expect(error?.file == segments[3] && error?.sequences == 40...40, "\(String(describing: error))")
+  }
+
+  /// A follower whose journal's directory is moved away and another journal made in its place:
+  /// it said the journal was cut. It says the directory holds another journal now.
+  @Test func aFollowerSaysWhenTheDirectoryHoldsAnotherJournal() async throws {
+    let parent = TemporaryDirectory("follow-replaced")
+    let path = parent.appending("journal")
+    var random = SeededGenerator(seed: 124)
+    let journal = try Journal(directory: path, options: JournalOptions(durability: .none))
+    for n in 1...10 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(50))]) }
+    journal.close()
+    var iterator = try JournalReader(directory: path).follow(from: 1, pollInterval: .milliseconds(1))
+      .makeAsyncIterator()
+    for n in 1...10 { #expect(try await iterator.next()?.sequence == UInt64(n)) }
+    let followed = try JournalReader(directory: path).id
+    try FileManager.default.moveItem(atPath: path, toPath: parent.appending("old"))
+    let other = try Journal(directory: path, options: JournalOptions(durability: .none))
+    for n in 1...20 { try other.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(50))]) }
+    other.close()
+    let now = try JournalReader(directory: path).id
+    try #require(now != followed)
+    let next = Self.nextWithinPatience(iterator)
+    let error = await #expect(throws: JournalError.self) { _ = try await next.value }
+    #expect(error?.code == .shortened, "\(String(describing: error))")
+    #expect(
+      error?.message.hasPrefix("the directory holds another journal now (\(now), where \(followed) was followed)")
+        == true, "\(String(describing: error))")
+  }
+
   /// Counts the polls of a follower that found nothing new (each compares the segment file it
   /// holds open with the journal's file of that name).
   final class IdlePollCountingFileIO: ForwardingFileIO {

@@ -31,6 +31,9 @@ public struct JournalFollower: AsyncSequence, Sendable {
     /// returns, or as `previous` below) until that cursor reads the same batch or a record is
     /// returned.
     var anchor: BatchPlace?
+    /// The journal's id as the first cursor found it: a cut found later names another journal
+    /// when the directory holds one now (moved away and replaced).
+    var journalID: JournalID?
 
     init(reader: JournalReader, nextSequence: UInt64, pollInterval: Duration) {
       self.reader = reader
@@ -56,7 +59,14 @@ public struct JournalFollower: AsyncSequence, Sendable {
     public mutating func next() async throws -> JournalRecord? {
       while !Task.isCancelled {
         if cursor == nil {
-          cursor = try reader.records(from: nextSequence, readingAroundMissingSegments: readingAroundMissingSegments)
+          let made = try reader.records(from: nextSequence, readingAroundMissingSegments: readingAroundMissingSegments)
+          // A cursor made at a segment's start (the last segment holds no batch yet) has read no
+          // batch to check a cut by: the one that ends right before the start is found once.
+          if anchor == nil, nextSequence > 1, made.lastBatch?.header.lastSequence != nextSequence - 1 {
+            anchor = try? reader.batch(holding: nextSequence - 1)
+          }
+          if journalID == nil { journalID = try? reader.id }
+          cursor = made
         }
         let cursor = cursor!
         // The batch the follower stands right after: that of the last record returned, when its
@@ -104,13 +114,18 @@ public struct JournalFollower: AsyncSequence, Sendable {
     }
 
     private func cut(_ batch: BatchPlace) -> JournalError {
-      JournalError(
-        .shortened,
-        "the journal was cut, and perhaps written again, while it was followed: the batch that held the last "
-          + "records read is no longer there as it was read, so they are gone, and any records under their numbers "
-          + "now (and perhaps under earlier ones) are others",
-        directory: reader.directory, file: Layout.segmentName(firstSequence: batch.segment), offset: batch.offset,
-        sequences: batch.header.sequences)
+      let what =
+        if let journalID, let now = try? reader.id, now != journalID {
+          "the directory holds another journal now (\(now), where \(journalID) was followed): the batch that held "
+            + "the last records read is not in it, and any records under their numbers are that journal's"
+        } else {
+          "the journal was cut, and perhaps written again, while it was followed: the batch that held the last "
+            + "records read is no longer there as it was read, so they are gone, and any records under their numbers "
+            + "now (and perhaps under earlier ones) are others"
+        }
+      return JournalError(
+        .shortened, what, directory: reader.directory, file: Layout.segmentName(firstSequence: batch.segment),
+        offset: batch.offset, sequences: batch.header.sequences)
     }
   }
 }

@@ -32,8 +32,7 @@ extension JournalReader {
     if let batch = cursor.lastBatch, batch.header.lastSequence == last {
       return JournalEnd(lastSequence: last, batch: batch)
     }
-    let holding = try records(from: last)
-    guard try holding.next()?.sequence == last, let batch = holding.lastBatch else {
+    guard let batch = try batch(holding: last) else {
       // The journal changed between the two looks: what `holds(_:)` would say of any end.
       throw JournalError(
         .shortened, "the journal changed while its end was looked for: sequence \(last) is no longer where it was",
@@ -42,26 +41,37 @@ extension JournalReader {
     return JournalEnd(lastSequence: last, batch: batch)
   }
 
+  /// The batch that holds record `sequence` as the journal stands now (its record read, and
+  /// decoded); nil when the journal does not hold it.
+  package func batch(holding sequence: UInt64) throws -> BatchPlace? {
+    let cursor = try records(from: sequence)
+    guard try cursor.next()?.sequence == sequence else { return nil }
+    return cursor.lastBatch
+  }
+
   /// Whether `batch` is still in the journal as it was found: its header, read again at its place,
   /// is the same. Otherwise the journal was cut at or before it, and perhaps written again over
   /// the place (records under the same numbers are not the ones read), unless compaction
   /// rewrote its segment (FORMAT.md, "Compaction": the same records in larger frames), which
   /// the segment header's flag tells; then the batch's records are read and must match its
   /// header: numbers, count, decoded size and timestamp range.
-  /// Costs one segment header and one batch header read, and the records of one compacted frame
-  /// after a compaction.
+  /// Costs one segment header and one batch header read (each by itself), and the records of one
+  /// compacted frame after a compaction.
   /// - Throws: `JournalError` when the journal cannot be read.
   package func holds(_ batch: BatchPlace) throws -> Bool {
     // Its segment is looked for by name, not in a listing of the directory: a follower catching
     // up checks at every segment it reaches, which made reading N segments list it N times.
     let layout = try JournalDirectory(path: directory, io: io, listing: false)
     guard io.fileExists(directory + "/" + Layout.segmentName(firstSequence: batch.segment)) else { return false }
-    let file = try layout.openChecked(segment: batch.segment)
+    // The two headers alone: a read window ahead of each (64 KiB) would be read at every check.
+    let file = try layout.openChecked(segment: batch.segment, alone: true)
     do {
-      let read = try file.batch(
-        at: batch.offset, expecting: batch.header.firstSequence, checkFrame: false, limits: limits)
-      if case .batch(let header, _) = read, header == batch.header { return true }
-      guard case .success(let segmentHeader) = try file.header(), segmentHeader.isCompacted else { return false }
+      if try file.batchHeaderAlone(at: batch.offset, limits: limits) == batch.header,
+        batch.offset + batch.header.totalLength <= file.size
+      {
+        return true
+      }
+      guard case .success(let segmentHeader) = try file.headerAlone(), segmentHeader.isCompacted else { return false }
     } catch {
       throw JournalError(error, directory: directory, file: file.name)
     }

@@ -97,6 +97,16 @@ package final class SegmentFile {
     SegmentHeader.decode(try read(count: Layout.segmentHeaderSize, at: 0))
   }
 
+  /// The batch header at `offset`, read by itself (no window ahead); nil when the bytes there are
+  /// no batch header whose checksum holds.
+  package func batchHeaderAlone(at offset: Int64, limits: JournalLimits) throws -> BatchHeader? {
+    guard
+      case .success(let header) = BatchHeader.decode(
+        try read(count: Layout.batchHeaderSize, at: offset)[...], limits: limits)
+    else { return nil }
+    return header
+  }
+
   /// What lies at `offset`: a whole, checked batch, the clean end of the file, or damage.
   ///
   /// - Parameters:
@@ -295,8 +305,19 @@ package final class SegmentFile {
   /// `scanStart(after:)`): if one does, the damage is in the middle of committed data, not a
   /// torn tail. Judged whatever the reader's limits, as `hasValidBatchHeader(after:)`.
   package func hasValidBatchHeader(after damage: BatchDamage) throws -> Bool {
-    try nextValidBatchHeader(after: damage, limits: .largest) != nil
+    if let none = noBatchHeaderAfter, none.damage == damage, none.size == size { return false }
+    let found = try nextValidBatchHeader(after: damage, limits: .largest) != nil
+    noBatchHeaderAfter = found ? nil : (damage, size)
+    return found
   }
+
+  /// The damage after which `hasValidBatchHeader(after:)` last found no batch header, and the
+  /// file's size then: asked again of the same damage in a file of the same size, the answer is
+  /// the same without a scan. A follower polls a torn tail followed by preallocated zeros (a
+  /// writer that crashed) every interval, and each scan read every zero to the end (megabytes).
+  /// Bytes that change the answer change the damage or the size: a writer that finishes a frame
+  /// the damage was part of (the next poll reads it whole), or recovery moving the tail aside.
+  private var noBatchHeaderAfter: (damage: BatchDamage, size: Int64)?
 
   /// The first checksum-valid batch header after `damage`, looked for from
   /// `scanStart(after:)`, and where it starts: where a walk goes on after the damage.

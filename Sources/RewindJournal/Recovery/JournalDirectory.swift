@@ -51,12 +51,14 @@ package struct JournalDirectory {
     }
   }
 
-  /// Opens a segment and checks its header: right journal, right first sequence number.
-  package func openChecked(segment firstSequence: UInt64) throws -> SegmentFile {
+  /// Opens a segment and checks its header: right journal, right first sequence number. The
+  /// header is read through the file's read-ahead window, for a reader that goes on to read the
+  /// batches after it; `alone`, by itself (`SegmentFile.headerAlone()`), for a look at one place.
+  package func openChecked(segment firstSequence: UInt64, alone: Bool = false) throws -> SegmentFile {
     let file = try open(segment: firstSequence)
     let header: Result<SegmentHeader, SegmentHeader.Problem>
     do {
-      header = try file.header()
+      header = try alone ? file.headerAlone() : file.header()
     } catch {
       throw JournalError(error, directory: path, file: file.name)
     }
