@@ -20,7 +20,8 @@ enum BisectCommand: RewindCommand {
     it holds, 2 for an unknown invariant (the known ones are listed) or a bad option, 3 when the
     journal cannot be read (damage part way, located) or the model cannot replay it. The event is
     shown as replay applied it, upcast to its current schema version when it was written in an
-    older one, which its line says ("v1 (upcast to v2)"; in JSON "upcastTo": 2 after "version": 1).
+    older one, which the end of its line says ("... (upcast to v2)"; in JSON "upcastTo": 2 after
+    "version": 1).
     When damage hides the journal's end (a frame that fails its checksum among the last records
     written, past the sparse index's last entry; committed records gone),
     bisect searches the records before it, through the last one read intact: a failure there is

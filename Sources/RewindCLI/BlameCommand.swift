@@ -12,7 +12,8 @@ enum BlameCommand: RewindCommand {
     whichever collection holds it), or the value collection named ENTITY, oldest first, each with
     the record after it ("removed" once it is gone). With --json, one JSON object per event per
     line. An event is shown as replay applied it: one written in an older schema version,
-    upcast to the current one, says so after its version ("v1 (upcast to v2)"; in JSON
+    upcast to the current one, says so at the end of its line ("... v1 origin user command ID
+    (upcast to v2)"; in JSON
     "upcastTo": 2 after "version": 1, which is the version written, as `rewind log` shows it).
     The examples read a journal written by `rewind demo /tmp/j --seed 1`.
 

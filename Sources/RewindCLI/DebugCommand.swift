@@ -21,7 +21,7 @@ enum DebugCommand: RewindCommand {
     (or `goto end`) is refused, saying so; `step` stops there. From a script, the exit code is
     then 3 (as `rewind log` exits for a journal it read only in part).
     An event is shown as replay applied it: one written in an older schema version, upcast to
-    the current one, says so after its version ("v1 (upcast to v2)"), as blame and bisect do.
+    the current one, says so at the end of its line ("... (upcast to v2)"), as blame and bisect do.
 
     Examples:
       rewind debug /tmp/j

@@ -15,13 +15,14 @@ struct JournalBounds {
   var lastSequence: UInt64?
   /// The damage that hides the end (`JournalReader.readableEnd()`), or nil.
   var hiddenBy: JournalError?
-  /// Timestamps of the first and last records (nil for an empty journal; the last, when damage
-  /// hides the end).
-  var firstTime: Int64?
+  /// The timestamp of the first record (nil for an empty journal), or the damage that holds it
+  /// (the first segment missing too): thrown only by `time(_:)`, so that a target that needs no
+  /// time (sequence 0, the empty state) is served whatever holds the first record.
+  var firstTime: Result<Int64?, JournalError>
+  /// The timestamp of the last record (nil for an empty journal, and when damage hides the end).
   var lastTime: Int64?
 
-  /// - Throws: `JournalError` when the directory is not a readable journal, or its first record
-  ///   is damaged or gone (the first segment missing).
+  /// - Throws: `JournalError` when the directory is not a readable journal.
   init(directory: String) throws {
     self.directory = directory
     let reader = try openJournal(directory)
@@ -29,7 +30,11 @@ struct JournalBounds {
     case .success(let last): lastSequence = last
     case .failure(let damage): hiddenBy = damage
     }
-    firstTime = try reader.records(from: 1, readingAroundMissingSegments: true).next()?.timestamp
+    do {
+      firstTime = .success(try reader.records(from: 1, readingAroundMissingSegments: true).next()?.timestamp)
+    } catch let error as JournalError where error.isDamage {
+      firstTime = .failure(error)
+    }
     lastTime = try lastSequence.flatMap { $0 == 0 ? nil : try reader.record($0)?.timestamp }
   }
 
@@ -80,12 +85,13 @@ struct JournalBounds {
   }
 
   /// `text` (ISO 8601) as nanoseconds, within the journal's first and last record times.
-  func time(_ text: String) throws(UsageError) -> Int64 {
+  /// - Throws: `UsageError`; the `JournalError` of damage that holds the first record.
+  func time(_ text: String) throws -> Int64 {
     guard let value = ISO8601.parse(text) else {
       throw UsageError(
         "time '\(text)' is not ISO 8601 (like 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00)")
     }
-    guard let first = firstTime, lastTime != nil || hiddenBy != nil else {
+    guard let first = try firstTime.get(), lastTime != nil || hiddenBy != nil else {
       throw UsageError("the journal \(directory) is empty: there is no time to go to")
     }
     guard value >= first else {
@@ -111,7 +117,7 @@ struct JournalBounds {
   }
 
   /// The target of `--to SEQ` or `--at TIME` (at most one), or the end.
-  func target(_ args: Arguments) throws(UsageError) -> ReplayTarget {
+  func target(_ args: Arguments) throws -> ReplayTarget {
     switch (args.value("to"), args.value("at")) {
     case (.some, .some): throw UsageError("give either --to SEQ or --at TIME, not both")
     case (.some(let to), nil): return .sequence(try sequence(to, what: "--to"))

@@ -199,6 +199,28 @@ import Testing
   /// segments and index entries follow), as the README says: `blame` and `bisect` stop at it,
   /// exit 3, located, with nothing shown; `debug` starts with no line about a hidden end, and a
   /// move that must replay through the damage fails, located, the session staying where it was.
+  /// The first record damaged: `replay --to 0` and `diff 0 0` exited 3 naming it, though the
+  /// empty state needs no record (the bounds read the first record's time for every target, not
+  /// only for `--at`). They serve it now; `--at`, which needs that time, and a target past the
+  /// damage still exit 3, located.
+  @Test func theEmptyStateNeedsNoRecordIntact() async throws {
+    let journal = try await NotebookJournal.write(commands: 20, seed: 82, options: JournalOptions(durability: .none))
+    let name = Layout.segmentName(firstSequence: 1)
+    let path = journal.directory.appending(name)
+    var bytes = try Files.read(path)
+    let first = try #require(segmentFrames(in: bytes).first)
+    bytes[first.middleOfData] ^= 0x5A
+    try Files.write(bytes, to: path)
+    let replay = try await ToolRun.run("rewind", ["replay", journal.path, "--to", "0"])
+    #expect(replay.status == 0 && replay.out.contains("sequence     0 of "), "\(replay.out)\(replay.err)")
+    let diff = try await ToolRun.run("rewind", ["diff", journal.path, "0", "0"])
+    #expect(diff.status == 0 && diff.out.hasPrefix("no changes from 0 to 0"), "\(diff.out)\(diff.err)")
+    for arguments in [["replay", journal.path, "--at", "2023-11-14T22:13:30Z"], ["diff", journal.path, "0", "1"]] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3 && run.err.contains("(\(name), byte offset \(first.offset)"), "\(arguments): \(run.err)")
+    }
+  }
+
   @Test func damageThatHidesNoEndStopsBlameBisectAndDebugMoves() async throws {
     let (journal, intact, _) = try await DamagedJournalCommandTests.damaged(.flipped)
     let first = try await ToolRun.run("rewind", ["log", journal.path, "--to", "1", "--json"])
