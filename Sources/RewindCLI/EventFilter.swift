@@ -119,6 +119,8 @@ struct EventFilter {
   ) throws {
     try checkStart(reader)
     var records = try PastDamage(reader: reader, directory: directory, through: to) { try cursor(reader) }
+    // Damage before `--from`, which the cursor met skipping to it, is no part of the selection.
+    records.from = from
     var shown = 0
     var readThrough = from - 1
     // Nothing is read past `to`: damage after it (the next segment's header damaged, say) is no
@@ -279,6 +281,9 @@ struct PastDamage {
   let directory: String
   /// No read goes on past this sequence number.
   let through: UInt64
+  /// Damage whose records all lie before this sequence number, met by a cursor skipping to it, is
+  /// read past in silence: it is no part of what is read.
+  var from: UInt64 = 0
   /// Nil when making the first cursor met damage (`metFirst`: the first segment is missing).
   var cursor: JournalCursor?
   /// The damage met making the first cursor, not yet read past.
@@ -396,9 +401,10 @@ extension PastDamage {
     return try cursor.moveToBatch(at: entry.offset, in: file, startingAt: resume) ? cursor : nil
   }
 
-  /// Records `error` as read past (once: `tail` may meet it from two windows) and says so.
+  /// Records `error` as read past (once: `tail` may meet it from two windows) and says so; not
+  /// when its records lie before `from`.
   mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
-    guard !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }
+    guard resume > from, !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }
     readingOn(error, resume)
     passed.append(error)
   }

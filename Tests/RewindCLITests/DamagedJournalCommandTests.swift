@@ -201,6 +201,24 @@ import Testing
     #expect(held.err.contains("\(segments[0]), byte offset \(damaged.offset)"), "\(held.err)")
   }
 
+  /// `log --from` and `export --from` after a damaged frame in the last segment: the cursor made
+  /// for the start checks the frames it skips there, met the damage, and the read past it was
+  /// reported (exit 3), though the selection holds none of its records. It is whole now (exit 0),
+  /// as a selection that ends before the damage is; one that starts inside it still reports it.
+  @Test func aSelectionThatStartsAfterTheDamageIsWhole() async throws {
+    let (journal, name, frames, frame) = try await Self.lastSegmentDamaged { $0.middleOfData }
+    let after = frame.header.lastSequence + 1
+    try #require(frames.contains { $0.header.firstSequence == after })
+    for arguments in [["log", journal.path], ["export", journal.path, "--jsonl"]] {
+      let run = try await ToolRun.run("rewind", arguments + ["--from", String(after)])
+      #expect(run.status == 0 && run.err.isEmpty, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == Array(after...journal.lastSequence), "\(arguments)")
+      let inside = try await ToolRun.run("rewind", arguments + ["--from", String(frame.header.firstSequence)])
+      #expect(inside.status == 3 && inside.err.contains("\(name), byte offset \(frame.offset)"), "\(inside.err)")
+      #expect(Self.sequences(inside) == Array(after...journal.lastSequence), "\(arguments)")
+    }
+  }
+
   /// `tail` whose last events reach back over damage read nothing: it read windows with a
   /// cursor that stopped at the damage. It reads past it now, as `log` does: the last events the
   /// damage does not hold, the damage located once (also when two windows meet it), exit 3.
