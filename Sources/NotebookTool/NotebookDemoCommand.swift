@@ -199,11 +199,22 @@ public enum NotebookDemoCommand: RewindCommand {
     return parent.isEmpty ? "/" : String(parent)
   }
 
-  /// What a journal directory holds: its manifest, lock, index, segments, snapshots, quarantine,
-  /// and the temporary files of an interrupted write (`index.tmp`, `<segment>.compact.tmp`).
+  /// What a journal directory holds: its manifest, lock, index, segments (named by 20 digits),
+  /// snapshots, quarantine, and the temporary files of an interrupted write (`index.tmp`,
+  /// `manifest.json.tmp`, `<segment>.tmp`, `<segment>.compact.tmp`). By name: `make demo`'s
+  /// `scripts/demo-dir-check` also looks inside `snapshots/` and `quarantine/` before it removes them.
   static func isJournalEntry(_ name: String) -> Bool {
-    [Layout.manifestName, Layout.lockName, Layout.indexName, SnapshotStore.folderName, Layout.quarantineName]
-      .contains(name) || name.hasSuffix(Layout.segmentSuffix) || name.hasSuffix(".tmp")
+    let named = [
+      Layout.manifestName, Layout.lockName, Layout.indexName, SnapshotStore.folderName, Layout.quarantineName,
+      Layout.manifestName + ".tmp", Layout.indexName + ".tmp",
+    ]
+    if named.contains(name) { return true }
+    // A segment (named by 20 digits), or the temporary file of its creation or compaction.
+    for suffix in ["", ".tmp", ".compact.tmp"] where name.hasSuffix(Layout.segmentSuffix + suffix) {
+      let digits = name.utf8.dropLast(Layout.segmentSuffix.utf8.count + suffix.utf8.count)
+      return digits.count == 20 && digits.allSatisfy { (0x30...0x39).contains($0) }
+    }
+    return false
   }
 
   /// The first entry of `directory` that a journal does not hold, in name order; nil when the

@@ -22,8 +22,8 @@ enum BackupCommand: RewindCommand {
     opening the copy replays from the start or writes new ones), nor quarantine/ (what repair
     moved aside; copy it yourself if you keep it); the index is written anew.
 
-    Exit 0 when the copy is made and verified; 2 when DEST holds anything, is not a directory or
-    lies inside DIR (nothing there is touched); 3 when DIR cannot be read (damage, located) or DEST cannot be
+    Exit 0 when the copy is made and verified; 2 when DEST holds anything, is not a directory,
+    has no parent directory or lies inside DIR (nothing there is touched); 3 when DIR cannot be read (damage, located) or DEST cannot be
     written: a failed backup removes what it wrote and leaves DEST as it was.
 
     Examples:

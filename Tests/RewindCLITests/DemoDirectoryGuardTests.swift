@@ -110,4 +110,36 @@ import Testing
     _ = FileManager.default.createFile(atPath: dir.appending("file"), contents: Data())
     #expect(try await check("file").status == 1)
   }
+
+  /// The check judged a journal's entries by name alone, and loosely: a file of yours named
+  /// `notes.lz4` or `mine.tmp`, anything in `snapshots/`, and what `rewind repair` moved into
+  /// `quarantine/` (which it promises never to delete) were all removed with the journal. Now a
+  /// segment is 20 digits and `.lz4`, `snapshots/` may hold snapshots only, and a non-empty
+  /// `quarantine/` is refused; a journal with its snapshots and an empty quarantine still passes.
+  @Test func makeDemoKeepsWhatAJournalDoesNotMake() async throws {
+    let dir = TemporaryDirectory("cli-demo-guard-inside")
+    let path = dir.appending("journal")
+    let journal = try await ToolRun.run("rewind", ["demo", path, "--events", "50", "--seed", "1"])
+    try #require(journal.status == 0, "\(journal.err)")
+    let snapshot = try await ToolRun.run("rewind", ["snapshot", path])
+    try #require(snapshot.status == 0, "\(snapshot.err)")
+    try FileManager.default.createDirectory(atPath: path + "/quarantine", withIntermediateDirectories: false)
+    let passes = try await ToolRun.run(Self.check, [path])
+    #expect(passes.status == 0, "\(passes.err)")
+    let cases: [(file: String, says: String)] = [
+      ("notes.lz4", "it holds 'notes.lz4'"), ("mine.tmp", "it holds 'mine.tmp'"),
+      ("snapshots/holiday.jpg", "it holds 'snapshots/holiday.jpg', which is not a snapshot"),
+      ("quarantine/00000000000000000001.lz4", "its quarantine/ holds what 'rewind repair' moved aside"),
+    ]
+    for (file, says) in cases {
+      _ = FileManager.default.createFile(atPath: path + "/" + file, contents: Data("mine".utf8))
+      let run = try await ToolRun.run(Self.check, [path])
+      #expect(run.status == 1 && run.err.contains(says), "\(file): \(run.err)")
+      try FileManager.default.removeItem(atPath: path + "/" + file)
+    }
+    // `rewind demo`, which appends to a journal, refuses a foreign name at the top level alike.
+    _ = FileManager.default.createFile(atPath: path + "/notes.lz4", contents: Data("mine".utf8))
+    let appended = try await ToolRun.run("rewind", ["demo", path, "--events", "5"])
+    #expect(appended.status == 2 && appended.err.contains("notes.lz4"), "\(appended.err)")
+  }
 }

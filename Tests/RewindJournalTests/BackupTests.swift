@@ -163,6 +163,22 @@ import Testing
     if givenEmptyDirectory { #expect(Files.list(target).isEmpty) }
   }
 
+  /// A new DEST whose parent directory does not exist: the copy's hidden directory could not be
+  /// made beside it, and the error named that directory as "journal". It is refused as DEST now,
+  /// naming its parent, and nothing is made.
+  @Test func aDestinationWithoutAParentIsRefused() async throws {
+    let dir = TemporaryDirectory("backup-no-parent")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    _ = try await JournalFixtures.write(journal, batches: 5, seed: 18)
+    journal.close()
+    let parent = TemporaryDirectory("backup-no-parent-target")
+    let target = parent.appending("nope/copy")
+    let error = journalError { _ = try JournalReader(directory: dir.path).backUp(to: target) }
+    #expect(error?.code == .invalidArgument && error?.directory == target, "\(String(describing: error))")
+    #expect(error?.message.contains("its parent directory \(parent.appending("nope")) does not exist") == true)
+    #expect(Files.list(parent.path).isEmpty)
+  }
+
   /// A backup cut off part way (Ctrl-C, a timeout, the OOM killer, a power loss) left the copy
   /// made so far in DEST, with the journal's manifest and id: `verify` called it sound, a prefix
   /// passing for the backup. At every sync and rename the backup makes (where a kill leaves what

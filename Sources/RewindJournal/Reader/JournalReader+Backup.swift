@@ -36,7 +36,8 @@ extension JournalReader {
   /// start or writes new ones. Nor is `quarantine/`, where `repair` moved damaged data aside.
   /// - Returns: what was copied.
   /// - Throws: `JournalError`: `.invalidArgument` when `destination` holds anything, is not a
-  ///   directory, or lies inside this journal's directory (nothing there is changed); damage in
+  ///   directory, has no parent directory, or lies inside this journal's directory (nothing there
+  ///   is changed); damage in
   ///   this journal, located, or `.io`. On any error, what it wrote is removed and `destination`
   ///   is left as it was (or is not made).
   public func backUp(to destination: String) throws -> BackupReport {
@@ -62,6 +63,12 @@ extension JournalReader {
     }
     let suffix = ".backup-" + String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
     let (parent, name) = ResolvedPath.split(destination)
+    var parentStatus = stat()
+    if made, stat(parent, &parentStatus) != 0 || (parentStatus.st_mode & S_IFMT) != S_IFDIR {
+      throw JournalError(
+        .invalidArgument, "its parent directory \(parent) does not exist: a backup makes DEST, not its parents",
+        directory: destination)
+    }
     let staging = made ? parent + "/." + name + suffix : destination + "/" + suffix
     // What became the destination's so far: the whole copy (a new destination), or these files.
     var renamed = false
