@@ -402,7 +402,10 @@ import Testing
       baseline: "sqlite", "sqlite.append", "commit per append under a lock, synchronous=OFF, 1 producer",
       "events/s", 400_000, "ev/s", comparedWith: (scenario: "journal.append", configuration: one, metric: "events/s"))
     let checks = Dictionary(uniqueKeysWithValues: Targets.check(context).map { ($0.target, $0) })
-    #expect(checks["journal append without fsync ≥ 1.5M events/s (one record per append)"]?.met == true)
+    // 1.6M with one producer, 400k with 64: the issue asks 1.5M of both, and the better of the two
+    // passed it.
+    let rate = "journal append without fsync ≥ 1.5M events/s (one record per append, 1 and 64 producers)"
+    #expect(checks[rate]?.met == false)
     let grouped = checks["append without fsync ≥ 5× SQLite (grouped transactions, synchronous=OFF, 64 producers)"]
     #expect(grouped?.met == false)
     #expect(grouped?.measured == "4.00×")
@@ -411,13 +414,39 @@ import Testing
     #expect(single?.measured == "4.00×")
     // Targets whose figures were not measured are reported unjudged (a run without --only fails
     // on them), or left out when --only left their scenarios out.
-    #expect(checks["replay into the stores ≥ 4M events/s"]?.met == nil)
-    #expect(checks["replay into the stores ≥ 4M events/s"]?.measured == Targets.unmeasured)
+    let replay = checks.values.first { $0.target.hasPrefix("replay into the stores ≥ 4M events/s") }
+    #expect(replay != nil && replay?.met == nil)
+    #expect(replay?.measured == Targets.unmeasured)
     let only = BenchContext(options: BenchOptions.parse(["--only", "append"])!, work: "/nonexistent")
     only.record("journal.append", one, "events/s", 1_600_000, "ev/s")
-    only.record("journal.append", many, "events/s", 400_000, "ev/s")
-    #expect(
-      Targets.check(only).map(\.target) == ["journal append without fsync ≥ 1.5M events/s (one record per append)"])
+    only.record("journal.append", many, "events/s", 1_500_000, "ev/s")
+    #expect(Targets.check(only).map(\.target) == [rate])
+    #expect(Targets.check(only).first?.met == true)
+  }
+
+  /// Replay is judged at both lengths the run replays (at 1M events only, 427k at 10M went
+  /// unjudged), and the journal's size both as the manager writes it and at rest, compacted whole
+  /// (judged at rest only, the one reading that passed).
+  @Test func replayAndSizeAreJudgedOnEveryFigureTheIssueNames() {
+    let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
+    context.corpus = Array(repeating: NewRecord(timestamp: 0, payload: []), count: 1_000)
+    context.record("replay", "1000 events, cold", "events/s", 5_000_000, "ev/s")
+    context.record("replay", ReplayScenario.longConfiguration(2_000), "events/s", 3_000_000, "ev/s")
+    context.record("json.lines", "1000 events", "bytes/event on disk", 300, "B", system: "json")
+    context.record("corpus", "1000 events", "journal bytes/event", 250, "B")
+    let compacted = CompactionScenario.configuration(1_000)
+    context.record("compaction", compacted, CompactionScenario.atRestBytesPerEvent, 90, "B")
+    context.record("compaction", compacted, CompactionScenario.wholeBytesPerEvent, 130, "B")
+    context.record("compaction", compacted, CompactionScenario.sealedBytesPerEvent, 80, "B")
+    let checks = Dictionary(uniqueKeysWithValues: Targets.check(context).map { ($0.target, $0) })
+    let replay = checks["replay into the stores ≥ 4M events/s (at 1000 and 2000 events)"]
+    #expect(replay?.met == false, "\(String(describing: replay))")
+    #expect(replay?.measured.contains("3,000,000 ev/s at 2000") == true, "\(String(describing: replay))")
+    let written = checks["journal as the manager writes it ≤ 1/3 of the JSON lines' size (default options)"]
+    #expect(written?.met == false, "\(String(describing: written))")
+    #expect(written?.measured.contains("(1.20× smaller)") == true, "\(String(describing: written))")
+    let atRest = checks["journal at rest ≤ 1/3 of the JSON lines' size (compacted whole, rewind compact --all)"]
+    #expect(atRest?.met == true, "\(String(describing: atRest))")
   }
 
   /// A run of every scenario that left a target without its figures reports every such target
@@ -426,7 +455,7 @@ import Testing
     let context = BenchContext(options: BenchOptions(), work: "/nonexistent")
     context.corpus = Array(repeating: NewRecord(timestamp: 0, payload: []), count: 1_000)
     let checks = Targets.check(context)
-    #expect(checks.count == 13)  // the thirteen targets of issue 6 the harness judges
+    #expect(checks.count == 14)  // the fourteen targets of issue 6 the harness judges
     #expect(checks.allSatisfy { $0.met == nil && $0.measured == Targets.unmeasured })
   }
 

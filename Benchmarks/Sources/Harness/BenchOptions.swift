@@ -3,7 +3,10 @@ struct BenchOptions: Sendable {
   enum Mode: String, Sendable { case small, full }
 
   var mode: Mode = .small
-  var jsonPath = "Benchmarks/results/latest.json"
+  /// `--json F`; by default the committed results for a full run, and a file under `.build/` for
+  /// a small one, which would otherwise replace the full run's figures that RESULTS.md quotes.
+  var json: String?
+  var jsonPath: String { json ?? (mode == .full ? "Benchmarks/results/latest.json" : ".build/bench-small.json") }
   /// Where the journals, databases and JSON files of the run are written (`--work`): emptied
   /// first (`ScratchDirectory.prepare`) and kept at the end; when nil, a new one in /tmp, removed
   /// at the end.
@@ -50,7 +53,8 @@ struct BenchOptions: Sendable {
       --small      CI-sized (the default): 20k events, a smoke test that the harness works
       --full       1M events, each append configuration run three times (the median reported);
                    build with -c release (make bench)
-      --json PATH  where to write the results (default Benchmarks/results/latest.json)
+      --json PATH  where to write the results (default Benchmarks/results/latest.json with --full,
+                   .build/bench-small.json without: a small run never replaces the full results)
       --work DIR   scratch directory for journals and baselines, kept afterwards (default: a
                    new one in /tmp, removed afterwards); emptied first, so it must be new, empty
                    or one an earlier run made (it holds the file .rewind-bench-scratch)
@@ -88,7 +92,7 @@ struct BenchOptions: Sendable {
           return nil
         }
         switch argument {
-        case "--json": options.jsonPath = value
+        case "--json": options.json = value
         case "--work": options.workDirectory = value
         case "--only": options.only.append(value)
         case "--markdown": options.markdown = value

@@ -27,14 +27,15 @@ enum Targets {
       }
     }
 
-    judge("journal append without fsync ≥ 1.5M events/s (one record per append)") {
+    judge("journal append without fsync ≥ 1.5M events/s (one record per append, 1 and 64 producers)") {
       guard let one = value("journal.append", journal("none", 1), "events/s"),
         let many = value("journal.append", journal("none", 64), "events/s")
       else { return nil }
       let bulk = value("journal.append", JournalAppendScenario.bulkConfiguration("none"), "events/s") ?? 0
       return (
         "\(rate(one)) (1 producer), \(rate(many)) (64 producers); \(rate(bulk)) with 1,000 per append",
-        max(one, many) >= 1_500_000
+        // The issue asks it with 1 and 64 producers: both, not the better of the two.
+        min(one, many) >= 1_500_000
       )
     }
     judge("append without fsync ≥ 5× SQLite (grouped transactions, synchronous=OFF, 64 producers)") {
@@ -75,15 +76,20 @@ enum Targets {
       let pulls = value("manager.append", ManagerAppendScenario.pullConfiguration("none"), "events/s").map {
         "; \(rate($0)) in sync pulls of \(ManagerAppendScenario.notesPerPull) notes (none)"
       }
-      // Without fsync, the better of 1 and 64 producers, as for the journal's appends.
+      // Without fsync, with 1 and with 64 producers, as for the journal's appends.
       return (
         "\(rate(one)) (none, 1), \(rate(many)) (none, 64), \(rate(durable)) (always, 64)" + (pulls ?? ""),
-        max(one, many) >= 1_500_000 && durable >= 200_000
+        min(one, many) >= 1_500_000 && durable >= 200_000
       )
     }
     let replay = value("replay", "\(n) events, cold", "events/s")
-    judge("replay into the stores ≥ 4M events/s") {
-      replay.map { (rate($0), $0 >= 4_000_000) }
+    let longReplay = value("replay", ReplayScenario.longConfiguration(n * repeats), "events/s")
+    judge("replay into the stores ≥ 4M events/s (at \(n) and \(n * repeats) events)") {
+      guard let replay, let longReplay else { return nil }
+      return (
+        "\(rate(replay)) at \(n) events, \(rate(longReplay)) at \(n * repeats)",
+        min(replay, longReplay) >= 4_000_000
+      )
     }
     judge("replay ≥ 25% of raw LZ4 decompression of the same segments (liblz4, in process)") {
       guard let replay, let lz4 = value("lz4.tool", LZ4ToolScenario.libraryConfiguration(n), "events/s", "lz4")
@@ -121,35 +127,38 @@ enum Targets {
       }
       return (measured, p99 <= 20)
     }
-    judge("journal ≤ 1/3 of the JSON lines' size (the whole journal at rest, compacted whole)") {
-      let compacted = CompactionScenario.configuration(n)
-      let reappended = CompactionScenario.reappendedConfiguration(n)
-      func figure(_ metric: String) -> Double? {
-        value("compaction", compacted, metric) ?? value("compaction", reappended, metric)
-      }
-      guard let json = value("json.lines", "\(n) events", "bytes/event on disk", "json"),
-        let single = value("corpus", "\(n) events", "journal bytes/event"),
-        let atRest = figure(CompactionScenario.atRestBytesPerEvent),
-        let live = figure(CompactionScenario.wholeBytesPerEvent),
-        let sealed = figure(CompactionScenario.sealedBytesPerEvent)
-      else { return nil }
-      // Judged on every byte of a journal at rest once compacted whole (the `compaction`
-      // scenario; `rewind compact --all`): its segments, the index and the manifest. A journal a
-      // writer keeps open has its active segment as written (compaction never rewrites the
-      // segment being appended to; `JournalOptions.compactsSealedSegments` is off by default), and
-      // tends to the at-rest figure as it grows: that live figure, the sealed segments alone and
-      // the journal as the manager writes it are reported next to it.
-      let grouped = value("journal.append", journal("none", 64), "bytes/event on disk")
-      var measured = "JSON \(Report.format(json)) B/event; "
-      measured +=
-        "journal at rest compacted whole \(Report.format(atRest)) (\(Report.format(json / atRest))× smaller); "
-      measured += "live, sealed segments compacted \(Report.format(live)) (\(Report.format(json / live))×); "
-      measured += "its sealed segments \(Report.format(sealed)) (\(Report.format(json / sealed))×); "
-      measured +=
-        "as written \(Report.format(single)) (one command per frame, \(Report.format(json / single))× smaller)"
+    // The journal's size, judged twice: as the manager writes it (the default options: a frame per
+    // command under `none`, group frames under a durable policy with many producers), and at rest
+    // once compacted whole (`rewind compact --all`). A journal a writer keeps open lies between:
+    // its active segment as written, its sealed ones compacted when `compactsSealedSegments` is
+    // on (off by default); that live figure and the sealed segments alone are shown beside.
+    let json = value("json.lines", "\(n) events", "bytes/event on disk", "json")
+    let asWritten = value("corpus", "\(n) events", "journal bytes/event")
+    let grouped = value("journal.append", journal("none", 64), "bytes/event on disk")
+    func compaction(_ metric: String) -> Double? {
+      value("compaction", CompactionScenario.configuration(n), metric)
+        ?? value("compaction", CompactionScenario.reappendedConfiguration(n), metric)
+    }
+    judge("journal as the manager writes it ≤ 1/3 of the JSON lines' size (default options)") {
+      guard let json, let asWritten else { return nil }
+      var measured =
+        "JSON \(Report.format(json)) B/event; one command per frame \(Report.format(asWritten)) "
+        + "(\(Report.format(json / asWritten))× smaller)"
       if let grouped {
-        measured += ", \(Report.format(grouped)) (64 producers' groups, \(Report.format(json / grouped))× smaller)"
+        measured += ", 64 producers' groups \(Report.format(grouped)) (\(Report.format(json / grouped))×)"
       }
+      return (measured, asWritten * 3 <= json)
+    }
+    judge("journal at rest ≤ 1/3 of the JSON lines' size (compacted whole, rewind compact --all)") {
+      guard let json, let atRest = compaction(CompactionScenario.atRestBytesPerEvent),
+        let live = compaction(CompactionScenario.wholeBytesPerEvent),
+        let sealed = compaction(CompactionScenario.sealedBytesPerEvent)
+      else { return nil }
+      // Every byte of the journal at rest: its segments, the index and the manifest.
+      var measured = "JSON \(Report.format(json)) B/event; "
+      measured += "at rest \(Report.format(atRest)) (\(Report.format(json / atRest))× smaller); "
+      measured += "live, sealed segments compacted \(Report.format(live)) (\(Report.format(json / live))×); "
+      measured += "its sealed segments \(Report.format(sealed)) (\(Report.format(json / sealed))×)"
       return (measured, atRest * 3 <= json)
     }
     judge("reading memory bounded whatever the length (peak RSS at n/10 vs n events)") {
