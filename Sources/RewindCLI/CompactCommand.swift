@@ -52,7 +52,8 @@ enum CompactCommand: RewindCommand {
     // So is damage that hides the end (committed records gone from the last segment, a frame the
     // index names cut short): a writer's opening would move it aside and drop the index entries
     // that name what is lost, a repair made without asking, after which `verify` finds nothing.
-    if case .failure(let damage) = try openJournal(directory).readableEnd() {
+    // A stray file named like a segment at the end holds nothing committed: opening moves it aside.
+    if case .failure(let damage) = try openJournal(directory).readableEnd(), !damage.isStrayFile {
       output.err(visible("rewind compact: \(damage); nothing was compacted or changed") + "\n")
       return .findings
     }

@@ -34,10 +34,12 @@ enum ShowCommand: RewindCommand {
     event cannot be read (damage holds it: its segment, byte offset and sequences are named).
     Damage elsewhere is read past, as `rewind log` reads it, and a segment missing between intact
     ones read around: an event before or after it is shown (after it, the touched records are
-    inferred when no model can replay through it). A command's events all lie in one frame, the
-    event's own, read with it, so damage elsewhere cannot cut them off; only if that frame no
-    longer reads as it did (the journal changed meanwhile) is the event shown without them, then
-    the error (exit 3).
+    inferred when no model can replay through it). The command's events are read from the
+    event's own frame, where a manager writes them all; a command that reaches the frame's first
+    or last record is looked for in the frame next to it too (an app may append a command's
+    events in parts). When damage holds the records there (a frame of one command next to a
+    damaged one, as under --durability none), the event is shown without its command's extent,
+    then the damage (exit 3).
 
     Examples:
       rewind show /tmp/notes 42
@@ -197,7 +199,7 @@ enum ShowCommand: RewindCommand {
       for wanted in next..<end {
         guard let record = read.records[wanted] else {
           // Past the journal's end: the command ends with it.
-          if read.cutBy == nil && read.records.keys.allSatisfy({ $0 < wanted }) { break forward }
+          if !read.metDamage && read.records.keys.allSatisfy({ $0 < wanted }) { break forward }
           throw read.cut(at: wanted)
         }
         guard same(record) else { break forward }
@@ -209,15 +211,21 @@ enum ShowCommand: RewindCommand {
   }
 
   /// The records of `range` that read, by sequence number, past damage elsewhere (as `rewind log`
-  /// reads), and the first damage read past among them.
+  /// reads), the damage read past among them with where the read went on after each, and the
+  /// damage that ended the read, if any.
   struct Read {
     var records: [UInt64: JournalRecord] = [:]
-    var cutBy: JournalError?
+    var passed: [(error: JournalError, resume: UInt64)] = []
+    var stoppedBy: JournalError?
     var directory: String
 
-    /// The error for record `sequence` missing from what was read.
+    /// Whether damage was met, read past or not.
+    var metDamage: Bool { !passed.isEmpty || stoppedBy != nil }
+
+    /// The error for record `sequence` missing from what was read: the damage read past that held
+    /// it (the first the read went on after), else the one that ended the read.
     func cut(at sequence: UInt64) -> JournalError {
-      cutBy
+      passed.first { $0.resume > sequence }?.error ?? stoppedBy
         ?? JournalError(
           .shortened, "record \(sequence) no longer reads as it did", directory: directory,
           sequences: sequence...sequence)
@@ -231,17 +239,14 @@ enum ShowCommand: RewindCommand {
     var records = try PastDamage(reader: reader, directory: reader.directory, through: range.upperBound - 1) {
       try reader.records(from: range.lowerBound, readingAroundMissingSegments: true)
     }
+    // Damage before the range, which a cursor skipping to its start met, cuts nothing off.
+    records.from = range.lowerBound
     do {
-      // Damage before the range, which a cursor skipping to its start met, cuts nothing off.
-      while let next = try records.next(readingOn: { error, resume in
-        if resume > range.lowerBound { read.cutBy = read.cutBy ?? error }
-      }),
-        next.sequence < range.upperBound
-      {
+      while let next = try records.next(readingOn: { read.passed.append(($0, $1)) }), next.sequence < range.upperBound {
         if next.sequence >= range.lowerBound { read.records[next.sequence] = next }
       }
     } catch let error as JournalError where error.isDamage {
-      read.cutBy = read.cutBy ?? error
+      read.stoppedBy = error
     }
     return read
   }

@@ -353,3 +353,28 @@ private final class StalledServer: NoteServer {
   #expect(replayed.state == manager.state)
   #expect(replayed.lastSequence == 5)
 }
+
+/// The auto-tagger's missing tags came out of a set sorted by `String`'s `<`, which is no strict
+/// weak order across Unicode forms: their order, and so the order of the `note.tagged` events it
+/// records, followed the set's hash order, which its rules' order (how the set was filled) and
+/// the process's hash seed decide. One order now, whatever the rules' order.
+@Test func theAutoTaggersTagsComeInOneOrder() {
+  let forms = ["e\u{301}", "\u{E9}a", "caf\u{E9}s", "cafe\u{301}", "b", "e"]
+  func permutations(_ items: [String]) -> [[String]] {
+    guard items.count > 1 else { return [items] }
+    return items.indices.flatMap { index in
+      var rest = items
+      let first = rest.remove(at: index)
+      return permutations(rest).map { [first] + $0 }
+    }
+  }
+  let note = Note(
+    id: NoteID(Identifier(high: 1, low: 1)), notebook: NotebookID(Identifier(high: 2, low: 1)), title: "a word",
+    body: "", tags: [])
+  let orders = Set(
+    permutations(forms).map { rules in
+      AutoTagger(rules: rules.map { (keyword: "word", tag: NoteTag($0)) }).missingTags(for: note)
+        .map { Array($0.name.unicodeScalars) }
+    })
+  #expect(orders.count == 1, "\(orders)")
+}

@@ -174,6 +174,23 @@ import Testing
     #expect(verify.status == 1 && verify.out.contains(file), "the loss is still there to see: \(verify.out)")
   }
 
+  /// A stray file named like a segment past the end is no damage to committed records: compaction
+  /// goes on, the writer's opening moving the file aside, as before the refusal above.
+  @Test func aStrayFileAtTheEndIsMovedAsideAndCompactionGoesOn() async throws {
+    let dir = try RewindCommandTests.journal(records: 600)
+    let names = Self.segments(dir.path).sorted()
+    let name = try #require(names.last)
+    let last = try #require(UInt64(name.prefix(20)))
+    let stray = Layout.segmentName(firstSequence: last + 1_000)
+    try Files.write(Array("junk\n".utf8), to: dir.appending(stray))
+    let run = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains("opening moved a torn tail aside: "), "\(run.out)")
+    #expect(run.out.contains("compacted \(names[0]): "), "\(run.out)")
+    #expect(!Self.segments(dir.path).contains(stray))
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+  }
+
   /// `--all --frame BYTES`: the segment sealed last is merged within the size given too, as the
   /// others; on a journal without records `--all` seals nothing and compacts nothing.
   @Test func allKeepsToTheFrameSizeAndLeavesAnEmptyJournalAsItIs() async throws {

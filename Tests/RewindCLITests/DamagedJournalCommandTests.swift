@@ -148,6 +148,27 @@ import Testing
     #expect(run.err.contains("the last events of the selection up to there were written out"), "\(run.err)")
   }
 
+  /// A stray file named like a segment between a missing segment and an intact one: the reader
+  /// called it a stray and said nothing committed was damaged, hiding the records missing before
+  /// the intact segment that `verify` reports. The gap is reported up to that segment now, the
+  /// stray named beside it.
+  @Test func aStrayFileBeforeAnIntactSegmentHidesNoGap() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let gone = try #require(UInt64(segments[2].prefix(20)))
+    let next = try #require(UInt64(segments[3].prefix(20)))
+    try FileManager.default.removeItem(atPath: journal.directory.appending(segments[2]))
+    try FileManager.default.removeItem(atPath: journal.directory.appending(Layout.indexName))
+    let stray = Layout.segmentName(firstSequence: gone + 3)
+    try Files.write(Array("junk\n".utf8), to: journal.directory.appending(stray))
+    let log = try await ToolRun.run("rewind", ["log", journal.path])
+    #expect(log.status == 3, "\(log.err)")
+    #expect(log.err.contains("sequences \(gone)-\(next - 1)"), "\(log.err)")
+    #expect(log.err.contains("(\(stray) between them holds no committed record)"), "\(log.err)")
+    #expect(log.err.contains("Committed records are missing before intact segments"), "\(log.err)")
+    #expect(!log.err.contains("Nothing committed is damaged"), "\(log.err)")
+    #expect(Self.sequences(log) == Array(1..<gone) + Array(next...journal.lastSequence))
+  }
+
   /// `show` of an intact event after the damage: it read its command's neighbours from far back
   /// (the journal's start, in windows of 4096 records), through the damage, and showed nothing.
   /// Now an event whose neighbours read is shown whole (exit 0); one next to the damage is shown,

@@ -211,6 +211,28 @@ import Testing
   }
 }
 
+extension BackupTests {
+  /// Into an empty DEST, the copy's files are moved in with the manifest last: nothing orders two
+  /// renames on their way to the disk, so DEST is synced between the others and the manifest's,
+  /// and a power loss cannot leave the manifest beside only some of the segments.
+  @Test func theManifestMovesIntoAnEmptyDestinationOnceTheOtherNamesAreDurable() async throws {
+    let dir = TemporaryDirectory("backup-order-source")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 4 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 60, seed: 19)
+    journal.close()
+    let target = TemporaryDirectory("backup-order-target")
+    let io = SyncRecordingFileIO()
+    _ = try JournalReader(directory: dir.path, io: io).backUp(to: target.path)
+    let events = io.events
+    let manifest = try #require(events.firstIndex(of: "rename " + target.appending(Layout.manifestName)))
+    let others = events.indices.filter { events[$0].hasPrefix("rename " + target.path + "/") && $0 != manifest }
+    try #require(others.count > 2, "\(events)")
+    let sync = try #require(events.lastIndex(of: "sync " + target.path), "\(events)")
+    let synced = try #require(events[..<manifest].lastIndex(of: "sync " + target.path), "\(events)")
+    #expect(others.allSatisfy { $0 < synced } && synced < manifest && manifest < sync, "\(events)")
+  }
+}
+
 /// Runs `state` before every sync and rename, where a process killed, or a machine stopped, leaves
 /// the files as they are, and keeps what it says.
 private final class KillPointFileIO: ForwardingFileIO, @unchecked Sendable {

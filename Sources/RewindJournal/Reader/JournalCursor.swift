@@ -183,7 +183,12 @@ public final class JournalCursor {
     do {
       file = try layout.openChecked(segment: segment)
     } catch let error as JournalError where error.code == .corrupt {
-      throw try strayFile(segment) ?? error
+      // A stray file only when no segment follows it: one that does stands after records gone.
+      // A look that fails leaves the damage as it was found.
+      guard let stray = try? strayProblem(segment),
+        layout.segments.allSatisfy({ $0 <= segment || (try? strayProblem($0)) != nil })
+      else { throw error }
+      throw strayError(stray)
     }
     self.offset = offset
     self.expected = expected
@@ -423,10 +428,21 @@ public final class JournalCursor {
         try refreshSize(file)
         if offset < file.size { return true }
         if let missing = missingSegment(startingAt: expected) { throw missing }
-        if let stray = try strayFile(later) { throw stray }
+        // A stray file's name says nothing of the records before it: the gap, if any, runs up to
+        // the next file that is a segment.
+        var next = later
+        var strays: [JournalProblem] = []
+        while let stray = try strayProblem(next) {
+          strays.append(stray)
+          guard let after = layout.segments.first(where: { $0 > next }) else { throw strayError(strays[0]) }
+          next = after
+        }
         throw JournalError.segmentBreak(
-          "segment starts at sequence \(later), but the previous one ends at \(expected - 1)", expected: expected,
-          next: later, directory: reader.directory, file: Layout.segmentName(firstSequence: later), offset: 0)
+          "segment starts at sequence \(next), but the previous one ends at \(expected - 1)"
+            + (strays.isEmpty
+              ? "" : " (\(strays.map(\.file).joined(separator: ", ")) between them holds no committed record)"),
+          expected: expected, next: next, directory: reader.directory, file: Layout.segmentName(firstSequence: next),
+          offset: 0)
       }
       return false
     }
@@ -439,14 +455,18 @@ public final class JournalCursor {
     return true
   }
 
-  /// The error for the file named like segment `later` (found after a gap, or whose header was
-  /// refused) when it is a stray file (`JournalReader.strayFile`): nothing shows that it held a
-  /// committed record, so it damages none, and its name says nothing about records missing before
-  /// it. Nil when it is a segment.
-  private func strayFile(_ later: UInt64) throws -> JournalError? {
+  /// The problem of the file named like segment `first` when it is a stray file
+  /// (`JournalReader.strayFile`, the test `verify` makes): nothing shows that it held a committed
+  /// record. Nil when it is a segment, damaged or not.
+  private func strayProblem(_ first: UInt64) throws -> JournalProblem? {
     let index = reader.index(for: layout)
-    let named = index.entries.contains { $0.segment == later } || (index.lastNamed?.segment ?? 0) >= later
-    guard let stray = try JournalReader.strayFile(later, in: layout, namedByIndex: named) else { return nil }
+    let named = index.entries.contains { $0.segment == first } || (index.lastNamed?.segment ?? 0) >= first
+    return try JournalReader.strayFile(first, in: layout, namedByIndex: named)
+  }
+
+  /// The error for a stray file with no segment after it: it damages nothing committed, and its
+  /// name says nothing about records missing before it.
+  private func strayError(_ stray: JournalProblem) -> JournalError {
     var error = JournalError(.corrupt, stray.message, directory: reader.directory, file: stray.file, offset: 0)
     error.isStrayFile = true
     return error

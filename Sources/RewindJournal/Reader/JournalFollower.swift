@@ -60,8 +60,9 @@ public struct JournalFollower: AsyncSequence, Sendable {
       while !Task.isCancelled {
         if cursor == nil {
           let made = try reader.records(from: nextSequence, readingAroundMissingSegments: readingAroundMissingSegments)
-          // A cursor made at a segment's start (the last segment holds no batch yet) has read no
-          // batch to check a cut by: the one that ends right before the start is found once.
+          // A new cursor has read no batch to check a cut by, and one made at a segment's start
+          // (the last segment holds no batch yet) reads none before the start: the batch that
+          // ends right before the start is found once, when the follower starts.
           if anchor == nil, nextSequence > 1, made.lastBatch?.header.lastSequence != nextSequence - 1 {
             anchor = try? reader.batch(holding: nextSequence - 1)
           }

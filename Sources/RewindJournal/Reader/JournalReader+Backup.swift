@@ -82,9 +82,13 @@ extension JournalReader {
           try io.syncDirectory(parent)
         }
       } else {
-        // The manifest last: without it, no reader takes the directory for a journal.
+        // The manifest last, once the other names are durable: without it, no reader takes the
+        // directory for a journal.
         let names = try JournalError.wrapping(directory: staging) { try io.contentsOfDirectory(staging) }
         for name in names.filter({ $0 != Layout.manifestName }) + [Layout.manifestName] {
+          if name == Layout.manifestName {
+            try JournalError.wrapping(directory: destination) { try io.syncDirectory(destination) }
+          }
           try JournalError.wrapping(directory: destination, file: name) {
             try io.rename(staging + "/" + name, to: destination + "/" + name)
           }
@@ -100,7 +104,8 @@ extension JournalReader {
       if renamed {
         removeCopy(destination, made: true)
       } else {
-        for name in moved { try? io.removeFile(destination + "/" + name) }
+        // The manifest first: a crash part way leaves no journal of a part of the copy.
+        for name in moved.reversed() { try? io.removeFile(destination + "/" + name) }
         removeCopy(staging, made: true)
       }
       throw error
