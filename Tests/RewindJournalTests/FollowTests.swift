@@ -217,6 +217,21 @@ import Testing
   /// How long a follower test waits for the follower before it gives up: the follower's task
   /// runs on the cooperative pool, which the full suite's blocking tests can hold for minutes on
   /// two cores (a wait of two minutes once ended before the follower resumed from a 1 ms sleep).
+  /// Forty one-record appends of 100 seeded random bytes under `none`, in segments of 2 KiB (four
+  /// of them), into `directory`: the options they were written with, and the generator, for
+  /// more records like them.
+  static func fortyRecordsInSmallSegments(_ directory: String, seed: UInt64) throws -> (
+    JournalOptions, SeededGenerator
+  ) {
+    var options = JournalOptions(durability: .none)
+    options.segmentTargetBytes = 2048
+    let journal = try Journal(directory: directory, options: options)
+    var random = SeededGenerator(seed: seed)
+    for n in 1...40 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(100))]) }
+    journal.close()
+    return (options, random)
+  }
+
   static let patience: Duration = .seconds(600)
 
   /// A task for `iterator`'s next record, which a watchdog cancels after `patience` (the
@@ -246,12 +261,7 @@ import Testing
   @Test(arguments: [(0, 0, false), (0, 3, false), (1, 0, false), (1, 3, false), (0, 0, true), (1, 3, true)])
   func aFollowerReportsTheSegmentItReadMovedAside(damage: Int, appended: Int, fromTheEnd: Bool) async throws {
     let dir = TemporaryDirectory("follow")
-    var options = JournalOptions(durability: .none)
-    options.segmentTargetBytes = 2048
-    let journal = try Journal(directory: dir.path, options: options)
-    var random = SeededGenerator(seed: 122)
-    for n in 1...40 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(100))]) }
-    journal.close()
+    var (options, random) = try Self.fortyRecordsInSmallSegments(dir.path, seed: 122)
     let segments = JournalFixtures.segments(dir.path).sorted()
     try #require(segments.count == 4)
     let last = segments[3]
@@ -302,12 +312,7 @@ import Testing
   @Test(arguments: [0, 15])
   func aFollowerAtTheStartOfAnEmptyLastSegmentReportsACut(appended: Int) async throws {
     let dir = TemporaryDirectory("follow-empty-last")
-    var options = JournalOptions(durability: .none)
-    options.segmentTargetBytes = 2048
-    let journal = try Journal(directory: dir.path, options: options)
-    var random = SeededGenerator(seed: 123)
-    for n in 1...40 { try journal.appendAndWait([NewRecord(timestamp: Int64(n), payload: random.bytes(100))]) }
-    journal.close()
+    var (options, random) = try Self.fortyRecordsInSmallSegments(dir.path, seed: 123)
     var sealing = options
     sealing.sealsLastSegmentOnOpening = true
     try Journal(directory: dir.path, options: sealing).close()
