@@ -16,6 +16,8 @@ enum BisectCommand: RewindCommand {
     later (an invariant registered over a store's records is checked, after a command that
     changed only that store and stores the invariant does not read, on the records it changed:
     the same answer, sooner).
+    The event shown need not be the one that broke the invariant: when its command recorded
+    more, a line names them (in JSON "commandEvents": [FIRST, LAST], as `rewind show` gives it).
     Exit 1 with the sequence number and its event when the invariant fails (a finding), 0 when
     it holds, 2 for an unknown invariant (the known ones are listed) or a bad option, 3 when the
     journal cannot be read (damage part way, located) or the model cannot replay it. The event is
@@ -61,17 +63,32 @@ enum BisectCommand: RewindCommand {
     progress.finish()
     session.progress = nil
     let event = try failing.flatMap { try session.event(at: $0) }
+    // The answer is its command's last event, which need not be the one that broke the invariant:
+    // its command's other events are named too (as `show` finds them; left out if they cannot be
+    // read, the journal changed since).
+    let command = failing.flatMap { failing in
+      try? ShowCommand.eventAndItsCommand(failing, in: openJournal(directory), directory: directory)?.command?.get()
+    }
     let hidden = session.endHiddenBy
     if args.flag("json") {
       output.out(
         #"{"invariant":\#(StateInspector.json(name)),"lastSequence":\#(session.lastSequence),"#
           + #""firstFailure":\#(failing.map(String.init) ?? "null"),"event":\#(event.map(eventJSON) ?? "null")"#
+          + (command.map { #","commandEvents":[\#($0.lowerBound),\#($0.upperBound)]"# } ?? "")
           + (hidden == nil ? "" : #","endHidden":true"#) + "}\n")
     } else if let failing {
       output.out(visible("invariant '\(name)' first fails at sequence \(failing)") + "\n")
       if let event {
         output.out(
           "  \(envelopeLine(event))\n    event \(StateInspector.json(event.event))\n")
+        if let command, command.count > 1 {
+          output.out(
+            "  the last of its command's events \(command.lowerBound)-\(command.upperBound) (\(command.count) in all): "
+              + "states are checked after whole commands, so any of them may break it (rewind show DIR N shows each)\n")
+        }
+        if !args.flag("linear") {
+          output.out("  bisect assumes a broken invariant stays broken; --linear checks every command\n")
+        }
       } else if failing == 0 {
         output.out("  it fails on the empty state, before any record\n")
       }

@@ -137,9 +137,12 @@ enum StatsCommand: RewindCommand {
         + (foreign > 0 ? ", " + notRewindEvents(foreign) : ""),
     ]
     if let first, let last {
-      // A clock set back can stamp the last record before the first: say so, not "0 s".
+      // A clock set back can stamp the last record before the first: say so, not "0 s". Stamps
+      // are any `Int64`, so their distance takes 64 unsigned bits (a wrapping difference holds it).
       let length =
-        last >= first ? span(last - first) : "the last record is stamped \(span(first - last)) before the first"
+        last >= first
+        ? span(UInt64(bitPattern: last &- first))
+        : "the last record is stamped \(span(UInt64(bitPattern: first &- last))) before the first"
       lines.append("time span    \(isoTime(first)) to \(isoTime(last)) (\(length)\(intact))")
       if stampedBeforePrevious > 0, let earliest, let latest {
         let records = stampedBeforePrevious == 1 ? "1 record is" : "\(stampedBeforePrevious) records are"
@@ -219,10 +222,10 @@ enum StatsCommand: RewindCommand {
   }
 
   /// A duration for people: "3 d 4 h 5 min 6 s".
-  static func span(_ nanoseconds: Int64) -> String {
-    var seconds = max(0, nanoseconds) / 1_000_000_000
+  static func span(_ nanoseconds: UInt64) -> String {
+    var seconds = nanoseconds / 1_000_000_000
     var parts: [String] = []
-    for (unit, size) in [("d", Int64(86_400)), ("h", 3_600), ("min", 60)] where seconds >= size {
+    for (unit, size) in [("d", UInt64(86_400)), ("h", 3_600), ("min", 60)] where seconds >= size {
       parts.append("\(seconds / size) \(unit)")
       seconds %= size
     }

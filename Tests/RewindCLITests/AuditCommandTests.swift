@@ -636,6 +636,26 @@ import Testing
           + "(the last record is stamped 1 min 30 s before the first)\n"), "\(stats.out)")
   }
 
+  /// Stamps are any `Int64`: two at its extremes lie 2^64 − 1 ns apart, a distance `Int64` cannot
+  /// hold. `stats` used to trap on it (arithmetic overflow, exit 132) in either order, though
+  /// `verify` called the journal sound.
+  @Test(arguments: [(Int64.min, Int64.max), (Int64.max, Int64.min)])
+  func stampsAtTheExtremesOfInt64HaveASpan(first: Int64, last: Int64) async throws {
+    let dir = TemporaryDirectory("cli-audit-extreme-stamps")
+    let path = dir.appending("journal")
+    let writer = try Journal(directory: path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait([NewRecord(timestamp: first, payload: Array("a".utf8))])
+    try writer.appendAndWait([NewRecord(timestamp: last, payload: Array("b".utf8))])
+    writer.close()
+    let stats = try await Self.rewind(["stats", path])
+    #expect(stats.status == 0, "\(stats.err)")
+    // 18,446,744,073 whole seconds.
+    let length = "213503 d 23 h 34 min 33 s"
+    let span = first < last ? length : "the last record is stamped \(length) before the first"
+    #expect(
+      stats.out.contains("time span    \(isoTime(first)) to \(isoTime(last)) (\(span))\n"), "\(stats.out)")
+  }
+
   /// `rewind tail -f J | head -1` on an idle journal: once the reader has its line and closes the
   /// pipe, tail ends as a write to the closed pipe would (status 141), with no event to come.
   @Test func tailFollowEndsWhenItsReaderLeaves() async throws {

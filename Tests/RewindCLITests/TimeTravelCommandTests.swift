@@ -265,13 +265,10 @@ import Testing
     #expect(run.status == 2)
   }
 
-  /// debug's `check` judges the states readers see, after whole commands (DESIGN.md, contract 3),
-  /// as bisect does: inside a command it checks after the command's last event and says so,
-  /// without moving. Here command 2 creates a note before its notebook (a state between its
-  /// events breaks "notes belong to notebooks", the state after it does not), and command 3
-  /// creates a note in a notebook that never exists and retitles it.
-  @Test func debugChecksAnInvariantAfterWholeCommands() async throws {
-    let dir = TemporaryDirectory("cli-debug-check")
+  /// Three commands, with events 1, 2-3 and 4-5: command 2 creates a note before its notebook
+  /// (the state between its events breaks "notes belong to notebooks", the state after it does
+  /// not), and command 3 creates a note in a notebook that never exists and retitles it.
+  static func writeCommandsAroundABrokenInvariant(_ path: String) throws {
     let book = NotebookID(Identifier(high: 2, low: 1))
     let later = NotebookID(Identifier(high: 2, low: 2))
     let missing = NotebookID(Identifier(high: 2, low: 9))
@@ -287,7 +284,7 @@ import Testing
         NoteRetitled(id: stray, title: "still stray"),
       ],
     ]
-    let journal = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    let journal = try Journal(directory: path, options: JournalOptions(durability: .none))
     for (index, events) in commands.enumerated() {
       let command = Identifier(high: 1, low: UInt64(index + 1))
       try journal.appendAndWait(
@@ -296,6 +293,42 @@ import Testing
         })
     }
     journal.close()
+  }
+
+  /// bisect's answer is the last event of the command that broke the invariant, here a retitle
+  /// that broke nothing itself: the command's other events are named beside it, in text and
+  /// JSON, where it used to show that event alone.
+  @Test func bisectNamesTheFailingCommandsEvents() async throws {
+    let dir = TemporaryDirectory("cli-bisect-command")
+    try Self.writeCommandsAroundABrokenInvariant(dir.path)
+    let invariant = "notes belong to notebooks"
+    for linear in [false, true] {
+      let text = try await rewind(["bisect", dir.path, "--invariant", invariant] + (linear ? ["--linear"] : []))
+      #expect(text.status == 1, "\(text.err)")
+      let lines = text.out.split(separator: "\n").map(String.init)
+      #expect(lines.first == "invariant '\(invariant)' first fails at sequence 5", "\(text.out)")
+      #expect(lines.count > 1 && lines[1].contains("note.retitled"), "\(text.out)")
+      #expect(
+        lines.contains(
+          "  the last of its command's events 4-5 (2 in all): states are checked after whole commands, so any "
+            + "of them may break it (rewind show DIR N shows each)"), "\(text.out)")
+      let caveat = "  bisect assumes a broken invariant stays broken; --linear checks every command"
+      #expect(lines.contains(caveat) == !linear, "\(text.out)")
+      let json = try await rewind(
+        ["bisect", dir.path, "--invariant", invariant, "--json"] + (linear ? ["--linear"] : []))
+      #expect(json.status == 1, "\(json.err)")
+      #expect(
+        json.out.contains(#""firstFailure":5,"#) && json.out.hasSuffix(#","commandEvents":[4,5]}"# + "\n"),
+        "\(json.out)")
+    }
+  }
+
+  /// debug's `check` judges the states readers see, after whole commands (DESIGN.md, contract 3),
+  /// as bisect does: inside a command it checks after the command's last event and says so,
+  /// without moving (`writeCommandsAroundABrokenInvariant`'s journal).
+  @Test func debugChecksAnInvariantAfterWholeCommands() async throws {
+    let dir = TemporaryDirectory("cli-debug-check")
+    try Self.writeCommandsAroundABrokenInvariant(dir.path)
     let invariant = "notes belong to notebooks"
     let script = [
       "goto 2", "check \(invariant)", "where", "goto 3", "check \(invariant)", "goto 4", "check \(invariant)",
