@@ -66,7 +66,9 @@ enum DebugCommand: RewindCommand {
                           every command sees the journal as it was; goto refuses a later
                           sequence number or time). A journal found shorter than the
                           session has read (a repair moved records aside) ends its use:
-                          start `rewind debug` again
+                          start `rewind debug` again. Any command that reads records
+                          finds a journal cut and written again under the session, and
+                          ends its use likewise
       help                this list
       quit                end the session (as does end of input)
 

@@ -66,7 +66,9 @@ import Testing
   /// Repair moved the last frame aside, and the time machine is asked for it before any
   /// `refresh()`: a jump to it returned the state at the new end under the record's number, and
   /// `event(at:)` nil, which `rewind debug` showed as a checkpoint record (the session then exited
-  /// 0). Both say the journal got shorter now, as `refresh()` does.
+  /// 0). Both say the journal got shorter now, as `refresh()` does. The records still there are
+  /// refused too: the time machine cannot tell whether they were written again after a cut below
+  /// them (`aSeekAfterACutAndARewriteIsRefused`).
   @Test func aRecordGoneSinceTheEndWasReadIsReportedNotServed() throws {
     let temporary = TemporaryDirectory()
     let directory = try Self.journal(temporary)
@@ -79,8 +81,11 @@ import Testing
     #expect(jump?.code == .shortened && jump?.sequences == 3...3, "\(String(describing: jump))")
     let event = #expect(throws: JournalError.self) { try machine.event(at: 3) }
     #expect(event?.code == .shortened && event?.sequences == 3...3, "\(String(describing: event))")
-    #expect(try machine.jump(to: 2).boxes.count == 2, "the records still there are served")
-    #expect(try machine.event(at: 2)?.envelope.sequence == 2)
+    for read in [{ _ = try machine.jump(to: 2) }, { _ = try machine.event(at: 2) }] as [() throws -> Void] {
+      let error = #expect(throws: JournalError.self) { try read() }
+      #expect(error?.code == .shortened && error?.sequences == 3...3, "\(String(describing: error))")
+    }
+    #expect(try TimeMachine<Shelves>(directory: directory).jump(to: 2).boxes.count == 2)
   }
 
   /// Damages the frame of record `sequence` in `directory`'s only segment (one record a frame).
@@ -188,6 +193,35 @@ import Testing
     let state = try fresh.jump(to: 3)
     #expect(state.boxes.count == 2)
     #expect(state.crates.count == 1)
+  }
+
+  /// Repair cut the journal back to record 1 and a writer placed crates 2 and 3: a seek to 3 from
+  /// the keyframe at 2, which shows box 2, would apply crate 3 to it, a state of neither history
+  /// (boxes 1 and 2 and crate 3). Every call that reads records finds the cut before it reads,
+  /// without a `refresh()`, and says so.
+  @Test func aSeekAfterACutAndARewriteIsRefused() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory, keyframeInterval: 2)
+    #expect(try machine.jump(to: 3).boxes.count == 3)
+    #expect(try machine.jump(to: 1).boxes.count == 1)
+    try Self.damageFrame(of: 2, in: directory)
+    try #require(try Journal.repair(directory: directory).lastSequence == 1)
+    try Self.placeCrates(directory, ids: 2...3)
+
+    for (call, read) in [
+      ("jump", { _ = try machine.jump(to: 3) }), ("state", { _ = try machine.state(at: 2) }),
+      ("event", { _ = try machine.event(at: 3) }), ("commandEnd", { _ = try machine.commandEnd(from: 2) }),
+      ("blame", { _ = try machine.blame(entity: "3") }),
+      ("firstEvent", { _ = try machine.firstEvent(after: 1) { _ in true } }),
+      ("time", { _ = try machine.sequence(atTime: 3) }),
+    ] as [(String, () throws -> Void)] {
+      let error = #expect(throws: JournalError.self, "\(call)") { try read() }
+      #expect(error?.code == .shortened, "\(call): \(String(describing: error))")
+      #expect(error?.description.contains("cut and written again") == true, "\(call): \(String(describing: error))")
+    }
+    #expect(machine.position == 1 && machine.state.boxes.count == 1, "left as it was")
+    #expect(try TimeMachine<Shelves>(directory: directory).jump(to: 3).crates.count == 2)
   }
 
   /// Repair cut the journal back to record 1, and a writer wrote it again to 3, with a record 2

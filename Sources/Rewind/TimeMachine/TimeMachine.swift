@@ -15,8 +15,9 @@ public import RewindJournal
 /// within `keyframeSpacing` of the target and reading the file costs less than replaying from the
 /// nearest keyframe: a file of B bytes counts as B / 400 records (reading and checking a state
 /// costs in proportion to the whole state, a replay only to the distance). With snapshots every N
-/// records a seek applies fewer than max(N, `keyframeSpacing`, B / 400) records; a seek near a
-/// keyframe applies fewer than the spacing. A seek whose replay meets damage (a frame that fails
+/// records a seek applies fewer than N + B / 400 records (of the snapshot it passed over as
+/// dearer), or `keyframeSpacing` when that is more; a seek near a keyframe applies fewer than the
+/// spacing. A seek whose replay meets damage (a frame that fails
 /// its checksum, a missing segment) starts again from the newest usable snapshot after the
 /// damage, if one lies at or before its target, however much dearer that is.
 /// `prepare()` lays keyframes over the whole history in one replay (or as far as a memory limit
@@ -28,6 +29,12 @@ public import RewindJournal
 /// nothing with the others: the keyframe kept at it, and those replayed from it, hold a state
 /// of their own.
 /// `recordsApplied` counts the work. Not thread-safe: one user at a time.
+///
+/// A journal cut under it (by `rewind repair`) and written again has other records under the
+/// numbers its keyframes stand for: every call that reads records first reads the header of the
+/// batch that ended the journal as last read, at its place, and throws `JournalError`
+/// `.shortened` when it is no longer there, rather than apply the new records to a state of the
+/// old. Open a new time machine then.
 public final class TimeMachine<M: SnapshotModel> {
   private let reader: JournalReader
   private let registry: EventRegistry<M>
@@ -58,8 +65,9 @@ public final class TimeMachine<M: SnapshotModel> {
   /// `blame`, `bisect`, `firstFailure`, `commandEnd` and `prepare` look at the records up to it
   /// when given it as `through`: without it they read to the end, and so throw the damage.
   public private(set) var lastIntactSequence: UInt64
-  /// The journal's end as last read, with the batch that ended it: `refresh()` checks that the
-  /// batch is still there before it takes records past it (nil while damage hides the end).
+  /// The journal's end as last read, with the batch that ended it: every call that reads records,
+  /// and `refresh()` before it takes records past it, checks that the batch is still there
+  /// (`checkEndInPlace()`; nil while damage hides the end).
   private var end: JournalEnd?
   /// Where the time machine stands: `state` is the state after this record (0: the empty state).
   public private(set) var position: UInt64 = 0
@@ -128,15 +136,7 @@ public final class TimeMachine<M: SnapshotModel> {
     let before = endHiddenBy == nil ? lastSequence : 0
     let now = try reader.end()
     guard now.lastSequence >= before else { throw shortened(endingAt: now.lastSequence, before: before) }
-    if let read = end?.batch, read != now.batch, try !reader.holds(read) {
-      let file = Layout.segmentName(firstSequence: read.segment)
-      throw JournalError(
-        .shortened,
-        "the journal was cut and written again since this time machine read it: the batch that ended it then is "
-          + "no longer there, other records stand under its numbers (and perhaps under earlier ones), and its "
-          + "states may show the records gone",
-        directory: reader.directory, file: file, offset: read.offset, sequences: read.header.sequences)
-    }
+    if end?.batch != now.batch { try checkEndInPlace() }
     end = now
     lastSequence = now.lastSequence
     lastIntactSequence = now.lastSequence
@@ -144,6 +144,26 @@ public final class TimeMachine<M: SnapshotModel> {
     // Every snapshot marked unusable since the last refresh was judged against `before`: one
     // past it was unusable for that alone. Damaged ones stay skipped.
     unusableSnapshots = unusableSnapshots.filter { $0.key <= before || $0.key > lastSequence }
+  }
+
+  /// Throws `.shortened` unless the batch that ended the journal as last read is still there as
+  /// read (one read of its header, at its place): a journal cut at or before it and written again
+  /// has other records under its numbers, which a seek from a keyframe would apply to a state of
+  /// the records gone, serving a state of neither history. Every call that reads records checks it
+  /// first (the cut goes unseen only while it happens during that call), and serves nothing once it
+  /// is gone: a journal that now ends before it may have been written again below its end too.
+  /// Nothing to check while damage hides the end (no end was read).
+  private func checkEndInPlace() throws {
+    guard let read = end?.batch, try !reader.holds(read) else { return }
+    let now = journalEnd(atMost: lastSequence)
+    if now < lastSequence { throw shortened(endingAt: now, before: lastSequence) }
+    let file = Layout.segmentName(firstSequence: read.segment)
+    throw JournalError(
+      .shortened,
+      "the journal was cut and written again since this time machine read it: the batch that ended it then is "
+        + "no longer there, other records stand under its numbers (and perhaps under earlier ones), and its "
+        + "states may show the records gone",
+      directory: reader.directory, file: file, offset: read.offset, sequences: read.header.sequences)
   }
 
   /// Where the journal's intact records end now, at most `bound` (where a read just found them
@@ -185,13 +205,14 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The last sequence number the state at `timestamp` includes (see `ReplayTarget.time`).
   public func sequence(atTime timestamp: Int64) throws -> UInt64 {
-    try Replay.resolve(.time(timestamp), reader: reader)
+    try checkEndInPlace()
+    return try Replay.resolve(.time(timestamp), reader: reader)
   }
 
   /// Moves to the state at `timestamp` (see `ReplayTarget.time`).
   @discardableResult
   public func jump(toTime timestamp: Int64) throws -> M {
-    try jump(to: Replay.resolve(.time(timestamp), reader: reader))
+    try jump(to: sequence(atTime: timestamp))
   }
 
   /// Lays keyframes over the whole journal in one replay, so that every later seek starts
@@ -370,6 +391,7 @@ public final class TimeMachine<M: SnapshotModel> {
   private func replay(
     from base: M, after start: UInt64, through target: UInt64, laid: ((UInt64, M) throws -> Void)? = nil
   ) throws -> M {
+    try checkEndInPlace()
     var result = base
     // Within the spacing (every seek after a whole `prepare()`), the records are read and
     // decoded on this thread: a reading thread costs more to start and hand batches over than it
@@ -398,7 +420,7 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// The state at `timestamp` (see `ReplayTarget.time`), without moving.
   public func state(atTime timestamp: Int64) throws -> M {
-    try state(at: Replay.resolve(.time(timestamp), reader: reader))
+    try state(at: sequence(atTime: timestamp))
   }
 
   /// The event recorded at `sequence`, or nil if it is a checkpoint or lies past `lastSequence`:
@@ -410,6 +432,7 @@ public final class TimeMachine<M: SnapshotModel> {
   ///   it; damage where it lies.
   public func event(at sequence: UInt64) throws -> RecordedEvent? {
     guard sequence > 0, sequence <= lastSequence else { return nil }
+    try checkEndInPlace()
     guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else {
       // Past the records read intact (damage hid the end there): none to have lost.
       guard sequence <= lastIntactSequence else { return nil }
@@ -423,6 +446,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// one forward pass; nil if there is none.
   public func firstEvent(after sequence: UInt64, where predicate: (RecordedEvent) -> Bool) throws -> RecordedEvent? {
     guard sequence < lastSequence else { return nil }
+    try checkEndInPlace()
     let records = try DecodedRecords(
       registry: registry, reader: reader, first: sequence + 1, last: lastSequence, options: options)
     while let record = try records.next() {
@@ -514,6 +538,7 @@ public final class TimeMachine<M: SnapshotModel> {
   ) throws {
     let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
     guard lastSequence > 0 else { return }
+    try checkEndInPlace()
     let records = try DecodedRecords(registry: registry, reader: reader, first: 1, last: lastSequence, options: options)
     var state = M()
     var context = ApplyContext(keepingRecordIDs: keepingRecordIDs)
@@ -558,6 +583,7 @@ public final class TimeMachine<M: SnapshotModel> {
   public func commandEnd(from sequence: UInt64, through: UInt64? = nil) throws -> UInt64 {
     let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
     guard sequence > 0, sequence < lastSequence else { return sequence }
+    try checkEndInPlace()
     // One cursor over the command's records: a command of many events (a sync pull) lies in
     // one frame, which `record(_:)` per event would decode again for each. A missing segment
     // is met only if the command reaches it, as a seek meets it.
