@@ -68,13 +68,7 @@ public struct ModelRegistration: Sendable {
       return ReplayVerification(
         report: outcome.report, cacheProblems: StateInspector.cacheProblems(in: outcome.state))
     }
-    snapshot = { directory, progress in
-      // As `Snapshots.take`, with progress.
-      let outcome = try Replay.run(M.self, directory: directory, progress: progress)
-      guard outcome.report.lastSequence > 0 else { return nil }
-      let sequence = outcome.report.lastSequence
-      return (sequence, try SnapshotStore(journal: directory).write(outcome.state, at: sequence))
-    }
+    snapshot = { directory, progress in try Snapshots.take(M.self, directory: directory, progress: progress) }
   }
 }
 

@@ -15,8 +15,10 @@ enum SnapshotCommand: RewindCommand {
     Snapshots only ever save time: replay checks each one and skips (and reports) any that is
     corrupt, foreign or written by other model code.
     May run while a writer appends.
-    Exit 2 for bad arguments (--keep 0 among them: nothing is written or removed); 3 when the
-    journal cannot be read to its last record (damage, located).
+    Exit 1 when the replay finds a checkpoint of this model code whose digest differs from the
+    state it rebuilt (nothing is written: a snapshot would carry that state past the checkpoint
+    that shows it); 2 for bad arguments (--keep 0 among them: nothing is written or removed); 3
+    when the journal cannot be read to its last record (damage, located).
 
     Examples:
       rewind snapshot /tmp/j
@@ -34,7 +36,14 @@ enum SnapshotCommand: RewindCommand {
     let model = try context.registration(for: directory, named: args.value("model"))
     let progress = ProgressLine("replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
-    let written = try replaying(model, directory) { try model.snapshot(directory, progress.callback) }
+    let written: (sequence: UInt64, digest: StateDigest)?
+    do {
+      written = try replaying(model, directory) { try model.snapshot(directory, progress.callback) }
+    } catch let diverged as Snapshots.DivergedState {
+      progress.finish()
+      output.err(visible("rewind snapshot: \(diverged); `rewind verify \(directory)` checks the whole journal") + "\n")
+      return .findings
+    }
     progress.finish()
     guard let written else {
       output.out(visible("the journal \(directory) is empty: no snapshot written") + "\n")

@@ -473,6 +473,39 @@ import Testing
     #expect(diverged.out.contains("problem: replay diverges from the recorded checkpoints first at sequence \(bad): "))
   }
 
+  /// A snapshot whose state its replay found diverging from a checkpoint is not written: every
+  /// replay starting from it would pass the checkpoint that shows the state wrong, and report
+  /// nothing. Here a snapshot of an earlier state, whose own checks pass, stands where a later
+  /// checkpoint sees it; `rewind snapshot` used to copy its state into a newer snapshot (exit 0),
+  /// after which `replay` gave the wrong digest with no warning.
+  @Test func aSnapshotOfAStateACheckpointShowsWrongIsNotWritten() async throws {
+    let journal = try await NotebookJournal.write(commands: 60, seed: 15)
+    let last = try JournalReader(directory: journal.path).lastSequence()
+    let earlier = try Replay.rebuild(Workspace.self, directory: journal.path, through: last - 10).state
+    let store = SnapshotStore(journal: journal.path)
+    try store.write(earlier, at: last - 5)
+    let manager = try Manager<Workspace>(directory: journal.path, options: JournalOptions(durability: .none))
+    try await manager.perform(.user) { _, command in
+      command.record(EditorSettingsChanged(settings: EditorSettings(fontSize: 29)))
+    }
+    // The digest of the journal's own state, which the start-up replay (from the snapshot) does
+    // not hold: written directly, as a manager of the right state would have.
+    let right = try Replay.rebuild(Workspace.self, directory: journal.path, through: manager.lastSequence).state
+    try await manager.perform(.rewind) { _, command in
+      command.record(Checkpoint(digest: try StateDigest.of(right), fingerprint: Workspace.fingerprint))
+    }
+    let checkpoint = manager.lastSequence
+    manager.close()
+
+    let refused = try await rewind(["snapshot", journal.path])
+    #expect(refused.status == 1, "\(refused.out)\(refused.err)")
+    #expect(refused.out.isEmpty, "\(refused.out)")
+    #expect(
+      refused.err.hasPrefix("rewind snapshot: checkpoint at sequence \(checkpoint) recorded digest ")
+        && refused.err.contains("no snapshot was written"), "\(refused.err)")
+    #expect(store.sequences() == [last - 5], "no snapshot but the planted one")
+  }
+
   /// verify compares each snapshot with the state replay rebuilds at its sequence number: a
   /// well-formed snapshot of another state is a problem (exit 1) naming the file.
   @Test func verifyComparesEachSnapshotWithTheReplayedState() async throws {

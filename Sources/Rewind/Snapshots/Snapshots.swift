@@ -6,19 +6,37 @@ internal import RewindJournal
 /// from a live model, so each one is the state after exactly the records it names, and writing
 /// one never holds up a manager's commands.
 public enum Snapshots {
-  /// Writes a snapshot of the state after the journal's last record.
+  /// Writes a snapshot of the state after the journal's last record, unless the replay that
+  /// rebuilt it found a checkpoint of this model code whose digest differs
+  /// (`ReplayReport.firstDivergence`): such a state is not the one the journal's writer had, and
+  /// a snapshot would carry it past the checkpoint that shows it, so that every later replay
+  /// starting from it reported nothing.
   /// - Returns: its sequence number and digest (nil for an empty journal).
-  /// - Throws: what replaying the journal throws (`JournalError`, `ReplayError`), and what
-  ///   `SnapshotStore.write(_:at:)` throws (`EncodingError` for a state holding the double -0.0,
-  ///   which no snapshot can hold exactly; `JournalError`, `SystemCallError` from the disk).
+  /// - Throws: `DivergedState` (nothing written) for a divergence; what replaying the journal
+  ///   throws (`JournalError`, `ReplayError`), and what `SnapshotStore.write(_:at:)` throws
+  ///   (`EncodingError` for a state holding the double -0.0, which no snapshot can hold exactly;
+  ///   `JournalError`, `SystemCallError` from the disk).
   @discardableResult
-  public static func take<M: SnapshotModel>(_ type: M.Type, directory: String) throws -> (
-    sequence: UInt64, digest: StateDigest
-  )? {
-    let outcome = try Replay.run(M.self, directory: directory)
+  public static func take<M: SnapshotModel>(
+    _ type: M.Type, directory: String, progress: ((ReplayProgress) -> Void)? = nil
+  ) throws -> (sequence: UInt64, digest: StateDigest)? {
+    let outcome = try Replay.run(M.self, directory: directory, progress: progress)
     guard outcome.report.lastSequence > 0 else { return nil }
+    if let divergence = outcome.report.firstDivergence { throw DivergedState(divergence: divergence) }
     let digest = try SnapshotStore(journal: directory).write(outcome.state, at: outcome.report.lastSequence)
     return (outcome.report.lastSequence, digest)
+  }
+
+  /// A snapshot not written: the replay that rebuilt its state found a checkpoint of this model
+  /// code whose digest differs (an apply function, the journal or the snapshot replay started
+  /// from is not what the checkpoint's writer had). `rewind verify` replays the whole journal
+  /// from the empty state and names each.
+  public struct DivergedState: Error, Sendable, CustomStringConvertible {
+    public var divergence: CheckpointDivergence
+
+    public var description: String {
+      "\(divergence); no snapshot was written, as it would carry that state past the checkpoint that shows it"
+    }
   }
 
   /// Brings snapshots up to date with the policy: a snapshot at each multiple of `interval` the
