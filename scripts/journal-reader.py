@@ -131,7 +131,9 @@ def lz4_frame_decode(frame, expected_length, check_xxh):
         block = frame[pos:pos + size]
         pos += size
         if flg & 0x10:
-            if check_xxh and xxh32(block) != struct.unpack_from("<I", frame, pos)[0]:
+            # A compressed block's checksum is checked by every read (liblz4 does, whatever it is
+            # told); a raw block's only when asked, as the content checksum.
+            if (check_xxh or not raw) and xxh32(block) != struct.unpack_from("<I", frame, pos)[0]:
                 raise ValueError(f"LZ4 block checksum at {pos}")
             pos += 4
         if raw:
@@ -277,7 +279,9 @@ class Journal:
             self.index = None
 
     def list_segments(self):
-        names = [n for n in os.listdir(self.path) if re.fullmatch(r"[0-9]{20}\.lz4", n)]
+        # 20 digits naming a number of at most 2^64 - 1; any other name is not a segment.
+        names = [n for n in os.listdir(self.path)
+                 if re.fullmatch(r"[0-9]{20}\.lz4", n) and int(n[:20]) < 1 << 64]
         return sorted((int(n[:20]), n) for n in names)
 
     def records(self):
@@ -505,16 +509,22 @@ def value(b, i, depth=0):
             raise ValueError("array cut short")
         return items, i + 1
     if tag == 8:
-        obj = {}
+        obj, seen = {}, set()
         while True:
+            if i < len(b) and b[i] == 0:  # only the single byte 0 ends an object
+                return obj, i + 1
+            start = i
             n, i = varint(b, i)
             if n == 0:
-                return obj, i
+                raise ValueError(f"key length 0 in a longer varint at byte {start}")
             if i + n - 1 > len(b):
                 raise ValueError(f"key cut short at byte {i}")
-            key = b[i:i + n - 1].decode("utf-8", "replace")
+            raw_key = bytes(b[i:i + n - 1])
             v, i = value(b, i + n - 1, depth + 1)
-            obj.setdefault(key, v)  # the first equal key wins
+            if raw_key not in seen:  # the first key of equal bytes wins
+                seen.add(raw_key)
+                # Shown as text: two ill-formed spellings that both show as U+FFFD show once.
+                obj.setdefault(raw_key.decode("utf-8", "replace"), v)
     if tag == 10:
         if i + 16 > len(b):
             raise ValueError(f"identifier cut short at byte {i}")
@@ -554,9 +564,13 @@ def canonical(state):
         if tag == 8:
             entries, i = [], i + 1
             while True:
+                if i < len(b) and b[i] == 0:  # only the single byte 0 ends an object
+                    i += 1
+                    break
+                start = i
                 n, i = varint(b, i)
                 if n == 0:
-                    break
+                    raise ValueError(f"key length 0 in a longer varint at byte {start}")
                 key = b[i:i + n - 1]
                 v, i = enc(b, i + n - 1)
                 entries.append((key, uvarint(n) + key + v))
