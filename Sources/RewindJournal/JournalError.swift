@@ -34,7 +34,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     /// `always` and `batched`, or as it was sealed: what was written to it since is not in the
     /// journal. Either way the
     /// appends' outcome is unknown, and the journal accepts no more appends (they fail with
-    /// `.stopped`). Reopen it (a new process, or a new `Journal`) once the cause is fixed.
+    /// `.stopped`). Reopen it (a new process, or a new `Journal`) once the cause is fixed. Under
+    /// `none`, the background sync of the active segment failing is reported to the next
+    /// append, of which nothing was written (its message says so), or kept by `close()`.
     public static let durabilityLost = Code("durabilityLost")
     /// The journal was closed. Every append made after `Journal.close()` gets it, also one made
     /// after a failure had stopped the journal (the message names that failure, and

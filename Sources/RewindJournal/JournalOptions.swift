@@ -18,7 +18,9 @@ public enum Durability: Sendable, Equatable, CustomStringConvertible {
   case batched(maxDelay: Duration)
   /// Acknowledged once written to the operating system, without waiting for an fsync (a segment
   /// is synced only as it is sealed, its first three quarters in the background beforehand).
-  /// Survives the process being killed, not a power loss or kernel crash.
+  /// Survives the process being killed, not a power loss or kernel crash. Either sync failing
+  /// stops the journal (`.durabilityLost`): the background one at the next append, which is not
+  /// written, or at `close()`, which keeps it as `Journal.failure`.
   case none
 
   /// `batched` with a 2 ms delay.

@@ -203,9 +203,12 @@ final class JournalWriter: @unchecked Sendable {
   private var earlySyncStarted = false
   private let earlySyncs = DispatchGroup()
   private let earlySyncQueue = DispatchQueue(label: "rewind-journal-early-sync", qos: .utility)
-  /// What an early sync threw, for the seal to report: the kernel reports a writeback error
-  /// once per open file, so the seal's own fsync on the same descriptor would not see it again.
+  /// What an early sync threw: the kernel reports a writeback error once per open file, so the
+  /// seal's own fsync on the same descriptor would not see it again. The next group written
+  /// stops the journal with it (`earlySyncFailed` says that one came, cheaply), and so does
+  /// closing, when no group comes.
   private let earlySyncFailure = Mutex<(any Error)?>(nil)
+  private let earlySyncFailed = Atomic<Bool>(false)
   /// The share of `segmentTargetBytes` written before the early sync starts: late enough that the
   /// seal finds little left, early enough that the sync usually ends before the seal (the writer
   /// fills the last quarter of a segment in about as long as the sync of the rest takes here).
@@ -563,9 +566,14 @@ final class JournalWriter: @unchecked Sendable {
     // (if this fails, or the process dies first, the zeros read as the end of the journal).
     unmapWindow()
     cutPreallocation()
-    // `none` promises nothing of the disk, and closing syncs nothing: an early sync's error is
-    // of no use here, but its descriptor must not be closed (and its number reused) under it.
-    _ = try? finishEarlySync()
+    // The early sync's descriptor must not be closed (and its number reused) under it. Closing
+    // syncs nothing under `none`, but a failed early sync that no group came after to report
+    // is kept as the journal's failure: the closed journal must not look as if nothing failed.
+    do {
+      try finishEarlySync()
+    } catch {
+      _ = fail(earlySyncLost(error, then: "the journal was closed after it"), fatal: true)
+    }
     if segmentFD >= 0 { io.close(segmentFD) }
     segmentFD = -1
     // Entries an earlier index append failed to write get one more try (else opening derives them).
@@ -737,6 +745,10 @@ final class JournalWriter: @unchecked Sendable {
   /// append; the others follow it, in order.
   private func write<Group: RandomAccessCollection>(group: Group) -> Result<UInt64, JournalError>
   where Group.Element: GroupedAppend {
+    // Under `none`, a failed early sync stops the journal at the next group, unwritten, as a
+    // failed seal does: acknowledging more after a writeback error would promise what the
+    // segment may not keep.
+    if let lost = earlySyncFailureSeen() { return fail(lost, fatal: true) }
     let groupBytes = group.reduce(0) { $0 + $1.contentBytes }
     do {
       if state.endOffset > Int64(Layout.segmentHeaderSize),
@@ -955,6 +967,7 @@ final class JournalWriter: @unchecked Sendable {
         try io.sync(fd, metadata: false, path: path)
       } catch {
         earlySyncFailure.withLock { $0 = $0 ?? error }
+        earlySyncFailed.store(true, ordering: .releasing)
       }
     }
   }
@@ -964,7 +977,26 @@ final class JournalWriter: @unchecked Sendable {
     guard earlySyncStarted else { return }
     earlySyncs.wait()
     earlySyncStarted = false
+    earlySyncFailed.store(false, ordering: .relaxed)
     if let error = earlySyncFailure.withLock({ $0.take() }) { throw error }
+  }
+
+  /// The early sync's failure as the error that stops the journal: records acknowledged in the
+  /// active segment were written back with an error, and may read back stale once their pages
+  /// leave the cache. Nil while none came.
+  private func earlySyncFailureSeen() -> JournalError? {
+    guard earlySyncStarted, earlySyncFailed.load(ordering: .acquiring),
+      let error = earlySyncFailure.withLock({ $0 })
+    else { return nil }
+    return earlySyncLost(error, then: "nothing of this append was written")
+  }
+
+  private func earlySyncLost(_ error: any Error, then: String) -> JournalError {
+    var lost = durabilityLost(error, file: activeName)
+    lost.message =
+      "the early fsync of the active segment failed, so records acknowledged in it may not reach the "
+      + "disk (\(error)); \(then)"
+    return lost
   }
 
   // MARK: Mapped appends (`none`)
