@@ -285,11 +285,20 @@ private final class StalledServer: NoteServer {
   #expect(retagged.origin == .automation)
   #expect(Note.notes(taggedWith: "todo", in: manager.state).map(\.id) == [note, quiet])
 
+  // A note another automation of the app writes is tagged too (the tagger used to pass over
+  // every change of origin `.automation`, taking them all for its own).
+  let ruled = try await manager.createNote(in: notebook, title: "A bug a rule filed", origin: .automation)
+  let filed = try #require(await changes.next())
+  #expect(filed.origin == .automation && filed.events.map(\.envelope.name) == ["note.created"])
+  let answered = try #require(await changes.next())
+  #expect(answered.origin == .automation && answered.events.map(\.envelope.name) == ["note.tagged"])
+  #expect(Set(Note.notes(taggedWith: "todo", in: manager.state).map(\.id)) == [note, quiet, ruled])
+
   automation.cancel()
   _ = await automation.result
   manager.close()
   let origins = try Replay.events(of: Workspace.self, directory: directory).map(\.envelope.origin)
-  #expect(origins == [.user, .user, .automation, .user, .sync, .automation])
+  #expect(origins == [.user, .user, .automation, .user, .sync, .automation, .automation, .automation])
 }
 
 /// A sync whose body records events for the first remote notes and then rejects a later one (it

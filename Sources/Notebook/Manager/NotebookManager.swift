@@ -196,6 +196,9 @@ public final class NotebookManager: Sendable {
 
   /// The dedicated command a sync result lands through: record-level events for each remote note
   /// that is new or differs (notes absent from the feed are left alone). Returns how many events.
+  /// A remote note this notebook no longer has is new to it: one deleted here since the server's
+  /// feed was made is created again (the example keeps no record of deletions for a sync to
+  /// consult; an app whose server does not learn of them needs one).
   @discardableResult
   public func applySyncedNotes(_ remote: [RemoteNote], into notebook: NotebookID, origin: Origin = .sync) async throws
     -> Int
@@ -242,11 +245,16 @@ public final class NotebookManager: Sendable {
   }
 
   /// Starts the auto-tagger as a background automation: after every committed change that touched
-  /// notes (other than its own), it tags those notes through `runAutoTagger`. Subscribed before
-  /// this returns; runs until the returned task is cancelled or the manager closes. A close ends
-  /// it without an error, also one that comes while it tags a change (those tags are not
-  /// written); cancelling ends it with `CancellationError`, or without an error if it was waiting
-  /// for a change. Any other error of its command (a failed append) ends it and is thrown.
+  /// notes, whatever made it (another automation of the app, or another tagger, too), it tags
+  /// those notes through `runAutoTagger`. Its own changes come back to it as well: tagging their
+  /// notes again finds nothing missing, and a command that records nothing journals and
+  /// publishes nothing, so that ends there. Subscribed before this returns; runs until the
+  /// returned task is cancelled or the manager closes, and holds the manager until then (a
+  /// manager dropped without `close()` stays open while it runs). A close ends it without an
+  /// error, also one that comes while it tags a change (tags already handed to the journal are
+  /// written, as the close settles them; those not yet recorded are not); cancelling ends it with
+  /// `CancellationError`, or without an error if it was waiting for a change. Any other error of
+  /// its command (a failed append) ends it and is thrown.
   ///
   /// It follows the changes through a bounded stream (`Manager.changes(bufferingAtMost:)`, at most
   /// 1,024 changes waiting), so a burst of commands while it tags costs no memory beyond that.
@@ -266,7 +274,7 @@ public final class NotebookManager: Sendable {
       var changes = subscribed
       while true {
         do {
-          for try await change in changes where change.origin != .automation {
+          for try await change in changes {
             let touched = Set(
               change.keys.compactMap { key in
                 key.store == "notes" && key.kind == .record ? Identifier(key.key).map(NoteID.init) : nil
