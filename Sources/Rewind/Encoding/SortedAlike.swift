@@ -11,7 +11,7 @@
 /// any process gives alike. Where `precedes` orders every neighbour (every `Comparable` type that
 /// keeps `<`'s contract, and strings in one Unicode form), the result is the plain sort's, and no
 /// bytes are asked for.
-@usableFromInline package func sortedAlike<T>(
+public func sortedAlike<T>(
   _ entries: some Sequence<T>, by precedes: (T, T) -> Bool, bytes: (T) throws -> [UInt8]
 ) rethrows -> [T] {
   let sorted = entries.sorted(by: precedes)
@@ -21,8 +21,11 @@
   return byBytes.map(\.entry).sorted(by: precedes)
 }
 
-/// `sortedAlike` by `<`, each entry's bytes its description's UTF-8 (a string's own).
-@usableFromInline package func sortedAlike<T: Comparable & CustomStringConvertible>(
+/// `sortedAlike` by `<`, each entry's bytes its description's UTF-8 (a string's own). What a
+/// command should record events in when it takes them from a `Set` or a `Dictionary` of strings
+/// (or of types whose `<` compares strings): the same order in every process, so that equal
+/// input records the same events, and the journal replays to the same digest.
+public func sortedAlike<T: Comparable & CustomStringConvertible>(
   _ entries: some Sequence<T>
 ) -> [T] {
   sortedAlike(entries, by: <) { Array($0.description.utf8) }
