@@ -9,9 +9,12 @@
 public protocol SnapshotModel: Model, Codable {
   /// Bump this whenever the meaning of the state or of an apply function changes without a new
   /// event version: it is part of the fingerprint, so snapshots written by older code are skipped
-  /// as stale instead of being trusted. Default 1. Bump it too when a record type gains a field
-  /// that decodes when missing (an optional one): the fingerprint sees a store's name, not its
-  /// records' fields, and an older snapshot would be read with that field empty.
+  /// as stale instead of being trusted. Default 1. Bump it too whenever the encoded form of a
+  /// record or value changes: a field added (with a default, or optional), removed, renamed or
+  /// retyped. The fingerprint sees a store's name, not its records' fields: without the bump, an
+  /// older snapshot is read with the new field empty or fails to decode, and every checkpoint
+  /// written before is compared with a state that encodes differently, so `Replay.verify` and
+  /// `rewind verify` report a divergence that is no fault of replay.
   static var stateVersion: UInt32 { get }
 }
 

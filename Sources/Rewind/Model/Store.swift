@@ -54,8 +54,9 @@ extension StoreRecord where GroupKey == NoGroupKey {
 /// rather than run through generic metadata at every insert (replay spends most of its time here).
 public struct Store<Record: StoreRecord>: Sendable, Equatable {
   /// Names this store in `ChangeKey`s, diffs, blame and the `rewind` tool: unique among the
-  /// model's stores and value stores (a manager, replay or time machine refuses a model where two
-  /// share one).
+  /// model's stores and value stores. Two that share one are a programming error: a manager,
+  /// replay, a time machine or a `rewind` tool's registration of the model stops the process
+  /// (a precondition) as it first reads the model's stores.
   public let name: String
   /// The records by id, in a tree that shares unchanged nodes between copies of the store: a
   /// copy (a time machine's keyframe, say) costs what changes after it, not the whole store.
