@@ -94,9 +94,9 @@ private func queueBehindAHeldAppend(
   io.holdNextWrite()
   var tasks = [Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }]
   try await io.waitUntilHolding()
-  for index in 1...behind {
+  for index in 0..<behind {
     tasks.append(Task { try await increment(manager, id) })
-    try await manager.waitUntil(journalAppends: appendsBefore + 1 + index)
+    try await manager.waitUntil(journalAppends: appendsBefore + 2 + index)
   }
   return tasks
 }
@@ -204,6 +204,36 @@ private func queueBehindAHeldAppend(
   manager.close()
   let events = try Replay.events(of: Ledger.self, directory: directory)
   #expect(events.map(\.envelope.sequence) == [1], "the queued commands reached no segment")
+}
+
+/// A command that records nothing after reading the state an append in flight leaves waits for
+/// that append, and fails with it. When that append loses durability, the manager stops: the
+/// command gets `stopped`, not `appendFailed` saying it "can be retried" (every retry would be
+/// refused).
+@Test(.timeLimit(.minutes(10))) func aCommandThatReadAnAppendThatLostDurabilityIsStopped() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let io = HoldingFileIO()
+  let manager = try makeManager(directory, io: io)
+  let id = try await manager.openAccount(owner: "shared")
+
+  let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 0)
+  let validated = Signal("the command that records nothing validated")
+  let reader = Task {
+    try await manager.perform(.user) { ledger, _ in
+      #expect(ledger.accounts.find(id: id)?.balance == 1, "it read the state the held append leaves")
+      validated.set()
+    }
+  }
+  try await validated.wait()
+  io.releaseWrite(failing: false, syncFailing: true)
+
+  let lost = await #expect(throws: ManagerError.self) { try await tasks[0].value }
+  #expect(lost?.code == .durabilityLost, "\(String(describing: lost))")
+  let error = await #expect(throws: ManagerError.self) { try await reader.value }
+  #expect(error?.code == .stopped, "\(String(describing: error))")
+  #expect(error?.message.contains("stopped the manager (durabilityLost)") == true, "\(String(describing: error))")
+  manager.close()
 }
 
 /// Under `none`, a batch sent in the middle of a gate turn (here: one a large command overflowed)

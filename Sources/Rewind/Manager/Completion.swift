@@ -66,19 +66,26 @@ final class Completion: Sendable {
   }
 
   /// A completion resolved once this one is: a success if this one succeeded, else with
-  /// `appendFailed` (naming this one's journal error). The outcome of a command that recorded
-  /// nothing, or threw, after reading a state that included this one's command: it read a state
-  /// that exists only if this one is journaled.
+  /// `appendFailed` (naming this one's journal error), or `stopped` when this one's failure
+  /// stopped the manager (`durabilityLost`, `stopped`: a retry would be refused). The outcome of
+  /// a command that recorded nothing, or threw, after reading a state that included this one's
+  /// command: it read a state that exists only if this one is journaled.
   func follower() -> Completion {
     let follower = Completion()
     whenResolved { [self] in
       let failure = state.withLock { $0.failure }
       follower.resolve(
-        failingWith: failure.map {
-          ManagerError(
-            .appendFailed,
-            "an earlier command this one read the effect of could not be journaled; nothing changed, and it can be "
-              + "retried", journalError: $0.journalError)
+        failingWith: failure.map { failure in
+          failure.code == .durabilityLost || failure.code == .stopped
+            ? ManagerError(
+              .stopped,
+              "an earlier command this one read the effect of met a failure that stopped the manager (\(failure.code)): "
+                + "nothing of this one was written, and commands are refused until the journal is reopened",
+              journalError: failure.journalError)
+            : ManagerError(
+              .appendFailed,
+              "an earlier command this one read the effect of could not be journaled; nothing changed, and it can be "
+                + "retried", journalError: failure.journalError)
         })
     }
     return follower
