@@ -72,6 +72,58 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path).count == 15)
   }
 
+  /// The sync between two frames of one group fails: the first frame is written and perhaps on
+  /// the disk, the rest not. The group is cut back to where it began (nothing of it may stay
+  /// behind, as none was acknowledged), every append of it gets `durabilityLost`, and the journal
+  /// stops. No sweep reaches this path (they append one frame a group); a review found it had no
+  /// test that could fail.
+  @Test func aFailedSyncBetweenTheFramesOfAGroupCutsTheGroupAndStops() async throws {
+    let dir = TemporaryDirectory("frame-sync-fault")
+    let faults = FaultInjectingFileIO()
+    var options = JournalFixtures.options(.always)
+    options.io = faults
+    options.frameTargetBytes = 1
+    options.preallocationBytes = 0
+    let journal = try Journal(directory: dir.path, options: options)
+    try await journal.append(FaultInjectionTests.records(0))
+    faults.holdSyncs()
+    let first = SyncAcknowledgementTests.Outcome(faults)
+    journal.enqueue(FaultInjectionTests.records(1), expectedFirst: nil, completion: first.completion)
+    _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
+    let queued = (2...4).map { tag in
+      let outcome = SyncAcknowledgementTests.Outcome(faults)
+      journal.enqueue(FaultInjectionTests.records(tag), expectedFirst: nil, completion: outcome.completion)
+      return outcome
+    }
+    faults.releaseSync()
+    #expect(try await first.wait().get() == 4...6)
+    // The group of the three queued appends: the sync after its first frame is held; it fails.
+    _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
+    faults.arm(.syncError(EIO))
+    faults.stopHoldingSyncs()
+    for outcome in queued {
+      let result = try await outcome.wait()
+      guard case .failure(let error) = result else {
+        Issue.record("an append of the group was acknowledged: \(result)")
+        continue
+      }
+      #expect(error.code == .durabilityLost, "\(error)")
+    }
+    #expect(faults.struck == 1)
+    #expect(journal.failure?.code == .durabilityLost)
+    journal.close()
+
+    let segment = try #require(JournalFixtures.segments(dir.path).first)
+    let bytes = try Files.read(dir.path + "/" + segment)
+    let frames = segmentFrames(in: bytes)
+    #expect(frames.map(\.header.firstSequence) == [1, 4], "the group's first frame was cut")
+    #expect(bytes.count == frames.last?.end, "nothing after the last acknowledged frame")
+    let reopened = try Journal(directory: dir.path, options: JournalFixtures.options())
+    #expect(reopened.lastSequence == 6)
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path).count == 6)
+  }
+
   /// Counts the LOCK file's opens and closes; its `flock` fails with ENOLCK (a file system that
   /// keeps no locks, as NFS without a lock daemon).
   final class LockFailingIO: ForwardingFileIO {
