@@ -16,7 +16,8 @@ digest and for the canonical encoding; its fingerprint and the state itself need
 Not covered: telling stray files apart (FORMAT.md, "Opening and recovery", step 6: this reader
 reports any file named like a segment that is out of place as a sequence break), and rereading a
 batch a live writer may be storing (it reads each file once). Exit status as `rewind verify`'s: 1 for a problem (0 with notes only),
-2 for bad arguments, 3 when there is no journal to read.
+2 for bad arguments, 3 when there is no journal to read; 4 when this reader itself fails (an
+uncaught exception, with its traceback), so that a fault of its own never passes for a finding.
 """
 
 import ctypes
@@ -26,6 +27,7 @@ import os
 import re
 import struct
 import sys
+import traceback
 from datetime import datetime, timezone
 
 # --- Checksums -------------------------------------------------------------------------------
@@ -678,4 +680,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Exception:  # a fault of this reader, which must not pass for a finding (exit 1)
+        traceback.print_exc()
+        sys.exit(4)

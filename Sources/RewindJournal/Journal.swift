@@ -208,6 +208,10 @@ public final class Journal: Sendable {
   /// `waiters`, summed). For tests.
   package var lastGroupWaiters: Int { writer.lastGroupWaitersSeen }
 
+  /// Whether the active segment's early sync (under `none`) has failed, and the next group will
+  /// stop the journal (for tests, which wait for it rather than for a time).
+  package var earlySyncHasFailed: Bool { writer.earlySyncHasFailed }
+
   /// Writes what `enqueue` queued, on this thread, unless a group is being written already.
   package func lead() { writer.lead() }
 

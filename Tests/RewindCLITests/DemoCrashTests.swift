@@ -13,7 +13,7 @@ import Testing
 /// uninterrupted run with the same seed (a shorter run with the same seed is a prefix).
 ///
 /// `REWIND_DEMO_CRASH_TRIALS` sets the trials per policy (default 4; try 100 on demand).
-@Suite(.serialized, .enabled("needs `rewind demo --events --json`") { await demoSpeaksJSON() })
+@Suite(.serialized)
 struct DemoCrashTests {
   static var trials: Int { Int(ProcessInfo.processInfo.environment["REWIND_DEMO_CRASH_TRIALS"] ?? "") ?? 4 }
   static let events = 20_000
@@ -44,6 +44,9 @@ struct DemoCrashTests {
   @Test(arguments: ["always", "batched"])
   func acknowledgedCommandsSurviveSIGKILL(policy: String) async throws {
     let executable = try #require(Self.rewind, "the rewind product must be built with the tests")
+    // Required, not a condition of the suite: a demo that lost the flags would have switched the
+    // whole-stack crash test off in silence.
+    try #require(await demoSpeaksJSON(), "the harness needs `rewind demo --events N --json`")
     var random = SeededGenerator(seed: UInt64(policy.count) &* 104_729)
     var acknowledgedTotal = 0
     var lost = 0
@@ -105,6 +108,7 @@ struct DemoCrashTests {
       "demo crash trials (\(policy)): \(Self.trials) trials (\(killedMidRun) killed mid-run), \(acknowledgedTotal) acknowledged commands, \(lost) trials with losses"
     )
     #expect(acknowledgedTotal > 0, "nothing was acknowledged: the test checked nothing")
+    #expect(killedMidRun > 0, "every run had ended before its kill: the test checked no crash")
   }
 }
 

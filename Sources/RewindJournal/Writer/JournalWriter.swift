@@ -981,6 +981,9 @@ final class JournalWriter: @unchecked Sendable {
     if let error = earlySyncFailure.withLock({ $0.take() }) { throw error }
   }
 
+  /// Whether an early sync failed and the next group has not reported it yet (for tests).
+  var earlySyncHasFailed: Bool { earlySyncFailed.load(ordering: .acquiring) }
+
   /// The early sync's failure as the error that stops the journal: records acknowledged in the
   /// active segment were written back with an error, and may read back stale once their pages
   /// leave the cache. Nil while none came.
