@@ -208,6 +208,11 @@ public final class Journal: Sendable {
   /// `waiters`, summed). For tests.
   package var lastGroupWaiters: Int { writer.lastGroupWaitersSeen }
 
+  /// How often the writer waited for more appends before taking a group (a linger under
+  /// `batched`, a gathering under `always`), and how many of `always`'s waits ran to their limit
+  /// (for tests, which check the gathering policy by these rather than by time).
+  package var gatheringWaits: (waits: Int, toTheLimit: Int) { writer.gatheringWaitsSeen }
+
   /// Whether the active segment's early sync (under `none`) has failed, and the next group will
   /// stop the journal (for tests, which wait for it rather than for a time).
   package var earlySyncHasFailed: Bool { writer.earlySyncHasFailed }

@@ -26,9 +26,10 @@ import Testing
   #expect(journal.lastGroupWaiters == 3)
 
   // As many callers again: written without lingering (an eighth of the delay, 2 s, without arrivals).
+  let waitsBefore = journal.gatheringWaits.waits
   let again = try await TimedAppend.run(on: journal, [small], expectedFirst: 2, waiters: 3)
   #expect(again.range == 2...2)
-  #expect(again.seconds < 1, "waited \(again.seconds) s for the callers already there")
+  #expect(journal.gatheringWaits.waits == waitsBefore, "lingered \(again.seconds) s for the callers already there")
   #expect(journal.lastGroupWaiters == 3)
 
   // Fewer callers than last time: the writer lingers for the rest until the queue stops growing.
@@ -66,13 +67,17 @@ import Testing
     let firstOutcome = try first.waitHere()
     let firstWaiters = journal.lastGroupWaiters
     let syncsBefore = faults.segmentDataSyncs
+    let waitsBefore = journal.gatheringWaits
     // One of the three callers is back; the other two, in one append, 100 ms later.
     let one = PendingAppendOutcome(on: journal, [NewRecord(timestamp: 2, payload: [2])], expectedFirst: 2, waiters: 1)
     Thread.sleep(forTimeInterval: 0.1)
     let two = PendingAppendOutcome(on: journal, [NewRecord(timestamp: 3, payload: [3])], expectedFirst: 3, waiters: 2)
+    let (oneOutcome, twoOutcome) = (try one.waitHere(), try two.waitHere())
+    let waitsAfter = journal.gatheringWaits
     return AlwaysGathering(
-      first: firstOutcome, firstWaiters: firstWaiters, one: try one.waitHere(), two: try two.waitHere(),
-      lastWaiters: journal.lastGroupWaiters, syncs: faults.segmentDataSyncs - syncsBefore)
+      first: firstOutcome, firstWaiters: firstWaiters, one: oneOutcome, two: twoOutcome,
+      lastWaiters: journal.lastGroupWaiters, syncs: faults.segmentDataSyncs - syncsBefore,
+      waits: waitsAfter.waits - waitsBefore.waits, waitsToTheLimit: waitsAfter.toTheLimit - waitsBefore.toTheLimit)
   }
   #expect(try seen.first.result.get() == 1...1)
   #expect(seen.firstWaiters == 3)
@@ -81,7 +86,8 @@ import Testing
   #expect(seen.lastWaiters == 3, "the append one caller waits for was synced without the other two")
   #expect(seen.syncs == 1)
   // They ended the wait: it would otherwise have lasted about 1.9 s more.
-  #expect(seen.two.seconds < 1, "acknowledged \(seen.two.seconds) s after the rest of the callers were back")
+  #expect(seen.waits == 1, "the writer waited \(seen.waits) times for the callers")
+  #expect(seen.waitsToTheLimit == 0, "acknowledged \(seen.two.seconds) s after the rest of the callers were back")
 }
 
 /// What `alwaysWaitsForTheLastGroupsCallersBeforeSyncing` saw.
@@ -94,6 +100,9 @@ private struct AlwaysGathering: Sendable {
   var lastWaiters: Int
   /// The segment's data syncs for the last two appends.
   var syncs: Int
+  /// The writer's gathering waits for the last two appends, and those that ran to their limit.
+  var waits: Int
+  var waitsToTheLimit: Int
 }
 
 /// An append's outcome, and how long after it was queued it came.
@@ -179,10 +188,9 @@ private final class PendingAppendOutcome: Sendable {
   // Then fifteen groups without lingering, and the sixteenth lingers again: while it does, a
   // second producer's append arrives, and the linger gathers it. On a thread of its own, so that
   // the pause does not wait for the cooperative pool longer than the writer lingers.
-  for index in 0..<15 {
-    let seconds = try await append()
-    #expect(seconds < 0.5, "append \(index) of the lone producer waited \(seconds) s")
-  }
+  let waitsBeforeTheFifteen = journal.gatheringWaits.waits
+  for _ in 0..<15 { _ = try await append() }
+  #expect(journal.gatheringWaits.waits == waitsBeforeTheFifteen, "the lone producer's fifteen groups lingered")
   let probing = next
   let (probe, second) = try await onOwnThread { () throws -> (AppendOutcome, AppendOutcome) in
     let probe = PendingAppendOutcome(on: journal, [record], expectedFirst: probing, waiters: 1)
@@ -201,8 +209,11 @@ private final class PendingAppendOutcome: Sendable {
     let seconds = try await append()
     #expect(seconds >= 0.75, "lone append \(index) after the gathering linger was written after \(seconds) s")
   }
+  let waitsBeforeTheLast = journal.gatheringWaits.waits
   let seconds = try await append()
-  #expect(seconds < 0.5, "after two lingers that gathered nothing, the lone producer waited \(seconds) s")
+  #expect(
+    journal.gatheringWaits.waits == waitsBeforeTheLast,
+    "after two lingers that gathered nothing, the lone producer's group lingered (\(seconds) s)")
 }
 
 /// A group written without lingering (a lone producer under `batched`, after two lingers that
@@ -222,8 +233,9 @@ private final class PendingAppendOutcome: Sendable {
     #expect(appended.range == sequence...sequence)
   }
   let seen = try await onOwnThread {
-    () throws -> (held: Double, doneWhileHeld: Bool, syncs: Int, outcome: AppendOutcome) in
+    () throws -> (held: Double, doneWhileHeld: Bool, syncs: Int, waits: Int, outcome: AppendOutcome) in
     let syncsBefore = faults.segmentDataSyncs
+    let waitsBefore = journal.gatheringWaits.waits
     faults.holdSyncs()
     let start = ContinuousClock.now
     let third = PendingAppendOutcome(on: journal, [record], expectedFirst: 3, waiters: 1)
@@ -235,10 +247,10 @@ private final class PendingAppendOutcome: Sendable {
     let outcome = try third.waitHere()
     return (
       Double(held.components.seconds) + Double(held.components.attoseconds) / 1e18, doneWhileHeld,
-      faults.segmentDataSyncs - syncsBefore, outcome
+      faults.segmentDataSyncs - syncsBefore, journal.gatheringWaits.waits - waitsBefore, outcome
     )
   }
-  #expect(seen.held < 0.5, "the third append's sync began \(seen.held) s after it was queued: it lingered")
+  #expect(seen.waits == 0, "the third append lingered: its sync began \(seen.held) s after it was queued")
   #expect(!seen.doneWhileHeld, "acknowledged while its sync was held")
   #expect(seen.syncs == 1)
   #expect(try seen.outcome.result.get() == 3...3)

@@ -143,6 +143,11 @@ final class JournalWriter: @unchecked Sendable {
   private var futileLingers = 0
   /// Groups of one caller written without lingering since the last linger (see `shouldLinger`).
   private var groupsWithoutLinger = 0
+  /// Times the writer waited for more appends before taking a group (a linger under `batched`,
+  /// a gathering under `always`), and those of `always`'s that ran to their limit: what tests
+  /// check the gathering policy by, rather than by how long appends took.
+  private(set) var gatheringWaits = 0
+  private(set) var gatheringWaitsToTheLimit = 0
   /// How long the last fdatasync took, in nanoseconds.
   private var lastSyncNanos: UInt64 = 0
   /// `options.alwaysGatherLimit`: the longest the writer thread waits under `always` for the last
@@ -541,6 +546,13 @@ final class JournalWriter: @unchecked Sendable {
     return lastGroupWaiters
   }
 
+  /// `gatheringWaits` and `gatheringWaitsToTheLimit`, read under the lock (for tests).
+  var gatheringWaitsSeen: (waits: Int, toTheLimit: Int) {
+    condition.lock()
+    defer { condition.unlock() }
+    return (gatheringWaits, gatheringWaitsToTheLimit)
+  }
+
   var currentFailure: JournalError? {
     condition.lock()
     defer { condition.unlock() }
@@ -610,8 +622,12 @@ final class JournalWriter: @unchecked Sendable {
       let limit = min(max(lastSyncNanos, 50_000), alwaysGatherLimitNanos)
       let deadline = ConditionLock.deadline(after: limit)
       gatherTarget = lastGroupWaiters
+      gatheringWaits += 1
       while queuedWaiters < gatherTarget && queuedBytes < frameTargetBytes && !closing {
-        if !condition.wait(untilNanoseconds: deadline) { break }
+        if !condition.wait(untilNanoseconds: deadline) {
+          gatheringWaitsToTheLimit += 1
+          break
+        }
       }
       gatherTarget = 0
     }
@@ -637,7 +653,10 @@ final class JournalWriter: @unchecked Sendable {
         seen = queue.count
       }
       gatherTarget = 0
-      if waited { futileLingers = queue.count == before ? futileLingers + 1 : 0 }
+      if waited {
+        gatheringWaits += 1
+        futileLingers = queue.count == before ? futileLingers + 1 : 0
+      }
     }
     return takeGroup()
   }
