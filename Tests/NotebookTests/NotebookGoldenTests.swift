@@ -123,8 +123,10 @@ import Testing
     manager.close()
   }
 
-  @Test func recordGoldenJournalWhenAsked() async throws {
-    guard ProcessInfo.processInfo.environment["REWIND_RECORD_GOLDEN"] == "1" else { return }
+  @Test(
+    .enabled(
+      if: ProcessInfo.processInfo.environment["REWIND_RECORD_GOLDEN"] == "1", "records the golden files when asked"))
+  func recordGoldenJournalWhenAsked() async throws {
     try? FileManager.default.removeItem(atPath: Self.folder)
     try FileManager.default.createDirectory(atPath: Self.folder, withIntermediateDirectories: true)
     try await Self.record(into: Self.journalPath)

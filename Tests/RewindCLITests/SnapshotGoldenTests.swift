@@ -151,8 +151,10 @@ import Testing
     }
   }
 
-  @Test func recordGoldenSnapshotsWhenAsked() throws {
-    guard ProcessInfo.processInfo.environment["REWIND_RECORD_GOLDEN"] == "1" else { return }
+  @Test(
+    .enabled(
+      if: ProcessInfo.processInfo.environment["REWIND_RECORD_GOLDEN"] == "1", "records the golden files when asked"))
+  func recordGoldenSnapshotsWhenAsked() throws {
     try? FileManager.default.removeItem(atPath: Self.folder)
     try FileManager.default.createDirectory(atPath: Self.folder, withIntermediateDirectories: true)
     try Self.record(into: Self.folder)

@@ -52,8 +52,10 @@ import Testing
 
   static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
-  @Test func recordGoldenJournalWhenAsked() throws {
-    guard ProcessInfo.processInfo.environment["REWIND_RECORD_GOLDEN"] == "1" else { return }
+  @Test(
+    .enabled(
+      if: ProcessInfo.processInfo.environment["REWIND_RECORD_GOLDEN"] == "1", "records the golden files when asked"))
+  func recordGoldenJournalWhenAsked() throws {
     try? FileManager.default.removeItem(atPath: Self.folder)
     try FileManager.default.createDirectory(atPath: Self.folder, withIntermediateDirectories: true)
     var options = JournalOptions(durability: .none)
