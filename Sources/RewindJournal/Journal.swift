@@ -213,6 +213,9 @@ public final class Journal: Sendable {
   /// (for tests, which check the gathering policy by these rather than by time).
   package var gatheringWaits: (waits: Int, toTheLimit: Int) { writer.gatheringWaitsSeen }
 
+  /// Whether `close()` has begun, on any thread (for tests, which wait for it).
+  package var isClosing: Bool { writer.isClosing }
+
   /// Whether the active segment's early sync (under `none`) has failed, and the next group will
   /// stop the journal (for tests, which wait for it rather than for a time).
   package var earlySyncHasFailed: Bool { writer.earlySyncHasFailed }

@@ -1,5 +1,6 @@
 import Foundation
 import RewindTestSupport
+import Synchronization
 import Testing
 
 @testable import RewindJournal
@@ -130,7 +131,21 @@ import Testing
     let first = Outcome(faults)
     journal.enqueue(Self.records(10), expectedFirst: nil, completion: first.completion)
     _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
-    let closed = Task { try await onOwnThread { journal.close() } }
+    let returned = Atomic<Bool>(false)
+    let closed = Task {
+      try await onOwnThread {
+        journal.close()
+        returned.store(true, ordering: .releasing)
+      }
+    }
+    // Once the close has begun, it must not return while the sync is held: a close that did not
+    // wait would return at once (the pause gives it the time to; a close that waits never does).
+    let deadline = ContinuousClock.now + .seconds(60)
+    while !journal.isClosing, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    try #require(journal.isClosing, "close() did not begin within a minute")
+    try await Task.sleep(for: .milliseconds(100))
+    let returnedWhileHeld = returned.load(ordering: .acquiring)
+    #expect(!returnedWhileHeld, "close() returned while the sync in flight was held")
     #expect(!first.isDone)
     faults.stopHoldingSyncs()
     try await closed.value

@@ -546,6 +546,13 @@ final class JournalWriter: @unchecked Sendable {
     return lastGroupWaiters
   }
 
+  /// Whether `close()` has begun (for tests).
+  var isClosing: Bool {
+    condition.lock()
+    defer { condition.unlock() }
+    return closing
+  }
+
   /// `gatheringWaits` and `gatheringWaitsToTheLimit`, read under the lock (for tests).
   var gatheringWaitsSeen: (waits: Int, toTheLimit: Int) {
     condition.lock()
