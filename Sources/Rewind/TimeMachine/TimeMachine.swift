@@ -225,10 +225,12 @@ public final class TimeMachine<M: SnapshotModel> {
   /// missing (or the empty state) through the last, reading no snapshot; seeks after it never
   /// read snapshot files either (unless the memory limit stopped it).
   ///
-  /// - Parameter memoryLimit: the most bytes of tree nodes this time machine's keyframes may
-  ///   hold, those kept before the call included, counted as `keyframeFootprint` counts them
-  ///   (nil: no limit). `prepare` stops at the first keyframe that takes them past it, and lays
-  ///   none when they are past it already: the keyframes then cover the history through the
+  /// - Parameter memoryLimit: the bytes of tree nodes this time machine's keyframes may hold
+  ///   before `prepare` stops laying them, those kept before the call included, counted as
+  ///   `keyframeFootprint` counts them (nil: no limit). `prepare` stops at the first keyframe
+  ///   that takes them past it, keeping that one (so they may end past the limit by its new
+  ///   nodes, also when it is the last keyframe, which stops nothing: `stoppedByLimit` is then
+  ///   false), and lays none when they are past it already: the keyframes then cover the history through the
   ///   last one it reached (`KeyframeCoverage.through`), and a seek up to `spacing − 1` past
   ///   that starts within the spacing. Seeks then keep keyframes every `keyframeInterval`
   ///   records they pass again (`keyframeSpacing` goes back to it), as without `prepare`: at
