@@ -86,10 +86,11 @@ final class DebugSession {
   private var cutShort: String {
     let gone =
       shortened.map {
-        $0.count == 1 ? "sequence \($0.lowerBound) is" : "sequences \($0.lowerBound)-\($0.upperBound) are"
+        $0.lowerBound == $0.upperBound
+          ? "sequence \($0.lowerBound) is" : "sequences \($0.lowerBound)-\($0.upperBound) are"
       }
       ?? "records are"
-    let numbers = shortened?.count == 1 ? "its number" : "their numbers"
+    let numbers = shortened.map { $0.lowerBound == $0.upperBound } == true ? "its number" : "their numbers"
     return "the journal \(directory) got shorter under this session: \(gone) gone, which this session had read "
       + "(moved aside by `rewind repair`, perhaps with other records written under \(numbers) since, or the "
       + "directory replaced), "
@@ -115,7 +116,7 @@ final class DebugSession {
     let place = [
       damage.file, damage.offset.map { "byte offset \($0)" },
       damage.sequences.map {
-        $0.count == 1 ? "sequence \($0.lowerBound)" : "sequences \($0.lowerBound)-\($0.upperBound)"
+        $0.lowerBound == $0.upperBound ? "sequence \($0.lowerBound)" : "sequences \($0.lowerBound)-\($0.upperBound)"
       },
     ].compactMap { $0 }.joined(separator: ", ")
     throw SessionEnd(

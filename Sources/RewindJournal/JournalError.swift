@@ -163,7 +163,8 @@ extension JournalError {
       return "sequences from \(sequences.lowerBound) at least through \(sequences.upperBound) (as far as the index "
         + "and the batch headers there tell; later records of that segment cannot be counted)"
     }
-    return sequences.count == 1
+    // Not `count`: a range of damage read from crafted headers can hold more than `Int.max`.
+    return sequences.lowerBound == sequences.upperBound
       ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)"
   }
 

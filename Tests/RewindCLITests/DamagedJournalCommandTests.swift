@@ -494,6 +494,31 @@ extension DamagedJournalCommandTests {
     #expect(verify.status == 1 && verify.out.contains("a stray file named like a segment"), "\(verify.out)")
   }
 
+  /// A file named like the segment of sequence 2^64 − 1 and holding a valid header of this
+  /// journal: the damage it stands for spans more sequence numbers than `Int` counts, and every
+  /// command trapped (SIGILL, exit 132) as its message counted them. Each says where it is now.
+  @Test func aSegmentNamedForTheLastSequenceNumberIsReportedNotATrap() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let first = try #require(segments.first)
+    var header = Array(try Files.read(journal.directory.appending(first)).prefix(Layout.segmentHeaderSize))
+    withUnsafeBytes(of: UInt64.max.littleEndian) { header.replaceSubrange(32..<40, with: $0) }
+    withUnsafeBytes(of: CRC32C.checksum(header[8..<40]).littleEndian) { header.replaceSubrange(40..<44, with: $0) }
+    let name = Layout.segmentName(firstSequence: .max)
+    try Files.write(header, to: journal.directory.appending(name))
+    for arguments in Self.readers(journal.path) + [["verify", journal.path], ["replay", journal.path]] {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 1 || run.status == 3, "\(arguments): status \(run.status), \(run.err)")
+      #expect((run.out + run.err).contains(name), "\(arguments): \(run.out)\(run.err)")
+    }
+    // `stats` counts the damage and leaves locating it to `verify`; event 1 lies before it.
+    let stats = try await ToolRun.run("rewind", ["stats", journal.path])
+    #expect(stats.status == 1 && stats.out.contains("damaged      1 problem"), "stats: \(stats.status) \(stats.out)")
+    let show = try await ToolRun.run("rewind", ["show", journal.path, "1"])
+    #expect(show.status == 0, "show: \(show.status) \(show.err)")
+    let debug = try await ToolRun.run("rewind", ["debug", journal.path], input: "goto end\n")
+    #expect(debug.status == 2 || debug.status == 3, "debug: status \(debug.status), \(debug.err)")
+  }
+
   /// A damaged batch header in the last segment (its frame's extent unknown) stopped `log`,
   /// `export` and `tail` there, hiding the intact frames after it. They read on now from the first
   /// batch the index names past the damage (a writer wrote it there; the header found there must
