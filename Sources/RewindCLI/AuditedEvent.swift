@@ -21,8 +21,14 @@ struct AuditedEvent {
   /// for fields that render, what `payload` does not show as stored (`FieldRenderer`'s notes).
   var problem: String?
   var bytes: Int
+  /// Whether `payload` is only the start of what it would be (`renderingAtMost`): not JSON.
+  var isCut = false
 
-  init(_ record: JournalRecord) {
+  /// - Parameter limit: with a limit, `payload` is rendered only as far as about that many bytes
+  ///   of UTF-8 (`isCut` then), for a line that shows its start (`line(width:)`): a payload of
+  ///   hundreds of megabytes, which a small frame can decompress to, renders to several times
+  ///   that. Nil: the whole payload, for JSON and `show`.
+  init(_ record: JournalRecord, renderingAtMost limit: Int? = nil) {
     sequence = record.sequence
     timestamp = record.timestamp
     bytes = record.payload.count
@@ -33,24 +39,39 @@ struct AuditedEvent {
       let fields = Array(record.payload[header.bodyOffset...])
       do {
         var notes: [String] = []
-        payload = try FieldRenderer.json(fields, notes: &notes)
+        if let limit {
+          (payload, isCut) = try FieldRenderer.json(fields, notes: &notes, atMost: limit)
+        } else {
+          payload = try FieldRenderer.json(fields, notes: &notes)
+        }
         if !notes.isEmpty { problem = notes.joined(separator: "; ") }
       } catch {
         problem = "its fields do not decode (\(error))"
-        payload = jsonString(hex(fields))
+        (payload, isCut) = Self.hexString(fields[...], atMost: limit)
         payloadEncoding = "hex"
       }
     } catch {
       header = nil
       problem = "not a Rewind event (\(error))"
-      if let text = String(validating: record.payload, as: UTF8.self) {
+      let shown = limit.map { record.payload.prefix($0) } ?? record.payload[...]
+      // A cut may fall inside a character: the start that is text up to one.
+      let cut = shown.count < record.payload.count
+      let text = (0...(cut ? 3 : 0)).lazy.compactMap { String(validating: shown.dropLast($0), as: UTF8.self) }.first
+      if let text, !cut || !text.isEmpty {
         payload = jsonString(text)
+        isCut = cut
         payloadEncoding = "text"
       } else {
-        payload = jsonString(hex(record.payload))
+        (payload, isCut) = Self.hexString(record.payload[...], atMost: limit)
         payloadEncoding = "hex"
       }
     }
+  }
+
+  /// `bytes` in hexadecimal as a JSON string, or its first `limit / 2` bytes (cut).
+  private static func hexString(_ bytes: ArraySlice<UInt8>, atMost limit: Int?) -> (String, Bool) {
+    let shown = limit.map { bytes.prefix(max(1, $0 / 2)) } ?? bytes
+    return (jsonString(hex(Array(shown))), shown.count < bytes.count)
   }
 
   /// One JSON object: `seq`, `time` (ISO 8601), `name`, `version`, `origin`, `command`, `payload`
@@ -76,7 +97,7 @@ struct AuditedEvent {
   /// would split), whose escapes are JSON's.
   func line(width: Int?) -> String {
     var fields = payload
-    if let width, fields.count > width { fields = String(jsonPrefix(fields, width: width)) + "…" }
+    if let width, isCut || fields.count > width { fields = String(jsonPrefix(fields, width: width)) + "…" }
     if header != nil, let problem {
       // The notes quote keys as JSON does, escaping what a terminal would act on.
       fields = (payloadEncoding != nil ? "(fields do not decode) " : "(\(problem)) ") + fields
@@ -114,6 +135,10 @@ package func jsonPrefix(_ json: String, width: Int) -> Substring {
   }
   return json[..<(escapeStart ?? index)]
 }
+
+/// The bytes of UTF-8 to render of a payload whose line shows `width` characters of it: enough
+/// for `width` characters of four bytes each, and the escape that may stand at the cut.
+func renderingBudget(width: Int) -> Int { 4 * width + 64 }
 
 /// Bytes as lowercase hexadecimal.
 func hex(_ bytes: [UInt8]) -> String {

@@ -60,10 +60,11 @@ enum LogCommand: RewindCommand {
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let args = try Arguments(arguments, options: EventFilter.options.union(["limit"]), flags: ["json", "full"])
     let directory = try args.directory()
-    let filter = try EventFilter(args)
+    var filter = try EventFilter(args)
     let limit = try args.integer("limit", default: Int.max, range: 1...Int.max)
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
+    filter.renderingAtMost = json ? nil : width.map(renderingBudget)
     let reader = try openJournal(directory)
     let output = BufferedOutput(context.output)
     defer { output.flush() }

@@ -72,13 +72,14 @@ enum TailCommand: RewindCommand {
     }
     let count = try args.integer(countName, default: 10, range: 0...Int.max)
     let follow = args.flag("f") || args.flag("follow")
-    let filter = try EventFilter(args)
+    var filter = try EventFilter(args)
     if follow, let end = ["to", "until"].first(where: { args.value($0) != nil }) {
       throw UsageError(
         "--\(end) ends the selection, and -f shows the events after the journal's end; give one or the other")
     }
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
+    filter.renderingAtMost = json ? nil : width.map(renderingBudget)
     let reader = try openJournal(directory)
     // Ctrl-C (SIGINT, SIGTERM, SIGHUP) ends -f by the signal, its action left as the process was
     // given it: there is nothing to clean up (a reader holds no lock, and each line followed is
@@ -142,7 +143,7 @@ enum TailCommand: RewindCommand {
     // A segment missing before the end lies before `last + 1`: never reached, as for the windows.
     let following = reader.follow(from: last + 1, pollInterval: .milliseconds(50), readingAroundMissingSegments: true)
     for try await record in following {
-      let event = AuditedEvent(record)
+      let event = AuditedEvent(record, renderingAtMost: filter.rendering)
       if filter.matches(record, event) { context.output.out(render(event)) }
     }
     return .success

@@ -27,52 +27,89 @@ public enum FieldRenderer {
 
   static func json(_ bytes: [UInt8], from offset: Int, notes: inout [String]) throws(FieldFormatError) -> String {
     var reader = FieldBytesReader(bytes, position: offset)
-    var output = ""
+    var output = Output(limit: .max)
     try render(&reader, into: &output, depth: 0, notes: &notes)
     guard reader.isAtEnd else {
       throw FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position)
     }
-    return output
+    return output.text
+  }
+
+  /// The start of the JSON rendering of the one value in `bytes`: the whole of it while it holds
+  /// at most `limit` bytes of UTF-8, else the text rendered until it passed them (`cut`), a
+  /// string or key in it cut short too. A line that shows the first characters of an event's
+  /// fields needs no more, and a payload of a few hundred megabytes (which a small frame can
+  /// decompress to) renders to several times that. The rest of the bytes is read as the whole
+  /// rendering reads it, without keeping text: the same errors and `notes` come.
+  /// - Throws: `FieldFormatError` locating the first malformed byte.
+  package static func json(_ bytes: [UInt8], notes: inout [String], atMost limit: Int) throws(FieldFormatError) -> (
+    text: String, cut: Bool
+  ) {
+    var reader = FieldBytesReader(bytes, position: 0)
+    var output = Output(limit: limit)
+    try render(&reader, into: &output, depth: 0, notes: &notes)
+    guard reader.isAtEnd else {
+      throw FieldFormatError("\(bytes.count - reader.position) bytes after the value", at: reader.position)
+    }
+    return (output.text, output.isCut)
+  }
+
+  /// Rendered text, kept up to `limit` bytes of UTF-8: past them it is cut and appends nothing more.
+  private struct Output {
+    var text = ""
+    let limit: Int
+    var isCut = false
+
+    init(limit: Int) {
+      self.limit = limit
+      isCut = limit < 0
+    }
+
+    mutating func append(_ part: String) {
+      guard !isCut else { return }
+      text += part
+      if text.utf8.count > limit { isCut = true }
+    }
   }
 
   private static func render(
-    _ reader: inout FieldBytesReader, into output: inout String, depth: Int, notes: inout [String]
+    _ reader: inout FieldBytesReader, into output: inout Output, depth: Int, notes: inout [String]
   ) throws(FieldFormatError) {
     guard depth < FieldLimits.maximumDepth else {
       throw FieldFormatError("nesting deeper than \(FieldLimits.maximumDepth)", at: reader.position)
     }
     switch try reader.readTag() {
-    case .null: output += "null"
-    case .false: output += "false"
-    case .true: output += "true"
-    case .int: output += String(try reader.readZigZag())
-    case .uint: output += String(try reader.readVarint())
+    case .null: output.append("null")
+    case .false: output.append("false")
+    case .true: output.append("true")
+    case .int: output.append(String(try reader.readZigZag()))
+    case .uint: output.append(String(try reader.readVarint()))
     case .double:
       let value = Double(bitPattern: try reader.readFixed64())
       if value.isNaN {
-        output += "\"nan\""
+        output.append("\"nan\"")
       } else if value.isInfinite {
-        output += value < 0 ? "\"-inf\"" : "\"inf\""
+        output.append(value < 0 ? "\"-inf\"" : "\"inf\"")
       } else {
-        output += String(describing: value)
+        output.append(String(describing: value))
       }
     case .string:
       let at = reader.position - 1
       let (start, count) = try reader.readStringBounds()
       appendString(reader.bytes[start..<start + count], of: "string", at: at, to: &output, notes: &notes)
-    case .identifier: output += "\"\(try reader.readIdentifier())\""
+    case .identifier: output.append("\"\(try reader.readIdentifier())\"")
     case .array:
-      output += "["
+      output.append("[")
       var first = true
       while try reader.peekByte() != FieldTag.end.rawValue {
-        if !first { output += "," }
+        if !first { output.append(",") }
         first = false
         try render(&reader, into: &output, depth: depth + 1, notes: &notes)
       }
       reader.position += 1
-      output += "]"
+      output.append("]")
     case .object:
-      output += "{"
+      output.append("{")
       var first = true
       var keys: Set<ArraySlice<UInt8>> = []  // compared by their bytes, as readers compare them
       while try reader.peekByte() != 0 {
@@ -81,7 +118,7 @@ public enum FieldRenderer {
         let key = reader.bytes[keyStart..<keyStart + keyCount]
         guard keys.insert(key).inserted else {
           // Still checked as any value is, but not shown: a reader reads the first.
-          var ignored = ""
+          var ignored = Output(limit: -1)
           var ignoredNotes: [String] = []
           try render(&reader, into: &ignored, depth: depth + 1, notes: &ignoredNotes)
           var quoted = ""
@@ -89,30 +126,41 @@ public enum FieldRenderer {
           notes.append("the entry at byte \(entry) repeats the key \(quoted) and is not shown: the first is read")
           continue
         }
-        if !first { output += "," }
+        if !first { output.append(",") }
         first = false
         appendString(key, of: "key", at: entry, to: &output, notes: &notes)
-        output += ":"
+        output.append(":")
         try render(&reader, into: &output, depth: depth + 1, notes: &notes)
       }
       reader.position += 1
-      output += "}"
+      output.append("}")
     case .end: throw FieldFormatError("array end where a value was expected", at: reader.position - 1)
     }
   }
 
   /// Appends `bytes`, a string or key (`what`) at `offset`, as a JSON string literal, noting in
   /// `notes` when they are not UTF-8: they are shown as readers decode them, each ill-formed
-  /// sequence as U+FFFD.
+  /// sequence as U+FFFD. Past `output`'s limit, only as much of it as the limit leaves room for
+  /// (no closing quote: it goes on), or none; the note comes either way.
   private static func appendString(
-    _ bytes: ArraySlice<UInt8>, of what: String, at offset: Int, to output: inout String, notes: inout [String]
+    _ bytes: ArraySlice<UInt8>, of what: String, at offset: Int, to output: inout Output, notes: inout [String]
   ) {
-    if let text = String(validating: bytes, as: UTF8.self) {
-      appendQuoted(text, to: &output)
+    let room = output.isCut ? 0 : output.limit - output.text.utf8.count
+    if bytes.count <= room, let text = String(validating: bytes, as: UTF8.self) {
+      var quoted = ""
+      appendQuoted(text, to: &quoted)
+      output.append(quoted)
       return
     }
-    appendQuoted(String(decoding: bytes, as: UTF8.self), to: &output)
-    notes.append("the \(what) at byte \(offset) is not UTF-8: its ill-formed bytes are shown as U+FFFD")
+    // Checked without a copy of the whole: a string of a gigabyte is not made to be cut.
+    let isUTF8 = !transcode(bytes.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true) { _ in }
+    if !output.isCut {
+      var quoted = ""
+      appendQuoted(String(decoding: bytes.prefix(max(0, room)), as: UTF8.self), to: &quoted)
+      output.append(bytes.count <= room ? quoted : String(quoted.dropLast()))
+      if bytes.count > room { output.isCut = true }
+    }
+    if !isUTF8 { notes.append("the \(what) at byte \(offset) is not UTF-8: its ill-formed bytes are shown as U+FFFD") }
   }
 
   /// Whether a terminal acts on `scalar` rather than showing it, may show its neighbours out of
