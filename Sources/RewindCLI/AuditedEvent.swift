@@ -21,14 +21,15 @@ struct AuditedEvent {
   /// for fields that render, what `payload` does not show as stored (`FieldRenderer`'s notes).
   var problem: String?
   var bytes: Int
-  /// Whether `payload` is only the start of what it would be (`renderingAtMost`): not JSON.
+  /// Whether `payload` is only the start of what it would be (`lineWidth`): not JSON.
   var isCut = false
 
-  /// - Parameter limit: with a limit, `payload` is rendered only as far as about that many bytes
-  ///   of UTF-8 (`isCut` then), for a line that shows its start (`line(width:)`): a payload of
-  ///   hundreds of megabytes, which a small frame can decompress to, renders to several times
-  ///   that. Nil: the whole payload, for JSON and `show`.
-  init(_ record: JournalRecord, renderingAtMost limit: Int? = nil) {
+  /// - Parameter lineWidth: for a line that shows the first `lineWidth` characters of `payload`
+  ///   (`line(width:)`), it is rendered only as far as that takes (`isCut` then), the rest of the
+  ///   payload read for what the whole rendering would report: a payload of hundreds of
+  ///   megabytes, which a small frame can decompress to, renders to several times that. Nil: the
+  ///   whole payload, for JSON and `show`.
+  init(_ record: JournalRecord, lineWidth: Int? = nil) {
     sequence = record.sequence
     timestamp = record.timestamp
     bytes = record.payload.count
@@ -39,38 +40,62 @@ struct AuditedEvent {
       let fields = Array(record.payload[header.bodyOffset...])
       do {
         var notes: [String] = []
-        if let limit {
-          (payload, isCut) = try FieldRenderer.json(fields, notes: &notes, atMost: limit)
+        if let lineWidth {
+          // Characters of many bytes (emoji sequences, letters with combining marks) can leave
+          // fewer than the line shows, or one cut in two: rendered again with more room.
+          var limit = renderingBudget(width: lineWidth)
+          repeat {
+            notes = []
+            (payload, isCut) = try FieldRenderer.json(fields, notes: &notes, atMost: limit)
+            limit = limit.multipliedReportingOverflow(by: 4).partialValue
+          } while isCut && payload.count <= lineWidth + 2 && limit > 0
         } else {
           payload = try FieldRenderer.json(fields, notes: &notes)
         }
         if !notes.isEmpty { problem = notes.joined(separator: "; ") }
       } catch {
         problem = "its fields do not decode (\(error))"
-        (payload, isCut) = Self.hexString(fields[...], atMost: limit)
+        (payload, isCut) = Self.hexString(fields[...], lineWidth: lineWidth)
         payloadEncoding = "hex"
       }
     } catch {
       header = nil
       problem = "not a Rewind event (\(error))"
-      let shown = limit.map { record.payload.prefix($0) } ?? record.payload[...]
-      // A cut may fall inside a character: the start that is text up to one.
-      let cut = shown.count < record.payload.count
-      let text = (0...(cut ? 3 : 0)).lazy.compactMap { String(validating: shown.dropLast($0), as: UTF8.self) }.first
-      if let text, !cut || !text.isEmpty {
-        payload = jsonString(text)
-        isCut = cut
+      // Text or hex as the whole payload is (the check's copy is freed at once; a scalar at a
+      // time is many times slower).
+      let isText = String(validating: record.payload, as: UTF8.self) != nil
+      if isText {
+        (payload, isCut) = Self.textString(record.payload, lineWidth: lineWidth)
         payloadEncoding = "text"
       } else {
-        (payload, isCut) = Self.hexString(record.payload[...], atMost: limit)
+        (payload, isCut) = Self.hexString(record.payload[...], lineWidth: lineWidth)
         payloadEncoding = "hex"
       }
     }
   }
 
-  /// `bytes` in hexadecimal as a JSON string, or its first `limit / 2` bytes (cut).
-  private static func hexString(_ bytes: ArraySlice<UInt8>, atMost limit: Int?) -> (String, Bool) {
-    let shown = limit.map { bytes.prefix(max(1, $0 / 2)) } ?? bytes
+  /// `bytes`, UTF-8, as a JSON string, or (for a line of `lineWidth` characters) as much of it as
+  /// shows more characters than that, ending at a character's end (cut).
+  private static func textString(_ bytes: [UInt8], lineWidth: Int?) -> (String, Bool) {
+    guard let lineWidth else { return (jsonString(String(decoding: bytes, as: UTF8.self)), false) }
+    var room = renderingBudget(width: lineWidth)
+    while room < bytes.count {
+      // Back to a scalar's first byte: no character is cut in two bytes.
+      var end = room
+      while end > 0, bytes[end] & 0xC0 == 0x80 { end -= 1 }
+      let text = String(decoding: bytes[..<end], as: UTF8.self)
+      // One character fewer: the last may be the start of a longer one.
+      if text.count > lineWidth + 2 { return (jsonString(text), true) }
+      room = room.multipliedReportingOverflow(by: 4).partialValue
+      if room <= 0 { break }
+    }
+    return (jsonString(String(decoding: bytes, as: UTF8.self)), false)
+  }
+
+  /// `bytes` in hexadecimal as a JSON string, or (for a line of `lineWidth` characters) its
+  /// first bytes, more than the line shows (cut).
+  private static func hexString(_ bytes: ArraySlice<UInt8>, lineWidth: Int?) -> (String, Bool) {
+    let shown = lineWidth.map { bytes.prefix($0 + 8) } ?? bytes
     return (jsonString(hex(Array(shown))), shown.count < bytes.count)
   }
 

@@ -20,10 +20,10 @@ struct EventFilter {
   var name: String?
   var origin: String?
   var entity: String?
-  /// How far the events' payloads are rendered, for lines that show their start
-  /// (`AuditedEvent.init(_:renderingAtMost:)`); nil: whole. Whole anyway with `--entity`, which
-  /// looks for the id in the whole payload.
-  var renderingAtMost: Int?
+  /// The width of the lines that show the events' payloads, which are rendered only as far as
+  /// they take (`AuditedEvent.init(_:lineWidth:)`); nil: whole. Whole anyway with `--entity`,
+  /// which looks for the id in the whole payload.
+  var lineWidth: Int?
 
   init(_ args: Arguments) throws(UsageError) {
     for option in ["from", "to"] {
@@ -140,7 +140,7 @@ struct EventFilter {
       if isPast(record) { break }
       readThrough = record.sequence
       reading(record)
-      let event = AuditedEvent(record, renderingAtMost: rendering)
+      let event = AuditedEvent(record, lineWidth: rendering)
       guard matches(record, event) else { continue }
       try body(record, event)
       shown += 1
@@ -207,7 +207,7 @@ struct EventFilter {
         while more, let record = try records.next(readingOn: readingOn), record.sequence <= end {
           more = record.sequence < end
           readThrough = record.sequence
-          let event = AuditedEvent(record, renderingAtMost: rendering)
+          let event = AuditedEvent(record, lineWidth: rendering)
           guard matches(record, event) else { continue }
           matching.append(event)
           // Trimmed when twice what is wanted (written so that -n near Int.max cannot overflow).
@@ -243,8 +243,8 @@ struct EventFilter {
   /// (by sequence only: times need not be monotonic).
   func isPast(_ record: JournalRecord) -> Bool { record.sequence > to }
 
-  /// How far each event is rendered (`renderingAtMost`, unless `--entity` needs the whole).
-  var rendering: Int? { entity == nil ? renderingAtMost : nil }
+  /// The line width each event is rendered for (`lineWidth`, unless `--entity` needs the whole).
+  var rendering: Int? { entity == nil ? lineWidth : nil }
 
   func matches(_ record: JournalRecord, _ event: AuditedEvent) -> Bool {
     guard record.sequence >= from, record.sequence <= to else { return false }

@@ -64,7 +64,7 @@ enum LogCommand: RewindCommand {
     let limit = try args.integer("limit", default: Int.max, range: 1...Int.max)
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
-    filter.renderingAtMost = json ? nil : width.map(renderingBudget)
+    filter.lineWidth = json ? nil : width
     let reader = try openJournal(directory)
     let output = BufferedOutput(context.output)
     defer { output.flush() }

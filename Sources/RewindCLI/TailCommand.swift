@@ -79,7 +79,7 @@ enum TailCommand: RewindCommand {
     }
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160
-    filter.renderingAtMost = json ? nil : width.map(renderingBudget)
+    filter.lineWidth = json ? nil : width
     let reader = try openJournal(directory)
     // Ctrl-C (SIGINT, SIGTERM, SIGHUP) ends -f by the signal, its action left as the process was
     // given it: there is nothing to clean up (a reader holds no lock, and each line followed is
@@ -143,7 +143,7 @@ enum TailCommand: RewindCommand {
     // A segment missing before the end lies before `last + 1`: never reached, as for the windows.
     let following = reader.follow(from: last + 1, pollInterval: .milliseconds(50), readingAroundMissingSegments: true)
     for try await record in following {
-      let event = AuditedEvent(record, renderingAtMost: filter.rendering)
+      let event = AuditedEvent(record, lineWidth: filter.rendering)
       if filter.matches(record, event) { context.output.out(render(event)) }
     }
     return .success

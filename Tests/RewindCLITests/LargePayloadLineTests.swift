@@ -7,7 +7,7 @@ import Testing
 @testable import RewindCLI
 
 /// `log` and `tail` show the first characters of each event's fields, and render only as far as
-/// that takes (`AuditedEvent.init(_:renderingAtMost:)`): a payload of hundreds of megabytes, which
+/// that takes (`AuditedEvent.init(_:lineWidth:)`): a payload of hundreds of megabytes, which
 /// a small LZ4 frame decompresses to, rendered whole took minutes and gigabytes for one line.
 /// Each line must read as it did when the whole payload was rendered: the rest of the payload is
 /// still read, for the same errors and notes.
@@ -39,19 +39,40 @@ import Testing
       ("fields that do not decode", record(fields.dropLast() + [UInt8](repeating: 0x07, count: 300_000))),
       ("text", record(Array(String(repeating: "é", count: 300_000).utf8))),
       ("bytes", record([0xFF] + [UInt8](repeating: 0, count: 300_000))),
+      // Text at the start, a byte that is not UTF-8 far past what a line shows: hex, as whole.
+      ("text, then a bad byte", record(Array(String(repeating: "a", count: 300_000).utf8) + [0xFF])),
+      // Characters of many bytes each: more room is taken until the line has its characters.
+      ("emoji", try event(Bulky(values: [], text: String(repeating: "👨‍👩‍👧‍👦", count: 100_000)))),
+      (
+        "combining marks",
+        try event(Bulky(values: [], text: String(repeating: "e\u{301}\u{302}\u{303}\u{304}", count: 100_000)))
+      ),
+      ("text of emoji", record(Array(String(repeating: "🇫🇷", count: 100_000).utf8))),
+    ]
+  }
+
+  /// Payloads a little past the first budget, of characters of many bytes: whole, or cut past
+  /// what the line shows.
+  static func justPast() throws -> [(String, JournalRecord)] {
+    [
+      ("thirty families", try event(Bulky(values: [], text: String(repeating: "👨‍👩‍👧‍👦", count: 30)))),
+      ("flags as text", record(Array(String(repeating: "🇫🇷", count: 200).utf8))),
     ]
   }
 
   @Test(arguments: [1, 10, 160])
   func aLineOfALargePayloadIsTheLineOfItsWholeRendering(width: Int) throws {
-    for (what, record) in try Self.large() {
+    for (what, record) in try Self.large() + Self.justPast() {
       let whole = AuditedEvent(record)
-      let cut = AuditedEvent(record, renderingAtMost: renderingBudget(width: width))
-      #expect(cut.isCut, "\(what): rendered whole")
-      // An escape at the cut may take six bytes for one.
-      #expect(cut.payload.utf8.count <= 8 * renderingBudget(width: width), "\(what): \(cut.payload.utf8.count) bytes")
+      let cut = AuditedEvent(record, lineWidth: width)
+      // An escape at the cut may take six bytes for one; characters of many bytes, more room.
+      #expect(cut.payload.utf8.count <= 256 * renderingBudget(width: width), "\(what): \(cut.payload.utf8.count) bytes")
       #expect(cut.line(width: width) == whole.line(width: width), "\(what)")
       #expect(cut.problem == whole.problem, "\(what): \(String(describing: cut.problem))")
+      #expect(cut.payloadEncoding == whole.payloadEncoding, "\(what)")
+    }
+    for (what, record) in try Self.large() {
+      #expect(AuditedEvent(record, lineWidth: width).isCut, "\(what): rendered whole")
     }
   }
 
@@ -62,7 +83,7 @@ import Testing
     var count = 0
     while let record = try cursor.next() {
       let whole = AuditedEvent(record)
-      let budgeted = AuditedEvent(record, renderingAtMost: renderingBudget(width: 160))
+      let budgeted = AuditedEvent(record, lineWidth: 160)
       #expect(!budgeted.isCut && budgeted.payload == whole.payload, "\(record.sequence)")
       #expect(budgeted.line(width: 160) == whole.line(width: 160))
       count += 1

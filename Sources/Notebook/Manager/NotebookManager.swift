@@ -234,21 +234,28 @@ public final class NotebookManager: Sendable {
   public func runAutoTagger(_ tagger: AutoTagger, on notes: Set<NoteID>? = nil, origin: Origin = .automation)
     async throws -> Int
   {
+    try await tag(tagger, on: notes, origin: origin).count
+  }
+
+  /// `runAutoTagger`, with the id of the command that recorded the tags (nil when it added none).
+  private func tag(_ tagger: AutoTagger, on notes: Set<NoteID>?, origin: Origin) async throws -> (
+    count: Int, command: Identifier?
+  ) {
     try await manager.perform(origin) { workspace, command in
       let candidates =
         notes.map { ids in ids.sorted().compactMap { workspace.notes.find(id: $0) } } ?? workspace.notes.all()
       for note in candidates {
         for tag in tagger.missingTags(for: note) { command.record(NoteTagged(id: note.id, tag: tag)) }
       }
-      return command.recorded.count
+      return (command.recorded.count, command.recorded.isEmpty ? nil : command.id)
     }
   }
 
   /// Starts the auto-tagger as a background automation: after every committed change that touched
-  /// notes, whatever made it (another automation of the app, or another tagger, too), it tags
-  /// those notes through `runAutoTagger`. Its own changes come back to it as well: tagging their
-  /// notes again finds nothing missing, and a command that records nothing journals and
-  /// publishes nothing, so that ends there. Subscribed before this returns; runs until the
+  /// notes, whatever made it (another automation of the app, or another tagger, too) but its own
+  /// (known by their command ids), it tags those notes through `runAutoTagger`. Two automations
+  /// that undo each other's changes (one removing the tags this one adds) answer each other for
+  /// as long as they run, as any two such rules would. Subscribed before this returns; runs until the
   /// returned task is cancelled or the manager closes, and holds the manager until then (a
   /// manager dropped without `close()` stays open while it runs). A close ends it without an
   /// error, also one that comes while it tags a change (tags already handed to the journal are
@@ -272,9 +279,12 @@ public final class NotebookManager: Sendable {
     let subscribed = manager.changes(bufferingAtMost: following.limit)
     return Task { [self] in
       var changes = subscribed
+      // Its own commands' ids, until their change comes (each is one change, in commit order).
+      var own: Set<Identifier> = []
       while true {
         do {
           for try await change in changes {
+            guard own.remove(change.commandID) == nil else { continue }
             let touched = Set(
               change.keys.compactMap { key in
                 key.store == "notes" && key.kind == .record ? Identifier(key.key).map(NoteID.init) : nil
@@ -282,7 +292,7 @@ public final class NotebookManager: Sendable {
             guard !touched.isEmpty else { continue }
             try Task.checkCancellation()
             await following.beforeTagging()
-            try await runAutoTagger(tagger, on: touched)
+            if let command = try await tag(tagger, on: touched, origin: .automation).command { own.insert(command) }
           }
           return  // the manager closed
         } catch let error as ManagerError where error.code == .closed {
@@ -294,7 +304,7 @@ public final class NotebookManager: Sendable {
           following.resubscribed()
           try Task.checkCancellation()
           do {
-            try await runAutoTagger(tagger)
+            if let command = try await tag(tagger, on: nil, origin: .automation).command { own.insert(command) }
           } catch let error as ManagerError where error.code == .closed {
             return  // closed meanwhile: the end it waits for
           }

@@ -77,6 +77,7 @@ final class Completion: Sendable {
       follower.resolve(
         failingWith: failure.map { failure in
           failure.code == .durabilityLost || failure.code == .stopped
+            || failure.journalError.map { $0.code == .durabilityLost || $0.code == .stopped } == true
             ? ManagerError(
               .stopped,
               "an earlier command this one read the effect of met a failure that stopped the manager (\(failure.code)): "

@@ -257,6 +257,7 @@ public final class TimeMachine<M: SnapshotModel> {
     // the damage: it is thrown before any keyframe is laid or the spacing is reckoned from a
     // number no journal reaches (which overflowed).
     if let endHiddenBy, through.map({ $0 > lastIntactSequence }) ?? true { throw endHiddenBy }
+    try checkEndInPlace()
     let end = min(through ?? lastSequence, lastSequence)
     let spacing = max(interval, (end + UInt64(maxKeyframes) - 2) / UInt64(maxKeyframes - 1))
     keyframeSpacing = spacing
@@ -321,6 +322,8 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   private func state(at sequence: UInt64, readingSnapshots: Bool) throws -> M {
+    // Before a snapshot is read and kept: after a cut, it may stand for the other history.
+    try checkEndInPlace()
     let target = min(sequence, lastSequence)
     var (base, start) = nearestKeyframe(atOrBefore: target)
     if position <= target && position >= start {
@@ -393,7 +396,6 @@ public final class TimeMachine<M: SnapshotModel> {
   private func replay(
     from base: M, after start: UInt64, through target: UInt64, laid: ((UInt64, M) throws -> Void)? = nil
   ) throws -> M {
-    try checkEndInPlace()
     var result = base
     // Within the spacing (every seek after a whole `prepare()`), the records are read and
     // decoded on this thread: a reading thread costs more to start and hand batches over than it
