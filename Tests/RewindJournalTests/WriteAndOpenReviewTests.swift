@@ -25,20 +25,15 @@ import Testing
     }
   }
 
-  /// Under a durable policy, a group of several frames reaches the file one frame at a time, each
-  /// synced before the next is written: written whole and synced once, a power loss during that
-  /// sync could leave a later frame whole on the disk behind an earlier one torn, which opening
-  /// refuses as damage to committed data though nothing of the group was acknowledged. Here
-  /// three appends queue behind a held sync and are written as one group of three frames (a
-  /// frame target of one byte gives each append its own frame); while the sync of the first of
-  /// them is held, the file holds that frame and no later one.
-  @Test(arguments: [Durability.always, .batched(maxDelay: .milliseconds(1))])
-  func aGroupOfSeveralFramesIsSyncedFrameByFrame(durability: Durability) async throws {
-    let dir = TemporaryDirectory("frame-by-frame")
-    let faults = FaultInjectingFileIO()
-    let recorder = SegmentWriteRecorder(base: faults)
+  /// A journal of one-record frames (`frameTargetBytes` 1) under `durability`, written through
+  /// `io` (over `faults`), after one append: a second is held in its sync while three more queue
+  /// behind it, then let go. Returns once it is acknowledged and the group of the three is held
+  /// in the sync after its first frame: the journal and the three appends' outcomes.
+  static func threeAppendsHeldAfterTheirFirstFrame(
+    _ dir: TemporaryDirectory, _ faults: FaultInjectingFileIO, io: any FileIO, durability: Durability
+  ) async throws -> (Journal, [SyncAcknowledgementTests.Outcome]) {
     var options = JournalFixtures.options(durability)
-    options.io = recorder
+    options.io = io
     options.frameTargetBytes = 1
     options.preallocationBytes = 0
     let journal = try Journal(directory: dir.path, options: options)
@@ -53,9 +48,26 @@ import Testing
       return outcome
     }
     faults.releaseSync()
-    _ = try await first.wait().get()
-    // The group of the three queued appends: its first sync is held.
+    #expect(try await first.wait().get() == 4...6)
+    // The group of the three queued appends: the sync after its first frame is held.
     _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
+    return (journal, queued)
+  }
+
+  /// Under a durable policy, a group of several frames reaches the file one frame at a time, each
+  /// synced before the next is written: written whole and synced once, a power loss during that
+  /// sync could leave a later frame whole on the disk behind an earlier one torn, which opening
+  /// refuses as damage to committed data though nothing of the group was acknowledged. Here
+  /// three appends queue behind a held sync and are written as one group of three frames (a
+  /// frame target of one byte gives each append its own frame); while the sync of the first of
+  /// them is held, the file holds that frame and no later one.
+  @Test(arguments: [Durability.always, .batched(maxDelay: .milliseconds(1))])
+  func aGroupOfSeveralFramesIsSyncedFrameByFrame(durability: Durability) async throws {
+    let dir = TemporaryDirectory("frame-by-frame")
+    let faults = FaultInjectingFileIO()
+    let recorder = SegmentWriteRecorder(base: faults)
+    let (journal, queued) = try await Self.threeAppendsHeldAfterTheirFirstFrame(
+      dir, faults, io: recorder, durability: durability)
     let writtenWhileHeld = recorder.writtenEnd
     faults.stopHoldingSyncs()
     for outcome in queued { _ = try await outcome.wait().get() }
@@ -80,25 +92,9 @@ import Testing
   @Test func aFailedSyncBetweenTheFramesOfAGroupCutsTheGroupAndStops() async throws {
     let dir = TemporaryDirectory("frame-sync-fault")
     let faults = FaultInjectingFileIO()
-    var options = JournalFixtures.options(.always)
-    options.io = faults
-    options.frameTargetBytes = 1
-    options.preallocationBytes = 0
-    let journal = try Journal(directory: dir.path, options: options)
-    try await journal.append(FaultInjectionTests.records(0))
-    faults.holdSyncs()
-    let first = SyncAcknowledgementTests.Outcome(faults)
-    journal.enqueue(FaultInjectionTests.records(1), expectedFirst: nil, completion: first.completion)
-    _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
-    let queued = (2...4).map { tag in
-      let outcome = SyncAcknowledgementTests.Outcome(faults)
-      journal.enqueue(FaultInjectionTests.records(tag), expectedFirst: nil, completion: outcome.completion)
-      return outcome
-    }
-    faults.releaseSync()
-    #expect(try await first.wait().get() == 4...6)
-    // The group of the three queued appends: the sync after its first frame is held; it fails.
-    _ = try await onOwnThread { try faults.waitForHeldSyncs(1) }
+    let (journal, queued) = try await Self.threeAppendsHeldAfterTheirFirstFrame(
+      dir, faults, io: faults, durability: .always)
+    // The sync after the group's first frame, held, fails.
     faults.arm(.syncError(EIO))
     faults.stopHoldingSyncs()
     for outcome in queued {
