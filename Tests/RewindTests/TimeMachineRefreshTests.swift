@@ -290,4 +290,32 @@ import Testing
     #expect(try machine.jump(to: 40).crates.count == 37)
     #expect(machine.state.boxes.count == 3)
   }
+
+  /// Compaction rewrote the segment that holds the batch the time machine checks at every call,
+  /// with no refresh since: the first check reads the compacted frame's records and finds them
+  /// the same, and from then on checks that frame by its header (before, every seek decoded the
+  /// compacted frame again).
+  @Test func aCheckAfterACompactionMovesToTheCompactedFrame() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    let read = try #require(machine.end?.batch)
+    #expect(read.segment == 1 && read.header.sequences == 3...3)
+    var options = JournalOptions()
+    options.segmentTargetBytes = JournalOptions.minimumSegmentTargetBytes
+    try Self.placeCrates(directory, ids: 4...40, options: options)
+    let journal = try Journal(directory: directory, options: options)
+    let report = try journal.compactSealedSegments()
+    journal.close()
+    let compacted = try #require(report.compacted.first, "\(report)")
+    try #require(compacted.segment == "00000000000000000001.lz4" && compacted.framesAfter == 1, "\(report)")
+    let frame = try #require(try JournalReader(directory: directory).batch(holding: 3))
+    try #require(frame != read && frame.header.sequences.contains(3), "records 1-3 now stand in the compacted frame")
+
+    #expect(try machine.jump(to: 2).boxes.count == 2)
+    #expect(machine.end?.batch == frame, "the compacted frame is checked from now on")
+    #expect(machine.end?.lastSequence == 3, "the end as read stays")
+    #expect(try machine.jump(to: 3).boxes.count == 3)
+    #expect(machine.end?.batch == frame)
+  }
 }

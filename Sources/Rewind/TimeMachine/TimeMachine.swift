@@ -68,7 +68,8 @@ public final class TimeMachine<M: SnapshotModel> {
   /// The journal's end as last read, with the batch that ended it: every call that reads records,
   /// and `refresh()` before it takes records past it, checks that the batch is still there
   /// (`checkEndInPlace()`; nil while damage hides the end).
-  private var end: JournalEnd?
+  /// Internal, not private, for the tests that check which batch it checks.
+  private(set) var end: JournalEnd?
   /// Where the time machine stands: `state` is the state after this record (0: the empty state).
   public private(set) var position: UInt64 = 0
   /// The state at `position`.
@@ -152,9 +153,15 @@ public final class TimeMachine<M: SnapshotModel> {
   /// the records gone, serving a state of neither history. Every call that reads records checks it
   /// first (the cut goes unseen only while it happens during that call), and serves nothing once it
   /// is gone: a journal that now ends before it may have been written again below its end too.
-  /// Nothing to check while damage hides the end (no end was read).
+  /// Nothing to check while damage hides the end (no end was read). Once compaction has rewritten
+  /// the batch's segment with the same records, the compacted frame that holds the last of them
+  /// is checked from then on (one header read again, not that frame's records at every call).
   private func checkEndInPlace() throws {
-    guard let read = end?.batch, try !reader.holds(read) else { return }
+    guard let read = end?.batch else { return }
+    if let now = try reader.place(of: read) {
+      if now != read { end?.batch = now }
+      return
+    }
     let now = journalEnd(atMost: lastSequence)
     if now < lastSequence { throw shortened(endingAt: now, before: lastSequence) }
     let file = Layout.segmentName(firstSequence: read.segment)

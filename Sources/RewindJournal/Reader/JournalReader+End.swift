@@ -56,43 +56,56 @@ extension JournalReader {
   /// the segment header's flag tells; then the batch's records are read and must match its
   /// header: numbers, count, decoded size and timestamp range.
   /// Costs one segment header and one batch header read (each by itself), and the records of one
-  /// compacted frame after a compaction.
+  /// compacted frame after a compaction. A reader that checks the same batch again and again
+  /// takes `place(of:)` instead, which names the compacted frame to check from then on.
   /// - Throws: `JournalError` when the journal cannot be read.
   package func holds(_ batch: BatchPlace) throws -> Bool {
+    try place(of: batch) != nil
+  }
+
+  /// Where the records of `batch` stand now: `batch` itself while it is in place (as
+  /// `holds(_:)` finds it), the compacted frame that holds its last record when compaction
+  /// rewrote its segment and kept them, nil when they are gone. Checking that frame from then on
+  /// costs a batch header's read again, not the compacted frame's records at every check.
+  /// - Throws: `JournalError` when the journal cannot be read.
+  package func place(of batch: BatchPlace) throws -> BatchPlace? {
     // Its segment is looked for by name, not in a listing of the directory: a follower catching
     // up checks at every segment it reaches, which made reading N segments list it N times.
     let layout = try JournalDirectory(path: directory, io: io, listing: false)
-    guard io.fileExists(directory + "/" + Layout.segmentName(firstSequence: batch.segment)) else { return false }
+    guard io.fileExists(directory + "/" + Layout.segmentName(firstSequence: batch.segment)) else { return nil }
     // The two headers alone: a read window ahead of each (64 KiB) would be read at every check.
     let file = try layout.openChecked(segment: batch.segment, alone: true)
     do {
       if try file.batchHeaderAlone(at: batch.offset, limits: limits) == batch.header,
         batch.offset + batch.header.totalLength <= file.size
       {
-        return true
+        return batch
       }
-      guard case .success(let segmentHeader) = try file.headerAlone(), segmentHeader.isCompacted else { return false }
+      guard case .success(let segmentHeader) = try file.headerAlone(), segmentHeader.isCompacted else { return nil }
     } catch {
       throw JournalError(error, directory: directory, file: file.name)
     }
-    return try holdsCompacted(batch.header)
+    return try compactedPlace(of: batch.header)
   }
 
-  /// Whether the records `header` numbers are there, as many, as large and stamped within the
-  /// same range (compaction keeps each record's bytes; writers write the range exact).
-  private func holdsCompacted(_ header: BatchHeader) throws -> Bool {
+  /// The compacted frame that holds the last of the records `header` numbers, when they are all
+  /// there, as many, as large and stamped within the same range (compaction keeps each record's
+  /// bytes; writers write the range exact); nil otherwise.
+  private func compactedPlace(of header: BatchHeader) throws -> BatchPlace? {
     let cursor = try records(from: header.firstSequence)
     var count: UInt32 = 0
     var contentLength = 0
     var timestamps = (min: Int64.max, max: Int64.min)
     while count < header.recordCount, let record = try cursor.next() {
-      guard record.sequence == header.firstSequence + UInt64(count) else { return false }
+      guard record.sequence == header.firstSequence + UInt64(count) else { return nil }
       count += 1
       contentLength += Layout.recordHeaderSize + record.payload.count
       timestamps = (min(timestamps.min, record.timestamp), max(timestamps.max, record.timestamp))
     }
-    return count == header.recordCount && contentLength == Int(header.contentLength)
-      && timestamps.min == header.minTimestamp && timestamps.max == header.maxTimestamp
+    guard count == header.recordCount, contentLength == Int(header.contentLength),
+      timestamps.min == header.minTimestamp, timestamps.max == header.maxTimestamp
+    else { return nil }
+    return cursor.lastBatch
   }
 }
 
