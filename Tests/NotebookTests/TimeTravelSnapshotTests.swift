@@ -24,6 +24,25 @@ import Testing
     directory.appending("snapshots/" + SnapshotStore.fileName(sequence))
   }
 
+  /// An update told where the committed records end (a manager's maintenance passes the last
+  /// sequence it committed) writes no snapshot past it, whatever the journal holds after it, and
+  /// the one it writes is the state there.
+  @Test func anUpdateThroughASequenceWritesNothingPastIt() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try await writeWorkload(directory.path, seed: 61, commands: 320)
+    let last = manager.lastSequence
+    manager.close()
+    try #require(last > 250, "\(last) records")
+    let written = try Snapshots.update(Workspace.self, directory: directory.path, every: 100, keep: 10, through: 250)
+    #expect(written == [100, 200])
+    #expect(SnapshotStore(journal: directory.path).sequences() == [100, 200])
+    let found = SnapshotStore(journal: directory.path).latest(Workspace.self, atOrBefore: last, lastSequence: last)
+    #expect(found.snapshot?.sequence == 200)
+    #expect(
+      found.snapshot?.state == (try Replay.rebuild(Workspace.self, directory: directory.path, through: 200).state))
+    #expect(try Snapshots.update(Workspace.self, directory: directory.path, every: 100, keep: 10) == [300])
+  }
+
   @Test func snapshotsAreOwnerOnlyAndUsed() async throws {
     let (directory, state, last) = try await journalWithSnapshots()
     #expect(SnapshotStore(journal: directory.path).sequences() == [100, 200, 300])

@@ -4,8 +4,11 @@
 /// catches up.
 ///
 /// To catch up, subscribe again, then either rebuild from the manager's `current` state (and
-/// skip the new stream's changes through its `lastSequence`), or read the journal's records from
-/// `lastDelivered + 1` (`JournalReader.records(from:)`) up to the new stream's first change.
+/// skip the new stream's changes through its `lastSequence`), or read the manager's
+/// `lastSequence` and the journal's records from `lastDelivered + 1` (`JournalReader.records(from:)`)
+/// through it, then the new stream's changes after it. Not further than that number: records
+/// past it may be written and not yet committed (a group whose sync then fails is cut off the
+/// journal and never announced), and the next change is not known to start until it comes.
 public struct ChangeStreamError: Error, Sendable, Equatable, CustomStringConvertible {
   public struct Code: Hashable, Sendable, CustomStringConvertible {
     public let name: String
@@ -36,7 +39,7 @@ public struct ChangeStreamError: Error, Sendable, Equatable, CustomStringConvert
       "the change stream's reader fell behind: \(limit) \(limit == 1 ? "change" : "changes") waited unread, "
         + "the most it buffers, when sequence \(lastDelivered + 1) was committed; it delivered every change "
         + "through sequence \(lastDelivered) and none after. Subscribe again and rebuild from the manager's "
-        + "current state, or read the journal from sequence \(lastDelivered + 1)"
+        + "current state, or read the journal from sequence \(lastDelivered + 1) through the manager's lastSequence"
     default:
       "the change stream ended (\(code)) after delivering sequence \(lastDelivered)"
     }

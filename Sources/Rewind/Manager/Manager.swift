@@ -152,7 +152,8 @@ private struct Pipeline: Sendable {
 /// Guarantees:
 /// - A body that throws, or records no event, writes nothing and changes nothing. If it read
 ///   commands not yet acknowledged, its error or value is delivered only once they are
-///   journaled; if they fail, it throws `.appendFailed` instead.
+///   journaled; if they fail, it throws `.appendFailed` instead (`.stopped` when their failure
+///   stopped the manager).
 /// - If the append fails, the model, its queries and observers show no change, and the command
 ///   throws `ManagerError` (`.appendFailed`); retrying it is safe.
 /// - If the journal reports that durability is lost (a failed fsync), the command throws
@@ -238,6 +239,9 @@ public final class Manager<M: Model>: Sendable {
   private let attached = Counter(0)
   /// Runs before each append, for tests that need a batch to form.
   let beforeAppend = Mutex<(@Sendable () async -> Void)?>(nil)
+  /// Held by `close()` while it takes the change streams and ends them: a second `close()` meanwhile
+  /// finds none left to end, and must not return before the first has ended them.
+  private let endingStreams = Mutex<Void>(())
 
   /// Opens the journal in `directory` for writing (creating it if needed, unless
   /// `options.createIfMissing` is false) and rebuilds the model by replaying its records: from the
@@ -661,7 +665,8 @@ public final class Manager<M: Model>: Sendable {
   /// before it are still unpublished, and may yet fail. One that records events is appended on
   /// the condition that they succeed; one that records nothing or throws writes nothing, so it is
   /// made to wait for the last of them (`lastUnpublished()`) instead: it returns its value, or
-  /// throws its error, only once that one is journaled, and throws `appendFailed` if it is not.
+  /// throws its error, only once that one is journaled, and throws `appendFailed` if it is not
+  /// (`stopped` when that failure stopped the manager: `Completion.follower()`).
   /// Out of `perform`, so that the `do`/`catch` around the body's value costs nothing there.
   @inline(never)
   private func performAfterUnpublished<R: Sendable>(
@@ -1112,9 +1117,11 @@ public final class Manager<M: Model>: Sendable {
   }
 
   /// Settles the appends already handed to the journal (their commands finish as it says), closes
-  /// the journal and ends every change stream. Commands not handed to it yet (waiting at the
-  /// gate, or staged in a batch not yet sent) and later ones throw `.closed`. Of calls from
-  /// several tasks at once, each returns only once all of that is done.
+  /// the journal and ends every change stream. Commands waiting at the gate, and later ones, throw
+  /// `.closed`; so do commands staged in a batch that reaches the journal after it began closing.
+  /// A command being validated as `close()` begins may still reach the journal before that, and
+  /// then commits as usual. Of calls from several tasks at once, each returns only once all of
+  /// that is done.
   ///
   /// A manager let go of without `close()` is closed by its `deinit`, on the thread that lets go
   /// of it last: that may be the journal's writer thread, just after it answered the last command,
@@ -1127,10 +1134,13 @@ public final class Manager<M: Model>: Sendable {
       if guarded.stopped == nil { guarded.stopped = ManagerError(.closed, "the manager is closed") }
     }
     journal.close()  // settles (and announces) the appends in flight
-    let observers = guarded.withLock { guarded in
-      defer { guarded.observers.removeAll() }
-      return Array(guarded.observers.values)
+    endingStreams.withLock { _ in
+      let observers = guarded.withLock { guarded in
+        defer { guarded.observers.removeAll() }
+        return Array(guarded.observers.values)
+      }
+      // Outside `guarded`: a stream's termination handler takes it.
+      for observer in observers { observer.finish() }
     }
-    for observer in observers { observer.finish() }
   }
 }

@@ -120,8 +120,11 @@ extension Manager where M: SnapshotModel {
       }
       if let snapshots, sequence >= snapshotted, sequence - snapshotted >= snapshots.interval {
         snapshotted = sequence
+        // Through what this manager committed: the records written after it may yet fail.
+        let committed = sequence
         _ = try await onThreadOfItsOwn(named: "rewind.snapshots.update") {
-          try Snapshots.update(M.self, directory: snapshots.directory, every: snapshots.interval, keep: snapshots.keep)
+          try Snapshots.update(
+            M.self, directory: snapshots.directory, every: snapshots.interval, keep: snapshots.keep, through: committed)
         }
       }
       var next: CommittedChange?

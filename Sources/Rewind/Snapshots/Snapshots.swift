@@ -48,13 +48,17 @@ public enum Snapshots {
   /// most `keep` snapshots, not one whole state written and synced per interval.
   /// A multiple where the state has no exact snapshot (it holds the double -0.0, see
   /// `SnapshotStore.write`) is passed over: it gets none, and the next multiple may.
+  /// - Parameter through: the journal's end as far as the update may read (nil: its last
+  ///   record). A writer's own maintenance passes the last sequence number it committed: records
+  ///   past it may be written and not acknowledged yet, and a group whose sync fails is cut off
+  ///   the journal, so a snapshot past it could stand for a state that was never committed.
   /// - Precondition: `interval` and `keep` are at least 1 (keeping none would remove each
   ///   snapshot as soon as it is written).
   /// - Returns: the sequence numbers written, ascending.
   @discardableResult
-  public static func update<M: SnapshotModel>(_ type: M.Type, directory: String, every interval: UInt64, keep: Int = 4)
-    throws -> [UInt64]
-  {
+  public static func update<M: SnapshotModel>(
+    _ type: M.Type, directory: String, every interval: UInt64, keep: Int = 4, through: UInt64? = nil
+  ) throws -> [UInt64] {
     precondition(interval > 0, "a snapshot interval is at least 1")
     precondition(keep > 0, "snapshots are pruned to at least 1, not \(keep)")
     let store = SnapshotStore(journal: directory)
@@ -63,7 +67,7 @@ public enum Snapshots {
     options.verifyCheckpoints = false
     var failure: (any Error)?
     let reader = try Replay.reader(directory)
-    let last = try reader.lastSequence()
+    let last = min(try reader.lastSequence(), through ?? .max)
     let found = store.latest(M.self, atOrBefore: last, lastSequence: last)
     var state = found.snapshot?.state ?? M()
     let start = found.snapshot?.sequence ?? 0
