@@ -1,8 +1,9 @@
 internal import Foundation
 
 /// The ceiling: liblz4's frame decoder, in process, over the corpus journal's own segments read
-/// into memory (every segment is a sequence of standard LZ4 frames; `LZ4LibraryCeiling`), which
-/// replay is judged against; and the `lz4` tool decompressing the same segments, and those of the
+/// into memory (every segment is a sequence of standard LZ4 frames; `LZ4LibraryCeiling`), without
+/// checking the frames' checksums, which replay is judged against, and with them, shown beside
+/// it; and the `lz4` tool decompressing the same segments, and those of the
 /// same records as the bulk appends wrote them (1,000 per frame), and compressing the corpus
 /// segments' decoded bytes again. Best of three, with the files in the page cache, so it measures
 /// the codec and not the disk. The tool reads a journal as written several times slower than its
@@ -16,8 +17,13 @@ struct LZ4ToolScenario: Scenario {
 
   /// The configuration of `lz4 -dc` of the corpus journal as written.
   static func decompressConfiguration(_ events: Int) -> String { "\(events) events, lz4 -dc" }
-  /// The configuration of liblz4's frame decoder over the corpus journal's segments, in memory.
-  static func libraryConfiguration(_ events: Int) -> String { "\(events) events, liblz4 in process" }
+  /// The configuration of liblz4's frame decoder over the corpus journal's segments, in memory,
+  /// skipping the frames' checksums (raw decompression: the ceiling replay is judged against).
+  static func libraryConfiguration(_ events: Int) -> String { "\(events) events, liblz4 in process, checksums skipped" }
+  /// The same, checking every block and content checksum (liblz4's default), shown unjudged.
+  static func checkedLibraryConfiguration(_ events: Int) -> String {
+    "\(events) events, liblz4 in process, checksums checked"
+  }
 
   func run(in context: BenchContext) async throws {
     let segments = try Self.segments(in: context.corpusDirectory)
@@ -37,17 +43,22 @@ struct LZ4ToolScenario: Scenario {
       comparedWith: ("journal.read", "\(events) events, cold", "events/s"))
     context.record(name, configuration, "decoded MB/s", Double(decodedBytes) / decompress / 1e6, "MB/s", system: "lz4")
     let inMemory = try LZ4LibraryCeiling.load(segments)
-    var libraryBytes = 0
-    let library = try fastest(of: 3) { libraryBytes = try LZ4LibraryCeiling.decode(inMemory) }
-    guard libraryBytes == decodedBytes else {
-      throw BenchError("liblz4 decoded \(libraryBytes) bytes of the segments, lz4 -dc \(decodedBytes)")
+    for checking in [false, true] {
+      var libraryBytes = 0
+      let library = try fastest(of: 3) {
+        libraryBytes = try LZ4LibraryCeiling.decode(inMemory, checkingChecksums: checking)
+      }
+      guard libraryBytes == decodedBytes else {
+        throw BenchError("liblz4 decoded \(libraryBytes) bytes of the segments, lz4 -dc \(decodedBytes)")
+      }
+      let libraryConfiguration =
+        checking ? Self.checkedLibraryConfiguration(events) : Self.libraryConfiguration(events)
+      context.record(
+        baseline: "lz4", name, libraryConfiguration, "events/s", Double(events) / library, "ev/s",
+        comparedWith: ("replay", "\(events) events, cold", "events/s"))
+      context.record(
+        name, libraryConfiguration, "decoded MB/s", Double(libraryBytes) / library / 1e6, "MB/s", system: "lz4")
     }
-    let libraryConfiguration = Self.libraryConfiguration(events)
-    context.record(
-      baseline: "lz4", name, libraryConfiguration, "events/s", Double(events) / library, "ev/s",
-      comparedWith: ("replay", "\(events) events, cold", "events/s"))
-    context.record(
-      name, libraryConfiguration, "decoded MB/s", Double(libraryBytes) / library / 1e6, "MB/s", system: "lz4")
     let compressed = "\(events) events, lz4 -1 of the decoded segments"
     context.record(
       baseline: "lz4", name, compressed, "events/s", Double(events) / compress, "ev/s",

@@ -52,9 +52,9 @@ enum ChildProcess {
   enum Kind: String {
     /// Every record from sequence 1 through LIMIT with `JournalReader.records(from:)`.
     case read
-    /// `Replay.rebuild` of the Notebook workspace through sequence LIMIT; when LIMIT reaches the
-    /// journal's last record, of the whole journal, as a manager's start-up does (`Replay.run`,
-    /// which would start from a snapshot if the directory held one).
+    /// `Replay.rebuild` of the Notebook workspace through sequence LIMIT (the whole journal when
+    /// LIMIT reaches its last record), from sequence 1: no snapshot is read, even where the
+    /// directory holds one.
     case replay
     /// LIMIT `createNote` commands (1,000 inputs, cycled) through a new `NotebookManager` in DIR,
     /// durability `none`, one producer (for profiling the manager's per-command cost; not run by

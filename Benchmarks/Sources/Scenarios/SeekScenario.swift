@@ -16,6 +16,7 @@ struct SeekScenario: Scenario {
     let configuration = Self.configuration(total: total, seeks: targets.count)
 
     let reader = try JournalReader(directory: context.corpusDirectory)
+    try Self.settle(reader)
     var latencies = Latencies()
     for target in targets {
       let start = monotonicNanos()
@@ -70,6 +71,26 @@ struct SeekScenario: Scenario {
 
   /// The configuration of the seeks' figures.
   static func configuration(total: Int, seeks: Int) -> String { "\(total)-event journal, \(seeks) seeks" }
+
+  /// Waits until `reader` keeps the index it loads, as a reader of a journal at rest does: it keeps
+  /// a load only once every file it stamps last changed `JournalReader.settledNanoseconds` before
+  /// (so that two changes within one tick of a coarse clock cannot pass for none). Scenarios just
+  /// before this one hard-link the corpus's segments (`CompactionScenario.copyJournal`), which
+  /// changes their inodes' change time: the seeks, half a second in all, then loaded and
+  /// checksummed the whole index and stamped every segment at each cursor (0.315 ms at p50 in
+  /// the run at 13ad2b3, against 0.105 ms at c98161a, before that rule). Throws if the reader
+  /// still keeps nothing after 10 s.
+  static func settle(_ reader: JournalReader) throws {
+    let deadline = monotonicNanos() + 10_000_000_000
+    while true {
+      _ = try reader.records(from: 1)
+      if reader.hasCachedIndex { return }
+      guard monotonicNanos() < deadline else {
+        throw BenchError("the corpus's reader kept no index after 10 s: its files keep changing")
+      }
+      usleep(250_000)
+    }
+  }
 
   /// How many states are rebuilt by replay from sequence 1 (each costs a replay of everything
   /// before it).
