@@ -74,6 +74,11 @@ public enum NotebookDemoCommand: RewindCommand {
     }
     let json = args.flag("json")
 
+    var isDirectory: ObjCBool = false
+    if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+      throw UsageError(
+        "\(directory) is a file, not a directory: the demo writes a journal into a new or empty directory")
+    }
     // The workload writes into DIR: one holding anything but a journal (`demo /`, a home directory)
     // is refused before a file is made there.
     if let stranger = try strangerEntry(in: directory) {
@@ -85,6 +90,21 @@ public enum NotebookDemoCommand: RewindCommand {
     // be made (a file in the way) is left to the journal's own error about DIR.
     if let parent = parentDirectory(of: directory), !FileManager.default.fileExists(atPath: directory) {
       try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+    }
+    // A seeded demo refuses a journal that holds records before it opens it for writing: opening
+    // moves a damaged tail aside, and the refusal came after that, leaving `verify` nothing to report.
+    if seed != nil, FileManager.default.fileExists(atPath: directory + "/" + Layout.manifestName) {
+      let (last, hidden) = try JournalReader(directory: directory).intactEnd()
+      if let hidden {
+        throw UsageError(
+          "\(directory) holds a journal whose end is damaged (\(hidden)); a seeded demo starts from an empty "
+            + "journal and leaves this one as it is: see rewind verify \(directory)")
+      }
+      if last > 0 {
+        throw UsageError(
+          "\(directory) already holds \(counted(last, "event")); a seeded demo starts from an empty journal. "
+            + "Remove it (rm -r \(directory)) or name a new directory.")
+      }
     }
     let workload =
       seed.map { NotebookWorkload(seed: $0) }

@@ -70,6 +70,16 @@ enum CompactCommand: RewindCommand {
       // anything, so that the damaged segment and every one after it stay as they were.
       report = try compact(directory, options: options, frameBytes: frameBytes, output: output)
       if all {
+        // Segments compacted before are passed over unread: damage in one (a frame changed since)
+        // would be sealed over. Every frame is read once before the last segment is sealed.
+        if let damage = try openJournal(directory).verify().problems.first(where: { !$0.strayFile }) {
+          output.err(
+            visible(
+              "rewind compact: \(damage); the last segment was not sealed (segments before the damage may be compacted)"
+            )
+              + "\n")
+          return .findings
+        }
         // Then the last one (checked frame by frame when the journal was opened, and again now):
         // sealed at this opening, and compacted as the others were.
         options.sealsLastSegmentOnOpening = true

@@ -130,6 +130,11 @@ enum RepairCommand: RewindCommand {
   /// the segment cut short): the damaged segment has no entry among the moved bytes.
   static func nothingLeft(_ report: RepairReport) -> String? {
     guard let damage = report.damage, !report.moved.contains(where: { $0.segment == damage.file }) else { return nil }
+    if damage.zerosOnly {
+      return visible(
+        "the zeros of \(damage.file) from byte offset \(damage.offset) on are cut (they hold no record; every "
+          + "segment stays): \(damage.message)") + "\n"
+    }
     // The file and the message quote the journal, as verify's problems do: shown through `visible`.
     return visible(
       "nothing to move of \(damage.file) from byte offset \(damage.offset), no bytes are left there: "

@@ -86,8 +86,11 @@ public struct RecoveryReport: Sendable, Equatable {
   /// report adds the snapshot files past the journal's end that it moved aside.)
   public var movedAside: [QuarantinedBytes] = []
   /// Committed records that were found gone, if any (see `MissingRecords`). Opening goes on: the
-  /// records cannot be brought back from this journal, and `rewind verify` reports the same
-  /// place as a problem until the next appends write over it.
+  /// records cannot be brought back from this journal. This report is the only place that says
+  /// so: opening rewrites the index without the entries that witnessed the loss, so `rewind
+  /// verify` finds nothing after it (FORMAT.md: "it says so once"). Keep or show it; an app that
+  /// opens through a `Manager` finds it in `Manager.recovery`, which a failed `Manager.init`
+  /// does not hand back (a known limit).
   public var missingRecords: MissingRecords?
   /// Index entries that had to be rebuilt (the index is derived data).
   public var indexEntriesRebuilt: Int = 0

@@ -153,6 +153,28 @@ import Testing
     #expect(try names.dropFirst().map { try Files.read(dir.appending($0)) } == later)
   }
 
+  /// `--all` on a journal damaged in a segment compacted before (its frames are passed over
+  /// unread): it sealed the last segment over the damage and exited 0. Every frame is read before
+  /// sealing now: exit 1, the damage located, no segment added.
+  @Test func allOnDamageInASegmentCompactedBeforeSealsNothing() async throws {
+    let dir = try RewindCommandTests.journal(records: 600)
+    let first = try await ToolRun.run("rewind", ["compact", dir.path])
+    #expect(first.status == 0, "\(first.out)\(first.err)")
+    let names = Self.segments(dir.path)
+    try #require(names.count >= 3)
+    let path = dir.appending(names[0])
+    var bytes = try Files.read(path)
+    bytes[bytes.count - 5] ^= 0x5A  // in the last frame of the compacted segment
+    try Files.write(bytes, to: path)
+    let last = try Files.read(dir.appending(try #require(names.last)))
+    let run = try await ToolRun.run("rewind", ["compact", dir.path, "--all"])
+    #expect(run.status == 1, "\(run.out)\(run.err)")
+    #expect(run.err.contains(names[0]), "\(run.err)")
+    #expect(run.err.contains("the last segment was not sealed"), "\(run.err)")
+    #expect(Self.segments(dir.path) == names, "no segment added")
+    #expect(try Files.read(dir.appending(try #require(names.last))) == last)
+  }
+
   /// Compaction on a journal whose last segment lost committed records (cut short before a batch
   /// the index names) opened it as a writer does: opening moved the tail aside and rewrote the
   /// index without the entries that named the lost records, compaction exited 0, and `verify`

@@ -285,6 +285,34 @@ import Testing
     #expect(unseeded.out.contains("unseeded"))
   }
 
+  /// A seeded run given a journal whose end is damaged refuses it before opening it for writing:
+  /// opening moved the damaged tail aside, then the refusal came, and `verify` found the journal
+  /// sound, the loss no longer reported. A file as DIR is refused as one.
+  @Test func aSeededRunLeavesADamagedJournalAsItIs() async throws {
+    let (dir, _, _) = try await Self.demo(events: 3000, seed: 1, durability: "none")
+    let path = dir.appending("journal")
+    let segment = path + "/00000000000000000001.lz4"
+    let size = try #require(try FileManager.default.attributesOfItem(atPath: segment)[.size] as? Int)
+    // Cut well before the index's last entry: committed records are gone, the index says so.
+    try #require(truncate(segment, off_t(size / 3)) == 0)
+    let damaged = try await Self.rewind(["verify", path])
+    #expect(damaged.status == 1, "\(damaged.out)\(damaged.err)")
+    let listed = Files.list(path)
+
+    let again = try await Self.rewind(["demo", path, "--events", "50", "--seed", "1"])
+    #expect(again.status == 2)
+    #expect(again.err.contains("whose end is damaged"), "\(again.err)")
+    #expect(!again.err.contains("opening moved"), "\(again.err)")
+    #expect(Files.list(path) == listed, "nothing moved aside")
+    let still = try await Self.rewind(["verify", path])
+    #expect(still.status == 1 && still.out == damaged.out, "\(still.out)\(still.err)")
+
+    try Files.write([1, 2, 3], to: dir.appending("file"))
+    let file = try await Self.rewind(["demo", dir.appending("file"), "--events", "5", "--seed", "1"])
+    #expect(file.status == 2)
+    #expect(file.err.contains("is a file, not a directory"), "\(file.err)")
+  }
+
   @Test(arguments: [
     (["--durability", "sometimes"], "--durability must be always, batched or none"),
     (["--events", "-1"], "--events needs a whole number in 0...1000000000, not '-1'"),

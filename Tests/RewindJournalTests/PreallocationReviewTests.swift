@@ -71,7 +71,46 @@ import Testing
       #expect(
         refused?.code == .sequenceBreak && refused?.sequences == first...(next - 1), "\(String(describing: refused))")
       #expect(try Files.read(path) == bytes && JournalFixtures.segments(dir.path) == segments, "nothing moved")
+    } else {
+      // Nothing is missing: repair cuts the zeros and keeps every segment (it moved every one
+      // after them aside, and the next writer numbered new records over theirs).
+      let last = try JournalReader(directory: dir.path).lastSequence()
+      let plan = try Journal.repair(directory: dir.path, dryRun: true)
+      #expect(plan.moved.isEmpty && plan.damage?.zerosOnly == true, "\(plan)")
+      #expect(plan.lastSequence == last)
+      let done = try Journal.repair(directory: dir.path)
+      #expect(done.moved.isEmpty, "\(done.moved)")
+      #expect(done.lastSequence == last)
+      #expect(JournalFixtures.segments(dir.path) == segments)
+      #expect(try Files.read(path) == Array(bytes[..<zeros]))
+      let after = try JournalReader(directory: dir.path).verify()
+      #expect(after.isSound, "\(after.problems)")
+      #expect(after.lastSequence == last)
     }
+  }
+
+  /// The last frame of a sealed segment damaged (its header intact): one problem, its records.
+  /// `verify` reported a second one, a break before the next segment ("the previous one ends at"
+  /// the record before the damaged frame), flagged as records missing before intact segments.
+  @Test func aDamagedLastFrameOfASealedSegmentIsOneProblem() async throws {
+    let dir = TemporaryDirectory("review-sealed-last-frame")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 80, seed: 48)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count >= 3)
+    let path = dir.appending(segments[0])
+    var bytes = try Files.read(path)
+    let last = try #require(try JournalFixtures.frames(of: bytes).last)
+    bytes[bytes.count - 3] ^= 0xFF  // in the frame, after its header
+    try Files.write(bytes, to: path)
+
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(report.problems.count == 1, "\(report.problems)")
+    let problem = try #require(report.problems.first)
+    #expect(problem.file == segments[0] && problem.offset == Int64(last.offset), "\(problem)")
+    #expect(problem.sequences == last.header.sequences, "\(problem)")
+    #expect(!report.problems.contains { $0.missingBeforeIntactSegments }, "\(report.problems)")
   }
 
   @Test func aSequenceBreakBeforeTheZerosIsAProblemForVerifyAsForOpening() async throws {

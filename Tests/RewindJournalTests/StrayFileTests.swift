@@ -49,6 +49,41 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path) == records)
   }
 
+  /// A file named like a segment starting at sequence 0 (no segment does) with valid batches
+  /// after a damaged header trapped `verify`, `repair` and `stats` (records missing "1...0"), and
+  /// opening for writing called it segments missing. Now it is a stray whatever it holds: `verify`
+  /// reports it alone, repair moves it alone, and the journal opens as before.
+  @Test func aFileNamedForSequenceZeroIsAStrayWhateverItHolds() async throws {
+    let dir = TemporaryDirectory("stray-zero")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 40, seed: 76)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    var copy = try Files.read(dir.appending(segments[0]))
+    copy[20] ^= 0xFF  // a damaged segment header; the batches after it are segment 1's
+    let zero = Layout.segmentName(firstSequence: 0)
+    try Files.write(copy, to: dir.appending(zero))
+
+    let opening = journalError { _ = try Journal(directory: dir.path, options: options) }
+    #expect(opening?.file == zero, "\(String(describing: opening))")
+    #expect(opening?.message.contains("no segment does") == true, "\(String(describing: opening))")
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.problems.count == 1, "\(verification.problems)")
+    #expect(verification.problems.first?.file == zero)
+    #expect(verification.problems.first?.strayFile == true)
+    #expect(verification.problems.first?.sequences == nil)
+    #expect(verification.lastSequence == UInt64(records.count))
+    let done = try Journal.repair(directory: dir.path)
+    #expect(done.moved.map(\.segment) == [zero], "\(done.moved)")
+    #expect(JournalFixtures.segments(dir.path) == segments)
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+    let reopened = try Journal(directory: dir.path, options: options)
+    #expect(reopened.lastSequence == UInt64(records.count))
+    reopened.close()
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+
   /// Opening for writing already moved a stray last file aside (it is the trace of a segment
   /// creation cut short, or of something from outside), numbering on after the last record.
   @Test func openingForWritingMovesAStrayLastFileAside() async throws {

@@ -100,6 +100,28 @@ extension Journal {
     }
     // Only stray files: the index names none of them, so it stays.
     guard let first = damage else { return report }
+    let damages = verification.problems.filter { !$0.strayFile }
+    if !damages.isEmpty, damages.allSatisfy(\.zerosOnly) {
+      // Zeros ending sealed segments whose successors start right after their last records, and
+      // no other damage: they hold no record, and readers stop at them. Cut, keeping every
+      // segment and the index (which names no batch in them): moved from there on as other
+      // damage is, the intact segments after them left the journal, and the next writer numbered
+      // new records over theirs. (With other damage too, the repair moves from the first on, as
+      // before: a known limit.)
+      if !dryRun {
+        for zeros in damages {
+          do {
+            _ = try quarantine.moveTail(of: zeros.file, from: zeros.offset, upTo: zeros.offset)
+          } catch {
+            throw JournalError(error, directory: directory, file: zeros.file)
+          }
+        }
+      }
+      // Where the journal ends with them cut: the segments after them read on (a reader finds its
+      // end from the last segment, not by walking through the zeros).
+      report.lastSequence = max(report.lastSequence, (try? reader.lastSequence()) ?? 0)
+      return report
+    }
     let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
     // Last segment first, the damaged one last: a repair that stops part way (killed, or a
     // move failing) leaves the segments up to the damaged one whole and a run of the later ones,

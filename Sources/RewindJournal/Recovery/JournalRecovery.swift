@@ -64,6 +64,13 @@ package struct JournalRecovery {
       try createSegment(firstSequence: 1)
       segments = [1]
     }
+    if segments[0] == 0 {
+      throw JournalError(
+        .sequenceBreak,
+        "a file named like a segment starting at sequence 0, which no segment does (sequence numbers start at 1); "
+          + "rewind repair moves it aside",
+        directory: path, file: Layout.segmentName(firstSequence: 0), offset: 0)
+    }
     guard segments[0] == 1 else {
       throw JournalError.segmentBreak(
         "the first segment starts at sequence \(segments[0]); earlier segments are missing", expected: 1,

@@ -23,6 +23,10 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// under another name). Its name is no evidence of records before it or of a break in the
   /// sequence, and `Journal.repair` moves it aside alone.
   package var strayFile = false
+  /// Zeros ending a segment that is not the last, whose successor starts right after its last
+  /// record: they hold no record, and readers stop at them (repair cuts them, keeping every
+  /// segment).
+  package var zerosOnly = false
 
   public var description: String {
     var text = "\(file) at byte offset \(offset)"
@@ -249,12 +253,13 @@ extension JournalReader {
             gone == nil
             ? "; the next segment starts at sequence \(next), so no records are missing, but readers stop here"
             : ": they stand for the records before the next segment's first (\(next)), which are gone"
-          report.problems.append(
-            JournalProblem(
-              file: file.name, offset: damage.offset, sequences: gone,
-              message: "zeros from here to the end of a segment that is not the last (a writer cuts its "
-                + "preallocated space before it seals a segment)" + what,
-              missingBeforeIntactSegments: gone != nil))
+          var zeros = JournalProblem(
+            file: file.name, offset: damage.offset, sequences: gone,
+            message: "zeros from here to the end of a segment that is not the last (a writer cuts its "
+              + "preallocated space before it seals a segment)" + what,
+            missingBeforeIntactSegments: gone != nil)
+          zeros.zerosOnly = gone == nil
+          report.problems.append(zeros)
           intact = false
           expected = max(expected, next)
           break walk
@@ -279,7 +284,14 @@ extension JournalReader {
         }
         report.problems.append(problem)
         intact = false
-        guard let (next, header) = resume else { break walk }
+        guard let (next, header) = resume else {
+          // The damaged batch's header, when it holds and follows on, says where its records end:
+          // a next segment starting right after them is no break (this damage, reported once).
+          if let damaged = damage.header, damaged.firstSequence == expected {
+            expected = max(expected, damaged.lastSequence + 1)
+          }
+          break walk
+        }
         offset = next
         expected = header.firstSequence
       }
@@ -376,6 +388,16 @@ extension JournalReader {
   package static func strayFile(_ first: UInt64, in layout: JournalDirectory, namedByIndex: Bool) throws
     -> JournalProblem?
   {
+    // Sequence numbers start at 1: whatever this file holds, it is no segment of the journal
+    // (the checks below, and the report of segments missing before the first, count from 1).
+    if first == 0 {
+      var stray = JournalProblem(
+        file: Layout.segmentName(firstSequence: 0), offset: 0, sequences: nil,
+        message: "a file named like a segment starting at sequence 0, which no segment does (sequence numbers "
+          + "start at 1): it holds no record of the journal (repair moves it aside alone)")
+      stray.strayFile = true
+      return stray
+    }
     let file = try layout.open(segment: first)
     var problem: String?
     var copyOf: String?
