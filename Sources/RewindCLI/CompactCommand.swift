@@ -115,7 +115,8 @@ enum CompactCommand: RewindCommand {
     let journal = try Journal(directory: directory, options: options)
     defer { journal.close() }
     for moved in journal.recovery.movedAside {
-      output.out(visible("opening moved a torn tail aside: \(moved)") + "\n")
+      // Each entry says why (a torn tail, a stray file, an unfinished segment creation).
+      output.out(visible("opening moved aside: \(moved)") + "\n")
     }
     if let missing = journal.recovery.missingRecords { output.out(visible("opening found \(missing)") + "\n") }
     return try journal.compactSealedSegments(frameContentBytes: frameBytes) { done in

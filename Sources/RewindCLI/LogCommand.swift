@@ -34,8 +34,9 @@ enum LogCommand: RewindCommand {
                          {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
-    --since after its last event, either of them in an empty journal, an entity no event
-    mentions); 3 when the journal cannot be read. An empty journal with no selection lists
+    --since after its last event, an --until before its first, either of the first two in an
+    empty journal, a --type, --origin or --entity that no event has; several that match no event
+    together list nothing, exit 0); 3 when the journal cannot be read. An empty journal with no selection lists
     nothing, with exit 0. On damage (a frame that fails its checksum, a segment cut short or
     missing, committed records gone), every event of the selection before it is listed first.
     Where the damage names its records (a frame whose batch header holds), a later segment

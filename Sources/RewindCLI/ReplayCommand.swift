@@ -21,6 +21,10 @@ enum ReplayCommand: RewindCommand {
     hidden), and one at or past it (or the end) exits 3, naming the damage's segment, byte
     offset and sequences, and the last record read intact before it.
 
+    Exit 0; 2 for a bad option (a --to past the journal's end or not a whole number, an --at
+    before its first record, an unknown --model); 3 when the journal cannot be read (no such
+    directory, not a journal, the damage above) or the model cannot replay it.
+
     Examples:
       rewind replay /tmp/j
       rewind replay /tmp/j --to 1200 --json | jq '.state.notes.records | length'

@@ -61,6 +61,9 @@ enum ShowCommand: RewindCommand {
       }
       throw UsageError("the sequence number must be a whole number from 1, not '\(text)'")
     }
+    // An unknown model is a usage error whatever the record turns out to be (`Touched` looks one up
+    // only for a Rewind event other than a checkpoint's), as for `verify`.
+    if let name = args.value("model") { _ = try context.registration(named: name) }
     let reader = try openJournal(directory)
     guard let (record, command) = try Self.eventAndItsCommand(sequence, in: reader, directory: directory) else {
       throw outOfRange(String(sequence), last: try reader.lastSequence())

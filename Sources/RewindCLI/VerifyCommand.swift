@@ -30,7 +30,7 @@ enum VerifyCommand: RewindCommand {
     replay or decoding is checked. The last line is the verdict on the whole journal: `sound:`
     (exit 0), `not sound:` (the frames are sound, replay or decoding did not pass: the problems are
     above; exit 1) or `damaged:` (exit 1). An unknown --model is a usage error (exit 2) before anything
-    is read.
+    is read; a directory that is not there or holds no journal exits 3.
 
     Snapshot files are checked without a model: one that cannot be read, is cut short, has a
     bad checksum, an unknown format, a state that does not hash to its digest or another

@@ -223,6 +223,12 @@ import Testing
     #expect(
       plain.out.hasSuffix("not applied (the record is not a Rewind event)\n            (its fields name no record)\n"),
       "\(plain.out)")
+    // An unknown model is a usage error there too, whatever the record (it was looked up only for
+    // a Rewind event other than a checkpoint's, so this exited 0).
+    let plainUnknown = try await rewind(["show", raw.path, "1", "--model", "ledger"])
+    #expect(plainUnknown.status == 2, "\(plainUnknown.out)\(plainUnknown.err)")
+    #expect(plainUnknown.err.contains("unknown model 'ledger'"), "\(plainUnknown.err)")
+    #expect(plainUnknown.out.isEmpty)
   }
 
   @Test func aToolWithoutModelsInfersFromTheFields() async throws {

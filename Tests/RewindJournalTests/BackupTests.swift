@@ -129,8 +129,18 @@ import Testing
     #expect(error?.code == .invalidArgument && error?.message.contains("new or empty directory") == true)
     #expect(Files.list(target.path) == ["notes.txt"])
     let file = target.appending("notes.txt")
-    #expect(journalError { _ = try reader.backUp(to: file) }?.code == .invalidArgument)
+    let onFile = journalError { _ = try reader.backUp(to: file) }
+    #expect(onFile?.code == .invalidArgument)
+    #expect(onFile?.message.hasPrefix("it is a file: ") == true, "\(String(describing: onFile))")
     #expect(try Files.read(file) == Array("mine".utf8))
+    // A symbolic link, even to an empty directory, is refused saying so (the refusal gave no reason).
+    let empty = TemporaryDirectory("backup-refused-empty")
+    let emptyLink = target.appending("empty-link")
+    try FileManager.default.createSymbolicLink(atPath: emptyLink, withDestinationPath: empty.path)
+    let onLink = journalError { _ = try reader.backUp(to: emptyLink) }
+    #expect(onLink?.code == .invalidArgument)
+    #expect(onLink?.message.hasPrefix("it is a symbolic link: ") == true, "\(String(describing: onLink))")
+    #expect(Files.list(empty.path).isEmpty)
     // Inside the journal's own directory, however it is spelled: it would be lost with the
     // journal, and leave a folder among its files.
     let journalFiles = Files.list(dir.path)

@@ -101,6 +101,45 @@ import Testing
     #expect(try JournalFixtures.readAll(dir.path) == records)
   }
 
+  /// A file system that refuses `flock` (ENOLCK) made `repair` say another writer held the lock;
+  /// it now reports the failure as it is, as a writer's opening does.
+  @Test func aLockThatCannotBeTakenIsReportedAsItIs() async throws {
+    final class NoLocksIO: ForwardingFileIO, @unchecked Sendable {
+      let base: any FileIO = PosixFileIO()
+      func tryLock(_ fd: Int32, path: String) throws -> Bool {
+        throw JournalError(.io, "flock \(path): No locks available (errno \(ENOLCK))")
+      }
+    }
+    let dir = TemporaryDirectory("repair-nolock")
+    let journal = try Journal(directory: dir.path)
+    try journal.appendAndWait([NewRecord(timestamp: 1, payload: [1])])
+    journal.close()
+    var options = JournalOptions()
+    options.io = NoLocksIO()
+    let error = journalError { _ = try Journal.repair(directory: dir.path, options: options) }
+    #expect(error?.code != .locked, "\(String(describing: error))")
+    #expect(error?.message.contains("No locks available") == true, "\(String(describing: error))")
+  }
+
+  /// The leftover of a segment creation cut short (`NAME.lz4.tmp`) goes aside at opening, and the
+  /// report says how many bytes went (it said 0).
+  @Test func anUnfinishedSegmentCreationIsMovedAsideWithItsSize() async throws {
+    let dir = TemporaryDirectory("stray-tmp")
+    let options = JournalFixtures.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await JournalFixtures.write(journal, batches: 10, seed: 77)
+    journal.close()
+    let leftover = Layout.segmentName(firstSequence: UInt64(records.count) + 1) + ".tmp"
+    try Files.write([UInt8](repeating: 7, count: 44), to: dir.appending(leftover))
+    let reopened = try Journal(directory: dir.path, options: options)
+    let moved = reopened.recovery.movedAside
+    reopened.close()
+    #expect(moved.map(\.segment) == [leftover], "\(moved)")
+    #expect(moved.first?.length == 44, "\(moved)")
+    #expect(moved.first?.reason == "unfinished segment creation", "\(moved)")
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+
   /// A segment whose header is destroyed but whose batches are there is no stray: `verify` says
   /// it holds committed records, and repair moves it saying so. Past a missing segment, repair
   /// still refuses (records are missing before it), moving nothing.

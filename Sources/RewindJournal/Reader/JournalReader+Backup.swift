@@ -43,10 +43,22 @@ extension JournalReader {
   public func backUp(to destination: String) throws -> BackupReport {
     let id = try self.id
     var status = stat()
-    let made = lstat(destination, &status) != 0 && errno == ENOENT
+    let looked = lstat(destination, &status) == 0
+    let lookError = errno
+    let made = !looked && lookError == ENOENT
     if !made {
       guard io.isRealDirectory(destination) else {
-        throw JournalError(.invalidArgument, "a backup goes into a new or empty directory", directory: destination)
+        // Say what stands there: a refusal that only restated the rule left the reason to guess.
+        let what =
+          switch looked ? status.st_mode & S_IFMT : 0 {
+          case _ where !looked: "it cannot be looked at (\(String(cString: strerror(lookError))), errno \(lookError))"
+          case S_IFLNK: "it is a symbolic link"
+          case S_IFREG: "it is a file"
+          case S_IFDIR: "it is a directory that cannot be read"
+          default: "it is neither a directory nor a file"
+          }
+        throw JournalError(
+          .invalidArgument, "\(what): a backup goes into a new or empty directory", directory: destination)
       }
       let contents = try JournalError.wrapping(directory: destination) { try io.contentsOfDirectory(destination) }
       guard contents.isEmpty else {

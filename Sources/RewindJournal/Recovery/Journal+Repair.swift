@@ -61,7 +61,15 @@ extension Journal {
       } catch {
         throw JournalError(error, directory: directory, file: Layout.lockName)
       }
-      guard let fd = lockFD, (try? DirectoryLock.take(fd, path: lockPath, io: io)) == true else {
+      // A failure to lock (`flock` refused: a file system without locks, say) is reported as it is,
+      // as a writer's opening reports it: it is no other writer.
+      let taken: Bool
+      do {
+        taken = try lockFD.map { try DirectoryLock.take($0, path: lockPath, io: io) } ?? false
+      } catch {
+        throw JournalError(error, directory: directory, file: Layout.lockName)
+      }
+      guard taken else {
         throw JournalError(
           .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
       }

@@ -36,10 +36,13 @@ package struct JournalRecovery {
 
     // Leftovers of an interrupted segment creation hold no committed records; keep them aside.
     for name in (try? io.contentsOfDirectory(path)) ?? [] where name.hasSuffix(Layout.segmentSuffix + ".tmp") {
+      // Its size before the move, so that the report says what went aside (it said 0 bytes).
+      let length = io.stamp(path + "/" + name)?.size ?? 0
       let moved = try wrap { () throws in try quarantine.moveFile(name) }
       report.movedAside.append(
         QuarantinedBytes(
-          segment: name, offset: 0, length: 0, movedTo: moved, reason: "unfinished segment creation", sequences: nil))
+          segment: name, offset: 0, length: length, movedTo: moved, reason: "unfinished segment creation",
+          sequences: nil))
     }
 
     if let entry = SparseIndex.entryBeyondSegments(
