@@ -15,7 +15,7 @@ internal import RewindJournal
 ///     }
 ///   ])
 /// ])
-/// exit(await tool.run(Array(CommandLine.arguments.dropFirst())))
+/// exit(await tool.runCommandLine())
 /// ```
 ///
 /// Which registration reads a journal: the one named by `--model NAME`; else the only one

@@ -226,6 +226,31 @@ public struct RewindTool {
     """
   }
 
+  /// Runs this process's command line (`CommandLine`) and returns the exit code: `run(_:output:)`
+  /// of its arguments, once each is valid UTF-8. One that is not (a path named in another
+  /// encoding) is a usage error (exit 2): Swift's `CommandLine.arguments` replaces its bad bytes
+  /// with U+FFFD, so the command would look for another path and report it missing.
+  public func runCommandLine(output: Output = .standard) async -> Int32 {
+    let raw = (1..<Int(CommandLine.argc)).map { index -> [UInt8] in
+      guard let argument = CommandLine.unsafeArgv[index] else { return [] }
+      return Array(
+        UnsafeBufferPointer(
+          start: UnsafeRawPointer(argument).assumingMemoryBound(to: UInt8.self), count: strlen(argument)))
+    }
+    if let bad = Self.firstArgumentNotUTF8(raw) {
+      output.err(
+        "rewind: argument \(bad + 1) ('\(visible(String(decoding: raw[bad], as: UTF8.self)))') is not valid UTF-8: "
+          + "rewind reads paths and values as UTF-8; rename the path, or reach it through a link whose name is\n")
+      return ExitCode.usage.rawValue
+    }
+    return await run(Array(CommandLine.arguments.dropFirst()), output: output)
+  }
+
+  /// The index of the first of `arguments` (raw bytes) that is not valid UTF-8; nil when all are.
+  static func firstArgumentNotUTF8(_ arguments: [[UInt8]]) -> Int? {
+    arguments.firstIndex { String(validating: $0, as: UTF8.self) == nil }
+  }
+
   /// Runs one command line (without the program name) and returns the exit code.
   public func run(_ arguments: [String], output: Output = .standard) async -> Int32 {
     // `rewind help COMMAND` is `rewind COMMAND --help`. In the command's place, `--help` and `-h`

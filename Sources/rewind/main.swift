@@ -1,5 +1,5 @@
 import Foundation
 import NotebookTool
 
-let code = await NotebookTool.tool.run(Array(CommandLine.arguments.dropFirst()))
+let code = await NotebookTool.tool.runCommandLine()
 exit(code)

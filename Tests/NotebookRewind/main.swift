@@ -16,4 +16,4 @@ let workspace = ModelRegistration(
     },
   ],
   queries: [ModelQuery("titles") { state in state.notes.all().map(\.title) }])
-exit(await RewindTool(models: [workspace]).run(Array(CommandLine.arguments.dropFirst())))
+exit(await RewindTool(models: [workspace]).runCommandLine())

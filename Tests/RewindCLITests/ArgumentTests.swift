@@ -124,6 +124,21 @@ import Testing
         + "error: step: expected a count of records, a whole number from 0, not '+1'\n", "\(debug.err)")
   }
 
+  /// An argument that is not valid UTF-8 (a path named in another encoding) reached the commands
+  /// with U+FFFD in place of its bad bytes, so `log` looked for another path and said it did not
+  /// exist. It is a usage error now, saying so.
+  @Test func anArgumentThatIsNotUTF8IsAUsageError() async throws {
+    let rewind = try #require(ChildProcess.builtProduct("rewind"), "rewind must be built with the tests")
+    let dir = TemporaryDirectory("cli-args-not-utf8")
+    let run = try await ToolRun.run(
+      "/bin/sh", ["-c", #"exec "$0" log "$1/bad$(printf '\377')name""#, rewind, dir.path])
+    #expect(run.status == 2, "\(run.out)\(run.err)")
+    #expect(run.err.contains("argument 2 ("), "\(run.err)")
+    #expect(run.err.contains("is not valid UTF-8"), "\(run.err)")
+    #expect(!run.err.contains("does not exist"), "\(run.err)")
+    #expect(run.out.isEmpty)
+  }
+
   @Test func aNegativeNumberIsOutOfRangeNotAnOption() async throws {
     let dir = TemporaryDirectory("cli-args-negative")
     defer { withExtendedLifetime(dir) {} }

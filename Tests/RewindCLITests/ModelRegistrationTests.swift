@@ -52,7 +52,7 @@ enum RegistrationDocExample {
           }
         ])
     ])
-    exit(await tool.run(Array(CommandLine.arguments.dropFirst())))
+    exit(await tool.runCommandLine())
     // Doc end
   }
 }
