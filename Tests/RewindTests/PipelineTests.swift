@@ -172,6 +172,41 @@ private func queueBehindAHeldAppend(
   #expect(try Replay.rebuild(Ledger.self, directory: directory).state == manager.state)
 }
 
+/// A command admitted at a free gate while an append was in flight, which then failed before the
+/// command looked at what was in flight: nothing was staged or in flight any more, so it read the
+/// committed state alone, and it commits. It was sent expecting the sequence number after the
+/// failed append's and failed with `appendFailed`, "an earlier command this one was validated
+/// after could not be journaled", though it had read none.
+@Test(.timeLimit(.minutes(10))) func aCommandAdmittedBeforeAFailureItDidNotReadCommits() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let io = HoldingFileIO()
+  let manager = try makeManager(directory, io: io)
+  let id = try await manager.openAccount(owner: "shared")
+  io.holdNextWrite()
+  let first = Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }
+  try await io.waitUntilHolding()
+  let admitted = DispatchSemaphore(value: 0)
+  let proceed = DispatchSemaphore(value: 0)
+  manager.setAfterAdmit {
+    admitted.signal()
+    try? proceed.wait(for: "the test to let the admitted command go on")
+  }
+  let second = Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }
+  try admitted.wait(for: "the second command admitted")
+  manager.setAfterAdmit(nil)
+  io.releaseWrite(failing: true)
+  let error = await #expect(throws: ManagerError.self) { try await first.value }
+  #expect(error?.code == .appendFailed)
+  proceed.signal()
+  #expect(try await second.value == 1)
+  #expect(manager.lastSequence == 2)
+  #expect(manager.state.accounts.find(id: id)?.balance == 1)
+  manager.close()
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.map(\.envelope.sequence) == [1, 2])
+}
+
 /// When the append being written loses durability (its fsync fails), its command may or may not
 /// be on disk (`durabilityLost`), but the commands queued behind it were never written: they throw
 /// `appendFailed` with the journal's `stopped`, so a caller can tell them apart (they used to

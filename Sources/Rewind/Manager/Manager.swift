@@ -122,6 +122,9 @@ private struct Guarded: Sendable {
   /// Set when an append failed; the commands validated after it fail too. Cleared by the gate
   /// holder once every append in flight has settled.
   var broken = false
+  /// Runs on a command's thread right after `admit` let it in, before it looks at what is in
+  /// flight: for tests that let an append fail in between (`setAfterAdmit`).
+  var afterAdmit: (@Sendable () -> Void)?
   /// A gate holder waiting for `flights` to empty.
   var drained: DrainWaiter?
 }
@@ -239,6 +242,9 @@ public final class Manager<M: Model>: Sendable {
   private let attached = Counter(0)
   /// Runs before each append, for tests that need a batch to form.
   let beforeAppend = Mutex<(@Sendable () async -> Void)?>(nil)
+
+  /// Sets what runs on a command's thread right after it is admitted (nil: nothing), for tests.
+  func setAfterAdmit(_ hook: (@Sendable () -> Void)?) { guarded.withLock { $0.afterAdmit = hook } }
   /// Held by `close()` while it takes the change streams and ends them: a second `close()` meanwhile
   /// finds none left to end, and must not return before the first has ended them.
   private let endingStreams = Mutex<Void>(())
@@ -647,9 +653,10 @@ public final class Manager<M: Model>: Sendable {
   private func admit(cancelled: Bool) throws -> Bool {
     // The stop reason is copied out only when there is one: a copy of an optional error and its
     // release, or even a tuple holding one (copied by `memcpy`), cost more than the rest of this step.
-    let (isStopped, broken) = guarded.withLock { guarded -> (Bool, Bool) in
-      if case .none = guarded.stopped { return (false, guarded.broken) }
-      return (true, guarded.broken)
+    let (isStopped, broken, hooked) = guarded.withLock { guarded -> (Bool, Bool, Bool) in
+      let hooked = if case .some = guarded.afterAdmit { true } else { false }
+      if case .none = guarded.stopped { return (false, guarded.broken, hooked) }
+      return (true, guarded.broken, hooked)
     }
     if isStopped, case (let stopped?, let closed) = guarded.withLock({ ($0.stopped, $0.closed) }) {
       // Closed says closed, also when the manager had stopped before (`stopReason` keeps why).
@@ -658,6 +665,7 @@ public final class Manager<M: Model>: Sendable {
       throw ManagerError(.stopped, "the manager accepts no more commands after: \(stopped)")
     }
     if cancelled { throw CancellationError() }
+    if hooked, let hook = guarded.withLock({ $0.afterAdmit }) { hook() }
     return broken
   }
 
@@ -878,7 +886,18 @@ public final class Manager<M: Model>: Sendable {
   /// memory, once `quietCommandsBeforeDroppingCopy` commands in a row found nothing in flight.
   private func prepareValidationState() -> Bool {
     pipeline.withLock { pipeline -> Bool in
-      if pipeline.commands.isEmpty, guarded.withLock({ $0.flights.isEmpty }) {
+      // Nothing staged or in flight, and an append failed since this command was admitted (its
+      // `admit` found the pipeline whole, and `recover()` did not run): start again from the
+      // committed state here, as `recover()` would with nothing to wait for. Otherwise this
+      // command, which reads only the committed state, was sent expecting a sequence number past
+      // the failed append's and failed as if it had read it.
+      // One hold of `guarded` for both looks: this runs for every command.
+      let (quiet, restart) = pipeline.commands.isEmpty ? nothingInFlight() : (false, nil)
+      if let restart {
+        pipeline = Pipeline(nextSequence: restart)
+        working.withLock { $0 = M() }
+      }
+      if quiet {
         pipeline.quietCommands += 1
         if !pipeline.hasWorking || pipeline.quietCommands >= Self.quietCommandsBeforeDroppingCopy {
           if pipeline.hasWorking {
@@ -909,6 +928,18 @@ public final class Manager<M: Model>: Sendable {
       }
       pipeline.hasWorking = true
       return true
+    }
+  }
+
+  /// Whether nothing is in flight; and, when an append failed since (the pipeline is broken) and
+  /// the manager has not stopped, the sequence number the next append starts at, the pipeline
+  /// marked whole again. Gate holder only, with nothing staged.
+  private func nothingInFlight() -> (Bool, restart: UInt64?) {
+    guarded.withLock { guarded -> (Bool, UInt64?) in
+      guard guarded.flights.isEmpty else { return (false, nil) }
+      guard guarded.broken, guarded.stopped == nil else { return (true, nil) }
+      guarded.broken = false
+      return (true, guarded.lastSequence + 1)
     }
   }
 
