@@ -42,7 +42,8 @@ enum ExportCommand: RewindCommand {
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an --until before its first, a --type, --origin or --entity
-    that no event has; a --to or --until past it reads to the end); 3 when the journal cannot be read, or -o's FILE cannot be written (a full disk,
+    that no event has, or options that no event matches together; a --to or --until past it reads
+    to the end); 3 when the journal cannot be read, or -o's FILE cannot be written (a full disk,
     a directory not writable; FILE is left as it was). On damage, as `rewind log`: every event it
     does not hold is written, up to damage that cannot be read past, and standard error
     locates the damage and names the sequences not read, with exit 3. Standard output

@@ -35,8 +35,8 @@ enum LogCommand: RewindCommand {
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an --until before its first, either of the first two in an
-    empty journal, a --type, --origin or --entity that no event has; several that match no event
-    together list nothing, exit 0); 3 when the journal cannot be read. An empty journal with no selection lists
+    empty journal, a --type, --origin or --entity that no event has, or options that no event
+    matches together); 3 when the journal cannot be read. An empty journal with no selection lists
     nothing, with exit 0. On damage (a frame that fails its checksum, a segment cut short or
     missing, committed records gone), every event of the selection before it is listed first.
     Where the damage names its records (a frame whose batch header holds), a later segment

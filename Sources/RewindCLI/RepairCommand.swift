@@ -13,7 +13,9 @@ enum RepairCommand: RewindCommand {
     and the sequence number the journal will then end at. Snapshot files past that end stand for
     records the repair takes away: they move into DIR/quarantine/ too. A loss that left no bytes
     (committed records turned to zeros, or a segment cut short) has nothing to move: the plan says
-    so, and the repair only drops the index that names the lost records. At a terminal it asks
+    so, and the repair only drops the index that names the lost records. Zeros ending a sealed
+    segment whose successor starts right after its last record hold no record (verify: "no records
+    are missing, but readers stop here"): they are cut off that segment, and every segment stays. At a terminal it asks
     before moving; otherwise it only shows the plan unless --yes is given. The plan only reads (it
     takes no lock and creates nothing, so it can be shown while a writer has the journal open, and
     may change if that writer appends meanwhile); the repair itself refuses while a writer has the
@@ -48,6 +50,7 @@ enum RepairCommand: RewindCommand {
       return .success
     }
     if let line = nothingLeft(plan) { output.out(line) }
+    for entry in plan.zerosCut { output.out(visible("will " + zerosLine(entry)) + "\n") }
     for entry in plan.moved {
       var line = "will move \(entry.length) bytes of \(entry.segment) from byte offset \(entry.offset)"
       if let sequences = entry.sequences { line += " (sequences \(sequences.lowerBound)-\(sequences.upperBound))" }
@@ -121,20 +124,23 @@ enum RepairCommand: RewindCommand {
       throw error
     }
     if let line = nothingLeft(done) { output.out(line) }
+    for entry in done.zerosCut { output.out(visible(zerosLine(entry)) + "\n") }
     for entry in done.moved { output.out(visible("\(entry)") + "\n") }
     for entry in try snapshots.setAside(after: done.lastSequence) { output.out(visible("\(entry)") + "\n") }
     return done
+  }
+
+  /// The line for zeros cut off a sealed segment (`RepairReport.zerosCut`), planned or done.
+  static func zerosLine(_ entry: QuarantinedBytes) -> String {
+    "cut \(entry.length) bytes of zeros off \(entry.segment) from byte offset \(entry.offset) "
+      + "(they hold no record; the segment and every one after it stay): \(entry.reason)"
   }
 
   /// The line for a loss that left no bytes to set aside (committed frames turned to zeros, or
   /// the segment cut short): the damaged segment has no entry among the moved bytes.
   static func nothingLeft(_ report: RepairReport) -> String? {
     guard let damage = report.damage, !report.moved.contains(where: { $0.segment == damage.file }) else { return nil }
-    if damage.zerosOnly {
-      return visible(
-        "the zeros of \(damage.file) from byte offset \(damage.offset) on are cut (they hold no record; every "
-          + "segment stays): \(damage.message)") + "\n"
-    }
+    if damage.zerosOnly { return nil }  // the lines of `zerosCut` say it
     // The file and the message quote the journal, as verify's problems do: shown through `visible`.
     return visible(
       "nothing to move of \(damage.file) from byte offset \(damage.offset), no bytes are left there: "

@@ -239,11 +239,22 @@ public struct RewindTool {
     }
     if let bad = Self.firstArgumentNotUTF8(raw) {
       output.err(
-        "rewind: argument \(bad + 1) ('\(visible(String(decoding: raw[bad], as: UTF8.self)))') is not valid UTF-8: "
-          + "rewind reads paths and values as UTF-8; rename the path, or reach it through a link whose name is\n")
+        "rewind: argument \(bad + 1) ('\(Self.escaped(raw[bad]))') is not valid UTF-8: rewind reads paths and "
+          + "values as UTF-8; rename the path, or reach it through a symbolic link whose name is valid UTF-8\n")
       return ExitCode.usage.rawValue
     }
     return await run(Array(CommandLine.arguments.dropFirst()), output: output)
+  }
+
+  /// `bytes` with every byte but printable ASCII written `\xHH` (a backslash `\\`): an argument
+  /// that is not UTF-8, shown as its bytes are.
+  static func escaped(_ bytes: [UInt8]) -> String {
+    bytes.map { byte in
+      if byte == UInt8(ascii: "\\") { return "\\\\" }
+      if (0x20...0x7E).contains(byte) { return String(UnicodeScalar(byte)) }
+      let hex = String(byte, radix: 16, uppercase: true)
+      return "\\x" + (hex.count == 1 ? "0" + hex : hex)
+    }.joined()
   }
 
   /// The index of the first of `arguments` (raw bytes) that is not valid UTF-8; nil when all are.

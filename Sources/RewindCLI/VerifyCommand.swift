@@ -103,6 +103,11 @@ enum VerifyCommand: RewindCommand {
       } else if report.isSound {
         "Records after sequence \(report.lastSequence) were lost: restore the journal from a backup if there "
           + "is one. The next writer moves such snapshots aside (`rewind repair` leaves a sound journal alone)."
+      } else if report.problems.contains(where: \.zerosOnly),
+        report.problems.allSatisfy({ $0.zerosOnly || $0.strayFile })
+      {
+        "`rewind repair \(directory)` cuts the zeros, which hold no record, keeping every segment"
+          + (report.problems.contains(where: \.strayFile) ? ", and moves the stray files aside." : ".")
       } else {
         "`rewind repair \(directory)` moves the damaged part aside."
       }

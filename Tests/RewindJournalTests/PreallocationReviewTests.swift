@@ -77,9 +77,12 @@ import Testing
       let last = try JournalReader(directory: dir.path).lastSequence()
       let plan = try Journal.repair(directory: dir.path, dryRun: true)
       #expect(plan.moved.isEmpty && plan.damage?.zerosOnly == true, "\(plan)")
+      #expect(plan.zerosCut.map(\.segment) == [segments[0]] && plan.zerosCut.first?.length == 4096, "\(plan)")
+      #expect(plan.zerosCut.first?.offset == Int64(zeros))
       #expect(plan.lastSequence == last)
       let done = try Journal.repair(directory: dir.path)
       #expect(done.moved.isEmpty, "\(done.moved)")
+      #expect(done.zerosCut == plan.zerosCut)
       #expect(done.lastSequence == last)
       #expect(JournalFixtures.segments(dir.path) == segments)
       #expect(try Files.read(path) == Array(bytes[..<zeros]))
@@ -87,6 +90,42 @@ import Testing
       #expect(after.isSound, "\(after.problems)")
       #expect(after.lastSequence == last)
     }
+  }
+
+  /// Zeros that hold no record ending a sealed segment, and a damaged frame in the last segment
+  /// as well: the repair cuts the zeros, then moves from the frame on, keeping the intact
+  /// segments between. It moved every segment from the zeros on (the intact ones too, whose
+  /// numbers the next writer then reused).
+  @Test func zerosAndLaterDamageKeepTheSegmentsBetween() async throws {
+    let dir = TemporaryDirectory("review-zeros-and-damage")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    let records = try await JournalFixtures.write(journal, batches: 80, seed: 49)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count >= 4)
+    let first = dir.appending(segments[0])
+    try Files.write(try Files.read(first) + [UInt8](repeating: 0, count: 4096), to: first)
+    let lastPath = dir.appending(try #require(segments.last))
+    var lastBytes = try Files.read(lastPath)
+    let frames = try JournalFixtures.frames(of: lastBytes)
+    try #require(frames.count >= 3)
+    let damaged = frames[1]
+    lastBytes[damaged.offset + Layout.batchHeaderSize + 2] ^= 0xFF
+    try Files.write(lastBytes, to: lastPath)
+    let before = try JournalReader(directory: dir.path).verify()
+    try #require(before.problems.count == 2 && before.problems[0].zerosOnly, "\(before.problems)")
+
+    for dryRun in [true, false] {
+      let report = try Journal.repair(directory: dir.path, dryRun: dryRun)
+      #expect(report.zerosCut.map(\.segment) == [segments[0]], "dry run \(dryRun): \(report)")
+      #expect(report.moved.map(\.segment) == [try #require(segments.last)], "dry run \(dryRun): \(report.moved)")
+      #expect(report.moved.first?.offset == Int64(damaged.offset), "dry run \(dryRun): \(report.moved)")
+      #expect(report.lastSequence == damaged.header.firstSequence - 1, "dry run \(dryRun): \(report)")
+    }
+    #expect(JournalFixtures.segments(dir.path) == segments, "every segment stays")
+    let after = try JournalReader(directory: dir.path).verify()
+    #expect(after.isSound, "\(after.problems)")
+    #expect(try JournalFixtures.readAll(dir.path) == Array(records.prefix(Int(damaged.header.firstSequence - 1))))
   }
 
   /// The last frame of a sealed segment damaged (its header intact): one problem, its records.

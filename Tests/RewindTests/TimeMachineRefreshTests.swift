@@ -304,6 +304,8 @@ import Testing
     var options = JournalOptions()
     options.segmentTargetBytes = JournalOptions.minimumSegmentTargetBytes
     try Self.placeCrates(directory, ids: 4...40, options: options)
+    let segment = directory + "/00000000000000000001.lz4"
+    let asWritten = try Files.read(segment)
     let journal = try Journal(directory: directory, options: options)
     let report = try journal.compactSealedSegments()
     journal.close()
@@ -317,5 +319,11 @@ import Testing
     #expect(machine.end?.lastSequence == 3, "the end as read stays")
     #expect(try machine.jump(to: 3).boxes.count == 3)
     #expect(machine.end?.batch == frame)
+
+    // The segment as written put back (a copy from before the compaction): the compacted frame is
+    // gone, but the batch as read stands in its place again, with the records read.
+    try Files.write(asWritten, to: segment)
+    #expect(try machine.jump(to: 1).boxes.count == 1)
+    #expect(machine.end?.batch == read, "checked by the batch as read again")
   }
 }

@@ -68,10 +68,10 @@ struct JournalReadScenario: Scenario {
 
 /// Replays the corpus journal into the Notebook stores (`Replay.rebuild`) in a fresh process:
 /// events/s and peak memory, at a tenth of the journal and at all of it, each the best of three
-/// cold runs (as the `lz4 -dc` ceiling it is compared with is the best of three; the highest peak
+/// cold runs (as the liblz4 ceiling it is compared with is the best of three; the highest peak
 /// of the three is recorded); then a history
 /// `readRepeats` times as long (10M events in full mode), written for the purpose by the same
-/// seeded workload (a valid history: the corpus repeated is not one). The peak includes the
+/// seeded workload (a valid history: the corpus repeated is not one), replayed the same way. The peak includes the
 /// rebuilt state, which grows with the number of live records (recorded next to it).
 struct ReplayScenario: Scenario {
   let name = "replay"

@@ -48,10 +48,15 @@ public enum Snapshots {
   /// most `keep` snapshots, not one whole state written and synced per interval.
   /// A multiple where the state has no exact snapshot (it holds the double -0.0, see
   /// `SnapshotStore.write`) is passed over: it gets none, and the next multiple may.
-  /// - Parameter through: the journal's end as far as the update may read (nil: its last
-  ///   record). A writer's own maintenance passes the last sequence number it committed: records
-  ///   past it may be written and not acknowledged yet, and a group whose sync fails is cut off
-  ///   the journal, so a snapshot past it could stand for a state that was never committed.
+  /// - Parameters:
+  ///   - type: the model whose states are written.
+  ///   - directory: the journal's directory (the snapshots go in its `snapshots/`).
+  ///   - interval: a snapshot at each multiple of it.
+  ///   - keep: how many of the newest files at or before the journal's end are kept.
+  ///   - through: the journal's end as far as the update may read (nil: its last record). A
+  ///     writer's own maintenance passes the last sequence number it committed: records past it
+  ///     may be written and not acknowledged yet, and a group whose sync fails is cut off the
+  ///     journal, so a snapshot past it could stand for a state that was never committed.
   /// - Precondition: `interval` and `keep` are at least 1 (keeping none would remove each
   ///   snapshot as soon as it is written).
   /// - Returns: the sequence numbers written, ascending.

@@ -68,8 +68,12 @@ public final class TimeMachine<M: SnapshotModel> {
   /// The journal's end as last read, with the batch that ended it: every call that reads records,
   /// and `refresh()` before it takes records past it, checks that the batch is still there
   /// (`checkEndInPlace()`; nil while damage hides the end).
-  /// Internal, not private, for the tests that check which batch it checks.
+  /// Internal, not private, for the tests that check which batch it checks. After a compaction
+  /// its batch is the compacted frame that holds the records of the batch read (`batchAsRead`).
   private(set) var end: JournalEnd?
+  /// The batch that ended the journal when it was read (at opening or the last refresh), which
+  /// `end` names until a compaction moves its records.
+  private var batchAsRead: BatchPlace?
   /// Where the time machine stands: `state` is the state after this record (0: the empty state).
   public private(set) var position: UInt64 = 0
   /// The state at `position`.
@@ -109,6 +113,7 @@ public final class TimeMachine<M: SnapshotModel> {
     self.maxKeyframes = max(2, maxKeyframes)
     do {
       end = try reader.end()
+      batchAsRead = end?.batch
     } catch let damage as JournalError where damage.isDamage {
       end = nil
       endHiddenBy = damage
@@ -139,6 +144,7 @@ public final class TimeMachine<M: SnapshotModel> {
     guard now.lastSequence >= before else { throw shortened(endingAt: now.lastSequence, before: before) }
     if end?.batch != now.batch { try checkEndInPlace() }
     end = now
+    batchAsRead = now.batch
     lastSequence = now.lastSequence
     lastIntactSequence = now.lastSequence
     endHiddenBy = nil
@@ -157,9 +163,16 @@ public final class TimeMachine<M: SnapshotModel> {
   /// the batch's segment with the same records, the compacted frame that holds the last of them
   /// is checked from then on (one header read again, not that frame's records at every call).
   private func checkEndInPlace() throws {
-    guard let read = end?.batch else { return }
-    if let now = try reader.place(of: read) {
-      if now != read { end?.batch = now }
+    guard let checked = end?.batch else { return }
+    if let now = try reader.place(of: checked) {
+      if now != checked { end?.batch = now }
+      return
+    }
+    // The compacted frame checked since may be gone while the batch as read stands in its place
+    // again (the files from before the compaction put back): its records are the ones read.
+    let read = batchAsRead ?? checked
+    if read != checked, let now = try reader.place(of: read) {
+      end?.batch = now
       return
     }
     let now = journalEnd(atMost: lastSequence)

@@ -6,6 +6,11 @@ public struct RepairReport: Sendable, Equatable {
   /// every later segment whole. Only bytes that exist move: a loss that left none (committed
   /// frames turned to zeros, or a segment cut short) has no entry here; `damage` names it.
   public var moved: [QuarantinedBytes] = []
+  /// Zeros cut off the end of sealed segments whose successors start right after their last
+  /// records (`verify`: "no records are missing, but readers stop here"): each segment, the byte
+  /// offset it is cut at and how many bytes of zeros went. They hold no record, so nothing of them
+  /// is kept and every segment stays.
+  public var zerosCut: [QuarantinedBytes] = []
   /// The damage the repair starts from (the first problem `verify` found, or the unfinished tail
   /// of the last segment); nil when the journal was sound and there was nothing to do.
   public var damage: JournalProblem?
@@ -20,7 +25,9 @@ public struct RepairReport: Sendable, Equatable {
 extension Journal {
   /// Quarantines everything from the first damaged frame on, so the intact prefix can be
   /// opened and appended to again. Nothing is deleted: moved bytes go to `quarantine/`, and the
-  /// report says exactly what moved. Takes the writer's lock, so it refuses to run while a writer
+  /// report says exactly what moved. Zeros ending a sealed segment whose successor starts right
+  /// after its last record hold no record: they are cut first (`zerosCut`), keeping every segment,
+  /// and the rest of the damage, if any, is judged as the journal then stands. Takes the writer's lock, so it refuses to run while a writer
   /// has the journal open. A file named like a segment that holds nothing committed (no valid
   /// segment header, no valid batch, named by no index entry) moves aside alone. A repair stopped
   /// part way (killed, or a move failing) is finished by the next one.
@@ -79,11 +86,12 @@ extension Journal {
     var report = RepairReport(verification: verification, dryRun: dryRun)
     report.lastSequence = verification.lastSequence
     // Stray files (named like segments, holding nothing committed) move aside alone, each: their
-    // names say nothing about where the journal's damage is. The rest moves from the first other
-    // damage on.
+    // names say nothing about where the journal's damage is. Zeros that hold no record are cut
+    // (below). The rest moves from the first other damage on.
     let strays = verification.problems.filter(\.strayFile)
-    let damage = verification.problems.first { !$0.strayFile } ?? verification.unfinishedTail
-    guard let reported = strays.first ?? damage else { return report }
+    let zeros = verification.problems.filter(\.zerosOnly)
+    var damage = verification.problems.first { !$0.strayFile && !$0.zerosOnly } ?? verification.unfinishedTail
+    guard let reported = strays.first ?? damage ?? zeros.first else { return report }
     report.damage = reported
 
     var layout = try JournalDirectory(path: directory, io: io)
@@ -106,30 +114,40 @@ extension Journal {
       }
       report.moved.append(entry)
     }
-    // Only stray files: the index names none of them, so it stays.
-    guard let first = damage else { return report }
-    let damages = verification.problems.filter { !$0.strayFile }
-    if !damages.isEmpty, damages.allSatisfy(\.zerosOnly) {
-      // Zeros ending sealed segments whose successors start right after their last records, and
-      // no other damage: they hold no record, and readers stop at them. Cut, keeping every
-      // segment and the index (which names no batch in them): moved from there on as other
-      // damage is, the intact segments after them left the journal, and the next writer numbered
-      // new records over theirs. (With other damage too, the repair moves from the first on, as
-      // before: a known limit.)
-      if !dryRun {
-        for zeros in damages {
-          do {
-            _ = try quarantine.moveTail(of: zeros.file, from: zeros.offset, upTo: zeros.offset)
-          } catch {
-            throw JournalError(error, directory: directory, file: zeros.file)
-          }
+    // Zeros ending sealed segments whose successors start right after their last records: they
+    // hold no record, and readers stop at them. Cut, keeping every segment and the index (which
+    // names no batch in them): moved from there on as other damage is, the intact segments after
+    // them left the journal, and the next writer numbered new records over theirs.
+    var problems = verification.problems
+    if !zeros.isEmpty {
+      for cut in zeros {
+        var entry = QuarantinedBytes(
+          segment: cut.file, offset: cut.offset, length: 0, movedTo: "", reason: cut.message, sequences: nil)
+        do {
+          let segment = try SegmentFile(
+            directory: directory, firstSequence: Layout.firstSequence(ofSegmentNamed: cut.file) ?? 0, io: io)
+          entry.length = max(0, segment.size - cut.offset)
+          if !dryRun { _ = try quarantine.moveTail(of: cut.file, from: cut.offset, upTo: cut.offset) }
+        } catch {
+          throw JournalError(error, directory: directory, file: cut.file)
         }
+        report.zerosCut.append(entry)
       }
-      // Where the journal ends with them cut: the segments after them read on (a reader finds its
-      // end from the last segment, not by walking through the zeros).
-      report.lastSequence = max(report.lastSequence, (try? reader.lastSequence()) ?? 0)
-      return report
+      if dryRun {
+        // Where the journal would end: before the other damage, or where a reader finds its end
+        // (from the last segment, not by walking through the zeros).
+        report.lastSequence =
+          damage?.sequences.map { max($0.lowerBound, 1) - 1 } ?? (try? reader.lastSequence()) ?? report.lastSequence
+      } else {
+        // Read again with the zeros cut: the other damage is judged as the journal now stands.
+        let again = try reader.verify()
+        problems = again.problems
+        damage = again.problems.first { !$0.strayFile } ?? again.unfinishedTail
+        report.lastSequence = again.lastSequence
+      }
     }
+    // Only stray files and zeros: the index names none of them, so it stays.
+    guard let first = damage else { return report }
     let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
     // Last segment first, the damaged one last: a repair that stops part way (killed, or a
     // move failing) leaves the segments up to the damaged one whole and a run of the later ones,
@@ -154,7 +172,7 @@ extension Journal {
       // repair stopped after moving the later ones aside): moved to its end, as it would have been.
       let sealed =
         segment != layout.segments.last
-        || verification.problems.contains {
+        || problems.contains {
           !$0.strayFile && (Layout.firstSequence(ofSegmentNamed: $0.file) ?? 0) > segment
         }
       let end: Int64

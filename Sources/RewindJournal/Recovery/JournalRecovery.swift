@@ -68,11 +68,13 @@ package struct JournalRecovery {
       segments = [1]
     }
     if segments[0] == 0 {
-      throw JournalError(
+      var error = JournalError(
         .sequenceBreak,
         "a file named like a segment starting at sequence 0, which no segment does (sequence numbers start at 1); "
           + "rewind repair moves it aside",
         directory: path, file: Layout.segmentName(firstSequence: 0), offset: 0)
+      error.isStrayFile = true  // nothing committed is damaged: the advice says so
+      throw error
     }
     guard segments[0] == 1 else {
       throw JournalError.segmentBreak(
