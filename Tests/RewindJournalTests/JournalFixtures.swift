@@ -18,6 +18,19 @@ enum JournalFixtures {
     return options
   }
 
+  /// A closed journal in segments of 2 KiB, of `batches` batches of `seed`'s records (`write`):
+  /// its directory, the options it was written with, and the records.
+  static func smallSegments(_ name: String, batches: Int, seed: UInt64) async throws -> (
+    TemporaryDirectory, JournalOptions, [JournalRecord]
+  ) {
+    let dir = TemporaryDirectory(name)
+    let options = Self.options(segmentBytes: 2 << 10)
+    let journal = try Journal(directory: dir.path, options: options)
+    let records = try await write(journal, batches: batches, seed: seed)
+    journal.close()
+    return (dir, options, records)
+  }
+
   /// Appends `batches` batches of 1...`maxRecords` records with small payloads, one at a time
   /// (so each batch is its own frame). Returns the records as they must read back.
   static func write(

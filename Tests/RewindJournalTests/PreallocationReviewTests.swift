@@ -42,10 +42,7 @@ import Testing
   /// as for a sealed segment cut short.
   @Test(arguments: [true, false])
   func zerosEndingASealedSegmentAreReportedAsTheRecordsTheyStandFor(overFrames: Bool) async throws {
-    let dir = TemporaryDirectory("review-sealed-zeros")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    _ = try await JournalFixtures.write(journal, batches: 80, seed: 47)
-    journal.close()
+    let (dir, _, _) = try await JournalFixtures.smallSegments("review-sealed-zeros", batches: 80, seed: 47)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count >= 3)
     let path = dir.appending(segments[0])
@@ -97,10 +94,7 @@ import Testing
   /// segments between. It moved every segment from the zeros on (the intact ones too, whose
   /// numbers the next writer then reused).
   @Test func zerosAndLaterDamageKeepTheSegmentsBetween() async throws {
-    let dir = TemporaryDirectory("review-zeros-and-damage")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    let records = try await JournalFixtures.write(journal, batches: 80, seed: 49)
-    journal.close()
+    let (dir, _, records) = try await JournalFixtures.smallSegments("review-zeros-and-damage", batches: 80, seed: 49)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count >= 4)
     let first = dir.appending(segments[0])
@@ -132,10 +126,7 @@ import Testing
   /// `verify` reported a second one, a break before the next segment ("the previous one ends at"
   /// the record before the damaged frame), flagged as records missing before intact segments.
   @Test func aDamagedLastFrameOfASealedSegmentIsOneProblem() async throws {
-    let dir = TemporaryDirectory("review-sealed-last-frame")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    _ = try await JournalFixtures.write(journal, batches: 80, seed: 48)
-    journal.close()
+    let (dir, _, _) = try await JournalFixtures.smallSegments("review-sealed-last-frame", batches: 80, seed: 48)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count >= 3)
     let path = dir.appending(segments[0])

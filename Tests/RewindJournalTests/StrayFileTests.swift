@@ -9,19 +9,6 @@ import Testing
 /// records before it, and repair moves it aside alone. A segment whose header is damaged but
 /// whose batches are there is no stray: its records were committed.
 @Suite struct StrayFileTests {
-  /// A closed journal in segments of 2 KiB, of `batches` batches of `seed`'s records: its
-  /// directory, the options it was written with, and the records.
-  static func written(_ name: String, batches: Int, seed: UInt64) async throws -> (
-    TemporaryDirectory, JournalOptions, [JournalRecord]
-  ) {
-    let dir = TemporaryDirectory(name)
-    let options = JournalFixtures.options(segmentBytes: 2 << 10)
-    let journal = try Journal(directory: dir.path, options: options)
-    let records = try await JournalFixtures.write(journal, batches: batches, seed: seed)
-    journal.close()
-    return (dir, options, records)
-  }
-
   /// Garbage named like a later segment made the journal unreadable and unrepairable: `verify`
   /// reported records missing up to its name (records that never existed) and `repair` refused,
   /// calling the garbage an intact segment. Named inside the journal's range, it made `verify`
@@ -29,7 +16,7 @@ import Testing
   /// and repair moves it alone, keeping every record.
   @Test(arguments: ["after", "inside"])
   func aGarbageFileNamedLikeASegmentIsMovedAsideAlone(place: String) async throws {
-    let (dir, _, records) = try await Self.written("stray-\(place)", batches: 40, seed: 71)
+    let (dir, _, records) = try await JournalFixtures.smallSegments("stray-\(place)", batches: 40, seed: 71)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count > 2)
     let second = try #require(Layout.firstSequence(ofSegmentNamed: segments[1]))
@@ -63,7 +50,7 @@ import Testing
   /// opening for writing called it segments missing. Now it is a stray whatever it holds: `verify`
   /// reports it alone, repair moves it alone, and the journal opens as before.
   @Test func aFileNamedForSequenceZeroIsAStrayWhateverItHolds() async throws {
-    let (dir, options, records) = try await Self.written("stray-zero", batches: 40, seed: 76)
+    let (dir, options, records) = try await JournalFixtures.smallSegments("stray-zero", batches: 40, seed: 76)
     let segments = JournalFixtures.segments(dir.path)
     var copy = try Files.read(dir.appending(segments[0]))
     copy[20] ^= 0xFF  // a damaged segment header; the batches after it are segment 1's
@@ -92,7 +79,7 @@ import Testing
   /// Opening for writing already moved a stray last file aside (it is the trace of a segment
   /// creation cut short, or of something from outside), numbering on after the last record.
   @Test func openingForWritingMovesAStrayLastFileAside() async throws {
-    let (dir, options, records) = try await Self.written("stray-open", batches: 40, seed: 72)
+    let (dir, options, records) = try await JournalFixtures.smallSegments("stray-open", batches: 40, seed: 72)
     let stray = Layout.segmentName(firstSequence: 99_999)
     try Files.write(Array(String(repeating: "garbage", count: 10).utf8), to: dir.appending(stray))
     let reopened = try Journal(directory: dir.path, options: options)
@@ -125,7 +112,7 @@ import Testing
   /// The leftover of a segment creation cut short (`NAME.lz4.tmp`) goes aside at opening, and the
   /// report says how many bytes went (it said 0).
   @Test func anUnfinishedSegmentCreationIsMovedAsideWithItsSize() async throws {
-    let (dir, options, records) = try await Self.written("stray-tmp", batches: 10, seed: 77)
+    let (dir, options, records) = try await JournalFixtures.smallSegments("stray-tmp", batches: 10, seed: 77)
     let leftover = Layout.segmentName(firstSequence: UInt64(records.count) + 1) + ".tmp"
     try Files.write([UInt8](repeating: 7, count: 44), to: dir.appending(leftover))
     let reopened = try Journal(directory: dir.path, options: options)
@@ -142,7 +129,7 @@ import Testing
   /// still refuses (records are missing before it), moving nothing.
   @Test(arguments: [false, true])
   func aSegmentWithADamagedHeaderIsNoStray(afterAGap: Bool) async throws {
-    let (dir, _, _) = try await Self.written("stray-header", batches: 40, seed: 73)
+    let (dir, _, _) = try await JournalFixtures.smallSegments("stray-header", batches: 40, seed: 73)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count > 2)
     let victim = try #require(segments.last)
@@ -197,7 +184,7 @@ import Testing
   /// the damage: `verify` reports it alone, and repair moves it alone.
   @Test(arguments: ["inside", "after"])
   func aCopyOfASegmentUnderAnotherNameIsMovedAsideAlone(place: String) async throws {
-    let (dir, _, records) = try await Self.written("misnamed-\(place)", batches: 40, seed: 75)
+    let (dir, _, records) = try await JournalFixtures.smallSegments("misnamed-\(place)", batches: 40, seed: 75)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count > 3)
     let second = try #require(Layout.firstSequence(ofSegmentNamed: segments[1]))

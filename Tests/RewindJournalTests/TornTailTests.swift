@@ -346,10 +346,7 @@ import Testing
 
   @Test func aTornTailInANewSegmentAfterARollIsMovedAside() async throws {
     // The last segment is not the first: recovery must look at the right file.
-    let dir = TemporaryDirectory("torn-roll")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    let records = try await JournalFixtures.write(journal, batches: 60, seed: 25)
-    journal.close()
+    let (dir, _, records) = try await JournalFixtures.smallSegments("torn-roll", batches: 60, seed: 25)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count > 2)
     let lastPath = dir.appending(segments.last!)

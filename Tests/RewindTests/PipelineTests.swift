@@ -84,6 +84,17 @@ private func makeManager(_ directory: String, io: HoldingFileIO) throws -> Manag
     directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
 }
 
+/// A manager of `Ledger` in `temporary`'s "journal" under `always`, its writes through a
+/// `HoldingFileIO`, with one account opened: what most tests here start from.
+private func ledgerWithAnAccount(in temporary: TemporaryDirectory) async throws -> (
+  directory: String, io: HoldingFileIO, manager: Manager<Ledger>, id: Identifier
+) {
+  let directory = temporary.appending("journal")
+  let io = HoldingFileIO()
+  let manager = try makeManager(directory, io: io)
+  return (directory, io, manager, try await manager.openAccount(owner: "shared"))
+}
+
 /// Holds the first increment's append in the writer, then starts `behind` more increments, each
 /// once the one before it has been handed to the journal (so each is its own append, queued
 /// behind the held one). Returns the tasks, first the held one.
@@ -113,10 +124,7 @@ private func queueBehindAHeldAppend(
 /// after it, in sequence order, each validated against the state its predecessors leave.
 @Test(.timeLimit(.minutes(10))) func commandsBehindAnAppendInFlightAreAppliedOnlyAfterItInOrder() async throws {
   let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let io = HoldingFileIO()
-  let manager = try makeManager(directory, io: io)
-  let id = try await manager.openAccount(owner: "shared")
+  let (directory, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
   var changes = manager.changes().makeAsyncIterator()
 
   let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
@@ -143,10 +151,7 @@ private func queueBehindAHeldAppend(
 /// next command validates against the committed state.
 @Test(.timeLimit(.minutes(10))) func commandsBehindAFailedAppendFailAndNothingOfThemIsVisible() async throws {
   let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let io = HoldingFileIO()
-  let manager = try makeManager(directory, io: io)
-  let id = try await manager.openAccount(owner: "shared")
+  let (directory, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
   var changes = manager.changes().makeAsyncIterator()
 
   let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
@@ -179,10 +184,7 @@ private func queueBehindAHeldAppend(
 /// after could not be journaled", though it had read none.
 @Test(.timeLimit(.minutes(10))) func aCommandAdmittedBeforeAFailureItDidNotReadCommits() async throws {
   let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let io = HoldingFileIO()
-  let manager = try makeManager(directory, io: io)
-  let id = try await manager.openAccount(owner: "shared")
+  let (directory, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
   io.holdNextWrite()
   let first = Task(executorPreference: OwnThreadExecutor()) { try await increment(manager, id) }
   try await io.waitUntilHolding()
@@ -213,10 +215,7 @@ private func queueBehindAHeldAppend(
 /// throw `durabilityLost` too).
 @Test(.timeLimit(.minutes(10))) func commandsBehindAnAppendThatLostDurabilityWereNotWritten() async throws {
   let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let io = HoldingFileIO()
-  let manager = try makeManager(directory, io: io)
-  let id = try await manager.openAccount(owner: "shared")
+  let (directory, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
 
   let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 3)
   io.releaseWrite(failing: false, syncFailing: true)
@@ -247,10 +246,7 @@ private func queueBehindAHeldAppend(
 /// refused).
 @Test(.timeLimit(.minutes(10))) func aCommandThatReadAnAppendThatLostDurabilityIsStopped() async throws {
   let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let io = HoldingFileIO()
-  let manager = try makeManager(directory, io: io)
-  let id = try await manager.openAccount(owner: "shared")
+  let (_, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
 
   let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 0)
   let validated = Signal("the command that records nothing validated")
@@ -354,10 +350,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
 /// command's failure if it was not (it read a state that never existed).
 @Test(.timeLimit(.minutes(10))) func aCommandRecordingNothingIsAnsweredOnlyAfterTheCommandsItRead() async throws {
   let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let io = HoldingFileIO()
-  let manager = try makeManager(directory, io: io)
-  let id = try await manager.openAccount(owner: "shared")
+  let (_, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
 
   for failing in [true, false] {
     io.holdNextWrite()
@@ -386,10 +379,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
 /// failure instead (its refusal was based on a state that never existed).
 @Test(.timeLimit(.minutes(10))) func aCommandThatThrowsIsAnsweredOnlyAfterTheCommandsItRead() async throws {
   let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let io = HoldingFileIO()
-  let manager = try makeManager(directory, io: io)
-  let id = try await manager.openAccount(owner: "shared")
+  let (_, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
 
   for failing in [true, false] {
     io.holdNextWrite()
@@ -427,10 +417,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
 /// write then fails.
 @Test(.timeLimit(.minutes(10))) func commandsServedInATurnAreAnsweredOnlyAfterTheCommandsTheyRead() async throws {
   let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let io = HoldingFileIO()
-  let manager = try makeManager(directory, io: io)
-  let id = try await manager.openAccount(owner: "shared")
+  let (_, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
 
   let calls = Mutex(0)
   let firstCall = Signal()
