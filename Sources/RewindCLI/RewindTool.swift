@@ -246,15 +246,31 @@ public struct RewindTool {
     return await run(Array(CommandLine.arguments.dropFirst()), output: output)
   }
 
-  /// `bytes` with every byte but printable ASCII written `\xHH` (a backslash `\\`): an argument
-  /// that is not UTF-8, shown as its bytes are.
+  /// An argument that is not UTF-8, shown as its bytes are: its valid runs as `visible` shows any
+  /// text (controls escaped, a backslash doubled), each byte that is no UTF-8 as `\xHH`.
   static func escaped(_ bytes: [UInt8]) -> String {
-    bytes.map { byte in
-      if byte == UInt8(ascii: "\\") { return "\\\\" }
-      if (0x20...0x7E).contains(byte) { return String(UnicodeScalar(byte)) }
-      let hex = String(byte, radix: 16, uppercase: true)
-      return "\\x" + (hex.count == 1 ? "0" + hex : hex)
-    }.joined()
+    var out = ""
+    var run = String.UnicodeScalarView()
+    var parser = Unicode.UTF8.ForwardParser()
+    var iterator = bytes.makeIterator()
+    var position = 0
+    while true {
+      switch parser.parseScalar(from: &iterator) {
+      case .valid(let encoded):
+        run.append(Unicode.UTF8.decode(encoded))
+        position += encoded.count
+      case .error(let length):
+        out += visible(String(run))
+        run = String.UnicodeScalarView()
+        for byte in bytes[position..<position + length] {
+          let hex = String(byte, radix: 16, uppercase: true)
+          out += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+        }
+        position += length
+      case .emptyInput:
+        return out + visible(String(run))
+      }
+    }
   }
 
   /// The index of the first of `arguments` (raw bytes) that is not valid UTF-8; nil when all are.
