@@ -96,6 +96,11 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   /// The file is named like a segment but is none, and holds no committed record (a stray file,
   /// `JournalProblem.strayFile`): nothing committed is damaged, and `Journal.repair` moves it aside.
   package var isStrayFile = false
+  /// What opening the journal for writing had moved aside or found missing before this error,
+  /// when something had been (`RecoveryReport.isClean` false): set by `Manager.init` when its
+  /// start-up fails after the opening, whose report would otherwise be lost with the manager
+  /// (the opening rewrote the index, so nothing else says the records are gone). Nil otherwise.
+  public var openingRecovery: RecoveryReport?
 
   public init(
     _ code: Code, _ message: String, directory: String? = nil, file: String? = nil, offset: Int64? = nil,
@@ -123,6 +128,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     if !place.isEmpty { text += " (" + place.joined(separator: ", ") + ")" }
     if let directory { text += " in journal \(directory)" }
     if let advice { text += ". " + advice }
+    if let openingRecovery, !openingRecovery.isClean {
+      text += ". Before this, opening the journal for writing had recovered: " + openingRecovery.losses
+    }
     return text
   }
 

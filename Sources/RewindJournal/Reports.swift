@@ -89,8 +89,9 @@ public struct RecoveryReport: Sendable, Equatable {
   /// records cannot be brought back from this journal. This report is the only place that says
   /// so: opening rewrites the index without the entries that witnessed the loss, so `rewind
   /// verify` finds nothing after it (FORMAT.md: "it says so once"). Keep or show it; an app that
-  /// opens through a `Manager` finds it in `Manager.recovery`, which a failed `Manager.init`
-  /// does not hand back (a known limit).
+  /// opens through a `Manager` finds it in `Manager.recovery`, or, when `Manager.init` fails
+  /// after opening, in the error it throws (`JournalError.openingRecovery`,
+  /// `ReplayError.openingRecovery`).
   public var missingRecords: MissingRecords?
   /// Index entries that had to be rebuilt (the index is derived data).
   public var indexEntriesRebuilt: Int = 0
@@ -101,4 +102,11 @@ public struct RecoveryReport: Sendable, Equatable {
 
   /// True when nothing had to be moved aside and nothing committed was missing.
   public var isClean: Bool { movedAside.isEmpty && missingRecords == nil }
+
+  /// What was moved aside and what was found missing, one clause each, joined by "; " (empty
+  /// when `isClean`): what an error carries when opening went on to fail after recovering
+  /// (`JournalError.openingRecovery`).
+  public var losses: String {
+    (movedAside.map(\.description) + (missingRecords.map { [$0.description] } ?? [])).joined(separator: "; ")
+  }
 }

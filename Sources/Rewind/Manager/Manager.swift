@@ -255,6 +255,9 @@ public final class Manager<M: Model>: Sendable {
   /// which it skipped), else from the first record.
   /// - Throws: `JournalError` if the journal cannot be opened (or a snapshot past its end cannot
   ///   be moved aside), `ReplayError` if a record does not decode as one of the model's events.
+  ///   When opening had moved a torn tail aside or found committed records missing before the
+  ///   start-up failed, the error's `openingRecovery` holds that report (`recovery` is never
+  ///   returned then, and nothing else says the records are gone).
   public init(
     directory: String, options: JournalOptions = JournalOptions(), clock: TimeSource = .system,
     ids: IdentifierSource = .random
@@ -269,7 +272,7 @@ public final class Manager<M: Model>: Sendable {
         after: replayed.lastSequence)
     } catch {
       journal.close()
-      throw error
+      throw Self.carrying(recovery, error)
     }
     self.journal = journal
     self.recovery = recovery
@@ -283,6 +286,22 @@ public final class Manager<M: Model>: Sendable {
     self.working = LockedValue(M())
     self.pipeline = Mutex(Pipeline(nextSequence: replayed.lastSequence + 1))
     self.startupReport = replayed.report
+  }
+
+  /// `error` with `recovery` attached when it is worth telling (not clean): a start-up that
+  /// fails after the opening recovered would otherwise lose the only report of what it moved
+  /// aside or found missing. The two error types start-up throws carry it; any other passes as is.
+  private static func carrying(_ recovery: RecoveryReport, _ error: any Error) -> any Error {
+    guard !recovery.isClean else { return error }
+    switch error {
+    case var error as JournalError:
+      error.openingRecovery = recovery
+      return error
+    case var error as ReplayError:
+      error.openingRecovery = recovery
+      return error
+    default: return error
+    }
   }
 
   deinit {

@@ -1,3 +1,5 @@
+public import RewindJournal
+
 /// A journal record that replay cannot turn into an event, located by sequence number.
 public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
   public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -18,6 +20,9 @@ public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
   public var name: String?
   public var version: UInt32?
   public var underlying: String?
+  /// What opening the journal for writing had moved aside or found missing before this error,
+  /// when something had been: set by `Manager.init`, as `JournalError.openingRecovery` is.
+  public var openingRecovery: RecoveryReport?
 
   public init(_ code: Code, sequence: UInt64, name: String? = nil, version: UInt32? = nil, underlying: String? = nil) {
     self.code = code
@@ -39,6 +44,9 @@ public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
       text = "record at sequence \(sequence) is not an event record"
     }
     if let underlying { text += " (\(underlying))" }
+    if let openingRecovery, !openingRecovery.isClean {
+      text += ". Before this, opening the journal for writing had recovered: " + openingRecovery.losses
+    }
     return text
   }
 }
