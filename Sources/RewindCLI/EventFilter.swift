@@ -466,7 +466,7 @@ struct DamageMet: Error, CustomStringConvertible {
         } else {
           "every other event of the selection was"
         }
-      return errorMessage(passed.first ?? error) + ". The journal is damaged in \(places), each located above "
+      return errorSentence(passed.first ?? error) + "The journal is damaged in \(places), each located above "
         + "where it was met: the records named there were not read, and " + written + " written out"
     }
     let others = passed.isEmpty ? "" : " (but for the records of the \(counted(passed.count, "damaged place")) above)"
@@ -477,7 +477,7 @@ struct DamageMet: Error, CustomStringConvertible {
         + (lastOnly
           ? "the last events of the selection up to there were" : "every event of the selection up to there was")
         + " written out before this message"
-    return errorMessage(error) + ". " + read + "; nothing past the damage was read (`rewind verify` lists "
+    return errorSentence(error) + read + "; nothing past the damage was read (`rewind verify` lists "
       + "every damaged place; `--from` a sequence number after one reads what follows it)."
   }
 

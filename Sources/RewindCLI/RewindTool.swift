@@ -337,6 +337,13 @@ func errorMessage(_ error: any Error) -> String {
     ?? String(describing: error)
 }
 
+/// `errorMessage(error)` ended as a sentence, ready for another: ". " after it, or only a space
+/// when it ends with a full stop already (advice does).
+func errorSentence(_ error: any Error) -> String {
+  let message = errorMessage(error)
+  return message + (message.hasSuffix(".") ? " " : ". ")
+}
+
 /// One `rewind` command. The built-in ones and an app's own (`RewindTool(commands:)`) conform.
 public protocol RewindCommand {
   /// The word after `rewind`.

@@ -126,7 +126,7 @@ enum ShowCommand: RewindCommand {
     var sequence: UInt64
 
     var description: String {
-      errorMessage(error) + ". Event \(sequence) read intact and was shown; which other events its command "
+      errorSentence(error) + "Event \(sequence) read intact and was shown; which other events its command "
         + "recorded cannot be told past the damage, so they were left out"
     }
   }

@@ -19,7 +19,9 @@ enum StatsCommand: RewindCommand {
     checkpoint is a `rewind.checkpoint` record, or a mark whose digest record follows it; a mark
     whose digest never came (the writer stopped first; harmless) is counted apart as
     unfinished. Shows progress on standard error when it is a terminal. With --json, one object
-    with the same figures (commandsWithEvents the commands that recorded events; times in ISO
+    with the same figures (the sequences run from 1 to events; commandsWithEvents the commands
+    that recorded events; records every record of the frames, whose mean per frame the text
+    shows; times in ISO
     8601: first and last are the first and last records', earliest and latest the extremes,
     stampedBeforePrevious the records stamped before the one preceding them; counts by name and
     origin as objects, a key per spelling the journal holds, by its bytes, in their order;
@@ -113,7 +115,7 @@ enum StatsCommand: RewindCommand {
         "\"earliest\":" + (earliest.map { "\"\(isoTime($0))\"" } ?? "null"),
         "\"latest\":" + (latest.map { "\"\(isoTime($0))\"" } ?? "null"),
         "\"stampedBeforePrevious\":\(stampedBeforePrevious)", "\"segments\":\(report.segments)",
-        "\"frames\":\(report.batches)", "\"bytesOnDisk\":\(report.bytesOnDisk)",
+        "\"frames\":\(report.batches)", "\"records\":\(report.records)", "\"bytesOnDisk\":\(report.bytesOnDisk)",
         "\"bytesPreallocated\":\(report.preallocatedBytes)", "\"bytesDecoded\":\(report.bytesDecoded)",
         "\"snapshots\":[\(snapshots.map(String.init).joined(separator: ","))]",
         "\"snapshotsPastTheEnd\":[\(pastTheEnd.map(String.init).joined(separator: ","))]",

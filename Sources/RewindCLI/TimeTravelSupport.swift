@@ -75,7 +75,7 @@ struct EndHidden: Error, CustomStringConvertible {
   var written: String
 
   var description: String {
-    errorMessage(error) + ". The records through sequence \(readThrough), the last before the damage, read intact: "
+    errorSentence(error) + "The records through sequence \(readThrough), the last before the damage, read intact: "
       + written
   }
 }

@@ -391,6 +391,11 @@ import Testing
     let json = try Self.parse(try await Self.rewind(["stats", path, "--json"]).out)
     let object = try #require(json.first)
     #expect(object["events"] as? Int == events.count)
+    // Every record is an event here: the text's mean per frame is records over frames.
+    let frames = try #require(object["frames"] as? Int)
+    #expect(object["records"] as? Int == events.count)
+    #expect(
+      run.out.contains(String(format: "%.1f records per frame", Double(events.count) / Double(frames))), "\(run.out)")
     #expect((object["byName"] as? [String: Int])?["note.created"] == created)
     #expect((object["byOrigin"] as? [String: Int])?["sync"] == sync)
     #expect(object["first"] as? String == first)

@@ -127,6 +127,7 @@ import Testing
     #expect(FileManager.default.createFile(atPath: target.appending("notes.txt"), contents: Data("mine".utf8)))
     let error = journalError { _ = try reader.backUp(to: target.path) }
     #expect(error?.code == .invalidArgument && error?.message.contains("new or empty directory") == true)
+    #expect(error?.message.hasPrefix("it holds 1 file: ") == true, "\(String(describing: error))")
     #expect(Files.list(target.path) == ["notes.txt"])
     let file = target.appending("notes.txt")
     let onFile = journalError { _ = try reader.backUp(to: file) }

@@ -63,7 +63,8 @@ extension JournalReader {
       let contents = try JournalError.wrapping(directory: destination) { try io.contentsOfDirectory(destination) }
       guard contents.isEmpty else {
         throw JournalError(
-          .invalidArgument, "it holds \(contents.count) files: a backup goes into a new or empty directory",
+          .invalidArgument,
+          "it holds \(contents.count) file\(contents.count == 1 ? "" : "s"): a backup goes into a new or empty directory",
           directory: destination)
       }
     }
