@@ -41,7 +41,7 @@ public final class Journal: Sendable {
       throw JournalError(.invalidArgument, "JournalOptions." + problem, directory: directory)
     }
     if options.createIfMissing {
-      do { try io.makeDirectory(directory) } catch { throw JournalError(error, directory: directory) }
+      do { try io.makeDirectoryDurably(directory) } catch { throw JournalError(error, directory: directory) }
     } else if !io.fileExists(directory) {
       throw JournalError(.notAJournal, "the directory does not exist", directory: directory)
     }

@@ -24,6 +24,11 @@ package final class SyncRecordingFileIO: ForwardingFileIO {
     note("sync " + path)
   }
 
+  package func makeDirectory(_ path: String) throws {
+    try base.makeDirectory(path)
+    note("mkdir " + path)
+  }
+
   package func rename(_ from: String, to: String) throws {
     try base.rename(from, to: to)
     note("rename " + to)

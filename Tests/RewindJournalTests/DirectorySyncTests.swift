@@ -23,6 +23,34 @@ import Testing
     return unsynced
   }
 
+  /// The directories made in `events` whose parent is not synced at once after.
+  static func unsyncedDirectories(_ events: [String]) -> [String] {
+    events.indices.filter { events[$0].hasPrefix("mkdir ") }.compactMap { position in
+      let made = events[position].dropFirst("mkdir ".count)
+      let parent = String(made[..<made.lastIndex(of: "/")!])
+      return events.dropFirst(position + 1).first == "sync " + parent ? nil : events[position]
+    }
+  }
+
+  @Test func aJournalItMakesIsDurablyNamedInItsParent() throws {
+    // Syncing the journal's directory makes its entries durable, not its own name: a power loss
+    // could otherwise take the whole new journal, acknowledged records and all.
+    let parent = TemporaryDirectory("dirsync-made")
+    let path = parent.appending("journal")
+    let io = SyncRecordingFileIO()
+    var options = JournalFixtures.options(.always)
+    options.io = io
+    try Journal(directory: path, options: options).close()
+    let events = io.events
+    #expect(Array(events.prefix(2)) == ["mkdir " + path, "sync " + parent.path], "\(events)")
+    #expect(Self.unsyncedDirectories(events).isEmpty, "\(events)")
+    // Opened again, the directory is there: nothing is made or synced for it.
+    let again = SyncRecordingFileIO()
+    options.io = again
+    try Journal(directory: path, options: options).close()
+    #expect(!again.events.contains { $0.hasPrefix("mkdir ") || $0 == "sync " + parent.path }, "\(again.events)")
+  }
+
   @Test func aNewJournalSyncsItsDirectoryAfterNamingTheManifestAndTheFirstSegment() throws {
     let dir = TemporaryDirectory("dirsync-new")
     let io = SyncRecordingFileIO()
@@ -95,6 +123,9 @@ import Testing
           "truncate " + damaged, "sync " + damaged,
         ],
       "\(events)")
+    // quarantine/, made for them, is durably named in the journal's directory.
+    #expect(events.contains("mkdir " + quarantine), "\(events)")
+    #expect(Self.unsyncedDirectories(events).isEmpty, "\(events)")
     // The whole segments: each rename followed by the syncs of both directories.
     for moved in report.moved.dropFirst() {
       #expect(events.contains("rename " + dir.appending(moved.movedTo)), "\(events)")

@@ -86,6 +86,19 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     #expect(found.snapshot?.sequence == 2 && found.problems.isEmpty, "\(found.problems)")
   }
 
+  /// The first snapshot makes `snapshots/`: its name in the journal's directory is synced before
+  /// the snapshot is written into it, or a power loss could take the folder and the snapshot.
+  @Test func theSnapshotFolderIsDurablyNamedWhenMade() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 3)
+    let state = try Replay.rebuild(Gauge.self, directory: directory.path, through: 2).state
+    let io = SyncRecordingFileIO()
+    try SnapshotStore(journal: directory.path, io: io).write(state, at: 2)
+    let folder = directory.appending(SnapshotStore.folderName)
+    let made = try #require(io.events.firstIndex(of: "mkdir " + folder), "\(io.events)")
+    #expect(io.events.dropFirst(made + 1).first == "sync " + directory.path, "\(io.events)")
+  }
+
   /// Two writes of one snapshot at once (a manager's policy and `rewind snapshot`, or two
   /// threads) used to share `….snapshot.tmp`: the second truncated and rewrote the first's file
   /// and renamed it, and the first's rename then failed (ENOENT) although the snapshot was

@@ -341,10 +341,21 @@ extension FileIO {
     return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
   }
 
-  /// Creates a folder inside a journal, or checks that the one there is a real directory.
+  /// Creates the directory `path` (mode 0700) unless something stands there already, and then
+  /// syncs its parent directory, whose new entry a power loss could otherwise take with
+  /// everything made durable inside it since (fsyncing a directory makes its own entries
+  /// durable, not its name in its parent). A directory found there is taken as it is.
+  package func makeDirectoryDurably(_ path: String) throws {
+    guard !fileExists(path) else { return }
+    try makeDirectory(path)
+    try syncDirectory(ResolvedPath.split(path).parent)
+  }
+
+  /// Creates a folder inside a journal (durably: `makeDirectoryDurably`), or checks that the one
+  /// there is a real directory.
   /// - Throws: `SystemCallError` (`ENOTDIR`) when a symbolic link or a file stands in its place.
   package func makeJournalFolder(_ path: String) throws {
-    try makeDirectory(path)
+    try makeDirectoryDurably(path)
     guard isRealDirectory(path) else { throw SystemCallError("mkdir", path: path, errno: ENOTDIR) }
   }
 
