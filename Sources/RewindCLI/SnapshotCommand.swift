@@ -12,8 +12,8 @@ enum SnapshotCommand: RewindCommand {
     last record to DIR/snapshots/, atomically; with --keep K (1 to 1000000: the one written is
     always kept), then removes all but the newest K snapshots at or before it (one past the
     journal's end, a sign of records lost, is left for `rewind verify` to report, with a note).
-    Snapshots only ever save time: replay checks each one and skips (and reports) any that is
-    corrupt, foreign or written by other model code.
+    Snapshots only ever save time: replay checks each one and skips any that is corrupt,
+    foreign or written by other model code (`rewind replay` and `verify` list them).
     May run while a writer appends.
     Exit 1 when the replay finds a checkpoint of this model code whose digest differs from the
     state it rebuilt (nothing is written: a snapshot would carry that state past the checkpoint
@@ -57,9 +57,9 @@ enum SnapshotCommand: RewindCommand {
       let removed = try store.prune(keeping: keep, through: written.sequence)
       if !removed.isEmpty { output.out("pruned snapshots at \(removed.map(String.init).joined(separator: ", "))\n") }
       // A writer appending meanwhile may have written a later snapshot of its own: only one past
-      // the end as read now is a sign of records lost.
-      let end = max(written.sequence, (try? openJournal(directory).lastSequence()) ?? 0)
-      for past in store.sequences() where past > end {
+      // the end as read after the listing is a sign of records lost.
+      for past in store.pastTheEnd(lastSequence: written.sequence) {
+        let end = max(written.sequence, (try? openJournal(directory).lastSequence()) ?? 0)
         output.err(
           visible(
             "note: snapshots/\(SnapshotStore.fileName(past)) is past the journal's end, \(end): --keep "

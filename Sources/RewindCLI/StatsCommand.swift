@@ -97,9 +97,12 @@ enum StatsCommand: RewindCommand {
     progress.finish()
 
     let events = report.lastSequence
-    let snapshots = SnapshotStore(journal: directory).sequences()
-    // A snapshot is written after its records are made durable: one past the end shows records lost.
-    let pastTheEnd = snapshots.filter { $0 > report.lastSequence }
+    let store = SnapshotStore(journal: directory)
+    // A snapshot is written after its records are made durable: one past the end shows records
+    // lost. The end as read now if the journal grew while it was counted (a live writer's snapshot
+    // of records appended meanwhile is none).
+    let pastTheEnd = store.pastTheEnd(lastSequence: report.lastSequence)
+    let snapshots = store.sequences()
     let sound = report.isSound && pastTheEnd.isEmpty
     let quarantined = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/quarantine")) ?? []
     if args.flag("json") {

@@ -86,6 +86,25 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     #expect(found.snapshot?.sequence == 2 && found.problems.isEmpty, "\(found.problems)")
   }
 
+  /// `rewind stats` read the journal's end, counted every record (minutes, on a large journal),
+  /// then listed `snapshots/`: a live writer's snapshot of the records appended meanwhile read
+  /// as past the end, "records … are lost. Restore the journal from a backup". Files are judged
+  /// against the end read after the listing when one lies past the end read before.
+  @Test func aSnapshotWrittenSinceTheEndWasReadIsNotPastIt() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 3)
+    try #require(try Snapshots.take(Gauge.self, directory: directory.path)?.sequence == 3)
+    let store = SnapshotStore(journal: directory.path)
+    #expect(store.pastTheEnd(lastSequence: 2) == [], "the journal grew to 3 since the end was read at 2")
+    #expect(store.pastTheEnd(lastSequence: 3) == [])
+    // A file past the end as read now is past it, whichever end the caller read.
+    let folder = directory.appending(SnapshotStore.folderName)
+    try FileManager.default.copyItem(
+      atPath: folder + "/" + SnapshotStore.fileName(3), toPath: folder + "/" + SnapshotStore.fileName(9))
+    #expect(store.pastTheEnd(lastSequence: 2) == [9])
+    #expect(store.pastTheEnd(lastSequence: 3) == [9])
+  }
+
   /// The first snapshot makes `snapshots/`: its name in the journal's directory is synced before
   /// the snapshot is written into it, or a power loss could take the folder and the snapshot.
   @Test func theSnapshotFolderIsDurablyNamedWhenMade() async throws {

@@ -60,6 +60,10 @@ public enum Snapshots {
   /// - Precondition: `interval` and `keep` are at least 1 (keeping none would remove each
   ///   snapshot as soon as it is written).
   /// - Returns: the sequence numbers written, ascending.
+  /// - Throws: what replaying the journal throws (`JournalError`, `ReplayError`); what
+  ///   `SnapshotStore.write(_:at:)` throws, but for the -0.0 a state cannot be written exactly
+  ///   with (that multiple is passed over): an `EncodingError` of the model's own, a
+  ///   `JournalError` or `SystemCallError` from the disk. The snapshots written before it stay.
   @discardableResult
   public static func update<M: SnapshotModel>(
     _ type: M.Type, directory: String, every interval: UInt64, keep: Int = 4, through: UInt64? = nil
@@ -96,10 +100,11 @@ public enum Snapshots {
         do {
           try store.write(state, at: sequence)
           written.append(sequence)
-        } catch is EncodingError {
+        } catch EncodingError.invalidValue(let value as Double, _) where value == 0 && value.sign == .minus {
           // This state has no exact snapshot (it holds -0.0: `SnapshotStore.write`), and gets none.
           // Throwing would write none after it either, at this call or any later one (each
           // replays to this same state again), and end a manager's maintenance job with it.
+          // Any other encoding failure is the model's (every state of it may fail alike): thrown.
         } catch {
           failure = error
         }
