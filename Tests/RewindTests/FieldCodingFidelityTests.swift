@@ -293,6 +293,23 @@ private struct TwoSingleValues: Encodable {
   }
 }
 
+/// A value whose `encode(to:)` forwards to two identifiers' (which the field encoder writes as
+/// 16 bytes, past the containers' own checks), or writes a keyed container and then forwards
+/// to one.
+private struct TwoIdentifiers: Encodable {
+  var keyedFirst = false
+  enum Key: CodingKey { case a }
+  func encode(to encoder: any Encoder) throws {
+    if keyedFirst {
+      var keyed = encoder.container(keyedBy: Key.self)
+      try keyed.encode(1, forKey: .a)
+    } else {
+      try Identifier(high: 1, low: 2).encode(to: encoder)
+    }
+    try Identifier(high: 3, low: 4).encode(to: encoder)
+  }
+}
+
 /// A value whose `encode(to:)` takes a keyed and then an unkeyed container from its encoder.
 private struct KeyedThenUnkeyed: Encodable {
   enum Key: CodingKey { case a }
@@ -346,6 +363,10 @@ private struct Holder<Value: Encodable>: Encodable {
   #expect(failure { try FieldEncoder().encode(Holder(x: KeyedThenUnkeyed())) } == expected)
   #expect(failure { try FieldEncoder().encode(Holder(x: SingleThenKeyed())) } == expected)
   #expect(failure { try FieldEncoder().encode(Holder(x: KeyedThenSingle())) } == expected)
+  #expect(failure { try FieldEncoder().encode(Holder(x: TwoIdentifiers())) } == expected)
+  #expect(failure { try FieldEncoder().encode(Holder(x: TwoIdentifiers(keyedFirst: true))) } == expected)
+  // One identifier forwarded to is one value.
+  #expect(failure { try FieldEncoder().encode(Holder(x: Identifier(high: 1, low: 2))) } == nil)
   #expect(failure { try CanonicalEncoding.encode(Holder(x: SingleThenKeyed())) } == expected)
   var appended: [UInt8] = [7]
   #expect(throws: EncodingError.self) { try FieldEncoder().encode([SingleThenKeyed()], appendingTo: &appended) }
@@ -521,4 +542,42 @@ private struct ReadsItselfAgain: Decodable {
   // Optionals of optionals, read through one single-value container after another, read as before.
   let holder = try roundTrip(["a": Int??.some(.some(1))])
   #expect(holder == ["a": .some(.some(1))])
+}
+
+/// A value that hands its set, or a dictionary's keys or values, to an unkeyed container's
+/// `encode(contentsOf:)`: the protocol's default wrote them in hash order, which changes from one
+/// process to the next, so equal values encoded to different bytes (and states digested apart).
+private struct ContentsOf: Encodable {
+  enum Part { case set, keys, values }
+  var part: Part
+  var tags: Set<String>
+  var counts: [String: Int]
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.unkeyedContainer()
+    switch part {
+    case .set: try container.encode(contentsOf: tags)
+    case .keys: try container.encode(contentsOf: counts.keys)
+    case .values: try container.encode(contentsOf: counts.values)
+    }
+  }
+}
+
+@Test func aSetOrKeysHandedToEncodeContentsOfAreWrittenSorted() throws {
+  let names = (0..<40).map { "tag-\($0 * 7919 % 1000)" }
+  let tags = Set(names)
+  let counts = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+  let sorted = try FieldEncoder().encode(names.sorted())
+  #expect(try FieldEncoder().encode(ContentsOf(part: .set, tags: tags, counts: [:])) == sorted)
+  #expect(try FieldEncoder().encode(ContentsOf(part: .keys, tags: [], counts: counts)) == sorted)
+  // A set built in another order (another hash table) writes the same bytes.
+  let rebuilt = Set(names.reversed())
+  #expect(
+    try CanonicalEncoding.encode(ContentsOf(part: .set, tags: rebuilt, counts: [:]))
+      == CanonicalEncoding.encode(ContentsOf(part: .set, tags: tags, counts: [:])))
+  // Values have no order of their own to be written in: refused, but alone.
+  #expect(
+    failure { try FieldEncoder().encode(ContentsOf(part: .values, tags: [], counts: counts)) }?
+      .contains("a dictionary's values come in its hash order") == true)
+  #expect(
+    try FieldEncoder().encode(ContentsOf(part: .values, tags: [], counts: ["a": 1])) == FieldEncoder().encode([1]))
 }

@@ -477,6 +477,16 @@ struct FieldUnkeyedEncoder: UnkeyedEncodingContainer {
     try state.encodeValue(value, depth: depth + 1)
   }
 
+  /// The elements one by one, as the default does, but a set's (or a dictionary's keys') in the
+  /// order the encoder writes a set in, not their hash order (`HashOrderedSequence`).
+  mutating func encode<T: Sequence>(contentsOf sequence: T) throws where T.Element: Encodable {
+    guard let hashOrdered = sequence as? any HashOrderedSequence else {
+      for element in sequence { try encode(element) }
+      return
+    }
+    for element in try hashOrdered.elementsInEncodingOrder(at: codingPath) { try encode(element) }
+  }
+
   mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
     NestedKey
   > {

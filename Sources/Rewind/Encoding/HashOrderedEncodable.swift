@@ -16,18 +16,60 @@ protocol HashOrderedEncodable {
   func encodeInSortedOrder(to encoder: any Encoder) throws
 }
 
+/// A sequence that iterates in hash order (`Set`, a dictionary's `keys` and `values`): what an
+/// unkeyed container's `encode(contentsOf:)` is handed besides arrays. The field encoder writes
+/// its elements in the order `encodeInSortedOrder` writes a set's, or refuses it (`values`).
+protocol HashOrderedSequence {
+  /// The elements in the order the field encoder writes them.
+  /// - Throws: `EncodingError.invalidValue` when they have no order but their hash order.
+  func elementsInEncodingOrder(at codingPath: [any CodingKey]) throws -> [any Encodable]
+}
+
 extension Set: HashOrderedEncodable where Element: Encodable {
   /// As `Set.encode(to:)`: one unkeyed container of the elements.
   func encodeInSortedOrder(to encoder: any Encoder) throws {
     var container = encoder.unkeyedContainer()
-    guard count > 1 else {
+    guard count > 1 else {  // no array made for none or one
       for element in self { try container.encode(element) }
       return
     }
-    let precedes = try encodingOrder(Element.self, of: self, at: encoder.codingPath)
-    for element in try sortedAlike(self, by: precedes, bytes: { try FieldEncoder().encode($0) }) {
-      try container.encode(element)
-    }
+    for element in try sortedForEncoding(at: encoder.codingPath) { try container.encode(element) }
+  }
+
+  /// The elements sorted as `HashOrderedEncodable` says.
+  func sortedForEncoding(at codingPath: [any CodingKey]) throws -> [Element] {
+    guard count > 1 else { return Array(self) }
+    let precedes = try encodingOrder(Element.self, of: self, at: codingPath)
+    return try sortedAlike(self, by: precedes, bytes: { try FieldEncoder().encode($0) })
+  }
+}
+
+extension Set: HashOrderedSequence where Element: Encodable {
+  func elementsInEncodingOrder(at codingPath: [any CodingKey]) throws -> [any Encodable] {
+    try sortedForEncoding(at: codingPath)
+  }
+}
+
+extension Dictionary.Keys: HashOrderedSequence where Key: Encodable {
+  /// The keys sorted as a set of them is.
+  func elementsInEncodingOrder(at codingPath: [any CodingKey]) throws -> [any Encodable] {
+    guard count > 1 else { return Array(self) }
+    let precedes = try encodingOrder(Key.self, of: self, at: codingPath)
+    return try sortedAlike(self, by: precedes, bytes: { try FieldEncoder().encode($0) })
+  }
+}
+
+extension Dictionary.Values: HashOrderedSequence where Value: Encodable {
+  /// Refused when there are two or more: the values' order is their keys' hash order, and a
+  /// value alone does not say where its key would sort.
+  func elementsInEncodingOrder(at codingPath: [any CodingKey]) throws -> [any Encodable] {
+    guard count > 1 else { return Array(self) }
+    throw EncodingError.invalidValue(
+      self,
+      EncodingError.Context(
+        codingPath: codingPath,
+        debugDescription: "a dictionary's values come in its hash order, which changes from one process to the next: "
+          + "encode the dictionary, or its values in an order of your own, so that equal values encode alike"))
   }
 }
 

@@ -79,6 +79,9 @@ public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringC
   public func encode(to encoder: any Encoder) throws {
     if let field = encoder as? FieldValueEncoder {
       field.state.close(downTo: field.depth)
+      // As a single-value container checks: a value that wrote something here already (a
+      // container, or another identifier) would otherwise be followed by a second value.
+      guard field.state.writer.count == field.start else { throw FieldEncoderState.secondValue(at: field.start) }
       field.state.write(self)
       return
     }
