@@ -62,8 +62,10 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let sequenceConflict = Code("sequenceConflict")
     /// A repair moved the damaged part aside (durably) but could not remove the index, which
     /// still names what moved (or could not fsync the directory after removing it, so a power
-    /// loss may bring it back): until it is gone, readers report those records as lost. `errno`
-    /// says why the removal or the fsync failed.
+    /// loss may bring it back): until it is gone, readers report those records as lost. Or
+    /// opening for writing found the index out of date (naming records gone, say) and could
+    /// neither replace, cut nor remove it, and appends nothing under it. `errno` says why the
+    /// last step failed.
     public static let staleIndex = Code("staleIndex")
     /// The journal ends before where a reader last saw it end: records it read are gone (moved
     /// aside by a repair, or the directory replaced). `sequences` names them. Or the batch that
@@ -156,7 +158,7 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
       "Check the path. A directory with segments but no manifest.json needs its manifest back (from a backup, "
         + "or written as Journal/FORMAT.md describes); opening for writing creates a journal only where none is"
     case .staleIndex:
-      "The index is derived data: fix the cause, then run `rewind repair` again to remove it (or delete the file)"
+      "The index is derived data: fix the cause, then remove it: delete the file, or run `rewind repair`, which removes it"
     case .shortened: "What was read of those records no longer holds; open the journal again to read what it holds now"
     default: nil
     }

@@ -157,6 +157,59 @@ import Testing
     #expect(reopened.lastSequence == lost.header.firstSequence)
   }
 
+  @Test func aLossIsReportedOnceWhenTheIndexCouldBeNeitherRewrittenNorCut() async throws {
+    // Replacing the index fails and so does cutting it in place: the writer gave up on the file
+    // and left it naming the lost batches, so the next opening reported them gone again, and
+    // readers met new batches where the old entries pointed. It removes the file now.
+    let (dir, _, lost) = try await Self.committedFramesCutOff()
+    let faults = FaultInjectingFileIO()
+    faults.arm(.writeError(EIO), pathContains: Layout.indexName + ".tmp")
+    faults.arm(.truncateError(EIO), pathContains: Layout.indexName)
+    var options = JournalFixtures.options(.none, indexBytes: 256)
+    options.mapsActiveSegment = false
+    options.io = faults
+    let journal = try Journal(directory: dir.path, options: options)
+    #expect(faults.struck == 2)
+    #expect(journal.recovery.missingRecords != nil, "\(journal.recovery)")
+    #expect(!Files.list(dir.path).contains(Layout.indexName), "\(Files.list(dir.path))")
+    try await journal.append(Self.appends(1000, count: 1)[0])
+    journal.close()
+
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.isSound, "\(verification.problems)")
+    options.io = FaultInjectingFileIO()
+    let reopened = try Journal(directory: dir.path, options: options)
+    defer { reopened.close() }
+    #expect(reopened.recovery.missingRecords == nil, "\(reopened.recovery)")
+    #expect(reopened.lastSequence == lost.header.firstSequence)
+  }
+
+  @Test func anOutdatedIndexThatCannotBeRemovedEitherStopsTheOpening() async throws {
+    // Nothing can be done to the old file: opening fails, located, and appends nothing under
+    // it. The next opening that can rewrite it reports the loss (not yet said to anyone).
+    let (dir, segment, lost) = try await Self.committedFramesCutOff()
+    let faults = FaultInjectingFileIO()
+    faults.arm(.writeError(EIO), pathContains: Layout.indexName + ".tmp")
+    faults.arm(.truncateError(EIO), pathContains: Layout.indexName)
+    // (The first removal is of `index.tmp`, which the failed replace cleans up.)
+    faults.arm(.removeError(EACCES), pathContains: Layout.indexName, skip: 1)
+    var options = JournalFixtures.options(.none, indexBytes: 256)
+    options.mapsActiveSegment = false
+    options.io = faults
+    let error = journalError { _ = try Journal(directory: dir.path, options: options) }
+    #expect(faults.struck == 3)
+    #expect(error?.code == .staleIndex && error?.file == Layout.indexName, "\(String(describing: error))")
+    #expect(error?.errno == EACCES, "\(String(describing: error))")
+    #expect(error?.description.contains("records opening found gone") == true, "\(String(describing: error))")
+    #expect(Files.list(dir.path).contains(Layout.indexName))
+
+    options.io = FaultInjectingFileIO()
+    let reopened = try Journal(directory: dir.path, options: options)
+    defer { reopened.close() }
+    let missing = try #require(reopened.recovery.missingRecords, "\(reopened.recovery)")
+    #expect(missing.segment == segment && missing.sequences.lowerBound == lost.header.firstSequence, "\(missing)")
+  }
+
   @Test func anIndexEntryWithAHugeOffsetIsRefusedNotATrap() async {
     // The index is derived data that every reader and writer checks before trusting it. An entry
     // whose checksum holds but whose offset is near Int64.max (a hostile or garbled file) must

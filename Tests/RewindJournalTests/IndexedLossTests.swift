@@ -202,7 +202,8 @@ import Testing
     #expect(error?.file == Layout.indexName)
     #expect(error?.errno == EACCES)
     #expect(error?.description.contains("could not remove the index") == true, "\(String(describing: error))")
-    #expect(error?.description.contains("run `rewind repair` again") == true, "\(String(describing: error))")
+    #expect(
+      error?.description.contains("run `rewind repair`, which removes it") == true, "\(String(describing: error))")
     if victim == .middle {
       #expect(error?.description.contains("moved the damaged part aside") == true)
       #expect(!FileManager.default.fileExists(atPath: dir.appending(segments[2])), "the moves are done")

@@ -250,7 +250,13 @@ final class JournalWriter: @unchecked Sendable {
         throw error.error
       }
     }
-    writeIndexFile(rewrite: !start.indexIsCurrent)
+    do {
+      try writeIndexFile(rewrite: !start.indexIsCurrent)
+    } catch {
+      // Nothing is written yet, as above.
+      if segmentFD >= 0 { io.close(segmentFD) }
+      throw error
+    }
     let thread = Thread { [self] in run() }
     thread.name = "rewind-journal-writer"
     thread.start()
@@ -1339,8 +1345,11 @@ final class JournalWriter: @unchecked Sendable {
   // MARK: The index (derived data: failures here only make it stale)
 
   /// Opens the index file for appending; when opening found it out of date (`rewrite`), first
-  /// replaces it with the entries opening derived (`index.tmp`, rename).
-  private func writeIndexFile(rewrite: Bool) {
+  /// replaces it with the entries opening derived (`index.tmp`, rename), or else cuts it and
+  /// writes them in place, or else removes it (`removeOutdatedIndex`).
+  /// - Throws: `JournalError` (`.staleIndex`) when it must be rewritten and none of the three can
+  ///   be done.
+  private func writeIndexFile(rewrite: Bool) throws(JournalError) {
     let indexPath = path + "/" + Layout.indexName
     var writer = ByteWriter()
     var replaced = !rewrite
@@ -1355,7 +1364,10 @@ final class JournalWriter: @unchecked Sendable {
       if replaced { try? io.syncDirectory(path) }
     }
     indexFD = (try? io.open(indexPath, flags: replaced ? O_WRONLY : O_WRONLY | O_CREAT, mode: 0o600)) ?? -1
-    guard indexFD >= 0 else { return }
+    guard indexFD >= 0 else {
+      if !replaced { try removeOutdatedIndex(indexPath) }
+      return
+    }
     if replaced {
       indexEnd = (try? io.size(indexFD, path: indexPath)) ?? 0
       return
@@ -1364,10 +1376,36 @@ final class JournalWriter: @unchecked Sendable {
     // records missing again, though new ones took their numbers), or end in damage or a gap;
     // appending after it would keep that. Cut it, then write the derived entries in place as a
     // backlog: a crash or a failed write leaves a prefix of them, which the next opening extends.
-    guard (try? io.truncate(indexFD, to: 0, path: Layout.indexName)) != nil else { return abandonIndex() }
+    guard (try? io.truncate(indexFD, to: 0, path: Layout.indexName)) != nil else {
+      abandonIndex()
+      return try removeOutdatedIndex(indexPath)
+    }
     indexEnd = 0
     indexBacklog = writer.bytes
     appendIndexEntriesLocked([])
+  }
+
+  /// Removes the index file that opening found out of date and could neither replace nor cut:
+  /// left as it is, it may name records opening found gone, whose numbers the next appends
+  /// take (the next opening would report them gone again, and readers would take the new
+  /// batches for damage where the old entries point). Without it, readers walk the segments,
+  /// and the next opening derives the index anew.
+  /// - Throws: `JournalError` (`.staleIndex`, naming the file) when it cannot be removed either:
+  ///   opening fails rather than append under it.
+  private func removeOutdatedIndex(_ indexPath: String) throws(JournalError) {
+    guard io.fileExists(indexPath) else { return }
+    do {
+      try io.removeFile(indexPath)
+      try io.syncDirectory(path)
+    } catch {
+      var failure = JournalError(
+        .staleIndex,
+        "the index is out of date and could be neither replaced, cut nor removed (\(error)): it may name "
+          + "records opening found gone, which new appends would number anew",
+        directory: path, file: Layout.indexName)
+      failure.errno = (error as? SystemCallError)?.errno
+      throw failure
+    }
   }
 
   /// The most index entries kept for a later append after appends to the index file failed
