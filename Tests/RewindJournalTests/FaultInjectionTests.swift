@@ -141,11 +141,18 @@ import Testing
       acknowledged += Self.records(tag)
     }
     faults.arm(.syncError(EIO))
+    let segment = try #require(JournalFixtures.segments(dir.path).last)
+    let end = JournalFixtures.usedLength(try Files.read(dir.appending(segment)))
     do {
       try await journal.append(Self.records(50))
       Issue.record("the append should have failed")
     } catch let error as JournalError {
       #expect(error.code == .durabilityLost, "\(error)")
+      // Located: the appends whose fate is unknown, and where they were written.
+      let first = UInt64(acknowledged.count) + 1
+      #expect(error.sequences == first...(first + UInt64(Self.records(50).count) - 1), "\(error)")
+      #expect(error.file == segment && error.offset == Int64(end), "\(error)")
+      #expect(error.description.contains("these appends may or may not be on disk"), "\(error)")
     }
     #expect(journal.lastSequence == UInt64(acknowledged.count))
     #expect(journal.failure?.code == .durabilityLost)

@@ -886,7 +886,7 @@ final class JournalWriter: @unchecked Sendable {
           try io.sync(segmentFD, metadata: false, path: activePath)
         } catch {
           if (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil { allocatedEnd = state.endOffset }
-          return fail(durabilityLost(error, file: name), fatal: true)
+          return fail(durabilityLost(error, file: name, group: first...(sequence - 1)), fatal: true)
         }
       }
       do {
@@ -908,7 +908,7 @@ final class JournalWriter: @unchecked Sendable {
         lastSyncNanos = DispatchTime.now().uptimeNanoseconds - start
       } catch {
         if (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil { allocatedEnd = state.endOffset }
-        return fail(durabilityLost(error, file: name), fatal: true)
+        return fail(durabilityLost(error, file: name, group: first...(sequence - 1)), fatal: true)
       }
       if let removed = activeSegmentRemoved() { return fail(removed, fatal: true) }
     }
@@ -1335,10 +1335,20 @@ final class JournalWriter: @unchecked Sendable {
       directory: path, file: activeName, offset: state.endOffset)
   }
 
-  private func durabilityLost(_ error: any Error, file: String) -> JournalError {
+  /// The error of a failed fsync of `file`; with `group`, the appends being made durable then,
+  /// written from the segment's end (`state.endOffset`): cut off again, but the cut is not
+  /// synced either, so after a power loss they may or may not be in the journal.
+  private func durabilityLost(_ error: any Error, file: String, group: ClosedRange<UInt64>? = nil) -> JournalError {
     var lost = JournalError(error, directory: path, file: file)
     lost.code = .durabilityLost
-    lost.message = "fsync failed, so earlier writes may not be on disk (\(error))"
+    if let group {
+      lost.message =
+        "fsync failed, so these appends may or may not be on disk, and earlier writes may not be either (\(error))"
+      lost.offset = state.endOffset
+      lost.sequences = group
+    } else {
+      lost.message = "fsync failed, so earlier writes may not be on disk (\(error))"
+    }
     return lost
   }
 
