@@ -22,8 +22,8 @@ enum ReplayCommand: RewindCommand {
     offset and sequences, and the last record read intact before it.
 
     Exit 0; 2 for a bad option (a --to past the journal's end or not a whole number, an --at
-    before its first record or after its last, an unknown --model); 3 when the journal cannot be read (no such
-    directory, not a journal, the damage above) or the model cannot replay it.
+    before its first record or after its last, an unknown --model); 3 when the journal cannot
+    be read (no such directory, not a journal, the damage above) or the model cannot replay it.
 
     Examples:
       rewind replay /tmp/j

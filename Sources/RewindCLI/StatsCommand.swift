@@ -21,12 +21,11 @@ enum StatsCommand: RewindCommand {
     unfinished. Shows progress on standard error when it is a terminal. With --json, one object
     with the same figures (the sequences run from 1 to events; commandsWithEvents the commands
     that recorded events; records every record of the frames, whose mean per frame the text
-    shows; times in ISO
-    8601: first and last are the first and last records', earliest and latest the extremes,
-    stampedBeforePrevious the records stamped before the one preceding them; counts by name and
-    origin as objects, a key per spelling the journal holds, by its bytes, in their order;
-    checkpoints and unfinishedCheckpoints as arrays of sequence numbers). A
-    snapshot after the journal's last sequence is flagged (snapshotsPastTheEnd in JSON): its
+    shows; times in ISO 8601: first and last are the first and last records', earliest and
+    latest the extremes, stampedBeforePrevious the records stamped before the one preceding
+    them; counts by name and origin as objects, a key per spelling the journal holds, by its
+    bytes, in their order; checkpoints and unfinishedCheckpoints as arrays of sequence numbers).
+    A snapshot after the journal's last sequence is flagged (snapshotsPastTheEnd in JSON): its
     records were made durable before it was written, so records were lost; the line says which,
     and to restore the journal from a backup if there is one.
 
