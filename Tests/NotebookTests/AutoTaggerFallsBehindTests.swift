@@ -1,5 +1,6 @@
 import Notebook
 import Rewind
+import RewindJournal
 import RewindTestSupport
 import Testing
 
@@ -73,4 +74,45 @@ import Testing
   await #expect(throws: Never.self) { try await boundedValue(of: automation) }
   let events = try Replay.events(of: Workspace.self, directory: directory)
   #expect(events.map(\.envelope.name) == ["notebook.created", "note.created"])
+}
+
+/// The auto-tagger answered only the changes committed after it started: a note committed just
+/// before a close (or a crash), before the tagger answered it, was never tagged after the app
+/// opened again, nor was a note written before the tagger was started. It now catches up first.
+@Test(.timeLimit(.minutes(10))) func anAutoTaggerCatchesUpOnNotesCommittedBeforeItStarted() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let first = try makeNotebookManager(directory)
+  let notebook = try await first.createNotebook(title: "N")
+  let bug = try await first.createNote(in: notebook, title: "A bug")
+  let lunch = try await first.createNote(in: notebook, title: "Lunch")
+  first.close()
+
+  let manager = try NotebookManager(
+    directory: directory, options: JournalOptions(durability: .always),
+    clock: .stepping(from: 1_800_000_000_000_000_000))
+  let changes = manager.changes()
+  let automation = manager.startAutoTagger(AutoTagger(rules: [(keyword: "bug", tag: "todo")]))
+  let answered = Task { () async throws -> [String] in
+    for await change in changes where change.origin == .automation { return change.events.map(\.envelope.name) }
+    return []
+  }
+  #expect(try await boundedValue(of: answered) == ["note.tagged"])
+  #expect(Note.notes(taggedWith: "todo", in: manager.state).map(\.id) == [bug])
+  #expect(manager.state.notes.find(id: lunch)?.tags == [])
+
+  // Started again on notes it has tagged, it adds nothing.
+  automation.cancel()
+  _ = await automation.result
+  let written = manager.lastSequence
+  let again = manager.startAutoTagger(AutoTagger(rules: [(keyword: "bug", tag: "todo")]))
+  try await manager.createNote(in: notebook, title: "Another bug")
+  let tagged = Task {
+    while Note.notes(taggedWith: "todo", in: manager.state).count < 2 { try await Task.sleep(for: .milliseconds(5)) }
+    return manager.lastSequence
+  }
+  #expect(try await boundedValue(of: tagged) == written + 2, "the new note and its tag, nothing more")
+  again.cancel()
+  _ = await again.result
+  manager.close()
 }

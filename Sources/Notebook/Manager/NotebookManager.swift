@@ -251,8 +251,10 @@ public final class NotebookManager: Sendable {
     }
   }
 
-  /// Starts the auto-tagger as a background automation: after every committed change that touched
-  /// notes, whatever made it (another automation of the app, or another tagger, too) but its own
+  /// Starts the auto-tagger as a background automation. It first catches up: the notes committed
+  /// before it started (by a run that closed or crashed before its tagger answered them, or a pull
+  /// at launch) get their tags, in one command, as `runAutoTagger(_:)` gives them. Then, after
+  /// every committed change that touched notes, whatever made it (another automation of the app, or another tagger, too) but its own
   /// (known by their command ids), it tags those notes through `runAutoTagger`. Two automations
   /// that undo each other's changes (one removing the tags this one adds) answer each other for
   /// as long as they run, as any two such rules would. Subscribed before this returns; runs until the
@@ -277,10 +279,21 @@ public final class NotebookManager: Sendable {
   /// and hold the tagger).
   func startAutoTagger(_ tagger: AutoTagger, following: AutoTaggerFollowing) -> Task<Void, any Error> {
     let subscribed = manager.changes(bufferingAtMost: following.limit)
+    // The notes to catch up on: those committed before the subscription (read after it, so that
+    // none falls between; one committed in between comes on the stream too, and tagging a note
+    // again adds nothing). Later ones come on the stream, answered as they come.
+    let before = Set(manager.state.notes.all().lazy.map(\.id))
     return Task { [self] in
       var changes = subscribed
       // Its own commands' ids, until their change comes (each is one change, in commit order).
       var own: Set<Identifier> = []
+      if !before.isEmpty {
+        do {
+          if let command = try await tag(tagger, on: before, origin: .automation).command { own.insert(command) }
+        } catch let error as ManagerError where error.code == .closed {
+          return  // closed before it caught up: the end it waits for
+        }
+      }
       while true {
         do {
           for try await change in changes {
