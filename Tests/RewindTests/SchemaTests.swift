@@ -153,3 +153,55 @@ func recordsBeforeAnUndecodableOneComeFirstWhoeverDecodes(applyOnly: Bool) throw
       == #"{"sequence":4,"timestamp":99,"name":"account.deposited","version":3,"origin":"webhook","command":"00000000000000ab00000000000000cd","event":{"account":"00000000000000000000000000000001","amount":-5,"memo":"a \"quoted\" memo"}}"#
   )
 }
+
+/// A chain of upcasters whose steps do not meet (two types declared for version 2 of one event,
+/// one the first step gives and another the second takes): replaying a version-1 record trapped
+/// ("upcaster … fed a …"), where every other record that does not decode is a located error.
+private struct Tallied: Event {
+  static let name = "thing.tallied"
+  static let version: UInt32 = 3
+  var count: Int
+}
+private struct TallyV1: Event {
+  static let name = "thing.tallied"
+  var count: Int
+}
+private struct TallyV2: Event {
+  static let name = "thing.tallied"
+  static let version: UInt32 = 2
+  var count: Int
+}
+private struct TallyV2Elsewhere: Event {
+  static let name = "thing.tallied"
+  static let version: UInt32 = 2
+  var total: Int
+}
+private struct TallyOfCounts: Model {
+  var count = ValueStore<Int>(name: "count", initial: 0)
+  static func registerEvents(in registry: inout EventRegistry<TallyOfCounts>) {
+    registry.register(Tallied.self) { model, event, context in model.count.set(event.count, context: &context) }
+    registry.registerUpcaster(from: TallyV1.self, to: TallyV2.self) { TallyV2(count: $0.count) }
+    registry.registerUpcaster(from: TallyV2Elsewhere.self, to: Tallied.self) { Tallied(count: $0.total) }
+  }
+}
+
+@Test func upcastersThatDoNotMeetAreALocatedErrorNotATrap() throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let command = Identifier(high: 9, low: 9)
+  try writeJournal(
+    directory,
+    [
+      try EventRecord.encode(Tallied(count: 1), origin: .user, commandID: command),
+      try EventRecord.encode(TallyV2Elsewhere(total: 2), origin: .user, commandID: command),
+      try EventRecord.encode(TallyV1(count: 3), origin: .user, commandID: command),
+    ])
+  // Versions 3 and 2 decode; version 1 goes through both steps, which do not meet.
+  #expect(try Replay.rebuild(TallyOfCounts.self, directory: directory, through: 2).state.count.value == 2)
+  let error = #expect(throws: ReplayError.self) { try Replay.rebuild(TallyOfCounts.self, directory: directory) }
+  #expect(
+    error?.code == .undecodableEvent && error?.sequence == 3 && error?.version == 1, "\(String(describing: error))")
+  #expect(
+    error?.description.contains("takes a TallyV2Elsewhere, but the one before it gives a TallyV2") == true,
+    "\(String(describing: error))")
+}

@@ -151,8 +151,13 @@ public struct EventRegistry<M: Model>: Sendable {
     upcasters[key] = RegisteredUpcaster(
       decode: { bytes, offset in try FieldDecoder().decode(Old.self, from: bytes, at: offset) },
       step: { value in
+        // The step before this one may give another type of the same name and version (two
+        // types declared for one version): a record of the older version then does not decode,
+        // located as the end of a chain that gives the wrong type is (it is no trap).
         guard let value = value as? Old else {
-          preconditionFailure("upcaster of \(Old.name) v\(Old.version) fed a \(type(of: value))")
+          throw UpcasterMismatch(
+            "the upcaster from \(Old.name) v\(Old.version) takes a \(Old.self), but the one before it gives a "
+              + "\(type(of: value))")
         }
         return convert(value)
       })
@@ -189,7 +194,7 @@ public struct EventRegistry<M: Model>: Sendable {
       }
       var value = try first.decode(payload, header.bodyOffset)
       while version < current.version, let upcaster = upcasters[EventVersionKey(name: header.name, version: version)] {
-        value = upcaster.step(value)
+        value = try upcaster.step(value)
         version += 1
       }
       guard let event = value as? any Event, ObjectIdentifier(type(of: event)) == current.type else {
@@ -267,7 +272,14 @@ struct RegisteredEvent: Sendable {
 struct RegisteredUpcaster: Sendable {
   var decode: @Sendable ([UInt8], Int) throws -> any Sendable
   /// Turns the decoded old value into the value of the next version.
-  var step: @Sendable (any Sendable) -> any Sendable
+  /// - Throws: `UpcasterMismatch` when the value is not of the type this step takes.
+  var step: @Sendable (any Sendable) throws -> any Sendable
+}
+
+/// Two upcasters of one chain that do not meet: one gives a type the next does not take.
+struct UpcasterMismatch: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
 }
 
 /// An event's name and one of its versions.
