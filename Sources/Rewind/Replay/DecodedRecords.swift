@@ -61,30 +61,35 @@ final class DecodedRecords<M: Model> {
     } else {
       let batches = SendableBox(RawBatches(cursor: try cursor(), last: last))
       let queue = RecordQueue(capacity: options.batchesInFlight)
-      self.queue = queue
       // Decode on the producer while at least this many batches wait for the consumer.
       let ahead = max(1, options.batchesInFlight / 4)
-      let thread = Thread { [registry, tables] in
-        var batches = batches.value
-        queue.produce { backlog throws -> RecordBatch? in
-          guard var records = try batches.next(size: size) else { return nil }
-          if backlog >= ahead {
-            // A record that does not decode: the batch goes over raw, so that the consumer applies
-            // (or hands out) the records before it and meets the error in its place, as when it
-            // decodes the batch itself.
-            if applyOnly, let batch = try? decodeApplicable(records, tables: tables, registry: registry) {
-              return .applicable(batch)
+      do {
+        try Threads.start(named: "rewind.replay.decode") { [registry, tables] in
+          var batches = batches.value
+          queue.produce { backlog throws -> RecordBatch? in
+            guard var records = try batches.next(size: size) else { return nil }
+            if backlog >= ahead {
+              // A record that does not decode: the batch goes over raw, so that the consumer applies
+              // (or hands out) the records before it and meets the error in its place, as when it
+              // decodes the batch itself.
+              if applyOnly, let batch = try? decodeApplicable(records, tables: tables, registry: registry) {
+                return .applicable(batch)
+              }
+              if !applyOnly, let decoded = try? decodeReversed(records, tables: tables, registry: registry) {
+                return .decoded(decoded)
+              }
             }
-            if !applyOnly, let decoded = try? decodeReversed(records, tables: tables, registry: registry) {
-              return .decoded(decoded)
-            }
+            records.reverse()
+            return .raw(records)
           }
-          records.reverse()
-          return .raw(records)
         }
+        self.queue = queue
+      } catch {
+        // No reading thread (the process is at its thread limit): read inline, as a short range
+        // is, rather than wait for batches no thread will bring.
+        self.queue = nil
+        inline = batches.value
       }
-      thread.name = "rewind.replay.decode"
-      thread.start()
     }
   }
 

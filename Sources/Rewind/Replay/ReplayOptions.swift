@@ -16,8 +16,10 @@ public struct ReplayOptions: Sendable {
   /// 1. Default 256.
   public var recordsPerBatch = 256
   /// Batches that may wait to be applied; with `recordsPerBatch` this bounds replay's memory
-  /// beyond the state (the applied batches waiting for the reading thread to destroy what their
-  /// applies left in their events count among them). The reading thread decodes a batch itself
+  /// beyond the state: about twice `recordsPerBatch × batchesInFlight` records at most (the
+  /// batches waiting, up to as many applied ones waiting for the reading thread to destroy what
+  /// their applies left in their events, and the batch the reading thread holds while it waits
+  /// for room). The reading thread decodes a batch itself
   /// while at least a quarter of them wait, and otherwise leaves it to the applying thread. 0 (or
   /// less) reads and decodes on the applying thread. Default 8.
   public var batchesInFlight = 8

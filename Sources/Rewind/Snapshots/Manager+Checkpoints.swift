@@ -205,9 +205,12 @@ let maintainChangeLimit = 4096
 /// shared threads would hold up every other task scheduled there (two on a 2-core machine).
 func onThreadOfItsOwn<T: Sendable>(named name: String, _ work: @escaping @Sendable () throws -> T) async throws -> T {
   try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-    let thread = Thread { continuation.resume(with: Result { try work() }) }
-    thread.name = name
-    thread.start()
+    do {
+      try Threads.start(named: name) { continuation.resume(with: Result { try work() }) }
+    } catch {
+      // Foundation's `Thread` would never run it, and the continuation never resume.
+      continuation.resume(throwing: JournalError(.io, "\(error)"))
+    }
   }
 }
 

@@ -257,9 +257,15 @@ final class JournalWriter: @unchecked Sendable {
       if segmentFD >= 0 { io.close(segmentFD) }
       throw error
     }
-    let thread = Thread { [self] in run() }
-    thread.name = "rewind-journal-writer"
-    thread.start()
+    do {
+      try Threads.start(named: "rewind-journal-writer") { [self] in run() }
+    } catch {
+      // No writer thread, no appends: the journal is not opened (it would take appends that
+      // are never written, and wait for them for ever).
+      if segmentFD >= 0 { io.close(segmentFD) }
+      if indexFD >= 0 { io.close(indexFD) }
+      throw JournalError(error, directory: path)
+    }
   }
 
   /// The active segment's file name and path, made once per segment (not per write).

@@ -497,9 +497,13 @@ package final class SegmentCompactor: @unchecked Sendable {
     queue.append(contentsOf: segments)
     guard !threadRunning else { return }
     threadRunning = true
-    let thread = Thread { [self] in runBackground() }
-    thread.name = "rewind-journal-compactor"
-    thread.start()
+    do {
+      try Threads.start(named: "rewind-journal-compactor") { [self] in runBackground() }
+    } catch {
+      // No thread now (the process is at its thread limit): the segments stay queued, and the
+      // next segment sealed tries again. Compaction only saves space.
+      threadRunning = false
+    }
   }
 
   /// Queues every sealed segment present now (those compacted already are skipped when reached).
