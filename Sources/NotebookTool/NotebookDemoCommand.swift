@@ -42,6 +42,7 @@ public enum NotebookDemoCommand: RewindCommand {
                   command is acknowledged:
                   {"seq":LAST,"first":FIRST,"events":K,"origin":"user","command":"ID",
                    "time":"ISO 8601","names":["note.created"]}
+                  (the summary's check of the whole journal is not made: `rewind verify DIR`)
 
     Examples:
       rewind demo

@@ -387,3 +387,30 @@ private final class StalledServer: NoteServer {
     })
   #expect(orders.count == 1, "\(orders)")
 }
+
+/// `importNotes` recorded the caller's notes as given: a padded title stayed padded (every other
+/// command trims), so the next sync of the same title recorded a retitle that changed nothing a
+/// reader sees but the padding; and a note naming another notebook was recorded so while the
+/// apply filed it in the target, so `show` and `export` told another story than the state.
+@Test func importedNotesAreRecordedAsTheyLand() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeNotebookManager(directory)
+  let target = try await manager.createNotebook(title: "Target")
+  let other = try await manager.createNotebook(title: "Other")
+  let id = NoteID(Identifier(high: 0x1D, low: 1))
+  try await manager.importNotes(
+    [Note(id: id, notebook: other, title: "  Plan \t", body: "b", tags: ["x"])], into: target)
+  let imported = try #require(manager.state.notes.find(id: id))
+  #expect(imported.title == "Plan" && imported.notebook == target)
+
+  // The same title from the server is no change.
+  let written = manager.lastSequence
+  try await manager.applySyncedNotes([RemoteNote(id: id, title: "Plan", body: "b", tags: ["x"])], into: target)
+  #expect(manager.lastSequence == written, "a sync of what was imported records nothing")
+  manager.close()
+
+  let events = try Replay.events(of: Workspace.self, directory: directory)
+  let event = try #require(events.last?.event as? NotesImported)
+  #expect(event.notes.map(\.title) == ["Plan"] && event.notes.map(\.notebook) == [target], "\(event)")
+}

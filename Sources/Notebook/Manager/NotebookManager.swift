@@ -116,7 +116,9 @@ public final class NotebookManager: Sendable {
   }
 
   /// Replaces a notebook's notes with `notes`: the one command that replaces a whole collection,
-  /// recorded as an explicit import event.
+  /// recorded as an explicit import event. The notes are recorded as they land: in `notebook`
+  /// (whatever notebook each names), titles trimmed and tags normalized, as the other commands
+  /// record theirs.
   public func importNotes(_ notes: [Note], into notebook: NotebookID, origin: Origin = .import) async throws {
     try await manager.perform(origin) { workspace, command in
       guard workspace.notebooks.contains(id: notebook) else { throw notFound("notebook", notebook) }
@@ -126,7 +128,12 @@ public final class NotebookManager: Sendable {
           throw NotebookError(.identifierInUse, "note \(note.id) belongs to another notebook")
         }
       }
-      command.record(NotesImported(notebook: notebook, notes: notes))
+      command.record(
+        NotesImported(
+          notebook: notebook,
+          notes: notes.map {
+            Note(id: $0.id, notebook: notebook, title: $0.title.trimmed, body: $0.body, tags: $0.tags)
+          }))
     }
   }
 
