@@ -87,10 +87,19 @@ public enum NotebookDemoCommand: RewindCommand {
         "\(directory) holds \(stranger), which is not part of a journal; the demo writes only into a new "
           + "or empty directory or a journal: name another directory")
     }
-    // As mkdir -p: the journal creates DIR itself, its parents are made here. A parent that cannot
-    // be made (a file in the way) is left to the journal's own error about DIR.
+    // As mkdir -p: the journal creates DIR itself, its parents are made here, each durably named in
+    // its own parent as the journal's directory is. A parent that cannot be made (a file in the
+    // way) is left to the journal's own error about DIR.
     if let parent = parentDirectory(of: directory), !FileManager.default.fileExists(atPath: directory) {
-      try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+      var missing: [String] = []  // outermost first
+      var next: String? = parent
+      while let ancestor = next, !FileManager.default.fileExists(atPath: ancestor) {
+        missing.insert(ancestor, at: 0)
+        next = parentDirectory(of: ancestor)
+      }
+      if (try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)) != nil {
+        for made in missing { try? PosixFileIO().syncDirectory(parentDirectory(of: made) ?? ".") }
+      }
     }
     // A seeded demo refuses a journal that holds records before it opens it for writing: opening
     // moves a damaged tail aside, and the refusal came after that, leaving `verify` nothing to report.

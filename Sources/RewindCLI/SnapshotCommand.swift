@@ -58,8 +58,8 @@ enum SnapshotCommand: RewindCommand {
       if !removed.isEmpty { output.out("pruned snapshots at \(removed.map(String.init).joined(separator: ", "))\n") }
       // A writer appending meanwhile may have written a later snapshot of its own: only one past
       // the end as read after the listing is a sign of records lost.
-      for past in store.pastTheEnd(lastSequence: written.sequence) {
-        let end = max(written.sequence, (try? openJournal(directory).lastSequence()) ?? 0)
+      let (_, end, past) = store.pastTheEnd(lastSequence: written.sequence)
+      for past in past {
         output.err(
           visible(
             "note: snapshots/\(SnapshotStore.fileName(past)) is past the journal's end, \(end): --keep "

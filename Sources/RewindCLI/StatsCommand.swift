@@ -100,8 +100,7 @@ enum StatsCommand: RewindCommand {
     // A snapshot is written after its records are made durable: one past the end shows records
     // lost. The end as read now if the journal grew while it was counted (a live writer's snapshot
     // of records appended meanwhile is none).
-    let pastTheEnd = store.pastTheEnd(lastSequence: report.lastSequence)
-    let snapshots = store.sequences()
+    let (snapshots, end, pastTheEnd) = store.pastTheEnd(lastSequence: report.lastSequence)
     let sound = report.isSound && pastTheEnd.isEmpty
     let quarantined = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/quarantine")) ?? []
     if args.flag("json") {
@@ -178,11 +177,11 @@ enum StatsCommand: RewindCommand {
     if let newest = pastTheEnd.last {
       // Its records were made durable before it was written: they were on disk, and are not now.
       let one = pastTheEnd.count == 1
-      let (it, end) = (one ? "it" : "the newest", report.isSound ? "the journal's end" : "the intact part's end")
+      let (it, what) = (one ? "it" : "the newest", report.isSound ? "the journal's end" : "the intact part's end")
       lines.append(
         visible(
-          "             \(pastTheEnd.count) of them \(one ? "lies" : "lie") past \(end) (sequence \(report.lastSequence)): "
-            + "records \(report.lastSequence + 1) to \(newest) were on disk when \(it) was written, and "
+          "             \(pastTheEnd.count) of them \(one ? "lies" : "lie") past \(what) (sequence \(end)): "
+            + "records \(end + 1) to \(newest) were on disk when \(it) was written, and "
             + (report.isSound
               ? "are lost. Restore the journal from a backup if there is one; the next writer moves "
                 + "\(one ? "the snapshot" : "these snapshots") aside. `rewind verify \(directory)` reports the loss."

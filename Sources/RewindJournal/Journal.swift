@@ -34,7 +34,10 @@ public final class Journal: Sendable {
   ///   on disk is touched), `.locked`, `.notAJournal`, `.badManifest`, `.corrupt` or
   ///   `.sequenceBreak` (damage before the tail, located), `.limitExceeded` (a batch opening reads is
   ///   larger than `options.limits` allow: written, or compacted, with larger limits),
-  ///   `.io`.
+  ///   `.staleIndex` (the index names records found gone and can be neither replaced, cut nor
+  ///   removed), `.io` (a failed system call, the writer's thread that cannot start among them).
+  ///   When the opening fails after its recovery moved a tail aside or found records gone, the
+  ///   error's `openingRecovery` says so.
   public init(directory: String, options: JournalOptions = JournalOptions()) throws {
     let io = options.io
     if let problem = options.problem {
@@ -91,8 +94,15 @@ public final class Journal: Sendable {
       self.compactor = compactor
       var onSeal: (@Sendable (UInt64) -> Void)?
       if options.compactsSealedSegments { onSeal = { compactor.enqueue([$0]) } }
-      self.writer = try JournalWriter(
-        directory: layout, options: options, start: start, indexGate: gate, onSeal: onSeal)
+      do {
+        self.writer = try JournalWriter(
+          directory: layout, options: options, start: start, indexGate: gate, onSeal: onSeal)
+      } catch var error as JournalError {
+        // Recovery is done (a tail moved aside, the index rewritten without the entries that
+        // witnessed records gone): its report is the only one there will be.
+        if !start.report.isClean { error.openingRecovery = start.report }
+        throw error
+      }
       if options.compactsSealedSegments { compactor.enqueueSealed() }
       self.recovery = start.report
       self.id = layout.journalID

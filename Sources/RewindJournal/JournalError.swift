@@ -99,9 +99,10 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   /// `JournalProblem.strayFile`): nothing committed is damaged, and `Journal.repair` moves it aside.
   package var isStrayFile = false
   /// What opening the journal for writing had moved aside or found missing before this error,
-  /// when something had been (`RecoveryReport.isClean` false): set by `Manager.init` when its
-  /// start-up fails after the opening, whose report would otherwise be lost with the manager
-  /// (the opening rewrote the index, so nothing else says the records are gone). Nil otherwise.
+  /// when something had been (`RecoveryReport.isClean` false): set when the opening fails after
+  /// its recovery (the writer could not start: `Journal.init`), or a `Manager`'s start-up fails
+  /// after the opening (`Manager.init`). Its report would otherwise be lost (the opening
+  /// rewrote the index, so nothing else says the records are gone). Nil otherwise.
   public var openingRecovery: RecoveryReport?
 
   public init(

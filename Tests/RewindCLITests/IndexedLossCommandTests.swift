@@ -176,7 +176,7 @@ import Testing
       #expect(run.err.contains("set the manifest's journalID to \(own)"), "\(command): \(run.err)")
       #expect(!run.err.contains("moves the damaged part aside"), "\(command): \(run.err)")
       // The advice ends a sentence; what follows it starts the next (it once read "\(own)..").
-      #expect(!run.err.contains(".."), "\(command): \(run.err)")
+      #expect(!run.err.contains("\(own).."), "\(command): \(run.err)")
     }
 
     // Following the advice makes the journal whole.

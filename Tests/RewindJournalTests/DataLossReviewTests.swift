@@ -210,6 +210,49 @@ import Testing
     #expect(missing.segment == segment && missing.sequences.lowerBound == lost.header.firstSequence, "\(missing)")
   }
 
+  @Test func anIndexThatOnlyLagsIsLeftWhenItCanBeNeitherRewrittenNorCut() async throws {
+    // An index that is a valid prefix of what the segments hold (as after a crash) names nothing
+    // gone: left as it is when it cannot be rewritten, as before, for the next opening to extend.
+    // Refusing to open, or removing it, would make a sound journal unusable on a read-only index.
+    let dir = TemporaryDirectory("lagging-index")
+    var options = JournalFixtures.options(.none, indexBytes: 256)
+    options.mapsActiveSegment = false
+    let journal = try Journal(directory: dir.path, options: options)
+    for tag in 0..<60 { try await journal.append(Self.appends(tag, count: 1)[0]) }
+    journal.close()
+    let index = dir.appending(Layout.indexName)
+    let bytes = try Files.read(index)
+    try #require(bytes.count > SparseIndex.headerSize + 2 * IndexEntry.size)
+    try Files.write(Array(bytes.dropLast(2 * IndexEntry.size)), to: index)
+    let faults = FaultInjectingFileIO()
+    faults.arm(.writeError(EIO), pathContains: Layout.indexName + ".tmp")
+    faults.arm(.truncateError(EIO), pathContains: Layout.indexName)
+    options.io = faults
+    let reopened = try Journal(directory: dir.path, options: options)
+    #expect(faults.struck == 2)
+    #expect(reopened.recovery.isClean, "\(reopened.recovery)")
+    #expect(Files.list(dir.path).contains(Layout.indexName), "the lagging index stays")
+    try await reopened.append(Self.appends(100, count: 1)[0])
+    reopened.close()
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.isSound, "\(verification.problems)")
+  }
+
+  @Test func anOpeningWhoseWriterCannotStartStillSaysWhatItFoundGone() async throws {
+    // Recovery rewrote the index without the entries that witnessed the loss, then the writer's
+    // thread could not start: the error is the only place left to say the records are gone.
+    let (dir, segment, lost) = try await Self.committedFramesCutOff()
+    var options = JournalFixtures.options(.none, indexBytes: 256)
+    options.mapsActiveSegment = false
+    let error = Threads.$refusingStarts.withValue(true) {
+      journalError { _ = try Journal(directory: dir.path, options: options) }
+    }
+    #expect(error?.code == .io && error?.description.contains("pthread_create") == true, "\(String(describing: error))")
+    let missing = try #require(error?.openingRecovery?.missingRecords, "\(String(describing: error))")
+    #expect(missing.segment == segment && missing.sequences.lowerBound == lost.header.firstSequence, "\(missing)")
+    #expect(error?.description.contains(missing.description) == true, "\(String(describing: error))")
+  }
+
   @Test func anIndexEntryWithAHugeOffsetIsRefusedNotATrap() async {
     // The index is derived data that every reader and writer checks before trusting it. An entry
     // whose checksum holds but whose offset is near Int64.max (a hostile or garbled file) must

@@ -51,6 +51,27 @@ import Testing
     #expect(!again.events.contains { $0.hasPrefix("mkdir ") || $0 == "sync " + parent.path }, "\(again.events)")
   }
 
+  @Test func aJournalWhoseParentCannotBeSyncedIsNotLeftHalfMade() throws {
+    // The parent's sync fails: the new directory is removed again, so that the next opening
+    // makes it (and syncs the parent) rather than find it and take it as made.
+    let parent = TemporaryDirectory("dirsync-parent-fails")
+    let path = parent.appending("journal")
+    let faults = FaultInjectingFileIO()
+    faults.arm(.syncError(EIO), pathContains: parent.path)
+    var options = JournalFixtures.options(.always)
+    options.io = faults
+    let error = journalError { _ = try Journal(directory: path, options: options) }
+    #expect(faults.struck == 1)
+    #expect(
+      error?.description.contains("fsync of the parent directory \(parent.path) for \(path)") == true,
+      "\(String(describing: error))")
+    #expect(!FileManager.default.fileExists(atPath: path), "\(Files.list(parent.path))")
+    let io = SyncRecordingFileIO()
+    options.io = io
+    try Journal(directory: path, options: options).close()
+    #expect(Array(io.events.prefix(2)) == ["mkdir " + path, "sync " + parent.path], "\(io.events)")
+  }
+
   @Test func aNewJournalSyncsItsDirectoryAfterNamingTheManifestAndTheFirstSegment() throws {
     let dir = TemporaryDirectory("dirsync-new")
     let io = SyncRecordingFileIO()

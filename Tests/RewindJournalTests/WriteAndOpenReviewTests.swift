@@ -104,6 +104,9 @@ import Testing
         continue
       }
       #expect(error.code == .durabilityLost, "\(error)")
+      // Uncertain: the group's first frame, written before the failed sync; the later two
+      // frames were never written.
+      #expect(error.sequences == 7...9, "\(error)")
     }
     #expect(faults.struck == 1)
     #expect(journal.failure?.code == .durabilityLost)

@@ -95,14 +95,15 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     try await Self.journal(directory.path, commands: 3)
     try #require(try Snapshots.take(Gauge.self, directory: directory.path)?.sequence == 3)
     let store = SnapshotStore(journal: directory.path)
-    #expect(store.pastTheEnd(lastSequence: 2) == [], "the journal grew to 3 since the end was read at 2")
-    #expect(store.pastTheEnd(lastSequence: 3) == [])
+    let grown = store.pastTheEnd(lastSequence: 2)
+    #expect(grown.past == [] && grown.end == 3, "the journal grew to 3 since the end was read at 2: \(grown)")
+    #expect(store.pastTheEnd(lastSequence: 3).past == [])
     // A file past the end as read now is past it, whichever end the caller read.
     let folder = directory.appending(SnapshotStore.folderName)
     try FileManager.default.copyItem(
       atPath: folder + "/" + SnapshotStore.fileName(3), toPath: folder + "/" + SnapshotStore.fileName(9))
-    #expect(store.pastTheEnd(lastSequence: 2) == [9])
-    #expect(store.pastTheEnd(lastSequence: 3) == [9])
+    #expect(store.pastTheEnd(lastSequence: 2) == ([3, 9], 3, [9]))
+    #expect(store.pastTheEnd(lastSequence: 3).past == [9])
   }
 
   /// The first snapshot makes `snapshots/`: its name in the journal's directory is synced before

@@ -209,7 +209,9 @@ func onThreadOfItsOwn<T: Sendable>(named name: String, _ work: @escaping @Sendab
       try Threads.start(named: name) { continuation.resume(with: Result { try work() }) }
     } catch {
       // Foundation's `Thread` would never run it, and the continuation never resume.
-      continuation.resume(throwing: JournalError(.io, "\(error)"))
+      var failure = JournalError(.io, "\(error)")
+      failure.errno = (error as? SystemCallError)?.errno
+      continuation.resume(throwing: failure)
     }
   }
 }

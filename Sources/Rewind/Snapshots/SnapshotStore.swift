@@ -190,15 +190,16 @@ public struct SnapshotStore: Sendable {
     }
   }
 
-  /// The snapshots on disk past the journal's end, ascending: a sign of records lost (a snapshot
-  /// is written once the records through it are durable). The end is `lastSequence`, read by
-  /// the caller before this lists the folder, or the end read after the listing when the
-  /// journal has grown since (`journalEnd`): a live writer's snapshot written in between is
-  /// none. For `rewind stats` and `snapshot --keep`, which read the end long before.
-  package func pastTheEnd(lastSequence: UInt64) -> [UInt64] {
+  /// The snapshots on disk (`listed`, ascending, one listing) and those of them past the
+  /// journal's `end`, a sign of records lost (a snapshot is written once the records through it
+  /// are durable). The end is `lastSequence`, read by the caller before this lists the folder,
+  /// or the end read after the listing when the journal has grown since (`journalEnd`): a live
+  /// writer's snapshot written in between is none. For `rewind stats` and `snapshot --keep`,
+  /// which read the end long before.
+  package func pastTheEnd(lastSequence: UInt64) -> (listed: [UInt64], end: UInt64, past: [UInt64]) {
     let listed = sequences()
     let end = journalEnd(lastSequence, listing: listed)
-    return listed.filter { $0 > end }
+    return (listed, end, listed.filter { $0 > end })
   }
 
   /// The journal's end to judge the files of `listing` against: `lastSequence` (the end the

@@ -345,10 +345,19 @@ extension FileIO {
   /// syncs its parent directory, whose new entry a power loss could otherwise take with
   /// everything made durable inside it since (fsyncing a directory makes its own entries
   /// durable, not its name in its parent). A directory found there is taken as it is.
+  /// - Throws: `SystemCallError` when the directory cannot be made, or its parent cannot be
+  ///   synced (it is then removed again: found by a later call, it would be taken as made).
   package func makeDirectoryDurably(_ path: String) throws {
     guard !fileExists(path) else { return }
     try makeDirectory(path)
-    try syncDirectory(ResolvedPath.split(path).parent)
+    let parent = ResolvedPath.split(path).parent
+    do {
+      try syncDirectory(parent)
+    } catch {
+      try? removeDirectory(path)
+      throw SystemCallError(
+        "fsync of the parent directory \(parent) for", path: path, errno: (error as? SystemCallError)?.errno ?? EIO)
+    }
   }
 
   /// Creates a folder inside a journal (durably: `makeDirectoryDurably`), or checks that the one

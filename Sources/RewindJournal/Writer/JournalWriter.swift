@@ -187,6 +187,8 @@ final class JournalWriter: @unchecked Sendable {
   /// one frame (the usual case). Stores through the mapping go frame by frame (`storeMapped`).
   /// Emptied for each group; its capacity is kept.
   @exclusivity(unchecked) private var laterFrameStarts: [Int] = []
+  /// The first sequence number of each frame `laterFrameStarts` starts.
+  @exclusivity(unchecked) private var laterFrameFirstSequences: [UInt64] = []
   private let finished = DispatchSemaphore(value: 0)
   /// The writer thread, once it runs (guarded by `condition`): a `close()` made on it must not
   /// wait for it.
@@ -251,7 +253,7 @@ final class JournalWriter: @unchecked Sendable {
       }
     }
     do {
-      try writeIndexFile(rewrite: !start.indexIsCurrent)
+      try writeIndexFile(rewrite: !start.indexIsCurrent, namesRecordsGone: start.report.missingRecords != nil)
     } catch {
       // Nothing is written yet, as above.
       if segmentFD >= 0 { io.close(segmentFD) }
@@ -800,7 +802,10 @@ final class JournalWriter: @unchecked Sendable {
 
     // Frames: as many whole appends as fit in the frame target; an append larger than it alone.
     outputLength = 0
-    if !laterFrameStarts.isEmpty { laterFrameStarts.removeAll(keepingCapacity: true) }
+    if !laterFrameStarts.isEmpty {
+      laterFrameStarts.removeAll(keepingCapacity: true)
+      laterFrameFirstSequences.removeAll(keepingCapacity: true)
+    }
     let first = state.nextSequence
     var newEntries: [IndexEntry] = []
     var sequence = state.nextSequence
@@ -815,7 +820,10 @@ final class JournalWriter: @unchecked Sendable {
           frameBytes += group[end].contentBytes
           end = group.index(after: end)
         }
-        if outputLength > 0 { laterFrameStarts.append(outputLength) }
+        if outputLength > 0 {
+          laterFrameStarts.append(outputLength)
+          laterFrameFirstSequences.append(sequence)
+        }
         let frameOffset = state.endOffset + Int64(outputLength)
         if lastIndexed == 0 || frameOffset - lastIndexed >= Int64(options.indexIntervalBytes) {
           newEntries.append(
@@ -892,7 +900,9 @@ final class JournalWriter: @unchecked Sendable {
           try io.sync(segmentFD, metadata: false, path: activePath)
         } catch {
           if (try? io.truncate(segmentFD, to: state.endOffset, path: name)) != nil { allocatedEnd = state.endOffset }
-          return fail(durabilityLost(error, file: name, group: first...(sequence - 1)), fatal: true)
+          // Uncertain: the frames written so far (the frame about to be written never was).
+          let written = first...(laterFrameFirstSequences[laterFrame - 2] - 1)
+          return fail(durabilityLost(error, file: name, group: written), fatal: true)
         }
       }
       do {
@@ -1362,10 +1372,11 @@ final class JournalWriter: @unchecked Sendable {
 
   /// Opens the index file for appending; when opening found it out of date (`rewrite`), first
   /// replaces it with the entries opening derived (`index.tmp`, rename), or else cuts it and
-  /// writes them in place, or else removes it (`removeOutdatedIndex`).
-  /// - Throws: `JournalError` (`.staleIndex`) when it must be rewritten and none of the three can
-  ///   be done.
-  private func writeIndexFile(rewrite: Bool) throws(JournalError) {
+  /// writes them in place. When neither can be done, an index that only lags the segments (a
+  /// valid prefix, as after a crash) is left as it is, for the next opening to extend; one that
+  /// names records opening found gone (`namesRecordsGone`) is removed (`removeOutdatedIndex`).
+  /// - Throws: `JournalError` (`.staleIndex`) when such an index cannot be removed either.
+  private func writeIndexFile(rewrite: Bool, namesRecordsGone: Bool) throws(JournalError) {
     let indexPath = path + "/" + Layout.indexName
     var writer = ByteWriter()
     var replaced = !rewrite
@@ -1381,7 +1392,7 @@ final class JournalWriter: @unchecked Sendable {
     }
     indexFD = (try? io.open(indexPath, flags: replaced ? O_WRONLY : O_WRONLY | O_CREAT, mode: 0o600)) ?? -1
     guard indexFD >= 0 else {
-      if !replaced { try removeOutdatedIndex(indexPath) }
+      if !replaced && namesRecordsGone { try removeOutdatedIndex(indexPath) }
       return
     }
     if replaced {
@@ -1394,34 +1405,36 @@ final class JournalWriter: @unchecked Sendable {
     // backlog: a crash or a failed write leaves a prefix of them, which the next opening extends.
     guard (try? io.truncate(indexFD, to: 0, path: Layout.indexName)) != nil else {
       abandonIndex()
-      return try removeOutdatedIndex(indexPath)
+      if namesRecordsGone { try removeOutdatedIndex(indexPath) }
+      return
     }
     indexEnd = 0
     indexBacklog = writer.bytes
     appendIndexEntriesLocked([])
   }
 
-  /// Removes the index file that opening found out of date and could neither replace nor cut:
-  /// left as it is, it may name records opening found gone, whose numbers the next appends
-  /// take (the next opening would report them gone again, and readers would take the new
-  /// batches for damage where the old entries point). Without it, readers walk the segments,
-  /// and the next opening derives the index anew.
+  /// Removes the index file that names records opening found gone, and that it could neither
+  /// replace nor cut: left as it is, the next appends would take those records' numbers (the
+  /// next opening would report them gone again, and readers would take the new batches for
+  /// damage where the old entries point). Without it, readers walk the segments, and the next
+  /// opening derives the index anew. The directory's sync after the removal is tried, as after a
+  /// replace: a failure there leaves the removal done, unsynced.
   /// - Throws: `JournalError` (`.staleIndex`, naming the file) when it cannot be removed either:
   ///   opening fails rather than append under it.
   private func removeOutdatedIndex(_ indexPath: String) throws(JournalError) {
     guard io.fileExists(indexPath) else { return }
     do {
       try io.removeFile(indexPath)
-      try io.syncDirectory(path)
     } catch {
       var failure = JournalError(
         .staleIndex,
-        "the index is out of date and could be neither replaced, cut nor removed (\(error)): it may name "
-          + "records opening found gone, which new appends would number anew",
+        "the index names records opening found gone and could be neither replaced, cut nor removed (\(error)); "
+          + "new appends would take those records' numbers",
         directory: path, file: Layout.indexName)
       failure.errno = (error as? SystemCallError)?.errno
       throw failure
     }
+    try? io.syncDirectory(path)
   }
 
   /// The most index entries kept for a later append after appends to the index file failed
