@@ -139,12 +139,23 @@ import Testing
     let (dir, _, lost) = try await Self.committedFramesCutOff()
     let faults = FaultInjectingFileIO()
     faults.arm(.writeError(EIO), pathContains: Layout.indexName + ".tmp")
+    try await Self.expectTheLossSaidOnce(dir, lost, through: faults, struck: 1)
+  }
+
+  /// Opens the journal of `committedFramesCutOff` through `faults` (which must strike `struck`
+  /// times), expecting the loss reported, appends one record and closes; then expects the journal
+  /// sound and the next opening to report nothing gone, the record numbered after the cut.
+  private static func expectTheLossSaidOnce(
+    _ dir: TemporaryDirectory, _ lost: JournalFixtures.Frame, through faults: FaultInjectingFileIO, struck: Int,
+    indexRemoved: Bool = false
+  ) async throws {
     var options = JournalFixtures.options(.none, indexBytes: 256)
     options.mapsActiveSegment = false
     options.io = faults
     let journal = try Journal(directory: dir.path, options: options)
-    #expect(faults.struck == 1)
+    #expect(faults.struck == struck)
     #expect(journal.recovery.missingRecords != nil, "\(journal.recovery)")
+    if indexRemoved { #expect(!Files.list(dir.path).contains(Layout.indexName), "\(Files.list(dir.path))") }
     try await journal.append(Self.appends(1000, count: 1)[0])
     journal.close()
 
@@ -165,23 +176,7 @@ import Testing
     let faults = FaultInjectingFileIO()
     faults.arm(.writeError(EIO), pathContains: Layout.indexName + ".tmp")
     faults.arm(.truncateError(EIO), pathContains: Layout.indexName)
-    var options = JournalFixtures.options(.none, indexBytes: 256)
-    options.mapsActiveSegment = false
-    options.io = faults
-    let journal = try Journal(directory: dir.path, options: options)
-    #expect(faults.struck == 2)
-    #expect(journal.recovery.missingRecords != nil, "\(journal.recovery)")
-    #expect(!Files.list(dir.path).contains(Layout.indexName), "\(Files.list(dir.path))")
-    try await journal.append(Self.appends(1000, count: 1)[0])
-    journal.close()
-
-    let verification = try JournalReader(directory: dir.path).verify()
-    #expect(verification.isSound, "\(verification.problems)")
-    options.io = FaultInjectingFileIO()
-    let reopened = try Journal(directory: dir.path, options: options)
-    defer { reopened.close() }
-    #expect(reopened.recovery.missingRecords == nil, "\(reopened.recovery)")
-    #expect(reopened.lastSequence == lost.header.firstSequence)
+    try await Self.expectTheLossSaidOnce(dir, lost, through: faults, struck: 2, indexRemoved: true)
   }
 
   @Test func anOutdatedIndexThatCannotBeRemovedEitherStopsTheOpening() async throws {
