@@ -131,9 +131,7 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     if !place.isEmpty { text += " (" + place.joined(separator: ", ") + ")" }
     if let directory { text += " in journal \(directory)" }
     if let advice { text += ". " + advice }
-    if let openingRecovery, !openingRecovery.isClean {
-      text += ". Before this, opening the journal for writing had recovered: " + openingRecovery.losses
-    }
+    text += openingRecovery?.toldAfterAnError ?? ""
     return text
   }
 

@@ -109,4 +109,10 @@ public struct RecoveryReport: Sendable, Equatable {
   public var losses: String {
     (movedAside.map(\.description) + (missingRecords.map { [$0.description] } ?? [])).joined(separator: "; ")
   }
+
+  /// What an error thrown after this opening adds to its description (`openingRecovery`): a
+  /// sentence naming the `losses`, or nothing when clean.
+  package var toldAfterAnError: String {
+    isClean ? "" : ". Before this, opening the journal for writing had recovered: " + losses
+  }
 }

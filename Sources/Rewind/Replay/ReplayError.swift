@@ -44,9 +44,7 @@ public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
       text = "record at sequence \(sequence) is not an event record"
     }
     if let underlying { text += " (\(underlying))" }
-    if let openingRecovery, !openingRecovery.isClean {
-      text += ". Before this, opening the journal for writing had recovered: " + openingRecovery.losses
-    }
+    text += openingRecovery?.toldAfterAnError ?? ""
     return text
   }
 }

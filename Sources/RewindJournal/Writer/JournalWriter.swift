@@ -1426,12 +1426,12 @@ final class JournalWriter: @unchecked Sendable {
     do {
       try io.removeFile(indexPath)
     } catch {
-      var failure = JournalError(
-        .staleIndex,
+      // As repair's failed removal: the system call's place and errno, under `staleIndex`.
+      var failure = JournalError(error, directory: path, file: Layout.indexName)
+      failure.code = .staleIndex
+      failure.message =
         "the index names records opening found gone and could be neither replaced, cut nor removed (\(error)); "
-          + "new appends would take those records' numbers",
-        directory: path, file: Layout.indexName)
-      failure.errno = (error as? SystemCallError)?.errno
+        + "new appends would take those records' numbers"
       throw failure
     }
     try? io.syncDirectory(path)
