@@ -75,6 +75,14 @@ import Testing
     }
   }
 
+  /// The options `committedFramesCutOff` writes with (an index entry every 256 bytes, written by
+  /// `pwrite`, not through a mapping), for the tests that open its journal again.
+  static func cutOffOptions() -> JournalOptions {
+    var options = JournalFixtures.options(.none, indexBytes: 256)
+    options.mapsActiveSegment = false
+    return options
+  }
+
   /// A closed journal of 100 one-record frames, its last segment then cut short at the start of
   /// its 51st frame (a file system that lost the file's last blocks and its size with them; under
   /// `none` with `pwrite`, a power loss can, while the index file's own blocks survive). The
@@ -83,8 +91,7 @@ import Testing
     dir: TemporaryDirectory, segment: String, lost: JournalFixtures.Frame
   ) {
     let dir = TemporaryDirectory("review-cut-off")
-    var options = JournalFixtures.options(.none, indexBytes: 256)
-    options.mapsActiveSegment = false
+    let options = Self.cutOffOptions()
     let journal = try Journal(directory: dir.path, options: options)
     for tag in 0..<100 { try await journal.append(Self.appends(tag, count: 1)[0]) }
     journal.close()
@@ -149,8 +156,7 @@ import Testing
     _ dir: TemporaryDirectory, _ lost: JournalFixtures.Frame, through faults: FaultInjectingFileIO, struck: Int,
     indexRemoved: Bool = false
   ) async throws {
-    var options = JournalFixtures.options(.none, indexBytes: 256)
-    options.mapsActiveSegment = false
+    var options = Self.cutOffOptions()
     options.io = faults
     let journal = try Journal(directory: dir.path, options: options)
     #expect(faults.struck == struck)
@@ -188,8 +194,7 @@ import Testing
     faults.arm(.truncateError(EIO), pathContains: Layout.indexName)
     // (The first removal is of `index.tmp`, which the failed replace cleans up.)
     faults.arm(.removeError(EACCES), pathContains: Layout.indexName, skip: 1)
-    var options = JournalFixtures.options(.none, indexBytes: 256)
-    options.mapsActiveSegment = false
+    var options = Self.cutOffOptions()
     options.io = faults
     let error = journalError { _ = try Journal(directory: dir.path, options: options) }
     #expect(faults.struck == 3)
@@ -210,8 +215,7 @@ import Testing
     // gone: left as it is when it cannot be rewritten, as before, for the next opening to extend.
     // Refusing to open, or removing it, would make a sound journal unusable on a read-only index.
     let dir = TemporaryDirectory("lagging-index")
-    var options = JournalFixtures.options(.none, indexBytes: 256)
-    options.mapsActiveSegment = false
+    var options = Self.cutOffOptions()
     let journal = try Journal(directory: dir.path, options: options)
     for tag in 0..<60 { try await journal.append(Self.appends(tag, count: 1)[0]) }
     journal.close()
@@ -237,8 +241,7 @@ import Testing
     // Recovery rewrote the index without the entries that witnessed the loss, then the writer's
     // thread could not start: the error is the only place left to say the records are gone.
     let (dir, segment, lost) = try await Self.committedFramesCutOff()
-    var options = JournalFixtures.options(.none, indexBytes: 256)
-    options.mapsActiveSegment = false
+    let options = Self.cutOffOptions()
     let error = Threads.$refusingStarts.withValue(true) {
       journalError { _ = try Journal(directory: dir.path, options: options) }
     }
