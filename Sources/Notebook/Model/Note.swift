@@ -19,9 +19,14 @@ public struct Note: StoreRecord, Codable {
 
   public var groupKeys: [NoteTag] { tags }
 
-  /// `normalized(tags + [tag])`, computed in place: when `tags` is already normalized (as every
-  /// apply path leaves it), the tag is inserted where it sorts unless it is there or empty, without
+  /// `tags` with `tag` added, computed in place: when `tags` is already normalized (as every apply
+  /// path leaves it), the tag is inserted where it sorts unless it is there or empty, without
   /// building, filtering and sorting a new array (replay tags notes often).
+  ///
+  /// `String`'s `<` is no strict weak order across Unicode forms, so the search can pass over a
+  /// tag equal to this one in another form, or find no place strictly between two neighbours
+  /// (`"cafe\u{301}"` and `"caf\u{E9}s"` sort neither way): a tag held in either form is not
+  /// added again, and one the search cannot place is added by `normalized`.
   static func insert(_ tag: NoteTag, into tags: inout [NoteTag]) {
     guard isNormalized(tags) else {
       tags = normalized(tags + [tag])
@@ -35,6 +40,11 @@ public struct Note: StoreRecord, Codable {
       if tags[middle] < tag { low = middle + 1 } else { high = middle }
     }
     if low < tags.count && tags[low] == tag { return }
+    if tags.contains(tag) { return }
+    if (low > 0 && !(tags[low - 1] < tag)) || (low < tags.count && !(tag < tags[low])) {
+      tags = normalized(tags + [tag])
+      return
+    }
     tags.insert(tag, at: low)
   }
 
@@ -46,22 +56,22 @@ public struct Note: StoreRecord, Codable {
     return true
   }
 
-  /// `tags` sorted, without duplicates or empty tags. Sorts and drops neighbours that repeat
-  /// (no `Set`): replay normalizes the tags of every note created or tagged.
+  /// `tags` sorted, without duplicates or empty tags: the same for the same tags in any order.
+  ///
+  /// Tags equal in two Unicode forms are one tag: the form kept is the one whose UTF-8 sorts
+  /// first. They are sorted by `sortedAlike`, since `String`'s `<` is no strict weak order across
+  /// forms: sorted by `<` alone, the same tags in another order (a `Set`'s, from one process to the
+  /// next) came out in another order, and a tag equal to another but not next to it stayed twice.
+  /// Each result is its own normalized form.
   static func normalized(_ tags: [NoteTag]) -> [NoteTag] {
     // Tags decoded from a journal are normalized already (every apply path leaves them so): kept
     // as they are, without a new array.
     if isNormalized(tags) { return tags }
-    var sorted = tags.filter { !$0.isEmpty }
-    guard sorted.count > 1 else { return sorted }
-    sorted.sort()
-    var kept = 1
-    for index in 1..<sorted.count where sorted[index] != sorted[kept - 1] {
-      sorted[kept] = sorted[index]
-      kept += 1
-    }
-    sorted.removeLast(sorted.count - kept)
-    return sorted
+    var seen = Set<NoteTag>(minimumCapacity: tags.count)
+    let distinct = tags.filter { !$0.isEmpty }
+      .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+      .filter { seen.insert($0).inserted }
+    return sortedAlike(distinct)
   }
 }
 

@@ -321,6 +321,29 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
       return first - stored - (key < first[0] ? 1 : 0)
     }
 
+    /// Stops the process unless `key`, new to the `count` keys from `stored` on, sorts strictly
+    /// between the keys it is to land between at `index`. The tree's searches take `<` for a
+    /// strict total order that agrees with `==`: a key that `<` does not order against a neighbour
+    /// it is unequal to (`String`'s `<` across Unicode forms: neither `"cafe\u{301}"` nor
+    /// `"caf\u{E9}s"` sorts before the other) would be filed where later searches miss it, and a
+    /// record stored twice, or lost to `find`, `update` and `remove`. Stopping with both keys named,
+    /// as `Dictionary` stops on a key type whose hashing breaks its contract, is better than that.
+    /// Checked where a key is new to a leaf (two comparisons); a `<` that is not transitive can still
+    /// slip by, which `StoreRecord`'s contract rules out.
+    @inlinable @inline(__always)
+    static func checkOrder(of key: Key, in stored: UnsafeMutablePointer<Key>, count: Int, at index: Int) {
+      if index < count && !(key < stored[index]) { unordered(key, stored[index]) }
+      if index > 0 && !(stored[index - 1] < key) { unordered(stored[index - 1], key) }
+    }
+
+    @usableFromInline @inline(never)
+    static func unordered(_ a: Key, _ b: Key) -> Never {
+      preconditionFailure(
+        "the keys \(String(reflecting: a)) and \(String(reflecting: b)) of a Store are unequal, yet `<` does not "
+          + "order them: a StoreRecord's id needs a `<` that is a strict total order agreeing with `==` "
+          + "(String's is not across Unicode forms)")
+    }
+
     /// Inserts `key` with the payload entry `entry` (a leaf's value or an inner node's child) at
     /// `index`.
     @inlinable func insert<Entry>(_ key: Key, _ entry: consuming Entry, at index: Int) {
@@ -631,6 +654,7 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
         return .some(old)
       }
       guard count < maxLeafWidth && count < Int(fields.pointee.slots) else { return nil }
+      Node.checkOrder(of: key, in: keys, count: count, at: index)
       (keys + index + 1).moveInitialize(from: keys + index, count: count - index)
       (keys + index).initialize(to: key)
       (values + index + 1).moveInitialize(from: values + index, count: count - index)
@@ -683,6 +707,9 @@ struct RecordTree<Key: Comparable, Value>: @unchecked Sendable {
           (values + index).initialize(to: value.take().unsafelyUnwrapped)
           return (old, nil)
         }
+      }
+      node.withUnsafeMutablePointers { fields, stored in
+        Node.checkOrder(of: key, in: stored, count: fields.pointee.count, at: index)
       }
       if node.keyCount == node.slots { node = node.grown() }
       node.insert(key, value.take().unsafelyUnwrapped, at: index)

@@ -8,6 +8,13 @@
 /// canonical equivalence: a string changed only in its Unicode form (`é` composed, or `e` and a
 /// combining accent) is equal, so that change touches nothing either, though the record's bytes
 /// (in snapshots and digests) change.
+///
+/// The id's `<` must be a strict total order that agrees with `==`: of two unequal ids, exactly one
+/// sorts before the other. The store is a search tree, and an id it cannot place would be stored
+/// twice or missed. `Identifier` and the integer types qualify; `String` does not, across Unicode
+/// forms (`"cafe\u{301}"` and `"caf\u{E9}s"` are unequal, yet neither sorts before the other). A
+/// store stops the process, naming both ids, when a new id does not sort strictly between its
+/// neighbours. Group keys are hashed, not searched, and need only `Hashable` to agree with `==`.
 public protocol StoreRecord: Identifiable, Sendable, Equatable
 where ID: Comparable & Sendable & CustomStringConvertible {
   associatedtype GroupKey: Hashable & Comparable & Sendable & CustomStringConvertible = NoGroupKey
@@ -164,18 +171,40 @@ public struct Store<Record: StoreRecord>: Sendable, Equatable {
 
   /// Where the grouping cache disagrees with the groups recomputed from the records, one line
   /// per group (empty when coherent). `rewind verify` reports these.
+  ///
+  /// A group is coherent when its cached ids are the records filed under its key, each once, and
+  /// the count it answers `count(inGroup:)` with is theirs. A line names the ids found on one side
+  /// only (the first few, in id order), or says the ids are right but held twice or miscounted.
   public func cacheProblems() -> [String] {
     var expected: [Record.GroupKey: Set<Record.ID>] = [:]
     records.forEachEntry { id, record in
       for key in record.groupKeys { expected[key, default: []].insert(id) }
     }
     var problems: [String] = []
-    let cached = groups.mapValues { Set($0.keys) }
-    for key in sortedAlike(Set(groups.keys).union(expected.keys)) where cached[key] != expected[key] {
-      let held = groups[key]?.count ?? 0
-      problems.append(
-        "store \(name), group '\(key)': the cache holds \(held) record\(held == 1 ? "" : "s"), "
-          + "recomputing from the records gives \(expected[key]?.count ?? 0)")
+    for key in sortedAlike(Set(groups.keys).union(expected.keys)) {
+      let held = groups[key].map { $0.keys } ?? []
+      let heldSet = Set(held)
+      let wanted = expected[key] ?? []
+      let counted = groups[key]?.count ?? 0
+      guard heldSet != wanted || held.count != heldSet.count || counted != held.count else { continue }
+      var line =
+        "store \(name), group '\(key)': the cache holds \(counted) record\(counted == 1 ? "" : "s"), "
+        + "recomputing from the records gives \(wanted.count)"
+      func named(_ ids: Set<Record.ID>) -> String {
+        let sorted = sortedAlike(ids.map(\.description))
+        return sorted.prefix(3).joined(separator: ", ") + (sorted.count > 3 ? " and \(sorted.count - 3) more" : "")
+      }
+      let onlyHeld = heldSet.subtracting(wanted)
+      let onlyWanted = wanted.subtracting(heldSet)
+      if !onlyHeld.isEmpty { line += "; filed but not under this key: \(named(onlyHeld))" }
+      if !onlyWanted.isEmpty { line += "; under this key but not filed: \(named(onlyWanted))" }
+      if onlyHeld.isEmpty && onlyWanted.isEmpty {
+        line +=
+          held.count != heldSet.count
+          ? "; the same ids, \(held.count - heldSet.count) of them filed twice"
+          : "; the same ids, miscounted as \(counted)"
+      }
+      problems.append(line)
     }
     return problems
   }
