@@ -32,7 +32,9 @@ final class ProgressLine: @unchecked Sendable {
   /// Shows that `done` of `total` sequence numbers are through (nothing when `total` is 0: unknown).
   func update(_ done: UInt64, of total: UInt64) {
     guard enabled, total > 0 else { return }
-    let percent = Int(min(done, total) * 100 / total)
+    // In full width: a sequence number past `UInt64.max / 100` (a journal's first segment may be
+    // named for any) times 100 overflows 64 bits.
+    let percent = Int(total.dividingFullWidth(min(done, total).multipliedFullWidth(by: 100)).quotient)
     guard last?.percent != percent || last?.total != total else { return }
     last = (percent, total)
     output.err("\r\(label) \(percent)% (sequence \(done) of \(total))\u{1B}[K")

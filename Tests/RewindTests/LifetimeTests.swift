@@ -130,6 +130,54 @@ import Testing
     try expectReplay(of: temporary.path, equals: manager.state, through: 1)
   }
 
+  /// `close()` while a turn's batch is held before it is sent, the batch holding an increment and,
+  /// staged behind it, a command that recorded nothing after reading it: both throw `.closed`.
+  /// The second got `appendFailed` saying it "can be retried" (found by the review of the manager,
+  /// Dec 6), so the Notebook's auto-tagger, which ends quietly only on `.closed`, ended with an
+  /// error when a pass that found nothing to tag met a close.
+  @Test(.timeLimit(.minutes(10))) func closingBeforeABatchIsSentTellsACommandThatReadItClosed() async throws {
+    let temporary = TemporaryDirectory()
+    let manager = try open(temporary.path)
+    let id = try await manager.openAccount(owner: "a")
+    let first = Signal("the first append held")
+    let second = Signal("the second append held")
+    let goFirst = Signal("the test to let the first append go")
+    let goSecond = Signal("the test to let the second append go")
+    let calls = Locked(0)
+    manager.beforeAppend.withLock {
+      $0 = {
+        let call = calls.withLock { calls in
+          calls += 1
+          return calls
+        }
+        guard call <= 2 else { return }
+        (call == 1 ? first : second).set()
+        do { try await (call == 1 ? goFirst : goSecond).wait() } catch { Issue.record(error) }
+      }
+    }
+    let sent = Task { try await increment(manager, id) }
+    try await first.wait()
+    let staged = Task { try await increment(manager, id) }
+    try await manager.waitUntil(waitingCommands: 1)
+    let reader = Task {
+      try await manager.perform(.user) { ledger, _ in
+        #expect(ledger.accounts.find(id: id)?.balance == 2, "it read the state the staged increment leaves")
+      }
+    }
+    try await manager.waitUntil(waitingCommands: 2)
+    goFirst.set()
+    #expect(try await sent.value == 1)
+    try await second.wait()
+    manager.close()
+    goSecond.set()
+    let stagedError = await #expect(throws: ManagerError.self) { try await staged.value }
+    #expect(stagedError?.code == .closed, "\(String(describing: stagedError))")
+    let readerError = await #expect(throws: ManagerError.self) { try await reader.value }
+    #expect(readerError?.code == .closed, "\(String(describing: readerError))")
+    #expect(manager.lastSequence == 2)
+    try expectReplay(of: temporary.path, equals: manager.state, through: 2)
+  }
+
   /// A command whose task is cancelled while it waits at the gate throws `CancellationError`
   /// without running its body or writing anything; the command waiting with it goes on.
   @Test(.timeLimit(.minutes(10))) func aCommandCancelledAtTheGateWritesNothing() async throws {

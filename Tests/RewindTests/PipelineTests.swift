@@ -13,6 +13,7 @@ import Testing
 private final class HoldingFileIO: ForwardingFileIO {
   private struct State {
     var armed = false
+    var openArmed = false
     var fail = false
     var failSync = false
     /// Set when the armed write starts being held: a new one for each arming (one left set by
@@ -49,6 +50,29 @@ private final class HoldingFileIO: ForwardingFileIO {
     try base.sync(fd, metadata: metadata, path: path)
   }
 
+  /// Holds the next opening of a segment for writing (a roll's last step) until `releaseWrite`,
+  /// then fails it, which stops the journal for good with an I/O error (not `durabilityLost`).
+  func holdAndFailNextSegmentOpen() {
+    state.withLock {
+      $0.openArmed = true
+      $0.held = Signal("the armed segment opening held")
+    }
+  }
+
+  func open(_ path: String, flags: Int32, mode: UInt32) throws -> Int32 {
+    let held = state.withLock { state -> Signal? in
+      guard state.openArmed, flags == O_RDWR, path.hasSuffix(".lz4") else { return nil }
+      state.openArmed = false
+      return state.held
+    }
+    if let held {
+      held.set()
+      try release.wait(for: "the test to let the held segment opening go")
+      throw SystemCallError("open", path: path, errno: EMFILE)
+    }
+    return try base.open(path, flags: flags, mode: mode)
+  }
+
   func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws -> Int {
     let held = state.withLock { state -> Signal? in
       guard state.armed, path.hasSuffix(".lz4") else { return nil }
@@ -77,9 +101,12 @@ private final class OwnThreadExecutor: TaskExecutor, @unchecked Sendable {
   }
 }
 
-private func makeManager(_ directory: String, io: HoldingFileIO) throws -> Manager<Ledger> {
+private func makeManager(_ directory: String, io: HoldingFileIO, segmentTargetBytes: Int? = nil) throws
+  -> Manager<Ledger>
+{
   var options = JournalOptions(durability: .always)
   options.io = io
+  if let segmentTargetBytes { options.segmentTargetBytes = segmentTargetBytes }
   return try Manager<Ledger>(
     directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
 }
@@ -264,6 +291,44 @@ private func queueBehindAHeldAppend(
   let error = await #expect(throws: ManagerError.self) { try await reader.value }
   #expect(error?.code == .stopped, "\(String(describing: error))")
   #expect(error?.message.contains("stopped the manager (durabilityLost)") == true, "\(String(describing: error))")
+  manager.close()
+}
+
+/// The same when the append fails because the journal stopped for good on an I/O error (the new
+/// segment of a roll could not be opened): the manager stops, and the command that read it got
+/// `appendFailed` saying it "can be retried", though every retry is refused with `stopped` (found
+/// by the review of the manager, Dec 6; entry 272 mended only the `durabilityLost` case).
+@Test(.timeLimit(.minutes(10))) func aCommandThatReadAnAppendThatStoppedTheJournalIsStopped() async throws {
+  let temporary = TemporaryDirectory()
+  let io = HoldingFileIO()
+  // Segments of the least size: an account whose owner's name is as long, opened after the first,
+  // rolls to a new one.
+  let size = JournalOptions.minimumSegmentTargetBytes
+  let manager = try makeManager(temporary.appending("journal"), io: io, segmentTargetBytes: size)
+  _ = try await manager.openAccount(owner: "first")
+
+  io.holdAndFailNextSegmentOpen()
+  let held = Task(executorPreference: OwnThreadExecutor()) {
+    try await manager.openAccount(owner: String(repeating: "x", count: size))
+  }
+  try await io.waitUntilHolding()
+  let validated = Signal("the command that records nothing validated")
+  let reader = Task {
+    try await manager.perform(.user) { ledger, _ in
+      #expect(ledger.accounts.count == 2, "it read the state the held append leaves")
+      validated.set()
+    }
+  }
+  try await validated.wait()
+  io.releaseWrite(failing: true)
+
+  let failed = await #expect(throws: ManagerError.self) { try await held.value }
+  #expect(failed?.code == .appendFailed && manager.stopReason != nil, "\(String(describing: failed))")
+  let error = await #expect(throws: ManagerError.self) { try await reader.value }
+  #expect(error?.code == .stopped, "\(String(describing: error))")
+  #expect(error?.message.contains("stopped the manager (appendFailed)") == true, "\(String(describing: error))")
+  let retried = await #expect(throws: ManagerError.self) { try await manager.perform(.user) { _, _ in } }
+  #expect(retried?.code == .stopped, "\(String(describing: retried))")
   manager.close()
 }
 

@@ -66,27 +66,44 @@ final class Completion: Sendable {
   }
 
   /// A completion resolved once this one is: a success if this one succeeded, else with
-  /// `appendFailed` (naming this one's journal error), or `stopped` when this one's failure
-  /// stopped the manager (`durabilityLost`, `stopped`: a retry would be refused). The outcome of
-  /// a command that recorded nothing, or threw, after reading a state that included this one's
-  /// command: it read a state that exists only if this one is journaled.
-  func follower() -> Completion {
+  /// `appendFailed` (naming this one's journal error), `stopped` when the manager stopped by then
+  /// (`stopReason`, which `stopped` reads, is set: this one's failure lost durability or left a
+  /// journal that accepts no more appends; a retry would be refused), or `closed` when this one
+  /// failed because the manager was closed, or was closed by then. The outcome of a command that
+  /// recorded nothing, or threw, after reading a state that included this one's command: it read a
+  /// state that exists only if this one is journaled.
+  ///
+  /// The stop is read from the manager, not from this one's error alone: a journal that stopped
+  /// for good on an I/O error (a segment that could not be opened after a roll) fails its append
+  /// with `appendFailed`, like an append that may be retried.
+  func follower(stopped: @escaping @Sendable () -> ManagerError? = { nil }) -> Completion {
     let follower = Completion()
     whenResolved { [self] in
       let failure = state.withLock { $0.failure }
       follower.resolve(
         failingWith: failure.map { failure in
-          failure.code == .durabilityLost || failure.code == .stopped
+          let stop = stopped()
+          if failure.code == .closed || stop?.code == .closed {
+            return ManagerError(
+              .closed,
+              "the manager was closed before an earlier command this one read the effect of was journaled: nothing "
+                + "of this one was written", journalError: failure.journalError)
+          }
+          let stopping =
+            failure.code == .durabilityLost || failure.code == .stopped
             || failure.journalError.map { $0.code == .durabilityLost || $0.code == .stopped } == true
-            ? ManagerError(
+          if stopping || stop != nil {
+            return ManagerError(
               .stopped,
-              "an earlier command this one read the effect of met a failure that stopped the manager (\(failure.code)): "
-                + "nothing of this one was written, and commands are refused until the journal is reopened",
+              "an earlier command this one read the effect of met a failure that stopped the manager "
+                + "(\(stop?.code ?? failure.code)): nothing of this one was written, and commands are refused until "
+                + "the journal is reopened",
               journalError: failure.journalError)
-            : ManagerError(
-              .appendFailed,
-              "an earlier command this one read the effect of could not be journaled; nothing changed, and it can be "
-                + "retried", journalError: failure.journalError)
+          }
+          return ManagerError(
+            .appendFailed,
+            "an earlier command this one read the effect of could not be journaled; nothing changed, and it can be "
+              + "retried", journalError: failure.journalError)
         })
     }
     return follower

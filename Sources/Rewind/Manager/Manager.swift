@@ -156,7 +156,7 @@ private struct Pipeline: Sendable {
 /// - A body that throws, or records no event, writes nothing and changes nothing. If it read
 ///   commands not yet acknowledged, its error or value is delivered only once they are
 ///   journaled; if they fail, it throws `.appendFailed` instead (`.stopped` when their failure
-///   stopped the manager).
+///   stopped the manager, `.closed` when it was closed before they were journaled).
 /// - If the append fails, the model, its queries and observers show no change, and the command
 ///   throws `ManagerError` (`.appendFailed`); retrying it is safe.
 /// - If the journal reports that durability is lost (a failed fsync), the command throws
@@ -553,7 +553,7 @@ public final class Manager<M: Model>: Sendable {
           if initialized { value.deinitialize(count: 1) }  // the body ran, a later step failed
           slot.failure = error
           // The error stands only once what the body read is journaled.
-          slot.completion = predecessor?.follower()
+          slot.completion = follower(of: predecessor)
           return slot.completion
         }
       }
@@ -648,7 +648,7 @@ public final class Manager<M: Model>: Sendable {
     if pipelined { predecessor = lastUnpublished() }
     var staged: Staged?
     try validate(origin, &staged, working: pipelined, body)
-    guard let bytes = staged?.bytes else { return predecessor?.follower() }
+    guard let bytes = staged?.bytes else { return follower(of: predecessor) }
     // A command that would overflow the batch sends the batch before it on its way first. It was
     // validated against that batch, so if the batch fails, it fails too.
     if overflows(adding: bytes) { await flush() }
@@ -693,7 +693,7 @@ public final class Manager<M: Model>: Sendable {
   /// the condition that they succeed; one that records nothing or throws writes nothing, so it is
   /// made to wait for the last of them (`lastUnpublished()`) instead: it returns its value, or
   /// throws its error, only once that one is journaled, and throws `appendFailed` if it is not
-  /// (`stopped` when that failure stopped the manager: `Completion.follower()`).
+  /// (`stopped` when the manager stopped, `closed` when it was closed: `Completion.follower()`).
   /// Out of `perform`, so that the `do`/`catch` around the body's value costs nothing there.
   @inline(never)
   private func performAfterUnpublished<R: Sendable>(
@@ -706,7 +706,7 @@ public final class Manager<M: Model>: Sendable {
       result = try validateHolding(origin, &staged, working: true, body)
     } catch {
       // The gate is left. The error stands only once what the body read is journaled.
-      if let follower = predecessor?.follower() { try await follower.wait() }
+      if let follower = follower(of: predecessor) { try await follower.wait() }
       throw error
     }
     var completion: Completion?
@@ -714,7 +714,7 @@ public final class Manager<M: Model>: Sendable {
       if overflows(adding: bytes) { await flush() }
       completion = add(&staged)
     } else {
-      completion = predecessor?.follower()
+      completion = follower(of: predecessor)
     }
     if !leaveQuietGate() { await serveTurn(first: nil) }
     journal.lead()
@@ -722,6 +722,11 @@ public final class Manager<M: Model>: Sendable {
       if try !completion.isSettled() { try await completion.wait() }
     }
     return result
+  }
+
+  /// `predecessor.follower`, told whether this manager has stopped by the time it resolves.
+  private func follower(of predecessor: Completion?) -> Completion? {
+    predecessor?.follower { [weak self] in self?.guarded.withLock { $0.stopped } }
   }
 
   /// The completion of the last command the working copy includes that is not published yet:
