@@ -69,8 +69,11 @@ enum DebugCommand: RewindCommand {
                           start `rewind debug` again. Any command that reads records
                           finds a journal cut and written again under the session, and
                           ends its use likewise
-      help                this list
-      quit                end the session (as does end of input)
+      help                this list                                    alias: ?
+      quit                end the session (as does end of input)       alias: q, exit
+
+    Also g for goto and p for print. A line starting with # is a comment. Commands that take
+    no arguments (where, mark, refresh, help, quit) refuse any.
 
     """
 

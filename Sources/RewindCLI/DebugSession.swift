@@ -44,7 +44,7 @@ final class DebugSession {
       guard let line = readLine() else { break }
       let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
       guard let command = words.first, !command.hasPrefix("#") else { continue }
-      if command == "quit" || command == "exit" || command == "q" { break }
+      if Self.quits.contains(command) && words.count == 1 { break }
       if shortened != nil && command != "help" && command != "?" {
         failed = true
         unreadable = true
@@ -57,6 +57,12 @@ final class DebugSession {
       }
       do {
         try perform(command, Array(words.dropFirst()))
+      } catch let error as ReplayError {
+        // As `replay` and the other commands say it: the model, and how to see the record.
+        failed = true
+        unreadable = true
+        let named = UnreadableByModel(model: model, directory: directory, underlying: error)
+        output.err(visible("error: \(Self.shown(command)): \(named)") + "\n")
       } catch let error as JournalError where error.code == .shortened {
         failed = true
         unreadable = true
@@ -65,13 +71,29 @@ final class DebugSession {
       } catch {
         failed = true
         if !(error is UsageError) { unreadable = true }
-        output.err(visible("error: \(command): \(error)") + "\n")
+        output.err(visible("error: \(Self.shown(command)): \(error)") + "\n")
       }
     }
     if interactive { output.out("\n") }
     if machine.endHiddenBy != nil { (failed, unreadable) = (true, true) }
     guard failed && !interactive else { return .success }
     return unreadable ? .unreadable : .usage
+  }
+
+  /// The words that end the session, alone on their line.
+  private static let quits: Set<String> = ["quit", "exit", "q"]
+
+  /// A command word as an error line names it: whole up to 64 characters, else its first 60 and
+  /// how long it was (an unknown word of megabytes, pasted by mistake, is not echoed whole).
+  static func shown(_ command: String) -> String {
+    command.count <= 64 ? command : "\(command.prefix(60))… (\(command.utf8.count) bytes)"
+  }
+
+  /// Refuses words after a command that takes none (`mark 5000` must not mark here instead).
+  private func noArguments(_ rest: [String], _ command: String) throws {
+    guard rest.isEmpty else {
+      throw UsageError("usage: \(command) (it takes no arguments), not '\(rest.joined(separator: " "))'")
+    }
   }
 
   /// Writes one line of output, made `visible`: ids, names and values come from the journal or
@@ -131,17 +153,23 @@ final class DebugSession {
 
   private func perform(_ command: String, _ rest: [String]) throws {
     switch command {
-    case "help", "?": output.out(DebugCommand.commands)
+    case "help", "?":
+      try noArguments(rest, command)
+      output.out(DebugCommand.commands)
+    case _ where Self.quits.contains(command): try noArguments(rest, command)
     case "step", "s", "next": try step(try count(rest), forward: true)
     case "back", "b": try step(try count(rest), forward: false)
     case "goto", "g": try goto(rest)
-    case "where": try showPosition()
+    case "where":
+      try noArguments(rest, command)
+      try showPosition()
     case "event": try showEvent(rest)
     case "find": try find(rest)
     case "print", "p": try print(rest)
     case "query": try query(rest)
     case "check": try check(rest)
     case "mark":
+      try noArguments(rest, command)
       mark = machine.position
       say("marked sequence \(machine.position)")
     case "diff": try diff(rest)
@@ -161,6 +189,7 @@ final class DebugSession {
       let coverage = try machine.prepare(memoryLimit: limit)
       output.out(Self.describe(coverage, lastSequence: machine.lastSequence, limit: limit))
     case "refresh":
+      try noArguments(rest, command)
       try machine.refresh()
       say("the journal ends at sequence \(machine.lastSequence)")
     default: throw UsageError("unknown command; `help` lists the commands")
@@ -205,14 +234,19 @@ final class DebugSession {
     let units: [String: UInt64] = ["K": 1_000, "M": 1_000_000, "G": 1_000_000_000]
     let unit = text.last.flatMap { units[$0.uppercased()] }
     let digits = unit == nil ? Substring(text) : text.dropLast()
-    guard rest.count == 1, let count = Arguments.sequenceNumber(digits), count >= 1,
-      case (let bytes, let overflow) = count.multipliedReportingOverflow(by: unit ?? 1_000_000), !overflow,
-      bytes <= UInt64(Int.max)
-    else {
+    let count = Arguments.sequenceNumber(digits)
+    guard rest.count == 1, count.map({ $0 >= 1 }) ?? Arguments.isPastEverySequenceNumber(digits) else {
       throw UsageError(
         "usage: prepare [SIZE]: the most the keyframes may take, a whole number from 1 of megabytes, or of "
           + "kilo-, mega- or gigabytes with K, M or G after it (without it, a quarter of the memory this process may use, "
           + "\(size(defaultKeyframeLimit))), not '\(rest.joined(separator: " "))'")
+    }
+    // A whole number, maybe too large for bytes this process can count (digits no `UInt64` holds too).
+    let (bytes, overflow) = (count ?? .max).multipliedReportingOverflow(by: unit ?? 1_000_000)
+    guard count != nil, !overflow, bytes <= UInt64(Int.max) else {
+      throw UsageError(
+        "usage: prepare [SIZE]: \(text) is more than this process can count in bytes (at most "
+          + "\(UInt64(Int.max) / 1_000_000) megabytes)")
     }
     return Int(bytes)
   }
@@ -270,9 +304,10 @@ final class DebugSession {
           throw UsageError("sequence \(sequence) is " + pastSession)
         }
         try move(to: sequence)
-      } else if let negative = Int(target), negative < 0 {
+      } else if target.hasPrefix("-"), target.count > 1, target.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) {
+        // Also `-0`, and digits no `Int` holds.
         throw UsageError(
-          "sequence \(negative) is out of range: sequence numbers start at 0; give one in 0...\(machine.lastSequence)")
+          "sequence \(target) is out of range: sequence numbers start at 0; give one in 0...\(machine.lastSequence)")
       } else if ISO8601.parse(target) != nil {
         // Within the journal's first and last record times, as `replay --at` requires.
         let time = try JournalBounds(directory: directory).time(target)
@@ -513,7 +548,7 @@ final class DebugSession {
   private func blame(_ rest: [String]) throws {
     let id = try single(rest, "blame ID")
     let entries = try machine.blame(id)
-    guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'") }
+    guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'\(beforeDamage)") }
     for entry in entries {
       say(shown: envelopeLine(entry.event))
       say(shown: "    after " + (entry.after.map(StateInspector.json) ?? "removed"))

@@ -78,13 +78,28 @@ import Testing
 
   @Test(arguments: [
     "prepare now", "prepare 0", "prepare -5", "prepare 1 2", "prepare 1.5", "prepare 0G", "prepare K",
-    "prepare 3T", "prepare 99999999999G", "prepare 10000000000G", "prepare 5ß",
+    "prepare 3T", "prepare 5ß",
   ])
   func prepareTakesOneSizeAtMost(line: String) async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 42)
     let (out, err, _) = try session(journal.path, [line])
     #expect(err.contains("usage: prepare [SIZE]: the most the keyframes may take, a whole number from 1 of megabytes"))
     #expect(err.contains("not '\(line.dropFirst("prepare ".count))'"))
+    #expect(out.isEmpty)
+  }
+
+  /// A whole number too large for bytes this process can count says so (it was refused as no
+  /// whole number at all).
+  @Test(arguments: [
+    "prepare 99999999999G", "prepare 10000000000G", "prepare 9223372036855", "prepare 99999999999999999999",
+  ])
+  func aSizePastWhatBytesCanCountSaysSo(line: String) async throws {
+    let journal = try await NotebookJournal.write(commands: 5, seed: 42)
+    let (out, err, _) = try session(journal.path, [line])
+    #expect(
+      err
+        == "error: prepare: usage: prepare [SIZE]: \(line.dropFirst("prepare ".count)) is more than this process "
+        + "can count in bytes (at most 9223372036854 megabytes)\n")
     #expect(out.isEmpty)
   }
 

@@ -26,6 +26,10 @@ import Testing
     "blame", "blame nosuch", "blame a b",
     "prepare 0", "prepare -1", "prepare x", "prepare 99999999999999G", "prepare 1.5G", "prepare 1 2",
     "frobnicate", "STEP",
+    // Commands that take no arguments refused them silently (`mark 5000` marked here, `quit now`
+    // ended the session): found by the review of `rewind debug`, Dec 6.
+    "mark 5000", "where 300", "refresh 99", "help me", "quit now", "exit 1", "goto -0",
+    "prepare 9223372036855",
   ]
 
   @Test func everyCommandWithBadArgumentsSaysSoAndTheSessionGoesOn() async throws {
@@ -47,6 +51,31 @@ import Testing
     #expect(run.status == 2)
     let again = try await Self.rewind(["debug", journal.path], input: script)
     #expect(again.out == run.out && again.err == run.err && again.status == run.status)
+  }
+
+  /// What the review of `rewind debug` (Dec 6) found said wrong: a command given words it takes
+  /// none of says so; `goto -0` is out of range as `goto -1` is; a size too large for bytes says
+  /// so, not that it is no whole number; an unknown word of thousands of characters is not echoed
+  /// whole.
+  @Test func refusalsSayWhatIsWrong() async throws {
+    let journal = try await NotebookJournal.write(commands: 5, seed: 23)
+    let long = String(repeating: "x", count: 5_000)
+    let script = ["mark 5000", "quit now", "goto -0", "goto -99999999999999999999", "prepare 9223372036855", long]
+    let run = try await Self.rewind(["debug", journal.path], input: script.joined(separator: "\n") + "\n")
+    let err = run.err.split(separator: "\n").map(String.init)
+    #expect(err.count == script.count, "\(run.err)")
+    guard err.count == script.count else { return }
+    #expect(err[0] == "error: mark: usage: mark (it takes no arguments), not '5000'")
+    #expect(err[1] == "error: quit: usage: quit (it takes no arguments), not 'now'")
+    let range = "is out of range: sequence numbers start at 0; give one in 0...\(journal.lastSequence)"
+    #expect(err[2] == "error: goto: sequence -0 \(range)")
+    #expect(err[3] == "error: goto: sequence -99999999999999999999 \(range)")
+    #expect(
+      err[4]
+        == "error: prepare: usage: prepare [SIZE]: 9223372036855 is more than this process can count in bytes (at "
+        + "most 9223372036854 megabytes)")
+    #expect(err[5] == "error: \(long.prefix(60))… (5000 bytes): unknown command; `help` lists the commands")
+    #expect(run.status == 2)
   }
 
   /// A count too large for any sequence number is a whole number still: `step` goes to the end

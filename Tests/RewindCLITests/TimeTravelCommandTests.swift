@@ -1189,6 +1189,14 @@ import Testing
     let foreign = try await rewind(["replay", raw.path])
     #expect(foreign.status == 3)
     #expect(foreign.err.contains("model workspace cannot replay \(raw.path): record at sequence 1 is not an event"))
+    // debug says it as replay does (it gave the replay's error alone: no model, no hint).
+    let session = try await rewind(["debug", raw.path], input: "step\n")
+    #expect(session.status == 3)
+    #expect(
+      session.err.hasPrefix(
+        "error: step: model workspace cannot replay \(raw.path): record at sequence 1 is not an event"),
+      "\(session.err)")
+    #expect(session.err.contains("`rewind log \(raw.path) --from 1 --limit 1` shows the record"), "\(session.err)")
     let verify = try await rewind(["verify", raw.path])
     #expect(verify.status == 0, "\(verify.out)")
     #expect(
