@@ -224,6 +224,57 @@ import Testing
     #expect(try TimeMachine<Shelves>(directory: directory).jump(to: 3).crates.count == 2)
   }
 
+  /// A journal of three boxes and a crate, with record 3's frame damaged: damage followed by an
+  /// intact frame, which hides the journal's end (records 1 and 2 are served).
+  static func hiddenEnd(_ temporary: TemporaryDirectory) throws -> String {
+    let directory = try Self.journal(temporary)
+    try Self.placeCrates(directory, ids: 4...4)
+    try Self.damageFrame(of: 3, in: directory)
+    return directory
+  }
+
+  /// The same under a time machine opened while damage hid the journal's end: it serves records 1
+  /// and 2, and checked nothing while the end was hidden (found by the review of `rewind debug`,
+  /// Dec 6): after a repair cut the journal to record 1 and a writer placed crates 2 and 3, a
+  /// jump to 2 served the kept state that shows box 2, and `refresh()` took the new end as if
+  /// nothing had changed. The batch of the last record read intact is checked now.
+  @Test func aTimeMachineOverAHiddenEndFindsACutAndARewrite() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.hiddenEnd(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory, keyframeInterval: 1)
+    try #require(machine.endHiddenBy != nil && machine.lastIntactSequence == 2)
+    #expect(try machine.jump(to: 2).boxes.count == 2)
+    #expect(try machine.jump(to: 0).boxes.isEmpty)
+    try Self.damageFrame(of: 2, in: directory)
+    try #require(try Journal.repair(directory: directory).lastSequence == 1)
+    try Self.placeCrates(directory, ids: 2...3)
+
+    let jump = #expect(throws: JournalError.self) { try machine.jump(to: 2) }
+    #expect(jump?.code == .shortened, "\(String(describing: jump))")
+    #expect(jump?.description.contains("cut and written again") == true, "\(String(describing: jump))")
+    let refresh = #expect(throws: JournalError.self) { try machine.refresh() }
+    #expect(refresh?.code == .shortened, "\(String(describing: refresh))")
+    #expect(machine.position == 0 && machine.endHiddenBy != nil, "left as it was")
+    let fresh = try TimeMachine<Shelves>(directory: directory)
+    #expect(try fresh.jump(to: 2).crates.count == 1)
+  }
+
+  /// A time machine over a hidden end whose damage a repair then moved aside takes the new end:
+  /// the records it served are still there.
+  @Test func aTimeMachineOverAHiddenEndTakesTheRepairedEnd() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.hiddenEnd(temporary)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    try #require(machine.endHiddenBy != nil && machine.lastIntactSequence == 2)
+    #expect(try machine.jump(to: 2).boxes.count == 2)
+    try #require(try Journal.repair(directory: directory).lastSequence == 2)
+    try Self.placeCrates(directory, ids: 3...4)
+    try machine.refresh()
+    #expect(machine.endHiddenBy == nil && machine.lastSequence == 4)
+    let state = try machine.jump(to: 4)
+    #expect(state.boxes.count == 2 && state.crates.count == 2)
+  }
+
   /// Repair cut the journal back to record 1, and a writer wrote it again to 3, with a record 2
   /// longer than records 2 and 3 were: the batch that ended what the time machine read (record
   /// 3) stood where the new record 2's frame now runs. The time machine says the journal was cut

@@ -67,13 +67,18 @@ public final class TimeMachine<M: SnapshotModel> {
   public private(set) var lastIntactSequence: UInt64
   /// The journal's end as last read, with the batch that ended it: every call that reads records,
   /// and `refresh()` before it takes records past it, checks that the batch is still there
-  /// (`checkEndInPlace()`; nil while damage hides the end).
+  /// (`checkEndInPlace()`; nil while damage hides the end, when `intactBatch` is checked instead).
   /// Internal, not private, for the tests that check which batch it checks. After a compaction
   /// its batch is the compacted frame that holds the records of the batch read (`batchAsRead`).
   private(set) var end: JournalEnd?
   /// The batch that ended the journal when it was read (at opening or the last refresh), which
   /// `end` names until a compaction moves its records.
   private var batchAsRead: BatchPlace?
+  /// While damage hides the end (`end` nil): the batch that holds `lastIntactSequence`, the last
+  /// record served, which `checkEndInPlace()` checks as it checks `end`'s batch otherwise (nil
+  /// when there is no such record, or it could not be found). A journal cut below it and written
+  /// again has other records under the numbers served.
+  private var intactBatch: BatchPlace?
   /// Where the time machine stands: `state` is the state after this record (0: the empty state).
   public private(set) var position: UInt64 = 0
   /// The state at `position`.
@@ -120,6 +125,10 @@ public final class TimeMachine<M: SnapshotModel> {
     }
     lastSequence = end?.lastSequence ?? .max
     lastIntactSequence = try end?.lastSequence ?? reader.intactEnd().last
+    if end == nil, lastIntactSequence > 0 {
+      intactBatch = try? reader.batch(holding: lastIntactSequence)
+      batchAsRead = intactBatch
+    }
     options.verifyCheckpoints = false
   }
 
@@ -135,15 +144,16 @@ public final class TimeMachine<M: SnapshotModel> {
   ///   states this time machine holds may show records that are gone, so it serves none of them
   ///   as current. It is left as it was; open a new one. Other `JournalError`s when the journal
   ///   cannot be read, damage that hides its end among them (it is left as it was). One opened
-  ///   with its end hidden takes the end once it can be read, with nothing to check its states
-  ///   against (no end was read before).
+  ///   with its end hidden takes the end once it can be read, having checked that the records it
+  ///   served (through `lastIntactSequence`) are still there, as for an end it read.
   public func refresh() throws {
     reader.dropCachedIndex()
-    let before = endHiddenBy == nil ? lastSequence : 0
+    let before = endHiddenBy == nil ? lastSequence : lastIntactSequence
     let now = try reader.end()
     guard now.lastSequence >= before else { throw shortened(endingAt: now.lastSequence, before: before) }
-    if end?.batch != now.batch { try checkEndInPlace() }
+    if (end?.batch ?? intactBatch) != now.batch { try checkEndInPlace() }
     end = now
+    intactBatch = nil
     batchAsRead = now.batch
     lastSequence = now.lastSequence
     lastIntactSequence = now.lastSequence
@@ -159,24 +169,25 @@ public final class TimeMachine<M: SnapshotModel> {
   /// the records gone, serving a state of neither history. Every call that reads records checks it
   /// first (the cut goes unseen only while it happens during that call), and serves nothing once it
   /// is gone: a journal that now ends before it may have been written again below its end too.
-  /// Nothing to check while damage hides the end (no end was read). Once compaction has rewritten
+  /// While damage hides the end, the batch that holds the last record read intact is checked
+  /// instead (`intactBatch`). Once compaction has rewritten
   /// the batch's segment with the same records, the compacted frame that holds the last of them
   /// is checked from then on (one header read again, not that frame's records at every call).
   private func checkEndInPlace() throws {
-    guard let checked = end?.batch else { return }
+    guard let checked = end?.batch ?? intactBatch else { return }
     if let now = try reader.place(of: checked) {
-      if now != checked { end?.batch = now }
+      if now != checked { moveCheckedBatch(to: now) }
       return
     }
     // The compacted frame checked since may be gone while the batch as read stands in its place
     // again (the files from before the compaction put back): its records are the ones read.
     let read = batchAsRead ?? checked
     if read != checked, let now = try reader.place(of: read) {
-      end?.batch = now
+      moveCheckedBatch(to: now)
       return
     }
-    let now = journalEnd(atMost: lastSequence)
-    if now < lastSequence { throw shortened(endingAt: now, before: lastSequence) }
+    let now = journalEnd(atMost: lastIntactSequence)
+    if now < lastIntactSequence { throw shortened(endingAt: now, before: lastIntactSequence) }
     let file = Layout.segmentName(firstSequence: read.segment)
     throw JournalError(
       .shortened,
@@ -184,6 +195,12 @@ public final class TimeMachine<M: SnapshotModel> {
         + "no longer there, other records stand under its numbers (and perhaps under earlier ones), and its "
         + "states may show the records gone",
       directory: reader.directory, file: file, offset: read.offset, sequences: read.header.sequences)
+  }
+
+  /// Takes `place` for the batch `checkEndInPlace()` checks from now on (`end`'s, or while damage
+  /// hides the end, `intactBatch`).
+  private func moveCheckedBatch(to place: BatchPlace) {
+    if end != nil { end?.batch = place } else { intactBatch = place }
   }
 
   /// Where the journal's intact records end now, at most `bound` (where a read just found them
