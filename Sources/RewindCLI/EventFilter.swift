@@ -490,6 +490,11 @@ struct DamageMet: Error, CustomStringConvertible {
     plain.code = .io  // the same place and message, without the advice: the last message gives it
     plain.directory = nil
     plain.missingBeforeIntactSegments = false
+    if let first = error.sequences?.lowerBound, resume <= first {
+      // Damage whose extent is unknown (no batch header holds) at the end of a segment whose
+      // successor starts where it would: it held none of the records read on from.
+      return "\(plain); the next segment starts at sequence \(resume), so no record was skipped, reading on from there"
+    }
     let skipped = error.sequences.map { first in
       first.lowerBound < resume - 1 ? "sequences \(first.lowerBound)-\(resume - 1)" : "sequence \(first.lowerBound)"
     }
@@ -506,7 +511,10 @@ struct DamageMet: Error, CustomStringConvertible {
   /// the index names in it past the damage, in order (after a damaged batch header, whose extent
   /// is unknown: a later one when the batch an earlier one names is damaged too, or its header
   /// does not match the entry), then the first record of the next segment. None when the damage ends what can be
-  /// counted (records gone at the end, the last segment missing).
+  /// counted (records gone at the end, the last segment missing). In increasing order: damage
+  /// without a header that holds names only the record expected there, yet at the end of a sealed
+  /// segment whose successor starts with that record, the next segment is where to go on (tried
+  /// after the record following it, that record was skipped though intact).
   static func readOnPoints(after error: JournalError, reader: JournalReader) -> [UInt64] {
     guard error.code == .corrupt || error.missingBeforeIntactSegments, !error.sequencesMayGoFurther else { return [] }
     let directory = reader.directory
@@ -524,7 +532,7 @@ struct DamageMet: Error, CustomStringConvertible {
     {
       points.append(segments[at + 1])
     }
-    return points
+    return points.sorted()
   }
 }
 

@@ -103,10 +103,14 @@ enum VerifyCommand: RewindCommand {
       } else if report.isSound {
         "Records after sequence \(report.lastSequence) were lost: restore the journal from a backup if there "
           + "is one. The next writer moves such snapshots aside (`rewind repair` leaves a sound journal alone)."
-      } else if report.problems.contains(where: \.zerosOnly),
-        report.problems.allSatisfy({ $0.zerosOnly || $0.strayFile })
+      } else if report.problems.contains(where: { $0.zerosOnly || $0.holdsNoRecord }),
+        report.problems.allSatisfy({ $0.zerosOnly || $0.holdsNoRecord || $0.strayFile })
       {
-        "`rewind repair \(directory)` cuts the zeros, which hold no record, keeping every segment"
+        "`rewind repair \(directory)` "
+          + [
+            report.problems.contains(where: \.holdsNoRecord) ? "moves the bytes that are no batch aside" : nil,
+            report.problems.contains(where: \.zerosOnly) ? "cuts the zeros" : nil,
+          ].compactMap { $0 }.joined(separator: " and ") + ", which hold no record, keeping every segment"
           + (report.problems.contains(where: \.strayFile) ? ", and moves the stray files aside." : ".")
       } else {
         "`rewind repair \(directory)` moves the damaged part aside."

@@ -172,3 +172,41 @@ extension DamagedJournalCommandTests {
     }
   }
 }
+
+extension DamagedJournalCommandTests {
+  /// Bytes that are no batch (garbage, or a batch header cut off after its magic) after the last
+  /// frame of a sealed segment whose successor starts right after its last record (found by the
+  /// review of the format, Dec 6): they hold no record, yet `log`, `export` and `tail` read on after
+  /// "sequence N", the record expected there, and left out record N, intact as the successor's
+  /// first. They read on at the successor and say that nothing was skipped; `verify` says the bytes
+  /// hold no record, and `repair` moves them aside, keeping every segment (it moved every segment
+  /// from there on aside, the intact ones too).
+  @Test(arguments: [[UInt8](repeating: 0xFF, count: 10), [0x51, 0x2A, 0x4D, 0x18] + [UInt8](repeating: 0, count: 60)])
+  func bytesThatAreNoBatchEndingASealedSegmentHoldNoRecord(tail: [UInt8]) async throws {
+    let (journal, segments) = try await Self.segmented()
+    let path = journal.directory.appending(segments[1])
+    let original = try Files.read(path)
+    try Files.write(original + tail, to: path)
+    let next = try #require(UInt64(segments[2].prefix(20)))
+    for arguments in Self.readers(journal.path) {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == Array(1...journal.lastSequence), "\(arguments): \(run.err)")
+      #expect(
+        run.err.contains(
+          "the next segment starts at sequence \(next), so no record was skipped, reading on from there"),
+        "\(arguments): \(run.err)")
+    }
+    let verify = try await ToolRun.run("rewind", ["verify", journal.path])
+    #expect(verify.status == 1, "\(verify.out)\(verify.err)")
+    #expect(
+      verify.out.contains("the next segment starts at sequence \(next), so no records are missing"), "\(verify.out)")
+    #expect(verify.out.contains("moves the bytes that are no batch aside, which hold no record, keeping every segment"))
+    let repair = try await ToolRun.run("rewind", ["repair", journal.path, "--yes"])
+    #expect(repair.status == 0, "\(repair.out)\(repair.err)")
+    #expect(Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.sorted() == segments, "every segment stays")
+    #expect(try Files.read(path) == original)
+    let after = try await ToolRun.run("rewind", ["verify", journal.path])
+    #expect(after.status == 0 && after.out.contains("last sequence \(journal.lastSequence)"), "\(after.out)")
+  }
+}

@@ -90,8 +90,10 @@ extension Journal {
     // (below). The rest moves from the first other damage on.
     let strays = verification.problems.filter(\.strayFile)
     let zeros = verification.problems.filter(\.zerosOnly)
-    var damage = verification.problems.first { !$0.strayFile && !$0.zerosOnly } ?? verification.unfinishedTail
-    guard let reported = strays.first ?? damage ?? zeros.first else { return report }
+    let tails = verification.problems.filter(\.holdsNoRecord)
+    var damage =
+      verification.problems.first { !$0.strayFile && !$0.zerosOnly && !$0.holdsNoRecord } ?? verification.unfinishedTail
+    guard let reported = strays.first ?? damage ?? zeros.first ?? tails.first else { return report }
     report.damage = reported
 
     var layout = try JournalDirectory(path: directory, io: io)
@@ -119,7 +121,28 @@ extension Journal {
     // names no batch in them): moved from there on as other damage is, the intact segments after
     // them left the journal, and the next writer numbered new records over theirs.
     var problems = verification.problems
-    if !zeros.isEmpty {
+    // Bytes that are no batch ending sealed segments whose successors start right after their
+    // last records: they hold no record either. Moved aside (they are not zeros: kept for a
+    // look), keeping every segment, as the zeros are cut.
+    for tail in tails {
+      var entry = QuarantinedBytes(
+        segment: tail.file, offset: tail.offset, length: 0, movedTo: Layout.quarantineName + "/", reason: tail.message,
+        sequences: nil)
+      do {
+        let segment = try SegmentFile(
+          directory: directory, firstSequence: Layout.firstSequence(ofSegmentNamed: tail.file) ?? 0, io: io)
+        entry.length = max(0, segment.size - tail.offset)
+        if !dryRun {
+          let (movedTo, length) = try quarantine.moveTail(of: tail.file, from: tail.offset)
+          entry.length = length
+          entry.movedTo = movedTo ?? ""
+        }
+      } catch {
+        throw JournalError(error, directory: directory, file: tail.file)
+      }
+      report.moved.append(entry)
+    }
+    if !zeros.isEmpty || !tails.isEmpty {
       for cut in zeros {
         var entry = QuarantinedBytes(
           segment: cut.file, offset: cut.offset, length: 0, movedTo: "", reason: cut.message, sequences: nil)
@@ -142,7 +165,7 @@ extension Journal {
         // Read again with the zeros cut: the other damage is judged as the journal now stands.
         let again = try reader.verify()
         problems = again.problems
-        damage = again.problems.first { !$0.strayFile } ?? again.unfinishedTail
+        damage = again.problems.first { !$0.strayFile && !$0.holdsNoRecord } ?? again.unfinishedTail
         report.lastSequence = again.lastSequence
       }
     }

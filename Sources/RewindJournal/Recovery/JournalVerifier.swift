@@ -27,6 +27,11 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// record: they hold no record, and readers stop at them (repair cuts them, keeping every
   /// segment).
   package var zerosOnly = false
+  /// Bytes that are no batch (no header there holds, and no valid one follows) ending a segment
+  /// that is not the last, whose successor starts right after its last record: they hold no
+  /// record, since every number up to the successor's first was read before them. Readers stop at
+  /// them and read on at the successor; `Journal.repair` moves them aside, keeping every segment.
+  package var holdsNoRecord = false
 
   public var description: String {
     var text = "\(file) at byte offset \(offset)"
@@ -281,6 +286,19 @@ extension JournalReader {
             }
             break walk
           }
+        }
+        if resume == nil, !isLast, damage.header == nil, segments[position + 1] == expected {
+          // Reported as holding no record, not as the record expected here (which the next
+          // segment starts with): repair moved every segment from here on aside for it, the
+          // intact ones too, and the next writer numbered new records over theirs.
+          var tail = JournalProblem(
+            file: file.name, offset: damage.offset, sequences: nil,
+            message: damage.kind.description + ", from here to the end of a segment that is not the last; the next "
+              + "segment starts at sequence \(expected), so no records are missing, but readers stop here")
+          tail.holdsNoRecord = true
+          report.problems.append(tail)
+          intact = false
+          break walk
         }
         report.problems.append(problem)
         intact = false
