@@ -44,6 +44,10 @@ public enum NotebookDemoCommand: RewindCommand {
                    "time":"ISO 8601","names":["note.created"]}
                   (the summary's check of the whole journal is not made: `rewind verify DIR`)
 
+    Exit 0 when the run is done and the journal verifies sound; 1 when the summary's check found
+    it damaged, or the journal grew by other than the events the workload recorded (a bug: report
+    it with the seed); 2 on a usage error; 3 when the journal cannot be opened or written.
+
     Examples:
       rewind demo
       rewind demo /tmp/notes --events 200000 --seed 1 --durability batched

@@ -57,8 +57,12 @@ public struct Arguments {
       if let equals = name.firstIndex(of: "=") {
         inline = String(name[name.index(after: equals)...])
         name = String(name[..<equals])
-      } else if !long, name.count > 1, let letter = name.first, options.contains(String(letter)) {
-        // A one-letter option with its value attached, as head and tail take it: -n2.
+      } else if !long, name.count > 1, let letter = name.first, options.contains(String(letter)),
+        !options.contains(name), !allowedFlags.contains(name)
+      {
+        // A one-letter option with its value attached, as head and tail take it: -n2. Not a whole
+        // option's name after one dash (`-output`, `-origin` in export, whose `-o` takes a file):
+        // that is the mistake asked about below, not `-o` writing to a file named `utput`.
         inline = String(name.dropFirst())
         name = String(letter)
       }

@@ -23,8 +23,10 @@ enum BackupCommand: RewindCommand {
     moved aside; copy it yourself if you keep it); the index is written anew.
 
     Exit 0 when the copy is made and verified; 2 when DEST holds anything, is not a directory,
-    has no parent directory or lies inside DIR (nothing there is touched); 3 when DIR cannot be read (damage, located) or DEST cannot be
-    written: a failed backup removes what it wrote and leaves DEST as it was.
+    has no parent directory or lies inside DIR (nothing there is touched); 3 when DIR cannot be
+    read (damage, located) or DEST cannot be written: a failed backup removes what it wrote and
+    leaves DEST as it was, and says so. (Standard output that cannot take the last line, once the
+    copy is made, is exit 3 too, saying "cannot write to standard output": `rewind verify DEST`.)
 
     Examples:
       rewind backup /tmp/notes /backups/notes-2026-12-05
@@ -42,11 +44,29 @@ enum BackupCommand: RewindCommand {
       report = try reader.backUp(to: destination)
     } catch let error as JournalError where error.code == .invalidArgument {
       throw UsageError("DEST \(destination): \(error.message)")
+    } catch let error as JournalError where error.directory != directory {
+      // Writing the copy failed: its error names the hidden directory it was written in, which
+      // is removed by now, as the journal. Said for DEST instead.
+      throw BackupNotMade(destination: destination, error: error)
     }
     context.output.out(
       visible(
         "backed up \(counted(report.records, "record")) (through sequence \(report.lastSequence)) in "
           + "\(counted(report.frames, "frame")) to \(destination): \(report.bytes) bytes, verified") + "\n")
     return .success
+  }
+}
+
+/// A backup that failed writing its copy: the copy's error (its directory, the hidden one the
+/// copy was written in and that is removed, left out), and what became of DEST.
+struct BackupNotMade: Error, CustomStringConvertible {
+  var destination: String
+  var error: JournalError
+
+  var description: String {
+    var cause = error
+    cause.directory = nil
+    return "the backup to \(destination) failed: \(cause). What it wrote was removed: \(destination) was left as it "
+      + "was (absent, or empty)"
   }
 }

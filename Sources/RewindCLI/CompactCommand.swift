@@ -21,8 +21,9 @@ enum CompactCommand: RewindCommand {
     compacted without damage: damage stops it first, with nothing sealed. The next writer appends
     to the new segment. Each --all that finds records in the last segment leaves one more segment.
 
-    A compacted frame gathers up to 1 MiB of decoded records (--frame BYTES: up to BYTES, from 1
-    to 1048576; a frame larger than 1 MiB reads no faster nor much smaller). An app
+    A compacted frame gathers whole frames while their decoded records stay within 1 MiB
+    (--frame BYTES: within BYTES, from 1 to 1048576; a frame already larger stays as it is, never
+    split; a frame larger than 1 MiB reads no faster nor much smaller). An app
     that reads its journal with smaller limits (JournalLimits.maxBatchBytes under 1 MiB) refuses
     larger frames, at opening too: give its maxBatchBytes as --frame, or let the app compact
     (Journal.compactSealedSegments() keeps to its own limits).

@@ -208,7 +208,8 @@ struct ExportFile: Sendable {
     var attempts = 0
     while true {
       let temporary =
-        directory + "/." + name + ".export-" + String(format: "%08x", UInt32.random(in: 0...UInt32.max)) + ".tmp"
+        directory + "/." + ResolvedPath.temporaryStem(name) + ".export-"
+        + String(format: "%08x", UInt32.random(in: 0...UInt32.max)) + ".tmp"
       do {
         try io.replaceFile(
           path, temporary: temporary, exclusive: true, mode: 0o666, permissions: replacedPermissions,

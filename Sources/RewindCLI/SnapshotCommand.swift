@@ -10,8 +10,9 @@ enum SnapshotCommand: RewindCommand {
 
     Replays the journal in DIR (from the newest usable snapshot) and writes the state after its
     last record to DIR/snapshots/, atomically; with --keep K (1 to 1000000: the one written is
-    always kept), then removes all but the newest K snapshots at or before it (one past the
-    journal's end, a sign of records lost, is left for `rewind verify` to report, with a note).
+    always kept), then removes all but the newest K usable snapshots at or before it (a damaged
+    file, or another journal's, counts for nothing and is left; one past the journal's end, a
+    sign of records lost, is left for `rewind verify` to report, with a note).
     Snapshots only ever save time: replay checks each one and skips any that is corrupt,
     foreign or written by other model code (`rewind replay` and `verify` list them).
     May run while a writer appends.

@@ -68,14 +68,15 @@ enum TailCommand: RewindCommand {
       // GNU tail's -n +N starts at line N; here -n counts the last events.
       throw UsageError(
         "\(Arguments.spelled(countName)) counts the last events: a whole number in 0...\(Int.max), not '\(text)'; "
-          + "--from \(from) reads from sequence \(from)")
+          + "--from \(max(from, 1)) reads from sequence \(max(from, 1))")
     }
     let count = try args.integer(countName, default: 10, range: 0...Int.max)
     let follow = args.flag("f") || args.flag("follow")
     var filter = try EventFilter(args)
     if follow, let end = ["to", "until"].first(where: { args.value($0) != nil }) {
       throw UsageError(
-        "--\(end) ends the selection, and -f shows the events after the journal's end; give one or the other")
+        "--\(end) ends the selection, and \(args.flag("f") ? "-f" : "--follow") shows the events after the journal's "
+          + "end; give one or the other")
     }
     let json = args.flag("json")
     let width = args.flag("full") ? nil : 160

@@ -68,6 +68,9 @@ extension VerifyCommand {
       sound = false
       output.out(visible("problem: \(divergence)") + "\n")
     }
+    // Files whose bytes hash to their digest but whose state readers refuse (it does not decode,
+    // or encode back): skipped by every reader, as the files noted below are.
+    for problem in report.skippedSnapshots { output.out(VerifyCommand.skippedSnapshotNote(problem)) }
     for problem in verification.cacheProblems {
       sound = false
       output.out(visible("problem: cache incoherent after sequence \(report.lastSequence): \(problem)") + "\n")

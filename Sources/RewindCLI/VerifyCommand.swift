@@ -89,7 +89,7 @@ enum VerifyCommand: RewindCommand {
             "problem: \(file): records up to \(problem.sequence) were made durable before this snapshot was "
               + "written; the journal ends at \(last)") + "\n")
       } else {
-        output.out(visible("note: \(file) \(problem.reason); replay skips it (a snapshot is only a shortcut)") + "\n")
+        output.out(Self.skippedSnapshotNote(problem))
       }
     }
     let advice =
@@ -140,5 +140,10 @@ enum VerifyCommand: RewindCommand {
         : "not sound: the frames are sound through sequence \(report.lastSequence), but \(checker) did not pass: "
           + "see the problems above\n")
     return sound ? .success : .findings
+  }
+
+  /// The note for a snapshot file every reader skips: it only costs replay time.
+  static func skippedSnapshotNote(_ problem: SnapshotProblem) -> String {
+    visible("note: snapshots/\(problem.file) \(problem.reason); replay skips it (a snapshot is only a shortcut)") + "\n"
   }
 }

@@ -470,7 +470,8 @@ import Testing
     defer { withExtendedLifetime(dir) {} }
     for (arguments, message) in [
       (["-f", "--to", "50"], "--to ends the selection, and -f shows the events after the journal's end"),
-      (["--follow", "--until", "2026-01-01"], "--until ends the selection, and -f shows"),
+      // The spelling typed (it named -f whatever was typed: the review of the arguments, Dec 6).
+      (["--follow", "--until", "2026-01-01"], "--until ends the selection, and --follow shows"),
       (["--entity", String(repeating: "0", count: 32)], "no event in \(path) matches: mentioning entity 000"),
       (["--from", "\(events.count + 1)"], "--from \(events.count + 1) is out of range: the journal ends at"),
       (

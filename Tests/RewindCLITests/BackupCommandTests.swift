@@ -45,6 +45,21 @@ import Testing
     }
   }
 
+  /// A copy that cannot be written (here: in `/proc`, where no directory can be made) said so of
+  /// the hidden directory it was written in, removed by then, as "in journal .DEST.backup-…", and
+  /// nothing of DEST (found by the review of the audit commands, Dec 6). It names DEST, and says it
+  /// was left as it was.
+  @Test func aCopyThatCannotBeWrittenSaysSoOfTheDestination() async throws {
+    let dir = try RewindCommandTests.journal(records: 20)
+    let target = "/proc/rewind-backup-test-\(getpid())"
+    let run = try await ToolRun.run("rewind", ["backup", dir.path, target])
+    #expect(run.status == 3, "\(run.err)")
+    #expect(run.err.hasPrefix("rewind backup: the backup to \(target) failed: mkdir /proc/."), "\(run.err)")
+    #expect(run.err.contains("What it wrote was removed: \(target) was left as it was"), "\(run.err)")
+    #expect(!run.err.contains("in journal"), "\(run.err)")
+    #expect(!FileManager.default.fileExists(atPath: target))
+  }
+
   /// Damage in the journal: exit 3, located, and no copy left behind.
   @Test func damageExitsThreeAndLeavesNoCopy() async throws {
     let dir = try RewindCommandTests.journal(records: 400)

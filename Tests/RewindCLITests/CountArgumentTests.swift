@@ -25,6 +25,11 @@ import Testing
         ["tail", journal, "--lines", "+3"],
         "rewind tail: --lines counts the last events: a whole number in 0...\(max), not '+3'; --from 3 reads from sequence 3\n"
       ),
+      // `+0` suggested `--from 0`, which --from refuses (the review of the arguments, Dec 6).
+      (
+        ["tail", journal, "-n", "+0"],
+        "rewind tail: -n counts the last events: a whole number in 0...\(max), not '+0'; --from 1 reads from sequence 1\n"
+      ),
       (["tail", journal, "-n", "+x"], "rewind tail: -n needs a whole number in 0...\(max), not '+x'\n"),
       (["log", journal, "--limit", "+2"], "rewind log: --limit needs a whole number in 1...\(max), not '+2'\n"),
       (

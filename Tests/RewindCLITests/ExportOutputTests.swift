@@ -26,6 +26,31 @@ import Testing
     return lstat(path, &info) == 0 ? UInt32(info.st_mode & 0o7777) : 0
   }
 
+  /// A name of 235 to 255 bytes, valid for the file, made the hidden temporary name beside it
+  /// too long (`.NAME.export-XXXXXXXX.tmp`, `.NAME.backup-X`): `export -o` and `backup` failed
+  /// with ENAMETOOLONG (found by the review of the audit commands, Dec 6). The temporary names
+  /// keep the name's first 200 bytes, whole characters.
+  @Test func namesNearTheLimitAreWritten() async throws {
+    let dir = TemporaryDirectory("cli-export-long-names")
+    let journal = try await Self.journal(in: dir)
+    let out = TemporaryDirectory("cli-export-long-files")
+    let file = out.appending(String(repeating: "é", count: 100) + String(repeating: "b", count: 55))
+    let export = try await ToolRun.run("rewind", ["export", journal, "--jsonl", "-o", file])
+    #expect(export.status == 0, "\(export.err)")
+    let standard = try await ToolRun.run("rewind", ["export", journal, "--jsonl"])
+    #expect(try Self.text(file) == standard.out)
+    let backup = out.appending(String(repeating: "c", count: 250))
+    let copied = try await ToolRun.run("rewind", ["backup", journal, backup])
+    #expect(copied.status == 0, "\(copied.err)")
+    let verify = try await ToolRun.run("rewind", ["verify", backup])
+    #expect(verify.status == 0, "\(verify.out)")
+    #expect(
+      Files.list(out.path).sorted()
+        == [String(repeating: "c", count: 250), String(file.split(separator: "/").last!)].sorted())
+    #expect(ResolvedPath.temporaryStem(String(repeating: "é", count: 101)) == String(repeating: "é", count: 100))
+    #expect(ResolvedPath.temporaryStem("short") == "short")
+  }
+
   /// FILE holds exactly what standard output gets, for a whole journal and a selection; a new
   /// FILE has a redirect's mode (0666 less the umask), a replaced one keeps its own; nothing
   /// else is left in the directory.

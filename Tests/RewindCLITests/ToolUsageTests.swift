@@ -87,6 +87,14 @@ import Testing
       (["log", journal, "---from", "5"], "rewind log: unknown option ---from\n"),
       (["log", journal, "-json"], "rewind log: unknown option -json; did you mean --json?\n"),
       (["tail", journal, "-from", "5"], "rewind tail: unknown option -from; did you mean --from?\n"),
+      // A whole option's name after one dash, starting with a one-letter option's letter: export
+      // read `-output` as `-o utput` and wrote the export to a file of that name, exit 0 (found by
+      // the review of the arguments, Dec 6).
+      (["export", journal, "--jsonl", "-output"], "rewind export: unknown option -output; did you mean --output?\n"),
+      (
+        ["export", journal, "--jsonl", "-origin", "user"],
+        "rewind export: unknown option -origin; did you mean --origin?\n"
+      ),
     ]
     for (arguments, message) in cases {
       let run = try await ToolRun.run("rewind", arguments)

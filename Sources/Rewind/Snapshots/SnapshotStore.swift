@@ -243,6 +243,21 @@ public struct SnapshotStore: Sendable {
     }
   }
 
+  /// Why a reader of model `M` would skip snapshot `sequence` (the file read whole, its state
+  /// decoded and checked as `latest` checks it), or nil when it would start from it. For
+  /// verification, which must not take a file every reader skips (a state that does not encode
+  /// back to its digest, say) for one holding a state the journal does not give.
+  package func problem<M: SnapshotModel>(_ type: M.Type, at sequence: UInt64) -> SnapshotProblem? {
+    let name = SnapshotStore.fileName(sequence)
+    do throws(SnapshotProblem.Reason) {
+      let _: M = try load(
+        name, sequence: sequence, journalID: journalID(), fingerprint: M.fingerprint, lastSequence: .max)
+      return nil
+    } catch {
+      return SnapshotProblem(file: name, sequence: sequence, reason: error)
+    }
+  }
+
   /// The sequence number of the newest snapshot file whose header names model code `fingerprint`
   /// and its own sequence number, or nil if there is none. Reads each file's header alone, newest
   /// first, and checks nothing else: what `Manager.maintain` counts its next snapshot from, where
@@ -435,7 +450,8 @@ public struct SnapshotStore: Sendable {
     return moved
   }
 
-  /// Removes all but the newest `count` snapshot files at or before `last`, and the temporary
+  /// Removes all but the newest `count` usable snapshot files at or before `last` (whose header and
+  /// checksum hold and that name this journal; others are left, and count for nothing), and the temporary
   /// files of writes that were abandoned (a writer that died half-way); never those of a write
   /// under way, in this process or another. Snapshots after `last` are left alone: given the
   /// journal's last sequence number (or the snapshot just written), one past it is a sign of
@@ -455,8 +471,20 @@ public struct SnapshotStore: Sendable {
         .invalidArgument, "pruning keeps the newest 1 or more snapshots, not \(count); nothing was removed",
         directory: directory, file: SnapshotStore.folderName)
     }
-    let all = sequences().filter { $0 <= last }
-    let doomed = Array(all.dropLast(max(0, count)))
+    // Only files a reader could start from count toward `count`: the newest whose header and
+    // checksum hold and that name this journal (`parsedFile`: read whole, not hashed). A damaged
+    // file, or another journal's, counted among the newest pushed out a good one (`--keep 2`
+    // removed a usable snapshot and kept a corrupt one); they are left, for `verify` to note.
+    let journalID = self.journalID()
+    var usable = 0
+    var doomed: [UInt64] = []
+    for sequence in sequences().filter({ $0 <= last }).reversed() {
+      let name = SnapshotStore.fileName(sequence)
+      guard (try? parsedFile(name, sequence: sequence, journalID: journalID)) != nil else { continue }
+      usable += 1
+      if usable > count { doomed.append(sequence) }
+    }
+    doomed.reverse()
     for sequence in doomed { try io.removeFile(folder + "/" + SnapshotStore.fileName(sequence)) }
     removeAbandonedTemporaries()
     return doomed

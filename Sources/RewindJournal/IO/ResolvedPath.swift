@@ -31,4 +31,20 @@ package enum ResolvedPath {
     guard let inner = of(path), let outer = of(directory) else { return false }
     return inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/")
   }
+
+  /// `name` for a hidden temporary file beside it (`.NAME.backup-…`, `.NAME.export-….tmp`): whole
+  /// up to 200 UTF-8 bytes, else its first whole characters within them. A file name may take 255
+  /// bytes, and the temporary name adds up to 22 more: a name near the limit, valid for the file
+  /// itself, made the temporary one too long (ENAMETOOLONG), so the command failed.
+  package static func temporaryStem(_ name: String) -> String {
+    guard name.utf8.count > 200 else { return name }
+    var stem = ""
+    var bytes = 0
+    for character in name {
+      bytes += character.utf8.count
+      if bytes > 200 { break }
+      stem.append(character)
+    }
+    return stem
+  }
 }

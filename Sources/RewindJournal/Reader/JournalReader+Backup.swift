@@ -82,7 +82,7 @@ extension JournalReader {
         .invalidArgument, "its parent directory \(parent) does not exist: a backup makes DEST, not its parents",
         directory: destination)
     }
-    let staging = made ? parent + "/." + name + suffix : destination + "/" + suffix
+    let staging = made ? parent + "/." + ResolvedPath.temporaryStem(name) + suffix : destination + "/" + suffix
     // What became the destination's so far: the whole copy (a new destination), or these files.
     var renamed = false
     var moved: [String] = []
