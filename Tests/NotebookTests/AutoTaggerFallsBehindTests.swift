@@ -116,3 +116,29 @@ import Testing
   _ = await again.result
   manager.close()
 }
+
+/// A pass whose tags are more than one command may hold (the journal's `maxBatchBytes`; 16 KiB
+/// here, about 170,000 tags at the default 16 MiB) threw `tooLarge` every time, so a tagger
+/// catching up on a large notebook never ran, and `runAutoTagger` on it always failed (found by
+/// the review of the manager, Dec 6). It is split into runs of the notes, in id order, each one
+/// command; every note gets its tag, once.
+@Test func aPassTooLargeForOneCommandIsSplit() async throws {
+  let temporary = TemporaryDirectory()
+  var options = JournalOptions(durability: .none)
+  options.limits = JournalLimits(maxRecordBytes: 4_096, maxBatchBytes: 16_384)
+  let directory = temporary.appending("journal")
+  let manager = try NotebookManager(
+    directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
+  let notebook = try await manager.createNotebook(title: "N")
+  for index in 0..<400 { _ = try await manager.createNote(in: notebook, title: "bug \(index)") }
+  let tagger = AutoTagger(rules: [(keyword: "bug", tag: "todo")])
+  #expect(try await manager.runAutoTagger(tagger) == 400)
+  #expect(Note.notes(taggedWith: "todo", in: manager.state).count == 400)
+  #expect(try await manager.runAutoTagger(tagger) == 0, "tagged once")
+  manager.close()
+  let tagged = try Replay.events(of: Workspace.self, directory: directory).filter {
+    $0.envelope.name == NoteTagged.name
+  }
+  #expect(tagged.count == 400)
+  #expect(Set(tagged.map(\.envelope.commandID)).count > 1, "several commands")
+}

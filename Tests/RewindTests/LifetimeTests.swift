@@ -351,6 +351,15 @@ import Testing
     let temporary = TemporaryDirectory()
     let manager = try open(temporary.path)
     let id = try await manager.openAccount(owner: "a")
+    // One reader subscribed before the burst, which must see all of it: with only readers that
+    // join during it, a stream that delivered nothing passed (found by the review of the
+    // manager, Dec 6).
+    let before = manager.changes()
+    let early = Task {
+      var seen: [UInt64] = []
+      for await change in before { seen += Array(change.sequences) }
+      return seen
+    }
     let writers = (0..<4).map { _ in
       Task<Void, any Error> {
         for _ in 0..<25 { _ = try await increment(manager, id) }
@@ -371,6 +380,7 @@ import Testing
     let last = manager.lastSequence
     #expect(last == 101)
     manager.close()
+    #expect(await boundedValue(of: early) == Array(2...last))
     for reader in readers {
       let seen = await boundedValue(of: reader)
       guard let first = seen.first else { continue }  // subscribed after the last command

@@ -356,3 +356,29 @@ private final class FailingSegmentOpenIO: ForwardingFileIO {
   #expect(error.code == .notAJournal)
   #expect(access(directory, F_OK) != 0)
 }
+
+/// The clock and the identifier source a manager is given are what its records carry: each
+/// command's timestamp a reading of the injected clock, its id one the injected source made (no
+/// test checked either: the review of the manager, Dec 6). A manager that read the system clock or
+/// made random ids would pass every other test here but the seeded demos'.
+@Test func recordsCarryTheInjectedClockAndIdentifiers() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try Manager<Ledger>(
+    directory: directory, options: JournalOptions(durability: .none), clock: .stepping(from: 5_000, by: 7),
+    ids: .sequential(prefix: 9))
+  let id = try await manager.openAccount(owner: "ada")
+  try await manager.deposit(5, into: id)
+  try await manager.deposit(6, into: id)
+  manager.close()
+  #expect(id.high == 9, "the account's id is the source's")
+  let events = try Replay.events(of: Ledger.self, directory: directory)
+  #expect(events.count == 3)
+  let stamps = events.map(\.envelope.timestamp)
+  #expect(stamps.first == 5_000, "\(stamps)")
+  #expect(
+    stamps.allSatisfy { ($0 - 5_000) % 7 == 0 } && stamps == stamps.sorted() && Set(stamps).count == 3, "\(stamps)")
+  let commands = events.map(\.envelope.commandID)
+  #expect(commands.allSatisfy { $0.high == 9 } && Set(commands).count == 3, "\(commands)")
+  #expect(!commands.contains(id), "a command's id is not the account's")
+}

@@ -236,7 +236,9 @@ public final class NotebookManager: Sendable {
   }
 
   /// Runs the auto-tagger over every note (or only `notes`), as one command with origin
-  /// `.automation`. Returns how many tags it added.
+  /// `.automation`; or, when its tags are more than one command may hold (the journal's
+  /// `maxBatchBytes`: about 170,000 tags by default), as several, each over a run of the notes in
+  /// id order (halved until each fits). Returns how many tags it added.
   @discardableResult
   public func runAutoTagger(_ tagger: AutoTagger, on notes: Set<NoteID>? = nil, origin: Origin = .automation)
     async throws -> Int
@@ -244,23 +246,54 @@ public final class NotebookManager: Sendable {
     try await tag(tagger, on: notes, origin: origin).count
   }
 
-  /// `runAutoTagger`, with the id of the command that recorded the tags (nil when it added none).
+  /// `runAutoTagger`, with the ids of the commands that recorded the tags (none when it added none).
+  /// A pass too large for one command (`tooLarge`: nothing was written) failed every time, so a
+  /// tagger catching up on a large notebook never ran; it is split instead.
   private func tag(_ tagger: AutoTagger, on notes: Set<NoteID>?, origin: Origin) async throws -> (
-    count: Int, command: Identifier?
+    count: Int, commands: [Identifier]
   ) {
-    try await manager.perform(origin) { workspace, command in
-      let candidates =
+    do {
+      return try await tagOnce(tagger, origin: origin) { workspace in
         notes.map { ids in ids.sorted().compactMap { workspace.notes.find(id: $0) } } ?? workspace.notes.all()
-      for note in candidates {
+      }
+    } catch let error as ManagerError where error.code == .tooLarge {
+      let ids = notes.map { $0.sorted() } ?? manager.state.notes.all().map(\.id)
+      guard ids.count > 1 else { throw error }
+      return try await tag(tagger, inHalves: ids[...], origin: origin)
+    }
+  }
+
+  /// The tags of the notes `ids` names (in id order), in one command, or in two halves, each split
+  /// again, when their tags are more than one command may hold.
+  private func tag(_ tagger: AutoTagger, inHalves ids: ArraySlice<NoteID>, origin: Origin) async throws -> (
+    count: Int, commands: [Identifier]
+  ) {
+    do {
+      return try await tagOnce(tagger, origin: origin) { workspace in ids.compactMap { workspace.notes.find(id: $0) } }
+    } catch let error as ManagerError where error.code == .tooLarge && ids.count > 1 {
+      let middle = ids.startIndex + ids.count / 2
+      let first = try await tag(tagger, inHalves: ids[..<middle], origin: origin)
+      let second = try await tag(tagger, inHalves: ids[middle...], origin: origin)
+      return (first.count + second.count, first.commands + second.commands)
+    }
+  }
+
+  /// One command recording the tags `tagger` gives the notes `candidates` picks from the state.
+  private func tagOnce(_ tagger: AutoTagger, origin: Origin, _ candidates: @escaping (Workspace) -> [Note])
+    async throws -> (count: Int, commands: [Identifier])
+  {
+    try await manager.perform(origin) { workspace, command in
+      for note in candidates(workspace) {
         for tag in tagger.missingTags(for: note) { command.record(NoteTagged(id: note.id, tag: tag)) }
       }
-      return (command.recorded.count, command.recorded.isEmpty ? nil : command.id)
+      return (command.recorded.count, command.recorded.isEmpty ? [] : [command.id])
     }
   }
 
   /// Starts the auto-tagger as a background automation. It first catches up: the notes committed
   /// before it started (by a run that closed or crashed before its tagger answered them, or a pull
-  /// at launch) get their tags, in one command, as `runAutoTagger(_:)` gives them. Then, after
+  /// at launch) get their tags, in one command (or several, when they are many), as
+  /// `runAutoTagger(_:)` gives them. Then, after
   /// every committed change that touched notes, whatever made it (another automation of the app, or another tagger, too) but its own
   /// (known by their command ids), it tags those notes through `runAutoTagger`. Two automations
   /// that undo each other's changes (one removing the tags this one adds) answer each other for
@@ -276,7 +309,7 @@ public final class NotebookManager: Sendable {
   /// 1,024 changes waiting), so a burst of commands while it tags costs no memory beyond that.
   /// When it falls behind it cannot tell which notes the changes it missed touched (their keys
   /// are not in the journal), so it subscribes again and then runs over every note, as
-  /// `runAutoTagger(_:)` without `notes`, one command: every note it would have tagged gets its
+  /// `runAutoTagger(_:)` without `notes`: every note it would have tagged gets its
   /// tags, and so do notes the rules tag that no change touched since it started.
   public func startAutoTagger(_ tagger: AutoTagger) -> Task<Void, any Error> {
     startAutoTagger(tagger, following: AutoTaggerFollowing())
@@ -296,7 +329,7 @@ public final class NotebookManager: Sendable {
       var own: Set<Identifier> = []
       if !before.isEmpty {
         do {
-          if let command = try await tag(tagger, on: before, origin: .automation).command { own.insert(command) }
+          own.formUnion(try await tag(tagger, on: before, origin: .automation).commands)
         } catch let error as ManagerError where error.code == .closed {
           return  // closed before it caught up: the end it waits for
         }
@@ -312,7 +345,7 @@ public final class NotebookManager: Sendable {
             guard !touched.isEmpty else { continue }
             try Task.checkCancellation()
             await following.beforeTagging()
-            if let command = try await tag(tagger, on: touched, origin: .automation).command { own.insert(command) }
+            own.formUnion(try await tag(tagger, on: touched, origin: .automation).commands)
           }
           return  // the manager closed
         } catch let error as ManagerError where error.code == .closed {
@@ -324,7 +357,7 @@ public final class NotebookManager: Sendable {
           following.resubscribed()
           try Task.checkCancellation()
           do {
-            if let command = try await tag(tagger, on: nil, origin: .automation).command { own.insert(command) }
+            own.formUnion(try await tag(tagger, on: nil, origin: .automation).commands)
           } catch let error as ManagerError where error.code == .closed {
             return  // closed meanwhile: the end it waits for
           }
