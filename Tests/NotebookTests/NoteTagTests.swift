@@ -1,4 +1,5 @@
 import Rewind
+import RewindTestSupport
 import Testing
 
 @testable import Notebook
@@ -88,14 +89,6 @@ func tagsAreTrimmedAndLowercased(raw: String, expected: String) {
 /// in another order gave other tags (`[caf\u{E9}, caf\u{E9}s, cafe\u{301}]` kept "café" twice, the
 /// same three in the reverse order two tags), so other events and another digest.
 @Test func normalizedTagsAreTheSameWhateverOrderTheyCameIn() {
-  func permutations(_ items: [NoteTag]) -> [[NoteTag]] {
-    guard items.count > 1 else { return [items] }
-    return items.indices.flatMap { index in
-      var rest = items
-      let first = rest.remove(at: index)
-      return permutations(rest).map { [first] + $0 }
-    }
-  }
   let tags: [NoteTag] = ["caf\u{E9}", "caf\u{E9}s", "cafe\u{301}", "e\u{301}", "\u{E9}a", "b"]
   var results: Set<[[Unicode.Scalar]]> = []
   for order in permutations(tags) {

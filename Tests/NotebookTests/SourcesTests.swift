@@ -369,14 +369,6 @@ private final class StalledServer: NoteServer {
 /// the process's hash seed decide. One order now, whatever the rules' order.
 @Test func theAutoTaggersTagsComeInOneOrder() {
   let forms = ["e\u{301}", "\u{E9}a", "caf\u{E9}s", "cafe\u{301}", "b", "e"]
-  func permutations(_ items: [String]) -> [[String]] {
-    guard items.count > 1 else { return [items] }
-    return items.indices.flatMap { index in
-      var rest = items
-      let first = rest.remove(at: index)
-      return permutations(rest).map { [first] + $0 }
-    }
-  }
   let note = Note(
     id: NoteID(Identifier(high: 1, low: 1)), notebook: NotebookID(Identifier(high: 2, low: 1)), title: "a word",
     body: "", tags: [])

@@ -1,3 +1,4 @@
+import RewindTestSupport
 import Testing
 
 @testable import Rewind
@@ -11,21 +12,12 @@ import Testing
   /// Strings in two Unicode forms (no two equal), and two in one form.
   static let strings = ["e\u{301}", "\u{E9}a", "caf\u{E9}s", "cafe\u{301}", "b", "e"]
 
-  static func permutations<T>(_ items: [T]) -> [[T]] {
-    guard items.count > 1 else { return [items] }
-    return items.indices.flatMap { index in
-      var rest = items
-      let first = rest.remove(at: index)
-      return permutations(rest).map { [first] + $0 }
-    }
-  }
-
   /// In whatever order they come: one order (a plain sort gave four over these 720).
   @Test func stringsComeOutInOneOrderWhateverOrderTheyCameIn() {
-    let orders = Set(Self.permutations(Self.strings).map { sortedAlike($0).map { Array($0.unicodeScalars) } })
+    let orders = Set(permutations(Self.strings).map { sortedAlike($0).map { Array($0.unicodeScalars) } })
     #expect(orders.count == 1, "\(orders)")
     let keys = Set(
-      Self.permutations(Self.strings).map {
+      permutations(Self.strings).map {
         sortedAlike($0.map { ChangeKey.group("notes", $0) }).map(\.key.utf8).map(Array.init)
       })
     #expect(keys.count == 1, "\(keys)")
@@ -42,7 +34,7 @@ import Testing
   @Test func groupCountsComeOutInOneOrderWhateverOrderTheRecordsCameIn() {
     let records = Self.strings.enumerated().map { Tagged(id: $0.offset, tags: [$0.element]) }
     var counts: Set<[[Unicode.Scalar]]> = []
-    for order in Self.permutations(records) {
+    for order in permutations(records) {
       var store = Store<Tagged>(name: "tagged")
       var context = ApplyContext(recording: false)
       for record in order { _ = store.insert(record, context: &context) }
