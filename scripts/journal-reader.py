@@ -15,9 +15,11 @@ in comments are FORMAT.md's unless they say SNAPSHOTS.md. A snapshot's state is 
 digest and for the canonical encoding; its fingerprint and the state itself need the model's code.
 Not covered: telling stray files apart (FORMAT.md, "Opening and recovery", step 6: this reader
 reports any file named like a segment that is out of place as a sequence break), and rereading a
-batch a live writer may be storing (it reads each file once). Exit status as `rewind verify`'s: 1 for a problem (0 with notes only),
-2 for bad arguments, 3 when there is no journal to read; 4 when this reader itself fails (an
-uncaught exception, with its traceback), so that a fault of its own never passes for a finding.
+batch a live writer may be storing (it reads each file once). Every mode checks the index as a
+witness of records gone ("Reading ...", step 7). Exit status as `rewind verify`'s: 1 for a problem
+(0 with notes only), 2 for bad arguments, 3 when there is no journal to read; 4 when this reader
+itself fails (an uncaught exception, with its traceback), so that a fault of its own never passes
+for a finding.
 """
 
 import ctypes
@@ -25,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import struct
 import sys
 import traceback
@@ -107,14 +110,15 @@ def lz4_frame_decode(frame, expected_length, check_xxh):
     flg, bd = frame[4], frame[5]
     if flg >> 6 != 1 or flg & 0x02 or bd & 0x8F or (bd >> 4) & 7 not in _BLOCK_MAX:
         raise ValueError(f"unsupported LZ4 frame descriptor FLG {flg:#04x} BD {bd:#04x}")
-    if flg & 0x01:
-        raise ValueError("LZ4 frame with a dictionary id")
-    pos = 6
-    if flg & 0x08:
-        (size,) = struct.unpack_from("<Q", frame, pos)
-        pos += 8
-        if size != expected_length:
-            raise ValueError(f"LZ4 content size {size}, the header says {expected_length}")
+    pos = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)  # content size, dictionary id
+    if pos + 1 > len(frame):
+        raise ValueError("LZ4 frame cut short")
+    # A content size of 0 means "unknown" (liblz4's reading of the frame format): not checked.
+    size = struct.unpack_from("<Q", frame, 6)[0] if flg & 0x08 else 0
+    if size and size != expected_length:
+        raise ValueError(f"LZ4 content size {size}, the header says {expected_length}")
+    # A dictionary id is skipped, as liblz4 does when given no dictionary: a block that refers to
+    # one does not decode (LZ4_decompress_safe refuses a match before its output's start).
     if (xxh32(frame[4:pos]) >> 8) & 0xFF != frame[pos]:  # always, as liblz4 checks it
         raise ValueError("LZ4 frame header checksum")
     pos += 1
@@ -262,23 +266,72 @@ def valid_header_after(data, pos, name):
 # --- The journal ("Reading the format from another language") --------------------------------
 
 
+def read_file(folder, name, limit=-1):
+    """The bytes of a journal's file (at most limit of them), opened as Rewind opens its files ("The
+    directory"): never through a symbolic link (O_NOFOLLOW: ELOOP), without waiting for a FIFO's
+    writer (O_NONBLOCK), and refused unless it is a regular file."""
+    fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "a device")
+            raise Damage(name, 0, f"{kind}, not a regular file (EINVAL)")
+        with open(fd, "rb", closefd=False) as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)
+
+
+def _first_key_wins(pairs):
+    obj = {}
+    for key, v in pairs:
+        obj.setdefault(key, v)
+    return obj
+
+
+def _not_json(constant):
+    raise ValueError(f"{constant} is not JSON")
+
+
+def manifest_id(data):
+    """The journal id of manifest.json's bytes, read as Rewind reads them (JSONDecoder into an Int
+    and a String): its first 64 KiB, a byte order mark allowed (and UTF-16), the first of equal
+    keys; a format that is an integral number (1.0 and 1e0 are 1; true and "1" are not), then 1."""
+    refused = Damage("manifest.json", 0, "not a manifest (JSON with a format and a journalID)")
+    data = data[:64 << 10]
+    try:
+        m = json.loads(data.decode(json.detect_encoding(data), "replace"),
+                       object_pairs_hook=_first_key_wins, parse_constant=_not_json)
+    except (ValueError, RecursionError):
+        raise refused
+    fmt, jid = (m.get("format"), m.get("journalID")) if isinstance(m, dict) else (None, None)
+    if isinstance(fmt, float) and fmt.is_integer():
+        fmt = int(fmt)
+    if type(fmt) is not int or not -2**63 <= fmt < 2**63 or not isinstance(jid, str) \
+            or not re.fullmatch(r"[0-9a-fA-F]{32}", jid):
+        raise refused
+    if fmt != 1:
+        raise Damage("manifest.json", 0, f"journal format {fmt} is not supported")
+    return bytes.fromhex(jid)
+
+
 class Journal:
     def __init__(self, path, check_xxh=False):
         self.path, self.check_xxh = path, check_xxh
         self.problems, self.notes = [], []
-        with open(os.path.join(path, "manifest.json"), "rb") as f:
-            manifest = json.loads(f.read().decode("utf-8"))
-        if manifest.get("format") != 1:
-            raise Damage("manifest.json", 0, f"unknown format {manifest.get('format')!r}")
-        if not re.fullmatch(r"[0-9a-fA-F]{32}", str(manifest.get("journalID", ""))):
-            raise Damage("manifest.json", 0, "journalID is not 32 hex digits")
-        self.id = bytes.fromhex(manifest["journalID"])
+        self.id = manifest_id(read_file(path, "manifest.json", 64 << 10))
         self.segments, self.sizes = self.list_segments(), {}
+        for _, name in self.segments:  # a link or FIFO named as one refuses the journal, as Rewind
+            read_file(path, name, 0)
+        self.index = None
+        self.index_note = "index: missing (derived data; the next writer rebuilds it)"
         try:  # before the segments: a live writer's entries name only batches written before them
-            with open(os.path.join(path, "index"), "rb") as f:
-                self.index = f.read()
+            self.index = read_file(path, "index")
         except FileNotFoundError:
-            self.index = None
+            pass
+        except (OSError, Damage) as e:  # derived data: a link or a FIFO there is ignored, noted
+            self.index_note = f"{e} (index unused)"
 
     def list_segments(self):
         # 20 digits naming a number of at most 2^64 - 1; any other name is not a segment.
@@ -291,10 +344,10 @@ class Journal:
         expected = 1
         self.ends, self.batches = {}, {}  # segment first -> end of its records; (first, pos) -> h
         self.last_seq, self.max_ts, self.declared = 0, -2**63, 0
+        self.tail = None  # where the last segment ends as steps 5 and 6 define it; None: damage
         for k, (first, name) in enumerate(self.segments):
             last = k == len(self.segments) - 1
-            with open(os.path.join(self.path, name), "rb") as f:
-                data = f.read()
+            data = read_file(self.path, name)
             self.sizes[first] = len(data)
             if first != expected:
                 self.problems.append(f"{name} at byte 0: sequence break: expected a segment "
@@ -321,6 +374,7 @@ class Journal:
                             self.declared = h["first"] + h["count"] - 1
                         except Damage:
                             pass
+                        self.tail = pos
                     elif not last and e.torn and e.offset == pos and not any(data[pos:]):
                         self.problems.append(f"{name} at byte {pos}: zeros to the end of a "
                                              f"sealed segment (sequences from {expected})")
@@ -335,34 +389,42 @@ class Journal:
                 expected, pos = h["first"] + h["count"], end
                 self.last_seq = expected - 1
             self.ends[first] = pos
+            if last:
+                self.tail = pos
 
     # --- The sparse index ------------------------------------------------------------------
 
     def load_index(self):
         """Returns the well-formed entries [(offset, entry)] and the valid prefix's length."""
-        data = self.index
+        data, self.named = self.index, set()  # segments an entry whose checksum holds names
         if data is None:
-            self.notes.append("index: missing (derived data; the next writer rebuilds it)")
+            self.notes.append(self.index_note)
             return [], 0
         want = struct.pack("<IHH16sI", 0x58495752, 1, 0, self.id, 0)
         want += struct.pack("<I", crc32c(want))  # the one header this journal's id gives
         if data[:32] != want:
             self.notes.append("index at byte 0: header is not this journal's (index unused)")
             return [], 0
-        entries, prev, pos = [], None, 32
-        while pos + 40 <= len(data):
+        entries, prev, stopped = [], None, False
+        for pos in range(32, len(data) - 39, 40):
             seq, seg, off, ts, zero, crc = struct.unpack_from("<QQQqII", data, pos)
+            if crc == crc32c(data[pos:pos + 36]):  # for "unindexed", also after a damaged entry
+                self.named.add(seg)
+            if stopped:
+                continue
             if crc != crc32c(data[pos:pos + 36]):
                 self.notes.append(f"index at byte {pos}: entry checksum (entries stop here)")
-                break
-            if prev and not (seq > prev[0] and (seg, off) > (prev[1], prev[2])):
+                stopped = True
+            elif prev and not (seq > prev[0] and (seg, off) > (prev[1], prev[2])):
                 self.notes.append(f"index at byte {pos}: entry out of order (entries stop here)")
-                break
-            if zero:
-                self.notes.append(f"index at byte {pos}: bytes 32-35 are not 0")
-            entries.append((pos, (seq, seg, off, ts)))
-            prev, pos = (seq, seg, off), pos + 40
-        if len(data) > pos and pos + 40 > len(data):
+                stopped = True
+            else:
+                if zero:
+                    self.notes.append(f"index at byte {pos}: bytes 32-35 are not 0")
+                entries.append((pos, (seq, seg, off, ts)))
+                prev = (seq, seg, off)
+        pos = len(data) - (len(data) - 32) % 40
+        if len(data) > pos:
             self.notes.append(f"index at byte {pos}: a partial entry ends the file")
         present = dict(self.segments)
         valid, prev_ts = 0, -2**63
@@ -376,12 +438,12 @@ class Journal:
 
     def check_index(self, entries):
         """The index as a check of the batches it names, and as a witness of what is gone."""
-        disagree, firstbad, named, witnessed = 0, None, set(), {}
+        disagree, firstbad, witnessed = 0, None, {}
         present = dict(self.segments)
         last = self.segments[-1][0] if self.segments else 0
         for pos, (seq, seg, off, ts) in entries:
-            named.add(seg)
-            if seg not in present or (seg == last and seg in self.ends and off >= self.ends[seg]):
+            # Step 7: only where the walk ended as steps 5 and 6 define an end, not at damage.
+            if seg not in present or (seg == last and self.tail is not None and off >= self.tail):
                 witnessed[seg] = seq  # the last batch the index names there
             elif seg in self.ends and off < self.ends[seg]:  # walked: check it against the batch
                 got = self.batches.get((seg, off))
@@ -397,7 +459,7 @@ class Journal:
                 self.notes.append(f"{relisted[seg]}: created after this reading began")
                 continue
             if seg in present:
-                self.problems.append(f"{present[seg]} at byte {self.ends[seg]}: committed records "
+                self.problems.append(f"{present[seg]} at byte {self.tail}: committed records "
                                      f"gone: from {self.last_seq + 1} at least through "
                                      f"{max(through, self.declared, self.last_seq + 1)} "
                                      "(the index names a batch at or after where it ends)")
@@ -407,14 +469,14 @@ class Journal:
                 span = f"{seg}-{after[0] - 1}, before intact segments"
             else:
                 span = f"from {seg} at least through {through}"
-                if last in self.ends and last not in witnessed and self.last_seq + 1 < seg:
-                    self.problems.append(f"{present[last]} at byte {self.ends[last]}: committed "
+                if self.tail is not None and last not in witnessed and self.last_seq + 1 < seg:
+                    self.problems.append(f"{present[last]} at byte {self.tail}: committed "
                                          f"records gone: {self.last_seq + 1}-{seg - 1} (the "
                                          f"index names a later segment, {seg:020d}.lz4)")
             self.problems.append(f"{seg:020d}.lz4 at byte 0: missing, but the index names it: "
                                  f"committed records gone (sequences {span})")
         for first, name in self.segments:
-            if entries and first not in named and self.ends.get(first, 0) > SEGMENT_HEADER:
+            if entries and first not in self.named and self.ends.get(first, 0) > SEGMENT_HEADER:
                 self.notes.append(f"{name}: unindexed (no index entry names it)")
 
     # --- Snapshot files (SNAPSHOTS.md, "Snapshot files") -----------------------------------
@@ -653,6 +715,9 @@ def main(argv):
                       f"{compact(e['event'])}")
             else:
                 print(f"{seq}  {timestamp(ts)}  ({len(payload)} bytes) {payload.hex()}")
+        # In every mode: the index witnesses records gone ("Reading", step 7).
+        entries, valid = j.load_index()
+        j.check_index(entries)
         if "--contents" in flags:
             print(json.dumps(dict(format=1, journalID=j.id.hex(), records=contents,
                                   segments=[name for _, name in j.segments]),
@@ -661,8 +726,6 @@ def main(argv):
             for problem in j.problems:
                 print(f"error: {problem}", file=sys.stderr)
             return 1 if j.problems else 0
-        entries, valid = j.load_index()
-        j.check_index(entries)
         for name, verdict in j.snapshots():  # skipped files are notes, except beyondJournal
             (j.problems if verdict == "beyondJournal" else j.notes).append(
                 f"snapshots/{name}: {verdict}")
