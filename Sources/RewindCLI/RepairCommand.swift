@@ -15,7 +15,9 @@ enum RepairCommand: RewindCommand {
     (committed records turned to zeros, or a segment cut short) has nothing to move: the plan says
     so, and the repair only drops the index that names the lost records. Zeros ending a sealed
     segment whose successor starts right after its last record hold no record (verify: "no records
-    are missing, but readers stop here"): they are cut off that segment, and every segment stays. At a terminal it asks
+    are missing, but readers stop here"): they are cut off that segment, and every segment stays;
+    bytes that are no batch ending such a segment hold none either, and are moved into
+    DIR/quarantine/ alone, every segment staying. At a terminal it asks
     before moving; otherwise it only shows the plan unless --yes is given. The plan only reads (it
     takes no lock and creates nothing, so it can be shown while a writer has the journal open, and
     may change if that writer appends meanwhile); the repair itself refuses while a writer has the

@@ -181,11 +181,21 @@ extension DamagedJournalCommandTests {
   /// first. They read on at the successor and say that nothing was skipped; `verify` says the bytes
   /// hold no record, and `repair` moves them aside, keeping every segment (it moved every segment
   /// from there on aside, the intact ones too).
-  @Test(arguments: [[UInt8](repeating: 0xFF, count: 10), [0x51, 0x2A, 0x4D, 0x18] + [UInt8](repeating: 0, count: 60)])
-  func bytesThatAreNoBatchEndingASealedSegmentHoldNoRecord(tail: [UInt8]) async throws {
+  /// The third tail: the successor's first batch header, which holds, and part of its frame (a
+  /// segment restored from a copy taken while a writer was writing; found by the review of the
+  /// day's change).
+  @Test(arguments: 0..<3)
+  func bytesThatAreNoBatchEndingASealedSegmentHoldNoRecord(kind: Int) async throws {
     let (journal, segments) = try await Self.segmented()
     let path = journal.directory.appending(segments[1])
     let original = try Files.read(path)
+    let successor = try Files.read(journal.directory.appending(segments[2]))
+    let tail =
+      switch kind {
+      case 0: [UInt8](repeating: 0xFF, count: 10)
+      case 1: [0x51, 0x2A, 0x4D, 0x18] + [UInt8](repeating: 0, count: 60)
+      default: Array(successor[Layout.segmentHeaderSize..<(Layout.segmentHeaderSize + Layout.batchHeaderSize + 20)])
+      }
     try Files.write(original + tail, to: path)
     let next = try #require(UInt64(segments[2].prefix(20)))
     for arguments in Self.readers(journal.path) {

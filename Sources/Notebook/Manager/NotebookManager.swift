@@ -74,7 +74,7 @@ public final class NotebookManager: Sendable {
       let id = NoteID(command.newID())
       guard !workspace.notes.contains(id: id) else { throw idInUse(id) }
       command.record(
-        NoteCreated(id: id, notebook: notebook, title: title.trimmed, body: body, tags: Note.normalized(tags)))
+        NoteCreated(id: id, notebook: notebook, title: title.trimmed, body: body, tags: Note.recorded(tags)))
       return id
     }
   }
@@ -132,7 +132,7 @@ public final class NotebookManager: Sendable {
         NotesImported(
           notebook: notebook,
           notes: notes.map {
-            Note(id: $0.id, notebook: notebook, title: $0.title.trimmed, body: $0.body, tags: $0.tags)
+            Note(id: $0.id, notebook: notebook, title: $0.title.trimmed, body: $0.body, tags: Note.recorded($0.tags))
           }))
     }
   }
@@ -214,7 +214,7 @@ public final class NotebookManager: Sendable {
       guard workspace.notebooks.contains(id: notebook) else { throw notFound("notebook", notebook) }
       try rejectDuplicates(remote.map(\.id))
       for incoming in remote {
-        let tags = Note.normalized(incoming.tags)
+        let tags = Note.recorded(incoming.tags)
         guard let local = workspace.notes.find(id: incoming.id) else {
           command.record(
             NoteCreated(

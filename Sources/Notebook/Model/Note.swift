@@ -24,9 +24,9 @@ public struct Note: StoreRecord, Codable {
   /// building, filtering and sorting a new array (replay tags notes often).
   ///
   /// `String`'s `<` is no strict weak order across Unicode forms, so the search can pass over a
-  /// tag equal to this one in another form, or find no place strictly between two neighbours
-  /// (`"cafe\u{301}"` and `"caf\u{E9}s"` sort neither way): a tag held in either form is not
-  /// added again, and one the search cannot place is added by `normalized`.
+  /// tag equal to this one in another form (`"caf\u{E9}s"` past `"cafe\u{301}s"`): a tag held in
+  /// either form is not added again. Where the search places a tag is unchanged (journals written
+  /// before replay as they did); only the duplicate it could add is not.
   static func insert(_ tag: NoteTag, into tags: inout [NoteTag]) {
     guard isNormalized(tags) else {
       tags = normalized(tags + [tag])
@@ -41,10 +41,6 @@ public struct Note: StoreRecord, Codable {
     }
     if low < tags.count && tags[low] == tag { return }
     if tags.contains(tag) { return }
-    if (low > 0 && !(tags[low - 1] < tag)) || (low < tags.count && !(tag < tags[low])) {
-      tags = normalized(tags + [tag])
-      return
-    }
     tags.insert(tag, at: low)
   }
 
@@ -56,23 +52,33 @@ public struct Note: StoreRecord, Codable {
     return true
   }
 
-  /// `tags` sorted, without duplicates or empty tags: the same for the same tags in any order.
-  ///
-  /// Tags equal in two Unicode forms are one tag: the form kept is the one whose UTF-8 sorts
-  /// first. They are sorted by `sortedAlike`, since `String`'s `<` is no strict weak order across
-  /// forms: sorted by `<` alone, the same tags in another order (a `Set`'s, from one process to the
-  /// next) came out in another order, and a tag equal to another but not next to it stayed twice.
-  /// Each result is its own normalized form.
+  /// `tags` sorted, without duplicates or empty tags. Sorts and drops neighbours that repeat
+  /// (no `Set`): replay normalizes the tags of every note created or tagged. Then drops any tag
+  /// equal to one kept before it: `String`'s `<` is no strict weak order across Unicode forms, so
+  /// two forms of one tag need not end up neighbours (`[café, cafés, café]` kept "café" twice).
+  /// What it returns depends on the order `tags` come in when they mix Unicode forms (the apply
+  /// paths keep it, so that journals written before replay as they did): commands record
+  /// `recorded(_:)`, which gives it one order first.
   static func normalized(_ tags: [NoteTag]) -> [NoteTag] {
     // Tags decoded from a journal are normalized already (every apply path leaves them so): kept
     // as they are, without a new array.
     if isNormalized(tags) { return tags }
-    var seen = Set<NoteTag>(minimumCapacity: tags.count)
-    let distinct = tags.filter { !$0.isEmpty }
-      .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-      .filter { seen.insert($0).inserted }
-    return sortedAlike(distinct)
+    var sorted = tags.filter { !$0.isEmpty }
+    guard sorted.count > 1 else { return sorted }
+    sorted.sort()
+    var kept = 1
+    for index in 1..<sorted.count where !sorted[..<kept].contains(sorted[index]) {
+      sorted[kept] = sorted[index]
+      kept += 1
+    }
+    sorted.removeLast(sorted.count - kept)
+    return sorted
   }
+
+  /// The tags a command records for `tags`, given in any order: `normalized` of them in one order
+  /// (`sortedAlike`), so that the same tags record the same event in every process, whatever order
+  /// they came in (an app's `Set` gives its hash order).
+  static func recorded(_ tags: [NoteTag]) -> [NoteTag] { normalized(sortedAlike(tags)) }
 }
 
 /// Snapshots and digests write every note: field by field, the bytes of its `Codable` form (see

@@ -450,8 +450,9 @@ public struct SnapshotStore: Sendable {
     return moved
   }
 
-  /// Removes all but the newest `count` usable snapshot files at or before `last` (whose header and
-  /// checksum hold and that name this journal; others are left, and count for nothing), and the temporary
+  /// Removes every snapshot file at or before `last` older than the newest `count` usable ones
+  /// (whose header and checksum hold and that name this journal: a file among those newest that
+  /// is not one is left, counting for nothing), and the temporary
   /// files of writes that were abandoned (a writer that died half-way); never those of a write
   /// under way, in this process or another. Snapshots after `last` are left alone: given the
   /// journal's last sequence number (or the snapshot just written), one past it is a sign of
@@ -474,17 +475,20 @@ public struct SnapshotStore: Sendable {
     // Only files a reader could start from count toward `count`: the newest whose header and
     // checksum hold and that name this journal (`parsedFile`: read whole, not hashed). A damaged
     // file, or another journal's, counted among the newest pushed out a good one (`--keep 2`
-    // removed a usable snapshot and kept a corrupt one); they are left, for `verify` to note.
+    // removed a usable snapshot and kept a corrupt one); those among the newest are left, for
+    // `verify` to note. Every file older than the `count`-th usable one goes, unread.
     let journalID = self.journalID()
+    let candidates = sequences().filter { $0 <= last }
     var usable = 0
-    var doomed: [UInt64] = []
-    for sequence in sequences().filter({ $0 <= last }).reversed() {
-      let name = SnapshotStore.fileName(sequence)
-      guard (try? parsedFile(name, sequence: sequence, journalID: journalID)) != nil else { continue }
-      usable += 1
-      if usable > count { doomed.append(sequence) }
+    var oldestKept = candidates.endIndex
+    while usable < count, oldestKept > candidates.startIndex {
+      oldestKept -= 1
+      let sequence = candidates[oldestKept]
+      if (try? parsedFile(SnapshotStore.fileName(sequence), sequence: sequence, journalID: journalID)) != nil {
+        usable += 1
+      }
     }
-    doomed.reverse()
+    let doomed = usable < count ? [] : Array(candidates[..<oldestKept])
     for sequence in doomed { try io.removeFile(folder + "/" + SnapshotStore.fileName(sequence)) }
     removeAbandonedTemporaries()
     return doomed

@@ -2,8 +2,10 @@ import Glibc
 
 /// What `Journal.repair` moved (or, for a dry run, would move) into quarantine.
 public struct RepairReport: Sendable, Equatable {
-  /// Everything moved, in order: the damaged segment's bytes from the first damage on, then
-  /// every later segment whole. Only bytes that exist move: a loss that left none (committed
+  /// Everything moved, in order: first, bytes that are no batch ending sealed segments whose
+  /// successors start right after their last records, each alone (they hold no record; every
+  /// segment stays); then the damaged segment's bytes from the first damage on, then every later
+  /// segment whole. Only bytes that exist move: a loss that left none (committed
   /// frames turned to zeros, or a segment cut short) has no entry here; `damage` names it.
   public var moved: [QuarantinedBytes] = []
   /// Zeros cut off the end of sealed segments whose successors start right after their last
@@ -26,8 +28,9 @@ extension Journal {
   /// Quarantines everything from the first damaged frame on, so the intact prefix can be
   /// opened and appended to again. Nothing is deleted: moved bytes go to `quarantine/`, and the
   /// report says exactly what moved. Zeros ending a sealed segment whose successor starts right
-  /// after its last record hold no record: they are cut first (`zerosCut`), keeping every segment,
-  /// and the rest of the damage, if any, is judged as the journal then stands. Takes the writer's lock, so it refuses to run while a writer
+  /// after its last record hold no record: they are cut first (`zerosCut`), keeping every segment;
+  /// so do bytes that are no batch there, moved aside alone first (`moved`); and the rest of the
+  /// damage, if any, is judged as the journal then stands. Takes the writer's lock, so it refuses to run while a writer
   /// has the journal open. A file named like a segment that holds nothing committed (no valid
   /// segment header, no valid batch, named by no index entry) moves aside alone. A repair stopped
   /// part way (killed, or a move failing) is finished by the next one.

@@ -27,9 +27,10 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// record: they hold no record, and readers stop at them (repair cuts them, keeping every
   /// segment).
   package var zerosOnly = false
-  /// Bytes that are no batch (no header there holds, and no valid one follows) ending a segment
-  /// that is not the last, whose successor starts right after its last record: they hold no
-  /// record, since every number up to the successor's first was read before them. Readers stop at
+  /// Bytes that are no batch (no header there holds, or one that holds numbers its records from
+  /// the successor's first but its frame is cut off; no valid one follows) ending a segment that
+  /// is not the last, whose successor starts right after its last record: they hold no record of
+  /// their own, since every number up to the successor's first was read before them. Readers stop at
   /// them and read on at the successor; `Journal.repair` moves them aside, keeping every segment.
   package var holdsNoRecord = false
 
@@ -287,7 +288,12 @@ extension JournalReader {
             break walk
           }
         }
-        if resume == nil, !isLast, damage.header == nil, segments[position + 1] == expected {
+        // Also a batch whose header holds but whose frame is cut off, numbered from the record
+        // expected (a segment restored from a copy taken while a writer was writing): every
+        // number it names is the successor's.
+        if resume == nil, !isLast, damage.header.map({ $0.firstSequence == expected }) ?? true,
+          segments[position + 1] == expected
+        {
           // Reported as holding no record, not as the record expected here (which the next
           // segment starts with): repair moved every segment from here on aside for it, the
           // intact ones too, and the next writer numbered new records over theirs.
