@@ -78,7 +78,8 @@ public struct Note: StoreRecord, Codable {
   /// The tags a command records for `tags`, given in any order: `normalized` of them in one order
   /// (`sortedAlike`), so that the same tags record the same event in every process, whatever order
   /// they came in (an app's `Set` gives its hash order).
-  static func recorded(_ tags: [NoteTag]) -> [NoteTag] { normalized(sortedAlike(tags)) }
+  /// Fewer than two tags have one order already (`createNote`'s usual case: no `sortedAlike`).
+  static func recorded(_ tags: [NoteTag]) -> [NoteTag] { normalized(tags.count < 2 ? tags : sortedAlike(tags)) }
 }
 
 /// Snapshots and digests write every note: field by field, the bytes of its `Codable` form (see

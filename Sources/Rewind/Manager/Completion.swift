@@ -73,10 +73,11 @@ final class Completion: Sendable {
   /// recorded nothing, or threw, after reading a state that included this one's command: it read a
   /// state that exists only if this one is journaled.
   ///
-  /// The stop is read from the manager, not from this one's error alone: a journal that stopped
-  /// for good on an I/O error (a segment that could not be opened after a roll) fails its append
-  /// with `appendFailed`, like an append that may be retried.
-  func follower(stopped: @escaping @Sendable () -> ManagerError? = { nil }) -> Completion {
+  /// The stop is read from the manager (`stopped`), not from this one's error: every failure that
+  /// stops the manager sets its stop reason before its completions resolve, and a journal that
+  /// stopped for good on an I/O error (a segment that could not be opened after a roll) fails its
+  /// append with `appendFailed`, like an append that may be retried.
+  func follower(stopped: @escaping @Sendable () -> ManagerError?) -> Completion {
     let follower = Completion()
     whenResolved { [self] in
       let failure = state.withLock { $0.failure }
@@ -89,15 +90,12 @@ final class Completion: Sendable {
               "the manager was closed before an earlier command this one read the effect of was journaled: nothing "
                 + "of this one was written", journalError: failure.journalError)
           }
-          let stopping =
-            failure.code == .durabilityLost || failure.code == .stopped
-            || failure.journalError.map { $0.code == .durabilityLost || $0.code == .stopped } == true
-          if stopping || stop != nil {
+          if let stop {
             return ManagerError(
               .stopped,
               "an earlier command this one read the effect of met a failure that stopped the manager "
-                + "(\(stop?.code ?? failure.code)): nothing of this one was written, and commands are refused until "
-                + "the journal is reopened",
+                + "(\(stop.code)): nothing of this one was written, and commands are refused until the journal is "
+                + "reopened",
               journalError: failure.journalError)
           }
           return ManagerError(
