@@ -103,7 +103,15 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   /// its recovery (the writer could not start: `Journal.init`), or a `Manager`'s start-up fails
   /// after the opening (`Manager.init`). Its report would otherwise be lost (the opening
   /// rewrote the index, so nothing else says the records are gone). Nil otherwise.
-  public var openingRecovery: RecoveryReport?
+  public var openingRecovery: RecoveryReport? {
+    get { recoveryBox?.report }
+    set { recoveryBox = newValue.map(RecoveryBox.init) }
+  }
+  /// `openingRecovery`, behind one reference: a `JournalError` travels in every append's
+  /// `Result`, which is copied by its largest payload's size. Held inline, the report (its
+  /// arrays and optionals) made each copy larger, and a `createNote` about 650 instructions
+  /// dearer, most of them `memcpy` (callgrind, `--child manager`).
+  private var recoveryBox: RecoveryBox?
 
   public init(
     _ code: Code, _ message: String, directory: String? = nil, file: String? = nil, offset: Int64? = nil,
@@ -211,4 +219,11 @@ extension JournalError {
   static func wrapping<T>(directory: String, file: String? = nil, _ body: () throws -> T) throws(JournalError) -> T {
     do { return try body() } catch { throw JournalError(error, directory: directory, file: file) }
   }
+}
+
+/// A `RecoveryReport` behind a reference (`JournalError.openingRecovery`); equal when the reports are.
+private final class RecoveryBox: Sendable, Equatable {
+  let report: RecoveryReport
+  init(_ report: RecoveryReport) { self.report = report }
+  static func == (a: RecoveryBox, b: RecoveryBox) -> Bool { a.report == b.report }
 }
