@@ -268,8 +268,10 @@ struct EventFilter {
   /// What the selection was, for the message when nothing matched.
   var summary: String {
     var parts: [String] = []
-    if let name { parts.append("named \(name)") }
-    if let origin { parts.append("from origin \(origin)") }
+    // Quoted: a name or origin may hold a comma or end in a space, which would read as the
+    // message's own punctuation.
+    if let name { parts.append("named '\(name)'") }
+    if let origin { parts.append("from origin '\(origin)'") }
     if let entity { parts.append("mentioning entity \(entity)") }
     if let since { parts.append("since \(isoTime(since))") }
     if let until { parts.append("until \(isoTime(until))") }
@@ -544,7 +546,9 @@ enum ISO8601 {
   /// nanoseconds since 1970-01-01T00:00:00Z. A time an Int64 of nanoseconds cannot hold (before
   /// 1677-09-21T00:12:43.145224192Z or after 2262-04-11T23:47:16.854775807Z) is the first or last
   /// one it holds: no record is stamped outside, so `--until 9999-12-31` is after every record,
-  /// as it reads, and `--since 0001-01-01` before every record. Nil for text that is no time.
+  /// as it reads, and `--since 0001-01-01` before every record. Second 60 is taken only where a
+  /// leap second can be, in the last minute of a UTC day (as the midnight after it). Nil for text
+  /// that is no time.
   /// For `--OPTION TEXT`: a usage error for text that is no time, and for a time on side
   /// `refusing` (1: after, -1: before) of every time a record can have, where the option selects
   /// nothing.
@@ -635,6 +639,9 @@ enum ISO8601 {
     parts.tm_min = Int32(minute)
     parts.tm_sec = Int32(second)
     let seconds = Int64(timegm(&parts)) - Int64(offset)
+    // A leap second (`:60`) ends a UTC day, and reads as the midnight after it, as POSIX time
+    // counts it; in any other minute it is no time.
+    guard second < 60 || seconds % 86_400 == 0 else { return nil }
     // Nanoseconds in an Int64 reach from 1677-09-21T00:12:43.145224192Z to
     // 2262-04-11T23:47:16.854775807Z; a time outside is before or after every record's, and
     // stands as the first or last of them (a script's `--until 9999-12-31` reads to the end).

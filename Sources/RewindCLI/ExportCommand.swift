@@ -38,7 +38,7 @@ enum ExportCommand: RewindCommand {
     that ran it stops; a signal ignored when it started, as under nohup, stays ignored). Killed (kill -9), it leaves FILE as it was and its
     temporary file, which no later export removes (nothing proves it abandoned: its process may
     run on another machine): remove .NAME.export-*.tmp files yourself once no export to FILE is
-    running.
+    running. -o - is standard output, as without -o (a file named - is -o ./-).
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an --until before its first, a --type, --origin or --entity
@@ -65,7 +65,9 @@ enum ExportCommand: RewindCommand {
     if let short = args.value("o"), let long = args.value("output") {
       throw UsageError("-o and --output are one option, given twice ('\(short)' and '\(long)'); give it once")
     }
-    let file = try (args.value("output") ?? args.value("o")).map { (path) throws(UsageError) in try ExportFile(path) }
+    // `-o -` is standard output, as for most tools that take an output file; `./-` names a file.
+    let named = args.value("output") ?? args.value("o")
+    let file = try named.flatMap { (path) throws(UsageError) in path == "-" ? nil : try ExportFile(path) }
     if let file, ResolvedPath.lies(file.path, within: directory) {
       // Its rename would replace the file of that name: a segment, the manifest, the index.
       throw UsageError(

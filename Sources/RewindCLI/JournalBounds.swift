@@ -85,18 +85,19 @@ struct JournalBounds {
   }
 
   /// `text` (ISO 8601) as nanoseconds, within the journal's first and last record times.
+  /// `what` names it in the errors (an option, `--at`, or "time").
   /// - Throws: `UsageError`; the `JournalError` of damage that holds the first record.
-  func time(_ text: String) throws -> Int64 {
+  func time(_ text: String, what: String = "time") throws -> Int64 {
     guard let value = ISO8601.parse(text) else {
       throw UsageError(
-        "time '\(text)' is not ISO 8601 (like 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00)")
+        "\(what) '\(text)' is not ISO 8601 (like 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00)")
     }
     guard let first = try firstTime.get(), lastTime != nil || hiddenBy != nil else {
       throw UsageError("the journal \(directory) is empty: there is no time to go to")
     }
     guard value >= first else {
       throw UsageError(
-        "time \(text) is before the journal's first record, stamped \(isoTime(first)); give a time from then on")
+        "\(what) \(text) is before the journal's first record, stamped \(isoTime(first)); give a time from then on")
     }
     // Timestamps need not increase: a time after the last record's is still inside the journal
     // when a record is stamped at or after it (the target is then the record before the first
@@ -105,7 +106,7 @@ struct JournalBounds {
     guard let last = lastTime else { return value }
     guard value <= last || (try? recordExists(atOrAfter: value)) == true else {
       throw UsageError(
-        "time \(text) is after every record's time (the last record is stamped \(isoTime(last))); "
+        "\(what) \(text) is after every record's time (the last record is stamped \(isoTime(last))); "
           + "give one from \(isoTime(first)) to the latest record's time")
     }
     return value
@@ -121,7 +122,7 @@ struct JournalBounds {
     switch (args.value("to"), args.value("at")) {
     case (.some, .some): throw UsageError("give either --to SEQ or --at TIME, not both")
     case (.some(let to), nil): return .sequence(try sequence(to, what: "--to"))
-    case (nil, .some(let at)): return .time(try time(at))
+    case (nil, .some(let at)): return .time(try time(at, what: "--at"))
     case (nil, nil): return .end
     }
   }

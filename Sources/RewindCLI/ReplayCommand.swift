@@ -21,9 +21,14 @@ enum ReplayCommand: RewindCommand {
     hidden), and one at or past it (or the end) exits 3, naming the damage's segment, byte
     offset and sequences, and the last record read intact before it.
 
-    Exit 0; 2 for a bad option (a --to past the journal's end or not a whole number, an --at
-    before its first record or after its last, an unknown --model); 3 when the journal cannot
-    be read (no such directory, not a journal, the damage above) or the model cannot replay it.
+    A checkpoint the replay passes (written by this model code) whose digest differs from the
+    state rebuilt there is reported on stderr, naming the first such sequence: the state is
+    still printed, as this model code rebuilds it, and the exit status is 1.
+
+    Exit 0; 1 when a checkpoint diverges (above); 2 for a bad option (a --to past the journal's
+    end or not a whole number, an --at before its first record or after its last, an unknown
+    --model); 3 when the journal cannot be read (no such directory, not a journal, the damage
+    above) or the model cannot replay it.
 
     Examples:
       rewind replay /tmp/j
@@ -72,8 +77,12 @@ enum ReplayCommand: RewindCommand {
       output.out(lines.joined(separator: "\n") + "\n")
     }
     for problem in report.skippedSnapshots { output.err(visible("note: \(problem)") + "\n") }
+    // The state printed is this model code's; a checkpoint that disagrees says the journal was
+    // written by code that rebuilt another (or its records changed since): a finding, as for
+    // `snapshot` and `verify`, not a warning a script would miss.
     if let divergence = report.firstDivergence {
-      output.err(visible("warning: \(divergence); `rewind verify \(directory)` checks the whole journal") + "\n")
+      output.err(visible("rewind replay: \(divergence); `rewind verify \(directory)` checks the whole journal") + "\n")
+      return .findings
     }
     return .success
   }

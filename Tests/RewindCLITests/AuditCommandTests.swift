@@ -480,6 +480,8 @@ import Testing
           + "-f --from \(events.count + 1) follows from the next event to be written"
       ),
       (["--type", "x", "--origin"], "--origin needs a value"),
+      // Quoted as typed: a comma inside a value reads as part of it, not of the message.
+      (["--type", "note.*, x", "--origin", "user "], "matches: named 'note.*, x', from origin 'user '"),
     ] {
       let run = try await Self.rewind(["tail", path] + arguments)
       #expect(run.status == 2 && run.out.isEmpty, "\(arguments): \(run.out)")

@@ -85,6 +85,29 @@ import Testing
     }
   }
 
+  /// `-o -` is standard output, as for most tools that take an output file: it wrote a file
+  /// named `-` in the working directory (found by the review of the audit commands, Dec 6).
+  /// `-o ./-` still names that file.
+  @Test func aDashIsStandardOutput() async throws {
+    let dir = TemporaryDirectory("cli-export-dash")
+    let journal = try await Self.journal(in: dir)
+    let out = TemporaryDirectory("cli-export-dash-files")
+    let rewind = try #require(ChildProcess.builtProduct("rewind"))
+    let standard = try await ToolRun.run("rewind", ["export", journal, "--jsonl"])
+    for option in ["-o", "--output"] {
+      let dashed = try await ToolRun.run(
+        "/bin/sh", ["-c", #"cd "$0" && exec "$@""#, out.path, rewind, "export", journal, "--jsonl", option, "-"])
+      #expect(dashed.status == 0, "\(dashed.err)")
+      #expect(dashed.out == standard.out, "\(option)")
+      #expect(Files.list(out.path).isEmpty, "\(Files.list(out.path))")
+    }
+    let named = try await ToolRun.run(
+      "/bin/sh", ["-c", #"cd "$0" && exec "$@""#, out.path, rewind, "export", journal, "--jsonl", "-o", "./-"])
+    #expect(named.status == 0, "\(named.err)")
+    #expect(named.out.isEmpty)
+    #expect(try Self.text(out.appending("-")) == standard.out)
+  }
+
   /// Damage met, even read past, makes the export partial: FILE is not made (or keeps its old
   /// content), no temporary file is left, and the message says so (exit 3). The damage is still
   /// located on standard error as it is met.

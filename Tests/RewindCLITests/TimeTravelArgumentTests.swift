@@ -30,6 +30,13 @@ import Testing
     ] {
       #expect(ISO8601.parse(text) == nil, "\(text)")
     }
+    // A leap second ends a UTC day (read as the midnight after it, as POSIX time counts it); in
+    // any other minute, second 60 is no time (it was read as the next minute's first second).
+    #expect(ISO8601.parse("2016-12-31T23:59:60Z") == ISO8601.parse("2017-01-01T00:00:00Z"))
+    #expect(ISO8601.parse("2017-01-01T01:59:60+02:00") == ISO8601.parse("2017-01-01T00:00:00Z"))
+    for text in ["2026-01-01T10:00:60Z", "2016-12-31T23:59:60+01:00", "2026-01-01T10:00:61Z"] {
+      #expect(ISO8601.parse(text) == nil, "\(text)")
+    }
     // On the command line, as a script on a machine two hours east of UTC writes it.
     let dir = TemporaryDirectory("cli-time-offset")
     defer { withExtendedLifetime(dir) {} }

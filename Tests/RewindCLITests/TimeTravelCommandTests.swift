@@ -467,9 +467,16 @@ import Testing
     let diverged = try await rewind(["verify", journal.path])
     #expect(diverged.status == 1)
     let replay = try await rewind(["replay", journal.path])
-    #expect(replay.status == 0)
+    // The state is printed, as this model code rebuilds it, and the divergence is a finding.
+    #expect(replay.status == 1)
     #expect(replay.out.contains("records, 4 checkpoints verified\n"))
-    #expect(replay.err.contains("warning: checkpoint at sequence \(bad) recorded digest"))
+    #expect(replay.err.contains("rewind replay: checkpoint at sequence \(bad) recorded digest"))
+    let json = try await rewind(["replay", journal.path, "--json"])
+    #expect(json.status == 1)
+    #expect(json.out.hasPrefix(#"{"model":"workspace""#), "\(json.out)")
+    // Before the bad checkpoint, nothing diverges.
+    let before = try await rewind(["replay", journal.path, "--to", "\(bad - 1)"])
+    #expect(before.status == 0, "\(before.err)")
     #expect(diverged.out.contains("problem: replay diverges from the recorded checkpoints first at sequence \(bad): "))
   }
 
@@ -1147,9 +1154,12 @@ import Testing
     let cases: [([String], Int32, String)] = [
       (["replay", journal.path, "--to", String(last + 1)], 2, "beyond the journal's last sequence number \(last)"),
       (["replay", journal.path, "--to", "-3"], 2, "--to -3 is out of range: sequence numbers start at 0"),
-      (["replay", journal.path, "--at", "yesterday"], 2, "is not ISO 8601"),
-      (["replay", journal.path, "--at", "2262-04-11T23:47:16.9Z"], 2, "is after every record's time"),
-      (["replay", journal.path, "--at", "0001-01-01"], 2, "is before the journal's first record"),
+      (["replay", journal.path, "--at", "yesterday"], 2, "--at 'yesterday' is not ISO 8601"),
+      (
+        ["replay", journal.path, "--at", "2262-04-11T23:47:16.9Z"], 2,
+        "--at 2262-04-11T23:47:16.9Z is after every record's time"
+      ),
+      (["replay", journal.path, "--at", "0001-01-01"], 2, "--at 0001-01-01 is before the journal's first record"),
       (["replay", journal.path, "--at", "1999-01-01T00:00:00Z"], 2, "is before the journal's first record"),
       (["replay", journal.path, "--to", "1", "--at", isoTime(journal.timestamps[0])], 2, "not both"),
       (["replay", journal.path, "--model", "ledger"], 2, "unknown model 'ledger'; registered models: workspace"),
