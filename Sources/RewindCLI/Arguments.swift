@@ -89,11 +89,57 @@ public struct Arguments {
         }
         values[name] = value
       } else {
-        problem = problem ?? UsageError("unknown option \(argument)")
+        // A near miss of a name this command takes (`--folow`, `--jsno`) is named.
+        let near = long ? Self.nearest(to: name, among: options.union(allowedFlags).filter { $0.count > 1 }) : nil
+        problem = problem ?? UsageError("unknown option \(argument)" + (near.map { "; did you mean --\($0)?" } ?? ""))
       }
     }
     if helpRequested { throw .helpRequested }
     if let problem { throw problem }
+  }
+
+  /// The one name among `candidates` nearest `typed`, for "did you mean …?": within two edits (a
+  /// letter added, dropped, changed, or two neighbours swapped), one for a typed name of four
+  /// letters or fewer, and nearer than every other candidate; nil when none is, or two are as
+  /// near. Sorted candidates, so the answer never rests on a set's order.
+  static func nearest(to typed: String, among candidates: some Sequence<String>) -> String? {
+    let typedLetters = Array(typed.unicodeScalars)
+    let allowed = typedLetters.count <= 4 ? 1 : 2
+    var best: (name: String, distance: Int)?
+    var tied = false
+    for candidate in candidates.sorted() where candidate != typed {
+      let distance = editDistance(typedLetters, Array(candidate.unicodeScalars), atMost: allowed)
+      guard distance <= allowed else { continue }
+      if let found = best, found.distance <= distance {
+        if found.distance == distance { tied = true }
+        continue
+      }
+      best = (candidate, distance)
+      tied = false
+    }
+    return tied ? nil : best?.name
+  }
+
+  /// The edits from `a` to `b` (insertions, deletions, substitutions, and swaps of neighbours:
+  /// the optimal string alignment distance), or `bound + 1` when it is more than `bound`. For
+  /// option and command names: the whole table, a few hundred cells.
+  static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar], atMost bound: Int) -> Int {
+    guard abs(a.count - b.count) <= bound else { return bound + 1 }
+    guard !a.isEmpty, !b.isEmpty else { return min(max(a.count, b.count), bound + 1) }
+    // Rows of the table: the one before the last (a swap reaches back to it), the last, the current.
+    var older = [Int](repeating: 0, count: b.count + 1)
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+      current[0] = i
+      for j in 1...b.count {
+        let cost = a[i - 1] == b[j - 1] ? 0 : 1
+        current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+        if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { current[j] = min(current[j], older[j - 2] + 1) }
+      }
+      (older, previous, current) = (previous, current, older)
+    }
+    return min(previous[b.count], bound + 1)
   }
 
   /// Whether `argument` is `-` and digits (`-1`): a number out of range, not an option.

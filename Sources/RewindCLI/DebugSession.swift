@@ -82,6 +82,11 @@ final class DebugSession {
 
   /// The words that end the session, alone on their line.
   private static let quits: Set<String> = ["quit", "exit", "q"]
+  /// The commands' whole names (not their one-letter aliases), for "did you mean …?".
+  static let commandWords = [
+    "help", "quit", "exit", "step", "next", "back", "goto", "where", "event", "find", "print", "query", "check",
+    "mark", "diff", "watch", "unwatch", "blame", "prepare", "refresh",
+  ]
 
   /// A command word as an error line names it: whole up to 64 characters, else its first 60 and
   /// how long it was (an unknown word of megabytes, pasted by mistake, is not echoed whole).
@@ -192,7 +197,9 @@ final class DebugSession {
       try noArguments(rest, command)
       try machine.refresh()
       say("the journal ends at sequence \(machine.lastSequence)")
-    default: throw UsageError("unknown command; `help` lists the commands")
+    default:
+      let near = Arguments.nearest(to: command, among: Self.commandWords).map { "did you mean \($0)? " } ?? ""
+      throw UsageError("unknown command; \(near)`help` lists the commands")
     }
   }
 

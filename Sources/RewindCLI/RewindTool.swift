@@ -312,7 +312,8 @@ public struct RewindTool {
       stdoutIsTerminal: isatty(STDOUT_FILENO) == 1, fileIO: fileIO)
     do {
       guard let command = allCommands.first(where: { $0.name == name }) else {
-        throw UsageError("unknown command '\(name)'; run rewind --help for the list")
+        let near = Arguments.nearest(to: name, among: allCommands.map { $0.name }).map { "did you mean \($0)? " } ?? ""
+        throw UsageError("unknown command '\(name)'; \(near)run rewind --help for the list")
       }
       if command.printsHelp(rest, output) { return ExitCode.success.rawValue }
       return try await command.run(rest, context: context).rawValue

@@ -2,6 +2,8 @@ import Foundation
 import RewindTestSupport
 import Testing
 
+@testable import RewindCLI
+
 /// How every command reads its arguments: where `--help` asks for help, options given twice, and
 /// negative numbers where a sequence number or a count is expected.
 @Suite struct ArgumentTests {
@@ -188,5 +190,75 @@ import Testing
         "error: event: expected a sequence number in 1...400, not '-1'",
         "error: diff: expected two sequence numbers in 0...400",
       ], "\(debug.err)")
+  }
+}
+
+/// "did you mean …?" for a near miss: an unknown command, a long option the command does not
+/// take, a debug command. Only a single nearest name is offered, within two edits (one for short
+/// names), so a guess never points at one of two names as near as each other.
+@Suite struct NearMissTests {
+  @Test func theNearestNameIsOfferedOnlyWhenItIsClearlyNearest() {
+    let commands = ["log", "verify", "replay", "repair", "diff", "blame", "bisect", "export", "stats", "tail"]
+    for (typed, expected) in [
+      ("verfy", "verify"), ("lgo", "log"), ("replya", "replay"), ("exprot", "export"), ("stat", "stats"),
+      ("blam", "blame"), ("bsect", "bisect"),
+      // Too far, or nothing like any: no guess.
+      ("vrfy", nil), ("frobnicate", nil), ("", nil),
+      // Neighbours swapped are one edit, so each is nearer to one name than to its look-alike.
+      ("repaly", "replay"), ("reapir", "repair"), ("rpelay", "replay"),
+      ("xog", "log"), ("dif", "diff"),
+    ] as [(String, String?)] {
+      #expect(Arguments.nearest(to: typed, among: commands) == expected, "\(typed)")
+    }
+    // Two candidates one edit away each: no guess rather than one picked by order.
+    #expect(Arguments.nearest(to: "cat", among: ["bat", "cap"]) == nil)
+    #expect(Arguments.nearest(to: "cat", among: ["cap", "bat"]) == nil)
+    // A name typed exactly is no near miss of itself.
+    #expect(Arguments.nearest(to: "log", among: ["log"]) == nil)
+  }
+
+  @Test func theEditDistanceCountsSwapsOfNeighboursAsOneEdit() {
+    func distance(_ a: String, _ b: String, bound: Int = 10) -> Int {
+      Arguments.editDistance(Array(a.unicodeScalars), Array(b.unicodeScalars), atMost: bound)
+    }
+    #expect(distance("kitten", "sitting") == 3)
+    #expect(distance("ab", "ba") == 1)
+    #expect(distance("", "abc") == 3)
+    #expect(distance("abc", "") == 3)
+    #expect(distance("same", "same") == 0)
+    #expect(distance("é", "e") == 1)
+    // Past the bound it says only that: bound + 1.
+    #expect(distance("kitten", "sitting", bound: 2) == 3)
+    #expect(distance("abcdef", "uvwxyz", bound: 1) == 2)
+    // Every pair, under every bound: the distance, or bound + 1 past it.
+    let words = ["", "a", "ab", "ba", "abc", "acb", "bca", "tail", "tial", "stats", "state", "verify"]
+    for a in words {
+      for b in words {
+        let full = distance(a, b)
+        for bound in 0...3 { #expect(distance(a, b, bound: bound) == min(full, bound + 1), "\(a) \(b) \(bound)") }
+      }
+    }
+  }
+
+  @Test func theCommandLineOffersTheNearestName() async throws {
+    let unknown = try await ToolRun.run("rewind", ["verfy", "/nonexistent"])
+    #expect(unknown.status == 2)
+    #expect(
+      unknown.err == "rewind verfy: unknown command 'verfy'; did you mean verify? run rewind --help for the list\n",
+      "\(unknown.err)")
+    let option = try await ToolRun.run("rewind", ["log", "/nonexistent", "--jsno"])
+    #expect(option.status == 2)
+    #expect(option.err.contains("unknown option --jsno; did you mean --json?"), "\(option.err)")
+    let far = try await ToolRun.run("rewind", ["log", "/nonexistent", "--colour"])
+    #expect(far.err.contains("unknown option --colour\n"), "\(far.err)")
+    let dir = TemporaryDirectory("cli-near-miss")
+    let journal = try await ArgumentTests.journal(in: dir)
+    let debug = try await ToolRun.run("rewind", ["debug", journal], input: "stpe\n")
+    #expect(
+      debug.err.contains("error: stpe: unknown command; did you mean step? `help` lists the commands"), "\(debug.err)")
+    // Every whole name offered is one the session takes: its help lists it.
+    for word in DebugSession.commandWords {
+      #expect(DebugCommand.commands.contains(word), "\(word)")
+    }
   }
 }
