@@ -4,9 +4,14 @@ import Foundation
 public final class TemporaryDirectory: Sendable {
   public let path: String
 
-  public init(_ label: String = "rewind") {
-    let base =
-      NSTemporaryDirectory() + "\(label)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))"
+  /// - Parameter inMemory: under `/dev/shm` (tmpfs, where a sync costs nothing) when there is
+  ///   one, for tests that model durability themselves and sync thousands of times.
+  public init(_ label: String = "rewind", inMemory: Bool = false) {
+    var isDirectory: ObjCBool = false
+    let folder =
+      inMemory && FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory) && isDirectory.boolValue
+      ? "/dev/shm/" : NSTemporaryDirectory()
+    let base = folder + "\(label)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))"
     try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
     path = base
   }
