@@ -61,8 +61,8 @@ enum ReplayCommand: RewindCommand {
         "model        \(model.name)",
         // A writer may have appended after the bounds were read, and replay to the end read on.
         "sequence     \(report.lastSequence) of "
-          + (bounds.lastSequence.map { "\(max(report.lastSequence, $0))" } ?? "? (damage after it hides the end)"),
-        "time         " + (try bounds.timestamp(of: report.lastSequence).map(isoTime) ?? "- (the empty state)"),
+          + (bounds.lastSequence.map { "\(max(report.lastSequence, $0))" } ?? hiddenEnd(bounds, report)),
+        "time         " + (try targetTime(bounds, report)),
         "snapshot     "
           + (report.snapshotSequence.map { "started from the snapshot at sequence \($0)" } ?? "none used"),
         "applied      \(counted(report.recordsApplied, "record")), \(counted(report.checkpointsVerified, "checkpoint")) verified",
@@ -85,5 +85,26 @@ enum ReplayCommand: RewindCommand {
       return .findings
     }
     return .success
+  }
+
+  /// The summary's "of" when damage hides the end: after the target, or before it (a replay from
+  /// a snapshot past a damaged frame that hides the end reads none of it).
+  private static func hiddenEnd(_ bounds: JournalBounds, _ report: ReplayReport) -> String {
+    guard let first = bounds.hiddenBy?.sequences?.lowerBound, first <= report.lastSequence else {
+      return "? (damage after it hides the end)"
+    }
+    return "? (damage before it, from sequence \(first), hides the end)"
+  }
+
+  /// The time of the target's record for the summary. Replay started from a snapshot at the
+  /// target reads no record: when that record's frame is damaged, the state is still the
+  /// snapshot's (`--json` prints it), so the summary says so instead of failing.
+  private static func targetTime(_ bounds: JournalBounds, _ report: ReplayReport) throws -> String {
+    do {
+      return try bounds.timestamp(of: report.lastSequence).map(isoTime) ?? "- (the empty state)"
+    } catch let error as JournalError where error.isDamage && report.snapshotSequence == report.lastSequence {
+      let place = "\(error.file ?? "?"), byte offset \(error.offset.map { String($0) } ?? "?")"
+      return "? (its record's frame is damaged: \(error.message), \(place); the state is the snapshot's)"
+    }
   }
 }

@@ -43,6 +43,11 @@ public final class JournalCursor {
   private var start: Start?
   /// Whether the current position came from the index (and may be stale).
   private var positionedByIndex = false
+  /// The first damaged batch stepped over on the way to the start (`steppedOver`), located, and
+  /// its first sequence number: thrown instead of any damage met before the start is reached, so
+  /// that an error still names the first damage and the records before it as the ones read
+  /// intact. Nil once the start is reached.
+  private var steppedDamage: (error: JournalError, first: UInt64)?
   /// The furthest batch the index named when the cursor was made (`SparseIndex.lastNamed`): the
   /// cursor must not end before it.
   private let lastNamed: IndexEntry?
@@ -224,7 +229,14 @@ public final class JournalCursor {
   public func next() throws -> JournalRecord? {
     while buffer.isEmpty {
       stoppedAtUnfinishedBytes = false
-      guard try loadBatch() else { return nil }
+      do {
+        guard try loadBatch() else { return nil }
+      } catch let error as JournalError where error.isDamage {
+        // Short of the start past a damaged batch stepped over: that damage, as before the step.
+        guard let stepped = steppedDamage else { throw error }
+        expected = stepped.first
+        throw stepped.error
+      }
     }
     // Moved out of the array (no copy, no retain and release of its payload), keeping its capacity.
     return buffer.removeLast()
@@ -393,12 +405,40 @@ public final class JournalCursor {
         case .changed where rereads < Self.maximumRereads:
           rereads += 1
           continue
-        case .changed, .damage:
+        case .damage:
+          if let header = steppedOver(damage) {
+            if steppedDamage == nil { steppedDamage = (layout.error(damage, in: file, expecting: expected), expected) }
+            offset += header.totalLength
+            expected = header.lastSequence + 1
+            continue
+          }
+          throw layout.error(damage, in: file, expecting: expected)
+        case .changed:
           throw layout.error(damage, in: file, expecting: expected)
         }
       }
     }
     return try endOfJournal()
+  }
+
+  /// The header of a damaged batch that a cursor still skipping to its start steps over, judged
+  /// damage in committed data (a valid batch header follows it: `judge`): only a frame that fails
+  /// its checksum under a header whose checksum holds, continues the sequence (`SegmentFile.batch`
+  /// checked it) and numbers only records before the start. Its frame length is then whole, and a
+  /// writer wrote the next batch at the end of its extent (`SegmentFile.scanStart(after:)`), where
+  /// the cursor goes on, reading that batch's header as any other (its checksum, the next sequence
+  /// number): no header is looked for, as `moveAfterBatch` reads on for `rewind log`. Without it,
+  /// a start just after such a frame in the last segment (a snapshot's, past the last index entry
+  /// before it) could not be reached, though sealed segments' frames are passed by their headers.
+  /// Nil for a cursor looking for the end (`records(from: .max)`): its callers take every frame
+  /// of the last segment it passes as checked (`readableEnd()`, `intactEnd()`: such damage hides
+  /// the end).
+  private func steppedOver(_ damage: BatchDamage) -> BatchHeader? {
+    guard damage.kind == .frameChecksumMismatch, let header = damage.header, header.firstSequence == expected,
+      skips(header)
+    else { return nil }
+    if case .sequence(let sequence) = start, sequence == .max { return nil }
+    return header
   }
 
   /// Drops records before the start from the first batch that reaches it: those before the first
@@ -412,6 +452,7 @@ public final class JournalCursor {
       }
     if let first { buffer.removeSubrange((first + 1)...) }
     start = nil
+    steppedDamage = nil
   }
 
   /// At the end of a segment: moves to the next one if it exists (its name is the next sequence
