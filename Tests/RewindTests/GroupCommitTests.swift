@@ -294,3 +294,35 @@ private struct NotInTheLedger: Event {
   #expect([5, 6].contains(manager.journalLastGroupWaiters), "\(manager.journalLastGroupWaiters)")
   manager.close()
 }
+
+/// More commands waiting at the gate than one append or one turn takes (4,096 each): the holder
+/// stages 4,096, sends them as one append and passes the gate on; the next holder stages the
+/// rest. Nothing is lost or reordered by the split, and no frame holds more than 4,096 records.
+@Test(.timeLimit(.minutes(10))) func moreWaitingCommandsThanOneAppendTakesAreSplit() async throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let manager = try makeManager(directory)
+  let id = try await manager.openAccount(owner: "many")
+  let appendsBefore = manager.journalAppendCount
+  let turnsBefore = manager.gateTurnCount
+  let waiting = Manager<Ledger>.maximumBatchCommands + 904
+  let held = installHook(on: manager, waiting: waiting)
+  let first = Task { try await increment(manager, id) }
+  try await held.wait()
+  let followers = (0..<waiting).map { _ in Task { try await increment(manager, id) } }
+  var results = [try await first.value]
+  for follower in followers { results.append(try await follower.value) }
+  #expect(results.sorted() == Array(1...(waiting + 1)))
+  // The first increment, then 4,096 of the waiting ones, then the other 904.
+  #expect(manager.journalAppendCount - appendsBefore == 3)
+  #expect(manager.gateTurnCount - turnsBefore >= 3, "\(manager.gateTurnCount - turnsBefore) turns")
+  #expect(manager.state.accounts.find(id: id)?.balance == waiting + 1)
+  manager.close()
+  var sizes: [Int] = []
+  for name in Files.list(directory).filter({ $0.hasSuffix(".lz4") }) {
+    sizes += segmentFrames(in: try Files.read(directory + "/" + name)).map { Int($0.header.recordCount) }
+  }
+  #expect(sizes.max() == Manager<Ledger>.maximumBatchCommands, "\(sizes)")
+  #expect(sizes.suffix(2) == [Manager<Ledger>.maximumBatchCommands, 904], "\(sizes)")
+  #expect(try Replay.rebuild(Ledger.self, directory: directory).state == manager.state)
+}

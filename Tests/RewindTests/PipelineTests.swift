@@ -555,3 +555,30 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
   #expect(manager.current.lastSequence == 20_001)
   manager.close()
 }
+
+/// A command that validates while another is in flight makes a working copy of the model (the
+/// live model plus what is in flight); it is kept while commands overlap, and dropped, freeing
+/// a whole model's memory, once `quietCommandsBeforeDroppingCopy` commands in a row found
+/// nothing in flight: one fewer keeps it.
+@Test(.timeLimit(.minutes(10))) func theWorkingCopyIsDroppedAfterEnoughQuietCommands() async throws {
+  let temporary = TemporaryDirectory()
+  let (_, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
+  #expect(!manager.holdsWorkingCopy, "nothing has overlapped yet")
+  let tasks = try await queueBehindAHeldAppend(manager, id, io: io, behind: 1)
+  io.releaseWrite(failing: false)
+  for task in tasks { _ = try await task.value }
+  #expect(manager.holdsWorkingCopy, "the second increment validated against the first in flight")
+  let quiet = Manager<Ledger>.quietCommandsBeforeDroppingCopy
+  for _ in 1..<quiet { _ = try await increment(manager, id) }
+  #expect(manager.holdsWorkingCopy, "\(quiet - 1) quiet commands keep it")
+  #expect(try await increment(manager, id) == quiet + 2)
+  #expect(!manager.holdsWorkingCopy, "the \(quiet)th drops it")
+  // Overlapping again makes it afresh, from the live model: the state stays right.
+  let again = try await queueBehindAHeldAppend(manager, id, io: io, behind: 1)
+  io.releaseWrite(failing: false)
+  var results: [Int] = []
+  for task in again { results.append(try await task.value) }
+  #expect(results == [quiet + 3, quiet + 4])
+  #expect(manager.holdsWorkingCopy)
+  manager.close()
+}

@@ -386,6 +386,10 @@ public final class Manager<M: Model>: Sendable {
   /// How many turns at the gate this manager's commands have taken.
   var gateTurnCount: Int { Int(turns.advance(by: 0)) }
 
+  /// Whether the gate holder keeps a working copy of the model (commands overlapped lately), for
+  /// tests of when it is dropped. Read outside the gate, it may change at once.
+  var holdsWorkingCopy: Bool { pipeline.withLock { $0.hasWorking } }
+
   /// The committed changes from now on, one per command, in commit order; ends when the manager
   /// is closed (at once if it is closed already), after the changes of the appends in flight.
   ///
