@@ -11,7 +11,9 @@ enum ReplayCommand: RewindCommand {
     Rebuilds the registered model's state from the journal in DIR, through sequence SEQ, through
     the last record stamped at or before TIME (ISO 8601; if the clock was set back, the last record
     before the first one stamped after TIME), or through the last record. Starts from the newest
-    usable snapshot; snapshots it skips are listed with why. Prints a summary (records
+    usable snapshot; snapshots it skips are listed with why. A target inside a command of several
+    events (not its last) gives a state no reader saw: a note on stderr names the command's last
+    sequence, where the whole command's state is. Prints a summary (records
     per collection, digest); with --json, one JSON object holding the whole state, every
     collection and record, fields sorted by name and records by id.
 
@@ -77,6 +79,7 @@ enum ReplayCommand: RewindCommand {
       output.out(lines.joined(separator: "\n") + "\n")
     }
     for problem in report.skippedSnapshots { output.err(visible("note: \(problem)") + "\n") }
+    if let inside = insideACommand(report.lastSequence, directory) { output.err(visible("note: \(inside)") + "\n") }
     // The state printed is this model code's; a checkpoint that disagrees says the journal was
     // written by code that rebuilt another (or its records changed since): a finding, as for
     // `snapshot` and `verify`, not a warning a script would miss.
@@ -85,6 +88,21 @@ enum ReplayCommand: RewindCommand {
       return .findings
     }
     return .success
+  }
+
+  /// A note when `sequence` is an event of a command other than its last: readers see a command's
+  /// events together (TheFunnel.md), so that state is one no reader saw. Nil at a command's end,
+  /// for a record that is no event, and when the command cannot be read whole (the replay read
+  /// what it needed; the note is not worth a failure).
+  private static func insideACommand(_ sequence: UInt64, _ directory: String) -> String? {
+    guard sequence > 0, let reader = try? openJournal(directory), let record = try? reader.record(sequence),
+      let id = (try? EventRecord.header(of: record.payload))?.commandID,
+      let events = try? ShowCommand.commandRange(of: id, around: sequence, in: nil, reader: reader),
+      events.upperBound > sequence
+    else { return nil }
+    return "sequence \(sequence) is inside command \(id), whose events are sequences "
+      + "\(events.lowerBound)-\(events.upperBound): no reader saw this state (readers see a command's events "
+      + "together); `rewind replay \(directory) --to \(events.upperBound)` rebuilds the state after the whole command"
   }
 
   /// The summary's "of" when damage hides the end: after the target, or before it (a replay from

@@ -121,3 +121,45 @@ import Testing
     #expect(debug.err.split(separator: "\n").map(String.init) == [empty, empty], "\(debug.err)")
   }
 }
+
+/// `replay --to` a sequence inside a command of several events rebuilt a state no reader saw
+/// (readers see a command's events together), without a word (the review of the time-travel
+/// commands, Dec 6). A note on stderr now names the command and its last sequence; at the
+/// command's last event, and for a command of one event, there is none. The exit status and the
+/// state printed are unchanged.
+@Suite struct ReplayInsideACommandTests {
+  @Test func aTargetInsideACommandGetsANote() async throws {
+    let dir = TemporaryDirectory("cli-inside-command")
+    let journal = try await ArgumentTests.journal(in: dir)
+    let log = try await ToolRun.run("rewind", ["log", journal, "--json"])
+    try #require(log.status == 0)
+    let events = try log.out.split(separator: "\n").map { line in
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+      return (seq: try #require(object["seq"] as? Int), command: try #require(object["command"] as? String))
+    }
+    // The first command of several events, and a command of one.
+    let start = try #require(events.indices.dropLast().first { events[$0].command == events[$0 + 1].command })
+    let end = try #require(events[start...].lastIndex { $0.command == events[start].command })
+    let single = try #require(
+      events.indices.first { index in events.filter { $0.command == events[index].command }.count == 1 })
+    let command = events[start].command
+    for json in [false, true] {
+      for index in start..<end {
+        let run = try await ToolRun.run(
+          "rewind", ["replay", journal, "--to", String(events[index].seq)] + (json ? ["--json"] : []))
+        #expect(run.status == 0, "\(run.err)")
+        #expect(
+          run.err.contains(
+            "note: sequence \(events[index].seq) is inside command \(command), whose events are sequences "
+              + "\(events[start].seq)-\(events[end].seq): no reader saw this state"),
+          "\(run.err)")
+        #expect(run.err.contains("--to \(events[end].seq)` rebuilds the state after the whole command"))
+      }
+      for index in [end, single] {
+        let run = try await ToolRun.run(
+          "rewind", ["replay", journal, "--to", String(events[index].seq)] + (json ? ["--json"] : []))
+        #expect(run.status == 0 && run.err.isEmpty, "\(events[index].seq): \(run.err)")
+      }
+    }
+  }
+}
