@@ -34,6 +34,10 @@ RELEASE_FLAGS ?= -Xcc -gdwarf-4
 # The suites ThreadSanitizer runs in `make test` (docs/RELIABILITY.md): every test that runs code on
 # several threads or tasks at once.
 TSAN_SUITES ?= RewindJournalTests\.(ConcurrencyTests|ConcurrentCloseTests|FollowTests|LockTests|CompactionTests|SyncAcknowledgementTests|BlockModeTests)|RewindTests\.|NotebookTests\.ConcurrencyStressTests
+# Left out of them: tests of counts, not of races, whose thousands of commands under the sanitizer
+# took four minutes and starved the suites' time limits (5,000 commands at the gate; 1,026 synced
+# commands in a row). The main suite runs them.
+TSAN_SKIP ?= moreWaitingCommandsThanOneAppendTakesAreSplit|theWorkingCopyIsDroppedAfterEnoughQuietCommands
 
 .PHONY: deps demo test test-tsan bench fuzz lint doc-check format format-check clean-demo
 
@@ -60,7 +64,7 @@ test: deps lint format-check
 test-tsan:
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan \
-	  --filter '$(TSAN_SUITES)'
+	  --filter '$(TSAN_SUITES)' --skip '$(TSAN_SKIP)'
 
 bench: deps
 	$(SWIFT) build -c release $(RELEASE_FLAGS) --product rewind-bench

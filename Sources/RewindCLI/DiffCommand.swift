@@ -17,7 +17,8 @@ enum DiffCommand: RewindCommand {
     read or the model cannot replay it. Only the records up to A and B need to be intact: with
     damage after them (even damage that hides the journal's end, or a segment missing between
     intact ones) the diff is the same; with damage at or before either, exit 3 naming it and the
-    last record read intact before it.
+    last record read intact before it, unless a usable snapshot after the damaged records lies at
+    or before it (then read from the snapshot, as `rewind replay --help` says).
 
     Examples:
       rewind diff /tmp/j 100 200

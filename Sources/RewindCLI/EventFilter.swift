@@ -555,7 +555,8 @@ enum ISO8601 {
   static func parse(_ text: String, option: String, refusing side: Int) throws(UsageError) -> Int64 {
     guard let (value, outside) = parseWithin(text) else {
       throw UsageError(
-        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01, not '\(text)'")
+        "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01, not '\(text)'"
+          + leapSecondHint(text))
     }
     guard outside == 0 || outside != side else {
       throw UsageError(
@@ -566,6 +567,14 @@ enum ISO8601 {
   }
 
   static func parse(_ text: String) -> Int64? { parseWithin(text)?.time }
+
+  /// For text refused only for its second 60 outside the last minute of a UTC day: why, to add
+  /// to the message ("" otherwise).
+  static func leapSecondHint(_ text: String) -> String {
+    guard let colon = text.range(of: ":60"), parseWithin(text.replacingCharacters(in: colon, with: ":59")) != nil
+    else { return "" }
+    return " (second 60 stands only in the last minute of a UTC day, for a leap second)"
+  }
 
   /// `parse`'s time, and whether the text named one before (-1) or after (1) every time an Int64
   /// of nanoseconds holds, and so every record's: 0 within. Nil for text that is no time.

@@ -90,7 +90,8 @@ struct JournalBounds {
   func time(_ text: String, what: String = "time") throws -> Int64 {
     guard let value = ISO8601.parse(text) else {
       throw UsageError(
-        "\(what) '\(text)' is not ISO 8601 (like 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00)")
+        "\(what) '\(text)' is not ISO 8601 (like 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00)"
+          + ISO8601.leapSecondHint(text))
     }
     guard let first = try firstTime.get(), lastTime != nil || hiddenBy != nil else {
       throw UsageError("the journal \(directory) is empty: there is no time to go to")

@@ -21,7 +21,10 @@ enum ReplayCommand: RewindCommand {
     frame that fails its checksum, committed records gone, a segment missing between intact
     ones), a target before it is replayed as usual (the summary's "of" then says the end is
     hidden), and one at or past it (or the end) exits 3, naming the damage's segment, byte
-    offset and sequences, and the last record read intact before it.
+    offset and sequences, and the last record read intact before it; unless a usable snapshot
+    lies after the damaged records, at or before the target: replay starts from it, passing over
+    damaged frames whose batch headers hold (the end stays hidden: replay to the end exits 3).
+    (`rewind debug` on a journal whose end such damage hides ends its session before it.)
 
     A checkpoint the replay passes (written by this model code) whose digest differs from the
     state rebuilt there is reported on stderr, naming the first such sequence: the state is
@@ -111,7 +114,7 @@ enum ReplayCommand: RewindCommand {
     guard let first = bounds.hiddenBy?.sequences?.lowerBound, first <= report.lastSequence else {
       return "? (damage after it hides the end)"
     }
-    return "? (damage before it, from sequence \(first), hides the end)"
+    return "? (damage at or before it, from sequence \(first), hides the end)"
   }
 
   /// The time of the target's record for the summary. Replay started from a snapshot at the
@@ -121,8 +124,12 @@ enum ReplayCommand: RewindCommand {
     do {
       return try bounds.timestamp(of: report.lastSequence).map(isoTime) ?? "- (the empty state)"
     } catch let error as JournalError where error.isDamage && report.snapshotSequence == report.lastSequence {
+      // The cursor to the record reports the first damage on its way, which may lie before it.
       let place = "\(error.file ?? "?"), byte offset \(error.offset.map { String($0) } ?? "?")"
-      return "? (its record's frame is damaged: \(error.message), \(place); the state is the snapshot's)"
+      let whose =
+        error.sequences?.contains(report.lastSequence) == true
+        ? "its record's frame is damaged" : "damage before its record, not read past"
+      return "? (\(whose): \(error.message), \(place); the state is the snapshot's)"
     }
   }
 }

@@ -5,9 +5,10 @@ package import RewindJournal
 /// that image (`PowerCut`) at every step that makes something durable or changes a name: before
 /// and after each sync, before each rename, removal and cut.
 ///
-/// The model is the one POSIX promises, no more: a file's bytes (and size) are durable as they
-/// were at its last `fsync`/`fdatasync`; a directory's entries (new names, renames, removals) as
-/// they were at the directory's last sync. What was written since is lost, or, in a torn image,
+/// The model: a file's bytes (and size) are durable as they were at its last `fsync`/`fdatasync`;
+/// a directory's entries (new names, renames, removals) as they were at the directory's last
+/// sync. It keeps a cut, removal or rename undone until the next sync (POSIX also allows one to
+/// reach the disk earlier, which it does not model). What was written since is lost, or, in a torn image,
 /// partly kept: the live bytes from the first that differ up to a random point, as a disk that
 /// wrote back some of the dirty pages, in order, before the cut. A name not yet durable is gone,
 /// whatever its file holds, and a name removed but not yet durably so is still there, with what

@@ -123,9 +123,33 @@ extension ReplayBeforeDamageCommandTests {
         }
       }
     }
-    // The snapshot's own record is in the damaged frame: its time cannot be read, and says so.
+    // The snapshot's own record is in a damaged frame, and another damaged frame lies before it:
+    // its time cannot be read, and the first damage on the way to it is named (it was called
+    // the record's own frame: the review of the day's change, Dec 6).
     let atSnapshot = try await ToolRun.run("rewind", ["replay", journal.path, "--to", String(snapshot)])
-    #expect(atSnapshot.out.contains("? (its record's frame is damaged: "), "\(atSnapshot.out)")
+    #expect(
+      atSnapshot.out.contains(
+        "sequence     \(snapshot) of ? (damage at or before it, from sequence \(damaged.sequences.lowerBound), "),
+      "\(atSnapshot.out)")
+    #expect(
+      atSnapshot.out.contains("time         ? (damage before its record, not read past: frame checksum mismatch, "),
+      "\(atSnapshot.out)")
+    #expect(atSnapshot.out.contains("byte offset \(damaged.offset); the state is the snapshot's)"), "\(atSnapshot.out)")
+    // With only the snapshot's own frame damaged, the time line says that frame is damaged.
+    let alone = TemporaryDirectory("cli-own-frame")
+    let own = alone.appending("journal")
+    try FileManager.default.copyItem(atPath: intact, toPath: own)
+    let ownSegment = own + "/" + (segment.split(separator: "/").last.map(String.init) ?? "")
+    var ownBytes = try Files.read(ownSegment)
+    ownBytes[frames[frames.count / 2 + 1].middleOfData] ^= 0x5A
+    try Files.write(ownBytes, to: ownSegment)
+    let atOwn = try await ToolRun.run("rewind", ["replay", own, "--to", String(snapshot)])
+    #expect(atOwn.status == 0, "\(atOwn.err)")
+    #expect(
+      atOwn.out.contains("time         ? (its record's frame is damaged: frame checksum mismatch, "), "\(atOwn.out)")
+    #expect(
+      atOwn.out.contains("byte offset \(frames[frames.count / 2 + 1].offset); the state is the snapshot's)"),
+      "\(atOwn.out)")
     // Before the snapshot the damaged records are needed: the damage, located.
     let before = try await ToolRun.run(
       "rewind", ["replay", journal.path, "--to", String(damaged.sequences.lowerBound)])

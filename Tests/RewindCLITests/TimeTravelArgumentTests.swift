@@ -37,6 +37,10 @@ import Testing
     for text in ["2026-01-01T10:00:60Z", "2016-12-31T23:59:60+01:00", "2026-01-01T10:00:61Z"] {
       #expect(ISO8601.parse(text) == nil, "\(text)")
     }
+    // Refused with why: the text is ISO 8601, the second is not one a leap second can take.
+    #expect(ISO8601.leapSecondHint("2026-01-01T10:00:60Z").contains("last minute of a UTC day"))
+    #expect(ISO8601.leapSecondHint("2026-01-01T10:00:61Z").isEmpty)
+    #expect(ISO8601.leapSecondHint("yesterday").isEmpty)
     // On the command line, as a script on a machine two hours east of UTC writes it.
     let dir = TemporaryDirectory("cli-time-offset")
     defer { withExtendedLifetime(dir) {} }
