@@ -571,8 +571,14 @@ enum ISO8601 {
   /// For text refused only for its second 60 outside the last minute of a UTC day: why, to add
   /// to the message ("" otherwise).
   static func leapSecondHint(_ text: String) -> String {
-    guard let colon = text.range(of: ":60"), parseWithin(text.replacingCharacters(in: colon, with: ":59")) != nil
+    // The second's digits, where `parseWithin` reads them: after `YYYY-MM-DDThh:mm:` (a `:60`
+    // elsewhere, a minute of 60, is another mistake).
+    var bytes = Array(text.utf8)
+    guard bytes.count >= 19, bytes[16] == UInt8(ascii: ":"), bytes[17] == UInt8(ascii: "6"),
+      bytes[18] == UInt8(ascii: "0")
     else { return "" }
+    bytes.replaceSubrange(17..<19, with: Array("59".utf8))
+    guard parseWithin(String(decoding: bytes, as: UTF8.self)) != nil else { return "" }
     return " (second 60 stands only in the last minute of a UTC day, for a leap second)"
   }
 

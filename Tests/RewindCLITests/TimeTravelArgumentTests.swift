@@ -41,6 +41,10 @@ import Testing
     #expect(ISO8601.leapSecondHint("2026-01-01T10:00:60Z").contains("last minute of a UTC day"))
     #expect(ISO8601.leapSecondHint("2026-01-01T10:00:61Z").isEmpty)
     #expect(ISO8601.leapSecondHint("yesterday").isEmpty)
+    // A minute of 60 is another mistake: no word of leap seconds.
+    #expect(ISO8601.parse("2026-01-01T10:60:00Z") == nil)
+    #expect(ISO8601.leapSecondHint("2026-01-01T10:60:00Z").isEmpty)
+    #expect(ISO8601.leapSecondHint("2026-01-01T10:00:60.5+02:00").contains("last minute of a UTC day"))
     // On the command line, as a script on a machine two hours east of UTC writes it.
     let dir = TemporaryDirectory("cli-time-offset")
     defer { withExtendedLifetime(dir) {} }
