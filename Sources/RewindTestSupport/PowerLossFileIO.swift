@@ -8,9 +8,8 @@ package import RewindJournal
 /// The model: a file's bytes (and size) are durable as they were at its last `fsync`/`fdatasync`;
 /// a directory's entries (new names, renames, removals) as they were at the directory's last
 /// sync. It keeps a cut, removal or rename undone until the next sync (POSIX also allows one to
-/// reach the disk earlier, which it does not model). What was written since is lost, or, in a torn image,
-/// partly kept: the live bytes from the first that differ up to a random point, as a disk that
-/// wrote back some of the dirty pages, in order, before the cut. A name not yet durable is gone,
+/// reach the disk earlier, which it does not model). What was written since is lost, or, in a torn
+/// image, partly kept (`Tearing`: in order, or any of the dirty pages). A name not yet durable is gone,
 /// whatever its file holds, and a name removed but not yet durably so is still there, with what
 /// its file held at its last sync. Files are known by their inode, so a synced temporary file
 /// renamed into place is what the new name durably holds once the directory is synced.
@@ -26,10 +25,7 @@ package final class PowerLossFileIO: ForwardingFileIO {
   /// acknowledgement given before a cut must survive it.
   private let acknowledged: @Sendable () -> [UInt64: [UInt8]]
 
-  private struct Entry: Equatable {
-    var inode: UInt64
-    var isDirectory: Bool
-  }
+  private typealias Entry = PowerCut.Entry
 
   private struct Model {
     /// A file's bytes as of its last sync, by inode.
@@ -38,7 +34,7 @@ package final class PowerLossFileIO: ForwardingFileIO {
     var entries: [UInt64: [String: Entry]] = [:]
     /// When the bytes or entries each inode holds above were taken: a sync that began earlier
     /// but returned later (two threads syncing one directory) makes nothing older durable again.
-    var taken: [UInt64: Int] = [:]
+    var stamps: [UInt64: Int] = [:]
     var captures = 0
   }
 
@@ -53,9 +49,12 @@ package final class PowerLossFileIO: ForwardingFileIO {
     var model = Model()
     if let inode = Self.inode(root) { model.entries[inode] = durable ? Self.liveEntries(root) : [:] }
     if durable {
-      Self.walkDirectories(root) { inode, path in model.entries[inode] = Self.liveEntries(path) }
-      Self.walk(root) { path in
-        if let file = Self.read(path: path) { model.content[file.inode] = file.bytes }
+      Self.walk(root) { path, entry in
+        if entry.isDirectory {
+          model.entries[entry.inode] = Self.liveEntries(path)
+        } else if let file = Self.read(path: path) {
+          model.content[file.inode] = file.bytes
+        }
       }
     }
     self.model = Locked(model)
@@ -108,9 +107,9 @@ package final class PowerLossFileIO: ForwardingFileIO {
       if info.st_mode & S_IFMT == S_IFDIR {
         let entries = Self.liveEntries(path)
         return { model in
-          guard stamp > model.taken[inode] ?? 0 else { return }
+          guard stamp > model.stamps[inode] ?? 0 else { return }
           model.entries[inode] = entries
-          model.taken[inode] = stamp
+          model.stamps[inode] = stamp
         }
       }
       guard info.st_mode & S_IFMT == S_IFREG, let bytes = Self.read(path: "/proc/self/fd/\(fd)", following: true)?.bytes
@@ -118,9 +117,9 @@ package final class PowerLossFileIO: ForwardingFileIO {
         return nil
       }
       return { model in
-        guard stamp > model.taken[inode] ?? 0 else { return }
+        guard stamp > model.stamps[inode] ?? 0 else { return }
         model.content[inode] = bytes
-        model.taken[inode] = stamp
+        model.stamps[inode] = stamp
       }
     }
   }
@@ -133,18 +132,16 @@ package final class PowerLossFileIO: ForwardingFileIO {
     // index entry naming a segment whose name is not durable yet) is in the live bytes it tears.
     let (durable, entries, live) = model.withLock { model in
       var live: [UInt64: [UInt8]] = [:]
-      Self.walk(root) { path in
-        if let file = Self.read(path: path) { live[file.inode] = file.bytes }
+      Self.walk(root) { path, entry in
+        if !entry.isDirectory, let file = Self.read(path: path) { live[file.inode] = file.bytes }
       }
       return (model.content, model.entries, live)
     }
     cuts.withLock {
       $0.append(
         PowerCut(
-          moment: moment, rootInode: Self.inode(root) ?? 0, content: durable,
-          entries: entries.mapValues {
-            $0.mapValues { PowerCut.Entry(inode: $0.inode, isDirectory: $0.isDirectory) }
-          }, live: live, acknowledged: acknowledged))
+          moment: moment, rootInode: Self.inode(root) ?? 0, content: durable, entries: entries, live: live,
+          acknowledged: acknowledged))
     }
   }
 
@@ -187,22 +184,15 @@ package final class PowerLossFileIO: ForwardingFileIO {
     return (UInt64(info.st_ino), bytes)
   }
 
-  /// Calls `visit` with the inode and path of every directory under `directory`.
-  private static func walkDirectories(_ directory: String, _ visit: (UInt64, String) -> Void) {
-    for (name, entry) in liveEntries(directory) where entry.isDirectory {
-      visit(entry.inode, directory + "/" + name)
-      walkDirectories(directory + "/" + name, visit)
-    }
-  }
-
-  /// Calls `visit` with the path of every file under `directory`.
-  private static func walk(_ directory: String, _ visit: (String) -> Void) {
+  /// Calls `visit` with the path and entry of everything under `directory`, a directory before
+  /// what it holds.
+  private static func walk(_ directory: String, _ visit: (String, Entry) -> Void) {
     for (name, entry) in liveEntries(directory) {
       let path = directory + "/" + name
-      if entry.isDirectory { walk(path, visit) } else { visit(path) }
+      visit(path, entry)
+      if entry.isDirectory { walk(path, visit) }
     }
   }
-
 }
 
 /// What a power cut at one moment would leave under a `PowerLossFileIO`'s root, and what had been
