@@ -145,6 +145,15 @@ struct EventFilter {
       try body(record, event)
       shown += 1
     }
+    // Damage that hides the end from `readableEnd()` skipped the start's check (`checkStart`).
+    // A cursor that stepped over it by its batch header on the way to `--from` and found nothing
+    // read to the journal's end: a `--from` past that end is out of range, as in an intact
+    // journal, not an empty selection (exit 0, nothing said).
+    if fromGiven, readThrough == from - 1, records.passed.isEmpty, let end = records.cursor?.expectedSequence,
+      from >= end
+    {
+      try check(reader, last: end - 1)
+    }
     if let last = records.passed.last {
       var met = DamageMet(error: last, readThrough: readThrough, from: from, passed: records.passed, readToTheEnd: true)
       // The limit, not the selection's end, ended the output: say so, not "every other event".

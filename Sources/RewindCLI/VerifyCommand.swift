@@ -35,8 +35,8 @@ enum VerifyCommand: RewindCommand {
     Snapshot files are checked without a model: one that cannot be read, is cut short, has a
     bad checksum, an unknown format, a state that does not hash to its digest or another
     journal's id is a note (replay skips it; snapshots are never the only copy of anything). A
-    snapshot after the journal's last sequence is a problem: its records were made durable
-    before it was written, so records were lost. With a model, a snapshot whose state is not
+    snapshot after the journal's last sequence (its last frame read whole, after any damage) is
+    a problem: its records were made durable before it was written, so records were lost. With a model, a snapshot whose state is not
     the one replay rebuilds at its sequence number is a problem too: replay and time travel
     would start from it; delete it. Verify moves nothing; the next writer sets a snapshot past
     the journal's end aside.
@@ -78,9 +78,10 @@ enum VerifyCommand: RewindCommand {
     for unindexed in report.unindexed { output.out(visible("note: \(unindexed)") + "\n") }
     // Snapshots are checked as files (no model needed): a bad one only costs replay time, but one
     // past the journal's end shows committed records were lost, as its records were made durable
-    // before it was written (`SnapshotStore.write`).
+    // before it was written (`SnapshotStore.write`). The journal's end is its last batch read,
+    // past damage too: a snapshot after damaged frames lies inside it, and replay starts from it.
     var lostRecords = 0
-    for problem in SnapshotStore(journal: directory).fileProblems(lastSequence: report.lastSequence) {
+    for problem in SnapshotStore(journal: directory).fileProblems(lastSequence: report.lastSequenceRead) {
       let file = "snapshots/\(problem.file)"
       if case .beyondJournal(let last) = problem.reason {
         lostRecords += 1

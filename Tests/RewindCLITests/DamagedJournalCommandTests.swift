@@ -117,6 +117,19 @@ import Testing
     } else {
       #expect(late.out.isEmpty)
       #expect(late.err.contains("No record of the selection was read before the damage"), "\(late.err)")
+      // A selection that starts past every record read intact, where the damage hides whether
+      // any was written: the damage, not an empty listing (which exited 0, saying nothing).
+      for from in [journal.lastSequence, journal.lastSequence + 50] {
+        for arguments in [["log", journal.path], ["export", journal.path, "--jsonl"]] {
+          let past = try await ToolRun.run("rewind", arguments + ["--from", String(from)])
+          #expect(past.status == 3, "\(arguments) --from \(from): \(past.out)\(past.err)")
+          #expect(past.out.isEmpty, "\(arguments) --from \(from)")
+          #expect(past.err.contains("byte offset"), "\(arguments) --from \(from): \(past.err)")
+          #expect(
+            past.err.contains("No record of the selection was read before the damage"),
+            "\(arguments) --from \(from): \(past.err)")
+        }
+      }
     }
   }
 
@@ -542,6 +555,44 @@ extension DamagedJournalCommandTests {
         run.err.contains(
           "sequences \(frame.header.firstSequence)-\(resumed - 1) not read, reading on from sequence \(resumed)\n"),
         "\(run.err)")
+    }
+  }
+
+  /// A frame that fails its checksum in the last segment past the last index entry hides the
+  /// end from `readableEnd()`, which does not step over frames, so `--from` went unchecked: past
+  /// the end, `log` and `export` listed nothing and exited 0 (the review of Dec 6, entry 315's
+  /// "Left"). The cursor that stepped over the frame on the way read to the end: out of range,
+  /// as in an intact journal; the last record and the frame's own records are as before.
+  @Test func aFromPastTheEndBeyondADamagedFrameIsOutOfRange() async throws {
+    var options = JournalOptions(durability: .none)
+    options.indexIntervalBytes = 1 << 20
+    let journal = try await NotebookJournal.write(commands: 120, seed: 82, options: options)
+    let name = try #require(Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.last)
+    let segment = journal.directory.appending(name)
+    var bytes = try Files.read(segment)
+    let frames = segmentFrames(in: bytes)
+    try #require(frames.count > 6)
+    let frame = frames[frames.count / 2]
+    bytes[frame.middleOfData] ^= 0x5A
+    try Files.write(bytes, to: segment)
+    guard case .failure = try JournalReader(directory: journal.path).readableEnd() else {
+      Issue.record("the damage does not hide the end; the test needs it to")
+      return
+    }
+    let last = journal.lastSequence
+    for arguments in [["log", journal.path], ["export", journal.path, "--jsonl"]] {
+      for from in [last + 1, last + 50] {
+        let past = try await ToolRun.run("rewind", arguments + ["--from", String(from)])
+        #expect(past.status == 2, "\(arguments) --from \(from): \(past.out)\(past.err)")
+        #expect(past.out.isEmpty, "\(arguments) --from \(from)")
+        #expect(
+          past.err.contains("--from \(from) is out of range: the journal ends at sequence \(last)"),
+          "\(arguments) --from \(from): \(past.err)")
+      }
+      let atTheEnd = try await ToolRun.run("rewind", arguments + ["--from", String(last)])
+      #expect(atTheEnd.status == 0 && Self.sequences(atTheEnd) == [last], "\(arguments): \(atTheEnd.err)")
+      let inside = try await ToolRun.run("rewind", arguments + ["--from", String(frame.header.lastSequence)])
+      #expect(inside.status == 3 && inside.err.contains("\(name), byte offset \(frame.offset)"), "\(inside.err)")
     }
   }
 }

@@ -155,6 +155,15 @@ extension ReplayBeforeDamageCommandTests {
       "rewind", ["replay", journal.path, "--to", String(damaged.sequences.lowerBound)])
     #expect(before.status == 3, "\(before.out)")
     #expect(before.err.contains("byte offset \(damaged.offset)"), "\(before.err)")
+    // `verify` reports the two damaged frames, and the snapshot after them as what it is: a
+    // file inside the journal, not one written past its end (which would mean records lost
+    // at the end; the review of the day's change, Dec 6, entry 315's "Left").
+    let verify = try await ToolRun.run("rewind", ["verify", journal.path])
+    #expect(verify.status == 1, "\(verify.out)\(verify.err)")
+    #expect(
+      verify.out.contains("damaged: 2 problems; intact up to sequence \(damaged.sequences.lowerBound - 1)."),
+      "\(verify.out)")
+    #expect(!verify.out.contains("snapshots/"), "\(verify.out)")
   }
 }
 

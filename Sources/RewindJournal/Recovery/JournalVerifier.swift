@@ -68,6 +68,10 @@ public struct VerificationReport: Sendable, Equatable {
   public var records: UInt64 = 0
   /// The last sequence number of the intact prefix of the journal.
   public var lastSequence: UInt64 = 0
+  /// The last sequence number of any batch read whole, after damage too: the journal's end as
+  /// written, where the damage leaves batches after it (`lastSequence` when it is sound). A
+  /// snapshot at or before it lies inside the journal, which replay can start from.
+  public var lastSequenceRead: UInt64 = 0
   public var bytesOnDisk: Int64 = 0
   public var bytesDecoded: Int64 = 0
 
@@ -205,6 +209,7 @@ extension JournalReader {
             report.records += UInt64(header.recordCount)
             report.bytesDecoded += Int64(header.contentLength)
             if intact { report.lastSequence = header.lastSequence }
+            report.lastSequenceRead = max(report.lastSequenceRead, header.lastSequence)
             // A valid batch starts where the one before it ended, so the first batch's start
             // and this one's end bound the segment's records.
             if header.lastSequence >= header.firstSequence {
