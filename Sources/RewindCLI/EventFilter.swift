@@ -58,6 +58,12 @@ struct EventFilter {
 
   var isNarrowed: Bool { name != nil || origin != nil || entity != nil || since != nil || until != nil }
 
+  /// The times the selection takes records from (`--since` through `--until`), or nil when it
+  /// takes them whatever their stamps.
+  var times: ClosedRange<Int64>? {
+    since == nil && until == nil ? nil : (since ?? .min)...(until ?? .max)
+  }
+
   /// Checks the range's start against the journal's end, when damage does not hide it.
   /// - Throws: `UsageError` when the range starts past the end of the journal.
   func checkStart(_ reader: JournalReader) throws {
@@ -123,8 +129,10 @@ struct EventFilter {
   ) throws {
     try checkStart(reader)
     var records = try PastDamage(reader: reader, directory: directory, through: to) { try cursor(reader) }
-    // Damage before `--from`, which the cursor met skipping to it, is no part of the selection.
+    // Damage before `--from`, which the cursor met skipping to it, is no part of the selection,
+    // nor a frame stamped outside its times.
     records.from = from
+    records.times = times
     var shown = 0
     var readThrough = from - 1
     // Nothing is read past `to`: damage after it (the next segment's header damaged, say) is no
@@ -190,6 +198,7 @@ struct EventFilter {
       var found = try PastDamage(reader: reader, directory: directory, through: top) {
         try reader.records(from: 1, since: since, readingAroundMissingSegments: true)
       }
+      found.times = times
       var record: JournalRecord?
       repeat { record = try found.next(readingOn: { _, _ in }) } while record.map { $0.timestamp < since } == true
       let damaged = found.passed.compactMap { $0.sequences?.lowerBound }.min()
@@ -207,6 +216,7 @@ struct EventFilter {
       var records = try PastDamage(reader: reader, directory: directory, through: end, passed: passed) {
         try reader.records(from: start, readingAroundMissingSegments: true)
       }
+      records.times = times
       // Not asked for a record past `end`: damage may stand right after it (`tail` of a journal
       // whose end it hides reads up to the record before it).
       var more = true
@@ -302,6 +312,10 @@ struct PastDamage {
   /// Damage whose records all lie before this sequence number, met by a cursor skipping to it, is
   /// read past in silence: it is no part of what is read.
   var from: UInt64 = 0
+  /// The selection's times (`--since`, `--until`), or nil: a damaged frame read past right after
+  /// it, whose batch header stamps its records outside them (`JournalError.timestamps`), is no
+  /// part of the selection either, and is read past in silence too.
+  var times: ClosedRange<Int64>?
   /// Nil when making the first cursor met damage (`metFirst`: the first segment is missing).
   var cursor: JournalCursor?
   /// The damage met making the first cursor, not yet read past.
@@ -423,6 +437,11 @@ extension PastDamage {
   /// when its records lie before `from`.
   mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
     guard resume > from, !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }
+    if let times, let stamps = error.timestamps, !stamps.overlaps(times),
+      let sequences = error.sequences, sequences.upperBound < .max, resume == sequences.upperBound + 1
+    {
+      return
+    }
     readingOn(error, resume)
     passed.append(error)
   }

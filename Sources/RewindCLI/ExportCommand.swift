@@ -49,7 +49,8 @@ enum ExportCommand: RewindCommand {
     locates the damage and names the sequences not read, with exit 3. Standard output
     redirected to a file then holds the intact events, every line of them whole, so it can pass
     for a whole export: check the exit status (in a pipeline, set -o pipefail), or use -o FILE,
-    which leaves none. A selection that ends before the damage is whole.
+    which leaves none. A selection that ends before the damage is whole, and so is one whose
+    times leave out every record of a damaged frame, as its batch header stamps them.
 
     Examples:
       rewind export /tmp/notes --jsonl -o events.jsonl

@@ -48,7 +48,9 @@ enum LogCommand: RewindCommand {
     Damage that cannot be read past (records gone at the end, the last segment missing, a
     damaged batch header in the last segment with no later intact batch indexed) ends the
     listing: the error locates it and names the last sequence read intact (exit 3). A selection
-    that ends before the damage (--to) is whole: exit 0.
+    that ends before the damage (--to) is whole: exit 0. So is one whose times (--since,
+    --until) leave out every record of a damaged frame, as its batch header (which holds)
+    stamps them.
     The examples read a journal written by `rewind demo /tmp/notes --seed 1`.
 
     Examples:

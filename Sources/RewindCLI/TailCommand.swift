@@ -41,8 +41,9 @@ enum TailCommand: RewindCommand {
     (committed records gone there), the last events before it are shown, then the error
     locates it (exit 3), also with -f, which has no end to follow from. Damage among the last
     events is read past as `rewind log` does: the last events it does not hold are shown, and
-    standard error locates it with the sequences not read (exit 3, without following). Damage
-    that cannot be read past ends the last events when they reach back over it, as damage that
+    standard error locates it with the sequences not read (exit 3, without following), unless
+    --since and --until leave out every record of that frame, as its batch header stamps them:
+    it is then no part of the selection. Damage that cannot be read past ends the last events when they reach back over it, as damage that
     hides the end does: those before it are shown, then the error (exit 3).
 
     Examples:

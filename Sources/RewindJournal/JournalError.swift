@@ -104,14 +104,22 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   /// after the opening (`Manager.init`). Its report would otherwise be lost (the opening
   /// rewrote the index, so nothing else says the records are gone). Nil otherwise.
   public var openingRecovery: RecoveryReport? {
-    get { recoveryBox?.report }
-    set { recoveryBox = newValue.map(RecoveryBox.init) }
+    get { extras?.report }
+    set { extras = Extras.holding(newValue, extras?.timestamps) }
   }
-  /// `openingRecovery`, behind one reference: a `JournalError` travels in every append's
-  /// `Result`, which is copied by its largest payload's size. Held inline, the report (its
-  /// arrays and optionals) made each copy larger, and a `createNote` about 650 instructions
+  /// The smallest and largest timestamps of the records `sequences` names, from the damaged
+  /// frame's batch header, when its checksum holds and it names exactly them (a frame that fails
+  /// its checksum, read past right after it): a reader selecting by time knows from them that
+  /// none of those records is in its selection (`rewind log --until`). Nil otherwise.
+  package var timestamps: ClosedRange<Int64>? {
+    get { extras?.timestamps }
+    set { extras = Extras.holding(extras?.report, newValue) }
+  }
+  /// `openingRecovery` and `timestamps`, behind one reference: a `JournalError` travels in every
+  /// append's `Result`, which is copied by its largest payload's size. Held inline, the report
+  /// (its arrays and optionals) made each copy larger, and a `createNote` about 650 instructions
   /// dearer, most of them `memcpy` (callgrind, `--child manager`).
-  private var recoveryBox: RecoveryBox?
+  private var extras: Extras?
 
   public init(
     _ code: Code, _ message: String, directory: String? = nil, file: String? = nil, offset: Int64? = nil,
@@ -221,9 +229,18 @@ extension JournalError {
   }
 }
 
-/// A `RecoveryReport` behind a reference (`JournalError.openingRecovery`); equal when the reports are.
-private final class RecoveryBox: Sendable, Equatable {
-  let report: RecoveryReport
-  init(_ report: RecoveryReport) { self.report = report }
-  static func == (a: RecoveryBox, b: RecoveryBox) -> Bool { a.report == b.report }
+/// What a `JournalError` rarely holds, behind a reference (`JournalError.openingRecovery`,
+/// `JournalError.timestamps`); equal when what they hold is. Never changed once made: a setter
+/// makes a new one.
+private final class Extras: Sendable, Equatable {
+  let report: RecoveryReport?
+  let timestamps: ClosedRange<Int64>?
+  private init(_ report: RecoveryReport?, _ timestamps: ClosedRange<Int64>?) {
+    (self.report, self.timestamps) = (report, timestamps)
+  }
+  /// Nil when it would hold nothing.
+  static func holding(_ report: RecoveryReport?, _ timestamps: ClosedRange<Int64>?) -> Extras? {
+    report == nil && timestamps == nil ? nil : Extras(report, timestamps)
+  }
+  static func == (a: Extras, b: Extras) -> Bool { a.report == b.report && a.timestamps == b.timestamps }
 }

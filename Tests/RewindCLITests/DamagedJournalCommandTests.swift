@@ -1,4 +1,5 @@
 import Foundation
+import RewindCLI
 import RewindJournal
 import RewindTestSupport
 import Testing
@@ -593,6 +594,46 @@ extension DamagedJournalCommandTests {
       #expect(atTheEnd.status == 0 && Self.sequences(atTheEnd) == [last], "\(arguments): \(atTheEnd.err)")
       let inside = try await ToolRun.run("rewind", arguments + ["--from", String(frame.header.lastSequence)])
       #expect(inside.status == 3 && inside.err.contains("\(name), byte offset \(frame.offset)"), "\(inside.err)")
+    }
+  }
+
+  /// A time selection that a damaged frame's records lie outside (its batch header, which holds,
+  /// stamps them) reported the frame as read past and exited 3, and `export -o` refused the whole
+  /// export, though the selection was whole (the review of the audit commands, entry 305's "Left").
+  /// Such a frame is read past in silence now, as one before `--from` is: the output is the intact
+  /// journal's, exit 0. A selection whose times reach the frame's still reports it.
+  @Test func aTimeSelectionOutsideADamagedFrameIsWhole() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let copy = TemporaryDirectory("cli-times-intact")
+    let intact = copy.appending("journal")
+    try FileManager.default.copyItem(atPath: journal.path, toPath: intact)
+    let path = journal.directory.appending(segments[2])
+    var bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    let frame = frames[frames.count / 2]
+    bytes[frame.middleOfData] ^= 0x5A
+    try Files.write(bytes, to: path)
+    let (first, last) = (frame.header.minTimestamp, frame.header.maxTimestamp)
+    let output = TemporaryDirectory("cli-times-export")
+    for (n, range) in [["--until", isoTime(first - 1)], ["--since", isoTime(last + 1)]].enumerated() {
+      for arguments in [["log"], ["export", "--jsonl"], ["tail", "-n", "5"]] {
+        let run = try await ToolRun.run("rewind", [arguments[0], journal.path] + arguments.dropFirst() + range)
+        let whole = try await ToolRun.run("rewind", [arguments[0], intact] + arguments.dropFirst() + range)
+        #expect(whole.status == 0 && !Self.sequences(whole).isEmpty, "\(arguments) \(range): \(whole.err)")
+        #expect(run.status == 0 && run.err.isEmpty, "\(arguments) \(range): \(run.status) \(run.err)")
+        #expect(run.out == whole.out, "\(arguments) \(range)")
+      }
+      let file = output.appending("events-\(n).jsonl")
+      let export = try await ToolRun.run("rewind", ["export", journal.path, "--jsonl", "-o", file] + range)
+      let whole = try await ToolRun.run("rewind", ["export", intact, "--jsonl"] + range)
+      #expect(export.status == 0, "export -o \(range): \(export.err)")
+      #expect(String(decoding: try Files.read(file), as: UTF8.self) == whole.out, "export -o \(range)")
+    }
+    // Times that take one of the frame's records: the damage, located, as before.
+    for range in [["--until", isoTime(first)], ["--since", isoTime(last)]] {
+      let run = try await ToolRun.run("rewind", ["log", journal.path] + range)
+      #expect(run.status == 3, "\(range): \(run.err)")
+      #expect(run.err.contains("\(segments[2]), byte offset \(frame.offset)"), "\(range): \(run.err)")
     }
   }
 }

@@ -117,7 +117,15 @@ package struct JournalDirectory {
           + "with a limits.maxBatchBytes large enough for this batch (nothing was changed)"
       default: damage.kind.description
       }
-    return JournalError(
+    var error = JournalError(
       code, message, directory: path, file: file.name, offset: damage.offset, sequences: sequences)
+    // A frame that fails its checksum under a header that holds: its records are the header's,
+    // stamped within its range.
+    if damage.kind == .frameChecksumMismatch, let header = damage.header, header.firstSequence == expecting,
+      header.minTimestamp <= header.maxTimestamp
+    {
+      error.timestamps = header.minTimestamp...header.maxTimestamp
+    }
+    return error
   }
 }
