@@ -38,6 +38,10 @@ struct AuditedEvent {
       self.header = header
       // The envelope stands on its own: an event whose fields are damaged is still this event.
       let fields = Array(record.payload[header.bodyOffset...])
+      // Its name and origin are shown as text: ill-formed bytes there are said, as in the fields.
+      let envelope = EventRecord.textsNotUTF8(in: record.payload).map {
+        "the event's \($0) is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+      }
       do {
         var notes: [String] = []
         if let lineWidth {
@@ -52,9 +56,9 @@ struct AuditedEvent {
         } else {
           payload = try FieldRenderer.json(fields, notes: &notes)
         }
-        if !notes.isEmpty { problem = notes.joined(separator: "; ") }
+        if !(envelope + notes).isEmpty { problem = (envelope + notes).joined(separator: "; ") }
       } catch {
-        problem = "its fields do not decode (\(error))"
+        problem = (envelope + ["its fields do not decode (\(error))"]).joined(separator: "; ")
         (payload, isCut) = Self.hexString(fields[...], lineWidth: lineWidth)
         payloadEncoding = "hex"
       }

@@ -14,7 +14,7 @@ enum LogCommand: RewindCommand {
     160 characters, or before an escape the cut would split; --full shows them whole), after a
     note in parentheses when they are shown otherwise than stored (of two entries with one key,
     only the first: the one replay reads; a string that is not UTF-8, with U+FFFD for its
-    ill-formed bytes).
+    ill-formed bytes; so too an event name or origin that is not UTF-8).
     Works on any journal, also while it is written.
     The name and origin are the journal's text, shown as they are (controls escaped): one that
     holds two spaces and a `{` can pass for the start of the fields. A program that reads the

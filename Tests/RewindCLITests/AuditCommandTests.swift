@@ -153,6 +153,39 @@ import Testing
     #expect(log.out.contains("notebook.created v1 user  (\(note)) {"), "\(log.out)")
   }
 
+  /// An event name or origin that is not UTF-8 was shown with U+FFFD and no word (the review of
+  /// the audit commands, Dec 6, entry 305's "Left"), where a field's string gets a note: both
+  /// get one now, before the fields' own, also when the fields do not decode.
+  @Test func aNameOrOriginThatIsNotUTF8IsNoted() async throws {
+    let dir = TemporaryDirectory("cli-audit-envelope-not-utf8")
+    let command = [UInt8](repeating: 0, count: 16)
+    let name: [UInt8] = [16] + Array("notebook.create".utf8) + [0xFF]
+    let origin: [UInt8] = [4] + Array("us".utf8) + [0xC3, 0x28]
+    let id: [UInt8] =
+      [3] + Array("id".utf8) + [10] + [UInt8](repeating: 0, count: 8) + [1] + [UInt8](repeating: 0, count: 7)
+    let fields: [UInt8] = [8] + id + [6] + Array("title".utf8) + [6, 1] + [0xFE] + [0]
+    let payloads: [[UInt8]] = [
+      [1] + name + [1, 4] + Array("user".utf8) + command + fields,
+      [1, 16] + Array("notebook.created".utf8) + [1] + origin + command + fields,
+      [1] + name + [1] + origin + command + [0xFF],
+    ]
+    let writer = try Journal(directory: dir.path, options: JournalOptions(durability: .none))
+    try writer.appendAndWait(payloads.map { NewRecord(timestamp: 1, payload: $0) })
+    writer.close()
+    let nameNote = "the event's name is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+    let originNote = "the event's origin is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+    let fieldNote = "the string at byte 27 is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+    let export = try await Self.rewind(["export", dir.path, "--jsonl"])
+    #expect(export.status == 0, "\(export.err)")
+    let problems = try Self.parse(export.out).map { $0["problem"] as? String ?? "" }
+    try #require(problems.count == 3, "\(export.out)")
+    #expect(problems[0] == "\(nameNote); \(fieldNote)", "\(problems[0])")
+    #expect(problems[1] == "\(originNote); \(fieldNote)", "\(problems[1])")
+    #expect(problems[2].hasPrefix("\(nameNote); \(originNote); its fields do not decode ("), "\(problems[2])")
+    let log = try await Self.rewind(["log", dir.path])
+    #expect(log.out.contains("notebook.create\u{FFFD} v1 user  (\(nameNote); \(fieldNote)) {"), "\(log.out)")
+  }
+
   /// A record that is not a Rewind event shows its bytes as text when they are UTF-8 and in hex
   /// otherwise, and says which: the bytes de ad be ef and the text "deadbeef" read apart.
   @Test func aRawPayloadSaysWhetherItIsTextOrHex() async throws {

@@ -88,6 +88,15 @@ public enum EventRecord {
     try header(of: payload, names: nil).header
   }
 
+  /// Which of the envelope's texts are not UTF-8 (`header(of:)` shows their ill-formed bytes as
+  /// U+FFFD): "name", "origin", in that order; empty when both are, or the payload has no envelope.
+  package static func textsNotUTF8(in payload: [UInt8]) -> [String] {
+    guard let positions = try? Positions(payload) else { return [] }
+    return [("name", positions.name), ("origin", positions.origin)].compactMap { what, range in
+      String(validating: payload[range], as: UTF8.self) == nil ? what : nil
+    }
+  }
+
   /// Reads the envelope fields of a record payload, matching its name against `names` first: a
   /// known name is neither decoded nor hashed again, and its index in `names` comes back with it.
   static func header(of payload: [UInt8], names: EventNameTable?) throws(FieldFormatError) -> (
