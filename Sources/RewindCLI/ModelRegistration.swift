@@ -20,7 +20,9 @@ internal import RewindJournal
 ///
 /// Which registration reads a journal: the one named by `--model NAME`; else the only one
 /// registered; else the one whose events include every event name and version among the
-/// journal's first 1,000 records (when several or none do, the command asks for `--model`).
+/// journal's first 1,000 records; else, when none reads them all, the one that alone knows some
+/// of their event names (its replay then names the record it cannot read); when several or none
+/// do, the command asks for `--model`.
 public struct ModelRegistration: Sendable {
   /// The name users type (`--model NAME`) and output shows.
   public let name: String
@@ -32,6 +34,8 @@ public struct ModelRegistration: Sendable {
   public let queryNames: [String]
   /// Whether the model reads events of this name and version (directly or by upcasting).
   let reads: @Sendable (String, UInt32) -> Bool
+  /// Whether the model registers events of this name, at whatever version.
+  let knows: @Sendable (String) -> Bool
   /// Opens a read-only time-travel session on a journal. (`open` and `replay` are `var` so that
   /// tests can wrap them, to append to a journal between a command's steps as a live writer may.)
   var open: @Sendable (String) throws -> any ModelSession
@@ -54,6 +58,7 @@ public struct ModelRegistration: Sendable {
     self.queryNames = queries.map(\.name)
     let registry = M.eventRegistry
     reads = { name, version in registry.canDecode(name: name, version: version) }
+    knows = { name in registry.knows(name: name) }
     open = { directory in try TypedSession<M>(directory: directory, invariants: invariants, queries: queries) }
     replay = { directory, target, progress in
       let outcome = try Replay.run(M.self, directory: directory, to: target, progress: progress)
@@ -146,7 +151,10 @@ extension RewindTool.Context {
           + "RewindTool(models: [...]) (see the README), or use the journal-level commands (log, verify, ...)")
     }
     if name != nil || models.count == 1 { return try registration(named: name) }
-    let candidates = try readers(of: directory)
+    let journal = try readers(of: directory)
+    // None reads every record, but one alone knows the events: the journal is its, and its
+    // replay names the record it cannot read.
+    let candidates = journal.readers.isEmpty && journal.knowing.count == 1 ? journal.knowing : journal.readers
     guard candidates.count == 1 else {
       let known = models.map(\.name).joined(separator: ", ")
       throw UsageError(
@@ -172,24 +180,33 @@ extension RewindTool.Context {
   }
 
   /// The registrations that read every event name and version among the journal's first 1000
-  /// records: none when no record there is an event (another app's journal, raw records).
+  /// records (`readers`: none when a record there is not an event, or none is: another app's
+  /// journal, raw records), and those that register some event name among them, at whatever
+  /// version (`knowing`): the journal's model when one alone does, though a record it cannot
+  /// read (a newer version, an unknown name, one that is no event) stops its replay.
   /// Damage among them (a damaged frame, a missing segment, read around as replay reads the
   /// records before it) ends the look there: the records before it choose, as only they can be
   /// replayed; damage before any record is thrown.
-  func readers(of directory: String) throws -> [ModelRegistration] {
+  func readers(of directory: String) throws -> (readers: [ModelRegistration], knowing: [ModelRegistration]) {
     let cursor = try JournalReader(directory: directory, limits: .largest).records(
       from: 1, readingAroundMissingSegments: true)
     var candidates = models
+    var knowing = Array(repeating: false, count: models.count)
     var events = 0
     var records = 0
     while records < 1000, let record = try nextBeforeDamage(cursor, afterReading: records) {
       records += 1
-      guard let header = try? EventRecord.header(of: record.payload) else { return [] }
+      guard let header = try? EventRecord.header(of: record.payload) else {
+        candidates = []
+        continue
+      }
       guard !Checkpoint.recordNames.contains(header.name) else { continue }
       events += 1
       candidates = candidates.filter { $0.reads(header.name, header.version) }
+      for (index, model) in models.enumerated() where !knowing[index] { knowing[index] = model.knows(header.name) }
     }
-    return events == 0 && records > 0 ? [] : candidates
+    let known = models.indices.filter { knowing[$0] }.map { models[$0] }
+    return (events == 0 && records > 0 ? [] : candidates, known)
   }
 
   /// The cursor's next record; nil at damage met after `read` records, which it ends the look at.

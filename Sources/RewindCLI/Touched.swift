@@ -44,7 +44,7 @@ enum Touched {
       if readers.count == 1 {
         model = readers[0]
       } else {
-        let journalReaders = (try? context.readers(of: directory)) ?? []
+        let journalReaders = (try? context.readers(of: directory))?.readers ?? []
         guard let only = journalReaders.count == 1 ? journalReaders.first : nil else {
           let names = readers.map(\.name).joined(separator: ", ")
           self = inferred("several registered models (\(names)) read \(header.name); pick one with --model NAME")

@@ -23,12 +23,16 @@ extension VerifyCommand {
     if let chosen {
       model = chosen
     } else {
-      let readers = try context.readers(of: directory)
+      let journal = try context.readers(of: directory)
+      // A model that alone knows the journal's events is its model, though it cannot read a
+      // record there (a newer version, an unknown name, one that is no event): its replay names
+      // that record as a problem, which skipping the replay with a note would hide.
+      let readers = journal.readers.isEmpty && journal.knowing.count == 1 ? journal.knowing : journal.readers
       guard readers.count == 1 else {
         let names = context.models.map(\.name).joined(separator: ", ")
         output.out(
           readers.isEmpty
-            ? "note: replay not checked: no registered model (\(names)) reads this journal's events\n"
+            ? "note: replay not checked: no registered model (\(names)) knows this journal's events\n"
             : "note: replay not checked: several models read this journal; pick one with --model NAME\n")
         return nil
       }

@@ -1210,7 +1210,7 @@ import Testing
     let verify = try await rewind(["verify", raw.path])
     #expect(verify.status == 0, "\(verify.out)")
     #expect(
-      verify.out.contains("note: replay not checked: no registered model (workspace) reads this journal's events"))
+      verify.out.contains("note: replay not checked: no registered model (workspace) knows this journal's events"))
     // A tool with no registered model says how to get one.
     let errors = Captured()
     let bare = await RewindTool().run(["replay", journal.path], output: errors.output)

@@ -163,6 +163,10 @@ public struct EventRegistry<M: Model>: Sendable {
       })
   }
 
+  /// Whether events named `name` are registered, at whatever version: a journal holding them is
+  /// this model's, though a record of a version it cannot read stops its replay.
+  package func knows(name: String) -> Bool { current[name] != nil }
+
   /// Whether events named `name` at `version` can be decoded (directly or by upcasting).
   public func canDecode(name: String, version: UInt32) -> Bool {
     guard let current = current[name] else { return false }
