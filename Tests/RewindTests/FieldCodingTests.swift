@@ -87,6 +87,23 @@ private func sample() -> Sample {
   #expect(throws: DecodingError.self) { try FieldDecoder().decode(Narrow.self, from: bytes) }
 }
 
+/// A value of the wrong kind is located at its tag's byte: the error named the byte after it
+/// (a review of the events' encoding, Dec 7).
+@Test func aTypeMismatchNamesTheTagsByte() throws {
+  struct Written: Codable { var title: String }
+  struct Read: Codable { var title: Int }
+  let bytes = try FieldEncoder().encode(Written(title: "x"))
+  // The object's tag, the key's length and bytes, then the value's tag.
+  let tagAt = 1 + 1 + "title".utf8.count
+  try #require(bytes[tagAt] == FieldTag.string.rawValue, "\(bytes)")
+  do {
+    _ = try FieldDecoder().decode(Read.self, from: bytes)
+    Issue.record("a string decoded as an Int")
+  } catch let DecodingError.typeMismatch(_, context) {
+    #expect(context.debugDescription.hasSuffix("found a string at byte \(tagAt)"), "\(context.debugDescription)")
+  }
+}
+
 @Test func missingFieldIsAnError() throws {
   struct Old: Codable { var a: Int }
   struct New: Codable {

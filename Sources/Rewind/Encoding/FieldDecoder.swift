@@ -60,11 +60,13 @@ func wrap<T>(_ body: () throws -> T) throws -> T {
 struct FieldValueReader {
   var reader: FieldBytesReader
 
+  /// A value of `type` expected where the tag just read says `tag`: located at that tag's byte
+  /// (one before the reader's position; every caller has just read it).
   func mismatch<T>(_ type: T.Type, _ tag: FieldTag) -> DecodingError {
     DecodingError.typeMismatch(
       type,
       DecodingError.Context(
-        codingPath: [], debugDescription: "expected \(type), found a \(tag) at byte \(reader.position)"))
+        codingPath: [], debugDescription: "expected \(type), found a \(tag) at byte \(reader.position - 1)"))
   }
 
   mutating func isNil() throws -> Bool { try wrap { try reader.peekByte() } == FieldTag.null.rawValue }
