@@ -311,6 +311,26 @@ extension JournalReader {
           intact = false
           break walk
         }
+        // A segment that is not the last cut short inside a batch (its header or its frame runs
+        // past the end of the file, nothing valid after it) before a successor that starts
+        // later: the records from the one expected up to the successor's first are in no file,
+        // as when a segment is cut at a batch's end (a break in the sequence, above). Only a
+        // backup brings them back: repair moved every segment from here on aside for them, the
+        // intact ones too, and the next writer numbered new records over theirs.
+        if resume == nil, !isLast, damage.kind == .truncatedFrame || damage.kind == .truncatedHeader,
+          damage.header.map({ $0.firstSequence == expected }) ?? true, segments[position + 1] > expected
+        {
+          let next = segments[position + 1]
+          report.problems.append(
+            JournalProblem(
+              file: file.name, offset: damage.offset, sequences: expected...(next - 1),
+              message: damage.kind.description + " in a segment that is not the last: the next segment starts at "
+                + "sequence \(next), so the records from \(expected) on are gone",
+              missingBeforeIntactSegments: true))
+          intact = false
+          expected = next
+          break walk
+        }
         report.problems.append(problem)
         intact = false
         guard let (next, header) = resume else {

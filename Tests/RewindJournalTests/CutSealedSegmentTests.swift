@@ -1,0 +1,49 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// A segment that is not the last, cut short: the records from the cut up to the next segment's
+/// first are in no file, and only a backup brings them back. Cut at a batch's end, verify called
+/// it a break in the sequence and repair refused it, moving nothing; cut inside a batch (its
+/// header or its frame), verify reported the damaged batch first, without the flag repair
+/// refuses by, and repair moved that segment's tail and every later segment aside, intact as
+/// they were, for the next writer to number new records over theirs (a review of the
+/// maintenance commands, Dec 7).
+@Suite struct CutSealedSegmentTests {
+  @Test(arguments: ["at a batch's end", "in a batch header", "inside a frame"])
+  func repairRefusesASealedSegmentCutShortBeforeItsSuccessor(cut: String) async throws {
+    let dir = TemporaryDirectory("cut-sealed-segment")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 40, seed: 72)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let path = dir.appending(segments[1])
+    let bytes = try Files.read(path)
+    let frames = segmentFrames(in: bytes)
+    try #require(frames.count > 2, "\(frames.count) batches in the segment")
+    let frame = frames[frames.count / 2]
+    let at =
+      switch cut {
+      case "at a batch's end": frame.offset
+      case "in a batch header": frame.offset + 20
+      default: frame.middleOfData
+      }
+    try Files.write(Array(bytes[..<at]), to: path)
+    let next = try #require(Layout.firstSequence(ofSegmentNamed: segments[2]))
+
+    let report = try JournalReader(directory: dir.path).verify()
+    let first = try #require(report.problems.first)
+    #expect(first.missingBeforeIntactSegments, "\(cut): \(report.problems)")
+    #expect(first.sequences == frame.header.firstSequence...(next - 1), "\(cut): \(report.problems)")
+    #expect(report.problems.count == 1, "one loss, one problem: \(report.problems)")
+
+    let error = journalError { _ = try Journal.repair(directory: dir.path) }
+    #expect(error?.code == .sequenceBreak, "\(cut): \(String(describing: error))")
+    #expect(error?.missingBeforeIntactSegments == true, "\(cut): \(String(describing: error))")
+    #expect(JournalFixtures.segments(dir.path) == segments, "nothing moved")
+    #expect(try Files.read(path).count == at, "the cut segment is as it was")
+  }
+}
