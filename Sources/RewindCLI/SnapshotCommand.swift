@@ -11,7 +11,8 @@ enum SnapshotCommand: RewindCommand {
     Replays the journal in DIR (from the newest usable snapshot) and writes the state after its
     last record to DIR/snapshots/, atomically; with --keep K (1 to 1000000: the one written is
     always kept), then removes all but the newest K usable snapshots at or before it (a damaged
-    file, or another journal's, counts for nothing and is left; one past the journal's end, a
+    file, another journal's or other model code's counts for nothing and is left; one past the
+    journal's end, a
     sign of records lost, is left for `rewind verify` to report, with a note).
     Snapshots only ever save time: replay checks each one and skips any that is corrupt,
     foreign or written by other model code (`rewind replay` and `verify` list them).
@@ -55,7 +56,7 @@ enum SnapshotCommand: RewindCommand {
       // Among the snapshots at or before the one written: one past the journal's end (records
       // lost) would otherwise count among the newest and push out the one just written.
       let store = SnapshotStore(journal: directory)
-      let removed = try store.prune(keeping: keep, through: written.sequence)
+      let removed = try store.prune(keeping: keep, through: written.sequence, fingerprint: model.fingerprint)
       if !removed.isEmpty { output.out("pruned snapshots at \(removed.map(String.init).joined(separator: ", "))\n") }
       // A writer appending meanwhile may have written a later snapshot of its own: only one past
       // the end as read after the listing is a sign of records lost.

@@ -212,6 +212,40 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     #expect(store.recordedDigests(fingerprint: Gauge.fingerprint, after: 0, through: 3).isEmpty)
   }
 
+  /// Writes a snapshot file at `sequence` that names other model code (a stale one: an older
+  /// app's, or another tool's), over whatever is there.
+  static func staleSnapshot(_ directory: String, at sequence: UInt64) throws {
+    let state = Array("an older model's state".utf8)
+    let file = SnapshotFile(
+      sequence: sequence, journalID: try JournalReader(directory: directory).id.bytes,
+      fingerprint: StateDigest(bytes: SHA256.hash(Array("other model code".utf8))),
+      digest: StateDigest(bytes: SHA256.hash(state)), state: state)
+    try FileManager.default.createDirectory(
+      atPath: directory + "/" + SnapshotStore.folderName, withIntermediateDirectories: true)
+    try Files.write(
+      file.encoded(), to: directory + "/" + SnapshotStore.folderName + "/" + SnapshotStore.fileName(sequence))
+  }
+
+  /// Pruning counted a stale snapshot (other model code's) as usable, and the update chose its
+  /// multiples by every file: with a usable snapshot at 10, a stale one at 25, the journal at 26,
+  /// every 10 and keep 1, the update wrote nothing at 20 (25 was "the newest") and the pruning
+  /// removed 10, the one file this code could start from (a review of the snapshots, Dec 7). The
+  /// model's own pruning counts its own code's files now, and the update chooses by them.
+  @Test func aStaleSnapshotCountsForNothingInThePolicy() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 26)
+    let store = try Self.snapshots(directory.path, at: [10])
+    try Self.staleSnapshot(directory.path, at: 25)
+    #expect(try store.prune(keeping: 1, fingerprint: Gauge.fingerprint) == [], "the usable one is the newest")
+    #expect(store.sequences() == [10, 25])
+    #expect(try Snapshots.update(Gauge.self, directory: directory.path, every: 10, keep: 1) == [20])
+    #expect(store.sequences() == [20, 25], "the stale file is left, for verify to note")
+    let found = store.latest(Gauge.self, atOrBefore: 26, lastSequence: 26)
+    #expect(found.snapshot?.sequence == 20, "\(found.problems)")
+    // Pruning for any model code counts the stale file, as before: it is not this code's to judge.
+    #expect(try store.prune(keeping: 1) == [20])
+  }
+
   /// After a change of model code, every snapshot is stale; each used to be read whole (tens of
   /// megabytes for a large model) before its fingerprint was looked at. Its header is enough.
   @Test func aStaleSnapshotIsSkippedByItsHeader() async throws {

@@ -451,8 +451,9 @@ public struct SnapshotStore: Sendable {
   }
 
   /// Removes every snapshot file at or before `last` older than the newest `count` usable ones
-  /// (whose header and checksum hold and that name this journal: a file among those newest that
-  /// is not one is left, counting for nothing), and the temporary
+  /// (whose header and checksum hold and that name this journal, and with `fingerprint`, that
+  /// model code's: a file among those newest that is not one is left, counting for nothing), and
+  /// the temporary
   /// files of writes that were abandoned (a writer that died half-way); never those of a write
   /// under way, in this process or another. Snapshots after `last` are left alone: given the
   /// journal's last sequence number (or the snapshot just written), one past it is a sign of
@@ -461,12 +462,17 @@ public struct SnapshotStore: Sendable {
   /// - Parameters:
   ///   - count: how many snapshots to keep among those at or before `last`, the newest: at least 1.
   ///   - last: the newest sequence number whose snapshots count (`UInt64.max`: all).
+  ///   - fingerprint: the model code whose snapshots count (`SnapshotModel.fingerprint`); nil:
+  ///     any. A reader of that code skips another's files as stale: counted, one kept in place of
+  ///     a usable one could leave it none to start from.
   /// - Returns: the sequence numbers removed.
   /// - Throws: `JournalError` `.invalidArgument` when `count` is below 1, before anything is
   ///   removed (keeping none would remove every snapshot, the one just written too). A file that
   ///   cannot be removed throws the system call's error (those before it were removed).
   @discardableResult
-  public func prune(keeping count: Int, through last: UInt64 = .max) throws -> [UInt64] {
+  public func prune(keeping count: Int, through last: UInt64 = .max, fingerprint: StateDigest? = nil) throws
+    -> [UInt64]
+  {
     guard count >= 1 else {
       throw JournalError(
         .invalidArgument, "pruning keeps the newest 1 or more snapshots, not \(count); nothing was removed",
@@ -477,21 +483,27 @@ public struct SnapshotStore: Sendable {
     // file, or another journal's, counted among the newest pushed out a good one (`--keep 2`
     // removed a usable snapshot and kept a corrupt one); those among the newest are left, for
     // `verify` to note. Every file older than the `count`-th usable one goes, unread.
-    let journalID = self.journalID()
     let candidates = sequences().filter { $0 <= last }
-    var usable = 0
-    var oldestKept = candidates.endIndex
-    while usable < count, oldestKept > candidates.startIndex {
-      oldestKept -= 1
-      let sequence = candidates[oldestKept]
-      if (try? parsedFile(SnapshotStore.fileName(sequence), sequence: sequence, journalID: journalID)) != nil {
-        usable += 1
-      }
-    }
-    let doomed = usable < count ? [] : Array(candidates[..<oldestKept])
+    let kept = newestUsable(count, among: candidates, fingerprint: fingerprint)
+    guard kept.count == count, let oldestKept = kept.last else { return [] }
+    let doomed = candidates.filter { $0 < oldestKept }
     for sequence in doomed { try io.removeFile(folder + "/" + SnapshotStore.fileName(sequence)) }
     removeAbandonedTemporaries()
     return doomed
+  }
+
+  /// The newest `count` (at most) of `candidates` (ascending) whose files are usable, as `prune`
+  /// counts them, newest first: each file read from the newest down until `count` are found.
+  package func newestUsable(_ count: Int, among candidates: [UInt64], fingerprint: StateDigest?) -> [UInt64] {
+    let journalID = self.journalID()
+    var found: [UInt64] = []
+    for sequence in candidates.reversed() where found.count < count {
+      let name = SnapshotStore.fileName(sequence)
+      if (try? parsedFile(name, sequence: sequence, journalID: journalID, fingerprint: fingerprint)) != nil {
+        found.append(sequence)
+      }
+    }
+    return found
   }
 
   /// Removes the folder's temporary files if no write is under way: every writer holds the

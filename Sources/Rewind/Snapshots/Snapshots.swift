@@ -89,8 +89,11 @@ public enum Snapshots {
     let multiples = (lowest...newest).map { $0 * interval }
     // Files past the journal's end (a sign of records lost, for `verify` to report and the next
     // writer to move aside) count for nothing here, nor in the pruning: they must not push out
-    // the snapshots of the journal's own records.
-    let kept = Set(Set(store.sequences().filter { $0 <= last }).union(multiples).sorted().suffix(keep))
+    // the snapshots of the journal's own records. Nor do files this code cannot start from
+    // (damaged, another journal's, other model code's): a stale file counted among the newest
+    // kept a multiple from being written, and the pruning then removed the one usable file.
+    let usable = store.newestUsable(keep, among: store.sequences().filter { $0 <= last }, fingerprint: M.fingerprint)
+    let kept = Set(Set(usable).union(multiples).sorted().suffix(keep))
     try Replay.apply(
       registry: M.makeRegistry(), reader: reader, to: &state, after: start, through: last, options: options,
       progress: nil,
@@ -110,7 +113,7 @@ public enum Snapshots {
         }
       })
     if let failure { throw failure }
-    try store.prune(keeping: keep, through: last)
+    try store.prune(keeping: keep, through: last, fingerprint: M.fingerprint)
     return written
   }
 }
