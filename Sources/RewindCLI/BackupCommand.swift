@@ -1,4 +1,5 @@
 import Foundation
+import Rewind
 import RewindJournal
 
 enum BackupCommand: RewindCommand {
@@ -22,7 +23,10 @@ enum BackupCommand: RewindCommand {
     opening the copy replays from the start or writes new ones), nor quarantine/ (what repair
     moved aside; copy it yourself if you keep it); the index is written anew.
 
-    Exit 0 when the copy is made and verified; 2 when DEST holds anything, is not a directory,
+    Exit 0 when the copy is made and verified; 1 when it is, but DIR shows records lost before
+    the backup (a snapshot past its end, written once records that are gone were durable: the
+    copy, which takes no snapshot, would hide it), said on standard error (`rewind verify DIR`
+    reports it); 2 when DEST holds anything, is not a directory,
     has no parent directory or lies inside DIR (nothing there is touched); 3 when DIR cannot be
     read (damage, located) or DEST cannot be written: a failed backup removes what it wrote and
     leaves DEST as it was, and says so. (Standard output that cannot take the last line, once the
@@ -53,6 +57,21 @@ enum BackupCommand: RewindCommand {
       visible(
         "backed up \(counted(report.records, "record")) (through sequence \(report.lastSequence)) in "
           + "\(counted(report.frames, "frame")) to \(destination): \(report.bytes) bytes, verified") + "\n")
+    // A snapshot past the end is the one sign of records lost at the journal's end once a writer
+    // has numbered new ones (`rewind verify`); the copy carries no snapshot, so it is said here.
+    // Against the end read after the listing: a live writer's snapshot of records appended since
+    // the backup began is none (`SnapshotStore.pastTheEnd`).
+    let (_, end, past) = SnapshotStore(journal: directory).pastTheEnd(lastSequence: report.lastSequence)
+    guard past.isEmpty else {
+      context.output.err(
+        visible(
+          "rewind backup: \(directory) has lost records: snapshots/\(SnapshotStore.fileName(past[0])) "
+            + (past.count > 1 ? "(and \(past.count - 1) more) " : "")
+            + "is past its last record, \(end), and was written once the records through it were durable. "
+            + "The copy holds every record \(directory) still has, and no snapshot; `rewind verify \(directory)` "
+            + "reports the loss") + "\n")
+      return .findings
+    }
     return .success
   }
 }

@@ -72,4 +72,28 @@ import Testing
     #expect(run.status == 3 && run.err.contains(segments[1]), "\(run.err)")
     #expect(!FileManager.default.fileExists(atPath: target))
   }
+
+  /// A journal whose snapshot lies past its end has lost records (`verify` says so, exit 1). Its
+  /// backup said "verified", exit 0, and the copy, which carries no snapshot, verified sound: the
+  /// only sign of the loss was gone (a review of the maintenance commands, Dec 7). The copy is
+  /// still made, but the backup says so on standard error and exits 1.
+  @Test func aSourceThatLostRecordsIsSaidSo() async throws {
+    let dir = try RewindCommandTests.journal(records: 20)
+    let folder = dir.appending("snapshots")
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    // Only its name matters here: a snapshot after sequence 30, of a journal that ends at 20.
+    try Files.write(Array("a snapshot".utf8), to: folder + "/" + String(repeating: "0", count: 18) + "30.snapshot")
+    let source = try await ToolRun.run("rewind", ["verify", dir.path])
+    try #require(source.status == 1, "\(source.out)")
+    let parent = TemporaryDirectory("cli-backup-lost")
+    let target = parent.appending("copy")
+    let run = try await ToolRun.run("rewind", ["backup", dir.path, target])
+    #expect(run.status == 1, "\(run.out)\(run.err)")
+    #expect(run.out.contains("backed up 20 records (through sequence 20)"), "\(run.out)")
+    #expect(
+      run.err.contains("has lost records: snapshots/00000000000000000030.snapshot is past its last record, 20"),
+      "\(run.err)")
+    let copy = try await ToolRun.run("rewind", ["verify", target])
+    #expect(copy.status == 0, "the copy itself is whole: \(copy.out)")
+  }
 }
