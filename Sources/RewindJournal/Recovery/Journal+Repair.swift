@@ -161,9 +161,16 @@ extension Journal {
       }
       if dryRun {
         // Where the journal would end: before the other damage, or where a reader finds its end
-        // (from the last segment, not by walking through the zeros).
-        report.lastSequence =
-          damage?.sequences.map { max($0.lowerBound, 1) - 1 } ?? (try? reader.lastSequence()) ?? report.lastSequence
+        // (from the last segment, not by walking through the zeros). Damage that names no
+        // records at a segment's start (its header damaged) ends it before that segment's first:
+        // the end a reader finds would be past it, and the plan would leave out the snapshots
+        // the repair then moves.
+        let beforeTheDamage = damage.flatMap { damage in
+          damage.sequences.map { max($0.lowerBound, 1) - 1 }
+            ?? (damage.offset <= Int64(Layout.segmentHeaderSize)
+              ? Layout.firstSequence(ofSegmentNamed: damage.file).map { max($0, 1) - 1 } : nil)
+        }
+        report.lastSequence = beforeTheDamage ?? (try? reader.lastSequence()) ?? report.lastSequence
       } else {
         // Read again with the zeros cut: the other damage is judged as the journal now stands.
         let again = try reader.verify()
