@@ -4,6 +4,8 @@ import Testing
 
 @testable import RewindJournal
 
+/// Damage to segments that are not the last, as `verify` reports it and `repair` acts on it.
+///
 /// A segment that is not the last, cut short: the records from the cut up to the next segment's
 /// first are in no file, and only a backup brings them back. Cut at a batch's end, verify called
 /// it a break in the sequence and repair refused it, moving nothing; cut inside a batch (its
@@ -72,5 +74,32 @@ import Testing
     let done = try Journal.repair(directory: dir.path)
     #expect(done.lastSequence == first - 1, "\(done)")
     #expect(try JournalReader(directory: dir.path).lastSequence() == first - 1)
+  }
+
+  /// A segment whose header is damaged was passed over by `verify`: its batches were not
+  /// counted (`rewind stats`, which says it counts every segment file, undercounted frames and
+  /// records), and the next segment was reported as a break in the sequence, records missing
+  /// before intact segments, though they were in that segment's valid batches (a review of the
+  /// maintenance commands, Dec 7). Its batches are walked now: one problem, every frame counted.
+  @Test func aSegmentWithADamagedHeaderIsOneProblemAndItsFramesCount() async throws {
+    let dir = TemporaryDirectory("damaged-segment-header")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 40, seed: 74)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let whole = try JournalReader(directory: dir.path).verify()
+    try #require(whole.isSound)
+    let path = dir.appending(segments[1])
+    var bytes = try Files.read(path)
+    bytes[20] ^= 0x5A
+    try Files.write(bytes, to: path)
+
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(report.problems.count == 1, "\(report.problems)")
+    #expect(report.problems.first?.file == segments[1] && report.problems.first?.offset == 0, "\(report.problems)")
+    #expect(!report.problems.contains { $0.missingBeforeIntactSegments }, "\(report.problems)")
+    #expect(report.batches == whole.batches && report.records == whole.records, "\(report)")
+    #expect(report.lastSequenceRead == whole.lastSequence)
   }
 }

@@ -163,12 +163,14 @@ extension JournalReader {
       {
         // Not a stray file (see `strayFiles`): valid batches follow the header, or the index
         // names the segment. Its records were committed; they move with it if it is repaired.
+        // Its batches are walked all the same, as every frame is past damage: counted (`rewind
+        // stats` figures every segment file), checked, and followed by the next segment without
+        // a break in the sequence being reported for the records they hold.
         report.problems.append(
           JournalProblem(
             file: file.name, offset: 0, sequences: nil,
             message: problem + "; the segment holds committed records (valid batches follow, or the index names it)"))
         intact = false
-        continue
       }
       var offset = Int64(Layout.segmentHeaderSize)
       // The records of the segment's valid batches, for `unindexed`.
