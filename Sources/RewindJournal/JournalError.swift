@@ -98,6 +98,10 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
   /// The file is named like a segment but is none, and holds no committed record (a stray file,
   /// `JournalProblem.strayFile`): nothing committed is damaged, and `Journal.repair` moves it aside.
   package var isStrayFile = false
+  /// The damage holds no record (zeros ending a segment whose successor starts right after its
+  /// last record, `JournalProblem.zerosOnly`): nothing committed is damaged, but readers stop
+  /// there, and `Journal.repair` cuts it, keeping every segment.
+  package var holdsNoRecord = false
   /// What opening the journal for writing had moved aside or found missing before this error,
   /// when something had been (`RecoveryReport.isClean` false): set when the opening fails after
   /// its recovery (the writer could not start: `Journal.init`), or a `Manager`'s start-up fails
@@ -159,7 +163,11 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
         + "move the intact segments after the gap aside)"
     }
     if isStrayFile {
-      return "Nothing committed is damaged; `rewind verify` lists every such file"
+      return "Nothing committed is damaged; `rewind verify` lists every such file, and `rewind repair` moves them "
+        + "aside, keeping every segment"
+    }
+    if holdsNoRecord {
+      return "Nothing committed is damaged; `rewind repair` cuts the zeros, keeping every segment"
     }
     return switch code {
     case .locked: "Another process is writing to this journal; close it first, or open a reader instead"

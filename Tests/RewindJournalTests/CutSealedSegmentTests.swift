@@ -102,4 +102,27 @@ import Testing
     #expect(report.batches == whole.batches && report.records == whole.records, "\(report)")
     #expect(report.lastSequenceRead == whole.lastSequence)
   }
+
+  /// Zeros ending a sealed segment whose successor starts right after its last record hold no
+  /// record: `verify` says so, and `repair` cuts them keeping every segment. A reader stopped
+  /// there (`rewind backup`, `log`) said "records may be missing here" and "Committed data is
+  /// damaged" (a review of the maintenance commands, Dec 7); it says what `verify` says now. A
+  /// stray file's error names `repair` too.
+  @Test func zerosThatHoldNoRecordAreSaidToHoldNone() async throws {
+    let dir = TemporaryDirectory("zeros-no-record")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 40, seed: 75)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let path = dir.appending(segments[1])
+    try Files.write(try Files.read(path) + [UInt8](repeating: 0, count: 3000), to: path)
+    let next = try #require(Layout.firstSequence(ofSegmentNamed: segments[2]))
+    let error = journalError { _ = try JournalFixtures.readAll(dir.path) }
+    #expect(error?.code == .corrupt, "\(String(describing: error))")
+    let text = error.map(String.init(describing:)) ?? ""
+    #expect(text.contains("the next segment starts at sequence \(next), so no records are missing"), "\(text)")
+    #expect(text.contains("`rewind repair` cuts the zeros, keeping every segment"), "\(text)")
+    #expect(!text.contains("Committed data is damaged"), "\(text)")
+  }
 }

@@ -109,6 +109,10 @@ package struct JournalDirectory {
       damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) } ?? expecting...expecting
     let message =
       switch damage.kind {
+      case .zeroFilled where segments.first(where: { $0 > file.firstSequence }) == expecting:
+        "zeros from here to the end of a segment that is not the last (a writer cuts its preallocated space "
+          + "before it seals a segment); the next segment starts at sequence \(expecting), so no records are "
+          + "missing, but readers stop here"
       case .zeroFilled:
         "zeros from here to the end of a segment that is not the last: a writer cuts its preallocated space "
           + "before it seals a segment, so records may be missing here"
@@ -119,6 +123,8 @@ package struct JournalDirectory {
       }
     var error = JournalError(
       code, message, directory: path, file: file.name, offset: damage.offset, sequences: sequences)
+    // Zeros that hold no record: the advice says that nothing committed is damaged.
+    error.holdsNoRecord = damage.kind == .zeroFilled && segments.first(where: { $0 > file.firstSequence }) == expecting
     // A frame that fails its checksum under a header that holds: its records are the header's,
     // stamped within its range.
     if damage.kind == .frameChecksumMismatch, let header = damage.header, header.firstSequence == expecting,
