@@ -20,7 +20,8 @@ enum ExportCommand: RewindCommand {
     otherwise than stored has "problem" saying how: of two entries with one key, only the first,
     the one replay reads; a string or key that is not UTF-8, with U+FFFD for its ill-formed
     bytes, as replay reads it (so two such strings can show alike), and so an event name or
-    origin. Shows progress on standard
+    origin; a number that is NaN or infinite, as the string "nan", "inf" or "-inf" (JSON has
+    no such number). Shows progress on standard
     error when it is a terminal and standard output is not (with -o, when it is a terminal).
 
     -o FILE, --output FILE (one option, given once) writes the export to FILE instead, whole or

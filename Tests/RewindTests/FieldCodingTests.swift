@@ -72,6 +72,27 @@ private func sample() -> Sample {
   #expect(none.isEmpty)
 }
 
+/// A double that is NaN or infinite renders as a string (JSON has no such number), which read
+/// like a string field holding the same text with no word (a review of the events, Dec 7): a
+/// note says which is which.
+@Test func renderingNotesNumbersThatJSONCannotHold() throws {
+  struct Reading: Codable {
+    var a: Double
+    var b: Double
+    var c: String
+    var d: Double
+  }
+  let bytes = try FieldEncoder().encode(Reading(a: .nan, b: -.infinity, c: "nan", d: 1.5))
+  var notes: [String] = []
+  #expect(try FieldRenderer.json(bytes, notes: &notes) == #"{"a":"nan","b":"-inf","c":"nan","d":1.5}"#)
+  // The object's tag, then each key's length and byte, then the value's tag.
+  #expect(
+    notes == [
+      #"the number at byte 3 is NaN: shown as the string "nan""#,
+      #"the number at byte 14 is infinite: shown as the string "-inf""#,
+    ], "\(notes) in \(bytes)")
+}
+
 @Test func emptyValuesAndTopLevelPrimitives() throws {
   struct Empty: Codable, Equatable {}
   #expect(try FieldDecoder().decode(Empty.self, from: FieldEncoder().encode(Empty())) == Empty())

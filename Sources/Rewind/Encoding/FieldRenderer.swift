@@ -85,11 +85,14 @@ public enum FieldRenderer {
     case .int: output.append(String(try reader.readZigZag()))
     case .uint: output.append(String(try reader.readVarint()))
     case .double:
+      let at = reader.position - 1
       let value = Double(bitPattern: try reader.readFixed64())
-      if value.isNaN {
-        output.append("\"nan\"")
-      } else if value.isInfinite {
-        output.append(value < 0 ? "\"-inf\"" : "\"inf\"")
+      if value.isNaN || value.isInfinite {
+        // JSON has no such number: a string, said in a note, so that it reads apart from a
+        // string field holding the same text.
+        let text = value.isNaN ? "nan" : value < 0 ? "-inf" : "inf"
+        output.append("\"\(text)\"")
+        notes.append("the number at byte \(at) is \(value.isNaN ? "NaN" : "infinite"): shown as the string \"\(text)\"")
       } else {
         output.append(String(describing: value))
       }

@@ -5,8 +5,9 @@ extension Replay {
   /// sequence order from 1: the same decoding, upcasting and applying as a journal's replay (a
   /// batch of records at a time, on the calling thread), so the same records rebuild the same
   /// state.
-  /// - Throws: `ReplayError`: `.malformedRecord` for a record out of sequence or not in the
-  ///   record layout, `.unknownEvent` or `.undecodableEvent` locating an event the model cannot read.
+  /// - Throws: `ReplayError`: `.outOfSequence` for a record out of sequence, `.malformedRecord`
+  ///   for one not in the record layout, `.unknownEvent` or `.undecodableEvent` locating an event
+  ///   the model cannot read.
   public static func rebuild<M: Model>(_ type: M.Type, records: some Sequence<JournalRecord>) throws -> Result<M> {
     let registry = M.makeRegistry()
     let tables = registry.tables
@@ -28,7 +29,7 @@ extension Replay {
     for record in records {
       guard record.sequence == last + 1 else {
         try applyBatch()  // a record before it that does not decode is the first error
-        throw ReplayError(.malformedRecord, sequence: record.sequence, underlying: "expected sequence \(last + 1)")
+        throw ReplayError(.outOfSequence, sequence: record.sequence, underlying: "expected sequence \(last + 1)")
       }
       batch.append(record)
       last = record.sequence

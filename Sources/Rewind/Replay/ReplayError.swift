@@ -13,6 +13,9 @@ public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let undecodableEvent = Code("undecodableEvent")
     /// The payload does not follow the record layout at all.
     public static let malformedRecord = Code("malformedRecord")
+    /// Records handed to replay (`Replay.rebuild(_:records:)`) skip or repeat a sequence number:
+    /// the record may be a good event, in the wrong place.
+    public static let outOfSequence = Code("outOfSequence")
   }
 
   public var code: Code
@@ -40,6 +43,8 @@ public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
       text += ": no registered type or upcaster reads it; register one, or replay with code that knows it"
     case .undecodableEvent:
       text = "event \(name ?? "?") version \(version.map(String.init) ?? "?") at sequence \(sequence) does not decode"
+    case .outOfSequence:
+      text = "record at sequence \(sequence) is out of sequence"
     default:
       text = "record at sequence \(sequence) is not an event record"
     }
