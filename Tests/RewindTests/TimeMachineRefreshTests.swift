@@ -259,6 +259,40 @@ import Testing
     #expect(try fresh.jump(to: 2).crates.count == 1)
   }
 
+  /// A time machine over a hidden end serves states past the damage from a snapshot after it.
+  /// It checked only the batch of the last record before the damage: after a repair moved the
+  /// damage and all after it aside and a writer numbered new records from there, a jump served
+  /// the kept state of the old history past the damage, and a step applied new records to it
+  /// (a review of the snapshots, Dec 7). The batch of the furthest record served past the damage
+  /// is checked too: the jump and `refresh()` say the journal was cut and written again.
+  @Test func aStateServedPastTheDamageIsCheckedLikeTheRest() throws {
+    let temporary = TemporaryDirectory()
+    let directory = try Self.journal(temporary)
+    try Self.placeCrates(directory, ids: 4...5)
+    _ = try SnapshotStore(journal: directory).write(
+      try Replay.rebuild(Shelves.self, directory: directory, through: 4).state, at: 4)
+    try Self.damageFrame(of: 3, in: directory)
+    let machine = try TimeMachine<Shelves>(directory: directory)
+    try #require(machine.endHiddenBy != nil && machine.lastIntactSequence == 2)
+    let past = try machine.jump(to: 5)
+    #expect(past.boxes.count == 3 && past.crates.count == 2, "served from the snapshot at 4")
+    #expect(try machine.jump(to: 2).boxes.count == 2)
+    // Repaired: record 3 on moved aside; the next writer moves the snapshot at 4, past the new end,
+    // aside too, and numbers crates 3 to 6 from there.
+    try #require(try Journal.repair(directory: directory).lastSequence == 2)
+    try Self.placeCrates(directory, ids: 3...6)
+
+    let jump = #expect(throws: JournalError.self) { try machine.jump(to: 5) }
+    #expect(jump?.code == .shortened, "\(String(describing: jump))")
+    #expect(jump?.sequences == 3...5, "\(String(describing: jump))")
+    let refresh = #expect(throws: JournalError.self) { try machine.refresh() }
+    #expect(refresh?.code == .shortened, "\(String(describing: refresh))")
+    #expect(machine.position == 2 && machine.endHiddenBy != nil, "left as it was")
+    let fresh = try TimeMachine<Shelves>(directory: directory)
+    let now = try fresh.jump(to: 5)
+    #expect(now.boxes.count == 2 && now.crates.count == 3)
+  }
+
   /// A time machine over a hidden end whose damage a repair then moved aside takes the new end:
   /// the records it served are still there.
   @Test func aTimeMachineOverAHiddenEndTakesTheRepairedEnd() throws {

@@ -79,6 +79,12 @@ public final class TimeMachine<M: SnapshotModel> {
   /// when there is no such record, or it could not be found). A journal cut below it and written
   /// again has other records under the numbers served.
   private var intactBatch: BatchPlace?
+  /// While damage hides the end: the furthest record served past the damage (from a snapshot
+  /// after it) and the batch that holds it, which `checkEndInPlace()` checks too. A repair moves
+  /// that part aside and a writer numbers new records over it: the states kept past the damage
+  /// then stand for records gone, and `intactBatch`, before the damage, is still in place. Nil
+  /// when nothing past the damage was served.
+  private var servedPastDamage: (sequence: UInt64, batch: BatchPlace)?
   /// Where the time machine stands: `state` is the state after this record (0: the empty state).
   public private(set) var position: UInt64 = 0
   /// The state at `position`.
@@ -151,9 +157,12 @@ public final class TimeMachine<M: SnapshotModel> {
     let before = endHiddenBy == nil ? lastSequence : lastIntactSequence
     let now = try reader.end()
     guard now.lastSequence >= before else { throw shortened(endingAt: now.lastSequence, before: before) }
+    // States served past the damage stand on records the new end may not hold as read.
+    try checkServedPastDamage()
     if (end?.batch ?? intactBatch) != now.batch { try checkEndInPlace() }
     end = now
     intactBatch = nil
+    servedPastDamage = nil
     batchAsRead = now.batch
     lastSequence = now.lastSequence
     lastIntactSequence = now.lastSequence
@@ -174,6 +183,7 @@ public final class TimeMachine<M: SnapshotModel> {
   /// the batch's segment with the same records, the compacted frame that holds the last of them
   /// is checked from then on (one header read again, not that frame's records at every call).
   private func checkEndInPlace() throws {
+    try checkServedPastDamage()
     guard let checked = end?.batch ?? intactBatch else { return }
     if let now = try reader.place(of: checked) {
       if now != checked { moveCheckedBatch(to: now) }
@@ -195,6 +205,23 @@ public final class TimeMachine<M: SnapshotModel> {
         + "no longer there, other records stand under its numbers (and perhaps under earlier ones), and its "
         + "states may show the records gone",
       directory: reader.directory, file: file, offset: read.offset, sequences: read.header.sequences)
+  }
+
+  /// Throws `.shortened` unless the batch of the furthest record served past the damage that hides
+  /// the end (`servedPastDamage`) is still there as read (moved by a compaction: followed).
+  private func checkServedPastDamage() throws {
+    guard end == nil, let served = servedPastDamage else { return }
+    if let now = try reader.place(of: served.batch) {
+      if now != served.batch { servedPastDamage = (served.sequence, now) }
+      return
+    }
+    throw JournalError(
+      .shortened,
+      "the journal was cut and written again since this time machine read it past the damage that hid its end: "
+        + "the batch that held the last record it served there is no longer there as read, and its states may "
+        + "show records gone",
+      directory: reader.directory, file: Layout.segmentName(firstSequence: served.batch.segment),
+      offset: served.batch.offset, sequences: (lastIntactSequence + 1)...served.sequence)
   }
 
   /// Takes `place` for the batch `checkEndInPlace()` checks from now on (`end`'s, or while damage
@@ -359,6 +386,19 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   private func state(at sequence: UInt64, readingSnapshots: Bool) throws -> M {
+    let served = try seek(sequence, readingSnapshots: readingSnapshots)
+    // Past the damage that hides the end (from a snapshot after it): its batch is checked from
+    // now on, as `intactBatch` is.
+    let target = min(sequence, lastSequence)
+    if end == nil, target > lastIntactSequence, target > servedPastDamage?.sequence ?? 0,
+      let batch = try? reader.batch(holding: target)
+    {
+      servedPastDamage = (target, batch)
+    }
+    return served
+  }
+
+  private func seek(_ sequence: UInt64, readingSnapshots: Bool) throws -> M {
     // Before a snapshot is read and kept: after a cut, it may stand for the other history.
     try checkEndInPlace()
     let target = min(sequence, lastSequence)
