@@ -83,6 +83,15 @@ enum VerifyCommand: RewindCommand {
     // before it was written (`SnapshotStore.write`). The journal's end is its last batch read,
     // past damage too: a snapshot after damaged frames lies inside it, and replay starts from it.
     var lostRecords = 0
+    // A `snapshots` that is a link or a file is not the journal's folder: nothing in it is read
+    // (`SnapshotStore.sequences`), and writing a snapshot there fails. Said, not passed over.
+    let folder = directory + "/" + SnapshotStore.folderName
+    if (try? FileManager.default.attributesOfItem(atPath: folder)) != nil, !PosixFileIO().isRealDirectory(folder) {
+      output.out(
+        visible(
+          "note: \(SnapshotStore.folderName) is a symbolic link or a file, not a directory of the journal's own: no "
+            + "snapshot is read from it, and none can be written") + "\n")
+    }
     for problem in SnapshotStore(journal: directory).fileProblems(lastSequence: report.lastSequenceRead) {
       let file = "snapshots/\(problem.file)"
       if case .beyondJournal(let last) = problem.reason {

@@ -54,4 +54,24 @@ import Testing
       #expect(store.sequences() == [5, 10], "--keep \(keep)")
     }
   }
+
+  /// A `snapshots` that is a symbolic link is not followed: `rewind snapshot` failed with
+  /// "mkdir …/snapshots: Not a directory" and `verify` said nothing (a review of the snapshots,
+  /// Dec 7). The error says what stands there, and `verify` notes it.
+  @Test func aSnapshotsFolderThatIsALinkIsSaidSo() async throws {
+    let journal = try await NotebookJournal.write(commands: 10, seed: 9)
+    let elsewhere = TemporaryDirectory("cli-snapshots-elsewhere")
+    try FileManager.default.createSymbolicLink(
+      atPath: journal.directory.appending("snapshots"), withDestinationPath: elsewhere.path)
+    let snapshot = try await ToolRun.run("rewind", ["snapshot", journal.path])
+    #expect(snapshot.status == 3, "\(snapshot.out)\(snapshot.err)")
+    #expect(
+      snapshot.err.contains("must be a directory of its own (a symbolic link or a file stands there"), "\(snapshot.err)"
+    )
+    #expect(Files.list(elsewhere.path).isEmpty, "nothing written through the link")
+    let verify = try await ToolRun.run("rewind", ["verify", journal.path])
+    #expect(
+      verify.out.contains("note: snapshots is a symbolic link or a file, not a directory of the journal's own"),
+      "\(verify.out)")
+  }
 }

@@ -156,6 +156,9 @@ import Testing
     try Self.link(journal + "/quarantine", to: outside)
     let error = journalError { _ = try Journal(directory: journal, options: JournalFixtures.options()) }
     #expect(error?.errno == ENOTDIR, "\(String(describing: error))")
+    #expect(
+      error?.description.contains("must be a directory of its own (a symbolic link or a file stands there") == true,
+      "\(String(describing: error))")
     #expect(Files.list(outside).isEmpty, "nothing may be moved outside the journal")
     let repair = journalError { _ = try Journal.repair(directory: journal) }
     #expect(repair?.errno == ENOTDIR, "\(String(describing: repair))")

@@ -365,7 +365,12 @@ extension FileIO {
   /// - Throws: `SystemCallError` (`ENOTDIR`) when a symbolic link or a file stands in its place.
   package func makeJournalFolder(_ path: String) throws {
     try makeDirectoryDurably(path)
-    guard isRealDirectory(path) else { throw SystemCallError("mkdir", path: path, errno: ENOTDIR) }
+    guard isRealDirectory(path) else {
+      // Said as what it is: "mkdir PATH: Not a directory" left a reader looking for a file.
+      throw SystemCallError(
+        "a journal's folder must be a directory of its own (a symbolic link or a file stands there, and is not "
+          + "followed):", path: path, errno: ENOTDIR)
+    }
   }
 
   /// Writes all of `bytes` at `offset`, continuing after short writes. Throws on the first error;
