@@ -185,7 +185,10 @@ public struct EventRegistry<M: Model>: Sendable {
     if let event = try tables.decode(header, nameIndex: nameIndex, payload: payload, sequence: sequence) {
       return event
     }
-    guard let current = current[header.name],
+    // A name the table does not know by its bytes is no registered event's, whatever `String`
+    // equality says: in another Unicode form it is another name to `stats` and `log --type`,
+    // which compare bytes, and replay must not apply it as the registered one.
+    guard nameIndex != nil, let current = current[header.name],
       header.version == current.version || canDecode(name: header.name, version: header.version)
     else {
       throw ReplayError(.unknownEvent, sequence: sequence, name: header.name, version: header.version)

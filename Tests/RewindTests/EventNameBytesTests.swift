@@ -1,0 +1,42 @@
+import RewindJournal
+import RewindTestSupport
+import Testing
+
+@testable import Rewind
+
+/// A model whose one event's name is not ASCII.
+private struct Cafes: Model {
+  var rooms = Store<Shelved>(name: "rooms")
+
+  static func registerEvents(in registry: inout EventRegistry<Cafes>) {
+    registry.register(CafeOpened.self) { model, event, context in
+      model.rooms.insert(Shelved(id: event.id, label: "café"), context: &context)
+    }
+  }
+}
+
+private struct CafeOpened: Event {
+  static let name = "caf\u{E9}.opened"
+  var id: Int
+}
+
+/// Event names are the journal's bytes: `stats`, `log --type` and the registry's name table
+/// compare them so, and a name written in another Unicode form than its registration is another
+/// name. Replay fell back to a lookup by `String` (canonical equivalence) when the table did not
+/// know the bytes, and applied such a record as the registered event, which `stats` counted apart
+/// and `log --type` did not find (a review of the events, Dec 7). It is an unknown event now.
+@Suite struct EventNameBytesTests {
+  @Test func anEventNameIsMatchedByItsBytes() throws {
+    let written = try EventRecord.encode(CafeOpened(id: 1), origin: .user, commandID: Identifier(high: 1, low: 1))
+    let record = { (payload: [UInt8]) in JournalRecord(sequence: 1, timestamp: 1, payload: payload) }
+    #expect(try Replay.rebuild(Cafes.self, records: [record(written)]).state.rooms.count == 1)
+    // The same name decomposed: e and a combining acute accent, three bytes for é's two.
+    let nameLength = Int(written[1])
+    try #require(nameLength < 0x80 && written[2..<2 + nameLength].elementsEqual("caf\u{E9}.opened".utf8))
+    let decomposed = Array("cafe\u{301}.opened".utf8)
+    let payload = [written[0], UInt8(decomposed.count)] + decomposed + written[(2 + nameLength)...]
+    try #require(try EventRecord.header(of: payload).name == CafeOpened.name, "canonically equal as Strings")
+    let error = #expect(throws: ReplayError.self) { try Replay.rebuild(Cafes.self, records: [record(payload)]) }
+    #expect(error?.code == .unknownEvent && error?.sequence == 1, "\(String(describing: error))")
+  }
+}
