@@ -263,15 +263,33 @@ public struct SnapshotStore: Sendable {
   /// first, and checks nothing else: what `Manager.maintain` counts its next snapshot from, where
   /// a file of other model code (all of them, after a change of model code) stands for no state.
   package func newestSequence(fingerprint: StateDigest) -> UInt64? {
-    sequences().reversed().first { sequence in
-      let name = SnapshotStore.fileName(sequence)
-      guard let fd = try? io.open(folder + "/" + name, flags: 0, mode: 0) else { return false }
-      defer { io.close(fd) }
-      guard let bytes = try? io.read(fd, count: SnapshotFile.headerSize, at: 0, path: name),
-        let header = SnapshotFile.header(bytes)
-      else { return false }
-      return header.fingerprint == fingerprint && header.sequence == sequence
+    sequences().reversed().first { headerNames($0, fingerprint: fingerprint, journalID: nil) }
+  }
+
+  /// The newest `count` (at most) of `candidates` (ascending) whose headers name them, this
+  /// journal and model code `fingerprint`, newest first: each file's header alone read, from the
+  /// newest down. What `Snapshots.update` chooses the multiples it writes by, before the pruning
+  /// reads the files it keeps whole: a stale or foreign file counts for nothing in either.
+  package func newestOfCode(_ count: Int, among candidates: [UInt64], fingerprint: StateDigest) -> [UInt64] {
+    guard case .success(let journalID) = journalID() else { return [] }
+    var found: [UInt64] = []
+    for sequence in candidates.reversed() where found.count < count {
+      if headerNames(sequence, fingerprint: fingerprint, journalID: journalID) { found.append(sequence) }
     }
+    return found
+  }
+
+  /// Whether the header of the file of `sequence` names that sequence number, model code
+  /// `fingerprint` and (unless nil) journal `journalID`: one read of the header, nothing else.
+  private func headerNames(_ sequence: UInt64, fingerprint: StateDigest, journalID: JournalID?) -> Bool {
+    let name = SnapshotStore.fileName(sequence)
+    guard let fd = try? io.open(folder + "/" + name, flags: 0, mode: 0) else { return false }
+    defer { io.close(fd) }
+    guard let bytes = try? io.read(fd, count: SnapshotFile.headerSize, at: 0, path: name),
+      let header = SnapshotFile.header(bytes)
+    else { return false }
+    return header.fingerprint == fingerprint && header.sequence == sequence
+      && journalID.map { header.journalID == $0.bytes } ?? true
   }
 
   /// The journal's id, which every file read is checked against, or why it cannot be: then no
@@ -494,7 +512,7 @@ public struct SnapshotStore: Sendable {
 
   /// The newest `count` (at most) of `candidates` (ascending) whose files are usable, as `prune`
   /// counts them, newest first: each file read from the newest down until `count` are found.
-  package func newestUsable(_ count: Int, among candidates: [UInt64], fingerprint: StateDigest?) -> [UInt64] {
+  private func newestUsable(_ count: Int, among candidates: [UInt64], fingerprint: StateDigest?) -> [UInt64] {
     let journalID = self.journalID()
     var found: [UInt64] = []
     for sequence in candidates.reversed() where found.count < count {

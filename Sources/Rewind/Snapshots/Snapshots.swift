@@ -92,7 +92,8 @@ public enum Snapshots {
     // the snapshots of the journal's own records. Nor do files this code cannot start from
     // (damaged, another journal's, other model code's): a stale file counted among the newest
     // kept a multiple from being written, and the pruning then removed the one usable file.
-    let usable = store.newestUsable(keep, among: store.sequences().filter { $0 <= last }, fingerprint: M.fingerprint)
+    // By their headers (the pruning reads the files it keeps whole).
+    let usable = store.newestOfCode(keep, among: store.sequences().filter { $0 <= last }, fingerprint: M.fingerprint)
     let kept = Set(Set(usable).union(multiples).sorted().suffix(keep))
     try Replay.apply(
       registry: M.makeRegistry(), reader: reader, to: &state, after: start, through: last, options: options,
