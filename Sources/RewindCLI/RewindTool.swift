@@ -207,7 +207,7 @@ public struct RewindTool {
     Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
     showed a plan it did not carry out, compact stopped at a damaged segment, snapshot found the state
     diverging from a checkpoint and wrote none, replay passed a checkpoint that disagrees with the state it
-    printed); 2 usage error; 3 the journal
+    printed, backup copied a journal that shows records lost); 2 usage error; 3 the journal
     cannot be opened or read, a repair could not finish (it names what is left to do), export -o cannot write
     its file (FILE is left as it was), a backup could not be made (it removes what it wrote), or standard output cannot be written (a full disk, or closed: rewind
     log DIR >&-; one message says which). An export -o interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its

@@ -43,7 +43,8 @@ enum TailCommand: RewindCommand {
     events is read past as `rewind log` does: the last events it does not hold are shown, and
     standard error locates it with the sequences not read (exit 3, without following), unless
     --since and --until leave out every record of that frame, as its batch header stamps them:
-    it is then no part of the selection. Damage that cannot be read past ends the last events when they reach back over it, as damage that
+    it is then no part of the selection (not so for damage that hides the end, after which
+    nothing is read). Damage that cannot be read past ends the last events when they reach back over it, as damage that
     hides the end does: those before it are shown, then the error (exit 3).
 
     Examples:

@@ -167,7 +167,8 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
         + "aside, keeping every segment"
     }
     if holdsNoRecord {
-      return "Nothing committed is damaged; `rewind repair` cuts the zeros, keeping every segment"
+      return "Nothing committed is damaged: these bytes hold no record. `rewind repair` takes them out (zeros cut, "
+        + "other bytes moved to quarantine/), keeping every segment"
     }
     return switch code {
     case .locked: "Another process is writing to this journal; close it first, or open a reader instead"

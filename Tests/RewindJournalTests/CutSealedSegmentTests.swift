@@ -122,7 +122,39 @@ import Testing
     #expect(error?.code == .corrupt, "\(String(describing: error))")
     let text = error.map(String.init(describing:)) ?? ""
     #expect(text.contains("the next segment starts at sequence \(next), so no records are missing"), "\(text)")
-    #expect(text.contains("`rewind repair` cuts the zeros, keeping every segment"), "\(text)")
+    #expect(text.contains("`rewind repair` takes them out (zeros cut, "), "\(text)")
     #expect(!text.contains("Committed data is damaged"), "\(text)")
+  }
+
+  /// A reader stopped at a sealed segment cut inside a batch said "Committed data is damaged …
+  /// `rewind repair` moves the damaged part aside", which repair refuses for it, and named only
+  /// the cut batch's records (the review of the day's change, Dec 7). It names the records gone
+  /// up to the successor's first and sends to a backup, as `verify` does. With the successor
+  /// missing too, `verify` names both losses: the cut's records, then the missing file's (the
+  /// missing segment's problem had taken the cut's place).
+  @Test func aCutBeforeALaterSegmentIsNamedAsRecordsGone() async throws {
+    let dir = TemporaryDirectory("cut-sealed-reader")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
+    _ = try await JournalFixtures.write(journal, batches: 40, seed: 76)
+    journal.close()
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let path = dir.appending(segments[1])
+    let bytes = try Files.read(path)
+    let frame = try #require(segmentFrames(in: bytes).dropFirst().first)
+    try Files.write(Array(bytes[..<frame.middleOfData]), to: path)
+    let next = try #require(Layout.firstSequence(ofSegmentNamed: segments[2]))
+    let error = journalError { _ = try JournalFixtures.readAll(dir.path) }
+    #expect(error?.sequences == frame.header.firstSequence...(next - 1), "\(String(describing: error))")
+    #expect(error?.missingBeforeIntactSegments == true, "\(String(describing: error))")
+    #expect(error?.description.contains("restore the segment that held them from a backup") == true)
+
+    try FileManager.default.removeItem(atPath: dir.appending(segments[2]))
+    let after = try #require(Layout.firstSequence(ofSegmentNamed: segments[3]))
+    let report = try JournalReader(directory: dir.path).verify()
+    #expect(
+      report.problems.map(\.sequences) == [frame.header.firstSequence...(next - 1), next...(after - 1)],
+      "\(report.problems)")
+    #expect(report.problems.map(\.file) == [segments[1], segments[2]], "\(report.problems)")
   }
 }

@@ -123,6 +123,19 @@ private func sample() -> Sample {
   } catch let DecodingError.typeMismatch(_, context) {
     #expect(context.debugDescription.hasSuffix("found a string at byte \(tagAt)"), "\(context.debugDescription)")
   }
+  // A list read by hand-written decoding (as Notebook reads a note's tags), which peeked at the
+  // tag: it was named a byte early once the scalar case was mended (the review of the day's change).
+  struct Listed: FieldCodable {
+    var title: [String]
+    func encodeFields(into writer: inout FieldWriter) { writer.write(title, for: "title") }
+    init(fields reader: inout FieldReader) throws { title = try reader.read([String].self, for: "title") }
+  }
+  do {
+    _ = try FieldDecoder().decodeFields(Listed.self, from: bytes)
+    Issue.record("a string decoded as a list")
+  } catch let DecodingError.typeMismatch(_, context) {
+    #expect(context.debugDescription.hasSuffix("found a string at byte \(tagAt)"), "\(context.debugDescription)")
+  }
 }
 
 @Test func missingFieldIsAnError() throws {

@@ -319,7 +319,8 @@ public struct FieldReader {
     let (value, entry) = try valueToConsume(for: name)
     var reader = value.reader
     let tag = try wrap { try reader.readTag() }
-    guard tag == .array else { throw value.mismatch([String].self, tag) }
+    // Located by the reader past the tag, as `mismatch` expects.
+    guard tag == .array else { throw FieldValueReader(reader: reader).mismatch([String].self, tag) }
     var strings: [String] = []
     while try wrap({ try reader.peekByte() }) != FieldTag.end.rawValue {
       if strings.isEmpty { strings.reserveCapacity(4) }  // short lists grow no more than once
@@ -362,7 +363,7 @@ func readObjects<T: FieldCodable>(_ type: T.Type, bytes: [UInt8], at position: I
   var reader = FieldBytesReader(bytes, position: position)
   let tag = try wrap { try reader.readTag() }
   guard tag == .array else {
-    throw FieldValueReader(reader: FieldBytesReader(bytes, position: position)).mismatch([T].self, tag)
+    throw FieldValueReader(reader: reader).mismatch([T].self, tag)
   }
   var elements: [T] = []
   while try wrap({ try reader.peekByte() }) != FieldTag.end.rawValue {

@@ -132,7 +132,9 @@ public final class TimeMachine<M: SnapshotModel> {
     lastSequence = end?.lastSequence ?? .max
     lastIntactSequence = try end?.lastSequence ?? reader.intactEnd().last
     if end == nil, lastIntactSequence > 0 {
-      intactBatch = try? reader.batch(holding: lastIntactSequence)
+      // Also when a segment missing after it hides the end: read around it, as replay reads the
+      // records before it.
+      intactBatch = try? reader.batch(holding: lastIntactSequence, readingAroundMissingSegments: true)
       batchAsRead = intactBatch
     }
     options.verifyCheckpoints = false
@@ -391,7 +393,7 @@ public final class TimeMachine<M: SnapshotModel> {
     // now on, as `intactBatch` is.
     let target = min(sequence, lastSequence)
     if end == nil, target > lastIntactSequence, target > servedPastDamage?.sequence ?? 0,
-      let batch = try? reader.batch(holding: target)
+      let batch = try? reader.batch(holding: target, readingAroundMissingSegments: true)
     {
       servedPastDamage = (target, batch)
     }

@@ -42,9 +42,10 @@ extension JournalReader {
   }
 
   /// The batch that holds record `sequence` as the journal stands now (its record read, and
-  /// decoded); nil when the journal does not hold it.
-  package func batch(holding sequence: UInt64) throws -> BatchPlace? {
-    let cursor = try records(from: sequence)
+  /// decoded); nil when the journal does not hold it. With `readingAroundMissingSegments`, a
+  /// segment the index names and the directory lacks, after it, does not keep it from being found.
+  package func batch(holding sequence: UInt64, readingAroundMissingSegments: Bool = false) throws -> BatchPlace? {
+    let cursor = try records(from: sequence, readingAroundMissingSegments: readingAroundMissingSegments)
     guard try cursor.next()?.sequence == sequence else { return nil }
     return cursor.lastBatch
   }

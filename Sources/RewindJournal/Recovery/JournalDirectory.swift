@@ -105,11 +105,27 @@ package struct JournalDirectory {
       case .badHeader(.exceedsLimits): .limitExceeded
       default: .corrupt
       }
+    let successor = segments.first(where: { $0 > file.firstSequence })
+    // A segment that is not the last, cut short inside a batch (its header or its frame runs past
+    // the end of the file, so nothing follows it): the records up to the successor's first are
+    // in no file (as `verify` reports it, and `repair` refuses it), or none are, when the
+    // successor starts where the records before the cut end.
+    let cut =
+      successor != nil && (damage.kind == .truncatedFrame || damage.kind == .truncatedHeader)
+      && damage.header.map({ $0.firstSequence == expecting }) ?? true
+    let gone = cut ? successor.flatMap { $0 > expecting ? expecting...($0 - 1) : nil } : nil
     let sequences =
-      damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) } ?? expecting...expecting
+      gone ?? damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) }
+      ?? expecting...expecting
     let message =
       switch damage.kind {
-      case .zeroFilled where segments.first(where: { $0 > file.firstSequence }) == expecting:
+      case _ where cut && gone != nil:
+        damage.kind.description + " in a segment that is not the last: the next segment starts at sequence "
+          + "\(successor ?? 0), so the records from \(expecting) on are gone"
+      case _ where cut:
+        damage.kind.description + " in a segment that is not the last; the next segment starts at sequence "
+          + "\(expecting), so no records are missing, but readers stop here"
+      case .zeroFilled where successor == expecting:
         "zeros from here to the end of a segment that is not the last (a writer cuts its preallocated space "
           + "before it seals a segment); the next segment starts at sequence \(expecting), so no records are "
           + "missing, but readers stop here"
@@ -123,8 +139,10 @@ package struct JournalDirectory {
       }
     var error = JournalError(
       code, message, directory: path, file: file.name, offset: damage.offset, sequences: sequences)
-    // Zeros that hold no record: the advice says that nothing committed is damaged.
-    error.holdsNoRecord = damage.kind == .zeroFilled && segments.first(where: { $0 > file.firstSequence }) == expecting
+    // Zeros, or a cut batch, that hold no record: the advice says that nothing committed is
+    // damaged. Records gone before an intact segment: that only a backup brings them back.
+    error.holdsNoRecord = (damage.kind == .zeroFilled || cut) && successor == expecting
+    error.missingBeforeIntactSegments = gone != nil
     // A frame that fails its checksum under a header that holds: its records are the header's,
     // stamped within its range.
     if damage.kind == .frameChecksumMismatch, let header = damage.header, header.firstSequence == expecting,

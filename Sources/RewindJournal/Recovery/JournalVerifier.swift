@@ -171,6 +171,8 @@ extension JournalReader {
             file: file.name, offset: 0, sequences: nil,
             message: problem + "; the segment holds committed records (valid batches follow, or the index names it)"))
         intact = false
+        // A file no longer than a segment header holds no batch to walk.
+        if file.size <= Int64(Layout.segmentHeaderSize) { continue }
       }
       var offset = Int64(Layout.segmentHeaderSize)
       // The records of the segment's valid batches, for `unindexed`.
@@ -369,8 +371,15 @@ extension JournalReader {
       let reported = report.problems.firstIndex {
         $0.missingBeforeIntactSegments && $0.sequences?.contains(missing.segment) == true
       }
-      if next != nil, let reported {
-        report.problems[reported] = problem
+      if next != nil, let reported, let sequences = report.problems[reported].sequences {
+        if sequences.lowerBound == missing.segment {
+          report.problems[reported] = problem
+        } else {
+          // A loss that starts before the missing segment (a segment cut short before it): its
+          // own records, named where they were, then the missing file's.
+          report.problems[reported].sequences = sequences.lowerBound...(missing.segment - 1)
+          report.problems.insert(problem, at: reported + 1)
+        }
       } else {
         report.problems.append(problem)
       }
