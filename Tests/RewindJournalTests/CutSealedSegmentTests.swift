@@ -14,14 +14,20 @@ import Testing
 /// they were, for the next writer to number new records over theirs (a review of the
 /// maintenance commands, Dec 7).
 @Suite struct CutSealedSegmentTests {
-  @Test(arguments: ["at a batch's end", "in a batch header", "inside a frame"])
-  func repairRefusesASealedSegmentCutShortBeforeItsSuccessor(cut: String) async throws {
-    let dir = TemporaryDirectory("cut-sealed-segment")
+  /// A journal of 40 batches in segments of 2 KiB (more than three), and its segments' names.
+  static func segmented(_ name: String, seed: UInt64) async throws -> (TemporaryDirectory, [String]) {
+    let dir = TemporaryDirectory(name)
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    _ = try await JournalFixtures.write(journal, batches: 40, seed: 72)
+    _ = try await JournalFixtures.write(journal, batches: 40, seed: seed)
     journal.close()
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count > 3)
+    return (dir, segments)
+  }
+
+  @Test(arguments: ["at a batch's end", "in a batch header", "inside a frame"])
+  func repairRefusesASealedSegmentCutShortBeforeItsSuccessor(cut: String) async throws {
+    let (dir, segments) = try await Self.segmented("cut-sealed-segment", seed: 72)
     let path = dir.appending(segments[1])
     let bytes = try Files.read(path)
     let frames = segmentFrames(in: bytes)
@@ -55,12 +61,7 @@ import Testing
   /// that, which the plan left out; a review of the maintenance commands, Dec 7). The plan and
   /// the repair end it alike now.
   @Test func aRepairsPlanEndsTheJournalWhereTheRepairDoes() async throws {
-    let dir = TemporaryDirectory("repair-plan-end")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    _ = try await JournalFixtures.write(journal, batches: 40, seed: 73)
-    journal.close()
-    let segments = JournalFixtures.segments(dir.path)
-    try #require(segments.count > 3)
+    let (dir, segments) = try await Self.segmented("repair-plan-end", seed: 73)
     let zeros = dir.appending(segments[0])
     try Files.write(try Files.read(zeros) + [UInt8](repeating: 0, count: 5000), to: zeros)
     let damaged = dir.appending(segments[2])
@@ -82,12 +83,7 @@ import Testing
   /// before intact segments, though they were in that segment's valid batches (a review of the
   /// maintenance commands, Dec 7). Its batches are walked now: one problem, every frame counted.
   @Test func aSegmentWithADamagedHeaderIsOneProblemAndItsFramesCount() async throws {
-    let dir = TemporaryDirectory("damaged-segment-header")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    _ = try await JournalFixtures.write(journal, batches: 40, seed: 74)
-    journal.close()
-    let segments = JournalFixtures.segments(dir.path)
-    try #require(segments.count > 3)
+    let (dir, segments) = try await Self.segmented("damaged-segment-header", seed: 74)
     let whole = try JournalReader(directory: dir.path).verify()
     try #require(whole.isSound)
     let path = dir.appending(segments[1])
@@ -109,12 +105,7 @@ import Testing
   /// damaged" (a review of the maintenance commands, Dec 7); it says what `verify` says now. A
   /// stray file's error names `repair` too.
   @Test func zerosThatHoldNoRecordAreSaidToHoldNone() async throws {
-    let dir = TemporaryDirectory("zeros-no-record")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    _ = try await JournalFixtures.write(journal, batches: 40, seed: 75)
-    journal.close()
-    let segments = JournalFixtures.segments(dir.path)
-    try #require(segments.count > 3)
+    let (dir, segments) = try await Self.segmented("zeros-no-record", seed: 75)
     let path = dir.appending(segments[1])
     try Files.write(try Files.read(path) + [UInt8](repeating: 0, count: 3000), to: path)
     let next = try #require(Layout.firstSequence(ofSegmentNamed: segments[2]))
@@ -133,12 +124,7 @@ import Testing
   /// missing too, `verify` names both losses: the cut's records, then the missing file's (the
   /// missing segment's problem had taken the cut's place).
   @Test func aCutBeforeALaterSegmentIsNamedAsRecordsGone() async throws {
-    let dir = TemporaryDirectory("cut-sealed-reader")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(segmentBytes: 2 << 10))
-    _ = try await JournalFixtures.write(journal, batches: 40, seed: 76)
-    journal.close()
-    let segments = JournalFixtures.segments(dir.path)
-    try #require(segments.count > 3)
+    let (dir, segments) = try await Self.segmented("cut-sealed-reader", seed: 76)
     let path = dir.appending(segments[1])
     let bytes = try Files.read(path)
     let frame = try #require(segmentFrames(in: bytes).dropFirst().first)
