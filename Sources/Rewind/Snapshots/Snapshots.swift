@@ -89,10 +89,11 @@ public enum Snapshots {
     let multiples = (lowest...newest).map { $0 * interval }
     // Files past the journal's end (a sign of records lost, for `verify` to report and the next
     // writer to move aside) count for nothing here, nor in the pruning: they must not push out
-    // the snapshots of the journal's own records. Nor do files this code cannot start from
-    // (damaged, another journal's, other model code's): a stale file counted among the newest
-    // kept a multiple from being written, and the pruning then removed the one usable file.
-    // By their headers (the pruning reads the files it keeps whole).
+    // the snapshots of the journal's own records. Nor do files whose headers name another
+    // journal or other model code: a stale file counted among the newest kept a multiple from
+    // being written, and the pruning then removed the one usable file. Judged by their headers
+    // alone (a damaged file with a whole header still counts here); the pruning reads the files
+    // it keeps whole, and counts only usable ones.
     let usable = store.newestOfCode(keep, among: store.sequences().filter { $0 <= last }, fingerprint: M.fingerprint)
     let kept = Set(Set(usable).union(multiples).sorted().suffix(keep))
     try Replay.apply(
