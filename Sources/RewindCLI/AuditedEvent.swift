@@ -39,9 +39,14 @@ struct AuditedEvent {
       // The envelope stands on its own: an event whose fields are damaged is still this event.
       let fields = Array(record.payload[header.bodyOffset...])
       // Its name and origin are shown as text: ill-formed bytes there are said, as in the fields.
-      let envelope = EventRecord.textsNotUTF8(in: record.payload).map {
-        "the event's \($0) is not UTF-8: its ill-formed bytes are shown as U+FFFD"
-      }
+      // Only a text that holds U+FFFD can have had them: the payload is parsed again for those
+      // alone, not for every event an export writes.
+      let replaced = { (text: String) in text.utf8.contains(0xEF) && text.contains("\u{FFFD}") }
+      let envelope =
+        replaced(header.name) || replaced(header.origin.name)
+        ? EventRecord.textsNotUTF8(in: record.payload).map {
+          "the event's \($0) is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+        } : []
       do {
         var notes: [String] = []
         if let lineWidth {
