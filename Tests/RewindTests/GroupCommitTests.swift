@@ -16,6 +16,16 @@ private func makeManager(
     directory: directory, options: options, clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
 }
 
+/// A `makeManager` over a fresh journal, in `temporary.appending("journal")`, with one account
+/// opened for `owner`: what most tests here start from.
+private func openedLedger(owner: String, limits: JournalLimits = JournalLimits()) async throws -> (
+  temporary: TemporaryDirectory, manager: Manager<Ledger>, id: Identifier
+) {
+  let temporary = TemporaryDirectory()
+  let manager = try makeManager(temporary.appending("journal"), limits: limits)
+  return (temporary, manager, try await manager.openAccount(owner: owner))
+}
+
 /// Holds the first append it sees until `waiting` commands queue behind it, then runs `then`
 /// before every later append. Returns a signal set once the first append is being held.
 private func installHook(
@@ -40,10 +50,8 @@ private func installHook(
 /// Commands that arrive while an append is in flight validate one after another against the state
 /// their predecessors leave, and go to the journal together in one append.
 @Test(.timeLimit(.minutes(10))) func waitingCommandsShareOneAppendAndStaySerial() async throws {
-  let temporary = TemporaryDirectory()
+  let (temporary, manager, id) = try await openedLedger(owner: "shared")
   let directory = temporary.appending("journal")
-  let manager = try makeManager(directory)
-  let id = try await manager.openAccount(owner: "shared")
   var changes = manager.changes().makeAsyncIterator()
   let held = installHook(on: manager, waiting: 5)
 
@@ -114,10 +122,8 @@ private func installHook(
 /// turn, in arrival order, and go to the journal as one append: two turns and two appends for
 /// six commands, not one of each per command.
 @Test func commandsWaitingAtTheGateAreStagedInOneTurn() async throws {
-  let temporary = TemporaryDirectory()
+  let (temporary, manager, id) = try await openedLedger(owner: "shared")
   let directory = temporary.appending("journal")
-  let manager = try makeManager(directory)
-  let id = try await manager.openAccount(owner: "shared")
   let turnsBefore = manager.gateTurnCount
   let appendsBefore = manager.journalAppendCount
   let held = installHook(on: manager, waiting: 5)
@@ -149,10 +155,8 @@ private func installHook(
 /// cancelled while it waited fail alone: nothing of them is written, and the commands around
 /// them validate, commit and are announced in order as if they had not been there.
 @Test(.timeLimit(.minutes(10))) func aCommandFailingInASharedTurnLeavesTheOthersAlone() async throws {
-  let temporary = TemporaryDirectory()
+  let (temporary, manager, id) = try await openedLedger(owner: "shared")
   let directory = temporary.appending("journal")
-  let manager = try makeManager(directory)
-  let id = try await manager.openAccount(owner: "shared")
   var changes = manager.changes().makeAsyncIterator()
   let turnsBefore = manager.gateTurnCount
   let held = installHook(on: manager, waiting: 4)
@@ -221,10 +225,9 @@ private func refuseAmongIncrements(
 /// too large (retrying it would fail the same way); the commands sharing its turn and append are
 /// journaled as if it had not been there.
 @Test func anOversizedCommandFailsAloneAndTheOthersInItsTurnCommit() async throws {
-  let temporary = TemporaryDirectory()
+  let (temporary, manager, id) = try await openedLedger(
+    owner: "shared", limits: JournalLimits(maxRecordBytes: 4096, maxBatchBytes: 64 << 10))
   let directory = temporary.appending("journal")
-  let manager = try makeManager(directory, limits: JournalLimits(maxRecordBytes: 4096, maxBatchBytes: 64 << 10))
-  let id = try await manager.openAccount(owner: "shared")
   let error = try await refuseAmongIncrements(manager, directory: directory, account: id) { command in
     command.record(Deposited(account: id, amount: 100, memo: String(repeating: "m", count: 5000)))
   }
@@ -244,10 +247,8 @@ private struct NotInTheLedger: Event {
 /// commands sharing its turn and append are journaled as if it had not been there, and nothing of
 /// it is (not the registered event it recorded first either).
 @Test func anUnencodableCommandFailsAloneAndTheOthersInItsTurnCommit() async throws {
-  let temporary = TemporaryDirectory()
+  let (temporary, manager, id) = try await openedLedger(owner: "shared")
   let directory = temporary.appending("journal")
-  let manager = try makeManager(directory)
-  let id = try await manager.openAccount(owner: "shared")
   let error = try await refuseAmongIncrements(manager, directory: directory, account: id) { command in
     command.record(Deposited(account: id, amount: 100, memo: "before"))
     command.record(NotInTheLedger(note: "refused"))
@@ -258,10 +259,9 @@ private struct NotInTheLedger: Event {
 
 /// A command whose events fit one record each but not one batch is too large too.
 @Test func aCommandLargerThanABatchIsTooLarge() async throws {
-  let temporary = TemporaryDirectory()
-  let directory = temporary.appending("journal")
-  let manager = try makeManager(directory, limits: JournalLimits(maxRecordBytes: 4096, maxBatchBytes: 16 << 10))
-  let id = try await manager.openAccount(owner: "shared")
+  let (temporary, manager, id) = try await openedLedger(
+    owner: "shared", limits: JournalLimits(maxRecordBytes: 4096, maxBatchBytes: 16 << 10))
+  defer { withExtendedLifetime(temporary) {} }
   let error = await #expect(throws: ManagerError.self) {
     try await manager.perform(.user) { _, command in
       for _ in 0..<8 { command.record(Deposited(account: id, amount: 1, memo: String(repeating: "m", count: 3000))) }
@@ -279,9 +279,8 @@ private struct NotInTheLedger: Event {
 /// group (under `always`, it waits about a sync for as many to be back; under `batched`, it stops
 /// lingering once they are): each command's caller comes back on its own.
 @Test(.timeLimit(.minutes(10))) func anAppendOfBatchedCommandsCountsEachCommandsCaller() async throws {
-  let temporary = TemporaryDirectory()
-  let manager = try makeManager(temporary.appending("journal"))
-  let id = try await manager.openAccount(owner: "shared")
+  let (temporary, manager, id) = try await openedLedger(owner: "shared")
+  defer { withExtendedLifetime(temporary) {} }
   #expect(manager.journalLastGroupWaiters == 1)
   let held = installHook(on: manager, waiting: 5)
   let first = Task { try await increment(manager, id) }
@@ -299,10 +298,8 @@ private struct NotInTheLedger: Event {
 /// stages 4,096, sends them as one append and passes the gate on; the next holder stages the
 /// rest. Nothing is lost or reordered by the split, and no frame holds more than 4,096 records.
 @Test(.timeLimit(.minutes(10))) func moreWaitingCommandsThanOneAppendTakesAreSplit() async throws {
-  let temporary = TemporaryDirectory()
+  let (temporary, manager, id) = try await openedLedger(owner: "many")
   let directory = temporary.appending("journal")
-  let manager = try makeManager(directory)
-  let id = try await manager.openAccount(owner: "many")
   let appendsBefore = manager.journalAppendCount
   let turnsBefore = manager.gateTurnCount
   let waiting = Manager<Ledger>.maximumBatchCommands + 904
