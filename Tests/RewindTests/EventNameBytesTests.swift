@@ -39,4 +39,18 @@ private struct CafeOpened: Event {
     let error = #expect(throws: ReplayError.self) { try Replay.rebuild(Cafes.self, records: [record(payload)]) }
     #expect(error?.code == .unknownEvent && error?.sequence == 1, "\(String(describing: error))")
   }
+
+  /// The registry's answers to the command line's model choice (`rewind verify` and the
+  /// replaying commands pick the model that knows and reads a journal's events) compare bytes
+  /// too: they looked names up by `String` and so chose a model whose replay then refused them.
+  @Test func theRegistrysAnswersMatchANameByItsBytes() {
+    let registry = Cafes.eventRegistry
+    let decomposed = "cafe\u{301}.opened"
+    #expect(decomposed == CafeOpened.name, "canonically equal as Strings")
+    let answers = { (name: String) in
+      (reads: registry.canDecode(name: name, version: CafeOpened.version), knows: registry.knows(name: name))
+    }
+    #expect(answers(CafeOpened.name) == (true, true))
+    #expect(answers(decomposed) == (false, false))
+  }
 }

@@ -165,11 +165,13 @@ public struct EventRegistry<M: Model>: Sendable {
 
   /// Whether events named `name` are registered, at whatever version: a journal holding them is
   /// this model's, though a record of a version it cannot read stops its replay.
-  package func knows(name: String) -> Bool { current[name] != nil }
+  package func knows(name: String) -> Bool { current[name] != nil && hasName(withBytesOf: name) }
 
   /// Whether events named `name` at `version` can be decoded (directly or by upcasting).
+  /// Names are compared by their UTF-8 bytes, as replay, `stats` and `log --type` compare them:
+  /// a name in another Unicode form than its registration is another event's.
   public func canDecode(name: String, version: UInt32) -> Bool {
-    guard let current = current[name] else { return false }
+    guard let current = current[name], hasName(withBytesOf: name) else { return false }
     if version == current.version { return true }
     var version = version
     while version < current.version {
@@ -177,6 +179,13 @@ public struct EventRegistry<M: Model>: Sendable {
       version += 1
     }
     return version == current.version
+  }
+
+  /// Whether a registered name has `name`'s UTF-8 bytes (a lookup in `current` compares by
+  /// canonical equivalence, which would take a name in another Unicode form for it).
+  private func hasName(withBytesOf name: String) -> Bool {
+    var name = name
+    return name.withUTF8 { tables.names.index(of: $0) } != nil
   }
 
   /// Decodes the event in a record payload, upcast to the current version.
