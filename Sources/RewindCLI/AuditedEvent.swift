@@ -61,9 +61,12 @@ struct AuditedEvent {
         } else {
           payload = try FieldRenderer.json(fields, notes: &notes)
         }
+        // The fields' notes locate what they say by its byte in the fields (as `show` prints
+        // them); replay's errors count from the payload's first and say so.
+        if !notes.isEmpty { notes.append(Self.fieldBytes) }
         if !(envelope + notes).isEmpty { problem = (envelope + notes).joined(separator: "; ") }
       } catch {
-        problem = (envelope + ["its fields do not decode (\(error))"]).joined(separator: "; ")
+        problem = (envelope + ["its fields do not decode (\(error); \(Self.fieldBytes))"]).joined(separator: "; ")
         (payload, isCut) = Self.hexString(fields[...], lineWidth: lineWidth)
         payloadEncoding = "hex"
       }
@@ -82,6 +85,9 @@ struct AuditedEvent {
       }
     }
   }
+
+  /// How the fields' notes and errors count bytes.
+  static let fieldBytes = "bytes are counted from its fields' first"
 
   /// `bytes`, UTF-8, as a JSON string, or (for a line of `lineWidth` characters) as much of it as
   /// shows more characters than that, ending at a character's end (cut).

@@ -33,7 +33,8 @@ extension VerifyCommand {
         output.out(
           visible(
             "problem: sequence \(record.sequence): \(header.name) v\(header.version) has Rewind's envelope but its "
-              + "fields do not decode (\(error)); `rewind show \(reader.directory) \(record.sequence)` shows its bytes"
+              + "fields do not decode (\(error); \(AuditedEvent.fieldBytes)); "
+              + "`rewind show \(reader.directory) \(record.sequence)` shows its bytes"
           ) + "\n")
       }
     }

@@ -119,7 +119,9 @@ import Testing
     let event = try #require(try Self.parse(export.out).last)
     #expect((event["payload"] as? [String: Any])?["notebook"] as? String == first, "\(export.out)")
     #expect(!export.out.contains(String(repeating: "0", count: 30) + "0b\",\"title\":\"t\""), "\(export.out)")
-    let problem = "the entry at byte 47 repeats the key \\\"notebook\\\" and is not shown: the first is read"
+    let problem =
+      "the entry at byte 47 repeats the key \\\"notebook\\\" and is not shown: the first is read; bytes are counted from "
+      + "its fields' first"
     #expect(export.out.contains(#""problem":"\#(problem)""#), "\(export.out)")
     #expect(event["payloadEncoding"] == nil)
     let log = try await Self.rewind(["log", dir.path, "--type", "note.created"])
@@ -147,7 +149,8 @@ import Testing
     #expect(export.status == 0, "\(export.err)")
     let events = try Self.parse(export.out)
     #expect(events.map { ($0["payload"] as? [String: Any])?["title"] as? String } == ["\u{FFFD}", "\u{FFFD}"])
-    let note = "the string at byte 27 is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+    let note =
+      "the string at byte 27 is not UTF-8: its ill-formed bytes are shown as U+FFFD; bytes are counted from its fields' first"
     #expect(events.map { $0["problem"] as? String } == [note, note], "\(export.out)")
     let log = try await Self.rewind(["log", dir.path])
     #expect(log.out.contains("notebook.created v1 user  (\(note)) {"), "\(log.out)")
@@ -174,7 +177,8 @@ import Testing
     writer.close()
     let nameNote = "the event's name is not UTF-8: its ill-formed bytes are shown as U+FFFD"
     let originNote = "the event's origin is not UTF-8: its ill-formed bytes are shown as U+FFFD"
-    let fieldNote = "the string at byte 27 is not UTF-8: its ill-formed bytes are shown as U+FFFD"
+    let fieldNote =
+      "the string at byte 27 is not UTF-8: its ill-formed bytes are shown as U+FFFD; bytes are counted from its fields' first"
     let export = try await Self.rewind(["export", dir.path, "--jsonl"])
     #expect(export.status == 0, "\(export.err)")
     let problems = try Self.parse(export.out).map { $0["problem"] as? String ?? "" }

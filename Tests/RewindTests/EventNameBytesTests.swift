@@ -54,3 +54,30 @@ private struct CafeOpened: Event {
     #expect(answers(decomposed) == (false, false))
   }
 }
+
+/// A `café.opened` whose id is text: its fields do not decode as `CafeOpened`.
+private struct CafeOpenedMisshapen: Event {
+  static let name = CafeOpened.name
+  var id: String
+}
+
+/// Replay's decoders locate a fault by its byte in the whole payload, where `rewind show` and the
+/// audit commands' notes count from the fields' first byte; neither said which (a review of the
+/// events, Dec 7). A replay error says it now, and where the fields start.
+@Suite struct UndecodableEventTests {
+  @Test func aReplayErrorSaysWhereItsBytesAreCountedFrom() throws {
+    let payload = try EventRecord.encode(
+      CafeOpenedMisshapen(id: "x"), origin: .user, commandID: Identifier(high: 1, low: 1))
+    let fieldsStart = try EventRecord.header(of: payload).bodyOffset
+    let record = JournalRecord(sequence: 1, timestamp: 1, payload: payload)
+    let error = #expect(throws: ReplayError.self) { try Replay.rebuild(Cafes.self, records: [record]) }
+    let underlying = try #require(error?.underlying)
+    #expect(error?.code == .undecodableEvent)
+    #expect(
+      underlying.hasSuffix("; bytes are counted from the payload's first, and its fields start at byte \(fieldsStart)"),
+      "\(underlying)")
+    // The byte it names is the string's tag, counted from the payload's first.
+    let named = try #require(underlying.firstMatch(of: /found a string at byte (\d+)/).flatMap { Int($0.1) })
+    #expect(payload[named] == FieldTag.string.rawValue && named > fieldsStart, "\(underlying)")
+  }
+}

@@ -222,9 +222,8 @@ public struct EventRegistry<M: Model>: Sendable {
     } catch let error as ReplayError {
       throw error
     } catch {
-      throw ReplayError(
-        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
-        underlying: String(describing: error))
+      throw ReplayError.undecodable(
+        error, sequence: sequence, name: header.name, version: header.version, fieldsAt: header.bodyOffset)
     }
   }
 
@@ -296,6 +295,21 @@ struct RegisteredUpcaster: Sendable {
 struct UpcasterMismatch: Error, CustomStringConvertible {
   var description: String
   init(_ description: String) { self.description = description }
+}
+
+extension ReplayError {
+  /// A record whose event's fields do not decode. The decoders locate a fault by its byte in the
+  /// whole payload, where `rewind show` and the audit commands' notes count from the fields'
+  /// first byte: the error says which, and where the fields start.
+  static func undecodable(
+    _ error: any Error, sequence: UInt64, name: String, version: UInt32, fieldsAt bodyOffset: Int
+  ) -> ReplayError {
+    var underlying = String(describing: error)
+    if !(error is UpcasterMismatch) {
+      underlying += "; bytes are counted from the payload's first, and its fields start at byte \(bodyOffset)"
+    }
+    return ReplayError(.undecodableEvent, sequence: sequence, name: name, version: version, underlying: underlying)
+  }
 }
 
 /// An event's name and one of its versions.
@@ -390,9 +404,8 @@ struct EventTables: Sendable {
     do {
       return try decoder.decode(payload, header.bodyOffset)
     } catch {
-      throw ReplayError(
-        .undecodableEvent, sequence: sequence, name: header.name, version: header.version,
-        underlying: String(describing: error))
+      throw ReplayError.undecodable(
+        error, sequence: sequence, name: header.name, version: header.version, fieldsAt: header.bodyOffset)
     }
   }
 
@@ -411,9 +424,9 @@ struct EventTables: Sendable {
         try decoder.decodeApplying(payload, location.bodyOffset, UnsafeMutableRawPointer($0), &context)
       }
     } catch {
-      throw ReplayError(
-        .undecodableEvent, sequence: sequence, name: names.names[nameIndex], version: location.version,
-        underlying: String(describing: error))
+      throw ReplayError.undecodable(
+        error, sequence: sequence, name: names.names[nameIndex], version: location.version,
+        fieldsAt: location.bodyOffset)
     }
     return true
   }
@@ -440,9 +453,9 @@ struct EventTables: Sendable {
     do {
       try events.append(decoding: payload, at: location.bodyOffset)
     } catch {
-      throw ReplayError(
-        .undecodableEvent, sequence: sequence, name: names.names[nameIndex], version: location.version,
-        underlying: String(describing: error))
+      throw ReplayError.undecodable(
+        error, sequence: sequence, name: names.names[nameIndex], version: location.version,
+        fieldsAt: location.bodyOffset)
     }
     return true
   }
