@@ -303,6 +303,38 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     }
     #expect(SnapshotStore(journal: other.path).sequences().isEmpty, "nothing was written to the other journal")
   }
+
+  /// A state whose file would be larger than every reader takes (`SnapshotStore.maxFileBytes`)
+  /// was written, and then skipped by each of them: a manager's maintenance wrote it at every
+  /// interval for nothing (a review of the snapshots, Dec 7, entry 329's "Left"). `write`
+  /// refuses it now and writes nothing; a file of exactly the limit is written and read.
+  @Test func aSnapshotNoReaderTakesIsNotWritten() async throws {
+    let directory = TemporaryDirectory()
+    try await Self.journal(directory.path, commands: 3)
+    let state = try Replay.rebuild(Gauge.self, directory: directory.path, through: 3).state
+    let path = directory.path + "/snapshots/" + SnapshotStore.fileName(3)
+    try SnapshotStore(journal: directory.path).write(state, at: 3)
+    let size = Int64(try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int))
+    try FileManager.default.removeItem(atPath: path)
+
+    let under = SnapshotStore(journal: directory.path, io: PosixFileIO(), fileLimit: size - 1)
+    do {
+      try under.write(state, at: 3)
+      Issue.record("a snapshot of \(size) bytes was written under a limit of \(size - 1)")
+    } catch let EncodingError.invalidValue(_, context) {
+      #expect(
+        context.debugDescription.hasPrefix(
+          "the snapshot after record 3 would be \(size) bytes, more than the \(size - 1) a snapshot file may have"),
+        "\(context.debugDescription)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: path))
+    #expect(under.sequences().isEmpty)
+
+    let at = SnapshotStore(journal: directory.path, io: PosixFileIO(), fileLimit: size)
+    try at.write(state, at: 3)
+    let found = at.latest(Gauge.self, atOrBefore: 3, lastSequence: 3)
+    #expect(found.snapshot?.sequence == 3 && found.snapshot?.state == state, "\(found.problems)")
+  }
 }
 
 extension SnapshotProblem.Reason {

@@ -21,15 +21,21 @@ public struct SnapshotStore: Sendable {
   /// The state size from which reading hashes a state on a second core while decoding it: below
   /// it (1 MiB unless a test says otherwise), handing the hash over costs more than it saves.
   let hashAlongsideBytes: Int
+  /// The largest file written or read: `maxFileBytes` unless a test says otherwise.
+  let fileLimit: Int64
 
   public init(journal directory: String) {
     self.init(journal: directory, io: PosixFileIO())
   }
 
-  init(journal directory: String, io: any FileIO, hashAlongsideBytes: Int = 1 << 20) {
+  init(
+    journal directory: String, io: any FileIO, hashAlongsideBytes: Int = 1 << 20,
+    fileLimit: Int64 = SnapshotStore.maxFileBytes
+  ) {
     self.directory = directory
     self.io = io
     self.hashAlongsideBytes = hashAlongsideBytes
+    self.fileLimit = fileLimit
   }
 
   /// The folder's name in the journal directory.
@@ -38,7 +44,7 @@ public struct SnapshotStore: Sendable {
   var folder: String { directory + "/" + SnapshotStore.folderName }
 
   /// The largest snapshot file read (1 GiB): a larger one is skipped as unreadable, so no file
-  /// can make a reader allocate without bound.
+  /// can make a reader allocate without bound; `write` refuses a state whose file would be larger.
   public static let maxFileBytes: Int64 = 1 << 30
 
   public static func fileName(_ sequence: UInt64) -> String {
@@ -79,8 +85,9 @@ public struct SnapshotStore: Sendable {
   /// power loss could otherwise take (under `none`) and the next writer number new records over.
   /// - Throws: `EncodingError` if the state does not encode, or holds the double -0.0 (a snapshot
   ///   holds the canonical encoding, which writes it as 0.0: a state read back would differ from
-  ///   the one replay gives, see `CanonicalEncoding.encodeExactly`); `JournalError` if the journal
-  ///   cannot be synced; `SystemCallError` from the disk.
+  ///   the one replay gives, see `CanonicalEncoding.encodeExactly`), or if its file would be larger
+  ///   than the `maxFileBytes` every reader skips (nothing is written then); `JournalError` if the
+  ///   journal cannot be synced; `SystemCallError` from the disk.
   @discardableResult
   public func write<M: SnapshotModel>(_ state: M, at sequence: UInt64) throws -> StateDigest {
     let reader = try JournalReader(directory: directory, io: io)
@@ -89,11 +96,22 @@ public struct SnapshotStore: Sendable {
     let digest = StateDigest(bytes: SHA256.hash(bytes))
     let file = SnapshotFile(
       sequence: sequence, journalID: journalID.bytes, fingerprint: M.fingerprint, digest: digest, state: bytes)
+    let encoded = file.encoded()
+    // A file no reader takes would cost its writing at every interval and serve nothing.
+    guard encoded.count <= fileLimit else {
+      throw EncodingError.invalidValue(
+        state,
+        EncodingError.Context(
+          codingPath: [],
+          debugDescription: "the snapshot after record \(sequence) would be \(encoded.count) bytes, more than the "
+            + "\(fileLimit) a snapshot file may have (SnapshotStore.maxFileBytes): not written; replays start from an "
+            + "earlier snapshot or the journal's first record"))
+    }
     try reader.makeDurable(through: sequence)
     try io.makeJournalFolder(folder)
     try whileWriting {
       try io.writeFileAtomically(
-        file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder,
+        encoded, to: folder + "/" + SnapshotStore.fileName(sequence), directory: folder,
         temporary: folder + "/" + SnapshotStore.temporaryName(sequence))
     }
     return digest
@@ -335,9 +353,8 @@ public struct SnapshotStore: Sendable {
       defer { io.close(fd) }
       let size = try io.size(fd, path: name)
       // The size comes from the file system (a sparse file can claim any): check it before allocating.
-      guard size <= SnapshotStore.maxFileBytes else {
-        throw SnapshotProblem.Reason.unreadable(
-          "\(size) bytes, more than the \(SnapshotStore.maxFileBytes) a snapshot file may have")
+      guard size <= fileLimit else {
+        throw SnapshotProblem.Reason.unreadable("\(size) bytes, more than the \(fileLimit) a snapshot file may have")
       }
       if let fingerprint, size > SnapshotFile.headerSize {
         // The header is not checksummed apart from the rest: a header that does not parse here is
