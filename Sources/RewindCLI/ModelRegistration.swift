@@ -152,8 +152,8 @@ extension RewindTool.Context {
     }
     if name != nil || models.count == 1 { return try registration(named: name) }
     let journal = try readers(of: directory)
-    // None reads every record, but one alone knows the events: the journal is its, and its
-    // replay names the record it cannot read.
+    // None reads every record, but one alone knows most of the event names: the journal is its,
+    // and its replay names the record it cannot read.
     let candidates = journal.readers.isEmpty && journal.knowing.count == 1 ? journal.knowing : journal.readers
     guard candidates.count == 1 else {
       let known = models.map(\.name).joined(separator: ", ")
@@ -181,9 +181,11 @@ extension RewindTool.Context {
 
   /// The registrations that read every event name and version among the journal's first 1000
   /// records (`readers`: none when a record there is not an event, or none is: another app's
-  /// journal, raw records), and those that register some event name among them, at whatever
-  /// version (`knowing`): the journal's model when one alone does, though a record it cannot
-  /// read (a newer version, an unknown name, one that is no event) stops its replay.
+  /// journal, raw records), and those that register most of the event names among them (more
+  /// than half, by their bytes, at whatever version: `knowing`): the journal's model when one
+  /// alone does, though a record it cannot read (a newer version, an unknown name, one that is
+  /// no event) stops its replay. One name in common does not make another app's journal a
+  /// model's (an app's `settings.changed` beside names of its own is not a Notebook's).
   /// Damage among them (a damaged frame, a missing segment, read around as replay reads the
   /// records before it) ends the look there: the records before it choose, as only they can be
   /// replayed; damage before any record is thrown.
@@ -191,7 +193,8 @@ extension RewindTool.Context {
     let cursor = try JournalReader(directory: directory, limits: .largest).records(
       from: 1, readingAroundMissingSegments: true)
     var candidates = models
-    var knowing = Array(repeating: false, count: models.count)
+    var names: Set<[UInt8]> = []
+    var knownNames = Array(repeating: 0, count: models.count)
     var events = 0
     var records = 0
     while records < 1000, let record = try nextBeforeDamage(cursor, afterReading: records) {
@@ -203,9 +206,10 @@ extension RewindTool.Context {
       guard !Checkpoint.recordNames.contains(header.name) else { continue }
       events += 1
       candidates = candidates.filter { $0.reads(header.name, header.version) }
-      for (index, model) in models.enumerated() where !knowing[index] { knowing[index] = model.knows(header.name) }
+      guard names.insert(Array(header.name.utf8)).inserted else { continue }
+      for (index, model) in models.enumerated() where model.knows(header.name) { knownNames[index] += 1 }
     }
-    let known = models.indices.filter { knowing[$0] }.map { models[$0] }
+    let known = models.indices.filter { knownNames[$0] * 2 > names.count }.map { models[$0] }
     return (events == 0 && records > 0 ? [] : candidates, known)
   }
 

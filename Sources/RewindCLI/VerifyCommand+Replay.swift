@@ -24,9 +24,9 @@ extension VerifyCommand {
       model = chosen
     } else {
       let journal = try context.readers(of: directory)
-      // A model that alone knows the journal's events is its model, though it cannot read a
-      // record there (a newer version, an unknown name, one that is no event): its replay names
-      // that record as a problem, which skipping the replay with a note would hide.
+      // A model that alone knows most of the journal's event names is its model, though it
+      // cannot read a record there (a newer version, an unknown name, one that is no event): its
+      // replay names that record as a problem, which skipping the replay with a note would hide.
       let readers = journal.readers.isEmpty && journal.knowing.count == 1 ? journal.knowing : journal.readers
       guard readers.count == 1 else {
         let names = context.models.map(\.name).joined(separator: ", ")

@@ -13,8 +13,9 @@ enum VerifyCommand: RewindCommand {
     journal against its recorded checkpoint digests (naming the first diverging sequence number)
     and against each snapshot's state, and checks that every cache equals its recomputation (a
     record the model cannot read, such as a newer schema version, an unknown event or one that
-    is no event, is a problem there); when no registered model knows the journal's events,
-    decodes every event's envelope and fields without the app's types instead. Exit 0
+    is no event, is a problem there); when no registered model knows most of the event names
+    among the journal's first 1,000 records, decodes every event's envelope and fields without
+    the app's types instead. Exit 0
     when sound; exit 1 with a report that locates every problem (segment, byte offset, sequence
     range). Derived data that the next writer rebuilds by itself is a note, not a problem, and
     leaves the exit status alone: a missing or damaged index, or segments the index names

@@ -1,8 +1,9 @@
 import Foundation
-import Rewind
 import RewindJournal
 import RewindTestSupport
 import Testing
+
+@testable import Rewind
 
 /// `rewind verify` on a journal no registered model reads (another app's): with no model to
 /// replay it, every event's envelope and fields are decoded without the app's types.
@@ -89,7 +90,7 @@ import Testing
   /// was no journal of any registered model's to `verify`, which said "replay not checked" and
   /// "sound", exit 0, where the same record later on was a problem (a review of the events,
   /// Dec 7). The one model that knows the journal's events replays it now, and names the record.
-  @Test(arguments: ["a newer version", "not an event"])
+  @Test(arguments: ["a newer version", "not an event", "an unknown name"])
   func aRecordTheJournalsModelCannotReadIsAProblem(record: String) async throws {
     let written = try await NotebookJournal.write(commands: 12, seed: 5)
     let reader = try JournalReader(directory: written.path)
@@ -101,6 +102,9 @@ import Testing
     var payload = records[4].payload
     if record == "not an event" {
       payload = Array("not an event".utf8)
+    } else if record == "an unknown name" {
+      payload = try EventRecord.encode(
+        ForeignEvent(label: "x"), origin: .user, commandID: Identifier(high: 0, low: 5))
     } else {
       // The envelope: layout 1, the name's length and bytes, then the schema version.
       let versionAt = 2 + Int(payload[1])
@@ -118,4 +122,42 @@ import Testing
     #expect(!run.out.contains("replay not checked"), "\(record): \(run.out)")
     #expect(!run.out.contains("\nsound: "), "\(record): \(run.out)")
   }
+
+  /// Another app's journal that shares one event name with the Notebook (its own
+  /// `settings.changed` beside an event of its own) was taken for the workspace's, since that
+  /// model alone knew some name among its records: `verify` replayed it with the workspace and
+  /// called a sound journal not sound, exit 1 (a library user's walkthrough, Dec 7). A model is a
+  /// journal's when it knows most of its event names; this one is decoded field by field.
+  @Test func anotherAppsJournalSharingANameIsNotTheNotebooks() async throws {
+    let directory = TemporaryDirectory("cli-verify-shared-name")
+    let command = Identifier(high: 0, low: 1)
+    let payloads = try [
+      EventRecord.encode(ForeignSettings(currency: "EUR"), origin: .user, commandID: command),
+      EventRecord.encode(ForeignEvent(label: "gear"), origin: .user, commandID: command),
+      EventRecord.encode(ForeignEvent(label: "cog"), origin: .user, commandID: command),
+    ]
+    let journal = try Journal(directory: directory.path, options: JournalOptions(durability: .none))
+    try journal.appendAndWait(payloads.map { NewRecord(timestamp: 1, payload: $0) })
+    journal.close()
+    let run = try await ToolRun.run("rewind", ["verify", directory.path])
+    #expect(run.status == 0, "\(run.out)\(run.err)")
+    #expect(run.out.contains("note: replay not checked: no registered model (workspace) knows this journal's events\n"))
+    #expect(
+      run.out.hasSuffix(
+        "decoded: 3 events field by field, all sound\n"
+          + "sound: 3 records in 1 frame, 1 segment, last sequence 3; frames and event decoding checked\n"),
+      "\(run.out)")
+  }
+}
+
+/// An event of no registered model's.
+private struct ForeignEvent: Event {
+  static let name = "widget.added"
+  var label: String
+}
+
+/// Another app's event under a name the Notebook also registers, with fields of its own.
+private struct ForeignSettings: Event {
+  static let name = "settings.changed"
+  var currency: String
 }
