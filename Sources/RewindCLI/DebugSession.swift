@@ -220,8 +220,7 @@ final class DebugSession {
   /// The key of the record (or value collection) a typed id names at this position: as typed,
   /// or as the lowercase digits of an identifier typed in capitals (see `RecordKey`).
   private func key(_ typed: String) -> String {
-    let spellings = RecordKey.spellings(typed)
-    return spellings.first { machine.recordJSON($0) != nil } ?? spellings[spellings.count - 1]
+    machine.recordJSON(typed)?.key ?? RecordKey.identifier(typed) ?? typed
   }
 
   /// The most bytes `prepare`'s keyframes may take when no limit is given: a quarter of the

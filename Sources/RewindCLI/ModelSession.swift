@@ -35,8 +35,10 @@ protocol ModelSession: AnyObject {
   func digest() throws -> StateDigest
   /// The records of one store as a JSON array, or nil if there is no such store.
   func collectionJSON(_ store: String) -> String?
-  /// One record (or a value store by name) at `position` as JSON, with its store; nil if absent.
-  func recordJSON(_ id: String) -> (store: String, json: String)?
+  /// One record (or a value store by name) at `position` as JSON, with its store and the spelling
+  /// of `id` the store holds it under (`key`: an identifier typed in capitals is found by its
+  /// lowercase digits); nil if absent.
+  func recordJSON(_ id: String) -> (store: String, key: String, json: String)?
   func diff(from: UInt64, to: UInt64) throws -> StateDiff
   func blame(_ id: String) throws -> [EntityBlame]
   /// What the event at `sequence` did, applied to the state before it; nil for a checkpoint.
@@ -100,20 +102,14 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
     }
   }
 
-  func recordJSON(_ id: String) -> (store: String, json: String)? {
-    StateInspector.record(id, in: machine.state).map { ($0.store, StateInspector.json($0.value)) }
+  func recordJSON(_ id: String) -> (store: String, key: String, json: String)? {
+    StateInspector.located(id, in: machine.state).map { ($0.store, $0.key, StateInspector.json($0.value)) }
   }
 
   func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
   /// An identifier typed in capitals that no event touched as typed is looked up again as the
-  /// lowercase digits record keys hold (see `RecordKey`).
-  func blame(_ id: String) throws -> [EntityBlame] {
-    for key in RecordKey.spellings(id) {
-      let entries = try machine.blame(entity: key, through: through)
-      if !entries.isEmpty { return entries }
-    }
-    return []
-  }
+  /// lowercase digits record keys hold (`TimeMachine.blame(entity:through:)`, as `RecordKey`).
+  func blame(_ id: String) throws -> [EntityBlame] { try machine.blame(entity: id, through: through) }
   func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 
   func commandEnd(from sequence: UInt64) throws -> UInt64 { try machine.commandEnd(from: sequence, through: through) }

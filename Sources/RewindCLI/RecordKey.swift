@@ -5,20 +5,14 @@ internal import Rewind
 /// and refuses one typed where a sequence number goes.
 ///
 /// Stores key a record by its id's description, and an `Identifier` describes itself as 32
-/// lowercase hex digits; users copy ids from other tools in capitals too. An id is looked up as
-/// typed first, so an app whose keys are not identifiers (or are spelled otherwise) loses
-/// nothing; then, when it reads as an identifier, as the lowercase digits.
+/// lowercase hex digits; users copy ids from other tools in capitals too. The library looks an
+/// id up as typed first, so an app whose keys are not identifiers (or are spelled otherwise)
+/// loses nothing; then, when it reads as an identifier, as the lowercase digits
+/// (`StateInspector.record(_:in:)`, `TimeMachine.blame(entity:through:)`).
 enum RecordKey {
   /// The lowercase digits of `typed` when it reads as an `Identifier` (32 hex digits in either
   /// case); nil for any other text (a value collection's name, say).
   static func identifier(_ typed: String) -> String? { Identifier(typed)?.description }
-
-  /// The keys to look `typed` up under, in order: as typed, then, for an identifier typed with
-  /// capitals, its lowercase digits. Never empty; the last is the canonical spelling.
-  static func spellings(_ typed: String) -> [String] {
-    guard let lowercase = identifier(typed), lowercase != typed else { return [typed] }
-    return [typed, lowercase]
-  }
 
   /// Refuses an id typed where a sequence number is expected. The tool prints record and command
   /// ids as 32 hex digits; an id with no letter among them (as `IdentifierSource.sequential`

@@ -165,6 +165,26 @@ import Testing
     }
   }
 
+  /// The library's lookups by an id's text take an identifier typed in capitals, as `rewind
+  /// blame` and `log --entity` do: `blame(entity:)` and `StateInspector.record(_:in:)` found
+  /// nothing for one (a library user's walkthrough, Dec 7), though `Identifier` parses it.
+  @Test func anIdentifierTypedInCapitalsIsFound() async throws {
+    let directory = TemporaryDirectory()
+    try await writeWorkload(directory.path, seed: 9, commands: 120, checkpointEvery: 25).close()
+    let machine = try TimeMachine<Workspace>(directory: directory.path)
+    let state = try machine.jump(to: machine.lastSequence)
+    let note = try #require(state.notes.all().first { $0.id.description.contains { "abcdef".contains($0) } })
+    let lower = note.id.description
+    let upper = lower.uppercased()
+    let blamed = try machine.blame(entity: lower).map(\.event.envelope.sequence)
+    try #require(!blamed.isEmpty)
+    #expect(try machine.blame(entity: upper).map(\.event.envelope.sequence) == blamed)
+    let found = try #require(StateInspector.record(upper, in: state))
+    #expect(found.store == "notes" && StateInspector.json(found.value) == StateInspector.json(note))
+    #expect(StateInspector.located(upper, in: state)?.key == lower)
+    #expect(StateInspector.record(String(upper.dropLast()), in: state) == nil, "31 digits are no identifier")
+  }
+
   /// Every change of `diff`, as text.
   static func text(_ diff: StateDiff) -> [String] {
     diff.collections.flatMap { changes in

@@ -41,6 +41,15 @@ public struct Identifier: Hashable, Comparable, Sendable, Codable, CustomStringC
     self.init(high: high, low: low)
   }
 
+  /// The keys a record id typed by a person is looked up under, in order: as typed, then, for an
+  /// identifier typed otherwise (in capitals), its `description`, the 32 lowercase digits stores
+  /// key it by. Never empty; the last is the canonical spelling. An app whose keys are not
+  /// identifiers, or are spelled otherwise, loses nothing: the typed text comes first.
+  package static func spellings(of typed: String) -> [String] {
+    guard let canonical = Identifier(typed)?.description, canonical != typed else { return [typed] }
+    return [typed, canonical]
+  }
+
   /// 32 lowercase hex digits, high half first.
   public var description: String {
     String(unsafeUninitializedCapacity: 32) { buffer in

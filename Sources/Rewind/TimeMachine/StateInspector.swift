@@ -15,9 +15,27 @@ public enum StateInspector {
   }
 
   /// The record whose id is `id` (its `description`) and the store holding it, searching every
-  /// store; a value store matches its own name. Nil if no store holds it.
+  /// store; a value store matches its own name. An identifier typed in capitals that no store
+  /// holds as typed is looked up again as its lowercase digits. Nil if no store holds it.
   public static func record<M: Model>(_ id: String, in state: M) -> (store: String, value: any Sendable)? {
-    for store in stores(of: state) {
+    located(id, in: state).map { ($0.store, $0.value) }
+  }
+
+  /// `record(_:in:)`, with the spelling of `id` the store holds it under (`key`).
+  package static func located<M: Model>(_ id: String, in state: M) -> (
+    store: String, key: String, value: any Sendable
+  )? {
+    let stores = stores(of: state)
+    for spelling in Identifier.spellings(of: id) {
+      if let found = record(spelling, in: stores) { return (found.store, spelling, found.value) }
+    }
+    return nil
+  }
+
+  private static func record(_ id: String, in stores: [any ComparableCollection]) -> (
+    store: String, value: any Sendable
+  )? {
+    for store in stores {
       if store is any ValueStoreMarker {
         if store.name == id, let value = store.record(described: "") { return (store.name, value) }
       } else if let value = store.record(described: id) {

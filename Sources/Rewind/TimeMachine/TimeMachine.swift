@@ -563,8 +563,19 @@ public final class TimeMachine<M: SnapshotModel> {
   /// it, or a value store's name), with the record after each (nil once removed). One pass over
   /// the journal's events; an id no event touched gives an empty list. Formats the ids of the
   /// records each event touched, no others: the record after a match is found by its id.
-  /// `through` ends the pass there (nil: at `lastSequence`; see `lastIntactSequence`).
+  /// `through` ends the pass there (nil: at `lastSequence`; see `lastIntactSequence`). An
+  /// identifier typed in capitals that no event touched as typed is looked for again as the
+  /// lowercase digits stores key records by (another pass).
   public func blame(entity id: String, through: UInt64? = nil) throws -> [EntityBlame] {
+    let spellings = Identifier.spellings(of: id)
+    for spelling in spellings.dropLast() {
+      let entries = try blame(spelledAs: spelling, through: through)
+      if !entries.isEmpty { return entries }
+    }
+    return try blame(spelledAs: spellings[spellings.count - 1], through: through)
+  }
+
+  private func blame(spelledAs id: String, through: UInt64?) throws -> [EntityBlame] {
     // The store the first match pinned (another store may hold a record with the same id's
     // text), and the record's id as its store types it (nil for a value store).
     var found: (store: String, id: (any Sendable)?)?
