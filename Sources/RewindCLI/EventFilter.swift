@@ -56,7 +56,13 @@ struct EventFilter {
     }
   }
 
-  var isNarrowed: Bool { name != nil || origin != nil || entity != nil || since != nil || until != nil }
+  /// Whether the selection asks for more than a range of sequence numbers, so that matching no
+  /// event is an error: a name, an origin, an entity or times. Over no record at all (an empty
+  /// journal), an `--until` asks no more than a `--to` does: nothing is listed, exit 0 (a script's
+  /// `--until 9999-12-31` reads to the end, however much there is).
+  func isNarrowed(anyRecordRead: Bool) -> Bool {
+    name != nil || origin != nil || entity != nil || since != nil || (until != nil && anyRecordRead)
+  }
 
   /// The times the selection takes records from (`--since` through `--until`), or nil when it
   /// takes them whatever their stamps.
@@ -168,7 +174,7 @@ struct EventFilter {
       if shown == limit { met.limit = limit }
       throw met
     }
-    if shown == 0 && isNarrowed { throw nothingMatches(directory) }
+    if shown == 0 && isNarrowed(anyRecordRead: readThrough >= from) { throw nothingMatches(directory) }
   }
 
   /// The last `count` events the selection holds up to sequence `last` (the journal's end when it

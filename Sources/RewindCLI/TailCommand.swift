@@ -122,7 +122,8 @@ enum TailCommand: RewindCommand {
     } catch let error as JournalError where error.isDamage {
       throw DamageMet(error: error, readThrough: 0, from: .max, lastOnly: true, passed: passed)
     }
-    if events.isEmpty && count > 0 && filter.isNarrowed && !follow && hidden == nil && stopped == nil && passed.isEmpty
+    if events.isEmpty && count > 0 && filter.isNarrowed(anyRecordRead: last > 0) && !follow && hidden == nil
+      && stopped == nil && passed.isEmpty
     {
       throw filter.nothingMatches(directory)
     }

@@ -244,6 +244,13 @@ import Testing
         #expect(run.status == 2, "\(command) \(selection): \(run.out)\(run.err)")
         #expect(run.err.contains(says), "\(command) \(selection): \(run.err)")
       }
+      // Only an end: as `--to 5` lists nothing, so does `--until`, which a script gives as
+      // 9999-12-31 to read to the end (it said "no event matches", exit 2: a review of the docs,
+      // Dec 7).
+      for selection in [["--to", "5"], ["--until", "9999-12-31"], ["--until", "2026-01-01"]] {
+        let run = try await Self.rewind(arguments + selection)
+        #expect(run.status == 0 && run.out.isEmpty && run.err.isEmpty, "\(command) \(selection): \(run.out)\(run.err)")
+      }
     }
   }
 
