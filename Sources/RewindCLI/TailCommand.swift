@@ -40,7 +40,9 @@ enum TailCommand: RewindCommand {
     no event matches); 3 when the journal cannot be read. When damage hides the journal's end
     (committed records gone there), the last events before it are shown, then the error
     locates it (exit 3), also with -f, which has no end to follow from. Damage among the last
-    events is read past as `rewind log` does: the last events it does not hold are shown, and
+    events is read past as `rewind log` does (a frame past the index's last entry that fails its
+    checksum too, whose batch header names its records: the events after it are the journal's
+    last): the last events it does not hold are shown, and
     standard error locates it with the sequences not read (exit 3, without following), unless
     --since and --until leave out every record of that frame, as its batch header stamps them:
     it is then no part of the selection (not so for damage that hides the end, after which
@@ -101,8 +103,16 @@ enum TailCommand: RewindCommand {
       // one that is none) ends them where a read up to it ends.
       let first = try error.sequences?.lowerBound ?? reader.intactEnd().last + 1
       guard first > 1 else { throw error }
-      // A selection that ends before the damage is whole.
-      (last, hidden) = (first - 1, filter.to < first ? nil : error)
+      if let (end, stop) = try Self.end(pastDamageFrom: first, in: reader, directory: directory) {
+        // A damaged frame the index does not reach, whose batch header names its records, hides
+        // the end from the index alone: the records after it are the journal's last, read as
+        // `log` reads them (the windows read past the frame, and say so); damage after them
+        // that cannot be read past hides the end there.
+        (last, hidden) = (end, filter.to <= end ? nil : stop)
+      } else {
+        // A selection that ends before the damage is whole.
+        (last, hidden) = (first - 1, filter.to < first ? nil : error)
+      }
     }
     if let hidden, filter.from > last { throw DamageMet(error: hidden, readThrough: last, from: filter.from) }
     let render = { (event: AuditedEvent) -> String in (json ? event.json : event.line(width: width)) + "\n" }
@@ -151,5 +161,26 @@ enum TailCommand: RewindCommand {
       if filter.matches(record, event) { context.output.out(render(event)) }
     }
     return .success
+  }
+
+  /// The journal's last record past damage that hides its end from `readableEnd` (a frame past
+  /// the index's last entry that fails its checksum, whose batch header names its records), read
+  /// past as `rewind log` reads it, and the damage that ended that read, if any; nil when no
+  /// record after the damage can be read (records gone at the end: a segment cut short).
+  private static func end(
+    pastDamageFrom first: UInt64, in reader: JournalReader, directory: String
+  ) throws -> (last: UInt64, stop: JournalError?)? {
+    var records = try PastDamage(reader: reader, directory: directory, through: .max) {
+      try reader.records(from: first, readingAroundMissingSegments: true)
+    }
+    var last: UInt64?
+    var stop: JournalError?
+    do {
+      while let record = try records.next(readingOn: { _, _ in }) { last = record.sequence }
+    } catch let error as JournalError where error.isDamage {
+      stop = error
+    }
+    guard let last, !records.passed.isEmpty else { return nil }
+    return (last, stop)
   }
 }

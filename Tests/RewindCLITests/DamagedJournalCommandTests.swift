@@ -597,6 +597,50 @@ extension DamagedJournalCommandTests {
     }
   }
 
+  /// `tail` over a frame that fails its checksum past the last index entry (its batch header
+  /// holds, intact frames after it) showed the events before the frame as the last ones and said
+  /// nothing past it was read, where `log` reads on (a review of the docs, Dec 7; entry 331's
+  /// "Left"). It reads past the frame as `log` does: the journal's last events, the frame located
+  /// with the sequences not read (exit 3); a `--from` past the end is out of range (exit 2).
+  @Test func tailReadsPastADamagedFrameThatHidesTheEnd() async throws {
+    var options = JournalOptions(durability: .none)
+    options.indexIntervalBytes = 1 << 20
+    let journal = try await NotebookJournal.write(commands: 120, seed: 82, options: options)
+    let name = try #require(Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.last)
+    let segment = journal.directory.appending(name)
+    var bytes = try Files.read(segment)
+    let frames = segmentFrames(in: bytes)
+    try #require(frames.count > 6)
+    let frame = frames[frames.count / 2]
+    bytes[frame.middleOfData] ^= 0x5A
+    try Files.write(bytes, to: segment)
+    guard case .failure = try JournalReader(directory: journal.path).readableEnd() else {
+      Issue.record("the damage does not hide the end; the test needs it to")
+      return
+    }
+    let last = journal.lastSequence
+    let lost = frame.header.firstSequence...frame.header.lastSequence
+    try #require(lost.upperBound + 3 <= last)
+    let notRead =
+      lost.count == 1
+      ? "sequence \(lost.lowerBound) not read" : "sequences \(lost.lowerBound)-\(lost.upperBound) not read"
+
+    let three = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "3"])
+    #expect(three.status == 0 && three.err.isEmpty, "the last three lie after the frame: \(three.err)")
+    #expect(Self.sequences(three) == Array((last - 2)...last), "\(three.out)")
+
+    let count = Int(last - lost.upperBound) + 2
+    let over = try await ToolRun.run("rewind", ["tail", journal.path, "-n", String(count)])
+    #expect(over.status == 3, "\(over.err)")
+    let expected = Array((1...last).filter { !lost.contains($0) }.suffix(count))
+    #expect(Self.sequences(over) == expected, "\(over.out)")
+    #expect(over.err.contains("\(name), byte offset \(frame.offset)") && over.err.contains(notRead), "\(over.err)")
+
+    let past = try await ToolRun.run("rewind", ["tail", journal.path, "--from", String(last + 1)])
+    #expect(past.status == 2, "\(past.out)\(past.err)")
+    #expect(past.err.contains("--from \(last + 1) is out of range"), "\(past.err)")
+  }
+
   /// A time selection that a damaged frame's records lie outside (its batch header, which holds,
   /// stamps them) reported the frame as read past and exited 3, and `export -o` refused the whole
   /// export, though the selection was whole (the review of the audit commands, entry 305's "Left").
