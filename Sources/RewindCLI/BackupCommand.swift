@@ -51,7 +51,10 @@ enum BackupCommand: RewindCommand {
     } catch let error as JournalError where error.directory != directory {
       // Writing the copy failed: its error names the hidden directory it was written in, which
       // is removed by now, as the journal. Said for DEST instead.
-      throw BackupNotMade(destination: destination, error: error)
+      throw BackupNotMade(destination: destination, error: error, whileReading: false)
+    } catch let error as JournalError {
+      // Reading DIR failed (damage, located): said as it is, then what became of DEST.
+      throw BackupNotMade(destination: destination, error: error, whileReading: true)
     }
     context.output.out(
       visible(
@@ -76,16 +79,20 @@ enum BackupCommand: RewindCommand {
   }
 }
 
-/// A backup that failed writing its copy: the copy's error (its directory, the hidden one the
-/// copy was written in and that is removed, left out), and what became of DEST.
+/// A backup that failed: the journal's error, and what became of DEST. Failing to write the
+/// copy, the copy's error is said without its directory (the hidden one the copy was written in,
+/// removed by now); failing to read DIR, its error is said whole.
 struct BackupNotMade: Error, CustomStringConvertible {
   var destination: String
   var error: JournalError
+  /// Whether reading the journal failed, not writing the copy.
+  var whileReading: Bool
 
   var description: String {
+    let left = "What it wrote was removed: \(destination) was left as it was (absent, or empty)"
+    if whileReading { return errorSentence(error) + "The backup to \(destination) was not made. " + left }
     var cause = error
     cause.directory = nil
-    return "the backup to \(destination) failed: \(cause). What it wrote was removed: \(destination) was left as it "
-      + "was (absent, or empty)"
+    return "the backup to \(destination) failed: \(cause). " + left
   }
 }

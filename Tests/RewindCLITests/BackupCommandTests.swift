@@ -71,6 +71,14 @@ import Testing
     let run = try await ToolRun.run("rewind", ["backup", dir.path, target])
     #expect(run.status == 3 && run.err.contains(segments[1]), "\(run.err)")
     #expect(!FileManager.default.fileExists(atPath: target))
+    // What became of DEST is said, as for a copy that could not be written (the help promises
+    // it; a review of the docs, Dec 7, found it missing here).
+    #expect(
+      run.err.hasSuffix(
+        "The backup to \(target) was not made. What it wrote was removed: \(target) was left as it was (absent, or empty)\n"
+      ),
+      "\(run.err)")
+    #expect(Files.list(parent.path).isEmpty, "no hidden copy left: \(Files.list(parent.path))")
   }
 
   /// A journal whose snapshot lies past its end has lost records (`verify` says so, exit 1). Its
