@@ -4,10 +4,10 @@ import RewindJournal
 /// The `rewind` command line tool as a library: tests and apps call `run` with arguments and
 /// get the exit code; output goes to the given sinks.
 ///
-/// Exit codes: 0 success, 1 findings (verify or stats found damage, bisect found a failure, repair
-/// showed a plan only, compact met a damaged segment), 2 usage error, 3 the journal cannot be opened or
-/// read, a repair could not finish (or `export --output` cannot write its file, or standard output
-/// cannot be written).
+/// Exit codes (`ExitCode`; each command's help, and `rewind --help`, say which of its outcomes
+/// give which): 0 success; 1 findings, such as damage `verify` found or a failing sequence
+/// `bisect` found; 2 a usage error; 3 the journal cannot be opened or read, or the command cannot
+/// finish its work (a repair, a backup, `export -o`'s file, standard output).
 public struct RewindTool {
   public enum ExitCode: Int32 {
     case success = 0
