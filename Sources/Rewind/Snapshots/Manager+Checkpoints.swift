@@ -14,6 +14,9 @@ extension Manager where M: SnapshotModel {
   /// If the digest cannot be computed or appended, the mark stays without one; that is harmless
   /// (verification reports it as unfinished) and the error is thrown.
   ///
+  /// The mark and the digest are commands of origin `.rewind`: change streams carry them, with
+  /// no keys, as they carry the app's commands (`changes()`).
+  ///
   /// Cancellation counts until the mark is validated, as for any command (`perform`): cancelled
   /// before, it throws `CancellationError` and writes nothing; cancelled after, it still computes
   /// and appends the digest, and returns it.
