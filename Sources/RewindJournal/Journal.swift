@@ -44,9 +44,19 @@ public final class Journal: Sendable {
       throw JournalError(.invalidArgument, "JournalOptions." + problem, directory: directory)
     }
     if options.createIfMissing {
-      do { try io.makeDirectoryDurably(directory) } catch { throw JournalError(error, directory: directory) }
+      do {
+        try io.makeDirectoryDurably(directory)
+      } catch let error as SystemCallError where error.errno == ENOENT {
+        let parent = ResolvedPath.split(directory).parent
+        throw JournalError(
+          .io,
+          "cannot create the journal's directory: its parent directory \(parent) does not exist (a journal is "
+            + "created in an existing directory, not with its parents)", directory: directory, errno: ENOENT)
+      } catch {
+        throw JournalError(error, directory: directory)
+      }
     } else if !io.fileExists(directory) {
-      throw JournalError(.notAJournal, "the directory does not exist", directory: directory)
+      throw JournalError(.notAJournal, JournalError.noSuchDirectory, directory: directory)
     }
     let lockPath = directory + "/" + Layout.lockName
     let lockFD: Int32
@@ -64,9 +74,9 @@ public final class Journal: Sendable {
       throw JournalError(error, directory: directory, file: Layout.lockName)
     }
     guard locked else {
+      let error = JournalError.locked(directory: directory, lockFD: lockFD)
       io.close(lockFD)
-      throw JournalError(
-        .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
+      throw error
     }
     do {
       let manifestPath = directory + "/" + Layout.manifestName
@@ -401,6 +411,12 @@ final class DirectoryLock: Sendable {
   /// How long `take` waits for a closing journal's release: far longer than a writer takes to
   /// finish what was queued and close its files (milliseconds; a sync under `always`).
   static let releaseWaitLimit: DispatchTimeInterval = .seconds(10)
+
+  /// Whether a journal of this process holds the lock of the LOCK file open at `fd`.
+  static func isHeldInThisProcess(_ fd: Int32) -> Bool {
+    guard let key = FileIdentity(fd) else { return false }
+    return heldLocks.withLock { $0[key] != nil }
+  }
 
   /// How many openers wait for a closing journal's lock (`take`), for tests.
   static var waitingOpeners: Int { openersWaiting.load(ordering: .relaxed) }

@@ -155,6 +155,22 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     return text
   }
 
+  /// The message of `.notAJournal` for a directory that does not exist (a wrong path: the advice
+  /// about a journal that lost its manifest does not apply).
+  package static let noSuchDirectory = "the directory does not exist"
+
+  /// `.locked`, for the writer or repair opened on a journal whose lock is held: by a journal of
+  /// this process (its LOCK file open at `lockFD` is listed as held here), or by another process.
+  package static func locked(directory: String, lockFD: Int32?) -> JournalError {
+    let here = lockFD.map(DirectoryLock.isHeldInThisProcess) ?? false
+    return JournalError(
+      .locked, here ? lockedInThisProcess : "another writer holds the journal's lock", directory: directory,
+      file: Layout.lockName)
+  }
+
+  /// The message of `.locked` when a journal of this process holds the lock (its advice differs).
+  static let lockedInThisProcess = "a journal this process opened holds the journal's lock"
+
   /// What a user can do about it.
   var advice: String? {
     if missingBeforeIntactSegments {
@@ -171,6 +187,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
         + "other bytes moved to quarantine/), keeping every segment"
     }
     return switch code {
+    case .locked where message == Self.lockedInThisProcess:
+      "Close the Journal (or the Manager over it) this process opened on the directory first, or open a reader "
+        + "instead"
     case .locked: "Another process is writing to this journal; close it first, or open a reader instead"
     case .corrupt, .sequenceBreak:
       "Committed data is damaged. Run `rewind verify` for a full report; `rewind repair` moves the damaged part aside"
@@ -178,6 +197,7 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     case .calledFromCompletion:
       "Append from a task (`Task { try await journal.append(records) }`) or a thread of its own, not in the completion"
     case .stopped: "Fix the cause of the earlier failure (`Journal.failure`), then reopen the journal"
+    case .notAJournal where message == Self.noSuchDirectory: "Check the path"
     case .notAJournal:
       "Check the path. A directory with segments but no manifest.json needs its manifest back (from a backup, "
         + "or written as Journal/FORMAT.md describes); opening for writing creates a journal only where none is"

@@ -107,7 +107,10 @@ import Testing
     #expect(try await holder.waitForLine { $0 == "locked" })
     #expect {
       try Journal(directory: dir.path)
-    } throws: { ($0 as? JournalError)?.code == .locked }
+    } throws: {
+      ($0 as? JournalError)?.code == .locked
+        && "\($0)".hasPrefix("another writer holds the journal's lock (LOCK) in journal \(dir.path). Another process")
+    }
     // Readers are never refused.
     #expect(try JournalReader(directory: dir.path).lastSequence() == 0)
     try await holder.kill()

@@ -15,6 +15,13 @@ import Testing
     #expect(error?.code == .locked, "\(String(describing: error))")
     #expect(error?.directory == dir.path)
     #expect(error?.file == "LOCK")
+    // Held in this process: said so, not "another process is writing" (a library user's
+    // walkthrough, Dec 7); a repair is refused alike.
+    let held =
+      "a journal this process opened holds the journal's lock (LOCK) in journal \(dir.path). Close the Journal (or "
+      + "the Manager over it) this process opened on the directory first, or open a reader instead"
+    #expect(error?.description == held)
+    #expect(journalError { _ = try Journal.repair(directory: dir.path) }?.description == held)
 
     // The refused open changed nothing: the first writer goes on, readers read.
     #expect(try await first.append([NewRecord(timestamp: 2, payload: [2])]) == 2...2)

@@ -32,7 +32,33 @@ import Testing
       try Journal(directory: dir.appending("missing"), options: options)
     }
     #expect(missing.code == .notAJournal)
-    #expect(missing.description.hasPrefix("\(dir.appending("missing")): "), "\(missing)")
-    #expect(!missing.description.contains("in journal"), "\(missing)")
+    #expect(missing.description == "\(dir.appending("missing")): the directory does not exist. Check the path")
+  }
+
+  /// A reader of a path that does not exist said the directory "holds no manifest.json", with
+  /// advice about restoring a lost manifest, where the writer said it does not exist (a library
+  /// user's walkthrough, Dec 7). Both say so now.
+  @Test func aReaderOfAMissingDirectorySaysItDoesNotExist() throws {
+    let dir = TemporaryDirectory("not-a-journal-missing")
+    let path = dir.appending("missing")
+    let error = try #require(throws: JournalError.self) { try JournalReader(directory: path) }
+    #expect(error.code == .notAJournal)
+    #expect(error.description == "\(path): the directory does not exist. Check the path")
+  }
+
+  /// A writer whose directory's parent does not exist failed with a bare "mkdir …: No such file
+  /// or directory" (a library user's walkthrough, Dec 7): it names the missing parent now.
+  @Test func aWriterWhoseParentIsMissingNamesIt() throws {
+    let dir = TemporaryDirectory("not-a-journal-parent")
+    let parent = dir.appending("missing")
+    let error = try #require(throws: JournalError.self) {
+      try Journal(directory: parent + "/journal", options: JournalOptions(durability: .none))
+    }
+    #expect(error.code == .io && error.errno == ENOENT)
+    #expect(
+      error.message
+        == "cannot create the journal's directory: its parent directory \(parent) does not exist (a journal is "
+        + "created in an existing directory, not with its parents)")
+    #expect(!FileManager.default.fileExists(atPath: parent))
   }
 }

@@ -42,6 +42,10 @@ package struct Manifest: Codable, Equatable {
       bytes = try readBytes(directory: directory, io: io)
     } catch {
       if let error = error as? SystemCallError, error.errno == ENOENT {
+        // No directory at all is a wrong path, not a journal that lost its manifest.
+        guard io.fileExists(directory) else {
+          throw JournalError(.notAJournal, JournalError.noSuchDirectory, directory: directory)
+        }
         throw JournalError(
           .notAJournal, "not a Rewind journal: it holds no \(Layout.manifestName)", directory: directory,
           file: Layout.manifestName)

@@ -79,10 +79,7 @@ extension Journal {
       } catch {
         throw JournalError(error, directory: directory, file: Layout.lockName)
       }
-      guard taken else {
-        throw JournalError(
-          .locked, "another writer holds the journal's lock", directory: directory, file: Layout.lockName)
-      }
+      guard taken else { throw JournalError.locked(directory: directory, lockFD: lockFD) }
     }
     let reader = try JournalReader(directory: directory, limits: options.limits, io: io)
     let verification = try reader.verify()
