@@ -55,6 +55,27 @@ private struct CafeOpened: Event {
   }
 }
 
+/// An event whose name is empty, and a model that registers it.
+private struct Unnamed: Event {
+  static let name = ""
+  var id: Int
+}
+
+private struct UnnamedModel: Model {
+  var rooms = Store<Shelved>(name: "rooms")
+  static func registerEvents(in registry: inout EventRegistry<UnnamedModel>) {
+    registry.register(Unnamed.self) { _, _, _ in }
+  }
+}
+
+/// An event with an empty name was journaled, and every listing showed it without one, where
+/// `--type` could not single it out (a library user's walkthrough, Dec 7): its registration is
+/// refused, as a name registered twice is.
+@Test func anEmptyEventNameIsRefusedAtRegistration() async {
+  await #expect(processExitsWith: .failure) { _ = UnnamedModel.eventRegistry }
+  #expect(Cafes.eventRegistry.knows(name: CafeOpened.name), "a named event registers")
+}
+
 /// A `café.opened` whose id is text: its fields do not decode as `CafeOpened`.
 private struct CafeOpenedMisshapen: Event {
   static let name = CafeOpened.name

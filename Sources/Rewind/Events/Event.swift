@@ -1,7 +1,8 @@
 /// One schema version of an event: what the journal may hold under `name` at `version`.
 /// Old versions only need to decode; an upcaster turns them into the next version.
 public protocol EventVersion: Decodable, Sendable {
-  /// The stable name, such as `note.created`. Never reused for a different meaning.
+  /// The stable name, such as `note.created`: not empty (registering an event without one is a
+  /// precondition failure). Never reused for a different meaning.
   static var name: String { get }
   /// The schema version this type decodes, from 1.
   static var version: UInt32 { get }

@@ -107,6 +107,9 @@ public struct EventRegistry<M: Model>: Sendable {
     applyRun: @escaping ApplyRun, applyAt: @escaping ApplyAt, encodeAt: @escaping EncodeAt,
     decode: @escaping @Sendable ([UInt8], Int) throws -> E
   ) {
+    // An empty name would journal records that every reader's listing shows without one, and
+    // that `--type` cannot single out: a constant of the app, checked where it is registered.
+    precondition(!E.name.isEmpty, "event type \(E.self) has an empty name: give it one, such as \"item.added\"")
     precondition(current[E.name] == nil, "event \(E.name) registered twice")
     let entry = RegisteredEvent(
       type: ObjectIdentifier(E.self), version: E.version,
