@@ -120,7 +120,11 @@ public struct JournalOptions: Sendable {
   /// frame"). Frames of one block (up to 64 KiB of records) are always compressed by one thread.
   /// Default nil: one per active processor.
   public var compressionThreads: Int?
-  /// Create the directory and an empty journal if there is none. Default true.
+  /// Create the directory and an empty journal if there is none. Default true. The directory's
+  /// parent must exist (it is not created). A journal is created only where neither a manifest
+  /// nor a segment is; other files there are left alone and do not stop it, so give a journal a
+  /// directory of its own. With false, a directory that does not exist, or holds no journal, is
+  /// `.notAJournal`.
   public var createIfMissing: Bool = true
   public var limits = JournalLimits()
   /// The id for a journal created by this open; random by default. Tests fix it for golden files.
