@@ -46,7 +46,10 @@ public final class Journal: Sendable {
     if options.createIfMissing {
       do {
         try io.makeDirectoryDurably(directory)
-      } catch let error as SystemCallError where error.errno == ENOENT {
+      } catch let error as SystemCallError
+        where error.errno == ENOENT && !io.fileExists(ResolvedPath.split(directory).parent)
+      {
+        // Checked, not assumed: mkdir says ENOENT in a parent that exists too (in /proc).
         let parent = ResolvedPath.split(directory).parent
         throw JournalError(
           .io,
