@@ -441,6 +441,9 @@ extension PastDamage {
 
   /// Records `error` as read past (once: `tail` may meet it from two windows) and says so; not
   /// when its records lie before `from`.
+  /// Damage the read goes on from at the first record it names (bytes ending a segment whose
+  /// successor starts there) held no record: it is marked so (`holdsNoRecord`), and said so, also
+  /// where the reader's error could not tell (a batch header that declares no payload).
   mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
     guard resume > from, !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }
     if let times, let stamps = error.timestamps, !stamps.overlaps(times),
@@ -448,6 +451,8 @@ extension PastDamage {
     {
       return
     }
+    var error = error
+    if let first = error.sequences?.lowerBound, resume <= first { error.holdsNoRecord = true }
     readingOn(error, resume)
     passed.append(error)
   }
@@ -502,6 +507,19 @@ struct DamageMet: Error, CustomStringConvertible {
         } else {
           "every other event of the selection was"
         }
+      if !passed.isEmpty && passed.allSatisfy(\.holdsNoRecord) {
+        // No record was left out: bytes that are none, each read past at the record expected there.
+        let all =
+          if let limit {
+            "the events of the selection through sequence \(readThrough), up to --limit \(limit), were"
+          } else if lastOnly {
+            "the last events of the selection were"
+          } else {
+            "every event of the selection was"
+          }
+        return errorSentence(passed[0]) + "The journal holds bytes that are no record in \(places), each located "
+          + "above where it was met: no record was left out, and " + all + " written out"
+      }
       return errorSentence(passed.first ?? error) + "The journal is damaged in \(places), each located above "
         + "where it was met: the records named there were not read, and " + written + " written out"
     }
@@ -526,6 +544,7 @@ struct DamageMet: Error, CustomStringConvertible {
     plain.code = .io  // the same place and message, without the advice: the last message gives it
     plain.directory = nil
     plain.missingBeforeIntactSegments = false
+    plain.holdsNoRecord = false
     if let first = error.sequences?.lowerBound, resume <= first {
       // Damage whose extent is unknown (no batch header holds) at the end of a segment whose
       // successor starts where it would: it held none of the records read on from.
