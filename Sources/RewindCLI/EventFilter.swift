@@ -215,21 +215,33 @@ struct EventFilter {
     var window = UInt64(count)
     var found: [[AuditedEvent]] = []
     var total = 0
+    // Damage read past, said once the last events are known: a window reads from its start, and
+    // may meet damage before the events it finds (said, it exited 3 for damage `log` of the same
+    // events does not meet).
+    var met: [(error: JournalError, resume: UInt64)] = []
+    let meet = { (error: JournalError, resume: UInt64) in met.append((error, resume)) }
+    var seen = passed
     while end >= first && total < count {
       let start = end - first + 1 > window ? end - window + 1 : first
       let wanted = count - total
       var matching: [AuditedEvent] = []
-      var records = try PastDamage(reader: reader, directory: directory, through: end, passed: passed) {
+      var records = try PastDamage(reader: reader, directory: directory, through: end, passed: seen) {
         try reader.records(from: start, readingAroundMissingSegments: true)
       }
       records.times = times
+      // The window is `start...end`: damage its cursor meets before `start` (a damaged frame
+      // before the one that holds it) belongs to an earlier window, and the records such a read
+      // goes on from before `start` to that window too (read here, they came out twice, and
+      // reported the damage where `log` of the same selection does not meet it).
+      records.from = start
       // Not asked for a record past `end`: damage may stand right after it (`tail` of a journal
       // whose end it hides reads up to the record before it).
       var more = true
       var readThrough = start - 1
-      defer { passed = records.passed }
+      defer { seen = records.passed }
       do {
-        while more, let record = try records.next(readingOn: readingOn), record.sequence <= end {
+        while more, let record = try records.next(readingOn: meet), record.sequence <= end {
+          guard record.sequence >= start else { continue }
           more = record.sequence < end
           readThrough = record.sequence
           let event = AuditedEvent(record, lineWidth: rendering)
@@ -242,7 +254,7 @@ struct EventFilter {
         if end < top {
           // A later window read from `end + 1`: the records from the damage up to there are not
           // read, those after it were; the events before it count as the window's.
-          records.pass(error, end + 1, readingOn)
+          records.pass(error, end + 1, meet)
         } else {
           // The window that holds the last events: nothing after the damage can be read, and
           // the last events are those before it.
@@ -256,7 +268,16 @@ struct EventFilter {
       end = start - 1
       window = window > UInt64.max / 2 ? .max : window * 2
     }
-    return found.reversed().flatMap { $0 }
+    let events = found.reversed().flatMap { $0 }
+    // What may have held one of the last events: damage after the first of them, or anywhere in
+    // the selection when fewer than `count` were found.
+    let before = total < count ? 0 : events.first?.sequence ?? 0
+    for place in met.sorted(by: { $0.resume < $1.resume })
+    where place.error.sequences.map({ $0.upperBound > before }) ?? true {
+      readingOn(place.error, place.resume)
+      passed.append(place.error)
+    }
+    return events
   }
 
   /// The error for a narrowed selection that matches no event of the journal in `directory`.

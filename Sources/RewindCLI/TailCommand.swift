@@ -102,14 +102,14 @@ enum TailCommand: RewindCommand {
       // Damage that names no records (a segment whose header is damaged, or a file named like
       // one that is none) ends them where a read up to it ends.
       let first = try error.sequences?.lowerBound ?? reader.intactEnd().last + 1
-      guard first > 1 else { throw error }
-      if let (end, stop) = try Self.end(pastDamageFrom: first, in: reader, directory: directory) {
+      if let (end, stop) = try Self.end(pastDamageFrom: max(first, 1), in: reader, directory: directory) {
         // A damaged frame the index does not reach, whose batch header names its records, hides
         // the end from the index alone: the records after it are the journal's last, read as
         // `log` reads them (the windows read past the frame, and say so); damage after them
         // that cannot be read past hides the end there.
         (last, hidden) = (end, filter.to <= end ? nil : stop)
       } else {
+        guard first > 1 else { throw error }
         // A selection that ends before the damage is whole.
         (last, hidden) = (first - 1, filter.to < first ? nil : error)
       }

@@ -641,6 +641,61 @@ extension DamagedJournalCommandTests {
     #expect(past.err.contains("--from \(last + 1) is out of range"), "\(past.err)")
   }
 
+  /// `tail`'s windows read back over two damaged frames: a window's cursor that met the earlier
+  /// frame read on from there and counted records before the window's start as its own, so an
+  /// event came out twice and another not at all, and damage outside the last events was
+  /// reported (the review of the day's change, Dec 7). Whatever the selection, `tail -n N` now
+  /// shows the last N events `log` shows; damage is reported when the events reach back over it.
+  /// And a damaged first frame that hides the end is read past too.
+  @Test func tailShowsWhatLogShowsOverTwoDamagedFrames() async throws {
+    // The reviewer's journal: its last index entry is past both damaged frames.
+    let directory = TemporaryDirectory("cli-tail-two-frames")
+    let path = directory.appending("journal")
+    let demo = try await ToolRun.run(
+      "rewind", ["demo", path, "--events", "3000", "--seed", "1", "--durability", "none"])
+    try #require(demo.status == 0, "\(demo.err)")
+    let name = try #require(Files.list(path).filter { $0.hasSuffix(".lz4") }.sorted().last)
+    var bytes = try Files.read(path + "/" + name)
+    let frames = segmentFrames(in: bytes)
+    let damaged = try [2500, 2600].map { sequence in
+      try #require(frames.first { $0.sequences.contains(UInt64(sequence)) })
+    }
+    for frame in damaged { bytes[frame.middleOfData] ^= 0x5A }
+    try Files.write(bytes, to: path + "/" + name)
+    let lost = Set(damaged.flatMap { Array($0.sequences) })
+    let last = try JournalReader(directory: path).lastSequence()
+    // Rare events too: their windows double, and start inside and past the damaged frames.
+    for selection in [
+      ["-n", "8", "--type", "note.deleted", "--to", "2700"], ["-n", "8", "--type", "reading.itemToggled"],
+      ["-n", "8", "--type", "note.*"], ["-n", "5", "--type", "note.created", "--to", "2650"], ["-n", "30"],
+      ["-n", "600"], ["-n", "3", "--to", "2499"],
+    ] {
+      let count = Int(selection[1])!
+      let tail = try await ToolRun.run("rewind", ["tail", path] + selection)
+      let log = try await ToolRun.run("rewind", ["log", path] + selection.dropFirst(2))
+      let expected = Array(Self.sequences(log).suffix(count))
+      try #require(!expected.isEmpty, "\(selection): \(log.err)")
+      #expect(Self.sequences(tail) == expected, "\(selection): \(tail.err)")
+      // Damage after the first event shown, up to the selection's end, may have held a later
+      // event of the selection: said (exit 3); damage before it is no part of the last events.
+      let end = selection.firstIndex(of: "--to").map { UInt64(selection[$0 + 1])! } ?? last
+      let reachesBack = lost.contains { $0 > expected[0] && $0 <= end }
+      #expect(tail.status == (reachesBack ? 3 : 0), "\(selection): \(tail.err)")
+    }
+
+    // A journal of one index entry whose first frame is damaged: the end it hides is read past.
+    let small = try await NotebookJournal.write(commands: 20, seed: 84)
+    let only = try #require(Files.list(small.path).filter { $0.hasSuffix(".lz4") }.last)
+    var first = try Files.read(small.directory.appending(only))
+    let frame = try #require(segmentFrames(in: first).first)
+    try #require(frame.header.firstSequence == 1 && frame.header.lastSequence + 3 <= small.lastSequence)
+    first[frame.middleOfData] ^= 0x5A
+    try Files.write(first, to: small.directory.appending(only))
+    let three = try await ToolRun.run("rewind", ["tail", small.path, "-n", "3"])
+    #expect(three.status == 0, "\(three.err)")
+    #expect(Self.sequences(three) == Array((small.lastSequence - 2)...small.lastSequence), "\(three.out)")
+  }
+
   /// A time selection that a damaged frame's records lie outside (its batch header, which holds,
   /// stamps them) reported the frame as read past and exited 3, and `export -o` refused the whole
   /// export, though the selection was whole (the review of the audit commands, entry 305's "Left").
