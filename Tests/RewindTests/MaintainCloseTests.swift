@@ -78,6 +78,46 @@ import Testing
     #expect(SnapshotStore(journal: directory.path).sequences() == [10, 20], "snapshots due at the start")
   }
 
+  /// A state whose snapshot file would be larger than any reader takes made `Snapshots.update`
+  /// throw (entry 334), which ended the whole maintenance job: checkpoints stopped too, for good,
+  /// since later states are no smaller (the review of the day's change, Dec 7). The job now stops
+  /// taking snapshots and goes on recording checkpoints. Files of at most 10 bytes here: every
+  /// state is too large.
+  @Test func aStateTooLargeToSnapshotStopsTheSnapshotsNotTheCheckpoints() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try open(directory)
+    try await commit(12, to: manager)
+    let changes = manager.changes()
+    let digests = Locked(0)
+    let watcher = Task {
+      for await change in changes where change.events.contains(where: { $0.event is CheckpointDigest }) {
+        digests.withLock { $0 += 1 }
+      }
+    }
+    var policy = SnapshotPolicy(directory: directory.path, every: 10, keep: 2)
+    policy.fileLimit = 10
+    let ended = Locked(false)
+    let job = Task {
+      defer { ended.withLock { $0 = true } }
+      try await manager.maintain(checkpointEvery: 10, snapshots: policy)
+    }
+    try await manager.waitUntil(observersAttached: 2)
+    try await commit(12, to: manager)
+    // Two checkpoints (12 records before the job, 12 after), unless the job ends first.
+    let deadline = ContinuousClock.now + .seconds(60)
+    while digests.withLock({ $0 }) < 2 && !ended.withLock({ $0 }) && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    #expect(digests.withLock { $0 } == 2, "a second checkpoint, after the snapshot was refused")
+    manager.close()
+    let outcome = await job.result
+    #expect(throws: Never.self) { try outcome.get() }
+    await watcher.value
+    #expect(SnapshotStore(journal: directory.path).sequences().isEmpty)
+    let report = try Replay.verify(Gauge.self, directory: directory.path)
+    #expect(report.checkpointsVerified == 2 && report.firstDivergence == nil, "\(report)")
+  }
+
   /// Snapshots of other model code (here `Tally`'s, as after an upgrade of the model) stand for no
   /// state: the job counted its next snapshot from the newest file whatever its code, so with 25
   /// records, snapshots every 10 and another code's file at 20, the first of this code waited

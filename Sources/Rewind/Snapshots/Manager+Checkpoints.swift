@@ -50,7 +50,10 @@ extension Manager where M: SnapshotModel {
   /// counts: the records since the journal's last checkpoint and its newest snapshot of this model
   /// code, so a job started when one is due records it at once, and an app whose runs are each
   /// shorter than an interval still gets them. A close that finds the job behind (a checkpoint still due) ends it
-  /// too, without an error. Other errors end it and are thrown.
+  /// too, without an error. A state whose snapshot file would be larger than
+  /// `SnapshotStore.maxFileBytes` ends the snapshots alone: the job takes none for the rest of its
+  /// run (later states are no smaller) and goes on recording checkpoints. Other errors end it and
+  /// are thrown.
   ///
   /// The job follows the changes through a bounded stream (`changes(bufferingAtMost:)`, at most
   /// 4,096 changes waiting), so a burst of commands while it is busy (a digest or a snapshot
@@ -105,6 +108,7 @@ extension Manager where M: SnapshotModel {
     // from one would put off the first snapshot of this code by up to an interval.
     var snapshotted =
       snapshots.map { SnapshotStore(journal: $0.directory).newestSequence(fingerprint: M.fingerprint) ?? 0 } ?? start
+    var snapshotting = snapshots
     var sequence = start
     var changes = stream.makeAsyncIterator()
     while true {
@@ -121,13 +125,21 @@ extension Manager where M: SnapshotModel {
         }
         await following.afterCheckpoint()
       }
-      if let snapshots, sequence >= snapshotted, sequence - snapshotted >= snapshots.interval {
+      if let policy = snapshotting, sequence >= snapshotted, sequence - snapshotted >= policy.interval {
         snapshotted = sequence
         // Through what this manager committed: the records written after it may yet fail.
         let committed = sequence
-        _ = try await onThreadOfItsOwn(named: "rewind.snapshots.update") {
-          try Snapshots.update(
-            M.self, directory: snapshots.directory, every: snapshots.interval, keep: snapshots.keep, through: committed)
+        do {
+          _ = try await onThreadOfItsOwn(named: "rewind.snapshots.update") {
+            try Snapshots.update(
+              M.self, directory: policy.directory, every: policy.interval, keep: policy.keep, through: committed,
+              fileLimit: policy.fileLimit)
+          }
+        } catch EncodingError.invalidValue(_, let context) where context.underlyingError is SnapshotStore.FileTooLarge {
+          // The state outgrew what a snapshot file may hold, and later states are no smaller:
+          // snapshots stop for the rest of this job (each would encode the whole state for
+          // nothing), and checkpoints go on.
+          snapshotting = nil
         }
       }
       var next: CommittedChange?
@@ -231,6 +243,8 @@ public struct SnapshotPolicy: Sendable {
   public var interval: UInt64
   /// How many of the newest snapshots to keep; at least 1.
   public var keep: Int
+  /// The largest snapshot file written (nil: `SnapshotStore.maxFileBytes`; tests give less).
+  var fileLimit: Int64?
 
   public init(directory: String, every interval: UInt64, keep: Int = 4) {
     self.directory = directory

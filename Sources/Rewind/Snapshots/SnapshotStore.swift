@@ -43,6 +43,10 @@ public struct SnapshotStore: Sendable {
 
   var folder: String { directory + "/" + SnapshotStore.folderName }
 
+  /// The cause `write` gives its `EncodingError` for a state whose file would be larger than
+  /// `maxFileBytes`: a manager's maintenance stops taking snapshots on it, and goes on.
+  package struct FileTooLarge: Error {}
+
   /// The largest snapshot file read (1 GiB): a larger one is skipped as unreadable, so no file
   /// can make a reader allocate without bound; `write` refuses a state whose file would be larger.
   public static let maxFileBytes: Int64 = 1 << 30
@@ -105,7 +109,8 @@ public struct SnapshotStore: Sendable {
           codingPath: [],
           debugDescription: "the snapshot after record \(sequence) would be \(encoded.count) bytes, more than the "
             + "\(fileLimit) a snapshot file may have (SnapshotStore.maxFileBytes): not written; replays start from an "
-            + "earlier snapshot or the journal's first record"))
+            + "earlier snapshot or the journal's first record",
+          underlyingError: FileTooLarge()))
     }
     try reader.makeDurable(through: sequence)
     try io.makeJournalFolder(folder)

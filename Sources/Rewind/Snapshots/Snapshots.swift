@@ -69,9 +69,18 @@ public enum Snapshots {
   public static func update<M: SnapshotModel>(
     _ type: M.Type, directory: String, every interval: UInt64, keep: Int = 4, through: UInt64? = nil
   ) throws -> [UInt64] {
+    try update(type, directory: directory, every: interval, keep: keep, through: through, fileLimit: nil)
+  }
+
+  /// `update(_:directory:every:keep:through:)`, writing files of at most `fileLimit` bytes (nil:
+  /// `SnapshotStore.maxFileBytes`; tests give less).
+  static func update<M: SnapshotModel>(
+    _ type: M.Type, directory: String, every interval: UInt64, keep: Int, through: UInt64?, fileLimit: Int64?
+  ) throws -> [UInt64] {
     precondition(interval > 0, "a snapshot interval is at least 1")
     precondition(keep > 0, "snapshots are pruned to at least 1, not \(keep)")
-    let store = SnapshotStore(journal: directory)
+    let store = SnapshotStore(
+      journal: directory, io: PosixFileIO(), fileLimit: fileLimit ?? SnapshotStore.maxFileBytes)
     var written: [UInt64] = []
     var options = ReplayOptions()
     options.verifyCheckpoints = false
