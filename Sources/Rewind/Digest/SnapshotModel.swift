@@ -1,7 +1,10 @@
 /// A model whose state can be written down: what digests, snapshots, checkpoints and the time
 /// machine need on top of `Model`.
 ///
-/// The `Codable` form must be deterministic: equal states must encode alike in every process.
+/// The `Codable` form must be lossless: every stored property an apply function sets is written
+/// and read back (a hand-written form that leaves one out would restore another state than
+/// replay builds; `SnapshotStore.write` reads each state back first, and refuses such a one).
+/// It must be deterministic too: equal states must encode alike in every process.
 /// `Store` and `ValueStore` are, so the synthesized conformance of a model made of stores is. A
 /// `Set` or `Dictionary` in a record or value is written sorted, so its elements or keys must be
 /// `Comparable`: one of anything else, holding two or more, has only its hash order, which changes

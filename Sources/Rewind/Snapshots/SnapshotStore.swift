@@ -90,8 +90,10 @@ public struct SnapshotStore: Sendable {
   /// - Throws: `EncodingError` if the state does not encode, or holds the double -0.0 (a snapshot
   ///   holds the canonical encoding, which writes it as 0.0: a state read back would differ from
   ///   the one replay gives, see `CanonicalEncoding.encodeExactly`), or if its file would be larger
-  ///   than the `maxFileBytes` every reader skips (nothing is written then); `JournalError` if the
-  ///   journal cannot be synced; `SystemCallError` from the disk.
+  ///   than the `maxFileBytes` every reader skips, or if the state read back from its encoding is
+  ///   not the state (a property the model's `Codable` form leaves out: `SnapshotFidelity`);
+  ///   nothing is written then. `JournalError` if the journal cannot be synced; `SystemCallError`
+  ///   from the disk.
   @discardableResult
   public func write<M: SnapshotModel>(_ state: M, at sequence: UInt64) throws -> StateDigest {
     let reader = try JournalReader(directory: directory, io: io)
@@ -112,6 +114,7 @@ public struct SnapshotStore: Sendable {
             + "earlier snapshot or the journal's first record",
           underlyingError: FileTooLarge()))
     }
+    try Self.checkReadBack(state, from: bytes)
     try reader.makeDurable(through: sequence)
     try io.makeJournalFolder(folder)
     try whileWriting {
@@ -446,6 +449,32 @@ public struct SnapshotStore: Sendable {
       throw .inconsistent("the decoded state does not encode back to the recorded digest")
     }
     return state
+  }
+
+  /// Reads `state` back from its encoding `bytes`, as a start from its snapshot would.
+  /// - Throws: `EncodingError.invalidValue` when it does not decode, or decodes to another state
+  ///   (`SnapshotFidelity`): a property the model's `Codable` form leaves out.
+  private static func checkReadBack<M: SnapshotModel>(_ state: M, from bytes: [UInt8]) throws {
+    let decoded: M
+    do {
+      decoded = try FieldDecoder().decode(M.self, from: bytes)
+    } catch {
+      throw EncodingError.invalidValue(
+        state,
+        EncodingError.Context(
+          codingPath: [], debugDescription: "the state's Codable form does not decode back: \(error)",
+          underlyingError: error))
+    }
+    let lost = SnapshotFidelity.lostProperties(state, decoded)
+    guard lost.isEmpty else {
+      throw EncodingError.invalidValue(
+        state,
+        EncodingError.Context(
+          codingPath: [],
+          debugDescription: "the state's Codable form loses \(lost.joined(separator: ", ")): read back from a "
+            + "snapshot, \(M.self) would not be the state replay builds, so none is written. Its encode(to:) and "
+            + "init(from:) must write and read every stored property that an apply function sets"))
+    }
   }
 
   /// Whether `encoded` holds exactly `bytes[range]` (compared by `memcmp`, not byte by byte).
