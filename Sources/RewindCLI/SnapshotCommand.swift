@@ -11,8 +11,8 @@ enum SnapshotCommand: RewindCommand {
     Replays the journal in DIR (from the newest usable snapshot) and writes the state after its
     last record to DIR/snapshots/, atomically; with --keep K (1 to 1000000: the one written is
     always kept), then removes all but the newest K usable snapshots at or before it (a damaged
-    file, another journal's or other model code's counts for nothing and is left; one past the
-    journal's end, a
+    file, another journal's or other model code's counts for nothing: left when newer than the
+    oldest kept, removed with the rest when older; one past the journal's end, a
     sign of records lost, is left for `rewind verify` to report, with a note).
     Snapshots only ever save time: replay checks each one and skips any that is corrupt,
     foreign or written by other model code (`rewind replay` and `verify` list them).
