@@ -20,9 +20,9 @@ internal import RewindJournal
 ///
 /// Which registration reads a journal: the one named by `--model NAME`; else the only one
 /// registered; else the one whose events include every event name and version among the
-/// journal's first 1,000 records; else, when none reads them all, the one that alone knows some
-/// of their event names (its replay then names the record it cannot read); when several or none
-/// do, the command asks for `--model`.
+/// journal's first 1,000 records; else, when none reads them all, the one that alone knows more
+/// than half of their distinct event names (its replay then names the record it cannot read);
+/// when several or none do, the command asks for `--model`.
 public struct ModelRegistration: Sendable {
   /// The name users type (`--model NAME`) and output shows.
   public let name: String
@@ -189,7 +189,11 @@ extension RewindTool.Context {
   /// Damage among them (a damaged frame, a missing segment, read around as replay reads the
   /// records before it) ends the look there: the records before it choose, as only they can be
   /// replayed; damage before any record is thrown.
-  func readers(of directory: String) throws -> (readers: [ModelRegistration], knowing: [ModelRegistration]) {
+  /// `known` counts, for each registered model in order, the distinct names it knows of the
+  /// `names` distinct event names read.
+  func readers(of directory: String) throws -> (
+    readers: [ModelRegistration], knowing: [ModelRegistration], known: [Int], names: Int
+  ) {
     let cursor = try JournalReader(directory: directory, limits: .largest).records(
       from: 1, readingAroundMissingSegments: true)
     var candidates = models
@@ -210,7 +214,7 @@ extension RewindTool.Context {
       for (index, model) in models.enumerated() where model.knows(header.name) { knownNames[index] += 1 }
     }
     let known = models.indices.filter { knownNames[$0] * 2 > names.count }.map { models[$0] }
-    return (events == 0 && records > 0 ? [] : candidates, known)
+    return (events == 0 && records > 0 ? [] : candidates, known, knownNames, names.count)
   }
 
   /// The cursor's next record; nil at damage met after `read` records, which it ends the look at.

@@ -29,10 +29,19 @@ extension VerifyCommand {
       // replay names that record as a problem, which skipping the replay with a note would hide.
       let readers = journal.readers.isEmpty && journal.knowing.count == 1 ? journal.knowing : journal.readers
       guard readers.count == 1 else {
+        // How much of the journal each model knows: a journal of which one knows half the names
+        // (an app of its own sharing one, or a newer version of that model's app) is no model's.
+        let knownShare = zip(context.models, journal.known).filter { $0.1 > 0 }.map {
+          "\($0.0.name) knows \($0.1) of \(journal.names)"
+        }
         let names = context.models.map(\.name).joined(separator: ", ")
+        let none =
+          knownShare.isEmpty
+          ? "knows this journal's events"
+          : "knows more than half of this journal's event names (\(knownShare.joined(separator: ", ")))"
         output.out(
           readers.isEmpty
-            ? "note: replay not checked: no registered model (\(names)) knows this journal's events\n"
+            ? "note: replay not checked: no registered model (\(names)) \(none)\n"
             : "note: replay not checked: several models read this journal; pick one with --model NAME\n")
         return nil
       }

@@ -141,7 +141,10 @@ import Testing
     journal.close()
     let run = try await ToolRun.run("rewind", ["verify", directory.path])
     #expect(run.status == 0, "\(run.out)\(run.err)")
-    #expect(run.out.contains("note: replay not checked: no registered model (workspace) knows this journal's events\n"))
+    #expect(
+      run.out.contains(
+        "note: replay not checked: no registered model (workspace) knows more than half of this journal's event "
+          + "names (workspace knows 1 of 2)\n"), "\(run.out)")
     #expect(
       run.out.hasSuffix(
         "decoded: 3 events field by field, all sound\n"

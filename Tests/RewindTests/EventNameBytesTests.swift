@@ -101,4 +101,36 @@ private struct CafeOpenedMisshapen: Event {
     let named = try #require(underlying.firstMatch(of: /found a string at byte (\d+)/).flatMap { Int($0.1) })
     #expect(payload[named] == FieldTag.string.rawValue && named > fieldsStart, "\(underlying)")
   }
+
+  /// An app's own error from its `init(from:)` names no byte: it gets no word about counting them
+  /// (the review of the day's change, Dec 7).
+  @Test func anErrorThatNamesNoByteIsSaidAsItIs() throws {
+    let payload = try EventRecord.encode(CafeOpened(id: -1), origin: .user, commandID: Identifier(high: 1, low: 1))
+    let record = JournalRecord(sequence: 1, timestamp: 1, payload: payload)
+    let error = #expect(throws: ReplayError.self) { try Replay.rebuild(StrictCafes.self, records: [record]) }
+    #expect(error?.code == .undecodableEvent)
+    #expect(error?.underlying == "an id is never negative", "\(String(describing: error))")
+  }
+}
+
+/// `café.opened`, whose decoding refuses a negative id with an error of the app's own.
+private struct StrictOpened: Event {
+  static let name = CafeOpened.name
+  var id: Int
+
+  struct Refused: Error, CustomStringConvertible {
+    var description: String { "an id is never negative" }
+  }
+
+  init(from decoder: any Decoder) throws {
+    id = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .id)
+    if id < 0 { throw Refused() }
+  }
+}
+
+private struct StrictCafes: Model {
+  var rooms = Store<Shelved>(name: "rooms")
+  static func registerEvents(in registry: inout EventRegistry<StrictCafes>) {
+    registry.register(StrictOpened.self) { _, _, _ in }
+  }
 }

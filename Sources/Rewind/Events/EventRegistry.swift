@@ -308,7 +308,8 @@ extension ReplayError {
     _ error: any Error, sequence: UInt64, name: String, version: UInt32, fieldsAt bodyOffset: Int
   ) -> ReplayError {
     var underlying = String(describing: error)
-    if !(error is UpcasterMismatch) {
+    // Said where the error names a byte: an app's own error from its `init(from:)` names none.
+    if !(error is UpcasterMismatch), underlying.contains(" byte ") {
       underlying += "; bytes are counted from the payload's first, and its fields start at byte \(bodyOffset)"
     }
     return ReplayError(.undecodableEvent, sequence: sequence, name: name, version: version, underlying: underlying)
