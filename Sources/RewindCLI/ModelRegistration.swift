@@ -49,9 +49,17 @@ public struct ModelRegistration: Sendable {
   ///   - name: the name users type (`--model NAME`) and output shows.
   ///   - invariants: named predicates over the state, for `rewind bisect` and `check` in `rewind debug`.
   ///   - queries: named reads of the state rendered as JSON, for `query NAME` in `rewind debug`.
+  /// - Precondition: the invariants' names differ, and so do the queries' (`--invariant NAME`,
+  ///   `check NAME` and `query NAME` would reach only the first).
   public init<M: SnapshotModel>(
     _ type: M.Type, name: String, invariants: [Invariant<M>] = [], queries: [ModelQuery<M>] = []
   ) {
+    if let repeated = firstRepeated(invariants.map(\.name)) {
+      preconditionFailure("model \(name) has two invariants named '\(repeated)': only the first could be checked")
+    }
+    if let repeated = firstRepeated(queries.map(\.name)) {
+      preconditionFailure("model \(name) has two queries named '\(repeated)': only the first could be asked")
+    }
     self.name = name
     self.fingerprint = M.fingerprint
     self.invariantNames = invariants.map(\.name)

@@ -1,0 +1,48 @@
+import Notebook
+import Rewind
+import RewindCLI
+import Testing
+
+/// Two models, invariants, queries or commands of one name were taken, and every use of the name
+/// reached the first: `bisect --invariant same` checked only the first of two invariants named
+/// `same`, and `--model labels` only the first of two models (a library user's walkthrough,
+/// Dec 7). A tool or registration holding a repeated name is refused as it is made.
+@Suite struct RegistrationNameTests {
+  @Test func aRepeatedModelNameIsRefused() async {
+    await #expect(processExitsWith: .failure) {
+      _ = RewindTool(
+        models: [ModelRegistration(Workspace.self, name: "w"), ModelRegistration(Workspace.self, name: "w")])
+    }
+    #expect(
+      RewindTool(models: [ModelRegistration(Workspace.self, name: "w"), ModelRegistration(Workspace.self, name: "v")])
+        .models.count == 2)
+  }
+
+  @Test func aRepeatedInvariantOrQueryNameIsRefused() async {
+    await #expect(processExitsWith: .failure) {
+      _ = ModelRegistration(
+        Workspace.self, name: "w",
+        invariants: [Invariant("same") { _ in true }, Invariant("same") { _ in false }])
+    }
+    await #expect(processExitsWith: .failure) {
+      _ = ModelRegistration(
+        Workspace.self, name: "w", queries: [ModelQuery("count") { $0.notes.count }, ModelQuery("count") { _ in 0 }])
+    }
+    let distinct = ModelRegistration(
+      Workspace.self, name: "w", invariants: [Invariant("one") { _ in true }, Invariant("two") { _ in true }],
+      queries: [ModelQuery("count") { $0.notes.count }])
+    #expect(distinct.invariantNames == ["one", "two"] && distinct.queryNames == ["count"])
+  }
+
+  @Test func aCommandNamedAsABuiltInOneIsRefused() async {
+    await #expect(processExitsWith: .failure) { _ = RewindTool(commands: [Shadowing.self]) }
+  }
+}
+
+/// An app's command named as the built-in `log`.
+private enum Shadowing: RewindCommand {
+  static let name = "log"
+  static let summary = "an app's log"
+  static let help = "Usage: rewind log\n"
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode { .success }
+}
