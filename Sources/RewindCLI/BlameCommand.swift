@@ -10,7 +10,9 @@ enum BlameCommand: RewindCommand {
 
     Every event that touched the record with id ENTITY (32 hex digits, in capitals or not, in
     whichever collection holds it), or the value collection named ENTITY, oldest first, each with
-    the record after it ("removed" once it is gone). With --json, one JSON object per event per
+    the record after it ("removed" once it is gone). When records of two collections have ids of
+    that text, those of the collection the first event touched are shown, and a note after them
+    (on standard error with --json) names the others. With --json, one JSON object per event per
     line. An event is shown as replay applied it: one written in an older schema version,
     upcast to the current one, says so at the end of its line ("... v1 origin user command ID
     (upcast to v2)"; in JSON
@@ -45,7 +47,7 @@ enum BlameCommand: RewindCommand {
     let progress = ProgressLine("blame: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback
-    let entries = try replaying(model, directory) { try session.blame(entity) }
+    let (entries, others) = try replaying(model, directory) { try session.blame(entity) }
     progress.finish()
     // Damage hides the end: the records before it were read, and the answer is about them alone.
     let hidden = session.endHiddenBy.map { error in
@@ -78,10 +80,26 @@ enum BlameCommand: RewindCommand {
             + "    after \(after ?? "removed")\n")
       }
     }
+    // Said after the events (on standard error with --json, whose lines are all events).
+    if let note = otherStoresNote(others, listed: store, id: id) {
+      if args.flag("json") {
+        output.err(visible("rewind blame: " + note) + "\n")
+      } else {
+        output.out(visible(note) + "\n")
+      }
+    }
     if let hidden {
       throw hidden(
         "every event among them that touched \(id) is shown above; events after the damage were not read")
     }
     return .success
+  }
+
+  /// What a blame says of the other stores whose records of the id's text events touched too: it
+  /// lists the store the first event touched (nil when no other did).
+  static func otherStoresNote(_ others: [String], listed store: String, id: String) -> String? {
+    guard !others.isEmpty else { return nil }
+    return "note: records of id \(id) in \(others.joined(separator: ", ")) were touched too; the events above are "
+      + "those of \(store), the first touched"
   }
 }

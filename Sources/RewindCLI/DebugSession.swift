@@ -410,7 +410,7 @@ final class DebugSession {
     if rest[0] == "name" {
       found = try nextRecord(named: rest[1], after: start)
     } else {
-      found = try machine.blame(rest[1]).first { $0.event.envelope.sequence > start }?.event.envelope.sequence
+      found = try machine.blame(rest[1]).entries.first { $0.event.envelope.sequence > start }?.event.envelope.sequence
     }
     guard let found else {
       throw UsageError(
@@ -553,11 +553,12 @@ final class DebugSession {
 
   private func blame(_ rest: [String]) throws {
     let id = try single(rest, "blame ID")
-    let entries = try machine.blame(id)
+    let (entries, others) = try machine.blame(id)
     guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'\(beforeDamage)") }
     for entry in entries {
       say(shown: envelopeLine(entry.event))
       say(shown: "    after " + (entry.after.map(StateInspector.json) ?? "removed"))
     }
+    if let note = BlameCommand.otherStoresNote(others, listed: entries[0].store, id: entries[0].id) { say(shown: note) }
   }
 }

@@ -40,7 +40,9 @@ protocol ModelSession: AnyObject {
   /// lowercase digits); nil if absent.
   func recordJSON(_ id: String) -> (store: String, key: String, json: String)?
   func diff(from: UInt64, to: UInt64) throws -> StateDiff
-  func blame(_ id: String) throws -> [EntityBlame]
+  /// Every event that touched the entity `id`, in the store the first one touched, and the other
+  /// stores whose records of that id's text events touched too.
+  func blame(_ id: String) throws -> (entries: [EntityBlame], otherStores: [String])
   /// What the event at `sequence` did, applied to the state before it; nil for a checkpoint.
   func effect(of sequence: UInt64) throws -> EventEffect?
   /// The last sequence number of the command whose record is at `sequence` (see
@@ -109,7 +111,9 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
   /// An identifier typed in capitals that no event touched as typed is looked up again as the
   /// lowercase digits record keys hold (`TimeMachine.blame(entity:through:)`, as `RecordKey`).
-  func blame(_ id: String) throws -> [EntityBlame] { try machine.blame(entity: id, through: through) }
+  func blame(_ id: String) throws -> (entries: [EntityBlame], otherStores: [String]) {
+    try machine.blameNamingOtherStores(entity: id, through: through)
+  }
   func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 
   func commandEnd(from sequence: UInt64) throws -> UInt64 { try machine.commandEnd(from: sequence, through: through) }

@@ -1,7 +1,8 @@
 import Notebook
 import Rewind
-import RewindCLI
 import Testing
+
+@testable import RewindCLI
 
 /// Two models, invariants, queries or commands of one name were taken, and every use of the name
 /// reached the first: `bisect --invariant same` checked only the first of two invariants named
@@ -45,4 +46,14 @@ private enum Shadowing: RewindCommand {
   static let summary = "an app's log"
   static let help = "Usage: rewind log\n"
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode { .success }
+}
+
+/// What `blame` says after the events of one store when records of another with the same id's
+/// text were touched too (it said nothing of them: a library user's walkthrough, Dec 7).
+@Test func blameNamesTheOtherStoresOfAnId() {
+  #expect(BlameCommand.otherStoresNote([], listed: "labels", id: "42") == nil)
+  #expect(
+    BlameCommand.otherStoresNote(["aliases", "tags"], listed: "labels", id: "42")
+      == "note: records of id 42 in aliases, tags were touched too; the events above are those of labels, the first "
+      + "touched")
 }

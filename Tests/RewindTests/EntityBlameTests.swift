@@ -57,6 +57,11 @@ struct ShelfPlaced: Event {
   #expect(entries.map(\.event.envelope.sequence) == [1, 3])
   #expect(entries.map(\.store) == ["crates", "crates"])
   #expect(entries.map { ($0.after as? Shelved)?.label } == ["crate one", "crate one, relabelled"])
+  // The other store that holds a record of that id's text is named (blame said nothing of it: a
+  // library user's walkthrough, Dec 7); an id one store holds names none.
+  let named = try machine.blameNamingOtherStores(entity: "1")
+  #expect(named.entries.map(\.event.envelope.sequence) == [1, 3] && named.otherStores == ["boxes"])
+  #expect(try machine.blameNamingOtherStores(entity: "2").otherStores.isEmpty)
 }
 
 /// An id that counts how often it is formatted.

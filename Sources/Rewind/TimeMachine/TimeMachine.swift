@@ -561,38 +561,56 @@ public final class TimeMachine<M: SnapshotModel> {
 
   /// Every event that touched the entity `id` (a record's id as text, in whichever store holds
   /// it, or a value store's name), with the record after each (nil once removed). One pass over
-  /// the journal's events; an id no event touched gives an empty list. Formats the ids of the
-  /// records each event touched, no others: the record after a match is found by its id.
+  /// the journal's events; an id no event touched gives an empty list. When records of two
+  /// stores have ids of that text, the store the first event touched is the one listed
+  /// (`blameNamingOtherStores` names the others). Formats the ids of the records each event
+  /// touched: the record after a match is found by its id.
   /// `through` ends the pass there (nil: at `lastSequence`; see `lastIntactSequence`). An
   /// identifier typed in capitals that no event touched as typed is looked for again as the
   /// lowercase digits stores key records by (another pass).
   public func blame(entity id: String, through: UInt64? = nil) throws -> [EntityBlame] {
+    try blameNamingOtherStores(entity: id, through: through).entries
+  }
+
+  /// `blame(entity:through:)`, and the other stores (sorted by name) whose records of that id's
+  /// text events touched too, which it does not list.
+  package func blameNamingOtherStores(entity id: String, through: UInt64? = nil) throws -> (
+    entries: [EntityBlame], otherStores: [String]
+  ) {
     let spellings = Identifier.spellings(of: id)
     for spelling in spellings.dropLast() {
-      let entries = try blame(spelledAs: spelling, through: through)
-      if !entries.isEmpty { return entries }
+      let found = try blame(spelledAs: spelling, through: through)
+      if !found.entries.isEmpty { return found }
     }
     return try blame(spelledAs: spellings[spellings.count - 1], through: through)
   }
 
-  private func blame(spelledAs id: String, through: UInt64?) throws -> [EntityBlame] {
+  private func blame(spelledAs id: String, through: UInt64?) throws -> (
+    entries: [EntityBlame], otherStores: [String]
+  ) {
     // The store the first match pinned (another store may hold a record with the same id's
     // text), and the record's id as its store types it (nil for a value store).
     var found: (store: String, id: (any Sendable)?)?
     var entries: [EntityBlame] = []
+    var others: Set<String> = []
     try forEachEvent(keepingRecordIDs: true, wholeCommands: false, through: through) {
       recorded, state, touched, touchedRecords in
       var matched = false
-      for record in touchedRecords where found.map({ $0.store == record.store && $0.id != nil }) ?? true {
-        if String(describing: record.id) == id {
+      for record in touchedRecords {
+        let pinned = found.map { $0.store == record.store && $0.id != nil } ?? true
+        guard String(describing: record.id) == id else { continue }
+        if !pinned {
+          others.insert(record.store)
+        } else if !matched {
           found = (record.store, record.id)
           matched = true
-          break
         }
       }
       if !matched, found.map({ $0.id == nil }) ?? true, touched.contains(.value(id)) {
         found = (id, nil)
         matched = true
+      } else if found?.id != nil, touched.contains(.value(id)) {
+        others.insert(id)  // a value store of that name, beside the records listed
       }
       guard matched, let found else { return true }
       let holder = StateInspector.stores(of: state).first { $0.name == found.store }
@@ -601,7 +619,7 @@ public final class TimeMachine<M: SnapshotModel> {
       entries.append(EntityBlame(event: recorded, store: found.store, id: id, after: after))
       return true
     }
-    return entries
+    return (entries, others.sorted())
   }
 
   private func blame<V: Sendable>(_ key: ChangeKey, through: UInt64?, read: (M) -> V?) throws -> [Blame<V>] {
