@@ -178,10 +178,24 @@ public enum Replay {
   /// Every event in the journal in `directory`, decoded and upcast, with its envelope (checkpoints
   /// left out).
   public static func events<M: Model>(of type: M.Type, directory: String) throws -> [RecordedEvent] {
+    try events(of: type, directory: directory, from: 1)
+  }
+
+  /// The events of the records `first...last` of the journal in `directory` (to its end, when it
+  /// ends before `last`), decoded and upcast as replay decodes them, with their envelopes
+  /// (checkpoints left out): what a reader of a change stream that fell behind reads to catch up
+  /// ("Change streams" in the documentation), or a follower in another process reads of the
+  /// records appended since it last looked.
+  /// - Throws: `ReplayError` for a record the model cannot read; `JournalError` when the journal
+  ///   cannot be read (damage, located).
+  public static func events<M: Model>(
+    of type: M.Type, directory: String, from first: UInt64, through last: UInt64 = .max
+  ) throws -> [RecordedEvent] {
     let registry = M.makeRegistry()
-    let cursor = try reader(directory).records(from: 1)
+    guard first <= last else { return [] }
+    let cursor = try reader(directory).records(from: max(first, 1))
     var events: [RecordedEvent] = []
-    while let record = try cursor.next() {
+    while let record = try cursor.next(), record.sequence <= last {
       if case .event(let recorded) = try DecodedRecords.decode(record, registry: registry) {
         events.append(recorded)
       }
