@@ -559,12 +559,10 @@ extension DamagedJournalCommandTests {
     }
   }
 
-  /// A frame that fails its checksum in the last segment past the last index entry hides the
-  /// end from `readableEnd()`, which does not step over frames, so `--from` went unchecked: past
-  /// the end, `log` and `export` listed nothing and exited 0 (the review of Dec 6, entry 315's
-  /// "Left"). The cursor that stepped over the frame on the way read to the end: out of range,
-  /// as in an intact journal; the last record and the frame's own records are as before.
-  @Test func aFromPastTheEndBeyondADamagedFrameIsOutOfRange() async throws {
+  /// A journal whose last segment has one index entry and a frame in its middle that fails its
+  /// checksum (its batch header holds), so that the frame hides the end from `readableEnd()`:
+  /// the journal, the segment's name and the frame; nil (an issue recorded) if it does not.
+  static func endHiddenByADamagedFrame() async throws -> (NotebookJournal, String, SegmentFrame)? {
     var options = JournalOptions(durability: .none)
     options.indexIntervalBytes = 1 << 20
     let journal = try await NotebookJournal.write(commands: 120, seed: 82, options: options)
@@ -578,8 +576,18 @@ extension DamagedJournalCommandTests {
     try Files.write(bytes, to: segment)
     guard case .failure = try JournalReader(directory: journal.path).readableEnd() else {
       Issue.record("the damage does not hide the end; the test needs it to")
-      return
+      return nil
     }
+    return (journal, name, frame)
+  }
+
+  /// A frame that fails its checksum in the last segment past the last index entry hides the
+  /// end from `readableEnd()`, which does not step over frames, so `--from` went unchecked: past
+  /// the end, `log` and `export` listed nothing and exited 0 (the review of Dec 6, entry 315's
+  /// "Left"). The cursor that stepped over the frame on the way read to the end: out of range,
+  /// as in an intact journal; the last record and the frame's own records are as before.
+  @Test func aFromPastTheEndBeyondADamagedFrameIsOutOfRange() async throws {
+    guard let (journal, name, frame) = try await Self.endHiddenByADamagedFrame() else { return }
     let last = journal.lastSequence
     for arguments in [["log", journal.path], ["export", journal.path, "--jsonl"]] {
       for from in [last + 1, last + 50] {
@@ -603,21 +611,7 @@ extension DamagedJournalCommandTests {
   /// "Left"). It reads past the frame as `log` does: the journal's last events, the frame located
   /// with the sequences not read (exit 3); a `--from` past the end is out of range (exit 2).
   @Test func tailReadsPastADamagedFrameThatHidesTheEnd() async throws {
-    var options = JournalOptions(durability: .none)
-    options.indexIntervalBytes = 1 << 20
-    let journal = try await NotebookJournal.write(commands: 120, seed: 82, options: options)
-    let name = try #require(Files.list(journal.path).filter { $0.hasSuffix(".lz4") }.last)
-    let segment = journal.directory.appending(name)
-    var bytes = try Files.read(segment)
-    let frames = segmentFrames(in: bytes)
-    try #require(frames.count > 6)
-    let frame = frames[frames.count / 2]
-    bytes[frame.middleOfData] ^= 0x5A
-    try Files.write(bytes, to: segment)
-    guard case .failure = try JournalReader(directory: journal.path).readableEnd() else {
-      Issue.record("the damage does not hide the end; the test needs it to")
-      return
-    }
+    guard let (journal, name, frame) = try await Self.endHiddenByADamagedFrame() else { return }
     let last = journal.lastSequence
     let lost = frame.header.firstSequence...frame.header.lastSequence
     try #require(lost.upperBound + 3 <= last)
