@@ -272,8 +272,10 @@ struct EventFilter {
     // What may have held one of the last events: damage after the first of them, or anywhere in
     // the selection when fewer than `count` were found.
     let before = total < count ? 0 : events.first?.sequence ?? 0
+    // A place's records lie before the read went on (`resume`), whether or not it names them (a
+    // segment whose header is damaged names none).
     for place in met.sorted(by: { $0.resume < $1.resume })
-    where place.error.sequences.map({ $0.upperBound > before }) ?? true {
+    where min(place.error.sequences?.upperBound ?? .max, place.resume - 1) > before {
       readingOn(place.error, place.resume)
       passed.append(place.error)
     }

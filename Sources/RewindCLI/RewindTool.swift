@@ -138,13 +138,14 @@ public struct RewindTool {
   ///   - models: the app's models, for replay, diff, blame, bisect, debug and snapshot. Journal-level
   ///     commands (log, show, stats, tail, export, the integrity part of verify) need none.
   ///   - commands: commands of the app's own, listed and dispatched like the built-in ones.
-  /// - Precondition: the models' names differ, and the commands' names differ from each other and
-  ///   from the built-in ones (`--model NAME` and the command word would reach only the first).
+  /// - Precondition: the models' names differ, and so do the commands' (`--model NAME` and the
+  ///   command word would reach only the first). A command named like a built-in one takes its
+  ///   place.
   public init(models: [ModelRegistration] = [], commands: [any RewindCommand.Type] = []) {
     if let name = firstRepeated(models.map(\.name)) {
       preconditionFailure("two models are registered as '\(name)': `--model \(name)` would reach only the first")
     }
-    if let name = firstRepeated(Self.builtIn.map { $0.name } + commands.map { $0.name }) {
+    if let name = firstRepeated(commands.map { $0.name }) {
       preconditionFailure("two commands are named '\(name)': `rewind \(name)` would run only the first")
     }
     self.models = models

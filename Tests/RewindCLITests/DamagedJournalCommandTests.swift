@@ -690,6 +690,30 @@ extension DamagedJournalCommandTests {
     #expect(Self.sequences(three) == Array((small.lastSequence - 2)...small.lastSequence), "\(three.out)")
   }
 
+  /// Damage that names no records (a segment whose header is damaged) was said by `tail` whenever
+  /// a window reached back over it, though all its records lie before the read went on, and so
+  /// before the last events: exit 3, and `-f` did not follow, where `log` of the same events
+  /// exits 0 (the review of the latest commits, Dec 7). Swept over counts and selections.
+  @Test func tailSaysDamageThatNamesNoRecordsOnlyWhenTheEventsReachBackOverIt() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let path = journal.directory.appending(segments[1])
+    var bytes = try Files.read(path)
+    bytes[20] ^= 0x5A
+    try Files.write(bytes, to: path)
+    let resumed = try #require(UInt64(segments[2].prefix(20)))
+    for type in ["note.*", "notebook.*", "note.deleted"] {
+      let log = try await ToolRun.run("rewind", ["log", journal.path, "--type", type])
+      let all = Self.sequences(log)
+      guard all.count > 2 else { continue }
+      for count in stride(from: 1, to: min(all.count, 40), by: 3) {
+        let tail = try await ToolRun.run("rewind", ["tail", journal.path, "-n", String(count), "--type", type])
+        let expected = Array(all.suffix(count))
+        #expect(Self.sequences(tail) == expected, "\(type) -n \(count): \(tail.err)")
+        #expect(tail.status == (expected[0] < resumed ? 3 : 0), "\(type) -n \(count): \(tail.err)")
+      }
+    }
+  }
+
   /// A time selection that a damaged frame's records lie outside (its batch header, which holds,
   /// stamps them) reported the frame as read past and exited 3, and `export -o` refused the whole
   /// export, though the selection was whole (the review of the audit commands, entry 305's "Left").

@@ -35,8 +35,12 @@ import Testing
     #expect(distinct.invariantNames == ["one", "two"] && distinct.queryNames == ["count"])
   }
 
-  @Test func aCommandNamedAsABuiltInOneIsRefused() async {
-    await #expect(processExitsWith: .failure) { _ = RewindTool(commands: [Shadowing.self]) }
+  /// Two of the app's commands of one name are refused; one named like a built-in command takes
+  /// its place, as it always did.
+  @Test func aRepeatedCommandNameIsRefused() async throws {
+    await #expect(processExitsWith: .failure) { _ = RewindTool(commands: [Shadowing.self, Shadowing.self]) }
+    let tool = RewindTool(commands: [Shadowing.self])
+    #expect(tool.allCommands.filter { $0.name == "log" }.map { $0.summary } == ["an app's log"])
   }
 }
 
