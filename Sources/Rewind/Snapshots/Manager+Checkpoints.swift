@@ -50,10 +50,10 @@ extension Manager where M: SnapshotModel {
   /// counts: the records since the journal's last checkpoint and its newest snapshot of this model
   /// code, so a job started when one is due records it at once, and an app whose runs are each
   /// shorter than an interval still gets them. A close that finds the job behind (a checkpoint still due) ends it
-  /// too, without an error. A state whose snapshot file would be larger than
-  /// `SnapshotStore.maxFileBytes` ends the snapshots alone: the job takes none for the rest of its
-  /// run (later states are no smaller) and goes on recording checkpoints. Other errors end it and
-  /// are thrown.
+  /// too, without an error. A state whose snapshot would serve no reader (its file larger than
+  /// `SnapshotStore.maxFileBytes`, or the state read back from it not the state:
+  /// `SnapshotStore.write`) ends the snapshots alone: the job takes none for the rest of its run
+  /// and goes on recording checkpoints. Other errors end it and are thrown.
   ///
   /// The job follows the changes through a bounded stream (`changes(bufferingAtMost:)`, at most
   /// 4,096 changes waiting), so a burst of commands while it is busy (a digest or a snapshot
@@ -135,10 +135,12 @@ extension Manager where M: SnapshotModel {
               M.self, directory: policy.directory, every: policy.interval, keep: policy.keep, through: committed,
               fileLimit: policy.fileLimit)
           }
-        } catch EncodingError.invalidValue(_, let context) where context.underlyingError is SnapshotStore.FileTooLarge {
-          // The state outgrew what a snapshot file may hold, and later states are no smaller:
-          // snapshots stop for the rest of this job (each would encode the whole state for
-          // nothing), and checkpoints go on.
+        } catch EncodingError.invalidValue(_, let context) where context.underlyingError is SnapshotStore.WouldNotServe
+        {
+          // A snapshot that would serve no reader: the state outgrew what a file may hold (later
+          // ones are no smaller), or it would not read back as itself (a model's form that loses
+          // a property loses it in every state). Snapshots stop for the rest of this job (each
+          // would encode the whole state for nothing), and checkpoints go on.
           snapshotting = nil
         }
       }

@@ -8,30 +8,30 @@ enum SnapshotFidelity {
   /// as they were; empty when the encoding lost nothing.
   ///
   /// Compared with `==`, which a NaN fails (it is unequal to itself, encoded or not), so a state
-  /// that compares unequal is looked at property by property: a store by its canonical encoding
-  /// (its records' `Codable` forms), any other property by `==`, then by its reflection (where a
-  /// NaN reads as `nan` on both sides). A property that then still differs is lost.
+  /// that compares unequal is looked at property by property: each by `==`, then, when it is
+  /// `Encodable`, by its own canonical encoding (which writes a NaN, or an `Optional` holding
+  /// `nil`, alike on both sides, and a dictionary's keys sorted, whatever their hash order). A
+  /// property that then still differs is lost: the model's form left it out or changed it.
   static func lostProperties<M: Model>(_ state: M, _ decoded: M) -> [String] {
     if state == decoded { return [] }
     let read = Array(Mirror(reflecting: decoded).children)
     var lost: [String] = []
     for (index, child) in Mirror(reflecting: state).children.enumerated() {
-      guard index < read.count else {
+      guard index < read.count, alike(child.value, read[index].value) else {
         lost.append(child.label ?? "#\(index)")
         continue
       }
-      if !alike(child.value, read[index].value) { lost.append(child.label ?? "#\(index)") }
     }
     // Unequal, yet alike property by property: a NaN's doing.
     return lost
   }
 
   private static func alike(_ a: Any, _ b: Any) -> Bool {
-    if a is any ComparableCollection, let a = a as? any Encodable, let b = b as? any Encodable {
-      return (try? CanonicalEncoding.encode(a)) == (try? CanonicalEncoding.encode(b))
-    }
     if let a = a as? any Equatable, equal(a, b) { return true }
-    return String(reflecting: a) == String(reflecting: b)
+    guard let a = a as? any Encodable, let b = b as? any Encodable,
+      let encodedA = try? CanonicalEncoding.encode(a), let encodedB = try? CanonicalEncoding.encode(b)
+    else { return false }
+    return encodedA == encodedB
   }
 
   private static func equal<T: Equatable>(_ a: T, _ b: Any) -> Bool { (b as? T) == a }

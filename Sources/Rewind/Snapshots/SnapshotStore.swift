@@ -43,9 +43,10 @@ public struct SnapshotStore: Sendable {
 
   var folder: String { directory + "/" + SnapshotStore.folderName }
 
-  /// The cause `write` gives its `EncodingError` for a state whose file would be larger than
-  /// `maxFileBytes`: a manager's maintenance stops taking snapshots on it, and goes on.
-  package struct FileTooLarge: Error {}
+  /// The cause `write` gives its `EncodingError` for a state whose snapshot would serve no reader:
+  /// its file would be larger than `maxFileBytes`, or the state read back from it would not be
+  /// the state. A manager's maintenance stops taking snapshots on it, and goes on.
+  package struct WouldNotServe: Error {}
 
   /// The largest snapshot file read (1 GiB): a larger one is skipped as unreadable, so no file
   /// can make a reader allocate without bound; `write` refuses a state whose file would be larger.
@@ -112,7 +113,7 @@ public struct SnapshotStore: Sendable {
           debugDescription: "the snapshot after record \(sequence) would be \(encoded.count) bytes, more than the "
             + "\(fileLimit) a snapshot file may have (SnapshotStore.maxFileBytes): not written; replays start from an "
             + "earlier snapshot or the journal's first record",
-          underlyingError: FileTooLarge()))
+          underlyingError: WouldNotServe()))
     }
     try Self.checkReadBack(state, from: bytes)
     try reader.makeDurable(through: sequence)
@@ -455,25 +456,30 @@ public struct SnapshotStore: Sendable {
   /// - Throws: `EncodingError.invalidValue` when it does not decode, or decodes to another state
   ///   (`SnapshotFidelity`): a property the model's `Codable` form leaves out.
   private static func checkReadBack<M: SnapshotModel>(_ state: M, from bytes: [UInt8]) throws {
+    let refused = { (description: String) in
+      EncodingError.invalidValue(
+        state, EncodingError.Context(codingPath: [], debugDescription: description, underlyingError: WouldNotServe()))
+    }
     let decoded: M
     do {
       decoded = try FieldDecoder().decode(M.self, from: bytes)
     } catch {
-      throw EncodingError.invalidValue(
-        state,
-        EncodingError.Context(
-          codingPath: [], debugDescription: "the state's Codable form does not decode back: \(error)",
-          underlyingError: error))
+      throw refused("the state's Codable form does not decode back: \(error)")
     }
     let lost = SnapshotFidelity.lostProperties(state, decoded)
     guard lost.isEmpty else {
-      throw EncodingError.invalidValue(
-        state,
-        EncodingError.Context(
-          codingPath: [],
-          debugDescription: "the state's Codable form loses \(lost.joined(separator: ", ")): read back from a "
-            + "snapshot, \(M.self) would not be the state replay builds, so none is written. Its encode(to:) and "
-            + "init(from:) must write and read every stored property that an apply function sets"))
+      throw refused(
+        "the state's Codable form loses \(lost.joined(separator: ", ")): read back from a snapshot, \(M.self) "
+          + "would not be the state replay builds, so none is written. Its encode(to:) and init(from:) must write "
+          + "and read every stored property that an apply function sets")
+    }
+    // Every reader encodes the state it read again and compares the bytes (`load`): a state whose
+    // reading does not encode back to them (an optional holding `nil`, written as null, read back
+    // as `nil` and then left out) would be skipped by all of them.
+    guard (try? CanonicalEncoding.encode(decoded, capacity: bytes.count)) == bytes else {
+      throw refused(
+        "the state read back from its encoding does not encode to the same bytes (an Optional holding nil, written "
+          + "as null, reads back as nil), so every reader would skip its snapshot: none is written")
     }
   }
 
