@@ -400,6 +400,9 @@ struct PastDamage {
         // segment's name that disagrees with the records, as only a crafted file can) would
         // return records again, and meet this damage again, for ever.
         var tried = returned
+        // The places met on the way: one met again is not read past again (two places whose
+        // read-on points lead to each other would otherwise be read past in turn for ever).
+        var visited: Set<String> = [Self.place(error)]
         meeting: while true {
           let points = DamageMet.readOnPoints(after: met, reader: reader).filter { $0 > tried }
           for resume in points where resume <= through {
@@ -414,11 +417,15 @@ struct PastDamage {
               // Another damaged place right where the read would go on (damaged frames one after
               // the other): read past in turn when its records are known, not skipped with every
               // intact record up to the next segment, unlocated.
-              guard again.file != met.file || again.offset != met.offset,
+              guard !visited.contains(Self.place(again)),
                 DamageMet.readOnPoints(after: again, reader: reader).contains(where: { $0 > resume })
               else { continue }
+              visited.insert(Self.place(again))
               pass(met, resume, readingOn)
-              (met, tried) = (again, resume)
+              // `resume` itself is tried again after `again`: a cursor from it alone may start
+              // past `again` (bytes that are no batch ending a sealed segment, after a damaged
+              // frame: the record at `resume` opens the next segment, intact).
+              (met, tried) = (again, resume - 1)
               continue meeting
             }
           }
@@ -440,6 +447,9 @@ struct PastDamage {
 }
 
 extension PastDamage {
+  /// Where a damaged place is: its file and byte offset.
+  fileprivate static func place(_ error: JournalError) -> String { "\(error.file ?? "")#\(error.offset ?? -1)" }
+
   /// A cursor from `resume`, reading around missing segments: right after the batch `met`
   /// locates when `resume` follows the records its header names and that header still holds (a
   /// frame that fails its checksum). A cursor made from `resume` alone checks that frame again

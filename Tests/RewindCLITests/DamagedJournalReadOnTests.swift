@@ -230,4 +230,30 @@ extension DamagedJournalCommandTests {
     let after = try await ToolRun.run("rewind", ["verify", journal.path])
     #expect(after.status == 0 && after.out.contains("last sequence \(journal.lastSequence)"), "\(after.out)")
   }
+
+  /// A damaged last frame of a sealed segment, followed by bytes that are no batch: reading past
+  /// the frame met the bytes, and reading past them went on after the next segment's first
+  /// record, which was left out and called not read (the review of the latest commits, Dec 7).
+  /// The next segment's first record is tried again after the bytes: only the frame's records
+  /// are missing, and the bytes are said to hold none.
+  @Test func aDamagedFrameThenBytesThatAreNoBatchLeaveOutOnlyTheFrame() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let path = journal.directory.appending(segments[1])
+    var bytes = try Files.read(path)
+    let frame = try #require(segmentFrames(in: bytes).last)
+    bytes[frame.middleOfData] ^= 0x5A
+    try Files.write(bytes + [UInt8](repeating: 0xAB, count: 100), to: path)
+    let next = try #require(UInt64(segments[2].prefix(20)))
+    try #require(frame.header.lastSequence + 1 == next)
+    let expected = Array(1...journal.lastSequence).filter { !frame.sequences.contains($0) }
+    for arguments in Self.readers(journal.path) {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
+      #expect(
+        run.err.contains(
+          "the next segment starts at sequence \(next), so no record was skipped, reading on from there"),
+        "\(arguments): \(run.err)")
+    }
+  }
 }
