@@ -474,6 +474,7 @@ extension PastDamage {
 
   /// Records `error` as read past (once: `tail` may meet it from two windows) and says so; not
   /// when its records lie before `from`.
+  ///
   /// Damage the read goes on from at the first record it names (bytes ending a segment whose
   /// successor starts there) held no record: it is marked so (`holdsNoRecord`), and said so, also
   /// where the reader's error could not tell (a batch header that declares no payload).

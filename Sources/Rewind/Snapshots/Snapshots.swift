@@ -62,9 +62,10 @@ public enum Snapshots {
   /// - Returns: the sequence numbers written, ascending.
   /// - Throws: what replaying the journal throws (`JournalError`, `ReplayError`); what
   ///   `SnapshotStore.write(_:at:)` throws, but for the -0.0 a state cannot be written exactly
-  ///   with (that multiple is passed over): an `EncodingError` of the model's own or for a state
-  ///   whose file no reader would take (`SnapshotStore.maxFileBytes`), a `JournalError` or
-  ///   `SystemCallError` from the disk. The snapshots written before it stay.
+  ///   with (that multiple is passed over): an `EncodingError` of the model's own, or for a state
+  ///   whose snapshot would serve no reader (its file larger than `SnapshotStore.maxFileBytes`,
+  ///   or the state read back from it not the state), a `JournalError` or `SystemCallError` from
+  ///   the disk. The snapshots written before it stay.
   @discardableResult
   public static func update<M: SnapshotModel>(
     _ type: M.Type, directory: String, every interval: UInt64, keep: Int = 4, through: UInt64? = nil
