@@ -5,29 +5,39 @@
 /// `SnapshotStore.write` reads each state back before writing it, and refuses one that differs.
 enum SnapshotFidelity {
   /// The stored properties of `state` that `decoded`, read back from its encoding, does not hold
-  /// as they were; empty when the encoding lost nothing.
+  /// as they were; empty when the encoding lost nothing. `again` is a second reading of the same
+  /// bytes, asked for only when `state` and `decoded` compare unequal.
   ///
-  /// Compared with `==`, which a NaN fails (it is unequal to itself, encoded or not), so a state
-  /// that compares unequal is looked at property by property: each by `==`, then, when it is
-  /// `Encodable`, by its own canonical encoding (which writes a NaN, or an `Optional` holding
-  /// `nil`, alike on both sides, and a dictionary's keys sorted, whatever their hash order). A
-  /// property that then still differs is lost: the model's form left it out or changed it.
-  static func lostProperties<M: Model>(_ state: M, _ decoded: M) -> [String] {
+  /// Compared with `==`, which a NaN fails (it is unequal to itself, encoded or not; and a value
+  /// compared with itself may not tell, as storage it shares with itself compares equal at once),
+  /// so a state that compares unequal is looked at property by property. A property equal in
+  /// both is alike. One unequal, whose two readings are equal to each other, changed: `==` is
+  /// reliable for it (no NaN), and its own encoding would not tell (a value whose form loses a
+  /// field encodes alike before and after it is read back). One whose two readings differ holds a
+  /// NaN, and is compared by its canonical encoding (which writes a NaN alike on both sides, and
+  /// a dictionary's keys sorted, whatever their hash order); so is one that is not `Equatable`. A
+  /// property both holding a NaN and changed by its own lossy form passes: the encodings agree.
+  static func lostProperties<M: Model>(_ state: M, _ decoded: M, again: () throws -> M) rethrows -> [String] {
     if state == decoded { return [] }
     let read = Array(Mirror(reflecting: decoded).children)
+    let reread = Array(Mirror(reflecting: try again()).children)
     var lost: [String] = []
     for (index, child) in Mirror(reflecting: state).children.enumerated() {
-      guard index < read.count, alike(child.value, read[index].value) else {
+      guard index < read.count, index < reread.count, alike(child.value, read[index].value, reread[index].value)
+      else {
         lost.append(child.label ?? "#\(index)")
         continue
       }
     }
-    // Unequal, yet alike property by property: a NaN's doing.
     return lost
   }
 
-  private static func alike(_ a: Any, _ b: Any) -> Bool {
-    if let a = a as? any Equatable, equal(a, b) { return true }
+  /// Whether `a` and its reading `b` (read again as `c`) are alike.
+  private static func alike(_ a: Any, _ b: Any, _ c: Any) -> Bool {
+    if let a = a as? any Equatable {
+      if equal(a, b) { return true }
+      if let b = b as? any Equatable, equal(b, c) { return false }
+    }
     guard let a = a as? any Encodable, let b = b as? any Encodable,
       let encodedA = try? CanonicalEncoding.encode(a), let encodedB = try? CanonicalEncoding.encode(b)
     else { return false }

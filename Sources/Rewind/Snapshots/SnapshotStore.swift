@@ -460,13 +460,15 @@ public struct SnapshotStore: Sendable {
       EncodingError.invalidValue(
         state, EncodingError.Context(codingPath: [], debugDescription: description, underlyingError: WouldNotServe()))
     }
-    let decoded: M
-    do {
-      decoded = try FieldDecoder().decode(M.self, from: bytes)
-    } catch {
-      throw refused("the state's Codable form does not decode back: \(error)")
+    let read = {
+      do {
+        return try FieldDecoder().decode(M.self, from: bytes)
+      } catch {
+        throw refused("the state's Codable form does not decode back: \(error)")
+      }
     }
-    let lost = SnapshotFidelity.lostProperties(state, decoded)
+    let decoded = try read()
+    let lost = try SnapshotFidelity.lostProperties(state, decoded, again: read)
     guard lost.isEmpty else {
       throw refused(
         "the state's Codable form loses \(lost.joined(separator: ", ")): read back from a snapshot, \(M.self) "
