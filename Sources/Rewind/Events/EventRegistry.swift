@@ -174,7 +174,13 @@ public struct EventRegistry<M: Model>: Sendable {
   /// Names are compared by their UTF-8 bytes, as replay, `stats` and `log --type` compare them:
   /// a name in another Unicode form than its registration is another event's.
   public func canDecode(name: String, version: UInt32) -> Bool {
-    guard let current = current[name], hasName(withBytesOf: name) else { return false }
+    hasName(withBytesOf: name) && reaches(name: name, from: version)
+  }
+
+  /// Whether version `version` of the registered name `name` is current or upcasts to it (the
+  /// name's bytes checked by the caller: replay's fallback has found them in the table already).
+  private func reaches(name: String, from version: UInt32) -> Bool {
+    guard let current = current[name] else { return false }
     if version == current.version { return true }
     var version = version
     while version < current.version {
@@ -201,7 +207,7 @@ public struct EventRegistry<M: Model>: Sendable {
     // equality says: in another Unicode form it is another name to `stats` and `log --type`,
     // which compare bytes, and replay must not apply it as the registered one.
     guard nameIndex != nil, let current = current[header.name],
-      header.version == current.version || canDecode(name: header.name, version: header.version)
+      header.version == current.version || reaches(name: header.name, from: header.version)
     else {
       throw ReplayError(.unknownEvent, sequence: sequence, name: header.name, version: header.version)
     }
