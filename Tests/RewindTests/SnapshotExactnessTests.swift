@@ -62,9 +62,30 @@ struct ReadingTaken: Event {
 /// Snapshots are shortcuts, never a source of truth: such a state gets none.
 @Suite struct SnapshotExactnessTests {
   private func manager(_ directory: TemporaryDirectory) throws -> Manager<Gauge> {
-    try Manager<Gauge>(
+    try manager(of: Gauge.self, directory)
+  }
+
+  /// A manager of `M` over `directory`: durability `none`, a stepping clock, sequential ids.
+  private func manager<M: Model>(of _: M.Type, _ directory: TemporaryDirectory) throws -> Manager<M> {
+    try Manager<M>(
       directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
       ids: .sequential())
+  }
+
+  /// Expects `Snapshots.take` of the journal in `directory` to refuse its state with an
+  /// `EncodingError` whose description starts `saying`, and to write nothing.
+  private func expectRefused<M: SnapshotModel>(
+    _ type: M.Type, _ directory: TemporaryDirectory, saying prefix: String, _ what: String
+  ) {
+    do {
+      _ = try Snapshots.take(type, directory: directory.path)
+      Issue.record("\(what) was snapshotted")
+    } catch let EncodingError.invalidValue(_, context) {
+      #expect(context.debugDescription.hasPrefix(prefix), "\(context.debugDescription)")
+    } catch {
+      Issue.record("\(what): \(error)")
+    }
+    #expect(SnapshotStore(journal: directory.path).sequences().isEmpty)
   }
 
   @Test(arguments: ["level", "reading"])
@@ -141,9 +162,7 @@ struct ReadingTaken: Event {
   @Test(arguments: [false, true])
   func aStateIsSnapshottedWhenItReadsBackAlike(endingWithARemoval: Bool) async throws {
     let directory = TemporaryDirectory()
-    let manager = try Manager<Totals>(
-      directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
-      ids: .sequential())
+    let manager = try self.manager(of: Totals.self, directory)
     try await manager.perform(.user) { _, command in
       for index in 0..<100 { command.record(TotalSet(key: "k\(index)", value: Double(index))) }
       for index in 3..<100 { command.record(TotalSet(key: "k\(index)", value: nil)) }
@@ -152,15 +171,9 @@ struct ReadingTaken: Event {
     }
     manager.close()
     guard !endingWithARemoval else {
-      do {
-        _ = try Snapshots.take(Totals.self, directory: directory.path)
-        Issue.record("a state whose optional holds nil was snapshotted")
-      } catch let EncodingError.invalidValue(_, context) {
-        #expect(
-          context.debugDescription.hasPrefix("the state's Codable form loses lastRemoved"),
-          "\(context.debugDescription)")
-      }
-      #expect(SnapshotStore(journal: directory.path).sequences().isEmpty)
+      expectRefused(
+        Totals.self, directory, saying: "the state's Codable form loses lastRemoved",
+        "a state whose optional holds nil")
       return
     }
     let taken = try #require(try Snapshots.take(Totals.self, directory: directory.path))
@@ -177,38 +190,24 @@ struct ReadingTaken: Event {
   /// refuses one that differs, naming the property; nothing is written.
   @Test func aCodableFormThatLosesAPropertyGetsNoSnapshot() async throws {
     let directory = TemporaryDirectory()
-    let manager = try Manager<Forgetful>(
-      directory: directory.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
-      ids: .sequential())
+    let manager = try self.manager(of: Forgetful.self, directory)
     for value in [1.0, 2.0, 3.0] {
       try await manager.perform(.user) { _, command in command.record(LevelSet(value: value)) }
     }
     manager.close()
-    do {
-      _ = try Snapshots.take(Forgetful.self, directory: directory.path)
-      Issue.record("a state whose Codable form loses `sets` was snapshotted")
-    } catch let EncodingError.invalidValue(_, context) {
-      #expect(
-        context.debugDescription.hasPrefix("the state's Codable form loses sets: read back from a snapshot,"),
-        "\(context.debugDescription)")
-    }
-    #expect(SnapshotStore(journal: directory.path).sequences().isEmpty)
+    expectRefused(
+      Forgetful.self, directory, saying: "the state's Codable form loses sets: read back from a snapshot,",
+      "a state whose Codable form loses `sets`")
 
     // A property whose own form loses a field encodes alike before and after it is read back: it
     // is caught by `==` all the same (the review of the last fixes, Dec 7).
     let nested = TemporaryDirectory()
-    let noted = try Manager<Noted>(
-      directory: nested.path, options: JournalOptions(durability: .none), clock: .stepping(from: 1_000),
-      ids: .sequential())
+    let noted = try self.manager(of: Noted.self, nested)
     try await noted.perform(.user) { _, command in command.record(LevelSet(value: 2)) }
     noted.close()
-    do {
-      _ = try Snapshots.take(Noted.self, directory: nested.path)
-      Issue.record("a state whose property's own Codable form loses a field was snapshotted")
-    } catch let EncodingError.invalidValue(_, context) {
-      #expect(
-        context.debugDescription.hasPrefix("the state's Codable form loses reading:"), "\(context.debugDescription)")
-    }
+    expectRefused(
+      Noted.self, nested, saying: "the state's Codable form loses reading:",
+      "a state whose property's own Codable form loses a field")
   }
 
   /// The canonical encoding itself still writes -0.0 as 0.0: a digest of equal states is equal.
