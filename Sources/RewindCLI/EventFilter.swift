@@ -479,7 +479,7 @@ extension PastDamage {
   /// successor starts there) held no record: it is marked so (`holdsNoRecord`), and said so, also
   /// where the reader's error could not tell (a batch header that declares no payload).
   mutating func pass(_ error: JournalError, _ resume: UInt64, _ readingOn: (JournalError, UInt64) -> Void) {
-    guard resume > from, !passed.contains(where: { $0.file == error.file && $0.offset == error.offset }) else { return }
+    guard resume > from, !passed.contains(where: { Self.place($0) == Self.place(error) }) else { return }
     if let times, let stamps = error.timestamps, !stamps.overlaps(times),
       let sequences = error.sequences, sequences.upperBound < .max, resume == sequences.upperBound + 1
     {
