@@ -5,8 +5,8 @@
 /// `SnapshotStore.write` reads each state back before writing it, and refuses one that differs.
 enum SnapshotFidelity {
   /// The stored properties of `state` that `decoded`, read back from its encoding, does not hold
-  /// as they were; empty when the encoding lost nothing. `again` is a second reading of the same
-  /// bytes, asked for only when `state` and `decoded` compare unequal.
+  /// as they were; empty when the encoding lost nothing. For a `state` and `decoded` that
+  /// compare unequal (the caller compares them); `again` is a second reading of the same bytes.
   ///
   /// Compared with `==`, which a NaN fails (it is unequal to itself, encoded or not; and a value
   /// compared with itself may not tell, as storage it shares with itself compares equal at once),
@@ -18,7 +18,6 @@ enum SnapshotFidelity {
   /// a dictionary's keys sorted, whatever their hash order); so is one that is not `Equatable`. A
   /// property both holding a NaN and changed by its own lossy form passes: the encodings agree.
   static func lostProperties<M: Model>(_ state: M, _ decoded: M, again: () throws -> M) rethrows -> [String] {
-    if state == decoded { return [] }
     let read = Array(Mirror(reflecting: decoded).children)
     let reread = Array(Mirror(reflecting: try again()).children)
     var lost: [String] = []

@@ -468,6 +468,9 @@ public struct SnapshotStore: Sendable {
       }
     }
     let decoded = try read()
+    // Equal states encode alike (`SnapshotModel`): an equal reading encodes back to `bytes`, and
+    // the common case costs the decoding and one comparison. Only an unequal one is looked into.
+    guard state != decoded else { return }
     let lost = try SnapshotFidelity.lostProperties(state, decoded, again: read)
     guard lost.isEmpty else {
       throw refused(
