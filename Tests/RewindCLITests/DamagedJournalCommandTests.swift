@@ -508,6 +508,41 @@ extension DamagedJournalCommandTests {
     #expect(verify.status == 1 && verify.out.contains("a stray file named like a segment"), "\(verify.out)")
   }
 
+  /// A copy of the first segment saved under a number inside the journal's range, in a middle
+  /// segment's range and in the last one's: `tail`, `show`, `log --from` and `replay --to`, which
+  /// seek a segment by its name, read the copy and stopped at it as damage (`tail -n 2` showed
+  /// two events from the middle of the journal, exit 3), though `log` read every record. They
+  /// pass over it now; `verify` still names it, for `repair` to move aside.
+  @Test func readsThatSeekASegmentPassOverACopyNamedInsideTheJournal() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let firsts = segments.compactMap(Layout.firstSequence(ofSegmentNamed:))
+    let last = journal.lastSequence
+    try #require(firsts[2] - firsts[1] >= 3 && last - firsts.last! >= 3, "\(firsts), \(last)")
+    let inside = firsts[1] + 1
+    let inLast = firsts.last! + 1
+    let copy = try Files.read(journal.directory.appending(segments[0]))
+    for first in [inside, inLast] {
+      try Files.write(copy, to: journal.directory.appending(Layout.segmentName(firstSequence: first)))
+    }
+
+    let tail = try await ToolRun.run("rewind", ["tail", journal.path, "-n", "2"])
+    #expect(tail.status == 0, "\(tail.err)")
+    #expect(Self.sequences(tail) == [last - 1, last], "\(tail.out)")
+    for from in [inside, inside + 1, inLast + 1] {
+      let log = try await ToolRun.run("rewind", ["log", journal.path, "--from", String(from)])
+      #expect(log.status == 0, "\(log.err)")
+      #expect(Self.sequences(log) == Array(from...last), "from \(from): \(log.err)")
+      let show = try await ToolRun.run("rewind", ["show", journal.path, String(from)])
+      #expect(show.status == 0, "\(show.err)")
+      #expect(show.out.hasPrefix("event \(from) in "), "\(show.out)")
+      let replay = try await ToolRun.run("rewind", ["replay", journal.path, "--to", String(from)])
+      #expect(replay.status == 0, "\(replay.err)")
+    }
+    let verify = try await ToolRun.run("rewind", ["verify", journal.path])
+    #expect(verify.status == 1, "\(verify.out)")
+    #expect(verify.out.components(separatedBy: "a copy of it under another name").count == 3, "\(verify.out)")
+  }
+
   /// A file named like the segment of sequence 2^64 − 1 and holding a valid header of this
   /// journal: the damage it stands for spans more sequence numbers than `Int` counts, and every
   /// command trapped (SIGILL, exit 132) as its message counted them. Each says where it is now.

@@ -148,6 +148,8 @@ import Testing
       let problem = try #require(verification.problems.first)
       #expect(problem.file == victim)
       #expect(problem.message.contains("holds committed records"), "\(problem)")
+      let opening = journalError { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) }
+      #expect(opening?.file == victim && opening?.isStrayFile == false, "\(String(describing: opening))")
       let done = try Journal.repair(directory: dir.path)
       #expect(done.moved.map(\.segment) == [victim])
       #expect(done.moved.first?.reason.contains("holds committed records") == true, "\(done.moved)")
@@ -210,5 +212,74 @@ import Testing
     #expect(try Files.read(dir.appending(Layout.quarantineName + "/" + copy)) == Files.read(dir.appending(segments[1])))
     #expect(try JournalReader(directory: dir.path).verify().isSound)
     #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+
+  /// A stray file named inside the journal's range (a copy of a segment saved under another
+  /// number, or junk under such a name) was chosen by every read that seeks the segment of a
+  /// sequence number by its name: from a record in the stray's range, one record there, the
+  /// journal's end. Each refused the journal as damaged, or left records out, though `verify`
+  /// found nothing committed damaged (Known limits until Dec 7). Reads now pass over such a
+  /// file, with the index and without it, and read every record as a read from the start does.
+  @Test(arguments: ["copy", "garbage"], [true, false])
+  func readsThatSeekASegmentByNamePassOverAStrayFile(kind: String, indexed: Bool) async throws {
+    let (dir, _, records) = try await JournalFixtures.smallSegments("stray-seek-\(kind)", batches: 120, seed: 77)
+    let segments = JournalFixtures.segments(dir.path).compactMap(Layout.firstSequence(ofSegmentNamed:))
+    let count = UInt64(records.count)
+    try #require(segments.count > 3 && segments[2] - segments[1] >= 3 && count - segments.last! >= 3)
+    let inside = segments[1] + (segments[2] - segments[1]) / 2
+    let inLast = segments.last! + (count - segments.last!) / 2
+    let bytes =
+      kind == "copy"
+      ? try Files.read(dir.appending(Layout.segmentName(firstSequence: segments[0])))
+      : Array(String(repeating: "garbage", count: 10).utf8)
+    let strays = [0, inside, inLast].map { Layout.segmentName(firstSequence: $0) }
+    for stray in strays { try Files.write(bytes, to: dir.appending(stray)) }
+    if !indexed { try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName)) }
+
+    let reader = try JournalReader(directory: dir.path)
+    #expect(try reader.lastSequence() == count)
+    for sequence in [inside, inside + 1, segments[2] - 1, segments[2], inLast, inLast + 1, count] {
+      let expected = Array(records[Int(sequence - 1)...])
+      let read = try JournalFixtures.readAll(reader.records(from: sequence))
+      #expect(read == expected, "from \(sequence)")
+      #expect(try reader.record(sequence) == expected.first, "record \(sequence)")
+      let time = expected[0].timestamp
+      let readSince = try JournalFixtures.readAll(reader.records(since: time))
+      #expect(readSince == records.filter { $0.timestamp >= time }, "since the time of \(sequence)")
+    }
+    if indexed {
+      let verification = try reader.verify()
+      #expect(verification.problems.map(\.file) == strays, "\(verification.problems)")
+      #expect(verification.problems.allSatisfy { $0.strayFile })
+    }
+  }
+
+  /// Opening for writing refused a journal holding a copy of a segment under another number, or
+  /// junk named inside the journal, saying committed data was damaged. It still refuses (repair
+  /// moves such a file aside, and says so), now naming the file a stray that damages nothing
+  /// committed; the directory is left as it was.
+  @Test(arguments: ["copy inside", "copy last", "garbage inside"])
+  func openingForWritingNamesAStrayInsideTheJournalAsOne(kind: String) async throws {
+    let (dir, options, records) = try await JournalFixtures.smallSegments("stray-writer", batches: 120, seed: 78)
+    let segments = JournalFixtures.segments(dir.path)
+    let firsts = segments.compactMap(Layout.firstSequence(ofSegmentNamed:))
+    let count = UInt64(records.count)
+    try #require(firsts.count > 3 && firsts[2] - firsts[1] >= 2 && count > firsts.last! + 1)
+    let stray = Layout.segmentName(firstSequence: kind == "copy last" ? firsts.last! + 1 : firsts[1] + 1)
+    let bytes =
+      kind.hasPrefix("copy")
+      ? try Files.read(dir.appending(segments[0])) : Array(String(repeating: "garbage", count: 10).utf8)
+    try Files.write(bytes, to: dir.appending(stray))
+
+    let error = journalError { _ = try Journal(directory: dir.path, options: options) }
+    #expect(error?.file == stray, "\(String(describing: error))")
+    #expect(error?.isStrayFile == true, "\(String(describing: error))")
+    #expect(error?.advice?.contains("Nothing committed is damaged") == true, "\(String(describing: error))")
+    #expect(JournalFixtures.segments(dir.path) == (segments + [stray]).sorted())
+    let done = try Journal.repair(directory: dir.path)
+    #expect(done.moved.map(\.segment) == [stray], "\(done.moved)")
+    let reopened = try Journal(directory: dir.path, options: options)
+    #expect(reopened.lastSequence == count)
+    reopened.close()
   }
 }

@@ -93,9 +93,14 @@ public final class JournalCursor {
       case .time(let timestamp): index.entry(before: timestamp)
       }
     // An entry in an earlier segment than the one that holds the start is no help (the index
-    // may stop short, at a gap or where it went stale): start from that segment instead.
-    let holdingSegment: UInt64? =
+    // may stop short, at a gap or where it went stale): start from that segment instead. The
+    // file listed last at or before the start is that segment unless it is a stray file, which
+    // is looked at only when the entry is in another segment.
+    var holdingSegment: UInt64? =
       if case .sequence(let sequence) = start { layout.segments.last(where: { $0 <= sequence }) } else { nil }
+    if case .sequence(let sequence) = start, let listed = holdingSegment, entry?.segment != listed {
+      holdingSegment = try segment(holding: sequence, index: index)
+    }
     if !missingSegments.isEmpty, case .sequence(let sequence) = start, let holdingSegment,
       (entry?.segment ?? 0) < holdingSegment
     {
@@ -111,7 +116,7 @@ public final class JournalCursor {
       try position(segment: entry.segment, offset: entry.offset, expected: entry.firstSequence)
       positionedByIndex = true
     } else {
-      try positionAtSegmentStart(for: start)
+      try positionAtSegmentStart(for: start, index: index)
     }
   }
 
@@ -202,12 +207,13 @@ public final class JournalCursor {
   }
 
   /// Without the index: the start of the segment that holds the start (or of the journal).
-  private func positionAtSegmentStart(for start: Start) throws {
+  /// `index`, the one the cursor was made with, if any, tells which files its entries name.
+  private func positionAtSegmentStart(for start: Start, index: SparseIndex? = nil) throws {
     positionedByIndex = false
     let segment: UInt64?
     switch start {
-    case .sequence(let sequence): segment = layout.segments.last(where: { $0 <= sequence }) ?? layout.segments.first
-    case .time: segment = layout.segments.first
+    case .sequence(let sequence): segment = try self.segment(holding: sequence, index: index) ?? firstSegment(index)
+    case .time: segment = try firstSegment(index)
     }
     guard let segment else {
       readsBefore += file?.reads ?? 0
@@ -498,6 +504,35 @@ public final class JournalCursor {
     if !layout.lists(expected) { try layout.refresh() }
     try position(segment: expected, offset: Int64(Layout.segmentHeaderSize), expected: expected)
     return true
+  }
+
+  /// The segment that holds record `sequence`, if any does, as the directory lists them: the last
+  /// one at or before it, passing over stray files (`seekPassesOver`). A file's name is all a
+  /// listing says of the records in it, and a stray file's name says nothing of them.
+  private func segment(holding sequence: UInt64, index: SparseIndex?) throws -> UInt64? {
+    for candidate in layout.segments.reversed() where candidate <= sequence {
+      if try !seekPassesOver(candidate, index: index) { return candidate }
+    }
+    return nil
+  }
+
+  /// The first segment the directory lists, passing over stray files (`seekPassesOver`).
+  private func firstSegment(_ index: SparseIndex?) throws -> UInt64? {
+    for candidate in layout.segments where try !seekPassesOver(candidate, index: index) { return candidate }
+    return nil
+  }
+
+  /// Whether a read that seeks a segment by name passes over the file named like segment `first`:
+  /// when it is a stray file as `verify` tells one (`JournalReader.strayFile`; no index entry
+  /// names it), such as a copy of another segment saved under a later number. Read from the
+  /// segment before it, the records after it are reached by name as they follow (`next()`), so
+  /// passing over a file leaves out nothing: a segment that is really missing there is still met,
+  /// and reported, where the read reaches its name. A valid header costs one read of it here.
+  /// `index`: the index the cursor was made with; without it (one found stale), no entry names
+  /// the file, which passes over no more than the read then meets by name.
+  private func seekPassesOver(_ first: UInt64, index: SparseIndex?) throws -> Bool {
+    let named = index?.entries.contains { $0.segment == first } ?? false
+    return try JournalReader.strayFile(first, in: layout, namedByIndex: named) != nil
   }
 
   /// The problem of the file named like segment `first` when it is a stray file

@@ -131,10 +131,13 @@ public struct JournalReader: Sendable {
   /// next one was made). For whatever is derived from records and kept on disk, such as a
   /// snapshot, so that it never outlives them: under `none` a power loss can take the active
   /// segment's unsynced tail, and the next writer numbers new records over it.
+  /// The last segment is the last file named like one whose segment header holds for its name:
+  /// a file named like a later segment that is none (a copy saved under another number, junk) is
+  /// not where the writer appends, and syncing it would leave the records unsynced.
   /// - Throws: `JournalError` `.io` if the segment cannot be opened or synced.
   public func makeDurable(through sequence: UInt64) throws {
     let layout = try JournalDirectory(path: directory, io: io)
-    guard let last = layout.segments.last, last <= sequence else { return }
+    guard let last = try layout.segments.last(where: { try layout.isSegment($0) }), last <= sequence else { return }
     let name = Layout.segmentName(firstSequence: last)
     do {
       let fd = try io.open(directory + "/" + name, flags: O_RDONLY, mode: 0)

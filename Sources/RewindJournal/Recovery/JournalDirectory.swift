@@ -68,6 +68,18 @@ package struct JournalDirectory {
     return file
   }
 
+  /// Whether the file named like segment `firstSequence` is one by its header (this journal's,
+  /// starting where its name says), read by itself.
+  /// - Throws: `JournalError` when the file cannot be opened or read.
+  package func isSegment(_ firstSequence: UInt64) throws -> Bool {
+    do {
+      _ = try openChecked(segment: firstSequence, alone: true)
+      return true
+    } catch let error as JournalError where error.code == .corrupt {
+      return false
+    }
+  }
+
   /// What is wrong with a decoded segment header, or nil.
   package static func problem(
     with header: Result<SegmentHeader, SegmentHeader.Problem>, expecting firstSequence: UInt64, journalID: JournalID

@@ -29,6 +29,22 @@ package struct JournalRecovery {
     self.options = options
   }
 
+  /// The error for the file named like segment `first`, whose header does not hold, when it is a
+  /// stray file as `verify` tells one (`JournalReader.strayFile`: a copy of another segment, or no
+  /// segment header and no batch, and no index entry names it): it holds nothing committed, and
+  /// `repair` moves it aside alone. Nil when it is a segment, damaged or not. Not moved aside
+  /// here, but for a last file that holds no batch (the caller's rule): a copy is not what a
+  /// crash leaves, nor is junk before the last segment.
+  private func strayFileError(_ first: UInt64) -> JournalError? {
+    let named =
+      SparseIndex.lastEntry(directory: path, journalID: directory.journalID, segment: first, atOrAfter: 0, io: io)
+      != nil
+    guard let stray = try? JournalReader.strayFile(first, in: directory, namedByIndex: named) else { return nil }
+    var error = JournalError(.corrupt, stray.message, directory: path, file: stray.file, offset: 0)
+    error.isStrayFile = true
+    return error
+  }
+
   package func run() throws -> WriterStart {
     var report = RecoveryReport()
     var segments = directory.segments
@@ -103,7 +119,7 @@ package struct JournalRecovery {
           try file.hasValidBatchHeader(after: 0)
         }
         guard isLast, !holdsData, segments.count > 1 || file.size < Int64(Layout.segmentHeaderSize) else {
-          throw JournalError(.corrupt, problem, directory: path, file: file.name, offset: 0)
+          throw strayFileError(first) ?? JournalError(.corrupt, problem, directory: path, file: file.name, offset: 0)
         }
         // Segments are created durably before any index entry names them: one that does names
         // committed records, which must be reported, not numbered over in silence.
