@@ -126,10 +126,11 @@ public struct RewindTool {
     }
   }
 
-  /// The models whose journals the replay-level commands can rebuild.
-  public var models: [ModelRegistration]
+  /// The models whose journals the replay-level commands can rebuild (checked as the tool is
+  /// made, so not to be changed after).
+  public let models: [ModelRegistration]
   /// Commands an app adds to the built-in ones (the Notebook demo, for instance).
-  public var extraCommands: [any RewindCommand.Type]
+  public let extraCommands: [any RewindCommand.Type]
   /// The file system the commands that write a file the user names go through (`export
   /// --output`): tests put a `FaultInjectingFileIO` here.
   var fileIO: any FileIO = PosixFileIO()
@@ -139,7 +140,8 @@ public struct RewindTool {
   ///     commands (log, show, stats, tail, export, the integrity part of verify) need none.
   ///   - commands: commands of the app's own, listed and dispatched like the built-in ones.
   /// - Precondition: the models' names differ, and so do the commands' (`--model NAME` and the
-  ///   command word would reach only the first). A command named like a built-in one takes its
+  ///   command word would reach only the first); no command is named `help`, `--help` or `-h`,
+  ///   which ask for help wherever they stand. A command named like a built-in one takes its
   ///   place.
   public init(models: [ModelRegistration] = [], commands: [any RewindCommand.Type] = []) {
     if let name = firstRepeated(models.map(\.name)) {
@@ -147,6 +149,9 @@ public struct RewindTool {
     }
     if let name = firstRepeated(commands.map { $0.name }) {
       preconditionFailure("two commands are named '\(name)': `rewind \(name)` would run only the first")
+    }
+    if let name = commands.map({ $0.name }).first(where: Self.helpWords.contains) {
+      preconditionFailure("a command is named '\(name)', which asks for help: `rewind \(name)` would never run it")
     }
     self.models = models
     self.extraCommands = commands
@@ -288,12 +293,15 @@ public struct RewindTool {
     arguments.firstIndex { String(validating: $0, as: UTF8.self) == nil }
   }
 
+  /// The words that ask for help in a command's place (`rewind help`, `rewind --help log`).
+  static let helpWords = ["help", "--help", "-h"]
+
   /// Runs one command line (without the program name) and returns the exit code.
   public func run(_ arguments: [String], output: Output = .standard) async -> Int32 {
     // `rewind help COMMAND` is `rewind COMMAND --help`. In the command's place, `--help` and `-h`
     // are `help`: what follows them is a command's name, not more flags (`rewind --help extra`
     // is a usage error, as `rewind help log extra` is).
-    let helpWords = ["help", "--help", "-h"]
+    let helpWords = Self.helpWords
     if arguments.count == 2, helpWords.contains(arguments[0]) {
       // Help about help is the overview, as `rewind help` alone is (rewritten to
       // `[help word, "--help"]`, it would come back here without end).
@@ -311,7 +319,7 @@ public struct RewindTool {
       output.err(overview)
       return ExitCode.usage.rawValue
     }
-    guard name != "--help", name != "-h", name != "help" else {
+    guard !helpWords.contains(name) else {
       output.out(overview)
       return ExitCode.success.rawValue
     }

@@ -42,6 +42,20 @@ import Testing
     let tool = RewindTool(commands: [Shadowing.self])
     #expect(tool.allCommands.filter { $0.name == "log" }.map { $0.summary } == ["an app's log"])
   }
+
+  /// A command named `help`, `--help` or `-h` was taken and never ran: each word asks for help
+  /// wherever it stands (helper-207's review, Dec 7). It is refused as the tool is made.
+  @Test func aCommandNamedLikeAHelpWordIsRefused() async {
+    await #expect(processExitsWith: .failure) { _ = RewindTool(commands: [NamedHelp.self]) }
+  }
+}
+
+/// An app's command named `help`.
+private enum NamedHelp: RewindCommand {
+  static let name = "help"
+  static let summary = "an app's help"
+  static let help = "Usage: rewind help\n"
+  static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode { .success }
 }
 
 /// An app's command named as the built-in `log`.
