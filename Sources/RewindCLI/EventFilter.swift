@@ -614,12 +614,13 @@ struct DamageMet: Error, CustomStringConvertible {
         points.append(entry.firstSequence)
       }
     }
-    if error.code == .corrupt, let file = error.file,
-      let segments = try? JournalDirectory.listSegments(directory, io: PosixFileIO()),
-      let at = segments.firstIndex(where: { Layout.segmentName(firstSequence: $0) == file }), at + 1 < segments.count,
-      !points.contains(segments[at + 1])
+    // The next segment, passing over stray files: a read on from a stray's name would seek the
+    // segment before it, which holds the damage.
+    if error.code == .corrupt, let file = error.file, let first = Layout.firstSequence(ofSegmentNamed: file),
+      let layout = try? JournalDirectory(path: directory, io: PosixFileIO()), layout.lists(first),
+      let next = layout.segment(after: first), !points.contains(next)
     {
-      points.append(segments[at + 1])
+      points.append(next)
     }
     return points.sorted()
   }

@@ -543,6 +543,58 @@ extension DamagedJournalCommandTests {
     #expect(verify.out.components(separatedBy: "a copy of it under another name").count == 3, "\(verify.out)")
   }
 
+  /// Damage in a middle segment (its header, or the segment gone while the index names it) with
+  /// a stray file named inside its range: once reads that seek a segment passed over stray files,
+  /// the read on from the stray's name (the next file listed) sought the damaged segment again,
+  /// and `log`, `export` and `tail` stopped there, leaving every later segment out (the review of
+  /// entry 356). The segment after the damage is the next file that is no stray now, as it is
+  /// for `verify`.
+  @Test(arguments: ["header", "missing"])
+  func damageWithAStrayFileInItsRangeIsReadAround(damage: String) async throws {
+    let (journal, segments) = try await Self.segmented()
+    let firsts = segments.compactMap(Layout.firstSequence(ofSegmentNamed:))
+    try #require(firsts[2] - firsts[1] >= 3)
+    let path = journal.directory.appending(segments[1])
+    if damage == "header" {
+      var bytes = try Files.read(path)
+      bytes[12] ^= 0x01  // inside the segment header: its checksum fails
+      try Files.write(bytes, to: path)
+    } else {
+      try FileManager.default.removeItem(atPath: path)
+    }
+    let stray = Layout.segmentName(firstSequence: firsts[1] + 2)
+    try Files.write(try Files.read(journal.directory.appending(segments[0])), to: journal.directory.appending(stray))
+    let expected = Array(1...journal.lastSequence).filter { $0 < firsts[1] || $0 >= firsts[2] }
+    for arguments in Self.readers(journal.path) {
+      let run = try await ToolRun.run("rewind", arguments)
+      #expect(run.status == 3, "\(arguments): \(run.err)")
+      #expect(Self.sequences(run) == expected, "\(arguments): \(run.err)")
+    }
+    let from = try await ToolRun.run("rewind", ["log", journal.path, "--from", String(firsts[1] + 3)])
+    #expect(Self.sequences(from) == Array(firsts[2]...journal.lastSequence), "\(from.err)")
+  }
+
+  /// A segment cut short, and the next one turned to junk that index entries name: `verify`
+  /// calls the junk a segment that held committed records. A read that seeks a record in its
+  /// range passed over it as a stray (the cursor judged only the entries that match the files),
+  /// and `show` named the cut before it, `log --from` read nothing. Both go by every entry whose
+  /// checksum holds now, as `verify` does: `show` names the junk, and `log` reads on after it.
+  @Test func junkThatTheIndexNamesIsNoStrayToASeek() async throws {
+    let (journal, segments) = try await Self.segmented()
+    let firsts = segments.compactMap(Layout.firstSequence(ofSegmentNamed:))
+    let cut = journal.directory.appending(segments[1])
+    let bytes = try Files.read(cut)
+    try Files.write(Array(bytes.prefix(bytes.count / 2)), to: cut)
+    let junk = journal.directory.appending(segments[2])
+    try Files.write([UInt8](repeating: 0x47, count: try Files.read(junk).count), to: junk)
+    let show = try await ToolRun.run("rewind", ["show", journal.path, String(firsts[2] + 1)])
+    #expect(show.status == 3, "\(show.err)")
+    #expect(show.err.contains("(\(segments[2]), byte offset 0)"), "\(show.err)")
+    let log = try await ToolRun.run("rewind", ["log", journal.path, "--from", String(firsts[2] + 1)])
+    #expect(log.status == 3, "\(log.err)")
+    #expect(Self.sequences(log) == Array(firsts[3]...journal.lastSequence), "\(log.err)")
+  }
+
   /// A file named like the segment of sequence 2^64 − 1 and holding a valid header of this
   /// journal: the damage it stands for spans more sequence numbers than `Int` counts, and every
   /// command trapped (SIGILL, exit 132) as its message counted them. Each says where it is now.

@@ -282,4 +282,35 @@ import Testing
     #expect(reopened.lastSequence == count)
     reopened.close()
   }
+
+  /// A live journal's last segment ends in the zeros its writer preallocated. A copy of a segment
+  /// named inside that segment's range made every reader take the copy for the last segment, and
+  /// the zeros for damage in a sealed one ("records may be missing here": the review of entry
+  /// 356, on a journal a killed writer left). The last segment is the last file that is no
+  /// stray: its zeros are the end again. Junk named past the end is named where the read ends,
+  /// as after a sealed end.
+  @Test(arguments: ["copy inside", "junk past the end"])
+  func aStrayFileLeavesTheZerosOfALiveJournalTheEnd(place: String) async throws {
+    let dir = TemporaryDirectory("stray-live")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    defer { journal.close() }
+    let records = try await JournalFixtures.write(journal, batches: 200, seed: 79)
+    let segments = JournalFixtures.segments(dir.path)
+    let last = try #require(segments.last.flatMap(Layout.firstSequence(ofSegmentNamed:)))
+    let count = UInt64(records.count)
+    try #require(count > last + 1)
+    try #require(try Files.read(dir.appending(segments.last!)).last == 0, "preallocated zeros end the segment")
+    if place == "copy inside" {
+      try Files.write(
+        try Files.read(dir.appending(segments[0])), to: dir.appending(Layout.segmentName(firstSequence: last + 1)))
+      let reader = try JournalReader(directory: dir.path)
+      #expect(try reader.lastSequence() == count)
+      #expect(try JournalFixtures.readAll(reader.records(from: last)) == Array(records[Int(last - 1)...]))
+    } else {
+      let stray = Layout.segmentName(firstSequence: count + 50)
+      try Files.write(Array(String(repeating: "garbage", count: 10).utf8), to: dir.appending(stray))
+      let error = journalError { _ = try JournalReader(directory: dir.path).lastSequence() }
+      #expect(error?.isStrayFile == true && error?.file == stray, "\(String(describing: error))")
+    }
+  }
 }

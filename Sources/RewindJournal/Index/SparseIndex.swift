@@ -213,7 +213,7 @@ package struct SparseIndex {
 
   /// Reads the whole index file: the entries up to the first that fails its checksum or does not
   /// follow the one before it, and what `Scan` notes besides.
-  private static func scanWellFormed(directory: String, journalID: JournalID, io: any FileIO) -> Scan {
+  package static func scanWellFormed(directory: String, journalID: JournalID, io: any FileIO) -> Scan {
     let path = directory + "/" + Layout.indexName
     var scan = Scan()
     guard let fd = try? io.open(path, flags: O_RDONLY, mode: 0) else { return scan }

@@ -99,7 +99,7 @@ public final class JournalCursor {
     var holdingSegment: UInt64? =
       if case .sequence(let sequence) = start { layout.segments.last(where: { $0 <= sequence }) } else { nil }
     if case .sequence(let sequence) = start, let listed = holdingSegment, entry?.segment != listed {
-      holdingSegment = try segment(holding: sequence, index: index)
+      holdingSegment = try segment(holding: sequence)
     }
     if !missingSegments.isEmpty, case .sequence(let sequence) = start, let holdingSegment,
       (entry?.segment ?? 0) < holdingSegment
@@ -116,7 +116,7 @@ public final class JournalCursor {
       try position(segment: entry.segment, offset: entry.offset, expected: entry.firstSequence)
       positionedByIndex = true
     } else {
-      try positionAtSegmentStart(for: start, index: index)
+      try positionAtSegmentStart(for: start, holding: holdingSegment)
     }
   }
 
@@ -137,7 +137,7 @@ public final class JournalCursor {
   private static func missingSegmentError(
     _ missing: (segment: UInt64, lastNamed: UInt64), layout: JournalDirectory, reader: JournalReader
   ) -> JournalError {
-    let next = layout.segments.first { $0 > missing.segment }
+    let next = layout.segment(after: missing.segment)
     let through = max(missing.lastNamed, next.map { $0 - 1 } ?? 0)
     let name = Layout.segmentName(firstSequence: missing.segment)
     var error = JournalError(
@@ -207,13 +207,13 @@ public final class JournalCursor {
   }
 
   /// Without the index: the start of the segment that holds the start (or of the journal).
-  /// `index`, the one the cursor was made with, if any, tells which files its entries name.
-  private func positionAtSegmentStart(for start: Start, index: SparseIndex? = nil) throws {
+  /// `holding`: that segment, when the caller has chosen it already (`segment(holding:)`).
+  private func positionAtSegmentStart(for start: Start, holding: UInt64? = nil) throws {
     positionedByIndex = false
     let segment: UInt64?
     switch start {
-    case .sequence(let sequence): segment = try self.segment(holding: sequence, index: index) ?? firstSegment(index)
-    case .time: segment = try firstSegment(index)
+    case .sequence(let sequence): segment = try holding ?? self.segment(holding: sequence) ?? firstSegment()
+    case .time: segment = try firstSegment()
     }
     guard let segment else {
       readsBefore += file?.reads ?? 0
@@ -409,7 +409,14 @@ public final class JournalCursor {
         case .unfinishedTail:
           stoppedAtUnfinishedBytes = damage.kind != .zeroFilled
           // Not the end of the journal when a later segment appeared meanwhile: read on later.
-          return layout.segments.last == file.firstSequence ? try endOfJournal() : false
+          guard layout.segment(after: file.firstSequence) == nil else { return false }
+          // Files named past the last record are stray files (no segment follows this one):
+          // named where the journal ends, as a read that ends at the end of a file names them
+          // (`advanceSegment`). Those named inside this segment's range say nothing.
+          if let later = layout.segments.first(where: { $0 >= expected }), let stray = try strayProblem(later) {
+            throw strayError(stray)
+          }
+          return try endOfJournal()
         case .changed where rereads < Self.maximumRereads:
           rereads += 1
           continue
@@ -507,32 +514,23 @@ public final class JournalCursor {
   }
 
   /// The segment that holds record `sequence`, if any does, as the directory lists them: the last
-  /// one at or before it, passing over stray files (`seekPassesOver`). A file's name is all a
-  /// listing says of the records in it, and a stray file's name says nothing of them.
-  private func segment(holding sequence: UInt64, index: SparseIndex?) throws -> UInt64? {
+  /// one at or before it, passing over stray files (`JournalDirectory.isStrayFile`, the test
+  /// `verify` makes), whose names say nothing of the records they hold. A file's name is all a
+  /// listing says of the records in it; each file looked at costs a read of its header. Read on
+  /// from the segment chosen, `next()` reaches each later segment by its name, so one chosen
+  /// earlier than it might be leaves out no record, and a segment really missing after it is
+  /// still met where the read reaches its name.
+  private func segment(holding sequence: UInt64) throws -> UInt64? {
     for candidate in layout.segments.reversed() where candidate <= sequence {
-      if try !seekPassesOver(candidate, index: index) { return candidate }
+      if try !layout.isStrayFile(candidate) { return candidate }
     }
     return nil
   }
 
-  /// The first segment the directory lists, passing over stray files (`seekPassesOver`).
-  private func firstSegment(_ index: SparseIndex?) throws -> UInt64? {
-    for candidate in layout.segments where try !seekPassesOver(candidate, index: index) { return candidate }
+  /// The first segment the directory lists, passing over stray files.
+  private func firstSegment() throws -> UInt64? {
+    for candidate in layout.segments where try !layout.isStrayFile(candidate) { return candidate }
     return nil
-  }
-
-  /// Whether a read that seeks a segment by name passes over the file named like segment `first`:
-  /// when it is a stray file as `verify` tells one (`JournalReader.strayFile`; no index entry
-  /// names it), such as a copy of another segment saved under a later number. Read from the
-  /// segment before it, the records after it are reached by name as they follow (`next()`), so
-  /// passing over a file leaves out nothing: a segment that is really missing there is still met,
-  /// and reported, where the read reaches its name. A valid header costs one read of it here.
-  /// `index`: the index the cursor was made with; without it (one found stale), no entry names
-  /// the file, which passes over no more than the read then meets by name.
-  private func seekPassesOver(_ first: UInt64, index: SparseIndex?) throws -> Bool {
-    let named = index?.entries.contains { $0.segment == first } ?? false
-    return try JournalReader.strayFile(first, in: layout, namedByIndex: named) != nil
   }
 
   /// The problem of the file named like segment `first` when it is a stray file
@@ -583,7 +581,7 @@ public final class JournalCursor {
   private func judge(_ damage: BatchDamage, in file: SegmentFile) throws -> Judgement {
     if !damage.kind.canBeTorn { return .damage }
     try layout.refresh()
-    guard layout.segments.last == file.firstSequence else {
+    guard layout.segment(after: file.firstSequence) == nil else {
       // A later segment exists, so this one was complete before it was created. If its size
       // changed since it was judged (it grew, or its preallocated zeros were cut when it was
       // sealed), or it now reads differently, the writer finished the frame and rolled over

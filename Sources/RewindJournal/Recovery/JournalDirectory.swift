@@ -80,6 +80,25 @@ package struct JournalDirectory {
     }
   }
 
+  /// Whether the file named like segment `first` is a stray file as `verify` tells one
+  /// (`JournalReader.strayFile`: no index entry whose checksum holds names it, and it is a copy
+  /// of a present segment or holds no valid header and no batch; a file named for sequence 0
+  /// whatever it holds). A file whose header holds for its name costs one read of the header;
+  /// any other, a read of the index file and a look through it.
+  /// - Throws: `JournalError` when a file cannot be opened or read.
+  package func isStrayFile(_ first: UInt64) throws -> Bool {
+    if first != 0, try isSegment(first) { return false }
+    let named = SparseIndex.scanWellFormed(directory: path, journalID: journalID, io: io).namedSegments
+    return try JournalReader.strayFile(first, in: self, namedByIndex: named.contains(first)) != nil
+  }
+
+  /// The first file listed after segment `first` that is no stray file (`isStrayFile`): the
+  /// segment that follows it. A file that cannot be read counts as a segment (its damage is met
+  /// where a read reaches it). Nil when there is none.
+  package func segment(after first: UInt64) -> UInt64? {
+    segments.first { $0 > first && (try? isStrayFile($0)) != true }
+  }
+
   /// What is wrong with a decoded segment header, or nil.
   package static func problem(
     with header: Result<SegmentHeader, SegmentHeader.Problem>, expecting firstSequence: UInt64, journalID: JournalID
@@ -117,7 +136,7 @@ package struct JournalDirectory {
       case .badHeader(.exceedsLimits): .limitExceeded
       default: .corrupt
       }
-    let successor = segments.first(where: { $0 > file.firstSequence })
+    let successor = segment(after: file.firstSequence)
     // A segment that is not the last, cut short inside a batch (its header or its frame runs past
     // the end of the file, so nothing follows it): the records up to the successor's first are
     // in no file (as `verify` reports it, and `repair` refuses it), or none are, when the
