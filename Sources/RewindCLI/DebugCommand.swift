@@ -40,7 +40,8 @@ enum DebugCommand: RewindCommand {
       event [SEQ]         the event at SEQ (default: here), with its fields
       find name NAME      move forward to the next record named NAME, as log names it
                           (rewind.checkpoint.mark and the like too)
-      find entity ID      move forward to the next event that touched ID
+      find entity ID      move forward to the next event that touched ID, in any
+                          collection (replayed on from here)
       print               a summary: records per collection, digest
       print json          the whole state as JSON
       print COLLECTION    every record of one collection

@@ -410,7 +410,7 @@ final class DebugSession {
     if rest[0] == "name" {
       found = try nextRecord(named: rest[1], after: start)
     } else {
-      found = try machine.blame(rest[1]).entries.first { $0.event.envelope.sequence > start }?.event.envelope.sequence
+      found = try machine.nextEvent(touching: rest[1])
     }
     guard let found else {
       throw UsageError(

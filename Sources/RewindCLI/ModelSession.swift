@@ -43,6 +43,9 @@ protocol ModelSession: AnyObject {
   /// Every event that touched the entity `id`, in the store the first one touched, and the other
   /// stores whose records of that id's text events touched too.
   func blame(_ id: String) throws -> (entries: [EntityBlame], otherStores: [String])
+  /// The sequence number of the first event after `position` that touched the entity `id`, in
+  /// any store (`TimeMachine.nextEvent(touchingEntity:through:)`); nil when none does.
+  func nextEvent(touching id: String) throws -> UInt64?
   /// What the event at `sequence` did, applied to the state before it; nil for a checkpoint.
   func effect(of sequence: UInt64) throws -> EventEffect?
   /// The last sequence number of the command whose record is at `sequence` (see
@@ -113,6 +116,9 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   /// lowercase digits record keys hold (`TimeMachine.blame(entity:through:)`, as `RecordKey`).
   func blame(_ id: String) throws -> (entries: [EntityBlame], otherStores: [String]) {
     try machine.blameNamingOtherStores(entity: id, through: through)
+  }
+  func nextEvent(touching id: String) throws -> UInt64? {
+    try machine.nextEvent(touchingEntity: id, through: through)?.envelope.sequence
   }
   func effect(of sequence: UInt64) throws -> EventEffect? { try machine.effect(of: sequence) }
 

@@ -127,3 +127,37 @@ struct CountedSet: Event {
   #expect(
     formatted <= placed.count + edits.count, "\(formatted) ids formatted for \(placed.count + edits.count) events")
 }
+
+/// `rewind debug`'s `find entity` took `blame(entity:)`'s list, which replays the whole history
+/// at each call (seconds on a long journal). `nextEvent(touchingEntity:)` replays on from the
+/// state at the machine's position and stops at the first event that touched the entity, in
+/// whichever store (here a box and then crates share the id 7).
+@Test func theNextEventTouchingAnEntityIsFoundFromThePosition() throws {
+  let temporary = TemporaryDirectory()
+  let directory = temporary.appending("journal")
+  let journal = try Journal(directory: directory)
+  // Boxes 1...19 and 0 first, then crates of the same ids, placed and relabelled in turn.
+  let events = (1...300).map { ShelfPlaced(crate: $0 > 20, id: $0 % 20, label: "label \($0)") }
+  try journal.appendAndWait(
+    try events.enumerated().map { index, event in
+      let command = Identifier(high: 2, low: UInt64(index + 1))
+      return NewRecord(timestamp: 1, payload: try EventRecord.encode(event, origin: .user, commandID: command))
+    })
+  journal.close()
+
+  let machine = try TimeMachine<Shelves>(directory: directory)
+  for position: UInt64 in [0, 6, 7, 8, 26, 150, 287, 288, 300] {
+    try machine.jump(to: position)
+    var applied = 0
+    machine.progress = { applied = max(applied, $0.recordsApplied) }
+    let found = try machine.nextEvent(touchingEntity: "7")
+    machine.progress = nil
+    let expected = (position + 1..<301).first { $0 % 20 == 7 }
+    #expect(found?.envelope.sequence == expected, "after \(position)")
+    #expect(applied <= Int((expected ?? 300) - position), "after \(position): \(applied) records applied")
+    #expect(machine.position == position, "the machine does not move")
+  }
+  try machine.jump(to: 0)
+  #expect(try machine.nextEvent(touchingEntity: "7", through: 6) == nil)
+  #expect(try machine.nextEvent(touchingEntity: "20") == nil, "no id 20 was placed")
+}

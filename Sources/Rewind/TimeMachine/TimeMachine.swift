@@ -637,22 +637,48 @@ public final class TimeMachine<M: SnapshotModel> {
     return entries
   }
 
+  /// The first event after `position` (through `lastSequence`; `through` ends the pass sooner)
+  /// that touched the entity `id`: a record whose id's text is `id`, in any store, or the value
+  /// store named `id`. Found by replaying on from the state at `position`, not from the start as
+  /// `blame(entity:)` replays: what `rewind debug`'s `find entity` moves to. Nil when none does.
+  /// An identifier typed in capitals that no event after `position` touched as typed is looked
+  /// for again as the lowercase digits stores key records by (another pass).
+  package func nextEvent(touchingEntity id: String, through: UInt64? = nil) throws -> RecordedEvent? {
+    for spelling in Identifier.spellings(of: id) {
+      var found: RecordedEvent?
+      try forEachEvent(keepingRecordIDs: true, wholeCommands: false, through: through, from: (state, position)) {
+        recorded, _, touched, touchedRecords in
+        guard touched.contains(.value(spelling)) || touchedRecords.contains(where: { "\($0.id)" == spelling }) else {
+          return true
+        }
+        found = recorded
+        return false
+      }
+      if let found { return found }
+    }
+    return nil
+  }
+
   /// Applies the records through `lastSequence` to the empty state, recording what each touched,
   /// and after each event calls `body` with it, the state after it, the keys it touched and (when
   /// `keepingRecordIDs`, when they stand for the records' keys) the ids of the records it touched;
   /// stops after an event for which `body` returns false. With `wholeCommands`, only after the
   /// last event of each command (the next event's command id differs, or the journal ends), with
   /// what the command's events touched: the states readers see (TheFunnel.md). Reports
-  /// progress as seeks do, and where it stopped.
+  /// progress as seeks do, and where it stopped. `start`: the state after record `sequence` to
+  /// apply the records after it to, instead of the empty state (its events are not shown again).
   private func forEachEvent(
     keepingRecordIDs: Bool, wholeCommands: Bool, through: UInt64? = nil,
+    from start: (state: M, sequence: UInt64)? = nil,
     _ body: (RecordedEvent, M, Set<ChangeKey>, [(store: String, id: any Sendable)]) throws -> Bool
   ) throws {
     let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
-    guard lastSequence > 0 else { return }
+    let first = (start?.sequence ?? 0) + 1
+    guard lastSequence >= first else { return }
     try checkEndInPlace()
-    let records = try DecodedRecords(registry: registry, reader: reader, first: 1, last: lastSequence, options: options)
-    var state = M()
+    let records = try DecodedRecords(
+      registry: registry, reader: reader, first: first, last: lastSequence, options: options)
+    var state = start?.state ?? M()
     var context = ApplyContext(keepingRecordIDs: keepingRecordIDs)
     var count = 0
     let interval = max(1, options.progressInterval)
