@@ -6,20 +6,21 @@ enum BlameCommand: RewindCommand {
   static let name = "blame"
   static let summary = "every event that touched an entity, with the record after each"
   static let help = """
-    Usage: rewind blame DIR ENTITY [--json] [--model NAME]
+    Usage: rewind blame DIR ENTITY [--collection NAME] [--json] [--model NAME]
 
     Every event that touched the record with id ENTITY (32 hex digits, in capitals or not, in
     whichever collection holds it), or the value collection named ENTITY, oldest first, each with
     the record after it ("removed" once it is gone). When records of two collections have ids of
     that text, those of the collection the first event touched are shown, and a note after them
-    (on standard error with --json) names the others. With --json, one JSON object per event per
-    line. An event is shown as replay applied it: one written in an older schema version,
+    (on standard error with --json) names the others; --collection NAME shows those of NAME (a
+    collection `rewind replay DIR` lists). With --json, one JSON object per event per line. An event is shown as replay applied it: one written in an older schema version,
     upcast to the current one, says so at the end of its line ("... v1 origin user command ID
     (upcast to v2)"; in JSON
     "upcastTo": 2 after "version": 1, which is the version written, as `rewind log` shows it).
     The examples read a journal written by `rewind demo /tmp/j --seed 1`.
 
-    Exit 0; 2 for a bad option or an id no event ever touched; 3 when the journal cannot be read
+    Exit 0; 2 for a bad option, a collection the model does not have, or an id no event ever
+    touched (in that collection); 3 when the journal cannot be read
     (blame reads the whole history: damage part way, located) or the model cannot replay it.
     When damage hides the journal's end (a frame that fails its checksum among the last records
     written, past the sparse index's last entry; committed records gone),
@@ -30,12 +31,13 @@ enum BlameCommand: RewindCommand {
     Examples:
       rewind blame /tmp/j a29091f1c4eab8dccb96c6e05cf03f5b
       rewind blame /tmp/j settings --json
+      rewind blame /tmp/j a29091f1c4eab8dccb96c6e05cf03f5b --collection notebooks
 
     """
 
   static func run(_ arguments: [String], context: RewindTool.Context) async throws -> RewindTool.ExitCode {
     let output = context.output
-    let args = try Arguments(arguments, options: ["model"], flags: ["json"])
+    let args = try Arguments(arguments, options: ["model", "collection"], flags: ["json"])
     let positionals = try args.positionals(
       exactly: 2,
       needs: "the journal directory and an entity (a record id or a value collection's name): rewind blame DIR ENTITY")
@@ -47,7 +49,15 @@ enum BlameCommand: RewindCommand {
     let progress = ProgressLine("blame: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback
-    let (entries, others) = try replaying(model, directory) { try session.blame(entity) }
+    let collection = args.value("collection")
+    if let collection {
+      let names = session.collections().map(\.name)
+      guard names.contains(collection) else {
+        throw UsageError(
+          "the model has no collection '\(visible(collection))'; its collections: \(names.joined(separator: ", "))")
+      }
+    }
+    let (entries, others) = try replaying(model, directory) { try session.blame(entity, in: collection) }
     progress.finish()
     // Damage hides the end: the records before it were read, and the answer is about them alone.
     let hidden = session.endHiddenBy.map { error in
@@ -55,12 +65,13 @@ enum BlameCommand: RewindCommand {
     }
     // The id as the stores spell it (an identifier typed in capitals is shown in lowercase).
     guard let store = entries.first?.store, let id = entries.first?.id else {
+      let place = collection.map { " in \($0)" } ?? ""
       if let hidden {
         throw hidden(
-          "no event among them touched an entity '\(entity)'; events after the damage were not read")
+          "no event among them touched an entity '\(entity)'\(place); events after the damage were not read")
       }
       throw UsageError(
-        "no event in \(directory) ever touched an entity '\(entity)'; give a record id as 32 hex digits "
+        "no event in \(directory) ever touched an entity '\(entity)'\(place); give a record id as 32 hex digits "
           + "(as `rewind replay \(directory) --json` shows them) or a value collection's name")
     }
     if !args.flag("json") {
@@ -81,7 +92,8 @@ enum BlameCommand: RewindCommand {
       }
     }
     // Said after the events (on standard error with --json, whose lines are all events).
-    if let note = otherStoresNote(others, listed: store, id: id) {
+    let why = collection == nil ? "the first touched (--collection NAME shows another's)" : "as --collection asked"
+    if let note = otherStoresNote(others, listed: store, id: id, why: why) {
       if args.flag("json") {
         output.err(visible("rewind blame: " + note) + "\n")
       } else {
@@ -95,11 +107,14 @@ enum BlameCommand: RewindCommand {
     return .success
   }
 
-  /// What a blame says of the other stores whose records of the id's text events touched too: it
-  /// lists the store the first event touched (nil when no other did).
-  static func otherStoresNote(_ others: [String], listed store: String, id: String) -> String? {
+  /// What a blame says of the other stores whose records of the id's text events touched too
+  /// (nil when no other store was touched): it lists the store the first event touched, or, by
+  /// `why`, the one chosen.
+  static func otherStoresNote(_ others: [String], listed store: String, id: String, why: String = "the first touched")
+    -> String?
+  {
     guard !others.isEmpty else { return nil }
     return "note: records of id \(id) in \(others.joined(separator: ", ")) were touched too; the events above are "
-      + "those of \(store), the first touched"
+      + "those of \(store), \(why)"
   }
 }

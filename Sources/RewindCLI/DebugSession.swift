@@ -553,7 +553,7 @@ final class DebugSession {
 
   private func blame(_ rest: [String]) throws {
     let id = try single(rest, "blame ID")
-    let (entries, others) = try machine.blame(id)
+    let (entries, others) = try machine.blame(id, in: nil)
     guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'\(beforeDamage)") }
     for entry in entries {
       say(shown: envelopeLine(entry.event))

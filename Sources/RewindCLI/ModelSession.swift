@@ -40,9 +40,9 @@ protocol ModelSession: AnyObject {
   /// lowercase digits); nil if absent.
   func recordJSON(_ id: String) -> (store: String, key: String, json: String)?
   func diff(from: UInt64, to: UInt64) throws -> StateDiff
-  /// Every event that touched the entity `id`, in the store the first one touched, and the other
-  /// stores whose records of that id's text events touched too.
-  func blame(_ id: String) throws -> (entries: [EntityBlame], otherStores: [String])
+  /// Every event that touched the entity `id`, in the store the first one touched (or in
+  /// `collection`), and the other stores whose records of that id's text events touched too.
+  func blame(_ id: String, in collection: String?) throws -> (entries: [EntityBlame], otherStores: [String])
   /// The sequence number of the first event after `position` that touched the entity `id`, in
   /// any store (`TimeMachine.nextEvent(touchingEntity:through:)`); nil when none does.
   func nextEvent(touching id: String) throws -> UInt64?
@@ -114,8 +114,8 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
   /// An identifier typed in capitals that no event touched as typed is looked up again as the
   /// lowercase digits record keys hold (`TimeMachine.blame(entity:through:)`, as `RecordKey`).
-  func blame(_ id: String) throws -> (entries: [EntityBlame], otherStores: [String]) {
-    try machine.blameNamingOtherStores(entity: id, through: through)
+  func blame(_ id: String, in collection: String?) throws -> (entries: [EntityBlame], otherStores: [String]) {
+    try machine.blameNamingOtherStores(entity: id, in: collection, through: through)
   }
   func nextEvent(touching id: String) throws -> UInt64? {
     try machine.nextEvent(touchingEntity: id, through: through)?.envelope.sequence

@@ -159,6 +159,16 @@ import Testing
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("no event in \(journal.path) ever touched an entity 'ffff"))
     #expect(unknown.out.isEmpty)
+    // A collection chosen: the one that holds the id lists the same; another lists nothing, and
+    // one the model lacks is named with the model's collections (exit 2 each).
+    let notes = try await rewind(["blame", journal.path, deleted.description, "--collection", "notes", "--json"])
+    #expect(notes.status == 0 && notes.out == run.out, "\(notes.err)")
+    let other = try await rewind(["blame", journal.path, deleted.description, "--collection", "notebooks"])
+    #expect(other.status == 2 && other.err.contains("ever touched an entity '\(deleted)' in notebooks"), "\(other.err)")
+    let lacking = try await rewind(["blame", journal.path, deleted.description, "--collection", "nosuch"])
+    #expect(lacking.status == 2, "\(lacking.err)")
+    #expect(lacking.err.contains("the model has no collection 'nosuch'; its collections: "), "\(lacking.err)")
+    #expect(lacking.err.contains("notes"), "\(lacking.err)")
   }
 
   /// blame and bisect show an event as replay applied it, upcast to the current schema version,

@@ -62,6 +62,15 @@ struct ShelfPlaced: Event {
   let named = try machine.blameNamingOtherStores(entity: "1")
   #expect(named.entries.map(\.event.envelope.sequence) == [1, 3] && named.otherStores == ["boxes"])
   #expect(try machine.blameNamingOtherStores(entity: "2").otherStores.isEmpty)
+  // The other store's events, asked for by its name (`rewind blame --collection`): there was no
+  // way to list them once the note named them.
+  let boxes = try machine.blameNamingOtherStores(entity: "1", in: "boxes")
+  #expect(boxes.entries.map(\.event.envelope.sequence) == [2] && boxes.entries.map(\.store) == ["boxes"])
+  #expect(boxes.entries.map { ($0.after as? Shelved)?.label } == ["box one"])
+  #expect(boxes.otherStores == ["crates"])
+  let crates = try machine.blameNamingOtherStores(entity: "1", in: "crates")
+  #expect(crates.entries.map(\.event.envelope.sequence) == [1, 3] && crates.otherStores == ["boxes"])
+  #expect(try machine.blameNamingOtherStores(entity: "2", in: "boxes").entries.isEmpty)
 }
 
 /// An id that counts how often it is formatted.

@@ -573,19 +573,20 @@ public final class TimeMachine<M: SnapshotModel> {
   }
 
   /// `blame(entity:through:)`, and the other stores (sorted by name) whose records of that id's
-  /// text events touched too, which it does not list.
-  package func blameNamingOtherStores(entity id: String, through: UInt64? = nil) throws -> (
-    entries: [EntityBlame], otherStores: [String]
-  ) {
+  /// text events touched too, which it does not list. `store`: list the records of that store
+  /// (or the value store of that name, when it is `id`), not the first store touched.
+  package func blameNamingOtherStores(entity id: String, in store: String? = nil, through: UInt64? = nil) throws
+    -> (entries: [EntityBlame], otherStores: [String])
+  {
     let spellings = Identifier.spellings(of: id)
     for spelling in spellings.dropLast() {
-      let found = try blame(spelledAs: spelling, through: through)
+      let found = try blame(spelledAs: spelling, in: store, through: through)
       if !found.entries.isEmpty { return found }
     }
-    return try blame(spelledAs: spellings[spellings.count - 1], through: through)
+    return try blame(spelledAs: spellings[spellings.count - 1], in: store, through: through)
   }
 
-  private func blame(spelledAs id: String, through: UInt64?) throws -> (
+  private func blame(spelledAs id: String, in store: String?, through: UInt64?) throws -> (
     entries: [EntityBlame], otherStores: [String]
   ) {
     // The store the first match pinned (another store may hold a record with the same id's
@@ -597,7 +598,8 @@ public final class TimeMachine<M: SnapshotModel> {
       recorded, state, touched, touchedRecords in
       var matched = false
       for record in touchedRecords {
-        let pinned = found.map { $0.store == record.store && $0.id != nil } ?? true
+        let pinned =
+          found.map { $0.store == record.store && $0.id != nil } ?? (store.map { $0 == record.store } ?? true)
         guard String(describing: record.id) == id else { continue }
         if !pinned {
           others.insert(record.store)
@@ -606,10 +608,10 @@ public final class TimeMachine<M: SnapshotModel> {
           matched = true
         }
       }
-      if !matched, found.map({ $0.id == nil }) ?? true, touched.contains(.value(id)) {
+      if !matched, found.map({ $0.id == nil }) ?? (store.map { $0 == id } ?? true), touched.contains(.value(id)) {
         found = (id, nil)
         matched = true
-      } else if found?.id != nil, touched.contains(.value(id)) {
+      } else if touched.contains(.value(id)), found.map({ $0.id != nil }) ?? (store != nil) {
         others.insert(id)  // a value store of that name, beside the records listed
       }
       guard matched, let found else { return true }
