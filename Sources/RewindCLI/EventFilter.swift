@@ -70,12 +70,16 @@ struct EventFilter {
     since == nil && until == nil ? nil : (since ?? .min)...(until ?? .max)
   }
 
-  /// Checks the range's start against the journal's end, when damage does not hide it.
+  /// Checks the range's start against the journal's end, when damage does not hide it, and
+  /// returns that end (nil when damage hides it).
   /// - Throws: `UsageError` when the range starts past the end of the journal.
-  func checkStart(_ reader: JournalReader) throws {
+  @discardableResult
+  func checkStart(_ reader: JournalReader) throws -> UInt64? {
     // Damage that hides the end (a loss the index witnesses there) leaves nothing to check the
     // start against: the read shows what is intact before the damage, then reports it.
-    if let last = try readableEnd(reader) { try check(reader, last: last) }
+    guard let last = try readableEnd(reader) else { return nil }
+    try check(reader, last: last)
+    return last
   }
 
   /// A cursor at the first record the range may include, reading around missing segments
@@ -117,7 +121,9 @@ struct EventFilter {
   }
 
   /// Calls `body` with each record the selection holds and its event, in order, at most `limit`
-  /// times: what `log` and `export` print. `reading` is called with every record read in the
+  /// times: what `log` and `export` print. The journal is read as it ended when the call began:
+  /// records a writer appends meanwhile are left out (a read that followed them would not end
+  /// while a writer kept ahead of a slow reader; `tail -f` follows). `reading` is called with every record read in the
   /// range, matching or not (for progress, which a narrow selection would otherwise stall).
   /// Damage met on the way (a frame that fails its checksum, a segment missing before intact
   /// ones) whose records are known is read past: `readingOn` is called with it and the sequence
@@ -133,7 +139,8 @@ struct EventFilter {
     readingOn: (JournalError, UInt64) -> Void = { _, _ in },
     _ body: (JournalRecord, AuditedEvent) throws -> Void
   ) throws {
-    try checkStart(reader)
+    // Through the end found now, when damage does not hide it (then the damage ends the read).
+    let to = min(to, try checkStart(reader) ?? .max)
     var records = try PastDamage(reader: reader, directory: directory, through: to) { try cursor(reader) }
     // Damage before `--from`, which the cursor met skipping to it, is no part of the selection,
     // nor a frame stamped outside its times.
@@ -151,7 +158,7 @@ struct EventFilter {
         throw DamageMet(error: error, readThrough: readThrough, from: from, passed: records.passed)
       }
       guard let record = next else { break }
-      if isPast(record) { break }
+      if isPast(record) || record.sequence > to { break }
       readThrough = record.sequence
       reading(record)
       let event = AuditedEvent(record, lineWidth: rendering)

@@ -13,7 +13,8 @@ enum ExportCommand: RewindCommand {
     line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
     with the event's fields rendered without the app's types, as `rewind log --json` does. The
     options select as `rewind log`'s do (see `rewind log --help`), so an export prints the same
-    lines as `rewind log --json` with the same options. A record that is not a Rewind event, or
+    lines as `rewind log --json` with the same options, and reads the journal as it ended when
+    the export began (events appended meanwhile are left out). A record that is not a Rewind event, or
     an event whose fields do not decode, also has "problem" (what is wrong) and its bytes as
     "payload", with "payloadEncoding" saying how: "text" (UTF-8) or "hex"; its envelope's fields
     are null only when the envelope does not decode either. An event whose fields are shown

@@ -15,7 +15,8 @@ enum LogCommand: RewindCommand {
     note in parentheses when they are shown otherwise than stored (of two entries with one key,
     only the first: the one replay reads; a string that is not UTF-8, with U+FFFD for its
     ill-formed bytes; so too an event name or origin that is not UTF-8).
-    Works on any journal, also while it is written.
+    Works on any journal, also while it is written: it lists the journal as it ended when log
+    began, and events appended meanwhile are left out (`rewind tail -f` follows them).
     The name and origin are the journal's text, shown as they are (controls escaped): one that
     holds two spaces and a `{` can pass for the start of the fields. A program that reads the
     events takes --json, where each is a value of its own.
