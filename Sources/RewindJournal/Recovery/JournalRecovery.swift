@@ -36,9 +36,10 @@ package struct JournalRecovery {
   /// here, but for a last file that holds no batch (the caller's rule): a copy is not what a
   /// crash leaves, nor is junk before the last segment.
   private func strayFileError(_ first: UInt64) -> JournalError? {
-    let named =
-      SparseIndex.lastEntry(directory: path, journalID: directory.journalID, segment: first, atOrAfter: 0, io: io)
-      != nil
+    // Named as `verify` (and `JournalDirectory.isStrayFile`) count it: by any entry whose
+    // checksum holds, after damage in the index file too.
+    let named = SparseIndex.scanWellFormed(directory: path, journalID: directory.journalID, io: io).namedSegments
+      .contains(first)
     guard let stray = try? JournalReader.strayFile(first, in: directory, namedByIndex: named) else { return nil }
     var error = JournalError(.corrupt, stray.message, directory: path, file: stray.file, offset: 0)
     error.isStrayFile = true
