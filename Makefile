@@ -9,7 +9,7 @@
 #   make format-check  reads the golden journals with scripts/journal-reader.py, a second reader
 #               written from Journal/FORMAT.md and Journal/SNAPSHOTS.md alone (needs python3 and
 #               liblz4.so.1), checks them with its --verify and compares its reading with their
-#               expected files (golden/snapshots-v1: its verdicts on snapshot files)
+#               expected files (golden/snapshots-v1 and -v2: its verdicts on snapshot files)
 # Both install what is missing first (scripts/install-deps).
 
 SWIFT ?= swift
@@ -89,14 +89,17 @@ format-check: deps
 	diff -u $(GOLDEN)/checkpoints-v1/log.txt .build/format-check/log.txt
 	python3 scripts/journal-reader.py $(GOLDEN)/notebook-v1/journal --jsonl > .build/format-check/log.jsonl
 	diff -u $(GOLDEN)/notebook-v1/log.jsonl .build/format-check/log.jsonl
-	@# The golden snapshot files (SnapshotGoldenTests): whole, damaged as each check names, two past
-	@# the end (so --verify exits 1); its lines naming them (notes, then problems) are their reading.
-	python3 scripts/journal-reader.py $(GOLDEN)/snapshots-v1/journal --verify \
-	  > .build/format-check/snapshots.out 2> .build/format-check/snapshots.err; \
-	  status=$$?; test $$status -eq 1 || { cat .build/format-check/snapshots.err; echo "exit $$status, not 1"; exit 1; }
-	cat .build/format-check/snapshots.out .build/format-check/snapshots.err | grep ' snapshots/' \
-	  > .build/format-check/snapshots.txt
-	diff -u $(GOLDEN)/snapshots-v1/snapshots.txt .build/format-check/snapshots.txt
+	@# The golden snapshot files of each format (SnapshotGoldenTests): whole, damaged as each check
+	@# names, two past the end (so --verify exits 1); its lines naming them (notes, then problems)
+	@# are their reading.
+	for v in 1 2; do \
+	  python3 scripts/journal-reader.py $(GOLDEN)/snapshots-v$$v/journal --verify \
+	    > .build/format-check/snapshots.out 2> .build/format-check/snapshots.err; \
+	  status=$$?; test $$status -eq 1 || { cat .build/format-check/snapshots.err; echo "v$$v: exit $$status, not 1"; exit 1; }; \
+	  cat .build/format-check/snapshots.out .build/format-check/snapshots.err | grep ' snapshots/' \
+	    > .build/format-check/snapshots-v$$v.txt; \
+	  diff -u $(GOLDEN)/snapshots-v$$v/snapshots.txt .build/format-check/snapshots-v$$v.txt || exit 1; \
+	done
 
 doc-check: deps
 	$(SWIFT) build

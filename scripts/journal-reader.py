@@ -12,7 +12,10 @@ where the documents fall short (`make format-check` runs it on Journal/golden). 
 Python 3 and the system's liblz4.so.1 (through ctypes, for LZ4 blocks); CRC-32C and xxHash32 are
 written out below. It reads with `JournalLimits.largest`, as the `rewind` tool does. Section names
 in comments are FORMAT.md's unless they say SNAPSHOTS.md. A snapshot's state is checked against its
-digest and for the canonical encoding; its fingerprint and the state itself need the model's code.
+digest and for the canonical encoding, and its last record's digest (format 2) against the record
+the journal holds; its fingerprint and the state itself need the model's code. Records are read up
+to the first damage: a snapshot past it is `beyondJournal` here, where Rewind, which reads on past
+damage where it can, may check it and give another verdict.
 Not covered: telling stray files apart (FORMAT.md, "Opening and recovery", step 6: this reader
 reports any file named like a segment that is out of place as a sequence break), and rereading a
 batch a live writer may be storing (it reads each file once). Every mode checks the index as a
@@ -324,6 +327,7 @@ class Journal:
         self.segments, self.sizes = self.list_segments(), {}
         for _, name in self.segments:  # a link or FIFO named as one refuses the journal, as Rewind
             read_file(path, name, 0)
+        self.record_digests = {}  # seq -> its digest (SNAPSHOTS.md), for the snapshots named so
         self.index = None
         self.index_note = "index: missing (derived data; the next writer rebuilds it)"
         try:  # before the segments: a live writer's entries name only batches written before them
@@ -345,6 +349,7 @@ class Journal:
         self.ends, self.batches = {}, {}  # segment first -> end of its records; (first, pos) -> h
         self.last_seq, self.max_ts, self.declared = 0, -2**63, 0
         self.tail = None  # where the last segment ends as steps 5 and 6 define it; None: damage
+        named = {int(n[:20]) for n, _ in self.snapshot_files()}
         for k, (first, name) in enumerate(self.segments):
             last = k == len(self.segments) - 1
             data = read_file(self.path, name)
@@ -385,7 +390,11 @@ class Journal:
                     return
                 self.batches[(first, pos)] = (h, self.max_ts)
                 self.max_ts = max(self.max_ts, h["hi"])
-                yield from recs
+                for seq, ts, payload in recs:
+                    if seq in named:  # SNAPSHOTS.md, "Snapshot files": the last record's digest
+                        self.record_digests[seq] = hashlib.sha256(
+                            struct.pack("<Qq", seq, ts) + payload).digest()
+                    yield seq, ts, payload
                 expected, pos = h["first"] + h["count"], end
                 self.last_seq = expected - 1
             self.ends[first] = pos
@@ -481,15 +490,17 @@ class Journal:
 
     # --- Snapshot files (SNAPSHOTS.md, "Snapshot files") -----------------------------------
 
-    def snapshots(self):
+    def snapshot_files(self):
+        """(name, path) of each file named as a snapshot, in name order."""
         folder = os.path.join(self.path, "snapshots")
         if not os.path.isdir(folder) or os.path.islink(folder):
             return []
+        return [(n, os.path.join(folder, n)) for n in sorted(os.listdir(folder))
+                if re.fullmatch(r"[0-9]{20}\.snapshot", n)]
+
+    def snapshots(self):
         found = []
-        for name in sorted(os.listdir(folder)):
-            if not re.fullmatch(r"[0-9]{20}\.snapshot", name):
-                continue
-            p = os.path.join(folder, name)
+        for name, p in self.snapshot_files():
             if int(name[:20]) > self.last_seq:  # by the name alone, before the file is read
                 found.append((name, "beyondJournal"))
                 continue
@@ -498,20 +509,32 @@ class Journal:
                 continue
             with open(p, "rb") as f:
                 data = f.read()
+            version = struct.unpack_from("<I", data, 8)[0] if len(data) >= 12 else None
+            head = 108 if version == 1 else 140  # format 1 has no last record's digest
             if data[:8] != b"RWSNAP\r\n" or len(data) < 112:
                 verdict = "corrupt"
+            elif version not in (1, 2):
+                verdict = "unknownFormat"
+            elif len(data) < head + 4:
+                verdict = "corrupt"
             else:  # the checks in SNAPSHOTS.md's order
-                version, seq, jid, fp, digest, n = struct.unpack_from("<IQ16s32s32sQ", data, 8)
+                seq, jid, fp, digest = struct.unpack_from("<Q16s32s32s", data, 12)
+                record = data[100:132] if version == 2 else None
+                (n,) = struct.unpack_from("<Q", data, head - 8)
                 (stored,) = struct.unpack_from("<I", data, len(data) - 4)
-                if version != 1:
-                    verdict = "unknownFormat"
-                elif 108 + n + 4 != len(data) or crc32c(data[:-4]) != stored:
+                state = data[head:head + n]
+                if head + n + 4 != len(data) or crc32c(data[:-4]) != stored:
                     verdict = "corrupt"
                 elif seq != int(name[:20]) or jid != self.id:
                     verdict = "corrupt" if seq != int(name[:20]) else "foreign"
-                elif hashlib.sha256(data[108:108 + n]).digest() != digest:
+                elif record is not None and seq == 0 and any(record):
+                    verdict = "corrupt"
+                elif (record is not None and seq > 0 and seq in self.record_digests
+                      and self.record_digests[seq] != record):
+                    verdict = "otherHistory"
+                elif hashlib.sha256(state).digest() != digest:
                     verdict = "inconsistent"
-                elif canonical_or_none(data[108:108 + n]) != data[108:108 + n]:
+                elif canonical_or_none(state) != state:
                     verdict = "inconsistent (does not decode, or not in the canonical encoding)"
                 else:
                     verdict = f"ok, fingerprint {fp.hex()}, digest {digest.hex()}"

@@ -18,7 +18,7 @@ func fuzzSnapshots(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
   // The same bytes as the state of a well-formed file.
   let file = SnapshotFile(
     sequence: 1, journalID: Array(repeating: 0, count: 16), fingerprint: Workspace.fingerprint,
-    digest: StateDigest(bytes: SHA256.hash(input)), state: input)
+    digest: StateDigest(bytes: SHA256.hash(input)), lastRecord: SnapshotFile.noRecord, state: input)
   if let decoded = try? SnapshotFile.decode(file.encoded()),
     let state = try? FieldDecoder().decode(Workspace.self, from: decoded.state)
   {
@@ -34,7 +34,7 @@ func writeSeeds(to directory: String) {
   else { return }
   let file = SnapshotFile(
     sequence: replayed.lastSequence, journalID: Array(repeating: 0, count: 16), fingerprint: Workspace.fingerprint,
-    digest: StateDigest(bytes: SHA256.hash(state)), state: state)
+    digest: StateDigest(bytes: SHA256.hash(state)), lastRecord: SnapshotFile.noRecord, state: state)
   writeSeed(file.encoded(), named: "snapshot", in: directory)
   writeSeed(state, named: "state", in: directory)
 }

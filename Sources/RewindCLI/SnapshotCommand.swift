@@ -11,11 +11,14 @@ enum SnapshotCommand: RewindCommand {
     Replays the journal in DIR (from the newest usable snapshot) and writes the state after its
     last record to DIR/snapshots/, atomically; with --keep K (1 to 1000000: the one written is
     always kept), then removes all but the newest K usable snapshots at or before it (a damaged
-    file, another journal's or other model code's counts for nothing: left when newer than the
-    oldest kept, removed with the rest when older; one past the journal's end, a
-    sign of records lost, is left for `rewind verify` to report, with a note).
+    file, another journal's, other model code's or one of another history counts for nothing:
+    left when newer than the oldest kept, removed with the rest when older; one past the
+    journal's end, a sign of records lost, is left for `rewind verify` to report, with a note).
+    When the newest usable snapshot already holds the last state, nothing is written.
     Snapshots only ever save time: replay checks each one and skips any that is corrupt,
-    foreign or written by other model code (`rewind replay` and `verify` list them).
+    foreign, written by other model code, or of another history (its last record is not the one
+    the journal holds at its number: the journal was cut there and written again) (`rewind
+    replay` and `verify` list them).
     May run while a writer appends.
     Exit 1 when the replay finds a checkpoint of this model code whose digest differs from the
     state it rebuilt (nothing is written: a snapshot would carry that state past the checkpoint

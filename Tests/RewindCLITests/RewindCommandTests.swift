@@ -168,9 +168,12 @@ import Testing
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
     func snapshot(_ sequence: UInt64, journal: [UInt8] = id, digest: [UInt8]? = nil) throws {
       let state: [UInt8] = [1, 2, 3]
+      // Its last record is the journal's: a file that differs from a written one only where it says.
+      let record = try #require(try JournalReader(directory: dir.path).record(sequence))
       let file = SnapshotFile(
         sequence: sequence, journalID: journal, fingerprint: StateDigest(bytes: Array(repeating: 7, count: 32)),
-        digest: StateDigest(bytes: digest ?? SHA256.hash(state)), state: state)
+        digest: StateDigest(bytes: digest ?? SHA256.hash(state)), lastRecord: SnapshotFile.recordDigest(of: record),
+        state: state)
       try Files.write(file.encoded(), to: folder + "/" + SnapshotStore.fileName(sequence))
     }
     try snapshot(100)

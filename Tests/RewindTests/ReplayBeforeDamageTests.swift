@@ -83,8 +83,13 @@ import Testing
     let (directory, intact) = try Self.damaged(damage, temporary)
     let store = SnapshotStore(journal: directory)
     try store.write(Replay.rebuild(Shelves.self, directory: directory, through: intact / 2).state, at: intact / 2)
-    // Not the state at 89 (no replay reaches it): one that would show if it were used.
-    try store.write(Replay.rebuild(Shelves.self, directory: directory, through: intact).state, at: 89)
+    // Not the state at 89 (no replay reaches it): one that would show if it were used. It names
+    // record 89 where the journal can read it (`write(_:at:)` reads it, and refuses a record in
+    // the damage); where the damage holds it, readers cannot check it, and it names none.
+    let record = try? JournalReader(directory: directory).record(89, readingAroundMissingSegments: true)
+    try store.write(
+      Replay.rebuild(Shelves.self, directory: directory, through: intact).state, at: 89,
+      lastRecord: record.map(SnapshotFile.recordDigest(of:)) ?? SnapshotFile.noRecord)
     let outcome = try Replay.run(Shelves.self, directory: directory, to: .sequence(intact - 1))
     #expect(outcome.report.snapshotSequence == intact / 2)
     #expect(outcome.report.skippedSnapshots.isEmpty, "\(outcome.report.skippedSnapshots)")

@@ -32,6 +32,12 @@ private final class SnapshotReadCounter: ForwardingFileIO {
   }
 }
 
+/// The digest of the journal's record `sequence`, which a snapshot file made by hand names as its
+/// last record so that it differs from a written one only where the test says.
+private func lastRecord(_ directory: String, _ sequence: UInt64) throws -> [UInt8] {
+  SnapshotFile.recordDigest(of: try #require(try JournalReader(directory: directory).record(sequence)))
+}
+
 /// Defects a reviewer found in the snapshot store: what `prune` removes, what reading does when
 /// the journal's id cannot be read or the model code changed, and what a snapshot policy accepts.
 @Suite struct SnapshotStoreReviewTests {
@@ -219,7 +225,7 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     let file = SnapshotFile(
       sequence: sequence, journalID: try JournalReader(directory: directory).id.bytes,
       fingerprint: StateDigest(bytes: SHA256.hash(Array("other model code".utf8))),
-      digest: StateDigest(bytes: SHA256.hash(state)), state: state)
+      digest: StateDigest(bytes: SHA256.hash(state)), lastRecord: try lastRecord(directory, sequence), state: state)
     try FileManager.default.createDirectory(
       atPath: directory + "/" + SnapshotStore.folderName, withIntermediateDirectories: true)
     try Files.write(
@@ -255,7 +261,7 @@ private final class SnapshotReadCounter: ForwardingFileIO {
     let file = SnapshotFile(
       sequence: 3, journalID: try JournalReader(directory: directory.path).id.bytes,
       fingerprint: StateDigest(bytes: SHA256.hash(Array("other model code".utf8))),
-      digest: StateDigest(bytes: SHA256.hash(state)), state: state)
+      digest: StateDigest(bytes: SHA256.hash(state)), lastRecord: try lastRecord(directory.path, 3), state: state)
     try FileManager.default.createDirectory(
       atPath: directory.appending(SnapshotStore.folderName), withIntermediateDirectories: true)
     try Files.write(file.encoded(), to: directory.appending(SnapshotStore.folderName + "/" + SnapshotStore.fileName(3)))

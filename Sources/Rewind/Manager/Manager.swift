@@ -322,7 +322,8 @@ public final class Manager<M: Model>: Sendable {
   public let recovery: RecoveryReport
 
   /// What the start-up replay did: the snapshot it started from (if any), the records it applied,
-  /// and every snapshot it skipped with why (missing, corrupt, foreign, stale, beyond the journal).
+  /// and every snapshot it skipped with why (missing, corrupt, foreign, stale, of another history,
+  /// beyond the journal).
   /// Skipped snapshots cost time, never correctness; an app may log them.
   public let startupReport: ReplayReport
 

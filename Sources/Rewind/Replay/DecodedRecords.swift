@@ -42,9 +42,11 @@ final class DecodedRecords<M: Model> {
 
   /// `applyOnly`: the caller only calls `applyNext` (it looks at no record), so the reading thread
   /// decodes batches into lists of events by type (`ApplicableBatch`), not into `DecodedRecord`s.
+  /// `digests`: records whose digests are taken as they are read (for the snapshots written
+  /// from this replay).
   init(
     registry: EventRegistry<M>, reader: JournalReader, first: UInt64, last: UInt64, options: ReplayOptions,
-    applyOnly: Bool = false
+    applyOnly: Bool = false, digests: RecordDigests? = nil
   ) throws {
     self.registry = registry
     self.tables = registry.tables
@@ -56,10 +58,10 @@ final class DecodedRecords<M: Model> {
     if last < first {
       queue = nil
     } else if last - first < UInt64(size) * 2 || options.batchesInFlight <= 0 {
-      inline = RawBatches(cursor: try cursor(), last: last)
+      inline = RawBatches(cursor: try cursor(), last: last, digests: digests)
       queue = nil
     } else {
-      let batches = SendableBox(RawBatches(cursor: try cursor(), last: last))
+      let batches = SendableBox(RawBatches(cursor: try cursor(), last: last, digests: digests))
       let queue = RecordQueue(capacity: options.batchesInFlight)
       // Decode on the producer while at least this many batches wait for the consumer.
       let ahead = max(1, options.batchesInFlight / 4)
@@ -227,10 +229,14 @@ struct RawBatches {
   private let last: UInt64
   private var finished = false
   private var pending: (any Error)?
+  private let digests: RecordDigests?
+  /// The place in `digests.sequences` of the next record to take a digest of.
+  private var nextDigest = 0
 
-  init(cursor: JournalCursor, last: UInt64) {
+  init(cursor: JournalCursor, last: UInt64, digests: RecordDigests? = nil) {
     self.cursor = cursor
     self.last = last
+    self.digests = digests
   }
 
   /// Most records a batch makes room for before reading them.
@@ -253,6 +259,7 @@ struct RawBatches {
           finished = true
           break
         }
+        if let digests { digests.take(record, isLast: record.sequence == last, next: &nextDigest) }
         batch.append(record)
         if record.sequence == last {
           finished = true
@@ -267,6 +274,41 @@ struct RawBatches {
       pending = error
     }
     return batch.isEmpty ? nil : batch
+  }
+}
+
+/// The digests (`SnapshotFile.recordDigest(of:)`) of chosen records, taken as a replay reads
+/// them: what a snapshot of the state after one of them records of it, as the replay that built
+/// the state read it. Read back from the journal afterwards instead, the record could be another
+/// one: a writer whose group failed cuts it off and numbers new records over it.
+///
+/// `@unchecked Sendable`: `taken` is read and written only while holding `lock`, glibc's mutex
+/// (through `NSLock`), which ThreadSanitizer sees (a contended `Mutex` takes a lock it does not:
+/// Tests/tsan-suppressions.txt).
+final class RecordDigests: @unchecked Sendable {
+  /// The records chosen, ascending.
+  let sequences: [UInt64]
+  /// Whether the last record of the replay's range is chosen too.
+  let last: Bool
+  private let lock = NSLock()
+  private var taken: [UInt64: [UInt8]] = [:]
+
+  init(of sequences: some Sequence<UInt64>, last: Bool = false) {
+    self.sequences = Array(Set(sequences)).sorted()
+    self.last = last
+  }
+
+  /// The digest of record `sequence`, if the replay read it.
+  func digest(_ sequence: UInt64) -> [UInt8]? { lock.withLock { taken[sequence] } }
+
+  /// Takes `record`'s digest if it is chosen (read in ascending order: `next` is the place in
+  /// `sequences` of the next one, kept by the reading side).
+  func take(_ record: JournalRecord, isLast: Bool, next: inout Int) {
+    while next < sequences.count, sequences[next] < record.sequence { next += 1 }
+    let chosen = next < sequences.count && sequences[next] == record.sequence
+    guard chosen || (last && isLast) else { return }
+    let digest = SnapshotFile.recordDigest(of: record)
+    lock.withLock { taken[record.sequence] = digest }
   }
 }
 

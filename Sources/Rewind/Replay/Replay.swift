@@ -50,6 +50,15 @@ public enum Replay {
     _ type: M.Type, directory: String, to target: ReplayTarget = .end, options: ReplayOptions = ReplayOptions(),
     progress: ((ReplayProgress) -> Void)? = nil
   ) throws -> Outcome<M> {
+    try run(type, directory: directory, to: target, options: options, progress: progress, digests: nil)
+  }
+
+  /// `run(_:directory:to:options:progress:)`, taking the digests of the records `digests`
+  /// chooses as they are read (for a snapshot of the state it returns).
+  static func run<M: SnapshotModel>(
+    _ type: M.Type, directory: String, to target: ReplayTarget, options: ReplayOptions,
+    progress: ((ReplayProgress) -> Void)?, digests: RecordDigests?
+  ) throws -> Outcome<M> {
     let reader = try reader(directory)
     let registry = M.makeRegistry()
     // Damage may hide the end: then only a target before it is replayed (`resolve`), and a replay
@@ -150,7 +159,8 @@ public enum Replay {
     // a box with a dynamic exclusivity check each time.
     let applied = try apply(
       registry: registry, reader: reader, to: &state, after: start, through: last, options: options,
-      progress: progress, observe: options.verifyCheckpoints || !snapshots.isEmpty ? checkAfter : nil)
+      progress: progress, observe: options.verifyCheckpoints || !snapshots.isEmpty ? checkAfter : nil,
+      digests: digests)
     if case .failure(let damage) = readable, applied.lastSequence < last { throw damage }
     report.lastSequence = applied.lastSequence
     report.recordsApplied += applied.count
@@ -264,7 +274,8 @@ public enum Replay {
     }
   }
 
-  /// Applies records `start+1 ... last` to `state`. `observe` sees each record with the state
+  /// Applies records `start+1 ... last` to `state`; `digests` takes the digests of the records
+  /// it chooses as they are read. `observe` sees each record with the state
   /// after it; `observeSequence` sees each record's sequence number with the state after it (for
   /// a caller that does not look at the record: records are then applied as they are decoded, as
   /// without either); `applied`, if given, gets each sequence number applied, before either
@@ -275,11 +286,12 @@ public enum Replay {
     registry: EventRegistry<M>, reader: JournalReader, to state: inout M, after start: UInt64, through last: UInt64,
     options: ReplayOptions, progress: ((ReplayProgress) -> Void)?,
     observe: ((DecodedRecord, M) throws -> Void)?, observeSequence: ((UInt64, M) throws -> Void)? = nil,
-    applied: ((UInt64) -> Void)? = nil
+    applied: ((UInt64) -> Void)? = nil, digests: RecordDigests? = nil
   ) throws -> (lastSequence: UInt64, count: Int) {
     guard last > start else { return (start, 0) }
     let records = try DecodedRecords(
-      registry: registry, reader: reader, first: start + 1, last: last, options: options, applyOnly: observe == nil)
+      registry: registry, reader: reader, first: start + 1, last: last, options: options, applyOnly: observe == nil,
+      digests: digests)
     let tables = registry.tables
     var context = ApplyContext(recording: false)
     if observe == nil, observeSequence == nil, applied == nil, progress == nil {

@@ -14,6 +14,11 @@ public struct SnapshotProblem: Sendable, Equatable, CustomStringConvertible {
     case stale(fingerprint: String)
     /// Claims a sequence number the journal does not reach (the journal was replaced or cut).
     case beyondJournal(lastSequence: UInt64)
+    /// Stands for another history than the journal's: the record the journal holds at its
+    /// sequence number is not the last record its state includes (the journal was cut there and
+    /// written again, or replaced by another copy of itself). Files of format 1, which name no
+    /// record, are not checked.
+    case otherHistory(String)
     /// The state does not decode, or decodes to a state with another digest than recorded.
     case inconsistent(String)
     /// Cannot be checked against the journal (its id could not be read): it might be another
@@ -28,6 +33,7 @@ public struct SnapshotProblem: Sendable, Equatable, CustomStringConvertible {
       case .foreign(let id): "belongs to another journal (\(id))"
       case .stale(let fingerprint): "written by other model code (fingerprint \(fingerprint))"
       case .beyondJournal(let last): "is beyond the journal's last sequence number \(last)"
+      case .otherHistory(let why): "of another history: \(why)"
       case .inconsistent(let why): "inconsistent: \(why)"
       case .unverifiable(let why): "unverifiable: \(why)"
       }

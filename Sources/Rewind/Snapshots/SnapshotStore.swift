@@ -93,30 +93,49 @@ public struct SnapshotStore: Sendable {
   ///   the one replay gives, see `CanonicalEncoding.encodeExactly`), or if its file would be larger
   ///   than the `maxFileBytes` every reader skips, or if the state read back from its encoding is
   ///   not the state (a property the model's `Codable` form leaves out: `SnapshotFidelity`);
-  ///   nothing is written then. `JournalError` if the journal cannot be synced; `SystemCallError`
-  ///   from the disk.
+  ///   nothing is written then. `JournalError` if the journal cannot be synced or read, or does
+  ///   not reach `sequence` (`.invalidArgument`: the file would stand for records no one wrote);
+  ///   `SystemCallError` from the disk.
+  ///
+  /// The file also names record `sequence` as the journal holds it when this reads it, after the
+  /// state was made (`SnapshotFile.recordDigest(of:)`): readers skip it once the journal holds
+  /// another record there. A state rebuilt by a replay in another process than the journal's
+  /// writer is best written with the digest of the record the replay applied (as
+  /// `Snapshots.take` and `update` do): a writer whose group failed can cut it off and number new
+  /// records over it between the replay and this read.
   @discardableResult
   public func write<M: SnapshotModel>(_ state: M, at sequence: UInt64) throws -> StateDigest {
-    let reader = try JournalReader(directory: directory, io: io)
+    try write(state, at: sequence, lastRecord: nil)
+  }
+
+  /// `write(_:at:)`, with the digest of the last record the state includes as the replay that
+  /// built it read the record (`RecordDigests`), or nil to read the record again.
+  @discardableResult
+  func write<M: SnapshotModel>(_ state: M, at sequence: UInt64, lastRecord: [UInt8]?) throws -> StateDigest {
+    // The largest limits, as every reader of snapshots reads the record: a journal written with
+    // records over the default limits is this journal too.
+    let reader = try JournalReader(directory: directory, limits: .largest, io: io)
     let journalID = try reader.id
     let bytes = try CanonicalEncoding.encodeExactly(state)
     let digest = StateDigest(bytes: SHA256.hash(bytes))
-    let file = SnapshotFile(
-      sequence: sequence, journalID: journalID.bytes, fingerprint: M.fingerprint, digest: digest, state: bytes)
-    let encoded = file.encoded()
     // A file no reader takes would cost its writing at every interval and serve nothing.
-    guard encoded.count <= fileLimit else {
+    let fileBytes = SnapshotFile.headerSize + bytes.count + 4
+    guard fileBytes <= fileLimit else {
       throw EncodingError.invalidValue(
         state,
         EncodingError.Context(
           codingPath: [],
-          debugDescription: "the snapshot after record \(sequence) would be \(encoded.count) bytes, more than the "
+          debugDescription: "the snapshot after record \(sequence) would be \(fileBytes) bytes, more than the "
             + "\(fileLimit) a snapshot file may have (SnapshotStore.maxFileBytes): not written; replays start from an "
             + "earlier snapshot or the journal's first record",
           underlyingError: WouldNotServe()))
     }
     try Self.checkReadBack(state, from: bytes)
     try reader.makeDurable(through: sequence)
+    let file = SnapshotFile(
+      sequence: sequence, journalID: journalID.bytes, fingerprint: M.fingerprint, digest: digest,
+      lastRecord: try lastRecord ?? recordDigest(sequence, reader: reader), state: bytes)
+    let encoded = file.encoded()
     try io.makeJournalFolder(folder)
     try whileWriting {
       try io.writeFileAtomically(
@@ -124,6 +143,18 @@ public struct SnapshotStore: Sendable {
         temporary: folder + "/" + SnapshotStore.temporaryName(sequence))
     }
     return digest
+  }
+
+  /// The digest of record `sequence` as the journal holds it (`SnapshotFile.noRecord` for 0).
+  /// - Throws: `JournalError` if the journal does not reach it or cannot be read there.
+  private func recordDigest(_ sequence: UInt64, reader: JournalReader) throws -> [UInt8] {
+    guard sequence > 0 else { return SnapshotFile.noRecord }
+    guard let record = try reader.record(sequence, readingAroundMissingSegments: true) else {
+      throw JournalError(
+        .invalidArgument, "no snapshot after record \(sequence): the journal does not reach it",
+        directory: directory)
+    }
+    return SnapshotFile.recordDigest(of: record)
   }
 
   /// The writes this process has begun: each write's temporary file is named by the next.
@@ -158,10 +189,11 @@ public struct SnapshotStore: Sendable {
 
   /// The newest usable snapshot at or before `limit`, and every file skipped on the way (newer
   /// ones up to `limit`, and any beyond `lastSequence`), with the reason. A file is usable when it parses, has a good checksum,
-  /// this journal's id, this code's fingerprint, a sequence number the journal reaches, and a state
-  /// that decodes to the digest it records. If the journal's id cannot be read, no file is usable
-  /// (each is skipped as `unverifiable`): none can be told from another journal's. A file of other
-  /// model code (`stale`) is skipped after reading its header alone. `lastSequence` is the
+  /// this journal's id, this code's fingerprint, a sequence number the journal reaches, a last
+  /// record the journal holds there (format 2: `otherHistory` otherwise), and a state that decodes
+  /// to the digest it records. If the journal's id cannot be read, no file is usable (each is
+  /// skipped as `unverifiable`): none can be told from another journal's. A file of other model
+  /// code (`stale`) or of another history is skipped after reading its header alone. `lastSequence` is the
   /// journal's end as the caller read it; a file past it is judged against the end read again
   /// after the files are listed (a live writer may have appended its records and written it
   /// since). A file removed after it was listed (pruned meanwhile) is passed over, no problem.
@@ -196,7 +228,8 @@ public struct SnapshotStore: Sendable {
   /// Each snapshot file's problem that needs no model, in sequence order: a sequence number past
   /// `lastSequence` (the journal's end), then what reading and `SnapshotFile.parse` find (length,
   /// magic, format, checksum), a sequence number other than its name's, another journal's id, a
-  /// state whose bytes do not hash to the recorded digest.
+  /// last record the journal does not hold there (`otherHistory`), a state whose bytes do not hash
+  /// to the recorded digest.
   /// Reads every file whole; moves nothing (`setAside` does, for a writer or repair). If the
   /// journal's id cannot be read, every file is `unverifiable`. As in `latest`, a file past
   /// `lastSequence` is judged against the end read after the listing, and one removed after it
@@ -250,8 +283,8 @@ public struct SnapshotStore: Sendable {
   }
 
   /// The snapshots of model code `fingerprint` after `start` and through `last`, ascending, each
-  /// with the digest it records: those whose file is whole, names this journal, and holds state
-  /// bytes that hash to that digest (the others are `fileProblems`, and replay skips them). For
+  /// with the digest it records: those whose file is whole, names this journal and a last record
+  /// it holds, and holds state bytes that hash to that digest (the others are `fileProblems`, and replay skips them). For
   /// verification, which compares each with the state replay rebuilds there. Reads every such
   /// file whole (files of other model code only to the end of their header); decodes no state.
   /// None if the journal's id cannot be read.
@@ -285,18 +318,20 @@ public struct SnapshotStore: Sendable {
     }
   }
 
-  /// The sequence number of the newest snapshot file whose header names model code `fingerprint`
-  /// and its own sequence number, or nil if there is none. Reads each file's header alone, newest
-  /// first, and checks nothing else: what `Manager.maintain` counts its next snapshot from, where
-  /// a file of other model code (all of them, after a change of model code) stands for no state.
+  /// The sequence number of the newest snapshot file whose header names model code `fingerprint`,
+  /// its own sequence number and a last record the journal holds, or nil if there is none. Reads
+  /// each file's header alone (and that record), newest first, and checks nothing else: what
+  /// `Manager.maintain` counts its next snapshot from, where a file of other model code (all of
+  /// them, after a change of model code) or of another history stands for no state.
   package func newestSequence(fingerprint: StateDigest) -> UInt64? {
     sequences().reversed().first { headerNames($0, fingerprint: fingerprint, journalID: nil) }
   }
 
   /// The newest `count` (at most) of `candidates` (ascending) whose headers name them, this
-  /// journal and model code `fingerprint`, newest first: each file's header alone read, from the
-  /// newest down. What `Snapshots.update` chooses the multiples it writes by, before the pruning
-  /// reads the files it keeps whole: a stale or foreign file counts for nothing in either.
+  /// journal, model code `fingerprint` and a last record the journal holds, newest first: each
+  /// file's header alone read (and that record), from the newest down. What `Snapshots.update`
+  /// chooses the multiples it writes by, before the pruning reads the files it keeps whole: a
+  /// stale or foreign file, or one of another history, counts for nothing in either.
   package func newestOfCode(_ count: Int, among candidates: [UInt64], fingerprint: StateDigest) -> [UInt64] {
     guard case .success(let journalID) = journalID() else { return [] }
     var found: [UInt64] = []
@@ -307,16 +342,20 @@ public struct SnapshotStore: Sendable {
   }
 
   /// Whether the header of the file of `sequence` names that sequence number, model code
-  /// `fingerprint` and (unless nil) journal `journalID`: one read of the header, nothing else.
+  /// `fingerprint`, (unless nil) journal `journalID`, and a last record the journal holds (format
+  /// 2, `checkHistory`): one read of the header and of that record, nothing else.
   private func headerNames(_ sequence: UInt64, fingerprint: StateDigest, journalID: JournalID?) -> Bool {
     let name = SnapshotStore.fileName(sequence)
     guard let fd = try? io.open(folder + "/" + name, flags: 0, mode: 0) else { return false }
     defer { io.close(fd) }
-    guard let bytes = try? io.read(fd, count: SnapshotFile.headerSize, at: 0, path: name),
-      let header = SnapshotFile.header(bytes)
+    guard let size = try? io.size(fd, path: name),
+      let bytes = try? io.read(fd, count: Int(min(max(size, 0), Int64(SnapshotFile.headerSize))), at: 0, path: name),
+      let (header, lastRecord) = SnapshotFile.header(bytes)
     else { return false }
-    return header.fingerprint == fingerprint && header.sequence == sequence
-      && journalID.map { header.journalID == $0.bytes } ?? true
+    guard header.fingerprint == fingerprint, header.sequence == sequence,
+      journalID.map({ header.journalID == $0.bytes }) ?? true
+    else { return false }
+    return (try? checkHistory(sequence, lastRecord)) != nil
   }
 
   /// The journal's id, which every file read is checked against, or why it cannot be: then no
@@ -357,6 +396,7 @@ public struct SnapshotStore: Sendable {
   ) throws(SnapshotProblem.Reason) -> (bytes: [UInt8], file: SnapshotFile.Parsed) {
     let journalID = try journalID.get()
     let bytes: [UInt8]
+    var historyChecked = false
     do {
       let fd = try io.open(folder + "/" + name, flags: 0, mode: 0)
       defer { io.close(fd) }
@@ -365,15 +405,19 @@ public struct SnapshotStore: Sendable {
       guard size <= fileLimit else {
         throw SnapshotProblem.Reason.unreadable("\(size) bytes, more than the \(fileLimit) a snapshot file may have")
       }
-      if let fingerprint, size > SnapshotFile.headerSize {
+      if let fingerprint, size > SnapshotFile.formatOneHeaderSize {
         // The header is not checksummed apart from the rest: a header that does not parse here is
         // left for the whole file's checks to name.
-        let header = try io.read(fd, count: SnapshotFile.headerSize, at: 0, path: name)
-        if let fields = SnapshotFile.header(header) {
+        let header = try io.read(
+          fd, count: Int(min(size, Int64(SnapshotFile.headerSize))), at: 0, path: name)
+        if let (fields, lastRecord) = SnapshotFile.header(header) {
           try check(fields.sequence, fields.journalID, against: sequence, journalID)
           guard fields.fingerprint == fingerprint else {
             throw SnapshotProblem.Reason.stale(fingerprint: fields.fingerprint.description)
           }
+          // Of another history: skipped, as a stale file is, without reading its state.
+          try checkHistory(sequence, lastRecord)
+          historyChecked = true
         }
       }
       bytes = try io.read(fd, count: Int(size), at: 0, path: name)
@@ -384,7 +428,44 @@ public struct SnapshotStore: Sendable {
     }
     let file = try SnapshotFile.parse(bytes)
     try check(file.sequence, file.journalID, against: sequence, journalID)
+    // Checked by the header above, which is these bytes' beginning (the file read once more).
+    if !historyChecked { try checkHistory(file.sequence, file.lastRecord) }
     return (bytes, file)
+  }
+
+  /// Checks that the journal holds, at a file's `sequence`, the last record its state includes
+  /// (`recorded`; `otherHistory` if not): a journal cut and written again past that number holds
+  /// other records there, which replay from this file would build on a state they never
+  /// followed. A file of format 1 (nil) names no record and is not checked. Nor is one whose
+  /// record lies in damage (a located `JournalError`: `.corrupt`, `.sequenceBreak`, a limit): that
+  /// file is all a reader has past such damage, which the journal's readers locate where a read
+  /// reaches it. Any other failure to read the record (the process out of descriptors, an I/O
+  /// error) is `unreadable`: the check did not run.
+  private func checkHistory(_ sequence: UInt64, _ recorded: [UInt8]?) throws(SnapshotProblem.Reason) {
+    guard let recorded else { return }
+    guard sequence > 0 else {
+      guard recorded == SnapshotFile.noRecord else {
+        throw .corrupt("names a last record, but the state after sequence 0 includes none")
+      }
+      return
+    }
+    let record: JournalRecord?
+    do {
+      record = try JournalReader(directory: directory, limits: .largest, io: io)
+        .record(sequence, readingAroundMissingSegments: true)
+    } catch let error as JournalError where [.corrupt, .sequenceBreak, .limitExceeded].contains(error.code) {
+      return
+    } catch {
+      throw .unreadable("the journal's record \(sequence), its last one, could not be read to check it: \(error)")
+    }
+    guard let record else {
+      throw .otherHistory("the journal holds no record \(sequence) now, the last one its state includes")
+    }
+    guard SnapshotFile.recordDigest(of: record) == recorded else {
+      throw .otherHistory(
+        "the journal's record \(sequence) is not the last one its state includes (the journal was cut there "
+          + "and written again, or is another copy of itself)")
+    }
   }
 
   /// Checks a file's sequence number and journal id against its name's and the journal's.

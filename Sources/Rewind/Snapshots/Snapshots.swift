@@ -10,7 +10,8 @@ public enum Snapshots {
   /// rebuilt it found a checkpoint of this model code whose digest differs
   /// (`ReplayReport.firstDivergence`): such a state is not the one the journal's writer had, and
   /// a snapshot would carry it past the checkpoint that shows it, so that every later replay
-  /// starting from it reported nothing.
+  /// starting from it reported nothing. When the newest usable snapshot already holds that state
+  /// (the replay started from it at the journal's end), nothing is written.
   /// - Returns: its sequence number and digest (nil for an empty journal).
   /// - Throws: `DivergedState` (nothing written) for a divergence; what replaying the journal
   ///   throws (`JournalError`, `ReplayError`), and what `SnapshotStore.write(_:at:)` throws
@@ -20,11 +21,21 @@ public enum Snapshots {
   public static func take<M: SnapshotModel>(
     _ type: M.Type, directory: String, progress: ((ReplayProgress) -> Void)? = nil
   ) throws -> (sequence: UInt64, digest: StateDigest)? {
-    let outcome = try Replay.run(M.self, directory: directory, progress: progress)
-    guard outcome.report.lastSequence > 0 else { return nil }
+    // The last record's digest as the replay read it.
+    let digests = RecordDigests(of: [], last: true)
+    let outcome = try Replay.run(
+      M.self, directory: directory, to: .end, options: ReplayOptions(), progress: progress, digests: digests)
+    let last = outcome.report.lastSequence
+    guard last > 0 else { return nil }
     if let divergence = outcome.report.firstDivergence { throw DivergedState(divergence: divergence) }
-    let digest = try SnapshotStore(journal: directory).write(outcome.state, at: outcome.report.lastSequence)
-    return (outcome.report.lastSequence, digest)
+    if outcome.report.snapshotSequence == last {
+      // The replay applied nothing: the snapshot it started from is this state. Written again, the
+      // file would name the record as the journal holds it now, not as a replay read it (and a
+      // file of format 1, which names none, would pass for one checked).
+      return (last, try StateDigest.of(outcome.state))
+    }
+    let digest = try SnapshotStore(journal: directory).write(outcome.state, at: last, lastRecord: digests.digest(last))
+    return (last, digest)
   }
 
   /// A snapshot not written: the replay that rebuilt its state found a checkpoint of this model
@@ -107,6 +118,7 @@ public enum Snapshots {
     // it keeps whole, and counts only usable ones.
     let usable = store.newestOfCode(keep, among: store.sequences().filter { $0 <= last }, fingerprint: M.fingerprint)
     let kept = Set(Set(usable).union(multiples).sorted().suffix(keep))
+    let digests = RecordDigests(of: multiples.filter(kept.contains))
     try Replay.apply(
       registry: M.makeRegistry(), reader: reader, to: &state, after: start, through: last, options: options,
       progress: nil,
@@ -114,7 +126,7 @@ public enum Snapshots {
       observeSequence: { sequence, state in
         guard sequence % interval == 0, failure == nil, kept.contains(sequence) else { return }
         do {
-          try store.write(state, at: sequence)
+          try store.write(state, at: sequence, lastRecord: digests.digest(sequence))
           written.append(sequence)
         } catch EncodingError.invalidValue(let value as Double, _) where value == 0 && value.sign == .minus {
           // This state has no exact snapshot (it holds -0.0: `SnapshotStore.write`), and gets none.
@@ -124,7 +136,7 @@ public enum Snapshots {
         } catch {
           failure = error
         }
-      })
+      }, digests: digests)
     if let failure { throw failure }
     try store.prune(keeping: keep, through: last, fingerprint: M.fingerprint)
     return written
