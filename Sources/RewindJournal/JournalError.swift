@@ -138,6 +138,13 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     self.errno = errno
   }
 
+  /// The error for a stray file (`JournalProblem.strayFile`) met in journal `directory`: at
+  /// offset 0 of that file, marked `isStrayFile`, so that it says nothing committed is damaged.
+  package init(stray: JournalProblem, directory: String) {
+    self.init(.corrupt, stray.message, directory: directory, file: stray.file, offset: 0)
+    isStrayFile = true
+  }
+
   public var description: String {
     if code == .notAJournal, let directory {
       // Not "in journal DIR": the point is that DIR is not one (the message names what is missing).

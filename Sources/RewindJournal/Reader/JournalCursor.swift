@@ -545,9 +545,7 @@ public final class JournalCursor {
   /// The error for a stray file with no segment after it: it damages nothing committed, and its
   /// name says nothing about records missing before it.
   private func strayError(_ stray: JournalProblem) -> JournalError {
-    var error = JournalError(.corrupt, stray.message, directory: reader.directory, file: stray.file, offset: 0)
-    error.isStrayFile = true
-    return error
+    JournalError(stray: stray, directory: reader.directory)
   }
 
   private func refreshSize(_ file: SegmentFile) throws {

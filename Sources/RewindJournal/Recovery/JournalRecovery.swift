@@ -41,9 +41,7 @@ package struct JournalRecovery {
     let named = SparseIndex.scanWellFormed(directory: path, journalID: directory.journalID, io: io).namedSegments
       .contains(first)
     guard let stray = try? JournalReader.strayFile(first, in: directory, namedByIndex: named) else { return nil }
-    var error = JournalError(.corrupt, stray.message, directory: path, file: stray.file, offset: 0)
-    error.isStrayFile = true
-    return error
+    return JournalError(stray: stray, directory: path)
   }
 
   package func run() throws -> WriterStart {
