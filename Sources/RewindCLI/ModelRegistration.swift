@@ -41,7 +41,8 @@ public struct ModelRegistration: Sendable {
   var open: @Sendable (String) throws -> any ModelSession
   var replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
   let verify: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
-  let snapshot: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> (sequence: UInt64, digest: StateDigest)?
+  let snapshot:
+    @Sendable (String, ((ReplayProgress) -> Void)?) throws -> (sequence: UInt64, digest: StateDigest, written: Bool)?
 
   /// Registers `M` under `name`.
   /// - Parameters:
@@ -81,7 +82,9 @@ public struct ModelRegistration: Sendable {
       return ReplayVerification(
         report: outcome.report, cacheProblems: StateInspector.cacheProblems(in: outcome.state))
     }
-    snapshot = { directory, progress in try Snapshots.take(M.self, directory: directory, progress: progress) }
+    snapshot = { directory, progress in
+      try Snapshots.takeNotingWrite(M.self, directory: directory, progress: progress)
+    }
   }
 }
 
@@ -100,11 +103,12 @@ extension ModelRegistration {
     try verify(directory, progress)
   }
 
-  /// Writes a snapshot of the state after the journal's last record (nil for an empty journal).
+  /// Writes a snapshot of the state after the journal's last record (nil for an empty journal;
+  /// nothing is written when the newest usable snapshot already holds it, `Snapshots.take`).
   public func takeSnapshot(_ directory: String, progress: ((ReplayProgress) -> Void)? = nil) throws -> (
     sequence: UInt64, digest: StateDigest
   )? {
-    try snapshot(directory, progress)
+    try snapshot(directory, progress).map { ($0.sequence, $0.digest) }
   }
 }
 

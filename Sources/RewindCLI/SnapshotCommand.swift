@@ -14,7 +14,8 @@ enum SnapshotCommand: RewindCommand {
     file, another journal's, other model code's or one of another history counts for nothing:
     left when newer than the oldest kept, removed with the rest when older; one past the
     journal's end, a sign of records lost, is left for `rewind verify` to report, with a note).
-    When the newest usable snapshot already holds the last state, nothing is written.
+    When the newest usable snapshot already holds the last state, nothing is written, and the
+    line says "already on disk, nothing written".
     Snapshots only ever save time: replay checks each one and skips any that is corrupt,
     foreign, written by other model code, or of another history (its last record is not the one
     the journal holds at its number: the journal was cut there and written again) (`rewind
@@ -41,7 +42,7 @@ enum SnapshotCommand: RewindCommand {
     let model = try context.registration(for: directory, named: args.value("model"))
     let progress = ProgressLine("replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
-    let written: (sequence: UInt64, digest: StateDigest)?
+    let written: (sequence: UInt64, digest: StateDigest, written: Bool)?
     do {
       written = try replaying(model, directory) { try model.snapshot(directory, progress.callback) }
     } catch let diverged as Snapshots.DivergedState {
@@ -54,7 +55,13 @@ enum SnapshotCommand: RewindCommand {
       output.out(visible("the journal \(directory) is empty: no snapshot written") + "\n")
       return .success
     }
-    output.out("snapshot of \(model.name) at sequence \(written.sequence), digest \(written.digest)\n")
+    if written.written {
+      output.out("snapshot of \(model.name) at sequence \(written.sequence), digest \(written.digest)\n")
+    } else {
+      output.out(
+        "snapshot of \(model.name) at sequence \(written.sequence), digest \(written.digest): already on disk, "
+          + "nothing written\n")
+    }
     if let keep {
       // Among the snapshots at or before the one written: one past the journal's end (records
       // lost) would otherwise count among the newest and push out the one just written.

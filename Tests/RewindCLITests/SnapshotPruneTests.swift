@@ -11,6 +11,24 @@ import Testing
   /// ("snapshot of workspace at sequence N", then "pruned snapshots at ..., N"): the snapshot it
   /// reported was gone. It keeps the newest K at or before the state it wrote, and leaves the one
   /// past the end, saying so, for `verify` to report and the next writer to move aside.
+  /// `rewind snapshot` when the newest usable snapshot already holds the last state writes
+  /// nothing (`Snapshots.take`, RELIABILITY 361), and said it wrote one, in the same words as a
+  /// write (the stress of snapshots beside live writers, helper-212). It says so now.
+  @Test func aSnapshotAlreadyOnDiskIsSaidSo() async throws {
+    let journal = try await NotebookJournal.write(commands: 30, seed: 5)
+    let first = try await ToolRun.run("notebook-rewind", ["snapshot", journal.path])
+    #expect(first.status == 0, "\(first.err)")
+    let said = "snapshot of workspace at sequence \(journal.lastSequence), digest "
+    #expect(first.out.hasPrefix(said) && !first.out.contains("nothing written"), "\(first.out)")
+    let file = journal.directory.appending("snapshots/" + SnapshotStore.fileName(journal.lastSequence))
+    let inode = try FileManager.default.attributesOfItem(atPath: file)[.systemFileNumber] as? Int
+    let again = try await ToolRun.run("notebook-rewind", ["snapshot", journal.path])
+    #expect(again.status == 0, "\(again.err)")
+    #expect(
+      again.out == first.out.dropLast() + ": already on disk, nothing written\n", "\(first.out)\(again.out)")
+    #expect(try FileManager.default.attributesOfItem(atPath: file)[.systemFileNumber] as? Int == inode)
+  }
+
   @Test func keepNeverRemovesTheSnapshotJustWritten() async throws {
     let journal = try await NotebookJournal.write(commands: 60, seed: 21)
     let last = journal.lastSequence

@@ -21,6 +21,14 @@ public enum Snapshots {
   public static func take<M: SnapshotModel>(
     _ type: M.Type, directory: String, progress: ((ReplayProgress) -> Void)? = nil
   ) throws -> (sequence: UInt64, digest: StateDigest)? {
+    try takeNotingWrite(type, directory: directory, progress: progress).map { ($0.sequence, $0.digest) }
+  }
+
+  /// `take(_:directory:progress:)`, saying also whether a file was written (`written` false: the
+  /// newest usable snapshot already held the last state), for `rewind snapshot` to tell.
+  package static func takeNotingWrite<M: SnapshotModel>(
+    _ type: M.Type, directory: String, progress: ((ReplayProgress) -> Void)?
+  ) throws -> (sequence: UInt64, digest: StateDigest, written: Bool)? {
     // The last record's digest as the replay read it.
     let digests = RecordDigests(of: [], last: true)
     let outcome = try Replay.run(
@@ -32,10 +40,10 @@ public enum Snapshots {
       // The replay applied nothing: the snapshot it started from is this state. Written again, the
       // file would name the record as the journal holds it now, not as a replay read it (and a
       // file of format 1, which names none, would pass for one checked).
-      return (last, try StateDigest.of(outcome.state))
+      return (last, try StateDigest.of(outcome.state), false)
     }
     let digest = try SnapshotStore(journal: directory).write(outcome.state, at: last, lastRecord: digests.digest(last))
-    return (last, digest)
+    return (last, digest, true)
   }
 
   /// A snapshot not written: the replay that rebuilt its state found a checkpoint of this model
