@@ -38,6 +38,29 @@ import Testing
     }
   }
 
+  /// `ensureCount` appends only the zeros a buffer lacks. It appended as many as the buffer held
+  /// (to at least double it) at every call that grew it, and `compress(_:appendingTo:)` cuts the
+  /// buffer back after each frame, so gathering frames zeroed the whole buffer again for each
+  /// one: `rewind compact --frame 4096` took about 80 ms a frame in a debug build (the stress of
+  /// snapshots beside live writers, helper-212).
+  @Test func aBufferGrowsOnlyByWhatItLacks() throws {
+    var buffer = [UInt8](repeating: 7, count: 100_000)
+    buffer.ensureCount(100_010)
+    #expect(buffer.count == 100_010)
+    #expect(buffer.capacity >= 200_000, "its room doubles, for amortized growth")
+    #expect(buffer.prefix(100_000).allSatisfy { $0 == 7 } && buffer.suffix(10).allSatisfy { $0 == 0 })
+    buffer.ensureCount(50)
+    #expect(buffer.count == 100_010, "never shrinks")
+    // Frames appended one after another: the buffer holds the frames and nothing more.
+    let encoder = LZ4FrameEncoder()
+    var gathered: [UInt8] = []
+    var total = 0
+    for content in Self.contents(size: 4_096) + Self.contents(size: 600) {
+      total += try content.withUnsafeBytes { try encoder.compress($0, appendingTo: &gathered) }
+    }
+    #expect(gathered.count == total)
+  }
+
   /// One encoder, many frames of different sizes in a row (its stream and buffers reused),
   /// written at offsets into one buffer: each decodes to its content.
   @Test func aReusedEncoderMakesFramesThatDecode() throws {

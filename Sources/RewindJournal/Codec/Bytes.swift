@@ -55,13 +55,17 @@ package struct ByteReader {
 }
 
 extension Array where Element == UInt8 {
-  /// Makes the array at least `length` bytes long, appending zeros (at least doubling it, so a
-  /// buffer that is grown again and again is zeroed in amortized constant time per byte). For
-  /// buffers written through pointers at offsets, whose used length is kept elsewhere: writing
-  /// there costs no per-call append.
+  /// Makes the array at least `length` bytes long, appending the zeros it lacks (its room at
+  /// least doubled when it must grow, so a buffer grown again and again is reallocated in
+  /// amortized constant time per byte). For buffers written through pointers at offsets, whose
+  /// used length is kept elsewhere: writing there costs no per-call append. Only the bytes
+  /// missing are appended: a buffer cut back after each use (`LZ4FrameEncoder.compress(_:appendingTo:)`
+  /// gathering a compaction's frames) once got as many zeros as it held at every call.
   @inline(__always)
   package mutating func ensureCount(_ length: Int) {
-    if count < length { append(contentsOf: repeatElement(0, count: Swift.max(length, 2 * count) - count)) }
+    guard count < length else { return }
+    if capacity < length { reserveCapacity(Swift.max(length, 2 * capacity)) }
+    append(contentsOf: repeatElement(0, count: length - count))
   }
 
   /// Reads a little-endian integer at `offset`; the caller has checked the bounds.
