@@ -36,11 +36,11 @@ public struct ModelRegistration: Sendable {
   let reads: @Sendable (String, UInt32) -> Bool
   /// Whether the model registers events of this name, at whatever version.
   let knows: @Sendable (String) -> Bool
-  /// Opens a read-only time-travel session on a journal. (`open` and `replay` are `var` so that
+  /// Opens a read-only time-travel session on a journal. (`open`, `replay` and `verify` are `var` so that
   /// tests can wrap them, to append to a journal between a command's steps as a live writer may.)
   var open: @Sendable (String) throws -> any ModelSession
   var replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
-  let verify: @Sendable (String, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
+  var verify: @Sendable (String, UInt64, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
   let snapshot:
     @Sendable (String, ((ReplayProgress) -> Void)?) throws -> (sequence: UInt64, digest: StateDigest, written: Bool)?
 
@@ -73,12 +73,8 @@ public struct ModelRegistration: Sendable {
       let outcome = try Replay.run(M.self, directory: directory, to: target, progress: progress)
       return ReplayedState(outcome.state, report: outcome.report)
     }
-    verify = { directory, progress in
-      var options = ReplayOptions()
-      options.useSnapshots = false
-      options.verifyCheckpoints = true
-      options.verifySnapshots = true
-      let outcome = try Replay.run(M.self, directory: directory, options: options, progress: progress)
+    verify = { directory, last, progress in
+      let outcome = try Replay.verifying(M.self, directory: directory, through: last, progress: progress)
       return ReplayVerification(
         report: outcome.report, cacheProblems: StateInspector.cacheProblems(in: outcome.state))
     }
@@ -97,10 +93,13 @@ extension ModelRegistration {
     try replay(directory, target, progress)
   }
 
-  /// Replays the whole journal from the empty state, comparing every checkpoint of this model
-  /// code, then checks every store's cache against a recomputation.
-  public func verify(_ directory: String, progress: ((ReplayProgress) -> Void)? = nil) throws -> ReplayVerification {
-    try verify(directory, progress)
+  /// Replays the journal from the empty state through `sequence` (or to the end), comparing
+  /// every checkpoint of this model code and every snapshot's digest, then checks every store's
+  /// cache against a recomputation (see `Replay.verify`).
+  public func verify(_ directory: String, through sequence: UInt64 = .max, progress: ((ReplayProgress) -> Void)? = nil)
+    throws -> ReplayVerification
+  {
+    try verify(directory, sequence, progress)
   }
 
   /// Writes a snapshot of the state after the journal's last record (nil for an empty journal;

@@ -3,17 +3,17 @@ import Rewind
 import RewindJournal
 
 extension VerifyCommand {
-  /// The replay part of `verify`: replays the whole journal with the registered model (no
-  /// snapshots), compares every checkpoint digest written by this model code with the rebuilt
+  /// The replay part of `verify`: replays the journal through `last` (the end the walk of the
+  /// frames read) with the registered model (no snapshots), compares every checkpoint digest written by this model code with the rebuilt
   /// state (a mark without a digest is noted, harmless; a digest naming no mark is a problem),
   /// and checks that every store's cache equals a recomputation from its records.
   /// - Returns: whether it found nothing wrong; nil when no registered model reads the journal, so
   ///   replay was not checked.
   /// - Parameter chosen: the model `--model` named, resolved before the frames were walked; nil
   ///   to find the one registered model that reads the journal.
-  static func verifyReplay(_ directory: String, model chosen: ModelRegistration?, context: RewindTool.Context) throws
-    -> Bool?
-  {
+  static func verifyReplay(
+    _ directory: String, model chosen: ModelRegistration?, through last: UInt64, context: RewindTool.Context
+  ) throws -> Bool? {
     let output = context.output
     guard !context.models.isEmpty else {
       output.out("note: replay not checked: this rewind has no registered model (see the README)\n")
@@ -51,7 +51,7 @@ extension VerifyCommand {
     defer { progress.finish() }  // an error then starts a line of its own
     let verification: ReplayVerification
     do {
-      verification = try model.verify(directory, progress.callback)
+      verification = try model.verify(directory, last, progress.callback)
       progress.finish()
     } catch let error as ReplayError {
       progress.finish()
@@ -98,9 +98,10 @@ extension VerifyCommand {
       line +=
         report.unfinishedCheckpoints.count == 1
         ? ", a checkpoint mark without a digest (at sequence \(unfinished); harmless: the writer stopped before "
-          + "appending it)"
+          + "appending it, or is still writing)"
         : ", \(report.unfinishedCheckpoints.count) checkpoint marks without a digest (the first at sequence "
-          + "\(unfinished); harmless: the writer stopped before appending them)"
+          + "\(unfinished); harmless: the writer stopped before appending them, "
+          + "or is still writing)"
     }
     line += sound ? ", caches coherent\n" : "\n"
     output.out(line)

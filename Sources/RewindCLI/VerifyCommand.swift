@@ -30,7 +30,8 @@ enum VerifyCommand: RewindCommand {
     index file is deleted and rebuilt), is a note too.
 
     When the frames are sound, a line `frames: sound, ...` says so (of the frames alone), then
-    replay or decoding is checked. The last line is the verdict on the whole journal: `sound:`
+    replay or decoding is checked, through the last sequence number of that line: records a live
+    writer appends meanwhile are left to the next verify. The last line is the verdict on the whole journal: `sound:`
     (exit 0), `not sound:` (the frames are sound, replay or decoding did not pass: the problems are
     above; exit 1) or `damaged:` (exit 1). An unknown --model is a usage error (exit 2) before anything
     is read; a directory that is not there or holds no journal exits 3.
@@ -144,7 +145,9 @@ enum VerifyCommand: RewindCommand {
     // With a model, replay decodes every event into its type; without one, the fields are decoded
     // as the audit commands render them.
     // The frames' line above judges the frames alone; the last line judges the whole journal.
-    let replayed = try verifyReplay(directory, model: model, context: context)
+    // Both bounded by the end the frames' walk read: a live writer's later records are judged by
+    // the next verify, not by half of this one.
+    let replayed = try verifyReplay(directory, model: model, through: report.lastSequence, context: context)
     let sound = try replayed ?? verifyDecoding(reader, through: report.lastSequence, context: context)
     let checker = replayed == nil ? "event decoding" : "replay"
     output.out(

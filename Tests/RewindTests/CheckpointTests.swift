@@ -218,6 +218,26 @@ final class EncodingHold: @unchecked Sendable {
     #expect(report.unfinishedCheckpoints.isEmpty)
   }
 
+  /// `verify(through:)` judges the records through that number only, as `rewind verify` asks of
+  /// a live journal: a mark whose digest comes later is unfinished there, and records after it are
+  /// not applied.
+  @Test func verifyThroughASequenceStopsThere() async throws {
+    let directory = TemporaryDirectory()
+    let manager = try manager(directory)
+    try await count(manager, by: 1)
+    try await manager.recordCheckpoint()  // 2 mark, 3 digest
+    try await count(manager, by: 1)
+    manager.close()
+    let atTheMark = try Replay.verify(Tally.self, directory: directory.path, through: 2)
+    #expect(atTheMark.lastSequence == 2)
+    #expect(atTheMark.checkpointsVerified == 0)
+    #expect(atTheMark.unfinishedCheckpoints == [2])
+    let whole = try Replay.verify(Tally.self, directory: directory.path)
+    #expect(whole.lastSequence == 4)
+    #expect(whole.checkpointsVerified == 1)
+    #expect(whole.unfinishedCheckpoints.isEmpty)
+  }
+
   /// A digest that disagrees with the state at its mark is reported at the mark's sequence number,
   /// with the digest record's; it is the first divergence even when a later checkpoint that also
   /// disagrees is compared before the digest comes.

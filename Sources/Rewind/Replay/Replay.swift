@@ -172,17 +172,31 @@ public enum Replay {
   /// `ReplayReport.unfinishedCheckpoints`); beyond, the oldest mark's state is given up.
   static let maximumHeldMarks = 64
 
-  /// Replays the whole journal from the empty state (no snapshots) and compares every checkpoint
-  /// written by this model code with the rebuilt state. `report.firstDivergence` names the first
-  /// checkpoint that disagrees.
+  /// Replays the journal from the empty state (no snapshots) through `sequence` (or to the end)
+  /// and compares every checkpoint written by this model code, and every snapshot's digest, with
+  /// the rebuilt state. `report.firstDivergence` names the first checkpoint that disagrees.
+  ///
+  /// A live writer may append while this runs: pass the end another check of the same journal
+  /// read (`rewind verify` passes the end its walk of the frames read) so that both judge the
+  /// same records.
   public static func verify<M: SnapshotModel>(
-    _ type: M.Type, directory: String, progress: ((ReplayProgress) -> Void)? = nil
+    _ type: M.Type, directory: String, through sequence: UInt64 = .max,
+    progress: ((ReplayProgress) -> Void)? = nil
   ) throws -> ReplayReport {
+    try verifying(M.self, directory: directory, through: sequence, progress: progress).report
+  }
+
+  /// `verify`'s replay, with the state it rebuilt (which `rewind verify` checks the caches of).
+  package static func verifying<M: SnapshotModel>(
+    _ type: M.Type, directory: String, through sequence: UInt64, progress: ((ReplayProgress) -> Void)?
+  ) throws -> Outcome<M> {
     var options = ReplayOptions()
     options.useSnapshots = false
     options.verifyCheckpoints = true
     options.verifySnapshots = true
-    return try run(M.self, directory: directory, options: options, progress: progress).report
+    // To the end, a damaged one is thrown before anything is applied, as it always was.
+    let target: ReplayTarget = sequence == .max ? .end : .sequence(sequence)
+    return try run(M.self, directory: directory, to: target, options: options, progress: progress)
   }
 
   /// Every event in the journal in `directory`, decoded and upcast, with its envelope (checkpoints
