@@ -36,8 +36,9 @@ public struct ModelRegistration: Sendable {
   let reads: @Sendable (String, UInt32) -> Bool
   /// Whether the model registers events of this name, at whatever version.
   let knows: @Sendable (String) -> Bool
-  /// Opens a read-only time-travel session on a journal. (`open`, `replay` and `verify` are `var` so that
-  /// tests can wrap them, to append to a journal between a command's steps as a live writer may.)
+  /// Opens a read-only time-travel session on a journal. (`open`, `replay` and `verify` are `var`
+  /// so that tests can wrap them, to append to a journal between a command's steps as a live
+  /// writer may.)
   var open: @Sendable (String) throws -> any ModelSession
   var replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
   var verify: @Sendable (String, UInt64, ((ReplayProgress) -> Void)?) throws -> ReplayVerification

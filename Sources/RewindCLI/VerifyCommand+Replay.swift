@@ -4,9 +4,10 @@ import RewindJournal
 
 extension VerifyCommand {
   /// The replay part of `verify`: replays the journal through `last` (the end the walk of the
-  /// frames read) with the registered model (no snapshots), compares every checkpoint digest written by this model code with the rebuilt
-  /// state (a mark without a digest is noted, harmless; a digest naming no mark is a problem),
-  /// and checks that every store's cache equals a recomputation from its records.
+  /// frames read) with the registered model (no snapshots), compares every checkpoint digest
+  /// written by this model code with the rebuilt state (a mark without a digest is noted,
+  /// harmless; a digest naming no mark is a problem), and checks that every store's cache equals
+  /// a recomputation from its records.
   /// - Returns: whether it found nothing wrong; nil when no registered model reads the journal, so
   ///   replay was not checked.
   /// - Parameter chosen: the model `--model` named, resolved before the frames were walked; nil
