@@ -30,7 +30,10 @@ enum BisectCommand: RewindCommand {
     reported as above (exit 1), with a note on stderr that the history after the damage was not
     examined; an invariant that holds through that record is said to hold through it, and the
     damage that hides the rest is located on stderr (segment, byte offset, sequences), exit 3. In
-    JSON, "lastSequence" is then that record's and "endHidden" is true.
+    JSON, "lastSequence" is then that record's and "endHidden" is true. A failure at that last
+    record itself is said but not claimed: its command's later events, if any, lie in the damage,
+    so whether the state there is one after a whole command cannot be told (exit 3; in JSON
+    "firstFailure" is null and "failsWhereDamageCutsTheCommand" true).
 
     Examples:
       rewind bisect /tmp/j --invariant "notes belong to notebooks"
@@ -59,9 +62,15 @@ enum BisectCommand: RewindCommand {
     let progress = ProgressLine("bisect: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback
-    let failing = try replaying(model, directory) { try session.bisect(name, linear: args.flag("linear")) }
+    let found = try replaying(model, directory) { try session.bisect(name, linear: args.flag("linear")) }
     progress.finish()
     session.progress = nil
+    let hidden = session.endHiddenBy
+    // A failure at the last record read before damage that hides the end: its command's later
+    // events, if it has any, lie in the damage, so the state there may be one inside a command,
+    // which no reader saw. Said, not claimed as the first failure.
+    let cutOff = hidden != nil && found != nil && found == session.lastSequence && found != 0
+    let failing = cutOff ? nil : found
     let event = try failing.flatMap { try session.event(at: $0) }
     // The answer is its command's last event, which need not be the one that broke the invariant:
     // its command's other events are named too (as `show` finds them; left out if they cannot be
@@ -69,13 +78,20 @@ enum BisectCommand: RewindCommand {
     let command = failing.flatMap { failing in
       try? ShowCommand.eventAndItsCommand(failing, in: openJournal(directory), directory: directory)?.command?.get()
     }
-    let hidden = session.endHiddenBy
     if args.flag("json") {
       output.out(
         #"{"invariant":\#(StateInspector.json(name)),"lastSequence":\#(session.lastSequence),"#
           + #""firstFailure":\#(failing.map(String.init) ?? "null"),"event":\#(event.map(eventJSON) ?? "null")"#
           + (command.map { #","commandEvents":[\#($0.lowerBound),\#($0.upperBound)]"# } ?? "")
+          + (cutOff ? #","failsWhereDamageCutsTheCommand":true"# : "")
           + (hidden == nil ? "" : #","endHidden":true"#) + "}\n")
+    } else if cutOff {
+      output.out(
+        visible(
+          "invariant '\(name)' fails at sequence \(session.lastSequence), the last record read before damage that "
+            + "hides the journal's end; whether its command ends there cannot be told (its later events, if any, lie "
+            + "in the damage), so this may be a state inside a command, which no reader saw, and is not claimed as "
+            + "the first failure") + "\n")
     } else if let failing {
       output.out(visible("invariant '\(name)' first fails at sequence \(failing)") + "\n")
       if let event {
@@ -109,6 +125,11 @@ enum BisectCommand: RewindCommand {
               + "(bisect assumes a broken invariant stays broken; --linear checks every command)") + "\n")
     }
     if let hidden {
+      guard !cutOff else {
+        throw EndHidden(
+          error: hidden, readThrough: session.lastSequence,
+          written: "the invariant fails after the last of them, but whether its command ended there cannot be told")
+      }
       guard failing != nil else {
         throw EndHidden(
           error: hidden, readThrough: session.lastSequence,

@@ -513,6 +513,15 @@ final class DebugSession {
     let end = try machine.commandEnd(from: position)
     guard let holds = try machine.check(name, at: end) else { return }
     let verdict = "'\(name)' \(holds ? "holds" : "fails")"
+    if machine.endHiddenBy != nil, end == machine.lastSequence, end > 0 {
+      // The last record read before damage that hides the end: the command's later events, if
+      // it has any, lie in the damage.
+      say(
+        "\(verdict) at sequence \(end), the last record read before the damage that hides the journal's end; "
+          + "whether its command ends there cannot be told (its later events, if any, lie in the damage), so this "
+          + "may be a state inside a command, which no reader saw")
+      return
+    }
     guard end != position else {
       say("\(verdict) at sequence \(position)")
       return
