@@ -33,7 +33,8 @@ enum BisectCommand: RewindCommand {
     JSON, "lastSequence" is then that record's and "endHidden" is true. A failure at that last
     record itself is said but not claimed: its command's later events, if any, lie in the damage,
     so whether the state there is one after a whole command cannot be told (exit 3; in JSON
-    "firstFailure" is null and "failsWhereDamageCutsTheCommand" true).
+    "firstFailure" is null and "failsWhereDamageCutsTheCommand" true: with "endHidden", a null
+    "firstFailure" means the invariant holds through "lastSequence" only without that key).
 
     Examples:
       rewind bisect /tmp/j --invariant "notes belong to notebooks"

@@ -18,8 +18,9 @@ enum DebugCommand: RewindCommand {
     written, past the sparse index's last entry; committed records gone), the session serves the
     records before it: one line on stderr at the start locates the damage (segment, byte offset,
     sequences) and names the last sequence read intact, where the session ends. `goto` past it
-    (or `goto end`) is refused, saying so; `step` stops there; `check` in the command that
-    reaches it says that command's end cannot be told (its later events may lie in the damage).
+    (or `goto end`) is refused, saying so; `step` stops there; `check` in the command of the
+    last record read says where that command ends cannot be told (its later events may lie in
+    the damage).
     From a script, the exit code is then 3 (as `rewind log` exits for a journal it read only in
     part).
     An event is shown as replay applied it: one written in an older schema version, upcast to

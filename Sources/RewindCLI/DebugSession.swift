@@ -513,9 +513,10 @@ final class DebugSession {
     let end = try machine.commandEnd(from: position)
     guard let holds = try machine.check(name, at: end) else { return }
     let verdict = "'\(name)' \(holds ? "holds" : "fails")"
-    if machine.endHiddenBy != nil, end == machine.lastSequence, end > 0 {
+    if machine.endHiddenBy != nil, end == machine.lastSequence, end > 0, try machine.event(at: end) != nil {
       // The last record read before damage that hides the end: the command's later events, if
-      // it has any, lie in the damage.
+      // it has any, lie in the damage. (A checkpoint record there changes no state: the state is
+      // the one after the command before it, which ended where the checkpoint began.)
       say(
         "\(verdict) at sequence \(end), the last record read before the damage that hides the journal's end; "
           + "whether its command ends there cannot be told (its later events, if any, lie in the damage), so this "

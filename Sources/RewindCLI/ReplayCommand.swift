@@ -13,8 +13,8 @@ enum ReplayCommand: RewindCommand {
     before the first one stamped after TIME), or through the last record. Starts from the newest
     usable snapshot; snapshots it skips are listed with why. A target inside a command of several
     events (not its last) gives a state no reader saw: a note on stderr names the command's last
-    sequence, where the whole command's state is (or, when damage lies next to the command's
-    events, says that where it ends cannot be told). Prints a summary (records
+    sequence, where the whole command's state is (or, when the record right after the target
+    lies in damage, says that where its command ends cannot be told). Prints a summary (records
     per collection, digest); with --json, one JSON object holding the whole state, every
     collection and record, fields sorted by name and records by id.
 
@@ -95,18 +95,21 @@ enum ReplayCommand: RewindCommand {
   }
 
   /// A note when `sequence` is an event of a command other than its last: readers see a command's
-  /// events together (TheFunnel.md), so that state is one no reader saw; or when damage next to
-  /// the command's events leaves that untold (the replay read what it needed; the note is not
-  /// worth a failure). Nil at a command's end, for a record that is no event, and when the
-  /// journal cannot be read there for another reason.
+  /// events together (TheFunnel.md), so that state is one no reader saw; or when the record
+  /// right after it lies in damage, which leaves that untold (the replay read what it needed; the
+  /// note is not worth a failure). Nil at a command's end, for a record that is no event or a
+  /// checkpoint (which changes no state), and when the journal cannot be read there for another
+  /// reason (damage before the command, or after events of it read past `sequence`).
   private static func insideACommand(_ sequence: UInt64, _ directory: String) -> String? {
     guard sequence > 0, let reader = try? openJournal(directory), let record = try? reader.record(sequence),
-      let id = (try? EventRecord.header(of: record.payload))?.commandID
+      let header = try? EventRecord.header(of: record.payload), !Checkpoint.recordNames.contains(header.name)
     else { return nil }
+    let id = header.commandID
     let events: ClosedRange<UInt64>
     do {
       events = try ShowCommand.commandRange(of: id, around: sequence, in: nil, reader: reader)
     } catch let error as JournalError where error.isDamage || error.code == .shortened {
+      guard error.sequences?.lowerBound == sequence + 1 else { return nil }
       return "whether sequence \(sequence) ends its command \(id) cannot be told: " + errorSentence(error)
         + "If the command goes on in the damage, no reader saw this state (readers see a command's events together)"
     } catch {

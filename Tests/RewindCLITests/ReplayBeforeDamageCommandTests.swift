@@ -264,19 +264,9 @@ extension ReplayBeforeDamageCommandTests {
   @Test func aFailureAtTheLastRecordBeforeTheDamageIsNotClaimed() async throws {
     let directory = TemporaryDirectory()
     let path = directory.path
-    var options = JournalOptions(durability: .none)
-    options.indexIntervalBytes = 1 << 20
-    let manager = try NotebookManager(directory: path, options: options)
-    for title in ["one", "two", "three", "forbidden", "five", "six", "seven"] {
-      _ = try await manager.createNotebook(title: title)
-    }
-    manager.close()
+    try await Self.notebooks(["one", "two", "three", "forbidden", "five", "six", "seven"], in: path).close()
     let forbidden: UInt64 = 4
-    let name = try #require(Files.list(path).filter { $0.hasSuffix(".lz4") }.last)
-    var bytes = try Files.read(path + "/" + name)
-    let frame = try #require(segmentFrames(in: bytes).first { $0.header.firstSequence == forbidden + 1 })
-    bytes[frame.middleOfData] ^= 0x5A
-    try Files.write(bytes, to: path + "/" + name)
+    let frame = try Self.damageFrame(startingAt: forbidden + 1, in: path)
     let invariant = "no notebook is titled forbidden"
     for flags in [[], ["--linear"]] {
       let run = try await ToolRun.run(TimeTravelCommandTests.tool, ["bisect", path, "--invariant", invariant] + flags)
@@ -311,6 +301,64 @@ extension ReplayBeforeDamageCommandTests {
       "\(replayed.err)")
     let before = try await ToolRun.run(TimeTravelCommandTests.tool, ["replay", path, "--to", String(forbidden - 1)])
     #expect(before.status == 0 && before.err.isEmpty, "\(before.err)")
+  }
+
+  /// A manager (durability `none`, one index entry a segment) that has created a notebook of each
+  /// title, one command each.
+  static func notebooks(_ titles: [String], in path: String) async throws -> NotebookManager {
+    var options = JournalOptions(durability: .none)
+    options.indexIntervalBytes = 1 << 20
+    let manager = try NotebookManager(directory: path, options: options)
+    for title in titles { _ = try await manager.createNotebook(title: title) }
+    return manager
+  }
+
+  /// Flips a byte in the middle of the frame of the last segment whose first record is
+  /// `sequence`; returns that frame.
+  @discardableResult
+  static func damageFrame(startingAt sequence: UInt64, in path: String) throws -> SegmentFrame {
+    let name = try #require(Files.list(path).filter { $0.hasSuffix(".lz4") }.last)
+    var bytes = try Files.read(path + "/" + name)
+    let frame = try #require(segmentFrames(in: bytes).first { $0.header.firstSequence == sequence })
+    bytes[frame.middleOfData] ^= 0x5A
+    try Files.write(bytes, to: path + "/" + name)
+    return frame
+  }
+
+  /// Damage right before a replay's target, which a snapshot lets replay pass over, says nothing
+  /// of where the target's command ends (the record after it is intact, another command's), and
+  /// a checkpoint record at the end changes no state (the review of entry 364, helper-214).
+  @Test func damageBeforeTheTargetLeavesItsCommandsEndTold() async throws {
+    let directory = TemporaryDirectory()
+    let path = directory.path
+    let manager = try await Self.notebooks(["one", "two", "three", "four", "five", "six", "seven"], in: path)
+    try #require(try Snapshots.take(Workspace.self, directory: path)?.sequence == 7)
+    for title in ["eight", "nine"] { _ = try await manager.createNotebook(title: title) }
+    manager.close()
+    try Self.damageFrame(startingAt: 7, in: path)
+    let replayed = try await ToolRun.run(TimeTravelCommandTests.tool, ["replay", path, "--to", "8"])
+    #expect(replayed.status == 0, "\(replayed.err)")
+    #expect(replayed.out.contains("started from the snapshot at sequence 7"), "\(replayed.out)")
+    #expect(!replayed.err.contains("cannot be told"), "\(replayed.err)")
+
+    // A checkpoint's records last before the damage: the state there is the one after the
+    // command before them, which `check` judges plainly, as bisect claims it.
+    let checkpointed = TemporaryDirectory()
+    let other = try await Self.notebooks(["one", "forbidden"], in: checkpointed.path)
+    _ = try await other.recordCheckpoint()  // the mark at 3, its digest at 4
+    for title in ["five", "six", "seven"] { _ = try await other.createNotebook(title: title) }
+    other.close()
+    try Self.damageFrame(startingAt: 5, in: checkpointed.path)
+    let invariant = "no notebook is titled forbidden"
+    let debug = try await ToolRun.run(
+      TimeTravelCommandTests.tool, ["debug", checkpointed.path], input: "goto 4\ncheck \(invariant)\n")
+    #expect(debug.err.hasPrefix("rewind debug: damage hides the journal's end: "), "\(debug.err)")
+    #expect(debug.out.contains("'\(invariant)' fails at sequence 4\n"), "\(debug.out)")
+    let atTheDigest = try await ToolRun.run(TimeTravelCommandTests.tool, ["replay", checkpointed.path, "--to", "4"])
+    #expect(atTheDigest.status == 0 && !atTheDigest.err.contains("cannot be told"), "\(atTheDigest.err)")
+    let bisect = try await ToolRun.run(
+      TimeTravelCommandTests.tool, ["bisect", checkpointed.path, "--invariant", invariant])
+    #expect(bisect.status == 1 && bisect.out.hasPrefix("invariant '\(invariant)' first fails at sequence 2\n"))
   }
 
   /// debug: a session over the records before the damage, which its first line locates; a move

@@ -178,7 +178,9 @@ public enum Replay {
   ///
   /// A live writer may append while this runs: pass the end another check of the same journal
   /// read (`rewind verify` passes the end its walk of the frames read) so that both judge the
-  /// same records.
+  /// same records. Only the records through `sequence` are read: damage after them, even damage
+  /// that hides the journal's end, is not looked at and throws nothing (to the end, it throws
+  /// before anything is applied).
   public static func verify<M: SnapshotModel>(
     _ type: M.Type, directory: String, through sequence: UInt64 = .max,
     progress: ((ReplayProgress) -> Void)? = nil
