@@ -70,7 +70,7 @@ enum BisectCommand: RewindCommand {
     // A failure at the last record read before damage that hides the end: its command's later
     // events, if it has any, lie in the damage, so the state there may be one inside a command,
     // which no reader saw. Said, not claimed as the first failure.
-    let cutOff = hidden != nil && found != nil && found == session.lastSequence && found != 0
+    let cutOff = hidden != nil && found == session.lastSequence && found != 0
     let failing = cutOff ? nil : found
     let event = try failing.flatMap { try session.event(at: $0) }
     // The answer is its command's last event, which need not be the one that broke the invariant:
