@@ -9,19 +9,20 @@ enum BackupCommand: RewindCommand {
     Usage: rewind backup DIR DEST
 
     Copies the journal in DIR into DEST, a directory outside DIR that does not exist yet (its
-    parent must) or is empty. Takes no lock and runs while a writer appends: it reads the records as every reader
-    does, so the copy is the journal as it stood when the backup began, with the same journal id
-    and every record from the first on (sequence numbers, timestamps and payloads; each frame's
-    records again in one frame); records appended meanwhile are left out. A file-by-file copy (cp -r) of a journal being written can miss records
-    when the writer starts a new segment while it runs; this cannot. The copy is made in a hidden
-    directory (.NAME.backup-XXXXXXXX beside a new DEST, .backup-XXXXXXXX inside an empty one),
-    fsynced, read back and verified there, and only then becomes DEST (renamed to it; or its
-    files moved into the empty DEST, the manifest last), so that no partial copy passes for one,
-    even when the backup is killed or the machine stops: that leaves the hidden directory (and
-    in an empty DEST files with no manifest, which no command reads as a journal), which no later
-    backup removes; remove it yourself. Snapshots are not copied (they are derived: an app
-    opening the copy replays from the start or writes new ones), nor quarantine/ (what repair
-    moved aside; copy it yourself if you keep it); the index is written anew.
+    parent must) or is empty. Takes no lock and runs while a writer appends: it reads the records
+    as every reader does, so the copy is the journal as it stood when the backup began, with the
+    same journal id and every record from the first on (sequence numbers, timestamps and payloads;
+    each frame's records again in one frame); records appended meanwhile are left out. A
+    file-by-file copy (cp -r) of a journal being written can miss records when the writer starts a
+    new segment while it runs; this cannot. The copy is made in a hidden directory
+    (.NAME.backup-XXXXXXXX beside a new DEST, .backup-XXXXXXXX inside an empty one), fsynced, read
+    back and verified there, and only then becomes DEST (renamed to it; or its files moved into the
+    empty DEST, the manifest last), so that no partial copy passes for one, even when the backup is
+    killed or the machine stops: that leaves the hidden directory (and in an empty DEST files with
+    no manifest, which no command reads as a journal), which no later backup removes; remove it
+    yourself. Snapshots are not copied (they are derived: an app opening the copy replays from the
+    start or writes new ones), nor quarantine/ (what repair moved aside; copy it yourself if you
+    keep it); the index is written anew.
 
     Exit 0 when the copy is made and verified; 1 when it is, but DIR shows records lost before
     the backup (a snapshot past its end, written once records that are gone were durable: the

@@ -11,12 +11,12 @@ enum BlameCommand: RewindCommand {
     Every event that touched the record with id ENTITY (32 hex digits, in capitals or not, in
     whichever collection holds it), or the value collection named ENTITY, oldest first, each with
     the record after it ("removed" once it is gone). When records of two collections have ids of
-    that text, those of the collection the first event touched are shown, and a note after them
-    (on standard error with --json) names the others; --collection NAME shows those of NAME (a
-    collection `rewind replay DIR` lists). With --json, one JSON object per event per line. An event is shown as replay applied it: one written in an older schema version,
-    upcast to the current one, says so at the end of its line ("... v1 origin user command ID
-    (upcast to v2)"; in JSON
-    "upcastTo": 2 after "version": 1, which is the version written, as `rewind log` shows it).
+    that text, those of the collection the first event touched are shown, and a note after them (on
+    standard error with --json) names the others; --collection NAME shows those of NAME (a
+    collection `rewind replay DIR` lists). With --json, one JSON object per event per line. An
+    event is shown as replay applied it: one written in an older schema version, upcast to the
+    current one, says so at the end of its line ("... v1 origin user command ID (upcast to v2)"; in
+    JSON "upcastTo": 2 after "version": 1, which is the version written, as `rewind log` shows it).
     The examples read a journal written by `rewind demo /tmp/j --seed 1`.
 
     Exit 0; 2 for a bad option, a collection the model does not have, or an id no event ever

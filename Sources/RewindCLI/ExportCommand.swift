@@ -9,21 +9,21 @@ enum ExportCommand: RewindCommand {
     Usage: rewind export DIR --jsonl [--from SEQ] [--to SEQ] [--since TIME] [--until TIME]
                                      [--type NAME] [--origin ORIGIN] [--entity ID] [-o FILE]
 
-    Writes every event, or those the options select, to standard output, one JSON object per
-    line, in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
+    Writes every event, or those the options select, to standard output, one JSON object per line,
+    in order: {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
     with the event's fields rendered without the app's types, as `rewind log --json` does. The
     options select as `rewind log`'s do (see `rewind log --help`), so an export prints the same
-    lines as `rewind log --json` with the same options, and reads the journal as it ended when
-    the export began (events appended meanwhile are left out). A record that is not a Rewind event, or
+    lines as `rewind log --json` with the same options, and reads the journal as it ended when the
+    export began (events appended meanwhile are left out). A record that is not a Rewind event, or
     an event whose fields do not decode, also has "problem" (what is wrong) and its bytes as
     "payload", with "payloadEncoding" saying how: "text" (UTF-8) or "hex"; its envelope's fields
     are null only when the envelope does not decode either. An event whose fields are shown
     otherwise than stored has "problem" saying how: of two entries with one key, only the first,
-    the one replay reads; a string or key that is not UTF-8, with U+FFFD for its ill-formed
-    bytes, as replay reads it (so two such strings can show alike), and so an event name or
-    origin; a number that is NaN or infinite, as the string "nan", "inf" or "-inf" (JSON has
-    no such number). Shows progress on standard
-    error when it is a terminal and standard output is not (with -o, when it is a terminal).
+    the one replay reads; a string or key that is not UTF-8, with U+FFFD for its ill-formed bytes,
+    as replay reads it (so two such strings can show alike), and so an event name or origin; a
+    number that is NaN or infinite, as the string "nan", "inf" or "-inf" (JSON has no such number).
+    Shows progress on standard error when it is a terminal and standard output is not (with -o,
+    when it is a terminal).
 
     -o FILE, --output FILE (one option, given once) writes the export to FILE instead, whole or
     not at all: to a new hidden file beside it (.NAME.export-XXXXXXXX.tmp, in FILE's directory),
@@ -37,11 +37,12 @@ enum ExportCommand: RewindCommand {
     where it could replace a segment or the manifest) is a usage error, with nothing read or
     written.
     Interrupted (Ctrl-C, SIGTERM, SIGHUP), it removes its temporary file, leaves FILE as it was,
-    says so and ends by the signal (status 128 + its number: 130 for Ctrl-C, and a script
-    that ran it stops; a signal ignored when it started, as under nohup, stays ignored). Killed (kill -9), it leaves FILE as it was and its
-    temporary file, which no later export removes (nothing proves it abandoned: its process may
-    run on another machine): remove .NAME.export-*.tmp files yourself once no export to FILE is
-    running. -o - is standard output, as without -o (a file named - is -o ./-).
+    says so and ends by the signal (status 128 + its number: 130 for Ctrl-C, and a script that ran
+    it stops; a signal ignored when it started, as under nohup, stays ignored). Killed (kill -9),
+    it leaves FILE as it was and its temporary file, which no later export removes (nothing proves
+    it abandoned: its process may run on another machine): remove .NAME.export-*.tmp files yourself
+    once no export to FILE is running. -o - is standard output, as without -o (a file named - is
+    -o ./-).
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an --until before its first, a --type, --origin or --entity

@@ -31,8 +31,8 @@ enum LogCommand: RewindCommand {
       --entity ID        events whose fields mention this identifier (32 hex digits): a value
                          or key of exactly these digits, in capitals or not (typed either way)
       --limit N          at most N events
-      --json             one object per event per line:
-                         {"seq":..,"time":..,"name":..,"version":..,"origin":..,"command":..,"payload":{..}}
+      --json             one object per event per line: {"seq":..,"time":..,"name":..,
+                         "version":..,"origin":..,"command":..,"payload":{..}}
 
     Exit 0; 2 for a bad option or a selection outside the journal (a --from past its end, a
     --since after its last event, an --until before its first, either of the first two in an

@@ -218,18 +218,20 @@ public struct RewindTool {
     the command line) as escapes such as \\u{1B} (a backslash as \\\\, so text cannot pass for an
     escape, in a path too); --json output as JSON escapes such as \\u001b.
 
-    Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing sequence, repair
-    showed a plan it did not carry out, compact stopped at a damaged segment, snapshot found the state
-    diverging from a checkpoint and wrote none, replay passed a checkpoint that disagrees with the state it
-    printed, backup copied a journal that shows records lost); 2 usage error; 3 the journal
-    cannot be opened or read, a repair could not finish (it names what is left to do), export -o cannot write
-    its file (FILE is left as it was), a backup could not be made (it removes what it wrote), or standard output cannot be written (a full disk, or closed: rewind
-    log DIR >&-; one message says which). An export -o interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its
-    temporary file and ends by the signal (status 128 + its number: 130 for Ctrl-C), as tail -f and any
-    other command interrupted do. A reader that closes the pipe early (rewind log DIR | head -1) ends the
-    command quietly, with status 141 as SIGPIPE would (tail -f as soon as the reader leaves).
-    Long operations (verify, stats, export, replay, show, diff, blame, bisect, snapshot, debug's seeks) show
-    progress on standard error when it is a terminal, and nothing extra when it is not.
+    Exit codes: 0 success; 1 findings (verify or stats found damage, bisect found a failing
+    sequence, repair showed a plan it did not carry out, compact stopped at a damaged segment,
+    snapshot found the state diverging from a checkpoint and wrote none, replay passed a checkpoint
+    that disagrees with the state it printed, backup copied a journal that shows records lost);
+    2 usage error; 3 the journal cannot be opened or read, a repair could not finish (it names what
+    is left to do), export -o cannot write its file (FILE is left as it was), a backup could not be
+    made (it removes what it wrote), or standard output cannot be written (a full disk, or closed:
+    rewind log DIR >&-; one message says which). An export -o interrupted (Ctrl-C, SIGTERM, SIGHUP)
+    removes its temporary file and ends by the signal (status 128 + its number: 130 for Ctrl-C), as
+    tail -f and any other command interrupted do. A reader that closes the pipe early (rewind log
+    DIR | head -1) ends the command quietly, with status 141 as SIGPIPE would (tail -f as soon as
+    the reader leaves). Long operations (verify, stats, export, replay, show, diff, blame, bisect,
+    snapshot, debug's seeks) show progress on standard error when it is a terminal, and nothing
+    extra when it is not.
 
     Examples:
       rewind verify /tmp/j

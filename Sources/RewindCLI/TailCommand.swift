@@ -33,21 +33,21 @@ enum TailCommand: RewindCommand {
     --to and --until end the selection, so -f (which shows what comes after the journal's end)
     refuses them; a --since after the last event (or in an empty journal) it takes as a time to
     wait for, showing the events from then on as they come, and a --from of the next sequence
-    number to be written (the last one plus 1; 1 in an empty journal) as the first event to
-    come: -f --from LAST+1 shows only new events. Exit 0; 2 for a bad option or a selection
-    outside the journal (a --from past its end, with -f past the next sequence number; --from 1
-    in an empty journal without -f; without -f, a --since after its last event or a selection
-    no event matches); 3 when the journal cannot be read. When damage hides the journal's end
-    (committed records gone there), the last events before it are shown, then the error
-    locates it (exit 3), also with -f, which has no end to follow from. Damage among the last
-    events is read past as `rewind log` does (a frame past the index's last entry that fails its
-    checksum too, whose batch header names its records: the events after it are the journal's
-    last): the last events it does not hold are shown, and
-    standard error locates it with the sequences not read (exit 3, without following), unless
-    --since and --until leave out every record of that frame, as its batch header stamps them:
-    it is then no part of the selection (not so for damage that hides the end, after which
-    nothing is read). Damage that cannot be read past ends the last events when they reach back over it, as damage that
-    hides the end does: those before it are shown, then the error (exit 3).
+    number to be written (the last one plus 1; 1 in an empty journal) as the first event to come:
+    -f --from LAST+1 shows only new events. Exit 0; 2 for a bad option or a selection outside the
+    journal (a --from past its end, with -f past the next sequence number; --from 1 in an empty
+    journal without -f; without -f, a --since after its last event or a selection no event
+    matches); 3 when the journal cannot be read. When damage hides the journal's end (committed
+    records gone there), the last events before it are shown, then the error locates it (exit 3),
+    also with -f, which has no end to follow from. Damage among the last events is read past as
+    `rewind log` does (a frame past the index's last entry that fails its checksum too, whose batch
+    header names its records: the events after it are the journal's last): the last events it does
+    not hold are shown, and standard error locates it with the sequences not read (exit 3, without
+    following), unless --since and --until leave out every record of that frame, as its batch
+    header stamps them: it is then no part of the selection (not so for damage that hides the end,
+    after which nothing is read). Damage that cannot be read past ends the last events when they
+    reach back over it, as damage that hides the end does: those before it are shown, then the
+    error (exit 3).
 
     Examples:
       rewind tail /tmp/notes -n 3

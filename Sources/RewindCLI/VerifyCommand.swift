@@ -31,20 +31,20 @@ enum VerifyCommand: RewindCommand {
 
     When the frames are sound, a line `frames: sound, ...` says so (of the frames alone), then
     replay or decoding is checked, through the last sequence number of that line: records a live
-    writer appends meanwhile are left to the next verify. The last line is the verdict on the
-    whole journal: `sound:` (exit 0), `not sound:` (the frames are sound, replay or decoding did
-    not pass: the problems are above; exit 1) or `damaged:` (exit 1). An unknown --model is a
-    usage error (exit 2) before anything is read; a directory that is not there or holds no
-    journal exits 3.
+    writer appends meanwhile are left to the next verify. The last line is the verdict on the whole
+    journal: `sound:` (exit 0), `not sound:` (the frames are sound, replay or decoding did not
+    pass: the problems are above; exit 1) or `damaged:` (exit 1). An unknown --model is a usage
+    error (exit 2) before anything is read; a directory that is not there or holds no journal
+    exits 3.
 
-    Snapshot files are checked without a model: one that cannot be read, is cut short, has a
-    bad checksum, an unknown format, a state that does not hash to its digest or another
-    journal's id is a note (replay skips it; snapshots are never the only copy of anything). A
-    snapshot after the journal's last sequence (its last frame read whole, after any damage) is
-    a problem: its records were made durable before it was written, so records were lost. With a model, a snapshot whose state is not
-    the one replay rebuilds at its sequence number is a problem too: replay and time travel
-    would start from it; delete it. Verify moves nothing; the next writer sets a snapshot past
-    the journal's end aside.
+    Snapshot files are checked without a model: one that cannot be read, is cut short, has a bad
+    checksum, an unknown format, a state that does not hash to its digest or another journal's id
+    is a note (replay skips it; snapshots are never the only copy of anything). A snapshot after
+    the journal's last sequence (its last frame read whole, after any damage) is a problem: its
+    records were made durable before it was written, so records were lost. With a model, a snapshot
+    whose state is not the one replay rebuilds at its sequence number is a problem too: replay and
+    time travel would start from it; delete it. Verify moves nothing; the next writer sets a
+    snapshot past the journal's end aside.
 
     Examples:
       rewind verify /tmp/j

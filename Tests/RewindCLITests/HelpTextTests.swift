@@ -83,6 +83,32 @@ import Testing
     #expect(asked.out == (try await ToolRun.run("rewind", [command, "--help"])).out, "rewind help \(command)")
   }
 
+  /// The widest line a help text may hold. Sentences added over time were left past it, up to
+  /// 167 columns (blame), where the rest wraps before it: a terminal then breaks those lines
+  /// mid-word, or they run off a pager's screen.
+  static let helpWidth = 95
+
+  /// The lines of `text` wider than `helpWidth`, counted in characters.
+  static func tooWide(_ text: String) -> [String] {
+    let lines: [Substring] = text.split(separator: "\n")
+    return lines.filter { $0.count > helpWidth }.map { "\($0.count): \($0)" }
+  }
+
+  @Test(arguments: [""] + commands)
+  func helpFitsItsWidth(command: String) async throws {
+    let run = try await ToolRun.run("rewind", command.isEmpty ? ["--help"] : [command, "--help"])
+    #expect(run.status == 0 && run.out.count > 200, "\(run.err)")
+    #expect(Self.tooWide(run.out).isEmpty, "rewind \(command) --help: \(Self.tooWide(run.out))")
+  }
+
+  @Test func debugsCommandListFitsItsWidth() async throws {
+    let journal = TemporaryDirectory("cli-help-width").appending("journal")
+    try #require(try await ToolRun.run("rewind", ["demo", journal, "--events", "0"]).status == 0)
+    let run = try await ToolRun.run("rewind", ["debug", journal], input: "help\n")
+    #expect(run.out.contains("goto"), "the session's command list was shown: \(run.out)\(run.err)")
+    #expect(Self.tooWide(run.out).isEmpty, "debug's help: \(Self.tooWide(run.out))")
+  }
+
   @Test func helpForAnUnknownCommandIsAUsageError() async throws {
     let run = try await ToolRun.run("rewind", ["help", "lgo"])
     #expect(run.status == 2)
