@@ -48,16 +48,24 @@ enum DebugCommand: RewindCommand {
       print               a summary: records per collection, digest
       print json          the whole state as JSON
       print COLLECTION    every record of one collection
-      print ID            one record, from whichever collection holds it
+      print ID            one record, from the first collection that holds it (a note
+                          names the others that hold a record of that id)
+      print COLLECTION ID one record of that collection
       query NAME          a registered query's answer, as JSON (`query` lists them)
       check NAME          whether a registered invariant holds here (`check` lists them);
                           inside a command of several events, after its last one, as
                           readers never see a state between them (the answer says where)
       mark                remember this position
       diff [A B]          changes from the mark (or A) to here (or B)
-      watch ID            show ID now, and again after each move whenever it changed
-      unwatch ID          stop watching ID
-      blame ID            every event that touched ID
+      watch [COLLECTION] ID
+                          show the record now, and again after each move whenever it
+                          changed (without COLLECTION, from the first that holds it)
+      unwatch [COLLECTION] ID
+                          stop watching it
+      blame [COLLECTION] ID
+                          every event that touched the record (without COLLECTION, in
+                          the collection the first such event touched; a note names
+                          the others)
       prepare [SIZE]      lay keyframes over the whole history (one replay), so that
                           every later move is quick; they stop at the first one that
                           takes the session's keyframes past SIZE: megabytes, or 500K,

@@ -10,7 +10,8 @@ final class DebugSession {
   private let output: RewindTool.Output
   private let interactive: Bool
   private var mark: UInt64?
-  private var watched: [(id: String, last: String?)] = []
+  /// Watched records: by id, in `collection` when one was named (else the first that holds it).
+  private var watched: [(id: String, collection: String?, last: String?)] = []
   /// Set when `refresh` found the journal shorter than what the session has read, or cut and
   /// written again: its states may show records that are gone, so it serves no more of them.
   private var shortened: ClosedRange<UInt64>?
@@ -179,15 +180,22 @@ final class DebugSession {
       say("marked sequence \(machine.position)")
     case "diff": try diff(rest)
     case "watch":
-      let id = key(try single(rest, "watch ID"))
-      if !watched.contains(where: { RecordKey.same($0.id, id) }) { watched.append((id, nil)) }
-      showWatches(force: true)
-    case "unwatch":
-      let typed = try single(rest, "unwatch ID")
-      guard let index = watched.firstIndex(where: { RecordKey.same($0.id, typed) }) else {
-        throw UsageError("'\(typed)' is not watched")
+      let (collection, typed) = try collectionAndID(rest, "watch [COLLECTION] ID")
+      let id = key(typed, in: collection)
+      if !watched.contains(where: { $0.collection == collection && RecordKey.same($0.id, id) }) {
+        watched.append((id, collection, nil))
       }
-      say("no longer watching \(watched.remove(at: index).id)")
+      showWatches(force: true)
+      if collection == nil { noteOtherCollections(holding: id, command: "watch") }
+    case "unwatch":
+      let (collection, typed) = try collectionAndID(rest, "unwatch [COLLECTION] ID")
+      guard
+        let index = watched.firstIndex(where: {
+          RecordKey.same($0.id, typed) && (collection == nil || $0.collection == collection)
+        })
+      else { throw UsageError("'\(rest.joined(separator: " "))' is not watched") }
+      let removed = watched.remove(at: index)
+      say("no longer watching \(removed.collection.map { $0 + " " } ?? "")\(removed.id)")
     case "blame": try blame(rest)
     case "prepare":
       let limit = try Self.keyframeLimit(rest)
@@ -217,10 +225,39 @@ final class DebugSession {
     return Arguments.sequenceNumber(text).map { ($0, String($0)) } ?? (.max, text)
   }
 
-  /// The key of the record (or value collection) a typed id names at this position: as typed,
-  /// or as the lowercase digits of an identifier typed in capitals (see `RecordKey`).
-  private func key(_ typed: String) -> String {
-    machine.recordJSON(typed)?.key ?? RecordKey.identifier(typed) ?? typed
+  /// The key of the record (or value collection) a typed id names at this position, in
+  /// `collection` if given: as typed, or as the lowercase digits of an identifier typed in
+  /// capitals (see `RecordKey`).
+  private func key(_ typed: String, in collection: String? = nil) -> String {
+    machine.recordJSON(typed, in: collection)?.key ?? RecordKey.identifier(typed) ?? typed
+  }
+
+  /// `ID` or `COLLECTION ID`, with the collection one the model has.
+  private func collectionAndID(_ rest: [String], _ usage: String) throws -> (collection: String?, id: String) {
+    switch rest.count {
+    case 1: return (nil, rest[0])
+    case 2:
+      let names = machine.collections().map(\.name)
+      guard names.contains(rest[0]) else {
+        throw UsageError("no collection '\(rest[0])' (collections: \(list(names))); usage: \(usage)")
+      }
+      return (rest[0], rest[1])
+    default: throw UsageError("usage: \(usage)")
+    }
+  }
+
+  /// After a record shown by id alone: names the other collections that hold a record of that id
+  /// here (records of two collections may have ids of one text: an `Int` 42 and a `String` "42",
+  /// or two collections numbering their records alike), and how to show theirs.
+  private func noteOtherCollections(holding id: String, command: String) {
+    let holding = machine.collections(holding: id)
+    guard holding.count > 1, let shown = machine.recordJSON(id, in: nil)?.store else { return }
+    let others = holding.filter { $0 != shown }
+    say(
+      shown: others.count == 1
+        ? "note: \(others[0]) holds a record of id \(id) too (\(command) \(others[0]) \(id) for it)"
+        : "note: \(others.joined(separator: ", ")) hold records of id \(id) too (\(command) COLLECTION \(id) "
+          + "for one)")
   }
 
   /// The most bytes `prepare`'s keyframes may take when no limit is given: a quarter of the
@@ -393,9 +430,11 @@ final class DebugSession {
 
   private func showWatches(force: Bool) {
     for index in watched.indices {
-      let now = machine.recordJSON(watched[index].id).map { visible($0.store) + " " + $0.json }
+      let (id, collection) = (watched[index].id, watched[index].collection)
+      let now = machine.recordJSON(id, in: collection).map { visible($0.store) + " " + $0.json }
       if force || now != watched[index].last {
-        say(shown: visible("watch \(watched[index].id) at \(machine.position): ") + (now ?? "absent"))
+        let name = collection.map { $0 + " " } ?? ""
+        say(shown: visible("watch \(name)\(id) at \(machine.position): ") + (now ?? "absent"))
       }
       watched[index].last = now
     }
@@ -480,13 +519,21 @@ final class DebugSession {
       for collection in collections { say("  \(collection.name) \(collection.count)") }
       return
     }
-    guard rest.count == 1 else { throw UsageError("usage: print [json|COLLECTION|ID]") }
-    if what == "json" {
+    let usage = "print [json|COLLECTION|ID|COLLECTION ID]"
+    guard rest.count <= 2 else { throw UsageError("usage: \(usage)") }
+    if rest.count == 2 {
+      let (collection, typed) = try collectionAndID(rest, usage)
+      guard let record = machine.recordJSON(key(typed, in: collection), in: collection) else {
+        throw UsageError("no record '\(typed)' in \(collection ?? "") at sequence \(machine.position)")
+      }
+      say(shown: visible(record.store) + " " + record.json)
+    } else if what == "json" {
       say(shown: try machine.stateJSON())
     } else if let records = machine.collectionJSON(what) {
       say(shown: records)
-    } else if let record = machine.recordJSON(key(what)) {
+    } else if let record = machine.recordJSON(key(what), in: nil) {
       say(shown: visible(record.store) + " " + record.json)
+      noteOtherCollections(holding: record.key, command: "print")
     } else {
       let names = machine.collections().map(\.name).joined(separator: ", ")
       throw UsageError("no collection or record '\(what)' at sequence \(machine.position) (collections: \(names))")
@@ -562,13 +609,18 @@ final class DebugSession {
   }
 
   private func blame(_ rest: [String]) throws {
-    let id = try single(rest, "blame ID")
-    let (entries, others) = try machine.blame(id, in: nil)
-    guard !entries.isEmpty else { throw UsageError("no event ever touched '\(id)'\(beforeDamage)") }
+    let (collection, id) = try collectionAndID(rest, "blame [COLLECTION] ID")
+    let (entries, others) = try machine.blame(id, in: collection)
+    guard !entries.isEmpty else {
+      throw UsageError("no event ever touched '\(id)'\(collection.map { " in " + $0 } ?? "")\(beforeDamage)")
+    }
     for entry in entries {
       say(shown: envelopeLine(entry.event))
       say(shown: "    after " + (entry.after.map(StateInspector.json) ?? "removed"))
     }
-    if let note = BlameCommand.otherStoresNote(others, listed: entries[0].store, id: entries[0].id) { say(shown: note) }
+    let why = collection == nil ? "the first touched (blame COLLECTION ID shows another's)" : "as asked"
+    if let note = BlameCommand.otherStoresNote(others, listed: entries[0].store, id: entries[0].id, why: why) {
+      say(shown: note)
+    }
   }
 }

@@ -37,8 +37,11 @@ protocol ModelSession: AnyObject {
   func collectionJSON(_ store: String) -> String?
   /// One record (or a value store by name) at `position` as JSON, with its store and the spelling
   /// of `id` the store holds it under (`key`: an identifier typed in capitals is found by its
-  /// lowercase digits); nil if absent.
-  func recordJSON(_ id: String) -> (store: String, key: String, json: String)?
+  /// lowercase digits); nil if absent. With `collection`, in that collection alone; without, in
+  /// the first that holds it.
+  func recordJSON(_ id: String, in collection: String?) -> (store: String, key: String, json: String)?
+  /// The collections holding a record whose id is `id` at `position`, in the model's order.
+  func collections(holding id: String) -> [String]
   func diff(from: UInt64, to: UInt64) throws -> StateDiff
   /// Every event that touched the entity `id`, in the store the first one touched (or in
   /// `collection`), and the other stores whose records of that id's text events touched too.
@@ -107,9 +110,12 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
     }
   }
 
-  func recordJSON(_ id: String) -> (store: String, key: String, json: String)? {
-    StateInspector.located(id, in: machine.state).map { ($0.store, $0.key, StateInspector.json($0.value)) }
+  func recordJSON(_ id: String, in collection: String?) -> (store: String, key: String, json: String)? {
+    StateInspector.located(id, in: machine.state, store: collection).map {
+      ($0.store, $0.key, StateInspector.json($0.value))
+    }
   }
+  func collections(holding id: String) -> [String] { StateInspector.stores(holding: id, in: machine.state) }
 
   func diff(from: UInt64, to: UInt64) throws -> StateDiff { try machine.diff(from: from, to: to) }
   /// An identifier typed in capitals that no event touched as typed is looked up again as the

@@ -21,15 +21,26 @@ public enum StateInspector {
     located(id, in: state).map { ($0.store, $0.value) }
   }
 
-  /// `record(_:in:)`, with the spelling of `id` the store holds it under (`key`).
-  package static func located<M: Model>(_ id: String, in state: M) -> (
+  /// `record(_:in:)`, with the spelling of `id` the store holds it under (`key`); with `store`,
+  /// searching that store alone.
+  package static func located<M: Model>(_ id: String, in state: M, store: String? = nil) -> (
     store: String, key: String, value: any Sendable
   )? {
-    let stores = stores(of: state)
+    let stores = stores(of: state).filter { store == nil || $0.name == store }
     for spelling in Identifier.spellings(of: id) {
       if let found = record(spelling, in: stores) { return (found.store, spelling, found.value) }
     }
     return nil
+  }
+
+  /// The stores of `state` holding a record whose id is `id` (as `located` spells it), in
+  /// declaration order: more than one when records of two stores have ids of one text (an `Int`
+  /// 42 and a `String` "42", or two stores numbering their records alike). Value stores are not
+  /// counted: they match their own name, which `records(in:of:)` answers first.
+  package static func stores<M: Model>(holding id: String, in state: M) -> [String] {
+    stores(of: state).filter { store in
+      !(store is any ValueStoreMarker) && Identifier.spellings(of: id).contains { store.record(described: $0) != nil }
+    }.map(\.name)
   }
 
   private static func record(_ id: String, in stores: [any ComparableCollection]) -> (
