@@ -16,6 +16,8 @@ struct EventFilter {
   var fromGiven = false
   var to: UInt64 = .max
   var since: Int64?
+  /// `--since` as typed, which the messages about it quote (`since` may be rounded or clamped).
+  var sinceTyped: String?
   var until: Int64?
   var name: String?
   var origin: String?
@@ -38,8 +40,9 @@ struct EventFilter {
     // other two select nothing, whatever the journal holds (a record stamped at the very
     // extreme is still inside them).
     since = try args.value("since").map { text throws(UsageError) in
-      try ISO8601.parse(text, option: "since", refusing: 1)
+      try ISO8601.parse(text, option: "since", refusing: 1, roundingUp: true)
     }
+    sinceTyped = args.value("since")
     until = try args.value("until").map { text throws(UsageError) in
       try ISO8601.parse(text, option: "until", refusing: -1)
     }
@@ -105,7 +108,7 @@ struct EventFilter {
     if let since, !following {
       let holding = try reader.records(from: last, readingAroundMissingSegments: true)
       guard let lastRecord = try holding.next(), lastRecord.sequence == last else {
-        throw UsageError("--since \(isoTime(since)) is out of range: the journal is empty")
+        throw UsageError("--since \(sinceTyped ?? isoTime(since)) is out of range: the journal is empty")
       }
       // Timestamps need not increase (a clock set back): an earlier record may be stamped after
       // the last one, so the range is empty only when no record is stamped at or after `since`.
@@ -113,7 +116,8 @@ struct EventFilter {
         try reader.records(from: 1, since: since, readingAroundMissingSegments: true).next() == nil
       {
         throw UsageError(
-          "--since \(isoTime(since)) is out of range: the last event (\(last)) is at \(isoTime(lastRecord.timestamp)), "
+          "--since \(sinceTyped ?? isoTime(since)) is out of range: the last event (\(last)) is at "
+            + "\(isoTime(lastRecord.timestamp)), "
             + "and no event is stamped at or after it"
         )
       }
@@ -646,9 +650,12 @@ enum ISO8601 {
   /// that is no time.
   /// For `--OPTION TEXT`: a usage error for text that is no time, and for a time on side
   /// `refusing` (1: after, -1: before) of every time a record can have, where the option selects
-  /// nothing.
-  static func parse(_ text: String, option: String, refusing side: Int) throws(UsageError) -> Int64 {
-    guard let (value, outside) = parseWithin(text) else {
+  /// nothing. A time finer than a nanosecond is the nanosecond it falls in, or with `roundingUp`
+  /// the next one: the first a record at or after it can be stamped with (a lower bound's).
+  static func parse(_ text: String, option: String, refusing side: Int, roundingUp: Bool = false) throws(UsageError)
+    -> Int64
+  {
+    guard let (value, outside) = parseWithin(text, roundingUp: roundingUp) else {
       throw UsageError(
         "--\(option) needs an ISO 8601 time such as 2026-01-01T09:30:00Z or 2026-01-01, not '\(text)'"
           + leapSecondHint(text))
@@ -678,8 +685,10 @@ enum ISO8601 {
   }
 
   /// `parse`'s time, and whether the text named one before (-1) or after (1) every time an Int64
-  /// of nanoseconds holds, and so every record's: 0 within. Nil for text that is no time.
-  static func parseWithin(_ text: String) -> (time: Int64, outside: Int)? {
+  /// of nanoseconds holds, and so every record's: 0 within. Nil for text that is no time. Digits
+  /// past the ninth of a fraction are dropped (the nanosecond the time falls in), or with
+  /// `roundingUp`, when any of them is not 0, the time is the next nanosecond.
+  static func parseWithin(_ text: String, roundingUp: Bool = false) -> (time: Int64, outside: Int)? {
     var chars = Array(text.utf8)[...]
     func number(_ digits: Int) -> Int? {
       guard chars.count >= digits else { return nil }
@@ -701,6 +710,8 @@ enum ISO8601 {
     var minute = 0
     var second = 0
     var nanos: Int64 = 0
+    // A digit past the ninth that is not 0: the time lies inside a nanosecond, after its start.
+    var finer = false
     // RFC 3339 allows a lowercase t (and z, below) as ISO 8601's T.
     if take("T") || take("t") || take(" ") {
       guard let h = number(2), take(":"), let m = number(2) else { return nil }
@@ -713,7 +724,7 @@ enum ISO8601 {
           var digits = 0
           while let c = chars.first, (0x30...0x39).contains(c) {
             chars.removeFirst()
-            if digits < 9 { nanos = nanos * 10 + Int64(c - 0x30) }
+            if digits < 9 { nanos = nanos * 10 + Int64(c - 0x30) } else if c != 0x30 { finer = true }
             digits += 1
           }
           guard digits > 0 else { return nil }
@@ -761,6 +772,8 @@ enum ISO8601 {
     let (product, overflow) = (borrow ? seconds + 1 : seconds).multipliedReportingOverflow(by: 1_000_000_000)
     let (sum, overflowAgain) = product.addingReportingOverflow(borrow ? nanos - 1_000_000_000 : nanos)
     guard !overflow, !overflowAgain else { return seconds < 0 ? (.min, -1) : (.max, 1) }
-    return (sum, 0)
+    guard roundingUp && finer else { return (sum, 0) }
+    // Inside the last nanosecond an Int64 holds, the next is after every record's time.
+    return sum == .max ? (.max, 1) : (sum + 1, 0)
   }
 }

@@ -25,7 +25,8 @@ enum LogCommand: RewindCommand {
       --since, --until   ISO 8601 times, inclusive (2026-01-01, 2026-01-01T09:30:00Z,
                          2026-01-01T09:30:00.5+02:00, +0200 or +02; UTC when no zone
                          is given; a date alone is its midnight; --until 9999-12-31 reads
-                         to the end)
+                         to the end; records are stamped to the nanosecond, so a finer
+                         --since starts at the next one)
       --type NAME        events with this name (note.created), or a prefix ending in * (note.*)
       --origin ORIGIN    events from this origin (user, sync, automation, import, ...)
       --entity ID        events whose fields mention this identifier (32 hex digits): a value

@@ -125,20 +125,21 @@ enum TailCommand: RewindCommand {
     let events: [AuditedEvent]
     // Damage before the last events that cannot be read past: it ends them, as `hidden` does.
     var stopped: (error: JournalError, readThrough: UInt64)?
+    // A narrowed selection must match an event, also under `-n 0`, which shows none: the last
+    // one is looked for (helper-215: `-n 0 --origin import` exited 0 where `-n 1` exits 2).
+    let narrowed = filter.isNarrowed(anyRecordRead: last > 0) && !follow
     do {
       events = try filter.lastEvents(
-        in: reader, directory: directory, through: last, count: count, following: follow && hidden == nil,
-        passed: &passed, stopped: &stopped, readingOn: readingOn)
+        in: reader, directory: directory, through: last, count: narrowed ? max(count, 1) : count,
+        following: follow && hidden == nil, passed: &passed, stopped: &stopped, readingOn: readingOn)
     } catch let error as JournalError where error.isDamage {
       throw DamageMet(error: error, readThrough: 0, from: .max, lastOnly: true, passed: passed)
     }
-    if events.isEmpty && count > 0 && filter.isNarrowed(anyRecordRead: last > 0) && !follow && hidden == nil
-      && stopped == nil && passed.isEmpty
-    {
+    if events.isEmpty && narrowed && hidden == nil && stopped == nil && passed.isEmpty {
       throw filter.nothingMatches(directory)
     }
     let output = BufferedOutput(context.output)
-    for event in events { output.write(render(event)) }
+    for event in events.suffix(count) { output.write(render(event)) }
     output.flush()
     if let (error, readThrough) = stopped {
       throw DamageMet(error: error, readThrough: readThrough, from: filter.from, lastOnly: true, passed: passed)
