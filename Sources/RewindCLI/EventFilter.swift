@@ -615,19 +615,26 @@ struct DamageMet: Error, CustomStringConvertible {
   /// without a header that holds names only the record expected there, yet at the end of a sealed
   /// segment whose successor starts with that record, the next segment is where to go on (tried
   /// after the record following it, that record was skipped though intact).
+  ///
+  /// A batch inside a segment whose header holds but does not follow on (a sequence break there:
+  /// no torn write leaves one) numbers no record for certain: it is read on from the batches the
+  /// index names after it and the next segment only (helper-217, Dec 7: `log` stopped there).
   static func readOnPoints(after error: JournalError, reader: JournalReader) -> [UInt64] {
-    guard error.code == .corrupt || error.missingBeforeIntactSegments, !error.sequencesMayGoFurther else { return [] }
+    let breakInSegment = error.code == .sequenceBreak && (error.offset ?? 0) > 0 && !error.missingBeforeIntactSegments
+    guard error.code == .corrupt || breakInSegment || error.missingBeforeIntactSegments, !error.sequencesMayGoFurther
+    else { return [] }
     let directory = reader.directory
     var points: [UInt64] = []
-    if let last = error.sequences?.upperBound, last < .max { points.append(last + 1) }
-    if error.code == .corrupt, let file = error.file, let offset = error.offset {
+    if !breakInSegment, let last = error.sequences?.upperBound, last < .max { points.append(last + 1) }
+    if error.code == .corrupt || breakInSegment, let file = error.file, let offset = error.offset {
       for entry in reader.indexedBatches(in: file, after: offset) where entry.firstSequence > points.last ?? 0 {
         points.append(entry.firstSequence)
       }
     }
     // The next segment, passing over stray files: a read on from a stray's name would seek the
     // segment before it, which holds the damage.
-    if error.code == .corrupt, let file = error.file, let first = Layout.firstSequence(ofSegmentNamed: file),
+    if error.code == .corrupt || breakInSegment, let file = error.file,
+      let first = Layout.firstSequence(ofSegmentNamed: file),
       let layout = try? JournalDirectory(path: directory, io: PosixFileIO()), layout.lists(first),
       let next = layout.segment(after: first), !points.contains(next)
     {

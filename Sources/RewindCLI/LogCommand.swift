@@ -41,12 +41,13 @@ enum LogCommand: RewindCommand {
     matches together); 3 when the journal cannot be read. An empty journal with no selection lists
     nothing, with exit 0. On damage (a frame that fails its checksum, a segment cut short or
     missing, committed records gone), every event of the selection before it is listed first.
-    Where the damage names its records (a frame whose batch header holds), a later segment
-    starts after it, or the index names a later intact batch in its segment (after a damaged
-    batch header: each one it names in turn, also after a segment missing before it), a line on
-    standard error names the segment, byte offset and the sequences not read, and the listing
-    goes on after them (or, when --to ends the selection among them, says so); a last line says
-    every other event was listed (exit 3).
+    Where the damage names its records (a frame whose batch header holds and continues the
+    sequence), a later segment starts after it, or the index names a later intact batch in its
+    segment (after a damaged batch header, or one that breaks the sequence: each one it names in
+    turn, also after a segment missing before it), a line on standard error names the segment,
+    byte offset and the sequences not read, and the listing goes on after them (or, when --to
+    ends the selection among them, says so); a last line says every other event was listed
+    (exit 3).
     Damage that cannot be read past (records gone at the end, the last segment missing, a
     damaged batch header in the last segment with no later intact batch indexed) ends the
     listing: the error locates it and names the last sequence read intact (exit 3). A selection

@@ -445,6 +445,15 @@ package struct BatchDamage: Equatable {
   package var kind: Kind
   package var header: BatchHeader?
 
+  /// The sequence numbers the damage stands for, where the record `expecting` was due: from it
+  /// through the last its batch header names, when that header holds (only a sequence break's
+  /// names others: a batch numbered past `expecting` covers the records between, and one
+  /// numbered before it, such as an earlier batch written again, holds none already read); nil
+  /// when no header holds. What readers' errors and `verify`'s problems name.
+  package func sequences(expecting: UInt64) -> ClosedRange<UInt64>? {
+    header.map { expecting...max($0.lastSequence, expecting) }
+  }
+
   package init(offset: Int64, kind: Kind, header: BatchHeader? = nil) {
     self.offset = offset
     self.kind = kind

@@ -146,8 +146,7 @@ package struct JournalDirectory {
       && damage.header.map({ $0.firstSequence == expecting }) ?? true
     let gone = cut ? successor.flatMap { $0 > expecting ? expecting...($0 - 1) : nil } : nil
     let sequences =
-      gone ?? damage.header.map { min($0.firstSequence, expecting)...max($0.lastSequence, expecting) }
-      ?? expecting...expecting
+      gone ?? damage.sequences(expecting: expecting) ?? expecting...expecting
     let message =
       switch damage.kind {
       case _ where cut && gone != nil:

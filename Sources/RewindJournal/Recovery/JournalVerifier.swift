@@ -254,7 +254,7 @@ extension JournalReader {
           let same = if case .damaged(let now) = again { now == damage } else { false }
           if !same { continue walk }
         }
-        let sequences = damage.header.map { min($0.firstSequence, expected)...max($0.lastSequence, expected) }
+        let sequences = damage.sequences(expecting: expected)
         let problem = JournalProblem(
           file: file.name, offset: damage.offset, sequences: sequences ?? (expected...expected),
           message: damage.kind.description)
