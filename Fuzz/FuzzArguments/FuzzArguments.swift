@@ -28,14 +28,33 @@ func fuzzArguments(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
   } catch {
     _ = error.description
   }
+  // Each argument as an ISO 8601 time (--since, --until, --at, goto): a lower bound rounds a time
+  // finer than a nanosecond up, by one nanosecond at most, and never across the edge it stands on.
+  for text in arguments {
+    _ = ISO8601.leapSecondHint(text)
+    let down = ISO8601.parseWithin(text)
+    let up = ISO8601.parseWithin(text, roundingUp: true)
+    guard let down, let up else {
+      if (down == nil) != (up == nil) { fatalError("'\(text)' parsed one way only") }
+      continue
+    }
+    let next =
+      down.outside == 0 && down.time == .max ? (Int64.max, 1) : (down.time + (down.outside == 0 ? 1 : 0), down.outside)
+    guard (up.time, up.outside) == (down.time, down.outside) || (up.time, up.outside) == next else {
+      fatalError("'\(text)': \(down) rounded up to \(up)")
+    }
+  }
   return 0
 }
 
-/// Seeds: the README's command lines, arguments separated by NUL bytes.
+/// Seeds: the README's command lines, and times at the edges of what a timestamp holds, arguments
+/// separated by NUL bytes.
 func writeSeeds(to directory: String) {
   let lines = [
     ["demo", "/tmp/j", "--records", "100000", "--durability", "batched"], ["verify", "/tmp/j"],
     ["log", "/tmp/j", "--from=10", "--limit", "5", "--json"], ["repair", "--yes", "--", "-dir"],
+    ["log", "/tmp/j", "--since", "2026-01-01T09:30:00.5+02:00", "--until", "2262-04-11T23:47:16.8547758071Z"],
+    ["replay", "/tmp/j", "--at", "1677-09-21T00:12:43.1452241921Z"],
   ]
   for (number, line) in lines.enumerated() {
     writeSeed(Array(line.joined(separator: "\u{0}").utf8), named: "line-\(number)", in: directory)
