@@ -524,7 +524,7 @@ final class DebugSession {
     if rest.count == 2 {
       let (collection, typed) = try collectionAndID(rest, usage)
       guard let record = machine.recordJSON(key(typed, in: collection), in: collection) else {
-        throw UsageError("no record '\(typed)' in \(collection ?? "") at sequence \(machine.position)")
+        throw UsageError("no record '\(typed)' in \(rest[0]) at sequence \(machine.position)")
       }
       say(shown: visible(record.store) + " " + record.json)
     } else if what == "json" {
