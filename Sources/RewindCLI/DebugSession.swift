@@ -189,11 +189,10 @@ final class DebugSession {
       if collection == nil { noteOtherCollections(holding: id, command: "watch") }
     case "unwatch":
       let (collection, typed) = try collectionAndID(rest, "unwatch [COLLECTION] ID")
-      guard
-        let index = watched.firstIndex(where: {
-          RecordKey.same($0.id, typed) && (collection == nil || $0.collection == collection)
-        })
-      else { throw UsageError("'\(rest.joined(separator: " "))' is not watched") }
+      // The watch made as typed (with that collection, or none); without one, else any of the id.
+      let exact = watched.firstIndex { RecordKey.same($0.id, typed) && $0.collection == collection }
+      let any = collection == nil ? watched.firstIndex { RecordKey.same($0.id, typed) } : nil
+      guard let index = exact ?? any else { throw UsageError("'\(rest.joined(separator: " "))' is not watched") }
       let removed = watched.remove(at: index)
       say("no longer watching \(removed.collection.map { $0 + " " } ?? "")\(removed.id)")
     case "blame": try blame(rest)

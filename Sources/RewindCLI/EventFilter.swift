@@ -46,8 +46,14 @@ struct EventFilter {
     until = try args.value("until").map { text throws(UsageError) in
       try ISO8601.parse(text, option: "until", refusing: -1)
     }
-    if let since, let until, since > until {
-      throw UsageError("--since \(isoTime(since)) is after --until \(isoTime(until))")
+    if let since, let until, since > until, let sinceTyped, let untilTyped = args.value("until") {
+      // A --since finer than a nanosecond starts at the next one: two equal times that fine
+      // select no nanosecond a record can be stamped with (helper-219, Dec 7).
+      let rounded =
+        ISO8601.parse(sinceTyped).map { $0 <= until } == true
+        ? " (records are stamped to the nanosecond, and a finer --since starts at the next one: "
+          + "\(isoTime(since)), after \(isoTime(until)))" : ""
+      throw UsageError("--since \(sinceTyped) is after --until \(untilTyped)" + rounded)
     }
     name = args.value("type")
     origin = args.value("origin")

@@ -48,12 +48,12 @@ enum LogCommand: RewindCommand {
     byte offset and the sequences not read, and the listing goes on after them (or, when --to
     ends the selection among them, says so); a last line says every other event was listed
     (exit 3).
-    Damage that cannot be read past (records gone at the end, the last segment missing, a
-    damaged batch header in the last segment with no later intact batch indexed) ends the
-    listing: the error locates it and names the last sequence read intact (exit 3). A selection
-    that ends before the damage (--to) is whole: exit 0. So is one whose times (--since,
-    --until) leave out every record of a damaged frame, as its batch header (which holds)
-    stamps them.
+    Damage that cannot be read past (records gone at the end, the last segment missing, a damaged
+    batch header, or one that breaks the sequence, in the last segment with no later intact batch
+    indexed) ends the listing: the error locates it and names the last sequence read intact
+    (exit 3). A selection that ends before the damage (--to) is whole: exit 0. So is one whose
+    times (--since, --until) leave out every record of a damaged frame, as its batch header (which
+    holds) stamps them.
     The examples read a journal written by `rewind demo /tmp/notes --seed 1`.
 
     Examples:

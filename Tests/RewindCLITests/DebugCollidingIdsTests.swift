@@ -116,6 +116,9 @@ struct BinFilled: Event {
     #expect(lines.contains(#"watch 1 at 3: boxes {"id":1,"label":"box one"}"#), "\(run.out)")
     #expect(lines.contains("note: crates holds a record of id 1 too (watch crates 1 for it)"), "\(run.out)")
     #expect(!lines.contains { $0.hasPrefix("watch 1 at 2") }, "box 1 is unchanged at 2: \(run.out)")
+    // `unwatch 1` ends the watch made as `watch 1`, not the crate's made before it (helper-219).
+    let both = try Self.debug(["watch crates 1", "watch 1", "unwatch 1"], in: journal.path)
+    #expect(both.out.hasSuffix("no longer watching 1\n"), "\(both.out)")
   }
 
   @Test func blameTakesACollection() async throws {

@@ -39,6 +39,14 @@ import Testing
       let same = try await Self.rewind(command + ["--since", time.dropLast() + "000Z", "--until", String(finer)])
       #expect(same.status == 0 && same.out.split(separator: "\n").count == 1, "\(command): \(same.out)\(same.err)")
     }
+    // Two equal times finer than a nanosecond select none a record can be stamped with: said so.
+    let fine = time.dropLast() + "9Z"
+    let equal = try await Self.rewind(["log", path, "--since", String(fine), "--until", String(fine)])
+    #expect(equal.status == 2, "\(equal.err)")
+    #expect(
+      equal.err.contains(
+        "--since \(fine) is after --until \(fine) (records are stamped to the nanosecond, and a finer --since "),
+      "\(equal.err)")
     #expect(ISO8601.parseWithin("2026-01-01T00:00:00.0000000001Z", roundingUp: true)?.time == 1_767_225_600_000_000_001)
     #expect(ISO8601.parseWithin("2026-01-01T00:00:00.0000000001Z")?.time == 1_767_225_600_000_000_000)
     #expect(ISO8601.parseWithin("2026-01-01T00:00:00.9999999990Z", roundingUp: true)?.time == 1_767_225_600_999_999_999)

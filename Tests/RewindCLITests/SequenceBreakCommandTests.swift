@@ -70,6 +70,13 @@ import Testing
         "sequence break: expected a batch starting at \(broken.header.firstSequence) (\(URL(fileURLWithPath: segment).lastPathComponent), "
           + "byte offset \(broken.offset)")
         && log.err.contains("not read, reading on from sequence \(resume)"), "\(log.err)")
+    // The header's own numbers are not the records': the damage names the record expected
+    // alone (it named the three past it that the header claims, helper-219).
+    let verify = try await ToolRun.run("rewind", ["verify", path])
+    #expect(
+      verify.status == 1
+        && verify.out.contains("byte offset \(broken.offset), sequence \(broken.header.firstSequence): sequence break"),
+      "\(verify.out)")
     let export = try await ToolRun.run("rewind", ["export", path, "--jsonl"])
     #expect(export.status == 3 && export.out == log.out, "\(export.err)")
   }

@@ -125,17 +125,30 @@ import Testing
   /// The last frame of a sealed segment damaged (its header intact): one problem, its records.
   /// `verify` reported a second one, a break before the next segment ("the previous one ends at"
   /// the record before the damaged frame), flagged as records missing before intact segments.
-  /// In the frame after its header, or in the header's checksummed bytes (helper-217, Dec 7: a
-  /// damaged header gave "segment starts at sequence N, but the previous one ends at N − 2" too).
-  @Test(arguments: [false, true])
-  func aDamagedLastFrameOfASealedSegmentIsOneProblem(inTheHeader: Bool) async throws {
+  /// Where the last frame of a sealed segment is damaged.
+  enum LastFrameDamage: String, CaseIterable, Sendable {
+    /// In the frame, after its header.
+    case frame
+    /// In the header's checksummed bytes (helper-217, Dec 7: "segment starts at sequence N, but
+    /// the previous one ends at N − 2" was reported too).
+    case header
+    /// The header renumbered, its checksum made to hold (helper-219, Dec 7: the same).
+    case renumbered
+  }
+
+  @Test(arguments: LastFrameDamage.allCases)
+  func aDamagedLastFrameOfASealedSegmentIsOneProblem(damage: LastFrameDamage) async throws {
     let (dir, _, _) = try await JournalFixtures.smallSegments("review-sealed-last-frame", batches: 80, seed: 48)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count >= 3)
     let path = dir.appending(segments[0])
     var bytes = try Files.read(path)
     let last = try #require(try JournalFixtures.frames(of: bytes).last)
-    bytes[inTheHeader ? last.offset + 30 : bytes.count - 3] ^= 0xFF
+    switch damage {
+    case .frame: bytes[bytes.count - 3] ^= 0xFF
+    case .header: bytes[last.offset + 30] ^= 0xFF
+    case .renumbered: try Self.rewriteHeader(&bytes, at: last.offset) { header, _ in header.firstSequence += 3 }
+    }
     try Files.write(bytes, to: path)
 
     let report = try JournalReader(directory: dir.path).verify()

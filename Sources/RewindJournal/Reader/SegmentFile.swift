@@ -446,12 +446,15 @@ package struct BatchDamage: Equatable {
   package var header: BatchHeader?
 
   /// The sequence numbers the damage stands for, where the record `expecting` was due: from it
-  /// through the last its batch header names, when that header holds (only a sequence break's
-  /// names others: a batch numbered past `expecting` covers the records between, and one
-  /// numbered before it, such as an earlier batch written again, holds none already read); nil
-  /// when no header holds. What readers' errors and `verify`'s problems name.
+  /// through the last its batch header names, when that header holds and follows on; the record
+  /// `expecting` alone when it holds but breaks the sequence (its numbers are not the records':
+  /// one numbered back, such as an earlier batch written again, would name records already
+  /// read, one numbered on records past the journal's end; helper-219, Dec 7); nil when no
+  /// header holds. What readers' errors and `verify`'s problems name.
   package func sequences(expecting: UInt64) -> ClosedRange<UInt64>? {
-    header.map { expecting...max($0.lastSequence, expecting) }
+    guard let header else { return nil }
+    if case .sequenceBreak = kind { return expecting...expecting }
+    return expecting...max(header.lastSequence, expecting)
   }
 
   package init(offset: Int64, kind: Kind, header: BatchHeader? = nil) {

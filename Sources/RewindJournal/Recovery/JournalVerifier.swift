@@ -342,11 +342,11 @@ extension JournalReader {
           // a next segment starting right after them is no break (this damage, reported once).
           if let damaged = damage.header, damaged.firstSequence == expected {
             expected = max(expected, damaged.lastSequence + 1)
-          } else if damage.header == nil, !isLast, segments[position + 1] > expected {
-            // A header that does not hold, nothing valid after it, in a segment with a successor:
-            // a writer seals a segment whole before it makes the next, so the damaged bytes hold
-            // the records up to the successor's first (this damage, reported once, not again as
-            // a break; helper-217, Dec 7).
+          } else if !isLast, segments[position + 1] > expected {
+            // A header that does not hold or breaks the sequence, nothing valid after it, in a
+            // segment with a successor: a writer seals a segment whole before it makes the next,
+            // so the damaged bytes hold the records up to the successor's first (this damage,
+            // reported once, not again as a break; helper-217 and helper-219, Dec 7).
             report.problems[report.problems.count - 1].sequences = expected...(segments[position + 1] - 1)
             expected = segments[position + 1]
           }
