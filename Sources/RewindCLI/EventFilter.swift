@@ -49,11 +49,13 @@ struct EventFilter {
     if let since, let until, since > until, let sinceTyped, let untilTyped = args.value("until") {
       // A --since finer than a nanosecond starts at the next one: two equal times that fine
       // select no nanosecond a record can be stamped with (helper-219, Dec 7).
-      let rounded =
-        ISO8601.parse(sinceTyped).map { $0 <= until } == true
-        ? " (records are stamped to the nanosecond, and a finer --since starts at the next one: "
-          + "\(isoTime(since)), after \(isoTime(until)))" : ""
-      throw UsageError("--since \(sinceTyped) is after --until \(untilTyped)" + rounded)
+      guard ISO8601.parse(sinceTyped).map({ $0 > until }) ?? true else {
+        throw UsageError(
+          "--since \(sinceTyped) and --until \(untilTyped) select no time a record can be stamped with (records are "
+            + "stamped to the nanosecond, and a finer --since starts at the next one: \(isoTime(since)), after "
+            + "\(isoTime(until)))")
+      }
+      throw UsageError("--since \(sinceTyped) is after --until \(untilTyped)")
     }
     name = args.value("type")
     origin = args.value("origin")

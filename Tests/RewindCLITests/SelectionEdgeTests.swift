@@ -45,8 +45,14 @@ import Testing
     #expect(equal.status == 2, "\(equal.err)")
     #expect(
       equal.err.contains(
-        "--since \(fine) is after --until \(fine) (records are stamped to the nanosecond, and a finer --since "),
-      "\(equal.err)")
+        "--since \(fine) and --until \(fine) select no time a record can be stamped with (records are stamped to "
+          + "the nanosecond, and a finer --since starts at the next one: "), "\(equal.err)")
+    // Nor does a --since typed before the --until, within one nanosecond (helper-220).
+    let (one, two) = (time.dropLast() + "1Z", time.dropLast() + "2Z")
+    let within = try await Self.rewind(["log", path, "--since", String(one), "--until", String(two)])
+    #expect(
+      within.status == 2 && within.err.contains("--since \(one) and --until \(two) select no time a record can be"),
+      "\(within.err)")
     #expect(ISO8601.parseWithin("2026-01-01T00:00:00.0000000001Z", roundingUp: true)?.time == 1_767_225_600_000_000_001)
     #expect(ISO8601.parseWithin("2026-01-01T00:00:00.0000000001Z")?.time == 1_767_225_600_000_000_000)
     #expect(ISO8601.parseWithin("2026-01-01T00:00:00.9999999990Z", roundingUp: true)?.time == 1_767_225_600_999_999_999)

@@ -55,7 +55,8 @@ import Testing
     defer { withExtendedLifetime(dir) {} }
     var bytes = try Files.read(segment)
     let frames = segmentFrames(in: bytes)
-    let broken = frames[frames.count / 2]
+    // A batch of several records: the damage names them all (helper-220).
+    let broken = try #require(frames[(frames.count / 2)...].first { $0.header.recordCount > 1 })
     var header = broken.header
     header.firstSequence += 3
     bytes.withUnsafeMutableBytes { header.encode(to: $0.baseAddress! + broken.offset) }
@@ -70,12 +71,15 @@ import Testing
         "sequence break: expected a batch starting at \(broken.header.firstSequence) (\(URL(fileURLWithPath: segment).lastPathComponent), "
           + "byte offset \(broken.offset)")
         && log.err.contains("not read, reading on from sequence \(resume)"), "\(log.err)")
-    // The header's own numbers are not the records': the damage names the record expected
-    // alone (it named the three past it that the header claims, helper-219).
+    // The header's own numbers are not the records': the damage names as many as it counts,
+    // from the record expected (it named three past them, helper-219; the first alone, helper-220).
     let verify = try await ToolRun.run("rewind", ["verify", path])
+    let sequences = broken.sequences
+    let named =
+      sequences.count == 1
+      ? "sequence \(sequences.lowerBound)" : "sequences \(sequences.lowerBound)-\(sequences.upperBound)"
     #expect(
-      verify.status == 1
-        && verify.out.contains("byte offset \(broken.offset), sequence \(broken.header.firstSequence): sequence break"),
+      verify.status == 1 && verify.out.contains("byte offset \(broken.offset), \(named): sequence break"),
       "\(verify.out)")
     let export = try await ToolRun.run("rewind", ["export", path, "--jsonl"])
     #expect(export.status == 3 && export.out == log.out, "\(export.err)")

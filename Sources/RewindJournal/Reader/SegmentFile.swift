@@ -446,14 +446,18 @@ package struct BatchDamage: Equatable {
   package var header: BatchHeader?
 
   /// The sequence numbers the damage stands for, where the record `expecting` was due: from it
-  /// through the last its batch header names, when that header holds and follows on; the record
-  /// `expecting` alone when it holds but breaks the sequence (its numbers are not the records':
-  /// one numbered back, such as an earlier batch written again, would name records already
-  /// read, one numbered on records past the journal's end; helper-219, Dec 7); nil when no
-  /// header holds. What readers' errors and `verify`'s problems name.
+  /// through the last its batch header names, when that header holds and follows on; when it
+  /// holds but breaks the sequence, as many as it counts, numbered from `expecting` (its numbers
+  /// are not the records': one numbered back, such as an earlier batch written again, would name
+  /// records already read, one numbered on records past the journal's end, helper-219; its
+  /// count, which its checksum covers, is what a walk passes it by, helper-220, Dec 7); nil when
+  /// no header holds. What readers' errors and `verify`'s problems name.
   package func sequences(expecting: UInt64) -> ClosedRange<UInt64>? {
     guard let header else { return nil }
-    if case .sequenceBreak = kind { return expecting...expecting }
+    if case .sequenceBreak = kind {
+      let (last, overflow) = expecting.addingReportingOverflow(UInt64(max(header.recordCount, 1)) - 1)
+      return expecting...(overflow ? .max : last)
+    }
     return expecting...max(header.lastSequence, expecting)
   }
 
