@@ -6,50 +6,18 @@ import Testing
 
 @testable import RewindCLI
 
-/// Two collections numbering their records alike, so one id's text names a record in each.
-struct Bins: SnapshotModel {
-  var boxes = Store<Binned>(name: "boxes")
-  var crates = Store<Binned>(name: "crates")
-
-  static func registerEvents(in registry: inout EventRegistry<Bins>) {
-    registry.register(BinFilled.self) { model, event, context in
-      if event.crate {
-        if model.crates.contains(id: event.id) {
-          model.crates.update(id: event.id, context: &context) { $0.label = event.label }
-        } else {
-          model.crates.insert(Binned(id: event.id, label: event.label), context: &context)
-        }
-      } else {
-        model.boxes.insert(Binned(id: event.id, label: event.label), context: &context)
-      }
-    }
-  }
-}
-
-struct Binned: StoreRecord, Codable {
-  var id: Int
-  var label: String
-}
-
-struct BinFilled: Event {
-  static let name = "bin.filled"
-  var crate: Bool
-  var id: Int
-  var label: String
-}
-
 /// debug's `print ID` and `watch ID` showed the record of the first collection holding the id
 /// and said nothing of another holding a record of that id too (helper-213, Dec 7), and neither
 /// they nor debug's `blame` could name the collection, as `rewind blame --collection` can. A
 /// note now names the others, and `COLLECTION ID` picks one.
 @Suite struct DebugCollidingIdsTests {
   /// A journal of crate 1, box 1 and crate 1 relabelled, one command each.
-  static func binsJournal() async throws -> TemporaryDirectory {
+  static func shelvesJournal() async throws -> TemporaryDirectory {
     let temporary = TemporaryDirectory("cli-colliding-ids")
-    let manager = try Manager<Bins>(directory: temporary.path, clock: .stepping(from: 0), ids: .sequential())
+    let manager = try Manager<Shelves>(directory: temporary.path, clock: .stepping(from: 0), ids: .sequential())
     for event in [
-      BinFilled(crate: true, id: 1, label: "crate one"), BinFilled(crate: false, id: 1, label: "box one"),
-      BinFilled(crate: true, id: 1, label: "crate one, relabelled"),
+      ShelfPlaced(crate: true, id: 1, label: "crate one"), ShelfPlaced(crate: false, id: 1, label: "box one"),
+      ShelfPlaced(crate: true, id: 1, label: "crate one, relabelled"),
     ] {
       try await manager.perform(.user) { _, command in command.record(event) }
     }
@@ -57,21 +25,21 @@ struct BinFilled: Event {
     return temporary
   }
 
-  /// Runs `script` in a debug session over `directory` with the `Bins` model.
+  /// Runs `script` in a debug session over `directory` with the `Shelves` model.
   static func debug(_ script: [String], in directory: String) throws -> (
     out: String, err: String, status: RewindTool.ExitCode
   ) {
-    let machine = try ModelRegistration(Bins.self, name: "bins").open(directory)
+    let machine = try ModelRegistration(Shelves.self, name: "shelves").open(directory)
     let captured = Captured()
     let session = DebugSession(
-      machine, model: "bins", directory: directory, output: captured.output, interactive: false)
+      machine, model: "shelves", directory: directory, output: captured.output, interactive: false)
     var lines = script[...]
     let status = session.run { lines.popFirst() }
     return (captured.out, captured.err, status)
   }
 
   @Test func printNamesTheOtherCollectionAndPicksOne() async throws {
-    let journal = try await Self.binsJournal()
+    let journal = try await Self.shelvesJournal()
     let run = try Self.debug(
       ["goto 3", "print 1", "print crates 1", "goto 1", "print 1"], in: journal.path)
     let lines = run.out.split(separator: "\n").map(String.init)
@@ -86,7 +54,7 @@ struct BinFilled: Event {
   }
 
   @Test func aCollectionTheModelLacksOrARecordItLacksIsRefused() async throws {
-    let journal = try await Self.binsJournal()
+    let journal = try await Self.shelvesJournal()
     for (line, message) in [
       ("print shelves 1", "no collection 'shelves' (collections: boxes, crates)"),
       ("print boxes 2", "no record '2' in boxes at sequence 3"),
@@ -103,7 +71,7 @@ struct BinFilled: Event {
   /// A watch with a collection follows that collection's record; one without shows the first
   /// collection holding the id at each position, and its note names the other.
   @Test func watchFollowsTheCollectionItNames() async throws {
-    let journal = try await Self.binsJournal()
+    let journal = try await Self.shelvesJournal()
     let run = try Self.debug(
       ["goto 1", "watch crates 1", "goto 2", "goto 3", "unwatch crates 1", "watch 1", "goto 2"], in: journal.path)
     let lines = run.out.split(separator: "\n").map(String.init)
@@ -122,7 +90,7 @@ struct BinFilled: Event {
   }
 
   @Test func blameTakesACollection() async throws {
-    let journal = try await Self.binsJournal()
+    let journal = try await Self.shelvesJournal()
     let run = try Self.debug(["blame 1", "blame boxes 1", "blame crates 1"], in: journal.path)
     #expect(run.status == .success, "\(run.err)")
     let afters = run.out.split(separator: "\n").filter { $0.hasPrefix("    after ") }.map { $0.dropFirst(10) }

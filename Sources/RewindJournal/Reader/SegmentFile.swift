@@ -445,20 +445,17 @@ package struct BatchDamage: Equatable {
   package var kind: Kind
   package var header: BatchHeader?
 
-  /// The sequence numbers the damage stands for, where the record `expecting` was due: from it
-  /// through the last its batch header names, when that header holds and follows on; when it
-  /// holds but breaks the sequence, as many as it counts, numbered from `expecting` (its numbers
-  /// are not the records': one numbered back, such as an earlier batch written again, would name
-  /// records already read, one numbered on records past the journal's end, helper-219; its
-  /// count, which its checksum covers, is what a walk passes it by, helper-220, Dec 7); nil when
-  /// no header holds. What readers' errors and `verify`'s problems name.
+  /// The sequence numbers the damage stands for, where the record `expecting` was due: as many
+  /// as its batch header counts, numbered from `expecting`, when that header holds (its count is
+  /// what a walk passes the batch by); nil when it does not. A header that follows on numbers
+  /// them so itself; one that breaks the sequence does not, and its own numbers are not the
+  /// records' (an earlier batch written again names records already read, one numbered on
+  /// records past the journal's end: helper-219 and helper-220, Dec 7). What readers' errors and
+  /// `verify`'s problems name.
   package func sequences(expecting: UInt64) -> ClosedRange<UInt64>? {
     guard let header else { return nil }
-    if case .sequenceBreak = kind {
-      let (last, overflow) = expecting.addingReportingOverflow(UInt64(max(header.recordCount, 1)) - 1)
-      return expecting...(overflow ? .max : last)
-    }
-    return expecting...max(header.lastSequence, expecting)
+    let (last, overflow) = expecting.addingReportingOverflow(UInt64(max(header.recordCount, 1)) - 1)
+    return expecting...(overflow ? .max : last)
   }
 
   package init(offset: Int64, kind: Kind, header: BatchHeader? = nil) {
