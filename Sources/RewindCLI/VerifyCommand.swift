@@ -15,19 +15,18 @@ enum VerifyCommand: RewindCommand {
     record the model cannot read, such as a newer schema version, an unknown event or one that
     is no event, is a problem there); when no registered model knows most of the event names
     among the journal's first 1,000 records, decodes every event's envelope and fields without
-    the app's types instead. Exit 0
-    when sound; exit 1 with a report that locates every problem (segment, byte offset, sequence
-    range). Derived data that the next writer rebuilds by itself is a note, not a problem, and
-    leaves the exit status alone: a missing or damaged index, or segments the index names
-    nowhere (each with its sequence range). Records the index names and the disk no longer
-    holds (a deleted segment, a segment cut short) are a problem. The last line of a damaged
-    journal says what to do: `rewind repair`; or, when every segment names one journal and only
-    the manifest names another (repair refuses that), the journal id to put back in it; or, when
-    the first problem is records missing before intact segments (the first segment missing, or
-    one in the middle; repair refuses that too), to restore them from a backup. An index entry
-    that fails its checksum, or that disagrees with the batch it names (its offset, sequence or
-    timestamp column; a wrong timestamp column can make `log --since` skip records until the
-    index file is deleted and rebuilt), is a note too.
+    the app's types instead. Exit 0 when sound; exit 1 with a report that locates every problem
+    (segment, byte offset, sequence range). Derived data that the next writer rebuilds by itself is
+    a note, not a problem, and leaves the exit status alone: a missing or damaged index, or
+    segments the index names nowhere (each with its sequence range). Records the index names and
+    the disk no longer holds (a deleted segment, a segment cut short) are a problem. The last line
+    of a damaged journal says what to do: `rewind repair`; or, when every segment names one journal
+    and only the manifest names another (repair refuses that), the journal id to put back in it;
+    or, when the first problem is records missing before intact segments (the first segment
+    missing, or one in the middle; repair refuses that too), to restore them from a backup. An
+    index entry that fails its checksum, or that disagrees with the batch it names (its offset,
+    sequence or timestamp column; a wrong timestamp column can make `log --since` skip records
+    until the index file is deleted and rebuilt), is a note too.
 
     When the frames are sound, a line `frames: sound, ...` says so (of the frames alone), then
     replay or decoding is checked, through the last sequence number of that line: records a live
