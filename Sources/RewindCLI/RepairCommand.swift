@@ -17,17 +17,20 @@ enum RepairCommand: RewindCommand {
     segment whose successor starts right after its last record hold no record (verify: "no records
     are missing, but readers stop here"): they are cut off that segment, and every segment stays;
     bytes that are no batch ending such a segment hold none either, and are moved into
-    DIR/quarantine/ alone, every segment staying. At a terminal it asks
-    before moving; otherwise it only shows the plan unless --yes is given. The plan only reads (it
-    takes no lock and creates nothing, so it can be shown while a writer has the journal open, and
-    may change if that writer appends meanwhile); the repair itself refuses while a writer has the
-    journal open. A file named like a segment that holds nothing committed (no valid header, no
-    valid batch, no index entry naming it) is moved aside alone. When every segment belongs to one
-    journal and the manifest names another, it refuses (exit 3) and names the segments' journal:
-    the manifest is then the likelier damage, and moving every segment aside would empty the
-    journal. It refuses too (exit 3, nothing moved) when the damage starts with records no segment
-    holds before segments that are intact (the first segment missing, or one in the middle): it
-    would move those intact segments aside. Restore the missing segment from a backup.
+    DIR/quarantine/ alone, every segment staying. A segment header that fails its checksum (or is
+    no segment header at all) over batches that hold is written again from the manifest's journal
+    id and the file's name, its damaged 44 bytes kept as DIR/quarantine/NAME.header, the segment
+    staying (verify says when it can be). At a terminal it asks before moving; otherwise it only
+    shows the plan unless --yes is given. The plan only reads (it takes no lock and creates
+    nothing, so it can be shown while a writer has the journal open, and may change if that writer
+    appends meanwhile); the repair itself refuses while a writer has the journal open. A file named
+    like a segment that holds nothing committed (no valid header, no valid batch, no index entry
+    naming it) is moved aside alone. When every segment belongs to one journal and the manifest
+    names another, it refuses (exit 3) and names the segments' journal: the manifest is then the
+    likelier damage, and moving every segment aside would empty the journal. It refuses too (exit
+    3, nothing moved) when the damage starts with records no segment holds before segments that are
+    intact (the first segment missing, or one in the middle): it would move those intact segments
+    aside. Restore the missing segment from a backup.
 
     Exit 0 when there was nothing to repair or the repair is done; 1 when a plan was shown but not
     carried out; 3 when the journal cannot be opened, or the repair could not finish: what it
@@ -52,6 +55,7 @@ enum RepairCommand: RewindCommand {
       return .success
     }
     if let line = nothingLeft(plan) { output.out(line) }
+    for entry in plan.headersRewritten { output.out(visible(headerLine(entry, planned: true)) + "\n") }
     for entry in plan.zerosCut { output.out(visible("will " + zerosLine(entry)) + "\n") }
     for entry in plan.moved {
       var line = "will move \(entry.length) bytes of \(entry.segment) from byte offset \(entry.offset)"
@@ -126,10 +130,18 @@ enum RepairCommand: RewindCommand {
       throw error
     }
     if let line = nothingLeft(done) { output.out(line) }
+    for entry in done.headersRewritten { output.out(visible(headerLine(entry, planned: false)) + "\n") }
     for entry in done.zerosCut { output.out(visible(zerosLine(entry)) + "\n") }
     for entry in done.moved { output.out(visible("\(entry)") + "\n") }
     for entry in try snapshots.setAside(after: done.lastSequence) { output.out(visible("\(entry)") + "\n") }
     return done
+  }
+
+  /// The line for a segment header written again (`RepairReport.headersRewritten`), planned or
+  /// done: where the damaged bytes go, or went.
+  static func headerLine(_ entry: QuarantinedBytes, planned: Bool) -> String {
+    (planned ? "will write" : "wrote") + " the segment header of \(entry.segment) again (the segment and its "
+      + "records stay; its damaged \(entry.length) bytes kept in \(entry.movedTo)): \(entry.reason)"
   }
 
   /// The line for zeros cut off a sealed segment (`RepairReport.zerosCut`), planned or done.
@@ -142,7 +154,7 @@ enum RepairCommand: RewindCommand {
   /// the segment cut short): the damaged segment has no entry among the moved bytes.
   static func nothingLeft(_ report: RepairReport) -> String? {
     guard let damage = report.damage, !report.moved.contains(where: { $0.segment == damage.file }) else { return nil }
-    if damage.zerosOnly { return nil }  // the lines of `zerosCut` say it
+    if damage.zerosOnly || damage.headerRebuildable { return nil }  // the lines of `zerosCut` or of headers say it
     // The file and the message quote the journal, as verify's problems do: shown through `visible`.
     return visible(
       "nothing to move of \(damage.file) from byte offset \(damage.offset), no bytes are left there: "

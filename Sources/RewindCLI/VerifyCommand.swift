@@ -117,14 +117,21 @@ enum VerifyCommand: RewindCommand {
       } else if report.isSound {
         "Records after sequence \(report.lastSequence) were lost: restore the journal from a backup if there "
           + "is one. The next writer moves such snapshots aside (`rewind repair` leaves a sound journal alone)."
-      } else if report.problems.contains(where: { $0.zerosOnly || $0.holdsNoRecord }),
-        report.problems.allSatisfy({ $0.zerosOnly || $0.holdsNoRecord || $0.strayFile })
+      } else if report.problems.contains(where: { $0.zerosOnly || $0.holdsNoRecord || $0.headerRebuildable }),
+        report.problems.allSatisfy({ $0.zerosOnly || $0.holdsNoRecord || $0.strayFile || $0.headerRebuildable })
       {
+        // Damage that repair takes out keeping every segment and every record.
         "`rewind repair \(directory)` "
           + [
-            report.problems.contains(where: \.holdsNoRecord) ? "moves the bytes that are no batch aside" : nil,
-            report.problems.contains(where: \.zerosOnly) ? "cuts the zeros" : nil,
-          ].compactMap { $0 }.joined(separator: " and ") + ", which hold no record, keeping every segment"
+            report.problems.contains(where: \.headerRebuildable)
+              ? "writes the damaged segment \(report.problems.count(where: \.headerRebuildable) == 1 ? "header" : "headers") again"
+              : nil,
+            report.problems.contains(where: { $0.zerosOnly || $0.holdsNoRecord })
+              ? [
+                report.problems.contains(where: \.holdsNoRecord) ? "moves the bytes that are no batch aside" : nil,
+                report.problems.contains(where: \.zerosOnly) ? "cuts the zeros" : nil,
+              ].compactMap { $0 }.joined(separator: " and ") + ", which hold no record" : nil,
+          ].compactMap { $0 }.joined(separator: ", and ") + ", keeping every segment"
           + (report.problems.contains(where: \.strayFile) ? ", and moves the stray files aside." : ".")
       } else {
         "`rewind repair \(directory)` moves the damaged part aside."

@@ -125,10 +125,12 @@ import Testing
     let segments = Files.list(dir.path).filter { $0.hasSuffix(".lz4") }
     try #require(segments.count >= 3)
     let first = UInt64(SegmentName.firstSequence(segments[1]))
-    // A damaged header: the segment and the ones after it move aside. (A deleted one would not:
-    // repair refuses records missing before intact segments.)
+    // A damaged header over a damaged first batch: the segment and the ones after it move aside.
+    // (A deleted one would not: repair refuses records missing before intact segments; nor would
+    // a damaged header alone, which repair writes again.)
     var bytes = try Files.read(dir.appending(segments[1]))
     bytes[10] ^= 0xFF
+    bytes[Layout.segmentHeaderSize + 10] ^= 0xFF
     try Files.write(bytes, to: dir.appending(segments[1]))
     let before = String(format: "%020d.snapshot", first - 1)
     let past = String(format: "%020d.snapshot", first + 5)

@@ -67,6 +67,8 @@ import Testing
     let damaged = dir.appending(segments[2])
     var bytes = try Files.read(damaged)
     bytes[20] ^= 0x5A
+    // Its first batch too: a damaged header over batches that hold is written again, not moved.
+    bytes[Layout.segmentHeaderSize + 20] ^= 0x5A
     try Files.write(bytes, to: damaged)
     let first = try #require(Layout.firstSequence(ofSegmentNamed: segments[2]))
 

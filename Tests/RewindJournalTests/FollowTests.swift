@@ -253,7 +253,9 @@ import Testing
   }
 
   /// A follower at the end of the last of four segments, which `repair` then moves aside
-  /// (`damage` 0: its segment header damaged; 1: its first frame), and into which a writer then
+  /// (`damage` 0: its segment header damaged, and its first batch header, since a damaged
+  /// header over batches that hold is written again, not moved; 1: its first frame), and into
+  /// which a writer then
   /// appends again (`appended` records, in a new segment of the same name): it says the journal
   /// was cut. Before, it waited for ever at the end of the file it held open, the one moved into
   /// quarantine. So does a follower that returned no record (`fromTheEnd`), started after the
@@ -268,6 +270,7 @@ import Testing
     let cutAndWriteAgain = {
       var bytes = try Files.read(dir.path + "/" + last)
       bytes[damage == 0 ? 2 : Layout.segmentHeaderSize + Layout.batchHeaderSize + 4] ^= 0x20
+      if damage == 0 { bytes[Layout.segmentHeaderSize + 20] ^= 0x20 }
       try Files.write(bytes, to: dir.path + "/" + last)
       try #require(try Journal.repair(directory: dir.path).lastSequence == 30)
       guard appended > 0 else { return }

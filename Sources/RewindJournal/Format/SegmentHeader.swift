@@ -28,6 +28,28 @@ package struct SegmentHeader: Equatable {
     return writer.bytes
   }
 
+  /// The header a segment named for `firstSequence` of journal `journalID` was written with,
+  /// rebuilt over `damaged`, its first bytes as they now stand (`Journal.repair`). Every field
+  /// but the flags follows from the format, the manifest and the file's name. The flags are the
+  /// ones the stored checksum confirms when it does for one of the two a writer writes (the damage
+  /// is then elsewhere in the header); otherwise the checksum is damaged too, and the stored
+  /// flags are taken when they are one of those two, else 0 (a header overwritten whole: a
+  /// compacted segment then reads as one never compacted, which compaction may rewrite again).
+  package static func rebuilt(over damaged: [UInt8], journalID: JournalID, firstSequence: UInt64) -> SegmentHeader {
+    var header = SegmentHeader(journalID: journalID, firstSequence: firstSequence)
+    let crcOffset = Layout.segmentHeaderSize - 4
+    let flagsOffset = Layout.skippableHeaderSize + 6
+    guard damaged.count >= Layout.segmentHeaderSize else { return header }
+    let storedChecksum = damaged.loadLE(UInt32.self, at: crcOffset)
+    for flags in [0, compactedFlag] {
+      header.flags = flags
+      if header.encoded().loadLE(UInt32.self, at: crcOffset) == storedChecksum { return header }
+    }
+    let stored = damaged.loadLE(UInt16.self, at: flagsOffset)
+    header.flags = stored == compactedFlag ? compactedFlag : 0
+    return header
+  }
+
   /// Why the first bytes of a file are not a valid segment header.
   package enum Problem: Error, Equatable {
     case truncated

@@ -13,6 +13,10 @@ public struct RepairReport: Sendable, Equatable {
   /// offset it is cut at and how many bytes of zeros went. They hold no record, so nothing of them
   /// is kept and every segment stays.
   public var zerosCut: [QuarantinedBytes] = []
+  /// Segment headers written again, first of all (`JournalProblem.headerRebuildable`): each
+  /// segment whose header failed its checks over batches that hold, the damaged bytes (offset 0,
+  /// `length` 44) kept at `movedTo`. The segment stays, its records with it.
+  public var headersRewritten: [QuarantinedBytes] = []
   /// The damage the repair starts from (the first problem `verify` found, or the unfinished tail
   /// of the last segment); nil when the journal was sound and there was nothing to do.
   public var damage: JournalProblem?
@@ -82,18 +86,22 @@ extension Journal {
       guard taken else { throw JournalError.locked(directory: directory, lockFD: lockFD) }
     }
     let reader = try JournalReader(directory: directory, limits: options.limits, io: io)
-    let verification = try reader.verify()
+    // Judged as the journal will stand once the damaged segment headers that can be are written
+    // again: their segments' records are intact after them.
+    let verification = try reader.verify(progress: nil, rebuildingHeaders: true)
     var report = RepairReport(verification: verification, dryRun: dryRun)
     report.lastSequence = verification.lastSequence
     // Stray files (named like segments, holding nothing committed) move aside alone, each: their
     // names say nothing about where the journal's damage is. Zeros that hold no record are cut
     // (below). The rest moves from the first other damage on.
+    let headers = verification.problems.filter(\.headerRebuildable)
     let strays = verification.problems.filter(\.strayFile)
     let zeros = verification.problems.filter(\.zerosOnly)
     let tails = verification.problems.filter(\.holdsNoRecord)
     var damage =
-      verification.problems.first { !$0.strayFile && !$0.zerosOnly && !$0.holdsNoRecord } ?? verification.unfinishedTail
-    guard let reported = strays.first ?? damage ?? zeros.first ?? tails.first else { return report }
+      verification.problems.first { !$0.strayFile && !$0.zerosOnly && !$0.holdsNoRecord && !$0.headerRebuildable }
+      ?? verification.unfinishedTail
+    guard let reported = strays.first ?? damage ?? zeros.first ?? tails.first ?? headers.first else { return report }
     report.damage = reported
 
     var layout = try JournalDirectory(path: directory, io: io)
@@ -102,6 +110,30 @@ extension Journal {
     layout.segments.removeAll { strayNames.contains(Layout.segmentName(firstSequence: $0)) }
     if let damage { try refuseIfRecordsAreMissingBeforeIntactSegments(damage, layout) }
     let quarantine = Quarantine(directory: directory, io: io)
+    // Damaged segment headers over batches that hold are written again before anything moves:
+    // every field follows from the manifest and the file's name, and the damaged bytes are kept.
+    // Only of segments that stay: one from the damage on moves whole, its header as it is.
+    let staying = headers.filter { header in
+      guard let damage else { return true }
+      let segment = Layout.firstSequence(ofSegmentNamed: header.file) ?? 0
+      let damaged = Layout.firstSequence(ofSegmentNamed: damage.file) ?? 0
+      return segment < damaged || (segment == damaged && damage.offset > Int64(Layout.segmentHeaderSize))
+    }
+    for problem in staying {
+      var entry = QuarantinedBytes(
+        segment: problem.file, offset: 0, length: Int64(Layout.segmentHeaderSize),
+        movedTo: Layout.quarantineName + "/", reason: problem.message, sequences: nil)
+      if !dryRun {
+        do {
+          entry.movedTo = try quarantine.rewriteHeader(
+            of: problem.file, journalID: layout.journalID,
+            firstSequence: Layout.firstSequence(ofSegmentNamed: problem.file) ?? 0)
+        } catch {
+          throw JournalError(error, directory: directory, file: problem.file)
+        }
+      }
+      report.headersRewritten.append(entry)
+    }
     for stray in strays {
       var entry = QuarantinedBytes(
         segment: stray.file, offset: 0, length: 0, movedTo: Layout.quarantineName + "/", reason: stray.message,
@@ -170,13 +202,15 @@ extension Journal {
         report.lastSequence = beforeTheDamage ?? (try? reader.lastSequence()) ?? report.lastSequence
       } else {
         // Read again with the zeros cut: the other damage is judged as the journal now stands.
-        let again = try reader.verify()
+        let again = try reader.verify(progress: nil, rebuildingHeaders: true)
         problems = again.problems
-        damage = again.problems.first { !$0.strayFile && !$0.holdsNoRecord } ?? again.unfinishedTail
+        damage =
+          again.problems.first { !$0.strayFile && !$0.holdsNoRecord && !$0.headerRebuildable } ?? again.unfinishedTail
         report.lastSequence = again.lastSequence
       }
     }
-    // Only stray files and zeros: the index names none of them, so it stays.
+    // Only stray files, zeros and headers written again: the index names none of them, or
+    // names batches that stay, so it stays.
     guard let first = damage else { return report }
     let damagedSegment = Layout.firstSequence(ofSegmentNamed: first.file) ?? 0
     // Last segment first, the damaged one last: a repair that stops part way (killed, or a

@@ -33,6 +33,13 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// their own, since every number up to the successor's first was read before them. Readers stop at
   /// them and read on at the successor; `Journal.repair` moves them aside, keeping every segment.
   package var holdsNoRecord = false
+  /// A segment header that fails its checks (not a segment header's magic, size and tag, or a
+  /// checksum that does not hold) over a first batch that holds and numbers the first record the
+  /// file's name says, in a journal no segment of which names another journal's id: every field
+  /// of the header follows from the manifest and the name (`SegmentHeader.rebuilt`), so
+  /// `Journal.repair` writes it again, keeping the damaged bytes in `quarantine/`, instead of
+  /// moving the segment and every later one aside.
+  package var headerRebuildable = false
 
   public var description: String {
     var text = "\(file) at byte offset \(offset)"
@@ -89,6 +96,13 @@ extension JournalReader {
   ///   journal written with larger limits, to be read with them (`JournalLimits.largest` reads
   ///   any), not damage to report.
   public func verify(progress: ((UInt64) -> Void)? = nil) throws -> VerificationReport {
+    try verify(progress: progress, rebuildingHeaders: false)
+  }
+
+  /// `verify`, and with `rebuildingHeaders` as a repair judges the journal: a segment header it
+  /// can write again (`JournalProblem.headerRebuildable`) is still a problem, but the segment's
+  /// records count as intact after it, as they will once the header is written.
+  package func verify(progress: ((UInt64) -> Void)?, rebuildingHeaders: Bool) throws -> VerificationReport {
     let layout = try JournalDirectory(path: directory, io: io)
     var report = VerificationReport()
     let decoder = LZ4FrameDecoder()
@@ -133,6 +147,12 @@ extension JournalReader {
           + "a batch starting at sequence \(entry.firstSequence) at byte offset \(entry.offset): "
           + "committed records are missing", sequencesMayGoFurther: true)
     }
+    // A segment header naming another journal: the manifest may be the damage, so no damaged
+    // header is written again with its id (repair then moves or refuses, as before).
+    let foreignSegments = segments.contains { segment in
+      guard case .success(let header)? = try? layout.open(segment: segment).headerAlone() else { return false }
+      return header.journalID != layout.journalID
+    }
     var entryCheck = EntryCheck(entries: indexFile.entries)
     // Named by any entry whose checksum holds: one damaged entry is one note, not also a note for
     // each later segment that only entries after it name.
@@ -159,18 +179,26 @@ extension JournalReader {
         intact = false
       }
       expected = first
-      if let problem = JournalDirectory.problem(with: try file.header(), expecting: first, journalID: layout.journalID)
-      {
+      let header = try file.header()
+      if let problem = JournalDirectory.problem(with: header, expecting: first, journalID: layout.journalID) {
         // Not a stray file (see `strayFiles`): valid batches follow the header, or the index
-        // names the segment. Its records were committed; they move with it if it is repaired.
-        // Its batches are walked all the same, as every frame is past damage: counted (`rewind
-        // stats` figures every segment file), checked, and followed by the next segment without
-        // a break in the sequence being reported for the records they hold.
-        report.problems.append(
-          JournalProblem(
-            file: file.name, offset: 0, sequences: nil,
-            message: problem + "; the segment holds committed records (valid batches follow, or the index names it)"))
-        intact = false
+        // names the segment. Its records were committed; they move with it if it is repaired,
+        // unless the header can be written again. Its batches are walked all the same, as every
+        // frame is past damage: counted (`rewind stats` figures every segment file), checked,
+        // and followed by the next segment without a break in the sequence being reported for
+        // the records they hold.
+        let rebuildable =
+          try !foreignSegments && Self.headerCanBeRebuilt(header, of: file, first: first, limits: limits)
+        var found = JournalProblem(
+          file: file.name, offset: 0, sequences: nil,
+          message: problem
+            + (rebuildable
+              ? "; the batches after it hold (the first starts at sequence \(first), as the file's name says), and "
+                + "the header follows from the manifest and the name: repair writes it again"
+              : "; the segment holds committed records (valid batches follow, or the index names it)"))
+        found.headerRebuildable = rebuildable
+        report.problems.append(found)
+        if !(rebuildable && rebuildingHeaders) { intact = false }
         // A file no longer than a segment header holds no batch to walk.
         if file.size <= Int64(Layout.segmentHeaderSize) { continue }
       }
@@ -426,6 +454,26 @@ extension JournalReader {
 }
 
 extension JournalReader {
+  /// Whether a segment header that fails its checks can be written again
+  /// (`JournalProblem.headerRebuildable`): its bytes are damaged (no segment header's magic,
+  /// size and tag, or a checksum that does not hold; one whose checksum holds says what was
+  /// written, another journal's id, another first sequence or a newer format, and is left as it
+  /// is) and the batch after it holds, its frame checked, numbering the first record the file's
+  /// name says.
+  static func headerCanBeRebuilt(
+    _ header: Result<SegmentHeader, SegmentHeader.Problem>, of file: SegmentFile, first: UInt64, limits: JournalLimits
+  ) throws -> Bool {
+    switch header {
+    case .failure(.checksumMismatch), .failure(.notASegment): break
+    default: return false
+    }
+    guard file.size > Int64(Layout.segmentHeaderSize),
+      case .batch(let batch, _) = try file.batch(
+        at: Int64(Layout.segmentHeaderSize), expecting: first, checkFrame: true, limits: limits)
+    else { return false }
+    return batch.firstSequence == first
+  }
+
   /// The segments of `layout` but its stray files, which are reported in `report` as problems
   /// (`JournalProblem.strayFile`). A stray file is named like a segment, but its segment header is
   /// not valid, no valid batch header follows in it, and no index entry names it: nothing shows

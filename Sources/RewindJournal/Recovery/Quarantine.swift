@@ -44,6 +44,34 @@ package struct Quarantine {
     return name
   }
 
+  /// Makes a new file in the quarantine folder, named `stem` (with a suffix if that is taken),
+  /// holding what `write` writes to the descriptor and path it is handed, durably. The bytes are
+  /// written to `<name>.partial`, synced, and renamed once whole, then the folder and the journal
+  /// directory are synced: a process killed meanwhile leaves only a `.partial` file, not part of
+  /// the bytes under the name of what was kept. A failure leaves neither. Returns the name.
+  private func keep(as stem: String, _ write: (_ fd: Int32, _ path: String) throws -> Void) throws -> String {
+    try io.makeJournalFolder(folder)
+    let name = uniqueName(stem)
+    let target = folder + "/" + name
+    let partial = folder + "/" + uniqueName(name + ".partial")
+    let out = try io.open(partial, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+    do {
+      do {
+        defer { io.close(out) }
+        try write(out, partial)
+        try io.sync(out, metadata: true, path: partial)
+      }
+      try io.rename(partial, to: target)
+      try io.syncDirectory(folder)
+      try io.syncDirectory(directory)
+    } catch {
+      try? io.removeFile(partial)
+      try? io.removeFile(target)
+      throw error
+    }
+    return name
+  }
+
   /// Moves the bytes of `segment` from `offset` to its end (or to `end`, when only zeros follow
   /// it: preallocated space, not worth keeping) into a new quarantine file, then truncates the
   /// segment at `offset`. Returns the quarantine file's path relative to the journal and the
@@ -65,41 +93,47 @@ package struct Quarantine {
       }
       return (nil, 0)
     }
-    try io.makeJournalFolder(folder)
-    let name = uniqueName("\(segment).from-\(offset).tail")
-    let target = folder + "/" + name
-    // Copied under a name of its own, renamed once whole and synced: a process killed while
-    // copying leaves a `.partial` file, not part of the bytes under the name of what was moved.
-    let partial = folder + "/" + uniqueName(name + ".partial")
-    let out = try io.open(partial, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-    do {
-      do {
-        defer { io.close(out) }
-        var position = offset
-        while position < size {
-          let chunk = try io.read(fd, count: Int(min(Int64(1 << 20), size - position)), at: position, path: source)
-          if chunk.isEmpty { break }
-          try chunk.withUnsafeBytes { (bytes) throws in
-            try io.writeAll(out, bytes, at: position - offset, path: partial)
-          }
-          position += Int64(chunk.count)
+    let name = try keep(as: "\(segment).from-\(offset).tail") { out, partial in
+      var position = offset
+      while position < size {
+        let chunk = try io.read(fd, count: Int(min(Int64(1 << 20), size - position)), at: position, path: source)
+        if chunk.isEmpty { break }
+        try chunk.withUnsafeBytes { (bytes) throws in
+          try io.writeAll(out, bytes, at: position - offset, path: partial)
         }
-        try io.sync(out, metadata: true, path: partial)
+        position += Int64(chunk.count)
       }
-      try io.rename(partial, to: target)
-      try io.syncDirectory(folder)
-      try io.syncDirectory(directory)
+    }
+    do {
       try io.truncate(fd, to: offset, path: source)
     } catch {
-      // Until the cut, the segment holds every byte: the copy, whole or partial, is not needed,
-      // and left behind it would pass for what was moved (the next try copies to `<name>.2`) and
-      // hold on to its space on a full disk.
-      try? io.removeFile(partial)
-      try? io.removeFile(target)
+      // Until the cut, the segment holds every byte: the copy is not needed, and left behind it
+      // would pass for what was moved (the next try copies to `<name>.2`) and hold on to its
+      // space on a full disk.
+      try? io.removeFile(folder + "/" + name)
       throw error
     }
     try io.sync(fd, metadata: true, path: source)
     return (Layout.quarantineName + "/" + name, size - offset)
+  }
+
+  /// Writes the segment header of `segment` again (`SegmentHeader.rebuilt`, for the journal
+  /// `journalID` and the first sequence its name says) over its damaged one, after keeping the
+  /// damaged bytes in a new quarantine file (`<name>.header`), durably: a crash before the write
+  /// leaves the segment as it was and the copy beside it, one during it a header the next repair
+  /// writes again. Returns the copy's path relative to the journal.
+  package func rewriteHeader(of segment: String, journalID: JournalID, firstSequence: UInt64) throws -> String {
+    let source = directory + "/" + segment
+    let fd = try io.open(source, flags: O_RDWR, mode: 0)
+    defer { io.close(fd) }
+    let damaged = try io.read(fd, count: Layout.segmentHeaderSize, at: 0, path: source)
+    let header = SegmentHeader.rebuilt(over: damaged, journalID: journalID, firstSequence: firstSequence).encoded()
+    let name = try keep(as: "\(segment).header") { out, partial in
+      try damaged.withUnsafeBytes { try io.writeAll(out, $0, at: 0, path: partial) }
+    }
+    try header.withUnsafeBytes { try io.writeAll(fd, $0, at: 0, path: source) }
+    try io.sync(fd, metadata: false, path: source)
+    return Layout.quarantineName + "/" + name
   }
 
   /// Moves a whole file of the journal (`file`, relative to the journal directory) into

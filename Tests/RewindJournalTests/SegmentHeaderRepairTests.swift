@@ -1,0 +1,121 @@
+import Foundation
+import RewindTestSupport
+import Testing
+
+@testable import RewindJournal
+
+/// Every field of a segment header but its flags follows from the format, the manifest and the
+/// file's name. One flipped bit in the header of a segment whose batches all held made `repair`
+/// move that segment and every later one aside (the whole journal, for the first segment's
+/// header), and opening refused until then. Repair now writes such a header again, keeping the
+/// damaged bytes in `quarantine/`, where the batch after it holds and numbers the record the
+/// name says, and no segment names another journal (RELIABILITY 370).
+@Suite struct SegmentHeaderRepairTests {
+  static let journalID = JournalID(bytes: Array(1...16))
+
+  /// Each single flipped bit of a header, compacted or not, gives back the header written.
+  @Test(arguments: [UInt16(0), SegmentHeader.compactedFlag])
+  func everyFlippedBitGivesBackTheHeaderWritten(flags: UInt16) {
+    var header = SegmentHeader(journalID: Self.journalID, firstSequence: 281_970)
+    header.flags = flags
+    let written = header.encoded()
+    for bit in 0..<(written.count * 8) {
+      var damaged = written
+      damaged[bit / 8] ^= 1 << (bit % 8)
+      #expect(SegmentHeader.decode(damaged) != .success(header), "bit \(bit)")
+      let rebuilt = SegmentHeader.rebuilt(over: damaged, journalID: Self.journalID, firstSequence: 281_970)
+      #expect(rebuilt.encoded() == written, "bit \(bit)")
+    }
+  }
+
+  /// A header overwritten whole says nothing of its flags: the segment reads as never compacted.
+  @Test func aHeaderOverwrittenWholeGetsNoFlags() {
+    let rebuilt = SegmentHeader.rebuilt(
+      over: Array(repeating: 0x47, count: Layout.segmentHeaderSize), journalID: Self.journalID, firstSequence: 9)
+    #expect(rebuilt.flags == 0)
+    #expect(SegmentHeader.decode(rebuilt.encoded()) == .success(rebuilt))
+  }
+
+  /// A flipped bit in the header of the first, a middle or the last segment: `verify` reports
+  /// it, a plan says the header will be written again and where the journal will end, changing
+  /// nothing, and the repair writes back the bytes that were there, keeping the damaged ones.
+  /// Every record reads again, `verify` finds the journal sound, and the index stays.
+  @Test(arguments: ["first", "middle", "last"])
+  func aDamagedSegmentHeaderIsWrittenAgain(place: String) async throws {
+    let (dir, options, records) = try await JournalFixtures.smallSegments("header-\(place)", batches: 40, seed: 91)
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let victim =
+      switch place {
+      case "first": segments[0]
+      case "middle": segments[segments.count / 2]
+      default: try #require(segments.last)
+      }
+    let written = try Files.read(dir.appending(victim))
+    var damaged = written
+    damaged[20] ^= 0x10  // inside the journal id
+    try Files.write(damaged, to: dir.appending(victim))
+    let index = try Files.read(dir.appending(Layout.indexName))
+
+    let verification = try JournalReader(directory: dir.path).verify()
+    #expect(verification.problems.count == 1, "\(verification.problems)")
+    let problem = try #require(verification.problems.first)
+    #expect(problem.file == victim && problem.offset == 0 && problem.headerRebuildable, "\(problem)")
+    #expect(problem.message.contains("repair writes it again"), "\(problem)")
+    #expect(journalError { _ = try Journal(directory: dir.path, options: options) }?.file == victim)
+
+    let listed = Files.list(dir.path)
+    let plan = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(plan.headersRewritten.map(\.segment) == [victim], "\(plan.headersRewritten)")
+    #expect(plan.moved.isEmpty && plan.zerosCut.isEmpty, "\(plan.moved)")
+    #expect(plan.lastSequence == UInt64(records.count))
+    #expect(Files.list(dir.path) == listed)
+    #expect(try Files.read(dir.appending(victim)) == damaged, "a plan writes nothing")
+
+    let done = try Journal.repair(directory: dir.path)
+    #expect(done.headersRewritten.map(\.segment) == [victim], "\(done.headersRewritten)")
+    #expect(done.moved.isEmpty, "\(done.moved)")
+    #expect(done.lastSequence == UInt64(records.count))
+    #expect(try Files.read(dir.appending(victim)) == written)
+    let kept = try #require(done.headersRewritten.first?.movedTo)
+    #expect(try Files.read(dir.appending(kept)) == Array(damaged[..<Layout.segmentHeaderSize]))
+    #expect(try Files.read(dir.appending(Layout.indexName)) == index, "the index names batches that stay")
+    #expect(try JournalReader(directory: dir.path).verify().isSound)
+    #expect(try JournalFixtures.readAll(dir.path) == records)
+  }
+
+  /// Written again only on the evidence: a header over a damaged first batch moves with its
+  /// segment, as before; so does a damaged header while another segment's header, whose checksum
+  /// holds, names another journal (the manifest may be what is wrong, and its id would be
+  /// written); that other header is left as it is too.
+  @Test(arguments: ["firstBatch", "anotherJournal"])
+  func aHeaderIsWrittenAgainOnlyOnTheEvidence(case kind: String) async throws {
+    let (dir, _, _) = try await JournalFixtures.smallSegments("header-\(kind)", batches: 40, seed: 92)
+    let segments = JournalFixtures.segments(dir.path)
+    try #require(segments.count > 3)
+    let victim = segments[2]
+    var bytes = try Files.read(dir.appending(victim))
+    bytes[20] ^= 0x10
+    if kind == "firstBatch" { bytes[Layout.segmentHeaderSize + 20] ^= 0x10 }
+    try Files.write(bytes, to: dir.appending(victim))
+    let foreign = segments[1]
+    if kind == "anotherJournal" {
+      var other = try Files.read(dir.appending(foreign))
+      let first = try #require(Layout.firstSequence(ofSegmentNamed: foreign))
+      other.replaceSubrange(
+        0..<Layout.segmentHeaderSize,
+        with: SegmentHeader(journalID: JournalID(bytes: Array(repeating: 7, count: 16)), firstSequence: first)
+          .encoded())
+      try Files.write(other, to: dir.appending(foreign))
+    }
+
+    let problems = try JournalReader(directory: dir.path).verify().problems
+    let problem = try #require(problems.first { $0.file == victim && $0.offset == 0 }, "\(problems)")
+    #expect(!problem.headerRebuildable, "\(problem)")
+    #expect(problems.allSatisfy { !$0.headerRebuildable }, "\(problems)")
+    let done = try Journal.repair(directory: dir.path)
+    #expect(done.headersRewritten.isEmpty, "\(done.headersRewritten)")
+    #expect(done.moved.first?.segment == (kind == "firstBatch" ? victim : foreign), "\(done.moved)")
+    #expect(done.moved.first?.offset == 0, "\(done.moved)")
+  }
+}
