@@ -138,12 +138,21 @@ func requireDirectory(_ directory: String) throws {
   guard !directory.isEmpty else {
     throw UsageError("the journal directory is empty (''): name one (rewind COMMAND DIR takes a journal directory)")
   }
-  var isDirectory: ObjCBool = false
-  guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+  // Only a path that is not there "does not exist": one too long for the system, or behind a
+  // directory that cannot be searched, is said as the system says it (helper-222, Dec 7: a name
+  // over 255 bytes was reported missing).
+  var status = stat()
+  guard stat(directory, &status) == 0 else {
+    let code = errno
+    guard code == ENOENT || code == ENOTDIR else {
+      throw JournalUnreadable(
+        "\(directory) cannot be looked at: \(String(cString: strerror(code))) (errno \(code)); check the path "
+          + "(rewind COMMAND DIR takes a journal directory)")
+    }
     throw JournalUnreadable(
       "\(directory) does not exist: check the path (rewind COMMAND DIR takes a journal directory)")
   }
-  guard isDirectory.boolValue else {
+  guard (status.st_mode & S_IFMT) == S_IFDIR else {
     throw JournalUnreadable("\(directory) is a file, not a journal directory: name the directory that holds it")
   }
 }

@@ -235,4 +235,63 @@ import Testing
     let verify = Captured()
     #expect(await RewindTool().run(["verify", journal], output: verify.output) == 0, "\(verify.err)")
   }
+
+  /// Through a bind mount of the journal's directory (a container's volume, say), FILE's path
+  /// is outside it, and `export -o` replaced the journal's manifest and segments with exit 0;
+  /// `backup` wrote its copy inside the journal (helper-222, Dec 7). Both are refused now, by the
+  /// directory's identity. Needs `mount --bind` (root, and a container that allows mounts).
+  @Test(.enabled(if: BindMount.permitted, "mount --bind is not permitted here"))
+  func aFileInsideTheJournalThroughABindMountIsRefused() async throws {
+    let dir = TemporaryDirectory("cli-export-output-bind")
+    let journal = try await Self.journal(in: dir)
+    let alias = dir.appending("alias")
+    try FileManager.default.createDirectory(atPath: alias, withIntermediateDirectories: false)
+    try #require(BindMount.run(["--bind", journal, alias]), "mount --bind")
+    defer {
+      // Unmounted before the directory is removed, which would otherwise reach through the mount.
+      _ = BindMount.run([alias], command: "/bin/umount")
+      withExtendedLifetime(dir) {}
+    }
+    let files = Files.list(journal)
+    let segment = try #require(files.first { Layout.firstSequence(ofSegmentNamed: $0) != nil })
+    let before = try files.map { try Files.read(journal + "/" + $0) }
+    for path in [alias + "/manifest.json", alias + "/" + segment, alias + "/events.jsonl"] {
+      let captured = Captured()
+      let status = await RewindTool().run(["export", journal, "--jsonl", "-o", path], output: captured.output)
+      #expect(status == 2, "\(path): \(captured.err)")
+      #expect(captured.err.contains("lies inside the journal's own directory"), "\(path): \(captured.err)")
+    }
+    let backup = Captured()
+    #expect(await RewindTool().run(["backup", journal, alias + "/copy"], output: backup.output) == 2, "\(backup.err)")
+    #expect(backup.err.contains("lies inside the journal's own directory"), "\(backup.err)")
+    #expect(Files.list(journal) == files, "nothing written in the journal's directory")
+    #expect(try files.map { try Files.read(journal + "/" + $0) } == before, "the journal's files unchanged")
+  }
+}
+
+/// `mount --bind`, where this process may use it: as root, in a container that allows mounts.
+enum BindMount {
+  static let permitted: Bool = {
+    guard geteuid() == 0 else { return false }
+    let probe = TemporaryDirectory("bind-probe")
+    defer { withExtendedLifetime(probe) {} }
+    let (from, to) = (probe.appending("from"), probe.appending("to"))
+    guard (try? FileManager.default.createDirectory(atPath: from, withIntermediateDirectories: false)) != nil,
+      (try? FileManager.default.createDirectory(atPath: to, withIntermediateDirectories: false)) != nil,
+      run(["--bind", from, to])
+    else { return false }
+    return run([to], command: "/bin/umount")
+  }()
+
+  /// Runs `command` (mount by default) with `arguments`; whether it exited 0.
+  static func run(_ arguments: [String], command: String = "/bin/mount") -> Bool {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: command)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return false }
+    process.waitUntilExit()
+    return process.terminationStatus == 0
+  }
 }

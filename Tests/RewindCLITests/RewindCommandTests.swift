@@ -441,6 +441,11 @@ import Testing
     let missing = try await Self.rewind(["verify", "/nonexistent/journal"])
     #expect(missing.status == 3)
     #expect(missing.err.contains("/nonexistent/journal does not exist: check the path"))
+    // A name longer than a file system takes is no missing journal: the system's reason is given.
+    let long = try await Self.rewind(["verify", "/tmp/" + String(repeating: "x", count: 300)])
+    #expect(long.status == 3)
+    #expect(long.err.contains("cannot be looked at: File name too long"), "\(long.err)")
+    #expect(!long.err.contains("does not exist"), "\(long.err)")
 
     let dir = TemporaryDirectory("cli-bad")
     try Files.write(Array(repeating: 7, count: 100), to: dir.appending("manifest.json"))

@@ -27,9 +27,21 @@ package enum ResolvedPath {
   }
 
   /// Whether `path` is `directory` or lies inside it, both resolved; false when either cannot be.
+  /// Judged by the resolved paths, then by identity: `path` or a directory above it that is
+  /// `directory` itself (the same device and inode) under another path, as a bind mount shows it
+  /// (helper-222, Dec 7: `export -o` through a bind mount of the journal replaced its manifest).
   package static func lies(_ path: String, within directory: String) -> Bool {
     guard let inner = of(path), let outer = of(directory) else { return false }
-    return inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/")
+    if inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/") { return true }
+    var target = stat()
+    guard stat(outer, &target) == 0 else { return false }
+    var candidate = inner
+    while true {
+      var status = stat()
+      if stat(candidate, &status) == 0, status.st_dev == target.st_dev, status.st_ino == target.st_ino { return true }
+      guard candidate != "/" else { return false }
+      candidate = split(candidate).parent
+    }
   }
 
   /// `name` for a hidden temporary file beside it (`.NAME.backup-…`, `.NAME.export-….tmp`): whole
