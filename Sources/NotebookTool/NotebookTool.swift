@@ -14,7 +14,9 @@ public enum NotebookTool {
         Invariant("notes belong to notebooks", everyRecordOf: \.notes, reading: [\.notebooks]) { note, state in
           state.notebooks.contains(id: note.notebook)
         },
-        Invariant("notebook titles are not blank", everyRecordOf: \.notebooks) { notebook, _ in
+        // Reads the notebook alone: a change to another store is no reason to check it again
+        // (helper-221, Dec 7: every note command checked every notebook in `bisect --linear`).
+        Invariant("notebook titles are not blank", everyRecordOf: \.notebooks, reading: []) { notebook, _ in
           !notebook.title.allSatisfy(\.isWhitespace)
         },
       ],

@@ -64,13 +64,30 @@ protocol ModelSession: AnyObject {
   func query(_ name: String) throws -> String?
 }
 
+/// How a session moves through the history, which decides the keyframes its time machine keeps.
+enum SessionMoves {
+  /// Back and forth (`debug`, `bisect`): a keyframe every 1,024 records passed, up to 1,024 of
+  /// them (`TimeMachine`'s defaults), so that a move back replays little. They cost about what the
+  /// history changed (1.5 KB an event of the Notebook's), 1.6 GB at a million events.
+  case backAndForth
+  /// To one or two states, each after the one before, or in one pass (`show`, `diff`, `blame`):
+  /// the fewest keyframes a time machine keeps, so that the session holds about the state alone,
+  /// as `replay` does (helper-221, Dec 7: `show` of the millionth event held 1.6 GB of keyframes
+  /// it never used).
+  case forward
+}
+
 final class TypedSession<M: SnapshotModel>: ModelSession {
   private let machine: TimeMachine<M>
   private let invariants: [Invariant<M>]
   private let queries: [ModelQuery<M>]
 
-  init(directory: String, invariants: [Invariant<M>], queries: [ModelQuery<M>]) throws {
-    machine = try TimeMachine<M>(directory: directory)
+  init(directory: String, moves: SessionMoves, invariants: [Invariant<M>], queries: [ModelQuery<M>]) throws {
+    machine =
+      switch moves {
+      case .backAndForth: try TimeMachine<M>(directory: directory)
+      case .forward: try TimeMachine<M>(directory: directory, maxKeyframes: 2)
+      }
     self.invariants = invariants
     self.queries = queries
   }

@@ -60,7 +60,7 @@ enum Touched {
     let progress = ProgressLine("show: replaying", context: context)
     defer { progress.finish() }
     do {
-      let session = try model.open(directory)
+      let session = try model.open(directory, .forward)
       session.progress = progress.callback
       guard let effect = try session.effect(of: sequence) else {
         self = inferred("model \(model.name) sees no event at sequence \(sequence)")

@@ -8,7 +8,7 @@ import RewindCLI
 let workspace = ModelRegistration(
   Workspace.self, name: "workspace",
   invariants: [
-    Invariant("notes belong to notebooks", everyRecordOf: \.notes) { note, state in
+    Invariant("notes belong to notebooks", everyRecordOf: \.notes, reading: [\.notebooks]) { note, state in
       state.notebooks.contains(id: note.notebook)
     },
     Invariant("no notebook is titled forbidden") { state in

@@ -75,7 +75,34 @@ extension Store: ComparableCollection {
   }
 
   func record(described id: String) -> (any Sendable)? {
-    all().first { $0.id.description == id }
+    // By a tree search where the text names one id alone; else record by record (helper-221,
+    // Dec 7: every `print` and every watched step listed and described the whole store).
+    if let named = Self.id(named: id) { return named.flatMap { find(id: $0) } }
+    return all().first { $0.id.description == id }
+  }
+
+  /// The id `text` names, for id types whose text names one id alone: an `EntityIdentifier`
+  /// whose text is its `Identifier`'s, a `String`, an integer; `.some(nil)` when the text is no
+  /// id's own text. Nil where only a look at each record's text can tell (any other type, or an
+  /// entity identifier with a text of its own).
+  private static func id(named text: String) -> Record.ID?? {
+    switch Record.ID.self {
+    case let type as any EntityIdentifier.Type:
+      // Its text is its identifier's (as by default) when a probe's is.
+      let probe = Identifier(high: 0, low: 0)
+      guard type.init(probe).description == probe.description else { return nil }
+      guard let raw = Identifier(text), let id = type.init(raw) as? Record.ID, id.description == text else {
+        return .some(nil)
+      }
+      return .some(id)
+    case is String.Type:
+      return .some(text as? Record.ID)
+    case let type as any FixedWidthInteger.Type:
+      guard let id = type.init(text, radix: 10) as? Record.ID, id.description == text else { return .some(nil) }
+      return .some(id)
+    default:
+      return nil
+    }
   }
 
   func record(id: any Sendable) -> (any Sendable)? {
