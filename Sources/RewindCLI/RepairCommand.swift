@@ -17,20 +17,20 @@ enum RepairCommand: RewindCommand {
     segment whose successor starts right after its last record hold no record (verify: "no records
     are missing, but readers stop here"): they are cut off that segment, and every segment stays;
     bytes that are no batch ending such a segment hold none either, and are moved into
-    DIR/quarantine/ alone, every segment staying. A segment header that fails its checksum (or is
-    no segment header at all) over batches that hold is written again from the manifest's journal
-    id and the file's name, its damaged 44 bytes kept as DIR/quarantine/NAME.header, the segment
-    staying (verify says when it can be). At a terminal it asks before moving; otherwise it only
-    shows the plan unless --yes is given. The plan only reads (it takes no lock and creates
-    nothing, so it can be shown while a writer has the journal open, and may change if that writer
-    appends meanwhile); the repair itself refuses while a writer has the journal open. A file named
-    like a segment that holds nothing committed (no valid header, no valid batch, no index entry
-    naming it) is moved aside alone. When every segment belongs to one journal and the manifest
-    names another, it refuses (exit 3) and names the segments' journal: the manifest is then the
-    likelier damage, and moving every segment aside would empty the journal. It refuses too (exit
-    3, nothing moved) when the damage starts with records no segment holds before segments that are
-    intact (the first segment missing, or one in the middle): it would move those intact segments
-    aside. Restore the missing segment from a backup.
+    DIR/quarantine/ alone, every segment staying. A segment header damaged in a few bits, over
+    batches that hold and that the index names, is written again from the manifest's journal id and
+    the file's name, its damaged 44 bytes kept as DIR/quarantine/NAME.header, the segment staying
+    (verify says when it can be). At a terminal it asks before moving; otherwise it only shows the
+    plan unless --yes is given. The plan only reads (it takes no lock and creates nothing, so it
+    can be shown while a writer has the journal open, and may change if that writer appends
+    meanwhile); the repair itself refuses while a writer has the journal open. A file named like a
+    segment that holds nothing committed (no valid header, no valid batch, no index entry naming
+    it) is moved aside alone. When every segment belongs to one journal and the manifest names
+    another, it refuses (exit 3) and names the segments' journal: the manifest is then the likelier
+    damage, and moving every segment aside would empty the journal. It refuses too (exit 3, nothing
+    moved) when the damage starts with records no segment holds before segments that are intact
+    (the first segment missing, or one in the middle): it would move those intact segments aside.
+    Restore the missing segment from a backup.
 
     Exit 0 when there was nothing to repair or the repair is done; 1 when a plan was shown but not
     carried out; 3 when the journal cannot be opened, or the repair could not finish: what it

@@ -239,20 +239,34 @@ import Testing
   /// Through a bind mount of the journal's directory (a container's volume, say), FILE's path
   /// is outside it, and `export -o` replaced the journal's manifest and segments with exit 0;
   /// `backup` wrote its copy inside the journal (helper-222, Dec 7). Both are refused now, by the
-  /// directory's identity. Needs `mount --bind` (root, and a container that allows mounts).
+  /// directory's identity, and through a bind mount of its `quarantine/` too, which the first
+  /// mend missed (the review of the day's change). Needs `mount --bind` (root, and a container
+  /// that allows mounts).
   @Test(.enabled(if: BindMount.permitted, "mount --bind is not permitted here"))
   func aFileInsideTheJournalThroughABindMountIsRefused() async throws {
     let dir = TemporaryDirectory("cli-export-output-bind")
     let journal = try await Self.journal(in: dir)
-    let alias = dir.appending("alias")
-    try FileManager.default.createDirectory(atPath: alias, withIntermediateDirectories: false)
+    let quarantine = journal + "/quarantine"
+    try FileManager.default.createDirectory(atPath: quarantine, withIntermediateDirectories: false)
+    try Files.write(Array("kept bytes".utf8), to: quarantine + "/kept.tail")
+    let (alias, kept) = (dir.appending("alias"), dir.appending("kept"))
+    for folder in [alias, kept] {
+      try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+    }
     try #require(BindMount.run(["--bind", journal, alias]), "mount --bind")
     defer {
       // Unmounted before the directory is removed, which would otherwise reach through the mount.
       _ = BindMount.run([alias], command: "/bin/umount")
+      _ = BindMount.run([kept], command: "/bin/umount")
       withExtendedLifetime(dir) {}
     }
-    let files = Files.list(journal)
+    try #require(BindMount.run(["--bind", quarantine, kept]), "mount --bind of quarantine/")
+    let captured = Captured()
+    let status = await RewindTool().run(
+      ["export", journal, "--jsonl", "-o", kept + "/kept.tail"], output: captured.output)
+    #expect(status == 2, "\(captured.err)")
+    #expect(try Files.read(quarantine + "/kept.tail") == Array("kept bytes".utf8))
+    let files = Files.list(journal).filter { $0 != "quarantine" }
     let segment = try #require(files.first { Layout.firstSequence(ofSegmentNamed: $0) != nil })
     let before = try files.map { try Files.read(journal + "/" + $0) }
     for path in [alias + "/manifest.json", alias + "/" + segment, alias + "/events.jsonl"] {
@@ -264,7 +278,7 @@ import Testing
     let backup = Captured()
     #expect(await RewindTool().run(["backup", journal, alias + "/copy"], output: backup.output) == 2, "\(backup.err)")
     #expect(backup.err.contains("lies inside the journal's own directory"), "\(backup.err)")
-    #expect(Files.list(journal) == files, "nothing written in the journal's directory")
+    #expect(Files.list(journal).filter { $0 != "quarantine" } == files, "nothing written in the journal's directory")
     #expect(try files.map { try Files.read(journal + "/" + $0) } == before, "the journal's files unchanged")
   }
 }

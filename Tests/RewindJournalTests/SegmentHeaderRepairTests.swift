@@ -87,17 +87,43 @@ import Testing
   /// Written again only on the evidence: a header over a damaged first batch moves with its
   /// segment, as before; so does a damaged header while another segment's header, whose checksum
   /// holds, names another journal (the manifest may be what is wrong, and its id would be
-  /// written); that other header is left as it is too.
-  @Test(arguments: ["firstBatch", "anotherJournal"])
+  /// written), and that other header is left as it is too. The review of the day's change found
+  /// two more, now moved as before too: another journal's segment under this name, its header's
+  /// checksum damaged, was written this journal's id and its records passed for this journal's;
+  /// and with a manifest naming another id (by one bit), a damaged header was written that id.
+  /// Nor is a header overwritten whole (its id is no evidence), or one the index does not vouch
+  /// for (no index).
+  @Test(arguments: [
+    "firstBatch", "anotherJournal", "anotherJournalsSegment", "wrongManifest", "overwritten", "noIndex",
+  ])
   func aHeaderIsWrittenAgainOnlyOnTheEvidence(case kind: String) async throws {
     let (dir, _, _) = try await JournalFixtures.smallSegments("header-\(kind)", batches: 40, seed: 92)
     let segments = JournalFixtures.segments(dir.path)
     try #require(segments.count > 3)
     let victim = segments[2]
+    if kind == "anotherJournalsSegment" {
+      // The same numbering (the fixture's records), another journal id.
+      let (other, _, _) = try await JournalFixtures.smallSegments("header-other", batches: 40, seed: 92)
+      try Files.write(try Files.read(other.appending(victim)), to: dir.appending(victim))
+    }
     var bytes = try Files.read(dir.appending(victim))
-    bytes[20] ^= 0x10
+    switch kind {
+    case "anotherJournalsSegment": bytes[41] ^= 0x01  // its checksum
+    case "overwritten": for offset in 0..<Layout.segmentHeaderSize { bytes[offset] = 0x47 }
+    default: bytes[20] ^= 0x10
+    }
     if kind == "firstBatch" { bytes[Layout.segmentHeaderSize + 20] ^= 0x10 }
     try Files.write(bytes, to: dir.appending(victim))
+    if kind == "noIndex" { try FileManager.default.removeItem(atPath: dir.appending(Layout.indexName)) }
+    if kind == "wrongManifest" {
+      let manifest = dir.appending(Layout.manifestName)
+      var text = try String(contentsOfFile: manifest, encoding: .utf8)
+      let id = try #require(text.firstRange(of: #/"journalID"\s*:\s*"/#)).upperBound
+      let digit = try #require(Int(String(text[id]), radix: 16))
+      text.replaceSubrange(id...id, with: String(digit ^ 1, radix: 16))  // one bit of the id
+      try #require(text != (try String(contentsOfFile: manifest, encoding: .utf8)), "the manifest's id changed")
+      try text.write(toFile: manifest, atomically: true, encoding: .utf8)
+    }
     let foreign = segments[1]
     if kind == "anotherJournal" {
       var other = try Files.read(dir.appending(foreign))
@@ -113,9 +139,41 @@ import Testing
     let problem = try #require(problems.first { $0.file == victim && $0.offset == 0 }, "\(problems)")
     #expect(!problem.headerRebuildable, "\(problem)")
     #expect(problems.allSatisfy { !$0.headerRebuildable }, "\(problems)")
+    // Moved from the first damage on, as before: the segment naming another journal, every
+    // segment when the manifest names another, else the damaged one.
+    let first = kind == "anotherJournal" ? foreign : kind == "wrongManifest" ? segments[0] : victim
+    let plan = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(plan.headersRewritten.isEmpty, "\(plan.headersRewritten)")
+    #expect(plan.moved.first?.segment == first && plan.moved.first?.offset == 0, "\(plan.moved)")
     let done = try Journal.repair(directory: dir.path)
     #expect(done.headersRewritten.isEmpty, "\(done.headersRewritten)")
-    #expect(done.moved.first?.segment == (kind == "firstBatch" ? victim : foreign), "\(done.moved)")
-    #expect(done.moved.first?.offset == 0, "\(done.moved)")
+    #expect(done.moved.map(\.segment) == plan.moved.map(\.segment), "\(done.moved)")
+    #expect(Files.list(dir.appending("quarantine")).allSatisfy { !$0.hasSuffix(".header") })
+  }
+
+  /// A one-segment journal whose manifest names another id by one bit, its segment header damaged
+  /// (the review's case): no other segment names the journal, but the index's header does, and
+  /// disagrees with the manifest, so the header is not written with the manifest's id.
+  @Test func aManifestTheIndexDisagreesWithIsNotWrittenIntoAHeader() async throws {
+    let dir = TemporaryDirectory("header-manifest-one")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options())
+    _ = try await JournalFixtures.write(journal, batches: 60, seed: 93)
+    journal.close()
+    let segment = try #require(JournalFixtures.segments(dir.path).first)
+    var bytes = try Files.read(dir.appending(segment))
+    bytes[20] ^= 0x10
+    try Files.write(bytes, to: dir.appending(segment))
+    let manifest = dir.appending(Layout.manifestName)
+    var text = try String(contentsOfFile: manifest, encoding: .utf8)
+    let id = try #require(text.firstRange(of: #/"journalID"\s*:\s*"/#)).upperBound
+    let digit = try #require(Int(String(text[id]), radix: 16))
+    text.replaceSubrange(id...id, with: String(digit ^ 1, radix: 16))
+    try text.write(toFile: manifest, atomically: true, encoding: .utf8)
+
+    let problems = try JournalReader(directory: dir.path).verify().problems
+    #expect(problems.first?.file == segment && problems.first?.headerRebuildable == false, "\(problems)")
+    let plan = try Journal.repair(directory: dir.path, dryRun: true)
+    #expect(plan.headersRewritten.isEmpty, "\(plan.headersRewritten)")
+    #expect(try Files.read(dir.appending(segment)) == bytes)
   }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// Paths as the file system resolves them, for commands that must not write into a journal's
@@ -28,17 +29,27 @@ package enum ResolvedPath {
 
   /// Whether `path` is `directory` or lies inside it, both resolved; false when either cannot be.
   /// Judged by the resolved paths, then by identity: `path` or a directory above it that is
-  /// `directory` itself (the same device and inode) under another path, as a bind mount shows it
-  /// (helper-222, Dec 7: `export -o` through a bind mount of the journal replaced its manifest).
+  /// `directory` itself, or a folder directly in it (the same device and inode), under another
+  /// path, as a bind mount shows it (helper-222, Dec 7: `export -o` through a bind mount of the
+  /// journal replaced its manifest; and through one of its `quarantine/`, a file kept there).
   package static func lies(_ path: String, within directory: String) -> Bool {
     guard let inner = of(path), let outer = of(directory) else { return false }
     if inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/") { return true }
-    var target = stat()
-    guard stat(outer, &target) == 0 else { return false }
+    func identity(_ path: String) -> (dev_t, ino_t)? {
+      var status = stat()
+      return stat(path, &status) == 0 ? (status.st_dev, status.st_ino) : nil
+    }
+    var targets: [(dev_t, ino_t)] = []
+    if let journal = identity(outer) { targets.append(journal) }
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: outer)) ?? [] {
+      var status = stat()
+      if lstat(outer + "/" + name, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+        targets.append((status.st_dev, status.st_ino))
+      }
+    }
     var candidate = inner
     while true {
-      var status = stat()
-      if stat(candidate, &status) == 0, status.st_dev == target.st_dev, status.st_ino == target.st_ino { return true }
+      if let found = identity(candidate), targets.contains(where: { $0 == found }) { return true }
       guard candidate != "/" else { return false }
       candidate = split(candidate).parent
     }

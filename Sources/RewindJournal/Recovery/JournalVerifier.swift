@@ -33,12 +33,12 @@ public struct JournalProblem: Sendable, Equatable, CustomStringConvertible {
   /// their own, since every number up to the successor's first was read before them. Readers stop at
   /// them and read on at the successor; `Journal.repair` moves them aside, keeping every segment.
   package var holdsNoRecord = false
-  /// A segment header that fails its checks (not a segment header's magic, size and tag, or a
-  /// checksum that does not hold) over a first batch that holds and numbers the first record the
-  /// file's name says, in a journal no segment of which names another journal's id: every field
-  /// of the header follows from the manifest and the name (`SegmentHeader.rebuilt`), so
-  /// `Journal.repair` writes it again, keeping the damaged bytes in `quarantine/`, instead of
-  /// moving the segment and every later one aside.
+  /// A segment header damaged in a few bits over batches that hold, on the evidence
+  /// `JournalReader.headerCanBeRebuilt` asks for (the manifest's id but for a few bits, the first
+  /// batch numbering the name's record, the index naming the segment, no segment of another
+  /// journal): every field of the header follows from the manifest and the name
+  /// (`SegmentHeader.rebuilt`), so `Journal.repair` writes it again, keeping the damaged bytes in
+  /// `quarantine/`, instead of moving the segment and every later one aside.
   package var headerRebuildable = false
 
   public var description: String {
@@ -188,7 +188,10 @@ extension JournalReader {
         // and followed by the next segment without a break in the sequence being reported for
         // the records they hold.
         let rebuildable =
-          try !foreignSegments && Self.headerCanBeRebuilt(header, of: file, first: first, limits: limits)
+          try !foreignSegments
+          && Self.headerCanBeRebuilt(
+            header, of: file, first: first, journalID: layout.journalID,
+            indexed: indexFile.entries.filter { $0.segment == first }, limits: limits)
         var found = JournalProblem(
           file: file.name, offset: 0, sequences: nil,
           message: problem
@@ -455,24 +458,51 @@ extension JournalReader {
 
 extension JournalReader {
   /// Whether a segment header that fails its checks can be written again
-  /// (`JournalProblem.headerRebuildable`): its bytes are damaged (no segment header's magic,
-  /// size and tag, or a checksum that does not hold; one whose checksum holds says what was
-  /// written, another journal's id, another first sequence or a newer format, and is left as it
-  /// is) and the batch after it holds, its frame checked, numbering the first record the file's
-  /// name says.
+  /// (`JournalProblem.headerRebuildable`), on this evidence:
+  /// - its bytes are damaged: no segment header's magic, size and tag, or a checksum that does
+  ///   not hold (one whose checksum holds says what was written, another journal's id, another
+  ///   first sequence or a newer format, and is left as it is);
+  /// - the journal id it holds is the manifest's but for at most `idBitsDamaged` bits (a header
+  ///   overwritten whole, or another journal's segment under this name, is not this evidence);
+  /// - the batch after it holds, its frame checked, numbering the first record the name says;
+  /// - the index, whose header names the manifest's journal (`indexed`: its entries naming the
+  ///   segment; none when it names another, which may be the manifest's damage), names the
+  ///   segment, within the file, and no batch header that holds at an entry's place numbers
+  ///   other records (the review of the day's change, Dec 7: another journal's segment and a
+  ///   wrong manifest were both taken for this journal's).
   static func headerCanBeRebuilt(
-    _ header: Result<SegmentHeader, SegmentHeader.Problem>, of file: SegmentFile, first: UInt64, limits: JournalLimits
+    _ header: Result<SegmentHeader, SegmentHeader.Problem>, of file: SegmentFile, first: UInt64,
+    journalID: JournalID, indexed: [IndexEntry], limits: JournalLimits
   ) throws -> Bool {
     switch header {
     case .failure(.checksumMismatch), .failure(.notASegment): break
     default: return false
     }
-    guard file.size > Int64(Layout.segmentHeaderSize),
+    guard file.size > Int64(Layout.segmentHeaderSize), !indexed.isEmpty else { return false }
+    let stored = try file.bytes(at: 16, count: 16)
+    let bitsOff = zip(stored, journalID.bytes).reduce(0) { $0 + ($1.0 ^ $1.1).nonzeroBitCount }
+    guard bitsOff <= idBitsDamaged,
       case .batch(let batch, _) = try file.batch(
-        at: Int64(Layout.segmentHeaderSize), expecting: first, checkFrame: true, limits: limits)
+        at: Int64(Layout.segmentHeaderSize), expecting: first, checkFrame: true, limits: limits),
+      batch.firstSequence == first
     else { return false }
-    return batch.firstSequence == first
+    // No entry contradicted: a batch header that holds numbers what the entry says, and one is
+    // there. (A damaged one is damage of its own, reported where it is.)
+    for entry in indexed where entry.offset < file.size {
+      if case .batch(let named, _) = try file.batch(
+        at: entry.offset, expecting: entry.firstSequence, checkFrame: false, limits: limits),
+        named.firstSequence != entry.firstSequence
+      {
+        return false
+      }
+    }
+    return indexed.allSatisfy { $0.offset < file.size }
   }
+
+  /// The most bits of a damaged segment header's journal id that may differ from the manifest's
+  /// for the header to be written again: damage, not another journal's id (two random ids differ
+  /// in about 64 of their 128 bits).
+  static let idBitsDamaged = 8
 
   /// The segments of `layout` but its stray files, which are reported in `report` as problems
   /// (`JournalProblem.strayFile`). A stray file is named like a segment, but its segment header is
