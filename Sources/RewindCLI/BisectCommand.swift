@@ -59,7 +59,7 @@ enum BisectCommand: RewindCommand {
     // What the session checks, and so what the report names, ends at the journal's last
     // sequence number as the session read it: a writer may have appended since the start. While
     // damage hides the end, at the last one read intact before it.
-    let session = try model.open(directory, .backAndForth)
+    let session = try model.open(directory, .oneShot)
     let progress = ProgressLine("bisect: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback

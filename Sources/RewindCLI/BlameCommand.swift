@@ -45,7 +45,7 @@ enum BlameCommand: RewindCommand {
     // A missing directory or a file is named plainly before the model is looked for.
     _ = try openJournal(directory)
     let model = try context.registration(for: directory, named: args.value("model"))
-    let session = try replaying(model, directory) { try model.open(directory, .forward) }
+    let session = try replaying(model, directory) { try model.open(directory, .oneShot) }
     let progress = ProgressLine("blame: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback

@@ -97,7 +97,7 @@ enum DebugCommand: RewindCommand {
     let model = try context.registration(for: directory, named: args.value("model"))
     // A long seek shows progress at a terminal; the line is cleared before anything else is written.
     let progress = ProgressLine("replaying", context: context)
-    let machine = try model.open(directory, .backAndForth)
+    let machine = try model.open(directory, .interactive)
     machine.progress = progress.callback
     let output = RewindTool.Output(
       out: { text in

@@ -36,7 +36,7 @@ enum DiffCommand: RewindCommand {
     let from = try bounds.sequence(positionals[1], what: "A")
     let to = try bounds.sequence(positionals[2], what: "B")
     let model = try context.registration(for: directory, named: args.value("model"))
-    let session = try replaying(model, directory) { try model.open(directory, .forward) }
+    let session = try replaying(model, directory) { try model.open(directory, .oneShot) }
     let progress = ProgressLine("diff: replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
     session.progress = progress.callback

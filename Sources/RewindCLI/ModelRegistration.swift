@@ -39,7 +39,7 @@ public struct ModelRegistration: Sendable {
   /// Opens a read-only time-travel session on a journal. (`open`, `replay` and `verify` are `var`
   /// so that tests can wrap them, to append to a journal between a command's steps as a live
   /// writer may.)
-  var open: @Sendable (String, SessionMoves) throws -> any ModelSession
+  var open: @Sendable (String, SessionUse) throws -> any ModelSession
   var replay: @Sendable (String, ReplayTarget, ((ReplayProgress) -> Void)?) throws -> ReplayedState
   var verify: @Sendable (String, UInt64, ((ReplayProgress) -> Void)?) throws -> ReplayVerification
   let snapshot:
@@ -69,8 +69,8 @@ public struct ModelRegistration: Sendable {
     let registry = M.eventRegistry
     reads = { name, version in registry.canDecode(name: name, version: version) }
     knows = { name in registry.knows(name: name) }
-    open = { directory, moves in
-      try TypedSession<M>(directory: directory, moves: moves, invariants: invariants, queries: queries)
+    open = { directory, use in
+      try TypedSession<M>(directory: directory, use: use, invariants: invariants, queries: queries)
     }
     replay = { directory, target, progress in
       let outcome = try Replay.run(M.self, directory: directory, to: target, progress: progress)

@@ -64,17 +64,17 @@ protocol ModelSession: AnyObject {
   func query(_ name: String) throws -> String?
 }
 
-/// How a session moves through the history, which decides the keyframes its time machine keeps.
-enum SessionMoves {
-  /// Back and forth (`debug`, `bisect`): a keyframe every 1,024 records passed, up to 1,024 of
-  /// them (`TimeMachine`'s defaults), so that a move back replays little. They cost about what the
-  /// history changed (1.5 KB an event of the Notebook's), 1.6 GB at a million events.
-  case backAndForth
-  /// To one or two states, each after the one before, or in one pass (`show`, `diff`, `blame`):
-  /// the fewest keyframes a time machine keeps, so that the session holds about the state alone,
-  /// as `replay` does (helper-221, Dec 7: `show` of the millionth event held 1.6 GB of keyframes
-  /// it never used).
-  case forward
+/// What a session is for, which decides the keyframes its time machine keeps.
+enum SessionUse {
+  /// Moves back and forth at a user's word (`debug`): a keyframe every 1,024 records passed, up
+  /// to 1,024 of them (`TimeMachine`'s defaults), so that a move back replays little. They cost
+  /// about what the history changed (1.5 KB an event of the Notebook's), 1.6 GB at a million.
+  case interactive
+  /// One answer (`show`, `diff`, `blame`, `bisect`): the fewest keyframes a time machine keeps,
+  /// so that the session holds about the state alone, as `replay` does (helper-221, Dec 7: `show`
+  /// of the millionth event held 1.6 GB of keyframes it never used). Bisection keeps the last
+  /// state found to hold itself (`TimeMachine.bisect`).
+  case oneShot
 }
 
 final class TypedSession<M: SnapshotModel>: ModelSession {
@@ -82,11 +82,11 @@ final class TypedSession<M: SnapshotModel>: ModelSession {
   private let invariants: [Invariant<M>]
   private let queries: [ModelQuery<M>]
 
-  init(directory: String, moves: SessionMoves, invariants: [Invariant<M>], queries: [ModelQuery<M>]) throws {
+  init(directory: String, use: SessionUse, invariants: [Invariant<M>], queries: [ModelQuery<M>]) throws {
     machine =
-      switch moves {
-      case .backAndForth: try TimeMachine<M>(directory: directory)
-      case .forward: try TimeMachine<M>(directory: directory, maxKeyframes: 2)
+      switch use {
+      case .interactive: try TimeMachine<M>(directory: directory)
+      case .oneShot: try TimeMachine<M>(directory: directory, maxKeyframes: 2)
       }
     self.invariants = invariants
     self.queries = queries

@@ -60,7 +60,7 @@ enum Touched {
     let progress = ProgressLine("show: replaying", context: context)
     defer { progress.finish() }
     do {
-      let session = try model.open(directory, .forward)
+      let session = try model.open(directory, .oneShot)
       session.progress = progress.callback
       guard let effect = try session.effect(of: sequence) else {
         self = inferred("model \(model.name) sees no event at sequence \(sequence)")

@@ -178,6 +178,39 @@ import Testing
     #expect(try machine.bisect(Invariant("always") { _ in true }) == nil)
   }
 
+  /// A time machine keeping the fewest keyframes (two, as `rewind bisect` opens it, none laid
+  /// within this history) bisects as one keeping many does, replaying about twice the history:
+  /// each probe starts from the last
+  /// state found to hold, which it keeps again for the next (RELIABILITY 372). Before, a probe
+  /// after a failing one found no keyframe before it and replayed from the start, about half the
+  /// history for each of the log2(history) probes.
+  @Test(arguments: [0.9, 0.5, 0.1])
+  func bisectWithTwoKeyframesReplaysAboutTwiceTheHistory(breakAt fraction: Double) async throws {
+    let directory = TemporaryDirectory()
+    let planted = SequenceBox()
+    let manager = try await writeWorkload(
+      directory.path, seed: 52, commands: 1_200,
+      plant: (
+        at: Int(1_200 * fraction),
+        action: { manager in
+          try await manager.createNotebook(title: "forbidden")
+          planted.value = manager.lastSequence
+        }
+      ))
+    let last = manager.lastSequence
+    manager.close()
+    let invariant = Invariant<Workspace>("no notebook is titled forbidden") { state in
+      !state.notebooks.all().contains { $0.title == "forbidden" }
+    }
+    let many = try TimeMachine<Workspace>(directory: directory.path, keyframeInterval: 64, useSnapshots: false)
+    let few = try TimeMachine<Workspace>(directory: directory.path, maxKeyframes: 2, useSnapshots: false)
+    #expect(try many.bisect(invariant) == planted.value)
+    #expect(try few.bisect(invariant) == planted.value)
+    // The first pass to the end, then probes that together cover about the history once more
+    // (each ends its command, a few records past its middle).
+    #expect(few.recordsApplied <= Int(last) * 2 + 200, "\(few.recordsApplied) records for \(last)")
+  }
+
   /// How a planted break is made: a note retitled "bad" (and left so, or retitled back by the next
   /// command), or a note's notebook renamed "forbidden" and back, which breaks the note without
   /// touching it.

@@ -29,7 +29,7 @@ import Testing
   static func debug(_ script: [String], in directory: String) throws -> (
     out: String, err: String, status: RewindTool.ExitCode
   ) {
-    let machine = try ModelRegistration(Shelves.self, name: "shelves").open(directory, .backAndForth)
+    let machine = try ModelRegistration(Shelves.self, name: "shelves").open(directory, .interactive)
     let captured = Captured()
     let session = DebugSession(
       machine, model: "shelves", directory: directory, output: captured.output, interactive: false)

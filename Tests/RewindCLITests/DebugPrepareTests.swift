@@ -13,7 +13,7 @@ import Testing
   /// the session (which counts the records its time machine applied).
   func session(_ directory: String, _ script: [String]) throws -> (out: String, err: String, session: any ModelSession)
   {
-    let machine = try #require(NotebookTool.models.first).open(directory, .backAndForth)
+    let machine = try #require(NotebookTool.models.first).open(directory, .interactive)
     let captured = Captured()
     let debug = DebugSession(
       machine, model: "workspace", directory: directory, output: captured.output, interactive: false)

@@ -407,9 +407,9 @@ import Testing
       ])
     let open = workspace.open
     let replay = workspace.replay
-    workspace.open = { directory, moves in
+    workspace.open = { directory, use in
       try append()
-      return try open(directory, moves)
+      return try open(directory, use)
     }
     workspace.replay = { directory, target, progress in
       try append()
@@ -983,7 +983,7 @@ import Testing
   /// which is not the state at that time: it says so, and after `refresh` it goes there.
   @Test func debugGotoATimeOfARecordAppendedSinceTheSessionStarted() async throws {
     let journal = try await NotebookJournal.write(commands: 10, seed: 16)
-    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .backAndForth)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .interactive)
     let manager = try NotebookManager(
       directory: journal.path, options: JournalOptions(durability: .none),
       clock: .stepping(from: try #require(journal.timestamps.last) + 1_000_000_000, by: 1_000_000_000))
@@ -1010,7 +1010,7 @@ import Testing
   /// so, not the damage).
   @Test func debugFindNameReadsNothingPastTheSessionsLastRecord() async throws {
     let journal = try await NotebookJournal.write(commands: 10, seed: 19)
-    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .backAndForth)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .interactive)
     let manager = try NotebookManager(directory: journal.path, options: JournalOptions(durability: .none))
     _ = try await manager.addReadingItem(title: "later")
     _ = try await manager.addReadingItem(title: "later still")
@@ -1039,7 +1039,7 @@ import Testing
   /// (it read the event with `try?`, taking any error for "no event here"). Exit 3.
   @Test func debugWhereOfARecordDamagedSinceSaysTheError() async throws {
     let journal = try await NotebookJournal.write(commands: 10, seed: 20)
-    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .backAndForth)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .interactive)
     let target: UInt64 = 5
     let records = try JournalReader(directory: journal.path).records(from: target)
     #expect(try records.next()?.sequence == target)
@@ -1072,7 +1072,7 @@ import Testing
   /// session has read, and `refresh` reads it; one past the journal's end says both.
   @Test func debugGotoASequenceAppendedSinceTheSessionStarted() async throws {
     let journal = try await NotebookJournal.write(commands: 10, seed: 17)
-    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .backAndForth)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .interactive)
     let manager = try NotebookManager(directory: journal.path, options: JournalOptions(durability: .none))
     _ = try await manager.addReadingItem(title: "later")
     let later = manager.lastSequence
@@ -1104,7 +1104,7 @@ import Testing
   @Test(arguments: [0, 2]) func debugSaysWhenTheJournalGotShorterUnderIt(appendedAfterRepair: Int) async throws {
     let journal = try await NotebookJournal.write(commands: 10, seed: 18)
     let last = journal.lastSequence
-    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .backAndForth)
+    let machine = try ModelRegistration(Workspace.self, name: "workspace").open(journal.path, .interactive)
     let captured = Captured()
     let debug = DebugSession(
       machine, model: "workspace", directory: journal.path, output: captured.output, interactive: false)

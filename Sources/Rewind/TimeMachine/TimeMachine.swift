@@ -745,20 +745,29 @@ public final class TimeMachine<M: SnapshotModel> {
   /// `lastSequence`. Probes only states after whole commands, the states readers see
   /// (<doc:TheFunnel>): a probe inside a command looks at the state after its last record, and the
   /// answer is the last record of the first command after which the invariant fails. Costs
-  /// O(log(history)) seeks, each from the nearest keyframe or snapshot; the first pass lays
-  /// keyframes down. `through` ends the search there (nil: at `lastSequence`; see
+  /// O(log(history)) seeks, each from the nearest keyframe or snapshot, or from the last state
+  /// found to hold, which is kept for the next probe however few keyframes this time machine
+  /// keeps (`maxKeyframes`): with two, the search replays about twice the history and holds
+  /// about two states. `through` ends the search there (nil: at `lastSequence`; see
   /// `lastIntactSequence`): nil then means that it holds there.
   public func bisect(_ invariant: Invariant<M>, through: UInt64? = nil) throws -> UInt64? {
     let lastSequence = min(through ?? self.lastSequence, self.lastSequence)
     guard try !invariant.holds(state(at: lastSequence)) else { return nil }
-    if try !invariant.holds(state(at: 0)) { return 0 }
+    let empty = try state(at: 0)
+    if !invariant.holds(empty) { return 0 }
     // The invariant at a sequence number is its value after that record's whole command.
     var good: UInt64 = 0
     var bad = lastSequence
+    var held = (state: empty, at: UInt64(0))
     while bad - good > 1 {
       let middle = good + (bad - good) / 2
-      if try invariant.holds(state(at: commandEnd(from: middle, through: lastSequence))) {
+      let end = try commandEnd(from: middle, through: lastSequence)
+      // Kept again before each probe: the keyframes the probes lay may have pushed it out.
+      keep(held.state, at: held.at)
+      let probed = try state(at: end)
+      if invariant.holds(probed) {
         good = middle
+        held = (probed, end)
       } else {
         bad = middle
       }
