@@ -176,4 +176,37 @@ import Testing
     #expect(plan.headersRewritten.isEmpty, "\(plan.headersRewritten)")
     #expect(try Files.read(dir.appending(segment)) == bytes)
   }
+
+  /// An index entry whose batch the segment numbers otherwise (a batch header that holds, its
+  /// first sequence moved on): the index contradicts the segment, and the header is left. The
+  /// first mend read such a batch as damage of its own, which contradicted nothing.
+  @Test func anIndexEntryTheSegmentContradictsKeepsTheHeader() async throws {
+    let dir = TemporaryDirectory("header-index-contradicts")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(indexBytes: 256))
+    _ = try await JournalFixtures.write(journal, batches: 60, seed: 94)
+    journal.close()
+    let segment = try #require(JournalFixtures.segments(dir.path).first)
+    let layout = try JournalDirectory(path: dir.path, io: JournalOptions().io)
+    let entries = SparseIndex.scanWellFormed(directory: dir.path, journalID: layout.journalID, io: JournalOptions().io)
+      .entries
+    let entry = try #require(entries.last { $0.offset > Int64(Layout.segmentHeaderSize) }, "\(entries)")
+    var bytes = try Files.read(dir.appending(segment))
+    let at = Int(entry.offset)
+    guard case .success(var header) = BatchHeader.decode(bytes[at..<(at + Layout.batchHeaderSize)], limits: .largest)
+    else {
+      Issue.record("no batch header at the entry's offset")
+      return
+    }
+    header.firstSequence += 1_000
+    var writer = ByteWriter(capacity: Layout.batchHeaderSize)
+    header.encode(into: &writer)
+    bytes.replaceSubrange(at..<(at + Layout.batchHeaderSize), with: writer.bytes)
+    bytes[20] ^= 0x10
+    try Files.write(bytes, to: dir.appending(segment))
+
+    let problems = try JournalReader(directory: dir.path).verify().problems
+    let problem = try #require(problems.first { $0.file == segment && $0.offset == 0 }, "\(problems)")
+    #expect(!problem.headerRebuildable, "\(problem)")
+    #expect(try Journal.repair(directory: dir.path, dryRun: true).headersRewritten.isEmpty)
+  }
 }

@@ -467,8 +467,8 @@ extension JournalReader {
   /// - the batch after it holds, its frame checked, numbering the first record the name says;
   /// - the index, whose header names the manifest's journal (`indexed`: its entries naming the
   ///   segment; none when it names another, which may be the manifest's damage), names the
-  ///   segment, within the file, and no batch header that holds at an entry's place numbers
-  ///   other records (the review of the day's change, Dec 7: another journal's segment and a
+  ///   segment, and a batch header that holds is at each entry's place, numbering the records
+  ///   the entry says (the review of the day's change, Dec 7: another journal's segment and a
   ///   wrong manifest were both taken for this journal's).
   static func headerCanBeRebuilt(
     _ header: Result<SegmentHeader, SegmentHeader.Problem>, of file: SegmentFile, first: UInt64,
@@ -486,17 +486,15 @@ extension JournalReader {
         at: Int64(Layout.segmentHeaderSize), expecting: first, checkFrame: true, limits: limits),
       batch.firstSequence == first
     else { return false }
-    // No entry contradicted: a batch header that holds numbers what the entry says, and one is
-    // there. (A damaged one is damage of its own, reported where it is.)
-    for entry in indexed where entry.offset < file.size {
-      if case .batch(let named, _) = try file.batch(
-        at: entry.offset, expecting: entry.firstSequence, checkFrame: false, limits: limits),
-        named.firstSequence != entry.firstSequence
-      {
-        return false
-      }
+    // Each entry's batch where it says, numbered as it says. (A batch header numbered otherwise
+    // reads as a sequence break; one damaged there leaves the header as it is too.)
+    for entry in indexed {
+      guard
+        case .batch = try file.batch(
+          at: entry.offset, expecting: entry.firstSequence, checkFrame: false, limits: limits)
+      else { return false }
     }
-    return indexed.allSatisfy { $0.offset < file.size }
+    return true
   }
 
   /// The most bits of a damaged segment header's journal id that may differ from the manifest's
