@@ -54,8 +54,9 @@ enum RepairCommand: RewindCommand {
       output.out("nothing to repair: the journal is sound (last sequence \(plan.lastSequence))\n")
       return .success
     }
-    if let line = nothingLeft(plan) { output.out(line) }
+    // In the order the repair acts: headers written first, then what moves.
     for entry in plan.headersRewritten { output.out(visible(headerLine(entry, planned: true)) + "\n") }
+    if let line = nothingLeft(plan) { output.out(line) }
     for entry in plan.zerosCut { output.out(visible("will " + zerosLine(entry)) + "\n") }
     for entry in plan.moved {
       var line = "will move \(entry.length) bytes of \(entry.segment) from byte offset \(entry.offset)"
@@ -129,8 +130,8 @@ enum RepairCommand: RewindCommand {
       }
       throw error
     }
-    if let line = nothingLeft(done) { output.out(line) }
     for entry in done.headersRewritten { output.out(visible(headerLine(entry, planned: false)) + "\n") }
+    if let line = nothingLeft(done) { output.out(line) }
     for entry in done.zerosCut { output.out(visible(zerosLine(entry)) + "\n") }
     for entry in done.moved { output.out(visible("\(entry)") + "\n") }
     for entry in try snapshots.setAside(after: done.lastSequence) { output.out(visible("\(entry)") + "\n") }

@@ -239,15 +239,17 @@ import Testing
   /// Through a bind mount of the journal's directory (a container's volume, say), FILE's path
   /// is outside it, and `export -o` replaced the journal's manifest and segments with exit 0;
   /// `backup` wrote its copy inside the journal (helper-222, Dec 7). Both are refused now, by the
-  /// directory's identity, and through a bind mount of its `quarantine/` too, which the first
-  /// mend missed (the review of the day's change). Needs `mount --bind` (root, and a container
-  /// that allows mounts).
+  /// directory's identity, and through a bind mount of a folder inside it too, which the first
+  /// mends missed (the reviews of the day's change). Needs `mount --bind` (root, and a
+  /// container that allows mounts).
   @Test(.enabled(if: BindMount.permitted, "mount --bind is not permitted here"))
   func aFileInsideTheJournalThroughABindMountIsRefused() async throws {
     let dir = TemporaryDirectory("cli-export-output-bind")
     let journal = try await Self.journal(in: dir)
-    let quarantine = journal + "/quarantine"
-    try FileManager.default.createDirectory(atPath: quarantine, withIntermediateDirectories: false)
+    // A folder two levels down (helper-224: the first mends compared only the folders directly
+    // in the journal's directory).
+    let quarantine = journal + "/quarantine/sub"
+    try FileManager.default.createDirectory(atPath: quarantine, withIntermediateDirectories: true)
     try Files.write(Array("kept bytes".utf8), to: quarantine + "/kept.tail")
     let (alias, kept) = (dir.appending("alias"), dir.appending("kept"))
     for folder in [alias, kept] {
@@ -260,7 +262,7 @@ import Testing
       _ = BindMount.run([kept], command: "/bin/umount")
       withExtendedLifetime(dir) {}
     }
-    try #require(BindMount.run(["--bind", quarantine, kept]), "mount --bind of quarantine/")
+    try #require(BindMount.run(["--bind", quarantine, kept]), "mount --bind of quarantine/sub")
     let captured = Captured()
     let status = await RewindTool().run(
       ["export", journal, "--jsonl", "-o", kept + "/kept.tail"], output: captured.output)

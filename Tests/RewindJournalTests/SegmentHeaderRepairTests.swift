@@ -209,4 +209,35 @@ import Testing
     #expect(!problem.headerRebuildable, "\(problem)")
     #expect(try Journal.repair(directory: dir.path, dryRun: true).headersRewritten.isEmpty)
   }
+
+  /// A batch header damaged at an index entry's place (its checksum fails) contradicts nothing:
+  /// it is damage of its own. With one bit of the segment header flipped too, repair writes the
+  /// header again and moves the segment's tail from that batch on, where 16ff0fd moved the whole
+  /// segment (helper-224).
+  @Test func aDamagedBatchAtAnIndexEntryLeavesTheHeaderToBeWritten() async throws {
+    let dir = TemporaryDirectory("header-index-damaged-batch")
+    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(indexBytes: 256))
+    let records = try await JournalFixtures.write(journal, batches: 60, seed: 95)
+    journal.close()
+    let segment = try #require(JournalFixtures.segments(dir.path).first)
+    let layout = try JournalDirectory(path: dir.path, io: JournalOptions().io)
+    let entries = SparseIndex.scanWellFormed(directory: dir.path, journalID: layout.journalID, io: JournalOptions().io)
+      .entries
+    let entry = try #require(entries.last { $0.offset > Int64(Layout.segmentHeaderSize) }, "\(entries)")
+    var bytes = try Files.read(dir.appending(segment))
+    let written = bytes
+    bytes[Int(entry.offset) + 20] ^= 0x10  // inside the batch header: its checksum fails
+    bytes[20] ^= 0x10
+    try Files.write(bytes, to: dir.appending(segment))
+
+    let problems = try JournalReader(directory: dir.path).verify().problems
+    let problem = try #require(problems.first { $0.file == segment && $0.offset == 0 }, "\(problems)")
+    #expect(problem.headerRebuildable, "\(problem)")
+    let done = try Journal.repair(directory: dir.path)
+    #expect(done.headersRewritten.map(\.segment) == [segment], "\(done)")
+    #expect(done.moved.map(\.offset) == [entry.offset], "\(done.moved)")
+    #expect(done.lastSequence == entry.firstSequence - 1)
+    #expect(try Files.read(dir.appending(segment)) == Array(written[..<Int(entry.offset)]))
+    #expect(try JournalFixtures.readAll(dir.path) == records.filter { $0.sequence < entry.firstSequence })
+  }
 }

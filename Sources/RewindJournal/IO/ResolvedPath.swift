@@ -29,9 +29,11 @@ package enum ResolvedPath {
 
   /// Whether `path` is `directory` or lies inside it, both resolved; false when either cannot be.
   /// Judged by the resolved paths, then by identity: `path` or a directory above it that is
-  /// `directory` itself, or a folder directly in it (the same device and inode), under another
-  /// path, as a bind mount shows it (helper-222, Dec 7: `export -o` through a bind mount of the
-  /// journal replaced its manifest; and through one of its `quarantine/`, a file kept there).
+  /// `directory` itself, or a folder inside it (the same device and inode), under another path,
+  /// as a bind mount shows it (helper-222, Dec 7: `export -o` through a bind mount of the
+  /// journal replaced its manifest; through one of its `quarantine/`, a file kept there; and
+  /// through one of a folder in that, helper-224). Folders are looked for through
+  /// `folderDepth` levels, not through symbolic links.
   package static func lies(_ path: String, within directory: String) -> Bool {
     guard let inner = of(path), let outer = of(directory) else { return false }
     if inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/") { return true }
@@ -41,10 +43,15 @@ package enum ResolvedPath {
     }
     var targets: [(dev_t, ino_t)] = []
     if let journal = identity(outer) { targets.append(journal) }
-    for name in (try? FileManager.default.contentsOfDirectory(atPath: outer)) ?? [] {
-      var status = stat()
-      if lstat(outer + "/" + name, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
-        targets.append((status.st_dev, status.st_ino))
+    var folders = [(path: outer, depth: 0)]
+    while let (folder, depth) = folders.popLast() {
+      guard depth < folderDepth else { continue }
+      for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+        var status = stat()
+        if lstat(folder + "/" + name, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+          targets.append((status.st_dev, status.st_ino))
+          folders.append((folder + "/" + name, depth + 1))
+        }
       }
     }
     var candidate = inner
@@ -54,6 +61,10 @@ package enum ResolvedPath {
       candidate = split(candidate).parent
     }
   }
+
+  /// The levels of folders inside a journal's directory that `lies(_:within:)` looks through: a
+  /// journal has `quarantine/` and `snapshots/`, and a user may put folders in them.
+  static let folderDepth = 8
 
   /// `name` for a hidden temporary file beside it (`.NAME.backup-…`, `.NAME.export-….tmp`): whole
   /// up to 200 UTF-8 bytes, else its first whole characters within them. A file name may take 255

@@ -467,9 +467,9 @@ extension JournalReader {
   /// - the batch after it holds, its frame checked, numbering the first record the name says;
   /// - the index, whose header names the manifest's journal (`indexed`: its entries naming the
   ///   segment; none when it names another, which may be the manifest's damage), names the
-  ///   segment, and a batch header that holds is at each entry's place, numbering the records
-  ///   the entry says (the review of the day's change, Dec 7: another journal's segment and a
-  ///   wrong manifest were both taken for this journal's).
+  ///   segment, the file reaching each entry's place, and no batch header that holds there
+  ///   numbers other records (the review of the day's change, Dec 7: another journal's segment
+  ///   and a wrong manifest were both taken for this journal's).
   static func headerCanBeRebuilt(
     _ header: Result<SegmentHeader, SegmentHeader.Problem>, of file: SegmentFile, first: UInt64,
     journalID: JournalID, indexed: [IndexEntry], limits: JournalLimits
@@ -486,13 +486,18 @@ extension JournalReader {
         at: Int64(Layout.segmentHeaderSize), expecting: first, checkFrame: true, limits: limits),
       batch.firstSequence == first
     else { return false }
-    // Each entry's batch where it says, numbered as it says. (A batch header numbered otherwise
-    // reads as a sequence break; one damaged there leaves the header as it is too.)
+    // No entry contradicted: the file reaches each entry's place, and a batch header that holds
+    // there numbers the records the entry says (one numbered otherwise reads as a sequence
+    // break). A batch header damaged there is damage of its own, reported and repaired where it
+    // is: it contradicts nothing, and one bit of it must not cost the whole segment.
     for entry in indexed {
-      guard
-        case .batch = try file.batch(
-          at: entry.offset, expecting: entry.firstSequence, checkFrame: false, limits: limits)
-      else { return false }
+      guard entry.offset < file.size else { return false }
+      switch try file.batch(at: entry.offset, expecting: entry.firstSequence, checkFrame: false, limits: limits) {
+      case .batch: continue
+      case .damaged(let damage):
+        if case .sequenceBreak = damage.kind { return false }
+      case .end: return false
+      }
     }
     return true
   }
