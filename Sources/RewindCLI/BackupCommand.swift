@@ -72,7 +72,7 @@ enum BackupCommand: RewindCommand {
           "rewind backup: \(directory) has lost records: snapshots/\(SnapshotStore.fileName(past[0])) "
             + (past.count > 1 ? "(and \(past.count - 1) more) " : "")
             + "is past its last record, \(end), and was written once the records through it were durable. "
-            + "The copy holds every record \(directory) still has, and no snapshot; `rewind verify \(directory)` "
+            + "The copy holds every record \(directory) still has, and no snapshot; `rewind verify \(shellWord(directory))` "
             + "reports the loss") + "\n")
       return .findings
     }

@@ -72,7 +72,7 @@ enum BlameCommand: RewindCommand {
       }
       throw UsageError(
         "no event in \(directory) ever touched an entity '\(entity)'\(place); give a record id as 32 hex digits "
-          + "(as `rewind replay \(directory) --json` shows them) or a value collection's name")
+          + "(as `rewind replay \(shellWord(directory)) --json` shows them) or a value collection's name")
     }
     if !args.flag("json") {
       let before = hidden == nil ? "" : " before the damage that hides the journal's end"

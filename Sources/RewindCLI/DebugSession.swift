@@ -52,7 +52,7 @@ final class DebugSession {
         output.err(
           visible(
             "error: \(command): not done: the journal got shorter under this session (see above); quit and start "
-              + "`rewind debug \(directory)` again")
+              + "`rewind debug \(shellWord(directory))` again")
             + "\n")
         continue
       }
@@ -122,8 +122,8 @@ final class DebugSession {
     return "the journal \(directory) got shorter under this session: \(gone) gone, which this session had read "
       + "(moved aside by `rewind repair`, perhaps with other records written under \(numbers) since, or the "
       + "directory replaced), "
-      + "so the states it holds may show what is gone and it shows no more. Quit and start `rewind debug \(directory)` "
-      + "again to see what the journal holds now; `rewind verify \(directory)` reports on it"
+      + "so the states it holds may show what is gone and it shows no more. Quit and start `rewind debug \(shellWord(directory))` "
+      + "again to see what the journal holds now; `rewind verify \(shellWord(directory))` reports on it"
   }
 
   /// Where the damage that hides the journal's end is, and where the session ends.

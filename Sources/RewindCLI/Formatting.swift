@@ -157,6 +157,23 @@ func requireDirectory(_ directory: String) throws {
   }
 }
 
+/// `path` as one word a POSIX shell reads back as `path`, for a command the tools suggest
+/// (`rewind repair DIR`): as it is when it holds only letters, digits and `_@%+=:,./-`; else in
+/// single quotes (a quote inside written `'\''`). One that starts with `-` is given as `./-…`, which
+/// the tool takes for a path, not an option (helper-222, Dec 7: `rewind repair paths/dm g` split
+/// in two, and a `$(…)` in a path ran when the line was pasted).
+func shellWord(_ path: String) -> String {
+  let word = path.hasPrefix("-") ? "./" + path : path
+  let plain =
+    !word.isEmpty
+    && word.unicodeScalars.allSatisfy { scalar in
+      scalar.isASCII
+        && (("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+          || ("0"..."9").contains(scalar) || "_@%+=:,./-".unicodeScalars.contains(scalar))
+    }
+  return plain ? word : "'" + word.replacing("'", with: "'\\''") + "'"
+}
+
 /// `text` made safe for a terminal, and unambiguous: each scalar a terminal would act on
 /// (`FieldRenderer.isTerminalControl`: C0 including tab, newline and carriage return; DEL; C1;
 /// the line and paragraph separators; the bidirectional marks, embeddings, overrides and

@@ -52,8 +52,9 @@ enum ReplayCommand: RewindCommand {
     let model = try context.registration(for: directory, named: args.value("model"))
     let progress = ProgressLine("replaying", context: context)
     defer { progress.finish() }  // an error then starts a line of its own
-    let replayed = try namingTheLastIntactRecord({ "`rewind replay \(directory) --to \($0)` rebuilds the state there" })
-    {
+    let replayed = try namingTheLastIntactRecord({
+      "`rewind replay \(shellWord(directory)) --to \($0)` rebuilds the state there"
+    }) {
       try replaying(model, directory) { try model.replay(directory, target, progress.callback) }
     }
     progress.finish()
@@ -88,7 +89,9 @@ enum ReplayCommand: RewindCommand {
     // written by code that rebuilt another (or its records changed since): a finding, as for
     // `snapshot` and `verify`, not a warning a script would miss.
     if let divergence = report.firstDivergence {
-      output.err(visible("rewind replay: \(divergence); `rewind verify \(directory)` checks the whole journal") + "\n")
+      output.err(
+        visible("rewind replay: \(divergence); `rewind verify \(shellWord(directory))` checks the whole journal") + "\n"
+      )
       return .findings
     }
     return .success
@@ -118,7 +121,7 @@ enum ReplayCommand: RewindCommand {
     guard events.upperBound > sequence else { return nil }
     return "sequence \(sequence) is inside command \(id), whose events are sequences "
       + "\(events.lowerBound)-\(events.upperBound): no reader saw this state (readers see a command's events "
-      + "together); `rewind replay \(directory) --to \(events.upperBound)` rebuilds the state after the whole command"
+      + "together); `rewind replay \(shellWord(directory)) --to \(events.upperBound)` rebuilds the state after the whole command"
   }
 
   /// The summary's "of" when damage hides the end: after the target, or before it (a replay from

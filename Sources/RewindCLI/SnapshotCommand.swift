@@ -47,7 +47,9 @@ enum SnapshotCommand: RewindCommand {
       written = try replaying(model, directory) { try model.snapshot(directory, progress.callback) }
     } catch let diverged as Snapshots.DivergedState {
       progress.finish()
-      output.err(visible("rewind snapshot: \(diverged); `rewind verify \(directory)` checks the whole journal") + "\n")
+      output.err(
+        visible("rewind snapshot: \(diverged); `rewind verify \(shellWord(directory))` checks the whole journal") + "\n"
+      )
       return .findings
     }
     progress.finish()
@@ -75,7 +77,7 @@ enum SnapshotCommand: RewindCommand {
         output.err(
           visible(
             "note: snapshots/\(SnapshotStore.fileName(past)) is past the journal's end, \(end): --keep "
-              + "leaves it; records were lost after it was written (`rewind verify \(directory)` reports it, and the "
+              + "leaves it; records were lost after it was written (`rewind verify \(shellWord(directory))` reports it, and the "
               + "next writer moves it aside)") + "\n")
       }
     }

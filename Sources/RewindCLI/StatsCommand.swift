@@ -184,7 +184,7 @@ enum StatsCommand: RewindCommand {
             + "records \(end + 1) to \(newest) were on disk when \(it) was written, and "
             + (report.isSound
               ? "are lost. Restore the journal from a backup if there is one; the next writer moves "
-                + "\(one ? "the snapshot" : "these snapshots") aside. `rewind verify \(directory)` reports the loss."
+                + "\(one ? "the snapshot" : "these snapshots") aside. `rewind verify \(shellWord(directory))` reports the loss."
               : "are lost or lie past the damage (below).")))
     }
     lines.append("checkpoints  " + checkpoints.summary + (report.isSound ? "" : " (intact part)"))
@@ -200,7 +200,7 @@ enum StatsCommand: RewindCommand {
         visible(
           "damaged      \(counted(report.problems.count, "problem")); the counts of events, commands, the time span, "
             + "checkpoints, names and origins cover the intact part, up to sequence \(report.lastSequence); "
-            + "segments, frames and bytes every segment file. `rewind verify \(directory)` locates them."))
+            + "segments, frames and bytes every segment file. `rewind verify \(shellWord(directory))` locates them."))
     }
     context.output.out(lines.joined(separator: "\n") + "\n")
     return sound ? .success : .findings

@@ -45,7 +45,7 @@ struct UnreadableByModel: Error, CustomStringConvertible {
 
   var description: String {
     "model \(model) cannot replay \(directory): \(underlying). If this is another app's journal, use that app's "
-      + "rewind or --model NAME; `rewind log \(directory) --from \(underlying.sequence) --limit 1` shows the record"
+      + "rewind or --model NAME; `rewind log \(shellWord(directory)) --from \(underlying.sequence) --limit 1` shows the record"
   }
 }
 

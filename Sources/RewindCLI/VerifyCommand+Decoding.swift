@@ -34,7 +34,7 @@ extension VerifyCommand {
           visible(
             "problem: sequence \(record.sequence): \(header.name) v\(header.version) has Rewind's envelope but its "
               + "fields do not decode (\(error); \(AuditedEvent.fieldBytes)); "
-              + "`rewind show \(reader.directory) \(record.sequence)` shows its bytes"
+              + "`rewind show \(shellWord(reader.directory)) \(record.sequence)` shows its bytes"
           ) + "\n")
       }
     }

@@ -121,7 +121,7 @@ enum VerifyCommand: RewindCommand {
         report.problems.allSatisfy({ $0.zerosOnly || $0.holdsNoRecord || $0.strayFile || $0.headerRebuildable })
       {
         // Damage that repair takes out keeping every segment and every record.
-        "`rewind repair \(directory)` "
+        "`rewind repair \(shellWord(directory))` "
           + [
             report.problems.contains(where: \.headerRebuildable)
               ? "writes the damaged segment \(report.problems.count(where: \.headerRebuildable) == 1 ? "header" : "headers") again"
@@ -134,7 +134,7 @@ enum VerifyCommand: RewindCommand {
           ].compactMap { $0 }.joined(separator: ", and ") + ", keeping every segment"
           + (report.problems.contains(where: \.strayFile) ? ", and moves the stray files aside." : ".")
       } else {
-        "`rewind repair \(directory)` moves the damaged part aside."
+        "`rewind repair \(shellWord(directory))` moves the damaged part aside."
       }
     let whole = report.isSound && lostRecords == 0
     let frames =

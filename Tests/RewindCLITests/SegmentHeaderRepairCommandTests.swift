@@ -3,6 +3,8 @@ import RewindJournal
 import RewindTestSupport
 import Testing
 
+@testable import RewindCLI
+
 /// `rewind verify` and `rewind repair` of a journal whose only damage is a flipped bit in its
 /// segment header (RELIABILITY 370): verify says repair keeps every segment, the plan says the
 /// header will be written again and where the journal will end, and the repair gives back every
@@ -11,7 +13,8 @@ import Testing
 @Suite struct SegmentHeaderRepairCommandTests {
   @Test func aDamagedSegmentHeaderIsWrittenAgainByRepair() async throws {
     let directory = TemporaryDirectory("cli-segment-header")
-    let path = directory.appending("journal")
+    // A name with a space: verify's advice quotes it for the shell (helper-222).
+    let path = directory.appending("the journal")
     let demo = try await ToolRun.run(
       "rewind", ["demo", path, "--events", "2000", "--seed", "4", "--durability", "none"])
     try #require(demo.status == 0, "\(demo.err)")
@@ -27,7 +30,7 @@ import Testing
     #expect(verify.status == 1, "\(verify.out)\(verify.err)")
     #expect(verify.out.contains("repair writes it again"), "\(verify.out)")
     #expect(
-      verify.out.contains("`rewind repair \(path)` writes the damaged segment header again, keeping every segment."),
+      verify.out.contains("`rewind repair '\(path)'` writes the damaged segment header again, keeping every segment."),
       "\(verify.out)")
 
     let plan = try await ToolRun.run("rewind", ["repair", path])
@@ -46,5 +49,18 @@ import Testing
     #expect(try await ToolRun.run("rewind", ["verify", path]).status == 0)
     let again = try await ToolRun.run("rewind", ["export", path, "--jsonl"])
     #expect(again.out == export.out, "every event back")
+  }
+
+  /// The commands the tools suggest name the journal as one word a shell reads back as it.
+  @Test func aSuggestedCommandNamesThePathAsOneShellWord() {
+    #expect(shellWord("/tmp/j") == "/tmp/j")
+    #expect(shellWord("notes/v2_a-b.c:d,e@f%g+h=i") == "notes/v2_a-b.c:d,e@f%g+h=i")
+    #expect(shellWord("paths/dm g") == "'paths/dm g'")
+    #expect(shellWord("paths/$(id)") == "'paths/$(id)'")
+    #expect(shellWord("it's") == #"'it'\''s'"#)
+    #expect(shellWord("-dash") == "./-dash")
+    #expect(shellWord("-a b") == "'./-a b'")
+    #expect(shellWord("é") == "'é'")
+    #expect(shellWord("") == "''")
   }
 }
