@@ -177,19 +177,28 @@ import Testing
     #expect(try Files.read(dir.appending(segment)) == bytes)
   }
 
-  /// An index entry whose batch the segment numbers otherwise (a batch header that holds, its
-  /// first sequence moved on): the index contradicts the segment, and the header is left. The
-  /// first mend read such a batch as damage of its own, which contradicted nothing.
-  @Test func anIndexEntryTheSegmentContradictsKeepsTheHeader() async throws {
-    let dir = TemporaryDirectory("header-index-contradicts")
+  /// A journal of one segment whose index names several of its batches: the directory, the
+  /// segment, the last entry past its first batch, and the records written.
+  static func indexedSegment(_ name: String, seed: UInt64) async throws -> (
+    TemporaryDirectory, String, IndexEntry, [JournalRecord]
+  ) {
+    let dir = TemporaryDirectory(name)
     let journal = try Journal(directory: dir.path, options: JournalFixtures.options(indexBytes: 256))
-    _ = try await JournalFixtures.write(journal, batches: 60, seed: 94)
+    let records = try await JournalFixtures.write(journal, batches: 60, seed: seed)
     journal.close()
     let segment = try #require(JournalFixtures.segments(dir.path).first)
     let layout = try JournalDirectory(path: dir.path, io: JournalOptions().io)
     let entries = SparseIndex.scanWellFormed(directory: dir.path, journalID: layout.journalID, io: JournalOptions().io)
       .entries
     let entry = try #require(entries.last { $0.offset > Int64(Layout.segmentHeaderSize) }, "\(entries)")
+    return (dir, segment, entry, records)
+  }
+
+  /// An index entry whose batch the segment numbers otherwise (a batch header that holds, its
+  /// first sequence moved on): the index contradicts the segment, and the header is left. The
+  /// first mend read such a batch as damage of its own, which contradicted nothing.
+  @Test func anIndexEntryTheSegmentContradictsKeepsTheHeader() async throws {
+    let (dir, segment, entry, _) = try await Self.indexedSegment("header-index-contradicts", seed: 94)
     var bytes = try Files.read(dir.appending(segment))
     let at = Int(entry.offset)
     guard case .success(var header) = BatchHeader.decode(bytes[at..<(at + Layout.batchHeaderSize)], limits: .largest)
@@ -215,15 +224,7 @@ import Testing
   /// header again and moves the segment's tail from that batch on, where 16ff0fd moved the whole
   /// segment (helper-224).
   @Test func aDamagedBatchAtAnIndexEntryLeavesTheHeaderToBeWritten() async throws {
-    let dir = TemporaryDirectory("header-index-damaged-batch")
-    let journal = try Journal(directory: dir.path, options: JournalFixtures.options(indexBytes: 256))
-    let records = try await JournalFixtures.write(journal, batches: 60, seed: 95)
-    journal.close()
-    let segment = try #require(JournalFixtures.segments(dir.path).first)
-    let layout = try JournalDirectory(path: dir.path, io: JournalOptions().io)
-    let entries = SparseIndex.scanWellFormed(directory: dir.path, journalID: layout.journalID, io: JournalOptions().io)
-      .entries
-    let entry = try #require(entries.last { $0.offset > Int64(Layout.segmentHeaderSize) }, "\(entries)")
+    let (dir, segment, entry, records) = try await Self.indexedSegment("header-index-damaged-batch", seed: 95)
     var bytes = try Files.read(dir.appending(segment))
     let written = bytes
     bytes[Int(entry.offset) + 20] ^= 0x10  // inside the batch header: its checksum fails

@@ -148,10 +148,17 @@ extension JournalReader {
           + "committed records are missing", sequencesMayGoFurther: true)
     }
     // A segment header naming another journal: the manifest may be the damage, so no damaged
-    // header is written again with its id (repair then moves or refuses, as before).
-    let foreignSegments = segments.contains { segment in
-      guard case .success(let header)? = try? layout.open(segment: segment).headerAlone() else { return false }
-      return header.journalID != layout.journalID
+    // header is written again with its id (repair then moves or refuses, as before). Looked for
+    // once, at the first damaged header: a sound journal's headers are not read twice.
+    var foreign: Bool?
+    func foreignSegments() -> Bool {
+      if let foreign { return foreign }
+      let found = segments.contains { segment in
+        guard case .success(let header)? = try? layout.open(segment: segment).headerAlone() else { return false }
+        return header.journalID != layout.journalID
+      }
+      foreign = found
+      return found
     }
     var entryCheck = EntryCheck(entries: indexFile.entries)
     // Named by any entry whose checksum holds: one damaged entry is one note, not also a note for
@@ -188,7 +195,7 @@ extension JournalReader {
         // and followed by the next segment without a break in the sequence being reported for
         // the records they hold.
         let rebuildable =
-          try !foreignSegments
+          try !foreignSegments()
           && Self.headerCanBeRebuilt(
             header, of: file, first: first, journalID: layout.journalID,
             indexed: indexFile.entries.filter { $0.segment == first }, limits: limits)
