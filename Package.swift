@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Dependency arrows go one way: rewind → NotebookTool → {RewindCLI, Notebook} → Rewind → {RewindJournal → {CLZ4,
-// CCRC32C}, CSHA256}.
+// CCRC32C, RewindLocking}, CSHA256}.
 // RewindCLI knows no app: NotebookTool registers Notebook's model and adds its demo.
 let strict: [SwiftSetting] = [
   .enableUpcomingFeature("InternalImportsByDefault"),
@@ -31,7 +31,10 @@ let package = Package(
     // Swift version beside it, used where the CPU lacks the instructions.
     .target(name: "CCRC32C"),
     .target(name: "CSHA256"),
-    .target(name: "RewindJournal", dependencies: ["CLZ4", "CCRC32C"], swiftSettings: strict),
+    // The package's own lock (`Lock`): `Mutex`, or a pthread mutex ThreadSanitizer sees under REWIND_TSAN. A
+    // module of its own, not a product: public so that `withLock` is inlined into the modules that use it.
+    .target(name: "RewindLocking", swiftSettings: strict),
+    .target(name: "RewindJournal", dependencies: ["CLZ4", "CCRC32C", "RewindLocking"], swiftSettings: strict),
     // libsqlite3, for the benchmark's SQLite baseline only.
     .systemLibrary(
       name: "CSQLite",
@@ -39,10 +42,10 @@ let package = Package(
       pkgConfig: "sqlite3",
       providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
     ),
-    .target(name: "Rewind", dependencies: ["RewindJournal", "CSHA256"], swiftSettings: strict),
+    .target(name: "Rewind", dependencies: ["RewindJournal", "CSHA256", "RewindLocking"], swiftSettings: strict),
     // Notebook is "any app": it uses Rewind and the journal's public options, nothing more.
     .target(name: "Notebook", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),
-    .target(name: "RewindCLI", dependencies: ["Rewind", "RewindJournal"], swiftSettings: strict),
+    .target(name: "RewindCLI", dependencies: ["Rewind", "RewindJournal", "RewindLocking"], swiftSettings: strict),
     .target(
       name: "NotebookTool",
       dependencies: ["Notebook", "RewindCLI", "Rewind", "RewindJournal"],
@@ -51,7 +54,7 @@ let package = Package(
     .executableTarget(name: "rewind", dependencies: ["NotebookTool"], swiftSettings: strict),
     .target(
       name: "RewindTestSupport",
-      dependencies: ["Rewind", "RewindJournal"],
+      dependencies: ["Rewind", "RewindJournal", "RewindLocking"],
       swiftSettings: strict
     ),
     // Throughput of append, replay and seek, side by side with SQLite, JSON lines and the lz4 tool.

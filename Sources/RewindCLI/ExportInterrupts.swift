@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import RewindJournal
-import Synchronization
+import RewindLocking
 
 /// `export --output`'s answer to SIGINT (Ctrl-C), SIGTERM and SIGHUP in the `rewind` process
 /// (`RewindTool.Output.ownsProcess`: never in a test or an app that runs the tool with sinks of
@@ -30,7 +30,7 @@ enum ExportInterrupts {
     var stage: Stage
   }
 
-  private static let watched = Mutex<Watched?>(nil)
+  private static let watched = Lock<Watched?>(nil)
 
   /// The signals handled, with their names for the message.
   private static let signals: [(number: Int32, name: String)] = [
@@ -39,7 +39,7 @@ enum ExportInterrupts {
 
   /// The signal sources, made by the first `watch` and kept for the process's life (libdispatch
   /// keeps its handler for a signal installed once it has one).
-  private static let sources = Mutex<[any DispatchSourceSignal]>([])
+  private static let sources = Lock<[any DispatchSourceSignal]>([])
 
   /// Handles the signals from now until `end()`, for the export to `file`.
   static func watch(_ file: ExportFile, output: RewindTool.Output) {

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import RewindLocking
 import Synchronization
 
 /// A journal opened for writing: the only way records get into a journal directory.
@@ -343,8 +344,8 @@ final class DirectoryLock: Sendable {
   private let key: FileIdentity?
   /// Whether the lock was released; held while it is, so that a second closer returns only once
   /// the first has unlocked and closed it (then the directory can be opened again).
-  private let released = Mutex<Bool>(false)
-  private let closingState = Mutex<Closing?>(nil)
+  private let released = Lock<Bool>(false)
+  private let closingState = Lock<Closing?>(nil)
   /// Entered when taken, left when released: openers waiting for the release wait on it.
   private let releaseSignal = DispatchGroup()
 
@@ -436,7 +437,7 @@ final class DirectoryLock: Sendable {
 }
 
 /// The directory locks this process's journals hold, by their LOCK file's identity.
-private let heldLocks = Mutex<[FileIdentity: DirectoryLock]>([:])
+private let heldLocks = Lock<[FileIdentity: DirectoryLock]>([:])
 private let openersWaiting = Atomic<Int>(0)
 
 /// A file's device and inode number (`fstat`): the same for every descriptor and name of it.

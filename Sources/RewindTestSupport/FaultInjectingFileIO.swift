@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Rewind
 package import RewindJournal
+import RewindLocking
 import Synchronization
 
 /// A `FileIO` that passes calls to the real file system (`ForwardingFileIO`) until a test arms a fault, which then
@@ -15,7 +16,7 @@ import Synchronization
 /// armed when its `FaultInjectingFileIO` goes is appended to it, with the arming test's file and
 /// line (`scripts/fault-audit` runs the suite so and lists the faults that did not strike).
 ///
-/// Thread-safe: the armed faults and counters live in a `Mutex`.
+/// Thread-safe: the armed faults and counters live in a `Lock`.
 package final class FaultInjectingFileIO: ForwardingFileIO {
   /// What goes wrong.
   package enum Fault: Sendable, Equatable {
@@ -51,7 +52,7 @@ package final class FaultInjectingFileIO: ForwardingFileIO {
   }
 
   package let base: any FileIO = PosixFileIO()
-  private let state = Mutex(State())
+  private let state = Lock(State())
 
   /// Held data syncs (`metadata: false`) of segment files: while holding, each waits in `sync`
   /// until a test lets it go (then its armed fault, if any, strikes).

@@ -528,6 +528,6 @@ import Testing
 /// What the reading thread of `readersAndAFollowerReadingDuringCompactionSeeEveryRecordOnce` shares.
 final class ReaderState: Sendable {
   let done = Atomic<Bool>(false)
-  let failures = Mutex<[String]>([])
+  let failures = Locked<[String]>([])
   let passes = Atomic<Int>(0)
 }

@@ -1,4 +1,4 @@
-internal import Synchronization
+internal import RewindLocking
 
 /// The task waiting on a `Completion`. Debug builds (the test suite) use a checked continuation, so
 /// a path that resumed a waiter twice traps and one that dropped it is reported; release builds use
@@ -28,7 +28,7 @@ final class Completion: Sendable {
     var callback: (@Sendable () -> Void)?
   }
 
-  private let state = Mutex(State())
+  private let state = Lock(State())
 
   /// Sets the outcome, a success if `failure` is nil (the first call wins), and wakes the waiter.
   func resolve(failingWith failure: ManagerError?) {

@@ -1,19 +1,20 @@
+internal import RewindLocking
 internal import Synchronization
 
-/// A thread-safe counter. `Mutex` guards `value`; tests can wait for it to reach a value
+/// A thread-safe counter. A `Lock` guards `value`; tests can wait for it to reach a value
 /// (`wait(untilAtLeast:)`) without polling, for a bounded time (`BoundedWaiter`).
 ///
 /// Advancing is on every command's path (identifiers, timestamps, the manager's counts), so the
 /// waiting costs it one atomic load while no one waits: the waiters have a lock of their own,
 /// looked at only when `hasWaiters` says so.
 final class Counter: Sendable {
-  private let value: Mutex<Int64>
-  private let waiters = Mutex<[(atLeast: Int64, waiter: BoundedWaiter)]>([])
+  private let value: Lock<Int64>
+  private let waiters = Lock<[(atLeast: Int64, waiter: BoundedWaiter)]>([])
   /// Whether `waiters` may hold any. Set and cleared only while holding `waiters`; set before
   /// the waiter reads `value`, so an advance after that read sees it.
   private let hasWaiters = Atomic<Bool>(false)
 
-  init(_ start: Int64) { value = Mutex(start) }
+  init(_ start: Int64) { value = Lock(start) }
 
   /// Returns the current value and moves it on by `step`. Inlined where it is called, as the
   /// lock alone was; waking waiters is not.

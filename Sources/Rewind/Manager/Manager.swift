@@ -1,4 +1,5 @@
 public import RewindJournal
+internal import RewindLocking
 internal import Synchronization
 
 /// Where the gate holder leaves a command's outcome for the command's task: the error its
@@ -195,7 +196,7 @@ private struct Pipeline: Sendable {
 /// `Sendable`: `guarded` (last sequence, stop reason, observers, appends in flight) with `live`
 /// (the model; taken only while holding `guarded`, or alone to read it), and `pipeline`
 /// (commands validated but not yet handed to the journal) with `working` (the working copy) are
-/// behind locks (`Mutex`, `LockedValue`); `pipeline` and `working` are only used by the holder of
+/// behind locks (`Lock`, `LockedValue`); `pipeline` and `working` are only used by the holder of
 /// `gate`. The gate holder's command body reads `live` or `working` without its lock, at a moment
 /// when no other thread writes it (see `prepareValidationState`). `journal`, `tables`, `clock`,
 /// `ids` and `limits` are immutable or thread-safe.
@@ -203,7 +204,7 @@ private struct Pipeline: Sendable {
 /// The state behind `guarded` and `pipeline` is not generic over the model (see `Flight`); only
 /// `live` and `working` are, each in an object of its own (see `LockedValue`).
 public final class Manager<M: Model>: Sendable {
-  private let guarded: Mutex<Guarded>
+  private let guarded: Lock<Guarded>
   /// The live model. Changed only while holding `guarded` too (publishing), so a holder of
   /// `guarded` sees it consistent with `flights` and `lastSequence`.
   private let live: LockedValue<M>
@@ -211,7 +212,7 @@ public final class Manager<M: Model>: Sendable {
   /// `pipeline.hasWorking`; else an empty model (the live model is then the state to validate
   /// against). Gate holder only.
   private let working: LockedValue<M>
-  private let pipeline: Mutex<Pipeline>
+  private let pipeline: Lock<Pipeline>
 
   /// Most commands in one append.
   static var maximumBatchCommands: Int { 4096 }
@@ -241,13 +242,13 @@ public final class Manager<M: Model>: Sendable {
   /// Observers `attach` attached, for tests that wait for a job to subscribe.
   private let attached = Counter(0)
   /// Runs before each append, for tests that need a batch to form.
-  let beforeAppend = Mutex<(@Sendable () async -> Void)?>(nil)
+  let beforeAppend = Lock<(@Sendable () async -> Void)?>(nil)
 
   /// Sets what runs on a command's thread right after it is admitted (nil: nothing), for tests.
   func setAfterAdmit(_ hook: (@Sendable () -> Void)?) { guarded.withLock { $0.afterAdmit = hook } }
   /// Held by `close()` while it takes the change streams and ends them: a second `close()` meanwhile
   /// finds none left to end, and must not return before the first has ended them.
-  private let endingStreams = Mutex<Void>(())
+  private let endingStreams = Lock<Void>(())
 
   /// Opens the journal in `directory` for writing (creating it if needed, unless
   /// `options.createIfMissing` is false) and rebuilds the model by replaying its records: from the
@@ -281,10 +282,10 @@ public final class Manager<M: Model>: Sendable {
     self.ids = ids
     self.batchBudget = max(1, options.limits.maxBatchBytes / 2)
     self.limits = options.limits
-    self.guarded = Mutex(Guarded(lastSequence: replayed.lastSequence))
+    self.guarded = Lock(Guarded(lastSequence: replayed.lastSequence))
     self.live = LockedValue(replayed.state)
     self.working = LockedValue(M())
-    self.pipeline = Mutex(Pipeline(nextSequence: replayed.lastSequence + 1))
+    self.pipeline = Lock(Pipeline(nextSequence: replayed.lastSequence + 1))
     self.startupReport = replayed.report
   }
 
@@ -312,7 +313,7 @@ public final class Manager<M: Model>: Sendable {
 
   /// The current model. A value: later commands do not change the copy you hold. To know which
   /// sequence number it stands at, read `current` instead (not `lastSequence` after it).
-  public var state: M { live.withLock { $0 } }
+  public var state: M { live.read { $0.pointee } }
 
   /// What opening found and did: the journal's `Journal.recovery` (a torn tail moved aside,
   /// committed records found missing, the index rebuilt), and the snapshot files past the
@@ -340,7 +341,7 @@ public final class Manager<M: Model>: Sendable {
   public var current: (state: M, lastSequence: UInt64) {
     // `publish` changes both while holding `guarded` (and `live` within it): held here too, in
     // the same order, for the copy of the model and the number.
-    guarded.withLock { guarded in (live.withLock { $0 }, guarded.lastSequence) }
+    guarded.withLock { guarded in (live.read { $0.pointee }, guarded.lastSequence) }
   }
 
   /// Why the manager refuses commands, if it does.
@@ -942,7 +943,7 @@ public final class Manager<M: Model>: Sendable {
         var context = ApplyContext(recording: false)
         if !pipeline.hasWorking {
           let unpublished = guarded.withLock { guarded in
-            working = live.withLock { $0 }
+            working = live.read { $0.pointee }
             return guarded.flights.flatMap { $0.commands.map(\.events) }
           }
           for events in unpublished {

@@ -1,4 +1,4 @@
-internal import Synchronization
+internal import RewindLocking
 
 /// A small, fast, seeded random number generator (SplitMix64). The same seed gives the same
 /// numbers on every machine, so workloads, demos and tests built on it are reproducible; what it
@@ -25,7 +25,7 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
 extension IdentifierSource {
   /// Identifiers drawn from a `SeededRandom`: the same seed gives the same identifiers.
   public static func seeded(_ seed: UInt64) -> IdentifierSource {
-    let generator = Mutex(SeededRandom(seed: seed))
+    let generator = Lock(SeededRandom(seed: seed))
     return IdentifierSource {
       generator.withLock { Identifier(high: $0.next(), low: $0.next()) }
     }

@@ -1,4 +1,4 @@
-internal import Synchronization
+internal import RewindLocking
 
 /// A command waiting at the gate: the work that validates, encodes and stages it, which the gate
 /// holder runs on the command's behalf.
@@ -8,7 +8,7 @@ internal import Synchronization
 final class GateTicket: @unchecked Sendable {
   /// Stages the command; returns its completion (nil if it failed or recorded nothing).
   private var stage: (() async -> Completion?)?
-  private let wake = Mutex<CheckedContinuation<GateRole, Never>?>(nil)
+  private let wake = Lock<CheckedContinuation<GateRole, Never>?>(nil)
 
   init(stage: @escaping () async -> Completion?) { self.stage = stage }
 
@@ -61,7 +61,7 @@ final class SerialGate: Sendable {
     var watchers: [(atLeast: Int, waiter: BoundedWaiter)] = []
   }
 
-  private let state = Mutex(State())
+  private let state = Lock(State())
 
   /// Takes the gate if it is free: true if the caller now holds it (and must call `leave()`).
   func tryEnter() -> Bool {

@@ -1,4 +1,4 @@
-internal import Synchronization
+internal import RewindLocking
 
 // Waits for tests: `Manager.waitUntil`, `Counter.wait(untilAtLeast:)`, `SerialGate.wait(forWaiters:)`
 // and `Signal`. Each suspends until whoever makes its condition true wakes it: one wake-up, where
@@ -27,7 +27,7 @@ package struct WaitGaveUp: Error, CustomStringConvertible {
 /// whichever comes first. Later calls of `resume` do nothing, so a resume racing the give-up is
 /// harmless; a waiter that gave up is taken back from whoever kept it (`unregister`).
 final class BoundedWaiter: Sendable {
-  private let state = Mutex<(continuation: CheckedContinuation<Bool, Never>?, outcome: Bool?)>((nil, nil))
+  private let state = Lock<(continuation: CheckedContinuation<Bool, Never>?, outcome: Bool?)>((nil, nil))
 
   private init() {}
 
@@ -80,7 +80,7 @@ final class BoundedWaiter: Sendable {
 /// called, at once if it was before.
 final class Signal: Sendable {
   private let what: String
-  private let state = Mutex<(isSet: Bool, waiters: [BoundedWaiter])>((false, []))
+  private let state = Lock<(isSet: Bool, waiters: [BoundedWaiter])>((false, []))
 
   /// `what` says what setting it means, for the message of a wait that gives up.
   init(_ what: String = "a signal") { self.what = what }

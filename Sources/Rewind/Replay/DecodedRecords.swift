@@ -284,7 +284,7 @@ struct RawBatches {
 ///
 /// `@unchecked Sendable`: `taken` is read and written only while holding `lock`, glibc's mutex
 /// (through `NSLock`), which ThreadSanitizer sees (a contended `Mutex` takes a lock it does not:
-/// Tests/tsan-suppressions.txt).
+/// see `Lock`).
 final class RecordDigests: @unchecked Sendable {
   /// The records chosen, ascending.
   let sequences: [UInt64]

@@ -1,5 +1,6 @@
 internal import Dispatch
 public import RewindJournal
+internal import RewindLocking
 internal import Synchronization
 
 #if canImport(Glibc)
@@ -500,7 +501,7 @@ public struct SnapshotStore: Sendable {
     var decoded: Result<M, any Error>? = nil
     let digest: [UInt8]
     if range.count >= hashAlongsideBytes {
-      let outcome = Mutex<(digest: [UInt8], state: Result<M, any Error>?)>(([], nil))
+      let outcome = Lock<(digest: [UInt8], state: Result<M, any Error>?)>(([], nil))
       DispatchQueue.concurrentPerform(iterations: 2) { part in
         if part == 0 {
           let digest = hash()

@@ -1,5 +1,5 @@
 import Glibc
-import Synchronization
+import RewindLocking
 
 /// Reads a journal directory, also while a writer appends to it. Takes no lock and writes nothing
 /// (`makeDurable(through:)` only syncs what a writer wrote).
@@ -245,7 +245,7 @@ private final class IndexCache: Sendable {
   let whileUnchanged: Bool
   /// `JournalReader.init`'s `indexSettling`.
   let settling: Int64
-  private let held = Mutex<(segments: [UInt64], stamps: [FileStamp?], index: SparseIndex)?>(nil)
+  private let held = Lock<(segments: [UInt64], stamps: [FileStamp?], index: SparseIndex)?>(nil)
 
   init(whileUnchanged: Bool, settling: Int64) {
     self.whileUnchanged = whileUnchanged

@@ -1,4 +1,5 @@
 import Foundation
+import RewindLocking
 import Synchronization
 
 /// Who learns an append's outcome: a callback, or a suspended task (`Journal.append`, which so
@@ -214,7 +215,7 @@ final class JournalWriter: @unchecked Sendable {
   /// seal's own fsync on the same descriptor would not see it again. The next group written
   /// stops the journal with it (`earlySyncFailed` says that one came, cheaply), and so does
   /// closing, when no group comes.
-  private let earlySyncFailure = Mutex<(any Error)?>(nil)
+  private let earlySyncFailure = Lock<(any Error)?>(nil)
   private let earlySyncFailed = Atomic<Bool>(false)
   /// The share of `segmentTargetBytes` written before the early sync starts: late enough that the
   /// seal finds little left, early enough that the sync usually ends before the seal (the writer

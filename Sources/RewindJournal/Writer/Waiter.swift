@@ -1,10 +1,10 @@
 import Dispatch
-import Synchronization
+import RewindLocking
 
 /// Hands one result from the writer thread to a thread that blocks for it.
 final class DispatchSemaphoreBox: Sendable {
   private let semaphore = DispatchSemaphore(value: 0)
-  private let result = Mutex<Result<ClosedRange<UInt64>, JournalError>?>(nil)
+  private let result = Lock<Result<ClosedRange<UInt64>, JournalError>?>(nil)
 
   func finish(_ value: Result<ClosedRange<UInt64>, JournalError>) {
     result.withLock { $0 = value }
