@@ -1,5 +1,9 @@
 #if REWIND_TSAN
-  import Glibc
+  #if canImport(Glibc)
+    import Glibc
+  #elseif canImport(Darwin)
+    import Darwin
+  #endif
 #else
   public import Synchronization
 #endif
@@ -16,7 +20,9 @@
 /// need no suppressions, and a race in their methods, or in the stores and observers they call,
 /// is reported.
 ///
-/// The API is `Mutex`'s: a non-copyable value, `withLock` lending the value `inout`. It is public
+/// Its `init` and `withLock` are `Mutex`'s. Unlike a `Mutex`, its value must be copyable, and
+/// nothing refuses a `Lock` declared `var` (declare it with `let`: replaced while held, the lock
+/// would no longer guard anything). It is public
 /// in a module of its own that no product names: the package's modules import it, and a
 /// `package` declaration's `@inlinable` body is not inlined into another module (Swift 6.3), where
 /// a call left in unspecialized code looks up `Lock`'s generic metadata each time.
@@ -70,7 +76,13 @@ public struct Lock<Value>: ~Copyable, @unchecked Sendable {
     @usableFromInline
     init(_ value: consuming Value) {
       mutex = .allocate(capacity: 1)
-      precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+      // Error-checking, so that taking the lock again on the thread that holds it traps, as a
+      // `Mutex` does, where a default mutex would hang.
+      var attributes = pthread_mutexattr_t()
+      pthread_mutexattr_init(&attributes)
+      pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+      precondition(pthread_mutex_init(mutex, &attributes) == 0, "pthread_mutex_init failed")
+      pthread_mutexattr_destroy(&attributes)
       storage = .allocate(capacity: 1)
       storage.initialize(to: value)
     }
@@ -82,7 +94,11 @@ public struct Lock<Value>: ~Copyable, @unchecked Sendable {
       mutex.deallocate()
     }
 
-    @usableFromInline func lock() { pthread_mutex_lock(mutex) }
-    @usableFromInline func unlock() { pthread_mutex_unlock(mutex) }
+    @usableFromInline func lock() {
+      precondition(pthread_mutex_lock(mutex) == 0, "the lock is already held by this thread")
+    }
+    @usableFromInline func unlock() {
+      precondition(pthread_mutex_unlock(mutex) == 0, "the lock is not held by this thread")
+    }
   }
 #endif

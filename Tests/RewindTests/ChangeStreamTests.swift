@@ -1,7 +1,6 @@
 import Glibc
 import RewindJournal
 import RewindTestSupport
-import Synchronization
 import Testing
 
 @testable import Rewind
@@ -102,7 +101,7 @@ import Testing
     let id = try await manager.openAccount(owner: "shared")  // 1
     let stuck = manager.changes(bufferingAtMost: 2)
     var all = manager.changes().makeAsyncIterator()
-    let calls = Mutex(0)
+    let calls = Locked(0)
     let held = Signal("the first append held")
     manager.beforeAppend.withLock {
       $0 = { [weak manager] in

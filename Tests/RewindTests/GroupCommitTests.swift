@@ -1,7 +1,6 @@
 import Glibc
 import RewindJournal
 import RewindTestSupport
-import Synchronization
 import Testing
 
 @testable import Rewind
@@ -31,7 +30,7 @@ private func openedLedger(owner: String, limits: JournalLimits = JournalLimits()
 private func installHook(
   on manager: Manager<Ledger>, waiting: Int, then: @escaping @Sendable () async -> Void = {}
 ) -> Signal {
-  let calls = Mutex(0)
+  let calls = Locked(0)
   let held = Signal("the first append held")
   manager.beforeAppend.withLock {
     $0 = { [weak manager] in

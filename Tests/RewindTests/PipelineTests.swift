@@ -2,7 +2,6 @@ import Dispatch
 import Glibc
 import RewindJournal
 import RewindTestSupport
-import Synchronization
 import Testing
 
 @testable import Rewind
@@ -21,7 +20,7 @@ private final class HoldingFileIO: ForwardingFileIO {
     var held = Signal("the armed write held")
   }
   let base: any FileIO = PosixFileIO()
-  private let state = Mutex(State())
+  private let state = Locked(State())
   private let release = DispatchSemaphore(value: 0)
 
   func holdNextWrite() {
@@ -355,7 +354,7 @@ private func queueBehindAHeldAppend(
     }
   }
 
-  let calls = Mutex(0)
+  let calls = Locked(0)
   let called = Signal()  // the first deposit's batch reached the hook
   let firstDone = Signal()
   manager.beforeAppend.withLock {
@@ -484,7 +483,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
   let temporary = TemporaryDirectory()
   let (_, io, manager, id) = try await ledgerWithAnAccount(in: temporary)
 
-  let calls = Mutex(0)
+  let calls = Locked(0)
   let firstCall = Signal()
   manager.beforeAppend.withLock {
     $0 = { [weak manager] in
@@ -537,7 +536,7 @@ private func readBalance(_ manager: Manager<Ledger>, _ id: Identifier, ran: Sign
     directory: temporary.appending("journal"), options: JournalOptions(durability: .none),
     clock: .stepping(from: 1_700_000_000_000_000_000), ids: .sequential())
   let id = try await manager.openAccount(owner: "shared")
-  let done = Mutex(false)
+  let done = Locked(false)
   let writer = Task(executorPreference: OwnThreadExecutor()) {
     defer { done.withLock { $0 = true } }
     for _ in 0..<20_000 { _ = try await increment(manager, id) }
