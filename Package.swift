@@ -97,7 +97,8 @@ let package = Package(
       dependencies: ["RewindJournal", "RewindTestSupport", "journal-crash-child"],
       swiftSettings: strict
     ),
-    .testTarget(name: "RewindTests", dependencies: ["Rewind", "RewindTestSupport"], swiftSettings: strict),
+    .testTarget(
+      name: "RewindTests", dependencies: ["Rewind", "RewindTestSupport", "RewindLocking"], swiftSettings: strict),
     // The benchmark harness's arithmetic (percentiles, medians of rounds, ratios, targets).
     .testTarget(name: "BenchmarkTests", dependencies: ["rewind-bench", "RewindTestSupport"], swiftSettings: strict),
     .testTarget(
