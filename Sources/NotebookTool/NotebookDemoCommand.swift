@@ -112,12 +112,12 @@ public enum NotebookDemoCommand: RewindCommand {
       if let hidden {
         throw UsageError(
           "\(directory) holds a journal whose end is damaged (\(hidden)); a seeded demo starts from an empty "
-            + "journal and leaves this one as it is: see rewind verify \(directory)")
+            + "journal and leaves this one as it is: see rewind verify \(shellWord(directory))")
       }
       if last > 0 {
         throw UsageError(
           "\(directory) already holds \(counted(last, "event")); a seeded demo starts from an empty journal. "
-            + "Remove it (rm -r \(directory)) or name a new directory.")
+            + "Remove it (rm -r \(shellWord(directory))) or name a new directory.")
       }
     }
     let workload =
@@ -133,7 +133,7 @@ public enum NotebookDemoCommand: RewindCommand {
       manager.close()
       throw UsageError(
         "\(directory) already holds \(counted(before, "event")); a seeded demo starts from an empty journal. "
-          + "Remove it (rm -r \(directory)) or name a new directory.")
+          + "Remove it (rm -r \(shellWord(directory))) or name a new directory.")
     }
 
     let committed = Mutex(0)
@@ -214,7 +214,7 @@ public enum NotebookDemoCommand: RewindCommand {
         throughput    \(throughput)
         journal       \(counted(report.records, "record")), \(counted(report.batches, "frame")), \(counted(report.segments, "segment"))
         size          \(report.bytesOnDisk) bytes on disk, \(report.bytesDecoded) decoded (ratio \(ratio(report)))
-        integrity     \(report.isSound ? "sound" : "\(counted(report.problems.count, "problem")): run rewind verify \(shown)")
+        integrity     \(report.isSound ? "sound" : "\(counted(report.problems.count, "problem")): run rewind verify \(visible(shellWord(directory)))")
 
       """)
     return report.isSound ? .success : .findings

@@ -4,6 +4,8 @@ import RewindJournal
 
 enum ExportCommand: RewindCommand {
   static let name = "export"
+  /// The progress line's label, which an interrupt's message clears (`ExportInterrupts`).
+  static let progressLabel = "exporting"
   static let summary = "every event, or those log's options select, as JSON lines for jq"
   static let help = """
     Usage: rewind export DIR --jsonl [--from SEQ] [--to SEQ] [--since TIME] [--until TIME]
@@ -117,7 +119,7 @@ enum ExportCommand: RewindCommand {
   ) throws {
     // Damage may hide the end; then no progress is shown, and the read reports the damage.
     let total = min(try readableEnd(reader) ?? 0, filter.to)
-    let progress = ProgressLine("exporting", context: context, streaming: streaming)
+    let progress = ProgressLine(ExportCommand.progressLabel, context: context, streaming: streaming)
     defer { progress.finish() }  // an error then starts a line of its own
     try filter.forEachEvent(
       in: reader, directory: directory,

@@ -104,8 +104,12 @@ enum ExportInterrupts {
     watched.withLock { watched -> Never in
       guard let watched else { end(by: signal) }
       let said = cleanUp(watched.file, at: watched.stage)
-      // A progress line on the terminal is cleared first, as an error's message does.
-      let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
+      // A progress line on the terminal is cleared first, as an error's message does (with
+      // spaces as wide as the widest where the terminal cannot erase: which was shown is not known).
+      let erases = RewindTool.erasesLines(term: ProcessInfo.processInfo.environment["TERM"])
+      let clear =
+        isatty(STDERR_FILENO) == 1
+        ? ProgressLine.clearing(ProgressLine.widest(label: ExportCommand.progressLabel), erases: erases) : ""
       say(clear + "rewind export: interrupted (\(name)); " + visible(said) + "\n", to: watched.output)
       // Still holding the lock: no step runs before the process has ended.
       end(by: signal)

@@ -162,7 +162,7 @@ func requireDirectory(_ directory: String) throws {
 /// single quotes (a quote inside written `'\''`). One that starts with `-` is given as `./-…`, which
 /// the tool takes for a path, not an option (helper-222, Dec 7: `rewind repair paths/dm g` split
 /// in two, and a `$(…)` in a path ran when the line was pasted).
-func shellWord(_ path: String) -> String {
+package func shellWord(_ path: String) -> String {
   let word = path.hasPrefix("-") ? "./" + path : path
   let plain =
     !word.isEmpty

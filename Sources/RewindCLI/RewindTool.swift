@@ -166,8 +166,19 @@ public struct RewindTool {
     /// Whether standard output is a terminal: commands that stream their output there (export)
     /// then show no progress, which would only garble it.
     public var stdoutIsTerminal: Bool
+    /// Whether standard error's terminal erases the rest of a line on its escape
+    /// (`RewindTool.erasesLines(term:)`): where it does not, progress lines pad with spaces.
+    public var terminalErasesLines = true
     /// `RewindTool.fileIO`.
     var fileIO: any FileIO = PosixFileIO()
+  }
+
+  /// Whether a terminal of type `term` (the `TERM` variable) erases the rest of a line on the
+  /// escape `ESC [ K`: every type but none, empty and `dumb` (what Emacs' shell buffers and some
+  /// CI log viewers set), which show the escape as text.
+  static func erasesLines(term: String?) -> Bool {
+    guard let term, !term.isEmpty else { return false }
+    return term != "dumb"
   }
 
   static var builtIn: [any RewindCommand.Type] {
@@ -328,7 +339,8 @@ public struct RewindTool {
     let rest = Array(arguments.dropFirst())
     let context = Context(
       output: output, models: models, stderrIsTerminal: isatty(STDERR_FILENO) == 1,
-      stdoutIsTerminal: isatty(STDOUT_FILENO) == 1, fileIO: fileIO)
+      stdoutIsTerminal: isatty(STDOUT_FILENO) == 1,
+      terminalErasesLines: Self.erasesLines(term: ProcessInfo.processInfo.environment["TERM"]), fileIO: fileIO)
     do {
       guard let command = allCommands.first(where: { $0.name == name }) else {
         let near = Arguments.nearest(to: name, among: allCommands.map { $0.name }).map { "did you mean \($0)? " } ?? ""

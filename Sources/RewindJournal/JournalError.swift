@@ -152,7 +152,9 @@ public struct JournalError: Error, Sendable, Equatable, CustomStringConvertible 
     }
     var text = message
     var place: [String] = []
-    if let file { place.append(file) }
+    // A failed system call's message names its path, the directory's and the file's, already:
+    // "open DIR/LOCK: Is a directory (errno 21) in journal DIR", not "… (LOCK) in journal DIR".
+    if let file, !(directory.map { message.contains($0 + "/" + file) } ?? false) { place.append(file) }
     if let offset { place.append("byte offset \(offset)") }
     if let sequences { place.append(Self.describe(sequences, mayGoFurther: sequencesMayGoFurther)) }
     if !place.isEmpty { text += " (" + place.joined(separator: ", ") + ")" }

@@ -285,6 +285,18 @@ import Testing
     #expect(unseeded.out.contains("unseeded"))
   }
 
+  /// The commands the demo's refusals suggest name DIR as one shell word (closing-65: "rm -r
+  /// my notes" would remove two other directories, pasted).
+  @Test func theSuggestedCommandsQuoteTheDirectory() async throws {
+    let dir = TemporaryDirectory("cli-demo-quoted")
+    let journal = dir.appending("my notes")
+    let first = try await Self.rewind(["demo", journal, "--events", "50", "--seed", "1", "--durability", "none"])
+    #expect(first.status == 0, "\(first.err)")
+    let again = try await Self.rewind(["demo", journal, "--events", "50", "--seed", "1"])
+    #expect(again.status == 2)
+    #expect(again.err.contains("Remove it (rm -r '\(journal)') or name a new directory."), "\(again.err)")
+  }
+
   /// A seeded run given a journal whose end is damaged refuses it before opening it for writing:
   /// opening moved the damaged tail aside, then the refusal came, and `verify` found the journal
   /// sound, the loss no longer reported. A file as DIR is refused as one.

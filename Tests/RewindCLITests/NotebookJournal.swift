@@ -76,6 +76,7 @@ struct NotebookJournal {
 /// so neither stream can fill a pipe and stall the child. The child runs on a thread of its own
 /// (`onOwnThread`), so no thread of the cooperative pool waits for it. `standardOutput` and
 /// `standardError` send a stream to that path instead (`/dev/full`); `out` or `err` is then empty.
+/// `environment` sets variables over this process's, which the child inherits.
 struct ToolRun: Sendable {
   var status: Int32
   var out: String
@@ -83,7 +84,7 @@ struct ToolRun: Sendable {
 
   static func run(
     _ product: String, _ arguments: [String], input: String? = nil, in directory: String? = nil,
-    standardOutput: String? = nil, standardError: String? = nil
+    standardOutput: String? = nil, standardError: String? = nil, environment: [String: String] = [:]
   ) async throws -> ToolRun {
     let executable = try #require(
       product.hasPrefix("/") ? product : ChildProcess.builtProduct(product), "\(product) must be built with the tests")
@@ -97,6 +98,9 @@ struct ToolRun: Sendable {
       process.executableURL = URL(fileURLWithPath: executable)
       process.arguments = arguments
       if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+      if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+      }
       process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: standardOutput ?? outPath))
       process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: standardError ?? errPath))
       // Input from a file, not a pipe: a child that exits before reading it (a usage error, a

@@ -8,11 +8,49 @@ import Testing
 /// numbers pass `UInt64.max / 100` (its first segment may be named for any) trapped `export`,
 /// `verify` and `stats` with an arithmetic overflow whenever standard error was a terminal.
 @Suite struct ProgressLineTests {
-  static func line() -> (ProgressLine, Locked<[String]>) {
+  static func line(erasing: Bool = true) -> (ProgressLine, Locked<[String]>) {
     let written = Locked<[String]>([])
     let output = RewindTool.Output(out: { _ in }, err: { text in written.withLock { $0.append(text) } })
-    let context = RewindTool.Context(output: output, models: [], stderrIsTerminal: true, stdoutIsTerminal: false)
+    let context = RewindTool.Context(
+      output: output, models: [], stderrIsTerminal: true, stdoutIsTerminal: false, terminalErasesLines: erasing)
     return (ProgressLine("exporting", context: context), written)
+  }
+
+  /// Where the terminal cannot erase (`TERM=dumb`), a line shorter than the one before is padded
+  /// with spaces over it, and `finish` clears the last with spaces: no escape is written.
+  @Test func aTerminalThatCannotEraseGetsSpaces() {
+    let (progress, written) = Self.line(erasing: false)
+    progress.update(500, of: 1000)
+    progress.update(10, of: 10)
+    progress.update(10, of: 10)
+    progress.finish()
+    progress.finish()
+    let long = "exporting 50% (sequence 500 of 1000)"
+    let short = "exporting 100% (sequence 10 of 10)"
+    #expect(
+      written.withLock { $0 } == [
+        "\r" + long,
+        "\r" + short + String(repeating: " ", count: long.count - short.count),
+        "\r" + String(repeating: " ", count: short.count) + "\r",
+      ])
+  }
+
+  /// `TERM` names a terminal that erases with `ESC [ K` unless it is unset, empty or `dumb`.
+  @Test func whichTerminalsErase() {
+    #expect(RewindTool.erasesLines(term: "xterm-256color"))
+    #expect(RewindTool.erasesLines(term: "linux"))
+    #expect(!RewindTool.erasesLines(term: "dumb"))
+    #expect(!RewindTool.erasesLines(term: ""))
+    #expect(!RewindTool.erasesLines(term: nil))
+  }
+
+  /// What an interrupt's message clears with, not knowing the line shown: the widest export
+  /// progress line, of two 20-digit sequence numbers.
+  @Test func theWidestLineIsClearedWhereNothingErases() {
+    let widest = "exporting 100% (sequence \(UInt64.max) of \(UInt64.max))"
+    #expect(ProgressLine.widest(label: "exporting") == widest.count)
+    #expect(ProgressLine.clearing(3, erases: false) == "\r   \r")
+    #expect(ProgressLine.clearing(3, erases: true) == "\r\u{1B}[K")
   }
 
   @Test func sequencesPastAHundredthOfTheRangeShowTheirPercentage() {

@@ -18,6 +18,13 @@ import Testing
     try await ToolRun.run(Self.tool, arguments, input: input)
   }
 
+  /// `script` (util-linux) with `arguments`: a command run in a pseudo-terminal, whose output
+  /// (the terminal's) comes back as standard output. The terminal's type is set, not inherited:
+  /// progress lines erase with an escape only where `TERM` names a terminal that has one.
+  func atTerminal(_ arguments: [String], input: String? = nil, term: String = "xterm") async throws -> ToolRun {
+    try await ToolRun.run("/usr/bin/script", arguments, input: input, environment: ["TERM": term])
+  }
+
   @Test func replayToNAsJSONEqualsTheLiveStateAfterN() async throws {
     let journal = try await NotebookJournal.write(commands: 120, seed: 4)
     let last = journal.lastSequence
@@ -816,8 +823,8 @@ import Testing
   func debugPromptsAtATerminal() async throws {
     let journal = try await NotebookJournal.write(commands: 5, seed: 14)
     let binary = try #require(ChildProcess.builtProduct(Self.tool))
-    let run = try await ToolRun.run(
-      "/usr/bin/script", ["-qec", "stty -echo && \(binary) debug \(journal.path)", "/dev/null"],
+    let run = try await atTerminal(
+      ["-qec", "stty -echo && \(binary) debug \(journal.path)", "/dev/null"],
       input: "step 2\nquit\n")
     #expect(run.status == 0, "\(run.out)\(run.err)")
     #expect(run.out.contains("rewind debug: workspace in \(journal.path), sequences 0...\(journal.lastSequence)"))
@@ -858,7 +865,7 @@ import Testing
     let scratch = TemporaryDirectory("cli-progress")
     let line = ([binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
     let redirect = streams ? " > \(scratch.appending("out"))" : ""
-    let terminal = try await ToolRun.run("/usr/bin/script", ["-qec", line + redirect, "/dev/null"])
+    let terminal = try await atTerminal(["-qec", line + redirect, "/dev/null"])
     #expect(terminal.status == 0, "\(terminal.out)")
     // show replays up to the state before its event.
     let through = command[0] == "show" ? last - 1 : last
@@ -887,9 +894,45 @@ import Testing
     if streams {
       #expect(seen.isEmpty, "export's output went to the file")
       // With stdout at the terminal too, export shows no progress that would garble its output.
-      let both = try await ToolRun.run("/usr/bin/script", ["-qec", line, "/dev/null"])
+      let both = try await atTerminal(["-qec", line, "/dev/null"])
       #expect(!both.out.contains("exporting"))
     }
+  }
+
+  /// Where the terminal cannot erase (`TERM=dumb`, as in Emacs' shell buffers, or unset), the
+  /// escape would show as text: the progress line is padded with spaces over the longer line
+  /// before it, and cleared with spaces, and no escape reaches the terminal (`ProgressLineTests`
+  /// has a line shorter than the one before).
+  @Test(
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")),
+    arguments: ["dumb", ""])
+  func progressAtATerminalThatCannotErase(term: String) async throws {
+    let scratch = TemporaryDirectory("cli-progress-dumb")
+    let journal = scratch.appending("journal")
+    let demo = try await ToolRun.run(
+      "rewind", ["demo", journal, "--events", "3000", "--seed", "3", "--durability", "none"])
+    try #require(demo.status == 0, "\(demo.err)")
+    let binary = try #require(ChildProcess.builtProduct(Self.tool))
+    let line = "'\(binary)' export '\(journal)' --jsonl > '\(scratch.appending("out"))'"
+    let terminal = try await atTerminal(["-qec", line, "/dev/null"], term: term)
+    #expect(terminal.status == 0, "\(terminal.out)")
+    #expect(!terminal.out.contains("\u{1B}"), "\(terminal.out)")
+    let last = try JournalReader(directory: journal).end().lastSequence
+    let final = "exporting 100% (sequence \(last) of \(last))"
+    // Each line starts with a carriage return and is padded to the longest before it; the last
+    // is cleared by as many spaces as it has characters, then a carriage return.
+    let shown = terminal.out.split(separator: "\r", omittingEmptySubsequences: true).map(String.init)
+    #expect(shown.count >= 3, "\(terminal.out)")
+    #expect(shown.suffix(2) == [final, String(repeating: " ", count: final.count)], "\(shown.suffix(3))")
+    var widest = 0
+    for text in shown.dropLast() {
+      #expect(text.count >= widest, "a shorter line must cover the one before: \(shown)")
+      widest = max(widest, text.count)
+      #expect(text.hasPrefix("exporting "), "\(text)")
+    }
+    // The same with an escape-capable terminal, for contrast: the escape is there.
+    let capable = try await atTerminal(["-qec", line, "/dev/null"])
+    #expect(capable.out.contains("\(final)\u{1B}[K"), "\(capable.out)")
   }
 
   /// A command that fails after its progress line was shown clears the line first: the error
@@ -923,7 +966,7 @@ import Testing
     ] {
       let arguments = [binary, command[0], journal] + command.dropFirst()
       let line = arguments.map { "'\($0)'" }.joined(separator: " ") + " > '\(scratch.appending("out"))'"
-      let terminal = try await ToolRun.run("/usr/bin/script", ["-qec", line, "/dev/null"])
+      let terminal = try await atTerminal(["-qec", line, "/dev/null"])
       #expect(terminal.status == 3, "\(command): \(terminal.out)")
       let error = try #require(terminal.out.range(of: "rewind \(command[0]): "), "\(command): \(terminal.out)")
       let before = terminal.out[..<error.lowerBound]
@@ -940,13 +983,13 @@ import Testing
     try Files.flipMiddleByte(of: journal.directory.appending(segment), with: 0x5A)
     let binary = try #require(ChildProcess.builtProduct(Self.tool))
     let command = "'\(binary)' repair '\(journal.path)'"
-    let declined = try await ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "n\n")
+    let declined = try await atTerminal(["-qec", command, "/dev/null"], input: "n\n")
     #expect(declined.status == 1, "\(declined.out)")
     #expect(declined.out.contains("will move "))
     #expect(declined.out.contains("? [y/N] "))
     #expect(declined.out.contains("nothing moved"))
     #expect(!FileManager.default.fileExists(atPath: journal.directory.appending("quarantine")))
-    let accepted = try await ToolRun.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "y\n")
+    let accepted = try await atTerminal(["-qec", command, "/dev/null"], input: "y\n")
     #expect(accepted.status == 0, "\(accepted.out)")
     #expect(accepted.out.contains("repaired: the journal ends at sequence "))
     #expect(Files.list(journal.directory.appending("quarantine")).count == 1)

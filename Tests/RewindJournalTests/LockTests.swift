@@ -36,6 +36,26 @@ import Testing
     second.close()
   }
 
+  /// A lock file that cannot be opened (a directory in its place) is named once: the system
+  /// call's message names its path, so the description adds no "(LOCK)" (closing-65's "LOCK
+  /// named twice"). `file` still names it.
+  @Test func aLockFileThatCannotBeOpenedIsNamedOnce() throws {
+    let dir = TemporaryDirectory("lock-directory")
+    try FileManager.default.createDirectory(atPath: dir.appending("LOCK"), withIntermediateDirectories: false)
+    let error = journalError { _ = try Journal(directory: dir.path, options: JournalFixtures.options()) }
+    #expect(error?.code == .io, "\(String(describing: error))")
+    #expect(error?.file == "LOCK")
+    #expect(error?.errno == EISDIR)
+    #expect(
+      error?.description == "open \(dir.path)/LOCK: Is a directory (errno \(EISDIR)) in journal \(dir.path)",
+      "\(String(describing: error))")
+    // A message that does not name the file's path still gets it in the place.
+    let damaged = JournalError(.corrupt, "frame checksum mismatch", directory: "/j", file: "1.lz4", offset: 7)
+    #expect(
+      damaged.description.hasPrefix("frame checksum mismatch (1.lz4, byte offset 7) in journal /j."),
+      "\(damaged.description)")
+  }
+
   @Test func closingTwiceAndDeinitReleaseTheLockOnce() async throws {
     let dir = TemporaryDirectory("lock-twice")
     do {
