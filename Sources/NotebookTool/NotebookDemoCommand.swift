@@ -138,8 +138,12 @@ public enum NotebookDemoCommand: RewindCommand {
 
     let committed = Mutex(0)
     // Returns the events committed per origin, as `rewind stats` counts them.
-    let printer = Task { [changes = manager.changes(), progress = context.stderrIsTerminal && !json] in
+    let printer = Task {
+      [changes = manager.changes(), progress = context.stderrIsTerminal && !json, erases = context.terminalErasesLines]
+      in
       var shown = 0
+      // The progress line's characters, which clearing covers with spaces where nothing erases.
+      var width = 0
       var eventsByOrigin: [String: Int] = [:]
       for await change in changes {
         eventsByOrigin[change.origin.name, default: 0] += change.events.count
@@ -150,10 +154,12 @@ public enum NotebookDemoCommand: RewindCommand {
         if json { output.out(line(for: change)) }
         if progress && total - shown >= 5_000 {
           shown = total
-          output.err("\rdemo: \(total) of ~\(target) events")
+          let text = "demo: \(total) of ~\(target) events"
+          output.err("\r" + text)
+          width = text.count
         }
       }
-      if progress { output.err("\r\u{1B}[K") }
+      if progress { output.err(ProgressLine.clearing(width, erases: erases)) }
       return eventsByOrigin
     }
 

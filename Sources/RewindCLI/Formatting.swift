@@ -159,7 +159,8 @@ func requireDirectory(_ directory: String) throws {
 
 /// `path` as one word a POSIX shell reads back as `path`, for a command the tools suggest
 /// (`rewind repair DIR`): as it is when it holds only letters, digits and `_@%+=:,./-`; else in
-/// single quotes (a quote inside written `'\''`). One that starts with `-` is given as `./-…`, which
+/// single quotes (a quote inside written `'"'"'`: with no backslash, which `visible` would
+/// double, so the word is pasted as shown). One that starts with `-` is given as `./-…`, which
 /// the tool takes for a path, not an option (helper-222, Dec 7: `rewind repair paths/dm g` split
 /// in two, and a `$(…)` in a path ran when the line was pasted).
 package func shellWord(_ path: String) -> String {
@@ -171,7 +172,7 @@ package func shellWord(_ path: String) -> String {
         && (("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
           || ("0"..."9").contains(scalar) || "_@%+=:,./-".unicodeScalars.contains(scalar))
     }
-  return plain ? word : "'" + word.replacing("'", with: "'\\''") + "'"
+  return plain ? word : "'" + word.replacing("'", with: #"'"'"'"#) + "'"
 }
 
 /// `text` made safe for a terminal, and unambiguous: each scalar a terminal would act on

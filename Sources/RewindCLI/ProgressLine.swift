@@ -8,7 +8,7 @@ import Rewind
 /// idempotent). On a terminal that cannot erase (`TERM` unset, empty or `dumb`:
 /// `RewindTool.erasesLines(term:)`), the line is padded with spaces over the longer one before
 /// it, and cleared with spaces, instead of the escape that erases the rest of a line.
-final class ProgressLine: @unchecked Sendable {
+package final class ProgressLine: @unchecked Sendable {
   // `@unchecked`: used only from the thread running the command (replay calls back on it).
   private let output: RewindTool.Output
   private let enabled: Bool
@@ -63,7 +63,7 @@ final class ProgressLine: @unchecked Sendable {
 
   /// What clears a line of `width` characters and leaves the cursor at its start: a carriage
   /// return and the escape, or where nothing erases, spaces over it and a carriage return again.
-  static func clearing(_ width: Int, erases: Bool) -> String {
+  package static func clearing(_ width: Int, erases: Bool) -> String {
     erases ? "\r" + eraseToEnd : "\r" + String(repeating: " ", count: width) + "\r"
   }
 

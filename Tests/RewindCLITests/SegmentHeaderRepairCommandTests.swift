@@ -57,10 +57,25 @@ import Testing
     #expect(shellWord("notes/v2_a-b.c:d,e@f%g+h=i") == "notes/v2_a-b.c:d,e@f%g+h=i")
     #expect(shellWord("paths/dm g") == "'paths/dm g'")
     #expect(shellWord("paths/$(id)") == "'paths/$(id)'")
-    #expect(shellWord("it's") == #"'it'\''s'"#)
+    #expect(shellWord("it's") == #"'it'"'"'s'"#)
     #expect(shellWord("-dash") == "./-dash")
     #expect(shellWord("-a b") == "'./-a b'")
     #expect(shellWord("é") == "'é'")
     #expect(shellWord("") == "''")
+    // Shown through `visible`, as every message is, the word is unchanged (a backslash in it
+    // would be doubled: helper-226 pasted `'it'\\''s'`), and a shell reads it back.
+    for path in ["it's", "a 'b' c", "''", "$(id) x", "-a b"] {
+      let word = shellWord(path)
+      #expect(visible(word) == word, "\(word)")
+      let shell = Process()
+      shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+      shell.arguments = ["-c", "printf %s " + word]
+      let pipe = Pipe()
+      shell.standardOutput = pipe
+      try? shell.run()
+      shell.waitUntilExit()
+      let read = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      #expect(read == (path.hasPrefix("-") ? "./" + path : path), "\(word)")
+    }
   }
 }
