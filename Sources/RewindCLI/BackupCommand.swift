@@ -17,10 +17,12 @@ enum BackupCommand: RewindCommand {
     new segment while it runs; this cannot. The copy is made in a hidden directory
     (.NAME.backup-XXXXXXXX beside a new DEST, .backup-XXXXXXXX inside an empty one), fsynced, read
     back and verified there, and only then becomes DEST (renamed to it; or its files moved into the
-    empty DEST, the manifest last), so that no partial copy passes for one, even when the backup is
-    killed or the machine stops: that leaves the hidden directory (and in an empty DEST files with
-    no manifest, which no command reads as a journal), which no later backup removes; remove it
-    yourself. Snapshots are not copied (they are derived: an app opening the copy replays from the
+    empty DEST, the manifest last), so that no partial copy passes for one. Interrupted (Ctrl-C,
+    SIGTERM, SIGHUP), it removes the hidden directory and what it moved into an empty DEST, leaves
+    DEST as it was, says so in one line and ends by the signal (status 130 for Ctrl-C); one that
+    comes once DEST holds the whole copy leaves it there. Killed (kill -9), or when the machine
+    stops, it leaves the hidden directory (and in an empty DEST files with no manifest, which no
+    command reads as a journal), which no later backup removes; remove it yourself. Snapshots are not copied (they are derived: an app opening the copy replays from the
     start or writes new ones), nor quarantine/ (what repair moved aside; copy it yourself if you
     keep it); the index is written anew.
 
@@ -45,8 +47,26 @@ enum BackupCommand: RewindCommand {
     guard !destination.isEmpty else { throw UsageError("DEST is empty: name a new or empty directory") }
     let reader = try openJournal(directory)
     let report: BackupReport
+    // Only the tool's own process handles the signals (not a test's or an app's sinks).
+    let interrupts = context.output.ownsProcess ? context.output : nil
+    if let interrupts {
+      let untouched = Self.untouched(destination)
+      Interrupts.watch(name, output: interrupts) { untouched }
+    }
+    defer { if interrupts != nil { Interrupts.end() } }
     do {
-      report = try reader.backUp(to: destination)
+      var staging: String?
+      var moved: [String] = []
+      report = try reader.backUp(to: destination) { step, run in
+        guard interrupts != nil else { return try run() }
+        switch step {
+        case .staging(let path): staging = path
+        case .moved(let name): moved.append(name)
+        case .renamed: break
+        }
+        let (copy, names) = (staging, moved)
+        try Interrupts.step(run) { Self.cleanUp(destination, after: step, staging: copy, moved: names) }
+      }
     } catch let error as JournalError where error.code == .invalidArgument {
       throw UsageError("DEST \(destination): \(error.message)")
     } catch let error as JournalError where error.directory != directory {
@@ -77,6 +97,56 @@ enum BackupCommand: RewindCommand {
       return .findings
     }
     return .success
+  }
+}
+
+extension BackupCommand {
+  /// What an interrupt before any change leaves: DEST as it was (empty), or not made.
+  static func untouched(_ destination: String) -> String {
+    var status = stat()
+    return lstat(destination, &status) == 0 ? "\(destination) was left as it was" : "\(destination) was not made"
+  }
+
+  /// Removes what an interrupted backup to `destination` has made by its last step, `step`
+  /// (`staging`: the hidden copy; `moved`: the files moved into an empty DEST, in order), and
+  /// says what is left. Runs in `Interrupts`' handler, holding its lock: the copy's writer may
+  /// still make a file in the hidden directory meanwhile, so its listing is taken again until
+  /// the directory goes.
+  static func cleanUp(_ destination: String, after step: JournalReader.BackupStep, staging: String?, moved: [String])
+    -> String
+  {
+    let whole =
+      "the backup to \(destination) was made, but its directory was not synced: rewind verify "
+      + "\(shellWord(destination)) checks it"
+    switch step {
+    case .renamed:
+      return whole
+    case .moved(let name) where name == Layout.manifestName:
+      if let staging { _ = removeDirectory(staging) }
+      return whole
+    case .staging, .moved:
+      // The manifest moves last and did not: DEST is no journal yet. What moved goes first.
+      var status = stat()
+      let existed = staging.map { $0.hasPrefix(destination + "/") } ?? (lstat(destination, &status) == 0)
+      for name in moved.reversed() { unlink(destination + "/" + name) }
+      let left = existed ? "\(destination) was left as it was" : "\(destination) was not made"
+      guard let staging else { return left }
+      return removeDirectory(staging)
+        ? left + ", its partial copy removed"
+        : left + "; its partial copy \(staging) could not be removed: remove it yourself"
+    }
+  }
+
+  /// Removes `directory` and the files in it, listing them again while new ones appear (the
+  /// copy's writer runs on until the process ends); whether it is gone.
+  private static func removeDirectory(_ directory: String) -> Bool {
+    for _ in 0..<100 {
+      for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+        unlink(directory + "/" + name)
+      }
+      if rmdir(directory) == 0 || errno == ENOENT { return true }
+    }
+    return false
   }
 }
 

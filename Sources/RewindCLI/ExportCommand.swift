@@ -225,7 +225,7 @@ struct ExportFile: Sendable {
           owner: replacedOwner,
           step: { step, run in
             guard interrupts != nil else { return try run() }
-            try ExportInterrupts.step(step == .create ? .writing(temporary: temporary) : .replaced, run)
+            try ExportInterrupts.step(step == .create ? .writing(temporary: temporary) : .replaced, of: self, run)
           }, writing: body)
         break
       } catch let error as SystemCallError where error.errno == EEXIST && error.operation == "open" && attempts < 8 {

@@ -1,21 +1,11 @@
-import Dispatch
 import Foundation
-import RewindJournal
-import RewindLocking
 
-/// `export --output`'s answer to SIGINT (Ctrl-C), SIGTERM and SIGHUP in the `rewind` process
-/// (`RewindTool.Output.ownsProcess`: never in a test or an app that runs the tool with sinks of
-/// its own): the temporary file is removed, FILE is left as it was, one line says so, and the
-/// process ends by the signal, its default action restored (`end(by:)`): a shell's `$?` is
-/// 128 + the signal's number, as the signal would have given it.
-///
-/// The handler runs on a queue of its own (a Dispatch signal source), not in a signal handler,
-/// so it may take a lock: the temporary file's creation and its rename over FILE run under the
-/// same lock (`FileIO.replaceFile`'s `step`), so the handler finds exactly one of no temporary
-/// file yet, one being written (removed), or FILE replaced (kept: the export is whole, only the
-/// directory's sync is cut short), and nothing moves until the process has exited. The one line
-/// it writes is waited for a bounded time (`say`): standard error that cannot take it does not
-/// keep the process from ending.
+/// `export --output`'s answer to SIGINT (Ctrl-C), SIGTERM and SIGHUP, through `Interrupts`: the
+/// temporary file is removed, FILE is left as it was, one line says so, and the process ends by
+/// the signal. The temporary file's creation and its rename over FILE run as `Interrupts` steps
+/// (`FileIO.replaceFile`'s `step`), so the handler finds exactly one of no temporary file yet,
+/// one being written (removed), or FILE replaced (kept: the export is whole, only the
+/// directory's sync is cut short).
 enum ExportInterrupts {
   /// How far the export being written has got.
   enum Stage: Sendable {
@@ -24,67 +14,22 @@ enum ExportInterrupts {
     case replaced
   }
 
-  private struct Watched: Sendable {
-    var file: ExportFile
-    var output: RewindTool.Output
-    var stage: Stage
-  }
-
-  private static let watched = Lock<Watched?>(nil)
-
-  /// The signals handled, with their names for the message.
-  private static let signals: [(number: Int32, name: String)] = [
-    (SIGINT, "SIGINT"), (SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP"),
-  ]
-
-  /// The signal sources, made by the first `watch` and kept for the process's life (libdispatch
-  /// keeps its handler for a signal installed once it has one).
-  private static let sources = Lock<[any DispatchSourceSignal]>([])
-
   /// Handles the signals from now until `end()`, for the export to `file`.
   static func watch(_ file: ExportFile, output: RewindTool.Output) {
-    sources.withLock { sources in
-      guard sources.isEmpty else { return }
-      let queue = DispatchQueue(label: "rewind.export-interrupts")
-      // One ignored when the process started stays ignored: `nohup` ignores SIGHUP, and a shell
-      // SIGINT for a job it runs in the background.
-      for signal in signals where !isIgnored(signal.number) {
-        let source = DispatchSource.makeSignalSource(signal: signal.number, queue: queue)
-        // Registered before the temporary file is made: a signal from then on reaches `interrupted`.
-        let registered = DispatchSemaphore(value: 0)
-        source.setRegistrationHandler { registered.signal() }
-        source.setEventHandler { interrupted(by: signal.number, named: signal.name) }
-        source.resume()
-        // Bounded: a source that cannot be registered (no descriptor left for its signalfd)
-        // must not hang the export, which then goes on without handling that signal.
-        _ = registered.wait(timeout: .now() + .seconds(10))
-        sources.append(source)
-      }
-    }
-    watched.withLock { $0 = Watched(file: file, output: output, stage: .starting) }
-  }
-
-  /// Whether `signal` is ignored (`SIG_IGN`), as set by whoever started the process.
-  private static func isIgnored(_ signal: Int32) -> Bool {
-    var current = sigaction()
-    guard sigaction(signal, nil, &current) == 0, let handler = current.__sigaction_handler.sa_handler else {
-      return false
-    }
-    return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    Interrupts.watch(
+      ExportCommand.name, output: output, progressWidth: ProgressLine.widest(label: ExportCommand.progressLabel)
+    ) { cleanUp(file, at: .starting) }
   }
 
   /// Runs one of `replaceFile`'s steps under the handler's lock, and notes `stage` when it
   /// returns: no signal is handled between the two.
-  static func step(_ stage: Stage, _ run: () throws -> Void) throws {
-    try watched.withLock { watched in
-      try run()
-      watched?.stage = stage
-    }
+  static func step(_ stage: Stage, of file: ExportFile, _ run: () throws -> Void) throws {
+    try Interrupts.step(run) { cleanUp(file, at: stage) }
   }
 
   /// The export is over (written, or failed and cleaned up): a signal now ends the process with
   /// its status and nothing more to do.
-  static func end() { watched.withLock { $0 = nil } }
+  static func end() { Interrupts.end() }
 
   /// Removes what the export to `file` has made by `stage` (its temporary file, never FILE) and
   /// says what is left.
@@ -98,58 +43,5 @@ enum ExportInterrupts {
     case .replaced:
       return "the export was written to \(file.path), but its directory was not synced"
     }
-  }
-
-  private static func interrupted(by signal: Int32, named name: String) -> Never {
-    watched.withLock { watched -> Never in
-      guard let watched else { end(by: signal) }
-      let said = cleanUp(watched.file, at: watched.stage)
-      // A progress line on the terminal is cleared first, as an error's message does (with
-      // spaces as wide as the widest where the terminal cannot erase: which was shown is not known).
-      let erases = RewindTool.erasesLines(term: ProcessInfo.processInfo.environment["TERM"])
-      let clear =
-        isatty(STDERR_FILENO) == 1
-        ? ProgressLine.clearing(ProgressLine.widest(label: ExportCommand.progressLabel), erases: erases) : ""
-      say(clear + "rewind export: interrupted (\(name)); " + visible(said) + "\n", to: watched.output)
-      // Still holding the lock: no step runs before the process has ended.
-      end(by: signal)
-    }
-  }
-
-  /// How long the handler waits for its message to be written before it ends the process anyway.
-  static let messageWait: DispatchTimeInterval = .seconds(1)
-
-  /// Writes `message` to `output`'s standard error, waiting for the write at most `messageWait`.
-  /// Standard error may block for ever (a pipe whose reader is stopped or never reads, full; a
-  /// terminal stopped by Ctrl-S): the handler, holding the lock, would then never end the
-  /// process, and a second Ctrl-C would wait behind it. The write runs on a thread of its own,
-  /// which the process's end takes with it; the line may then be cut short, or not written.
-  static func say(_ message: String, to output: RewindTool.Output) {
-    let written = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      output.err(message)
-      written.signal()
-    }
-    _ = written.wait(timeout: .now() + messageWait)
-  }
-
-  /// Ends the process by `signal` itself, its default action restored, so that whoever waits for
-  /// it sees it killed by the signal (`WIFSIGNALED`), not exited: a shell running a script stops
-  /// the script on a Ctrl-C only then (it takes an exit status of 130 for a command that handled
-  /// the interrupt and goes on), and `xargs` stops too. A shell's `$?` is 128 + the signal's
-  /// number either way. Nothing else runs: no `atexit` handler, no stdio flush, on this queue's
-  /// thread while the main thread may be writing; `_exit` if the signal does not end it.
-  static func end(by signal: Int32) -> Never {
-    var action = sigaction()
-    action.__sigaction_handler.sa_handler = SIG_DFL
-    sigemptyset(&action.sa_mask)
-    sigaction(signal, &action, nil)
-    // Dispatch keeps a signal it watches blocked: unblocked on this thread, `raise` delivers it here.
-    var set = sigset_t()
-    sigemptyset(&set)
-    sigaddset(&set, signal)
-    pthread_sigmask(SIG_UNBLOCK, &set, nil)
-    raise(signal)
-    _exit(128 + signal)
   }
 }

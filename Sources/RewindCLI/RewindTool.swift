@@ -32,9 +32,9 @@ public struct RewindTool {
     /// pipe, and end the process as a write to the closed pipe would (status 141).
     public var endWhenReaderLeaves: (@Sendable () -> Void)?
     /// Whether these are the process's own standard output and error (`standard`): then `export
-    /// --output` removes its temporary file when SIGINT, SIGTERM or SIGHUP ends the process
-    /// (`ExportInterrupts`). Other sinks (a test's, an app's that runs the tool inside itself)
-    /// leave the process's signals alone.
+    /// --output` removes its temporary file, and `backup` its hidden copy, when SIGINT, SIGTERM or
+    /// SIGHUP ends the process (`Interrupts`). Other sinks (a test's, an app's that runs the tool
+    /// inside itself) leave the process's signals alone.
     var ownsProcess = false
 
     public init(

@@ -42,10 +42,13 @@ import Testing
   /// it mid-export however fast the machine is, with no sleep that races. Returns how it ended
   /// and its standard error (written to `errPath`, or to `standardError` when one is given: then
   /// `err` is empty). A child still running 30 s after the signal is killed (SIGKILL).
+  /// `temporaryPrefix` and `watched`: the temporary a file name starts with, and the directory
+  /// it appears in (`out` when nil), for a command other than export (`backup`'s hidden copy).
   static func signalled(
     _ executable: String, _ arguments: [String], out: TemporaryDirectory, signal: Int32, errPath: String,
-    standardError: FileHandle? = nil
+    standardError: FileHandle? = nil, temporaryPrefix: String = ".events.jsonl.export-", watched: String? = nil
   ) async throws -> (status: Int32, reason: Process.TerminationReason, err: String) {
+    let watched = watched ?? out.path
     _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     let (status, reason, temporary, stillWriting) = try await onOwnThread {
       let process = Process()
@@ -59,14 +62,14 @@ import Testing
       let pid = process.processIdentifier
       var temporary: String?
       while temporary == nil, process.isRunning {
-        temporary = Files.list(out.path).first { $0.hasPrefix(".events.jsonl.export-") }
+        temporary = Files.list(watched).first { $0.hasPrefix(temporaryPrefix) }
         if temporary == nil { usleep(200) }
       }
       var stillWriting = false
       if temporary != nil {
         kill(pid, SIGSTOP)
         while process.isRunning, !Self.isStopped(pid) { usleep(200) }
-        stillWriting = Files.list(out.path).contains { $0.hasPrefix(".events.jsonl.export-") }
+        stillWriting = Files.list(watched).contains { $0.hasPrefix(temporaryPrefix) }
         kill(pid, signal)
         kill(pid, SIGCONT)
         let deadline = Date().addingTimeInterval(30)

@@ -31,7 +31,8 @@ extension JournalReader {
   ///   is made in `destination/.backup-XXXXXXXX`, its files then moved into `destination`, the
   ///   manifest last, so that `destination` is a journal only once it holds every file.
   /// A copy cut off so leaves that hidden directory (and, in an empty `destination`, files
-  /// without a manifest, which no reader takes for a journal); nothing removes it later.
+  /// without a manifest, which no reader takes for a journal); nothing removes it later (`rewind
+  /// backup` removes it when a signal interrupts it: `backUp(to:step:)`).
   /// Snapshots are not copied: they are derived, and an app that opens the copy replays from its
   /// start or writes new ones. Nor is `quarantine/`, where `repair` moved damaged data aside.
   /// - Returns: what was copied.
@@ -41,6 +42,28 @@ extension JournalReader {
   ///   this journal, located, or `.io`. On any error, what it wrote is removed and `destination`
   ///   is left as it was (or is not made).
   public func backUp(to destination: String) throws -> BackupReport {
+    try backUp(to: destination) { _, run in try run() }
+  }
+
+  /// A change `backUp(to:step:)` is about to make: one that a process interrupted meanwhile
+  /// would leave behind.
+  package enum BackupStep: Sendable, Equatable {
+    /// The hidden directory the copy is made in, before it is made (the step's `run` does
+    /// nothing: the copy makes it, and writes into it, outside the step).
+    case staging(String)
+    /// The copy renamed to DEST, a new directory: it is the backup from then on.
+    case renamed
+    /// A file of the copy moved into DEST, an empty directory; the manifest moves last, and
+    /// makes DEST a journal.
+    case moved(String)
+  }
+
+  /// `backUp(to:)`, running each `BackupStep` through `step` (which must call `run` once, and
+  /// may hold a lock around it): `rewind backup` removes what an interrupt would leave (the
+  /// hidden copy, files moved into an empty DEST) knowing exactly which changes were made.
+  package func backUp(
+    to destination: String, step: (BackupStep, () throws -> Void) throws -> Void
+  ) throws -> BackupReport {
     let id = try self.id
     var status = stat()
     let looked = lstat(destination, &status) == 0
@@ -87,10 +110,11 @@ extension JournalReader {
     var renamed = false
     var moved: [String] = []
     do {
+      try step(.staging(staging)) {}
       let report = try copyAndVerify(into: staging, id: id)
       if made {
         try JournalError.wrapping(directory: destination) {
-          try io.rename(staging, to: destination)
+          try step(.renamed) { try io.rename(staging, to: destination) }
           renamed = true
           try io.syncDirectory(parent)
         }
@@ -103,7 +127,7 @@ extension JournalReader {
             try JournalError.wrapping(directory: destination) { try io.syncDirectory(destination) }
           }
           try JournalError.wrapping(directory: destination, file: name) {
-            try io.rename(staging + "/" + name, to: destination + "/" + name)
+            try step(.moved(name)) { try io.rename(staging + "/" + name, to: destination + "/" + name) }
           }
           moved.append(name)
         }
