@@ -22,9 +22,10 @@ enum BackupCommand: RewindCommand {
     DEST as it was, says so in one line and ends by the signal (status 130 for Ctrl-C); one that
     comes once DEST holds the whole copy leaves it there. Killed (kill -9), or when the machine
     stops, it leaves the hidden directory (and in an empty DEST files with no manifest, which no
-    command reads as a journal), which no later backup removes; remove it yourself. Snapshots are not copied (they are derived: an app opening the copy replays from the
-    start or writes new ones), nor quarantine/ (what repair moved aside; copy it yourself if you
-    keep it); the index is written anew.
+    command reads as a journal), which no later backup removes; remove it yourself. Snapshots
+    are not copied (they are derived: an app opening the copy replays from the start or writes
+    new ones), nor quarantine/ (what repair moved aside; copy it yourself if you keep it); the
+    index is written anew.
 
     Exit 0 when the copy is made and verified; 1 when it is, but DIR shows records lost before
     the backup (a snapshot past its end, written once records that are gone were durable: the
@@ -67,6 +68,9 @@ enum BackupCommand: RewindCommand {
         let (copy, names) = (staging, moved)
         try Interrupts.step(run) { Self.cleanUp(destination, after: step, staging: copy, moved: names) }
       }
+      // Made, synced and verified: a signal from now on only ends the process, saying nothing of
+      // a sync cut short that was not (helper-227).
+      if interrupts != nil { Interrupts.end() }
     } catch let error as JournalError where error.code == .invalidArgument {
       throw UsageError("DEST \(destination): \(error.message)")
     } catch let error as JournalError where error.directory != directory {
@@ -115,13 +119,15 @@ extension BackupCommand {
   static func cleanUp(_ destination: String, after step: JournalReader.BackupStep, staging: String?, moved: [String])
     -> String
   {
-    let whole =
-      "the backup to \(destination) was made, but its directory was not synced: rewind verify "
-      + "\(shellWord(destination)) checks it"
+    // Verified before it became DEST's; only the directory's sync (and the hidden directory's
+    // removal, inside an empty DEST) was left.
+    let whole = "the backup to \(destination) was made and verified, but its directory was not synced"
     switch step {
     case .renamed:
       return whole
     case .moved(let name) where name == Layout.manifestName:
+      // The library removes the hidden directory, empty now; removed here too, its removal
+      // there finds it gone and takes nothing back (helper-227: it undid the moves).
       if let staging { _ = removeDirectory(staging) }
       return whole
     case .staging, .moved:

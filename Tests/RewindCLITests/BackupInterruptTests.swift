@@ -50,6 +50,56 @@ import Testing
     #expect(Files.list(out.path) == ["mount"])
   }
 
+  /// The handler running right after the manifest moved into an empty DEST, as a signal there
+  /// makes it (helper-227, 1 trial in 163): it removes the emptied hidden directory, and the
+  /// library's own removal of it then failed (ENOENT) and took every moved file back out of DEST,
+  /// while the line said the backup was made. Now the library finds it gone and DEST stays whole.
+  @Test func theHandlerAfterTheManifestMovedLeavesTheBackupWhole() async throws {
+    let dir = TemporaryDirectory("cli-backup-handler-manifest")
+    let journal = try await NotebookJournal.write(commands: 40, seed: 21)
+    let destination = dir.appending("mount")
+    try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: false)
+    var staging: String?
+    var moved: [String] = []
+    let report = try JournalReader(directory: journal.path).backUp(to: destination) { step, run in
+      try run()
+      switch step {
+      case .staging(let path): staging = path
+      case .moved(let name): moved.append(name)
+      case .renamed: break
+      }
+      guard step == .moved("manifest.json") else { return }
+      let said = BackupCommand.cleanUp(destination, after: step, staging: staging, moved: moved)
+      #expect(said == "the backup to \(destination) was made and verified, but its directory was not synced")
+    }
+    #expect(report.lastSequence == journal.lastSequence)
+    #expect(moved.last == "manifest.json")
+    #expect(!Files.list(destination).contains { $0.hasPrefix(".backup-") })
+    #expect(try JournalReader(directory: destination).verify().isSound)
+    #expect(try JournalReader(directory: destination).lastSequence() == journal.lastSequence)
+  }
+
+  /// The handler running right after the hidden directory was made: the copy's journal is open
+  /// there by then (made in the step), so once the handler removes the directory nothing makes it
+  /// again; the copy fails, and leaves nothing (helper-227's reading: a signal before the copy's
+  /// `mkdir` would have been followed by it).
+  @Test func theHandlerAfterTheStagingStepLeavesNothing() async throws {
+    let dir = TemporaryDirectory("cli-backup-handler-staging")
+    let journal = try await NotebookJournal.write(commands: 40, seed: 22)
+    let destination = dir.appending("copy")
+    var said: String?
+    #expect(throws: JournalError.self) {
+      try JournalReader(directory: journal.path).backUp(to: destination) { step, run in
+        try run()
+        guard case .staging(let path) = step else { return }
+        #expect(Files.list(path).contains("manifest.json"), "the step opened the copy")
+        said = BackupCommand.cleanUp(destination, after: step, staging: path, moved: [])
+      }
+    }
+    #expect(said == "\(destination) was not made, its partial copy removed")
+    #expect(Files.list(dir.path).isEmpty, "\(Files.list(dir.path))")
+  }
+
   /// What the handler does at each step, in process: files moved into an empty DEST before the
   /// manifest are removed with the hidden copy; once the manifest (or the whole copy) is DEST's,
   /// the backup is whole and stays.
@@ -68,7 +118,7 @@ import Testing
     try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
     try Files.write([2], to: destination + "/manifest.json")
     let whole = BackupCommand.cleanUp(destination, after: .moved("manifest.json"), staging: staging, moved: [])
-    #expect(whole.hasPrefix("the backup to \(destination) was made, but its directory was not synced"), "\(whole)")
+    #expect(whole == "the backup to \(destination) was made and verified, but its directory was not synced")
     #expect(Files.list(destination) == ["manifest.json"], "the copy stays; only the emptied hidden directory goes")
 
     let renamed = BackupCommand.cleanUp(out.appending("new"), after: .renamed, staging: nil, moved: [])

@@ -48,8 +48,9 @@ extension JournalReader {
   /// A change `backUp(to:step:)` is about to make: one that a process interrupted meanwhile
   /// would leave behind.
   package enum BackupStep: Sendable, Equatable {
-    /// The hidden directory the copy is made in, before it is made (the step's `run` does
-    /// nothing: the copy makes it, and writes into it, outside the step).
+    /// The hidden directory the copy is made in: the step's `run` makes it and opens the copy's
+    /// journal there (its manifest, lock and first segment). Later files of the copy are made
+    /// inside it, outside any step: once it is removed, they fail, and nothing makes it again.
     case staging(String)
     /// The copy renamed to DEST, a new directory: it is the backup from then on.
     case renamed
@@ -110,8 +111,12 @@ extension JournalReader {
     var renamed = false
     var moved: [String] = []
     do {
-      try step(.staging(staging)) {}
-      let report = try copyAndVerify(into: staging, id: id)
+      var opened: Journal?
+      try step(.staging(staging)) { opened = try openCopy(in: staging, id: id) }
+      guard let copy = opened else {
+        throw JournalError(.invalidArgument, "the backup's step did not run", directory: destination)
+      }
+      let report = try copyAndVerify(copy, into: staging)
       if made {
         try JournalError.wrapping(directory: destination) {
           try step(.renamed) { try io.rename(staging, to: destination) }
@@ -132,7 +137,9 @@ extension JournalReader {
           moved.append(name)
         }
         try JournalError.wrapping(directory: destination) {
-          try io.removeDirectory(staging)
+          // Gone already: a signal's handler (`rewind backup`) removed it once the manifest had
+          // moved. That is no failure to take the moved files back for.
+          do { try io.removeDirectory(staging) } catch let error as SystemCallError where error.errno == ENOENT {}
           try io.syncDirectory(destination)
         }
       }
@@ -149,13 +156,20 @@ extension JournalReader {
     }
   }
 
-  private func copyAndVerify(into destination: String, id: JournalID) throws -> BackupReport {
+  /// Makes the hidden directory `destination` and opens the copy's journal there, with this
+  /// journal's id.
+  private func openCopy(in destination: String, id: JournalID) throws -> Journal {
     var options = JournalOptions(durability: .none)
     options.limits = .largest
     options.newJournalID = id
     options.io = io
     // `none` syncs a segment only as it is sealed and nothing at closing: every file is synced below.
-    let copy = try Journal(directory: destination, options: options)
+    return try Journal(directory: destination, options: options)
+  }
+
+  /// Copies the records into `copy`, the journal opened in the hidden directory `destination`,
+  /// closes it, syncs its files and verifies them.
+  private func copyAndVerify(_ copy: Journal, into destination: String) throws -> BackupReport {
     var report = BackupReport(lastSequence: 0, frames: 0, bytes: 0)
     do {
       // The moment the copy stands at: the end now. A writer that appends faster than the copy
