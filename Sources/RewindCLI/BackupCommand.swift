@@ -105,6 +105,10 @@ enum BackupCommand: RewindCommand {
 }
 
 extension BackupCommand {
+  /// How many times the handler lists the hidden copy again while the copy's writer, running
+  /// on until the process ends, makes files in it (`FileIO.removeDirectoryAndFiles`).
+  static let removalAttempts = 100
+
   /// What an interrupt before any change leaves: DEST as it was (empty), or not made.
   static func untouched(_ destination: String) -> String {
     var status = stat()
@@ -128,7 +132,7 @@ extension BackupCommand {
     case .moved(let name) where name == Layout.manifestName:
       // The library removes the hidden directory, empty now; removed here too, its removal
       // there finds it gone and takes nothing back (helper-227: it undid the moves).
-      if let staging { _ = removeDirectory(staging) }
+      if let staging { _ = PosixFileIO().removeDirectoryAndFiles(staging, attempts: Self.removalAttempts) }
       return whole
     case .staging, .moved:
       // The manifest moves last and did not: DEST is no journal yet. What moved goes first.
@@ -137,22 +141,10 @@ extension BackupCommand {
       for name in moved.reversed() { unlink(destination + "/" + name) }
       let left = existed ? "\(destination) was left as it was" : "\(destination) was not made"
       guard let staging else { return left }
-      return removeDirectory(staging)
+      return PosixFileIO().removeDirectoryAndFiles(staging, attempts: Self.removalAttempts)
         ? left + ", its partial copy removed"
         : left + "; its partial copy \(staging) could not be removed: remove it yourself"
     }
-  }
-
-  /// Removes `directory` and the files in it, listing them again while new ones appear (the
-  /// copy's writer runs on until the process ends); whether it is gone.
-  private static func removeDirectory(_ directory: String) -> Bool {
-    for _ in 0..<100 {
-      for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
-        unlink(directory + "/" + name)
-      }
-      if rmdir(directory) == 0 || errno == ENOENT { return true }
-    }
-    return false
   }
 }
 

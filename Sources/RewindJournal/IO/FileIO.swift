@@ -341,6 +341,23 @@ extension FileIO {
     return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
   }
 
+  /// Removes `directory` and the files in it (one level: what a journal's copy holds), listing
+  /// them again while new ones appear (a writer still making files there, in another thread),
+  /// at most `attempts` times. Failures are not thrown: this cleans up after something that
+  /// already failed or was interrupted. Whether the directory is gone (or was never there).
+  package func removeDirectoryAndFiles(_ directory: String, attempts: Int = 1) -> Bool {
+    for _ in 0..<max(1, attempts) {
+      for name in (try? contentsOfDirectory(directory)) ?? [] { try? removeFile(directory + "/" + name) }
+      do {
+        try removeDirectory(directory)
+        return true
+      } catch let error as SystemCallError where error.errno == ENOENT {
+        return true
+      } catch {}
+    }
+    return false
+  }
+
   /// Creates the directory `path` (mode 0700) unless something stands there already, and then
   /// syncs its parent directory, whose new entry a power loss could otherwise take with
   /// everything made durable inside it since (fsyncing a directory makes its own entries

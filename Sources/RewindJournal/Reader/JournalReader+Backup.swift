@@ -146,11 +146,11 @@ extension JournalReader {
       return report
     } catch {
       if renamed {
-        removeCopy(destination, made: true)
+        _ = io.removeDirectoryAndFiles(destination)
       } else {
         // The manifest first: a crash part way leaves no journal of a part of the copy.
         for name in moved.reversed() { try? io.removeFile(destination + "/" + name) }
-        removeCopy(staging, made: true)
+        _ = io.removeDirectoryAndFiles(staging)
       }
       throw error
     }
@@ -231,14 +231,5 @@ extension JournalReader {
     }
     try JournalError.wrapping(directory: destination) { try io.syncDirectory(destination) }
     return bytes
-  }
-
-  /// Removes what a failed backup wrote: the files in `directory` (empty before it began), and
-  /// the directory itself if the backup made it.
-  private func removeCopy(_ directory: String, made: Bool) {
-    for name in (try? io.contentsOfDirectory(directory)) ?? [] {
-      try? io.removeFile(directory + "/" + name)
-    }
-    if made { try? io.removeDirectory(directory) }
   }
 }
